@@ -1,0 +1,1 @@
+"""The demo ERP: schema, deterministic seed, database handle."""

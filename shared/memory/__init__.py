@@ -1,0 +1,1 @@
+"""Conversation memory owned by the ERP (article §10–12)."""

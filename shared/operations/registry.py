@@ -1,0 +1,150 @@
+"""One registry of ERP operations, used by both modes.
+
+An :class:`Operation` is declared once: a stable Spanish snake_case name, a description, a pydantic model for
+its parameters (every field documented), a pydantic model for its result, and a handler that runs it against
+an ERP session. The registry renders the catalog for prompts, exports LangChain tools, and executes by name
+with a plain dict of parameters, raising the typed errors of :mod:`shared.errors`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from shared.errors import InvalidParametersError, UnknownOperationError
+
+if TYPE_CHECKING:
+    from langchain_core.tools import StructuredTool
+    from sqlalchemy.orm import Session
+
+    from shared.erp.database import Erp
+
+P = TypeVar("P", bound=BaseModel)
+R = TypeVar("R", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Operation(Generic[P, R]):
+    """A business operation the ERP can execute on a model's request."""
+
+    name: str
+    description: str
+    params_model: type[P]
+    result_model: type[R]
+    handler: Callable[[Session, P], R]
+
+    def __post_init__(self) -> None:
+        undocumented = [
+            field for field, info in self.params_model.model_fields.items() if not info.description
+        ]
+        if undocumented:
+            raise TypeError(f"Operation {self.name!r}: parameters without a description: {undocumented}")
+
+    def parameters_schema(self) -> dict[str, Any]:
+        """JSON schema of the parameters, without pydantic's title noise."""
+        schema = self.params_model.model_json_schema()
+        schema.pop("title", None)
+        for prop in schema.get("properties", {}).values():
+            prop.pop("title", None)
+        return schema
+
+
+class OperationSpec(BaseModel):
+    """How an operation is presented to a model: name, description, parameters JSON schema."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+class OperationRegistry:
+    """A name-indexed set of operations."""
+
+    def __init__(self, operations: list[Operation[Any, Any]] | None = None) -> None:
+        self._operations: dict[str, Operation[Any, Any]] = {}
+        for operation in operations or []:
+            self.register(operation)
+
+    def register(self, operation: Operation[Any, Any]) -> None:
+        if operation.name in self._operations:
+            raise ValueError(f"Operation {operation.name!r} is already registered")
+        self._operations[operation.name] = operation
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._operations
+
+    def __iter__(self) -> Iterator[Operation[Any, Any]]:
+        return iter(self._operations.values())
+
+    def __len__(self) -> int:
+        return len(self._operations)
+
+    def names(self) -> list[str]:
+        return list(self._operations)
+
+    def get(self, name: str) -> Operation[Any, Any]:
+        try:
+            return self._operations[name]
+        except KeyError:
+            raise UnknownOperationError(name, self.names()) from None
+
+    def catalog(self) -> list[OperationSpec]:
+        """The catalog a planner prompt shows: one spec per operation, in registration order."""
+        return [
+            OperationSpec(name=op.name, description=op.description, parameters=op.parameters_schema())
+            for op in self
+        ]
+
+    def validate(self, name: str, params: dict[str, Any] | None) -> BaseModel:
+        """Return the validated parameter model, or raise Unknown/InvalidParametersError."""
+        operation = self.get(name)
+        if params is not None and not isinstance(params, dict):
+            raise InvalidParametersError(name, f"expected an object, got {type(params).__name__}")
+        try:
+            return operation.params_model.model_validate(params or {})
+        except ValidationError as exc:
+            raise InvalidParametersError(
+                name,
+                [{"loc": e["loc"], "msg": e["msg"], "type": e["type"]} for e in exc.errors()],
+            ) from None
+
+    def execute(self, erp: Erp, name: str, params: dict[str, Any] | None) -> dict[str, Any]:
+        """Validate and run ``name`` against ``erp``; return its result as a JSON-ready dict."""
+        operation = self.get(name)
+        validated = self.validate(name, params)
+        with erp.session() as session:
+            result = operation.handler(session, validated)
+        return dict(result.model_dump(mode="json"))
+
+    def langchain_tools(self, erp: Erp) -> list[StructuredTool]:
+        """Export every operation as a LangChain ``StructuredTool`` bound to ``erp``.
+
+        Tools return the result as JSON text. Operation errors are raised as ``ToolException`` so the agent
+        sends them back to the model as tool error messages.
+        """
+        from langchain_core.tools import StructuredTool, ToolException
+
+        from shared.errors import OperationError
+
+        def make(operation: Operation[Any, Any]) -> StructuredTool:
+            def run(**kwargs: Any) -> str:
+                try:
+                    result = self.execute(erp, operation.name, kwargs)
+                except OperationError as exc:
+                    raise ToolException(str(exc)) from exc
+                return json.dumps(result, ensure_ascii=False)
+
+            return StructuredTool.from_function(
+                func=run,
+                name=operation.name,
+                description=operation.description,
+                args_schema=operation.params_model,
+                handle_tool_error=True,
+                handle_validation_error=True,
+            )
+
+        return [make(op) for op in self]

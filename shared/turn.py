@@ -1,0 +1,62 @@
+"""The record of one assistant turn, returned by both modes so the benchmark compares like with like."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+ModeName = Literal["planner", "toolcalling", "toolcalling-full"]
+
+
+class ExecutedOperation(BaseModel):
+    """One sales operation the ERP executed (or refused) during a turn."""
+
+    funcion: str
+    """Operation name as the model requested it."""
+    parametros: dict[str, Any] = Field(default_factory=dict)
+    """Parameters after `$ref` resolution (planner) or as the tool call sent them (tool calling)."""
+    id: str | None = None
+    """Plan operation id (planner) or tool call id (tool calling)."""
+    result: Any = None
+    """JSON-serialisable result when the operation succeeded."""
+    error: str | None = None
+    """Error message when the operation was refused or failed."""
+    duration_ms: float = 0.0
+    """Wall time spent executing the operation in the ERP."""
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class TurnResult(BaseModel):
+    """Everything one turn produced and cost."""
+
+    mode: str
+    """Which architecture ran the turn (``planner``, ``toolcalling``, ``toolcalling-full``)."""
+    conversation_id: str
+    question: str
+    answer: str
+    """The text shown to the user."""
+    plan: dict[str, Any] | None = None
+    """The validated plan (planner mode) as JSON; ``None`` for tool calling."""
+    operations: list[ExecutedOperation] = Field(default_factory=list)
+    memories: list[str] = Field(default_factory=list)
+    """Memory items stored by this turn."""
+    state: dict[str, Any] = Field(default_factory=dict)
+    """Conversation state after this turn."""
+    model_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    model_ms: float = 0.0
+    """Measured wall time spent inside model calls."""
+    simulated_model_ms: float | None = None
+    """Model time under a latency profile (offline model only); ``None`` without a profile."""
+    harness_ms: float = 0.0
+    """Everything except measured model time: context building, validation, execution, storage."""
+    total_ms: float = 0.0
+    errors: list[str] = Field(default_factory=list)
+    """Non-fatal problems: invalid plans, refused operations, model output errors, provider errors."""
+    recorded: bool = True
+    """Whether the turn was stored in the conversation memory."""
