@@ -1,0 +1,435 @@
+"""``erp-ai``: the one command-line entry point.
+
+The CLI is the outermost layer: it may import every package, and nothing imports it. It lives in
+``benchmarks/`` because that is the outermost package of the layout the user asked for
+(``benchmarks → modes → shared``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from enum import StrEnum
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from shared.errors import ErpAiError
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+    from shared.engine import AssistantEngine
+    from shared.erp.database import Erp
+    from shared.turn import TurnResult
+
+app = typer.Typer(
+    name="erp-ai",
+    help=(
+        "Two-call planner vs native tool calling over one demo ERP. "
+        "Start with `erp-ai bench` (the benchmark) or `erp-ai ask \"¿Cuánto vendimos en 2025?\"`."
+    ),
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+    pretty_exceptions_enable=False,
+)
+ops_app = typer.Typer(help="List or call the ERP's sales operations directly (no model involved).")
+app.add_typer(ops_app, name="ops")
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+class Mode(StrEnum):
+    planner = "planner"
+    toolcalling = "toolcalling"
+
+
+class ContextPolicy(StrEnum):
+    windowed = "windowed"
+    full_history = "full_history"
+
+
+class Provider(StrEnum):
+    offline = "offline"
+    ollama = "ollama"
+    gemini = "gemini"
+    openai = "openai"
+
+
+class EmulatedProvider(StrEnum):
+    ollama = "ollama"
+    gemini = "gemini"
+
+
+DbUrl = Annotated[
+    str | None,
+    typer.Option("--db-url", envvar="ERP_AI_DB_URL", help="ERP database URL (default: ./.erp-ai/erp.sqlite3)."),
+]
+MemoryUrl = Annotated[
+    str | None,
+    typer.Option(
+        "--memory-url", envvar="ERP_AI_MEMORY_URL", help="Conversation memory URL (default: the ERP database)."
+    ),
+]
+ProviderOpt = Annotated[Provider, typer.Option("--provider", "-p", help="Model provider.")]
+ModelOpt = Annotated[str | None, typer.Option("--model", "-m", help="Model name (provider default if omitted).")]
+BaseUrlOpt = Annotated[
+    str | None, typer.Option("--base-url", help="Provider base URL (Ollama host, OpenAI-compatible server…).")
+]
+PlanModelOpt = Annotated[
+    str | None, typer.Option("--plan-model", help="Planner only: model for call 1 (default: --model).")
+]
+AnswerModelOpt = Annotated[
+    str | None, typer.Option("--answer-model", help="Planner only: model for call 2 (default: --model).")
+]
+LatencyOpt = Annotated[
+    str | None,
+    typer.Option("--latency-profile", help="Offline model only: simulate gpu-8b, cpu-8b or gemini-flash."),
+]
+
+
+def _fail(message: str, code: int = 1) -> typer.Exit:
+    err_console.print(f"[bold red]Error:[/] {message}")
+    return typer.Exit(code)
+
+
+def _open_erp(db_url: str | None) -> Erp:
+    from shared.erp.database import open_erp
+
+    return open_erp(db_url)
+
+
+def _build_model(
+    provider: Provider, model: str | None, base_url: str | None, latency_profile: str | None = None
+) -> BaseChatModel:
+    from shared.llm.factory import build_chat_model
+
+    return build_chat_model(
+        provider.value, model=model, base_url=base_url, latency_profile=latency_profile
+    )
+
+
+def _build_engine(
+    *,
+    mode: Mode,
+    context: ContextPolicy,
+    structured: bool,
+    provider: Provider,
+    model: str | None,
+    plan_model: str | None,
+    answer_model: str | None,
+    base_url: str | None,
+    latency_profile: str | None,
+    servers: list[str] | None,
+    db_url: str | None,
+    memory_url: str | None,
+) -> AssistantEngine:
+    from shared.memory.store import open_memory_store
+    from shared.operations.sales import sales_registry
+
+    erp = _open_erp(db_url)
+    store = open_memory_store(memory_url or db_url)
+    registry = sales_registry()
+    if mode is Mode.planner:
+        from planner_mode import HttpAIClient, InProcessAIClient, PlannerAI, PlannerEngine
+
+        ai: Any
+        if servers:
+            ai = HttpAIClient(servers, token=os.environ.get("ERP_AI_SERVER_TOKEN"))
+        else:
+            planner_model = _build_model(provider, plan_model or model, base_url, latency_profile)
+            writer_model = (
+                _build_model(provider, answer_model, base_url, latency_profile) if answer_model else None
+            )
+            ai = InProcessAIClient(PlannerAI(planner_model, writer_model))
+        return PlannerEngine(registry, erp, store, ai)
+    from toolcalling_mode import ToolCallingEngine
+
+    if servers:
+        raise _fail("--server only applies to --mode planner (the stateless AI server is the planner's).")
+    return ToolCallingEngine(
+        registry,
+        erp,
+        store,
+        _build_model(provider, model, base_url, latency_profile),
+        policy=context.value,
+        structured=structured,
+    )
+
+
+def _print_turn(result: TurnResult, *, show_details: bool) -> None:
+    console.print(result.answer)
+    if not show_details:
+        return
+    table = Table(title="Turn details", show_lines=False)
+    table.add_column("operation")
+    table.add_column("parameters")
+    table.add_column("result / error", overflow="fold")
+    for op in result.operations:
+        outcome = op.error if op.error else json.dumps(op.result, ensure_ascii=False)[:200]
+        table.add_row(op.funcion, json.dumps(op.parametros, ensure_ascii=False), outcome)
+    if result.plan is not None:
+        console.print_json(json.dumps(result.plan, ensure_ascii=False))
+    if result.operations:
+        console.print(table)
+    simulated = (
+        f", simulated model {result.simulated_model_ms:.0f} ms" if result.simulated_model_ms is not None else ""
+    )
+    console.print(
+        f"[dim]{result.mode}: {result.model_calls} model call(s), {result.input_tokens} in / "
+        f"{result.output_tokens} out tokens, model {result.model_ms:.1f} ms{simulated}, "
+        f"harness {result.harness_ms:.1f} ms[/]"
+    )
+    for error in result.errors:
+        console.print(f"[yellow]warning:[/] {error}")
+
+
+@app.command()
+def ask(
+    message: Annotated[str, typer.Argument(help="The user's question, e.g. \"¿Cuánto vendimos en 2025?\".")],
+    mode: Annotated[Mode, typer.Option("--mode", help="Architecture that answers.")] = Mode.planner,
+    conversation: Annotated[
+        str | None,
+        typer.Option("--conversation", "-c", help="Continue this conversation id (new one if omitted)."),
+    ] = None,
+    context: Annotated[
+        ContextPolicy, typer.Option("--context", help="Tool calling only: what context the agent gets.")
+    ] = ContextPolicy.windowed,
+    structured: Annotated[
+        bool, typer.Option("--structured", help="Tool calling only: structured final answer with memory/state.")
+    ] = False,
+    provider: ProviderOpt = Provider.offline,
+    model: ModelOpt = None,
+    plan_model: PlanModelOpt = None,
+    answer_model: AnswerModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    latency_profile: LatencyOpt = None,
+    server: Annotated[
+        list[str] | None,
+        typer.Option("--server", help="Planner only: remote AI server URL (repeat for round-robin)."),
+    ] = None,
+    db_url: DbUrl = None,
+    memory_url: MemoryUrl = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the whole TurnResult as JSON.")] = False,
+    details: Annotated[bool, typer.Option("--details", help="Show plan, operations and call counts.")] = False,
+) -> None:
+    """Answer one question. The conversation lives in the ERP's SQLite memory, so a later
+    `erp-ai ask --conversation ID "¿Y cuánto compró?"` in a new process continues it."""
+    try:
+        engine = _build_engine(
+            mode=mode,
+            context=context,
+            structured=structured,
+            provider=provider,
+            model=model,
+            plan_model=plan_model,
+            answer_model=answer_model,
+            base_url=base_url,
+            latency_profile=latency_profile,
+            servers=server,
+            db_url=db_url,
+            memory_url=memory_url,
+        )
+    except ErpAiError as exc:
+        raise _fail(str(exc)) from None
+    conversation_id = conversation or uuid.uuid4().hex
+    result = engine.ask(conversation_id, message)
+    if as_json:
+        typer.echo(result.model_dump_json(indent=2))
+        return
+    _print_turn(result, show_details=details)
+    if conversation is None:
+        err_console.print(f"[dim]conversation: {conversation_id} (continue with --conversation {conversation_id})[/]")
+
+
+@app.command()
+def chat(
+    mode: Annotated[Mode, typer.Option("--mode", help="Architecture that answers.")] = Mode.planner,
+    conversation: Annotated[
+        str | None, typer.Option("--conversation", "-c", help="Continue this conversation id.")
+    ] = None,
+    context: Annotated[
+        ContextPolicy, typer.Option("--context", help="Tool calling only: what context the agent gets.")
+    ] = ContextPolicy.windowed,
+    structured: Annotated[
+        bool, typer.Option("--structured", help="Tool calling only: structured final answer with memory/state.")
+    ] = False,
+    provider: ProviderOpt = Provider.offline,
+    model: ModelOpt = None,
+    plan_model: PlanModelOpt = None,
+    answer_model: AnswerModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    latency_profile: LatencyOpt = None,
+    server: Annotated[
+        list[str] | None,
+        typer.Option("--server", help="Planner only: remote AI server URL (repeat for round-robin)."),
+    ] = None,
+    db_url: DbUrl = None,
+    memory_url: MemoryUrl = None,
+    details: Annotated[bool, typer.Option("--details", help="Show details after every answer.")] = False,
+) -> None:
+    """Interactive chat. Type /details to toggle plan/operations/call counts, /new for a new
+    conversation, /quit to leave."""
+    try:
+        engine = _build_engine(
+            mode=mode,
+            context=context,
+            structured=structured,
+            provider=provider,
+            model=model,
+            plan_model=plan_model,
+            answer_model=answer_model,
+            base_url=base_url,
+            latency_profile=latency_profile,
+            servers=server,
+            db_url=db_url,
+            memory_url=memory_url,
+        )
+    except ErpAiError as exc:
+        raise _fail(str(exc)) from None
+    conversation_id = conversation or uuid.uuid4().hex
+    console.print(
+        f"[bold]erp-ai chat[/] ({engine.mode}) — conversation {conversation_id}. "
+        "Commands: /details, /new, /quit."
+    )
+    while True:
+        try:
+            message = console.input("[bold cyan]tú>[/] ").strip()
+        except (EOFError, KeyboardInterrupt):
+            console.print()
+            break
+        if not message:
+            continue
+        if message in ("/quit", "/exit", "/salir"):
+            break
+        if message == "/details":
+            details = not details
+            console.print(f"[dim]details {'on' if details else 'off'}[/]")
+            continue
+        if message == "/new":
+            conversation_id = uuid.uuid4().hex
+            console.print(f"[dim]new conversation {conversation_id}[/]")
+            continue
+        result = engine.ask(conversation_id, message)
+        console.print("[bold green]erp>[/] ", end="")
+        _print_turn(result, show_details=details)
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
+    workers: Annotated[int, typer.Option(help="uvicorn worker processes (the server is stateless).")] = 1,
+    provider: ProviderOpt = Provider.offline,
+    model: ModelOpt = None,
+    plan_model: PlanModelOpt = None,
+    answer_model: AnswerModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    token: Annotated[
+        str | None,
+        typer.Option(envvar="ERP_AI_SERVER_TOKEN", help="Require this bearer token on /ai/* requests."),
+    ] = None,
+) -> None:
+    """Run the stateless AI server (POST /ai/analyze, POST /ai/respond, GET /healthz, /docs)."""
+    import uvicorn
+
+    settings = {
+        "ERP_AI_PROVIDER": provider.value,
+        "ERP_AI_MODEL": model,
+        "ERP_AI_PLAN_MODEL": plan_model,
+        "ERP_AI_ANSWER_MODEL": answer_model,
+        "ERP_AI_BASE_URL": base_url,
+        "ERP_AI_SERVER_TOKEN": token,
+    }
+    for key, value in settings.items():
+        if value is not None:
+            os.environ[key] = value
+        else:
+            os.environ.pop(key, None)
+    try:
+        from planner_mode.server import app_from_env
+
+        app_from_env()  # fail fast on a bad provider configuration, before uvicorn forks workers
+    except ErpAiError as exc:
+        raise _fail(str(exc)) from None
+    uvicorn.run("planner_mode.server:app_from_env", factory=True, host=host, port=port, workers=workers)
+
+
+@app.command()
+def emulate(
+    kind: Annotated[EmulatedProvider, typer.Argument(help="Which provider's wire protocol to speak.")],
+    host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port (Ollama's default is 11434).")] = 11434,
+) -> None:
+    """Serve the Ollama or Gemini wire protocol locally, backed by the offline model, so the real
+    ChatOllama / ChatGoogleGenerativeAI clients can be tried without the real service."""
+    from shared.emulators import run_emulator
+
+    console.print(f"[bold]{kind.value} emulator[/] on http://{host}:{port} (Ctrl+C to stop)")
+    run_emulator(kind.value, host=host, port=port)
+
+
+@ops_app.command("list")
+def ops_list(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the catalog as JSON.")] = False,
+) -> None:
+    """List the sales operations with their parameters."""
+    from shared.operations.sales import sales_registry
+
+    catalog = sales_registry().catalog()
+    if as_json:
+        typer.echo(json.dumps([spec.model_dump() for spec in catalog], ensure_ascii=False, indent=2))
+        return
+    table = Table(title="Sales operations")
+    table.add_column("name", style="bold")
+    table.add_column("parameters")
+    table.add_column("description", overflow="fold")
+    for spec in catalog:
+        required = set(spec.parameters.get("required", []))
+        params = ", ".join(
+            f"{name}{'' if name in required else '?'}" for name in spec.parameters.get("properties", {})
+        )
+        table.add_row(spec.name, params, spec.description)
+    console.print(table)
+
+
+@ops_app.command("call")
+def ops_call(
+    name: Annotated[str, typer.Argument(help="Operation name, e.g. ventas_anuales.")],
+    params: Annotated[str, typer.Argument(help="Parameters as a JSON object, e.g. '{\"anio\": 2025}'.")] = "{}",
+    db_url: DbUrl = None,
+) -> None:
+    """Call one operation against the ERP and print its JSON result."""
+    from shared.operations.sales import sales_registry
+
+    try:
+        parsed = json.loads(params)
+    except json.JSONDecodeError as exc:
+        raise _fail(f"PARAMS is not valid JSON ({exc.msg}); pass an object like '{{\"anio\": 2025}}'.") from None
+    try:
+        result = sales_registry().execute(_open_erp(db_url), name, parsed)
+    except ErpAiError as exc:
+        raise _fail(str(exc)) from None
+    typer.echo(json.dumps(result, ensure_ascii=False, indent=2))
+
+
+def _register_benchmark_commands() -> None:
+    from benchmarks.bench_cli import register
+
+    register(app)
+
+
+_register_benchmark_commands()
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,118 @@
+"""The `erp-ai` command line: ops, ask (one turn, JSON output, continuation across processes), errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from benchmarks.cli import app
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def cli_env(erp_db_url: str, erp: object, tmp_path: Path) -> dict[str, str]:
+    """Environment pointing the CLI at the session's seeded ERP and a fresh memory database."""
+    return {"ERP_AI_DB_URL": erp_db_url, "ERP_AI_MEMORY_URL": f"sqlite:///{tmp_path / 'memory.sqlite3'}"}
+
+
+def test_ops_call_prints_the_articles_2025_sales(cli_env: dict[str, str]) -> None:
+    result = runner.invoke(app, ["ops", "call", "ventas_anuales", '{"anio": 2025}'], env=cli_env)
+
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["total"] == 850_000_000
+
+
+def test_ops_list_shows_every_operation(cli_env: dict[str, str]) -> None:
+    result = runner.invoke(app, ["ops", "list", "--json"], env=cli_env)
+
+    assert result.exit_code == 0, result.output
+    names = {spec["name"] for spec in json.loads(result.stdout)}
+    assert {"ventas_anuales", "mejor_cliente", "compras_cliente", "buscar_cliente"} <= names
+
+
+def test_ops_call_with_unknown_operation_says_what_is_valid(cli_env: dict[str, str]) -> None:
+    result = runner.invoke(app, ["ops", "call", "borrar_facturas", "{}"], env=cli_env)
+
+    assert result.exit_code == 1
+    assert "Unknown operation 'borrar_facturas'" in result.output
+    assert "ventas_anuales" in result.output
+
+
+def test_ops_call_with_bad_json_explains_the_expected_format(cli_env: dict[str, str]) -> None:
+    result = runner.invoke(app, ["ops", "call", "ventas_anuales", "{anio: 2025"], env=cli_env)
+
+    assert result.exit_code == 1
+    assert "not valid JSON" in result.output
+
+
+def test_ask_json_prints_a_turn_result(cli_env: dict[str, str]) -> None:
+    result = runner.invoke(app, ["ask", "¿Cuánto vendimos en 2025?", "--json"], env=cli_env)
+
+    assert result.exit_code == 0, result.output
+    turn = json.loads(result.stdout)
+    assert turn["mode"] == "planner"
+    assert turn["model_calls"] == 2
+    assert [op["funcion"] for op in turn["operations"]] == ["ventas_anuales"]
+    assert "₲850.000.000" in turn["answer"]
+
+
+def test_ask_toolcalling_mode_uses_the_agent(cli_env: dict[str, str]) -> None:
+    result = runner.invoke(
+        app, ["ask", "¿Cuánto vendimos en 2025?", "--mode", "toolcalling", "--json"], env=cli_env
+    )
+
+    assert result.exit_code == 0, result.output
+    turn = json.loads(result.stdout)
+    assert turn["mode"] == "toolcalling"
+    assert "₲850.000.000" in turn["answer"]
+
+
+def test_a_conversation_continues_in_a_new_process(cli_env: dict[str, str]) -> None:
+    """App-owned memory: the second process knows nothing but the conversation id and the database."""
+    env = {**os.environ, **cli_env}
+    command = [sys.executable, "-m", "benchmarks.cli", "ask", "--json", "--conversation", "conv-two-processes"]
+
+    first = subprocess.run(
+        [*command, "¿Cuál fue mi mejor cliente en 2025?"], env=env, capture_output=True, text=True, check=True
+    )
+    second = subprocess.run([*command, "¿Y cuánto compró?"], env=env, capture_output=True, text=True, check=True)
+
+    assert "Empresa ABC" in json.loads(first.stdout)["answer"]
+    follow_up = json.loads(second.stdout)
+    assert follow_up["operations"][0]["funcion"] == "compras_cliente"
+    assert follow_up["operations"][0]["parametros"]["cliente"] == "Empresa ABC"
+    assert "₲120.000.000" in follow_up["answer"]
+
+
+def test_unknown_provider_configuration_is_one_clear_sentence(cli_env: dict[str, str]) -> None:
+    env = {**cli_env, "GOOGLE_API_KEY": ""}
+    result = runner.invoke(app, ["ask", "hola", "--provider", "gemini"], env=env)
+
+    assert result.exit_code == 1
+    assert "GOOGLE_API_KEY" in result.output
+
+
+def test_help_lists_every_command() -> None:
+    result = runner.invoke(app, ["--help"])
+
+    assert result.exit_code == 0
+    for command in ("bench", "report", "ask", "chat", "serve", "ops", "emulate"):
+        assert command in result.output
+
+
+def test_chat_answers_until_quit_and_toggles_details(cli_env: dict[str, str]) -> None:
+    result = runner.invoke(
+        app, ["chat"], input="¿Cuánto vendimos en 2025?\n/details\nhola\n/quit\n", env=cli_env
+    )
+
+    assert result.exit_code == 0, result.output
+    assert "₲850.000.000" in result.output
+    assert "details on" in result.output
+    assert "model call(s)" in result.output
