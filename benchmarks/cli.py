@@ -30,7 +30,7 @@ app = typer.Typer(
     name="erp-ai",
     help=(
         "Two-call planner vs native tool calling over one demo ERP. "
-        "Start with `erp-ai bench` (the benchmark) or `erp-ai ask \"¿Cuánto vendimos en 2025?\"`."
+        'Start with `erp-ai bench` (the benchmark) or `erp-ai ask "¿Cuánto vendimos en 2025?"`.'
     ),
     no_args_is_help=True,
     rich_markup_mode="rich",
@@ -67,16 +67,22 @@ class EmulatedProvider(StrEnum):
 
 DbUrl = Annotated[
     str | None,
-    typer.Option("--db-url", envvar="ERP_AI_DB_URL", help="ERP database URL (default: ./.erp-ai/erp.sqlite3)."),
+    typer.Option(
+        "--db-url", envvar="ERP_AI_DB_URL", help="ERP database URL (default: ./.erp-ai/erp.sqlite3)."
+    ),
 ]
 MemoryUrl = Annotated[
     str | None,
     typer.Option(
-        "--memory-url", envvar="ERP_AI_MEMORY_URL", help="Conversation memory URL (default: the ERP database)."
+        "--memory-url",
+        envvar="ERP_AI_MEMORY_URL",
+        help="Conversation memory URL (default: the ERP database).",
     ),
 ]
 ProviderOpt = Annotated[Provider, typer.Option("--provider", "-p", help="Model provider.")]
-ModelOpt = Annotated[str | None, typer.Option("--model", "-m", help="Model name (provider default if omitted).")]
+ModelOpt = Annotated[
+    str | None, typer.Option("--model", "-m", help="Model name (provider default if omitted).")
+]
 BaseUrlOpt = Annotated[
     str | None, typer.Option("--base-url", help="Provider base URL (Ollama host, OpenAI-compatible server…).")
 ]
@@ -108,9 +114,7 @@ def _build_model(
 ) -> BaseChatModel:
     from shared.llm.factory import build_chat_model
 
-    return build_chat_model(
-        provider.value, model=model, base_url=base_url, latency_profile=latency_profile
-    )
+    return build_chat_model(provider.value, model=model, base_url=base_url, latency_profile=latency_profile)
 
 
 def _build_engine(
@@ -177,7 +181,9 @@ def _print_turn(result: TurnResult, *, show_details: bool) -> None:
     if result.operations:
         console.print(table)
     simulated = (
-        f", simulated model {result.simulated_model_ms:.0f} ms" if result.simulated_model_ms is not None else ""
+        f", simulated model {result.simulated_model_ms:.0f} ms"
+        if result.simulated_model_ms is not None
+        else ""
     )
     console.print(
         f"[dim]{result.mode}: {result.model_calls} model call(s), {result.input_tokens} in / "
@@ -190,7 +196,7 @@ def _print_turn(result: TurnResult, *, show_details: bool) -> None:
 
 @app.command()
 def ask(
-    message: Annotated[str, typer.Argument(help="The user's question, e.g. \"¿Cuánto vendimos en 2025?\".")],
+    message: Annotated[str, typer.Argument(help='The user\'s question, e.g. "¿Cuánto vendimos en 2025?".')],
     mode: Annotated[Mode, typer.Option("--mode", help="Architecture that answers.")] = Mode.planner,
     conversation: Annotated[
         str | None,
@@ -200,7 +206,8 @@ def ask(
         ContextPolicy, typer.Option("--context", help="Tool calling only: what context the agent gets.")
     ] = ContextPolicy.windowed,
     structured: Annotated[
-        bool, typer.Option("--structured", help="Tool calling only: structured final answer with memory/state.")
+        bool,
+        typer.Option("--structured", help="Tool calling only: structured final answer with memory/state."),
     ] = False,
     provider: ProviderOpt = Provider.offline,
     model: ModelOpt = None,
@@ -215,7 +222,9 @@ def ask(
     db_url: DbUrl = None,
     memory_url: MemoryUrl = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole TurnResult as JSON.")] = False,
-    details: Annotated[bool, typer.Option("--details", help="Show plan, operations and call counts.")] = False,
+    details: Annotated[
+        bool, typer.Option("--details", help="Show plan, operations and call counts.")
+    ] = False,
 ) -> None:
     """Answer one question. The conversation lives in the ERP's SQLite memory, so a later
     `erp-ai ask --conversation ID "¿Y cuánto compró?"` in a new process continues it."""
@@ -243,7 +252,9 @@ def ask(
         return
     _print_turn(result, show_details=details)
     if conversation is None:
-        err_console.print(f"[dim]conversation: {conversation_id} (continue with --conversation {conversation_id})[/]")
+        err_console.print(
+            f"[dim]conversation: {conversation_id} (continue with --conversation {conversation_id})[/]"
+        )
 
 
 @app.command()
@@ -256,7 +267,8 @@ def chat(
         ContextPolicy, typer.Option("--context", help="Tool calling only: what context the agent gets.")
     ] = ContextPolicy.windowed,
     structured: Annotated[
-        bool, typer.Option("--structured", help="Tool calling only: structured final answer with memory/state.")
+        bool,
+        typer.Option("--structured", help="Tool calling only: structured final answer with memory/state."),
     ] = False,
     provider: ProviderOpt = Provider.offline,
     model: ModelOpt = None,
@@ -400,7 +412,9 @@ def ops_list(
 @ops_app.command("call")
 def ops_call(
     name: Annotated[str, typer.Argument(help="Operation name, e.g. ventas_anuales.")],
-    params: Annotated[str, typer.Argument(help="Parameters as a JSON object, e.g. '{\"anio\": 2025}'.")] = "{}",
+    params: Annotated[
+        str, typer.Argument(help="Parameters as a JSON object, e.g. '{\"anio\": 2025}'.")
+    ] = "{}",
     db_url: DbUrl = None,
 ) -> None:
     """Call one operation against the ERP and print its JSON result."""
@@ -409,7 +423,9 @@ def ops_call(
     try:
         parsed = json.loads(params)
     except json.JSONDecodeError as exc:
-        raise _fail(f"PARAMS is not valid JSON ({exc.msg}); pass an object like '{{\"anio\": 2025}}'.") from None
+        raise _fail(
+            f"PARAMS is not valid JSON ({exc.msg}); pass an object like '{{\"anio\": 2025}}'."
+        ) from None
     try:
         result = sales_registry().execute(_open_erp(db_url), name, parsed)
     except ErpAiError as exc:

@@ -1,1 +1,20 @@
 """The demo ERP: schema, deterministic seed, database handle."""
+
+from shared.erp.database import DEMO_TODAY, Erp, default_db_url, make_engine, open_erp
+from shared.erp.models import Customer, ErpBase, ErpSetting, Invoice, InvoiceLine, Product
+from shared.erp.seed import seed_erp
+
+__all__ = [
+    "DEMO_TODAY",
+    "Customer",
+    "Erp",
+    "ErpBase",
+    "ErpSetting",
+    "Invoice",
+    "InvoiceLine",
+    "Product",
+    "default_db_url",
+    "make_engine",
+    "open_erp",
+    "seed_erp",
+]

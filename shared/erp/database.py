@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, select
 from sqlalchemy.orm import Session, sessionmaker
 
 DEMO_TODAY = date(2026, 11, 30)
@@ -62,3 +62,25 @@ class Erp:
         """A session that commits on success and rolls back on error."""
         with self._sessions.begin() as session:
             yield session
+
+
+def read_today(engine: Engine) -> date:
+    """The ERP's "today" as stored by the seed (``erp_settings.today``); :data:`DEMO_TODAY` if absent."""
+    from shared.erp.models import ErpSetting
+
+    with Session(engine) as session:
+        value = session.scalar(select(ErpSetting.value).where(ErpSetting.key == "today"))
+    return date.fromisoformat(value) if value else DEMO_TODAY
+
+
+def open_erp(url: str | None = None) -> Erp:
+    """Open the ERP at ``url`` (default :func:`default_db_url`), creating and seeding it on first use.
+
+    Seeding is idempotent, so opening an existing database only reads its ``today``.
+    """
+    # Imported here: the seed module reads DEMO_TODAY from this module.
+    from shared.erp.seed import seed_erp
+
+    engine = make_engine(url or default_db_url())
+    seed_erp(engine)
+    return Erp(engine=engine, today=read_today(engine))

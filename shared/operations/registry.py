@@ -105,7 +105,8 @@ class OperationRegistry:
         if params is not None and not isinstance(params, dict):
             raise InvalidParametersError(name, f"expected an object, got {type(params).__name__}")
         try:
-            return operation.params_model.model_validate(params or {})
+            validated: BaseModel = operation.params_model.model_validate(params or {})
+            return validated
         except ValidationError as exc:
             raise InvalidParametersError(
                 name,

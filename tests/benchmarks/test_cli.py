@@ -77,12 +77,22 @@ def test_ask_toolcalling_mode_uses_the_agent(cli_env: dict[str, str]) -> None:
 def test_a_conversation_continues_in_a_new_process(cli_env: dict[str, str]) -> None:
     """App-owned memory: the second process knows nothing but the conversation id and the database."""
     env = {**os.environ, **cli_env}
-    command = [sys.executable, "-m", "benchmarks.cli", "ask", "--json", "--conversation", "conv-two-processes"]
+    command = [
+        sys.executable,
+        "-m",
+        "benchmarks.cli",
+        "ask",
+        "--json",
+        "--conversation",
+        "conv-two-processes",
+    ]
 
     first = subprocess.run(
         [*command, "¿Cuál fue mi mejor cliente en 2025?"], env=env, capture_output=True, text=True, check=True
     )
-    second = subprocess.run([*command, "¿Y cuánto compró?"], env=env, capture_output=True, text=True, check=True)
+    second = subprocess.run(
+        [*command, "¿Y cuánto compró?"], env=env, capture_output=True, text=True, check=True
+    )
 
     assert "Empresa ABC" in json.loads(first.stdout)["answer"]
     follow_up = json.loads(second.stdout)

@@ -1,0 +1,170 @@
+"""The ``bench`` and ``report`` commands, registered on the root ``erp-ai`` app by :mod:`benchmarks.cli`."""
+
+from __future__ import annotations
+
+import shutil
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from benchmarks.modes import ALL_MODES, parse_modes
+from benchmarks.report import print_summary, write_reports
+from benchmarks.results import RESULTS_FILE, read_results
+from benchmarks.runner import RunConfig, run_suite
+from benchmarks.scenario import load_scenarios
+from shared.errors import ConfigurationError
+
+REPORTS_DIR = Path("reports")
+LATEST = "latest"
+
+
+def default_out_dir(root: Path = REPORTS_DIR) -> Path:
+    """``reports/<timestamp>/`` (a suffix keeps it unique within one second)."""
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    candidate = root / stamp
+    counter = 1
+    while candidate.exists():
+        counter += 1
+        candidate = root / f"{stamp}-{counter}"
+    return candidate
+
+
+def point_latest(out_dir: Path, root: Path = REPORTS_DIR) -> Path:
+    """Make ``reports/latest`` a symlink to ``out_dir`` (a copy where symlinks are not available)."""
+    latest = root / LATEST
+    if out_dir.resolve() == latest.resolve():
+        return latest
+    if latest.is_symlink() or latest.is_file():
+        latest.unlink()
+    elif latest.is_dir():
+        shutil.rmtree(latest)
+    try:
+        latest.symlink_to(out_dir.resolve(), target_is_directory=True)
+    except OSError:
+        shutil.copytree(out_dir, latest)
+    return latest
+
+
+def _fail(console: Console, message: str) -> typer.Exit:
+    console.print(f"[red]error:[/red] {message}")
+    return typer.Exit(code=2)
+
+
+def bench(
+    modes: Annotated[
+        str, typer.Option(help=f"Comma-separated modes to compare: {', '.join(ALL_MODES)}.")
+    ] = ",".join(ALL_MODES),
+    provider: Annotated[
+        str, typer.Option(help="Model provider: offline, ollama, gemini or openai.")
+    ] = "offline",
+    model: Annotated[str | None, typer.Option(help="Model name (each provider has a default).")] = None,
+    base_url: Annotated[str | None, typer.Option(help="Provider base URL (e.g. a local Ollama).")] = None,
+    scenarios: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--scenarios", help="Scenario YAML file or directory; repeat for several. Default: the suite."
+        ),
+    ] = None,
+    tag: Annotated[
+        list[str] | None, typer.Option(help="Keep scenarios with this tag, category or id; repeatable.")
+    ] = None,
+    repeat: Annotated[int, typer.Option(min=1, help="Repetitions per scenario (pass^k uses them).")] = 1,
+    concurrency: Annotated[
+        int, typer.Option(min=1, help="Scenarios run in parallel threads (useful with real providers).")
+    ] = 1,
+    latency_profile: Annotated[
+        str | None, typer.Option(help="Offline only: simulate gpu-8b, cpu-8b or gemini-flash model latency.")
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Output directory. Default: reports/<timestamp>/ (and reports/latest)."),
+    ] = None,
+    resume: Annotated[
+        bool,
+        typer.Option(help="Keep finished (mode, scenario, repetition) units in --out (default: latest)."),
+    ] = False,
+    fail_under: Annotated[
+        float | None, typer.Option(help="Exit with code 1 if any mode's accuracy is below this (0–1 or %).")
+    ] = None,
+    db_url: Annotated[
+        str | None, typer.Option(help="ERP database URL. Default: $ERP_AI_DB_URL or .erp-ai/.")
+    ] = None,
+    structured: Annotated[
+        bool, typer.Option(help="Tool calling ends with a structured answer (respuesta/memoria/estado).")
+    ] = False,
+    progress: Annotated[bool, typer.Option(help="Show the progress bar.")] = True,
+) -> None:
+    """Run the scenario suite in every mode, score each turn against the ERP, and write the reports.
+
+    Writes results.jsonl (streamed), report.md and a self-contained report.html to --out, and prints a
+    summary table. Example: erp-ai bench --modes planner,toolcalling --repeat 3 --latency-profile gpu-8b
+    """
+    console = Console()
+    try:
+        mode_list = parse_modes(modes)
+        suite = load_scenarios(scenarios or None, tags=tag or ())
+    except ConfigurationError as exc:
+        raise _fail(console, str(exc)) from None
+    if not suite:
+        raise _fail(console, "no scenario matches the selection")
+    if out is None:
+        latest = REPORTS_DIR / LATEST
+        out = latest.resolve() if resume and latest.exists() else default_out_dir()
+    config = RunConfig(
+        modes=list(mode_list),
+        out_dir=out,
+        repeat=repeat,
+        concurrency=concurrency,
+        resume=resume,
+        provider=provider,
+        model=model,
+        base_url=base_url,
+        latency_profile=latency_profile,
+        structured=structured,
+        scenario_paths=[str(p) for p in scenarios or []],
+        tags=list(tag or []),
+    )
+    try:
+        outcome = run_suite(suite, config, db_url=db_url, console=console, show_progress=progress)
+    except ConfigurationError as exc:
+        raise _fail(console, str(exc)) from None
+    files = write_reports(outcome.results_path)
+    if out.resolve().parent == REPORTS_DIR.resolve():
+        point_latest(out)
+    print_summary(console, files.summary, outcome.meta)
+    console.print(
+        f"{outcome.units_run} units run, {outcome.units_skipped} resumed, in {outcome.elapsed_s:.1f} s · "
+        f"{outcome.results_path} · {files.markdown} · {files.html}"
+    )
+    if fail_under is not None:
+        threshold = fail_under / 100 if fail_under > 1 else fail_under
+        below = [m.mode for m in files.summary.modes if m.accuracy < threshold]
+        if below:
+            console.print(f"[red]accuracy below {threshold:.0%}:[/red] {', '.join(below)}")
+            raise typer.Exit(code=1)
+
+
+def report(
+    results: Annotated[Path, typer.Argument(help=f"A {RESULTS_FILE} written by `erp-ai bench`.")],
+    out: Annotated[
+        Path | None, typer.Option(help="Where to write the reports. Default: next to RESULTS.")
+    ] = None,
+) -> None:
+    """Re-render the terminal summary, report.md and report.html from a results file."""
+    console = Console()
+    if results.is_dir():
+        results = results / RESULTS_FILE
+    if not results.exists():
+        raise _fail(console, f"{results} does not exist")
+    files = write_reports(results, out)
+    print_summary(console, files.summary, read_results(results).meta)
+    console.print(f"{files.markdown} · {files.html}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``bench`` and ``report`` commands to ``app``."""
+    app.command("bench")(bench)
+    app.command("report")(report)

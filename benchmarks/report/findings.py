@@ -1,0 +1,63 @@
+"""The findings paragraph: a few sentences computed from the figures, never written by hand."""
+
+from __future__ import annotations
+
+from benchmarks.report.aggregate import ModeSummary, Summary
+from benchmarks.results import RunMeta
+
+OFFLINE_NOTICE = (
+    "The provider is offline: the offline model is a deterministic stand-in, so these figures measure each "
+    "architecture's structure and overhead (calls, tokens, harness time), not a language model's accuracy."
+)
+
+
+def _relative(a: float, b: float, noun: str) -> str:
+    """``a`` relative to ``b``: "41% fewer input tokens" / "12% more input tokens"."""
+    if b <= 0:
+        return f"{a:.0f} {noun}"
+    change = (a - b) / b * 100
+    if abs(change) < 0.5:
+        return f"the same {noun}"
+    return f"{abs(change):.0f}% {'fewer' if change < 0 else 'more'} {noun}"
+
+
+def _compare(base: ModeSummary, other: ModeSummary) -> str:
+    return (
+        f"{base.mode}: {base.calls_mean:.1f} calls/turn vs {other.calls_mean:.1f} for {other.mode}; "
+        f"{_relative(base.input_tokens_mean, other.input_tokens_mean, 'input tokens')} per turn "
+        f"({base.input_tokens_mean:.0f} vs {other.input_tokens_mean:.0f}); "
+        f"accuracy {base.accuracy:.0%} vs {other.accuracy:.0%}."
+    )
+
+
+def findings(summary: Summary, meta: RunMeta | None = None) -> list[str]:
+    """Sentences comparing the modes, computed from ``summary``."""
+    if not summary.modes:
+        return ["No turns were recorded."]
+    base = summary.mode("planner") or summary.modes[0]
+    others = [m for m in summary.modes if m.mode != base.mode]
+    sentences = [_compare(base, other) for other in others]
+    if base.mode == "planner":
+        verdict = "never exceeded" if base.calls_max <= 2 else "exceeded"
+        sentences.append(f"planner {verdict} 2 model calls per turn (max {base.calls_max}).")
+    harness = ", ".join(f"{m.mode} {m.harness_p50:.1f} ms" for m in summary.modes)
+    sentences.append(f"Harness overhead p50: {harness}.")
+    if summary.growth is not None:
+        parts = []
+        for mode in summary.growth.series:
+            ratio = summary.growth.ratio(mode)
+            if ratio is not None:
+                parts.append(f"{mode} ×{ratio:.2f}")
+        if parts:
+            turns = max(len(s) for s in summary.growth.series.values())
+            sentences.append(
+                f"Over the {turns}-turn conversation, input tokens at the last turn vs the first: "
+                + ", ".join(parts)
+                + "."
+            )
+    failed = sum(m.failed_turns for m in summary.modes)
+    if failed:
+        sentences.append(f"{failed} turn(s) raised and were scored as failures.")
+    if meta is not None and meta.offline:
+        sentences.append(OFFLINE_NOTICE)
+    return sentences

@@ -1,0 +1,160 @@
+"""The records a benchmark run writes to ``results.jsonl``, and reading them back.
+
+The file holds one JSON object per line: a ``run`` line with the run's settings (written first, and again on
+``--resume``; the last one wins), then one ``turn`` line per scored turn, appended as turns finish.
+``erp-ai report results.jsonl`` re-renders every report from this file alone.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from benchmarks.scoring.turn import TurnScore
+
+RESULTS_FILE = "results.jsonl"
+
+
+class OperationRecord(BaseModel):
+    """One operation a turn asked the ERP to run."""
+
+    funcion: str
+    parametros: dict[str, Any] = Field(default_factory=dict)
+    id: str | None = None
+    error: str | None = None
+    """Why the ERP refused or failed it; ``None`` when it ran."""
+
+
+class RunMeta(BaseModel):
+    """The settings of a run."""
+
+    kind: Literal["run"] = "run"
+    started_at: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+    provider: str = "offline"
+    model: str | None = None
+    base_url: str | None = None
+    latency_profile: str | None = None
+    modes: list[str] = Field(default_factory=list)
+    repeat: int = 1
+    concurrency: int = 1
+    scenarios: int = 0
+    turns: int = 0
+    """Scenario turns per mode and repetition."""
+    scenario_paths: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+
+    @property
+    def offline(self) -> bool:
+        """Whether the deterministic offline stand-in produced the figures."""
+        return self.provider == "offline"
+
+
+class TurnRow(BaseModel):
+    """Everything recorded about one turn of one scenario, in one mode and repetition."""
+
+    kind: Literal["turn"] = "turn"
+    mode: str
+    scenario: str
+    category: str
+    tags: list[str] = Field(default_factory=list)
+    turn: int
+    """1-based turn index within the scenario."""
+    repetition: int
+    """1-based repetition index."""
+    user: str
+    answer: str = ""
+    conversation_id: str = ""
+    model_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    model_ms: float = 0.0
+    """Measured time inside model calls."""
+    simulated_model_ms: float | None = None
+    """Model time under the latency profile, when one is set."""
+    harness_ms: float = 0.0
+    """Total wall time minus measured model time."""
+    total_ms: float = 0.0
+    operations: list[OperationRecord] = Field(default_factory=list)
+    plan: dict[str, Any] | None = None
+    state: dict[str, Any] = Field(default_factory=dict)
+    errors: list[str] = Field(default_factory=list)
+    failed: bool = False
+    """The engine raised (or could not be built): the turn produced no answer."""
+    score: TurnScore
+
+    @property
+    def passed(self) -> bool:
+        """Whether every check of the turn held."""
+        return self.score.passed
+
+    @property
+    def unit(self) -> tuple[str, str, int]:
+        """The (mode, scenario, repetition) unit this turn belongs to."""
+        return (self.mode, self.scenario, self.repetition)
+
+    @property
+    def latency_ms(self) -> float:
+        """Measured model time plus harness time."""
+        return self.model_ms + self.harness_ms
+
+    @property
+    def simulated_latency_ms(self) -> float | None:
+        """Simulated model time plus harness time, when a latency profile was set."""
+        if self.simulated_model_ms is None:
+            return None
+        return self.simulated_model_ms + self.harness_ms
+
+
+class RunResults(BaseModel):
+    """A results file read back."""
+
+    meta: RunMeta
+    rows: list[TurnRow]
+
+
+class ResultsWriter:
+    """Appends records to a results file, one line each, flushed at once (thread-safe)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        path.parent.mkdir(parents=True, exist_ok=True)
+
+    def write(self, record: RunMeta | TurnRow) -> None:
+        """Append one record."""
+        line = record.model_dump_json() + "\n"
+        with self._lock, self.path.open("a", encoding="utf-8") as handle:
+            handle.write(line)
+            handle.flush()
+
+    def rewrite(self, records: list[RunMeta | TurnRow]) -> None:
+        """Replace the file's content with ``records`` (used by ``--resume`` to drop unfinished units)."""
+        with self._lock:
+            tmp = self.path.with_suffix(".jsonl.tmp")
+            tmp.write_text("".join(r.model_dump_json() + "\n" for r in records), encoding="utf-8")
+            tmp.replace(self.path)
+
+
+def read_results(path: Path) -> RunResults:
+    """Read a results file; lines that are cut short (an interrupted run) are skipped."""
+    meta: RunMeta | None = None
+    rows: list[TurnRow] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if data.get("kind") == "run":
+            meta = RunMeta.model_validate(data)
+        elif data.get("kind") == "turn":
+            rows.append(TurnRow.model_validate(data))
+    if meta is None:
+        meta = RunMeta(modes=sorted({row.mode for row in rows}))
+    return RunResults(meta=meta, rows=rows)

@@ -1,0 +1,332 @@
+"""The benchmark run: every scenario, in a fresh conversation per mode and repetition, scored as it goes.
+
+One seeded ERP database, one model and one memory store (in the output directory) are shared by every mode, so
+the modes differ only in their architecture. Turns are scored against the ERP as they finish and streamed to
+``results.jsonl``; a turn that raises is recorded as failed and the run goes on. ``resume`` keeps the units
+(mode, scenario, repetition) that are complete in an existing results file and runs only the rest.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from benchmarks.results import RESULTS_FILE, OperationRecord, ResultsWriter, RunMeta, TurnRow, read_results
+from benchmarks.scenario import Scenario
+from benchmarks.scoring.turn import TurnScore, TurnScorer
+from shared.engine import AssistantEngine
+from shared.turn import TurnResult
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+EngineFactory = Callable[[str], AssistantEngine]
+"""Builds the engine of a mode (called once per mode and worker thread)."""
+
+
+class RunConfig(BaseModel):
+    """What to run and where to write it."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    modes: list[str] = Field(min_length=1)
+    out_dir: Path
+    repeat: int = Field(default=1, ge=1)
+    concurrency: int = Field(default=1, ge=1)
+    resume: bool = False
+    provider: str = "offline"
+    model: str | None = None
+    base_url: str | None = None
+    latency_profile: str | None = None
+    structured: bool = False
+    """Ask tool calling for a structured final answer (so it produces state too)."""
+    scenario_paths: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+
+    @property
+    def results_path(self) -> Path:
+        """Where turn records are streamed."""
+        return self.out_dir / RESULTS_FILE
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One scenario run in one mode and repetition: a fresh conversation."""
+
+    mode: str
+    scenario: Scenario
+    repetition: int
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        """(mode, scenario id, repetition)."""
+        return (self.mode, self.scenario.id, self.repetition)
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What a run produced."""
+
+    results_path: Path
+    meta: RunMeta
+    rows: list[TurnRow]
+    """Every turn in the results file, including units kept by ``resume``."""
+    units_run: int
+    units_skipped: int
+    elapsed_s: float
+
+
+def plan_units(scenarios: Sequence[Scenario], modes: Sequence[str], repeat: int) -> list[Unit]:
+    """Every (mode, scenario, repetition), repetition-major so partial runs cover every scenario early."""
+    return [
+        Unit(mode=mode, scenario=scenario, repetition=rep)
+        for rep in range(1, repeat + 1)
+        for scenario in scenarios
+        for mode in modes
+    ]
+
+
+def completed_units(rows: Sequence[TurnRow], scenarios: Sequence[Scenario]) -> set[tuple[str, str, int]]:
+    """Units whose every turn is recorded."""
+    lengths = {s.id: len(s.turns) for s in scenarios}
+    seen: dict[tuple[str, str, int], set[int]] = defaultdict(set)
+    for row in rows:
+        seen[row.unit].add(row.turn)
+    return {
+        unit
+        for unit, turns in seen.items()
+        if unit[1] in lengths and turns >= set(range(1, lengths[unit[1]] + 1))
+    }
+
+
+def run_benchmark(
+    scenarios: Sequence[Scenario],
+    config: RunConfig,
+    *,
+    engine_factory: EngineFactory,
+    scorer: TurnScorer,
+    console: Console | None = None,
+    show_progress: bool = True,
+) -> RunOutcome:
+    """Run ``scenarios`` in every mode of ``config`` and stream scored turns to ``results.jsonl``."""
+    started = time.perf_counter()
+    writer = ResultsWriter(config.results_path)
+    units = plan_units(scenarios, config.modes, config.repeat)
+    done: set[tuple[str, str, int]] = set()
+    if config.resume and config.results_path.exists():
+        previous = read_results(config.results_path)
+        done = completed_units(previous.rows, scenarios)
+        kept = [row for row in previous.rows if row.unit in done]
+        writer.rewrite([previous.meta, *kept])
+    else:
+        writer.rewrite([])
+    meta = RunMeta(
+        provider=config.provider,
+        model=config.model,
+        base_url=config.base_url,
+        latency_profile=config.latency_profile,
+        modes=list(config.modes),
+        repeat=config.repeat,
+        concurrency=config.concurrency,
+        scenarios=len(scenarios),
+        turns=sum(len(s.turns) for s in scenarios),
+        scenario_paths=list(config.scenario_paths),
+        tags=list(config.tags),
+    )
+    writer.write(meta)
+    todo = [unit for unit in units if unit.key not in done]
+    engines = _EngineCache(engine_factory)
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("turns"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=console,
+        disable=not show_progress,
+    )
+    with progress:
+        task = progress.add_task("benchmark", total=sum(len(unit.scenario.turns) for unit in todo))
+
+        def advance(row: TurnRow) -> None:
+            writer.write(row)
+            progress.update(task, advance=1, description=f"{row.mode} · {row.scenario}")
+
+        if config.concurrency == 1:
+            for unit in todo:
+                run_unit(unit, engines, scorer, advance)
+        else:
+            with ThreadPoolExecutor(max_workers=config.concurrency, thread_name_prefix="bench") as pool:
+                for future in [pool.submit(run_unit, unit, engines, scorer, advance) for unit in todo]:
+                    future.result()
+    final = read_results(config.results_path)
+    return RunOutcome(
+        results_path=config.results_path,
+        meta=final.meta,
+        rows=final.rows,
+        units_run=len(todo),
+        units_skipped=len(units) - len(todo),
+        elapsed_s=time.perf_counter() - started,
+    )
+
+
+class _EngineCache:
+    """One engine per (worker thread, mode); a factory error is remembered and reported per turn."""
+
+    def __init__(self, factory: EngineFactory) -> None:
+        self._factory = factory
+        self._local = threading.local()
+
+    def get(self, mode: str) -> AssistantEngine:
+        cache: dict[str, AssistantEngine] | None = getattr(self._local, "engines", None)
+        if cache is None:
+            cache = self._local.engines = {}
+        if mode not in cache:
+            cache[mode] = self._factory(mode)
+        return cache[mode]
+
+
+def run_unit(
+    unit: Unit, engines: _EngineCache, scorer: TurnScorer, emit: Callable[[TurnRow], None]
+) -> list[TurnRow]:
+    """Run one scenario in a fresh conversation; every turn is emitted as soon as it is scored."""
+    conversation_id = f"bench-{unit.mode}-{unit.repetition}-{uuid.uuid4().hex[:16]}"
+    rows: list[TurnRow] = []
+    for index, turn in enumerate(unit.scenario.turns, start=1):
+        started = time.perf_counter()
+        result: TurnResult | None = None
+        error: str | None = None
+        try:
+            result = engines.get(unit.mode).ask(conversation_id, turn.user)
+        except Exception as exc:  # a failing turn is data, not the end of the run
+            error = f"{type(exc).__name__}: {exc}"
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        row = _row(unit, index, conversation_id, turn.user, result, error, elapsed_ms)
+        executed = [op.model_dump() for op in row.operations if op.error is None]
+        row.score = scorer.score(
+            turn.expect,
+            answer=row.answer,
+            operations=executed,
+            state=row.state or None,
+            failed=row.failed,
+        )
+        rows.append(row)
+        emit(row)
+    return rows
+
+
+def _row(
+    unit: Unit,
+    index: int,
+    conversation_id: str,
+    user: str,
+    result: TurnResult | None,
+    error: str | None,
+    elapsed_ms: float,
+) -> TurnRow:
+    base = {
+        "mode": unit.mode,
+        "scenario": unit.scenario.id,
+        "category": unit.scenario.category,
+        "tags": unit.scenario.tags,
+        "turn": index,
+        "repetition": unit.repetition,
+        "user": user,
+        "conversation_id": conversation_id,
+        "score": TurnScore(passed=False),
+    }
+    if result is None:
+        return TurnRow(
+            **base, failed=True, errors=[error or "unknown error"], total_ms=elapsed_ms, harness_ms=elapsed_ms
+        )
+    return TurnRow(
+        **base,
+        answer=result.answer,
+        model_calls=result.model_calls,
+        input_tokens=result.input_tokens,
+        output_tokens=result.output_tokens,
+        model_ms=result.model_ms,
+        simulated_model_ms=result.simulated_model_ms,
+        harness_ms=result.harness_ms,
+        total_ms=result.total_ms or elapsed_ms,
+        operations=[
+            OperationRecord(funcion=op.funcion, parametros=op.parametros, id=op.id, error=op.error)
+            for op in result.operations
+        ],
+        plan=result.plan,
+        state=result.state,
+        errors=list(result.errors),
+    )
+
+
+def run_suite(
+    scenarios: Sequence[Scenario],
+    config: RunConfig,
+    *,
+    db_url: str | None = None,
+    model: BaseChatModel | None = None,
+    console: Console | None = None,
+    show_progress: bool = True,
+) -> RunOutcome:
+    """Open the shared pieces (seeded ERP, registry, fresh memory store in ``out_dir``, one model) and run.
+
+    ``model`` overrides the provider in ``config`` (tests pass a fake); otherwise it is built with
+    :func:`shared.llm.factory.build_chat_model`.
+    """
+    from benchmarks.modes import build_engine
+    from shared.erp.database import open_erp
+    from shared.memory.store import MemoryStore
+    from shared.operations.sales import sales_registry
+
+    config.out_dir.mkdir(parents=True, exist_ok=True)
+    if model is None:
+        from shared.llm.factory import build_chat_model
+
+        model = build_chat_model(
+            config.provider,
+            model=config.model,
+            base_url=config.base_url,
+            latency_profile=config.latency_profile,
+        )
+    chat_model = model
+    erp = open_erp(db_url)
+    registry = sales_registry()
+    store = MemoryStore(f"sqlite:///{config.out_dir / 'memory.sqlite3'}")
+    try:
+
+        def factory(mode: str) -> AssistantEngine:
+            return build_engine(
+                mode, registry=registry, erp=erp, store=store, model=chat_model, structured=config.structured
+            )
+
+        return run_benchmark(
+            scenarios,
+            config,
+            engine_factory=factory,
+            scorer=TurnScorer(registry, erp),
+            console=console,
+            show_progress=show_progress,
+        )
+    finally:
+        store.close()
+        erp.engine.dispose()

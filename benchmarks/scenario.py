@@ -1,0 +1,262 @@
+"""Benchmark scenarios: pydantic models for ``benchmarks/scenarios/*.yaml`` and their loader.
+
+A scenario is one conversation: a list of user turns, each with what a correct turn does. Expected numbers are
+never typed in: ``facts`` (and ``{"$fact": …}`` values inside expected parameters or state) are expressions
+evaluated against the ERP database at scoring time. Loading errors name the file, the scenario and the field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from benchmarks.scoring.facts import FACT_KEY, FactSyntaxError, parse_fact
+from shared.errors import ConfigurationError
+from shared.operations.registry import OperationRegistry
+
+__all__ = [
+    "FACT_KEY",
+    "Expectation",
+    "ExpectedOperation",
+    "Scenario",
+    "ScenarioError",
+    "ScenarioTurn",
+    "default_scenarios_dir",
+    "load_file",
+    "load_scenarios",
+]
+
+
+class ScenarioError(ConfigurationError):
+    """A scenario file is invalid; the message names the file, the scenario and the field."""
+
+    def __init__(self, file: str, scenario: str | None, field: str | None, message: str) -> None:
+        self.file = file
+        self.scenario = scenario
+        self.field = field
+        where = file
+        if scenario:
+            where += f", scenario {scenario!r}"
+        if field:
+            where += f", field {field}"
+        super().__init__(f"{where}: {message}")
+
+
+def _check_fact_refs(value: Any) -> Any:
+    if isinstance(value, dict):
+        if FACT_KEY in value:
+            if len(value) != 1 or not isinstance(value[FACT_KEY], str):
+                raise ValueError(f"a {FACT_KEY} reference must be {{{FACT_KEY}: 'expression'}} alone")
+            parse_fact(value[FACT_KEY])
+        else:
+            for item in value.values():
+                _check_fact_refs(item)
+    elif isinstance(value, list):
+        for item in value:
+            _check_fact_refs(item)
+    return value
+
+
+class ExpectedOperation(BaseModel):
+    """One call a correct turn executes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    funcion: str = Field(min_length=1)
+    parametros: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("parametros")
+    @classmethod
+    def _facts_parse(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return dict(_check_fact_refs(value))
+
+
+class Expectation(BaseModel):
+    """What a correct turn does. Every check left out is not scored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    operations: list[ExpectedOperation] | None = None
+    """Exactly these calls, in any order; ``[]`` means nothing may be executed; omitted means not checked."""
+    facts: list[str] = Field(default_factory=list)
+    """Expressions whose values must appear in the answer (numbers normalised, names folded)."""
+    state: dict[str, Any] | None = None
+    """Conversation state keys and values; checked only where a mode produces state."""
+    answer_contains: list[str] = Field(default_factory=list)
+    """Literal strings the answer must contain (case- and accent-insensitive)."""
+    answer_not_contains: list[str] = Field(default_factory=list)
+    """Literal strings the answer must not contain (case- and accent-insensitive)."""
+    answer_contains_any: list[str] = Field(default_factory=list)
+    """At least one of these strings must appear (e.g. the ways of saying "I cannot do that")."""
+
+    @field_validator("facts")
+    @classmethod
+    def _facts_parse(cls, value: list[str]) -> list[str]:
+        for fact in value:
+            parse_fact(fact)
+        return value
+
+    @field_validator("state")
+    @classmethod
+    def _state_facts_parse(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return None if value is None else dict(_check_fact_refs(value))
+
+
+class ScenarioTurn(BaseModel):
+    """One user message and its expectations."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    user: str = Field(min_length=1)
+    expect: Expectation = Field(default_factory=Expectation)
+
+
+class Scenario(BaseModel):
+    """One conversation, run in a fresh conversation per mode and repetition."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
+    category: str = Field(min_length=1)
+    tags: list[str] = Field(default_factory=list)
+    description: str | None = None
+    turns: list[ScenarioTurn] = Field(min_length=1)
+    source: str = Field(default="", exclude=True)
+    """The file the scenario was loaded from (set by the loader)."""
+
+    def matches_tag(self, tag: str) -> bool:
+        """Whether ``tag`` names this scenario's id, category or one of its tags."""
+        return tag in (self.id, self.category, *self.tags)
+
+
+class ScenarioFile(BaseModel):
+    """The top level of a scenario file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    scenarios: list[dict[str, Any]] = Field(min_length=1)
+
+
+def default_scenarios_dir() -> Path:
+    """The packaged default suite."""
+    return Path(str(resources.files("benchmarks") / "scenarios"))
+
+
+def _field_path(loc: Iterable[int | str]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _first_error(exc: ValidationError) -> tuple[str, str]:
+    error = exc.errors()[0]
+    message = str(error["msg"]).removeprefix("Value error, ")
+    return _field_path(error["loc"]), message
+
+
+def load_file(path: Path) -> list[Scenario]:
+    """Load and validate one YAML file."""
+    name = str(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ScenarioError(name, None, None, f"cannot read YAML: {exc}") from exc
+    try:
+        top = ScenarioFile.model_validate(data)
+    except ValidationError as exc:
+        field, message = _first_error(exc)
+        raise ScenarioError(name, None, field, message) from None
+    scenarios: list[Scenario] = []
+    for index, raw in enumerate(top.scenarios):
+        label = str(raw.get("id") or f"#{index + 1}")
+        try:
+            scenario = Scenario.model_validate(raw)
+        except (ValidationError, FactSyntaxError) as exc:
+            if isinstance(exc, ValidationError):
+                field, message = _first_error(exc)
+            else:
+                field, message = "", str(exc)
+            raise ScenarioError(name, label, field or None, message) from None
+        scenarios.append(scenario.model_copy(update={"source": name}))
+    return scenarios
+
+
+def load_scenarios(
+    paths: Sequence[Path | str] | None = None,
+    *,
+    tags: Sequence[str] = (),
+    registry: OperationRegistry | None = None,
+) -> list[Scenario]:
+    """Load scenarios from files and directories (``*.yaml``, sorted); default: the packaged suite.
+
+    ``tags`` keeps the scenarios matching any of them. With a ``registry``, every operation named in
+    expectations and facts must exist. Scenario ids must be unique across all files.
+    """
+    files: list[Path] = []
+    for item in paths or [default_scenarios_dir()]:
+        path = Path(item)
+        if path.is_dir():
+            files.extend(sorted([*path.glob("*.yaml"), *path.glob("*.yml")]))
+        elif path.exists():
+            files.append(path)
+        else:
+            raise ScenarioError(str(path), None, None, "no such file or directory")
+    scenarios: list[Scenario] = []
+    seen: dict[str, str] = {}
+    for file in files:
+        for scenario in load_file(file):
+            if scenario.id in seen:
+                raise ScenarioError(
+                    str(file), scenario.id, "id", f"duplicate scenario id (also in {seen[scenario.id]})"
+                )
+            seen[scenario.id] = str(file)
+            scenarios.append(scenario)
+    if registry is not None:
+        for scenario in scenarios:
+            check_operations_exist(scenario, registry)
+    if tags:
+        scenarios = [s for s in scenarios if any(s.matches_tag(t) for t in tags)]
+    return scenarios
+
+
+def _fact_sources(value: Any) -> Iterable[str]:
+    if isinstance(value, dict):
+        if FACT_KEY in value:
+            yield str(value[FACT_KEY])
+        else:
+            for item in value.values():
+                yield from _fact_sources(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _fact_sources(item)
+
+
+def check_operations_exist(scenario: Scenario, registry: OperationRegistry) -> None:
+    """Raise :class:`ScenarioError` if an expected call or a fact names an operation the registry lacks."""
+    for t, turn in enumerate(scenario.turns):
+        expect = turn.expect
+        for o, op in enumerate(expect.operations or []):
+            if op.funcion not in registry:
+                raise ScenarioError(
+                    scenario.source,
+                    scenario.id,
+                    f"turns[{t}].expect.operations[{o}].funcion",
+                    f"unknown operation {op.funcion!r}",
+                )
+        sources = [*expect.facts, *_fact_sources([o.parametros for o in expect.operations or []])]
+        sources += list(_fact_sources(expect.state or {}))
+        for source in sources:
+            name = parse_fact(source).operation
+            if name not in registry:
+                raise ScenarioError(
+                    scenario.source,
+                    scenario.id,
+                    f"turns[{t}].expect",
+                    f"fact {source!r}: unknown operation {name!r}",
+                )

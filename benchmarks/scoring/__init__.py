@@ -1,0 +1,25 @@
+"""DB-grounded scoring: number normalisation, BFCL-style operation matching, fact evaluation, turn scores."""
+
+from benchmarks.scoring.facts import FactEvaluationError, FactEvaluator, FactExpr, FactSyntaxError, parse_fact
+from benchmarks.scoring.numbers import NumberMention, extract_numbers, mentions_number, parse_number
+from benchmarks.scoring.operations import OperationMatch, canonical_call, match_operations, normalize_value
+from benchmarks.scoring.turn import TurnScore, TurnScorer, value_in_answer
+
+__all__ = [
+    "FactEvaluationError",
+    "FactEvaluator",
+    "FactExpr",
+    "FactSyntaxError",
+    "NumberMention",
+    "OperationMatch",
+    "TurnScore",
+    "TurnScorer",
+    "canonical_call",
+    "extract_numbers",
+    "match_operations",
+    "mentions_number",
+    "normalize_value",
+    "parse_fact",
+    "parse_number",
+    "value_in_answer",
+]

@@ -1,0 +1,119 @@
+"""Facts: expressions over the operation registry, evaluated against the ERP database at scoring time.
+
+A fact reads like ``mejor_cliente(anio=2025).cliente`` or
+``top_productos(anio=2025, limite=3).productos[0].producto``: one operation call with literal keyword
+arguments, then attribute and index steps into its result. Expressions are parsed with :mod:`ast` and only
+that shape is accepted: nothing is ever ``eval``-ed.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from shared.erp.database import Erp
+from shared.operations.registry import OperationRegistry
+
+FACT_KEY = "$fact"
+"""A mapping ``{"$fact": "expr"}`` inside expected parameters or state stands for the fact's value."""
+
+
+class FactSyntaxError(ValueError):
+    """The text is not a fact expression of the accepted shape."""
+
+
+class FactEvaluationError(LookupError):
+    """A well-formed fact could not be evaluated (unknown operation, bad parameters, missing key)."""
+
+
+@dataclass(frozen=True)
+class FactExpr:
+    """A parsed fact: one call, then a path into its result."""
+
+    source: str
+    operation: str
+    params: tuple[tuple[str, Any], ...]
+    path: tuple[str | int, ...]
+
+    @property
+    def params_dict(self) -> dict[str, Any]:
+        """The call's keyword arguments as a dict."""
+        return dict(self.params)
+
+
+def _literal(node: ast.expr, source: str) -> Any:
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        raise FactSyntaxError(
+            f"{source!r}: only literal values are allowed, not {ast.unparse(node)!r}"
+        ) from None
+
+
+def parse_fact(source: str) -> FactExpr:
+    """Parse ``operation(k=v, …).key[0].key`` into a :class:`FactExpr`, or raise :class:`FactSyntaxError`."""
+    try:
+        node = ast.parse(source.strip(), mode="eval").body
+    except SyntaxError as exc:
+        raise FactSyntaxError(f"{source!r}: not a valid expression ({exc.msg})") from None
+    path: list[str | int] = []
+    while not isinstance(node, ast.Call):
+        if isinstance(node, ast.Attribute):
+            path.insert(0, node.attr)
+            node = node.value
+        elif isinstance(node, ast.Subscript):
+            key = _literal(node.slice, source)
+            if not isinstance(key, int | str) or isinstance(key, bool):
+                raise FactSyntaxError(f"{source!r}: an index must be an integer or a string")
+            path.insert(0, key)
+            node = node.value
+        else:
+            raise FactSyntaxError(f"{source!r}: expected operation(...) followed by .key or [index] steps")
+    if not isinstance(node.func, ast.Name):
+        raise FactSyntaxError(f"{source!r}: the call must name an operation directly")
+    if node.args:
+        raise FactSyntaxError(f"{source!r}: pass parameters by name, e.g. mejor_cliente(anio=2025)")
+    params: list[tuple[str, Any]] = []
+    for keyword in node.keywords:
+        if keyword.arg is None:
+            raise FactSyntaxError(f"{source!r}: ** arguments are not allowed")
+        params.append((keyword.arg, _literal(keyword.value, source)))
+    return FactExpr(source=source, operation=node.func.id, params=tuple(params), path=tuple(path))
+
+
+class FactEvaluator:
+    """Evaluates facts against one ERP, caching each distinct operation call (thread-safe)."""
+
+    def __init__(self, registry: OperationRegistry, erp: Erp) -> None:
+        self._registry = registry
+        self._erp = erp
+        self._cache: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
+        """The (cached) result of one operation call."""
+        key = f"{operation}:{json.dumps(params, sort_keys=True, default=str)}"
+        with self._lock:
+            if key in self._cache:
+                return self._cache[key]
+        try:
+            result = self._registry.execute(self._erp, operation, params)
+        except Exception as exc:
+            raise FactEvaluationError(f"{operation}({params}) failed: {exc}") from exc
+        with self._lock:
+            self._cache[key] = result
+        return result
+
+    def evaluate(self, fact: str | FactExpr) -> Any:
+        """The value a fact denotes in the ERP database."""
+        expr = parse_fact(fact) if isinstance(fact, str) else fact
+        value: Any = self.call(expr.operation, expr.params_dict)
+        for step in expr.path:
+            try:
+                value = value[step]
+            except (KeyError, IndexError, TypeError):
+                raise FactEvaluationError(f"{expr.source!r}: no {step!r} in {value!r}") from None
+        return value

@@ -1,0 +1,97 @@
+"""BFCL-style operation matching: same calls, same parameters after normalisation, any order.
+
+Parameters are normalised before comparing: when a registry is given, both sides are validated against the
+operation's parameter model (so defaults are filled in and ``"2025"`` becomes ``2025``); then numbers compare
+as numbers (``2025 == 2025.0 == "2025"``) and strings compare case- and accent-insensitively. Calls form a
+multiset: an extra call or a missing one fails the match, a repeated call counts twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from shared.errors import OperationError
+from shared.operations.registry import OperationRegistry
+from shared.text import fold
+
+_NUMERIC = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def normalize_value(value: Any) -> Any:
+    """A comparable form of a parameter value (numbers unified, strings folded, containers recursed)."""
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int | float):
+        return int(value) if float(value).is_integer() else float(value)
+    if isinstance(value, str):
+        text = value.strip()
+        if _NUMERIC.fullmatch(text):
+            return normalize_value(float(text))
+        return fold(text)
+    if isinstance(value, Mapping):
+        return {str(k): normalize_value(v) for k, v in sorted(value.items()) if v is not None}
+    if isinstance(value, list | tuple):
+        return [normalize_value(v) for v in value]
+    return fold(str(value))
+
+
+def normalize_params(
+    name: str, params: Mapping[str, Any] | None, registry: OperationRegistry | None = None
+) -> dict[str, Any]:
+    """Parameters as compared: validated (defaults filled) when possible, then normalised."""
+    raw: dict[str, Any] = dict(params or {})
+    if registry is not None and name in registry:
+        with contextlib.suppress(OperationError):
+            raw = registry.validate(name, raw).model_dump(mode="json")
+    normalized = normalize_value(raw)
+    assert isinstance(normalized, dict)
+    return normalized
+
+
+def canonical_call(
+    name: str, params: Mapping[str, Any] | None, registry: OperationRegistry | None = None
+) -> str:
+    """One call as a canonical string: ``name {json params}``."""
+    payload = json.dumps(normalize_params(name, params, registry), sort_keys=True, ensure_ascii=False)
+    return f"{name}({payload})"
+
+
+@dataclass(frozen=True)
+class OperationMatch:
+    """The outcome of comparing expected calls with executed ones."""
+
+    ok: bool
+    missing: list[str] = field(default_factory=list)
+    """Expected calls that were not executed."""
+    extra: list[str] = field(default_factory=list)
+    """Executed calls that were not expected."""
+
+    def describe(self) -> str:
+        """A one-line explanation for reports."""
+        if self.ok:
+            return "operations match"
+        parts = []
+        if self.missing:
+            parts.append(f"missing {', '.join(self.missing)}")
+        if self.extra:
+            parts.append(f"unexpected {', '.join(self.extra)}")
+        return "; ".join(parts)
+
+
+def match_operations(
+    expected: Sequence[Mapping[str, Any]],
+    actual: Sequence[Mapping[str, Any]],
+    registry: OperationRegistry | None = None,
+) -> OperationMatch:
+    """Compare calls given as ``{"funcion": …, "parametros": {…}}`` mappings."""
+    want = Counter(canonical_call(str(c["funcion"]), c.get("parametros"), registry) for c in expected)
+    got = Counter(canonical_call(str(c["funcion"]), c.get("parametros"), registry) for c in actual)
+    missing = sorted((want - got).elements())
+    extra = sorted((got - want).elements())
+    return OperationMatch(ok=not missing and not extra, missing=missing, extra=extra)

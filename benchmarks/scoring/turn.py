@@ -1,0 +1,152 @@
+"""Scoring one turn: operations, facts, state and answer checks; the turn passes when all of them hold."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, Field
+
+from benchmarks.scoring.facts import FACT_KEY, FactEvaluationError, FactEvaluator
+from benchmarks.scoring.numbers import mentions_number
+from benchmarks.scoring.operations import match_operations, normalize_value
+from shared.erp.database import Erp
+from shared.operations.registry import OperationRegistry
+from shared.text import fold
+
+if TYPE_CHECKING:
+    from benchmarks.scenario import Expectation
+
+
+class TurnScore(BaseModel):
+    """The checks of one turn. ``None`` means the scenario did not ask for that check."""
+
+    passed: bool
+    operations: bool | None = None
+    facts: bool | None = None
+    state: bool | None = None
+    answer: bool | None = None
+    details: list[str] = Field(default_factory=list)
+    """Why each failing check failed, in words."""
+
+
+def value_in_answer(value: Any, answer: str) -> bool:
+    """Whether a fact's value appears in the answer: numbers in any notation, names folded."""
+    if isinstance(value, bool):
+        return fold("sí" if value else "no") in fold(answer)
+    if isinstance(value, int | float):
+        return mentions_number(answer, float(value))
+    if isinstance(value, str):
+        return fold(value) in fold(answer)
+    if isinstance(value, Sequence):
+        return all(value_in_answer(item, answer) for item in value)
+    return fold(str(value)) in fold(answer)
+
+
+class TurnScorer:
+    """Scores turns against their expectations, evaluating facts in the ERP (cached)."""
+
+    def __init__(self, registry: OperationRegistry, erp: Erp) -> None:
+        self.registry = registry
+        self.facts = FactEvaluator(registry, erp)
+
+    def resolve(self, value: Any) -> Any:
+        """Replace every ``{"$fact": expr}`` inside ``value`` by the fact's value."""
+        if isinstance(value, Mapping):
+            if FACT_KEY in value:
+                return self.facts.evaluate(str(value[FACT_KEY]))
+            return {key: self.resolve(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [self.resolve(item) for item in value]
+        return value
+
+    def score(
+        self,
+        expect: Expectation,
+        *,
+        answer: str,
+        operations: Sequence[Mapping[str, Any]],
+        state: Mapping[str, Any] | None,
+        failed: bool = False,
+    ) -> TurnScore:
+        """Score a turn. ``operations`` are the calls the ERP executed successfully.
+
+        ``state`` is ``None`` (or empty) when the mode produced no state: the state check is then skipped.
+        A ``failed`` turn (the engine raised) never passes.
+        """
+        details: list[str] = []
+        try:
+            ops_ok = self._check_operations(expect, operations, details)
+            facts_ok = self._check_facts(expect, answer, details)
+            state_ok = self._check_state(expect, state, details)
+        except FactEvaluationError as exc:
+            details.append(f"scenario error: {exc}")
+            return TurnScore(passed=False, details=details)
+        answer_ok = self._check_answer(expect, answer, details)
+        checks = [ops_ok, facts_ok, state_ok, answer_ok]
+        if failed:
+            details.insert(0, "the turn failed")
+        passed = not failed and all(check is not False for check in checks)
+        return TurnScore(
+            passed=passed,
+            operations=ops_ok,
+            facts=facts_ok,
+            state=state_ok,
+            answer=answer_ok,
+            details=details,
+        )
+
+    def _check_operations(
+        self, expect: Expectation, operations: Sequence[Mapping[str, Any]], details: list[str]
+    ) -> bool | None:
+        if expect.operations is None:
+            return None
+        expected = [
+            {"funcion": op.funcion, "parametros": self.resolve(op.parametros)} for op in expect.operations
+        ]
+        match = match_operations(expected, operations, self.registry)
+        if not match.ok:
+            details.append(match.describe())
+        return match.ok
+
+    def _check_facts(self, expect: Expectation, answer: str, details: list[str]) -> bool | None:
+        if not expect.facts:
+            return None
+        ok = True
+        for fact in expect.facts:
+            value = self.facts.evaluate(fact)
+            if not value_in_answer(value, answer):
+                details.append(f"answer lacks {fact} = {value!r}")
+                ok = False
+        return ok
+
+    def _check_state(
+        self, expect: Expectation, state: Mapping[str, Any] | None, details: list[str]
+    ) -> bool | None:
+        if expect.state is None or not state:
+            return None
+        ok = True
+        for key, wanted in self.resolve(expect.state).items():
+            got = state.get(key)
+            if normalize_value(got) != normalize_value(wanted):
+                details.append(f"state {key} = {got!r}, expected {wanted!r}")
+                ok = False
+        return ok
+
+    def _check_answer(self, expect: Expectation, answer: str, details: list[str]) -> bool | None:
+        if not (expect.answer_contains or expect.answer_not_contains or expect.answer_contains_any):
+            return None
+        folded = fold(answer)
+        ok = True
+        for text in expect.answer_contains:
+            if fold(text) not in folded:
+                details.append(f"answer lacks {text!r}")
+                ok = False
+        for text in expect.answer_not_contains:
+            if fold(text) in folded:
+                details.append(f"answer contains {text!r}")
+                ok = False
+        if expect.answer_contains_any and not any(fold(t) in folded for t in expect.answer_contains_any):
+            details.append(f"answer has none of {expect.answer_contains_any!r}")
+            ok = False
+        return ok

@@ -1,0 +1,123 @@
+"""The stateless AI side of the planner: call 1 (``analyze``) and call 2 (``respond``).
+
+:class:`PlannerAI` holds no conversation state: everything it needs arrives as arguments, so one instance can
+serve any conversation from any thread (article §13). It asks the provider for native structured output
+(``with_structured_output(..., method="json_schema", include_raw=True)``) and, when the provider's parsing
+fails or the model has no structured-output support, recovers the JSON from the raw text with
+:mod:`planner_mode.parsing`. It never makes a second attempt: one method call is one model call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Generic, TypeVar
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.runnables import Runnable, RunnableConfig
+from pydantic import BaseModel, ValidationError
+
+from planner_mode.parsing import message_text, parse_model_output
+from planner_mode.plan import Answer, OperationOutcome, Plan
+from planner_mode.prompts import answer_messages, plan_messages
+from shared.errors import ErpAiError, ModelOutputError, ProviderError
+from shared.memory.context import ConversationContext
+from shared.operations.registry import OperationSpec
+
+__all__ = ["PlannerAI"]
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class _StructuredCall(Generic[M]):
+    """One model asked for one schema: native structured output when available, tolerant parsing always."""
+
+    def __init__(self, model: BaseChatModel, schema: type[M]) -> None:
+        self.model = model
+        self.schema = schema
+        self.structured: Runnable[Any, Any] | None
+        try:
+            self.structured = model.with_structured_output(schema, method="json_schema", include_raw=True)
+        except (NotImplementedError, ValueError, TypeError):
+            # The model has no structured output (or not this method): ask plainly, parse the text.
+            self.structured = None
+
+    def invoke(self, messages: list[BaseMessage], callbacks: Sequence[BaseCallbackHandler] | None) -> M:
+        config: RunnableConfig = {"callbacks": list(callbacks)} if callbacks else {}
+        runnable: Runnable[Any, Any] = self.structured if self.structured is not None else self.model
+        try:
+            output = runnable.invoke(messages, config=config)
+        except ErpAiError:
+            raise
+        except Exception as exc:  # provider SDKs raise anything: network, HTTP, timeouts, SDK bugs
+            raise ProviderError(f"The model provider failed: {type(exc).__name__}: {exc}") from exc
+        return self._parse(output)
+
+    def _parse(self, output: Any) -> M:
+        raw: Any = output
+        if isinstance(output, dict) and "raw" in output:
+            parsed = output.get("parsed")
+            if isinstance(parsed, self.schema):
+                return parsed
+            if isinstance(parsed, dict):
+                try:
+                    return self.schema.model_validate(parsed)
+                except ValidationError:
+                    pass
+            raw = output["raw"]
+        if isinstance(raw, self.schema):
+            return raw
+        if isinstance(raw, AIMessage):
+            for call in raw.tool_calls:  # function-calling fallback of BaseChatModel.with_structured_output
+                try:
+                    return self.schema.model_validate(call["args"])
+                except ValidationError:
+                    continue
+            return parse_model_output(message_text(raw.content), self.schema)
+        if isinstance(raw, BaseMessage):
+            return parse_model_output(message_text(raw.content), self.schema)
+        raise ModelOutputError(f"Unexpected model output of type {type(raw).__name__}.", raw=str(raw))
+
+
+class PlannerAI:
+    """The article's "LLM 1" and "LLM 2": plan a question, then phrase the ERP's results.
+
+    ``answer_model`` defaults to ``plan_model``; pass a different one to plan with a small fast model and
+    write with a stronger one. Both methods raise only :class:`~shared.errors.ModelOutputError` (unusable
+    output) or :class:`~shared.errors.ProviderError` (the provider failed).
+    """
+
+    def __init__(self, plan_model: BaseChatModel, answer_model: BaseChatModel | None = None) -> None:
+        self.plan_model = plan_model
+        self.answer_model = answer_model if answer_model is not None else plan_model
+        self._plan_call = _StructuredCall(self.plan_model, Plan)
+        self._answer_call = _StructuredCall(self.answer_model, Answer)
+
+    def analyze(
+        self,
+        message: str,
+        context: ConversationContext,
+        catalog: Sequence[OperationSpec],
+        *,
+        callbacks: Sequence[BaseCallbackHandler] | None = None,
+    ) -> Plan:
+        """Call 1: turn the user's message and the conversation context into a :class:`Plan`."""
+        plan = self._plan_call.invoke(plan_messages(message, context, catalog), callbacks)
+        if not plan.pregunta:
+            plan = plan.model_copy(update={"pregunta": message})
+        return plan
+
+    def respond(
+        self,
+        question: str,
+        results: Sequence[OperationOutcome],
+        context: ConversationContext,
+        *,
+        callbacks: Sequence[BaseCallbackHandler] | None = None,
+    ) -> Answer:
+        """Call 2: phrase the operations' results (and errors) as an :class:`Answer` for the user."""
+        answer = self._answer_call.invoke(answer_messages(question, results, context), callbacks)
+        if not answer.respuesta.strip():
+            raise ModelOutputError("The model returned an empty 'respuesta'.", raw=answer.model_dump_json())
+        return answer

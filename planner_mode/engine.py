@@ -1,0 +1,233 @@
+"""The ERP-side planner engine: one turn = at most two model calls (article §4–11).
+
+Flow of :meth:`PlannerEngine.ask`:
+
+1. build the bounded context from the memory store (state, relevant memories, last exchange, today);
+2. call 1, ``analyze`` → a :class:`~planner_mode.plan.Plan` (small talk with ``respuesta_directa`` stops
+   here: one call);
+3. validate the whole plan before executing anything;
+4. execute it (independent operations concurrently, dependent ones in order);
+5. call 2, ``respond``, with every result and every error (invalid plans included);
+6. record the turn atomically: user message, assistant message (metadata ``plan`` and ``operations``),
+   memories and the state merge.
+
+Failures never raise out of :meth:`~PlannerEngine.ask`: they land in ``TurnResult.errors`` with a clear
+message for the user. **Recording policy:** a turn is recorded only when a model produced its answer (call 2,
+or call 1's ``respuesta_directa``). When call 1 or call 2 fails, nothing is written except the (possibly new,
+empty) conversation row, ``TurnResult.recorded`` is ``False``, and the user can simply ask again: the stored
+conversation is never half-written and never contains canned error text. Errors of the store itself
+(database down) do propagate: they are infrastructure failures, not model failures.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from planner_mode.ai import PlannerAI
+from planner_mode.client import AICallError, AIClient, InProcessAIClient
+from planner_mode.executor import execute_plan
+from planner_mode.plan import Answer, OperationOutcome, Plan
+from planner_mode.validation import ValidatedPlan, validate_plan
+from planner_mode.wire import CallUsage
+from shared.erp.database import Erp
+from shared.errors import ModelOutputError
+from shared.memory.store import MemoryStore, MessageIn, TurnRecord
+from shared.operations.registry import OperationRegistry
+from shared.turn import ExecutedOperation, TurnResult
+
+__all__ = ["PlannerEngine", "PlannerLimits"]
+
+PROVIDER_DOWN_MESSAGE = (
+    "Lo siento, el servicio de IA no está disponible en este momento; no se ejecutó ninguna consulta. "
+    "Intente de nuevo en unos minutos."
+)
+UNREADABLE_PLAN_MESSAGE = (
+    "Lo siento, no pude interpretar la consulta (el modelo devolvió un plan ilegible); no se ejecutó "
+    "ninguna operación. ¿Puede intentarlo de nuevo o reformular la pregunta?"
+)
+ANSWER_FAILED_MESSAGE = (
+    "Lo siento, obtuve los datos pero no pude redactar la respuesta porque el servicio de IA falló. "
+    "Intente de nuevo."
+)
+
+
+class PlannerLimits(BaseModel):
+    """Bounds of a planner turn."""
+
+    max_operations: int = Field(
+        default=8, ge=1, description="Largest plan accepted; larger plans are rejected."
+    )
+    max_workers: int = Field(default=4, ge=1, description="Threads running independent operations at once.")
+    memory_limit: int = Field(default=5, ge=0, description="Memory items included in the context.")
+    exchanges: int = Field(default=1, ge=0, description="Previous exchanges included in the context.")
+
+
+class PlannerEngine:
+    """The article's two-call engine over an ERP, an operation registry and a conversation store.
+
+    ``ai`` is an :class:`~planner_mode.client.AIClient` (in process or HTTP); a bare
+    :class:`~planner_mode.ai.PlannerAI` is accepted and wrapped in an ``InProcessAIClient``.
+    """
+
+    mode = "planner"
+
+    def __init__(
+        self,
+        registry: OperationRegistry,
+        erp: Erp,
+        store: MemoryStore,
+        ai: AIClient | PlannerAI,
+        limits: PlannerLimits | None = None,
+    ) -> None:
+        self.registry = registry
+        self.erp = erp
+        self.store = store
+        self.ai: AIClient = InProcessAIClient(ai) if isinstance(ai, PlannerAI) else ai
+        self.limits = limits or PlannerLimits()
+        self._catalog = registry.catalog()
+
+    def ask(self, conversation_id: str, message: str) -> TurnResult:
+        """Answer ``message`` in ``conversation_id`` (created if unknown) with at most two model calls."""
+        started = time.perf_counter()
+        conversation_id = self.store.ensure_conversation(conversation_id)
+        context = self.store.build_context(
+            conversation_id,
+            self.erp.today,
+            memory_limit=self.limits.memory_limit,
+            exchanges=self.limits.exchanges,
+        )
+        turn = _Turn(conversation_id=conversation_id, question=message, started=started)
+
+        try:
+            analyzed = self.ai.analyze(message, context, self._catalog)
+        except AICallError as exc:
+            turn.usages.append(exc.usage)
+            turn.errors.append(f"Call 1 (plan) failed: {exc}")
+            unreadable = isinstance(exc.cause, ModelOutputError)
+            return self._unrecorded(turn, UNREADABLE_PLAN_MESSAGE if unreadable else PROVIDER_DOWN_MESSAGE)
+        turn.usages.append(analyzed.usage)
+        plan = turn.plan = analyzed.plan
+
+        if plan.is_direct:
+            return self._record(turn, Answer(respuesta=(plan.respuesta_directa or "").strip()))
+
+        validated = validate_plan(plan, self.registry, max_operations=self.limits.max_operations)
+        if validated.ok:
+            turn.operations = execute_plan(
+                validated, self.registry, self.erp, max_workers=self.limits.max_workers
+            )
+            turn.errors.extend(f"{op.funcion}: {op.error}" for op in turn.operations if op.error)
+            outcomes = [
+                OperationOutcome(
+                    funcion=op.funcion, parametros=op.parametros, resultado=op.result, error=op.error
+                )
+                for op in turn.operations
+            ]
+        else:
+            turn.errors.extend(f"Invalid plan: {issue.message}" for issue in validated.issues)
+            turn.operations, outcomes = _rejected(validated, self.limits.max_operations)
+
+        try:
+            responded = self.ai.respond(message, outcomes, context)
+        except AICallError as exc:
+            turn.usages.append(exc.usage)
+            turn.errors.append(f"Call 2 (answer) failed: {exc}")
+            return self._unrecorded(turn, ANSWER_FAILED_MESSAGE)
+        turn.usages.append(responded.usage)
+        return self._record(turn, responded.answer)
+
+    def _record(self, turn: _Turn, answer: Answer) -> TurnResult:
+        metadata: dict[str, Any] = {
+            "plan": turn.plan.model_dump(mode="json") if turn.plan else None,
+            "operations": [op.model_dump(mode="json") for op in turn.operations],
+        }
+        if turn.errors:
+            metadata["errors"] = list(turn.errors)
+        record = TurnRecord(
+            messages=[
+                MessageIn(role="user", content=turn.question, metadata={}),
+                MessageIn(role="assistant", content=answer.respuesta, metadata=metadata),
+            ],
+            memories=list(answer.memoria),
+            state=dict(answer.estado),
+        )
+        state = self.store.record_turn(turn.conversation_id, record)
+        return turn.result(
+            answer=answer.respuesta,
+            memories=[item.contenido for item in answer.memoria],
+            state=state,
+            recorded=True,
+        )
+
+    def _unrecorded(self, turn: _Turn, message: str) -> TurnResult:
+        return turn.result(
+            answer=message, memories=[], state=self.store.get_state(turn.conversation_id), recorded=False
+        )
+
+
+def _rejected(
+    validated: ValidatedPlan, max_operations: int
+) -> tuple[list[ExecutedOperation], list[OperationOutcome]]:
+    """The operations of a rejected plan, none executed, each with the reason call 2 will explain."""
+    operations = validated.plan.operaciones
+    plan_level = [issue.message for issue in validated.issues if issue.index is None]
+    if len(operations) > max_operations:
+        # Do not flood call 2 with one entry per operation of an oversized plan: one entry says it all.
+        return [], [OperationOutcome(funcion="plan", error="; ".join(plan_level))]
+    summary = "; ".join(issue.message for issue in validated.issues)
+    executed: list[ExecutedOperation] = []
+    for index, op in enumerate(operations):
+        own = [issue.message for issue in validated.issues if issue.index == index]
+        reason = (
+            "; ".join(own + plan_level)
+            if own or plan_level
+            else f"Not executed: the plan was rejected ({summary})"
+        )
+        executed.append(
+            ExecutedOperation(funcion=op.funcion, parametros=op.parametros, id=op.id, error=reason)
+        )
+    outcomes = [
+        OperationOutcome(funcion=op.funcion, parametros=op.parametros, error=op.error) for op in executed
+    ]
+    return executed, outcomes
+
+
+class _Turn:
+    """Mutable bookkeeping of one turn in progress."""
+
+    def __init__(self, *, conversation_id: str, question: str, started: float) -> None:
+        self.conversation_id = conversation_id
+        self.question = question
+        self.started = started
+        self.plan: Plan | None = None
+        self.operations: list[ExecutedOperation] = []
+        self.errors: list[str] = []
+        self.usages: list[CallUsage] = []
+
+    def result(
+        self, *, answer: str, memories: list[str], state: dict[str, Any], recorded: bool
+    ) -> TurnResult:
+        usage = CallUsage.total(self.usages)
+        total_ms = (time.perf_counter() - self.started) * 1000
+        return TurnResult(
+            mode=PlannerEngine.mode,
+            conversation_id=self.conversation_id,
+            question=self.question,
+            answer=answer,
+            plan=self.plan.model_dump(mode="json") if self.plan else None,
+            operations=self.operations,
+            memories=memories,
+            state=state,
+            model_calls=usage.model_calls,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            model_ms=usage.model_ms,
+            simulated_model_ms=usage.simulated_model_ms,
+            harness_ms=max(0.0, total_ms - usage.model_ms),
+            total_ms=total_ms,
+            errors=self.errors,
+            recorded=recorded,
+        )

@@ -1,0 +1,222 @@
+"""Plan validation before anything runs: operations, parameters, ``$ref`` references, cycles, size.
+
+A reference is a JSON object with the single key ``"$ref"`` anywhere inside ``parametros``; its value is a
+dotted path whose first segment is the ``id`` of another operation of the same plan and whose other segments
+are keys or list indices into that operation's result: ``{"$ref": "op1.cliente"}``,
+``{"$ref": "op1.productos.0.sku"}``. :func:`validate_plan` checks the whole plan and returns every problem at
+once, plus the execution order as *waves* of mutually independent operations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from planner_mode.plan import Plan
+from shared.errors import InvalidParametersError, UnknownOperationError
+from shared.operations.registry import OperationRegistry
+
+__all__ = [
+    "PlanIssue",
+    "UnresolvedReferenceError",
+    "ValidatedPlan",
+    "find_refs",
+    "resolve_refs",
+    "validate_plan",
+]
+
+REF_KEY = "$ref"
+
+
+@dataclass(frozen=True)
+class PlanIssue:
+    """One reason a plan is rejected."""
+
+    message: str
+    """Human-readable explanation, naming the operation and parameter concerned."""
+    index: int | None = None
+    """Index of the offending operation in ``plan.operaciones``; ``None`` for a whole-plan problem."""
+
+
+@dataclass(frozen=True)
+class ValidatedPlan:
+    """The outcome of :func:`validate_plan`."""
+
+    plan: Plan
+    issues: list[PlanIssue] = field(default_factory=list)
+    """Every problem found; empty when the plan may run."""
+    waves: list[list[int]] = field(default_factory=list)
+    """Operation indexes grouped in waves; a wave depends only on earlier waves. Empty when invalid."""
+    dependencies: dict[int, set[int]] = field(default_factory=dict)
+    """For each operation index, the indexes of the operations it references."""
+
+    @property
+    def ok(self) -> bool:
+        """True when the plan has no issues."""
+        return not self.issues
+
+
+class UnresolvedReferenceError(LookupError):
+    """A ``$ref`` path does not exist in the referenced operation's actual result."""
+
+
+def _is_ref(value: Any) -> bool:
+    return isinstance(value, dict) and REF_KEY in value
+
+
+def find_refs(value: Any) -> list[Any]:
+    """Every ``$ref`` value (normally a string) inside ``value``, depth first."""
+    if _is_ref(value):
+        return [value[REF_KEY]]
+    if isinstance(value, dict):
+        return [ref for item in value.values() for ref in find_refs(item)]
+    if isinstance(value, list):
+        return [ref for item in value for ref in find_refs(item)]
+    return []
+
+
+def _follow(data: Any, path: list[str], ref: str) -> Any:
+    current = data
+    for segment in path:
+        if isinstance(current, Mapping) and segment in current:
+            current = current[segment]
+        elif (
+            isinstance(current, list)
+            and segment.lstrip("-").isdigit()
+            and -len(current) <= int(segment) < len(current)
+        ):
+            current = current[int(segment)]
+        else:
+            raise UnresolvedReferenceError(f"$ref {ref!r}: {segment!r} not found in the referenced result")
+    return current
+
+
+def resolve_refs(value: Any, results: Mapping[str, Any]) -> Any:
+    """Replace every ``{"$ref": "id.path"}`` in ``value`` by the referenced part of ``results[id]``."""
+    if _is_ref(value):
+        ref = value[REF_KEY]
+        op_id, *path = str(ref).split(".")
+        if op_id not in results:
+            raise UnresolvedReferenceError(f"$ref {ref!r}: operation {op_id!r} has no result")
+        return _follow(results[op_id], path, str(ref))
+    if isinstance(value, dict):
+        return {key: resolve_refs(item, results) for key, item in value.items()}
+    if isinstance(value, list):
+        return [resolve_refs(item, results) for item in value]
+    return value
+
+
+def _label(index: int, funcion: str, op_id: str | None) -> str:
+    return f"operation {index + 1} ({funcion}{', id ' + op_id if op_id else ''})"
+
+
+def _check_parameters(
+    registry: OperationRegistry, funcion: str, params: dict[str, Any], label: str
+) -> list[str]:
+    """Validate the parameters that hold no reference; referenced ones are checked once resolved."""
+    referenced = {key for key, value in params.items() if find_refs(value)}
+    concrete = {key: value for key, value in params.items() if key not in referenced}
+    try:
+        registry.validate(funcion, concrete)
+    except InvalidParametersError as exc:
+        messages = [
+            f"{'.'.join(str(p) for p in err.get('loc', ())) or 'parametros'}: {err.get('msg', '')}"
+            for err in exc.errors
+            if not (err.get("loc") and str(err["loc"][0]) in referenced)
+        ]
+        if messages:
+            return [f"{label}: invalid parameters: {'; '.join(messages)}"]
+    return []
+
+
+def _waves(count: int, dependencies: dict[int, set[int]]) -> tuple[list[list[int]], set[int]]:
+    """Kahn's algorithm by levels; returns the waves and the indexes left over (those in a cycle)."""
+    remaining = set(range(count))
+    done: set[int] = set()
+    waves: list[list[int]] = []
+    while remaining:
+        ready = sorted(i for i in remaining if dependencies.get(i, set()) <= done)
+        if not ready:
+            break
+        waves.append(ready)
+        done.update(ready)
+        remaining.difference_update(ready)
+    return waves, remaining
+
+
+def validate_plan(plan: Plan, registry: OperationRegistry, *, max_operations: int = 8) -> ValidatedPlan:
+    """Check ``plan`` against ``registry`` without executing anything.
+
+    Rejected: more than ``max_operations`` operations, duplicate ids, unknown operations, parameters that
+    fail the operation's model, malformed or dangling ``$ref`` (unknown id, or a field the referenced
+    operation's result does not have), self references and reference cycles.
+    """
+    operations = plan.operaciones
+    if len(operations) > max_operations:
+        return ValidatedPlan(
+            plan=plan,
+            issues=[
+                PlanIssue(
+                    f"The plan has {len(operations)} operations; at most {max_operations} are allowed "
+                    "per question."
+                )
+            ],
+        )
+    issues: list[PlanIssue] = []
+    ids: dict[str, int] = {}
+    for index, op in enumerate(operations):
+        if op.id is None:
+            continue
+        if op.id in ids:
+            issues.append(PlanIssue(f"{_label(index, op.funcion, op.id)}: duplicate id {op.id!r}", index))
+        else:
+            ids[op.id] = index
+
+    dependencies: dict[int, set[int]] = {}
+    for index, op in enumerate(operations):
+        label = _label(index, op.funcion, op.id)
+        known = op.funcion in registry
+        if not known:
+            issues.append(PlanIssue(f"{label}: {UnknownOperationError(op.funcion, registry.names())}", index))
+        else:
+            issues.extend(
+                PlanIssue(msg, index) for msg in _check_parameters(registry, op.funcion, op.parametros, label)
+            )
+        deps: set[int] = set()
+        for ref in find_refs(op.parametros):
+            if not isinstance(ref, str) or not ref.strip():
+                issues.append(PlanIssue(f'{label}: malformed $ref {ref!r}; expected "id.campo"', index))
+                continue
+            target_id, *path = ref.split(".")
+            target = ids.get(target_id)
+            if target is None:
+                issues.append(
+                    PlanIssue(f"{label}: dangling $ref {ref!r}: no operation has id {target_id!r}", index)
+                )
+                continue
+            if target == index:
+                issues.append(PlanIssue(f"{label}: $ref {ref!r} refers to the operation itself", index))
+                continue
+            target_op = operations[target].funcion
+            if path and target_op in registry:
+                fields = registry.get(target_op).result_model.model_fields
+                if path[0] not in fields:
+                    issues.append(
+                        PlanIssue(
+                            f"{label}: dangling $ref {ref!r}: {target_op} results have no field {path[0]!r} "
+                            f"(fields: {', '.join(fields)})",
+                            index,
+                        )
+                    )
+                    continue
+            deps.add(target)
+        dependencies[index] = deps
+
+    waves, cyclic = _waves(len(operations), dependencies)
+    if cyclic:
+        names = ", ".join(_label(i, operations[i].funcion, operations[i].id) for i in sorted(cyclic))
+        issues.append(PlanIssue(f"Reference cycle (or dependency on one) among: {names}"))
+    if issues:
+        return ValidatedPlan(plan=plan, issues=issues, dependencies=dependencies)
+    return ValidatedPlan(plan=plan, waves=waves, dependencies=dependencies)

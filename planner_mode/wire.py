@@ -1,0 +1,120 @@
+"""HTTP bodies of the stateless AI server, shared by :mod:`planner_mode.server` and the HTTP client.
+
+Every request carries everything the server needs (article §13): the message or results, the conversation
+context and, for call 1, the operation catalog. Every response carries the :class:`CallUsage` the server
+measured, so the ERP side counts model calls and tokens even when the model runs elsewhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Literal, Protocol
+
+from pydantic import BaseModel, Field
+
+from planner_mode.plan import Answer, OperationOutcome, Plan
+from shared.memory.context import ConversationContext
+from shared.operations.registry import OperationSpec
+
+__all__ = [
+    "AnalyzeRequest",
+    "AnalyzeResponse",
+    "CallUsage",
+    "ErrorResponse",
+    "RespondRequest",
+    "RespondResponse",
+]
+
+
+class _UsageSource(Protocol):
+    """What :class:`shared.llm.usage.UsageTracker` exposes."""
+
+    @property
+    def calls(self) -> int: ...
+    @property
+    def input_tokens(self) -> int: ...
+    @property
+    def output_tokens(self) -> int: ...
+    @property
+    def model_ms(self) -> float: ...
+    @property
+    def simulated_model_ms(self) -> float | None: ...
+
+
+class CallUsage(BaseModel):
+    """Model usage measured around one AI request (normally one model call)."""
+
+    model_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    model_ms: float = 0.0
+    """Measured wall time inside the model."""
+    simulated_model_ms: float | None = None
+    """Model time under a latency profile, when the model reported one."""
+
+    @classmethod
+    def from_tracker(cls, tracker: _UsageSource) -> CallUsage:
+        """Snapshot a ``UsageTracker``."""
+        return cls(
+            model_calls=tracker.calls,
+            input_tokens=tracker.input_tokens,
+            output_tokens=tracker.output_tokens,
+            model_ms=tracker.model_ms,
+            simulated_model_ms=tracker.simulated_model_ms,
+        )
+
+    @classmethod
+    def total(cls, usages: Iterable[CallUsage]) -> CallUsage:
+        """The sum of several usages; ``simulated_model_ms`` stays ``None`` unless one of them has it."""
+        result = cls()
+        for usage in usages:
+            simulated: float | None = result.simulated_model_ms
+            if usage.simulated_model_ms is not None:
+                simulated = (simulated or 0.0) + usage.simulated_model_ms
+            result = cls(
+                model_calls=result.model_calls + usage.model_calls,
+                input_tokens=result.input_tokens + usage.input_tokens,
+                output_tokens=result.output_tokens + usage.output_tokens,
+                model_ms=result.model_ms + usage.model_ms,
+                simulated_model_ms=simulated,
+            )
+        return result
+
+
+class AnalyzeRequest(BaseModel):
+    """``POST /ai/analyze``: call 1."""
+
+    message: str = Field(min_length=1, description="The user's new question.")
+    context: ConversationContext
+    catalog: list[OperationSpec] = Field(description="The operations the ERP can execute.")
+
+
+class AnalyzeResponse(BaseModel):
+    """The plan and what it cost."""
+
+    plan: Plan
+    usage: CallUsage
+
+
+class RespondRequest(BaseModel):
+    """``POST /ai/respond``: call 2."""
+
+    question: str = Field(min_length=1)
+    results: list[OperationOutcome] = Field(description="One outcome per planned operation.")
+    context: ConversationContext
+
+
+class RespondResponse(BaseModel):
+    """The answer and what it cost."""
+
+    answer: Answer
+    usage: CallUsage
+
+
+class ErrorResponse(BaseModel):
+    """Body of every non-validation error (401, 413, 502, 500)."""
+
+    error: str
+    kind: Literal["model_output", "provider", "unauthorized", "too_large", "internal"]
+    usage: CallUsage | None = None
+    """For model failures (502): what the failed call cost."""

@@ -1,0 +1,154 @@
+"""Calls the LangChain chat model that stands behind an emulator.
+
+Both protocols reduce a request to a :class:`BackingRequest` (LangChain messages, OpenAI-style tool dicts,
+an optional JSON schema or JSON mode) and turn the :class:`BackingReply` back into wire JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import LLMResult
+from pydantic import BaseModel
+
+
+@dataclass(frozen=True)
+class BackingRequest:
+    """A provider-neutral model request."""
+
+    messages: list[BaseMessage]
+    """The conversation, as LangChain messages."""
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    """Tools as OpenAI-style dicts (``{"type": "function", "function": {...}}``)."""
+    tool_choice: str | None = None
+    """``None`` (model decides), ``"any"`` or a tool name."""
+    json_schema: dict[str, Any] | None = None
+    """A JSON schema the reply must follow (structured output)."""
+    json_mode: bool = False
+    """Reply with JSON, no schema given."""
+
+
+@dataclass(frozen=True)
+class BackingToolCall:
+    """One tool call produced by the backing model."""
+
+    name: str
+    args: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class BackingReply:
+    """What the backing model answered, with token counts and simulated latency."""
+
+    text: str
+    tool_calls: list[BackingToolCall]
+    input_tokens: int
+    output_tokens: int
+    simulated_ms: float | None = None
+    """``response_metadata["simulated_latency_ms"]`` when the model reported one."""
+
+
+class _UsageCapture(BaseCallbackHandler):
+    """Collects the usage of every model call made under one ``invoke``."""
+
+    def __init__(self) -> None:
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.seen_usage = False
+        self.simulated_ms: float | None = None
+
+    def on_llm_end(
+        self, response: LLMResult, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
+    ) -> None:
+        for generations in response.generations:
+            for generation in generations:
+                message = getattr(generation, "message", None)
+                if not isinstance(message, AIMessage):
+                    continue
+                if message.usage_metadata:
+                    self.seen_usage = True
+                    self.input_tokens += message.usage_metadata["input_tokens"]
+                    self.output_tokens += message.usage_metadata["output_tokens"]
+                simulated = message.response_metadata.get("simulated_latency_ms")
+                if isinstance(simulated, int | float):
+                    self.simulated_ms = (self.simulated_ms or 0.0) + float(simulated)
+
+
+def approx_tokens(text: str) -> int:
+    """Fallback token estimate (about four characters per token) when the model reports no usage."""
+    return max(1, (len(text) + 3) // 4) if text else 0
+
+
+def call_backing_model(model: BaseChatModel, request: BackingRequest) -> BackingReply:
+    """Run ``request`` against ``model`` and return its reply.
+
+    Structured output goes through ``with_structured_output(schema, method="json_schema")`` and comes back
+    as JSON text; tools go through ``bind_tools``. Exceptions from the model propagate (the server turns
+    them into the provider's HTTP 500).
+    """
+    capture = _UsageCapture()
+    config: Any = {"callbacks": [capture]}
+    text: str
+    tool_calls: list[BackingToolCall] = []
+    if request.json_schema is not None:
+        structured = model.with_structured_output(request.json_schema, method="json_schema")
+        result = structured.invoke(request.messages, config=config)
+        text = _to_json_text(result)
+    else:
+        runnable: Any = model
+        if request.tools:
+            kwargs: dict[str, Any] = {}
+            if request.tool_choice is not None:
+                kwargs["tool_choice"] = request.tool_choice
+            runnable = model.bind_tools(request.tools, **kwargs)
+        message = runnable.invoke(request.messages, config=config)
+        text = message.text if isinstance(message, BaseMessage) else str(message)
+        if isinstance(message, AIMessage):
+            tool_calls = [
+                BackingToolCall(name=call["name"], args=dict(call["args"])) for call in message.tool_calls
+            ]
+    input_tokens = capture.input_tokens
+    output_tokens = capture.output_tokens
+    if not capture.seen_usage:
+        input_tokens = sum(approx_tokens(m.text) for m in request.messages)
+        output_tokens = approx_tokens(text) + sum(approx_tokens(json.dumps(c.args)) for c in tool_calls)
+    return BackingReply(
+        text=text,
+        tool_calls=tool_calls,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        simulated_ms=capture.simulated_ms,
+    )
+
+
+def _to_json_text(result: Any) -> str:
+    if isinstance(result, BaseModel):
+        result = result.model_dump(mode="json")
+    if isinstance(result, str):
+        return result
+    return json.dumps(result, ensure_ascii=False)
+
+
+def schema_invalid_text(reply_text: str, *, has_schema: bool) -> str:
+    """The ``schema_invalid`` fault: JSON that ignores the schema, or fenced JSON in plain JSON mode."""
+    if has_schema:
+        return json.dumps(
+            {"respuesta_libre": reply_text, "nota": "el esquema fue ignorado"}, ensure_ascii=False
+        )
+    return f"```json\n{reply_text}\n```"
+
+
+MALFORMED_TOOL_ARGUMENTS = '{"anio": 2025, "cliente": "Empresa ABC'
+"""Tool-call arguments cut short: not valid JSON (the langchain#34746 case)."""
+
+
+def tool_names(tools: Sequence[dict[str, Any]]) -> list[str]:
+    """Names of OpenAI-style tool dicts."""
+    return [str(tool.get("function", tool).get("name", "")) for tool in tools]

@@ -1,0 +1,331 @@
+"""HTTP plumbing shared by the emulators: a threaded loopback server with real chunked streaming.
+
+``http.server`` is enough here and keeps streaming honest: every chunk is written and flushed on its own, so a
+client sees NDJSON lines or SSE events as they are produced. Accepted sockets get ``TCP_NODELAY``; without it
+Nagle's algorithm plus delayed ACKs stall each small write by about 40 ms.
+
+A protocol module implements :class:`Protocol.handle`, returning a :class:`JsonReply` or a
+:class:`StreamReply`; the server logs every request (:class:`LoggedRequest`) for test assertions.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from typing import Protocol as TypingProtocol
+from urllib.parse import parse_qs, urlsplit
+
+from shared.emulators.faults import EmulatorFaults, FaultDecision, FaultSelector
+
+JsonValue = Any
+"""A decoded JSON value (dict, list, str, number, bool or None)."""
+
+
+@dataclass(frozen=True)
+class HttpRequest:
+    """One decoded request as a protocol module sees it."""
+
+    method: str
+    """HTTP method, upper case."""
+    path: str
+    """URL path without the query string."""
+    query: dict[str, list[str]]
+    """Parsed query string."""
+    headers: dict[str, str]
+    """Request headers (original case)."""
+    body: JsonValue
+    """The decoded JSON body, ``None`` when empty."""
+    raw_body: bytes
+    """The body as received."""
+
+    def header(self, name: str) -> str | None:
+        """Case-insensitive header lookup."""
+        wanted = name.lower()
+        for key, value in self.headers.items():
+            if key.lower() == wanted:
+                return value
+        return None
+
+
+@dataclass(frozen=True)
+class JsonReply:
+    """A complete JSON response."""
+
+    status: int
+    body: JsonValue
+
+
+@dataclass(frozen=True)
+class StreamReply:
+    """A streamed response: each item of ``chunks`` is sent (and flushed) as one HTTP chunk."""
+
+    content_type: str
+    chunks: Iterable[bytes]
+    status: int = 200
+
+
+Reply = JsonReply | StreamReply
+
+
+@dataclass
+class LoggedRequest:
+    """What the server received, kept for assertions in tests."""
+
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    headers: dict[str, str]
+    body: JsonValue
+    fault: str | None = None
+    """The fault applied to this request, if any."""
+    received_at: float = field(default_factory=time.monotonic)
+
+
+class BadRequestError(Exception):
+    """The request body is not what the protocol expects; ``status`` and ``body`` form the reply."""
+
+    def __init__(self, status: int, body: JsonValue) -> None:
+        super().__init__(str(body))
+        self.status = status
+        self.body = body
+
+
+class Protocol(TypingProtocol):
+    """A provider wire protocol served by :class:`EmulatorServer`."""
+
+    name: str
+    """Short protocol name (``ollama``, ``gemini``)."""
+
+    def handle(self, request: HttpRequest, log: LoggedRequest, faults: FaultSelector) -> Reply:
+        """Answer one request; may set ``log.fault``."""
+        ...
+
+    def error_reply(self, status: int, message: str) -> JsonReply:
+        """The provider's error body for an HTTP error."""
+        ...
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], emulator: EmulatorServer) -> None:
+        self.emulator = emulator
+        super().__init__(address, _Handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Stay quiet about clients that hang up (timeout tests do that on purpose)."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        conn, address = super().get_request()
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return conn, address
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silence the default stderr access log."""
+
+    def do_GET(self) -> None:
+        self._serve()
+
+    def do_POST(self) -> None:
+        self._serve()
+
+    def do_DELETE(self) -> None:
+        self._serve()
+
+    def do_HEAD(self) -> None:
+        self._write_json(200, None, head_only=True)
+
+    def _serve(self) -> None:
+        emulator = self.server.emulator
+        split = urlsplit(self.path)
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        headers = {key: value for key, value in self.headers.items()}
+        try:
+            body: JsonValue = json.loads(raw) if raw.strip() else None
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            error = emulator.protocol.error_reply(400, f"invalid JSON body: {exc}")
+            self._write_json(error.status, error.body)
+            return
+        request = HttpRequest(
+            method=self.command,
+            path=split.path,
+            query=parse_qs(split.query),
+            headers=headers,
+            body=body,
+            raw_body=raw,
+        )
+        log = LoggedRequest(
+            method=self.command, path=split.path, query=request.query, headers=headers, body=body
+        )
+        emulator.record(log)
+        reply: Reply
+        try:
+            reply = emulator.protocol.handle(request, log, emulator.fault_selector)
+        except BadRequestError as exc:
+            self._write_json(exc.status, exc.body)
+            return
+        except (
+            Exception
+        ) as exc:  # a backing-model failure becomes the provider's 500, as a real server's would
+            reply = emulator.protocol.error_reply(500, f"{type(exc).__name__}: {exc}")
+        if isinstance(reply, JsonReply):
+            self._write_json(reply.status, reply.body)
+        else:
+            self._write_stream(reply)
+
+    def _write_json(self, status: int, body: JsonValue, *, head_only: bool = False) -> None:
+        data = b"" if body is None else json.dumps(body, ensure_ascii=False).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if not head_only:
+            try:
+                self.wfile.write(data)
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):  # the client gave up (e.g. a timeout test)
+                self.close_connection = True
+
+    def _write_stream(self, reply: StreamReply) -> None:
+        self.send_response(reply.status)
+        self.send_header("Content-Type", reply.content_type)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            for chunk in reply.chunks:
+                if chunk:
+                    self.wfile.write(f"{len(chunk):X}\r\n".encode() + chunk + b"\r\n")
+                    self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up (e.g. a timeout test)
+            self.close_connection = True
+
+
+class EmulatorServer:
+    """A protocol emulator listening on loopback in a background thread.
+
+    Use it as a context manager (``with EmulatorServer(protocol) as server: server.base_url``), or call
+    :meth:`start` / :meth:`stop`. ``requests`` logs every request received; ``faults`` is the live
+    server-wide fault configuration.
+    """
+
+    def __init__(
+        self,
+        protocol: Protocol,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        faults: EmulatorFaults | None = None,
+    ) -> None:
+        self.protocol = protocol
+        self.fault_selector = FaultSelector(faults)
+        self._lock = threading.Lock()
+        self._requests: list[LoggedRequest] = []
+        self._httpd = _Server((host, port), self)
+        self._thread: threading.Thread | None = None
+
+    @property
+    def faults(self) -> EmulatorFaults:
+        """The server-wide fault configuration (mutable)."""
+        return self.fault_selector.faults
+
+    @faults.setter
+    def faults(self, value: EmulatorFaults) -> None:
+        self.fault_selector.faults = value
+
+    @property
+    def host(self) -> str:
+        """The bound host."""
+        return str(self._httpd.server_address[0])
+
+    @property
+    def port(self) -> int:
+        """The bound port (the real one when started with port 0)."""
+        return int(self._httpd.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        """``http://host:port`` without a trailing slash."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    @property
+    def requests(self) -> list[LoggedRequest]:
+        """A snapshot of every request received so far, oldest first."""
+        with self._lock:
+            return list(self._requests)
+
+    def record(self, request: LoggedRequest) -> None:
+        """Append a request to the log (called by the handler)."""
+        with self._lock:
+            self._requests.append(request)
+
+    def clear_requests(self) -> None:
+        """Forget the logged requests."""
+        with self._lock:
+            self._requests.clear()
+
+    def start(self) -> EmulatorServer:
+        """Serve in a daemon thread; returns ``self``."""
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._httpd.serve_forever,
+                kwargs={"poll_interval": 0.05},
+                name=f"{self.protocol.name}-emulator",
+                daemon=True,
+            )
+            self._thread.start()
+        return self
+
+    def serve_forever(self) -> None:
+        """Serve in the calling thread until interrupted."""
+        self._httpd.serve_forever(poll_interval=0.2)
+
+    def stop(self) -> None:
+        """Stop serving and close the listening socket."""
+        if self._thread is not None:
+            self._httpd.shutdown()
+            self._thread.join(timeout=5)
+            self._thread = None
+        self._httpd.server_close()
+
+    def __enter__(self) -> EmulatorServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def apply_delay(decision: FaultDecision, sleep: Callable[[float], None] = time.sleep) -> None:
+    """Sleep for a ``slow`` fault before anything is sent."""
+    if decision.mode == "slow" and decision.delay_seconds > 0:
+        sleep(decision.delay_seconds)
+
+
+def split_text(text: str, pieces: int = 4) -> Iterator[str]:
+    """Split ``text`` into up to ``pieces`` consecutive parts on word boundaries (for streaming)."""
+    if not text:
+        return
+    words = text.split(" ")
+    size = max(1, -(-len(words) // pieces))
+    for start in range(0, len(words), size):
+        part = " ".join(words[start : start + size])
+        yield part if start + size >= len(words) else part + " "

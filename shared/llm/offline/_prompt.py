@@ -1,0 +1,338 @@
+"""Reading a prompt: everything the offline model knows comes from the messages it is sent.
+
+The labels are the ones :func:`shared.memory.context.render_context` writes and docs/design.md fixes
+("Fecha de hoy:", "Estado de la conversación:", "Memoria relevante:", "Último intercambio:", "Nueva pregunta:",
+"Pregunta:", "Resultados:"). Full-history tool calling adds earlier messages: earlier tool calls and results
+are read as conversation context too.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+
+_DATE = re.compile(r"Fecha de hoy:\s*(\d{4})-(\d{2})-(\d{2})")
+_STATE_LABEL = "Estado de la conversación:"
+_MEMORY_LABEL = "Memoria relevante:"
+_EXCHANGE_LABEL = "Último intercambio:"
+_BEST_CUSTOMER = re.compile(
+    r"mejor cliente(?: de (?:19|20)\d{2})?(?: fue| es|:)\s+([^,.;:\n]+)", re.IGNORECASE
+)
+_YEAR = re.compile(r"\b(?:19|20)\d{2}\b")
+
+
+@dataclass(frozen=True)
+class TurnCall:
+    """A tool call the model made earlier in the current turn, with its result when one came back."""
+
+    id: str
+    name: str
+    args: dict[str, Any]
+    result: str | None = None
+    is_error: bool = False
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """What the prompt says about the conversation so far (state, memory, history)."""
+
+    today: date | None = None
+    state: dict[str, Any] = field(default_factory=dict)
+    memory: tuple[str, ...] = ()
+    exchanges: tuple[tuple[str, str], ...] = ()
+    cliente: str | None = None
+    anio: int | None = None
+    previous_operations: tuple[tuple[str, dict[str, Any]], ...] = ()
+    previous_question: str | None = None
+
+
+@dataclass(frozen=True)
+class PromptView:
+    """A prompt, read: the system text, the current question, the context and this turn's tool calls."""
+
+    system: str
+    human: str
+    question: str
+    conversation: Conversation
+    results: list[dict[str, Any]] | None
+    turn_calls: tuple[TurnCall, ...]
+    all_text: str
+
+    @property
+    def has_results_block(self) -> bool:
+        """Whether the human message carries a ``Resultados:`` block (an answer request)."""
+        return self.results is not None
+
+
+def message_text(message: BaseMessage) -> str:
+    """Plain text of a message (text blocks joined)."""
+    if isinstance(message.content, str):
+        return message.content
+    return message.text
+
+
+def read_prompt(messages: list[BaseMessage]) -> PromptView:
+    """Read ``messages`` into a :class:`PromptView`."""
+    system = "\n".join(message_text(m) for m in messages if isinstance(m, SystemMessage))
+    last_human = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=-1)
+    human = message_text(messages[last_human]) if last_human >= 0 else ""
+    if last_human < 0 and messages:
+        human = message_text(messages[-1])
+    earlier = messages[:last_human] if last_human >= 0 else []
+    turn = messages[last_human + 1 :] if last_human >= 0 else []
+    context_text = f"{system}\n{human}"
+    conversation = _conversation(context_text, earlier)
+    return PromptView(
+        system=system,
+        human=human,
+        question=extract_question(human),
+        conversation=conversation,
+        results=_results(human),
+        turn_calls=_turn_calls(turn),
+        all_text=context_text,
+    )
+
+
+def extract_question(text: str) -> str:
+    """The user's question inside a human message (after ``Nueva pregunta:`` / ``Pregunta:``), else all of it."""
+    marker = text.rfind("Nueva pregunta:")
+    if marker >= 0:
+        rest = text[marker + len("Nueva pregunta:") :].strip()
+        rest = re.sub(r"^Usuario:\s*", "", rest)
+        return rest.split("\n\n")[0].strip()
+    lines = text.splitlines()
+    for index, line in enumerate(lines):
+        match = re.match(r"\s*Pregunta:\s*(.*)$", line)
+        if match:
+            if match.group(1).strip():
+                return match.group(1).strip()
+            for following in lines[index + 1 :]:
+                if following.strip():
+                    return following.strip()
+    return text.strip()
+
+
+def _results(text: str) -> list[dict[str, Any]] | None:
+    marker = text.rfind("Resultados:")
+    if marker < 0:
+        return None
+    start = text.find("[", marker)
+    if start < 0:
+        return []
+    try:
+        value, _ = json.JSONDecoder().raw_decode(text[start:])
+    except json.JSONDecodeError:
+        return []
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+def _block(text: str, label: str) -> list[str]:
+    """The ``- item`` lines following the last occurrence of ``label``."""
+    marker = text.rfind(label)
+    if marker < 0:
+        return []
+    items: list[str] = []
+    for line in text[marker + len(label) :].splitlines()[1:]:
+        if not line.startswith("- "):
+            break
+        items.append(line[2:])
+    return items
+
+
+def _exchanges(text: str) -> list[tuple[str, str]]:
+    marker = text.rfind(_EXCHANGE_LABEL)
+    if marker < 0:
+        return []
+    pairs: list[tuple[str, str]] = []
+    user: str | None = None
+    for line in text[marker + len(_EXCHANGE_LABEL) :].splitlines()[1:]:
+        if line.startswith("Usuario: "):
+            user = line[len("Usuario: ") :]
+        elif line.startswith("Asistente: ") and user is not None:
+            pairs.append((user, line[len("Asistente: ") :]))
+            user = None
+        elif line.strip() and not line.startswith(("Usuario", "Asistente")):
+            break
+    return pairs
+
+
+def _parse_value(raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return raw.strip()
+
+
+def _state(text: str) -> dict[str, Any]:
+    state: dict[str, Any] = {}
+    for line in _block(text, _STATE_LABEL):
+        key, sep, value = line.partition(": ")
+        if sep:
+            state[key.strip()] = _parse_value(value)
+    return state
+
+
+def _as_year(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int) and 1900 <= value <= 2100:
+        return value
+    if isinstance(value, str) and re.fullmatch(r"(?:19|20)\d{2}", value.strip()):
+        return int(value)
+    return None
+
+
+def _operations(value: Any) -> list[tuple[str, dict[str, Any]]]:
+    """Operations from a state value: a name, ``{"funcion", "parametros"}``, or a list of those."""
+    items = value if isinstance(value, list) else [value]
+    operations: list[tuple[str, dict[str, Any]]] = []
+    for item in items:
+        if isinstance(item, str) and item.strip():
+            operations.append((item.strip(), {}))
+        elif isinstance(item, dict) and isinstance(item.get("funcion"), str):
+            params = item.get("parametros")
+            operations.append((item["funcion"], dict(params) if isinstance(params, dict) else {}))
+    return operations
+
+
+def _conversation(text: str, earlier: list[BaseMessage]) -> Conversation:
+    match = None
+    for match in _DATE.finditer(text):
+        pass
+    today: date | None = None
+    if match is not None:
+        try:
+            today = date(int(match.group(1)), int(match.group(2)), int(match.group(3)))
+        except ValueError:
+            today = None
+    history = _history(earlier)
+    state = {**history.state, **_state(text)}
+    memory = tuple(_block(text, _MEMORY_LABEL))
+    exchanges = tuple(_exchanges(text))
+
+    cliente = state.get("cliente_actual") or state.get("cliente")
+    if not isinstance(cliente, str) or not cliente.strip():
+        cliente = history.cliente or _cliente_from_text([*memory, *(a for _, a in exchanges)])
+    anio = _as_year(state.get("anio")) or history.anio or _year_from_text([*memory, *(a for _, a in exchanges)])
+
+    operations: list[tuple[str, dict[str, Any]]] = []
+    for key in ("ultimas_operaciones", "operaciones", "ultima_operacion"):
+        if key in state:
+            operations = _operations(state[key])
+            if operations:
+                break
+    if not operations:
+        operations = list(history.operations)
+    previous_question = exchanges[-1][0] if exchanges else history.question
+    return Conversation(
+        today=today,
+        state=state,
+        memory=memory,
+        exchanges=exchanges,
+        cliente=cliente.strip() if isinstance(cliente, str) and cliente.strip() else None,
+        anio=anio,
+        previous_operations=tuple(operations),
+        previous_question=previous_question,
+    )
+
+
+def _cliente_from_text(texts: list[str]) -> str | None:
+    for text in reversed(texts):
+        found = _BEST_CUSTOMER.findall(text)
+        if found:
+            return str(found[-1]).strip()
+    return None
+
+
+def _year_from_text(texts: list[str]) -> int | None:
+    for text in reversed(texts):
+        found = _YEAR.findall(text)
+        if found:
+            return int(found[-1])
+    return None
+
+
+@dataclass
+class _History:
+    state: dict[str, Any] = field(default_factory=dict)
+    cliente: str | None = None
+    anio: int | None = None
+    operations: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    question: str | None = None
+
+
+def _history(earlier: list[BaseMessage]) -> _History:
+    """Context recovered from earlier messages (full-history tool calling)."""
+    history = _History()
+    last_turn: list[tuple[str, dict[str, Any]]] = []
+    for message in earlier:
+        if isinstance(message, HumanMessage):
+            history.question = extract_question(message_text(message))
+            if last_turn:
+                history.operations = last_turn
+            last_turn = []
+        elif isinstance(message, AIMessage):
+            for call in message.tool_calls:
+                args = dict(call.get("args") or {})
+                if isinstance(args.get("estado"), dict):
+                    history.state.update(args["estado"])
+                    continue
+                last_turn.append((call["name"], args))
+                if isinstance(args.get("cliente"), str) and args["cliente"].strip():
+                    history.cliente = args["cliente"].strip()
+                year = _as_year(args.get("anio"))
+                if year:
+                    history.anio = year
+        elif isinstance(message, ToolMessage):
+            data = _parse_value(message_text(message))
+            if isinstance(data, dict):
+                if isinstance(data.get("cliente"), str) and data["cliente"].strip():
+                    history.cliente = data["cliente"].strip()
+                year = _as_year(data.get("anio"))
+                if year:
+                    history.anio = year
+    if last_turn:
+        history.operations = last_turn
+    return history
+
+
+def _turn_calls(turn: list[BaseMessage]) -> tuple[TurnCall, ...]:
+    results: dict[str, tuple[str, bool]] = {}
+    for message in turn:
+        if isinstance(message, ToolMessage):
+            content = message_text(message)
+            is_error = message.status == "error" or content.lstrip().lower().startswith("error")
+            results[message.tool_call_id] = (content, is_error)
+    calls: list[TurnCall] = []
+    for message in turn:
+        if isinstance(message, AIMessage):
+            for call in message.tool_calls:
+                call_id = call.get("id") or ""
+                result = results.get(call_id)
+                calls.append(
+                    TurnCall(
+                        id=call_id,
+                        name=call["name"],
+                        args=dict(call.get("args") or {}),
+                        result=result[0] if result else None,
+                        is_error=result[1] if result else False,
+                    )
+                )
+            for invalid in message.invalid_tool_calls:
+                call_id = invalid.get("id") or ""
+                result = results.get(call_id)
+                calls.append(
+                    TurnCall(
+                        id=call_id,
+                        name=invalid.get("name") or "",
+                        args={},
+                        result=result[0] if result else None,
+                        is_error=True,
+                    )
+                )
+    return tuple(calls)

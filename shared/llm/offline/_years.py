@@ -1,0 +1,125 @@
+"""Years and months in a question, explicit or relative to the prompt's date and conversation state.
+
+Relative expressions are resolved against ``Fecha de hoy`` from the prompt ("este año", "el año pasado",
+"hace dos años") or against the conversation's year ("ese año", "el año anterior"). When the prompt lacks what
+an expression needs, the expression is reported as unresolved, never guessed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date
+
+_NUMBERS = {
+    "un": 1, "uno": 1, "una": 1, "one": 1, "a": 1, "dos": 2, "two": 2, "tres": 3, "three": 3,
+    "cuatro": 4, "four": 4, "cinco": 5, "five": 5, "seis": 6, "six": 6, "siete": 7, "seven": 7,
+    "ocho": 8, "eight": 8, "nueve": 9, "nine": 9, "diez": 10, "ten": 10, "veinte": 20, "twenty": 20,
+}  # fmt: skip
+
+MONTHS_ES = [
+    "enero", "febrero", "marzo", "abril", "mayo", "junio",
+    "julio", "agosto", "septiembre", "octubre", "noviembre", "diciembre",
+]  # fmt: skip
+_MONTHS_EN = [
+    "january", "february", "march", "april", "may", "june",
+    "july", "august", "september", "october", "november", "december",
+]  # fmt: skip
+
+_EXPLICIT = r"\b(?:19|20)\d{2}\b"
+_THIS = r"\beste ano\b|\bano actual\b|\bano en curso\b|\bthis year\b|\bcurrent year\b"
+_LAST = r"\bano pasado\b|\blast year\b"
+_PREVIOUS = r"\bano anterior\b|\bprevious year\b|\byear before\b|\bprior year\b"
+_AGO = r"\bhace (\w+) anos?\b|\b(\w+) years? ago\b"
+_THAT = r"\b(?:ese|aquel|mismo|dicho) ano\b|\bthat year\b|\bsame year\b"
+_NEXT = r"\bproximo ano\b|\bano que viene\b|\bnext year\b"
+_PATTERN = re.compile(
+    "|".join(
+        f"(?P<{name}>{pattern})"
+        for name, pattern in [
+            ("explicit", _EXPLICIT),
+            ("this", _THIS),
+            ("last", _LAST),
+            ("previous", _PREVIOUS),
+            ("ago", _AGO.replace("(\\w+)", "\\w+")),
+            ("that", _THAT),
+            ("next", _NEXT),
+        ]
+    )
+)
+
+
+@dataclass(frozen=True)
+class Years:
+    """The years a question refers to, in order of mention."""
+
+    values: tuple[int, ...]
+    mentioned: bool
+    """Whether the question mentions a year at all, explicitly or relatively."""
+    unresolved: bool
+    """Whether a relative expression could not be resolved from the prompt."""
+
+
+def _count(word: str) -> int | None:
+    if word.isdigit():
+        return int(word)
+    return _NUMBERS.get(word)
+
+
+def find_years(folded: str, today: date | None, conversation_year: int | None) -> Years:
+    """Years in ``folded`` (a :func:`shared.text.fold`-ed question)."""
+    values: list[int] = []
+    unresolved = False
+    mentioned = False
+    for match in _PATTERN.finditer(folded):
+        mentioned = True
+        kind = match.lastgroup
+        value: int | None = None
+        if kind == "explicit":
+            value = int(match.group())
+        elif kind == "this":
+            value = today.year if today else None
+        elif kind == "last":
+            value = today.year - 1 if today else None
+        elif kind == "next":
+            value = today.year + 1 if today else None
+        elif kind == "previous":
+            base = conversation_year or (today.year if today else None)
+            value = base - 1 if base else None
+        elif kind == "that":
+            value = conversation_year
+        elif kind == "ago":
+            words = re.match(_AGO, match.group())
+            word = next((g for g in words.groups() if g), "") if words else ""
+            count = _count(word)
+            value = today.year - count if today and count else None
+        if value is None:
+            unresolved = True
+        elif value not in values:
+            values.append(value)
+    return Years(values=tuple(values), mentioned=mentioned, unresolved=unresolved)
+
+
+def find_month(folded: str, today: date | None) -> tuple[int | None, int | None]:
+    """``(month, year_override)`` named in the question: a month name, "este mes" or "el mes pasado"."""
+    for index, (es, en) in enumerate(zip(MONTHS_ES, _MONTHS_EN, strict=True), start=1):
+        if re.search(rf"\b(?:{es}|{en})\b", folded) and not (en == "may" and "mayo" not in folded):
+            return index, None
+    if today and re.search(r"\beste mes\b|\bthis month\b", folded):
+        return today.month, today.year
+    if today and re.search(r"\bmes pasado\b|\blast month\b", folded):
+        if today.month == 1:
+            return 12, today.year - 1
+        return today.month - 1, today.year
+    return None, None
+
+
+def find_limit(folded: str) -> int | None:
+    """A list size such as "top 3", "los 5 productos", "tres productos"."""
+    match = re.search(r"\btop\s*(\d{1,2}|\w+)\b", folded) or re.search(
+        r"\b(\d{1,2}|\w+) (?:productos|products|articulos|items)\b", folded
+    )
+    if not match:
+        return None
+    count = _count(match.group(1))
+    return count if count and count <= 50 else None

@@ -1,0 +1,132 @@
+"""One callback handler that counts model calls, tokens and model time, for any LangChain chat model.
+
+Both modes pass a fresh :class:`UsageTracker` per turn in ``config={"callbacks": [tracker]}``; the benchmark
+reads its totals into :class:`~shared.turn.TurnResult`. Unlike LangChain's ``UsageMetadataCallbackHandler`` it
+does not need ``response_metadata["model_name"]``: it sums ``AIMessage.usage_metadata`` of every generation.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+from uuid import UUID
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import ChatGeneration, LLMResult
+from pydantic import BaseModel
+
+
+class UsageSnapshot(BaseModel):
+    """The tracker's totals at one moment."""
+
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    model_ms: float
+    simulated_model_ms: float | None
+
+
+class UsageTracker(BaseCallbackHandler):
+    """Count model calls, input/output tokens and model time; thread-safe.
+
+    - ``calls``: chat-model (``on_chat_model_start``) and LLM (``on_llm_start``) runs started.
+    - ``input_tokens`` / ``output_tokens``: sums of ``usage_metadata`` over every generation that reported it.
+    - ``model_ms``: measured wall time between a run's start and its end or error, summed over runs.
+    - ``simulated_model_ms``: sum of ``response_metadata["simulated_latency_ms"]``; ``None`` until a model
+      reports one (only the offline model with a latency profile does).
+    """
+
+    raise_error = False
+    run_inline = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock = threading.Lock()
+        self._started: dict[UUID, float] = {}
+        self.calls = 0
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.model_ms = 0.0
+        self.simulated_model_ms: float | None = None
+
+    # -- callbacks ----------------------------------------------------------------------------------------
+
+    def on_chat_model_start(
+        self, serialized: dict[str, Any], messages: list[list[BaseMessage]], *, run_id: UUID, **kwargs: Any
+    ) -> None:
+        """A chat model run started: count it and start its clock."""
+        self._start(run_id)
+
+    def on_llm_start(self, serialized: dict[str, Any], prompts: list[str], *, run_id: UUID, **kwargs: Any) -> None:
+        """A (non-chat) LLM run started: count it and start its clock."""
+        self._start(run_id)
+
+    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
+        """A run ended: stop its clock and add the usage of every generation."""
+        now = time.perf_counter()
+        input_tokens = output_tokens = 0
+        simulated: float | None = None
+        for generations in response.generations:
+            for generation in generations:
+                if not isinstance(generation, ChatGeneration):
+                    continue
+                usage = getattr(generation.message, "usage_metadata", None)
+                if usage:
+                    input_tokens += int(usage.get("input_tokens", 0) or 0)
+                    output_tokens += int(usage.get("output_tokens", 0) or 0)
+                latency = generation.message.response_metadata.get("simulated_latency_ms")
+                if isinstance(latency, int | float):
+                    simulated = (simulated or 0.0) + float(latency)
+        with self._lock:
+            self._stop(run_id, now)
+            self.input_tokens += input_tokens
+            self.output_tokens += output_tokens
+            if simulated is not None:
+                self.simulated_model_ms = (self.simulated_model_ms or 0.0) + simulated
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """A run failed: stop its clock (the call still counts)."""
+        now = time.perf_counter()
+        with self._lock:
+            self._stop(run_id, now)
+
+    # -- totals -------------------------------------------------------------------------------------------
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+    def snapshot(self) -> UsageSnapshot:
+        """The current totals as one consistent record."""
+        with self._lock:
+            return UsageSnapshot(
+                calls=self.calls,
+                input_tokens=self.input_tokens,
+                output_tokens=self.output_tokens,
+                model_ms=self.model_ms,
+                simulated_model_ms=self.simulated_model_ms,
+            )
+
+    def reset(self) -> None:
+        """Zero every counter (runs still in flight keep their clocks)."""
+        with self._lock:
+            self.calls = 0
+            self.input_tokens = 0
+            self.output_tokens = 0
+            self.model_ms = 0.0
+            self.simulated_model_ms = None
+
+    # -- helpers ------------------------------------------------------------------------------------------
+
+    def _start(self, run_id: UUID) -> None:
+        with self._lock:
+            self.calls += 1
+            self._started[run_id] = time.perf_counter()
+
+    def _stop(self, run_id: UUID, now: float) -> None:
+        started = self._started.pop(run_id, None)
+        if started is not None:
+            self.model_ms += (now - started) * 1000.0

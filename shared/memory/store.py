@@ -1,0 +1,428 @@
+"""The ERP's conversation memory: conversations, messages, state and memory items in SQL (article §10–12).
+
+:class:`MemoryStore` is the only way the modes touch the memory. A turn is written with :meth:`record_turn` in
+one transaction, and :meth:`MemoryStore.build_context` reads back a bounded
+:class:`~shared.memory.context.ConversationContext` with three indexed queries, however long the history is.
+
+Concurrency. Each call runs in its own session, so a store can be shared by threads. Every write transaction
+starts with a write to the conversation's state row (see :meth:`MemoryStore._lock_conversation`): on SQLite
+(WAL, busy timeout) that takes the database write lock before anything is read, so read-merge-write of the
+state and of the memory items cannot lose an update; on other databases it locks the state row. Turns on
+different conversations never touch the same rows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, date, datetime
+from types import TracebackType
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import CursorResult, Engine, insert, select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from shared.answer import MemoryItem
+from shared.erp.database import default_db_url, make_engine
+from shared.memory.context import ConversationContext, Exchange
+from shared.memory.tables import (
+    CONVERSATION_ID_LENGTH,
+    Conversation,
+    ConversationState,
+    MemoryBase,
+    MemoryRecord,
+    Message,
+    utc_now,
+)
+from shared.text import fold
+
+MEMORY_URL_ENV = "ERP_AI_MEMORY_URL"
+
+Role = Literal["user", "assistant", "tool", "system"]
+
+_MESSAGES_PER_EXCHANGE = 8
+"""How many recent messages per requested exchange :meth:`MemoryStore.build_context` reads at first."""
+_WIDER_WINDOW_FACTOR = 8
+"""If that window holds too few exchanges (long tool-calling turns), one retry reads this many times more."""
+
+
+class MessageIn(BaseModel):
+    """A message to record. An assistant message whose ``metadata`` has ``tool_calls`` is an intermediate
+    tool-calling step; the final assistant message of a turn has none."""
+
+    model_config = ConfigDict(frozen=True)
+
+    role: Role
+    content: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class StoredMessage(BaseModel):
+    """A message as stored, in conversation order (``id`` is monotonic)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: int
+    conversation_id: str
+    role: Role
+    content: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime
+
+    @property
+    def is_final_answer(self) -> bool:
+        """True for an assistant message that is not an intermediate tool-calling step."""
+        return _is_final_answer(self.role, self.metadata)
+
+
+class TurnRecord(BaseModel):
+    """Everything one turn adds to a conversation; :meth:`MemoryStore.record_turn` stores it atomically."""
+
+    messages: list[MessageIn] = Field(default_factory=list)
+    """In order: the user message, any tool-calling steps, the final assistant message."""
+    memories: list[MemoryItem] = Field(default_factory=list)
+    """Facts to remember; a content already stored in the conversation keeps the higher importance."""
+    state: dict[str, Any] = Field(default_factory=dict)
+    """State updates, merged key by key into the stored state; a ``None`` value deletes the key."""
+
+
+class ConversationInfo(BaseModel):
+    """A conversation's identity."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    user_id: str | None
+    created_at: datetime
+
+
+class MemoryStore:
+    """Conversation memory in any SQLAlchemy database: the ERP's own, or a separate one.
+
+    ``url_or_engine`` is a database URL (the store creates the engine with
+    :func:`shared.erp.database.make_engine`, so SQLite gets WAL, and disposes it in :meth:`close`) or an
+    existing engine (shared, e.g., with the ERP; the caller keeps ownership and :meth:`close` leaves it
+    alone). The memory tables are created if missing. In-memory SQLite gives each thread its own database:
+    use a file for threaded use.
+    """
+
+    def __init__(self, url_or_engine: str | Engine) -> None:
+        if isinstance(url_or_engine, str):
+            self._engine = make_engine(url_or_engine)
+            self._owns_engine = True
+        else:
+            self._engine = url_or_engine
+            self._owns_engine = False
+        MemoryBase.metadata.create_all(self._engine)
+        self._sessions = sessionmaker(self._engine, expire_on_commit=False)
+
+    @property
+    def engine(self) -> Engine:
+        """The engine the store reads and writes through."""
+        return self._engine
+
+    # -- conversations -------------------------------------------------------------------------------------
+
+    def create_conversation(self, user_id: str | None = None, conversation_id: str | None = None) -> str:
+        """Create a conversation and return its id (a new uuid4 hex unless ``conversation_id`` is given).
+
+        Raises ``ValueError`` if ``conversation_id`` is already taken or is not a valid id.
+        """
+        new_id = _check_id(conversation_id) if conversation_id is not None else uuid.uuid4().hex
+        with self._sessions.begin() as session:
+            if session.get(Conversation, new_id) is not None:
+                raise ValueError(f"Conversation {new_id!r} already exists.")
+            _insert_conversation(session, new_id, user_id)
+        return new_id
+
+    def get_conversation(self, conversation_id: str) -> ConversationInfo | None:
+        """The conversation with that id, or ``None`` if there is none."""
+        with self._sessions() as session:
+            row = session.get(Conversation, conversation_id)
+            if row is None:
+                return None
+            return ConversationInfo(id=row.id, user_id=row.user_id, created_at=_aware(row.created_at))
+
+    def ensure_conversation(self, conversation_id: str, user_id: str | None = None) -> str:
+        """Create the conversation unless it exists (an existing one keeps its user); return its id."""
+        _check_id(conversation_id)
+        with self._sessions.begin() as session:
+            self._lock_conversation(session, conversation_id, user_id)
+        return conversation_id
+
+    # -- writing -------------------------------------------------------------------------------------------
+
+    def record_turn(self, conversation_id: str, turn: TurnRecord) -> dict[str, Any]:
+        """Store a whole turn in ONE transaction: its messages, memories and state update, or nothing at all.
+
+        An unknown ``conversation_id`` is created first, in the same transaction (clients may pick their own
+        ids). Returns the conversation state after the merge.
+        """
+        _check_id(conversation_id)
+        with self._sessions.begin() as session:
+            state = self._lock_conversation(session, conversation_id)
+            if turn.messages:
+                now = utc_now()
+                session.execute(
+                    insert(Message),
+                    [
+                        {
+                            "conversation_id": conversation_id,
+                            "role": message.role,
+                            "content": message.content,
+                            "meta": dict(message.metadata),
+                            "created_at": now,
+                        }
+                        for message in turn.messages
+                    ],
+                )
+            _store_memories(session, conversation_id, turn.memories)
+            if turn.state:
+                state = _write_state(session, conversation_id, _merge(state, turn.state))
+        return state
+
+    def merge_state(self, conversation_id: str, updates: Mapping[str, Any]) -> dict[str, Any]:
+        """Merge ``updates`` into the state (``None`` deletes a key) and return the new state.
+
+        Creates the conversation if it does not exist yet, like :meth:`record_turn`.
+        """
+        _check_id(conversation_id)
+        with self._sessions.begin() as session:
+            state = self._lock_conversation(session, conversation_id)
+            return _write_state(session, conversation_id, _merge(state, updates))
+
+    # -- reading -------------------------------------------------------------------------------------------
+
+    def get_state(self, conversation_id: str) -> dict[str, Any]:
+        """The conversation's state (``{}`` for an unknown conversation)."""
+        with self._sessions() as session:
+            return _read_state(session, conversation_id)
+
+    def history(self, conversation_id: str) -> list[StoredMessage]:
+        """Every message of the conversation, oldest first, with its metadata (``[]`` if unknown)."""
+        with self._sessions() as session:
+            rows = session.scalars(
+                select(Message).where(Message.conversation_id == conversation_id).order_by(Message.id)
+            ).all()
+            return [
+                StoredMessage(
+                    id=row.id,
+                    conversation_id=row.conversation_id,
+                    role=row.role,  # type: ignore[arg-type]  # the table's CHECK constraint keeps it a Role
+                    content=row.content,
+                    metadata=dict(row.meta or {}),
+                    created_at=_aware(row.created_at),
+                )
+                for row in rows
+            ]
+
+    def memories(self, conversation_id: str, limit: int | None = None) -> list[MemoryItem]:
+        """The conversation's memory items, most relevant first (importance, then the most recent)."""
+        with self._sessions() as session:
+            return _ranked_memories(session, conversation_id, limit)
+
+    def build_context(
+        self, conversation_id: str, today: date, memory_limit: int = 5, exchanges: int = 1
+    ) -> ConversationContext:
+        """The bounded context for the next model call: top memories, the state, the last exchanges, today.
+
+        An exchange is a user message and the final assistant message that answered it (tool-calling steps are
+        skipped). Three indexed queries, independent of the conversation's length; an unknown conversation
+        yields an empty context.
+        """
+        with self._sessions() as session:
+            state = _read_state(session, conversation_id)
+            memories = _ranked_memories(session, conversation_id, memory_limit) if memory_limit > 0 else []
+            recent = _last_exchanges(session, conversation_id, exchanges) if exchanges > 0 else []
+        return ConversationContext(
+            hoy=today,
+            memoria=[item.contenido for item in memories],
+            estado=state,
+            ultimos_intercambios=recent,
+        )
+
+    # -- lifecycle -----------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Dispose the engine if the store created it (an engine passed in stays with its owner)."""
+        if self._owns_engine:
+            self._engine.dispose()
+
+    def __enter__(self) -> MemoryStore:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # -- internals -----------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _lock_conversation(
+        session: Session, conversation_id: str, user_id: str | None = None
+    ) -> dict[str, Any]:
+        """Start a write transaction on the conversation, creating it if needed; return its current state.
+
+        The first statement is an ``UPDATE`` of the state row: SQLite takes its write lock there (even when no
+        row matches), other databases lock the row, so what is read next cannot change before the commit.
+        """
+        touched = session.connection().execute(
+            update(ConversationState)
+            .where(ConversationState.conversation_id == conversation_id)
+            .values(updated_at=utc_now())
+        )
+        if isinstance(touched, CursorResult) and touched.rowcount > 0:
+            return _read_state(session, conversation_id)
+        if session.get(Conversation, conversation_id) is None:
+            _insert_conversation(session, conversation_id, user_id)
+        else:  # a conversation created by other means, without its state row
+            session.add(ConversationState(conversation_id=conversation_id, state={}, updated_at=utc_now()))
+            session.flush()
+        return {}
+
+
+def open_memory_store(url: str | None = None) -> MemoryStore:
+    """Open the memory at ``url``, else ``$ERP_AI_MEMORY_URL``, else the ERP's ``default_db_url()``."""
+    return MemoryStore(url or os.environ.get(MEMORY_URL_ENV) or default_db_url())
+
+
+def _check_id(conversation_id: str) -> str:
+    if not conversation_id or len(conversation_id) > CONVERSATION_ID_LENGTH:
+        raise ValueError(
+            f"A conversation id must have 1 to {CONVERSATION_ID_LENGTH} characters, got {conversation_id!r}."
+        )
+    return conversation_id
+
+
+def _insert_conversation(session: Session, conversation_id: str, user_id: str | None) -> None:
+    now = utc_now()
+    session.add(Conversation(id=conversation_id, user_id=user_id, created_at=now))
+    session.flush()
+    session.add(ConversationState(conversation_id=conversation_id, state={}, updated_at=now))
+    session.flush()
+
+
+def _read_state(session: Session, conversation_id: str) -> dict[str, Any]:
+    state = session.scalar(
+        select(ConversationState.state).where(ConversationState.conversation_id == conversation_id)
+    )
+    return dict(state or {})
+
+
+def _write_state(session: Session, conversation_id: str, state: dict[str, Any]) -> dict[str, Any]:
+    session.execute(
+        update(ConversationState)
+        .where(ConversationState.conversation_id == conversation_id)
+        .values(state=state, updated_at=utc_now())
+    )
+    return state
+
+
+def _merge(state: Mapping[str, Any], updates: Mapping[str, Any]) -> dict[str, Any]:
+    """Shallow merge: each key of ``updates`` replaces the stored value; ``None`` removes the key."""
+    merged = dict(state)
+    for key, value in updates.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _memory_key(content: str) -> str:
+    """Identity of a memory within a conversation: case-, accent- and whitespace-insensitive."""
+    return hashlib.sha256(fold(content).encode("utf-8")).hexdigest()
+
+
+def _store_memories(session: Session, conversation_id: str, items: Sequence[MemoryItem]) -> None:
+    """Insert new memory items; an already-stored content keeps the higher of its two importances."""
+    best: dict[str, tuple[str, float]] = {}
+    for item in items:
+        content = " ".join(item.contenido.split())
+        if not content:
+            continue
+        key = _memory_key(content)
+        first_content, importance = best.get(key, (content, item.importancia))
+        best[key] = (first_content, max(importance, item.importancia))
+    if not best:
+        return
+    existing = session.execute(
+        select(MemoryRecord.id, MemoryRecord.content_key, MemoryRecord.importance).where(
+            MemoryRecord.conversation_id == conversation_id, MemoryRecord.content_key.in_(best)
+        )
+    ).all()
+    for record_id, key, importance in existing:
+        _, new_importance = best.pop(key)
+        if new_importance > importance:
+            session.execute(
+                update(MemoryRecord).where(MemoryRecord.id == record_id).values(importance=new_importance)
+            )
+    if best:
+        now = utc_now()
+        session.execute(
+            insert(MemoryRecord),
+            [
+                {
+                    "conversation_id": conversation_id,
+                    "content": content,
+                    "content_key": key,
+                    "importance": importance,
+                    "created_at": now,
+                }
+                for key, (content, importance) in best.items()
+            ],
+        )
+
+
+def _ranked_memories(session: Session, conversation_id: str, limit: int | None) -> list[MemoryItem]:
+    query = (
+        select(MemoryRecord.content, MemoryRecord.importance)
+        .where(MemoryRecord.conversation_id == conversation_id)
+        .order_by(MemoryRecord.importance.desc(), MemoryRecord.id.desc())
+    )
+    if limit is not None:
+        query = query.limit(limit)
+    rows = session.execute(query).all()
+    return [MemoryItem(contenido=content, importancia=importance) for content, importance in rows]
+
+
+def _last_exchanges(session: Session, conversation_id: str, count: int) -> list[Exchange]:
+    """The last ``count`` exchanges, oldest first, read from a bounded window of the newest messages."""
+    window = count * _MESSAGES_PER_EXCHANGE
+    for limit in (window, window * _WIDER_WINDOW_FACTOR):
+        rows = session.execute(
+            select(Message.role, Message.content, Message.meta)
+            .where(Message.conversation_id == conversation_id)
+            .order_by(Message.id.desc())
+            .limit(limit)
+        ).all()
+        exchanges = _pair_exchanges((role, content, meta) for role, content, meta in reversed(rows))
+        if len(exchanges) >= count or len(rows) < limit:
+            break
+    return exchanges[-count:]
+
+
+def _pair_exchanges(messages: Iterable[tuple[str, str, dict[str, Any] | None]]) -> list[Exchange]:
+    """Pair each final assistant message with the latest unanswered user message before it (oldest first)."""
+    exchanges: list[Exchange] = []
+    pending_user: str | None = None
+    for role, content, meta in messages:
+        if role == "user":
+            pending_user = content
+        elif _is_final_answer(role, meta) and pending_user is not None:
+            exchanges.append(Exchange(usuario=pending_user, asistente=content))
+            pending_user = None
+    return exchanges
+
+
+def _is_final_answer(role: str, metadata: Mapping[str, Any] | None) -> bool:
+    return role == "assistant" and not (metadata or {}).get("tool_calls")
+
+
+def _aware(moment: datetime) -> datetime:
+    """SQLite returns naive datetimes; they were stored in UTC."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)

@@ -1,0 +1,101 @@
+"""SQLAlchemy tables of the conversation memory (article §12).
+
+The memory has its own :class:`MemoryBase` (and so its own ``metadata``): the store can create its tables
+in the ERP database or in a separate one (``ERP_AI_MEMORY_URL``) without touching the ERP's tables.
+Everything here is dialect-neutral (bounded ``String`` lengths, generic ``JSON``), so PostgreSQL works as
+well as SQLite.
+
+Ordering is by the auto-increment ``id``, never by ``created_at``: ids are monotonic within a database,
+while wall clocks can go backwards or collide. The indexes match the queries ``build_context`` runs, so its
+cost does not grow with the length of a conversation:
+
+- ``ix_messages_conversation_order (conversation_id, id)``: the newest messages, ``ORDER BY id DESC LIMIT n``;
+- ``ix_memory_items_rank (conversation_id, importance, id)``: the top-k memories by importance, then recency;
+- ``conversation_state`` is keyed by ``conversation_id``.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import JSON, CheckConstraint, DateTime, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+CONVERSATION_ID_LENGTH = 64
+"""Longest conversation id accepted (generated ids are 32-character uuid4 hex strings)."""
+
+MESSAGE_ROLES = ("user", "assistant", "tool", "system")
+
+
+def utc_now() -> datetime:
+    """The current time in UTC, for ``created_at``/``updated_at`` only (never used for ordering)."""
+    return datetime.now(UTC)
+
+
+class MemoryBase(DeclarativeBase):
+    """Declarative base of the memory tables, separate from the ERP's."""
+
+
+class Conversation(MemoryBase):
+    """One conversation between a user and the assistant."""
+
+    __tablename__ = "conversations"
+
+    id: Mapped[str] = mapped_column(String(CONVERSATION_ID_LENGTH), primary_key=True)
+    user_id: Mapped[str | None] = mapped_column(String(128), index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utc_now)
+
+
+class Message(MemoryBase):
+    """One message of a conversation; ``meta`` is stored in the ``metadata`` column (e.g. ``tool_calls``)."""
+
+    __tablename__ = "messages"
+    __table_args__ = (
+        CheckConstraint(
+            "role IN ('user', 'assistant', 'tool', 'system')",
+            name="ck_messages_role",
+        ),
+        Index("ix_messages_conversation_order", "conversation_id", "id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    conversation_id: Mapped[str] = mapped_column(
+        String(CONVERSATION_ID_LENGTH), ForeignKey("conversations.id", ondelete="CASCADE")
+    )
+    role: Mapped[str] = mapped_column(String(16))
+    content: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utc_now)
+    meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, default=dict)
+
+
+class ConversationState(MemoryBase):
+    """The structured state of a conversation (``tema``, ``anio``, ``cliente_actual``, …)."""
+
+    __tablename__ = "conversation_state"
+
+    conversation_id: Mapped[str] = mapped_column(
+        String(CONVERSATION_ID_LENGTH), ForeignKey("conversations.id", ondelete="CASCADE"), primary_key=True
+    )
+    state: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utc_now)
+
+
+class MemoryRecord(MemoryBase):
+    """A remembered fact. ``content_key`` (a hash of the folded content) makes duplicates impossible."""
+
+    __tablename__ = "memory_items"
+    __table_args__ = (
+        CheckConstraint("importance >= 0 AND importance <= 1", name="ck_memory_items_importance"),
+        Index("ix_memory_items_rank", "conversation_id", "importance", "id"),
+        Index("ux_memory_items_content", "conversation_id", "content_key", unique=True),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    conversation_id: Mapped[str] = mapped_column(
+        String(CONVERSATION_ID_LENGTH), ForeignKey("conversations.id", ondelete="CASCADE")
+    )
+    content: Mapped[str] = mapped_column(Text)
+    content_key: Mapped[str] = mapped_column(String(64))
+    importance: Mapped[float] = mapped_column(Float)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utc_now)

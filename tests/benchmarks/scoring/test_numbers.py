@@ -1,0 +1,92 @@
+"""Numbers in answers match however they are written (benchmarks/scoring/numbers.py)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from benchmarks.scoring.numbers import extract_numbers, mentions_number, parse_number
+
+
+def es(n: int) -> str:
+    return f"{n:,}".replace(",", ".")
+
+
+def en(n: int) -> str:
+    return f"{n:,}"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "En 2025 vendimos ₲850.000.000.",
+        "Las ventas fueron 850.000.000",
+        "Total: 850,000,000",
+        "Vendimos 850 millones de guaraníes.",
+        "Gs. 850.000.000",
+        "₲ 850000000",
+        "850\u00a0000\u00a0000 guaraníes",
+        "unos 0,85 mil millones",
+    ],
+)
+def test_the_article_figure_matches_in_every_notation(text: str) -> None:
+    assert mentions_number(text, 850_000_000)
+
+
+@pytest.mark.parametrize(
+    ("token", "expected"),
+    [
+        ("1.500", (1500.0, 0)),
+        ("1,500", (1500.0, 0)),
+        ("12,5", (12.5, 1)),
+        ("12.5", (12.5, 1)),
+        ("1.234.567,89", (1234567.89, 2)),
+        ("1,234,567.89", (1234567.89, 2)),
+        ("2025", (2025.0, 0)),
+    ],
+)
+def test_separators_follow_spanish_and_english_conventions(token: str, expected: tuple[float, int]) -> None:
+    assert parse_number(token) == expected
+
+
+def test_a_different_number_does_not_match() -> None:
+    assert not mentions_number("Vendimos ₲850.000.001", 850_000_000)
+    assert not mentions_number("Vendimos 851 millones", 850_000_000)
+    assert not mentions_number("No tengo ese dato.", 850_000_000)
+
+
+def test_rounded_millions_match_within_half_the_last_digit() -> None:
+    assert mentions_number("unos 853,4 millones", 853_421_000)
+    assert not mentions_number("unos 853,4 millones", 853_500_000)
+
+
+def test_trailing_punctuation_and_years_are_separate_numbers() -> None:
+    values = [m.value for m in extract_numbers("En 2025, ₲120.000.000. Luego 3.")]
+    assert values == [2025, 120_000_000, 3]
+
+
+amounts = st.integers(min_value=0, max_value=10**12)
+
+
+@given(amounts)
+def test_grouped_and_plain_integers_round_trip(n: int) -> None:
+    for text in (str(n), es(n), en(n), f"₲{es(n)}", f"Gs. {es(n)}", f"un total de {en(n)}."):
+        assert mentions_number(text, n), text
+
+
+@given(amounts)
+def test_exact_notations_never_match_a_neighbour(n: int) -> None:
+    for text in (es(n), en(n), f"₲{es(n)}"):
+        assert not mentions_number(text, n + 1), text
+
+
+@given(st.integers(min_value=1, max_value=999_999))
+def test_whole_millions_match_in_words(millions: int) -> None:
+    assert mentions_number(f"vendimos {millions} millones", millions * 1_000_000)
+
+
+@given(st.integers(min_value=1_000_000, max_value=10**11))
+def test_millions_with_one_decimal_match_the_exact_amount(n: int) -> None:
+    text = f"{n / 1e6:,.1f} millones".replace(",", "_").replace(".", ",").replace("_", ".")
+    assert mentions_number(text, n), text

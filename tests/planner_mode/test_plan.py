@@ -1,0 +1,49 @@
+"""The plan wire format: the article's keys, the $ref/respuesta_directa extensions, lenient nulls."""
+
+from __future__ import annotations
+
+from planner_mode.plan import OperationOutcome, Plan
+
+
+def test_article_plan_parses_with_its_verbatim_keys() -> None:
+    plan = Plan.model_validate(
+        {
+            "operaciones": [{"funcion": "ventas_anuales", "parametros": {"anio": 2025}}],
+            "pregunta": "¿Cuánto vendimos en 2025?",
+        }
+    )
+    assert plan.operaciones[0].funcion == "ventas_anuales"
+    assert plan.operaciones[0].parametros == {"anio": 2025}
+    assert plan.operaciones[0].id is None
+    assert not plan.is_direct
+
+
+def test_null_operations_and_parameters_mean_empty() -> None:
+    plan = Plan.model_validate({"operaciones": [{"funcion": "x", "parametros": None}]})
+    assert plan.operaciones[0].parametros == {}
+    assert Plan.model_validate({"operaciones": None}).operaciones == []
+
+
+def test_direct_answer_needs_no_operations_and_some_text() -> None:
+    assert Plan(respuesta_directa="¡Hola!").is_direct
+    assert not Plan(respuesta_directa="   ").is_direct
+    assert not Plan.model_validate(
+        {"operaciones": [{"funcion": "ventas_anuales"}], "respuesta_directa": "Hola"}
+    ).is_direct
+
+
+def test_schema_sent_to_providers_has_article_keys_and_free_parameters() -> None:
+    schema = Plan.model_json_schema()
+    assert set(schema["properties"]) == {"operaciones", "pregunta", "respuesta_directa"}
+    operation = schema["$defs"]["PlannedOperation"]
+    assert set(operation["properties"]) == {"id", "funcion", "parametros"}
+    assert operation["required"] == ["funcion"]
+    assert operation["properties"]["parametros"]["type"] == "object"
+    assert "properties" not in operation["properties"]["parametros"]
+
+
+def test_outcome_shows_call_two_either_a_result_or_an_error() -> None:
+    ok = OperationOutcome(funcion="f", parametros={"a": 1}, resultado={"total": 5})
+    failed = OperationOutcome(funcion="f", parametros={}, error="boom")
+    assert ok.for_prompt() == {"funcion": "f", "parametros": {"a": 1}, "resultado": {"total": 5}}
+    assert failed.for_prompt() == {"funcion": "f", "parametros": {}, "error": "boom"}

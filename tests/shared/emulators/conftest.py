@@ -1,0 +1,52 @@
+"""Emulator servers started once per session, backed by a scripted fake model; each test gets them clean."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from emulator_fakes import FunctionChatModel
+
+from shared.emulators import EmulatorFaults, EmulatorServer, create_emulator
+
+GEMINI_KEY = "test-key"
+
+
+@pytest.fixture(scope="session")
+def fake_model() -> FunctionChatModel:
+    """The model behind both session servers."""
+    return FunctionChatModel()
+
+
+@pytest.fixture(scope="session")
+def _ollama_server(fake_model: FunctionChatModel) -> Iterator[EmulatorServer]:
+    with create_emulator("ollama", model=fake_model) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def _gemini_server(fake_model: FunctionChatModel) -> Iterator[EmulatorServer]:
+    with create_emulator("gemini", model=fake_model, api_key=GEMINI_KEY) as server:
+        yield server
+
+
+def _clean(server: EmulatorServer, model: FunctionChatModel) -> None:
+    server.faults = EmulatorFaults()
+    server.clear_requests()
+    model.calls.clear()
+
+
+@pytest.fixture
+def ollama_server(_ollama_server: EmulatorServer, fake_model: FunctionChatModel) -> Iterator[EmulatorServer]:
+    """The Ollama emulator, with no faults, an empty request log and a fresh call record."""
+    _clean(_ollama_server, fake_model)
+    yield _ollama_server
+    _clean(_ollama_server, fake_model)
+
+
+@pytest.fixture
+def gemini_server(_gemini_server: EmulatorServer, fake_model: FunctionChatModel) -> Iterator[EmulatorServer]:
+    """The Gemini emulator (accepting only ``GEMINI_KEY``), clean."""
+    _clean(_gemini_server, fake_model)
+    yield _gemini_server
+    _clean(_gemini_server, fake_model)

@@ -1,0 +1,534 @@
+"""Specification of ``shared/memory/store.py``: the ERP-owned conversation memory."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, create_engine, event, func, insert, inspect, select
+from sqlalchemy.exc import IntegrityError
+
+from shared.answer import MemoryItem
+from shared.memory import store as store_module
+from shared.memory.context import Exchange, render_context
+from shared.memory.store import MemoryStore, MessageIn, TurnRecord, open_memory_store
+from shared.memory.tables import Conversation, ConversationState, MemoryRecord, Message
+
+TODAY = date(2026, 11, 30)
+
+
+def turn(
+    user: str,
+    assistant: str,
+    *,
+    memories: list[tuple[str, float]] | None = None,
+    state: dict[str, Any] | None = None,
+    tool_steps: int = 0,
+) -> TurnRecord:
+    """A turn: the user message, ``tool_steps`` tool-calling round trips, then the final answer."""
+    messages = [MessageIn(role="user", content=user)]
+    for step in range(tool_steps):
+        call = {"id": f"call{step}", "name": "ventas_anuales", "args": {"anio": 2025}}
+        messages.append(MessageIn(role="assistant", content="", metadata={"tool_calls": [call]}))
+        messages.append(
+            MessageIn(role="tool", content='{"total": 1}', metadata={"tool_call_id": f"call{step}"})
+        )
+    messages.append(MessageIn(role="assistant", content=assistant))
+    return TurnRecord(
+        messages=messages,
+        memories=[MemoryItem(contenido=c, importancia=i) for c, i in (memories or [])],
+        state=state or {},
+    )
+
+
+def count_rows(engine: Engine, table: type[Any]) -> int:
+    with engine.connect() as connection:
+        return int(connection.scalar(select(func.count()).select_from(table)) or 0)
+
+
+def all_counts(engine: Engine) -> dict[str, int]:
+    tables = (Conversation, ConversationState, Message, MemoryRecord)
+    return {table.__tablename__: count_rows(engine, table) for table in tables}
+
+
+class StatementCounter:
+    """Counts the SQL statements an engine executes while active."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.statements: list[str] = []
+
+    def _record(self, *args: Any) -> None:
+        self.statements.append(args[2])
+
+    def __enter__(self) -> StatementCounter:
+        event.listen(self.engine, "before_cursor_execute", self._record)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        event.remove(self.engine, "before_cursor_execute", self._record)
+
+
+# -- conversations -------------------------------------------------------------------------------------------
+
+
+def test_create_conversation_returns_a_new_uuid4_hex_and_remembers_the_user(
+    memory_store: MemoryStore,
+) -> None:
+    first = memory_store.create_conversation(user_id="ana")
+    second = memory_store.create_conversation()
+
+    assert first != second
+    assert len(first) == 32 and int(first, 16) >= 0
+    info = memory_store.get_conversation(first)
+    assert info is not None
+    assert (info.id, info.user_id) == (first, "ana")
+    assert info.created_at.tzinfo is not None
+    assert abs((datetime.now(UTC) - info.created_at).total_seconds()) < 3600
+
+
+def test_create_conversation_accepts_a_chosen_id_once(memory_store: MemoryStore) -> None:
+    assert memory_store.create_conversation(conversation_id="demo-1") == "demo-1"
+    with pytest.raises(ValueError, match="already exists"):
+        memory_store.create_conversation(conversation_id="demo-1")
+
+
+@pytest.mark.parametrize("bad_id", ["", "x" * 65])
+def test_invalid_conversation_ids_are_refused(memory_store: MemoryStore, bad_id: str) -> None:
+    with pytest.raises(ValueError, match="1 to 64 characters"):
+        memory_store.create_conversation(conversation_id=bad_id)
+    with pytest.raises(ValueError):
+        memory_store.record_turn(bad_id, turn("hola", "hola"))
+
+
+def test_get_conversation_of_an_unknown_id_is_none(memory_store: MemoryStore) -> None:
+    assert memory_store.get_conversation("nope") is None
+
+
+def test_ensure_conversation_creates_once_and_keeps_the_first_user(memory_store: MemoryStore) -> None:
+    assert memory_store.ensure_conversation("c1", user_id="ana") == "c1"
+    assert memory_store.ensure_conversation("c1", user_id="beto") == "c1"
+
+    info = memory_store.get_conversation("c1")
+    assert info is not None and info.user_id == "ana"
+    assert count_rows(memory_store.engine, Conversation) == 1
+
+
+# -- recording turns and history -----------------------------------------------------------------------------
+
+
+def test_record_turn_creates_an_unknown_conversation(memory_store: MemoryStore) -> None:
+    memory_store.record_turn("nueva", turn("¿Cuánto vendimos en 2025?", "₲850.000.000"))
+
+    assert memory_store.get_conversation("nueva") is not None
+    assert [m.content for m in memory_store.history("nueva")] == ["¿Cuánto vendimos en 2025?", "₲850.000.000"]
+
+
+def test_history_returns_every_message_in_order_with_its_metadata(memory_store: MemoryStore) -> None:
+    cid = memory_store.create_conversation()
+    memory_store.record_turn(cid, turn("u1", "a1", tool_steps=1))
+    memory_store.record_turn(cid, turn("u2", "a2"))
+
+    history = memory_store.history(cid)
+
+    assert [(m.role, m.content) for m in history] == [
+        ("user", "u1"),
+        ("assistant", ""),
+        ("tool", '{"total": 1}'),
+        ("assistant", "a1"),
+        ("user", "u2"),
+        ("assistant", "a2"),
+    ]
+    assert history[1].metadata == {
+        "tool_calls": [{"id": "call0", "name": "ventas_anuales", "args": {"anio": 2025}}]
+    }
+    assert history[2].metadata == {"tool_call_id": "call0"}
+    assert history[0].metadata == {}
+    assert [m.is_final_answer for m in history] == [False, False, False, True, False, True]
+    assert [m.id for m in history] == sorted(m.id for m in history)
+    assert all(m.conversation_id == cid and m.created_at.tzinfo is not None for m in history)
+
+
+def test_history_of_an_unknown_conversation_is_empty(memory_store: MemoryStore) -> None:
+    assert memory_store.history("nope") == []
+
+
+def test_record_turn_returns_the_merged_state(memory_store: MemoryStore) -> None:
+    cid = memory_store.create_conversation()
+    memory_store.merge_state(cid, {"tema": "ventas"})
+
+    assert memory_store.record_turn(cid, turn("u", "a", state={"anio": 2025})) == {
+        "tema": "ventas",
+        "anio": 2025,
+    }
+
+
+# -- state ---------------------------------------------------------------------------------------------------
+
+
+def test_merge_state_updates_keys_and_none_deletes_them(memory_store: MemoryStore) -> None:
+    cid = memory_store.create_conversation()
+    memory_store.merge_state(cid, {"tema": "ventas", "anio": 2025, "cliente_actual": "Empresa ABC"})
+
+    new_state = memory_store.merge_state(cid, {"anio": 2024, "cliente_actual": None, "ausente": None})
+
+    assert new_state == {"tema": "ventas", "anio": 2024}
+    assert memory_store.get_state(cid) == {"tema": "ventas", "anio": 2024}
+
+
+def test_merge_state_replaces_nested_values_whole(memory_store: MemoryStore) -> None:
+    cid = memory_store.create_conversation()
+    memory_store.merge_state(cid, {"filtros": {"anio": 2025, "mes": 3}})
+    memory_store.merge_state(cid, {"filtros": {"anio": 2024}})
+
+    assert memory_store.get_state(cid) == {"filtros": {"anio": 2024}}
+
+
+def test_state_of_a_new_or_unknown_conversation_is_empty(memory_store: MemoryStore) -> None:
+    cid = memory_store.create_conversation()
+    assert memory_store.get_state(cid) == {}
+    assert memory_store.get_state("nope") == {}
+
+
+def test_get_state_returns_a_copy(memory_store: MemoryStore) -> None:
+    cid = memory_store.create_conversation()
+    memory_store.merge_state(cid, {"tema": "ventas"})
+    memory_store.get_state(cid)["tema"] = "compras"
+
+    assert memory_store.get_state(cid) == {"tema": "ventas"}
+
+
+# -- memory items --------------------------------------------------------------------------------------------
+
+
+def test_memories_rank_by_importance_then_most_recent(memory_store: MemoryStore) -> None:
+    cid = memory_store.create_conversation()
+    memory_store.record_turn(cid, turn("u1", "a1", memories=[("viejo", 0.5), ("clave", 0.9)]))
+    memory_store.record_turn(cid, turn("u2", "a2", memories=[("nuevo", 0.5), ("menor", 0.1)]))
+
+    assert [m.contenido for m in memory_store.memories(cid)] == ["clave", "nuevo", "viejo", "menor"]
+    assert [m.contenido for m in memory_store.memories(cid, limit=2)] == ["clave", "nuevo"]
+
+
+def test_a_repeated_memory_is_stored_once_with_the_higher_importance(memory_store: MemoryStore) -> None:
+    cid = memory_store.create_conversation()
+    memory_store.record_turn(cid, turn("u1", "a1", memories=[("El mejor cliente es Empresa ABC.", 0.4)]))
+    memory_store.record_turn(cid, turn("u2", "a2", memories=[("el  mejor cliente es EMPRESA ABC.", 0.8)]))
+    memory_store.record_turn(cid, turn("u3", "a3", memories=[("El mejor cliente es Empresa ABC.", 0.2)]))
+
+    assert memory_store.memories(cid) == [
+        MemoryItem(contenido="El mejor cliente es Empresa ABC.", importancia=0.8)
+    ]
+    assert count_rows(memory_store.engine, MemoryRecord) == 1
+
+
+def test_duplicates_within_one_turn_are_merged(memory_store: MemoryStore) -> None:
+    cid = memory_store.create_conversation()
+    memory_store.record_turn(
+        cid, turn("u", "a", memories=[("Año 2025", 0.3), ("año 2025", 0.7), ("  ", 1.0)])
+    )
+
+    assert memory_store.memories(cid) == [MemoryItem(contenido="Año 2025", importancia=0.7)]
+
+
+# -- build_context -------------------------------------------------------------------------------------------
+
+
+def test_context_of_an_unknown_conversation_holds_only_today(memory_store: MemoryStore) -> None:
+    context = memory_store.build_context("nope", TODAY)
+
+    assert context.hoy == TODAY
+    assert (context.memoria, context.estado, context.ultimos_intercambios) == ([], {}, [])
+
+
+def test_context_holds_the_article_example(memory_store: MemoryStore) -> None:
+    cid = memory_store.create_conversation()
+    memory_store.record_turn(
+        cid,
+        turn(
+            "¿Cuánto vendimos en 2025?",
+            "En 2025 vendimos ₲850.000.000.",
+            memories=[("Estamos hablando de ventas de 2025.", 0.8)],
+            state={"tema": "ventas", "anio": 2025},
+        ),
+    )
+    memory_store.record_turn(
+        cid,
+        turn(
+            "¿Cuál fue mi mejor cliente?",
+            "El mejor cliente fue Empresa ABC.",
+            memories=[("El mejor cliente es Empresa ABC.", 0.8)],
+            state={"cliente_actual": "Empresa ABC"},
+            tool_steps=2,
+        ),
+    )
+
+    context = memory_store.build_context(cid, TODAY)
+
+    assert context.estado == {"tema": "ventas", "anio": 2025, "cliente_actual": "Empresa ABC"}
+    assert context.memoria == ["El mejor cliente es Empresa ABC.", "Estamos hablando de ventas de 2025."]
+    assert context.ultimos_intercambios == [
+        Exchange(usuario="¿Cuál fue mi mejor cliente?", asistente="El mejor cliente fue Empresa ABC.")
+    ]
+    assert render_context(context).endswith(
+        "Último intercambio:\n"
+        "Usuario: ¿Cuál fue mi mejor cliente?\n"
+        "Asistente: El mejor cliente fue Empresa ABC."
+    )
+
+
+def test_context_returns_the_last_n_exchanges_oldest_first(memory_store: MemoryStore) -> None:
+    cid = memory_store.create_conversation()
+    for i in range(5):
+        memory_store.record_turn(cid, turn(f"u{i}", f"a{i}", tool_steps=i % 2))
+
+    context = memory_store.build_context(cid, TODAY, exchanges=3)
+
+    assert context.ultimos_intercambios == [Exchange(usuario=f"u{i}", asistente=f"a{i}") for i in (2, 3, 4)]
+    assert memory_store.build_context(cid, TODAY, exchanges=0).ultimos_intercambios == []
+
+
+def test_context_respects_the_memory_limit(memory_store: MemoryStore) -> None:
+    cid = memory_store.create_conversation()
+    memory_store.record_turn(cid, turn("u", "a", memories=[(f"hecho {i}", i / 10) for i in range(8)]))
+
+    assert memory_store.build_context(cid, TODAY, memory_limit=3).memoria == ["hecho 7", "hecho 6", "hecho 5"]
+    assert memory_store.build_context(cid, TODAY, memory_limit=0).memoria == []
+
+
+def test_an_unanswered_question_is_not_an_exchange(memory_store: MemoryStore) -> None:
+    cid = memory_store.create_conversation()
+    memory_store.record_turn(cid, turn("u1", "a1"))
+    memory_store.record_turn(cid, TurnRecord(messages=[MessageIn(role="user", content="u2 sin respuesta")]))
+
+    assert memory_store.build_context(cid, TODAY).ultimos_intercambios == [
+        Exchange(usuario="u1", asistente="a1")
+    ]
+
+
+def test_a_turn_longer_than_the_first_window_is_still_found(memory_store: MemoryStore) -> None:
+    cid = memory_store.create_conversation()
+    memory_store.record_turn(cid, turn("pregunta larga", "respuesta final", tool_steps=12))
+
+    assert memory_store.build_context(cid, TODAY).ultimos_intercambios == [
+        Exchange(usuario="pregunta larga", asistente="respuesta final")
+    ]
+
+
+def test_context_at_10000_messages_is_right_and_costs_three_queries(memory_store: MemoryStore) -> None:
+    cid = memory_store.create_conversation()
+    other = memory_store.create_conversation()
+    rows: list[dict[str, Any]] = [
+        {
+            "conversation_id": cid,
+            "role": "user" if i % 2 == 0 else "assistant",
+            "content": f"m{i}",
+            "meta": {},
+        }
+        for i in range(10_000)
+    ]
+    with memory_store.engine.begin() as connection:
+        connection.execute(insert(Message), rows)
+        connection.execute(
+            insert(MemoryRecord),
+            [
+                {"conversation_id": cid, "content": f"viejo {i}", "content_key": f"k{i}", "importance": 0.5}
+                for i in range(2_000)
+            ],
+        )
+    memory_store.record_turn(
+        cid,
+        turn(
+            "¿Y cuánto compró?",
+            "Empresa ABC compró ₲120.000.000 en 2025.",
+            memories=[("Empresa ABC compró ₲120.000.000 en 2025.", 0.9)],
+            state={"cliente_actual": "Empresa ABC"},
+            tool_steps=1,
+        ),
+    )
+    memory_store.record_turn(other, turn("otra", "conversación", memories=[("ajeno", 1.0)]))
+    assert count_rows(memory_store.engine, Message) == 10_000 + 4 + 2
+
+    with StatementCounter(memory_store.engine) as counter:
+        context = memory_store.build_context(cid, TODAY, memory_limit=3, exchanges=2)
+
+    assert len(counter.statements) == 3
+    assert context.estado == {"cliente_actual": "Empresa ABC"}
+    assert context.memoria == ["Empresa ABC compró ₲120.000.000 en 2025.", "viejo 1999", "viejo 1998"]
+    assert context.ultimos_intercambios == [
+        Exchange(usuario="m9998", asistente="m9999"),
+        Exchange(usuario="¿Y cuánto compró?", asistente="Empresa ABC compró ₲120.000.000 en 2025."),
+    ]
+
+
+# -- isolation -----------------------------------------------------------------------------------------------
+
+
+def test_two_conversations_never_see_each_other(memory_store: MemoryStore) -> None:
+    a = memory_store.create_conversation(user_id="ana")
+    b = memory_store.create_conversation(user_id="ana")
+    memory_store.record_turn(
+        a, turn("ua", "aa", memories=[("compartido", 0.2), ("solo A", 0.9)], state={"x": "A"})
+    )
+    memory_store.record_turn(b, turn("ub", "ab", memories=[("compartido", 0.7)], state={"y": "B"}))
+    memory_store.merge_state(b, {"x": None})
+
+    assert memory_store.get_state(a) == {"x": "A"}
+    assert memory_store.get_state(b) == {"y": "B"}
+    assert memory_store.memories(a) == [
+        MemoryItem(contenido="solo A", importancia=0.9),
+        MemoryItem(contenido="compartido", importancia=0.2),
+    ]
+    assert memory_store.memories(b) == [MemoryItem(contenido="compartido", importancia=0.7)]
+    assert [m.content for m in memory_store.history(a)] == ["ua", "aa"]
+    assert [m.content for m in memory_store.history(b)] == ["ub", "ab"]
+    assert memory_store.build_context(b, TODAY).ultimos_intercambios == [
+        Exchange(usuario="ub", asistente="ab")
+    ]
+
+
+# -- atomicity -----------------------------------------------------------------------------------------------
+
+
+def test_a_turn_failing_in_the_middle_leaves_no_rows_in_a_new_conversation(memory_store: MemoryStore) -> None:
+    invalid = MemoryItem.model_construct(contenido="imposible", importancia=2.0)  # bypasses validation
+    record = turn("u", "a", state={"tema": "ventas"})
+    record.memories.append(invalid)
+
+    with pytest.raises(IntegrityError):
+        memory_store.record_turn("nueva", record)
+
+    assert all_counts(memory_store.engine) == {
+        "conversations": 0,
+        "conversation_state": 0,
+        "messages": 0,
+        "memory_items": 0,
+    }
+    assert memory_store.get_conversation("nueva") is None
+
+
+def test_a_turn_failing_at_the_state_step_leaves_the_conversation_as_it_was(
+    memory_store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cid = memory_store.create_conversation()
+    memory_store.record_turn(cid, turn("u1", "a1", memories=[("antes", 0.5)], state={"anio": 2025}))
+    before = all_counts(memory_store.engine)
+
+    def explode(*_args: Any) -> dict[str, Any]:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(store_module, "_write_state", explode)
+    with pytest.raises(RuntimeError, match="disk full"):
+        memory_store.record_turn(cid, turn("u2", "a2", memories=[("después", 0.9)], state={"anio": 2024}))
+
+    assert all_counts(memory_store.engine) == before
+    assert [m.content for m in memory_store.history(cid)] == ["u1", "a1"]
+    assert memory_store.memories(cid) == [MemoryItem(contenido="antes", importancia=0.5)]
+    assert memory_store.get_state(cid) == {"anio": 2025}
+
+
+# -- persistence, engines, concurrency -----------------------------------------------------------------------
+
+
+def test_a_turn_survives_a_restart(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'memoria.sqlite3'}"
+    with MemoryStore(url) as first:
+        cid = first.create_conversation(user_id="ana")
+        first.record_turn(cid, turn("u", "a", memories=[("dato", 0.6)], state={"anio": 2025}, tool_steps=1))
+
+    second = MemoryStore(url)
+    try:
+        assert [m.role for m in second.history(cid)] == ["user", "assistant", "tool", "assistant"]
+        assert second.history(cid)[1].metadata["tool_calls"][0]["name"] == "ventas_anuales"
+        assert second.get_state(cid) == {"anio": 2025}
+        context = second.build_context(cid, TODAY)
+        assert context.memoria == ["dato"]
+        assert context.ultimos_intercambios == [Exchange(usuario="u", asistente="a")]
+    finally:
+        second.close()
+
+
+def test_a_store_on_a_shared_engine_adds_only_its_tables_and_leaves_the_engine_open(tmp_path: Path) -> None:
+    engine = create_engine(f"sqlite:///{tmp_path / 'erp.sqlite3'}")
+    store = MemoryStore(engine)
+    store.record_turn("c", turn("u", "a"))
+    store.close()
+
+    assert set(inspect(engine).get_table_names()) == {
+        "conversations",
+        "messages",
+        "conversation_state",
+        "memory_items",
+    }
+    assert count_rows(engine, Message) == 2  # the engine still works after close()
+    engine.dispose()
+
+
+def test_open_memory_store_reads_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "desde_env.sqlite3"
+    monkeypatch.setenv("ERP_AI_MEMORY_URL", f"sqlite:///{path}")
+    with open_memory_store() as store:
+        store.create_conversation()
+    assert path.exists()
+
+    explicit = tmp_path / "explicito.sqlite3"
+    with open_memory_store(f"sqlite:///{explicit}") as store:
+        assert store.engine.url.database == str(explicit)
+
+
+def test_concurrent_turns_on_different_conversations_are_all_stored(memory_store: MemoryStore) -> None:
+    threads_count, turns_per_thread = 4, 12
+    ids = [memory_store.create_conversation() for _ in range(threads_count)]
+    start = threading.Barrier(threads_count)
+    errors: list[BaseException] = []
+
+    def worker(cid: str) -> None:
+        try:
+            start.wait()
+            for i in range(turns_per_thread):
+                memory_store.record_turn(
+                    cid,
+                    turn(f"{cid}-u{i}", f"{cid}-a{i}", memories=[(f"{cid}-m{i}", 0.5)], state={"turno": i}),
+                )
+        except BaseException as error:  # pragma: no cover - reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=worker, args=(cid,)) for cid in ids]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert errors == []
+    for cid in ids:
+        expected = [text for i in range(turns_per_thread) for text in (f"{cid}-u{i}", f"{cid}-a{i}")]
+        assert [m.content for m in memory_store.history(cid)] == expected
+        assert memory_store.get_state(cid) == {"turno": turns_per_thread - 1}
+        assert len(memory_store.memories(cid)) == turns_per_thread
+
+
+def test_concurrent_state_merges_on_one_conversation_lose_no_update(memory_store: MemoryStore) -> None:
+    cid = memory_store.create_conversation()
+    threads_count, merges_per_thread = 4, 10
+    start = threading.Barrier(threads_count)
+    errors: list[BaseException] = []
+
+    def worker(n: int) -> None:
+        try:
+            start.wait()
+            for i in range(merges_per_thread):
+                memory_store.merge_state(cid, {f"t{n}_{i}": i})
+        except BaseException as error:  # pragma: no cover - reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(threads_count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert errors == []
+    assert len(memory_store.get_state(cid)) == threads_count * merges_per_thread

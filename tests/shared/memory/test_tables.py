@@ -1,0 +1,78 @@
+"""Specification of ``shared/memory/tables.py``: schema, constraints, and indexes that keep context cheap."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+import pytest
+from sqlalchemy import event, insert, inspect
+from sqlalchemy.exc import IntegrityError
+
+from shared.memory.store import MemoryStore, MessageIn, TurnRecord
+from shared.memory.tables import MemoryBase, MemoryRecord, Message
+
+
+def test_the_memory_has_its_own_metadata_with_the_four_tables() -> None:
+    assert set(MemoryBase.metadata.tables) == {
+        "conversations",
+        "messages",
+        "conversation_state",
+        "memory_items",
+    }
+
+
+def test_message_metadata_is_stored_in_a_column_named_metadata(memory_store: MemoryStore) -> None:
+    columns = {column["name"] for column in inspect(memory_store.engine).get_columns("messages")}
+    assert columns == {"id", "conversation_id", "role", "content", "created_at", "metadata"}
+
+
+def test_a_message_with_an_unknown_role_is_refused(memory_store: MemoryStore) -> None:
+    cid = memory_store.create_conversation()
+    with pytest.raises(IntegrityError), memory_store.engine.begin() as connection:
+        connection.execute(insert(Message).values(conversation_id=cid, role="robot", content="x", meta={}))
+
+
+def test_a_message_of_a_missing_conversation_is_refused(memory_store: MemoryStore) -> None:
+    with pytest.raises(IntegrityError), memory_store.engine.begin() as connection:
+        connection.execute(insert(Message).values(conversation_id="nope", role="user", content="x", meta={}))
+
+
+@pytest.mark.parametrize("importance", [-0.1, 1.5])
+def test_memory_importance_must_be_between_0_and_1(memory_store: MemoryStore, importance: float) -> None:
+    cid = memory_store.create_conversation()
+    with pytest.raises(IntegrityError), memory_store.engine.begin() as connection:
+        connection.execute(
+            insert(MemoryRecord).values(
+                conversation_id=cid, content="x", content_key="k", importance=importance
+            )
+        )
+
+
+def test_build_context_queries_search_indexes_without_scans_or_sorts(memory_store: MemoryStore) -> None:
+    cid = memory_store.create_conversation()
+    memory_store.record_turn(cid, TurnRecord(messages=[MessageIn(role="user", content="hola")]))
+    captured: list[tuple[str, Any]] = []
+
+    def capture(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_rest: Any) -> None:
+        captured.append((statement, parameters))
+
+    event.listen(memory_store.engine, "before_cursor_execute", capture)
+    try:
+        memory_store.build_context(cid, date(2026, 11, 30))
+    finally:
+        event.remove(memory_store.engine, "before_cursor_execute", capture)
+
+    assert len(captured) == 3
+    with memory_store.engine.connect() as connection:
+        plans = [
+            " | ".join(
+                str(row[-1]) for row in connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}", params)
+            )
+            for sql, params in captured
+        ]
+    for plan in plans:
+        assert plan.startswith("SEARCH"), plan
+        assert "SCAN" not in plan and "TEMP B-TREE" not in plan, plan
+    assert any("ix_messages_conversation_order" in plan for plan in plans)
+    assert any("ix_memory_items_rank" in plan for plan in plans)

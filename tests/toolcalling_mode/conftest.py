@@ -1,0 +1,33 @@
+"""Fixtures for tool-calling tests: a toy ERP handle, the toy registry, and an engine builder."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from sqlalchemy import create_engine
+from toolcalling_fakes import Behaviour, FunctionChatModel, toy_registry
+
+from shared.erp.database import Erp
+
+
+@pytest.fixture
+def toy_erp() -> Iterator[Erp]:
+    """An ERP handle over an empty in-memory database: the toy operations never query it."""
+    engine = create_engine("sqlite://")
+    yield Erp(engine)
+    engine.dispose()
+
+
+@pytest.fixture
+def make_engine(toy_erp: Erp, memory_store: Any) -> Callable[..., tuple[Any, FunctionChatModel]]:
+    """Build ``(ToolCallingEngine, FunctionChatModel)`` over the toy registry from a behaviour function."""
+    from toolcalling_mode import ToolCallingEngine
+
+    def build(fn: Behaviour, **options: Any) -> tuple[Any, FunctionChatModel]:
+        model = FunctionChatModel(fn=fn)
+        engine = ToolCallingEngine(toy_registry(), toy_erp, memory_store, model, **options)
+        return engine, model
+
+    return build

@@ -1,0 +1,420 @@
+"""ToolCallingEngine driven by a function model over the toy registry: loop, recording, limits, failures."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from toolcalling_fakes import CallInfo, ask_tools, call
+
+import toolcalling_mode.engine as engine_module
+from shared.errors import ProviderError
+from toolcalling_mode import ToolCallingLimits
+from toolcalling_mode.engine import FAILURE_ANSWER
+
+
+def two_parallel_tools(messages: list[BaseMessage], info: CallInfo) -> AIMessage | str:
+    """Ask for sales and the best customer at once, then answer from the results."""
+    if not info.tool_results:
+        return ask_tools(call("ventas_anuales", anio=2025), call("mejor_cliente", anio=2025))
+    results = [json.loads(str(m.content)) for m in info.tool_results]
+    return f"En 2025 vendimos {results[0]['total']} y el mejor cliente fue {results[1]['cliente']}."
+
+
+def dependent_tools(messages: list[BaseMessage], info: CallInfo) -> AIMessage | str:
+    """Best customer first, then that customer's purchases: one step depends on the other."""
+    results = info.tool_results
+    if not results:
+        return ask_tools(call("mejor_cliente", anio=2025))
+    if len(results) == 1:
+        best = json.loads(str(results[0].content))["cliente"]
+        return ask_tools(call("compras_cliente", cliente=best, anio=2025))
+    return "ACME S.A. compró 120000000 en 2025."
+
+
+# -- the loop -------------------------------------------------------------------------------------------
+
+
+def test_parallel_tool_calls_take_two_model_calls(make_engine: Any) -> None:
+    engine, model = make_engine(two_parallel_tools)
+
+    result = engine.ask("c1", "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?")
+
+    assert result.model_calls == 2
+    assert len(model.calls) == 2
+    assert result.answer == "En 2025 vendimos 850000000 y el mejor cliente fue ACME S.A.."
+    assert [op.funcion for op in result.operations] == ["ventas_anuales", "mejor_cliente"]
+    assert result.operations[0].result == {"anio": 2025, "total": 850_000_000}
+    assert result.operations[0].parametros == {"anio": 2025}
+    assert all(op.ok and op.id and op.duration_ms >= 0 for op in result.operations)
+    assert result.errors == []
+    assert result.recorded
+    assert result.mode == "toolcalling"
+    assert result.plan is None
+    assert result.input_tokens > 0 and result.output_tokens > 0
+    assert result.total_ms >= result.harness_ms >= 0
+
+
+def test_dependent_tool_calls_take_three_model_calls(make_engine: Any) -> None:
+    engine, _ = make_engine(dependent_tools)
+
+    result = engine.ask("c1", "¿Cuánto compró nuestro mejor cliente en 2025?")
+
+    assert result.model_calls == 3
+    assert [op.funcion for op in result.operations] == ["mejor_cliente", "compras_cliente"]
+    assert result.operations[1].parametros == {"cliente": "ACME S.A.", "anio": 2025}
+
+
+def test_the_turn_is_recorded_with_steps_tool_results_and_final_answer(
+    make_engine: Any, memory_store: Any
+) -> None:
+    engine, _ = make_engine(two_parallel_tools)
+
+    result = engine.ask("c1", "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?")
+
+    history = memory_store.history("c1")
+    assert [m.role for m in history] == ["user", "assistant", "tool", "tool", "assistant"]
+    step = history[1].metadata["tool_calls"]
+    assert [c["name"] for c in step] == ["ventas_anuales", "mejor_cliente"]
+    assert [m.metadata["tool_call_id"] for m in history[2:4]] == [c["id"] for c in step]
+    assert json.loads(history[2].content) == {"anio": 2025, "total": 850_000_000}
+    assert history[-1].content == result.answer
+    assert "tool_calls" not in history[-1].metadata
+
+
+def test_an_unknown_conversation_is_created(make_engine: Any, memory_store: Any) -> None:
+    engine, _ = make_engine(lambda messages, info: "Hola.")
+
+    engine.ask("nueva", "hola")
+
+    assert memory_store.get_conversation("nueva") is not None
+
+
+def test_the_agent_is_compiled_once_and_reused(make_engine: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    built: list[Any] = []
+    real = engine_module.create_agent
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        built.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(engine_module, "create_agent", counting)
+    engine, _ = make_engine(two_parallel_tools)
+    engine.ask("c1", "una")
+    engine.ask("c1", "dos")
+    engine.ask("c2", "tres")
+
+    assert len(built) == 1
+    assert built[0]["context_schema"] is not None
+
+
+def test_mode_names_follow_the_policy(make_engine: Any) -> None:
+    assert make_engine(two_parallel_tools)[0].mode == "toolcalling"
+    assert make_engine(two_parallel_tools, policy="full_history")[0].mode == "toolcalling-full"
+    with pytest.raises(ValueError, match="policy"):
+        make_engine(two_parallel_tools, policy="everything")
+
+
+# -- context policies ------------------------------------------------------------------------------------
+
+
+def test_windowed_sends_the_bounded_context_and_only_the_new_question(make_engine: Any) -> None:
+    engine, model = make_engine(two_parallel_tools)
+    first = engine.ask("c1", "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?")
+    first_calls = len(model.calls)
+
+    engine.ask("c1", "¿Y en 2024?")
+
+    second = model.calls[first_calls]
+    assert second.system.startswith("Eres el asistente de ventas")
+    assert "Fecha de hoy: 2026-11-30" in second.system
+    assert "Último intercambio:" in second.system
+    assert "Usuario: ¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?" in second.system
+    assert f"Asistente: {first.answer}" in second.system
+    assert [type(m) for m in second.messages[1:]] == [HumanMessage]
+    assert second.messages[1].content == "¿Y en 2024?"
+
+
+def test_windowed_first_turn_has_only_todays_date(make_engine: Any) -> None:
+    engine, model = make_engine(lambda messages, info: "Hola.")
+
+    engine.ask("c1", "hola")
+
+    assert "Fecha de hoy: 2026-11-30" in model.calls[0].system
+    assert "Último intercambio" not in model.calls[0].system
+
+
+def test_full_history_replays_every_stored_message(make_engine: Any) -> None:
+    engine, model = make_engine(two_parallel_tools, policy="full_history")
+    first = engine.ask("c1", "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?")
+    first_calls = len(model.calls)
+
+    engine.ask("c1", "¿Y en 2024?")
+
+    second = model.calls[first_calls]
+    replay = second.messages[1:]
+    assert [m.type for m in replay] == ["human", "ai", "tool", "tool", "ai", "human"]
+    assert replay[0].content == "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?"
+    assert isinstance(replay[1], AIMessage)
+    assert [c["name"] for c in replay[1].tool_calls] == ["ventas_anuales", "mejor_cliente"]
+    assert json.loads(str(replay[2].content))["total"] == 850_000_000
+    assert replay[4].content == first.answer
+    assert replay[5].content == "¿Y en 2024?"
+    assert "Fecha de hoy: 2026-11-30" in second.system
+    assert "Último intercambio" not in second.system
+
+
+def test_full_history_records_only_the_new_turn(make_engine: Any, memory_store: Any) -> None:
+    engine, _ = make_engine(two_parallel_tools, policy="full_history")
+    engine.ask("c1", "uno")
+    engine.ask("c1", "dos")
+
+    assert [m.content for m in memory_store.history("c1") if m.role == "user"] == ["uno", "dos"]
+    assert len(memory_store.history("c1")) == 10
+
+
+# -- limits ----------------------------------------------------------------------------------------------
+
+
+def forever(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
+    """A model that never stops asking for tools."""
+    return ask_tools(call("ventas_anuales", anio=2025))
+
+
+def test_model_call_limit_ends_the_turn_with_a_clear_answer(make_engine: Any, memory_store: Any) -> None:
+    engine, model = make_engine(forever, limits=ToolCallingLimits(model_calls=3, recursion_limit=100))
+
+    result = engine.ask("c1", "¿Cuánto vendimos?")
+
+    assert len(model.calls) == 3
+    assert result.model_calls == 3
+    assert result.answer.startswith("Se alcanzó el límite de 3 llamadas al modelo")
+    assert len(result.operations) == 3
+    assert any("Model call limit" in e for e in result.errors)
+    assert result.recorded
+    history = memory_store.history("c1")
+    assert history[-1].content == result.answer
+    assert [m.role for m in history].count("tool") == 3
+
+
+def test_default_limits_stop_a_looping_model_at_six_calls(make_engine: Any) -> None:
+    engine, model = make_engine(forever)
+
+    result = engine.ask("c1", "¿Cuánto vendimos?")
+
+    assert len(model.calls) == 6
+    assert result.answer.startswith("Se alcanzó el límite de 6 llamadas al modelo")
+
+
+def test_recursion_limit_ends_the_turn_with_a_clear_answer(make_engine: Any, memory_store: Any) -> None:
+    engine, model = make_engine(forever, limits=ToolCallingLimits(model_calls=100, recursion_limit=10))
+
+    result = engine.ask("c1", "¿Cuánto vendimos?")
+
+    assert 1 <= len(model.calls) < 100
+    assert result.answer.startswith("Se alcanzó el límite de 10 pasos del agente")
+    assert any("Recursion limit" in e for e in result.errors)
+    assert result.recorded
+    assert memory_store.history("c1")[-1].content == result.answer
+
+
+def test_a_turn_after_a_limit_replays_cleanly(make_engine: Any) -> None:
+    engine, model = make_engine(forever, policy="full_history", limits=ToolCallingLimits(recursion_limit=10))
+    engine.ask("c1", "uno")
+    model.fn = lambda messages, info: "Listo."
+
+    result = engine.ask("c1", "dos")
+
+    replay = model.calls[-1].messages[1:]
+    calls = {c["id"] for m in replay if isinstance(m, AIMessage) for c in m.tool_calls}
+    results = {m.tool_call_id for m in replay if isinstance(m, ToolMessage)}
+    assert calls == results
+    assert result.answer == "Listo."
+
+
+# -- tool errors -----------------------------------------------------------------------------------------
+
+
+def test_invalid_arguments_go_back_to_the_model_which_recovers(make_engine: Any) -> None:
+    def fix_after_error(messages: list[BaseMessage], info: CallInfo) -> AIMessage | str:
+        results = info.tool_results
+        if not results:
+            return ask_tools(call("ventas_anuales", anio="dos mil veinticinco"))
+        if results[-1].status == "error":
+            return ask_tools(call("ventas_anuales", anio=2025))
+        return "Vendimos 850000000."
+
+    engine, model = make_engine(fix_after_error)
+
+    result = engine.ask("c1", "¿Cuánto vendimos en 2025?")
+
+    assert result.answer == "Vendimos 850000000."
+    assert result.model_calls == 3
+    assert [op.ok for op in result.operations] == [False, True]
+    assert result.operations[0].parametros == {"anio": "dos mil veinticinco"}
+    error_seen = model.calls[1].tool_results[0]
+    assert error_seen.status == "error"
+    assert len(result.errors) == 1 and "ventas_anuales" in result.errors[0]
+
+
+def test_an_unknown_customer_is_a_tool_error_the_model_sees(make_engine: Any) -> None:
+    def unknown_customer(messages: list[BaseMessage], info: CallInfo) -> AIMessage | str:
+        if not info.tool_results:
+            return ask_tools(call("compras_cliente", cliente="Zeta", anio=2025))
+        return f"No encontré al cliente: {info.tool_results[0].content}"
+
+    engine, _ = make_engine(unknown_customer)
+
+    result = engine.ask("c1", "¿Cuánto compró Zeta?")
+
+    assert result.operations[0].error is not None
+    assert "No customer matches 'Zeta'" in result.operations[0].error
+    assert "ACME S.A." in result.answer
+    assert result.errors == [f"Tool 'compras_cliente' failed: {result.operations[0].error}"]
+
+
+def test_a_hallucinated_tool_name_is_answered_with_an_error_and_counted(make_engine: Any) -> None:
+    def hallucinate(messages: list[BaseMessage], info: CallInfo) -> AIMessage | str:
+        if not info.tool_results:
+            return ask_tools(call("ventas_totales", anio=2025))
+        return "No tengo esa herramienta."
+
+    engine, model = make_engine(hallucinate)
+
+    result = engine.ask("c1", "¿Cuánto vendimos?")
+
+    assert result.answer == "No tengo esa herramienta."
+    assert result.operations[0].funcion == "ventas_totales"
+    assert "not a valid tool" in (result.operations[0].error or "")
+    assert result.errors and result.errors[0].startswith("Unknown tool 'ventas_totales'")
+    assert model.calls[1].tool_results[0].status == "error"
+
+
+# -- failures ----------------------------------------------------------------------------------------------
+
+
+def test_a_provider_exception_ends_in_a_recorded_turn(make_engine: Any, memory_store: Any) -> None:
+    def broken(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
+        raise ProviderError("connection refused")
+
+    engine, _ = make_engine(broken)
+
+    result = engine.ask("c1", "¿Cuánto vendimos?")
+
+    assert result.answer == FAILURE_ANSWER
+    assert result.errors == ["ProviderError: connection refused"]
+    assert result.recorded
+    assert [m.role for m in memory_store.history("c1")] == ["user", "assistant"]
+
+
+def test_a_failure_after_tool_calls_keeps_the_steps(make_engine: Any, memory_store: Any) -> None:
+    def fails_second(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
+        if not info.tool_results:
+            return ask_tools(call("ventas_anuales", anio=2025))
+        raise TimeoutError("read timed out")
+
+    engine, _ = make_engine(fails_second)
+
+    result = engine.ask("c1", "¿Cuánto vendimos?")
+
+    assert result.answer == FAILURE_ANSWER
+    assert result.errors == ["TimeoutError: read timed out"]
+    assert len(result.operations) == 1 and result.operations[0].ok
+    assert [m.role for m in memory_store.history("c1")] == ["user", "assistant", "tool", "assistant"]
+
+
+def test_an_empty_final_answer_is_replaced_and_reported(make_engine: Any) -> None:
+    engine, _ = make_engine(lambda messages, info: "")
+
+    result = engine.ask("c1", "hola")
+
+    assert result.answer.startswith("Lo siento, no obtuve una respuesta")
+    assert "ModelOutputError: empty final answer" in result.errors
+    assert result.recorded
+
+
+# -- structured final answer ---------------------------------------------------------------------------------
+
+STRUCTURED = {
+    "respuesta": "En 2025 vendimos ₲850.000.000.",
+    "memoria": [{"contenido": "El usuario consulta ventas de 2025.", "importancia": 0.7}],
+    "estado": {"tema": "ventas", "anio": 2025},
+}
+
+
+def answer_with_tool(messages: list[BaseMessage], info: CallInfo) -> AIMessage | str:
+    """Query first, then call the final-answer tool that ToolStrategy binds."""
+    if not info.tool_results:
+        return ask_tools(call("ventas_anuales", anio=2025))
+    return ask_tools(call("Answer", **STRUCTURED))
+
+
+def test_structured_tool_strategy_stores_memories_and_state(make_engine: Any, memory_store: Any) -> None:
+    engine, model = make_engine(answer_with_tool, structured=True, structured_strategy="tool")
+
+    result = engine.ask("c1", "¿Cuánto vendimos en 2025?")
+
+    assert "Answer" in model.calls[0].tool_names
+    assert model.calls[0].tool_choice == "any"
+    assert "formato estructurado" in model.calls[0].system
+    assert result.answer == STRUCTURED["respuesta"]
+    assert result.memories == ["El usuario consulta ventas de 2025."]
+    assert result.state == {"tema": "ventas", "anio": 2025}
+    assert result.model_calls == 2
+    assert [op.funcion for op in result.operations] == ["ventas_anuales"]
+    assert result.errors == []
+    assert memory_store.get_state("c1") == {"tema": "ventas", "anio": 2025}
+    assert [m.contenido for m in memory_store.memories("c1")] == ["El usuario consulta ventas de 2025."]
+    history = memory_store.history("c1")
+    assert [m.role for m in history] == ["user", "assistant", "tool", "assistant"]
+    assert history[-1].content == STRUCTURED["respuesta"]
+    assert "tool_calls" not in history[-1].metadata
+
+
+def test_structured_auto_strategy_uses_tool_strategy_without_a_provider_profile(make_engine: Any) -> None:
+    engine, model = make_engine(answer_with_tool, structured=True)
+
+    result = engine.ask("c1", "¿Cuánto vendimos en 2025?")
+
+    assert "Answer" in model.calls[0].tool_names
+    assert result.answer == STRUCTURED["respuesta"]
+
+
+def test_structured_provider_strategy_parses_the_json_reply(make_engine: Any) -> None:
+    def answer_in_json(messages: list[BaseMessage], info: CallInfo) -> AIMessage | str:
+        if not info.tool_results:
+            return ask_tools(call("ventas_anuales", anio=2025))
+        return json.dumps(STRUCTURED, ensure_ascii=False)
+
+    engine, model = make_engine(answer_in_json, structured=True, structured_strategy="provider")
+
+    result = engine.ask("c1", "¿Cuánto vendimos en 2025?")
+
+    assert model.calls[0].response_format["type"] == "json_schema"
+    assert "respuesta" in json.dumps(model.calls[0].response_format)
+    assert "Answer" not in model.calls[0].tool_names
+    assert result.answer == STRUCTURED["respuesta"]
+    assert result.state == {"tema": "ventas", "anio": 2025}
+
+
+def test_structured_provider_strategy_with_unparsable_reply_is_a_recorded_failure(make_engine: Any) -> None:
+    engine, _ = make_engine(
+        lambda messages, info: "no es JSON", structured=True, structured_strategy="provider"
+    )
+
+    result = engine.ask("c1", "hola")
+
+    assert result.answer == FAILURE_ANSWER
+    assert result.errors and result.errors[0].startswith("ModelOutputError")
+    assert result.recorded
+
+
+def test_structured_mode_without_a_structured_answer_keeps_the_text(make_engine: Any) -> None:
+    engine, _ = make_engine(lambda messages, info: "Hola.", structured=True, structured_strategy="tool")
+
+    result = engine.ask("c1", "hola")
+
+    assert result.answer == "Hola."
+    assert "ModelOutputError: the model ended the turn without a structured answer" in result.errors

@@ -1,0 +1,117 @@
+"""Stored rows ↔ LangChain messages: what full-history replay rebuilds and what a turn records."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+from shared.memory.store import StoredMessage
+from toolcalling_mode.history import (
+    answered_ids,
+    message_text,
+    to_langchain_messages,
+    tool_call_metadata,
+    tool_result_metadata,
+)
+
+
+def row(role: str, content: str, **metadata: Any) -> StoredMessage:
+    return StoredMessage(
+        id=0,
+        conversation_id="c1",
+        role=role,  # type: ignore[arg-type]
+        content=content,
+        metadata=metadata,
+        created_at=datetime.now(UTC),
+    )
+
+
+STEP = [{"id": "a", "name": "ventas_anuales", "args": {"anio": 2025}}]
+
+
+def test_a_recorded_turn_replays_as_langchain_messages() -> None:
+    messages = to_langchain_messages(
+        [
+            row("user", "¿Cuánto vendimos?"),
+            row("assistant", "", tool_calls=STEP),
+            row("tool", '{"total": 1}', tool_call_id="a", name="ventas_anuales", status="success"),
+            row("assistant", "Vendimos 1."),
+        ]
+    )
+
+    assert [type(m) for m in messages] == [HumanMessage, AIMessage, ToolMessage, AIMessage]
+    step = messages[1]
+    assert isinstance(step, AIMessage)
+    assert step.tool_calls == [
+        {"name": "ventas_anuales", "args": {"anio": 2025}, "id": "a", "type": "tool_call"}
+    ]
+    result = messages[2]
+    assert isinstance(result, ToolMessage)
+    assert (result.tool_call_id, result.name, result.status) == ("a", "ventas_anuales", "success")
+    assert messages[3].content == "Vendimos 1."
+
+
+def test_error_status_survives_replay() -> None:
+    messages = to_langchain_messages(
+        [
+            row("user", "x"),
+            row("assistant", "", tool_calls=STEP),
+            row("tool", "boom", tool_call_id="a", name="ventas_anuales", status="error"),
+        ]
+    )
+
+    assert isinstance(messages[2], ToolMessage) and messages[2].status == "error"
+
+
+def test_unanswered_calls_orphan_results_and_system_rows_are_dropped() -> None:
+    two_calls = [*STEP, {"id": "b", "name": "mejor_cliente", "args": {"anio": 2025}}]
+    messages = to_langchain_messages(
+        [
+            row("system", "ignored"),
+            row("user", "x"),
+            row("assistant", "", tool_calls=two_calls),
+            row("tool", "1", tool_call_id="a", name="ventas_anuales"),
+            row("tool", "orphan", tool_call_id="zzz", name="ventas_anuales"),
+            row("assistant", "fin"),
+        ]
+    )
+
+    assert [m.type for m in messages] == ["human", "ai", "tool", "ai"]
+    assert isinstance(messages[1], AIMessage)
+    assert [c["id"] for c in messages[1].tool_calls] == ["a"]
+
+
+def test_tool_call_metadata_keeps_answered_and_malformed_calls() -> None:
+    message = AIMessage(
+        content="",
+        tool_calls=[
+            {"name": "ventas_anuales", "args": {"anio": 2025}, "id": "a", "type": "tool_call"},
+            {"name": "mejor_cliente", "args": {"anio": 2025}, "id": "b", "type": "tool_call"},
+        ],
+        invalid_tool_calls=[
+            {
+                "name": "ventas_anuales",
+                "args": "{anio:",
+                "id": "c",
+                "error": "bad json",
+                "type": "invalid_tool_call",
+            }
+        ],
+    )
+
+    metadata = tool_call_metadata(message, {"a", "c"})
+
+    assert metadata == [
+        {"id": "a", "name": "ventas_anuales", "args": {"anio": 2025}},
+        {"id": "c", "name": "ventas_anuales", "args": {}, "invalid": True},
+    ]
+
+
+def test_tool_results_and_text_helpers() -> None:
+    result = ToolMessage(content="x", tool_call_id="a", name="ventas_anuales", status="error")
+
+    assert tool_result_metadata(result) == {"tool_call_id": "a", "name": "ventas_anuales", "status": "error"}
+    assert answered_ids([HumanMessage("q"), result]) == {"a"}
+    assert message_text(AIMessage(content=[{"type": "text", "text": "Hola"}])) == "Hola"

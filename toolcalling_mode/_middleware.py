@@ -1,0 +1,87 @@
+"""Per-turn agent middleware: the turn's system prompt and a timed record of every tool call.
+
+The agent graph is compiled once per engine; what changes per turn travels in the runtime context
+(:class:`TurnContext`, passed as ``agent.invoke(..., context=...)``), so one compiled agent serves every
+conversation without shared mutable state.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from time import perf_counter
+from typing import Any
+
+from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse, ToolCallRequest
+from langchain_core.messages import SystemMessage, ToolMessage
+from langgraph.types import Command
+
+from shared.turn import ExecutedOperation
+
+
+@dataclass
+class TurnContext:
+    """What one turn gives the compiled agent."""
+
+    system_message: SystemMessage
+    """The system prompt of this turn (instructions + rendered context or today's date)."""
+    operations: dict[str, ExecutedOperation] = field(default_factory=dict)
+    """Executed tool calls, by tool call id (filled by :class:`TurnMiddleware`)."""
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    """Tool calls of one step run in parallel threads."""
+
+
+class TurnMiddleware(AgentMiddleware[Any, Any, Any]):
+    """Sets the turn's system prompt on every model call and times every tool call."""
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelResponse[Any]:
+        context = request.runtime.context if request.runtime is not None else None
+        if isinstance(context, TurnContext):
+            request = request.override(system_message=context.system_message)
+        return handler(request)
+
+    def wrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
+    ) -> ToolMessage | Command[Any]:
+        started = perf_counter()
+        outcome = handler(request)
+        duration_ms = (perf_counter() - started) * 1000
+        context = request.runtime.context if request.runtime is not None else None
+        if isinstance(context, TurnContext) and isinstance(outcome, ToolMessage):
+            call = request.tool_call
+            operation = executed_operation(call["name"], call["args"], call["id"], outcome, duration_ms)
+            with context.lock:
+                context.operations[str(call["id"])] = operation
+        return outcome
+
+
+def executed_operation(
+    name: str, args: Any, call_id: str | None, message: ToolMessage, duration_ms: float
+) -> ExecutedOperation:
+    """Turn a tool result into the ``ExecutedOperation`` that both modes report."""
+    content = str(message.text)
+    error: str | None = None
+    result: Any = None
+    if message.status == "error":
+        error = content or "tool error"
+    else:
+        try:
+            result = json.loads(content)
+        except ValueError:
+            result = content
+    return ExecutedOperation(
+        funcion=name,
+        parametros=dict(args) if isinstance(args, dict) else {},
+        id=call_id,
+        result=result,
+        error=error,
+        duration_ms=duration_ms,
+    )
