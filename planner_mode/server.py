@@ -57,12 +57,12 @@ class _ErrorReply(Exception):
         super().__init__(body.error)
 
 
-class _BodyTooLarge(Exception):
-    pass
-
-
 class BodySizeLimit:
-    """ASGI middleware: answer 413 when a request body exceeds ``max_body_bytes`` (header or streamed)."""
+    """ASGI middleware: answer 413 when a request body exceeds ``max_body_bytes``.
+
+    A declared ``Content-Length`` is checked up front; a body without one (chunked) is read into memory up to
+    the limit before the app sees it, then replayed.
+    """
 
     def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
         self.app = app
@@ -72,33 +72,32 @@ class BodySizeLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        for name, value in scope.get("headers", []):
-            if name == b"content-length" and value.isdigit() and int(value) > self.max_body_bytes:
+        headers = dict(scope.get("headers", []))
+        length = headers.get(b"content-length")
+        if length is not None:
+            if length.isdigit() and int(length) > self.max_body_bytes:
                 await self._reject(send)
                 return
-        received = 0
-        started = False
-
-        async def limited_receive() -> Message:
-            nonlocal received
+            await self.app(scope, receive, send)
+            return
+        buffered: list[Message] = []
+        size = 0
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > self.max_body_bytes:
-                    raise _BodyTooLarge
-            return message
-
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
-        try:
-            await self.app(scope, limited_receive, tracking_send)
-        except _BodyTooLarge:
-            if not started:
+            buffered.append(message)
+            if message["type"] != "http.request":
+                break
+            size += len(message.get("body", b""))
+            if size > self.max_body_bytes:
                 await self._reject(send)
+                return
+            if not message.get("more_body", False):
+                break
+
+        async def replay() -> Message:
+            return buffered.pop(0) if buffered else await receive()
+
+        await self.app(scope, replay, send)
 
     async def _reject(self, send: Send) -> None:
         body = ErrorResponse(

@@ -130,7 +130,7 @@ class ToolCallingEngine:
             model,
             tools=registry.langchain_tools(erp),
             middleware=[
-                TurnMiddleware(),
+                TurnMiddleware(registry),
                 ModelCallLimitMiddleware(run_limit=self.limits.model_calls, exit_behavior="end"),
             ],
             response_format=response_format,

@@ -41,7 +41,7 @@ class NumberMention:
 
     def matches(self, target: float) -> bool:
         """Whether this mention is a faithful rendering of ``target``."""
-        return abs(self.value - target) <= self.tolerance + 1e-9 * max(1.0, abs(target))
+        return abs(self.value - target) <= self.tolerance + 1e-9 + 1e-15 * abs(target)
 
 
 def _scale(word: str | None) -> float:

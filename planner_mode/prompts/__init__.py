@@ -76,8 +76,12 @@ def plan_messages(
 def answer_messages(
     question: str, results: Sequence[OperationOutcome], context: ConversationContext
 ) -> list[BaseMessage]:
-    """Call 2: the answer system prompt and ``Pregunta:``, the context and ``Resultados:`` + a JSON array."""
+    """Call 2: the answer system prompt and ``Pregunta:``, the context and ``Resultados:`` + a JSON array.
+
+    The array has one compact JSON object per line: readable for people, cheap in tokens for the model.
+    """
     system = load_template("answer_system.md").replace("{{hoy}}", context.hoy.isoformat())
-    results_json = json.dumps([r.for_prompt() for r in results], ensure_ascii=False, indent=2, default=str)
+    items = [json.dumps(r.for_prompt(), ensure_ascii=False, default=str) for r in results]
+    results_json = "[\n" + ",\n".join(items) + "\n]" if items else "[]"
     human = f"Pregunta: {question}\n\n{render_context(context)}\n\nResultados:\n{results_json}"
     return [SystemMessage(content=system), HumanMessage(content=human)]

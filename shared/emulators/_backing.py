@@ -98,7 +98,9 @@ def call_backing_model(model: BaseChatModel, request: BackingRequest) -> Backing
     text: str
     tool_calls: list[BackingToolCall] = []
     if request.json_schema is not None:
-        structured = model.with_structured_output(request.json_schema, method="json_schema")
+        # LangChain's converters need a top-level title to name a dict schema; wire schemas may lack one.
+        schema = {"title": "output", **request.json_schema}
+        structured = model.with_structured_output(schema, method="json_schema")
         result = structured.invoke(request.messages, config=config)
         text = _to_json_text(result)
     else:

@@ -315,6 +315,7 @@ class GeminiProtocol:
             return self.error_reply(400, str(exc))
         log.fault = decision.mode
         apply_delay(decision)
+        sse = request.query.get("alt") == ["sse"]
         if decision.mode == "http_500" or (decision.mode == "stream_error" and not stream):
             return self.error_reply(500, _INTERNAL)
 
@@ -336,7 +337,7 @@ class GeminiProtocol:
                 "index": 0,
             }
             record = self._response(candidate, reply.input_tokens, 0, model_name, response_id)
-            return self._sse([record]) if stream else JsonReply(200, record)
+            return self._stream_reply([record], sse=sse) if stream else JsonReply(200, record)
         if not stream:
             parts = self._parts(reply.text, reply)
             candidate = {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
@@ -344,8 +345,9 @@ class GeminiProtocol:
                 200,
                 self._response(candidate, reply.input_tokens, reply.output_tokens, model_name, response_id),
             )
-        return self._sse(
-            self._stream_records(reply, model_name, response_id, broken=decision.mode == "stream_error")
+        return self._stream_reply(
+            self._stream_records(reply, model_name, response_id, broken=decision.mode == "stream_error"),
+            sse=sse,
         )
 
     # -- helpers -----------------------------------------------------------------------------------------
@@ -432,7 +434,11 @@ class GeminiProtocol:
         yield self._response(candidate, reply.input_tokens, reply.output_tokens, model_name, response_id)
 
     @staticmethod
-    def _sse(records: Iterator[dict[str, Any]] | list[dict[str, Any]]) -> StreamReply:
+    def _stream_reply(records: Iterator[dict[str, Any]] | list[dict[str, Any]], *, sse: bool) -> Reply:
+        """Server-sent events with ``alt=sse`` (what google-genai asks for); otherwise one JSON array."""
+        if not sse:
+            return JsonReply(200, list(records))
+
         def events() -> Iterator[bytes]:
             for record in records:
                 yield b"data: " + json.dumps(record, ensure_ascii=False).encode() + b"\r\n\r\n"

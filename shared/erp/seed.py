@@ -417,6 +417,9 @@ def seed_erp(engine: Engine) -> bool:
     Idempotent: a database that already holds this seed version is left untouched. All rows go in one
     transaction, so a crash never leaves a half-seeded database; if another process seeds concurrently, the
     loser's transaction fails on the primary keys and is treated as "already seeded".
+
+    Rows carry explicit ids so every database holds the same data; on PostgreSQL this leaves the id sequences
+    at their start, which is fine because the harness never inserts ERP rows after seeding.
     """
     ErpBase.metadata.create_all(engine)
     with Session(engine) as session:

@@ -74,7 +74,9 @@ def build_chat_model(
     """
     name = provider.strip().lower()
     if name not in PROVIDERS:
-        raise ConfigurationError(f"Unknown model provider {provider!r}; valid providers: {', '.join(PROVIDERS)}.")
+        raise ConfigurationError(
+            f"Unknown model provider {provider!r}; valid providers: {', '.join(PROVIDERS)}."
+        )
     if name == "offline":
         return _offline(model, temperature, latency_profile, faults)
     if latency_profile is not None or faults is not None:

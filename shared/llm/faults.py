@@ -23,7 +23,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shared.errors import ProviderError
 
-FaultMode = Literal["malformed_json", "truncated_json", "unknown_function", "wrong_types", "empty", "provider_error"]
+FaultMode = Literal[
+    "malformed_json", "truncated_json", "unknown_function", "wrong_types", "empty", "provider_error"
+]
 """The closed set of fault modes."""
 
 HALLUCINATED_FUNCTION = "consultar_ventas_totales"

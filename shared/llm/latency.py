@@ -25,7 +25,9 @@ class LatencyProfile(BaseModel):
         description="Prompt-processing speed; None when the provider's first-token time already covers it.",
     )
     decode_tokens_per_s: float = Field(gt=0, description="Generation speed in output tokens per second.")
-    overhead_ms: float = Field(ge=0, description="Fixed cost per call: request handling, time to first token.")
+    overhead_ms: float = Field(
+        ge=0, description="Fixed cost per call: request handling, time to first token."
+    )
 
     def latency_ms(self, input_tokens: int, output_tokens: int) -> float:
         """Simulated wall time of one call with these token counts, in milliseconds."""
@@ -39,11 +41,15 @@ LATENCY_PROFILES: dict[str, LatencyProfile] = {
     # tables (github.com/XiongjieDai/GPU-Benchmarks-on-LLM-Inference, "Llama 3 8B Q4_K_M" rows) report a few
     # thousand tok/s prompt processing and ~100–130 tok/s generation on these cards; we take the conservative
     # end, ~3,000 / ~90 tok/s, plus ~50 ms per request for HTTP and scheduling.
-    "gpu-8b": LatencyProfile(name="gpu-8b", prefill_tokens_per_s=3000, decode_tokens_per_s=90, overhead_ms=50),
+    "gpu-8b": LatencyProfile(
+        name="gpu-8b", prefill_tokens_per_s=3000, decode_tokens_per_s=90, overhead_ms=50
+    ),
     # The same 8B Q4 model on a desktop CPU only (8–16 cores, dual-channel DDR4/DDR5): the same llama.cpp
     # benchmark tables and llama.cpp CPU discussions show ~100–200 tok/s prompt processing and ~8–12 tok/s
     # generation (memory-bandwidth bound). Preset: ~150 / ~10, plus ~100 ms per request.
-    "cpu-8b": LatencyProfile(name="cpu-8b", prefill_tokens_per_s=150, decode_tokens_per_s=10, overhead_ms=100),
+    "cpu-8b": LatencyProfile(
+        name="cpu-8b", prefill_tokens_per_s=150, decode_tokens_per_s=10, overhead_ms=100
+    ),
     # Gemini Flash through the public API: Artificial Analysis (artificialanalysis.ai, Gemini 2.x Flash model
     # pages) measures about 0.3 s to first token for short prompts and ~150+ output tok/s. The first-token time
     # already includes prompt processing for prompts of our size, so no separate prefill rate.

@@ -1,12 +1,13 @@
 """A deterministic token-count approximation, so no tokenizer has to be downloaded.
 
 The rule is the one OpenAI's documentation gives as a rule of thumb ("one token is about four characters of
-English text"): ``approx_tokens(text) == ceil(len(text) / 4)``. Spanish with accents comes out about the same
-with real BPE tokenizers for Llama 3 and Gemini (within ±25 % on our prompts), which is all the benchmark needs:
-the figures compare the two architectures with the same ruler, they are not a bill.
+English text"): ``approx_tokens(text) == ceil(len(text) / 4)``. Real tokenizers differ by language and
+vocabulary, so the counts are approximate; that is enough for the benchmark, which compares the two
+architectures with the same ruler and is not a bill.
 
-Chat messages add a fixed framing cost per message (role markers, separators): :data:`MESSAGE_OVERHEAD_TOKENS`,
-following OpenAI's cookbook "How to count tokens with tiktoken" (3–4 tokens per message).
+Chat messages add a fixed framing cost per message (role markers, separators):
+:data:`MESSAGE_OVERHEAD_TOKENS`, following OpenAI's cookbook "How to count tokens with tiktoken"
+(3–4 tokens per message).
 """
 
 from __future__ import annotations

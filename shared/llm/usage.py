@@ -59,7 +59,9 @@ class UsageTracker(BaseCallbackHandler):
         """A chat model run started: count it and start its clock."""
         self._start(run_id)
 
-    def on_llm_start(self, serialized: dict[str, Any], prompts: list[str], *, run_id: UUID, **kwargs: Any) -> None:
+    def on_llm_start(
+        self, serialized: dict[str, Any], prompts: list[str], *, run_id: UUID, **kwargs: Any
+    ) -> None:
         """A (non-chat) LLM run started: count it and start its clock."""
         self._start(run_id)
 

@@ -139,13 +139,22 @@ class OperationRegistry:
                     raise ToolException(str(exc)) from exc
                 return json.dumps(result, ensure_ascii=False)
 
+            def explain_invalid_args(error: ValidationError) -> str:
+                # LangChain's default says only "Tool input validation error"; the model needs the field.
+                return str(
+                    InvalidParametersError(
+                        operation.name,
+                        [{"loc": e["loc"], "msg": e["msg"]} for e in error.errors()],
+                    )
+                )
+
             return StructuredTool.from_function(
                 func=run,
                 name=operation.name,
                 description=operation.description,
                 args_schema=operation.params_model,
                 handle_tool_error=True,
-                handle_validation_error=True,
+                handle_validation_error=explain_invalid_args,
             )
 
         return [make(op) for op in self]

@@ -418,3 +418,17 @@ def test_structured_mode_without_a_structured_answer_keeps_the_text(make_engine:
 
     assert result.answer == "Hola."
     assert "ModelOutputError: the model ended the turn without a structured answer" in result.errors
+
+
+def test_invalid_arguments_error_names_the_parameter(make_engine: Any) -> None:
+    def wrong_type(messages: list[BaseMessage], info: CallInfo) -> AIMessage | str:
+        if not info.tool_results:
+            return ask_tools(call("ventas_anuales", anio="dos mil"))
+        return str(info.tool_results[0].content)
+
+    engine, _ = make_engine(wrong_type)
+
+    result = engine.ask("c1", "¿Cuánto vendimos?")
+
+    assert result.answer.startswith("Invalid parameters for 'ventas_anuales': anio:")
+    assert result.operations[0].error == result.answer

@@ -218,7 +218,9 @@ def _conversation(text: str, earlier: list[BaseMessage]) -> Conversation:
     cliente = state.get("cliente_actual") or state.get("cliente")
     if not isinstance(cliente, str) or not cliente.strip():
         cliente = history.cliente or _cliente_from_text([*memory, *(a for _, a in exchanges)])
-    anio = _as_year(state.get("anio")) or history.anio or _year_from_text([*memory, *(a for _, a in exchanges)])
+    anio = (
+        _as_year(state.get("anio")) or history.anio or _year_from_text([*memory, *(a for _, a in exchanges)])
+    )
 
     operations: list[tuple[str, dict[str, Any]]] = []
     for key in ("ultimas_operaciones", "operaciones", "ultima_operacion"):

@@ -5,11 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from emulator_fakes import FunctionChatModel
+from emulator_fakes import GEMINI_KEY, FunctionChatModel
 
 from shared.emulators import EmulatorFaults, EmulatorServer, create_emulator
-
-GEMINI_KEY = "test-key"
 
 
 @pytest.fixture(scope="session")

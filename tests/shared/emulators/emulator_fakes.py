@@ -17,6 +17,9 @@ from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field
 
+GEMINI_KEY = "test-key"
+"""The only API key the session's Gemini emulator accepts."""
+
 
 @dataclass(frozen=True)
 class CallInfo:

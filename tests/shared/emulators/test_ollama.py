@@ -36,7 +36,9 @@ def ventas_anuales(anio: int) -> dict[str, Any]:
     return {"anio": anio}
 
 
-def chat(server: EmulatorServer, *, fault: str | None = None, timeout: float | None = None, **kw: Any) -> ChatOllama:
+def chat(
+    server: EmulatorServer, *, fault: str | None = None, timeout: float | None = None, **kw: Any
+) -> ChatOllama:
     client_kwargs: dict[str, Any] = {}
     if fault:
         client_kwargs["headers"] = {FAULT_HEADER: fault, "X-Emulator-Delay": "0.5"}
@@ -49,7 +51,9 @@ def chat_bodies(server: EmulatorServer) -> list[dict[str, Any]]:
     return [r.body for r in server.requests if r.path == "/api/chat"]
 
 
-def test_invoke_returns_the_backing_models_text_with_usage_and_model_name(ollama_server: EmulatorServer) -> None:
+def test_invoke_returns_the_backing_models_text_with_usage_and_model_name(
+    ollama_server: EmulatorServer,
+) -> None:
     reply = chat(ollama_server).invoke([SystemMessage("Sé breve."), HumanMessage("hola que tal")])
 
     assert reply.content == "Hola. Dijiste: hola que tal"
@@ -76,7 +80,10 @@ def test_chat_invoke_streams_ndjson_with_the_role_in_every_chunk(ollama_server: 
     assert [line["done"] for line in lines] == [False] * (len(lines) - 1) + [True]
     final = lines[-1]
     assert {"prompt_eval_count", "eval_count", "total_duration", "eval_duration", "done_reason"} <= set(final)
-    assert "".join(line["message"]["content"] for line in lines) == "Hola. Dijiste: uno dos tres cuatro cinco seis"
+    assert (
+        "".join(line["message"]["content"] for line in lines)
+        == "Hola. Dijiste: uno dos tres cuatro cinco seis"
+    )
 
 
 def test_stream_yields_the_reply_in_several_chunks(ollama_server: EmulatorServer) -> None:
@@ -166,9 +173,11 @@ def test_a_failing_backing_model_becomes_a_500() -> None:
     def explode(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
         raise RuntimeError("provider exploded")
 
-    with create_emulator("ollama", model=FunctionChatModel(responder=explode)) as server:
-        with pytest.raises(ollama.ResponseError) as caught:
-            chat(server).invoke("hola")
+    with (
+        create_emulator("ollama", model=FunctionChatModel(responder=explode)) as server,
+        pytest.raises(ollama.ResponseError) as caught,
+    ):
+        chat(server).invoke("hola")
     assert caught.value.status_code == 500
     assert "provider exploded" in caught.value.error
 
@@ -209,7 +218,7 @@ def test_http_500_fault_raises_response_error(ollama_server: EmulatorServer) -> 
 
 def test_stream_error_fault_fails_mid_stream(ollama_server: EmulatorServer) -> None:
     received: list[str] = []
-    with pytest.raises(ollama.ResponseError) as caught:  # noqa: PT012 - the chunks before the error matter
+    with pytest.raises(ollama.ResponseError) as caught:
         for chunk in chat(ollama_server, fault="stream_error").stream("uno dos tres cuatro cinco seis"):
             received.append(chunk.text)
 
@@ -237,7 +246,9 @@ def test_malformed_tool_call_fault_is_ollamas_tool_parsing_error(ollama_server: 
 
 def test_schema_invalid_fault_fails_structured_output_parsing(ollama_server: EmulatorServer) -> None:
     # ollama#8063: the reply ignores the schema given in `format`.
-    structured = chat(ollama_server, fault="schema_invalid").with_structured_output(Plan, method="json_schema")
+    structured = chat(ollama_server, fault="schema_invalid").with_structured_output(
+        Plan, method="json_schema"
+    )
 
     with pytest.raises(OutputParserException, match="Failed to parse Plan"):
         structured.invoke("plan")
@@ -274,3 +285,11 @@ def test_unknown_fault_header_is_a_400(ollama_server: EmulatorServer) -> None:
         chat(ollama_server, fault="meteor").invoke("hola")
 
     assert caught.value.status_code == 400
+
+
+async def test_async_client_works_too(ollama_server: EmulatorServer) -> None:
+    reply = await chat(ollama_server).ainvoke("hola")
+    chunks = [chunk.text async for chunk in chat(ollama_server).astream("uno dos tres cuatro")]
+
+    assert reply.content == "Hola. Dijiste: hola"
+    assert "".join(chunks) == "Hola. Dijiste: uno dos tres cuatro"

@@ -1,0 +1,676 @@
+"""``OfflineSalesModel``: a deterministic LangChain chat model that plays an LLM for the sales assistant.
+
+It is a stand-in for the default benchmark, demos and tests, not a measure of model quality. It sees only the
+messages it is sent (it never imports the ERP, the registry, the memory store or the benchmark) and chooses one
+of three behaviours from what it is asked:
+
+1. **Tool calling** (``bind_tools``): ``tool_calls`` for the question's operations, independent calls together
+   in one message, dependent ones one step at a time; then a final answer written from the ``ToolMessage``\\s
+   (plain text, or the answer JSON as a call to a bound answer tool / as content when a ``response_format`` is
+   given, which is how LangChain's ``ToolStrategy`` and ``ProviderStrategy`` ask for a structured answer).
+2. **Plan** (a schema with ``operaciones``, or a system prompt with the quoted word ``"operaciones"``): the
+   article's plan JSON.
+3. **Answer** (a schema with ``respuesta``, or a system prompt with ``"respuesta"``): ``respuesta``,
+   ``memoria`` and ``estado`` written from the ``Resultados:`` block.
+
+Token counts follow :mod:`shared.llm.tokens`; a latency profile adds ``simulated_latency_ms`` to
+``response_metadata``; a :class:`~shared.llm.faults.FaultConfig` makes chosen calls misbehave.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from operator import itemgetter
+from typing import Any, Literal
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel, LangSmithParams, LanguageModelInput
+from langchain_core.language_models.model_profile import ModelProfile
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.messages.tool import invalid_tool_call, tool_call, tool_call_chunk
+from langchain_core.output_parsers import JsonOutputParser, PydanticOutputParser
+from langchain_core.output_parsers.openai_tools import JsonOutputKeyToolsParser, PydanticToolsParser
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.runnables import Runnable, RunnableMap, RunnablePassthrough
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_json_schema, convert_to_openai_tool
+from langchain_core.utils.pydantic import is_basemodel_subclass
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, field_validator
+
+from shared.llm.faults import (
+    HALLUCINATED_FUNCTION,
+    FaultConfig,
+    FaultMode,
+    OfflineProviderError,
+    malform_json,
+    truncate_json,
+    wrong_types,
+)
+from shared.llm.latency import LatencyProfile, resolve_latency_profile
+from shared.llm.offline._answers import Executed, compose_answer, describe
+from shared.llm.offline._generic import ToolSpec, arguments, explicit_call, named_tool
+from shared.llm.offline._prompt import PromptView, TurnCall, message_text, read_prompt
+from shared.llm.offline._schema import conform, fill, mentions, schema_kind
+from shared.llm.offline._understand import KNOWN_OPERATIONS, Step, understand
+from shared.llm.tokens import approx_json_tokens, approx_message_tokens, approx_tokens
+
+StructuredMethod = Literal["function_calling", "json_mode", "json_schema"]
+
+
+@dataclass
+class _Request:
+    """What the caller asked for, from the call's keyword arguments."""
+
+    tools: list[ToolSpec] = field(default_factory=list)
+    tool_choice: str | None = None
+    schema: dict[str, Any] | None = None
+    json_mode: bool = False
+
+
+@dataclass
+class _Draft:
+    """A reply before faults, limits and metadata: text, the JSON behind it, and tool calls."""
+
+    content: str = ""
+    payload: Any = None
+    tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    invalid_calls: list[tuple[str, str]] = field(default_factory=list)
+
+    @classmethod
+    def json(cls, payload: Any) -> _Draft:
+        return cls(content=json.dumps(payload, ensure_ascii=False), payload=payload)
+
+
+def _normalise_tool_choice(choice: Any) -> str | None:
+    if choice is None or choice is False:
+        return None
+    if choice is True or choice in ("any", "required"):
+        return "required"
+    if isinstance(choice, dict):
+        name = (choice.get("function") or {}).get("name") or choice.get("name")
+        return str(name) if name else "required"
+    return str(choice)
+
+
+def _schema_from_format(value: Any) -> tuple[dict[str, Any] | None, bool]:
+    """``(schema, json_mode)`` from an OpenAI ``response_format`` or an Ollama ``format`` value."""
+    if value is None or value == "":
+        return None, False
+    if value == "json":
+        return None, True
+    if isinstance(value, type):
+        return convert_to_json_schema(value), False
+    if isinstance(value, dict):
+        if value.get("type") == "json_object":
+            return None, True
+        if value.get("type") == "json_schema":
+            inner = value.get("json_schema") or {}
+            schema = inner.get("schema") if isinstance(inner, dict) else None
+            return (schema if isinstance(schema, dict) else None), schema is None
+        return value, False
+    return None, False
+
+
+def _read_request(kwargs: dict[str, Any]) -> _Request:
+    request = _Request(tool_choice=_normalise_tool_choice(kwargs.get("tool_choice")))
+    for tool in kwargs.get("tools") or []:
+        function = convert_to_openai_tool(tool)["function"]
+        request.tools.append(
+            ToolSpec(
+                name=function["name"],
+                description=function.get("description", ""),
+                parameters=function.get("parameters") or {"type": "object", "properties": {}},
+            )
+        )
+    for key in ("response_format", "format"):
+        schema, json_mode = _schema_from_format(kwargs.get(key))
+        if schema is not None or json_mode:
+            request.schema, request.json_mode = schema, json_mode
+            break
+    return request
+
+
+class OfflineSalesModel(BaseChatModel):
+    """A deterministic, offline chat model for the ERP sales assistant (see the module docstring).
+
+    Example:
+        >>> model = OfflineSalesModel(latency_profile="gpu-8b")
+        >>> model.invoke("Hola").content.startswith("¡Hola!")
+        True
+    """
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    model_name: str = Field(default="offline-sales", alias="model")
+    """Name reported in ``response_metadata["model_name"]``."""
+    temperature: float = 0.0
+    """Accepted for compatibility; the model is deterministic whatever its value."""
+    max_tokens: int | None = None
+    """Output budget: longer text replies are cut (``finish_reason="length"``), like a real model."""
+    timeout: float | None = None
+    """Accepted for compatibility; nothing waits."""
+    stop: list[str] | None = None
+    """Default stop sequences: text replies end before the first one."""
+    max_retries: int = 2
+    """Accepted for compatibility; nothing is retried."""
+    api_key: SecretStr | None = None
+    """Accepted for compatibility; never used."""
+    streaming: bool = False
+    """Accepted for compatibility (``invoke`` and ``stream`` give the same reply)."""
+    latency_profile: LatencyProfile | None = None
+    """When set, ``response_metadata["simulated_latency_ms"]`` reports the call's modelled time."""
+    faults: FaultConfig | None = None
+    """When set, calls selected by the config misbehave."""
+
+    _calls: int = PrivateAttr(default=0)
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    @field_validator("latency_profile", mode="before")
+    @classmethod
+    def _profile_by_name(cls, value: Any) -> Any:
+        return resolve_latency_profile(value) if isinstance(value, str) else value
+
+    @field_validator("faults", mode="before")
+    @classmethod
+    def _fault_by_mode(cls, value: Any) -> Any:
+        return FaultConfig(mode=value) if isinstance(value, str) else value
+
+    # -- LangChain plumbing ---------------------------------------------------------------------------------
+
+    @property
+    def _llm_type(self) -> str:
+        return "offline-sales"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {
+            "model_name": self.model_name,
+            "latency_profile": self.latency_profile.name if self.latency_profile else None,
+            "faults": self.faults.model_dump() if self.faults else None,
+        }
+
+    def _resolve_model_profile(self) -> ModelProfile | None:
+        return ModelProfile(
+            tool_calling=True, tool_choice=True, structured_output=True, text_inputs=True, text_outputs=True
+        )
+
+    def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
+        params = LangSmithParams(
+            ls_provider="offline",
+            ls_model_name=str(kwargs.get("model") or self.model_name),
+            ls_model_type="chat",
+            ls_temperature=kwargs.get("temperature", self.temperature),
+        )
+        if self.max_tokens is not None:
+            params["ls_max_tokens"] = self.max_tokens
+        if stop or self.stop:
+            params["ls_stop"] = stop or self.stop
+        return params
+
+    @property
+    def calls(self) -> int:
+        """How many calls this instance has answered (the index fault decisions use)."""
+        return self._calls
+
+    def bind_tools(
+        self,
+        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
+        *,
+        tool_choice: str | dict[str, Any] | bool | None = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        """Bind tools (any form ``convert_to_openai_tool`` accepts).
+
+        ``tool_choice``: ``None``/``"auto"`` (the model decides), ``"any"``/``"required"``/``True`` (some tool
+        must be called), a tool name or ``{"type": "function", "function": {"name": …}}`` (that tool), or
+        ``"none"``. Extra keyword arguments (e.g. ``response_format``) are passed to every call.
+        """
+        formatted = [convert_to_openai_tool(tool) for tool in tools]
+        return self.bind(tools=formatted, tool_choice=tool_choice, **kwargs)
+
+    def with_structured_output(
+        self,
+        schema: dict[str, Any] | type,
+        *,
+        method: StructuredMethod = "json_schema",
+        include_raw: bool = False,
+        strict: bool | None = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, dict[str, Any] | BaseModel]:
+        """Return a runnable that parses the model's reply into ``schema`` (pydantic class, TypedDict or dict).
+
+        ``json_schema`` (default) sends the schema as ``response_format`` and parses JSON text; ``json_mode``
+        asks for JSON without the schema (the prompt must say what to produce); ``function_calling`` forces a
+        call to a tool whose arguments are the object. ``include_raw=True`` returns
+        ``{"raw", "parsed", "parsing_error"}`` instead of raising on a parsing error.
+        """
+        if kwargs:
+            raise ValueError(f"Received unsupported arguments {kwargs}")
+        is_pydantic = isinstance(schema, type) and is_basemodel_subclass(schema)
+        trace = {"kwargs": {"method": method, "strict": strict}, "schema": schema}
+        parser: Runnable[Any, Any]
+        if method == "function_calling":
+            tool_name = convert_to_openai_tool(schema)["function"]["name"]
+            llm = self.bind_tools([schema], tool_choice=tool_name, ls_structured_output_format=trace)
+            parser = (
+                PydanticToolsParser(tools=[schema], first_tool_only=True)  # type: ignore[list-item]
+                if is_pydantic
+                else JsonOutputKeyToolsParser(key_name=tool_name, first_tool_only=True)
+            )
+        elif method in ("json_mode", "json_schema"):
+            if method == "json_mode":
+                response_format: dict[str, Any] = {"type": "json_object"}
+            else:
+                json_schema = convert_to_json_schema(schema)
+                response_format = {
+                    "type": "json_schema",
+                    "json_schema": {"name": json_schema.get("title", "output"), "schema": json_schema},
+                }
+            llm = self.bind(response_format=response_format, ls_structured_output_format=trace)
+            parser = PydanticOutputParser(pydantic_object=schema) if is_pydantic else JsonOutputParser()  # type: ignore[arg-type]
+        else:
+            raise ValueError(
+                f"Unrecognized method {method!r}; expected 'function_calling', 'json_mode' or 'json_schema'."
+            )
+        if include_raw:
+            parser_assign = RunnablePassthrough.assign(
+                parsed=itemgetter("raw") | parser, parsing_error=lambda _: None
+            )
+            parser_none = RunnablePassthrough.assign(parsed=lambda _: None)
+            parser_with_fallback = parser_assign.with_fallbacks([parser_none], exception_key="parsing_error")
+            return RunnableMap(raw=llm) | parser_with_fallback
+        return llm | parser
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        message = self._respond(messages, stop, kwargs)
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        message = self._respond(messages, stop, kwargs)
+        content = message.content if isinstance(message.content, str) else message.text
+        pieces = (
+            re.findall(r"\S+\s*|\s+", content) if content and not content.lstrip().startswith("{") else []
+        )
+        if not pieces and content:
+            pieces = [content]
+        for piece in pieces:
+            chunk = ChatGenerationChunk(message=AIMessageChunk(content=piece))
+            if run_manager:
+                run_manager.on_llm_new_token(piece, chunk=chunk)
+            yield chunk
+        chunks = [
+            tool_call_chunk(
+                name=c["name"], args=json.dumps(c["args"], ensure_ascii=False), id=c["id"], index=i
+            )
+            for i, c in enumerate(message.tool_calls)
+        ]
+        chunks += [
+            tool_call_chunk(name=c.get("name"), args=c.get("args"), id=c.get("id"), index=len(chunks) + i)
+            for i, c in enumerate(message.invalid_tool_calls)
+        ]
+        if chunks:
+            yield ChatGenerationChunk(message=AIMessageChunk(content="", tool_call_chunks=chunks))
+        yield ChatGenerationChunk(
+            message=AIMessageChunk(
+                content="",
+                usage_metadata=message.usage_metadata,
+                response_metadata=message.response_metadata,
+                chunk_position="last",
+            )
+        )
+
+    # -- the reply ------------------------------------------------------------------------------------------
+
+    def _respond(
+        self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]
+    ) -> AIMessage:
+        with self._lock:
+            index = self._calls
+            self._calls += 1
+        fault = self.faults.mode if self.faults and self.faults.strikes(index) else None
+        if fault == "provider_error":
+            raise OfflineProviderError(
+                f"Simulated provider failure on call {index} (fault mode provider_error)."
+            )
+        request = _read_request(kwargs)
+        view = read_prompt(messages)
+        draft = _decide(view, request)
+        if fault is not None:
+            draft = _inject(draft, fault)
+        content, finish_reason = draft.content, "tool_calls" if draft.tool_calls else "stop"
+        for sequence in stop or self.stop or []:
+            if sequence and sequence in content:
+                content = content[: content.index(sequence)]
+        if self.max_tokens is not None and approx_tokens(content) > self.max_tokens:
+            content, finish_reason = content[: self.max_tokens * 4], "length"
+
+        calls = [
+            tool_call(name=name, args=args, id=f"call_{index}_{i}")
+            for i, (name, args) in enumerate(draft.tool_calls)
+        ]
+        invalid = [
+            invalid_tool_call(name=name, args=args, id=f"call_{index}_{len(calls) + i}", error="Invalid JSON")
+            for i, (name, args) in enumerate(draft.invalid_calls)
+        ]
+        input_tokens = _input_tokens(messages, kwargs)
+        output_tokens = (
+            approx_tokens(content)
+            + sum(approx_json_tokens({"name": c["name"], "arguments": c["args"]}) for c in calls)
+            + sum(approx_tokens(f"{name}{args}") for name, args in draft.invalid_calls)
+        )
+        metadata: dict[str, Any] = {
+            "model_name": str(kwargs.get("model") or self.model_name),
+            "model_provider": "offline",
+            "finish_reason": finish_reason,
+        }
+        if self.latency_profile is not None:
+            metadata["simulated_latency_ms"] = self.latency_profile.latency_ms(input_tokens, output_tokens)
+        return AIMessage(
+            content=content,
+            tool_calls=calls,
+            invalid_tool_calls=invalid,
+            usage_metadata={
+                "input_tokens": input_tokens,
+                "output_tokens": output_tokens,
+                "total_tokens": input_tokens + output_tokens,
+            },
+            response_metadata=metadata,
+        )
+
+
+# -- decisions ----------------------------------------------------------------------------------------------
+
+
+def _input_tokens(messages: list[BaseMessage], kwargs: dict[str, Any]) -> int:
+    texts = []
+    for message in messages:
+        text = message_text(message)
+        if isinstance(message, AIMessage) and message.tool_calls:
+            text += json.dumps(
+                [{"name": c["name"], "args": c["args"]} for c in message.tool_calls], default=str
+            )
+        texts.append(text)
+    extra = 0
+    if kwargs.get("tools"):
+        extra += approx_json_tokens(kwargs["tools"])
+    for key in ("response_format", "format"):
+        if isinstance(kwargs.get(key), dict):
+            extra += approx_json_tokens(kwargs[key])
+    return approx_message_tokens(texts) + extra
+
+
+def _prompt_kind(view: PromptView) -> Literal["plan", "answer"] | None:
+    text = view.system or view.all_text
+    if '"respuesta"' in text:
+        return "answer"
+    if '"operaciones"' in text:
+        return "plan"
+    return None
+
+
+def _available(view: PromptView) -> set[str]:
+    return {name for name in KNOWN_OPERATIONS if re.search(rf"\b{name}\b", view.all_text)}
+
+
+def _decide(view: PromptView, request: _Request) -> _Draft:
+    if request.tools and request.tool_choice != "none":
+        return _tool_step(view, request)
+    kind = schema_kind(request.schema) if request.schema is not None else None
+    if kind is None or kind == "other":
+        prompt_kind = _prompt_kind(view)
+        if request.schema is None:
+            kind = prompt_kind
+    if kind == "plan":
+        return _Draft.json(_conformed(_plan(view, request.schema), request.schema))
+    if kind == "answer":
+        return _Draft.json(_conformed(_answer(view), request.schema))
+    if request.schema is not None:
+        return _Draft.json(fill(request.schema, request.schema))
+    if request.json_mode:
+        keys = re.findall(r"['\"](\w+)['\"]", view.human)
+        if keys:
+            return _Draft.json({key: f"(offline) {key}" for key in dict.fromkeys(keys)})
+        return _Draft.json({"respuesta": _plain_reply(view)})
+    return _Draft(content=_plain_reply(view))
+
+
+def _conformed(payload: dict[str, Any], schema: dict[str, Any] | None) -> Any:
+    return conform(payload, schema, schema) if schema else payload
+
+
+def _plan(view: PromptView, schema: dict[str, Any] | None) -> dict[str, Any]:
+    understanding = understand(view.question, view.conversation, _available(view))
+    with_ids = "$ref" in view.all_text or mentions(schema, "$ref")
+    steps = [s for s in understanding.steps if with_ids or s.needs is None]
+    operations = [
+        ({"id": s.key} if with_ids else {}) | {"funcion": s.funcion, "parametros": s.parametros}
+        for s in steps
+    ]
+    plan: dict[str, Any] = {"operaciones": operations, "pregunta": view.question}
+    if not operations and ("respuesta_directa" in view.all_text or mentions(schema, "respuesta_directa")):
+        plan["respuesta_directa"] = understanding.reply or "¿En qué puedo ayudarte con las ventas?"
+    return plan
+
+
+def _answer(view: PromptView) -> dict[str, Any]:
+    items = [
+        Executed(
+            funcion=str(r.get("funcion", "")),
+            parametros=r.get("parametros") if isinstance(r.get("parametros"), dict) else {},
+            resultado=r.get("resultado"),
+            error=None if r.get("error") is None else str(r["error"]),
+        )
+        for r in view.results or []
+    ]
+    fallback = None
+    if not items:
+        fallback = understand(view.question, view.conversation, frozenset(KNOWN_OPERATIONS)).reply or None
+    return compose_answer(items, view.conversation, fallback)
+
+
+def _plain_reply(view: PromptView) -> str:
+    if view.results:
+        return str(_answer(view)["respuesta"])
+    understanding = understand(view.question, view.conversation, frozenset(KNOWN_OPERATIONS))
+    if understanding.kind == "operations":
+        return (
+            "Para responder necesito consultar el ERP, y en esta llamada no tengo herramientas ni resultados: "
+            "pregúntame a través del asistente de ventas."
+        )
+    return understanding.reply
+
+
+# -- tool calling -------------------------------------------------------------------------------------------
+
+
+def _tool_step(view: PromptView, request: _Request) -> _Draft:
+    specs = request.tools
+    answer_tool = next((t for t in specs if schema_kind(t.parameters) == "answer"), None)
+    data_tools = [t for t in specs if t is not answer_tool]
+    sales = {t.name for t in data_tools if t.name in KNOWN_OPERATIONS}
+    generic = [t for t in data_tools if t.name not in KNOWN_OPERATIONS]
+    by_name = {t.name: t for t in specs}
+    choice = request.tool_choice
+    data_calls = [c for c in view.turn_calls if answer_tool is None or c.name != answer_tool.name]
+
+    if choice not in (None, "auto", "required") and choice in by_name and by_name[choice] is not answer_tool:
+        return _forced_call(view, by_name[choice])
+
+    understanding = understand(view.question, view.conversation, sales)
+    if understanding.kind == "operations":
+        issued = _match_calls(list(understanding.steps), data_calls)
+        batch = _next_batch(list(understanding.steps), issued)
+        if batch:
+            return _Draft(tool_calls=[(s.funcion, _fit(s.parametros, by_name[s.funcion])) for s in batch])
+        items = [_executed(issued[s.key]) for s in understanding.steps if s.key in issued]
+        return _final(
+            compose_answer(items, view.conversation, understanding.reply or None), request, answer_tool
+        )
+
+    if not data_calls:
+        found = explicit_call(view.question, generic)
+        if found is None:
+            spec = named_tool(view.question, generic)
+            if spec is None and choice == "required" and answer_tool is None and data_tools:
+                spec = data_tools[0]
+            found = (spec, arguments(spec, view.question)) if spec else None
+        if found is not None:
+            return _Draft(tool_calls=[(found[0].name, found[1])])
+        return _final(compose_answer([], view.conversation, understanding.reply), request, answer_tool)
+    text = " ".join(
+        describe(_executed(c)) if c.name in KNOWN_OPERATIONS else f"Resultado de {c.name}: {c.result}"
+        for c in data_calls
+    )
+    return _final({"respuesta": text, "memoria": [], "estado": {}}, request, answer_tool)
+
+
+def _forced_call(view: PromptView, spec: ToolSpec) -> _Draft:
+    kind = schema_kind(spec.parameters)
+    if kind == "plan":
+        return _Draft(tool_calls=[(spec.name, _conformed(_plan(view, spec.parameters), spec.parameters))])
+    if spec.name in KNOWN_OPERATIONS:
+        understanding = understand(view.question, view.conversation, {spec.name})
+        for step in understanding.steps:
+            if step.funcion == spec.name and step.needs is None:
+                return _Draft(tool_calls=[(spec.name, _fit(step.parametros, spec))])
+    found = explicit_call(view.question, [spec])
+    args = found[1] if found else arguments(spec, view.question, all_properties=True)
+    return _Draft(tool_calls=[(spec.name, args)])
+
+
+def _final(payload: dict[str, Any], request: _Request, answer_tool: ToolSpec | None) -> _Draft:
+    if answer_tool is not None:
+        return _Draft(
+            tool_calls=[(answer_tool.name, conform(payload, answer_tool.parameters, answer_tool.parameters))]
+        )
+    if request.schema is not None:
+        if schema_kind(request.schema) == "answer":
+            return _Draft.json(conform(payload, request.schema, request.schema))
+        return _Draft.json(fill(request.schema, request.schema))
+    if request.json_mode:
+        return _Draft.json(payload)
+    return _Draft(content=str(payload["respuesta"]))
+
+
+def _fit(params: dict[str, Any], spec: ToolSpec) -> dict[str, Any]:
+    """Keep only the parameters the tool declares (all of them when it declares none)."""
+    names = spec.property_names
+    return {k: v for k, v in params.items() if not names or k in names}
+
+
+def _match_calls(steps: list[Step], calls: list[TurnCall]) -> dict[str, TurnCall]:
+    """Which step each call of this turn carried out: by name first, then unmatched calls in order."""
+    issued: dict[str, TurnCall] = {}
+    unused = list(calls)
+    for step in steps:
+        for call in unused:
+            if call.name == step.funcion:
+                issued[step.key] = call
+                unused.remove(call)
+                break
+    for step in steps:
+        if step.key not in issued and unused:
+            issued[step.key] = unused.pop(0)
+    return issued
+
+
+def _next_batch(steps: list[Step], issued: dict[str, TurnCall]) -> list[Step]:
+    """Steps not yet called whose inputs are ready; a step whose dependency failed is dropped."""
+    batch: list[Step] = []
+    for step in steps:
+        if step.key in issued:
+            continue
+        if step.needs is None:
+            batch.append(step)
+            continue
+        dependency = issued.get(step.needs)
+        if dependency is None or dependency.result is None or dependency.is_error:
+            continue
+        value = _result_field(dependency.result, "cliente")
+        if value is None:
+            continue
+        params = {
+            k: (value if isinstance(v, dict) and "$ref" in v else v) for k, v in step.parametros.items()
+        }
+        batch.append(Step(key=step.key, funcion=step.funcion, parametros=params))
+    return batch
+
+
+def _result_field(result: str, key: str) -> Any:
+    try:
+        data = json.loads(result)
+    except json.JSONDecodeError:
+        return None
+    return data.get(key) if isinstance(data, dict) else None
+
+
+def _executed(call: TurnCall) -> Executed:
+    if call.is_error or call.result is None:
+        return Executed(call.name, call.args, error=call.result or "sin respuesta de la herramienta")
+    try:
+        result: Any = json.loads(call.result)
+    except json.JSONDecodeError:
+        result = call.result
+    return Executed(call.name, call.args, resultado=result)
+
+
+# -- faults -------------------------------------------------------------------------------------------------
+
+
+def _inject(draft: _Draft, mode: FaultMode) -> _Draft:
+    if mode == "empty":
+        return _Draft()
+    if draft.tool_calls:
+        return _inject_tool_calls(draft, mode)
+    if draft.payload is None:
+        if mode == "truncated_json":
+            return _Draft(content=truncate_json(draft.content))
+        return draft
+    payload = json.loads(json.dumps(draft.payload))
+    if mode == "malformed_json":
+        return _Draft(content=malform_json(draft.content))
+    if mode == "truncated_json":
+        return _Draft(content=truncate_json(draft.content))
+    operations = payload.get("operaciones") if isinstance(payload, dict) else None
+    if mode == "unknown_function" and isinstance(operations, list) and operations:
+        operations[0]["funcion"] = HALLUCINATED_FUNCTION
+    elif mode == "wrong_types" and isinstance(operations, list):
+        for operation in operations:
+            operation["parametros"] = wrong_types(operation.get("parametros") or {})
+    elif mode == "wrong_types" and isinstance(payload, dict) and "memoria" in payload:
+        payload["memoria"] = [dict(m, importancia="alta") for m in payload.get("memoria") or []]
+        if isinstance(payload.get("estado"), dict):
+            payload["estado"] = wrong_types(payload["estado"])
+    return _Draft.json(payload)
+
+
+def _inject_tool_calls(draft: _Draft, mode: FaultMode) -> _Draft:
+    first_name, first_args = draft.tool_calls[0]
+    rest = draft.tool_calls[1:]
+    if mode in ("malformed_json", "truncated_json"):
+        text = json.dumps(first_args, ensure_ascii=False)
+        broken = malform_json(text) if mode == "malformed_json" else truncate_json(text)
+        return _Draft(content=draft.content, tool_calls=rest, invalid_calls=[(first_name, broken)])
+    if mode == "unknown_function":
+        return _Draft(content=draft.content, tool_calls=[(HALLUCINATED_FUNCTION, first_args), *rest])
+    if mode == "wrong_types":
+        return _Draft(
+            content=draft.content, tool_calls=[(name, wrong_types(args)) for name, args in draft.tool_calls]
+        )
+    return draft

@@ -1,0 +1,134 @@
+"""JSON-schema helpers: classify a requested schema, fill one with placeholder values, conform a payload to it.
+
+Used for ``with_structured_output``, provider-native ``response_format`` / Ollama ``format`` schemas, and the
+arguments of tools the model does not know (the langchain-tests adder, weather and joke schemas).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+SchemaKind = Literal["plan", "answer", "other"]
+
+
+def resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
+    """Follow a local ``$ref`` (``#/$defs/Name``) and unwrap single ``allOf``; otherwise return ``schema``."""
+    seen = 0
+    while isinstance(schema, dict) and seen < 20:
+        seen += 1
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/"):
+            target: Any = root
+            for part in ref[2:].split("/"):
+                target = target.get(part, {}) if isinstance(target, dict) else {}
+            schema = target if isinstance(target, dict) else {}
+            continue
+        all_of = schema.get("allOf")
+        if isinstance(all_of, list) and len(all_of) == 1 and isinstance(all_of[0], dict):
+            schema = all_of[0]
+            continue
+        break
+    return schema
+
+
+def properties(schema: dict[str, Any]) -> dict[str, Any]:
+    """The ``properties`` of an object schema (after ``$ref`` resolution), or ``{}``."""
+    props = resolve(schema, schema).get("properties")
+    return props if isinstance(props, dict) else {}
+
+
+def schema_kind(schema: dict[str, Any] | None) -> SchemaKind:
+    """``plan`` when the schema has ``operaciones``, ``answer`` when it has ``respuesta``, else ``other``."""
+    props = properties(schema or {})
+    if "operaciones" in props:
+        return "plan"
+    if "respuesta" in props:
+        return "answer"
+    return "other"
+
+
+def _non_null(options: list[Any]) -> dict[str, Any]:
+    for option in options:
+        if isinstance(option, dict) and option.get("type") != "null":
+            return option
+    return {}
+
+
+def fill(schema: dict[str, Any], root: dict[str, Any], *, hint: str = "", all_properties: bool = True) -> Any:
+    """A value valid for ``schema``: defaults, enums and consts first, then a placeholder by type."""
+    schema = resolve(schema, root)
+    if "const" in schema:
+        return schema["const"]
+    if "default" in schema and schema["default"] is not None:
+        return schema["default"]
+    enum = schema.get("enum")
+    if isinstance(enum, list) and enum:
+        return enum[0]
+    for key in ("anyOf", "oneOf"):
+        if isinstance(schema.get(key), list):
+            return fill(_non_null(schema[key]), root, hint=hint, all_properties=all_properties)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "object" or (kind is None and "properties" in schema):
+        props = schema.get("properties") or {}
+        required = set(schema.get("required") or [])
+        return {
+            name: fill(sub, root, hint=name, all_properties=all_properties)
+            for name, sub in props.items()
+            if all_properties or name in required
+        }
+    if kind == "array":
+        items = schema.get("items")
+        minimum = int(schema.get("minItems") or 0)
+        return [fill(items, root, hint=hint) for _ in range(minimum)] if isinstance(items, dict) else []
+    if kind == "integer":
+        return _number(schema, 0)
+    if kind == "number":
+        return float(_number(schema, 0))
+    if kind == "boolean":
+        return False
+    if kind == "null":
+        return None
+    text = str(schema.get("description") or hint or "valor").strip()
+    return f"(offline) {text}"
+
+
+def _number(schema: dict[str, Any], preferred: int) -> int:
+    value = preferred
+    if isinstance(schema.get("minimum"), int | float):
+        value = max(value, int(schema["minimum"]))
+    if isinstance(schema.get("exclusiveMinimum"), int | float):
+        value = max(value, int(schema["exclusiveMinimum"]) + 1)
+    if isinstance(schema.get("maximum"), int | float):
+        value = min(value, int(schema["maximum"]))
+    return value
+
+
+def conform(value: Any, schema: dict[str, Any], root: dict[str, Any]) -> Any:
+    """Adapt a payload to a schema: fill missing required keys, drop extras the schema forbids, recurse."""
+    schema = resolve(schema, root)
+    for key in ("anyOf", "oneOf"):
+        if isinstance(schema.get(key), list) and value is not None:
+            schema = resolve(_non_null(schema[key]), root)
+    if isinstance(value, dict) and isinstance(schema.get("properties"), dict):
+        props: dict[str, Any] = schema["properties"]
+        result: dict[str, Any] = {}
+        for name, item in value.items():
+            if name in props:
+                result[name] = conform(item, props[name], root)
+            elif schema.get("additionalProperties") is not False:
+                result[name] = item
+        for name in schema.get("required") or []:
+            if name not in result and name in props:
+                result[name] = fill(props[name], root, hint=name)
+        return result
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return [conform(item, schema["items"], root) for item in value]
+    return value
+
+
+def mentions(schema: dict[str, Any] | None, word: str) -> bool:
+    """Whether ``word`` occurs anywhere in the schema's text (property names, descriptions)."""
+    return bool(schema) and re.search(re.escape(word), repr(schema)) is not None

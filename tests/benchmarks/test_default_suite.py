@@ -1,0 +1,74 @@
+"""The packaged scenario suite: its size, its categories, the article verbatim, and facts that evaluate."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from benchmarks.scenario import Scenario, load_scenarios
+from benchmarks.scoring.turn import TurnScorer
+
+REQUIRED_CATEGORIES = {
+    "articulo",
+    "single_operation",
+    "multiple_operations",
+    "dependent_operations",
+    "follow_up",
+    "small_talk",
+    "unsupported",
+    "adversarial",
+    "long_conversation",
+}
+
+
+@pytest.fixture(scope="module")
+def suite(registry: Any) -> list[Scenario]:
+    return load_scenarios(registry=registry)
+
+
+def test_the_suite_is_large_enough_and_covers_every_category(suite: list[Scenario]) -> None:
+    assert len(suite) >= 30
+    assert sum(len(s.turns) for s in suite) >= 80
+    assert REQUIRED_CATEGORIES <= {s.category for s in suite}
+    assert Counter(s.id for s in suite).most_common(1)[0][1] == 1
+
+
+def test_there_is_one_fifty_turn_conversation(suite: list[Scenario]) -> None:
+    long = [s for s in suite if s.category == "long_conversation"]
+    assert [len(s.turns) for s in long] == [50]
+    expects = long[0].turns
+    assert any(t.expect.operations == [] for t in expects), "it mixes in small talk"
+    assert any(t.user.startswith("¿Y ") for t in expects), "it has follow-ups"
+
+
+def test_the_articles_dialogues_are_there_verbatim(suite: list[Scenario]) -> None:
+    articulo = [[t.user for t in s.turns] for s in suite if s.category == "articulo"]
+    assert ["¿Cuánto vendimos en 2025?"] in articulo
+    assert ["¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?"] in articulo
+    assert any(turns[-2:] == ["¿Cuál fue mi mejor cliente?", "¿Y cuánto compró?"] for turns in articulo)
+
+
+def test_no_expected_number_is_typed_in(suite: list[Scenario]) -> None:
+    for scenario in suite:
+        for turn in scenario.turns:
+            assert not turn.expect.answer_contains, f"{scenario.id}: use facts, not literal answers"
+
+
+def test_every_fact_and_expected_call_evaluates_in_the_erp(
+    suite: list[Scenario], registry: Any, erp: Any
+) -> None:
+    scorer = TurnScorer(registry, erp)
+    for scenario in suite:
+        for turn in scenario.turns:
+            for fact in turn.expect.facts:
+                assert scorer.facts.evaluate(fact) not in (None, "", 0), (scenario.id, fact)
+            for op in turn.expect.operations or []:
+                registry.execute(erp, op.funcion, scorer.resolve(op.parametros))
+
+
+def test_the_article_figures_are_the_seeded_ones(registry: Any, erp: Any) -> None:
+    scorer = TurnScorer(registry, erp)
+    assert scorer.facts.evaluate("ventas_anuales(anio=2025).total") == 850_000_000
+    assert scorer.facts.evaluate("compras_cliente(cliente='Empresa ABC', anio=2025).total") == 120_000_000

@@ -1,0 +1,168 @@
+"""The run: fresh conversations, streamed records, failures recorded, resume (benchmarks/runner.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import FakeEngine, good_script
+
+from benchmarks.results import read_results
+from benchmarks.runner import RunConfig, run_benchmark
+from benchmarks.scenario import Scenario
+from benchmarks.scoring.turn import TurnScorer
+from shared.errors import ConfigurationError, ProviderError
+from shared.turn import TurnResult
+
+
+def config(tmp_path: Path, **kwargs: object) -> RunConfig:
+    values: dict[str, object] = {"modes": ["planner", "toolcalling"], "out_dir": tmp_path / "out"}
+    values.update(kwargs)
+    return RunConfig.model_validate(values)
+
+
+class Engines:
+    """An engine factory that keeps the engines it built."""
+
+    def __init__(self, script=good_script) -> None:  # type: ignore[no-untyped-def]
+        self.script = script
+        self.built: list[FakeEngine] = []
+
+    def __call__(self, mode: str) -> FakeEngine:
+        engine = FakeEngine(mode, self.script)
+        self.built.append(engine)
+        return engine
+
+    def calls(self) -> list[tuple[str, str]]:
+        return [call for engine in self.built for call in engine.calls]
+
+
+def test_every_turn_of_every_mode_is_scored_and_streamed(
+    tmp_path: Path, tiny_suite: list[Scenario], scorer: TurnScorer
+) -> None:
+    engines = Engines()
+    outcome = run_benchmark(
+        tiny_suite, config(tmp_path), engine_factory=engines, scorer=scorer, show_progress=False
+    )
+    assert len(outcome.rows) == 6 and all(row.passed for row in outcome.rows), [
+        row.score.details for row in outcome.rows
+    ]
+    lines = [json.loads(line) for line in outcome.results_path.read_text().splitlines()]
+    assert lines[0]["kind"] == "run" and lines[0]["modes"] == ["planner", "toolcalling"]
+    assert lines[0]["scenarios"] == 2 and lines[0]["turns"] == 3
+    assert [line["kind"] for line in lines[1:]] == ["turn"] * 6
+    first = lines[1]
+    assert {"model_calls", "input_tokens", "output_tokens", "model_ms", "harness_ms", "operations", "score"} <= set(
+        first
+    )
+
+
+def test_the_engine_sees_only_the_user_text_in_fresh_conversations(
+    tmp_path: Path, tiny_suite: list[Scenario], scorer: TurnScorer
+) -> None:
+    engines = Engines()
+    run_benchmark(tiny_suite, config(tmp_path, repeat=2), engine_factory=engines, scorer=scorer, show_progress=False)
+    calls = engines.calls()
+    assert {message for _, message in calls} == {t.user for s in tiny_suite for t in s.turns}
+    conversations: dict[str, set[str]] = {}
+    for conversation_id, message in calls:
+        conversations.setdefault(conversation_id, set()).add(message)
+    assert len(conversations) == 2 * 2 * 2  # modes × scenarios × repetitions
+    assert len(engines.built) == 2, "one engine per mode, reused"
+
+
+def test_a_failing_provider_is_recorded_and_the_run_goes_on(
+    tmp_path: Path, tiny_suite: list[Scenario], scorer: TurnScorer
+) -> None:
+    def flaky(mode: str, conversation_id: str, message: str) -> TurnResult:
+        if mode == "toolcalling" and message == "Hola":
+            raise ProviderError("connection refused by the test")
+        return good_script(mode, conversation_id, message)
+
+    outcome = run_benchmark(
+        tiny_suite, config(tmp_path), engine_factory=Engines(flaky), scorer=scorer, show_progress=False
+    )
+    assert len(outcome.rows) == 6
+    [failed] = [row for row in outcome.rows if row.failed]
+    assert (failed.mode, failed.scenario, failed.turn) == ("toolcalling", "saludo", 1)
+    assert failed.errors == ["ProviderError: connection refused by the test"]
+    assert not failed.passed and failed.score.details[0] == "the turn failed"
+    after = next(r for r in outcome.rows if (r.mode, r.scenario, r.turn) == ("toolcalling", "saludo", 2))
+    assert after.passed
+
+
+def test_an_engine_that_cannot_be_built_fails_its_turns_only(
+    tmp_path: Path, tiny_suite: list[Scenario], scorer: TurnScorer
+) -> None:
+    def factory(mode: str) -> FakeEngine:
+        if mode == "toolcalling":
+            raise ConfigurationError("toolcalling is not installed")
+        return FakeEngine(mode, good_script)
+
+    outcome = run_benchmark(tiny_suite, config(tmp_path), engine_factory=factory, scorer=scorer, show_progress=False)
+    assert all(row.failed for row in outcome.rows if row.mode == "toolcalling")
+    assert all(row.passed for row in outcome.rows if row.mode == "planner")
+
+
+def test_resume_skips_finished_units_and_reruns_unfinished_ones(
+    tmp_path: Path, tiny_suite: list[Scenario], scorer: TurnScorer
+) -> None:
+    first = run_benchmark(tiny_suite, config(tmp_path), engine_factory=Engines(), scorer=scorer, show_progress=False)
+    lines = first.results_path.read_text().splitlines()
+    # Interrupt the run inside the last unit (toolcalling · saludo): its second turn was never written.
+    assert json.loads(lines[-1])["scenario"] == "saludo" and json.loads(lines[-1])["turn"] == 2
+    first.results_path.write_text("\n".join(lines[:-1]) + "\n")
+
+    engines = Engines()
+    second = run_benchmark(
+        tiny_suite, config(tmp_path, resume=True), engine_factory=engines, scorer=scorer, show_progress=False
+    )
+    assert (second.units_run, second.units_skipped) == (1, 3)
+    assert [(e.mode, m) for e in engines.built for _, m in e.calls] == [
+        ("toolcalling", "Hola"),
+        ("toolcalling", "¿Cuánto vendimos en 2025?"),
+    ]
+    rows = read_results(second.results_path).rows
+    assert sorted((r.mode, r.scenario, r.turn) for r in rows) == sorted(
+        (m, s.id, i + 1) for m in ("planner", "toolcalling") for s in tiny_suite for i in range(len(s.turns))
+    )
+
+
+def test_resume_with_everything_done_runs_nothing(
+    tmp_path: Path, tiny_suite: list[Scenario], scorer: TurnScorer
+) -> None:
+    run_benchmark(tiny_suite, config(tmp_path), engine_factory=Engines(), scorer=scorer, show_progress=False)
+    engines = Engines()
+    again = run_benchmark(
+        tiny_suite, config(tmp_path, resume=True), engine_factory=engines, scorer=scorer, show_progress=False
+    )
+    assert again.units_run == 0 and engines.calls() == [] and len(again.rows) == 6
+
+
+def test_without_resume_an_old_results_file_is_replaced(
+    tmp_path: Path, tiny_suite: list[Scenario], scorer: TurnScorer
+) -> None:
+    run_benchmark(tiny_suite, config(tmp_path), engine_factory=Engines(), scorer=scorer, show_progress=False)
+    again = run_benchmark(tiny_suite, config(tmp_path), engine_factory=Engines(), scorer=scorer, show_progress=False)
+    assert len(again.rows) == 6
+
+
+def test_threads_run_units_concurrently_with_the_same_records(
+    tmp_path: Path, tiny_suite: list[Scenario], scorer: TurnScorer
+) -> None:
+    outcome = run_benchmark(
+        tiny_suite,
+        config(tmp_path, concurrency=3, repeat=2),
+        engine_factory=Engines(),
+        scorer=scorer,
+        show_progress=False,
+    )
+    assert len(outcome.rows) == 12 and all(row.passed for row in outcome.rows)
+
+
+def test_invalid_settings_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError):
+        config(tmp_path, repeat=0)
+    with pytest.raises(ValueError):
+        config(tmp_path, modes=[])

@@ -1,0 +1,142 @@
+"""PlannerAI: one model call per method, native structured output first, tolerant parsing as a fallback."""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.runnables import Runnable, RunnableLambda
+from planner_fakes import FunctionChatModel, scripted
+from pydantic import Field
+
+from planner_mode.ai import PlannerAI
+from planner_mode.plan import OperationOutcome, Plan
+from shared.answer import Answer
+from shared.errors import ModelOutputError, ProviderError
+from shared.memory.context import ConversationContext
+from shared.operations.registry import OperationRegistry
+
+CONTEXT = ConversationContext(hoy=date(2026, 11, 30))
+PLAN = {"operaciones": [{"funcion": "ventas_anuales", "parametros": {"anio": 2025}}], "pregunta": "¿Cuánto?"}
+
+
+def test_analyze_returns_the_plan_with_one_call(toy_registry: OperationRegistry) -> None:
+    model = FunctionChatModel(reply=scripted(PLAN))
+    plan = PlannerAI(model).analyze("¿Cuánto vendimos en 2025?", CONTEXT, toy_registry.catalog())
+    assert plan == Plan.model_validate(PLAN)
+    assert model.calls == 1
+    assert str(model.prompts[0][1].content).endswith("Nueva pregunta:\n¿Cuánto vendimos en 2025?")
+
+
+def test_missing_pregunta_is_filled_with_the_message(toy_registry: OperationRegistry) -> None:
+    model = FunctionChatModel(reply=scripted({"operaciones": []}))
+    assert PlannerAI(model).analyze("Hola", CONTEXT, toy_registry.catalog()).pregunta == "Hola"
+
+
+def test_json_wrapped_in_prose_and_fences_is_recovered(toy_registry: OperationRegistry) -> None:
+    text = "Este es el plan:\n```json\n" + json.dumps(PLAN)[:-1] + ",}\n```\nListo."
+    model = FunctionChatModel(reply=scripted(text))
+    assert (
+        PlannerAI(model).analyze("x", CONTEXT, toy_registry.catalog()).operaciones[0].funcion
+        == "ventas_anuales"
+    )
+
+
+@pytest.mark.parametrize(
+    "text", ["", "no sé", '{"operaciones": [{"funcion": "ventas_anuales"', '{"operaciones": 5}']
+)
+def test_unusable_output_raises_model_output_error_after_one_call(
+    toy_registry: OperationRegistry, text: str
+) -> None:
+    model = FunctionChatModel(reply=lambda _messages: text)
+    with pytest.raises(ModelOutputError):
+        PlannerAI(model).analyze("x", CONTEXT, toy_registry.catalog())
+    assert model.calls == 1
+
+
+def test_any_provider_exception_becomes_provider_error(toy_registry: OperationRegistry) -> None:
+    def boom(_messages: list[BaseMessage]) -> str:
+        raise ConnectionError("connection refused")
+
+    model = FunctionChatModel(reply=boom)
+    with pytest.raises(ProviderError, match="ConnectionError: connection refused"):
+        PlannerAI(model).analyze("x", CONTEXT, toy_registry.catalog())
+    assert model.calls == 1
+
+
+def test_respond_uses_the_answer_model_and_sees_the_results() -> None:
+    plan_model = FunctionChatModel(reply=lambda _m: "{}")
+    answer_model = FunctionChatModel(
+        reply=lambda _m: json.dumps({"respuesta": "Vendimos ₲850.000.000.", "estado": {"anio": 2025}})
+    )
+    ai = PlannerAI(plan_model, answer_model)
+    results = [OperationOutcome(funcion="ventas_anuales", parametros={"anio": 2025}, resultado={"total": 1})]
+    answer = ai.respond("¿Cuánto vendimos?", results, CONTEXT)
+    assert answer == Answer(respuesta="Vendimos ₲850.000.000.", estado={"anio": 2025})
+    assert (plan_model.calls, answer_model.calls) == (0, 1)
+    assert '"resultado": {"total": 1}' in str(answer_model.prompts[0][1].content)
+
+
+def test_blank_respuesta_is_a_model_output_error() -> None:
+    model = FunctionChatModel(reply=lambda _m: '{"respuesta": "  "}')
+    with pytest.raises(ModelOutputError, match="empty"):
+        PlannerAI(model).respond("x", [], CONTEXT)
+
+
+class StructuredFake(FunctionChatModel):
+    """Implements ``with_structured_output`` like a provider: ``parsed`` when valid, raw text otherwise."""
+
+    requested: list[dict[str, Any]] = Field(default_factory=list)
+
+    def with_structured_output(
+        self, schema: Any, *, include_raw: bool = False, **kwargs: Any
+    ) -> Runnable[Any, Any]:
+        self.requested.append({"schema": schema, "include_raw": include_raw, **kwargs})
+
+        def run(messages: Any) -> dict[str, Any]:
+            raw = self.invoke(messages)
+            try:
+                return {"raw": raw, "parsed": schema.model_validate_json(raw.content), "parsing_error": None}
+            except ValueError as exc:
+                return {"raw": raw, "parsed": None, "parsing_error": exc}
+
+        return RunnableLambda(run)
+
+
+def test_native_structured_output_is_requested_as_json_schema(toy_registry: OperationRegistry) -> None:
+    model = StructuredFake(reply=scripted(PLAN))
+    ai = PlannerAI(model)
+    assert [(r["schema"], r["method"], r["include_raw"]) for r in model.requested] == [
+        (Plan, "json_schema", True),
+        (Answer, "json_schema", True),
+    ]
+    assert ai.analyze("x", CONTEXT, toy_registry.catalog()) == Plan.model_validate(PLAN)
+    assert model.calls == 1
+
+
+def test_structured_parse_failure_falls_back_to_the_raw_text_without_a_second_call(
+    toy_registry: OperationRegistry,
+) -> None:
+    model = StructuredFake(reply=scripted("```json\n" + json.dumps(PLAN) + "\n```"))
+    assert PlannerAI(model).analyze("x", CONTEXT, toy_registry.catalog()).operaciones[0].parametros == {
+        "anio": 2025
+    }
+    assert model.calls == 1
+
+
+def test_function_calling_structured_output_is_read_from_tool_call_args(
+    toy_registry: OperationRegistry,
+) -> None:
+    class ToolCallingFake(StructuredFake):
+        def with_structured_output(self, schema: Any, **kwargs: Any) -> Runnable[Any, Any]:
+            def run(_messages: Any) -> dict[str, Any]:
+                raw = AIMessage(content="", tool_calls=[{"name": "Plan", "args": PLAN, "id": "1"}])
+                return {"raw": raw, "parsed": None, "parsing_error": ValueError("x")}
+
+            return RunnableLambda(run)
+
+    plan = PlannerAI(ToolCallingFake(reply=lambda _m: "")).analyze("x", CONTEXT, toy_registry.catalog())
+    assert plan == Plan.model_validate(PLAN)

@@ -1,0 +1,285 @@
+"""PlannerEngine with a counting fake model and a toy registry: flow, recording, the ≤2-call invariant."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from langchain_core.messages import BaseMessage
+from planner_fakes import FunctionChatModel, Reply, is_plan_request, scripted
+
+from planner_mode import InProcessAIClient, PlannerAI, PlannerEngine, PlannerLimits
+from planner_mode.engine import ANSWER_FAILED_MESSAGE, PROVIDER_DOWN_MESSAGE, UNREADABLE_PLAN_MESSAGE
+from shared.engine import AssistantEngine
+from shared.erp.database import Erp
+from shared.memory.store import MemoryStore
+from shared.operations.registry import OperationRegistry
+
+TWO_OPS = {
+    "operaciones": [
+        {"funcion": "ventas_anuales", "parametros": {"anio": 2025}},
+        {"funcion": "mejor_cliente", "parametros": {"anio": 2025}},
+    ],
+    "pregunta": "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?",
+}
+DEPENDENT = {
+    "operaciones": [
+        {"id": "op1", "funcion": "mejor_cliente", "parametros": {"anio": 2025}},
+        {
+            "id": "op2",
+            "funcion": "compras_cliente",
+            "parametros": {"cliente": {"$ref": "op1.cliente"}, "anio": 2025},
+        },
+    ]
+}
+
+
+def answer_from(results: list[dict[str, Any]]) -> str:
+    """Call 2 of the fake: echo totals and errors; remember the best customer."""
+    parts = [
+        f"{r['funcion']}={r['resultado'].get('total')}" if "resultado" in r else f"ERROR {r['error']}"
+        for r in results
+    ]
+    return json.dumps(
+        {
+            "respuesta": "; ".join(parts) or "Nada que consultar.",
+            "memoria": [{"contenido": "Hablamos de ventas de 2025.", "importancia": 0.8}],
+            "estado": {"tema": "ventas", "anio": 2025, "cliente_actual": "Empresa ABC"},
+        }
+    )
+
+
+def make_engine(
+    reply: Reply, registry: OperationRegistry, erp: Erp, store: MemoryStore, **limits: Any
+) -> tuple[PlannerEngine, FunctionChatModel]:
+    model = FunctionChatModel(reply=reply)
+    engine = PlannerEngine(registry, erp, store, InProcessAIClient(PlannerAI(model)), PlannerLimits(**limits))
+    return engine, model
+
+
+def snapshot_store(store: MemoryStore, conversation_id: str) -> tuple[Any, ...]:
+    return (
+        [(m.role, m.content, m.metadata) for m in store.history(conversation_id)],
+        store.get_state(conversation_id),
+        store.memories(conversation_id),
+    )
+
+
+def test_engine_is_an_assistant_engine(
+    toy_registry: OperationRegistry, toy_erp: Erp, memory_store: MemoryStore
+) -> None:
+    engine, _ = make_engine(scripted(TWO_OPS), toy_registry, toy_erp, memory_store)
+    assert isinstance(engine, AssistantEngine)
+    assert engine.mode == "planner"
+
+
+def test_two_operations_one_plan_two_calls_and_an_atomic_record(
+    toy_registry: OperationRegistry, toy_erp: Erp, memory_store: MemoryStore
+) -> None:
+    engine, model = make_engine(scripted(TWO_OPS, answer_from), toy_registry, toy_erp, memory_store)
+    result = engine.ask("c1", "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?")
+
+    assert model.calls == result.model_calls == 2
+    assert result.answer == "ventas_anuales=850000000; mejor_cliente=120000000"
+    assert [op.funcion for op in result.operations] == ["ventas_anuales", "mejor_cliente"]
+    assert all(op.ok for op in result.operations)
+    assert result.plan is not None and result.plan["operaciones"][0]["funcion"] == "ventas_anuales"
+    assert result.errors == [] and result.recorded
+    assert result.state == {"tema": "ventas", "anio": 2025, "cliente_actual": "Empresa ABC"}
+    assert result.memories == ["Hablamos de ventas de 2025."]
+    assert (result.input_tokens, result.output_tokens) == (200, 20)
+    assert result.simulated_model_ms is None
+    assert result.total_ms == pytest.approx(result.model_ms + result.harness_ms)
+
+    user, assistant = memory_store.history("c1")
+    assert (user.role, user.content) == ("user", "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?")
+    assert (assistant.role, assistant.content) == ("assistant", result.answer)
+    assert assistant.is_final_answer
+    assert assistant.metadata["plan"] == result.plan
+    assert [op["result"]["total"] for op in assistant.metadata["operations"]] == [850_000_000, 120_000_000]
+    assert memory_store.get_state("c1")["cliente_actual"] == "Empresa ABC"
+
+
+def test_the_next_turn_sees_the_stored_context(
+    toy_registry: OperationRegistry, toy_erp: Erp, memory_store: MemoryStore
+) -> None:
+    engine, model = make_engine(scripted(TWO_OPS, answer_from), toy_registry, toy_erp, memory_store)
+    engine.ask("c1", "¿Cuál fue mi mejor cliente?")
+    engine.ask("c1", "¿Y cuánto compró?")
+    human = str(model.prompts[2][1].content)  # call 1 of turn 2
+    assert "- cliente_actual: Empresa ABC" in human
+    assert "Usuario: ¿Cuál fue mi mejor cliente?" in human
+    assert "- Hablamos de ventas de 2025." in human
+    assert human.endswith("Nueva pregunta:\n¿Y cuánto compró?")
+
+
+def test_dependent_plan_with_ref_still_costs_two_calls(
+    toy_registry: OperationRegistry, toy_erp: Erp, memory_store: MemoryStore
+) -> None:
+    engine, model = make_engine(scripted(DEPENDENT, answer_from), toy_registry, toy_erp, memory_store)
+    result = engine.ask("c1", "¿Cuánto compró nuestro mejor cliente de 2025?")
+    assert model.calls == result.model_calls == 2
+    assert result.operations[1].parametros == {"cliente": "Empresa ABC", "anio": 2025}
+    assert result.answer == "mejor_cliente=120000000; compras_cliente=120000000"
+
+
+def test_small_talk_costs_one_call_and_keeps_the_state(
+    toy_registry: OperationRegistry, toy_erp: Erp, memory_store: MemoryStore
+) -> None:
+    memory_store.merge_state("c1", {"anio": 2024})
+    engine, model = make_engine(
+        scripted({"operaciones": [], "respuesta_directa": "¡Hola! ¿En qué puedo ayudarle?"}),
+        toy_registry,
+        toy_erp,
+        memory_store,
+    )
+    result = engine.ask("c1", "Hola")
+    assert model.calls == result.model_calls == 1
+    assert result.answer == "¡Hola! ¿En qué puedo ayudarle?"
+    assert result.operations == [] and result.recorded
+    assert result.state == {"anio": 2024}
+    assert [m.content for m in memory_store.history("c1")] == ["Hola", "¡Hola! ¿En qué puedo ayudarle?"]
+
+
+def test_a_plan_without_operations_or_direct_answer_still_gets_an_answer(
+    toy_registry: OperationRegistry, toy_erp: Erp, memory_store: MemoryStore
+) -> None:
+    engine, model = make_engine(
+        scripted({"operaciones": []}, answer_from), toy_registry, toy_erp, memory_store
+    )
+    result = engine.ask("c1", "¿Qué tiempo hace?")
+    assert model.calls == 2
+    assert result.answer == "Nada que consultar."
+
+
+@pytest.mark.parametrize(
+    ("plan", "expected_error"),
+    [
+        ({"operaciones": [{"funcion": "consultar_ventas_totales", "parametros": {}}]}, "Unknown operation"),
+        ({"operaciones": [{"funcion": "ventas_anuales", "parametros": {"anio": "dos mil"}}]}, "anio"),
+        (
+            {
+                "operaciones": [
+                    {
+                        "funcion": "compras_cliente",
+                        "parametros": {"cliente": {"$ref": "op7.cliente"}, "anio": 1},
+                    }
+                ]
+            },
+            "dangling $ref",
+        ),
+        (
+            {
+                "operaciones": [
+                    {
+                        "id": "a",
+                        "funcion": "compras_cliente",
+                        "parametros": {"cliente": {"$ref": "b.cliente"}, "anio": 1},
+                    },
+                    {
+                        "id": "b",
+                        "funcion": "compras_cliente",
+                        "parametros": {"cliente": {"$ref": "a.cliente"}, "anio": 1},
+                    },
+                ]
+            },
+            "cycle",
+        ),
+        ({"operaciones": [{"funcion": "ventas_anuales", "parametros": {"anio": 2025}}] * 3}, "at most 2"),
+    ],
+    ids=["unknown", "wrong-types", "dangling-ref", "cycle", "too-many"],
+)
+def test_invalid_plans_run_nothing_and_reach_call_two_as_errors(
+    toy: Any,
+    toy_registry: OperationRegistry,
+    toy_erp: Erp,
+    memory_store: MemoryStore,
+    plan: dict[str, Any],
+    expected_error: str,
+) -> None:
+    engine, model = make_engine(
+        scripted(plan, answer_from), toy_registry, toy_erp, memory_store, max_operations=2
+    )
+    result = engine.ask("c1", "pregunta")
+    assert toy.log == []  # nothing executed
+    assert model.calls == result.model_calls == 2
+    assert result.answer.startswith("ERROR") and expected_error in result.answer
+    assert any(expected_error in error for error in result.errors)
+    assert result.recorded and all(op.error for op in result.operations)
+    assert memory_store.history("c1")[-1].metadata["errors"] == result.errors
+
+
+def test_operation_errors_reach_call_two(
+    toy_registry: OperationRegistry, toy_erp: Erp, memory_store: MemoryStore
+) -> None:
+    plan = {"operaciones": [{"funcion": "compras_cliente", "parametros": {"cliente": "Nadie", "anio": 2025}}]}
+    engine, model = make_engine(scripted(plan, answer_from), toy_registry, toy_erp, memory_store)
+    result = engine.ask("c1", "¿Cuánto compró Nadie?")
+    assert model.calls == 2
+    assert "Nadie" in result.answer and result.answer.startswith("ERROR")
+    assert result.errors == ["compras_cliente: No customer matches 'Nadie'."]
+
+
+def failing_call(which: int, exc: Exception | None = None, text: str | None = None) -> Callable[..., Reply]:
+    """A reply function whose call number ``which`` (1 or 2) raises ``exc`` or returns ``text``."""
+
+    def reply(messages: list[BaseMessage]) -> str:
+        call = 1 if is_plan_request(messages) else 2
+        if call == which:
+            if exc is not None:
+                raise exc
+            return text or ""
+        return scripted(TWO_OPS, answer_from)(messages)
+
+    return lambda: reply
+
+
+@pytest.mark.parametrize(
+    ("reply", "calls", "message"),
+    [
+        (failing_call(1, exc=TimeoutError("read timed out")), 1, PROVIDER_DOWN_MESSAGE),
+        (failing_call(1, text="no es JSON"), 1, UNREADABLE_PLAN_MESSAGE),
+        (failing_call(2, exc=ConnectionError("reset")), 2, ANSWER_FAILED_MESSAGE),
+        (failing_call(2, text='{"respuesta": '), 2, ANSWER_FAILED_MESSAGE),
+    ],
+    ids=["call1-provider", "call1-garbage", "call2-provider", "call2-garbage"],
+)
+def test_model_failures_answer_clearly_and_leave_the_store_untouched(
+    toy_registry: OperationRegistry,
+    toy_erp: Erp,
+    memory_store: MemoryStore,
+    reply: Callable[[], Reply],
+    calls: int,
+    message: str,
+) -> None:
+    good, _ = make_engine(scripted(TWO_OPS, answer_from), toy_registry, toy_erp, memory_store)
+    good.ask("c1", "primera pregunta")
+    before = snapshot_store(memory_store, "c1")
+
+    engine, model = make_engine(reply(), toy_registry, toy_erp, memory_store)
+    result = engine.ask("c1", "segunda pregunta")
+
+    assert model.calls == result.model_calls == calls
+    assert result.answer == message
+    assert not result.recorded and result.errors
+    assert result.state == before[1]
+    assert snapshot_store(memory_store, "c1") == before
+
+
+def test_unknown_conversation_is_created(
+    toy_registry: OperationRegistry, toy_erp: Erp, memory_store: MemoryStore
+) -> None:
+    engine, _ = make_engine(scripted(TWO_OPS, answer_from), toy_registry, toy_erp, memory_store)
+    assert memory_store.get_conversation("nueva") is None
+    assert engine.ask("nueva", "x").conversation_id == "nueva"
+    assert memory_store.get_conversation("nueva") is not None
+
+
+def test_a_planner_ai_is_accepted_directly(
+    toy_registry: OperationRegistry, toy_erp: Erp, memory_store: MemoryStore
+) -> None:
+    model = FunctionChatModel(reply=scripted(TWO_OPS, answer_from))
+    engine = PlannerEngine(toy_registry, toy_erp, memory_store, PlannerAI(model))
+    assert engine.ask("c1", "x").model_calls == 2

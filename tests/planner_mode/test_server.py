@@ -1,0 +1,173 @@
+"""The stateless AI server over FastAPI's in-process test client: routes, auth, limits and error bodies."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import date
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from langchain_core.messages import BaseMessage
+from planner_fakes import FunctionChatModel, Reply, scripted
+
+from planner_mode.server import create_app
+from shared.errors import ConfigurationError
+from shared.memory.context import ConversationContext
+from shared.operations.registry import OperationRegistry
+
+CONTEXT = ConversationContext(hoy=date(2026, 11, 30), estado={"anio": 2025}).model_dump(mode="json")
+PLAN = {"operaciones": [{"funcion": "ventas_anuales", "parametros": {"anio": 2025}}], "pregunta": "¿Cuánto?"}
+
+
+@pytest.fixture
+def catalog(toy_registry: OperationRegistry) -> list[dict[str, Any]]:
+    return [spec.model_dump() for spec in toy_registry.catalog()]
+
+
+def analyze_body(catalog: list[dict[str, Any]], message: str = "¿Cuánto vendimos en 2025?") -> dict[str, Any]:
+    return {"message": message, "context": CONTEXT, "catalog": catalog}
+
+
+def client_for(reply: Reply, **kwargs: Any) -> TestClient:
+    return TestClient(create_app(FunctionChatModel(reply=reply), **kwargs), raise_server_exceptions=False)
+
+
+@pytest.fixture
+def client() -> Iterator[TestClient]:
+    with client_for(scripted(PLAN)) as c:
+        yield c
+
+
+def test_healthz_and_openapi_docs(client: TestClient) -> None:
+    assert client.get("/healthz").json() == {"status": "ok"}
+    paths = client.get("/openapi.json").json()["paths"]
+    assert {"/ai/analyze", "/ai/respond", "/healthz"} <= set(paths)
+    assert client.get("/docs").status_code == 200
+
+
+def test_analyze_returns_the_plan_and_its_usage(client: TestClient, catalog: list[dict[str, Any]]) -> None:
+    response = client.post("/ai/analyze", json=analyze_body(catalog))
+    assert response.status_code == 200
+    body = response.json()
+    assert body["plan"]["operaciones"] == [
+        {"id": None, "funcion": "ventas_anuales", "parametros": {"anio": 2025}}
+    ]
+    assert body["usage"]["model_calls"] == 1
+    assert (body["usage"]["input_tokens"], body["usage"]["output_tokens"]) == (100, 10)
+
+
+def test_respond_returns_the_answer_and_its_usage(client: TestClient) -> None:
+    body = {
+        "question": "¿Cuánto?",
+        "results": [{"funcion": "ventas_anuales", "parametros": {"anio": 2025}, "resultado": {"total": 5}}],
+        "context": CONTEXT,
+    }
+    response = client.post("/ai/respond", json=body)
+    assert response.status_code == 200, response.text
+    assert response.json()["answer"]["estado"] == {"tema": "pruebas"}
+    assert response.json()["usage"]["model_calls"] == 1
+
+
+def test_plan_and_answer_can_use_different_models(catalog: list[dict[str, Any]]) -> None:
+    planner = FunctionChatModel(reply=scripted(PLAN))
+    writer = FunctionChatModel(reply=scripted(PLAN))
+    with TestClient(create_app(planner, writer)) as c:
+        c.post("/ai/analyze", json=analyze_body(catalog))
+        c.post("/ai/respond", json={"question": "q", "results": [], "context": CONTEXT})
+    assert (planner.calls, writer.calls) == (1, 1)
+
+
+def test_token_is_required_when_configured(catalog: list[dict[str, Any]]) -> None:
+    with client_for(scripted(PLAN), token="s3cret") as c:
+        missing = c.post("/ai/analyze", json=analyze_body(catalog))
+        wrong = c.post("/ai/analyze", json=analyze_body(catalog), headers={"Authorization": "Bearer nope"})
+        right = c.post("/ai/analyze", json=analyze_body(catalog), headers={"Authorization": "Bearer s3cret"})
+        health = c.get("/healthz")
+    assert missing.status_code == wrong.status_code == 401
+    assert missing.json() == {
+        "error": "Missing or wrong bearer token.",
+        "kind": "unauthorized",
+        "usage": None,
+    }
+    assert missing.headers["www-authenticate"] == "Bearer"
+    assert right.status_code == 200
+    assert health.status_code == 200
+
+
+def test_token_comes_from_the_environment_by_default(
+    monkeypatch: pytest.MonkeyPatch, catalog: list[dict[str, Any]]
+) -> None:
+    monkeypatch.setenv("ERP_AI_SERVER_TOKEN", "from-env")
+    with client_for(scripted(PLAN)) as c:
+        assert c.post("/ai/analyze", json=analyze_body(catalog)).status_code == 401
+        ok = c.post("/ai/analyze", json=analyze_body(catalog), headers={"Authorization": "Bearer from-env"})
+        assert ok.status_code == 200
+
+
+def test_oversized_bodies_get_413_without_calling_the_model(catalog: list[dict[str, Any]]) -> None:
+    model = FunctionChatModel(reply=scripted(PLAN))
+    with TestClient(create_app(model, max_body_bytes=2_000)) as c:
+        big = analyze_body(catalog, message="x" * 5_000)
+        declared = c.post("/ai/analyze", json=big)
+        streamed = c.post(
+            "/ai/analyze",
+            content=(chunk.encode() for chunk in [json.dumps(big)[:3000], json.dumps(big)[3000:]]),
+            headers={"Content-Type": "application/json"},
+        )
+        small = c.post("/ai/analyze", json=analyze_body(catalog))
+    assert declared.status_code == streamed.status_code == 413
+    assert declared.json()["kind"] == "too_large"
+    assert small.status_code == 200
+    assert model.calls == 1
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"context": CONTEXT, "catalog": []}, "message"),
+        ({"message": "", "context": CONTEXT, "catalog": []}, "message"),
+        ({"message": "x", "context": {"hoy": "ayer"}, "catalog": []}, "hoy"),
+        ({"message": "x", "context": CONTEXT, "catalog": [{"name": "f"}]}, "description"),
+    ],
+)
+def test_invalid_bodies_get_422_naming_the_field(
+    client: TestClient, body: dict[str, Any], field: str
+) -> None:
+    response = client.post("/ai/analyze", json=body)
+    assert response.status_code == 422
+    assert any(field in error["loc"] for error in response.json()["detail"])
+
+
+def boom(_messages: list[BaseMessage]) -> str:
+    raise ConnectionError("ollama is down")
+
+
+@pytest.mark.parametrize(
+    ("reply", "kind", "text"),
+    [
+        (lambda _m: "esto no es JSON", "model_output", "not valid JSON"),
+        (boom, "provider", "ollama is down"),
+    ],
+)
+def test_model_failures_get_502_with_a_json_error_and_the_usage(
+    catalog: list[dict[str, Any]], reply: Reply, kind: str, text: str
+) -> None:
+    with client_for(reply) as c:
+        response = c.post("/ai/analyze", json=analyze_body(catalog))
+    assert response.status_code == 502
+    body = response.json()
+    assert body["kind"] == kind and text in body["error"]
+    assert body["usage"]["model_calls"] == 1
+    assert "Traceback" not in response.text
+
+
+def test_unexpected_errors_get_500_without_a_stack_trace(catalog: list[dict[str, Any]]) -> None:
+    def misconfigured(_messages: list[BaseMessage]) -> str:
+        raise ConfigurationError("secret detail")
+
+    with client_for(misconfigured) as c:
+        response = c.post("/ai/analyze", json=analyze_body(catalog))
+    assert response.status_code == 500
+    assert response.json() == {"error": "Internal error in the AI server.", "kind": "internal", "usage": None}

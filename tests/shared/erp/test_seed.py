@@ -1,0 +1,224 @@
+"""Invariants of the demo data: the article's figures, realism, determinism, idempotence."""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, func, insert, select
+from sqlalchemy.orm import Session
+
+from shared.erp import seed as seed_module
+from shared.erp.database import DEMO_TODAY, Erp, make_engine
+from shared.erp.models import Customer, ErpBase, ErpSetting, Invoice, InvoiceLine, Product
+from shared.erp.seed import generate_rows, ruc_check_digit, seed_erp
+from shared.errors import ConfigurationError
+from shared.text import fold
+
+
+def _sales_by_customer(session: Session, year: int) -> list[tuple[str, int]]:
+    rows = session.execute(
+        select(Customer.name, func.sum(Invoice.total))
+        .join(Invoice, Invoice.customer_id == Customer.id)
+        .where(
+            Invoice.status != "cancelled",
+            Invoice.issue_date >= date(year, 1, 1),
+            Invoice.issue_date <= date(year, 12, 31),
+        )
+        .group_by(Customer.name)
+    ).all()
+    return sorted(((name, int(total)) for name, total in rows), key=lambda r: -r[1])
+
+
+def _dump(engine: Engine) -> dict[str, list[tuple[Any, ...]]]:
+    with engine.connect() as conn:
+        return {
+            table.name: [
+                tuple(row) for row in conn.execute(select(table).order_by(*table.primary_key.columns))
+            ]
+            for table in ErpBase.metadata.sorted_tables
+        }
+
+
+# -- the article's figures -----------------------------------------------------------------------------------
+def test_sales_of_2025_are_exactly_850_million(erp: Erp) -> None:
+    with erp.session() as session:
+        total = session.scalar(
+            select(func.sum(Invoice.total)).where(
+                Invoice.status != "cancelled",
+                Invoice.issue_date >= date(2025, 1, 1),
+                Invoice.issue_date <= date(2025, 12, 31),
+            )
+        )
+    assert total == 850_000_000
+
+
+def test_best_customer_of_2025_is_empresa_abc_with_120_million(erp: Erp) -> None:
+    with erp.session() as session:
+        ranking = _sales_by_customer(session, 2025)
+    assert ranking[0] == ("Empresa ABC", 120_000_000)
+    assert ranking[1][1] < 120_000_000
+
+
+@pytest.mark.parametrize("year", [2023, 2024, 2025, 2026])
+def test_every_year_has_a_single_best_customer(erp: Erp, year: int) -> None:
+    with erp.session() as session:
+        ranking = _sales_by_customer(session, year)
+    assert len(ranking) >= 30
+    assert ranking[0][1] > ranking[1][1]
+
+
+def test_other_years_are_varied(erp: Erp) -> None:
+    with erp.session() as session:
+        totals = {year: sum(t for _, t in _sales_by_customer(session, year)) for year in (2023, 2024, 2026)}
+        best = {year: _sales_by_customer(session, year)[0][0] for year in (2023, 2024, 2025, 2026)}
+    assert len(set(totals.values())) == 3
+    assert all(300_000_000 < t < 1_200_000_000 for t in totals.values())
+    assert len(set(best.values())) > 1
+
+
+# -- shape and realism ---------------------------------------------------------------------------------------
+def test_row_counts_meet_the_minimums(erp: Erp) -> None:
+    with erp.session() as session:
+        counts = {
+            model: session.scalar(select(func.count()).select_from(model)) for model in (Customer, Product)
+        }
+        invoices = session.scalar(select(func.count(Invoice.id)))
+        lines = session.scalar(select(func.count(InvoiceLine.id)))
+        categories = session.scalar(select(func.count(func.distinct(Product.category))))
+    assert counts[Customer] >= 30
+    assert counts[Product] >= 50
+    assert invoices is not None and invoices >= 5000
+    assert lines is not None and lines > invoices
+    assert categories is not None and categories >= 5
+
+
+def test_data_spans_2023_01_to_the_demo_today(erp: Erp) -> None:
+    with erp.session() as session:
+        first, last = session.execute(
+            select(func.min(Invoice.issue_date), func.max(Invoice.issue_date))
+        ).one()
+        today = session.scalar(select(ErpSetting.value).where(ErpSetting.key == "today"))
+    assert date(2023, 1, 1) <= first <= date(2023, 1, 15)
+    assert date(2026, 11, 1) <= last <= date(2026, 11, 30)
+    assert today == "2026-11-30"
+    assert erp.today == DEMO_TODAY == date(2026, 11, 30)
+
+
+def test_invoice_totals_equal_the_sum_of_their_lines(erp: Erp) -> None:
+    with erp.session() as session:
+        line_sums = (
+            select(InvoiceLine.invoice_id, func.sum(InvoiceLine.amount).label("amount"))
+            .group_by(InvoiceLine.invoice_id)
+            .subquery()
+        )
+        mismatches = session.scalar(
+            select(func.count())
+            .select_from(Invoice)
+            .outerjoin(line_sums, line_sums.c.invoice_id == Invoice.id)
+            .where((line_sums.c.amount.is_(None)) | (line_sums.c.amount != Invoice.total))
+        )
+        bad_lines = session.scalar(
+            select(func.count()).where(InvoiceLine.amount != InvoiceLine.quantity * InvoiceLine.unit_price)
+        )
+        non_positive = session.scalar(
+            select(func.count()).where((InvoiceLine.quantity < 1) | (InvoiceLine.unit_price <= 0))
+        )
+        # Lines sell at the year's list price, or (the line that closes a customer's year) at a modest
+        # discount; never above the current list price, never below half of it.
+        off_price = session.scalar(
+            select(func.count())
+            .select_from(InvoiceLine)
+            .join(Product, Product.id == InvoiceLine.product_id)
+            .where(
+                (InvoiceLine.unit_price > Product.unit_price)
+                | (InvoiceLine.unit_price * 2 < Product.unit_price)
+            )
+        )
+    assert (mismatches, bad_lines, non_positive, off_price) == (0, 0, 0, 0)
+
+
+def test_every_status_occurs_and_recent_invoices_are_more_often_pending(erp: Erp) -> None:
+    with erp.session() as session:
+        statuses = dict(session.execute(select(Invoice.status, func.count()).group_by(Invoice.status)).all())
+        recent_pending = session.scalar(
+            select(func.count()).where(Invoice.status == "pending", Invoice.issue_date >= date(2026, 10, 1))
+        )
+    assert set(statuses) == {"paid", "pending", "cancelled"}
+    assert statuses["paid"] > statuses["pending"] > 0
+    assert recent_pending is not None and recent_pending > 20
+
+
+def test_customers_are_paraguayan_businesses_with_valid_rucs(erp: Erp) -> None:
+    with erp.session() as session:
+        customers = list(session.scalars(select(Customer)))
+    names = [c.name for c in customers]
+    assert "Empresa ABC" in names and "Distribuidora Ñandutí S.A." in names
+    assert len(set(names)) == len(names)
+    assert len({c.ruc for c in customers}) == len(customers)
+    assert {"Asunción", "Ciudad del Este", "Encarnación"} <= {c.city for c in customers}
+    for customer in customers:
+        match = re.fullmatch(r"(800\d{5})-(\d)", customer.ruc)
+        assert match, customer.ruc
+        assert int(match.group(2)) == ruc_check_digit(match.group(1))
+        assert customer.name_folded == fold(customer.name)
+    # "abc" designates Empresa ABC alone, so a partial match is unambiguous.
+    assert [c.name for c in customers if "abc" in c.name_folded] == ["Empresa ABC"]
+
+
+@pytest.mark.parametrize(("number", "digit"), [("80009735", 1), ("80000001", 3), ("80012345", 0)])
+def test_ruc_check_digit_follows_the_modulo_11_rule(number: str, digit: int) -> None:
+    # 80009735: 5*2 + 3*3 + 7*4 + 9*5 + 8*9 = 164, 164 % 11 = 10, 11 - 10 = 1.
+    # 80000001: 1*2 + 8*9 = 74, 74 % 11 = 8 → 3.   80012345: 122 % 11 = 1 → 0.
+    assert ruc_check_digit(number) == digit
+
+
+# -- determinism and idempotence -----------------------------------------------------------------------------
+def test_generation_is_pure() -> None:
+    assert generate_rows() == generate_rows()
+
+
+def test_two_fresh_seeds_hold_identical_rows(erp: Erp) -> None:
+    fresh = make_engine("sqlite://")
+    try:
+        assert seed_erp(fresh) is True
+        assert _dump(fresh) == _dump(erp.engine)
+    finally:
+        fresh.dispose()
+
+
+def test_seeding_twice_changes_nothing(erp: Erp) -> None:
+    before = _dump(erp.engine)
+    assert seed_erp(erp.engine) is False
+    assert _dump(erp.engine) == before
+
+
+def test_a_concurrent_seeder_that_lost_the_race_reports_already_seeded(
+    erp: Erp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = seed_module.seeded_version
+    calls: list[int] = []
+
+    def stale_first(session: Session) -> str | None:
+        calls.append(1)
+        return None if len(calls) == 1 else real(session)
+
+    monkeypatch.setattr(seed_module, "seeded_version", stale_first)
+    before = _dump(erp.engine)
+    assert seed_erp(erp.engine) is False
+    assert len(calls) == 2
+    assert _dump(erp.engine) == before
+
+
+def test_a_database_seeded_by_another_version_is_refused() -> None:
+    engine = make_engine("sqlite://")
+    try:
+        ErpBase.metadata.create_all(engine)
+        with engine.begin() as conn:
+            conn.execute(insert(ErpSetting), [{"key": "seed_version", "value": "0"}])
+        with pytest.raises(ConfigurationError, match="seed version '0'"):
+            seed_erp(engine)
+    finally:
+        engine.dispose()

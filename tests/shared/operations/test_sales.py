@@ -1,0 +1,272 @@
+"""Each sales operation against the hand-built ERP of ``conftest.py``; expected values are worked out by hand.
+
+Sales of 2025 (F-004 is cancelled and never counts): F-001 40.000 + F-002 40.000 + F-003 100.000 +
+F-005 28.000 = 208.000 in 4 invoices. Per customer: ABC 80.000, Ñandutí 100.000, Sur 28.000.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from shared.erp.database import Erp
+from shared.errors import CustomerNotFoundError, DomainError
+from shared.operations.registry import OperationRegistry
+from shared.operations.sales import MAX_PENDING_LISTED, sales_registry
+
+
+@pytest.fixture(scope="module")
+def ops() -> OperationRegistry:
+    return sales_registry()
+
+
+@pytest.fixture
+def run(ops: OperationRegistry, tiny_erp: Erp) -> Any:
+    def call(name: str, **params: Any) -> dict[str, Any]:
+        return ops.execute(tiny_erp, name, params)
+
+    return call
+
+
+def test_registry_declares_the_article_operations_in_catalog_order(ops: OperationRegistry) -> None:
+    assert ops.names() == [
+        "ventas_anuales",
+        "mejor_cliente",
+        "compras_cliente",
+        "ventas_mensuales",
+        "top_productos",
+        "ventas_por_categoria",
+        "facturas_pendientes",
+        "buscar_cliente",
+    ]
+
+
+# -- ventas_anuales ------------------------------------------------------------------------------------------
+def test_ventas_anuales_sums_non_cancelled_invoices_of_the_year(run: Any) -> None:
+    assert run("ventas_anuales", anio=2025) == {"anio": 2025, "total": 208_000, "facturas": 4}
+
+
+def test_ventas_anuales_year_boundaries_are_inclusive_of_dec_31_and_exclusive_of_jan_1(run: Any) -> None:
+    # 2024: F-006 (Dec 31) 500.000 + F-008 15.000; 2026: F-007 (Jan 1) 16.000.
+    assert run("ventas_anuales", anio=2024) == {"anio": 2024, "total": 515_000, "facturas": 2}
+    assert run("ventas_anuales", anio=2026) == {"anio": 2026, "total": 16_000, "facturas": 1}
+
+
+def test_ventas_anuales_of_a_year_without_sales_is_zero(run: Any) -> None:
+    assert run("ventas_anuales", anio=2023) == {"anio": 2023, "total": 0, "facturas": 0}
+
+
+# -- mejor_cliente -------------------------------------------------------------------------------------------
+def test_mejor_cliente_ignores_cancelled_invoices(run: Any) -> None:
+    # Ñandutí's cancelled 500.000 would make it best by far; its real 2025 purchases are 100.000.
+    assert run("mejor_cliente", anio=2025) == {
+        "anio": 2025,
+        "cliente": "Distribuidora Ñandutí S.A.",
+        "total": 100_000,
+    }
+
+
+def test_mejor_cliente_of_another_year(run: Any) -> None:
+    assert run("mejor_cliente", anio=2024) == {"anio": 2024, "cliente": "Empresa ABC", "total": 500_000}
+
+
+def test_mejor_cliente_without_sales_is_a_domain_error(run: Any) -> None:
+    with pytest.raises(DomainError, match="no sales in 2023") as info:
+        run("mejor_cliente", anio=2023)
+    assert info.value.operation == "mejor_cliente"
+
+
+# -- compras_cliente -----------------------------------------------------------------------------------------
+def test_compras_cliente_returns_the_canonical_name(run: Any) -> None:
+    assert run("compras_cliente", cliente="empresa abc", anio=2025) == {
+        "cliente": "Empresa ABC",
+        "anio": 2025,
+        "total": 80_000,
+        "facturas": 2,
+    }
+
+
+@pytest.mark.parametrize(
+    "written", ["DISTRIBUIDORA ÑANDUTÍ S.A.", "distribuidora nanduti s.a.", "Ñandutí", "nanduti"]
+)
+def test_compras_cliente_matches_case_accents_and_unique_parts(run: Any, written: str) -> None:
+    result = run("compras_cliente", cliente=written, anio=2025)
+    assert (result["cliente"], result["total"], result["facturas"]) == (
+        "Distribuidora Ñandutí S.A.",
+        100_000,
+        1,
+    )
+
+
+def test_compras_cliente_ambiguous_part_suggests_every_candidate(run: Any) -> None:
+    with pytest.raises(CustomerNotFoundError) as info:
+        run("compras_cliente", cliente="distribuidora", anio=2025)
+    assert info.value.suggestions == ["Distribuidora del Sur S.R.L.", "Distribuidora Ñandutí S.A."]
+    assert info.value.operation == "compras_cliente"
+
+
+def test_compras_cliente_unknown_customer_suggests_the_closest_names(run: Any) -> None:
+    with pytest.raises(CustomerNotFoundError, match="Empresa ABD") as info:
+        run("compras_cliente", cliente="Empresa ABD", anio=2025)
+    assert info.value.query == "Empresa ABD"
+    assert info.value.suggestions == ["Empresa ABC"]
+    assert "Closest customers: Empresa ABC" in str(info.value)
+
+
+def test_compras_cliente_with_nothing_similar_has_no_suggestions(run: Any) -> None:
+    with pytest.raises(CustomerNotFoundError) as info:
+        run("compras_cliente", cliente="Zapatería Quijote", anio=2025)
+    assert info.value.suggestions == []
+
+
+# -- ventas_mensuales ----------------------------------------------------------------------------------------
+def test_ventas_mensuales_lists_all_twelve_months(run: Any) -> None:
+    result = run("ventas_mensuales", anio=2025)
+    expected = {m: 0 for m in range(1, 13)} | {1: 40_000, 3: 140_000, 12: 28_000}
+    assert result["anio"] == 2025
+    assert result["mes"] is None
+    assert result["total"] == 208_000
+    assert result["meses"] == [{"mes": m, "total": t} for m, t in expected.items()]
+
+
+def test_ventas_mensuales_of_one_month(run: Any) -> None:
+    assert run("ventas_mensuales", anio=2025, mes=3) == {
+        "anio": 2025,
+        "mes": 3,
+        "total": 140_000,
+        "meses": [{"mes": 3, "total": 140_000}],
+    }
+    assert run("ventas_mensuales", anio=2025, mes=2)["total"] == 0
+
+
+# -- top_productos -------------------------------------------------------------------------------------------
+def test_top_productos_orders_by_amount_and_counts_units(run: Any) -> None:
+    # YER: 3 + 10 units = 130.000; DET: 5 + 1 = 48.000; GAS: 2 + 4 = 30.000 (the cancelled 100 excluded).
+    assert run("top_productos", anio=2025) == {
+        "anio": 2025,
+        "productos": [
+            {
+                "sku": "YER",
+                "producto": "Yerba mate 1 kg",
+                "categoria": "Almacén",
+                "unidades": 13,
+                "total": 130_000,
+            },
+            {
+                "sku": "DET",
+                "producto": "Detergente 750 ml",
+                "categoria": "Limpieza",
+                "unidades": 6,
+                "total": 48_000,
+            },
+            {"sku": "GAS", "producto": "Gaseosa 2 L", "categoria": "Bebidas", "unidades": 6, "total": 30_000},
+        ],
+    }
+
+
+def test_top_productos_respects_limite(run: Any) -> None:
+    assert [p["sku"] for p in run("top_productos", anio=2025, limite=2)["productos"]] == ["YER", "DET"]
+
+
+# -- ventas_por_categoria ------------------------------------------------------------------------------------
+def test_ventas_por_categoria_groups_lines_by_category(run: Any) -> None:
+    assert run("ventas_por_categoria", anio=2025) == {
+        "anio": 2025,
+        "total": 208_000,
+        "categorias": [
+            {"categoria": "Almacén", "total": 130_000},
+            {"categoria": "Limpieza", "total": 48_000},
+            {"categoria": "Bebidas", "total": 30_000},
+        ],
+    }
+
+
+def test_ventas_por_categoria_of_an_empty_year(run: Any) -> None:
+    assert run("ventas_por_categoria", anio=2023) == {"anio": 2023, "total": 0, "categorias": []}
+
+
+# -- facturas_pendientes -------------------------------------------------------------------------------------
+def test_facturas_pendientes_of_all_customers_oldest_first(run: Any) -> None:
+    assert run("facturas_pendientes") == {
+        "cliente": None,
+        "cantidad": 4,
+        "total": 99_000,
+        "facturas": [
+            {
+                "numero": "F-008",
+                "cliente": "Distribuidora Ñandutí S.A.",
+                "fecha": "2024-06-15",
+                "total": 15_000,
+            },
+            {"numero": "F-002", "cliente": "Empresa ABC", "fecha": "2025-03-05", "total": 40_000},
+            {
+                "numero": "F-005",
+                "cliente": "Distribuidora del Sur S.R.L.",
+                "fecha": "2025-12-31",
+                "total": 28_000,
+            },
+            {
+                "numero": "F-007",
+                "cliente": "Distribuidora del Sur S.R.L.",
+                "fecha": "2026-01-01",
+                "total": 16_000,
+            },
+        ],
+    }
+
+
+def test_facturas_pendientes_of_one_customer(run: Any) -> None:
+    result = run("facturas_pendientes", cliente="del sur")
+    assert (result["cliente"], result["cantidad"], result["total"]) == (
+        "Distribuidora del Sur S.R.L.",
+        2,
+        44_000,
+    )
+    assert [f["numero"] for f in result["facturas"]] == ["F-005", "F-007"]
+
+
+def test_facturas_pendientes_of_an_unknown_customer_fails(run: Any) -> None:
+    with pytest.raises(CustomerNotFoundError) as info:
+        run("facturas_pendientes", cliente="Empresa ABD")
+    assert info.value.operation == "facturas_pendientes"
+
+
+def test_facturas_pendientes_lists_at_most_twenty_but_counts_all(
+    registry: OperationRegistry, erp: Erp
+) -> None:
+    result = registry.execute(erp, "facturas_pendientes", {})
+    assert len(result["facturas"]) == MAX_PENDING_LISTED == 20
+    assert result["cantidad"] > 20
+    assert result["total"] > sum(f["total"] for f in result["facturas"])
+    dates = [f["fecha"] for f in result["facturas"]]
+    assert dates == sorted(dates)
+
+
+# -- buscar_cliente ------------------------------------------------------------------------------------------
+def test_buscar_cliente_by_part_of_the_name_without_accents(run: Any) -> None:
+    assert run("buscar_cliente", texto="DISTRIBUIDORA") == {
+        "texto": "DISTRIBUIDORA",
+        "clientes": [
+            {"nombre": "Distribuidora del Sur S.R.L.", "ruc": "80012345-0", "ciudad": "Encarnación"},
+            {"nombre": "Distribuidora Ñandutí S.A.", "ruc": "80009735-1", "ciudad": "Itauguá"},
+        ],
+    }
+
+
+def test_buscar_cliente_by_ruc_prefix(run: Any) -> None:
+    assert [c["nombre"] for c in run("buscar_cliente", texto="80009735")["clientes"]] == [
+        "Distribuidora Ñandutí S.A."
+    ]
+
+
+def test_buscar_cliente_falls_back_to_similar_names_on_a_typo(run: Any) -> None:
+    assert [c["nombre"] for c in run("buscar_cliente", texto="Empreza ABC")["clientes"]] == ["Empresa ABC"]
+
+
+def test_buscar_cliente_without_matches_is_empty(run: Any) -> None:
+    assert run("buscar_cliente", texto="zzzz")["clientes"] == []
+
+
+def test_like_wildcards_in_the_text_are_literal(run: Any) -> None:
+    assert run("buscar_cliente", texto="%")["clientes"] == []

@@ -1,0 +1,47 @@
+"""The agent through the real ``ChatOllama`` client and the Ollama emulator, over loopback sockets."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_ollama import ChatOllama
+from toolcalling_fakes import CallInfo, FunctionChatModel, ask_tools, call, toy_registry
+
+from shared.emulators import start_emulator
+from toolcalling_mode import ToolCallingEngine
+
+
+def sales_and_best_customer(messages: list[BaseMessage], info: CallInfo) -> AIMessage | str:
+    if not info.tool_results:
+        return ask_tools(call("ventas_anuales", anio=2025), call("mejor_cliente", anio=2025))
+    results = [json.loads(str(m.content)) for m in info.tool_results]
+    return f"Vendimos {results[0]['total']}; el mejor cliente fue {results[1]['cliente']}."
+
+
+def test_one_multi_tool_turn_through_chat_ollama(toy_erp: Any, memory_store: Any) -> None:
+    backing = FunctionChatModel(fn=sales_and_best_customer)
+    with start_emulator("ollama", model=backing) as base_url:
+        client = ChatOllama(model="llama3.1:8b", base_url=base_url, temperature=0)
+        engine = ToolCallingEngine(toy_registry(), toy_erp, memory_store, client, policy="full_history")
+
+        first = engine.ask("c1", "¿Cuánto vendimos en 2025 y quién fue el mejor cliente?")
+        second = engine.ask("c1", "Repite eso, por favor.")
+
+    assert first.answer == "Vendimos 850000000; el mejor cliente fue ACME S.A.."
+    assert first.model_calls == 2
+    assert [op.funcion for op in first.operations] == ["ventas_anuales", "mejor_cliente"]
+    assert all(op.ok for op in first.operations)
+    assert first.input_tokens > 0 and first.output_tokens > 0
+    assert first.errors == []
+    # The backing model saw the tools on the wire, the tool results, then the replayed history.
+    assert set(backing.calls[0].tool_names) == {"ventas_anuales", "mejor_cliente", "compras_cliente"}
+    assert "Fecha de hoy: 2026-11-30" in backing.calls[0].system
+    assert [m.type for m in backing.calls[1].messages[-2:]] == ["tool", "tool"]
+    assert second.errors == []
+    assert [m.type for m in backing.calls[2].messages[1:]] == ["human", "ai", "tool", "tool", "ai", "human"]
+    assert [m.role for m in memory_store.history("c1")] == [
+        *["user", "assistant", "tool", "tool", "assistant"],
+        *["user", "assistant", "tool", "tool", "assistant"],
+    ]
