@@ -2,7 +2,8 @@
 
 Parameters are normalised before comparing: when a registry is given, both sides are validated against the
 operation's parameter model (so defaults are filled in and ``"2025"`` becomes ``2025``); then numbers compare
-as numbers (``2025 == 2025.0 == "2025"``) and strings compare case- and accent-insensitively. Calls form a
+as numbers (``2025 == 2025.0 == "2025"``) and strings compare case- and accent-insensitively, ignoring
+punctuation as BFCL does (``"Comercial Guaraní S.A."`` equals ``"comercial guarani s.a"``). Calls form a
 multiset: an extra call or a missing one fails the match, a repeated call counts twice.
 """
 
@@ -21,6 +22,7 @@ from shared.operations.registry import OperationRegistry
 from shared.text import fold
 
 _NUMERIC = re.compile(r"-?\d+(?:\.\d+)?")
+_PUNCTUATION = str.maketrans({ch: " " for ch in ",./-_*^'\""})
 
 
 def normalize_value(value: Any) -> Any:
@@ -33,12 +35,17 @@ def normalize_value(value: Any) -> Any:
         text = value.strip()
         if _NUMERIC.fullmatch(text):
             return normalize_value(float(text))
-        return fold(text)
+        return _standardize(text)
     if isinstance(value, Mapping):
         return {str(k): normalize_value(v) for k, v in sorted(value.items()) if v is not None}
     if isinstance(value, list | tuple):
         return [normalize_value(v) for v in value]
-    return fold(str(value))
+    return _standardize(str(value))
+
+
+def _standardize(text: str) -> str:
+    """BFCL's string standardisation: folded, without ``,./-_*^'"`` punctuation, single-spaced."""
+    return " ".join(fold(text).translate(_PUNCTUATION).split())
 
 
 def normalize_params(

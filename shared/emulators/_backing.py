@@ -7,7 +7,6 @@ an optional JSON schema or JSON mode) and turn the :class:`BackingReply` back in
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
@@ -149,8 +148,3 @@ def schema_invalid_text(reply_text: str, *, has_schema: bool) -> str:
 
 MALFORMED_TOOL_ARGUMENTS = '{"anio": 2025, "cliente": "Empresa ABC'
 """Tool-call arguments cut short: not valid JSON (the langchain#34746 case)."""
-
-
-def tool_names(tools: Sequence[dict[str, Any]]) -> list[str]:
-    """Names of OpenAI-style tool dicts."""
-    return [str(tool.get("function", tool).get("name", "")) for tool in tools]

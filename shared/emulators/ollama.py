@@ -102,9 +102,9 @@ class OllamaChatRequest(BaseModel):
 class OllamaShowRequest(BaseModel):
     """The ``/api/show`` body."""
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    model_config = ConfigDict(extra="allow")
 
-    model: str = Field(default="", alias="model")
+    model: str = ""
     name: str = ""
 
     @property
@@ -284,7 +284,7 @@ class OllamaProtocol:
         if decision.mode == "stream_error" and not chat.stream:
             return self.error_reply(500, _STREAM_BROKEN)
 
-        final = self._final_fields(chat.model, reply, elapsed_ms)
+        final = self._final_fields(reply, elapsed_ms)
         tool_calls = [
             {"function": {"index": index, "name": call.name, "arguments": call.args}}
             for index, call in enumerate(reply.tool_calls)
@@ -317,7 +317,7 @@ class OllamaProtocol:
         )
 
     @staticmethod
-    def _final_fields(model: str, reply: BackingReply, elapsed_ms: float) -> dict[str, Any]:
+    def _final_fields(reply: BackingReply, elapsed_ms: float) -> dict[str, Any]:
         total_ms = reply.simulated_ms if reply.simulated_ms is not None else elapsed_ms
         total_ns = max(1, int(total_ms * 1_000_000))
         tokens = max(1, reply.input_tokens + reply.output_tokens)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import FakeEngine, good_script
+from bench_fakes import FakeEngine, good_script
 
 from benchmarks.results import read_results
-from benchmarks.runner import RunConfig, run_benchmark
+from benchmarks.runner import RunConfig, RunOutcome, run_benchmark
 from benchmarks.scenario import Scenario
 from benchmarks.scoring.turn import TurnScorer
 from shared.errors import ConfigurationError, ProviderError
@@ -20,6 +21,12 @@ def config(tmp_path: Path, **kwargs: object) -> RunConfig:
     values: dict[str, object] = {"modes": ["planner", "toolcalling"], "out_dir": tmp_path / "out"}
     values.update(kwargs)
     return RunConfig.model_validate(values)
+
+
+def run(
+    suite: list[Scenario], cfg: RunConfig, factory: Callable[[str], FakeEngine], scorer: TurnScorer
+) -> RunOutcome:
+    return run_benchmark(suite, cfg, engine_factory=factory, scorer=scorer, show_progress=False)
 
 
 class Engines:
@@ -42,9 +49,7 @@ def test_every_turn_of_every_mode_is_scored_and_streamed(
     tmp_path: Path, tiny_suite: list[Scenario], scorer: TurnScorer
 ) -> None:
     engines = Engines()
-    outcome = run_benchmark(
-        tiny_suite, config(tmp_path), engine_factory=engines, scorer=scorer, show_progress=False
-    )
+    outcome = run(tiny_suite, config(tmp_path), engines, scorer)
     assert len(outcome.rows) == 6 and all(row.passed for row in outcome.rows), [
         row.score.details for row in outcome.rows
     ]
@@ -53,16 +58,23 @@ def test_every_turn_of_every_mode_is_scored_and_streamed(
     assert lines[0]["scenarios"] == 2 and lines[0]["turns"] == 3
     assert [line["kind"] for line in lines[1:]] == ["turn"] * 6
     first = lines[1]
-    assert {"model_calls", "input_tokens", "output_tokens", "model_ms", "harness_ms", "operations", "score"} <= set(
-        first
-    )
+    figures = {
+        "model_calls",
+        "input_tokens",
+        "output_tokens",
+        "model_ms",
+        "harness_ms",
+        "operations",
+        "score",
+    }
+    assert figures <= set(first)
 
 
 def test_the_engine_sees_only_the_user_text_in_fresh_conversations(
     tmp_path: Path, tiny_suite: list[Scenario], scorer: TurnScorer
 ) -> None:
     engines = Engines()
-    run_benchmark(tiny_suite, config(tmp_path, repeat=2), engine_factory=engines, scorer=scorer, show_progress=False)
+    run(tiny_suite, config(tmp_path, repeat=2), engines, scorer)
     calls = engines.calls()
     assert {message for _, message in calls} == {t.user for s in tiny_suite for t in s.turns}
     conversations: dict[str, set[str]] = {}
@@ -80,9 +92,7 @@ def test_a_failing_provider_is_recorded_and_the_run_goes_on(
             raise ProviderError("connection refused by the test")
         return good_script(mode, conversation_id, message)
 
-    outcome = run_benchmark(
-        tiny_suite, config(tmp_path), engine_factory=Engines(flaky), scorer=scorer, show_progress=False
-    )
+    outcome = run(tiny_suite, config(tmp_path), Engines(flaky), scorer)
     assert len(outcome.rows) == 6
     [failed] = [row for row in outcome.rows if row.failed]
     assert (failed.mode, failed.scenario, failed.turn) == ("toolcalling", "saludo", 1)
@@ -100,7 +110,7 @@ def test_an_engine_that_cannot_be_built_fails_its_turns_only(
             raise ConfigurationError("toolcalling is not installed")
         return FakeEngine(mode, good_script)
 
-    outcome = run_benchmark(tiny_suite, config(tmp_path), engine_factory=factory, scorer=scorer, show_progress=False)
+    outcome = run(tiny_suite, config(tmp_path), factory, scorer)
     assert all(row.failed for row in outcome.rows if row.mode == "toolcalling")
     assert all(row.passed for row in outcome.rows if row.mode == "planner")
 
@@ -108,16 +118,14 @@ def test_an_engine_that_cannot_be_built_fails_its_turns_only(
 def test_resume_skips_finished_units_and_reruns_unfinished_ones(
     tmp_path: Path, tiny_suite: list[Scenario], scorer: TurnScorer
 ) -> None:
-    first = run_benchmark(tiny_suite, config(tmp_path), engine_factory=Engines(), scorer=scorer, show_progress=False)
+    first = run(tiny_suite, config(tmp_path), Engines(), scorer)
     lines = first.results_path.read_text().splitlines()
     # Interrupt the run inside the last unit (toolcalling · saludo): its second turn was never written.
     assert json.loads(lines[-1])["scenario"] == "saludo" and json.loads(lines[-1])["turn"] == 2
     first.results_path.write_text("\n".join(lines[:-1]) + "\n")
 
     engines = Engines()
-    second = run_benchmark(
-        tiny_suite, config(tmp_path, resume=True), engine_factory=engines, scorer=scorer, show_progress=False
-    )
+    second = run(tiny_suite, config(tmp_path, resume=True), engines, scorer)
     assert (second.units_run, second.units_skipped) == (1, 3)
     assert [(e.mode, m) for e in engines.built for _, m in e.calls] == [
         ("toolcalling", "Hola"),
@@ -132,32 +140,24 @@ def test_resume_skips_finished_units_and_reruns_unfinished_ones(
 def test_resume_with_everything_done_runs_nothing(
     tmp_path: Path, tiny_suite: list[Scenario], scorer: TurnScorer
 ) -> None:
-    run_benchmark(tiny_suite, config(tmp_path), engine_factory=Engines(), scorer=scorer, show_progress=False)
+    run(tiny_suite, config(tmp_path), Engines(), scorer)
     engines = Engines()
-    again = run_benchmark(
-        tiny_suite, config(tmp_path, resume=True), engine_factory=engines, scorer=scorer, show_progress=False
-    )
+    again = run(tiny_suite, config(tmp_path, resume=True), engines, scorer)
     assert again.units_run == 0 and engines.calls() == [] and len(again.rows) == 6
 
 
 def test_without_resume_an_old_results_file_is_replaced(
     tmp_path: Path, tiny_suite: list[Scenario], scorer: TurnScorer
 ) -> None:
-    run_benchmark(tiny_suite, config(tmp_path), engine_factory=Engines(), scorer=scorer, show_progress=False)
-    again = run_benchmark(tiny_suite, config(tmp_path), engine_factory=Engines(), scorer=scorer, show_progress=False)
+    run(tiny_suite, config(tmp_path), Engines(), scorer)
+    again = run(tiny_suite, config(tmp_path), Engines(), scorer)
     assert len(again.rows) == 6
 
 
 def test_threads_run_units_concurrently_with_the_same_records(
     tmp_path: Path, tiny_suite: list[Scenario], scorer: TurnScorer
 ) -> None:
-    outcome = run_benchmark(
-        tiny_suite,
-        config(tmp_path, concurrency=3, repeat=2),
-        engine_factory=Engines(),
-        scorer=scorer,
-        show_progress=False,
-    )
+    outcome = run(tiny_suite, config(tmp_path, concurrency=3, repeat=2), Engines(), scorer)
     assert len(outcome.rows) == 12 and all(row.passed for row in outcome.rows)
 
 

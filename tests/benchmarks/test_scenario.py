@@ -1,4 +1,4 @@
-"""Scenario files are validated, and errors name the file, the scenario and the field (benchmarks/scenario.py)."""
+"""Scenario files are validated; errors name the file, the scenario and the field (benchmarks/scenario.py)."""
 
 from __future__ import annotations
 
@@ -45,7 +45,8 @@ scenarios:
     ("body", "scenario", "field", "message"),
     [
         (
-            "  - id: a\n    category: x\n    turns:\n      - user: hola\n        expect: {facts: ['ventas(2025)']}\n",
+            "  - id: a\n    category: x\n    turns:\n      - user: hola\n"
+            "        expect: {facts: ['ventas(2025)']}\n",
             "a",
             "turns[0].expect.facts",
             "by name",
@@ -121,4 +122,5 @@ def test_unknown_operations_are_caught_with_the_registry(tmp_path: Path, registr
 def test_tags_select_by_tag_category_or_id(tiny_suite_path: Path) -> None:
     assert [s.id for s in load_scenarios([tiny_suite_path], tags=["articulo"])] == ["ventas"]
     assert [s.id for s in load_scenarios([tiny_suite_path], tags=["small_talk"])] == ["saludo"]
-    assert [s.id for s in load_scenarios([tiny_suite_path], tags=["saludo", "ventas"])] == ["ventas", "saludo"]
+    both = load_scenarios([tiny_suite_path], tags=["saludo", "ventas"])
+    assert [s.id for s in both] == ["ventas", "saludo"]

@@ -192,7 +192,7 @@ def _clean_name(text: str) -> str | None:
     folded = fold(name)
     if not name or _REFERENT.match(folded) or re.match(r"^\d", name) or len(name) < 2:
         return None
-    if folded in _CAPITAL_STOP or re.fullmatch(r"(?:mas|menos|mucho|poco|algo|nada|you|we|they)", folded):
+    if folded in _CAPITAL_STOP or re.fullmatch(r"(?:mas|menos|mucho|poco|algo|nada|you|we|they|pago|cobro|cobrar|pagar|todos|todas)", folded):
         return None
     return name
 

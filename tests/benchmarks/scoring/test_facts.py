@@ -51,9 +51,10 @@ def test_the_articles_facts_evaluate_against_the_seeded_erp(registry: Any, erp: 
 def test_a_path_into_a_list_reads_the_ranked_item(registry: Any, erp: Any) -> None:
     facts = FactEvaluator(registry, erp)
     top = registry.execute(erp, "top_productos", {"anio": 2025, "limite": 3})
-    assert facts.evaluate("top_productos(anio=2025, limite=3).productos[0].producto") == top["productos"][0][
-        "producto"
-    ]
+    assert (
+        facts.evaluate("top_productos(anio=2025, limite=3).productos[0].producto")
+        == top["productos"][0]["producto"]
+    )
 
 
 def test_each_distinct_call_runs_once(registry: Any, erp: Any) -> None:

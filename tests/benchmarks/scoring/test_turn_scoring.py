@@ -25,7 +25,10 @@ OPS = [
     {"funcion": "mejor_cliente", "parametros": {"anio": 2025}},
     {"funcion": "ventas_anuales", "parametros": {"anio": "2025"}},
 ]
-ANSWER = "En 2025 las ventas fueron de ₲850.000.000. El mejor cliente fue Empresa ABC, con compras por 120 millones."
+ANSWER = (
+    "En 2025 las ventas fueron de ₲850.000.000. "
+    "El mejor cliente fue Empresa ABC, con compras por 120 millones."
+)
 
 
 def test_the_articles_answer_passes(scorer: TurnScorer) -> None:

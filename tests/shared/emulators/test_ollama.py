@@ -293,3 +293,15 @@ async def test_async_client_works_too(ollama_server: EmulatorServer) -> None:
 
     assert reply.content == "Hola. Dijiste: hola"
     assert "".join(chunks) == "Hola. Dijiste: uno dos tres cuatro"
+
+
+def test_durations_report_the_models_simulated_latency() -> None:
+    def timed(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
+        return AIMessage(content="listo", response_metadata={"simulated_latency_ms": 1234.0})
+
+    with create_emulator("ollama", model=FunctionChatModel(responder=timed)) as server:
+        reply = chat(server).invoke("hola")
+
+    assert reply.response_metadata["total_duration"] == 1_234_000_000
+    meta = reply.response_metadata
+    assert meta["prompt_eval_duration"] + meta["eval_duration"] == meta["total_duration"]

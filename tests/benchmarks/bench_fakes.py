@@ -1,0 +1,80 @@
+"""Benchmark test helpers: a scripted fake engine (like pydantic-ai's FunctionModel) and a tiny suite."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from shared.turn import ExecutedOperation, TurnResult
+
+Script = Callable[[str, str, str], TurnResult]
+"""(mode, conversation_id, message) -> TurnResult; may raise to simulate a failing provider."""
+
+TINY_SUITE = """
+scenarios:
+  - id: ventas
+    category: single_operation
+    tags: [articulo]
+    turns:
+      - user: "¿Cuánto vendimos en 2025?"
+        expect:
+          operations: [{funcion: ventas_anuales, parametros: {anio: 2025}}]
+          facts: ["ventas_anuales(anio=2025).total"]
+  - id: saludo
+    category: small_talk
+    turns:
+      - user: "Hola"
+        expect: {operations: []}
+      - user: "¿Cuánto vendimos en 2025?"
+        expect:
+          operations: [{funcion: ventas_anuales, parametros: {anio: 2025}}]
+"""
+
+
+def turn_result(
+    mode: str,
+    conversation_id: str,
+    message: str,
+    answer: str,
+    operations: list[dict[str, Any]] | None = None,
+    **figures: Any,
+) -> TurnResult:
+    """A TurnResult with sensible defaults for the figures."""
+    values: dict[str, Any] = {"model_calls": 2, "input_tokens": 100, "output_tokens": 20, "model_ms": 1.0}
+    values.update(figures)
+    values.setdefault("harness_ms", 0.5)
+    values.setdefault("total_ms", values["model_ms"] + values["harness_ms"])
+    return TurnResult(
+        mode=mode,
+        conversation_id=conversation_id,
+        question=message,
+        answer=answer,
+        operations=[ExecutedOperation(**op) for op in operations or []],
+        **values,
+    )
+
+
+def good_script(mode: str, conversation_id: str, message: str) -> TurnResult:
+    """Answers the tiny suite correctly."""
+    if "2025" in message:
+        return turn_result(
+            mode,
+            conversation_id,
+            message,
+            "En 2025 vendimos ₲850.000.000.",
+            [{"funcion": "ventas_anuales", "parametros": {"anio": 2025}, "result": {"total": 850000000}}],
+        )
+    return turn_result(mode, conversation_id, message, "¡Hola! ¿En qué puedo ayudarte?", model_calls=1)
+
+
+class FakeEngine:
+    """An AssistantEngine driven by a plain function, like pydantic-ai's FunctionModel."""
+
+    def __init__(self, mode: str, script: Script) -> None:
+        self.mode = mode
+        self.script = script
+        self.calls: list[tuple[str, str]] = []
+
+    def ask(self, conversation_id: str, message: str) -> TurnResult:
+        self.calls.append((conversation_id, message))
+        return self.script(self.mode, conversation_id, message)

@@ -1,0 +1,112 @@
+"""Two real AI servers on loopback serve one conversation: the server keeps no state (article §13–14)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+from planner_fakes import FunctionChatModel, is_plan_request, results_of
+from server_threads import ServerThread
+
+from planner_mode import HttpAIClient, PlannerEngine, create_app
+from shared.erp.database import Erp
+from shared.memory.store import MemoryStore
+from shared.operations.registry import OperationRegistry
+
+
+def context_reading_model() -> FunctionChatModel:
+    """A fake that, like a real model, can only know the customer from the context it is sent."""
+
+    def reply(messages: list[BaseMessage]) -> str:
+        human = str(messages[-1].content)
+        if is_plan_request(messages):
+            if "¿Y cuánto compró?" in human.split("Nueva pregunta:")[1]:
+                customer = human.split("- cliente_actual: ")[1].split("\n")[0]
+                params: dict[str, Any] = {"cliente": customer, "anio": 2025}
+                return json.dumps({"operaciones": [{"funcion": "compras_cliente", "parametros": params}]})
+            return json.dumps({"operaciones": [{"funcion": "mejor_cliente", "parametros": {"anio": 2025}}]})
+        data = results_of(messages)[0]["resultado"]
+        return json.dumps(
+            {
+                "respuesta": f"{data['cliente']}: {data['total']}",
+                "estado": {"cliente_actual": data["cliente"], "anio": 2025},
+            }
+        )
+
+    return FunctionChatModel(reply=reply)
+
+
+def test_two_servers_serve_alternate_calls_of_one_conversation_and_survive_a_restart(
+    toy_registry: OperationRegistry, toy_erp: Erp, memory_store: MemoryStore
+) -> None:
+    model_a, model_b = context_reading_model(), context_reading_model()
+    with ServerThread(create_app(model_a, token="k")) as a:
+        server_b = ServerThread(create_app(model_b, token="k")).start()
+        try:
+            client = HttpAIClient([a.url, server_b.url], token="k", timeout=30)
+            engine = PlannerEngine(toy_registry, toy_erp, memory_store, client)
+
+            first = engine.ask("c1", "¿Cuál fue mi mejor cliente?")
+            assert first.answer == "Empresa ABC: 120000000"
+            assert (model_a.calls, model_b.calls) == (1, 1)  # call 1 on A, call 2 on B
+            assert first.model_calls == 2 and first.input_tokens == 200
+
+            # Restart B: a new process would have a new app and a new model, and no memory of turn 1.
+            port = server_b.port
+            server_b.stop()
+            model_b = context_reading_model()
+            server_b = ServerThread(create_app(model_b, token="k"), port=port).start()
+
+            second = engine.ask("c1", "¿Y cuánto compró?")
+            assert second.answer == "Empresa ABC: 120000000"
+            assert second.operations[0].parametros == {"cliente": "Empresa ABC", "anio": 2025}
+            assert (model_a.calls, model_b.calls) == (2, 1)
+            assert second.errors == [] and second.recorded
+            client.close()
+        finally:
+            server_b.stop()
+
+
+def test_a_dead_server_is_skipped_and_a_wrong_token_is_a_clean_error(
+    toy_registry: OperationRegistry, toy_erp: Erp, memory_store: MemoryStore
+) -> None:
+    dead = ServerThread(create_app(context_reading_model()))
+    dead_url = dead.url
+    dead.sock.close()  # bound once, never served: connections are refused
+    with ServerThread(create_app(context_reading_model(), token="k")) as live:
+        ok = PlannerEngine(
+            toy_registry, toy_erp, memory_store, HttpAIClient([dead_url, live.url], token="k", timeout=30)
+        )
+        assert ok.ask("c1", "¿Cuál fue mi mejor cliente?").answer == "Empresa ABC: 120000000"
+
+        wrong = PlannerEngine(
+            toy_registry, toy_erp, memory_store, HttpAIClient([live.url], token="x", timeout=30)
+        )
+        result = wrong.ask("c2", "¿Cuál fue mi mejor cliente?")
+        assert not result.recorded and "token" in result.errors[0]
+        assert memory_store.history("c2") == []
+
+
+def test_the_articles_dialogue_over_two_offline_ai_servers(
+    registry: OperationRegistry, erp: Erp, memory_store: MemoryStore
+) -> None:
+    from shared.llm import build_chat_model
+
+    with (
+        ServerThread(create_app(build_chat_model("offline"))) as a,
+        ServerThread(create_app(build_chat_model("offline"))) as b,
+        HttpAIClient([a.url, b.url], timeout=30) as client,
+    ):
+        engine = PlannerEngine(registry, erp, memory_store, client)
+        turns = [
+            engine.ask("http", "¿Cuánto vendimos en 2025?"),
+            engine.ask("http", "Hola"),  # one call: shifts which server plans the next turn
+            engine.ask("http", "¿Cuál fue mi mejor cliente?"),
+            engine.ask("http", "¿Y cuánto compró?"),
+        ]
+    assert "₲850.000.000" in turns[0].answer
+    assert [t.model_calls for t in turns] == [2, 1, 2, 2]
+    assert "Empresa ABC" in turns[2].answer
+    assert "₲120.000.000" in turns[3].answer
+    assert all(t.recorded and not t.errors for t in turns)

@@ -1,0 +1,118 @@
+"""Prompt builders and stand-in tools for the offline-model tests, following the prompt conventions.
+
+They follow docs/design.md "What the offline model reads" without importing planner_mode or toolcalling_mode,
+so these tests pin the model's side of the contract on their own.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.tools import StructuredTool
+
+CATALOG = """Operaciones disponibles (catálogo):
+- ventas_anuales(anio): total vendido en un año.
+- mejor_cliente(anio): el cliente que más compró en un año.
+- compras_cliente(cliente, anio): compras de un cliente en un año.
+- ventas_mensuales(anio, mes): ventas por mes.
+- top_productos(anio, limite): productos más vendidos.
+- ventas_por_categoria(anio): ventas por categoría.
+- facturas_pendientes(cliente): facturas sin pagar.
+- buscar_cliente(texto): busca clientes por nombre."""
+
+PLAN_SYSTEM = (
+    'Eres el planificador. Devuelve {"operaciones": [{"id": "op1", "funcion": "...", "parametros": {}}], '
+    '"pregunta": "..."}. Referencias con {"$ref": "op1.cliente"}. Sin operaciones: "respuesta_directa".\n'
+    + CATALOG
+)
+ANSWER_SYSTEM = (
+    'Redacta la respuesta. Devuelve {"respuesta": "...", "memoria": [{"contenido": "...", "importancia": 0.8}], '
+    '"estado": {"tema": "ventas"}}.'
+)
+
+RESULTS: dict[str, dict[str, Any]] = {
+    "ventas_anuales": {"anio": 2025, "total": 850000000, "facturas": 120},
+    "mejor_cliente": {"anio": 2025, "cliente": "Empresa ABC", "total": 120000000},
+    "compras_cliente": {"cliente": "Empresa ABC", "anio": 2025, "total": 120000000, "facturas": 14},
+    "ventas_mensuales": {"anio": 2025, "mes": None, "total": 30000, "meses": [{"mes": 1, "total": 10000}, {"mes": 2, "total": 20000}]},
+    "top_productos": {
+        "anio": 2025,
+        "productos": [
+            {"sku": "A-1", "producto": "Yerba Premium", "categoria": "Alimentos", "unidades": 500, "total": 9000000},
+            {"sku": "B-2", "producto": "Termo Acero", "categoria": "Bazar", "unidades": 40, "total": 4000000},
+        ],
+    },
+    "ventas_por_categoria": {"anio": 2025, "total": 13000000, "categorias": [{"categoria": "Alimentos", "total": 9000000}, {"categoria": "Bazar", "total": 4000000}]},
+    "facturas_pendientes": {"cliente": None, "cantidad": 2, "total": 3500000, "facturas": [{"numero": "F-001", "cliente": "Empresa ABC", "fecha": "2026-10-01", "total": 1500000}, {"numero": "F-002", "cliente": "Comercial Sur", "fecha": "2026-11-02", "total": 2000000}]},
+    "buscar_cliente": {"texto": "sur", "clientes": [{"nombre": "Comercial Sur", "ruc": "80000001-1", "ciudad": "Encarnación"}]},
+}  # fmt: skip
+"""Canned results in the shapes docs/design.md fixes (the offline model never sees the real ERP)."""
+
+
+def context(today: str | None = "2026-11-30", state: dict[str, Any] | None = None, memory: list[str] | None = None,
+            exchange: tuple[str, str] | None = None) -> str:  # fmt: skip
+    """The rendered context, with the labels of shared.memory.context.render_context."""
+    lines = [f"Fecha de hoy: {today}"] if today else []
+    if state:
+        lines.append("Estado de la conversación:")
+        lines += [
+            f"- {k}: {v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}"
+            for k, v in state.items()
+        ]
+    if memory:
+        lines.append("Memoria relevante:")
+        lines += [f"- {item}" for item in memory]
+    if exchange:
+        lines += ["Último intercambio:", f"Usuario: {exchange[0]}", f"Asistente: {exchange[1]}"]
+    return "\n".join(lines)
+
+
+def plan_messages(question: str, **ctx: Any) -> list[BaseMessage]:
+    """A planner call-1 prompt."""
+    return [SystemMessage(PLAN_SYSTEM), HumanMessage(f"{context(**ctx)}\nNueva pregunta:\n{question}")]
+
+
+def answer_messages(question: str, results: list[dict[str, Any]], **ctx: Any) -> list[BaseMessage]:
+    """A planner call-2 prompt."""
+    body = f"Pregunta: {question}\n{context(**ctx)}\nResultados:\n{json.dumps(results, ensure_ascii=False)}"
+    return [SystemMessage(ANSWER_SYSTEM), HumanMessage(body)]
+
+
+def _tool(name: str, func: Callable[..., str], description: str) -> StructuredTool:
+    return StructuredTool.from_function(func=func, name=name, description=description)
+
+
+def sales_tools() -> list[StructuredTool]:
+    """Stand-ins for the registry's tools: same names and parameters, canned JSON results."""
+
+    def result(name: str, **params: Any) -> str:
+        data = dict(RESULTS[name])
+        if "anio" in params and "anio" in data:
+            data["anio"] = params["anio"]
+        return json.dumps(data, ensure_ascii=False)
+
+    def ventas_anuales(anio: int) -> str:
+        """Total vendido en un año."""
+        return result("ventas_anuales", anio=anio)
+
+    def mejor_cliente(anio: int) -> str:
+        """El cliente que más compró en un año."""
+        return result("mejor_cliente", anio=anio)
+
+    def compras_cliente(cliente: str, anio: int) -> str:
+        """Compras de un cliente en un año."""
+        return result("compras_cliente", anio=anio)
+
+    def top_productos(anio: int, limite: int = 5) -> str:
+        """Productos más vendidos."""
+        return result("top_productos", anio=anio)
+
+    def facturas_pendientes(cliente: str | None = None) -> str:
+        """Facturas sin pagar."""
+        return result("facturas_pendientes")
+
+    funcs = [ventas_anuales, mejor_cliente, compras_cliente, top_productos, facturas_pendientes]
+    return [_tool(f.__name__, f, f.__doc__ or "") for f in funcs]
