@@ -84,7 +84,7 @@ class TurnRow(BaseModel):
     state: dict[str, Any] = Field(default_factory=dict)
     errors: list[str] = Field(default_factory=list)
     failed: bool = False
-    """The engine raised (or could not be built): the turn produced no answer."""
+    """The engine raised (or could not be built), or the model provider failed during the turn."""
     score: TurnScore
 
     @property

@@ -2,12 +2,14 @@
 
 One seeded ERP database, one model and one memory store (in the output directory) are shared by every mode, so
 the modes differ only in their architecture. Turns are scored against the ERP as they finish and streamed to
-``results.jsonl``; a turn that raises is recorded as failed and the run goes on. ``resume`` keeps the units
-(mode, scenario, repetition) that are complete in an existing results file and runs only the rest.
+``results.jsonl``; a turn that raises, or whose provider fails, is recorded as failed and the run goes on.
+``resume`` keeps the units (mode, scenario, repetition) that are complete in an existing results file and runs
+only the rest.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 import uuid
@@ -37,6 +39,12 @@ from shared.turn import TurnResult
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
+
+_PROVIDER_FAILURE = re.compile(
+    r"provider|ConnectError|ConnectionError|Connection refused|Timeout|APIError|RateLimit|HTTPStatusError",
+    re.IGNORECASE,
+)
+"""How a provider failure shows in ``TurnResult.errors``: the modes report it as text, not as a type."""
 
 EngineFactory = Callable[[str], AssistantEngine]
 """Builds the engine of a mode (called once per mode and worker thread)."""
@@ -276,7 +284,17 @@ def _row(
         plan=result.plan,
         state=result.state,
         errors=list(result.errors),
+        failed=provider_failed(result),
     )
+
+
+def provider_failed(result: TurnResult) -> bool:
+    """Whether the model provider failed during the turn (the engine answered with an apology instead).
+
+    The modes never raise for provider failures; they land in ``errors`` as text. A turn the planner did not
+    record (no model produced its answer) counts too.
+    """
+    return not result.recorded or any(_PROVIDER_FAILURE.search(error) for error in result.errors)
 
 
 def run_suite(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from html import escape
 
 PALETTE = ("#2563eb", "#ea580c", "#16a34a", "#9333ea", "#dc2626", "#0891b2")
@@ -12,7 +12,7 @@ PALETTE = ("#2563eb", "#ea580c", "#16a34a", "#9333ea", "#dc2626", "#0891b2")
 def _nice_max(value: float) -> float:
     if value <= 0:
         return 1.0
-    magnitude = 10 ** len(str(int(value))) / 10
+    magnitude = 10.0 ** len(str(int(value))) / 10
     for step in (1, 2, 2.5, 5, 10):
         if value <= step * magnitude:
             return step * magnitude
@@ -63,7 +63,7 @@ def bar_chart(
 
 def line_chart(
     title: str,
-    series: dict[str, Sequence[float]],
+    series: Mapping[str, Sequence[float]],
     *,
     x_label: str = "turn",
     y_label: str = "",

@@ -1,4 +1,4 @@
-"""The terminal summary table (rich)."""
+"""The terminal summary table (rich): compact enough for an 80-column terminal."""
 
 from __future__ import annotations
 
@@ -7,19 +7,41 @@ from rich.table import Table
 
 from benchmarks.report.aggregate import Summary
 from benchmarks.report.findings import OFFLINE_NOTICE, findings
-from benchmarks.report.markdown import summary_rows
 from benchmarks.results import RunMeta
+
+
+def summary_table(summary: Summary, meta: RunMeta) -> Table:
+    """Per mode: accuracy, calls, tokens, latency (simulated when profiled) and harness overhead."""
+    simulated = any(m.simulated_p50 is not None for m in summary.modes)
+    table = Table(title=f"erp-ai bench · provider {meta.provider}", title_justify="left", pad_edge=False)
+    columns = ["mode", "acc", "calls", "max", "tok in", "tok out", "p50 ms", "p95 ms", "harn p50"]
+    if simulated:
+        columns += ["sim p50", "sim p95"]
+    columns.append("failed")
+    for i, column in enumerate(columns):
+        table.add_column(column, justify="left" if i == 0 else "right", no_wrap=True)
+    for m in summary.modes:
+        cells = [
+            m.mode,
+            f"{m.accuracy:.0%}",
+            f"{m.calls_mean:.2f}",
+            str(m.calls_max),
+            f"{m.input_tokens_mean:.0f}",
+            f"{m.output_tokens_mean:.0f}",
+            f"{m.latency_p50:.1f}",
+            f"{m.latency_p95:.1f}",
+            f"{m.harness_p50:.2f}",
+        ]
+        if simulated:
+            cells += [f"{m.simulated_p50 or 0:.0f}", f"{m.simulated_p95 or 0:.0f}"]
+        cells.append(str(m.failed_turns))
+        table.add_row(*cells)
+    return table
 
 
 def print_summary(console: Console, summary: Summary, meta: RunMeta) -> None:
     """Print the per-mode table, then the findings."""
-    header, rows = summary_rows(summary)
-    table = Table(title=f"erp-ai bench · provider {meta.provider}", title_justify="left")
-    for i, column in enumerate(header):
-        table.add_column(column, justify="left" if i == 0 else "right", no_wrap=i == 0)
-    for row in rows:
-        table.add_row(*row)
-    console.print(table)
+    console.print(summary_table(summary, meta))
     for sentence in findings(summary, None):
         console.print(f"• {sentence}")
     if meta.offline:

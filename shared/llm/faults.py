@@ -55,11 +55,13 @@ class FaultConfig(BaseModel):
 
 
 def malform_json(text: str) -> str:
-    """Make JSON text invalid the way models do: a trailing comma and a missing closing brace."""
+    """Make JSON text invalid the way models do: a missing colon, a trailing comma, no closing brace."""
     stripped = text.rstrip()
     if stripped.endswith("}"):
-        return stripped[:-1].rstrip() + ","
-    return stripped + ",}"
+        stripped = stripped[:-1].rstrip() + ","
+    else:
+        stripped += ",}"
+    return stripped.replace('":', '"', 1)
 
 
 def truncate_json(text: str) -> str:

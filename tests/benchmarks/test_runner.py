@@ -166,3 +166,27 @@ def test_invalid_settings_are_refused(tmp_path: Path) -> None:
         config(tmp_path, repeat=0)
     with pytest.raises(ValueError):
         config(tmp_path, modes=[])
+
+
+def test_a_turn_whose_provider_failed_is_recorded_as_failed(
+    tmp_path: Path, tiny_suite: list[Scenario], scorer: TurnScorer
+) -> None:
+    def provider_down(mode: str, conversation_id: str, message: str) -> TurnResult:
+        result = good_script(mode, conversation_id, message)
+        if mode == "planner":
+            return result.model_copy(update={"recorded": False, "errors": ["Call 1 (plan) failed"]})
+        return result.model_copy(update={"errors": ["ProviderError: HTTP 503"]})
+
+    outcome = run(tiny_suite, config(tmp_path), Engines(provider_down), scorer)
+    assert all(row.failed and not row.passed for row in outcome.rows)
+
+
+def test_non_provider_errors_do_not_fail_a_turn_by_themselves(
+    tmp_path: Path, tiny_suite: list[Scenario], scorer: TurnScorer
+) -> None:
+    def refused(mode: str, conversation_id: str, message: str) -> TurnResult:
+        result = good_script(mode, conversation_id, message)
+        return result.model_copy(update={"errors": ["UnknownOperationError: borrar_tabla"]})
+
+    outcome = run(tiny_suite, config(tmp_path), Engines(refused), scorer)
+    assert not any(row.failed for row in outcome.rows)

@@ -1,10 +1,19 @@
-"""Fixtures of the planner tests; the fakes themselves live in ``planner_fakes.py``."""
+"""Fixtures of the planner tests; the fakes themselves live in ``planner_fakes.py``.
+
+This directory is put on ``sys.path`` so that the tests can ``import planner_fakes`` / ``server_threads``
+whatever pytest's import mode (prepend, importlib, or test packages with ``__init__.py``).
+"""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
 from planner_fakes import Toy, toy_operations
 
 from shared.erp.database import Erp, make_engine

@@ -171,3 +171,28 @@ def test_unexpected_errors_get_500_without_a_stack_trace(catalog: list[dict[str,
         response = c.post("/ai/analyze", json=analyze_body(catalog))
     assert response.status_code == 500
     assert response.json() == {"error": "Internal error in the AI server.", "kind": "internal", "usage": None}
+
+
+def test_app_from_env_builds_both_models_and_the_token(
+    monkeypatch: pytest.MonkeyPatch, catalog: list[dict[str, Any]]
+) -> None:
+    from planner_mode.server import app_from_env
+
+    monkeypatch.setenv("ERP_AI_PROVIDER", "offline")
+    monkeypatch.setenv("ERP_AI_SERVER_TOKEN", "env-token")
+    monkeypatch.setenv("ERP_AI_MAX_BODY_BYTES", "100000")
+    with TestClient(app_from_env()) as c:
+        assert c.post("/ai/analyze", json=analyze_body(catalog)).status_code == 401
+        response = c.post(
+            "/ai/analyze", json=analyze_body(catalog), headers={"Authorization": "Bearer env-token"}
+        )
+    assert response.status_code == 200
+    assert response.json()["plan"]["operaciones"][0]["funcion"] == "ventas_anuales"
+
+
+def test_app_from_env_rejects_a_bad_body_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    from planner_mode.server import app_from_env
+
+    monkeypatch.setenv("ERP_AI_MAX_BODY_BYTES", "mucho")
+    with pytest.raises(ConfigurationError, match="ERP_AI_MAX_BODY_BYTES"):
+        app_from_env()

@@ -54,7 +54,7 @@ from shared.llm.latency import LatencyProfile, resolve_latency_profile
 from shared.llm.offline._answers import Executed, compose_answer, describe
 from shared.llm.offline._generic import ToolSpec, arguments, explicit_call, named_tool
 from shared.llm.offline._prompt import PromptView, TurnCall, message_text, read_prompt
-from shared.llm.offline._schema import conform, fill, mentions, schema_kind
+from shared.llm.offline._schema import conform, fill, mentions, properties, resolve, schema_kind
 from shared.llm.offline._understand import KNOWN_OPERATIONS, Step, understand
 from shared.llm.tokens import approx_json_tokens, approx_message_tokens, approx_tokens
 
@@ -456,7 +456,7 @@ def _conformed(payload: dict[str, Any], schema: dict[str, Any] | None) -> Any:
 
 def _plan(view: PromptView, schema: dict[str, Any] | None) -> dict[str, Any]:
     understanding = understand(view.question, view.conversation, _available(view))
-    with_ids = "$ref" in view.all_text or mentions(schema, "$ref")
+    with_ids = "$ref" in view.all_text or _items_have_id(schema)
     steps = [s for s in understanding.steps if with_ids or s.needs is None]
     operations = [
         ({"id": s.key} if with_ids else {}) | {"funcion": s.funcion, "parametros": s.parametros}
@@ -466,6 +466,16 @@ def _plan(view: PromptView, schema: dict[str, Any] | None) -> dict[str, Any]:
     if not operations and ("respuesta_directa" in view.all_text or mentions(schema, "respuesta_directa")):
         plan["respuesta_directa"] = understanding.reply or "¿En qué puedo ayudarte con las ventas?"
     return plan
+
+
+def _items_have_id(schema: dict[str, Any] | None) -> bool:
+    """Whether a plan schema's operation items declare an ``id`` (the planner's ``$ref`` extension)."""
+    if not schema:
+        return False
+    operations = resolve(properties(schema).get("operaciones") or {}, schema)
+    items = resolve(operations.get("items") or {}, schema)
+    item_properties = items.get("properties")
+    return isinstance(item_properties, dict) and "id" in item_properties
 
 
 def _answer(view: PromptView) -> dict[str, Any]:
@@ -509,8 +519,11 @@ def _tool_step(view: PromptView, request: _Request) -> _Draft:
     choice = request.tool_choice
     data_calls = [c for c in view.turn_calls if answer_tool is None or c.name != answer_tool.name]
 
-    if choice not in (None, "auto", "required") and choice in by_name and by_name[choice] is not answer_tool:
-        return _forced_call(view, by_name[choice])
+    if choice not in (None, "auto", "required") and choice in by_name:
+        if by_name[choice] is not answer_tool or not data_tools:
+            return _forced_call(view, by_name[choice])
+    if answer_tool is not None and view.results is not None:
+        return _final(_answer(view), request, answer_tool)
 
     understanding = understand(view.question, view.conversation, sales)
     if understanding.kind == "operations":
@@ -544,6 +557,8 @@ def _forced_call(view: PromptView, spec: ToolSpec) -> _Draft:
     kind = schema_kind(spec.parameters)
     if kind == "plan":
         return _Draft(tool_calls=[(spec.name, _conformed(_plan(view, spec.parameters), spec.parameters))])
+    if kind == "answer":
+        return _Draft(tool_calls=[(spec.name, _conformed(_answer(view), spec.parameters))])
     if spec.name in KNOWN_OPERATIONS:
         understanding = understand(view.question, view.conversation, {spec.name})
         for step in understanding.steps:

@@ -1,4 +1,4 @@
-"""Aggregation: accuracy, tau-bench pass^k, calls, tokens, percentiles, growth (benchmarks/report/aggregate.py)."""
+"""Aggregation: accuracy, pass^k, calls, tokens, percentiles, growth (benchmarks/report/aggregate.py)."""
 
 from __future__ import annotations
 
@@ -40,7 +40,17 @@ def test_modes_categories_and_pass_k_are_summarised() -> None:
         row("planner", "a", 1, 1, True, model_calls=1, category="small_talk"),
         row("planner", "a", 1, 2, False, model_calls=2, category="small_talk"),
         row("toolcalling", "a", 1, 1, True, model_calls=3, input_tokens=300, category="small_talk"),
-        row("toolcalling", "a", 1, 2, True, model_calls=5, input_tokens=500, category="small_talk", failed=True),
+        row(
+            "toolcalling",
+            "a",
+            1,
+            2,
+            True,
+            model_calls=5,
+            input_tokens=500,
+            category="small_talk",
+            failed=True,
+        ),
     ]
     summary = summarize(rows, ["planner", "toolcalling"])
     planner, tools = summary.modes

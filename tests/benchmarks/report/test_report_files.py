@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -64,11 +63,12 @@ def test_report_html_is_self_contained_and_holds_every_chart_and_table(results_p
     for chart in ("chart-calls", "chart-input-tokens", "chart-latency", "chart-accuracy", "chart-growth"):
         assert f'id="{chart}"' in html
     assert html.count("<svg") >= 5
-    assert html.count('class="line-chart"') == 0 and html.count("line-chart") >= 1
+    assert 'class="chart line-chart"' in html
     assert all(f'data-series="{mode}"' in html for mode in MODES), "one line per mode"
     for table in ("summary", "categories", "pass-k", "turns"):
         assert f'<table class="{table}"' in html
-    assert 'class="answer fail"' in html and "ProviderError: boom" not in html.split('id="findings"')[0]
+    failing_cell = html.split('class="answer fail"')[1].split("</td>")[0]
+    assert "the turn failed" in failing_cell
     assert "<details><summary>plan" in html and "<details><summary>tool calls" in html
     assert 'id="findings"' in html and "calls/turn" in html
     assert 'id="offline-notice"' in html and "deterministic stand-in" in html
@@ -92,7 +92,13 @@ def test_the_offline_notice_is_absent_for_real_providers(tmp_path: Path) -> None
 
 def test_report_md_has_the_summary_categories_pass_k_growth_and_failures(results_path: Path) -> None:
     text = write_reports(results_path).markdown.read_text(encoding="utf-8")
-    for heading in ("## Findings", "## Summary", "## Accuracy per category", "## pass^k", "## Context growth"):
+    for heading in (
+        "## Findings",
+        "## Summary",
+        "## Accuracy per category",
+        "## pass^k",
+        "## Context growth",
+    ):
         assert heading in text
     assert "| planner |" in text and "×12.00" in text
     assert "deterministic stand-in" in text
@@ -121,7 +127,3 @@ def test_an_interrupted_results_file_still_reads(results_path: Path) -> None:
     with results_path.open("a", encoding="utf-8") as handle:
         handle.write('{"kind": "turn", "mode": "plan')
     assert len(read_results(results_path).rows) == 36
-
-
-def _unused(_: Any) -> None:  # keeps Any imported for fixtures' annotations
-    return None

@@ -76,5 +76,9 @@ def test_numbers_normalise_the_same_from_int_float_and_text(n: int) -> None:
 
 def test_punctuation_in_names_is_ignored_as_in_bfcl() -> None:
     expected = [call("compras_cliente", cliente="Comercial Guaraní S.A.", anio=2025)]
-    assert match_operations(expected, [call("compras_cliente", cliente="comercial guarani s.a", anio=2025)]).ok
-    assert not match_operations(expected, [call("compras_cliente", cliente="Comercial Guaraní", anio=2025)]).ok
+    assert match_operations(
+        expected, [call("compras_cliente", cliente="comercial guarani s.a", anio=2025)]
+    ).ok
+    assert not match_operations(
+        expected, [call("compras_cliente", cliente="Comercial Guaraní", anio=2025)]
+    ).ok

@@ -1,0 +1,37 @@
+"""Each mode's engine is built over the same pieces (benchmarks/modes.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from benchmarks.modes import ALL_MODES, build_engine, parse_modes
+from shared.errors import ConfigurationError
+from shared.llm.factory import build_chat_model
+
+
+def test_modes_parse_from_a_comma_list() -> None:
+    assert parse_modes("planner, toolcalling-full,planner") == ["planner", "toolcalling-full"]
+    assert parse_modes(",".join(ALL_MODES)) == list(ALL_MODES)
+    with pytest.raises(ConfigurationError, match="toolcaling"):
+        parse_modes("planner,toolcaling")
+    with pytest.raises(ConfigurationError):
+        parse_modes(" , ")
+
+
+@pytest.mark.parametrize("mode", ALL_MODES)
+def test_every_mode_builds_an_engine_that_reports_its_name(
+    mode: str, registry: Any, erp: Any, memory_store: Any
+) -> None:
+    engine = build_engine(
+        mode, registry=registry, erp=erp, store=memory_store, model=build_chat_model("offline")
+    )
+    assert engine.mode == mode
+    result = engine.ask("conv-modes", "¿Cuánto vendimos en 2025?")
+    assert result.mode == mode and "850.000.000" in result.answer
+
+
+def test_an_unknown_mode_is_a_configuration_error(registry: Any, erp: Any, memory_store: Any) -> None:
+    with pytest.raises(ConfigurationError):
+        build_engine("agent", registry=registry, erp=erp, store=memory_store, model=build_chat_model())

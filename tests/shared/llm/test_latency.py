@@ -1,0 +1,47 @@
+"""Latency profiles: computed model time, reported in response metadata, never slept."""
+
+from __future__ import annotations
+
+import pytest
+
+from shared.llm.latency import LATENCY_PROFILES, LatencyProfile, resolve_latency_profile
+from shared.llm.offline import OfflineSalesModel
+
+
+@pytest.mark.parametrize(
+    ("name", "input_tokens", "output_tokens", "expected_ms"),
+    [
+        ("gpu-8b", 3000, 90, 50 + 1000 + 1000),
+        ("cpu-8b", 150, 10, 100 + 1000 + 1000),
+        ("gemini-flash", 10_000, 150, 300 + 0 + 1000),
+    ],
+)
+def test_presets(name: str, input_tokens: int, output_tokens: int, expected_ms: float) -> None:
+    assert LATENCY_PROFILES[name].latency_ms(input_tokens, output_tokens) == pytest.approx(expected_ms)
+
+
+def test_cpu_is_much_slower_than_gpu_for_the_same_traffic() -> None:
+    gpu = LATENCY_PROFILES["gpu-8b"].latency_ms(1200, 80)
+    cpu = LATENCY_PROFILES["cpu-8b"].latency_ms(1200, 80)
+    assert cpu > 10 * gpu
+
+
+def test_the_model_reports_simulated_latency_from_its_own_token_counts() -> None:
+    reply = OfflineSalesModel(latency_profile="cpu-8b").invoke("hola")
+    usage = reply.usage_metadata
+    assert usage is not None
+    expected = LATENCY_PROFILES["cpu-8b"].latency_ms(usage["input_tokens"], usage["output_tokens"])
+    assert reply.response_metadata["simulated_latency_ms"] == expected
+
+
+def test_no_profile_no_simulated_latency() -> None:
+    assert "simulated_latency_ms" not in OfflineSalesModel().invoke("hola").response_metadata
+
+
+def test_resolve_by_name_object_or_none() -> None:
+    custom = LatencyProfile(name="x", prefill_tokens_per_s=10, decode_tokens_per_s=1, overhead_ms=0)
+    assert resolve_latency_profile("gpu-8b") is LATENCY_PROFILES["gpu-8b"]
+    assert resolve_latency_profile(custom) is custom
+    assert resolve_latency_profile(None) is None
+    with pytest.raises(ValueError, match="gpu-8b, cpu-8b, gemini-flash"):
+        resolve_latency_profile("tpu-1t")

@@ -1,0 +1,103 @@
+"""``with_structured_output`` on the offline model: every method, pydantic and dict schemas, ``include_raw``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage, SystemMessage
+from offline_prompts import CATALOG, RESULTS, answer_messages, plan_messages
+from pydantic import BaseModel, Field
+
+from shared.answer import Answer
+from shared.llm.offline import OfflineSalesModel
+
+METHODS = ["json_schema", "json_mode", "function_calling"]
+
+
+class PlannedOperation(BaseModel):
+    funcion: str
+    parametros: dict[str, Any] = Field(default_factory=dict)
+
+
+class Plan(BaseModel):
+    """A plan schema like the planner's (property ``operaciones``)."""
+
+    operaciones: list[PlannedOperation]
+    pregunta: str = ""
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_plan_schema_returns_a_parsed_plan(method: str) -> None:
+    model = OfflineSalesModel().with_structured_output(Plan, method=method)  # type: ignore[arg-type]
+    plan = model.invoke(plan_messages("¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?"))
+    assert isinstance(plan, Plan)
+    assert [(op.funcion, op.parametros) for op in plan.operaciones] == [
+        ("ventas_anuales", {"anio": 2025}),
+        ("mejor_cliente", {"anio": 2025}),
+    ]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_answer_schema_returns_a_parsed_answer(method: str) -> None:
+    results = [
+        {"funcion": "mejor_cliente", "parametros": {"anio": 2025}, "resultado": RESULTS["mejor_cliente"]}
+    ]
+    model = OfflineSalesModel().with_structured_output(Answer, method=method)  # type: ignore[arg-type]
+    answer = model.invoke(answer_messages("¿Cuál fue el mejor cliente?", results))
+    assert isinstance(answer, Answer)
+    assert "Empresa ABC" in answer.respuesta
+
+
+def test_dict_schema_returns_a_dict() -> None:
+    """The prompt mentions ``$ref``, so operations carry ids even though this schema does not declare them."""
+    schema = Plan.model_json_schema()
+    plan = (
+        OfflineSalesModel().with_structured_output(schema).invoke(plan_messages("¿Cuánto vendimos en 2024?"))
+    )
+    assert plan == {
+        "operaciones": [{"id": "op1", "funcion": "ventas_anuales", "parametros": {"anio": 2024}}],
+        "pregunta": "¿Cuánto vendimos en 2024?",
+    }
+
+
+def test_plan_schema_works_without_a_system_prompt_asking_for_json() -> None:
+    messages = [
+        SystemMessage(CATALOG),
+        HumanMessage("Fecha de hoy: 2026-11-30\nNueva pregunta:\n¿Cuánto vendimos este año?"),
+    ]
+    plan = OfflineSalesModel().with_structured_output(Plan).invoke(messages)
+    assert isinstance(plan, Plan)
+    assert plan.operaciones[0].parametros == {"anio": 2026}
+
+
+def test_unrelated_schema_is_filled_with_valid_placeholders() -> None:
+    class Joke(BaseModel):
+        setup: str
+        punchline: str
+        rating: int = Field(ge=1)
+
+    joke = OfflineSalesModel().with_structured_output(Joke).invoke("Tell me a joke about cats.")
+    assert isinstance(joke, Joke)
+    assert joke.rating == 1
+
+
+def test_include_raw_returns_raw_parsed_and_no_error() -> None:
+    result = OfflineSalesModel().with_structured_output(Plan, include_raw=True).invoke(plan_messages("hola"))
+    assert isinstance(result, dict)
+    assert result["parsing_error"] is None
+    assert isinstance(result["parsed"], Plan)
+    assert result["raw"].usage_metadata["output_tokens"] > 0
+
+
+def test_include_raw_reports_a_parsing_error_instead_of_raising() -> None:
+    model = OfflineSalesModel(faults="malformed_json").with_structured_output(Plan, include_raw=True)
+    result = model.invoke(plan_messages("¿Cuánto vendimos en 2025?"))
+    assert isinstance(result, dict)
+    assert result["parsed"] is None
+    assert result["parsing_error"] is not None
+
+
+def test_unknown_method_is_rejected() -> None:
+    with pytest.raises(ValueError, match="Unrecognized method"):
+        OfflineSalesModel().with_structured_output(Plan, method="xml")  # type: ignore[arg-type]
