@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -13,11 +14,17 @@ from benchmarks.results import RunMeta
 def summary_table(summary: Summary, meta: RunMeta) -> Table:
     """Per mode: accuracy, calls, tokens, latency (simulated when profiled) and harness overhead."""
     simulated = any(m.simulated_p50 is not None for m in summary.modes)
-    table = Table(title=f"erp-ai bench · provider {meta.provider}", title_justify="left", pad_edge=False)
-    columns = ["mode", "acc", "calls", "max", "tok in", "tok out", "p50 ms", "p95 ms", "harn p50"]
+    table = Table(
+        title=f"erp-ai bench · {meta.provider} · per turn: calls, tokens in/out, latency and harness ms",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+    )
+    columns = ["mode", "acc", "calls", "max", "in", "out", "p50", "p95", "harn"]
     if simulated:
-        columns += ["sim p50", "sim p95"]
-    columns.append("failed")
+        columns += ["sim50", "sim95"]
+    columns.append("fail")
     for i, column in enumerate(columns):
         table.add_column(column, justify="left" if i == 0 else "right", no_wrap=True)
     for m in summary.modes:

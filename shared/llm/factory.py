@@ -1,8 +1,8 @@
-"""Build a LangChain chat model from a provider name and options: the one place providers are constructed.
+"""Build a LangChain chat model from a provider name and options: the one place that constructs providers.
 
-Engines never build provider clients themselves; they receive the :class:`BaseChatModel` this factory returns
-(see docs/design.md). Every provider defaults to temperature 0 (Gemini's own default is 0.7). Problems the user
-must fix (a missing API key, an unknown provider, an optional package that is not installed) raise
+Engines never build provider clients themselves; they receive the :class:`BaseChatModel` this factory
+returns (see docs/design.md). Every provider defaults to temperature 0 (Gemini's own default is 0.7). Problems
+the user must fix (a missing API key, an unknown provider, an optional package that is not installed) raise
 :class:`~shared.errors.ConfigurationError` with one sentence saying what to set or install.
 """
 
@@ -60,7 +60,8 @@ def build_chat_model(
             ``base_url`` also llama.cpp server, vLLM or LM Studio).
         model: Model name; each provider has a default (:data:`DEFAULT_MODELS`).
         base_url: Server URL. Ollama falls back to ``OLLAMA_HOST``, then to the client's default.
-        api_key: Gemini / OpenAI key; defaults to ``GOOGLE_API_KEY`` (or ``GEMINI_API_KEY``) / ``OPENAI_API_KEY``.
+        api_key: Gemini / OpenAI key; defaults to ``GOOGLE_API_KEY`` (or ``GEMINI_API_KEY``) /
+            ``OPENAI_API_KEY``.
         temperature: Sampling temperature, 0 by default everywhere.
         num_ctx: Ollama context window in tokens.
         timeout: Request timeout in seconds (network providers).

@@ -1,8 +1,8 @@
 """Fault injection for reliability tests: the offline model misbehaves like real models and providers do.
 
-A :class:`FaultConfig` picks one :data:`FaultMode` and how often it strikes. Decisions are deterministic: the
-model numbers its calls, and call ``n`` is faulty when ``Random(f"{seed}:{n}").random() < rate``. The same seed
-and the same sequence of calls therefore give the same faults on every run and every machine.
+A :class:`FaultConfig` picks one :data:`FaultMode` and how often it strikes. Decisions are deterministic:
+the model numbers its calls, and call ``n`` is faulty when ``Random(f"{seed}:{n}").random() < rate``. The
+same seed and the same sequence of calls therefore give the same faults on every run and every machine.
 
 Modes and what they do to a reply:
 

@@ -51,8 +51,8 @@ LATENCY_PROFILES: dict[str, LatencyProfile] = {
         name="cpu-8b", prefill_tokens_per_s=150, decode_tokens_per_s=10, overhead_ms=100
     ),
     # Gemini Flash through the public API: Artificial Analysis (artificialanalysis.ai, Gemini 2.x Flash model
-    # pages) measures about 0.3 s to first token for short prompts and ~150+ output tok/s. The first-token time
-    # already includes prompt processing for prompts of our size, so no separate prefill rate.
+    # pages) measures about 0.3 s to first token for short prompts and ~150+ output tok/s. The first-token
+    # time already includes prompt processing for prompts of our size, so no separate prefill rate.
     "gemini-flash": LatencyProfile(
         name="gemini-flash", prefill_tokens_per_s=None, decode_tokens_per_s=150, overhead_ms=300
     ),

@@ -432,3 +432,20 @@ def test_invalid_arguments_error_names_the_parameter(make_engine: Any) -> None:
 
     assert result.answer.startswith("Invalid parameters for 'ventas_anuales': anio:")
     assert result.operations[0].error == result.answer
+
+
+def test_a_storage_failure_is_reported_not_raised(
+    make_engine: Any, memory_store: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine, _ = make_engine(two_parallel_tools)
+
+    def fail(*args: Any, **kwargs: Any) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(memory_store, "record_turn", fail)
+
+    result = engine.ask("c1", "¿Cuánto vendimos en 2025?")
+
+    assert not result.recorded
+    assert result.errors == ["Turn not recorded: OSError: disk full"]
+    assert result.answer.startswith("En 2025 vendimos")

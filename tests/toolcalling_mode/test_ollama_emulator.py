@@ -45,3 +45,18 @@ def test_one_multi_tool_turn_through_chat_ollama(toy_erp: Any, memory_store: Any
         *["user", "assistant", "tool", "tool", "assistant"],
         *["user", "assistant", "tool", "tool", "assistant"],
     ]
+
+
+def test_the_offline_model_behind_the_emulator_answers_a_multi_tool_turn(
+    erp: Any, registry: Any, memory_store: Any
+) -> None:
+    with start_emulator("ollama") as base_url:
+        client = ChatOllama(model="llama3.1:8b", base_url=base_url, temperature=0)
+        engine = ToolCallingEngine(registry, erp, memory_store, client)
+
+        result = engine.ask("c1", "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?")
+
+    assert result.model_calls == 2
+    assert [op.funcion for op in result.operations] == ["ventas_anuales", "mejor_cliente"]
+    assert "₲850.000.000" in result.answer and "Empresa ABC" in result.answer
+    assert result.errors == []

@@ -105,7 +105,8 @@ def _top_productos(data: dict[str, Any], anio: Any) -> str:
     if not products:
         return f"No hubo ventas de productos en {anio}."
     listed = "; ".join(
-        f"{i}. {p.get('producto')} ({_count(p.get('unidades'), 'unidad', 'unidades')}, {_money(p.get('total'))})"
+        f"{i}. {p.get('producto')} "
+        f"({_count(p.get('unidades'), 'unidad', 'unidades')}, {_money(p.get('total'))})"
         for i, p in enumerate(products, start=1)
     )
     return f"Los productos más vendidos de {anio} fueron: {listed}."
@@ -123,7 +124,8 @@ def _facturas_pendientes(data: dict[str, Any], anio: Any) -> str:
     cantidad = data.get("cantidad", len(invoices))
     if not cantidad:
         return f"No hay facturas pendientes{who}."
-    head = f"Hay {_count(cantidad, 'factura pendiente', 'facturas pendientes')}{who} por {_money(data.get('total'))}"
+    pending = _count(cantidad, "factura pendiente", "facturas pendientes")
+    head = f"Hay {pending}{who} por {_money(data.get('total'))}"
     listed = "; ".join(
         f"{f.get('numero')} ({f.get('cliente')}, {f.get('fecha')}): {_money(f.get('total'))}"
         for f in invoices

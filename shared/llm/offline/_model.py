@@ -1,8 +1,8 @@
 """``OfflineSalesModel``: a deterministic LangChain chat model that plays an LLM for the sales assistant.
 
-It is a stand-in for the default benchmark, demos and tests, not a measure of model quality. It sees only the
-messages it is sent (it never imports the ERP, the registry, the memory store or the benchmark) and chooses one
-of three behaviours from what it is asked:
+It is a stand-in for the default benchmark, demos and tests, not a measure of model quality. It sees only
+the messages it is sent (it never imports the ERP, the registry, the memory store or the benchmark) and
+chooses one of three behaviours from what it is asked:
 
 1. **Tool calling** (``bind_tools``): ``tool_calls`` for the question's operations, independent calls together
    in one message, dependent ones one step at a time; then a final answer written from the ``ToolMessage``\\s
@@ -241,7 +241,7 @@ class OfflineSalesModel(BaseChatModel):
         strict: bool | None = None,
         **kwargs: Any,
     ) -> Runnable[LanguageModelInput, dict[str, Any] | BaseModel]:
-        """Return a runnable that parses the model's reply into ``schema`` (pydantic class, TypedDict or dict).
+        """Return a runnable that parses the reply into ``schema`` (pydantic class, TypedDict or dict).
 
         ``json_schema`` (default) sends the schema as ``response_format`` and parses JSON text; ``json_mode``
         asks for JSON without the schema (the prompt must say what to produce); ``function_calling`` forces a
@@ -482,7 +482,7 @@ def _answer(view: PromptView) -> dict[str, Any]:
     items = [
         Executed(
             funcion=str(r.get("funcion", "")),
-            parametros=r.get("parametros") if isinstance(r.get("parametros"), dict) else {},
+            parametros=dict(r["parametros"]) if isinstance(r.get("parametros"), dict) else {},
             resultado=r.get("resultado"),
             error=None if r.get("error") is None else str(r["error"]),
         )
@@ -500,7 +500,8 @@ def _plain_reply(view: PromptView) -> str:
     understanding = understand(view.question, view.conversation, frozenset(KNOWN_OPERATIONS))
     if understanding.kind == "operations":
         return (
-            "Para responder necesito consultar el ERP, y en esta llamada no tengo herramientas ni resultados: "
+            "Para responder necesito consultar el ERP, y en esta llamada no tengo herramientas ni "
+            "resultados: "
             "pregúntame a través del asistente de ventas."
         )
     return understanding.reply
@@ -519,9 +520,9 @@ def _tool_step(view: PromptView, request: _Request) -> _Draft:
     choice = request.tool_choice
     data_calls = [c for c in view.turn_calls if answer_tool is None or c.name != answer_tool.name]
 
-    if choice not in (None, "auto", "required") and choice in by_name:
-        if by_name[choice] is not answer_tool or not data_tools:
-            return _forced_call(view, by_name[choice])
+    forced = by_name.get(choice) if choice not in (None, "auto", "required") else None
+    if forced is not None and (forced is not answer_tool or not data_tools):
+        return _forced_call(view, forced)
     if answer_tool is not None and view.results is not None:
         return _final(_answer(view), request, answer_tool)
 

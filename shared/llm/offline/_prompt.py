@@ -1,9 +1,9 @@
 """Reading a prompt: everything the offline model knows comes from the messages it is sent.
 
 The labels are the ones :func:`shared.memory.context.render_context` writes and docs/design.md fixes
-("Fecha de hoy:", "Estado de la conversación:", "Memoria relevante:", "Último intercambio:", "Nueva pregunta:",
-"Pregunta:", "Resultados:"). Full-history tool calling adds earlier messages: earlier tool calls and results
-are read as conversation context too.
+("Fecha de hoy:", "Estado de la conversación:", "Memoria relevante:", "Último intercambio:",
+"Nueva pregunta:", "Pregunta:", "Resultados:"). Full-history tool calling adds earlier messages: earlier
+tool calls and results are read as conversation context too.
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def read_prompt(messages: list[BaseMessage]) -> PromptView:
 
 
 def extract_question(text: str) -> str:
-    """The user's question inside a human message (after ``Nueva pregunta:`` / ``Pregunta:``), else all of it."""
+    """The question inside a human message (after ``Nueva pregunta:`` / ``Pregunta:``), else all of it."""
     marker = text.rfind("Nueva pregunta:")
     if marker >= 0:
         rest = text[marker + len("Nueva pregunta:") :].strip()
@@ -201,9 +201,8 @@ def _operations(value: Any) -> list[tuple[str, dict[str, Any]]]:
 
 
 def _conversation(text: str, earlier: list[BaseMessage]) -> Conversation:
-    match = None
-    for match in _DATE.finditer(text):
-        pass
+    dates = list(_DATE.finditer(text))
+    match = dates[-1] if dates else None
     today: date | None = None
     if match is not None:
         try:

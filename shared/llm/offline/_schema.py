@@ -1,4 +1,4 @@
-"""JSON-schema helpers: classify a requested schema, fill one with placeholder values, conform a payload to it.
+"""JSON-schema helpers: classify a requested schema, fill one with placeholders, conform a payload to it.
 
 Used for ``with_structured_output``, provider-native ``response_format`` / Ollama ``format`` schemas, and the
 arguments of tools the model does not know (the langchain-tests adder, weather and joke schemas).

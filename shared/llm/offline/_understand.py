@@ -34,46 +34,84 @@ YEAR_OPERATIONS = frozenset(
 
 Kind = Literal["operations", "small_talk", "unsupported", "clarify"]
 
+
+def _any(*alternatives: str) -> str:
+    """One regex alternation from readable pieces."""
+    return "|".join(alternatives)
+
+
 _INTENTS: dict[str, str] = {
-    "mejor_cliente": r"mejor(?:es)? cliente|cliente (?:que|quien) mas (?:nos )?(?:compro|gasto)|principal cliente"
-    r"|cliente principal|mayor cliente|cliente mas importante|best customer|top customer|biggest customer",
-    "compras_cliente": r"cuanto (?:nos )?(?:compro|ha comprado|gasto|nos ha comprado)|\bcompras (?:de|del|que)\b"
-    r"|how much did .+ (?:buy|purchase|spend)|\bpurchases (?:of|by|from)\b|how much has .+ (?:bought|spent)",
-    "ventas_mensuales": r"mensual|por mes|mes a mes|cada mes|\bmonthly\b|by month|per month|month by month",
-    "top_productos": r"productos? mas vendidos?|\btop ?\w* ?productos?|mejores productos|productos? (?:estrella|lider)"
-    r"|best[- ]selling|top[- ]selling|\btop \w* ?products?|most sold|que productos? (?:se )?vend",
-    "ventas_por_categoria": r"categoria|by category|per category|categories",
-    "facturas_pendientes": r"pendiente|por cobrar|impaga|sin pagar|no pagad|adeud|nos debe|\bdeudas?\b|\bunpaid\b"
-    r"|outstanding|\bpending\b|\bowes?\b",
-    "buscar_cliente": r"\bbusca|\bencontra|\bencuentra|\bsearch|\bfind\b|look up|\bruc\b|datos de(?:l)? cliente"
-    r"|que clientes|lista(?:do)? de clientes|clientes (?:que|con|llamad)|informacion del cliente",
-    "ventas_anuales": r"cuanto (?:vendimos|se vendio|facturamos|hemos vendido|vendio la empresa)|\bventas\b"
-    r"|\bvendimos\b|\bfacturacion\b|\bfacturamos\b|how much did we sell|\bsales\b|\brevenue\b|\bsold\b",
-}
+    "mejor_cliente": _any(
+        r"mejor(?:es)? cliente", r"cliente (?:que|quien) mas (?:nos )?(?:compro|gasto)", "principal cliente",
+        "cliente principal", "mayor cliente", "cliente mas importante", "best customer", "top customer",
+        "biggest customer",
+    ),
+    "compras_cliente": _any(
+        r"cuanto (?:nos )?(?:compro|ha comprado|gasto|nos ha comprado)", r"\bcompras (?:de|del|que)\b",
+        r"how much did .+ (?:buy|purchase|spend)", r"\bpurchases (?:of|by|from)\b",
+        r"how much has .+ (?:bought|spent)",
+    ),
+    "ventas_mensuales": _any(
+        "mensual", "por mes", "mes a mes", "cada mes", r"\bmonthly\b", "by month", "per month",
+        "month by month",
+    ),
+    "top_productos": _any(
+        r"productos? mas vendidos?", r"\btop ?\w* ?productos?", "mejores productos",
+        r"productos? (?:estrella|lider)", r"best[- ]selling", r"top[- ]selling", r"\btop \w* ?products?",
+        "most sold", r"que productos? (?:se )?vend",
+    ),
+    "ventas_por_categoria": _any("categoria", "by category", "per category", "categories"),
+    "facturas_pendientes": _any(
+        "pendiente", "por cobrar", "impaga", "sin pagar", "no pagad", "adeud", "nos debe", r"\bdeudas?\b",
+        r"\bunpaid\b", "outstanding", r"\bpending\b", r"\bowes?\b",
+    ),
+    "buscar_cliente": _any(
+        r"\bbusca", r"\bencontra", r"\bencuentra", r"\bsearch", r"\bfind\b", "look up", r"\bruc\b",
+        r"datos de(?:l)? cliente", "que clientes", r"lista(?:do)? de clientes",
+        r"clientes (?:que|con|llamad)",
+        "informacion del cliente",
+    ),
+    "ventas_anuales": _any(
+        r"cuanto (?:vendimos|se vendio|facturamos|hemos vendido|vendio la empresa)", r"\bventas\b",
+        r"\bvendimos\b", r"\bfacturacion\b", r"\bfacturamos\b", "how much did we sell", r"\bsales\b",
+        r"\brevenue\b", r"\bsold\b",
+    ),
+}  # fmt: skip
 _MONTH_SALES = r"\b(?:ventas|vendimos|vendio|facturamos|sales|sell|sold)\b"
 _INJECTION = re.compile(
-    r"ignora\w* (?:\w+ )?(?:instrucciones|reglas|indicaciones)|olvida\w* (?:\w+ )?instrucciones"
-    r"|ignore (?:\w+ )?(?:previous |prior |your |the )?(?:instructions|rules)|system prompt|prompt del sistema"
-    r"|jailbreak|modo desarrollador|developer mode"
-)
+    _any(
+        r"ignora\w* (?:\w+ )?(?:instrucciones|reglas|indicaciones)", r"olvida\w* (?:\w+ )?instrucciones",
+        r"ignore (?:\w+ )?(?:previous |prior |your |the )?(?:instructions|rules)", "system prompt",
+        "prompt del sistema", "jailbreak", "modo desarrollador", "developer mode",
+    )
+)  # fmt: skip
 _DESTRUCTIVE = re.compile(
-    r"\b(?:borra|borrar|borre|borren|elimina|eliminar|elimine|eliminen|modifica|modificar|modifique|actualiza"
-    r"|actualizar|actualice|cambia|cambiar|cambie|inserta|insertar|anula|anular|anule|crea|crear|creame|registra"
-    r"|registrar|agrega|agregar|delete|drop|update|insert|truncate|remove|alter|modify|create|add)\b"
-)
+    r"\b(?:"
+    + _any(
+        "borra", "borrar", "borre", "borren", "elimina", "eliminar", "elimine", "eliminen", "modifica",
+        "modificar", "modifique", "actualiza", "actualizar", "actualice", "cambia", "cambiar", "cambie",
+        "inserta", "insertar", "anula", "anular", "anule", "crea", "crear", "creame", "registra", "registrar",
+        "agrega", "agregar", "delete", "drop", "update", "insert", "truncate", "remove", "alter", "modify",
+        "create", "add",
+    )
+    + r")\b"
+)  # fmt: skip
 _GREETING = re.compile(
     r"^\W*(?:hola|buenas|buen dia|buenos dias|buenas tardes|buenas noches|hello|hi|hey|saludos|que tal)\b"
 )
 _THANKS = re.compile(r"\b(?:gracias|thanks|thank you|perfecto|genial|excelente|de acuerdo)\b")
 _BYE = re.compile(r"\b(?:chau|adios|hasta luego|bye|goodbye|nos vemos)\b")
 _WHO = re.compile(
-    r"quien eres|quien sos|que eres|que sos|que puedes hacer|que podes hacer|who are you|what can you do"
-    r"|como estas|how are you|\bayuda\b|\bhelp\b|como funciona"
-)
+    _any(
+        "quien eres", "quien sos", "que eres", "que sos", "que puedes hacer", "que podes hacer",
+        "who are you",
+        "what can you do", "como estas", "how are you", r"\bayuda\b", r"\bhelp\b", "como funciona",
+    )
+)  # fmt: skip
 _FOLLOW_UP = re.compile(r"^\W*(?:y|and|e)\b|^\W*(?:que tal|what about|how about)\b")
 _REFERENT = re.compile(
-    r"^(?:ese|esa|este|esta|el|ella|dicho|mismo|that|this|him|her|it|them|same|nuestro|nuestra|mejor|el mejor"
-    r"|que|quien|cual|mas|our|the best|best)\b"
+    r"^(?:ese|esa|este|esta|el|ella|dicho|mismo|that|this|him|her|it|them|same|nuestro|nuestra|mejor"
+    r"|el mejor|que|quien|cual|mas|our|the best|best)\b"
 )
 _CUSTOMER_TRIGGERS = re.compile(
     r"(?:\bclientes?|\bcustomers?|\bclient|compr[oó]|compras del?|comprado|pendientes del?|facturas del?"
@@ -81,11 +119,17 @@ _CUSTOMER_TRIGGERS = re.compile(
     re.IGNORECASE,
 )
 _NAME_STOP = re.compile(
-    r"\s+(?:en|durante|desde|hasta|el año|el ano|(?:este|ese) (?:año|ano|mes)|in|during|for|this|last|since|y|and|por|tiene|tienen"
-    r"|compr[oó]|buy|bought|spend|spent|purchase|de (?:19|20)\d\d|del año|del ano|el mes|hace|that|with)\b"
-    r"|[?¿!¡,;:()]|\.(?:\s|$)|\s+(?:19|20)\d\d\b",
+    r"\s+(?:"
+    + _any(
+        "en", "durante", "desde", "hasta", "el año", "el ano", r"(?:este|ese) (?:año|ano|mes)", "in",
+        "during",
+        "for", "this", "last", "since", "y", "and", "por", "tiene", "tienen", "compr[oó]", "buy", "bought",
+        "spend", "spent", "purchase", r"de (?:19|20)\d\d", "del año", "del ano", "el mes", "hace", "that",
+        "with",
+    )
+    + r")\b|[?¿!¡,;:()]|\.(?:\s|$)|\s+(?:19|20)\d\d\b",
     re.IGNORECASE,
-)
+)  # fmt: skip
 _LEADING = re.compile(
     r"^(?:(?:la|el|los|las|a|al|nos|nuestro|nuestra|the|our|de|del|cliente|customer|empresa llamada)\s+)+",
     re.IGNORECASE,
@@ -97,14 +141,17 @@ _CAPITALISED = re.compile(
 _CAPITAL_STOP = {
     "cuanto", "cuantos", "cual", "cuales", "que", "quien", "como", "donde", "cuando", "y", "hola", "dame",
     "decime", "dime", "muestra", "mostrame", "lista", "how", "what", "which", "who", "show", "give", "list",
-    "and", "the", "en", "de", "del", "el", "la", "ventas", "facturas", "compras", "mejor", "cliente", "i", "we",
-    "ruc", "datos", "busca", "buscar", "search", "find",
+    "and", "the", "en", "de", "del", "el", "la", "ventas", "facturas", "compras", "mejor", "cliente", "i",
+    "we", "ruc", "datos", "busca", "buscar", "search", "find",
 }  # fmt: skip
+_NOT_A_NAME = re.compile(
+    r"(?:mas|menos|mucho|poco|algo|nada|you|we|they|pago|cobro|cobrar|pagar|todos|todas)"
+)
 
 
 @dataclass(frozen=True)
 class Step:
-    """One operation to run. ``needs`` names an earlier step whose result's ``cliente`` fills ``cliente``."""
+    """One operation to run; ``needs`` names an earlier step whose result's ``cliente`` fills ``cliente``."""
 
     key: str
     funcion: str
@@ -114,7 +161,7 @@ class Step:
 
 @dataclass(frozen=True)
 class Understanding:
-    """What a question needs: operations, or a reply with no operation (small talk, refusal, clarification)."""
+    """What a question needs: operations, or a reply without operations (small talk, refusal, question)."""
 
     kind: Kind
     steps: tuple[Step, ...] = ()
@@ -123,14 +170,15 @@ class Understanding:
 
 
 REPLIES = {
-    "greeting": "¡Hola! Soy el asistente de ventas del ERP. Puedo consultar ventas anuales y mensuales, el mejor "
-    "cliente, las compras de un cliente, los productos más vendidos, las ventas por categoría, las facturas "
-    "pendientes y buscar clientes. ¿Qué quieres saber?",
+    "greeting": "¡Hola! Soy el asistente de ventas del ERP. Puedo consultar ventas anuales y mensuales, el "
+    "mejor cliente, las compras de un cliente, los productos más vendidos, las ventas por categoría, las "
+    "facturas pendientes y buscar clientes. ¿Qué quieres saber?",
     "thanks": "¡De nada! Si necesitas otra consulta de ventas, aquí estoy.",
     "bye": "¡Hasta luego! Cuando quieras seguimos con tus consultas de ventas.",
-    "destructive": "No puedo modificar, crear ni borrar datos del ERP: solo puedo consultar información de ventas.",
-    "injection": "No puedo cambiar mis instrucciones. Puedo ayudarte con consultas de ventas, clientes, productos "
-    "y facturas del ERP.",
+    "destructive": "No puedo modificar, crear ni borrar datos del ERP: solo puedo consultar información de "
+    "ventas.",
+    "injection": "No puedo cambiar mis instrucciones. Puedo ayudarte con consultas de ventas, clientes, "
+    "productos y facturas del ERP.",
     "unsupported": "Lo siento, no puedo ayudarte con eso: solo puedo consultar información de ventas del ERP "
     "(ventas, clientes, productos y facturas).",
     "no_operation": "No tengo una operación disponible para consultar ese dato en el ERP.",
@@ -157,11 +205,11 @@ def detect_intents(folded: str) -> list[str]:
         explicit_total = re.search(r"cuanto (?:vendimos|facturamos)|ventas totales|total de ventas", folded)
         if not explicit_total or {"ventas_mensuales", "ventas_por_categoria"} & set(names):
             names.remove("ventas_anuales")
-    if "ventas_anuales" in names and {"mejor_cliente", "compras_cliente"} & set(names):
-        if not re.search(
-            r"cuanto (?:vendimos|facturamos)|ventas (?:totales|de|del|en)|how much did we sell", folded
-        ):
-            names.remove("ventas_anuales")
+    asks_total = re.search(
+        r"cuanto (?:vendimos|facturamos)|ventas (?:totales|de|del|en)|how much did we sell", folded
+    )
+    if "ventas_anuales" in names and {"mejor_cliente", "compras_cliente"} & set(names) and not asks_total:
+        names.remove("ventas_anuales")
     if "buscar_cliente" in names and {"compras_cliente", "facturas_pendientes"} & set(names):
         names.remove("buscar_cliente")
     return names
@@ -192,7 +240,9 @@ def _clean_name(text: str) -> str | None:
     folded = fold(name)
     if not name or _REFERENT.match(folded) or re.match(r"^\d", name) or len(name) < 2:
         return None
-    if folded in _CAPITAL_STOP or re.fullmatch(r"(?:mas|menos|mucho|poco|algo|nada|you|we|they|pago|cobro|cobrar|pagar|todos|todas)", folded):
+    if folded in _CAPITAL_STOP or re.fullmatch(
+        r"(?:mas|menos|mucho|poco|algo|nada|you|we|they|pago|cobro|cobrar|pagar|todos|todas)", folded
+    ):
         return None
     return name
 
@@ -298,7 +348,8 @@ def _build(
         usable.insert(usable.index("compras_cliente"), "mejor_cliente")
 
     steps: list[Step] = []
-    for year in year_values or [None]:
+    years_to_plan: list[int | None] = list(year_values) or [None]
+    for year in years_to_plan:
         best_key: str | None = None
         for name in usable:
             if name not in YEAR_OPERATIONS and year is not None and year != year_values[0]:

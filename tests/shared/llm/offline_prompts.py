@@ -29,7 +29,8 @@ PLAN_SYSTEM = (
     + CATALOG
 )
 ANSWER_SYSTEM = (
-    'Redacta la respuesta. Devuelve {"respuesta": "...", "memoria": [{"contenido": "...", "importancia": 0.8}], '
+    'Redacta la respuesta. Devuelve {"respuesta": "...", '
+    '"memoria": [{"contenido": "...", "importancia": 0.8}], '
     '"estado": {"tema": "ventas"}}.'
 )
 
@@ -37,23 +38,56 @@ RESULTS: dict[str, dict[str, Any]] = {
     "ventas_anuales": {"anio": 2025, "total": 850000000, "facturas": 120},
     "mejor_cliente": {"anio": 2025, "cliente": "Empresa ABC", "total": 120000000},
     "compras_cliente": {"cliente": "Empresa ABC", "anio": 2025, "total": 120000000, "facturas": 14},
-    "ventas_mensuales": {"anio": 2025, "mes": None, "total": 30000, "meses": [{"mes": 1, "total": 10000}, {"mes": 2, "total": 20000}]},
+    "ventas_mensuales": {
+        "anio": 2025,
+        "mes": None,
+        "total": 30000,
+        "meses": [{"mes": 1, "total": 10000}, {"mes": 2, "total": 20000}],
+    },
     "top_productos": {
         "anio": 2025,
         "productos": [
-            {"sku": "A-1", "producto": "Yerba Premium", "categoria": "Alimentos", "unidades": 500, "total": 9000000},
+            {
+                "sku": "A-1",
+                "producto": "Yerba Premium",
+                "categoria": "Alimentos",
+                "unidades": 500,
+                "total": 9000000,
+            },
             {"sku": "B-2", "producto": "Termo Acero", "categoria": "Bazar", "unidades": 40, "total": 4000000},
         ],
     },
-    "ventas_por_categoria": {"anio": 2025, "total": 13000000, "categorias": [{"categoria": "Alimentos", "total": 9000000}, {"categoria": "Bazar", "total": 4000000}]},
-    "facturas_pendientes": {"cliente": None, "cantidad": 2, "total": 3500000, "facturas": [{"numero": "F-001", "cliente": "Empresa ABC", "fecha": "2026-10-01", "total": 1500000}, {"numero": "F-002", "cliente": "Comercial Sur", "fecha": "2026-11-02", "total": 2000000}]},
-    "buscar_cliente": {"texto": "sur", "clientes": [{"nombre": "Comercial Sur", "ruc": "80000001-1", "ciudad": "Encarnación"}]},
-}  # fmt: skip
+    "ventas_por_categoria": {
+        "anio": 2025,
+        "total": 13000000,
+        "categorias": [
+            {"categoria": "Alimentos", "total": 9000000},
+            {"categoria": "Bazar", "total": 4000000},
+        ],
+    },
+    "facturas_pendientes": {
+        "cliente": None,
+        "cantidad": 2,
+        "total": 3500000,
+        "facturas": [
+            {"numero": "F-001", "cliente": "Empresa ABC", "fecha": "2026-10-01", "total": 1500000},
+            {"numero": "F-002", "cliente": "Comercial Sur", "fecha": "2026-11-02", "total": 2000000},
+        ],
+    },
+    "buscar_cliente": {
+        "texto": "sur",
+        "clientes": [{"nombre": "Comercial Sur", "ruc": "80000001-1", "ciudad": "Encarnación"}],
+    },
+}
 """Canned results in the shapes docs/design.md fixes (the offline model never sees the real ERP)."""
 
 
-def context(today: str | None = "2026-11-30", state: dict[str, Any] | None = None, memory: list[str] | None = None,
-            exchange: tuple[str, str] | None = None) -> str:  # fmt: skip
+def context(
+    today: str | None = "2026-11-30",
+    state: dict[str, Any] | None = None,
+    memory: list[str] | None = None,
+    exchange: tuple[str, str] | None = None,
+) -> str:
     """The rendered context, with the labels of shared.memory.context.render_context."""
     lines = [f"Fecha de hoy: {today}"] if today else []
     if state:

@@ -22,11 +22,15 @@ def test_public_names_are_pinned() -> None:
 def test_offline_model_never_imports_the_erp_or_the_modes() -> None:
     import subprocess
     import sys
+    from pathlib import Path
+
+    root = Path(shared.llm.__file__).resolve().parents[2]
 
     code = (
         "import sys, shared.llm.offline; "
-        "bad = [m for m in sys.modules if m.split('.')[0] in ('benchmarks', 'planner_mode', 'toolcalling_mode') "
+        "bad = [m for m in sys.modules "
+        "if m.split('.')[0] in ('benchmarks', 'planner_mode', 'toolcalling_mode') "
         "or m.startswith(('shared.erp', 'shared.operations', 'shared.memory'))]; print(bad)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root)
     assert out.stdout.strip() == "[]"

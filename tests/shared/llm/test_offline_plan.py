@@ -104,8 +104,11 @@ def test_relative_year_without_a_date_in_the_prompt_gets_a_clarifying_question()
 
 
 def test_ese_anio_and_year_follow_ups_use_the_state() -> None:
-    state = {"anio": 2025, "ultimas_operaciones": [{"funcion": "ventas_anuales", "parametros": {"anio": 2025}},
-                                                   {"funcion": "mejor_cliente", "parametros": {"anio": 2025}}]}  # fmt: skip
+    previous = [
+        {"funcion": "ventas_anuales", "parametros": {"anio": 2025}},
+        {"funcion": "mejor_cliente", "parametros": {"anio": 2025}},
+    ]
+    state = {"anio": 2025, "ultimas_operaciones": previous}
     assert operations("¿y en 2024?", state=state) == [
         ("ventas_anuales", {"anio": 2024}),
         ("mejor_cliente", {"anio": 2024}),

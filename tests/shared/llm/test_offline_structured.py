@@ -1,4 +1,4 @@
-"""``with_structured_output`` on the offline model: every method, pydantic and dict schemas, ``include_raw``."""
+"""``with_structured_output`` on the offline model: all methods, pydantic and dict schemas, include_raw."""
 
 from __future__ import annotations
 

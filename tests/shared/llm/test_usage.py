@@ -5,11 +5,13 @@ from __future__ import annotations
 import threading
 from uuid import uuid4
 
+import pytest
 from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.tools import StructuredTool
 
+from shared.errors import ProviderError
 from shared.llm.faults import FaultConfig
 from shared.llm.offline import OfflineSalesModel
 from shared.llm.usage import UsageTracker
@@ -46,10 +48,8 @@ def test_streaming_and_tool_calls_are_counted_once(tools: list[StructuredTool]) 
 def test_failed_calls_count_and_stop_the_clock() -> None:
     tracker = UsageTracker()
     model = OfflineSalesModel(faults=FaultConfig(mode="provider_error"))
-    try:
+    with pytest.raises(ProviderError):
         model.invoke("hola", config={"callbacks": [tracker]})
-    except Exception:
-        pass
     assert tracker.calls == 1
     assert tracker.input_tokens == 0
     assert tracker._started == {}

@@ -1,0 +1,179 @@
+"""The article's dialogue through the agent with the real offline model, sales registry, ERP and store.
+
+Observed call counts (the offline model batches independent tool calls in one step):
+2 model calls for one batch of tool calls (one or several in parallel), 3 when a call needs an earlier result.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+import pytest
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import BaseMessage
+
+from shared.llm.faults import FaultConfig, FaultMode
+from shared.llm.offline import OfflineSalesModel
+from toolcalling_mode import ToolCallingEngine
+
+# (question, model calls, operations, fragments of the answer)
+DIALOGUE: list[tuple[str, int, list[str], list[str]]] = [
+    ("¿Cuánto vendimos en 2025?", 2, ["ventas_anuales"], ["₲850.000.000"]),
+    (
+        "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?",
+        2,
+        ["ventas_anuales", "mejor_cliente"],
+        ["₲850.000.000", "Empresa ABC"],
+    ),
+    ("¿Cuál fue mi mejor cliente?", 2, ["mejor_cliente"], ["Empresa ABC"]),
+    ("¿Y cuánto compró?", 2, ["compras_cliente"], ["Empresa ABC", "₲120.000.000"]),
+    (
+        "¿Cuánto compró nuestro mejor cliente en 2025?",
+        3,
+        ["mejor_cliente", "compras_cliente"],
+        ["Empresa ABC", "₲120.000.000"],
+    ),
+]
+
+
+class PromptRecorder(BaseCallbackHandler):
+    """Keeps the messages of every chat-model call."""
+
+    def __init__(self) -> None:
+        self.prompts: list[list[BaseMessage]] = []
+
+    def on_chat_model_start(
+        self, serialized: dict[str, Any], messages: list[list[BaseMessage]], *, run_id: UUID, **kwargs: Any
+    ) -> None:
+        self.prompts.append(list(messages[0]))
+
+
+def offline_engine(
+    erp: Any, registry: Any, store: Any, **options: Any
+) -> tuple[ToolCallingEngine, PromptRecorder]:
+    recorder = PromptRecorder()
+    model = OfflineSalesModel(callbacks=[recorder], faults=options.pop("faults", None))
+    return ToolCallingEngine(registry, erp, store, model, **options), recorder
+
+
+@pytest.mark.parametrize("policy", ["windowed", "full_history"])
+@pytest.mark.parametrize("structured", [False, True])
+def test_the_article_dialogue(
+    erp: Any, registry: Any, memory_store: Any, policy: str, structured: bool
+) -> None:
+    engine, _ = offline_engine(erp, registry, memory_store, policy=policy, structured=structured)
+
+    for question, calls, operations, fragments in DIALOGUE:
+        result = engine.ask("articulo", question)
+
+        assert result.model_calls == calls, question
+        assert [op.funcion for op in result.operations] == operations, question
+        assert all(op.ok for op in result.operations), question
+        for fragment in fragments:
+            assert fragment in result.answer, (question, result.answer)
+        assert result.errors == [], question
+        assert result.recorded
+
+    assert result.operations[1].parametros == {"cliente": "Empresa ABC", "anio": 2025}
+    finals = [m for m in memory_store.history("articulo") if m.is_final_answer]
+    assert len(finals) == len(DIALOGUE)
+
+
+def test_structured_answers_store_memories_and_state(erp: Any, registry: Any, memory_store: Any) -> None:
+    engine, _ = offline_engine(erp, registry, memory_store, structured=True)
+
+    result = engine.ask("c1", "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?")
+
+    assert result.state["cliente_actual"] == "Empresa ABC"
+    assert result.state["anio"] == 2025
+    assert "El mejor cliente de 2025 fue Empresa ABC." in result.memories
+    assert memory_store.get_state("c1") == result.state
+    stored = [item.contenido for item in memory_store.memories("c1")]
+    assert set(result.memories) == set(stored)
+
+
+def test_full_history_prompt_contains_the_first_exchange(erp: Any, registry: Any, memory_store: Any) -> None:
+    engine, recorder = offline_engine(erp, registry, memory_store, policy="full_history")
+    first = engine.ask("c1", DIALOGUE[0][0])
+    calls_before = len(recorder.prompts)
+
+    engine.ask("c1", DIALOGUE[1][0])
+
+    prompt = recorder.prompts[calls_before]
+    texts = [str(m.content) for m in prompt]
+    assert texts[1] == DIALOGUE[0][0]
+    assert first.answer in texts
+    assert [m.type for m in prompt] == ["system", "human", "ai", "tool", "ai", "human"]
+
+
+def test_windowed_prompt_is_bounded(erp: Any, registry: Any, memory_store: Any) -> None:
+    windowed, w_recorder = offline_engine(erp, registry, memory_store, policy="windowed")
+    full, f_recorder = offline_engine(erp, registry, memory_store, policy="full_history")
+    for question, *_ in DIALOGUE:
+        last_windowed = windowed.ask("w", question)
+        last_full = full.ask("f", question)
+
+    first_call_of_last_turn = w_recorder.prompts[-last_windowed.model_calls]
+    assert [m.type for m in first_call_of_last_turn] == ["system", "human"]
+    system = str(first_call_of_last_turn[0].content)
+    assert f"Usuario: {DIALOGUE[3][0]}" in system
+    assert f"Usuario: {DIALOGUE[2][0]}" not in system
+    assert last_windowed.input_tokens < last_full.input_tokens
+    assert len(f_recorder.prompts[-last_full.model_calls]) > 10
+
+
+FAULT_MODES: list[FaultMode] = [
+    "malformed_json",
+    "truncated_json",
+    "unknown_function",
+    "wrong_types",
+    "empty",
+    "provider_error",
+]
+
+
+@pytest.mark.parametrize("structured", [False, True])
+@pytest.mark.parametrize("mode", FAULT_MODES)
+def test_every_fault_mode_ends_in_a_recorded_turn(
+    erp: Any, registry: Any, memory_store: Any, mode: FaultMode, structured: bool
+) -> None:
+    engine, _ = offline_engine(
+        erp, registry, memory_store, faults=FaultConfig(mode=mode), structured=structured
+    )
+
+    result = engine.ask("c1", DIALOGUE[1][0])
+
+    assert result.recorded
+    assert result.errors
+    assert result.answer
+    history = memory_store.history("c1")
+    assert history[0].content == DIALOGUE[1][0]
+    assert history[-1].is_final_answer and history[-1].content == result.answer
+
+
+def test_faults_at_a_low_rate_leave_most_turns_clean(erp: Any, registry: Any, memory_store: Any) -> None:
+    engine, _ = offline_engine(
+        erp, registry, memory_store, faults=FaultConfig(mode="wrong_types", rate=0.2, seed=3)
+    )
+
+    results = [engine.ask("c1", question) for question, *_ in DIALOGUE]
+
+    assert all(r.recorded for r in results)
+    assert sum(1 for r in results if not r.errors) >= 2
+
+
+def test_a_turn_with_malformed_tool_calls_replays_cleanly(erp: Any, registry: Any, memory_store: Any) -> None:
+    faulty, _ = offline_engine(
+        erp, registry, memory_store, policy="full_history", faults=FaultConfig(mode="malformed_json")
+    )
+    faulty.ask("c1", DIALOGUE[1][0])
+    clean, recorder = offline_engine(erp, registry, memory_store, policy="full_history")
+
+    result = clean.ask("c1", DIALOGUE[0][0])
+
+    assert result.errors == []
+    replay = recorder.prompts[0]
+    calls = {c["id"] for m in replay if m.type == "ai" for c in getattr(m, "tool_calls", [])}
+    results = {getattr(m, "tool_call_id", None) for m in replay if m.type == "tool"}
+    assert calls == results and calls
