@@ -2,7 +2,7 @@
 
 :class:`PlannerAI` holds no conversation state: everything it needs arrives as arguments, so one instance can
 serve any conversation from any thread (article §13). It asks the provider for native structured output
-(``with_structured_output(..., method="json_schema", include_raw=True)``) and, when the provider's parsing
+(``with_structured_output(..., method="json_schema")``) and, when the provider's parsing
 fails or the model has no structured-output support, recovers the JSON from the raw text with
 :mod:`planner_mode.parsing`. It never makes a second attempt: one method call is one model call.
 """
@@ -15,7 +15,7 @@ from typing import Any, Generic, TypeVar
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableSequence
 from pydantic import BaseModel, ValidationError
 
 from planner_mode.parsing import message_text, parse_model_output
@@ -31,53 +31,74 @@ M = TypeVar("M", bound=BaseModel)
 
 
 class _StructuredCall(Generic[M]):
-    """One model asked for one schema: native structured output when available, tolerant parsing always."""
+    """One model asked for one schema: native structured output when available, tolerant parsing always.
+
+    ``with_structured_output(schema, method="json_schema")`` returns ``bound_model | parser`` for the
+    providers we support. The two halves are called separately: the raw message stays at hand for the
+    tolerant parser when the provider's parser fails, without LangChain's ``include_raw=True`` wrapper, whose
+    ``RunnableParallel`` starts threads on every call (a few milliseconds of harness time per call).
+    """
 
     def __init__(self, model: BaseChatModel, schema: type[M]) -> None:
         self.model = model
         self.schema = schema
-        self.structured: Runnable[Any, Any] | None
+        self._bound: Runnable[Any, Any] = model
+        self._parser: Runnable[Any, Any] | None = None
         try:
-            self.structured = model.with_structured_output(schema, method="json_schema", include_raw=True)
+            # The JSON schema (not the class) is handed over: LangChain re-derives a class's schema on every
+            # call for tracing metadata, which costs milliseconds; the parsed dict is validated in ``_parse``.
+            structured = model.with_structured_output(schema.model_json_schema(), method="json_schema")
         except (NotImplementedError, ValueError, TypeError):
             # The model has no structured output (or not this method): ask plainly, parse the text.
-            self.structured = None
+            return
+        if isinstance(structured, RunnableSequence) and len(structured.steps) == 2:
+            self._bound, self._parser = structured.first, structured.last
+        else:  # an unusual shape: keep the whole runnable and parse whatever it returns
+            self._bound = structured
 
     def invoke(self, messages: list[BaseMessage], callbacks: Sequence[BaseCallbackHandler] | None) -> M:
         config: RunnableConfig = {"callbacks": list(callbacks)} if callbacks else {}
-        runnable: Runnable[Any, Any] = self.structured if self.structured is not None else self.model
         try:
-            output = runnable.invoke(messages, config=config)
+            output = self._bound.invoke(messages, config=config)
         except ErpAiError:
             raise
         except Exception as exc:  # provider SDKs raise anything: network, HTTP, timeouts, SDK bugs
             raise ProviderError(f"The model provider failed: {type(exc).__name__}: {exc}") from exc
+        if self._parser is not None and isinstance(output, BaseMessage):
+            try:
+                parsed = self._parser.invoke(output)
+            except Exception:
+                parsed = None
+            if parsed is not None:
+                try:
+                    return self._parse(parsed)
+                except ModelOutputError:
+                    pass
         return self._parse(output)
 
     def _parse(self, output: Any) -> M:
-        raw: Any = output
-        if isinstance(output, dict) and "raw" in output:
-            parsed = output.get("parsed")
-            if isinstance(parsed, self.schema):
-                return parsed
-            if isinstance(parsed, dict):
-                try:
-                    return self.schema.model_validate(parsed)
-                except ValidationError:
-                    pass
-            raw = output["raw"]
-        if isinstance(raw, self.schema):
-            return raw
-        if isinstance(raw, AIMessage):
-            for call in raw.tool_calls:  # function-calling fallback of BaseChatModel.with_structured_output
+        if isinstance(output, self.schema):
+            return output
+        if isinstance(output, dict):
+            try:
+                return self.schema.model_validate(output)
+            except ValidationError as exc:
+                raise ModelOutputError(
+                    f"The model's JSON does not match {self.schema.__name__}: {exc.errors()[0]['msg']}",
+                    raw=str(output),
+                ) from None
+        if isinstance(output, AIMessage):
+            for (
+                call
+            ) in output.tool_calls:  # function-calling fallback of BaseChatModel.with_structured_output
                 try:
                     return self.schema.model_validate(call["args"])
                 except ValidationError:
                     continue
-            return parse_model_output(message_text(raw.content), self.schema)
-        if isinstance(raw, BaseMessage):
-            return parse_model_output(message_text(raw.content), self.schema)
-        raise ModelOutputError(f"Unexpected model output of type {type(raw).__name__}.", raw=str(raw))
+            return parse_model_output(message_text(output.content), self.schema)
+        if isinstance(output, BaseMessage):
+            return parse_model_output(message_text(output.content), self.schema)
+        raise ModelOutputError(f"Unexpected model output of type {type(output).__name__}.", raw=str(output))
 
 
 class PlannerAI:
