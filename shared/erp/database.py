@@ -38,8 +38,8 @@ def make_engine(url: str) -> Engine:
             cursor = dbapi_connection.cursor()
             if ":memory:" not in url and url not in ("sqlite://", "sqlite:///"):
                 cursor.execute("PRAGMA journal_mode=WAL")
-                # WAL + NORMAL is SQLite's recommended pairing: a commit no longer waits for fsync, and the
-                # database stays consistent; only the last commits can be lost on power failure (not on a crash).
+                # WAL + NORMAL is the pairing SQLite recommends: commits stop waiting for fsync and the
+                # database stays consistent; a power cut (not a crash) can lose only the last commits.
                 cursor.execute("PRAGMA synchronous=NORMAL")
             cursor.execute("PRAGMA busy_timeout=30000")
             cursor.execute("PRAGMA foreign_keys=ON")

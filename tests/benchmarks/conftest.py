@@ -6,10 +6,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bench_fakes import TINY_SUITE
 
 from benchmarks.scenario import Scenario, load_scenarios
 from benchmarks.scoring.turn import TurnScorer
+from tests.benchmarks.bench_fakes import TINY_SUITE
 
 
 @pytest.fixture

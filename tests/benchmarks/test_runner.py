@@ -7,7 +7,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from bench_fakes import FakeEngine, good_script
 
 from benchmarks.results import read_results
 from benchmarks.runner import RunConfig, RunOutcome, run_benchmark
@@ -15,6 +14,7 @@ from benchmarks.scenario import Scenario
 from benchmarks.scoring.turn import TurnScorer
 from shared.errors import ConfigurationError, ProviderError
 from shared.turn import TurnResult
+from tests.benchmarks.bench_fakes import FakeEngine, good_script
 
 
 def config(tmp_path: Path, **kwargs: object) -> RunConfig:

@@ -1,23 +1,14 @@
-"""Fixtures of the planner tests; the fakes themselves live in ``planner_fakes.py``.
-
-This directory is put on ``sys.path`` so that the tests can ``import planner_fakes`` / ``server_threads``
-whatever pytest's import mode (prepend, importlib, or test packages with ``__init__.py``).
-"""
+"""Fixtures of the planner tests; the fakes themselves live in ``planner_fakes.py``."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from planner_fakes import Toy, toy_operations
-
 from shared.erp.database import Erp, make_engine
 from shared.operations.registry import OperationRegistry
+from tests.planner_mode.planner_fakes import Toy, toy_operations
 
 
 @pytest.fixture

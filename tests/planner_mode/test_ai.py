@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import Runnable, RunnableLambda
-from planner_fakes import FunctionChatModel, scripted
 from pydantic import Field
 
 from planner_mode.ai import PlannerAI
@@ -18,6 +17,7 @@ from shared.answer import Answer
 from shared.errors import ModelOutputError, ProviderError
 from shared.memory.context import ConversationContext
 from shared.operations.registry import OperationRegistry
+from tests.planner_mode.planner_fakes import FunctionChatModel, scripted
 
 CONTEXT = ConversationContext(hoy=date(2026, 11, 30))
 PLAN = {"operaciones": [{"funcion": "ventas_anuales", "parametros": {"anio": 2025}}], "pregunta": "¿Cuánto?"}
@@ -87,7 +87,7 @@ def test_blank_respuesta_is_a_model_output_error() -> None:
 
 
 class StructuredFake(FunctionChatModel):
-    """Implements ``with_structured_output`` like a provider: ``parsed`` when valid, raw text otherwise."""
+    """Implements ``with_structured_output`` like a provider: ``bound model | JSON parser``."""
 
     requested: list[dict[str, Any]] = Field(default_factory=list)
 
@@ -95,23 +95,15 @@ class StructuredFake(FunctionChatModel):
         self, schema: Any, *, include_raw: bool = False, **kwargs: Any
     ) -> Runnable[Any, Any]:
         self.requested.append({"schema": schema, "include_raw": include_raw, **kwargs})
-
-        def run(messages: Any) -> dict[str, Any]:
-            raw = self.invoke(messages)
-            try:
-                return {"raw": raw, "parsed": schema.model_validate_json(raw.content), "parsing_error": None}
-            except ValueError as exc:
-                return {"raw": raw, "parsed": None, "parsing_error": exc}
-
-        return RunnableLambda(run)
+        return RunnableLambda(self.invoke) | RunnableLambda(lambda raw: json.loads(raw.content))
 
 
 def test_native_structured_output_is_requested_as_json_schema(toy_registry: OperationRegistry) -> None:
     model = StructuredFake(reply=scripted(PLAN))
     ai = PlannerAI(model)
     assert [(r["schema"], r["method"], r["include_raw"]) for r in model.requested] == [
-        (Plan, "json_schema", True),
-        (Answer, "json_schema", True),
+        (Plan.model_json_schema(), "json_schema", False),
+        (Answer.model_json_schema(), "json_schema", False),
     ]
     assert ai.analyze("x", CONTEXT, toy_registry.catalog()) == Plan.model_validate(PLAN)
     assert model.calls == 1
@@ -132,11 +124,13 @@ def test_function_calling_structured_output_is_read_from_tool_call_args(
 ) -> None:
     class ToolCallingFake(StructuredFake):
         def with_structured_output(self, schema: Any, **kwargs: Any) -> Runnable[Any, Any]:
-            def run(_messages: Any) -> dict[str, Any]:
-                raw = AIMessage(content="", tool_calls=[{"name": "Plan", "args": PLAN, "id": "1"}])
-                return {"raw": raw, "parsed": None, "parsing_error": ValueError("x")}
+            def run(_messages: Any) -> AIMessage:
+                return AIMessage(content="", tool_calls=[{"name": "Plan", "args": PLAN, "id": "1"}])
 
-            return RunnableLambda(run)
+            def parse(_raw: AIMessage) -> dict[str, Any]:
+                raise ValueError("a JSON-content parser cannot read tool calls")
+
+            return RunnableLambda(run) | RunnableLambda(parse)
 
     plan = PlannerAI(ToolCallingFake(reply=lambda _m: "")).analyze("x", CONTEXT, toy_registry.catalog())
     assert plan == Plan.model_validate(PLAN)

@@ -8,13 +8,13 @@ from typing import Any
 
 import httpx
 import pytest
-from planner_fakes import FunctionChatModel, scripted
 
 from planner_mode.ai import PlannerAI
 from planner_mode.client import AICallError, AIClient, HttpAIClient, InProcessAIClient
 from planner_mode.wire import CallUsage
 from shared.errors import ConfigurationError, ModelOutputError, ProviderError
 from shared.memory.context import ConversationContext
+from tests.planner_mode.planner_fakes import FunctionChatModel, scripted
 
 CONTEXT = ConversationContext(hoy=date(2026, 11, 30))
 PLAN = {"operaciones": [{"funcion": "ventas_anuales", "parametros": {"anio": 2025}}], "pregunta": "q"}

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import BaseMessage
-from planner_fakes import FunctionChatModel, Reply, is_plan_request, scripted
 
 from planner_mode import InProcessAIClient, PlannerAI, PlannerEngine, PlannerLimits
 from planner_mode.engine import ANSWER_FAILED_MESSAGE, PROVIDER_DOWN_MESSAGE, UNREADABLE_PLAN_MESSAGE
@@ -16,6 +15,7 @@ from shared.engine import AssistantEngine
 from shared.erp.database import Erp
 from shared.memory.store import MemoryStore
 from shared.operations.registry import OperationRegistry
+from tests.planner_mode.planner_fakes import FunctionChatModel, Reply, is_plan_request, scripted
 
 TWO_OPS = {
     "operaciones": [

@@ -6,13 +6,13 @@ import threading
 from typing import Any
 
 import pytest
-from planner_fakes import Toy
 
 from planner_mode.executor import execute_plan
 from planner_mode.plan import Plan
 from planner_mode.validation import validate_plan
 from shared.erp.database import Erp
 from shared.operations.registry import OperationRegistry
+from tests.planner_mode.planner_fakes import Toy
 
 
 def run(registry: OperationRegistry, erp: Erp, *operations: dict[str, Any]) -> list[Any]:

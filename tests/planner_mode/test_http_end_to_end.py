@@ -6,13 +6,13 @@ import json
 from typing import Any
 
 from langchain_core.messages import BaseMessage
-from planner_fakes import FunctionChatModel, is_plan_request, results_of
-from server_threads import ServerThread
 
 from planner_mode import HttpAIClient, PlannerEngine, create_app
 from shared.erp.database import Erp
 from shared.memory.store import MemoryStore
 from shared.operations.registry import OperationRegistry
+from tests.planner_mode.planner_fakes import FunctionChatModel, is_plan_request, results_of
+from tests.planner_mode.server_threads import ServerThread
 
 
 def context_reading_model() -> FunctionChatModel:

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 from langchain_core.messages import BaseMessage
-from planner_fakes import FunctionChatModel, Reply, scripted
 
 from planner_mode.server import create_app
 from shared.errors import ConfigurationError
 from shared.memory.context import ConversationContext
 from shared.operations.registry import OperationRegistry
+from tests.planner_mode.planner_fakes import FunctionChatModel, Reply, scripted
 
 CONTEXT = ConversationContext(hoy=date(2026, 11, 30), estado={"anio": 2025}).model_dump(mode="json")
 PLAN = {"operaciones": [{"funcion": "ventas_anuales", "parametros": {"anio": 2025}}], "pregunta": "¿Cuánto?"}

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 from sqlalchemy import create_engine
-from toolcalling_fakes import Behaviour, FunctionChatModel, toy_registry
 
 from shared.erp.database import Erp
+from tests.toolcalling_mode.toolcalling_fakes import Behaviour, FunctionChatModel, toy_registry
 
 
 @pytest.fixture

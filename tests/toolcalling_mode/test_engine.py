@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from toolcalling_fakes import CallInfo, ask_tools, call
 
 import toolcalling_mode.engine as engine_module
 from shared.errors import ProviderError
+from tests.toolcalling_mode.toolcalling_fakes import CallInfo, ask_tools, call
 from toolcalling_mode import ToolCallingLimits
 from toolcalling_mode.engine import FAILURE_ANSWER
 

@@ -7,9 +7,15 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_ollama import ChatOllama
-from toolcalling_fakes import CallInfo, FunctionChatModel, ask_tools, call, toy_registry
 
 from shared.emulators import start_emulator
+from tests.toolcalling_mode.toolcalling_fakes import (
+    CallInfo,
+    FunctionChatModel,
+    ask_tools,
+    call,
+    toy_registry,
+)
 from toolcalling_mode import ToolCallingEngine
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from emulator_fakes import GEMINI_KEY, FunctionChatModel
 
 from shared.emulators import EmulatorFaults, EmulatorServer, create_emulator
+from tests.shared.emulators.emulator_fakes import GEMINI_KEY, FunctionChatModel
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,6 @@ from typing import Any
 import httpx
 import httpx2
 import pytest
-from emulator_fakes import GEMINI_KEY, FunctionChatModel
 from langchain_core.exceptions import OutputParserException
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_google_genai import ChatGoogleGenerativeAI
@@ -22,6 +21,7 @@ from pydantic import BaseModel
 
 from shared.emulators import FAULT_HEADER, EmulatorFaults, EmulatorServer
 from shared.emulators.gemini import GeminiContent, openapi_to_json_schema, to_langchain_messages
+from tests.shared.emulators.emulator_fakes import GEMINI_KEY, FunctionChatModel
 
 MODEL = "gemini-2.5-flash"
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import socket
 
 import httpx
-from emulator_fakes import FunctionChatModel
 
 from shared.emulators import EmulatorServer, create_emulator
 from shared.emulators._http import split_text
+from tests.shared.emulators.emulator_fakes import FunctionChatModel
 
 
 def test_accepted_sockets_have_tcp_nodelay() -> None:

@@ -7,10 +7,10 @@ import time
 
 import httpx
 import pytest
-from emulator_fakes import FunctionChatModel
 
 import shared.emulators as emulators
 from shared.emulators import EmulatorFaults, create_emulator, run_emulator, start_emulator
+from tests.shared.emulators.emulator_fakes import FunctionChatModel
 
 
 def test_public_names_are_pinned() -> None:

@@ -8,7 +8,6 @@ from typing import Any
 import httpx
 import ollama
 import pytest
-from emulator_fakes import CallInfo, FunctionChatModel
 from langchain_core.exceptions import OutputParserException
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_ollama import ChatOllama
@@ -16,6 +15,7 @@ from pydantic import BaseModel
 
 from shared.emulators import FAULT_HEADER, EmulatorFaults, EmulatorServer, create_emulator
 from shared.emulators.ollama import OllamaMessage, to_langchain_messages
+from tests.shared.emulators.emulator_fakes import CallInfo, FunctionChatModel
 
 MODEL = "llama3.1:8b"
 

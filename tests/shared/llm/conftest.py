@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 from langchain_core.tools import StructuredTool
-from offline_prompts import sales_tools
+
+from tests.shared.llm.offline_prompts import sales_tools
 
 
 @pytest.fixture

@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.tools import StructuredTool
-from offline_prompts import RESULTS, answer_messages, context, plan_messages
 from pydantic import ValidationError
 
 from shared.errors import ProviderError
 from shared.llm.faults import HALLUCINATED_FUNCTION, FaultConfig, OfflineProviderError, spanish_number
 from shared.llm.offline import OfflineSalesModel
+from tests.shared.llm.offline_prompts import RESULTS, answer_messages, context, plan_messages
 
 QUESTION = "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?"
 

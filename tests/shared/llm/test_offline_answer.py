@@ -6,10 +6,10 @@ import json
 from typing import Any
 
 import pytest
-from offline_prompts import RESULTS, answer_messages
 
 from shared.answer import Answer
 from shared.llm.offline import OfflineSalesModel
+from tests.shared.llm.offline_prompts import RESULTS, answer_messages
 
 ARTICLE_QUESTION = "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?"
 

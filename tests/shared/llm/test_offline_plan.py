@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
-from offline_prompts import CATALOG, PLAN_SYSTEM, plan_messages
 
 from shared.llm.offline import OfflineSalesModel
+from tests.shared.llm.offline_prompts import CATALOG, PLAN_SYSTEM, plan_messages
 
 ARTICLE_QUESTION = "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?"
 

@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
-from offline_prompts import CATALOG, RESULTS, answer_messages, plan_messages
 from pydantic import BaseModel, Field
 
 from shared.answer import Answer
 from shared.llm.offline import OfflineSalesModel
+from tests.shared.llm.offline_prompts import CATALOG, RESULTS, answer_messages, plan_messages
 
 METHODS = ["json_schema", "json_mode", "function_calling"]
 

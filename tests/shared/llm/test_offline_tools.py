@@ -8,10 +8,10 @@ from typing import Any
 from langchain.agents.structured_output import ProviderStrategy
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import StructuredTool
-from offline_prompts import context
 
 from shared.answer import Answer
 from shared.llm.offline import OfflineSalesModel
+from tests.shared.llm.offline_prompts import context
 
 SYSTEM = SystemMessage("Eres el asistente de ventas de un ERP.\n" + context())
 
