@@ -9,7 +9,6 @@ only the rest.
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 import uuid
@@ -39,12 +38,6 @@ from shared.turn import TurnResult
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
-
-_PROVIDER_FAILURE = re.compile(
-    r"provider|ConnectError|ConnectionError|Connection refused|Timeout|APIError|RateLimit|HTTPStatusError",
-    re.IGNORECASE,
-)
-"""How a provider failure shows in ``TurnResult.errors``: the modes report it as text, not as a type."""
 
 EngineFactory = Callable[[str], AssistantEngine]
 """Builds the engine of a mode (called once per mode and worker thread)."""
@@ -289,12 +282,8 @@ def _row(
 
 
 def provider_failed(result: TurnResult) -> bool:
-    """Whether the model provider failed during the turn (the engine answered with an apology instead).
-
-    The modes never raise for provider failures; they land in ``errors`` as text. A turn the planner did not
-    record (no model produced its answer) counts too.
-    """
-    return not result.recorded or any(_PROVIDER_FAILURE.search(error) for error in result.errors)
+    """Whether the model provider failed during the turn (the engine answered with an apology instead)."""
+    return result.failure == "provider"
 
 
 def run_suite(

@@ -36,7 +36,7 @@ from shared.erp.database import Erp
 from shared.errors import ModelOutputError
 from shared.memory.store import MemoryStore, MessageIn, TurnRecord
 from shared.operations.registry import OperationRegistry
-from shared.turn import ExecutedOperation, TurnResult
+from shared.turn import ExecutedOperation, FailureKind, TurnResult
 
 __all__ = ["PlannerEngine", "PlannerLimits"]
 
@@ -107,6 +107,7 @@ class PlannerEngine:
             turn.usages.append(exc.usage)
             turn.errors.append(f"Call 1 (plan) failed: {exc}")
             unreadable = isinstance(exc.cause, ModelOutputError)
+            turn.failure = "model_output" if unreadable else "provider"
             return self._unrecorded(turn, UNREADABLE_PLAN_MESSAGE if unreadable else PROVIDER_DOWN_MESSAGE)
         turn.usages.append(analyzed.usage)
         plan = turn.plan = analyzed.plan
@@ -135,6 +136,7 @@ class PlannerEngine:
         except AICallError as exc:
             turn.usages.append(exc.usage)
             turn.errors.append(f"Call 2 (answer) failed: {exc}")
+            turn.failure = "model_output" if isinstance(exc.cause, ModelOutputError) else "provider"
             return self._unrecorded(turn, ANSWER_FAILED_MESSAGE)
         turn.usages.append(responded.usage)
         return self._record(turn, responded.answer)
@@ -206,6 +208,7 @@ class _Turn:
         self.operations: list[ExecutedOperation] = []
         self.errors: list[str] = []
         self.usages: list[CallUsage] = []
+        self.failure: FailureKind | None = None
 
     def result(
         self, *, answer: str, memories: list[str], state: dict[str, Any], recorded: bool
@@ -229,5 +232,6 @@ class _Turn:
             harness_ms=max(0.0, total_ms - usage.model_ms),
             total_ms=total_ms,
             errors=self.errors,
+            failure=self.failure,
             recorded=recorded,
         )

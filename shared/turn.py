@@ -8,6 +8,10 @@ from pydantic import BaseModel, Field
 
 ModeName = Literal["planner", "toolcalling", "toolcalling-full"]
 
+FailureKind = Literal["provider", "model_output", "limit", "storage"]
+"""Why a turn could not be answered normally: the model provider failed; the model's output was unusable;
+a model-call or recursion limit stopped it; or the memory store could not record it."""
+
 
 class ExecutedOperation(BaseModel):
     """One sales operation the ERP executed (or refused) during a turn."""
@@ -58,5 +62,7 @@ class TurnResult(BaseModel):
     total_ms: float = 0.0
     errors: list[str] = Field(default_factory=list)
     """Non-fatal problems: invalid plans, refused operations, model output errors, provider errors."""
+    failure: FailureKind | None = None
+    """Set when the turn could not be answered normally; the answer is then an apology, not data."""
     recorded: bool = True
     """Whether the turn was stored in the conversation memory."""

@@ -34,7 +34,7 @@ from shared.answer import Answer, MemoryItem
 from shared.llm.usage import UsageTracker
 from shared.memory.context import ConversationContext, render_context
 from shared.memory.store import MessageIn, TurnRecord
-from shared.turn import ExecutedOperation, TurnResult
+from shared.turn import ExecutedOperation, FailureKind, TurnResult
 from toolcalling_mode._middleware import TurnContext, TurnMiddleware, executed_operation
 from toolcalling_mode.history import (
     answered_ids,
@@ -81,6 +81,7 @@ class _AgentRun:
     structured: Answer | None = None
     stop: StopReason = "done"
     failure: str | None = None
+    failure_kind: FailureKind | None = None
     operations: list[ExecutedOperation] = field(default_factory=list)
 
 
@@ -155,6 +156,7 @@ class ToolCallingEngine:
             *self._step_rows(run.messages),
             MessageIn(role="assistant", content=answer, metadata=final_metadata),
         ]
+        failure = _failure_kind(run, final_metadata)
         recorded = True
         try:
             state = self._store.record_turn(
@@ -162,6 +164,7 @@ class ToolCallingEngine:
             )
         except Exception as exc:  # storage must not turn a finished turn into an exception
             recorded = False
+            failure = "storage"
             state = dict(state_update)
             errors.append(f"Turn not recorded: {type(exc).__name__}: {exc}")
 
@@ -182,6 +185,7 @@ class ToolCallingEngine:
             harness_ms=max(0.0, total_ms - tracker.model_ms),
             total_ms=total_ms,
             errors=errors,
+            failure=failure,
             recorded=recorded,
         )
 
@@ -209,6 +213,7 @@ class ToolCallingEngine:
         state: dict[str, Any] = {}
         stop: StopReason = "done"
         failure: str | None = None
+        failure_kind: FailureKind | None = None
         try:
             for values in self._agent.stream(
                 {"messages": inputs}, config=config, context=context, stream_mode="values"
@@ -217,9 +222,9 @@ class ToolCallingEngine:
         except GraphRecursionError:
             stop = "recursion"
         except StructuredOutputError as exc:
-            stop, failure = "failed", f"ModelOutputError: {exc}"
+            stop, failure, failure_kind = "failed", f"ModelOutputError: {exc}", "model_output"
         except Exception as exc:  # any provider/SDK failure ends the turn, not the caller
-            stop, failure = "failed", f"{type(exc).__name__}: {exc}"
+            stop, failure, failure_kind = "failed", f"{type(exc).__name__}: {exc}", "provider"
 
         new = [m for m in state.get("messages", []) if m.id not in input_ids]
         if stop == "done" and new and _is_limit_message(new[-1]):
@@ -233,6 +238,7 @@ class ToolCallingEngine:
             structured=structured,
             stop=stop,
             failure=failure,
+            failure_kind=failure_kind,
             operations=self._operations(new, context),
         )
 
@@ -314,6 +320,18 @@ class ToolCallingEngine:
                     )
                 )
         return rows
+
+
+def _failure_kind(run: _AgentRun, final_metadata: dict[str, Any]) -> FailureKind | None:
+    """Classify a turn that ended without a normal answer (see :data:`shared.turn.FailureKind`)."""
+    stop = final_metadata.get("stop")
+    if stop == "failed":
+        return run.failure_kind or "provider"
+    if stop in ("recursion", "model_calls"):
+        return "limit"
+    if stop == "empty":
+        return "model_output"
+    return None
 
 
 def _response_format(strategy: StructuredStrategy) -> Any:

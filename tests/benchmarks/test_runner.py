@@ -173,9 +173,9 @@ def test_a_turn_whose_provider_failed_is_recorded_as_failed(
 ) -> None:
     def provider_down(mode: str, conversation_id: str, message: str) -> TurnResult:
         result = good_script(mode, conversation_id, message)
-        if mode == "planner":
-            return result.model_copy(update={"recorded": False, "errors": ["Call 1 (plan) failed"]})
-        return result.model_copy(update={"errors": ["ProviderError: HTTP 503"]})
+        return result.model_copy(
+            update={"recorded": False, "errors": ["ProviderError: HTTP 503"], "failure": "provider"}
+        )
 
     outcome = run(tiny_suite, config(tmp_path), Engines(provider_down), scorer)
     assert all(row.failed and not row.passed for row in outcome.rows)

@@ -206,6 +206,7 @@ def test_default_limits_stop_a_looping_model_at_six_calls(make_engine: Any) -> N
 
     assert len(model.calls) == 6
     assert result.answer.startswith("Se alcanzó el límite de 6 llamadas al modelo")
+    assert result.failure == "limit"
 
 
 def test_recursion_limit_ends_the_turn_with_a_clear_answer(make_engine: Any, memory_store: Any) -> None:

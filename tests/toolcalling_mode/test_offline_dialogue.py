@@ -147,6 +147,7 @@ def test_every_fault_mode_ends_in_a_recorded_turn(
     assert result.recorded
     assert result.errors
     assert result.answer
+    assert (result.failure == "provider") == (mode == "provider_error")
     history = memory_store.history("c1")
     assert history[0].content == DIALOGUE[1][0]
     assert history[-1].is_final_answer and history[-1].content == result.answer
