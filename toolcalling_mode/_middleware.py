@@ -18,8 +18,6 @@ from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResp
 from langchain_core.messages import SystemMessage, ToolMessage
 from langgraph.types import Command
 
-from shared.errors import OperationError
-from shared.operations.registry import OperationRegistry
 from shared.turn import ExecutedOperation
 
 
@@ -35,20 +33,8 @@ class TurnContext:
     """Tool calls of one step run in parallel threads."""
 
 
-GENERIC_VALIDATION_ERROR = "Tool input validation error"
-"""What a ``StructuredTool`` with ``handle_validation_error=True`` tells the model: no detail at all."""
-
-
 class TurnMiddleware(AgentMiddleware[Any, Any, Any]):
-    """Sets the turn's system prompt on every model call, times every tool call, and details bad arguments.
-
-    With ``registry``, a tool result that only says ``Tool input validation error`` is replaced by the
-    registry's own message (which parameter, what is wrong), so the model can correct its call.
-    """
-
-    def __init__(self, registry: OperationRegistry | None = None) -> None:
-        super().__init__()
-        self._registry = registry
+    """Sets the turn's system prompt on every model call and times every tool call."""
 
     def wrap_model_call(
         self,
@@ -68,28 +54,12 @@ class TurnMiddleware(AgentMiddleware[Any, Any, Any]):
         started = perf_counter()
         outcome = handler(request)
         duration_ms = (perf_counter() - started) * 1000
-        if isinstance(outcome, ToolMessage):
-            outcome = self._detail_validation_error(request, outcome)
         context = request.runtime.context if request.runtime is not None else None
         if isinstance(context, TurnContext) and isinstance(outcome, ToolMessage):
             call = request.tool_call
             operation = executed_operation(call["name"], call["args"], call["id"], outcome, duration_ms)
             with context.lock:
                 context.operations[str(call["id"])] = operation
-        return outcome
-
-    def _detail_validation_error(self, request: ToolCallRequest, outcome: ToolMessage) -> ToolMessage:
-        if (
-            self._registry is None
-            or outcome.status != "error"
-            or str(outcome.content) != GENERIC_VALIDATION_ERROR
-            or request.tool_call["name"] not in self._registry
-        ):
-            return outcome
-        try:
-            self._registry.validate(request.tool_call["name"], request.tool_call["args"])
-        except OperationError as exc:
-            return outcome.model_copy(update={"content": str(exc)})
         return outcome
 
 

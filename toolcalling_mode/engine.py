@@ -131,7 +131,7 @@ class ToolCallingEngine:
             model,
             tools=registry.langchain_tools(erp),
             middleware=[
-                TurnMiddleware(registry),
+                TurnMiddleware(),
                 ModelCallLimitMiddleware(run_limit=self.limits.model_calls, exit_behavior="end"),
             ],
             response_format=response_format,
