@@ -12,9 +12,9 @@ Flow of :meth:`PlannerEngine.ask`:
    memories and the state merge.
 
 Failures never raise out of :meth:`~PlannerEngine.ask`: they land in ``TurnResult.errors`` with a clear
-message for the user. **Recording policy:** a turn is recorded only when a model produced its answer (call 2,
-or call 1's ``respuesta_directa``). When call 1 or call 2 fails, nothing is written except the (possibly new,
-empty) conversation row, ``TurnResult.recorded`` is ``False``, and the user can simply ask again: the stored
+message for the user. **Recording policy:** a turn is recorded only when a model produced its answer
+(call 2, or call 1's ``respuesta_directa``). When call 1 or call 2 fails, nothing is written (not even a new
+conversation's row), ``TurnResult.recorded`` is ``False``, and the user can simply ask again: the stored
 conversation is never half-written and never contains canned error text. Errors of the store itself
 (database down) do propagate: they are infrastructure failures, not model failures.
 """
@@ -92,7 +92,8 @@ class PlannerEngine:
     def ask(self, conversation_id: str, message: str) -> TurnResult:
         """Answer ``message`` in ``conversation_id`` (created if unknown) with at most two model calls."""
         started = time.perf_counter()
-        conversation_id = self.store.ensure_conversation(conversation_id)
+        # No ensure_conversation() here: record_turn creates an unknown conversation in the turn's own
+        # transaction, so a failed first turn leaves nothing behind, and a turn costs one write, not two.
         context = self.store.build_context(
             conversation_id,
             self.erp.today,

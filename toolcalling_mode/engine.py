@@ -145,7 +145,7 @@ class ToolCallingEngine:
         """Answer ``message`` in ``conversation_id`` (created if unknown) and record the turn."""
         started = perf_counter()
         tracker = UsageTracker()
-        conversation_id = self._store.ensure_conversation(conversation_id)
+        # record_turn creates an unknown conversation in the turn's own transaction: one write per turn.
         system_message, prior = self._turn_input(conversation_id)
         run = self._run([*prior, HumanMessage(content=message)], TurnContext(system_message), tracker)
 

@@ -21,13 +21,54 @@ def _relative(a: float, b: float, noun: str) -> str:
     return f"{abs(change):.0f}% {'fewer' if change < 0 else 'more'} {noun}"
 
 
+def _broken(mode: ModeSummary) -> bool:
+    """Every turn of the mode raised: its calls and tokens say nothing about the architecture."""
+    return mode.turns > 0 and mode.failed_turns == mode.turns
+
+
+def _accuracy_pair(base: ModeSummary, other: ModeSummary) -> str:
+    if round(base.accuracy * 100) == round(other.accuracy * 100):
+        return f"the same accuracy ({base.accuracy:.0%})"
+    return f"accuracy {base.accuracy:.0%} vs {other.accuracy:.0%}"
+
+
 def _compare(base: ModeSummary, other: ModeSummary) -> str:
+    for mode in (base, other):
+        if _broken(mode):
+            return (
+                f"{mode.mode}: every one of its {mode.turns} turns raised, so its calls and tokens are not "
+                f"comparable with {(other if mode is base else base).mode}'s."
+            )
     return (
         f"{base.mode}: {base.calls_mean:.1f} calls/turn vs {other.calls_mean:.1f} for {other.mode}; "
         f"{_relative(base.input_tokens_mean, other.input_tokens_mean, 'input tokens')} per turn "
         f"({base.input_tokens_mean:.0f} vs {other.input_tokens_mean:.0f}); "
-        f"accuracy {base.accuracy:.0%} vs {other.accuracy:.0%}."
+        f"{_accuracy_pair(base, other)}."
     )
+
+
+def _than(base: ModeSummary, other: ModeSummary) -> str:
+    relative = _relative(base.input_tokens_mean, other.input_tokens_mean, "input tokens")
+    if relative.startswith("the same"):
+        return f"as many input tokens as {other.mode} ({other.accuracy:.0%} accuracy)"
+    return f"{relative} than {other.mode} ({other.accuracy:.0%} accuracy)"
+
+
+def headline(summary: Summary) -> str | None:
+    """The one-sentence comparison a reader should take away: the base mode (planner) against the others."""
+    if not summary.modes:
+        return None
+    base = summary.mode("planner") or summary.modes[0]
+    if _broken(base):
+        return f"{base.mode}: every one of its {base.turns} turns raised, so there is nothing to compare."
+    figures = (
+        f"{base.mode}: {base.accuracy:.0%} accuracy at {base.calls_mean:.2f} model calls "
+        f"and {base.input_tokens_mean:.0f} input tokens per turn"
+    )
+    others = [m for m in summary.modes if m.mode != base.mode and not _broken(m)]
+    if not others:
+        return figures + "."
+    return figures + ": " + ", and ".join(_than(base, other) for other in others) + "."
 
 
 def findings(summary: Summary, meta: RunMeta | None = None) -> list[str]:

@@ -1,62 +1,131 @@
-"""Small inline SVG charts (no JavaScript, no CDN): a bar chart and a line chart."""
+"""Small inline SVG charts (no JavaScript, no CDN): a bar chart and a line chart, both with labelled axes.
+
+Every mark carries ``data-mode`` / ``data-series`` and every axis title has class ``axis-label``, so tests (and
+readers' tools) can check that each chart is labelled and that a mode keeps one colour across charts.
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from html import escape
 
-PALETTE = ("#2563eb", "#ea580c", "#16a34a", "#9333ea", "#dc2626", "#0891b2")
-"""Series colours, in mode order."""
+MODE_COLOURS = {"planner": "#0072b2", "toolcalling": "#d55e00", "toolcalling-full": "#009e73"}
+"""The usual modes' colours (Okabe–Ito, readable by colour-blind readers), the same in every report."""
+
+PALETTE = ("#cc79a7", "#e69f00", "#56b4e9", "#7f7f7f", "#000000")
+"""Colours for any other series, in order of appearance."""
+
+DASHES = ("", "6 3", "2 3", "8 3 2 3", "1 2")
+"""Stroke patterns per line-chart series, so lines stay apart in grey-scale print."""
 
 
-def _nice_max(value: float) -> float:
-    if value <= 0:
-        return 1.0
-    magnitude = 10.0 ** len(str(int(value))) / 10
-    for step in (1, 2, 2.5, 5, 10):
-        if value <= step * magnitude:
-            return step * magnitude
-    return value
+def mode_colours(modes: Sequence[str]) -> dict[str, str]:
+    """One colour per mode: the fixed colour of a known mode, else the next unused palette colour."""
+    colours: dict[str, str] = {}
+    spare = iter(PALETTE)
+    for mode in modes:
+        colours[mode] = MODE_COLOURS.get(mode) or next(spare, PALETTE[len(colours) % len(PALETTE)])
+    return colours
+
+
+def nice_ticks(peak: float, count: int = 5) -> list[float]:
+    """Round tick values from 0 up to at least ``peak``, about ``count`` intervals (0, 1 for an empty axis)."""
+    if peak <= 0 or not math.isfinite(peak):
+        return [0.0, 1.0]
+    raw = peak / count
+    magnitude = 10.0 ** math.floor(math.log10(raw))
+    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if raw <= m * magnitude)
+    intervals = math.ceil(peak / step - 1e-9)
+    return [round(i * step, 10) for i in range(intervals + 1)]
+
+
+def tick_label(value: float, step: float) -> str:
+    """A tick value with as many decimals as the step needs and thin-space thousands separators."""
+    fraction = f"{step:.10f}".rstrip("0").partition(".")[2]
+    text = f"{value:,.{min(len(fraction), 4)}f}"
+    return text.replace(",", "\u202f")
+
+
+def _svg_open(title: str, chart_id: str, width: int, height: int, css_class: str) -> list[str]:
+    return [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart {css_class}" id="{escape(chart_id)}" '
+        f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
+        f'aria-label="{escape(title)}">',
+        f"<title>{escape(title)}</title>",
+    ]
+
+
+def _y_axis(ticks: Sequence[float], left: float, right: float, top: float, plot_h: float) -> list[str]:
+    """Grid lines and tick labels of a vertical axis starting at 0."""
+    peak = ticks[-1]
+    step = ticks[1] - ticks[0] if len(ticks) > 1 else 1.0
+    parts = []
+    for tick in ticks:
+        y = top + plot_h - plot_h * tick / peak
+        grid = "axis-line" if tick == 0 else "grid"
+        parts.append(f'<line x1="{left}" y1="{y:.1f}" x2="{right}" y2="{y:.1f}" class="{grid}"/>')
+        parts.append(
+            f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end" class="tick">'
+            f"{escape(tick_label(tick, step))}</text>"
+        )
+    return parts
 
 
 def bar_chart(
     title: str,
     bars: Sequence[tuple[str, float]],
     *,
+    y_label: str,
+    x_label: str = "mode",
+    colours: Mapping[str, str] | None = None,
     fmt: Callable[[float], str] = lambda v: f"{v:.1f}",
+    y_max: float | None = None,
     chart_id: str = "",
-    width: int = 320,
-    height: int = 200,
+    width: int = 360,
+    height: int = 240,
 ) -> str:
-    """A vertical bar chart, one bar per label, values written above the bars."""
-    top, bottom, left = 28, 36, 8
-    plot_h = height - top - bottom
-    peak = _nice_max(max((v for _, v in bars), default=0.0))
-    slot = (width - 2 * left) / max(len(bars), 1)
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart bar-chart" id="{escape(chart_id)}" '
-        f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
-        f'aria-label="{escape(title)}">',
-        f'<text x="{width / 2}" y="16" text-anchor="middle" class="chart-title">{escape(title)}</text>',
-        f'<line x1="{left}" y1="{top + plot_h}" x2="{width - left}" y2="{top + plot_h}" stroke="#999"/>',
-    ]
+    """A vertical bar chart: one bar per label, a labelled y axis from 0, the value written above each bar.
+
+    ``colours`` maps a label to its fill (default: ``mode_colours`` of the labels); ``y_max`` fixes the axis
+    top (100 for percentages) instead of rounding up from the largest value.
+    """
+    colours = colours or mode_colours([label for label, _ in bars])
+    top, bottom, left, right = 34, 44, 58, 12
+    plot_w, plot_h = width - left - right, height - top - bottom
+    ticks = nice_ticks(y_max if y_max is not None else max((v for _, v in bars), default=0.0))
+    peak = ticks[-1]
+    slot = plot_w / max(len(bars), 1)
+    parts = _svg_open(title, chart_id, width, height, "bar-chart")
+    parts.append(
+        f'<text x="{width / 2}" y="18" text-anchor="middle" class="chart-title">{escape(title)}</text>'
+    )
+    parts += _y_axis(ticks, left, left + plot_w, top, plot_h)
     for i, (label, value) in enumerate(bars):
-        bar_h = plot_h * (value / peak) if peak else 0
-        x = left + i * slot + slot * 0.2
+        bar_h = max(plot_h * min(value, peak) / peak, 0.0)
+        bar_w = min(slot * 0.62, 72)
+        x = left + i * slot + (slot - bar_w) / 2
         y = top + plot_h - bar_h
-        colour = PALETTE[i % len(PALETTE)]
+        colour = colours.get(label, PALETTE[i % len(PALETTE)])
         parts.append(
-            f'<rect x="{x:.1f}" y="{y:.1f}" width="{slot * 0.6:.1f}" height="{bar_h:.1f}" fill="{colour}">'
-            f"<title>{escape(label)}: {escape(fmt(value))}</title></rect>"
+            f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar_w:.1f}" height="{bar_h:.1f}" fill="{colour}" '
+            f'data-mode="{escape(label)}"><title>{escape(label)}: {escape(fmt(value))}</title></rect>'
         )
         parts.append(
-            f'<text x="{x + slot * 0.3:.1f}" y="{y - 4:.1f}" text-anchor="middle" class="value">'
+            f'<text x="{x + bar_w / 2:.1f}" y="{y - 5:.1f}" text-anchor="middle" class="value">'
             f"{escape(fmt(value))}</text>"
         )
         parts.append(
-            f'<text x="{x + slot * 0.3:.1f}" y="{top + plot_h + 16}" text-anchor="middle" class="label">'
+            f'<text x="{x + bar_w / 2:.1f}" y="{top + plot_h + 16}" text-anchor="middle" class="tick">'
             f"{escape(label)}</text>"
         )
+    parts.append(
+        f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" class="axis-line"/>'
+        f'<text x="{left + plot_w / 2}" y="{height - 6}" text-anchor="middle" class="axis-label x-label">'
+        f"{escape(x_label)}</text>"
+        f'<text x="14" y="{top + plot_h / 2}" text-anchor="middle" class="axis-label y-label" '
+        f'transform="rotate(-90 14 {top + plot_h / 2})">{escape(y_label)}</text>'
+    )
     parts.append("</svg>")
     return "".join(parts)
 
@@ -65,65 +134,78 @@ def line_chart(
     title: str,
     series: Mapping[str, Sequence[float]],
     *,
-    x_label: str = "turn",
-    y_label: str = "",
+    x_label: str,
+    y_label: str,
+    colours: Mapping[str, str] | None = None,
     chart_id: str = "",
-    width: int = 680,
-    height: int = 300,
+    width: int = 960,
+    height: int = 380,
 ) -> str:
-    """A line chart over x = 1, 2, …; one polyline per series, with a legend."""
-    top, bottom, left, right = 30, 40, 56, 140
+    """A line chart over x = 1, 2, …: one line per series (own colour and dash), grid, ticks and a legend.
+
+    The legend sits to the right of the plot and gives each series' last value; every point has a tooltip.
+    """
+    colours = colours or mode_colours(list(series))
+    top, bottom, left, right = 40, 48, 70, 210
     plot_w, plot_h = width - left - right, height - top - bottom
     length = max((len(values) for values in series.values()), default=0)
-    peak = _nice_max(max((max(values, default=0.0) for values in series.values()), default=0.0))
+    ticks = nice_ticks(max((max(values, default=0.0) for values in series.values()), default=0.0))
+    peak = ticks[-1]
 
-    def point(index: int, value: float) -> str:
-        x = left + (plot_w * index / (length - 1) if length > 1 else plot_w / 2)
-        y = top + plot_h - plot_h * value / peak
-        return f"{x:.1f},{y:.1f}"
+    def x_of(index: int) -> float:
+        return left + (plot_w * index / (length - 1) if length > 1 else plot_w / 2)
 
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart line-chart" id="{escape(chart_id)}" '
-        f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
-        f'aria-label="{escape(title)}">',
-        f'<text x="{left + plot_w / 2}" y="18" text-anchor="middle" class="chart-title">'
-        f"{escape(title)}</text>",
-        f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#999"/>',
-        f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="#999"/>',
-    ]
-    for fraction in (0.0, 0.5, 1.0):
-        y = top + plot_h - plot_h * fraction
-        parts.append(
-            f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end" class="label">'
-            f"{peak * fraction:.0f}</text>"
-        )
+    def y_of(value: float) -> float:
+        return top + plot_h - plot_h * value / peak
+
+    parts = _svg_open(title, chart_id, width, height, "line-chart")
+    parts.append(
+        f'<text x="{left + plot_w / 2}" y="20" text-anchor="middle" class="chart-title">{escape(title)}</text>'
+    )
+    parts += _y_axis(ticks, left, left + plot_w, top, plot_h)
     if length:
-        for tick in sorted({1, length, *range(10, length, 10)}):
-            x = point(tick - 1, 0).split(",")[0]
+        step = 1 if length <= 12 else 5 if length <= 60 else 10 ** math.floor(math.log10(length / 6)) * 5
+        for tick in sorted({1, length, *range(step, length, step)}):
+            x = x_of(tick - 1)
             parts.append(
-                f'<text x="{x}" y="{top + plot_h + 16}" text-anchor="middle" class="label">{tick}</text>'
+                f'<line x1="{x:.1f}" y1="{top + plot_h}" x2="{x:.1f}" y2="{top + plot_h + 4}" class="axis-line"/>'
+                f'<text x="{x:.1f}" y="{top + plot_h + 17}" text-anchor="middle" class="tick">{tick}</text>'
             )
     parts.append(
-        f'<text x="{left + plot_w / 2}" y="{height - 6}" text-anchor="middle" class="label">'
+        f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" class="axis-line"/>'
+        f'<text x="{left + plot_w / 2}" y="{height - 8}" text-anchor="middle" class="axis-label x-label">'
         f"{escape(x_label)}</text>"
+        f'<text x="16" y="{top + plot_h / 2}" text-anchor="middle" class="axis-label y-label" '
+        f'transform="rotate(-90 16 {top + plot_h / 2})">{escape(y_label)}</text>'
     )
-    if y_label:
-        parts.append(
-            f'<text x="12" y="{top + plot_h / 2}" text-anchor="middle" class="label" '
-            f'transform="rotate(-90 12 {top + plot_h / 2})">{escape(y_label)}</text>'
-        )
+    legend = [f'<g class="legend" transform="translate({left + plot_w + 22} {top})">']
     for i, (name, values) in enumerate(series.items()):
-        colour = PALETTE[i % len(PALETTE)]
-        points = " ".join(point(j, v) for j, v in enumerate(values))
+        colour = colours.get(name, PALETTE[i % len(PALETTE)])
+        dash = DASHES[i % len(DASHES)]
+        dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
+        points = " ".join(f"{x_of(j):.1f},{y_of(v):.1f}" for j, v in enumerate(values))
         parts.append(
-            f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{points}" '
+            f'<polyline fill="none" stroke="{colour}" stroke-width="2.2"{dash_attr} points="{points}" '
             f'data-series="{escape(name)}"><title>{escape(name)}</title></polyline>'
         )
-        ly = top + 14 + 18 * i
-        parts.append(
-            f'<line x1="{left + plot_w + 12}" y1="{ly - 4}" x2="{left + plot_w + 30}" y2="{ly - 4}" '
-            f'stroke="{colour}" stroke-width="3"/>'
-            f'<text x="{left + plot_w + 36}" y="{ly}" class="legend">{escape(name)}</text>'
+        parts.append(f'<g fill="{colour}" data-series-points="{escape(name)}">')
+        parts += [
+            f'<circle cx="{x_of(j):.1f}" cy="{y_of(v):.1f}" r="2.2">'
+            f"<title>{escape(name)} · {escape(x_label)} {j + 1}: {v:,.0f}</title></circle>"
+            for j, v in enumerate(values)
+        ]
+        parts.append("</g>")
+        last = f"{values[-1]:,.0f}".replace(",", "\u202f") if values else "–"
+        legend.append(
+            f'<g transform="translate(0 {22 * i})" data-legend="{escape(name)}">'
+            f'<line x1="0" y1="-4" x2="26" y2="-4" stroke="{colour}" stroke-width="3"{dash_attr}/>'
+            f'<text x="32" y="0" class="legend-label">{escape(name)}</text>'
+            f'<text x="178" y="0" text-anchor="end" class="legend-value">{escape(last)}</text></g>'
         )
+    legend.append(
+        f'<text x="178" y="{22 * len(series) + 4}" text-anchor="end" class="legend-note">'
+        f"value at {escape(x_label)} {length}</text></g>"
+    )
+    parts += legend
     parts.append("</svg>")
     return "".join(parts)
