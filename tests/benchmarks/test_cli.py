@@ -126,3 +126,87 @@ def test_chat_answers_until_quit_and_toggles_details(cli_env: dict[str, str]) ->
     assert "₲850.000.000" in result.output
     assert "details on" in result.output
     assert "model call(s)" in result.output
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_until_up(url: str, process: subprocess.Popen[str], timeout_s: float = 30.0) -> None:
+    import time
+
+    import httpx
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"server exited early: {process.stderr.read() if process.stderr else ''}")
+        try:
+            httpx.get(url, timeout=1.0)
+            return
+        except httpx.TransportError:
+            time.sleep(0.1)
+    raise AssertionError(f"{url} did not come up in {timeout_s} s")
+
+
+def test_serve_runs_the_ai_server_that_ask_uses_over_http(cli_env: dict[str, str]) -> None:
+    port = _free_port()
+    env = {**os.environ, **cli_env, "ERP_AI_SERVER_TOKEN": "s3cret"}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "benchmarks.cli", "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        _wait_until_up(f"http://127.0.0.1:{port}/healthz", server)
+        url = f"http://127.0.0.1:{port}"
+
+        answered = runner.invoke(
+            app, ["ask", "¿Cuánto vendimos en 2025?", "--server", url, "--json"], env=env
+        )
+        refused = runner.invoke(
+            app,
+            ["ask", "¿Cuánto vendimos en 2025?", "--server", url, "--json"],
+            env={**env, "ERP_AI_SERVER_TOKEN": ""},
+        )
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+    assert answered.exit_code == 0, answered.output
+    turn = json.loads(answered.stdout)
+    assert turn["model_calls"] == 2 and "₲850.000.000" in turn["answer"]
+    unauthorised = json.loads(refused.stdout)
+    assert unauthorised["failure"] is not None and unauthorised["operations"] == []
+
+
+def test_emulate_serves_the_ollama_protocol(cli_env: dict[str, str]) -> None:
+    import httpx
+
+    port = _free_port()
+    emulator = subprocess.Popen(
+        [sys.executable, "-m", "benchmarks.cli", "emulate", "ollama", "--port", str(port)],
+        env={**os.environ, **cli_env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        _wait_until_up(f"http://127.0.0.1:{port}/api/version", emulator)
+        reply = httpx.post(
+            f"http://127.0.0.1:{port}/api/chat",
+            json={"model": "offline", "stream": False, "messages": [{"role": "user", "content": "Hola"}]},
+            timeout=10.0,
+        )
+    finally:
+        emulator.terminate()
+        emulator.wait(timeout=10)
+
+    assert reply.status_code == 200
+    assert reply.json()["message"]["role"] == "assistant"
