@@ -47,11 +47,11 @@ def _compare(base: ModeSummary, other: ModeSummary) -> str:
     )
 
 
-def _than(base: ModeSummary, other: ModeSummary) -> str:
-    relative = _relative(base.input_tokens_mean, other.input_tokens_mean, "input tokens")
+def _than(base: ModeSummary, other: ModeSummary, noun: str) -> str:
+    relative = _relative(base.input_tokens_mean, other.input_tokens_mean, noun).strip()
     if relative.startswith("the same"):
-        return f"as many input tokens as {other.mode} ({other.accuracy:.0%} accuracy)"
-    return f"{relative} than {other.mode} ({other.accuracy:.0%} accuracy)"
+        return f"as many {noun} as {other.mode} ({other.accuracy:.0%} passed)".replace("  ", " ")
+    return f"{relative} than {other.mode} ({other.accuracy:.0%} passed)"
 
 
 def headline(summary: Summary) -> str | None:
@@ -62,13 +62,15 @@ def headline(summary: Summary) -> str | None:
     if _broken(base):
         return f"{base.mode}: every one of its {base.turns} turns raised, so there is nothing to compare."
     figures = (
-        f"{base.mode}: {base.accuracy:.0%} accuracy at {base.calls_mean:.2f} model calls "
+        f"{base.mode} passed {base.accuracy:.0%} of turns with {base.calls_mean:.2f} model calls "
         f"and {base.input_tokens_mean:.0f} input tokens per turn"
     )
     others = [m for m in summary.modes if m.mode != base.mode and not _broken(m)]
     if not others:
         return figures + "."
-    return figures + ": " + ", and ".join(_than(base, other) for other in others) + "."
+    clauses = [_than(base, other, "input tokens" if i == 0 else "") for i, other in enumerate(others)]
+    joined = ", ".join(clauses[:-1]) + " and " + clauses[-1] if len(clauses) > 1 else clauses[0]
+    return f"{figures} — {joined}."
 
 
 def findings(summary: Summary, meta: RunMeta | None = None) -> list[str]:
@@ -78,7 +80,7 @@ def findings(summary: Summary, meta: RunMeta | None = None) -> list[str]:
     base = summary.mode("planner") or summary.modes[0]
     others = [m for m in summary.modes if m.mode != base.mode]
     sentences = [_compare(base, other) for other in others]
-    if base.mode == "planner":
+    if base.mode == "planner" and not _broken(base):
         verdict = "never exceeded" if base.calls_max <= 2 else "exceeded"
         sentences.append(f"planner {verdict} 2 model calls per turn (max {base.calls_max}).")
     small_talk = [c for c in summary.categories if c.category == "small_talk"]

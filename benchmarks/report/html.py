@@ -1,104 +1,324 @@
-"""``report.html``: one self-contained page (inline CSS and SVG, no script, no CDN)."""
+"""``report.html``: one self-contained page (inline CSS and SVG, no script, no CDN) that prints on A4.
+
+Reading order: the headline and one card per mode, the findings, the summary table, the per-mode charts (one
+colour per mode throughout), the context-growth curve, accuracy per category, pass^k, then every turn side by
+side with failures in red and the plan or tool calls folded into ``<details>``.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from html import escape
+from typing import Any
 
-from benchmarks.report.aggregate import Summary
-from benchmarks.report.findings import OFFLINE_NOTICE, findings
-from benchmarks.report.markdown import category_rows, pass_k_rows, summary_rows
-from benchmarks.report.svg import bar_chart, line_chart
+from benchmarks.report.aggregate import ModeSummary, Summary
+from benchmarks.report.findings import OFFLINE_NOTICE, findings, headline
+from benchmarks.report.markdown import pass_k_rows, summary_rows
+from benchmarks.report.svg import bar_chart, grouped, line_chart, mode_colours
 from benchmarks.results import RunResults, TurnRow
 
 _CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1280px;
-color:#1f2937;padding:0 1rem}
-h1{margin-bottom:.2rem}h2{margin-top:2.2rem;border-bottom:1px solid #e5e7eb;padding-bottom:.3rem}
-.meta{color:#6b7280}.notice{background:#fef3c7;border-left:4px solid #d97706;padding:.7rem 1rem}
-.findings{background:#eff6ff;border-left:4px solid #2563eb;padding:.7rem 1rem}
-table{border-collapse:collapse;font-size:.88rem;margin:.5rem 0}
-th,td{border:1px solid #e5e7eb;padding:.3rem .5rem;vertical-align:top;text-align:left}
-th{background:#f9fafb}td.num{text-align:right;font-variant-numeric:tabular-nums}
-.charts{display:flex;flex-wrap:wrap;gap:1rem}
-.chart{background:#fff;border:1px solid #e5e7eb;border-radius:6px}
-.chart-title{font-size:13px;font-weight:600}.label,.legend{font-size:11px;fill:#4b5563}.value{font-size:11px}
-td.fail{background:#fee2e2}td.pass{background:#f0fdf4}tr.scenario-start td{border-top:2px solid #9ca3af}
-.verdict{font-weight:700}.why{color:#b91c1c;font-size:.8rem}.cost{color:#6b7280;font-size:.78rem}
-details pre{white-space:pre-wrap;font-size:.75rem;background:#f3f4f6;padding:.4rem;max-width:420px}
-td.user{max-width:240px}td.answer{max-width:360px}
+:root{--ink:#1f2937;--muted:#6b7280;--line:#e5e7eb;--soft:#f9fafb;--fail:#fde2e2;--fail-ink:#b91c1c;
+--pass-ink:#15803d}
+*{box-sizing:border-box}
+body{font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:1.5rem auto;max-width:1280px;
+color:var(--ink);padding:0 1rem;overflow-wrap:break-word}
+h1{margin:0 0 .2rem;font-size:1.7rem}
+h2{margin:2.2rem 0 .6rem;border-bottom:1px solid var(--line);padding-bottom:.3rem;font-size:1.3rem}
+a{color:#1d4ed8}
+.meta,.caption{color:var(--muted);font-size:.9rem;margin:.3rem 0}
+.notice{color:#57534e;font-size:.82rem;margin:.5rem 0 0;padding:.3rem .7rem;border-left:3px solid #d6a15b;
+background:#fffbeb;max-width:60rem}
+nav.toc{font-size:.85rem;margin:.6rem 0 0;display:flex;flex-wrap:wrap;gap:.3rem .9rem}
+.headline{font-size:1.15rem;font-weight:600;margin:.4rem 0 1rem;max-width:62rem}
+.cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(240px,1fr));gap:.8rem;margin:0 0 1rem}
+.card{border:1px solid var(--line);border-top:5px solid var(--mode);border-radius:6px;padding:.6rem .8rem}
+.card h3{margin:0 0 .3rem;font-size:1rem}
+.card .big{font-size:1.9rem;font-weight:700;line-height:1.1}
+.card dl{display:grid;grid-template-columns:auto auto;gap:.1rem .8rem;margin:.4rem 0 0;font-size:.85rem}
+.card dt{color:var(--muted)}.card dd{margin:0;text-align:right;font-variant-numeric:tabular-nums}
+ul.findings{margin:.3rem 0;padding-left:1.2rem;max-width:62rem}ul.findings li{margin:.2rem 0}
+.swatch{display:inline-block;width:.8em;height:.8em;border-radius:2px;margin-right:.35em;
+vertical-align:-.05em}
+ul.mode-legend{list-style:none;padding:0;margin:.2rem 0 .6rem;display:flex;gap:1.2rem;font-size:.9rem}
+.scroll{overflow-x:auto;max-width:100%}
+table{border-collapse:collapse;font-size:.88rem;margin:.4rem 0}
+th,td{border:1px solid var(--line);padding:.3rem .5rem;vertical-align:top;text-align:left}
+th{background:var(--soft);font-weight:600}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
+td.mode{white-space:nowrap}
+.chart-grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(320px,1fr));gap:.8rem}
+svg.chart{display:block;width:100%;height:auto;background:#fff;border:1px solid var(--line);border-radius:6px}
+svg.line-chart{max-width:1100px}
+.chart-title{font-size:14px;font-weight:600;fill:#111827}
+.tick{font-size:11px;fill:#4b5563}.axis-label{font-size:12px;fill:#374151;font-weight:500}
+.value{font-size:12px;font-weight:600;fill:#111827}
+.grid{stroke:#eef0f3}.axis-line{stroke:#9ca3af}
+.legend-label{font-size:12px;fill:#111827}.legend-value{font-size:12px;fill:#374151;font-weight:600}
+.legend-note{font-size:10px;fill:#6b7280}
+table.turns{width:100%;table-layout:fixed;font-size:.84rem}
+table.turns td{overflow-wrap:anywhere}
+table.turns thead th{position:sticky;top:0;z-index:1;box-shadow:0 1px 0 var(--line)}
+table.turns col.turn{width:3.2rem}table.turns col.user{width:17%}
+tr.scenario th{background:#eef2f7;font-weight:600;border-top:2px solid #9ca3af}
+tr.scenario .category{color:var(--muted);font-weight:400;margin-left:.6rem}
+td.fail{background:var(--fail)}
+.verdict{font-weight:700;margin-right:.25rem}
+.pass .verdict{color:var(--pass-ink)}.fail .verdict{color:var(--fail-ink)}
+.why{color:var(--fail-ink);font-size:.78rem;margin-top:.2rem}
+.cost{color:var(--muted);font-size:.76rem;margin-top:.2rem;font-variant-numeric:tabular-nums}
+details{margin-top:.2rem;font-size:.78rem}summary{cursor:pointer;color:#374151}
+details pre{white-space:pre-wrap;overflow-wrap:anywhere;font-size:.74rem;background:#f3f4f6;padding:.4rem;
+margin:.2rem 0 0;border-radius:4px}
+p.failing a{display:inline-block;margin:0 .3rem .2rem 0;padding:0 .35rem;border-radius:3px;
+background:var(--fail);color:var(--fail-ink);text-decoration:none;font-size:.8rem}
+:target{outline:2px solid #2563eb;outline-offset:-2px}
+@media print{
+@page{margin:12mm}
+*{-webkit-print-color-adjust:exact;print-color-adjust:exact}
+body{max-width:none;margin:0;padding:0;font-size:10pt}
+nav.toc{display:none}
+h2{break-after:avoid}
+.card,svg.chart,tr,ul.findings li,section.growth{break-inside:avoid}
+table.summary,table.categories,table.pass-k{break-inside:avoid}
+tr.scenario{break-after:avoid}
+.chart-grid{grid-template-columns:repeat(3,1fr)}
+.scroll{overflow:visible}
+table.turns thead th{position:static;box-shadow:none}
+table.turns{font-size:8pt}
+a{color:inherit;text-decoration:none}
+}
 """
 
+_SECTIONS = (
+    ("findings-section", "Findings"),
+    ("summary", "Summary"),
+    ("per-mode", "Per mode"),
+    ("growth", "Context growth"),
+    ("categories", "Accuracy per category"),
+    ("pass-k", "pass^k"),
+    ("turn-by-turn", "Turn by turn"),
+)
 
-def _table(header: list[str], rows: list[list[str]], css_class: str) -> str:
-    head = "".join(f"<th>{escape(h)}</th>" for h in header)
-    body = "".join(
-        "<tr>"
-        + "".join(f'<td class="{"num" if i else ""}">{escape(cell)}</td>' for i, cell in enumerate(row))
-        + "</tr>"
-        for row in rows
+
+def _swatch(colour: str) -> str:
+    return f'<span class="swatch" style="background:{colour}"></span>'
+
+
+def _mode_label(mode: str, colours: dict[str, str]) -> str:
+    return _swatch(colours.get(mode, "#999")) + escape(mode)
+
+
+def _table(
+    header: list[str],
+    rows: list[list[str]],
+    css_class: str,
+    *,
+    colours: dict[str, str] | None = None,
+    cell_style: Callable[[int, int], str] | None = None,
+) -> str:
+    """A table whose first column names a row (a mode gets its swatch) and whose other columns are figures."""
+    head = "".join(f'<th class="{"num" if i else ""}">{escape(h)}</th>' for i, h in enumerate(header))
+    body = []
+    for r, row in enumerate(rows):
+        cells = []
+        for i, cell in enumerate(row):
+            if i == 0:
+                text = _mode_label(cell, colours) if colours and cell in colours else escape(cell)
+                cells.append(f'<td class="mode">{text}</td>')
+            else:
+                style = cell_style(r, i) if cell_style else ""
+                cells.append(f'<td class="num"{style}>{escape(cell)}</td>')
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return (
+        f'<div class="scroll"><table class="{css_class}"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>"
     )
-    return f'<table class="{css_class}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
-def _charts(summary: Summary) -> str:
+def _heat(accuracy: float) -> str:
+    """A pale red-to-green background for an accuracy in [0, 1]."""
+    return f' style="background:hsl({accuracy * 120:.0f} 65% 90%)"'
+
+
+def _category_table(summary: Summary, colours: dict[str, str]) -> str:
+    modes = [m.mode for m in summary.modes]
+    by_category: dict[str, dict[str, tuple[float, int]]] = defaultdict(dict)
+    for c in summary.categories:
+        by_category[c.category][c.mode] = (c.accuracy, c.turns)
+    head = '<th>category</th><th class="num">turns</th>' + "".join(
+        f'<th class="num">{_mode_label(m, colours)}</th>' for m in modes
+    )
+    body = []
+    for category, per_mode in sorted(by_category.items()):
+        turns = max(t for _, t in per_mode.values())
+        cells = "".join(
+            f'<td class="num"{_heat(per_mode[m][0])}>{per_mode[m][0]:.0%}</td>'
+            if m in per_mode
+            else '<td class="num">–</td>'
+            for m in modes
+        )
+        body.append(f'<tr><td>{escape(category)}</td><td class="num">{turns}</td>{cells}</tr>')
+    return (
+        f'<div class="scroll"><table class="categories"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
+
+
+def _cards(modes: Sequence[ModeSummary], colours: dict[str, str]) -> str:
+    cards = []
+    for m in modes:
+        rows = [
+            ("model calls / turn", f"{m.calls_mean:.2f} (max {m.calls_max})"),
+            ("input tokens / turn", grouped(m.input_tokens_mean)),
+            ("output tokens / turn", grouped(m.output_tokens_mean)),
+            ("harness p50", f"{m.harness_p50:.1f} ms"),
+        ]
+        if m.simulated_p50 is not None:
+            rows.append(("simulated latency p50", f"{grouped(m.simulated_p50)} ms"))
+        if m.failed_turns:
+            rows.append(("turns that raised", str(m.failed_turns)))
+        details = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in rows)
+        cards.append(
+            f'<div class="card" style="--mode:{colours[m.mode]}" data-mode="{escape(m.mode)}">'
+            f"<h3>{_mode_label(m.mode, colours)}</h3>"
+            f'<div class="big">{m.accuracy:.0%}</div><div class="meta">accuracy · {m.passed} of {m.turns} '
+            f"turns passed</div><dl>{details}</dl></div>"
+        )
+    return '<div class="cards">' + "".join(cards) + "</div>"
+
+
+def _legend(modes: Sequence[str], colours: dict[str, str]) -> str:
+    items = "".join(f'<li data-mode="{escape(m)}">{_mode_label(m, colours)}</li>' for m in modes)
+    return f'<ul class="mode-legend" id="mode-legend">{items}</ul>'
+
+
+def _charts(summary: Summary, colours: dict[str, str]) -> str:
     modes = summary.modes
-    simulated = all(m.simulated_p50 is not None for m in modes) and bool(modes)
-    latency_title = "Latency p50, simulated (ms)" if simulated else "Latency p50, measured (ms)"
+    simulated = bool(modes) and all(m.simulated_p50 is not None for m in modes)
+    latency_title = "Latency p50, simulated" if simulated else "Latency p50, measured"
     charts = [
         bar_chart(
-            "Model calls per turn (mean)", [(m.mode, m.calls_mean) for m in modes], chart_id="chart-calls"
+            "Model calls per turn (mean)",
+            [(m.mode, m.calls_mean) for m in modes],
+            y_label="model calls / turn",
+            fmt=lambda v: f"{v:.2f}",
+            colours=colours,
+            chart_id="chart-calls",
         ),
         bar_chart(
             "Input tokens per turn (mean)",
             [(m.mode, m.input_tokens_mean) for m in modes],
-            fmt=lambda v: f"{v:.0f}",
+            y_label="input tokens / turn",
+            fmt=grouped,
+            colours=colours,
             chart_id="chart-input-tokens",
         ),
         bar_chart(
             "Output tokens per turn (mean)",
             [(m.mode, m.output_tokens_mean) for m in modes],
-            fmt=lambda v: f"{v:.0f}",
+            y_label="output tokens / turn",
+            fmt=grouped,
+            colours=colours,
             chart_id="chart-output-tokens",
         ),
         bar_chart(
             latency_title,
             [(m.mode, (m.simulated_p50 if simulated else m.latency_p50) or 0.0) for m in modes],
+            y_label="milliseconds per turn",
+            fmt=(lambda v: f"{grouped(v)} ms") if simulated else (lambda v: f"{v:.1f} ms"),
+            colours=colours,
             chart_id="chart-latency",
         ),
         bar_chart(
-            "Harness overhead p50 (ms)",
+            "Harness overhead p50",
             [(m.mode, m.harness_p50) for m in modes],
-            fmt=lambda v: f"{v:.2f}",
+            y_label="milliseconds per turn",
+            fmt=lambda v: f"{v:.1f} ms",
+            colours=colours,
             chart_id="chart-harness",
         ),
         bar_chart(
             "Accuracy",
             [(m.mode, m.accuracy * 100) for m in modes],
+            y_label="% of turns passed",
             fmt=lambda v: f"{v:.0f}%",
+            y_max=100,
+            colours=colours,
             chart_id="chart-accuracy",
         ),
     ]
-    return '<div class="charts">' + "".join(charts) + "</div>"
+    return '<div class="chart-grid">' + "".join(charts) + "</div>"
+
+
+def _growth(summary: Summary, colours: dict[str, str]) -> str:
+    growth = summary.growth
+    if growth is None:
+        return ""
+    order = [m.mode for m in summary.modes if m.mode in growth.series]
+    order += [m for m in growth.series if m not in order]
+    series = {mode: growth.series[mode] for mode in order}
+    turns = max((len(v) for v in series.values()), default=0)
+    ratios = ", ".join(f"{mode} ×{ratio:.2f}" for mode in order if (ratio := growth.ratio(mode)) is not None)
+    mean = " (mean over repetitions)" if summary.repetitions > 1 else ""
+    return (
+        '<section class="growth">'
+        f'<h2 id="growth">Context growth over {turns} turns: {escape(growth.scenario)}</h2>'
+        f'<p class="caption">Input tokens the model was sent at each turn of the longest conversation{mean}. '
+        f"Last turn vs first: {escape(ratios)}. Hover a point for its value.</p>"
+        + line_chart(
+            f"Input tokens per turn · {growth.scenario}",
+            series,
+            x_label="turn",
+            y_label="input tokens per turn",
+            colours=colours,
+            chart_id="chart-growth",
+        )
+        + "</section>"
+    )
+
+
+def _call_line(name: str, params: object) -> str:
+    return f"{name}({json.dumps(params, ensure_ascii=False)})"
+
+
+def _plan_lines(plan: dict[str, Any]) -> list[str]:
+    """A plan one line per operation (``op1 · ventas_anuales({"anio": 2025})``), then its other keys."""
+    lines = []
+    operations = plan.get("operaciones")
+    for i, op in enumerate(operations if isinstance(operations, list) else []):
+        if isinstance(op, dict):
+            ident = op.get("id") or f"op{i + 1}"
+            lines.append(f"{ident} · {_call_line(str(op.get('funcion')), op.get('parametros', {}))}")
+        else:
+            lines.append(json.dumps(op, ensure_ascii=False))
+    lines += [
+        f"{key}: {json.dumps(value, ensure_ascii=False)}"
+        for key, value in plan.items()
+        if key != "operaciones" and value not in (None, "", [], {})
+    ]
+    return lines
 
 
 def _calls_block(row: TurnRow) -> str:
+    """The plan (planner) or the tool calls (tool calling), folded; refused or failed calls say why."""
     if row.plan is not None:
-        label, payload = "plan", json.dumps(row.plan, ensure_ascii=False, indent=1)
+        label, lines = "plan", _plan_lines(row.plan)
+        refused = [op for op in row.operations if op.error]
+        lines += [f"✗ {_call_line(op.funcion, op.parametros)} → {op.error}" for op in refused]
     else:
         label = "tool calls"
-        payload = "\n".join(
-            f"{op.funcion}({json.dumps(op.parametros, ensure_ascii=False)})"
-            + (f" → {op.error}" if op.error else "")
+        lines = [
+            _call_line(op.funcion, op.parametros) + (f" → {op.error}" if op.error else "")
             for op in row.operations
-        )
-    if not payload and not row.operations:
-        payload = "(none)"
+        ]
     executed = ", ".join(op.funcion for op in row.operations) or "no operations"
     return (
         f"<details><summary>{escape(label)}: {escape(executed)}</summary>"
-        f"<pre>{escape(payload)}</pre></details>"
+        f"<pre>{escape(chr(10).join(lines) or '(none)')}</pre></details>"
     )
 
 
@@ -106,56 +326,97 @@ def _turn_cell(row: TurnRow | None) -> str:
     if row is None:
         return "<td>–</td>"
     verdict = "✓" if row.passed else "✗"
-    why = "; ".join(row.score.details or []) or "; ".join(row.errors)
+    why = "; ".join(row.score.details or [])
+    errors = "; ".join(row.errors)
     cost = (
-        f"{row.model_calls} calls · {row.input_tokens}/{row.output_tokens} tok · "
-        f"{row.harness_ms:.1f} ms harness"
+        f"{row.model_calls} call{'s' if row.model_calls != 1 else ''} · {grouped(row.input_tokens)} in / "
+        f"{grouped(row.output_tokens)} out tokens · {row.harness_ms:.1f} ms harness"
     )
+    notes = ""
+    if not row.passed and (why or errors):
+        notes += f'<div class="why">{escape(why or errors)}</div>'
+    if errors and why:
+        notes += f'<div class="why">{escape(errors)}</div>'
     return (
-        f'<td class="answer {"pass" if row.passed else "fail"}"><span class="verdict">{verdict}</span> '
-        f"{escape(row.answer or '(no answer)')}"
-        + (f'<div class="why">{escape(why)}</div>' if not row.passed and why else "")
-        + f'<div class="cost">{escape(cost)}</div>'
-        + _calls_block(row)
-        + "</td>"
+        f'<td class="answer {"pass" if row.passed else "fail"}" data-mode="{escape(row.mode)}">'
+        f'<span class="verdict" title="{"passed" if row.passed else "failed"}">{verdict}</span>'
+        f"{escape(row.answer or '(no answer)')}{notes}"
+        f'<div class="cost">{escape(cost)}</div>' + _calls_block(row) + "</td>"
     )
 
 
-def _turn_table(results: RunResults, modes: list[str]) -> str:
+def _anchor(scenario: str, turn: int) -> str:
+    return "turn-" + re.sub(r"[^A-Za-z0-9_-]+", "-", scenario) + f"-{turn}"
+
+
+def _turn_table(results: RunResults, modes: list[str], colours: dict[str, str]) -> str:
     cells: dict[tuple[str, int], dict[str, TurnRow]] = defaultdict(dict)
     users: dict[tuple[str, int], str] = {}
+    categories: dict[str, str] = {}
     scenario_order: dict[str, int] = {}
     for row in results.rows:
         if row.repetition != 1:
             continue
         scenario_order.setdefault(row.scenario, len(scenario_order))
+        categories.setdefault(row.scenario, row.category)
         users.setdefault((row.scenario, row.turn), row.user)
         cells[(row.scenario, row.turn)][row.mode] = row
     order = sorted(users, key=lambda key: (scenario_order[key[0]], key[1]))
-    head = "<th>scenario · turn</th><th>user</th>" + "".join(f"<th>{escape(m)}</th>" for m in modes)
+    failing = [key for key in order if any(not r.passed for r in cells[key].values())]
+    links = []
+    for s, t in failing:
+        failed = [m for m in modes if (r := cells[(s, t)].get(m)) is not None and not r.passed]
+        which = "" if len(failed) == len(cells[(s, t)]) else " (" + ", ".join(failed) + ")"
+        links.append(
+            f'<a href="#{_anchor(s, t)}" title="failed in {escape(", ".join(failed))}">'
+            f"{escape(s)} · {t}{escape(which)}</a>"
+        )
+    intro = (
+        f'<p class="caption">Repetition 1 of {max(1, results.meta.repeat)}, modes side by side: ✓ passed, '
+        "✗ failed (red, with the reason). Open a cell's ▸ line for the plan or the tool calls.</p>"
+        f'<p class="caption failing" id="failing-turns"><b>{len(failing)} of {len(order)} turns</b> '
+        f"failed in at least one mode{':' if failing else '.'} {''.join(links)}</p>"
+    )
+    cols = '<col class="turn"><col class="user">' + "".join("<col>" for _ in modes)
+    head = "<th>turn</th><th>question</th>" + "".join(f"<th>{_mode_label(m, colours)}</th>" for m in modes)
     body = []
+    previous = None
     for scenario, turn in order:
-        first = ' class="scenario-start"' if turn == 1 else ""
+        if scenario != previous:
+            previous = scenario
+            body.append(
+                f'<tr class="scenario"><th colspan="{2 + len(modes)}">{escape(scenario)}'
+                f'<span class="category">{escape(categories[scenario])}</span></th></tr>'
+            )
         body.append(
-            f"<tr{first}><td>{escape(scenario)} · {turn}</td>"
+            f'<tr id="{_anchor(scenario, turn)}"><td class="num">{turn}</td>'
             f'<td class="user">{escape(users[(scenario, turn)])}</td>'
             + "".join(_turn_cell(cells[(scenario, turn)].get(mode)) for mode in modes)
             + "</tr>"
         )
-    return f'<table class="turns"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    return (
+        intro + f'<table class="turns"><colgroup>{cols}</colgroup><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table>"
+    )
 
 
 def render_html(results: RunResults, summary: Summary) -> str:
     """The whole HTML report as one string."""
     meta = results.meta
     modes = [m.mode for m in summary.modes]
+    colours = mode_colours(modes)
+    toc = " ".join(
+        f'<a href="#{anchor}">{escape(title)}</a>'
+        for anchor, title in _SECTIONS
+        if anchor != "growth" or summary.growth is not None
+    )
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         "<title>erp-ai-harness benchmark</title>",
         f"<style>{_CSS}</style></head><body>",
-        "<h1>erp-ai-harness benchmark</h1>",
+        "<header><h1>erp-ai-harness benchmark</h1>",
         f'<p class="meta">provider <b>{escape(meta.provider)}</b>'
         + (f", model <b>{escape(meta.model)}</b>" if meta.model else "")
         + (f", latency profile <b>{escape(meta.latency_profile)}</b>" if meta.latency_profile else "")
@@ -163,32 +424,37 @@ def render_html(results: RunResults, summary: Summary) -> str:
         + f" · started {escape(meta.started_at)}</p>",
     ]
     if meta.offline:
-        parts.append(f'<p class="notice" id="offline-notice">{escape(OFFLINE_NOTICE)}</p>')
-    parts.append('<h2>Findings</h2><p class="findings" id="findings">')
-    parts.append(escape(" ".join(findings(summary, None))) + "</p>")
-    parts.append("<h2>Summary</h2>" + _table(*summary_rows(summary), css_class="summary"))
-    parts.append(
-        '<p class="meta">Latency = measured model time + harness time; simulated adds the latency profile '
-        "instead of measured model time. Harness = everything but model time.</p>"
-    )
-    parts.append("<h2>Per mode</h2>" + _charts(summary))
-    if summary.growth is not None:
-        parts.append(f"<h2>Context growth: {escape(summary.growth.scenario)}</h2>")
         parts.append(
-            line_chart(
-                "Input tokens per turn",
-                summary.growth.series,
-                x_label="turn index",
-                y_label="input tokens",
-                chart_id="chart-growth",
-            )
+            '<p class="notice" id="offline-notice"><b>Offline stand-in model.</b> '
+            f"{escape(OFFLINE_NOTICE)}</p>"
         )
-    parts.append("<h2>Accuracy per category</h2>" + _table(*category_rows(summary), css_class="categories"))
-    parts.append("<h2>pass^k (tau-bench)</h2>" + _table(*pass_k_rows(summary), css_class="pass-k"))
+    parts.append(f'<nav class="toc">{toc}</nav></header>')
+    parts.append('<section id="findings-section"><h2>Findings</h2>')
+    top = headline(summary)
+    if top:
+        parts.append(f'<p class="headline" id="headline">{escape(top)}</p>')
+    parts.append(_cards(summary.modes, colours))
+    items = "".join(f"<li>{escape(s)}</li>" for s in findings(summary, None))
+    parts.append(f'<ul class="findings" id="findings">{items}</ul></section>')
     parts.append(
-        '<h2>Turn by turn</h2><p class="meta">Repetition 1, modes side by side; failing turns are red. '
-        "Open a cell's details for the plan or the tool calls.</p>"
+        '<h2 id="summary">Summary</h2>'
+        + _table(*summary_rows(summary), css_class="summary", colours=colours)
+        + '<p class="caption">Latency = measured model time + harness time; simulated uses the latency '
+        "profile's model time instead of the measured one. Harness = everything but model time. "
+        "Means and percentiles are per turn.</p>"
     )
-    parts.append(_turn_table(results, modes))
+    parts.append('<h2 id="per-mode">Per mode</h2>' + _legend(modes, colours) + _charts(summary, colours))
+    parts.append(_growth(summary, colours))
+    parts.append(
+        '<h2 id="categories">Accuracy per category</h2>'
+        '<p class="caption">Share of turns passed; red is low, green is high.</p>'
+        + _category_table(summary, colours)
+    )
+    parts.append(
+        '<h2 id="pass-k">pass^k (tau-bench)</h2>'
+        '<p class="caption">The chance that k repetitions of a turn all pass, averaged over turns.</p>'
+        + _table(*pass_k_rows(summary), css_class="pass-k", colours=colours)
+    )
+    parts.append('<h2 id="turn-by-turn">Turn by turn</h2>' + _turn_table(results, modes, colours))
     parts.append("</body></html>")
     return "\n".join(parts)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from benchmarks.report.aggregate import Summary
-from benchmarks.report.findings import OFFLINE_NOTICE, findings
+from benchmarks.report.findings import OFFLINE_NOTICE, findings, headline
 from benchmarks.results import RunResults
 
 
@@ -11,9 +11,26 @@ def _ms(value: float | None) -> str:
     return "–" if value is None else f"{value:.1f}"
 
 
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
+def cell(text: str) -> str:
+    """Text safe inside a Markdown table cell: one line, pipes escaped."""
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters at a word boundary, with an ellipsis when cut."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    head = cut.rsplit(" ", 1)[0] if " " in cut[limit // 2 :] else cut
+    return head.rstrip(" ;,") + "…"
+
+
+def _table(header: list[str], rows: list[list[str]], align: str = "") -> list[str]:
+    """A Markdown table; ``align`` has one ``l``/``r`` per column (default: the first left, figures right)."""
+    align = align or "l" + "r" * (len(header) - 1)
+    rule = "|" + "|".join("--:" if a == "r" else "---" for a in align) + "|"
+    lines = ["| " + " | ".join(cell(h) for h in header) + " |", rule]
+    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
     return lines
 
 
@@ -68,6 +85,35 @@ def pass_k_rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
+def _failing_turns(results: RunResults, limit: int = 50) -> list[str]:
+    """Failing turns, one row per (scenario, turn, repetition, reason) naming every mode that failed so."""
+    groups: dict[tuple[str, int, int, str], list[str]] = {}
+    scenario_order: dict[str, int] = {}
+    for r in results.rows:
+        scenario_order.setdefault(r.scenario, len(scenario_order))
+        if not r.passed:
+            why = "; ".join(r.score.details or r.errors) or "failed"
+            groups.setdefault((r.scenario, r.turn, r.repetition, why), []).append(r.mode)
+    if not groups:
+        return []
+    ordered = sorted(groups.items(), key=lambda kv: (scenario_order[kv[0][0]], kv[0][2], kv[0][1]))
+    shown = ordered[:limit]
+    every = set(results.meta.modes or {r.mode for r in results.rows})
+
+    def who(modes: list[str]) -> str:
+        return "all modes" if len(every) > 1 and set(modes) >= every else ", ".join(modes)
+
+    lines = ["", "## Failing turns", ""]
+    lines += _table(
+        ["mode", "scenario", "turn", "rep", "why"],
+        [[who(modes), s, str(t), str(rep), clip(why, 200)] for (s, t, rep, why), modes in shown],
+        align="llrrl",
+    )
+    if len(groups) > len(shown):
+        lines += ["", f"… and {len(groups) - len(shown)} more (see report.html)."]
+    return lines
+
+
 def render_markdown(results: RunResults, summary: Summary) -> str:
     """The whole Markdown report."""
     meta = results.meta
@@ -83,7 +129,12 @@ def render_markdown(results: RunResults, summary: Summary) -> str:
     ]
     if meta.offline:
         lines += [f"> **Note.** {OFFLINE_NOTICE}", ""]
-    lines += ["## Findings", "", " ".join(findings(summary, None)), "", "## Summary", ""]
+    lines += ["## Findings", ""]
+    top = headline(summary)
+    if top:
+        lines += [f"**{top}**", ""]
+    lines += [f"- {sentence}" for sentence in findings(summary, None)]
+    lines += ["", "## Summary", ""]
     lines += _table(*summary_rows(summary))
     lines += ["", "Latency is measured model time plus harness time; simulated adds the latency profile.", ""]
     lines += ["## Accuracy per category", ""]
@@ -94,29 +145,14 @@ def render_markdown(results: RunResults, summary: Summary) -> str:
         lines += ["", f"## Context growth on `{summary.growth.scenario}`", ""]
         header = ["mode", "input tokens turn 1", "input tokens last turn", "ratio"]
         rows = []
-        for mode, values in summary.growth.series.items():
+        series = summary.growth.series
+        order = [m.mode for m in summary.modes if m.mode in series]
+        for mode in order + [m for m in series if m not in order]:
+            values = series[mode]
             ratio = summary.growth.ratio(mode)
             rows.append(
                 [mode, f"{values[0]:.0f}", f"{values[-1]:.0f}", "–" if ratio is None else f"×{ratio:.2f}"]
             )
         lines += _table(header, rows)
-    failures = [row for row in results.rows if not row.passed]
-    if failures:
-        lines += ["", "## Failing turns", ""]
-        shown = failures[:50]
-        lines += _table(
-            ["mode", "scenario", "turn", "rep", "why"],
-            [
-                [
-                    r.mode,
-                    r.scenario,
-                    str(r.turn),
-                    str(r.repetition),
-                    "; ".join(r.score.details or r.errors)[:160],
-                ]
-                for r in shown
-            ],
-        )
-        if len(failures) > len(shown):
-            lines += ["", f"… and {len(failures) - len(shown)} more (see report.html)."]
+    lines += _failing_turns(results)
     return "\n".join(lines) + "\n"

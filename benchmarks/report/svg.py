@@ -1,7 +1,7 @@
 """Small inline SVG charts (no JavaScript, no CDN): a bar chart and a line chart, both with labelled axes.
 
-Every mark carries ``data-mode`` / ``data-series`` and every axis title has class ``axis-label``, so tests (and
-readers' tools) can check that each chart is labelled and that a mode keeps one colour across charts.
+Every mark carries ``data-mode`` / ``data-series`` and every axis title has class ``axis-label``, so tests
+(and readers' tools) can check that each chart is labelled and that a mode keeps one colour across charts.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ MODE_COLOURS = {"planner": "#0072b2", "toolcalling": "#d55e00", "toolcalling-ful
 PALETTE = ("#cc79a7", "#e69f00", "#56b4e9", "#7f7f7f", "#000000")
 """Colours for any other series, in order of appearance."""
 
-DASHES = ("", "6 3", "2 3", "8 3 2 3", "1 2")
+DASHES = ("", "7 4", "3 2", "8 3 2 3", "1 2")
 """Stroke patterns per line-chart series, so lines stay apart in grey-scale print."""
 
 
@@ -30,7 +30,7 @@ def mode_colours(modes: Sequence[str]) -> dict[str, str]:
 
 
 def nice_ticks(peak: float, count: int = 5) -> list[float]:
-    """Round tick values from 0 up to at least ``peak``, about ``count`` intervals (0, 1 for an empty axis)."""
+    """Round tick values from 0 up to at least ``peak`` in about ``count`` steps ([0, 1] for no data)."""
     if peak <= 0 or not math.isfinite(peak):
         return [0.0, 1.0]
     raw = peak / count
@@ -40,11 +40,17 @@ def nice_ticks(peak: float, count: int = 5) -> list[float]:
     return [round(i * step, 10) for i in range(intervals + 1)]
 
 
-def tick_label(value: float, step: float) -> str:
-    """A tick value with as many decimals as the step needs and thin-space thousands separators."""
+def grouped(value: float, decimals: int = 0, *, group: bool | None = None) -> str:
+    """``value`` with ``decimals``; thin-space thousands separators from 10 000 up (or when ``group``)."""
+    if group is None:
+        group = abs(value) >= 10_000
+    return f"{value:{',' if group else ''}.{decimals}f}".replace(",", "\u202f")
+
+
+def tick_label(value: float, step: float, top: float | None = None) -> str:
+    """A tick value with as many decimals as the step needs, grouped when the axis reaches 10 000."""
     fraction = f"{step:.10f}".rstrip("0").partition(".")[2]
-    text = f"{value:,.{min(len(fraction), 4)}f}"
-    return text.replace(",", "\u202f")
+    return grouped(value, min(len(fraction), 4), group=(top if top is not None else value) >= 10_000)
 
 
 def _svg_open(title: str, chart_id: str, width: int, height: int, css_class: str) -> list[str]:
@@ -67,7 +73,7 @@ def _y_axis(ticks: Sequence[float], left: float, right: float, top: float, plot_
         parts.append(f'<line x1="{left}" y1="{y:.1f}" x2="{right}" y2="{y:.1f}" class="{grid}"/>')
         parts.append(
             f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end" class="tick">'
-            f"{escape(tick_label(tick, step))}</text>"
+            f"{escape(tick_label(tick, step, peak))}</text>"
         )
     return parts
 
@@ -91,7 +97,7 @@ def bar_chart(
     top (100 for percentages) instead of rounding up from the largest value.
     """
     colours = colours or mode_colours([label for label, _ in bars])
-    top, bottom, left, right = 34, 44, 58, 12
+    top, bottom, left, right = 44, 44, 58, 12
     plot_w, plot_h = width - left - right, height - top - bottom
     ticks = nice_ticks(y_max if y_max is not None else max((v for _, v in bars), default=0.0))
     peak = ticks[-1]
@@ -160,7 +166,8 @@ def line_chart(
 
     parts = _svg_open(title, chart_id, width, height, "line-chart")
     parts.append(
-        f'<text x="{left + plot_w / 2}" y="20" text-anchor="middle" class="chart-title">{escape(title)}</text>'
+        f'<text x="{left + plot_w / 2}" y="20" text-anchor="middle" class="chart-title">'
+        f"{escape(title)}</text>"
     )
     parts += _y_axis(ticks, left, left + plot_w, top, plot_h)
     if length:
@@ -168,7 +175,8 @@ def line_chart(
         for tick in sorted({1, length, *range(step, length, step)}):
             x = x_of(tick - 1)
             parts.append(
-                f'<line x1="{x:.1f}" y1="{top + plot_h}" x2="{x:.1f}" y2="{top + plot_h + 4}" class="axis-line"/>'
+                f'<line x1="{x:.1f}" y1="{top + plot_h}" x2="{x:.1f}" y2="{top + plot_h + 4}" '
+                'class="axis-line"/>'
                 f'<text x="{x:.1f}" y="{top + plot_h + 17}" text-anchor="middle" class="tick">{tick}</text>'
             )
     parts.append(
@@ -191,11 +199,11 @@ def line_chart(
         parts.append(f'<g fill="{colour}" data-series-points="{escape(name)}">')
         parts += [
             f'<circle cx="{x_of(j):.1f}" cy="{y_of(v):.1f}" r="2.2">'
-            f"<title>{escape(name)} · {escape(x_label)} {j + 1}: {v:,.0f}</title></circle>"
+            f"<title>{escape(name)} · {escape(x_label)} {j + 1}: {escape(grouped(v))}</title></circle>"
             for j, v in enumerate(values)
         ]
         parts.append("</g>")
-        last = f"{values[-1]:,.0f}".replace(",", "\u202f") if values else "–"
+        last = grouped(values[-1]) if values else "–"
         legend.append(
             f'<g transform="translate(0 {22 * i})" data-legend="{escape(name)}">'
             f'<line x1="0" y1="-4" x2="26" y2="-4" stroke="{colour}" stroke-width="3"{dash_attr}/>'

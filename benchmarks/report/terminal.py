@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from benchmarks.report.aggregate import Summary
-from benchmarks.report.findings import OFFLINE_NOTICE, findings
+from benchmarks.report.findings import OFFLINE_NOTICE, findings, headline
 from benchmarks.results import RunMeta
 
 
@@ -47,8 +48,11 @@ def summary_table(summary: Summary, meta: RunMeta) -> Table:
 
 
 def print_summary(console: Console, summary: Summary, meta: RunMeta) -> None:
-    """Print the per-mode table, then the findings."""
+    """Print the per-mode table, the headline, then the findings."""
     console.print(summary_table(summary, meta))
+    top = headline(summary)
+    if top:
+        console.print(f"[bold]{escape(top)}[/bold]")
     for sentence in findings(summary, None):
         console.print(f"• {sentence}")
     if meta.offline:

@@ -127,3 +127,100 @@ def test_an_interrupted_results_file_still_reads(results_path: Path) -> None:
     with results_path.open("a", encoding="utf-8") as handle:
         handle.write('{"kind": "turn", "mode": "plan')
     assert len(read_results(results_path).rows) == 36
+
+
+def test_every_chart_labels_both_axes(results_path: Path) -> None:
+    html = write_reports(results_path).html.read_text(encoding="utf-8")
+    charts = re.findall(r"<svg .*?</svg>", html, flags=re.S)
+    assert len(charts) == 7, "six per-mode bar charts and the growth line chart"
+    for chart in charts:
+        chart_id = re.search(r'id="([^"]+)"', chart)
+        assert 'class="axis-label x-label"' in chart and 'class="axis-label y-label"' in chart, chart_id
+        assert re.search(r'class="tick">0(\.0+)?<', chart), f"{chart_id}: the y axis starts at a 0 tick"
+    bars = [c for c in charts if "bar-chart" in c]
+    assert all(len(re.findall(r'class="value"', c)) == len(MODES) for c in bars), "a value on every bar"
+    assert re.search(r'id="chart-accuracy".*?>% of turns passed<', html, flags=re.S)
+
+
+def test_each_mode_keeps_one_colour_across_charts_legends_and_cards(results_path: Path) -> None:
+    html = write_reports(results_path).html.read_text(encoding="utf-8")
+    legend = html.split('id="mode-legend"')[1].split("</ul>")[0]
+    assert all(f'data-mode="{mode}"' in legend for mode in MODES), "the legend lists every mode"
+    growth_legend = re.findall(r'data-legend="([^"]+)"', html)
+    assert growth_legend == MODES
+    seen: dict[str, set[str]] = {mode: set() for mode in MODES}
+    for colour, mode in re.findall(r'fill="(#[0-9a-f]{6})" data-mode="([^"]+)"', html):
+        seen[mode].add(colour)
+    for colour, mode in re.findall(r'stroke="(#[0-9a-f]{6})"[^>]*data-series="([^"]+)"', html):
+        seen[mode].add(colour)
+    for colour, mode in re.findall(r'style="--mode:(#[0-9a-f]{6})" data-mode="([^"]+)"', html):
+        seen[mode].add(colour)
+    assert all(len(colours) == 1 for colours in seen.values()), seen
+    assert len({next(iter(c)) for c in seen.values()}) == len(MODES), "modes have distinct colours"
+
+
+def test_the_headline_and_cards_lead_and_the_offline_notice_stays_small(results_path: Path) -> None:
+    html = write_reports(results_path).html.read_text(encoding="utf-8")
+    findings_section = html.split('<section id="findings-section">')[1].split("</section>")[0]
+    assert findings_section.index('id="headline"') < findings_section.index('class="cards"')
+    assert "planner passed 100% of turns with 2.00 model calls and 1000 input tokens per turn" in html
+    assert findings_section.count('<div class="card"') == len(MODES)
+    assert findings_section.count("<li>") >= 4, "findings are a list, not one paragraph"
+    notice = html.split('id="offline-notice"')[1].split("</p>")[0]
+    assert "deterministic stand-in" in notice and 'id="offline-notice"' not in findings_section
+    assert re.search(r"\.notice\{[^}]*font-size:\.8\d?rem", html), "visible but in small print"
+
+
+def test_the_turn_table_links_failures_and_shows_compact_plans(results_path: Path) -> None:
+    html = write_reports(results_path).html.read_text(encoding="utf-8")
+    failing = html.split('id="failing-turns"')[1].split("</p>")[0]
+    assert "1 of 12 turns" in failing and "conversacion-larga · 3 (toolcalling)" in failing
+    target = re.search(r'href="#([^"]+)"', failing)
+    assert target and f'<tr id="{target.group(1)}">' in html
+    assert html.count('<tr class="scenario">') == 1, "one header row per scenario"
+    assert "op1 · ventas_anuales({})" in html, "plans list one operation per line"
+    assert "ventas_anuales({&quot;anio&quot;: 2003})" in html, "tool calls show their arguments"
+    assert "3 calls · 1000 in / 50 out tokens" in html
+
+
+def test_the_page_fits_its_width_and_prints(results_path: Path) -> None:
+    html = write_reports(results_path).html.read_text(encoding="utf-8")
+    assert "table.turns{width:100%;table-layout:fixed" in html and "overflow-wrap:anywhere" in html
+    assert "svg.chart{display:block;width:100%;height:auto" in html, "charts scale to their column"
+    print_css = html.split("@media print{")[1]
+    assert "break-inside:avoid" in print_css and "print-color-adjust:exact" in print_css
+
+
+def test_a_mode_whose_every_turn_raised_is_not_compared(tmp_path: Path) -> None:
+    writer = ResultsWriter(tmp_path / "results.jsonl")
+    writer.write(RunMeta(provider="offline", modes=MODES, scenarios=1, turns=12))
+    for record in rows():
+        if record.mode == "planner":
+            record = record.model_copy(
+                update={"failed": True, "model_calls": 0, "input_tokens": 0, "score": TurnScore(passed=False)}
+            )
+        writer.write(record)
+    files = write_reports(writer.path)
+    text = " ".join(findings(files.summary))
+    assert "fewer input tokens" not in text and "never exceeded" not in text
+    assert "planner: every one of its 12 turns raised" in text
+    assert "nothing to compare" in files.html.read_text(encoding="utf-8")
+
+
+def test_report_md_reads_as_markdown(results_path: Path, tmp_path: Path) -> None:
+    writer = ResultsWriter(tmp_path / "results.jsonl")
+    writer.write(RunMeta(provider="offline", modes=MODES, scenarios=1, turns=12))
+    for record in rows():
+        if record.turn == 5:
+            record = record.model_copy(
+                update={"score": TurnScore(passed=False, details=["answer lacks a | b\nc " + "x " * 200])}
+            )
+        writer.write(record)
+    text = write_reports(writer.path).markdown.read_text(encoding="utf-8")
+    assert text.split("## Findings\n\n")[1].startswith("**planner passed")
+    assert "\n- planner never exceeded 2 model calls per turn" in text
+    assert "|---|--:|--:|" in text, "figures are right-aligned"
+    failing = text.split("## Failing turns")[1]
+    assert "| all modes | conversacion-larga | 5 | 1 | answer lacks a \\| b c x x" in failing
+    assert all(line.startswith("|") for line in failing.strip().splitlines()), "a cell never breaks a line"
+    assert max(len(line) for line in failing.splitlines()) < 320 and "…" in failing
