@@ -1,8 +1,9 @@
-"""Fakes for the planner tests: a chat model driven by a plain function, and a tiny toy registry.
+"""Fakes for the planner tests: a plain-text model on :mod:`tests.fakes`, scripted replies, a toy registry.
 
-``FunctionChatModel`` follows pydantic-ai's ``FunctionModel``: the test writes a function from the prompt
-messages to the reply text, and the model counts its calls. It has no ``bind_tools``, so ``PlannerAI`` takes
-its plain-text path (tolerant parsing); the offline model covers native structured output.
+:func:`text_model` is the shared :class:`~tests.fakes.FunctionChatModel` as the planner tests use it: it has
+no native structured output, so ``PlannerAI`` takes its plain-text path (tolerant parsing), and every call
+reports 100 input and 10 output tokens so usage totals are easy to assert. The offline model covers native
+structured output.
 """
 
 from __future__ import annotations
@@ -12,47 +13,21 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from pydantic import BaseModel, ConfigDict, Field
+from langchain_core.messages import BaseMessage, UsageMetadata
+from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
 from shared.errors import DomainError
 from shared.operations.registry import Operation
+from tests.fakes import CallInfo, FunctionChatModel, ModelFunction
 
-Reply = Callable[[list[BaseMessage]], str]
+CALL_USAGE = UsageMetadata(input_tokens=100, output_tokens=10, total_tokens=110)
+"""What every call of a :func:`text_model` reports."""
 
 
-class FunctionChatModel(BaseChatModel):
-    """A chat model whose reply is ``reply(messages)``; counts calls and records every prompt."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    reply: Reply
-    calls: int = 0
-    prompts: list[list[BaseMessage]] = Field(default_factory=list)
-
-    @property
-    def _llm_type(self) -> str:
-        return "function-fake"
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        self.calls += 1
-        self.prompts.append(list(messages))
-        text = self.reply(messages)
-        message = AIMessage(
-            content=text,
-            usage_metadata={"input_tokens": 100, "output_tokens": 10, "total_tokens": 110},
-        )
-        return ChatResult(generations=[ChatGeneration(message=message)])
+def text_model(reply: ModelFunction) -> FunctionChatModel:
+    """A model that answers ``reply(messages, info)`` as text only and reports :data:`CALL_USAGE` per call."""
+    return FunctionChatModel(reply, usage=CALL_USAGE, native_structured_output=False)
 
 
 def is_plan_request(messages: list[BaseMessage]) -> bool:
@@ -68,10 +43,10 @@ def results_of(messages: list[BaseMessage]) -> list[dict[str, Any]]:
 
 def scripted(
     plan: dict[str, Any] | str, answer: Callable[[list[dict[str, Any]]], str] | None = None
-) -> Reply:
-    """A reply function: ``plan`` for call 1, ``answer(results)`` (default: a JSON echo) for call 2."""
+) -> ModelFunction:
+    """A model function: ``plan`` for call 1, ``answer(results)`` (default: a JSON echo) for call 2."""
 
-    def reply(messages: list[BaseMessage]) -> str:
+    def reply(messages: list[BaseMessage], _info: CallInfo) -> str:
         if is_plan_request(messages):
             return plan if isinstance(plan, str) else json.dumps(plan)
         results = results_of(messages)

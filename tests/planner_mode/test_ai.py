@@ -17,28 +17,29 @@ from shared.answer import Answer
 from shared.errors import ModelOutputError, ProviderError
 from shared.memory.context import ConversationContext
 from shared.operations.registry import OperationRegistry
-from tests.planner_mode.planner_fakes import FunctionChatModel, scripted
+from tests.fakes import CallInfo, FunctionChatModel
+from tests.planner_mode.planner_fakes import scripted, text_model
 
 CONTEXT = ConversationContext(hoy=date(2026, 11, 30))
 PLAN = {"operaciones": [{"funcion": "ventas_anuales", "parametros": {"anio": 2025}}], "pregunta": "¿Cuánto?"}
 
 
 def test_analyze_returns_the_plan_with_one_call(toy_registry: OperationRegistry) -> None:
-    model = FunctionChatModel(reply=scripted(PLAN))
+    model = text_model(scripted(PLAN))
     plan = PlannerAI(model).analyze("¿Cuánto vendimos en 2025?", CONTEXT, toy_registry.catalog())
     assert plan == Plan.model_validate(PLAN)
-    assert model.calls == 1
+    assert model.call_count == 1
     assert str(model.prompts[0][1].content).endswith("Nueva pregunta:\n¿Cuánto vendimos en 2025?")
 
 
 def test_missing_pregunta_is_filled_with_the_message(toy_registry: OperationRegistry) -> None:
-    model = FunctionChatModel(reply=scripted({"operaciones": []}))
+    model = text_model(scripted({"operaciones": []}))
     assert PlannerAI(model).analyze("Hola", CONTEXT, toy_registry.catalog()).pregunta == "Hola"
 
 
 def test_json_wrapped_in_prose_and_fences_is_recovered(toy_registry: OperationRegistry) -> None:
     text = "Este es el plan:\n```json\n" + json.dumps(PLAN)[:-1] + ",}\n```\nListo."
-    model = FunctionChatModel(reply=scripted(text))
+    model = text_model(scripted(text))
     assert (
         PlannerAI(model).analyze("x", CONTEXT, toy_registry.catalog()).operaciones[0].funcion
         == "ventas_anuales"
@@ -51,43 +52,47 @@ def test_json_wrapped_in_prose_and_fences_is_recovered(toy_registry: OperationRe
 def test_unusable_output_raises_model_output_error_after_one_call(
     toy_registry: OperationRegistry, text: str
 ) -> None:
-    model = FunctionChatModel(reply=lambda _messages: text)
+    model = text_model(lambda _messages, _info: text)
     with pytest.raises(ModelOutputError):
         PlannerAI(model).analyze("x", CONTEXT, toy_registry.catalog())
-    assert model.calls == 1
+    assert model.call_count == 1
 
 
 def test_any_provider_exception_becomes_provider_error(toy_registry: OperationRegistry) -> None:
-    def boom(_messages: list[BaseMessage]) -> str:
+    def boom(_messages: list[BaseMessage], _info: CallInfo) -> str:
         raise ConnectionError("connection refused")
 
-    model = FunctionChatModel(reply=boom)
+    model = text_model(boom)
     with pytest.raises(ProviderError, match="ConnectionError: connection refused"):
         PlannerAI(model).analyze("x", CONTEXT, toy_registry.catalog())
-    assert model.calls == 1
+    assert model.call_count == 1
 
 
 def test_respond_uses_the_answer_model_and_sees_the_results() -> None:
-    plan_model = FunctionChatModel(reply=lambda _m: "{}")
-    answer_model = FunctionChatModel(
-        reply=lambda _m: json.dumps({"respuesta": "Vendimos ₲850.000.000.", "estado": {"anio": 2025}})
+    plan_model = text_model(lambda _m, _i: "{}")
+    answer_model = text_model(
+        lambda _m, _i: json.dumps({"respuesta": "Vendimos ₲850.000.000.", "estado": {"anio": 2025}})
     )
     ai = PlannerAI(plan_model, answer_model)
     results = [OperationOutcome(funcion="ventas_anuales", parametros={"anio": 2025}, resultado={"total": 1})]
     answer = ai.respond("¿Cuánto vendimos?", results, CONTEXT)
     assert answer == Answer(respuesta="Vendimos ₲850.000.000.", estado={"anio": 2025})
-    assert (plan_model.calls, answer_model.calls) == (0, 1)
+    assert (plan_model.call_count, answer_model.call_count) == (0, 1)
     assert '"resultado": {"total": 1}' in str(answer_model.prompts[0][1].content)
 
 
 def test_blank_respuesta_is_a_model_output_error() -> None:
-    model = FunctionChatModel(reply=lambda _m: '{"respuesta": "  "}')
+    model = text_model(lambda _m, _i: '{"respuesta": "  "}')
     with pytest.raises(ModelOutputError, match="empty"):
         PlannerAI(model).respond("x", [], CONTEXT)
 
 
 class StructuredFake(FunctionChatModel):
-    """Implements ``with_structured_output`` like a provider: ``bound model | JSON parser``."""
+    """Records each ``with_structured_output`` request; returns ``bound model | strict JSON parser``.
+
+    The parser is ``json.loads`` (not the shared fake's lenient ``JsonOutputParser``), so fenced JSON fails to
+    parse here and ``PlannerAI``'s fallback to the raw text is what gets exercised.
+    """
 
     requested: list[dict[str, Any]] = Field(default_factory=list)
 
@@ -99,24 +104,24 @@ class StructuredFake(FunctionChatModel):
 
 
 def test_native_structured_output_is_requested_as_json_schema(toy_registry: OperationRegistry) -> None:
-    model = StructuredFake(reply=scripted(PLAN))
+    model = StructuredFake(function=scripted(PLAN))
     ai = PlannerAI(model)
     assert [(r["schema"], r["method"], r["include_raw"]) for r in model.requested] == [
         (Plan.model_json_schema(), "json_schema", False),
         (Answer.model_json_schema(), "json_schema", False),
     ]
     assert ai.analyze("x", CONTEXT, toy_registry.catalog()) == Plan.model_validate(PLAN)
-    assert model.calls == 1
+    assert model.call_count == 1
 
 
 def test_structured_parse_failure_falls_back_to_the_raw_text_without_a_second_call(
     toy_registry: OperationRegistry,
 ) -> None:
-    model = StructuredFake(reply=scripted("```json\n" + json.dumps(PLAN) + "\n```"))
+    model = StructuredFake(function=scripted("```json\n" + json.dumps(PLAN) + "\n```"))
     assert PlannerAI(model).analyze("x", CONTEXT, toy_registry.catalog()).operaciones[0].parametros == {
         "anio": 2025
     }
-    assert model.calls == 1
+    assert model.call_count == 1
 
 
 def test_function_calling_structured_output_is_read_from_tool_call_args(
@@ -132,5 +137,7 @@ def test_function_calling_structured_output_is_read_from_tool_call_args(
 
             return RunnableLambda(run) | RunnableLambda(parse)
 
-    plan = PlannerAI(ToolCallingFake(reply=lambda _m: "")).analyze("x", CONTEXT, toy_registry.catalog())
+    plan = PlannerAI(ToolCallingFake(function=lambda _m, _i: "")).analyze(
+        "x", CONTEXT, toy_registry.catalog()
+    )
     assert plan == Plan.model_validate(PLAN)

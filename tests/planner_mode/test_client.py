@@ -14,7 +14,7 @@ from planner_mode.client import AICallError, AIClient, HttpAIClient, InProcessAI
 from planner_mode.wire import CallUsage
 from shared.errors import ConfigurationError, ModelOutputError, ProviderError
 from shared.memory.context import ConversationContext
-from tests.planner_mode.planner_fakes import FunctionChatModel, scripted
+from tests.planner_mode.planner_fakes import scripted, text_model
 
 CONTEXT = ConversationContext(hoy=date(2026, 11, 30))
 PLAN = {"operaciones": [{"funcion": "ventas_anuales", "parametros": {"anio": 2025}}], "pregunta": "q"}
@@ -32,12 +32,12 @@ def ok_handler(seen: list[httpx.Request]) -> Any:
 
 
 def test_both_clients_implement_the_protocol() -> None:
-    assert isinstance(InProcessAIClient(PlannerAI(FunctionChatModel(reply=scripted(PLAN)))), AIClient)
+    assert isinstance(InProcessAIClient(PlannerAI(text_model(scripted(PLAN)))), AIClient)
     assert isinstance(HttpAIClient(["http://127.0.0.1:1"]), AIClient)
 
 
 def test_in_process_client_measures_each_call() -> None:
-    client = InProcessAIClient(PlannerAI(FunctionChatModel(reply=scripted(PLAN))))
+    client = InProcessAIClient(PlannerAI(text_model(scripted(PLAN))))
     analyzed = client.analyze("q", CONTEXT, [])
     assert analyzed.plan.operaciones[0].funcion == "ventas_anuales"
     assert (analyzed.usage.model_calls, analyzed.usage.input_tokens, analyzed.usage.output_tokens) == (
@@ -49,7 +49,7 @@ def test_in_process_client_measures_each_call() -> None:
 
 
 def test_in_process_failures_carry_the_cause_and_the_usage() -> None:
-    client = InProcessAIClient(PlannerAI(FunctionChatModel(reply=lambda _m: "nada")))
+    client = InProcessAIClient(PlannerAI(text_model(lambda _m, _i: "nada")))
     with pytest.raises(AICallError) as info:
         client.analyze("q", CONTEXT, [])
     assert isinstance(info.value.cause, ModelOutputError)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage
 
 from planner_mode import InProcessAIClient, PlannerAI, PlannerEngine, PlannerLimits
 from planner_mode.engine import ANSWER_FAILED_MESSAGE, PROVIDER_DOWN_MESSAGE, UNREADABLE_PLAN_MESSAGE
@@ -15,7 +15,8 @@ from shared.engine import AssistantEngine
 from shared.erp.database import Erp
 from shared.memory.store import MemoryStore
 from shared.operations.registry import OperationRegistry
-from tests.planner_mode.planner_fakes import FunctionChatModel, Reply, is_plan_request, scripted
+from tests.fakes import CallInfo, FunctionChatModel, ModelFunction
+from tests.planner_mode.planner_fakes import is_plan_request, scripted, text_model
 
 TWO_OPS = {
     "operaciones": [
@@ -52,9 +53,9 @@ def answer_from(results: list[dict[str, Any]]) -> str:
 
 
 def make_engine(
-    reply: Reply, registry: OperationRegistry, erp: Erp, store: MemoryStore, **limits: Any
+    reply: ModelFunction, registry: OperationRegistry, erp: Erp, store: MemoryStore, **limits: Any
 ) -> tuple[PlannerEngine, FunctionChatModel]:
-    model = FunctionChatModel(reply=reply)
+    model = text_model(reply)
     engine = PlannerEngine(registry, erp, store, InProcessAIClient(PlannerAI(model)), PlannerLimits(**limits))
     return engine, model
 
@@ -81,7 +82,7 @@ def test_two_operations_one_plan_two_calls_and_an_atomic_record(
     engine, model = make_engine(scripted(TWO_OPS, answer_from), toy_registry, toy_erp, memory_store)
     result = engine.ask("c1", "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?")
 
-    assert model.calls == result.model_calls == 2
+    assert model.call_count == result.model_calls == 2
     assert result.answer == "ventas_anuales=850000000; mejor_cliente=120000000"
     assert [op.funcion for op in result.operations] == ["ventas_anuales", "mejor_cliente"]
     assert all(op.ok for op in result.operations)
@@ -120,7 +121,7 @@ def test_dependent_plan_with_ref_still_costs_two_calls(
 ) -> None:
     engine, model = make_engine(scripted(DEPENDENT, answer_from), toy_registry, toy_erp, memory_store)
     result = engine.ask("c1", "¿Cuánto compró nuestro mejor cliente de 2025?")
-    assert model.calls == result.model_calls == 2
+    assert model.call_count == result.model_calls == 2
     assert result.operations[1].parametros == {"cliente": "Empresa ABC", "anio": 2025}
     assert result.answer == "mejor_cliente=120000000; compras_cliente=120000000"
 
@@ -136,7 +137,7 @@ def test_small_talk_costs_one_call_and_keeps_the_state(
         memory_store,
     )
     result = engine.ask("c1", "Hola")
-    assert model.calls == result.model_calls == 1
+    assert model.call_count == result.model_calls == 1
     assert result.answer == "¡Hola! ¿En qué puedo ayudarle?"
     assert result.operations == [] and result.recorded
     assert result.state == {"anio": 2024}
@@ -150,7 +151,7 @@ def test_a_plan_without_operations_or_direct_answer_still_gets_an_answer(
         scripted({"operaciones": []}, answer_from), toy_registry, toy_erp, memory_store
     )
     result = engine.ask("c1", "¿Qué tiempo hace?")
-    assert model.calls == 2
+    assert model.call_count == 2
     assert result.answer == "Nada que consultar."
 
 
@@ -204,7 +205,7 @@ def test_invalid_plans_run_nothing_and_reach_call_two_as_errors(
     )
     result = engine.ask("c1", "pregunta")
     assert toy.log == []  # nothing executed
-    assert model.calls == result.model_calls == 2
+    assert model.call_count == result.model_calls == 2
     assert result.answer.startswith("ERROR") and expected_error in result.answer
     assert any(expected_error in error for error in result.errors)
     assert result.recorded and all(op.error for op in result.operations)
@@ -217,21 +218,23 @@ def test_operation_errors_reach_call_two(
     plan = {"operaciones": [{"funcion": "compras_cliente", "parametros": {"cliente": "Nadie", "anio": 2025}}]}
     engine, model = make_engine(scripted(plan, answer_from), toy_registry, toy_erp, memory_store)
     result = engine.ask("c1", "¿Cuánto compró Nadie?")
-    assert model.calls == 2
+    assert model.call_count == 2
     assert "Nadie" in result.answer and result.answer.startswith("ERROR")
     assert result.errors == ["compras_cliente: No customer matches 'Nadie'."]
 
 
-def failing_call(which: int, exc: Exception | None = None, text: str | None = None) -> Callable[..., Reply]:
+def failing_call(
+    which: int, exc: Exception | None = None, text: str | None = None
+) -> Callable[..., ModelFunction]:
     """A reply function whose call number ``which`` (1 or 2) raises ``exc`` or returns ``text``."""
 
-    def reply(messages: list[BaseMessage]) -> str:
+    def reply(messages: list[BaseMessage], info: CallInfo) -> AIMessage | str:
         call = 1 if is_plan_request(messages) else 2
         if call == which:
             if exc is not None:
                 raise exc
             return text or ""
-        return scripted(TWO_OPS, answer_from)(messages)
+        return scripted(TWO_OPS, answer_from)(messages, info)
 
     return lambda: reply
 
@@ -250,7 +253,7 @@ def test_model_failures_answer_clearly_and_leave_the_store_untouched(
     toy_registry: OperationRegistry,
     toy_erp: Erp,
     memory_store: MemoryStore,
-    reply: Callable[[], Reply],
+    reply: Callable[[], ModelFunction],
     calls: int,
     message: str,
 ) -> None:
@@ -261,7 +264,7 @@ def test_model_failures_answer_clearly_and_leave_the_store_untouched(
     engine, model = make_engine(reply(), toy_registry, toy_erp, memory_store)
     result = engine.ask("c1", "segunda pregunta")
 
-    assert model.calls == result.model_calls == calls
+    assert model.call_count == result.model_calls == calls
     assert result.answer == message
     assert not result.recorded and result.errors
     assert result.state == before[1]
@@ -280,6 +283,6 @@ def test_unknown_conversation_is_created(
 def test_a_planner_ai_is_accepted_directly(
     toy_registry: OperationRegistry, toy_erp: Erp, memory_store: MemoryStore
 ) -> None:
-    model = FunctionChatModel(reply=scripted(TWO_OPS, answer_from))
+    model = text_model(scripted(TWO_OPS, answer_from))
     engine = PlannerEngine(toy_registry, toy_erp, memory_store, PlannerAI(model))
     assert engine.ask("c1", "x").model_calls == 2

@@ -11,14 +11,15 @@ from planner_mode import HttpAIClient, PlannerEngine, create_app
 from shared.erp.database import Erp
 from shared.memory.store import MemoryStore
 from shared.operations.registry import OperationRegistry
-from tests.planner_mode.planner_fakes import FunctionChatModel, is_plan_request, results_of
+from tests.fakes import CallInfo, FunctionChatModel
+from tests.planner_mode.planner_fakes import is_plan_request, results_of, text_model
 from tests.planner_mode.server_threads import ServerThread
 
 
 def context_reading_model() -> FunctionChatModel:
     """A fake that, like a real model, can only know the customer from the context it is sent."""
 
-    def reply(messages: list[BaseMessage]) -> str:
+    def reply(messages: list[BaseMessage], _info: CallInfo) -> str:
         human = str(messages[-1].content)
         if is_plan_request(messages):
             if "¿Y cuánto compró?" in human.split("Nueva pregunta:")[1]:
@@ -34,7 +35,7 @@ def context_reading_model() -> FunctionChatModel:
             }
         )
 
-    return FunctionChatModel(reply=reply)
+    return text_model(reply)
 
 
 def test_two_servers_serve_alternate_calls_of_one_conversation_and_survive_a_restart(
@@ -49,7 +50,7 @@ def test_two_servers_serve_alternate_calls_of_one_conversation_and_survive_a_res
 
             first = engine.ask("c1", "¿Cuál fue mi mejor cliente?")
             assert first.answer == "Empresa ABC: 120000000"
-            assert (model_a.calls, model_b.calls) == (1, 1)  # call 1 on A, call 2 on B
+            assert (model_a.call_count, model_b.call_count) == (1, 1)  # call 1 on A, call 2 on B
             assert first.model_calls == 2 and first.input_tokens == 200
 
             # Restart B: a new process would have a new app and a new model, and no memory of turn 1.
@@ -61,7 +62,7 @@ def test_two_servers_serve_alternate_calls_of_one_conversation_and_survive_a_res
             second = engine.ask("c1", "¿Y cuánto compró?")
             assert second.answer == "Empresa ABC: 120000000"
             assert second.operations[0].parametros == {"cliente": "Empresa ABC", "anio": 2025}
-            assert (model_a.calls, model_b.calls) == (2, 1)
+            assert (model_a.call_count, model_b.call_count) == (2, 1)
             assert second.errors == [] and second.recorded
             client.close()
         finally:

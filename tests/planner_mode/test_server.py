@@ -15,7 +15,8 @@ from planner_mode.server import create_app
 from shared.errors import ConfigurationError
 from shared.memory.context import ConversationContext
 from shared.operations.registry import OperationRegistry
-from tests.planner_mode.planner_fakes import FunctionChatModel, Reply, scripted
+from tests.fakes import CallInfo, ModelFunction
+from tests.planner_mode.planner_fakes import scripted, text_model
 
 CONTEXT = ConversationContext(hoy=date(2026, 11, 30), estado={"anio": 2025}).model_dump(mode="json")
 PLAN = {"operaciones": [{"funcion": "ventas_anuales", "parametros": {"anio": 2025}}], "pregunta": "¿Cuánto?"}
@@ -30,8 +31,8 @@ def analyze_body(catalog: list[dict[str, Any]], message: str = "¿Cuánto vendim
     return {"message": message, "context": CONTEXT, "catalog": catalog}
 
 
-def client_for(reply: Reply, **kwargs: Any) -> TestClient:
-    return TestClient(create_app(FunctionChatModel(reply=reply), **kwargs), raise_server_exceptions=False)
+def client_for(reply: ModelFunction, **kwargs: Any) -> TestClient:
+    return TestClient(create_app(text_model(reply), **kwargs), raise_server_exceptions=False)
 
 
 @pytest.fixture
@@ -71,12 +72,12 @@ def test_respond_returns_the_answer_and_its_usage(client: TestClient) -> None:
 
 
 def test_plan_and_answer_can_use_different_models(catalog: list[dict[str, Any]]) -> None:
-    planner = FunctionChatModel(reply=scripted(PLAN))
-    writer = FunctionChatModel(reply=scripted(PLAN))
+    planner = text_model(scripted(PLAN))
+    writer = text_model(scripted(PLAN))
     with TestClient(create_app(planner, writer)) as c:
         c.post("/ai/analyze", json=analyze_body(catalog))
         c.post("/ai/respond", json={"question": "q", "results": [], "context": CONTEXT})
-    assert (planner.calls, writer.calls) == (1, 1)
+    assert (planner.call_count, writer.call_count) == (1, 1)
 
 
 def test_token_is_required_when_configured(catalog: list[dict[str, Any]]) -> None:
@@ -107,7 +108,7 @@ def test_token_comes_from_the_environment_by_default(
 
 
 def test_oversized_bodies_get_413_without_calling_the_model(catalog: list[dict[str, Any]]) -> None:
-    model = FunctionChatModel(reply=scripted(PLAN))
+    model = text_model(scripted(PLAN))
     with TestClient(create_app(model, max_body_bytes=2_000)) as c:
         big = analyze_body(catalog, message="x" * 5_000)
         declared = c.post("/ai/analyze", json=big)
@@ -120,7 +121,7 @@ def test_oversized_bodies_get_413_without_calling_the_model(catalog: list[dict[s
     assert declared.status_code == streamed.status_code == 413
     assert declared.json()["kind"] == "too_large"
     assert small.status_code == 200
-    assert model.calls == 1
+    assert model.call_count == 1
 
 
 @pytest.mark.parametrize(
@@ -140,19 +141,19 @@ def test_invalid_bodies_get_422_naming_the_field(
     assert any(field in error["loc"] for error in response.json()["detail"])
 
 
-def boom(_messages: list[BaseMessage]) -> str:
+def boom(_messages: list[BaseMessage], _info: CallInfo) -> str:
     raise ConnectionError("ollama is down")
 
 
 @pytest.mark.parametrize(
     ("reply", "kind", "text"),
     [
-        (lambda _m: "esto no es JSON", "model_output", "not valid JSON"),
+        (lambda _m, _i: "esto no es JSON", "model_output", "not valid JSON"),
         (boom, "provider", "ollama is down"),
     ],
 )
 def test_model_failures_get_502_with_a_json_error_and_the_usage(
-    catalog: list[dict[str, Any]], reply: Reply, kind: str, text: str
+    catalog: list[dict[str, Any]], reply: ModelFunction, kind: str, text: str
 ) -> None:
     with client_for(reply) as c:
         response = c.post("/ai/analyze", json=analyze_body(catalog))
@@ -164,7 +165,7 @@ def test_model_failures_get_502_with_a_json_error_and_the_usage(
 
 
 def test_unexpected_errors_get_500_without_a_stack_trace(catalog: list[dict[str, Any]]) -> None:
-    def misconfigured(_messages: list[BaseMessage]) -> str:
+    def misconfigured(_messages: list[BaseMessage], _info: CallInfo) -> str:
         raise ConfigurationError("secret detail")
 
     with client_for(misconfigured) as c:

@@ -9,7 +9,8 @@ import pytest
 from sqlalchemy import create_engine
 
 from shared.erp.database import Erp
-from tests.toolcalling_mode.toolcalling_fakes import Behaviour, FunctionChatModel, toy_registry
+from tests.fakes import FunctionChatModel, ModelFunction
+from tests.toolcalling_mode.toolcalling_fakes import toy_registry
 
 
 @pytest.fixture
@@ -22,11 +23,11 @@ def toy_erp() -> Iterator[Erp]:
 
 @pytest.fixture
 def make_engine(toy_erp: Erp, memory_store: Any) -> Callable[..., tuple[Any, FunctionChatModel]]:
-    """Build ``(ToolCallingEngine, FunctionChatModel)`` over the toy registry from a behaviour function."""
+    """Build ``(ToolCallingEngine, FunctionChatModel)`` over the toy registry from a model function."""
     from toolcalling_mode import ToolCallingEngine
 
-    def build(fn: Behaviour, **options: Any) -> tuple[Any, FunctionChatModel]:
-        model = FunctionChatModel(fn=fn)
+    def build(fn: ModelFunction, **options: Any) -> tuple[Any, FunctionChatModel]:
+        model = FunctionChatModel(fn)
         engine = ToolCallingEngine(toy_registry(), toy_erp, memory_store, model, **options)
         return engine, model
 

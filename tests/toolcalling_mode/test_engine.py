@@ -10,7 +10,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 import toolcalling_mode.engine as engine_module
 from shared.errors import ProviderError
-from tests.toolcalling_mode.toolcalling_fakes import CallInfo, ask_tools, call
+from tests.fakes import CallInfo
+from tests.toolcalling_mode.toolcalling_fakes import ask_tools, call
 from toolcalling_mode import ToolCallingLimits
 from toolcalling_mode.engine import FAILURE_ANSWER
 
@@ -224,7 +225,7 @@ def test_recursion_limit_ends_the_turn_with_a_clear_answer(make_engine: Any, mem
 def test_a_turn_after_a_limit_replays_cleanly(make_engine: Any) -> None:
     engine, model = make_engine(forever, policy="full_history", limits=ToolCallingLimits(recursion_limit=10))
     engine.ask("c1", "uno")
-    model.fn = lambda messages, info: "Listo."
+    model.function = lambda messages, info: "Listo."
 
     result = engine.ask("c1", "dos")
 

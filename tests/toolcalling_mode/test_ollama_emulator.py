@@ -9,13 +9,8 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_ollama import ChatOllama
 
 from shared.emulators import start_emulator
-from tests.toolcalling_mode.toolcalling_fakes import (
-    CallInfo,
-    FunctionChatModel,
-    ask_tools,
-    call,
-    toy_registry,
-)
+from tests.fakes import CallInfo, FunctionChatModel
+from tests.toolcalling_mode.toolcalling_fakes import ask_tools, call, toy_registry
 from toolcalling_mode import ToolCallingEngine
 
 
@@ -27,7 +22,7 @@ def sales_and_best_customer(messages: list[BaseMessage], info: CallInfo) -> AIMe
 
 
 def test_one_multi_tool_turn_through_chat_ollama(toy_erp: Any, memory_store: Any) -> None:
-    backing = FunctionChatModel(fn=sales_and_best_customer)
+    backing = FunctionChatModel(sales_and_best_customer)
     with start_emulator("ollama", model=backing) as base_url:
         client = ChatOllama(model="llama3.1:8b", base_url=base_url, temperature=0)
         engine = ToolCallingEngine(toy_registry(), toy_erp, memory_store, client, policy="full_history")

@@ -1,112 +1,21 @@
-"""Readable fakes for tool-calling tests: a chat model driven by a plain function, and a toy registry.
+"""Fakes for tool-calling tests: tool-call builders for :mod:`tests.fakes`'s model, and a toy registry.
 
-``FunctionChatModel`` follows pydantic-ai's ``FunctionModel``: each model call runs ``fn(messages, info)``,
-where ``info`` says which tools were bound, and what it returns (an ``AIMessage`` or text) is the model's
-reply. Every call is recorded in ``model.calls`` so tests can assert what the model saw.
+Tests drive the shared :class:`~tests.fakes.FunctionChatModel` with a function ``(messages, info)``, where
+``info`` says which tools were bound and which tool results this turn has so far; :func:`call` and
+:func:`ask_tools` build the assistant steps that request tools. Every call is recorded in ``model.calls``.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables import Runnable
-from langchain_core.utils.function_calling import convert_to_openai_tool
+from langchain_core.messages import AIMessage
 from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
 from shared.errors import CustomerNotFoundError
 from shared.operations.registry import Operation, OperationRegistry
-
-
-@dataclass
-class CallInfo:
-    """What one model call received besides the messages."""
-
-    index: int
-    """0 for the first call of the model's life, then 1, 2, …"""
-    messages: list[BaseMessage]
-    tools: list[dict[str, Any]] = field(default_factory=list)
-    """Bound tools in OpenAI format."""
-    tool_choice: Any = None
-    response_format: Any = None
-
-    @property
-    def tool_names(self) -> list[str]:
-        return [tool["function"]["name"] for tool in self.tools]
-
-    @property
-    def system(self) -> str:
-        first = self.messages[0] if self.messages else None
-        return str(first.content) if isinstance(first, SystemMessage) else ""
-
-    @property
-    def tool_results(self) -> list[ToolMessage]:
-        """Tool results since the last human message (this turn's results so far)."""
-        results: list[ToolMessage] = []
-        for message in reversed(self.messages):
-            if message.type == "human":
-                break
-            if isinstance(message, ToolMessage):
-                results.insert(0, message)
-        return results
-
-
-Behaviour = Callable[[list[BaseMessage], CallInfo], AIMessage | str]
-
-
-class FunctionChatModel(BaseChatModel):
-    """A chat model whose every reply is computed by ``fn``."""
-
-    fn: Behaviour
-    calls: list[CallInfo] = Field(default_factory=list)
-
-    @property
-    def _llm_type(self) -> str:
-        return "function"
-
-    def bind_tools(
-        self,
-        tools: Sequence[Any],
-        *,
-        tool_choice: Any = None,
-        **kwargs: Any,
-    ) -> Runnable[LanguageModelInput, AIMessage]:
-        formatted = [convert_to_openai_tool(tool) for tool in tools]
-        return self.bind(tools=formatted, tool_choice=tool_choice, **kwargs)
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        info = CallInfo(
-            index=len(self.calls),
-            messages=list(messages),
-            tools=list(kwargs.get("tools") or []),
-            tool_choice=kwargs.get("tool_choice"),
-            response_format=kwargs.get("response_format"),
-        )
-        self.calls.append(info)
-        reply = self.fn(list(messages), info)
-        message = reply if isinstance(reply, AIMessage) else AIMessage(content=reply)
-        input_tokens = sum(len(str(m.content)) for m in messages) // 4 + 1
-        output_tokens = len(str(message.content)) // 4 + 1
-        message.usage_metadata = {
-            "input_tokens": input_tokens,
-            "output_tokens": output_tokens,
-            "total_tokens": input_tokens + output_tokens,
-        }
-        return ChatResult(generations=[ChatGeneration(message=message)])
-
 
 _ids = itertools.count(1)
 

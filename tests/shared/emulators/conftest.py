@@ -7,13 +7,14 @@ from collections.abc import Iterator
 import pytest
 
 from shared.emulators import EmulatorFaults, EmulatorServer, create_emulator
-from tests.shared.emulators.emulator_fakes import GEMINI_KEY, FunctionChatModel
+from tests.fakes import FunctionChatModel
+from tests.shared.emulators.emulator_fakes import GEMINI_KEY, scripted_responder
 
 
 @pytest.fixture(scope="session")
 def fake_model() -> FunctionChatModel:
     """The model behind both session servers."""
-    return FunctionChatModel()
+    return FunctionChatModel(scripted_responder)
 
 
 @pytest.fixture(scope="session")

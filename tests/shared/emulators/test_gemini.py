@@ -21,7 +21,8 @@ from pydantic import BaseModel
 
 from shared.emulators import FAULT_HEADER, EmulatorFaults, EmulatorServer
 from shared.emulators.gemini import GeminiContent, openapi_to_json_schema, to_langchain_messages
-from tests.shared.emulators.emulator_fakes import GEMINI_KEY, FunctionChatModel
+from tests.fakes import FunctionChatModel
+from tests.shared.emulators.emulator_fakes import GEMINI_KEY
 
 MODEL = "gemini-2.5-flash"
 
@@ -81,7 +82,7 @@ def test_invoke_returns_text_usage_and_model_name(
     assert reply.usage_metadata is not None
     assert (reply.usage_metadata["input_tokens"], reply.usage_metadata["output_tokens"]) == (5, 5)
     # systemInstruction reached the backing model as a system message.
-    seen, _ = fake_model.calls[-1]
+    seen = fake_model.calls[-1].messages
     assert isinstance(seen[0], SystemMessage) and seen[0].content == "Sé breve."
     request = model_requests(gemini_server)[0]
     assert request.path == f"/v1/models/{MODEL}:generateContent"
@@ -141,7 +142,8 @@ def test_bind_tools_round_trip(gemini_server: EmulatorServer, fake_model: Functi
     assert body["tools"][0]["functionDeclarations"][0]["name"] == "ventas_anuales"
     assert body["contents"][1]["parts"][0]["functionCall"]["name"] == "ventas_anuales"
     assert body["contents"][2]["parts"][0]["functionResponse"]["response"]["total"] == 850000000
-    seen, info = fake_model.calls[-1]
+    info = fake_model.calls[-1]
+    seen = info.messages
     assert isinstance(seen[2], ToolMessage) and seen[2].tool_call_id == seen[1].tool_calls[0]["id"]  # type: ignore[attr-defined]
     # Gemini's OpenAPI-style parameters ("OBJECT", "INTEGER") reach the model as JSON schema.
     assert info.tools[0]["function"]["parameters"]["properties"]["anio"]["type"] == "integer"
@@ -157,7 +159,7 @@ def test_tool_choice_becomes_function_calling_config(
     assert [c["name"] for c in reply.tool_calls] == ["mejor_cliente"]  # type: ignore[attr-defined]
     config = model_requests(gemini_server)[0].body["toolConfig"]["functionCallingConfig"]
     assert config["mode"] == "ANY"
-    assert fake_model.calls[-1][1].tool_choice == "mejor_cliente"
+    assert fake_model.calls[-1].tool_choice == "mejor_cliente"
 
 
 def test_structured_output_sends_response_json_schema(gemini_server: EmulatorServer) -> None:

@@ -8,11 +8,12 @@ import httpx
 
 from shared.emulators import EmulatorServer, create_emulator
 from shared.emulators._http import split_text
-from tests.shared.emulators.emulator_fakes import FunctionChatModel
+from tests.fakes import FunctionChatModel
+from tests.shared.emulators.emulator_fakes import scripted_responder
 
 
 def test_accepted_sockets_have_tcp_nodelay() -> None:
-    server = create_emulator("ollama", model=FunctionChatModel())
+    server = create_emulator("ollama", model=FunctionChatModel(scripted_responder))
     try:
         with socket.create_connection((server.host, server.port)):
             accepted, _ = server._httpd.get_request()

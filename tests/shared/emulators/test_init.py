@@ -10,7 +10,8 @@ import pytest
 
 import shared.emulators as emulators
 from shared.emulators import EmulatorFaults, create_emulator, run_emulator, start_emulator
-from tests.shared.emulators.emulator_fakes import FunctionChatModel
+from tests.fakes import FunctionChatModel
+from tests.shared.emulators.emulator_fakes import scripted_responder
 
 
 def test_public_names_are_pinned() -> None:
@@ -32,7 +33,7 @@ def test_public_names_are_pinned() -> None:
 
 @pytest.mark.parametrize(("kind", "probe"), [("ollama", "/api/version"), ("gemini", "/v1beta/models?key=k")])
 def test_start_emulator_yields_a_live_base_url_and_stops_after(kind: str, probe: str) -> None:
-    with start_emulator(kind, model=FunctionChatModel()) as base_url:  # type: ignore[arg-type]
+    with start_emulator(kind, model=FunctionChatModel(scripted_responder)) as base_url:  # type: ignore[arg-type]
         assert base_url.startswith("http://127.0.0.1:")
         assert httpx.get(base_url + probe).status_code == 200
     with pytest.raises(httpx.ConnectError):
@@ -41,7 +42,7 @@ def test_start_emulator_yields_a_live_base_url_and_stops_after(kind: str, probe:
 
 def test_create_emulator_takes_faults() -> None:
     with create_emulator(
-        "ollama", model=FunctionChatModel(), faults=EmulatorFaults(mode="http_500")
+        "ollama", model=FunctionChatModel(scripted_responder), faults=EmulatorFaults(mode="http_500")
     ) as server:
         reply = httpx.post(
             f"{server.base_url}/api/chat",
@@ -53,7 +54,7 @@ def test_create_emulator_takes_faults() -> None:
 
 def test_unknown_kind_is_refused() -> None:
     with pytest.raises(ValueError, match="Unknown emulator kind"):
-        create_emulator("openai", model=FunctionChatModel())  # type: ignore[arg-type]
+        create_emulator("openai", model=FunctionChatModel(scripted_responder))  # type: ignore[arg-type]
 
 
 def test_run_emulator_serves_in_the_foreground_until_interrupted(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -67,7 +68,9 @@ def test_run_emulator_serves_in_the_foreground_until_interrupted(monkeypatch: py
 
     monkeypatch.setattr(emulators, "create_emulator", spying_create)
     thread = threading.Thread(
-        target=run_emulator, args=("ollama", "127.0.0.1", 0), kwargs={"model": FunctionChatModel()}
+        target=run_emulator,
+        args=("ollama", "127.0.0.1", 0),
+        kwargs={"model": FunctionChatModel(scripted_responder)},
     )
     thread.start()
     try:

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from shared.emulators import FAULT_HEADER, EmulatorFaults, EmulatorServer, create_emulator
 from shared.emulators.ollama import OllamaMessage, to_langchain_messages
-from tests.shared.emulators.emulator_fakes import CallInfo, FunctionChatModel
+from tests.fakes import CallInfo, FunctionChatModel
 
 MODEL = "llama3.1:8b"
 
@@ -140,7 +140,8 @@ def test_bind_tools_round_trip(ollama_server: EmulatorServer, fake_model: Functi
     sent_tools = chat_bodies(ollama_server)[0]["tools"]
     assert sent_tools[0]["function"]["name"] == "ventas_anuales"
     # The backing model saw a proper tool-calling conversation: the result is paired with the call's id.
-    seen, info = fake_model.calls[-1]
+    info = fake_model.calls[-1]
+    seen = info.messages
     assert isinstance(seen[1], AIMessage) and isinstance(seen[2], ToolMessage)
     assert seen[2].tool_call_id == seen[1].tool_calls[0]["id"]
     assert seen[2].name == "ventas_anuales"
@@ -174,7 +175,7 @@ def test_a_failing_backing_model_becomes_a_500() -> None:
         raise RuntimeError("provider exploded")
 
     with (
-        create_emulator("ollama", model=FunctionChatModel(responder=explode)) as server,
+        create_emulator("ollama", model=FunctionChatModel(explode)) as server,
         pytest.raises(ollama.ResponseError) as caught,
     ):
         chat(server).invoke("hola")
@@ -299,7 +300,7 @@ def test_durations_report_the_models_simulated_latency() -> None:
     def timed(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
         return AIMessage(content="listo", response_metadata={"simulated_latency_ms": 1234.0})
 
-    with create_emulator("ollama", model=FunctionChatModel(responder=timed)) as server:
+    with create_emulator("ollama", model=FunctionChatModel(timed)) as server:
         reply = chat(server).invoke("hola")
 
     assert reply.response_metadata["total_duration"] == 1_234_000_000
