@@ -54,6 +54,11 @@ def _month(value: Any) -> str:
     return MONTHS_ES[value - 1] if isinstance(value, int) and 1 <= value <= 12 else str(value)
 
 
+def _sentence(text: str) -> str:
+    """``text`` with one final period, also when it ends in an abbreviation ("… S.A.")."""
+    return text if text.endswith(".") else f"{text}."
+
+
 def _count(value: Any, singular: str, plural: str) -> str:
     return f"{value} {singular if value == 1 else plural}"
 
@@ -123,7 +128,7 @@ def _facturas_pendientes(data: dict[str, Any], anio: Any) -> str:
     who = f" de {data['cliente']}" if data.get("cliente") else ""
     cantidad = data.get("cantidad", len(invoices))
     if not cantidad:
-        return f"No hay facturas pendientes{who}."
+        return _sentence(f"No hay facturas pendientes{who}")
     pending = _count(cantidad, "factura pendiente", "facturas pendientes")
     head = f"Hay {pending}{who} por {_money(data.get('total'))}"
     listed = "; ".join(
@@ -162,14 +167,16 @@ def _memories(items: list[Executed]) -> list[dict[str, Any]]:
         data = item.resultado
         anio = data.get("anio", item.parametros.get("anio"))
         if item.funcion == "mejor_cliente" and data.get("cliente"):
-            memories.append((0.9, f"El mejor cliente de {anio} fue {data['cliente']}."))
+            memories.append((0.9, _sentence(f"El mejor cliente de {anio} fue {data['cliente']}")))
         elif item.funcion == "compras_cliente":
             memories.append((0.8, f"{data.get('cliente')} compró {_money(data.get('total'))} en {anio}."))
         elif item.funcion == "ventas_anuales":
             memories.append((0.7, f"Las ventas de {anio} fueron de {_money(data.get('total'))}."))
         elif item.funcion == "top_productos" and data.get("productos"):
             first = data["productos"][0]
-            memories.append((0.6, f"El producto más vendido de {anio} fue {first.get('producto')}."))
+            memories.append(
+                (0.6, _sentence(f"El producto más vendido de {anio} fue {first.get('producto')}"))
+            )
         elif item.funcion == "facturas_pendientes":
             who = f" de {data['cliente']}" if data.get("cliente") else ""
             memories.append((0.6, f"Hay {data.get('cantidad')} facturas pendientes{who}."))

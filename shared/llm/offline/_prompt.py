@@ -16,13 +16,20 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
+from shared.llm.offline._names import name_in_answer
+
 _DATE = re.compile(r"Fecha de hoy:\s*(\d{4})-(\d{2})-(\d{2})")
 _STATE_LABEL = "Estado de la conversación:"
 _MEMORY_LABEL = "Memoria relevante:"
 _EXCHANGE_LABEL = "Último intercambio:"
-_BEST_CUSTOMER = re.compile(
-    r"mejor cliente(?: de (?:19|20)\d{2})?(?: fue| es|:)\s+([^,.;:\n]+)", re.IGNORECASE
+_CUSTOMER_MENTIONS = re.compile(
+    r"(?:mejor cliente|best customer)(?: (?:de|del|of|in) (?:19|20)\d{2})?(?: fue| es| was| is|:)\s+"
+    r"|(?:facturas pendientes|pending invoices|unpaid invoices) (?:de|del|of|from)\s+"
+    r"|(?:^|(?<=[.!?]\s))(?=[A-ZÁÉÍÓÚÑ][^!?\n]{0,80}? (?:nos )?(?:compró|bought) ₲)",
+    re.IGNORECASE,
 )
+"""Where an earlier message names a customer: "el mejor cliente de 2025 fue X", "facturas pendientes de X",
+"X compró ₲…"."""
 _YEAR = re.compile(r"\b(?:19|20)\d{2}\b")
 
 
@@ -244,9 +251,9 @@ def _conversation(text: str, earlier: list[BaseMessage]) -> Conversation:
 
 def _cliente_from_text(texts: list[str]) -> str | None:
     for text in reversed(texts):
-        found = _BEST_CUSTOMER.findall(text)
+        found = name_in_answer(text, _CUSTOMER_MENTIONS)
         if found:
-            return str(found[-1]).strip()
+            return found
     return None
 
 

@@ -27,7 +27,10 @@ _MONTHS_EN = [
 ]  # fmt: skip
 
 _EXPLICIT = r"\b(?:19|20)\d{2}\b"
-_THIS = r"\beste ano\b|\bano actual\b|\bano en curso\b|\bthis year\b|\bcurrent year\b"
+_THIS = (
+    r"\beste ano\b|\bano actual\b|\bano en curso\b|\blo que va del? ano\b|\bthis year\b|\bcurrent year\b"
+    r"|\byear to date\b"
+)
 _LAST = r"\bano pasado\b|\blast year\b"
 _PREVIOUS = r"\bano anterior\b|\bprevious year\b|\byear before\b|\bprior year\b"
 _AGO = r"\bhace (\w+) anos?\b|\b(\w+) years? ago\b"
@@ -66,13 +69,12 @@ def _count(word: str) -> int | None:
     return _NUMBERS.get(word)
 
 
-def find_years(folded: str, today: date | None, conversation_year: int | None) -> Years:
-    """Years in ``folded`` (a :func:`shared.text.fold`-ed question)."""
-    values: list[int] = []
-    unresolved = False
-    mentioned = False
+def year_spans(
+    folded: str, today: date | None, conversation_year: int | None
+) -> list[tuple[int, int, int | None]]:
+    """``(start, end, year)`` for each year expression in ``folded``; ``year`` is ``None`` if unresolved."""
+    spans: list[tuple[int, int, int | None]] = []
     for match in _PATTERN.finditer(folded):
-        mentioned = True
         kind = match.lastgroup
         value: int | None = None
         if kind == "explicit":
@@ -93,17 +95,29 @@ def find_years(folded: str, today: date | None, conversation_year: int | None) -
             word = next((g for g in words.groups() if g), "") if words else ""
             count = _count(word)
             value = today.year - count if today and count else None
-        if value is None:
-            unresolved = True
-        elif value not in values:
+        spans.append((match.start(), match.end(), value))
+    return spans
+
+
+def find_years(folded: str, today: date | None, conversation_year: int | None) -> Years:
+    """Years in ``folded`` (a :func:`shared.text.fold`-ed question)."""
+    spans = year_spans(folded, today, conversation_year)
+    values: list[int] = []
+    for _, _, value in spans:
+        if value is not None and value not in values:
             values.append(value)
-    return Years(values=tuple(values), mentioned=mentioned, unresolved=unresolved)
+    unresolved = any(value is None for _, _, value in spans)
+    return Years(values=tuple(values), mentioned=bool(spans), unresolved=unresolved)
+
+
+_MAY = re.compile(r"\bmayo\b|\b(?:in|about|of|for|during|since|until|from|and) may\b|\bmay (?:of |\d)")
+"""English "may" is a month only where the modal verb cannot be ("in May", "May 2025")."""
 
 
 def find_month(folded: str, today: date | None) -> tuple[int | None, int | None]:
     """``(month, year_override)`` named in the question: a month name, "este mes" or "el mes pasado"."""
     for index, (es, en) in enumerate(zip(MONTHS_ES, _MONTHS_EN, strict=True), start=1):
-        if re.search(rf"\b(?:{es}|{en})\b", folded) and not (en == "may" and "mayo" not in folded):
+        if re.search(rf"\b(?:{es}|{en})\b", folded) and (en != "may" or _MAY.search(folded)):
             return index, None
     if today and re.search(r"\beste mes\b|\bthis month\b", folded):
         return today.month, today.year
@@ -114,12 +128,21 @@ def find_month(folded: str, today: date | None) -> tuple[int | None, int | None]
     return None, None
 
 
+_LIMITS = (
+    re.compile(r"\btop\s*(\d{1,2}|\w+)\b"),
+    re.compile(r"\b(\d{1,2}|\w+) (?:productos|products|articulos|items)\b"),
+    re.compile(
+        r"\b(?:los|las|the|primeros|primeras|first) (\d{1,2}|\w+) "
+        r"(?:mas|mejores|primeros|principales|top|best|most|productos)\b"
+    ),
+)
+
+
 def find_limit(folded: str) -> int | None:
-    """A list size such as "top 3", "los 5 productos", "tres productos"."""
-    match = re.search(r"\btop\s*(\d{1,2}|\w+)\b", folded) or re.search(
-        r"\b(\d{1,2}|\w+) (?:productos|products|articulos|items)\b", folded
-    )
-    if not match:
-        return None
-    count = _count(match.group(1))
-    return count if count and count <= 50 else None
+    """A list size such as "top 3", "los 5 productos", "tres productos", "los 3 más vendidos"."""
+    for pattern in _LIMITS:
+        for match in pattern.finditer(folded):
+            count = _count(match.group(1))
+            if count and count <= 50:
+                return count
+    return None

@@ -10,7 +10,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.tools import StructuredTool
 
 CATALOG = """Operaciones disponibles (catálogo):
@@ -150,3 +150,20 @@ def sales_tools() -> list[StructuredTool]:
 
     funcs = [ventas_anuales, mejor_cliente, compras_cliente, top_productos, facturas_pendientes]
     return [_tool(f.__name__, f, f.__doc__ or "") for f in funcs]
+
+
+def run_turn(
+    model: Any, messages: list[BaseMessage], tools: list[StructuredTool], limit: int = 6
+) -> list[AIMessage]:
+    """A minimal agent loop: call the model, run its tool calls, until it stops calling tools."""
+    by_name = {t.name: t for t in tools}
+    replies: list[AIMessage] = []
+    for _ in range(limit):
+        reply = model.invoke(messages)
+        replies.append(reply)
+        messages.append(reply)
+        data_calls = [c for c in reply.tool_calls if c["name"] in by_name]
+        if not data_calls:
+            return replies
+        messages.extend(by_name[c["name"]].invoke(c) for c in data_calls)
+    raise AssertionError("the model never stopped calling tools")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from langchain.agents.structured_output import ProviderStrategy
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -11,26 +10,9 @@ from langchain_core.tools import StructuredTool
 
 from shared.answer import Answer
 from shared.llm.offline import OfflineSalesModel
-from tests.shared.llm.offline_prompts import context
+from tests.shared.llm.offline_prompts import context, run_turn
 
 SYSTEM = SystemMessage("Eres el asistente de ventas de un ERP.\n" + context())
-
-
-def run_turn(
-    model: Any, messages: list[BaseMessage], tools: list[StructuredTool], limit: int = 6
-) -> list[AIMessage]:
-    """A minimal agent loop: call the model, run its tool calls, until it stops calling tools."""
-    by_name = {t.name: t for t in tools}
-    replies: list[AIMessage] = []
-    for _ in range(limit):
-        reply = model.invoke(messages)
-        replies.append(reply)
-        messages.append(reply)
-        data_calls = [c for c in reply.tool_calls if c["name"] in by_name]
-        if not data_calls:
-            return replies
-        messages.extend(by_name[c["name"]].invoke(c) for c in data_calls)
-    raise AssertionError("the model never stopped calling tools")
 
 
 def test_independent_operations_are_requested_together_then_answered(tools: list[StructuredTool]) -> None:
