@@ -11,7 +11,8 @@ import typer
 from rich.console import Console
 
 from benchmarks.modes import ALL_MODES, parse_modes
-from benchmarks.report import print_summary, write_reports
+from benchmarks.report import Summary, print_summary, write_reports
+from benchmarks.report.readme import block_name, readme_block, update_readme
 from benchmarks.results import RESULTS_FILE, read_results
 from benchmarks.runner import RunConfig, run_suite
 from benchmarks.scenario import load_scenarios
@@ -96,6 +97,10 @@ def bench(
         bool, typer.Option(help="Tool calling ends with a structured answer (respuesta/memoria/estado).")
     ] = False,
     progress: Annotated[bool, typer.Option(help="Show the progress bar.")] = True,
+    readme: Annotated[
+        Path | None,
+        typer.Option(help="Also write the summary figures into this README's marked benchmark block."),
+    ] = None,
 ) -> None:
     """Run the scenario suite in every mode, score each turn against the ERP, and write the reports.
 
@@ -135,6 +140,8 @@ def bench(
     if out.resolve().parent == REPORTS_DIR.resolve():
         point_latest(out)
     print_summary(console, files.summary, outcome.meta)
+    if readme is not None:
+        _write_readme(console, outcome.results_path, files.summary, readme)
     console.print(
         f"{outcome.units_run} units run, {outcome.units_skipped} resumed, in {outcome.elapsed_s:.1f} s · "
         f"{outcome.results_path} · {files.markdown} · {files.html}"
@@ -152,6 +159,10 @@ def report(
     out: Annotated[
         Path | None, typer.Option(help="Where to write the reports. Default: next to RESULTS.")
     ] = None,
+    readme: Annotated[
+        Path | None,
+        typer.Option(help="Also write the summary figures into this README's marked benchmark block."),
+    ] = None,
 ) -> None:
     """Re-render the terminal summary, report.md and report.html from a results file."""
     console = Console()
@@ -161,7 +172,18 @@ def report(
         raise _fail(console, f"{results} does not exist")
     files = write_reports(results, out)
     print_summary(console, files.summary, read_results(results).meta)
+    if readme is not None:
+        _write_readme(console, results, files.summary, readme)
     console.print(f"{files.markdown} · {files.html}")
+
+
+def _write_readme(console: Console, results: Path, summary: Summary, readme: Path) -> None:
+    try:
+        run = read_results(results)
+        update_readme(readme, block_name(run), readme_block(run, summary))
+    except (OSError, ValueError) as exc:
+        raise _fail(console, str(exc)) from None
+    console.print(f"benchmark figures written to {readme}")
 
 
 def register(app: typer.Typer) -> None:

@@ -8,6 +8,8 @@ The file holds one JSON object per line: a ``run`` line with the run's settings 
 from __future__ import annotations
 
 import json
+import os
+import platform
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,6 +32,11 @@ class OperationRecord(BaseModel):
     """Why the ERP refused or failed it; ``None`` when it ran."""
 
 
+def describe_host() -> str:
+    """``"2 CPU cores, x86_64, Python 3.11.7"`` for the machine running this process."""
+    return f"{os.cpu_count()} CPU cores, {platform.machine()}, Python {platform.python_version()}"
+
+
 class RunMeta(BaseModel):
     """The settings of a run."""
 
@@ -47,6 +54,8 @@ class RunMeta(BaseModel):
     """Scenario turns per mode and repetition."""
     scenario_paths: list[str] = Field(default_factory=list)
     tags: list[str] = Field(default_factory=list)
+    host: str | None = None
+    """The machine the run measured on (see :func:`describe_host`); ``None`` in files that predate it."""
 
     @property
     def offline(self) -> bool:

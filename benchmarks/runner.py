@@ -30,7 +30,15 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from benchmarks.results import RESULTS_FILE, OperationRecord, ResultsWriter, RunMeta, TurnRow, read_results
+from benchmarks.results import (
+    RESULTS_FILE,
+    OperationRecord,
+    ResultsWriter,
+    RunMeta,
+    TurnRow,
+    describe_host,
+    read_results,
+)
 from benchmarks.scenario import Scenario
 from benchmarks.scoring.turn import TurnScore, TurnScorer
 from shared.engine import AssistantEngine
@@ -140,6 +148,7 @@ def run_benchmark(
     else:
         writer.rewrite([])
     meta = RunMeta(
+        host=describe_host(),
         provider=config.provider,
         model=config.model,
         base_url=config.base_url,

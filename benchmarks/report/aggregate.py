@@ -61,6 +61,8 @@ class ModeSummary(BaseModel):
     simulated_p95: float | None = None
     harness_p50: float
     harness_p95: float
+    no_operation_calls_mean: float | None = None
+    """Model calls per turn on turns that executed no operation (small talk, refusals); ``None`` if none."""
 
 
 class CategorySummary(BaseModel):
@@ -113,6 +115,7 @@ def summarize_mode(mode: str, rows: Sequence[TurnRow]) -> ModeSummary:
     latencies = [row.latency_ms for row in rows]
     harness = [row.harness_ms for row in rows]
     calls = [row.model_calls for row in rows]
+    no_operation_calls = [row.model_calls for row in rows if not row.operations and not row.failed]
     return ModeSummary(
         mode=mode,
         turns=len(rows),
@@ -130,6 +133,7 @@ def summarize_mode(mode: str, rows: Sequence[TurnRow]) -> ModeSummary:
         simulated_p95=percentile(simulated, 95) if simulated else None,
         harness_p50=percentile(harness, 50),
         harness_p95=percentile(harness, 95),
+        no_operation_calls_mean=_mean(no_operation_calls) if no_operation_calls else None,
     )
 
 

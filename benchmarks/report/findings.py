@@ -83,10 +83,14 @@ def findings(summary: Summary, meta: RunMeta | None = None) -> list[str]:
     if base.mode == "planner" and not _broken(base):
         verdict = "never exceeded" if base.calls_max <= 2 else "exceeded"
         sentences.append(f"planner {verdict} 2 model calls per turn (max {base.calls_max}).")
-    small_talk = [c for c in summary.categories if c.category == "small_talk"]
-    if small_talk:
-        calls = ", ".join(f"{c.mode} {c.calls_mean:.1f}" for c in small_talk)
-        sentences.append(f"Model calls per turn in small-talk scenarios: {calls}.")
+    no_operation = [m for m in summary.modes if m.no_operation_calls_mean is not None]
+    if no_operation:
+        calls = ", ".join(f"{m.mode} {m.no_operation_calls_mean:.1f}" for m in no_operation)
+        sentences.append(f"Model calls on turns that ran no operation (small talk, refusals): {calls}.")
+    dependent = [c for c in summary.categories if c.category == "dependent_operations"]
+    if dependent:
+        calls = ", ".join(f"{c.mode} {c.calls_mean:.1f}" for c in dependent)
+        sentences.append(f"Model calls per turn on dependent operations: {calls}.")
     harness = ", ".join(f"{m.mode} {m.harness_p50:.1f} ms" for m in summary.modes)
     sentences.append(f"Harness overhead p50: {harness}.")
     if summary.growth is not None:

@@ -25,7 +25,7 @@ def clip(text: str, limit: int) -> str:
     return head.rstrip(" ;,") + "…"
 
 
-def _table(header: list[str], rows: list[list[str]], align: str = "") -> list[str]:
+def render_table(header: list[str], rows: list[list[str]], align: str = "") -> list[str]:
     """A Markdown table; ``align`` has one ``l``/``r`` per column (default: the first left, figures right)."""
     align = align or "l" + "r" * (len(header) - 1)
     rule = "|" + "|".join("--:" if a == "r" else "---" for a in align) + "|"
@@ -104,7 +104,7 @@ def _failing_turns(results: RunResults, limit: int = 50) -> list[str]:
         return "all modes" if len(every) > 1 and set(modes) >= every else ", ".join(modes)
 
     lines = ["", "## Failing turns", ""]
-    lines += _table(
+    lines += render_table(
         ["mode", "scenario", "turn", "rep", "why"],
         [[who(modes), s, str(t), str(rep), clip(why, 200)] for (s, t, rep, why), modes in shown],
         align="llrrl",
@@ -135,12 +135,12 @@ def render_markdown(results: RunResults, summary: Summary) -> str:
         lines += [f"**{top}**", ""]
     lines += [f"- {sentence}" for sentence in findings(summary, None)]
     lines += ["", "## Summary", ""]
-    lines += _table(*summary_rows(summary))
+    lines += render_table(*summary_rows(summary))
     lines += ["", "Latency is measured model time plus harness time; simulated adds the latency profile.", ""]
     lines += ["## Accuracy per category", ""]
-    lines += _table(*category_rows(summary))
+    lines += render_table(*category_rows(summary))
     lines += ["", "## pass^k (tau-bench)", ""]
-    lines += _table(*pass_k_rows(summary))
+    lines += render_table(*pass_k_rows(summary))
     if summary.growth is not None:
         lines += ["", f"## Context growth on `{summary.growth.scenario}`", ""]
         header = ["mode", "input tokens turn 1", "input tokens last turn", "ratio"]
@@ -153,6 +153,6 @@ def render_markdown(results: RunResults, summary: Summary) -> str:
             rows.append(
                 [mode, f"{values[0]:.0f}", f"{values[-1]:.0f}", "–" if ratio is None else f"×{ratio:.2f}"]
             )
-        lines += _table(header, rows)
+        lines += render_table(header, rows)
     lines += _failing_turns(results)
     return "\n".join(lines) + "\n"

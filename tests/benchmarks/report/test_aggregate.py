@@ -81,3 +81,16 @@ def test_the_growth_curve_follows_the_longest_conversation() -> None:
     assert len(growth.series["planner"]) == 12
     assert growth.ratio("toolcalling-full") == pytest.approx(12.0)
     assert summarize([row("planner", "short", 1)]).growth is None
+
+
+def test_calls_on_turns_without_operations_are_averaged_apart() -> None:
+    from benchmarks.results import OperationRecord
+
+    ran = [OperationRecord(funcion="ventas_anuales", parametros={"anio": 2025})]
+    rows = [
+        row("planner", "a", 1, model_calls=1),
+        row("planner", "a", 2, model_calls=2, operations=ran),
+        row("planner", "a", 3, model_calls=2, failed=True),
+    ]
+    assert summarize(rows).modes[0].no_operation_calls_mean == 1.0
+    assert summarize([row("planner", "a", 1, operations=ran)]).modes[0].no_operation_calls_mean is None

@@ -5,53 +5,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import pytest
-
 from benchmarks.report import OFFLINE_NOTICE, findings, summarize, write_reports
-from benchmarks.results import OperationRecord, ResultsWriter, RunMeta, TurnRow, read_results
+from benchmarks.results import ResultsWriter, RunMeta, read_results
 from benchmarks.scoring.turn import TurnScore
-
-MODES = ["planner", "toolcalling", "toolcalling-full"]
-
-
-def rows() -> list[TurnRow]:
-    out: list[TurnRow] = []
-    for mode in MODES:
-        calls = 2 if mode == "planner" else 3
-        for turn in range(1, 13):
-            growth = 1 if mode != "toolcalling-full" else turn
-            failed = mode == "toolcalling" and turn == 3
-            out.append(
-                TurnRow(
-                    mode=mode,
-                    scenario="conversacion-larga",
-                    category="long_conversation",
-                    turn=turn,
-                    repetition=1,
-                    user=f"¿Cuánto vendimos en {2000 + turn}? <b>",
-                    answer="" if failed else f"Vendimos ₲{turn}.000.000 <script>",
-                    model_calls=calls,
-                    input_tokens=1000 * growth,
-                    output_tokens=50,
-                    model_ms=1.0,
-                    harness_ms=0.8,
-                    plan={"operaciones": [{"funcion": "ventas_anuales"}]} if mode == "planner" else None,
-                    operations=[OperationRecord(funcion="ventas_anuales", parametros={"anio": 2000 + turn})],
-                    failed=failed,
-                    errors=["ProviderError: boom"] if failed else [],
-                    score=TurnScore(passed=not failed, details=["the turn failed"] if failed else []),
-                )
-            )
-    return out
-
-
-@pytest.fixture
-def results_path(tmp_path: Path) -> Path:
-    writer = ResultsWriter(tmp_path / "results.jsonl")
-    writer.write(RunMeta(provider="offline", modes=MODES, scenarios=1, turns=12))
-    for record in rows():
-        writer.write(record)
-    return writer.path
+from tests.benchmarks.report.sample_results import MODES, rows
 
 
 def test_report_html_is_self_contained_and_holds_every_chart_and_table(results_path: Path) -> None:

@@ -1,0 +1,69 @@
+"""The benchmark figures of ``README.md``, written by code from a results file (never typed by hand).
+
+``erp-ai report RESULTS --readme README.md`` replaces what stands between a pair of markers with the summary
+table, the computed findings and a line saying how and when the figures were measured. Each latency profile
+has its own block (``offline`` for runs without one), so a README can show several runs side by side::
+
+    <!-- BENCH-FIGURES:gpu-8b:START … -->
+    <!-- BENCH-FIGURES:gpu-8b:END -->
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from benchmarks.report.aggregate import Summary
+from benchmarks.report.findings import OFFLINE_NOTICE, findings, headline
+from benchmarks.report.markdown import render_table, summary_rows
+from benchmarks.results import RunResults
+
+
+def block_name(results: RunResults) -> str:
+    """The README block a run writes to: its latency profile, or ``measured`` without one."""
+    return results.meta.latency_profile or "measured"
+
+
+def start_marker(name: str) -> str:
+    return (
+        f"<!-- BENCH-FIGURES:{name}:START (written by `erp-ai report … --readme README.md`; do not edit) -->"
+    )
+
+
+def end_marker(name: str) -> str:
+    return f"<!-- BENCH-FIGURES:{name}:END -->"
+
+
+def readme_block(results: RunResults, summary: Summary) -> str:
+    """The Markdown that goes between the markers."""
+    meta = results.meta
+    source = (
+        f"Measured by `erp-ai bench` on {meta.started_at[:10]} with provider `{meta.provider}`"
+        + (f", model `{meta.model}`" if meta.model else "")
+        + (f", latency profile `{meta.latency_profile}`" if meta.latency_profile else ", no latency profile")
+        + f": {meta.scenarios} scenarios, {meta.turns} turns per mode, {meta.repeat} repetition(s), "
+        + (f"on {meta.host}." if meta.host else "on an unrecorded machine.")
+    )
+    name = block_name(results)
+    lines = [start_marker(name), "", source, ""]
+    top = headline(summary)
+    if top:
+        lines += [f"**{top}**", ""]
+    lines += render_table(*summary_rows(summary))
+    lines += [""]
+    lines += [f"- {sentence}" for sentence in findings(summary, None)]
+    if meta.offline:
+        lines += ["", f"*{OFFLINE_NOTICE}*"]
+    lines += ["", end_marker(name)]
+    return "\n".join(lines)
+
+
+def update_readme(path: Path, name: str, block: str) -> None:
+    """Replace block ``name`` of ``path`` (which must already hold both of its markers) with ``block``."""
+    text = path.read_text(encoding="utf-8")
+    start_line, end_line = start_marker(name), end_marker(name)
+    start, end = text.find(start_line.split(" (")[0]), text.find(end_line)
+    if start < 0 or end < start:
+        raise ValueError(
+            f"{path} has no {name!r} benchmark-figures block: add the lines {start_line!r} and {end_line!r}."
+        )
+    path.write_text(text[:start] + block + text[end + len(end_line) :], encoding="utf-8")
