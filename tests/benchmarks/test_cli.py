@@ -210,3 +210,27 @@ def test_emulate_serves_the_ollama_protocol(cli_env: dict[str, str]) -> None:
 
     assert reply.status_code == 200
     assert reply.json()["message"]["role"] == "assistant"
+
+
+@pytest.mark.parametrize("kind", ["ollama", "gemini"])
+def test_bench_runs_through_a_real_provider_client_over_http(
+    cli_env: dict[str, str], tmp_path: Path, kind: str
+) -> None:
+    """The whole benchmark through the real ChatOllama / ChatGoogleGenerativeAI client and an emulator."""
+    from benchmarks.results import read_results
+    from shared.emulators import start_emulator
+
+    out = tmp_path / "run"
+    with start_emulator(kind) as base_url:  # type: ignore[arg-type]
+        env = {**cli_env, "GOOGLE_API_KEY": "emulator-key"}
+        model = "offline" if kind == "ollama" else "gemini-2.5-flash"
+        provider = ["--provider", kind, "--base-url", base_url, "--model", model]
+        selection = ["--tag", "articulo", "--modes", "planner,toolcalling", "--out", str(out)]
+        result = runner.invoke(app, ["bench", *provider, *selection, "--no-progress"], env=env)
+
+    assert result.exit_code == 0, result.output
+    results = read_results(out / "results.jsonl")
+    assert results.meta.provider == kind and not results.meta.offline
+    planner = [row for row in results.rows if row.mode == "planner"]
+    assert planner and all(row.model_calls <= 2 and row.input_tokens > 0 for row in planner)
+    assert all(row.passed for row in results.rows), [row.score for row in results.rows if not row.passed]
