@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from shared.errors import ErpAiError
@@ -36,11 +37,31 @@ app = typer.Typer(
     rich_markup_mode="rich",
     pretty_exceptions_enable=False,
 )
-ops_app = typer.Typer(help="List or call the ERP's sales operations directly (no model involved).")
+ops_app = typer.Typer(
+    help="List or call the ERP's sales operations directly (no model involved).", no_args_is_help=True
+)
 app.add_typer(ops_app, name="ops")
 
 console = Console()
 err_console = Console(stderr=True)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        typer.echo(f"erp-ai-harness {version('erp-ai-harness')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Show the version and exit."),
+    ] = False,
+) -> None:
+    """Two-call planner vs native tool calling over one demo ERP."""
 
 
 class Mode(StrEnum):
@@ -99,7 +120,7 @@ LatencyOpt = Annotated[
 
 
 def _fail(message: str, code: int = 1) -> typer.Exit:
-    err_console.print(f"[bold red]Error:[/] {message}")
+    err_console.print(f"[bold red]Error:[/] {escape(message)}")
     return typer.Exit(code)
 
 
@@ -166,7 +187,7 @@ def _build_engine(
 
 
 def _print_turn(result: TurnResult, *, show_details: bool) -> None:
-    console.print(result.answer)
+    console.print(result.answer, markup=False, highlight=False)  # model text is not rich markup
     if not show_details:
         return
     table = Table(title="Turn details", show_lines=False)
@@ -175,7 +196,9 @@ def _print_turn(result: TurnResult, *, show_details: bool) -> None:
     table.add_column("result / error", overflow="fold")
     for op in result.operations:
         outcome = op.error if op.error else json.dumps(op.result, ensure_ascii=False)[:200]
-        table.add_row(op.funcion, json.dumps(op.parametros, ensure_ascii=False), outcome)
+        table.add_row(
+            *(escape(cell) for cell in (op.funcion, json.dumps(op.parametros, ensure_ascii=False), outcome))
+        )
     if result.plan is not None:
         console.print_json(json.dumps(result.plan, ensure_ascii=False))
     if result.operations:
@@ -191,7 +214,7 @@ def _print_turn(result: TurnResult, *, show_details: bool) -> None:
         f"harness {result.harness_ms:.1f} ms[/]"
     )
     for error in result.errors:
-        console.print(f"[yellow]warning:[/] {error}")
+        console.print(f"[yellow]warning:[/] {escape(error)}")
 
 
 @app.command()
@@ -226,8 +249,11 @@ def ask(
         bool, typer.Option("--details", help="Show plan, operations and call counts.")
     ] = False,
 ) -> None:
-    """Answer one question. The conversation lives in the ERP's SQLite memory, so a later
-    `erp-ai ask --conversation ID "¿Y cuánto compró?"` in a new process continues it."""
+    """Answer one question (one turn) in planner or tool-calling mode.
+
+    The conversation lives in the ERP's SQLite memory, so a later `erp-ai ask --conversation ID "¿Y cuánto
+    compró?"` in a new process continues it.
+    """
     try:
         engine = _build_engine(
             mode=mode,
@@ -249,12 +275,17 @@ def ask(
     result = engine.ask(conversation_id, message)
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
-        return
-    _print_turn(result, show_details=details)
-    if conversation is None:
+    else:
+        _print_turn(result, show_details=details)
+        if conversation is None:
+            err_console.print(
+                f"[dim]conversation: {conversation_id} (continue with --conversation {conversation_id})[/]"
+            )
+    if result.failure is not None:  # the answer is an apology: let scripts notice
         err_console.print(
-            f"[dim]conversation: {conversation_id} (continue with --conversation {conversation_id})[/]"
+            f"[yellow]The turn failed ({result.failure}): {escape('; '.join(result.errors))}[/]"
         )
+        raise typer.Exit(1)
 
 
 @app.command()
@@ -284,8 +315,10 @@ def chat(
     memory_url: MemoryUrl = None,
     details: Annotated[bool, typer.Option("--details", help="Show details after every answer.")] = False,
 ) -> None:
-    """Interactive chat. Type /details to toggle plan/operations/call counts, /new for a new
-    conversation, /quit to leave."""
+    """Chat interactively with the assistant.
+
+    Type /details to toggle the plan, operations and call counts, /new for a new conversation, /quit to leave.
+    """
     try:
         engine = _build_engine(
             mode=mode,
@@ -377,8 +410,11 @@ def emulate(
     host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port (Ollama's default is 11434).")] = 11434,
 ) -> None:
-    """Serve the Ollama or Gemini wire protocol locally, backed by the offline model, so the real
-    ChatOllama / ChatGoogleGenerativeAI clients can be tried without the real service."""
+    """Serve the Ollama or Gemini wire protocol locally, backed by the offline model.
+
+    The real ChatOllama / ChatGoogleGenerativeAI clients (and `erp-ai bench --provider ollama|gemini
+    --base-url …`) can then be tried without the real service.
+    """
     from shared.emulators import run_emulator
 
     console.print(f"[bold]{kind.value} emulator[/] on http://{host}:{port} (Ctrl+C to stop)")

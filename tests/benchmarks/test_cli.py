@@ -9,9 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 from typer.testing import CliRunner
 
+import benchmarks.cli as cli
 from benchmarks.cli import app
+from shared.turn import ExecutedOperation, TurnResult
 
 runner = CliRunner()
 
@@ -182,8 +185,9 @@ def test_serve_runs_the_ai_server_that_ask_uses_over_http(cli_env: dict[str, str
     assert answered.exit_code == 0, answered.output
     turn = json.loads(answered.stdout)
     assert turn["model_calls"] == 2 and "₲850.000.000" in turn["answer"]
+    assert refused.exit_code == 1
     unauthorised = json.loads(refused.stdout)
-    assert unauthorised["failure"] is not None and unauthorised["operations"] == []
+    assert unauthorised["failure"] == "provider" and unauthorised["operations"] == []
 
 
 def test_emulate_serves_the_ollama_protocol(cli_env: dict[str, str]) -> None:
@@ -234,3 +238,22 @@ def test_bench_runs_through_a_real_provider_client_over_http(
     planner = [row for row in results.rows if row.mode == "planner"]
     assert planner and all(row.model_calls <= 2 and row.input_tokens > 0 for row in planner)
     assert all(row.passed for row in results.rows), [row.score for row in results.rows if not row.passed]
+
+
+def test_model_text_that_looks_like_rich_markup_is_printed_verbatim(monkeypatch: pytest.MonkeyPatch) -> None:
+    turn = TurnResult(
+        mode="planner",
+        conversation_id="c",
+        question="q",
+        answer="Total [/] [bold]sin formato[/bold]",
+        operations=[ExecutedOperation(funcion="[/x]", parametros={"lista": ["[/]"]}, error="[red]no[/]")],
+        errors=["[/] raro"],
+    )
+    recorder = Console(record=True, width=200)
+    monkeypatch.setattr(cli, "console", recorder)
+
+    cli._print_turn(turn, show_details=True)
+
+    text = recorder.export_text()
+    assert "Total [/] [bold]sin formato[/bold]" in text
+    assert "[red]no[/]" in text and "[/] raro" in text
