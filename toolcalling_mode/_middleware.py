@@ -16,6 +16,7 @@ from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse, ToolCallRequest
 from langchain_core.messages import SystemMessage, ToolMessage
+from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command
 
 from shared.turn import ExecutedOperation
@@ -34,7 +35,12 @@ class TurnContext:
 
 
 class TurnMiddleware(AgentMiddleware[Any, Any, Any]):
-    """Sets the turn's system prompt on every model call and times every tool call."""
+    """Sets the turn's system prompt on every model call and times every tool call.
+
+    Operation errors reach the model as error results through the tools' own ``ToolException`` handling; any
+    other exception a tool raises (an ERP bug, a database error) becomes an error result here, as planner mode
+    reports it, instead of aborting the whole turn as if the model had failed.
+    """
 
     def wrap_model_call(
         self,
@@ -51,12 +57,22 @@ class TurnMiddleware(AgentMiddleware[Any, Any, Any]):
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
     ) -> ToolMessage | Command[Any]:
+        call = request.tool_call
         started = perf_counter()
-        outcome = handler(request)
+        try:
+            outcome = handler(request)
+        except GraphBubbleUp:  # LangGraph control flow (interrupts), not a tool failure
+            raise
+        except Exception as exc:  # an ERP bug must not abort the turn: the model sees it like any tool error
+            outcome = ToolMessage(
+                content=f"Internal error while running {call['name']}: {type(exc).__name__}: {exc}",
+                name=call["name"],
+                tool_call_id=str(call["id"]),
+                status="error",
+            )
         duration_ms = (perf_counter() - started) * 1000
         context = request.runtime.context if request.runtime is not None else None
         if isinstance(context, TurnContext) and isinstance(outcome, ToolMessage):
-            call = request.tool_call
             operation = executed_operation(call["name"], call["args"], call["id"], outcome, duration_ms)
             with context.lock:
                 context.operations[str(call["id"])] = operation

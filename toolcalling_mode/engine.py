@@ -12,7 +12,8 @@ bound to the ERP, and reused for every turn. Each turn:
    ``structured=True``, the memories and state of the structured :class:`~shared.answer.Answer`.
 
 ``ask`` never raises for model, tool or provider failures: they end in a recorded turn with a clear answer
-and an entry in ``TurnResult.errors``.
+and an entry in ``TurnResult.errors``; a turn the model could not finish (provider failure, unusable output,
+a limit, or a store that could not record it) also gets a typed ``TurnResult.failure``.
 """
 
 from __future__ import annotations
@@ -165,7 +166,7 @@ class ToolCallingEngine:
         except Exception as exc:  # storage must not turn a finished turn into an exception
             recorded = False
             failure = "storage"
-            state = dict(state_update)
+            state = self._stored_state(conversation_id)  # nothing was merged
             errors.append(f"Turn not recorded: {type(exc).__name__}: {exc}")
 
         total_ms = (perf_counter() - started) * 1000
@@ -188,6 +189,13 @@ class ToolCallingEngine:
             failure=failure,
             recorded=recorded,
         )
+
+    def _stored_state(self, conversation_id: str) -> dict[str, Any]:
+        """The conversation's state as stored, or ``{}`` when the store cannot be read either."""
+        try:
+            return self._store.get_state(conversation_id)
+        except Exception:  # the turn already reports why it was not recorded
+            return {}
 
     # -- turn input ---------------------------------------------------------------------------------------
 
@@ -230,12 +238,10 @@ class ToolCallingEngine:
         if stop == "done" and new and _is_limit_message(new[-1]):
             stop = "model_calls"
             new = new[:-1]
-        structured = state.get("structured_response")
-        if structured is not None and not isinstance(structured, Answer):
-            structured = Answer.model_validate(structured)
+        structured = state.get("structured_response")  # an Answer: both strategies parse into the schema
         return _AgentRun(
             messages=new,
-            structured=structured,
+            structured=structured if isinstance(structured, Answer) else None,
             stop=stop,
             failure=failure,
             failure_kind=failure_kind,

@@ -8,8 +8,11 @@ messages turned into rows to record the turn. Metadata conventions, shared with 
 - a tool result carries ``tool_call_id``, ``name`` and ``status`` (``success`` or ``error``);
 - the final assistant message of a turn has no ``tool_calls`` key.
 
-Replay is defensive: a tool result whose call is not in the preceding assistant step, or a tool call that was
-never answered, is dropped, because providers reject both.
+Replay is defensive, because providers reject an unanswered tool call and a tool result without its call: each
+assistant step keeps only the calls answered by the tool rows right after it, those rows keep only the results
+of its calls (the first one per call), a step left with neither calls nor text is dropped, and any other tool
+row is dropped. Pairing is local to each step, so tool call ids reused by another turn (providers and the
+offline model may restart their numbering) cannot pair across turns.
 """
 
 from __future__ import annotations
@@ -39,37 +42,48 @@ def to_langchain_messages(stored: Iterable[StoredMessageLike]) -> list[BaseMessa
     ``system`` rows are skipped: the agent always supplies its own system prompt.
     """
     rows = list(stored)
-    answered = {str(row.metadata.get("tool_call_id")) for row in rows if row.role == "tool" and row.metadata}
     messages: list[BaseMessage] = []
-    open_calls: set[str] = set()
-    for row in rows:
-        metadata = row.metadata or {}
+    index = 0
+    while index < len(rows):
+        row = rows[index]
+        index += 1
         if row.role == "user":
             messages.append(HumanMessage(content=row.content))
-            open_calls = set()
-        elif row.role == "assistant":
-            calls = [call for call in _tool_calls(metadata) if call["id"] in answered]
-            messages.append(AIMessage(content=row.content, tool_calls=calls))
-            open_calls = {str(call["id"]) for call in calls}
-        elif row.role == "tool":
-            call_id = str(metadata.get("tool_call_id"))
-            if call_id not in open_calls:
-                continue
-            messages.append(
-                ToolMessage(
-                    content=row.content,
-                    tool_call_id=call_id,
-                    name=metadata.get("name"),
-                    status="error" if metadata.get("status") == "error" else "success",
-                )
-            )
+            continue
+        if row.role != "assistant":
+            continue  # system rows, and tool rows that do not follow their step
+        metadata = row.metadata or {}
+        if not metadata.get("tool_calls"):  # a final answer
+            messages.append(AIMessage(content=row.content))
+            continue
+        calls = {call["id"]: call for call in _tool_calls(metadata)}
+        results: dict[str, ToolMessage] = {}  # an intermediate step: its results are the tool rows after it
+        while index < len(rows) and rows[index].role == "tool":
+            result = _tool_message(rows[index])
+            index += 1
+            if result.tool_call_id in calls:
+                results.setdefault(result.tool_call_id, result)
+        if results or row.content:
+            answered = [call for call_id, call in calls.items() if call_id in results]
+            messages.append(AIMessage(content=row.content, tool_calls=answered))
+            messages.extend(results.values())
     return messages
+
+
+def _tool_message(row: StoredMessageLike) -> ToolMessage:
+    metadata = row.metadata or {}
+    return ToolMessage(
+        content=row.content,
+        tool_call_id=str(metadata.get("tool_call_id")),
+        name=metadata.get("name"),
+        status="error" if metadata.get("status") == "error" else "success",
+    )
 
 
 def _tool_calls(metadata: dict[str, Any]) -> list[ToolCall]:
     calls: list[ToolCall] = []
     for raw in metadata.get("tool_calls") or []:
-        if not isinstance(raw, dict) or not raw.get("name"):
+        if not isinstance(raw, dict) or not raw.get("name") or not raw.get("id"):
             continue
         args = raw.get("args")
         calls.append(

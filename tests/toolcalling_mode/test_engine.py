@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
+from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 import toolcalling_mode.engine as engine_module
 from shared.errors import ProviderError
-from tests.fakes import CallInfo
-from tests.toolcalling_mode.toolcalling_fakes import ask_tools, call
-from toolcalling_mode import ToolCallingLimits
+from shared.operations.registry import Operation, OperationRegistry
+from tests.fakes import CallInfo, FunctionChatModel
+from tests.toolcalling_mode.toolcalling_fakes import YEAR_TOTALS, YearParams, YearTotal, ask_tools, call
+from toolcalling_mode import ToolCallingEngine, ToolCallingLimits
 from toolcalling_mode.engine import FAILURE_ANSWER
 
 
@@ -54,8 +58,10 @@ def test_parallel_tool_calls_take_two_model_calls(make_engine: Any) -> None:
     assert result.recorded
     assert result.mode == "toolcalling"
     assert result.plan is None
+    assert result.failure is None
     assert result.input_tokens > 0 and result.output_tokens > 0
-    assert result.total_ms >= result.harness_ms >= 0
+    assert result.model_ms > 0
+    assert result.harness_ms == pytest.approx(result.total_ms - result.model_ms)
 
 
 def test_dependent_tool_calls_take_three_model_calls(make_engine: Any) -> None:
@@ -95,11 +101,10 @@ def test_an_unknown_conversation_is_created(make_engine: Any, memory_store: Any)
 
 def test_the_agent_is_compiled_once_and_reused(make_engine: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     built: list[Any] = []
-    real = engine_module.create_agent
 
     def counting(*args: Any, **kwargs: Any) -> Any:
         built.append(kwargs)
-        return real(*args, **kwargs)
+        return create_agent(*args, **kwargs)
 
     monkeypatch.setattr(engine_module, "create_agent", counting)
     engine, _ = make_engine(two_parallel_tools)
@@ -194,6 +199,7 @@ def test_model_call_limit_ends_the_turn_with_a_clear_answer(make_engine: Any, me
     assert result.answer.startswith("Se alcanzó el límite de 3 llamadas al modelo")
     assert len(result.operations) == 3
     assert any("Model call limit" in e for e in result.errors)
+    assert result.failure == "limit"
     assert result.recorded
     history = memory_store.history("c1")
     assert history[-1].content == result.answer
@@ -218,6 +224,7 @@ def test_recursion_limit_ends_the_turn_with_a_clear_answer(make_engine: Any, mem
     assert 1 <= len(model.calls) < 100
     assert result.answer.startswith("Se alcanzó el límite de 10 pasos del agente")
     assert any("Recursion limit" in e for e in result.errors)
+    assert result.failure == "limit"
     assert result.recorded
     assert memory_store.history("c1")[-1].content == result.answer
 
@@ -232,7 +239,7 @@ def test_a_turn_after_a_limit_replays_cleanly(make_engine: Any) -> None:
     replay = model.calls[-1].messages[1:]
     calls = {c["id"] for m in replay if isinstance(m, AIMessage) for c in m.tool_calls}
     results = {m.tool_call_id for m in replay if isinstance(m, ToolMessage)}
-    assert calls == results
+    assert calls == results and calls
     assert result.answer == "Listo."
 
 
@@ -307,6 +314,7 @@ def test_a_provider_exception_ends_in_a_recorded_turn(make_engine: Any, memory_s
 
     assert result.answer == FAILURE_ANSWER
     assert result.errors == ["ProviderError: connection refused"]
+    assert result.failure == "provider"
     assert result.recorded
     assert [m.role for m in memory_store.history("c1")] == ["user", "assistant"]
 
@@ -334,6 +342,7 @@ def test_an_empty_final_answer_is_replaced_and_reported(make_engine: Any) -> Non
 
     assert result.answer.startswith("Lo siento, no obtuve una respuesta")
     assert "ModelOutputError: empty final answer" in result.errors
+    assert result.failure == "model_output"
     assert result.recorded
 
 
@@ -410,6 +419,7 @@ def test_structured_provider_strategy_with_unparsable_reply_is_a_recorded_failur
 
     assert result.answer == FAILURE_ANSWER
     assert result.errors and result.errors[0].startswith("ModelOutputError")
+    assert result.failure == "model_output"
     assert result.recorded
 
 
@@ -439,7 +449,8 @@ def test_invalid_arguments_error_names_the_parameter(make_engine: Any) -> None:
 def test_a_storage_failure_is_reported_not_raised(
     make_engine: Any, memory_store: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    engine, _ = make_engine(two_parallel_tools)
+    engine, _ = make_engine(answer_with_tool, structured=True, structured_strategy="tool")
+    memory_store.merge_state("c1", {"tema": "clientes"})
 
     def fail(*args: Any, **kwargs: Any) -> None:
         raise OSError("disk full")
@@ -449,5 +460,79 @@ def test_a_storage_failure_is_reported_not_raised(
     result = engine.ask("c1", "¿Cuánto vendimos en 2025?")
 
     assert not result.recorded
+    assert result.failure == "storage"
     assert result.errors == ["Turn not recorded: OSError: disk full"]
-    assert result.answer.startswith("En 2025 vendimos")
+    assert result.answer == STRUCTURED["respuesta"]
+    assert result.state == {"tema": "clientes"}  # the stored state: the turn's update was not merged
+
+
+def test_an_unexpected_tool_exception_is_a_tool_error_not_a_failed_turn(
+    toy_erp: Any, memory_store: Any
+) -> None:
+    def crash(_session: Any, params: YearParams) -> YearTotal:
+        raise RuntimeError("database is locked")
+
+    registry = OperationRegistry(
+        [Operation("ventas_anuales", "Total vendido en un año.", YearParams, YearTotal, crash)]
+    )
+
+    def report(messages: list[BaseMessage], info: CallInfo) -> AIMessage | str:
+        if not info.tool_results:
+            return ask_tools(call("ventas_anuales", anio=2025))
+        return f"No pude consultar: {info.tool_results[0].content}"
+
+    model = FunctionChatModel(report)
+    engine = ToolCallingEngine(registry, toy_erp, memory_store, model)
+
+    result = engine.ask("c1", "¿Cuánto vendimos en 2025?")
+
+    error = "Internal error while running ventas_anuales: RuntimeError: database is locked"
+    assert model.calls[1].tool_results[0].status == "error"
+    assert result.answer == f"No pude consultar: {error}"
+    assert result.failure is None
+    assert [(op.funcion, op.error) for op in result.operations] == [("ventas_anuales", error)]
+    assert result.operations[0].duration_ms > 0
+    assert result.errors == [f"Tool 'ventas_anuales' failed: {error}"]
+    assert [m.role for m in memory_store.history("c1")] == ["user", "assistant", "tool", "assistant"]
+
+
+# -- one engine, many threads ------------------------------------------------------------------------------
+
+
+def yearly_sales(messages: list[BaseMessage], info: CallInfo) -> AIMessage | str:
+    """Sales of the year named in this turn's question (its last four characters)."""
+    question = str([m for m in messages if isinstance(m, HumanMessage)][-1].content)
+    if not info.tool_results:
+        return ask_tools(call("ventas_anuales", anio=int(question[-4:])))
+    return f"{question}: {json.loads(str(info.tool_results[0].content))['total']}"
+
+
+@pytest.mark.parametrize("policy", ["windowed", "full_history"])
+def test_one_engine_serves_concurrent_conversations_without_mixing_them(
+    make_engine: Any, memory_store: Any, policy: str
+) -> None:
+    engine, model = make_engine(yearly_sales, policy=policy)
+    years = {f"c{i}": 2024 + i % 2 for i in range(8)}
+    start = threading.Barrier(len(years))
+
+    def converse(conversation_id: str) -> list[Any]:
+        start.wait()
+        year = years[conversation_id]
+        return [engine.ask(conversation_id, f"{conversation_id} turno {turn} {year}") for turn in range(3)]
+
+    with ThreadPoolExecutor(max_workers=len(years)) as pool:
+        results = dict(zip(years, pool.map(converse, years), strict=True))
+
+    assert len(model.calls) == 2 * 3 * len(years)
+    for conversation_id, turns in results.items():
+        year = years[conversation_id]
+        for turn, result in enumerate(turns):
+            question = f"{conversation_id} turno {turn} {year}"
+            assert result.answer == f"{question}: {YEAR_TOTALS[year]}"
+            assert result.model_calls == 2 and result.errors == [] and result.recorded
+            assert [op.parametros for op in result.operations] == [{"anio": year}]
+        history = memory_store.history(conversation_id)
+        assert [m.content for m in history if m.role == "user"] == [
+            f"{conversation_id} turno {turn} {year}" for turn in range(3)
+        ]
+        assert [m.role for m in history] == ["user", "assistant", "tool", "assistant"] * 3

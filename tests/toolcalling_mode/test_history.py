@@ -115,3 +115,52 @@ def test_tool_results_and_text_helpers() -> None:
     assert tool_result_metadata(result) == {"tool_call_id": "a", "name": "ventas_anuales", "status": "error"}
     assert answered_ids([HumanMessage("q"), result]) == {"a"}
     assert message_text(AIMessage(content=[{"type": "text", "text": "Hola"}])) == "Hola"
+
+
+def test_tool_call_ids_reused_by_a_later_turn_do_not_pair_across_turns() -> None:
+    # The offline model numbers its calls per instance, so a new process reuses "a" in a later turn.
+    messages = to_langchain_messages(
+        [
+            row("user", "uno"),
+            row("assistant", "", tool_calls=STEP),
+            row("tool", "1", tool_call_id="a", name="ventas_anuales", status="success"),
+            row("assistant", "Vendimos 1."),
+            row("user", "dos"),
+            row("assistant", "", tool_calls=STEP),  # this step's result was never recorded
+            row("assistant", "No pude."),
+        ]
+    )
+
+    assert [m.type for m in messages] == ["human", "ai", "tool", "ai", "human", "ai"]
+    assert messages[-1].content == "No pude."
+
+
+def test_a_result_pairs_only_with_the_step_right_before_it() -> None:
+    messages = to_langchain_messages(
+        [
+            row("user", "x"),
+            row("assistant", "", tool_calls=STEP),
+            row("tool", "1", tool_call_id="a", name="ventas_anuales"),
+            row("tool", "again", tool_call_id="a", name="ventas_anuales"),
+            row("assistant", "fin"),
+            row("tool", "late", tool_call_id="a", name="ventas_anuales"),
+        ]
+    )
+
+    assert [m.type for m in messages] == ["human", "ai", "tool", "ai"]
+    assert messages[2].content == "1"
+
+
+def test_a_step_left_without_calls_keeps_its_text_and_an_empty_one_is_dropped() -> None:
+    no_id = [{"name": "ventas_anuales", "args": {"anio": 2025}}]
+    messages = to_langchain_messages(
+        [
+            row("user", "x"),
+            row("assistant", "", tool_calls=no_id),
+            row("assistant", "Consulto…", tool_calls=STEP),
+            row("assistant", "fin"),
+        ]
+    )
+
+    assert [(m.type, m.content) for m in messages] == [("human", "x"), ("ai", "Consulto…"), ("ai", "fin")]
+    assert isinstance(messages[1], AIMessage) and messages[1].tool_calls == []
