@@ -19,7 +19,7 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableSequence
 from pydantic import BaseModel, ValidationError
 
 from planner_mode.parsing import message_text, parse_model_output
-from planner_mode.plan import Answer, OperationOutcome, Plan
+from planner_mode.plan import MAX_NESTING_DEPTH, Answer, OperationOutcome, Plan, nesting_depth
 from planner_mode.prompts import answer_messages, plan_messages
 from shared.errors import ErpAiError, ModelOutputError, ProviderError
 from shared.memory.context import ConversationContext
@@ -105,8 +105,10 @@ class PlannerAI:
     """The article's "LLM 1" and "LLM 2": plan a question, then phrase the ERP's results.
 
     ``answer_model`` defaults to ``plan_model``; pass a different one to plan with a small fast model and
-    write with a stronger one. Both methods raise only :class:`~shared.errors.ModelOutputError` (unusable
-    output) or :class:`~shared.errors.ProviderError` (the provider failed).
+    write with a stronger one. Both methods raise :class:`~shared.errors.ModelOutputError` (unusable output)
+    or :class:`~shared.errors.ProviderError` (the provider failed, whatever the SDK raised); only an
+    :class:`~shared.errors.ErpAiError` the model itself raises, such as a ``ConfigurationError``, passes
+    through unchanged.
     """
 
     def __init__(self, plan_model: BaseChatModel, answer_model: BaseChatModel | None = None) -> None:
@@ -141,4 +143,7 @@ class PlannerAI:
         answer = self._answer_call.invoke(answer_messages(question, results, context), callbacks)
         if not answer.respuesta.strip():
             raise ModelOutputError("The model returned an empty 'respuesta'.", raw=answer.model_dump_json())
+        if nesting_depth(answer.estado) > MAX_NESTING_DEPTH:
+            # The ERP stores the state and resends it every turn: refuse it before it poisons a conversation.
+            raise ModelOutputError(f"The model's 'estado' nests more than {MAX_NESTING_DEPTH} levels deep.")
         return answer

@@ -71,6 +71,7 @@ class InProcessAIClient:
         self, message: str, context: ConversationContext, catalog: Sequence[OperationSpec]
     ) -> AnalyzeResponse:
         """Call 1 in process."""
+        # Imported on use: ``shared.llm`` also loads the offline model, which ``import planner_mode`` skips.
         from shared.llm.usage import UsageTracker
 
         tracker = UsageTracker()
@@ -94,12 +95,25 @@ class InProcessAIClient:
         return RespondResponse(answer=answer, usage=CallUsage.from_tracker(tracker))
 
 
+def _server_url(url: str) -> str:
+    """``url`` without a trailing slash; a ``ConfigurationError`` unless it is ``http(s)://host[:port][/path]``."""
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        raise ConfigurationError(f"Invalid AI server URL {url!r}: {exc}") from None
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise ConfigurationError(f"An AI server URL looks like http://host:port, not {url!r}.")
+    return url.rstrip("/")
+
+
 class HttpAIClient:
     """Calls stateless AI servers over HTTP, round-robin over ``urls`` (article §14).
 
     Each request goes to the next URL. Only connection failures (nothing reached a server) are retried, on the
     following URLs, up to ``retries`` times: a request that reached a server is never repeated, so a turn
-    never makes more model calls than planned. ``transport`` is for tests (``httpx.MockTransport``).
+    never makes more model calls than planned. ``timeout`` bounds each request, the model's time included;
+    ``connect_timeout`` (at most ``timeout``) bounds opening a connection, so that an unreachable server is
+    skipped quickly. ``transport`` is for tests (``httpx.MockTransport``). Safe to share between threads.
     """
 
     def __init__(
@@ -108,6 +122,7 @@ class HttpAIClient:
         *,
         token: str | None = None,
         timeout: float = 60.0,
+        connect_timeout: float = 5.0,
         retries: int = 2,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
@@ -115,10 +130,16 @@ class HttpAIClient:
             raise ConfigurationError("HttpAIClient needs at least one AI server URL.")
         if retries < 0:
             raise ConfigurationError("retries must be >= 0.")
-        self.urls = [url.rstrip("/") for url in urls]
+        if timeout <= 0 or connect_timeout <= 0:
+            raise ConfigurationError("timeout and connect_timeout must be > 0 seconds.")
+        self.urls = [_server_url(url) for url in urls]
         self.retries = retries
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._http = httpx.Client(timeout=timeout, headers=headers, transport=transport)
+        self._http = httpx.Client(
+            timeout=httpx.Timeout(timeout, connect=min(connect_timeout, timeout)),
+            headers=headers,
+            transport=transport,
+        )
         self._lock = threading.Lock()
         self._next = 0
 
@@ -129,14 +150,13 @@ class HttpAIClient:
         return url
 
     def _post(self, path: str, body: BaseModel, response_model: type[R]) -> R:
+        content = body.model_dump_json()
         last_error: Exception | None = None
         for _attempt in range(self.retries + 1):
             url = self._next_url()
             try:
                 response = self._http.post(
-                    url + path,
-                    content=body.model_dump_json(),
-                    headers={"Content-Type": "application/json"},
+                    url + path, content=content, headers={"Content-Type": "application/json"}
                 )
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
                 last_error = exc

@@ -69,7 +69,8 @@ class PlannerEngine:
     """The article's two-call engine over an ERP, an operation registry and a conversation store.
 
     ``ai`` is an :class:`~planner_mode.client.AIClient` (in process or HTTP); a bare
-    :class:`~planner_mode.ai.PlannerAI` is accepted and wrapped in an ``InProcessAIClient``.
+    :class:`~planner_mode.ai.PlannerAI` is accepted and wrapped in an ``InProcessAIClient``. The engine keeps
+    no per-turn state, so one instance may answer many conversations from many threads at once.
     """
 
     mode = "planner"

@@ -68,26 +68,27 @@ def _balanced_objects(text: str) -> list[str]:
 
 
 def _drop_trailing_commas(text: str) -> str:
-    """Remove commas directly before ``}`` or ``]`` outside strings."""
+    """Remove commas directly before ``}`` or ``]`` (whitespace allowed in between) outside strings.
+
+    One pass, linear in ``len(text)``: a model output of any size costs no more than reading it.
+    """
     out: list[str] = []
     in_string = False
     escaped = False
-    for index, char in enumerate(text):
+    pending_comma: int | None = None  # index in ``out`` of a comma followed so far only by whitespace
+    for char in text:
         if in_string:
-            out.append(char)
             if escaped:
                 escaped = False
             elif char == "\\":
                 escaped = True
             elif char == '"':
                 in_string = False
-            continue
-        if char == '"':
-            in_string = True
-        elif char == ",":
-            rest = text[index + 1 :].lstrip()
-            if rest[:1] in ("}", "]"):
-                continue
+        elif not char.isspace():
+            if char in "}]" and pending_comma is not None:
+                out[pending_comma] = ""
+            pending_comma = len(out) if char == "," else None
+            in_string = char == '"'
         out.append(char)
     return "".join(out)
 
@@ -96,7 +97,9 @@ def _loads_object(candidate: str) -> dict[str, Any] | None:
     for text in (candidate, _drop_trailing_commas(candidate)):
         try:
             value = json.loads(text)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):
+            # JSONDecodeError is a ValueError, and so is an integer past Python's digit limit; nesting deeper
+            # than the interpreter's recursion limit raises RecursionError. All mean "not usable JSON".
             continue
         if isinstance(value, dict):
             return value

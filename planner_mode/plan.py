@@ -13,13 +13,44 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from shared.answer import Answer, MemoryItem
 
-__all__ = ["Answer", "MemoryItem", "OperationOutcome", "Plan", "PlannedOperation"]
+__all__ = [
+    "MAX_NESTING_DEPTH",
+    "Answer",
+    "MemoryItem",
+    "OperationOutcome",
+    "Plan",
+    "PlannedOperation",
+    "nesting_depth",
+]
+
+MAX_NESTING_DEPTH = 32
+"""How deeply lists and objects may nest inside ``parametros`` (the object itself is level 1) or an answer's
+``estado``. Real values nest two or three levels; the bound keeps a model's output from exhausting the
+recursion limit (``$ref`` search, ``json``) or pydantic's serialisation depth (about 250) further on."""
+
+
+def nesting_depth(value: Any) -> int:
+    """How many lists and dicts nest in ``value`` (0 for a scalar), without recursion."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in children)
+    return deepest
 
 
 class PlannedOperation(BaseModel):
     """One operation of a plan: which ERP function to run and with which parameters."""
 
-    model_config = ConfigDict(extra="ignore")
+    # Numbers become strings: a model that numbers its operations ("id": 1, "$ref": "1.x") is understood.
+    model_config = ConfigDict(extra="ignore", coerce_numbers_to_str=True)
 
     id: str | None = Field(
         default=None,
@@ -35,6 +66,13 @@ class PlannedOperation(BaseModel):
     @classmethod
     def _null_means_no_parameters(cls, value: Any) -> Any:
         return {} if value is None else value
+
+    @field_validator("parametros")
+    @classmethod
+    def _bounded_nesting(cls, value: dict[str, Any]) -> dict[str, Any]:
+        if nesting_depth(value) > MAX_NESTING_DEPTH:
+            raise ValueError(f"parametros nest more than {MAX_NESTING_DEPTH} levels deep")
+        return value
 
 
 class Plan(BaseModel):
@@ -55,6 +93,11 @@ class Plan(BaseModel):
     @classmethod
     def _null_means_no_operations(cls, value: Any) -> Any:
         return [] if value is None else value
+
+    @field_validator("pregunta", mode="before")
+    @classmethod
+    def _null_means_no_question(cls, value: Any) -> Any:
+        return "" if value is None else value
 
     @property
     def is_direct(self) -> bool:

@@ -24,15 +24,9 @@ from langchain_core.language_models import BaseChatModel
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from planner_mode.ai import PlannerAI
-from planner_mode.wire import (
-    AnalyzeRequest,
-    AnalyzeResponse,
-    CallUsage,
-    ErrorResponse,
-    RespondRequest,
-    RespondResponse,
-)
-from shared.errors import ConfigurationError, ModelOutputError, ProviderError
+from planner_mode.client import AICallError, InProcessAIClient
+from planner_mode.wire import AnalyzeRequest, AnalyzeResponse, ErrorResponse, RespondRequest, RespondResponse
+from shared.errors import ConfigurationError, ModelOutputError
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "app_from_env", "create_app"]
 
@@ -60,8 +54,9 @@ class _ErrorReply(Exception):
 class BodySizeLimit:
     """ASGI middleware: answer 413 when a request body exceeds ``max_body_bytes``.
 
-    A declared ``Content-Length`` is checked up front; a body without one (chunked) is read into memory up to
-    the limit before the app sees it, then replayed.
+    A declared ``Content-Length`` above the limit is refused before anything is read. Every body, declared or
+    not (chunked), is then read into memory, counting bytes up to the limit, before the app sees it: the app
+    reads whole bodies anyway, and a missing, malformed or lying header cannot get a larger body through.
     """
 
     def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
@@ -72,13 +67,9 @@ class BodySizeLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = dict(scope.get("headers", []))
-        length = headers.get(b"content-length")
-        if length is not None:
-            if length.isdigit() and int(length) > self.max_body_bytes:
-                await self._reject(send)
-                return
-            await self.app(scope, receive, send)
+        declared = dict(scope.get("headers", [])).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > self.max_body_bytes:
+            await self._reject(send)
             return
         buffered: list[Message] = []
         size = 0
@@ -122,8 +113,8 @@ def create_app(
     ``token`` enables bearer-token auth; ``None`` falls back to ``$ERP_AI_SERVER_TOKEN`` and an empty value
     disables auth.
     """
-    ai = PlannerAI(plan_model, answer_model)
-    expected = token if token is not None else os.environ.get(TOKEN_ENV) or None
+    ai_client = InProcessAIClient(PlannerAI(plan_model, answer_model))
+    expected = (token if token is not None else os.environ.get(TOKEN_ENV)) or None
     bearer = HTTPBearer(auto_error=False)
 
     def require_token(credentials: HTTPAuthorizationCredentials | None = Depends(bearer)) -> None:
@@ -163,14 +154,10 @@ def create_app(
     )
     def analyze(request: AnalyzeRequest) -> AnalyzeResponse:
         """Call 1: plan the operations that answer ``message`` given ``context`` and ``catalog``."""
-        from shared.llm.usage import UsageTracker
-
-        tracker = UsageTracker()
         try:
-            plan = ai.analyze(request.message, request.context, request.catalog, callbacks=[tracker])
-        except (ModelOutputError, ProviderError) as exc:
-            raise _model_failure(exc, CallUsage.from_tracker(tracker)) from exc
-        return AnalyzeResponse(plan=plan, usage=CallUsage.from_tracker(tracker))
+            return ai_client.analyze(request.message, request.context, request.catalog)
+        except AICallError as exc:
+            raise _model_failure(exc) from exc
 
     @app.post(
         "/ai/respond",
@@ -180,21 +167,17 @@ def create_app(
     )
     def respond(request: RespondRequest) -> RespondResponse:
         """Call 2: phrase ``results`` as the answer, memory and state for ``question``."""
-        from shared.llm.usage import UsageTracker
-
-        tracker = UsageTracker()
         try:
-            answer = ai.respond(request.question, request.results, request.context, callbacks=[tracker])
-        except (ModelOutputError, ProviderError) as exc:
-            raise _model_failure(exc, CallUsage.from_tracker(tracker)) from exc
-        return RespondResponse(answer=answer, usage=CallUsage.from_tracker(tracker))
+            return ai_client.respond(request.question, request.results, request.context)
+        except AICallError as exc:
+            raise _model_failure(exc) from exc
 
     return app
 
 
-def _model_failure(exc: ModelOutputError | ProviderError, usage: CallUsage) -> _ErrorReply:
-    kind = "model_output" if isinstance(exc, ModelOutputError) else "provider"
-    return _ErrorReply(502, ErrorResponse(error=str(exc), kind=kind, usage=usage))
+def _model_failure(exc: AICallError) -> _ErrorReply:
+    kind = "model_output" if isinstance(exc.cause, ModelOutputError) else "provider"
+    return _ErrorReply(502, ErrorResponse(error=str(exc), kind=kind, usage=exc.usage))
 
 
 def app_from_env() -> FastAPI:

@@ -1,14 +1,15 @@
 """Plan validation before anything runs: operations, parameters, ``$ref`` references, cycles, size.
 
-A reference is a JSON object with the single key ``"$ref"`` anywhere inside ``parametros``; its value is a
-dotted path whose first segment is the ``id`` of another operation of the same plan and whose other segments
-are keys or list indices into that operation's result: ``{"$ref": "op1.cliente"}``,
+A reference is a JSON object with the key ``"$ref"`` (other keys are ignored) anywhere inside ``parametros``;
+its value is a dotted path whose first segment is the ``id`` of another operation of the same plan and whose
+other segments are keys or list indices into that operation's result: ``{"$ref": "op1.cliente"}``,
 ``{"$ref": "op1.productos.0.sku"}``. :func:`validate_plan` checks the whole plan and returns every problem at
 once, plus the execution order as *waves* of mutually independent operations.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,8 @@ __all__ = [
 ]
 
 REF_KEY = "$ref"
+_LIST_INDEX = re.compile(r"-?[0-9]+")
+"""A path segment indexing a list (negative counts from the end); ``str.isdigit`` would accept "²"."""
 
 
 @dataclass(frozen=True)
@@ -83,7 +86,7 @@ def _follow(data: Any, path: list[str], ref: str) -> Any:
             current = current[segment]
         elif (
             isinstance(current, list)
-            and segment.lstrip("-").isdigit()
+            and _LIST_INDEX.fullmatch(segment)
             and -len(current) <= int(segment) < len(current)
         ):
             current = current[int(segment)]

@@ -141,3 +141,24 @@ def test_function_calling_structured_output_is_read_from_tool_call_args(
         "x", CONTEXT, toy_registry.catalog()
     )
     assert plan == Plan.model_validate(PLAN)
+
+
+def test_a_state_nested_too_deeply_is_refused_before_the_erp_stores_it() -> None:
+    estado: Any = 1
+    for _ in range(300):  # past pydantic's serialisation depth: the turn record could not even be written out
+        estado = [estado]
+    model = text_model(lambda _m, _i: json.dumps({"respuesta": "ok", "estado": {"x": estado}}))
+    with pytest.raises(ModelOutputError, match="'estado' nests more than"):
+        PlannerAI(model).respond("x", [], CONTEXT)
+    assert model.call_count == 1
+
+
+@pytest.mark.parametrize("depth", [40, 300, 5_000])
+def test_parameters_nested_too_deeply_make_the_plan_unreadable(
+    toy_registry: OperationRegistry, depth: int
+) -> None:
+    text = '{"operaciones": [{"funcion": "ventas_anuales", "parametros": {"x": ' + "[" * depth + "]" * depth
+    model = text_model(scripted(text + "}}]}"))
+    with pytest.raises(ModelOutputError):
+        PlannerAI(model).analyze("x", CONTEXT, toy_registry.catalog())
+    assert model.call_count == 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import date
 from typing import Any
 
@@ -21,7 +22,7 @@ PLAN = {"operaciones": [{"funcion": "ventas_anuales", "parametros": {"anio": 202
 USAGE = {"model_calls": 1, "input_tokens": 7, "output_tokens": 3, "model_ms": 1.5, "simulated_model_ms": None}
 
 
-def ok_handler(seen: list[httpx.Request]) -> Any:
+def ok_handler(seen: list[httpx.Request]) -> Callable[[httpx.Request], httpx.Response]:
     def handler(request: httpx.Request) -> httpx.Response:
         seen.append(request)
         if request.url.path == "/ai/analyze":
@@ -74,14 +75,15 @@ def test_requests_go_round_robin_with_the_token() -> None:
     assert set(body) == {"message", "context", "catalog"}
 
 
-def test_connection_errors_are_retried_on_the_next_server() -> None:
+@pytest.mark.parametrize("failure", [httpx.ConnectError, httpx.ConnectTimeout])
+def test_connection_errors_are_retried_on_the_next_server(failure: type[httpx.TransportError]) -> None:
     seen: list[httpx.Request] = []
     ok = ok_handler(seen)
 
     def handler(request: httpx.Request) -> httpx.Response:
         if request.url.host == "down.test":
             seen.append(request)
-            raise httpx.ConnectError("connection refused", request=request)
+            raise failure("connection refused", request=request)
         return ok(request)
 
     client = HttpAIClient(["http://down.test", "http://up.test"], transport=httpx.MockTransport(handler))
@@ -157,3 +159,27 @@ def test_bad_configuration_is_refused() -> None:
         HttpAIClient([])
     with pytest.raises(ConfigurationError):
         HttpAIClient(["http://a.test"], retries=-1)
+    with pytest.raises(ConfigurationError):
+        HttpAIClient(["http://a.test"], timeout=0)
+
+
+@pytest.mark.parametrize(
+    "url", ["localhost:8000", "127.0.0.1:8000", "ftp://a.test", "http://", "http://a:port"]
+)
+def test_malformed_server_urls_are_refused_up_front(url: str) -> None:
+    with pytest.raises(ConfigurationError, match="URL"):
+        HttpAIClient([url])
+
+
+def test_requests_carry_the_request_and_connect_timeouts() -> None:
+    seen: list[httpx.Request] = []
+    transport = httpx.MockTransport(ok_handler(seen))
+    HttpAIClient(["http://a.test"], timeout=30, transport=transport).analyze("q", CONTEXT, [])
+    HttpAIClient(["http://a.test"], timeout=2, connect_timeout=3, transport=transport).analyze(
+        "q", CONTEXT, []
+    )
+    # A dead server is given up on after the connect timeout, not after the long wait meant for the model.
+    assert [(r.extensions["timeout"]["connect"], r.extensions["timeout"]["read"]) for r in seen] == [
+        (5.0, 30.0),
+        (2.0, 2.0),
+    ]

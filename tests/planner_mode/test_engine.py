@@ -4,19 +4,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import httpx
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage
 
-from planner_mode import InProcessAIClient, PlannerAI, PlannerEngine, PlannerLimits
+from planner_mode import HttpAIClient, InProcessAIClient, PlannerAI, PlannerEngine, PlannerLimits
 from planner_mode.engine import ANSWER_FAILED_MESSAGE, PROVIDER_DOWN_MESSAGE, UNREADABLE_PLAN_MESSAGE
 from shared.engine import AssistantEngine
 from shared.erp.database import Erp
 from shared.memory.store import MemoryStore
 from shared.operations.registry import OperationRegistry
+from shared.turn import TurnResult
 from tests.fakes import CallInfo, FunctionChatModel, ModelFunction
-from tests.planner_mode.planner_fakes import is_plan_request, scripted, text_model
+from tests.planner_mode.planner_fakes import is_plan_request, results_of, scripted, text_model
 
 TWO_OPS = {
     "operaciones": [
@@ -286,3 +289,111 @@ def test_a_planner_ai_is_accepted_directly(
     model = text_model(scripted(TWO_OPS, answer_from))
     engine = PlannerEngine(toy_registry, toy_erp, memory_store, PlannerAI(model))
     assert engine.ask("c1", "x").model_calls == 2
+
+
+def one_operation(parametros: str) -> str:
+    """A call-1 reply planning ``ventas_anuales`` with the JSON text ``parametros`` pasted in verbatim."""
+    return '{"operaciones": [{"funcion": "ventas_anuales", "parametros": ' + parametros + "}]}"
+
+
+def deep_list(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+HOSTILE_PLANS = {
+    "params-past-serialisation-depth": one_operation('{"anio": 2025, "x": ' + deep_list(300) + "}"),
+    "params-past-recursion-limit": one_operation('{"x": ' + deep_list(5_000) + "}"),
+    "huge-integer": one_operation('{"anio": ' + "9" * 5_000 + "}"),
+    "non-dict-parametros": one_operation("[2025]"),
+    "non-string-funcion": '{"operaciones": [{"funcion": {"a": 1}}]}',
+    "ten-thousand-operations": json.dumps({"operaciones": [{"funcion": "ventas_anuales"}] * 10_000}),
+    "a-list-not-a-plan": '[{"funcion": "ventas_anuales"}]',
+}
+
+
+@pytest.mark.parametrize("plan_text", HOSTILE_PLANS.values(), ids=HOSTILE_PLANS.keys())
+def test_hostile_plans_get_a_clean_answer_within_two_calls(
+    toy_registry: OperationRegistry, toy_erp: Erp, memory_store: MemoryStore, plan_text: str
+) -> None:
+    engine, model = make_engine(scripted(plan_text, answer_from), toy_registry, toy_erp, memory_store)
+    result = engine.ask("c1", "pregunta")
+    assert model.call_count == result.model_calls <= 2
+    assert result.answer.strip()
+    result.model_dump_json()  # the turn record stays serialisable (CLI --json, benchmark results)
+    if result.recorded:
+        assert [m.role for m in memory_store.history("c1")] == ["user", "assistant"]
+    else:
+        assert memory_store.history("c1") == []
+
+
+def test_concurrent_conversations_on_one_engine_do_not_mix(
+    toy_registry: OperationRegistry, toy_erp: Erp, memory_store: MemoryStore
+) -> None:
+    def reply(messages: list[BaseMessage], _info: CallInfo) -> str:
+        if is_plan_request(messages):
+            year = int(str(messages[-1].content).rsplit(" ", 1)[1])
+            operations = [
+                {"funcion": "ventas_anuales", "parametros": {"anio": year}},
+                {"funcion": "mejor_cliente", "parametros": {"anio": year}},
+            ]
+            return json.dumps({"operaciones": operations})
+        year = results_of(messages)[0]["resultado"]["anio"]
+        return json.dumps({"respuesta": f"anio {year}", "estado": {"anio": year}})
+
+    engine, model = make_engine(reply, toy_registry, toy_erp, memory_store)
+
+    def turn(index: int) -> tuple[int, TurnResult]:
+        return index, engine.ask(f"c{index % 4}", f"ventas de {2000 + index}")
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        turns = list(pool.map(turn, range(40)))
+
+    assert all(r.answer == f"anio {2000 + i}" and r.model_calls == 2 and r.recorded for i, r in turns)
+    assert model.call_count == 80
+    for conversation in range(4):
+        history = memory_store.history(f"c{conversation}")
+        assert len(history) == 20
+        for question, answer in zip(history[::2], history[1::2], strict=True):
+            assert answer.content == "anio " + question.content.rsplit(" ", 1)[1]
+
+
+def http_engine(
+    handler: Callable[[httpx.Request], httpx.Response],
+    registry: OperationRegistry,
+    erp: Erp,
+    store: MemoryStore,
+) -> PlannerEngine:
+    client = HttpAIClient(["http://a.test", "http://b.test"], transport=httpx.MockTransport(handler))
+    return PlannerEngine(registry, erp, store, client)
+
+
+USAGE = {"model_calls": 1, "input_tokens": 5, "output_tokens": 1, "model_ms": 1.0}
+PLAN_BODY = {
+    "plan": {"operaciones": [{"funcion": "ventas_anuales", "parametros": {"anio": 2025}}]},
+    "usage": USAGE,
+}
+
+
+def test_over_http_unreachable_servers_cost_no_call_and_record_nothing(
+    toy_registry: OperationRegistry, toy_erp: Erp, memory_store: MemoryStore
+) -> None:
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("connection refused", request=request)
+
+    result = http_engine(refuse, toy_registry, toy_erp, memory_store).ask("c1", "¿Cuánto vendimos?")
+    assert (result.model_calls, result.answer, result.failure) == (0, PROVIDER_DOWN_MESSAGE, "provider")
+    assert not result.recorded and memory_store.history("c1") == []
+
+
+def test_over_http_a_failed_call_two_counts_both_calls_and_records_nothing(
+    toy_registry: OperationRegistry, toy_erp: Erp, memory_store: MemoryStore
+) -> None:
+    def serve(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/ai/analyze":
+            return httpx.Response(200, json=PLAN_BODY)
+        return httpx.Response(502, json={"error": "bad JSON", "kind": "model_output", "usage": USAGE})
+
+    result = http_engine(serve, toy_registry, toy_erp, memory_store).ask("c1", "¿Cuánto vendimos?")
+    assert (result.model_calls, result.answer, result.failure) == (2, ANSWER_FAILED_MESSAGE, "model_output")
+    assert result.operations[0].ok
+    assert not result.recorded and memory_store.history("c1") == []

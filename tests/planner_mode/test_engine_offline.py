@@ -88,13 +88,13 @@ def test_a_latency_profile_reports_simulated_model_time(
 
 @pytest.mark.parametrize("mode", get_args(FaultMode))
 def test_every_fault_mode_gives_a_clean_answer_within_two_calls_and_a_consistent_store(
-    registry: OperationRegistry, erp: Erp, memory_store: MemoryStore, mode: str
+    registry: OperationRegistry, erp: Erp, memory_store: MemoryStore, mode: FaultMode
 ) -> None:
     offline_engine(registry, erp, memory_store).ask("f", "¿Cuánto vendimos en 2025?")
     before = [(m.role, m.content) for m in memory_store.history("f")]
     state_before = memory_store.get_state("f")
 
-    faulty = offline_engine(registry, erp, memory_store, faults=FaultConfig(mode=mode))  # type: ignore[arg-type]
+    faulty = offline_engine(registry, erp, memory_store, faults=FaultConfig(mode=mode))
     result = faulty.ask("f", "¿Cuál fue nuestro mejor cliente en 2024?")
 
     assert 1 <= result.model_calls <= 2
@@ -129,7 +129,7 @@ def test_intermittent_faults_never_exceed_two_calls(
     for seed, mode in enumerate(get_args(FaultMode)):
         engine = offline_engine(
             registry, erp, memory_store, faults=FaultConfig(mode=mode, rate=0.5, seed=seed)
-        )  # type: ignore[arg-type]
+        )
         for question in questions:
             result = engine.ask(f"intermitente-{mode}", question)
             assert 1 <= result.model_calls <= 2, (mode, question, result)

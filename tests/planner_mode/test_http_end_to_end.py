@@ -44,8 +44,8 @@ def test_two_servers_serve_alternate_calls_of_one_conversation_and_survive_a_res
     model_a, model_b = context_reading_model(), context_reading_model()
     with ServerThread(create_app(model_a, token="k")) as a:
         server_b = ServerThread(create_app(model_b, token="k")).start()
+        client = HttpAIClient([a.url, server_b.url], token="k", timeout=30)
         try:
-            client = HttpAIClient([a.url, server_b.url], token="k", timeout=30)
             engine = PlannerEngine(toy_registry, toy_erp, memory_store, client)
 
             first = engine.ask("c1", "¿Cuál fue mi mejor cliente?")
@@ -64,8 +64,8 @@ def test_two_servers_serve_alternate_calls_of_one_conversation_and_survive_a_res
             assert second.operations[0].parametros == {"cliente": "Empresa ABC", "anio": 2025}
             assert (model_a.call_count, model_b.call_count) == (2, 1)
             assert second.errors == [] and second.recorded
-            client.close()
         finally:
+            client.close()
             server_b.stop()
 
 
@@ -75,15 +75,15 @@ def test_a_dead_server_is_skipped_and_a_wrong_token_is_a_clean_error(
     dead = ServerThread(create_app(context_reading_model()))
     dead_url = dead.url
     dead.sock.close()  # bound once, never served: connections are refused
-    with ServerThread(create_app(context_reading_model(), token="k")) as live:
-        ok = PlannerEngine(
-            toy_registry, toy_erp, memory_store, HttpAIClient([dead_url, live.url], token="k", timeout=30)
-        )
+    with (
+        ServerThread(create_app(context_reading_model(), token="k")) as live,
+        HttpAIClient([dead_url, live.url], token="k", timeout=30) as right_token,
+        HttpAIClient([live.url], token="x", timeout=30) as wrong_token,
+    ):
+        ok = PlannerEngine(toy_registry, toy_erp, memory_store, right_token)
         assert ok.ask("c1", "¿Cuál fue mi mejor cliente?").answer == "Empresa ABC: 120000000"
 
-        wrong = PlannerEngine(
-            toy_registry, toy_erp, memory_store, HttpAIClient([live.url], token="x", timeout=30)
-        )
+        wrong = PlannerEngine(toy_registry, toy_erp, memory_store, wrong_token)
         result = wrong.ask("c2", "¿Cuál fue mi mejor cliente?")
         assert not result.recorded and "token" in result.errors[0]
         assert memory_store.history("c2") == []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from planner_mode.parsing import extract_json_object, message_text, parse_model_output
@@ -55,3 +57,26 @@ def test_parse_model_output_returns_the_model() -> None:
 def test_message_text_joins_content_blocks() -> None:
     assert message_text([{"type": "text", "text": '{"a"'}, ": 1}"]) == '{"a": 1}'
     assert message_text(None) == ""
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"operaciones": ' + "[" * 5_000 + "]" * 5_000 + "}",  # deeper than the interpreter's recursion limit
+        '{"anio": ' + "9" * 5_000 + "}",  # past Python's integer digit limit
+    ],
+    ids=["too-deep", "huge-integer"],
+)
+def test_json_that_python_refuses_is_a_model_output_error(text: str) -> None:
+    with pytest.raises(ModelOutputError, match="not valid JSON"):
+        extract_json_object(text)
+
+
+def test_a_huge_damaged_output_is_rejected_in_linear_time() -> None:
+    # 400 000 commas and no closing brace, so the trailing-comma repair runs and fails. Copying the rest of
+    # the text at each comma (the old repair) took over ten seconds here; one linear pass, a fraction of one.
+    text = '{"operaciones": [' + ", ".join(["1"] * 400_000)
+    started = time.perf_counter()
+    with pytest.raises(ModelOutputError):
+        extract_json_object(text)
+    assert time.perf_counter() - started < 5

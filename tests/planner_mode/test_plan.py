@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from planner_mode.plan import OperationOutcome, Plan
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from planner_mode.plan import MAX_NESTING_DEPTH, OperationOutcome, Plan, nesting_depth
 
 
 def test_article_plan_parses_with_its_verbatim_keys() -> None:
@@ -47,3 +52,38 @@ def test_outcome_shows_call_two_either_a_result_or_an_error() -> None:
     failed = OperationOutcome(funcion="f", parametros={}, error="boom")
     assert ok.for_prompt() == {"funcion": "f", "parametros": {"a": 1}, "resultado": {"total": 5}}
     assert failed.for_prompt() == {"funcion": "f", "parametros": {}, "error": "boom"}
+
+
+def test_numeric_ids_and_a_null_question_are_understood() -> None:
+    plan = Plan.model_validate(
+        {
+            "operaciones": [
+                {"id": 1, "funcion": "mejor_cliente", "parametros": {"anio": 2025}},
+                {"id": 2, "funcion": "compras_cliente", "parametros": {"cliente": {"$ref": "1.cliente"}}},
+            ],
+            "pregunta": None,
+        }
+    )
+    assert [op.id for op in plan.operaciones] == ["1", "2"]
+    assert plan.pregunta == ""
+
+
+def nested(depth: int) -> dict[str, Any]:
+    """``parametros`` whose lists and objects nest ``depth`` levels, the object itself included."""
+    value: Any = 1
+    for _ in range(depth - 1):
+        value = [value]
+    return {"x": value}
+
+
+def test_parameters_may_not_nest_deeper_than_the_bound() -> None:
+    assert nesting_depth(nested(MAX_NESTING_DEPTH)) == MAX_NESTING_DEPTH
+    Plan.model_validate({"operaciones": [{"funcion": "f", "parametros": nested(MAX_NESTING_DEPTH)}]})
+    with pytest.raises(ValidationError, match="nest more than"):
+        Plan.model_validate({"operaciones": [{"funcion": "f", "parametros": nested(300)}]})
+
+
+def test_nesting_depth_counts_lists_and_objects_without_recursion() -> None:
+    assert nesting_depth(5) == 0
+    assert nesting_depth({"a": 1, "b": [{"c": []}]}) == 4
+    assert nesting_depth(nested(100_000)) == 100_000

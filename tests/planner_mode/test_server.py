@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from datetime import date
@@ -10,8 +11,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 from langchain_core.messages import BaseMessage
+from starlette.types import Message, Receive, Scope, Send
 
-from planner_mode.server import create_app
+from planner_mode.server import BodySizeLimit, create_app
 from shared.errors import ConfigurationError
 from shared.memory.context import ConversationContext
 from shared.operations.registry import OperationRegistry
@@ -197,3 +199,82 @@ def test_app_from_env_rejects_a_bad_body_limit(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("ERP_AI_MAX_BODY_BYTES", "mucho")
     with pytest.raises(ConfigurationError, match="ERP_AI_MAX_BODY_BYTES"):
         app_from_env()
+
+
+def test_an_empty_token_disables_auth_even_over_the_environment(
+    monkeypatch: pytest.MonkeyPatch, catalog: list[dict[str, Any]]
+) -> None:
+    monkeypatch.setenv("ERP_AI_SERVER_TOKEN", "from-env")
+    with client_for(scripted(PLAN), token="") as c:
+        bare = c.post("/ai/analyze", json=analyze_body(catalog))
+        with_any = c.post("/ai/analyze", json=analyze_body(catalog), headers={"Authorization": "Bearer x"})
+    assert bare.status_code == with_any.status_code == 200
+
+
+def test_the_body_limit_counts_bytes_whatever_content_length_says() -> None:
+    # A raw ASGI exchange: HTTP servers usually refuse a malformed or lying Content-Length themselves, but the
+    # middleware must not depend on it.
+    reached: list[bytes] = []
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body", False):
+                break
+        reached.append(body)
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    async def exchange(content_length: bytes, chunks: list[bytes]) -> int:
+        messages: list[Message] = [
+            {"type": "http.request", "body": chunk, "more_body": i < len(chunks) - 1}
+            for i, chunk in enumerate(chunks)
+        ]
+        sent: list[Message] = []
+
+        async def receive() -> Message:
+            return messages.pop(0)
+
+        async def send(message: Message) -> None:
+            sent.append(message)
+
+        scope = {
+            "type": "http",
+            "method": "POST",
+            "path": "/",
+            "headers": [(b"content-length", content_length)],
+        }
+        await BodySizeLimit(app, max_body_bytes=10)(scope, receive, send)
+        return int(sent[0]["status"])
+
+    assert asyncio.run(exchange(b"abc", [b"x" * 8, b"x" * 8])) == 413
+    assert asyncio.run(exchange(b"4", [b"x" * 8, b"x" * 8])) == 413
+    assert asyncio.run(exchange(b"11", [b"x"])) == 413  # declared too large: refused before reading
+    assert asyncio.run(exchange(b"10", [b"x" * 6, b"x" * 4])) == 200
+    assert reached == [b"x" * 10]
+
+
+def test_json_nested_past_the_recursion_limit_is_refused_cleanly(catalog: list[dict[str, Any]]) -> None:
+    model = text_model(scripted(PLAN))
+    with TestClient(create_app(model), raise_server_exceptions=False) as c:
+        response = c.post(
+            "/ai/analyze",
+            content=b"[" * 100_000 + b"]" * 100_000,
+            headers={"Content-Type": "application/json"},
+        )
+    assert response.status_code in (400, 422)
+    assert "Traceback" not in response.text
+    assert model.call_count == 0
+
+
+def test_an_answer_the_erp_could_not_store_gets_502() -> None:
+    estado: Any = 1
+    for _ in range(300):
+        estado = [estado]
+    reply = json.dumps({"respuesta": "ok", "estado": {"x": estado}})
+    with client_for(lambda _m, _i: reply) as c:
+        response = c.post("/ai/respond", json={"question": "q", "results": [], "context": CONTEXT})
+    assert response.status_code == 502
+    assert response.json()["kind"] == "model_output" and response.json()["usage"]["model_calls"] == 1

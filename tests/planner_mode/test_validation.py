@@ -154,10 +154,22 @@ def test_resolve_refs_follows_keys_and_list_indexes() -> None:
     params = {"cliente": {"$ref": "op1.cliente"}, "sku": {"$ref": "op1.productos.1.sku"}, "anio": 2025}
     assert resolve_refs(params, results) == {"cliente": "Empresa ABC", "sku": "B-2", "anio": 2025}
     assert resolve_refs({"todo": {"$ref": "op1"}}, results) == {"todo": results["op1"]}
+    assert resolve_refs({"sku": {"$ref": "op1.productos.-1.sku"}}, results) == {"sku": "B-2"}
 
 
-@pytest.mark.parametrize("ref", ["op1.productos.5.sku", "op1.nada", "op2.cliente", "op1.cliente.x"])
+@pytest.mark.parametrize(
+    "ref",
+    [
+        "op1.productos.5.sku",
+        "op1.nada",
+        "op2.cliente",
+        "op1.cliente.x",
+        "op1.productos.²",  # str.isdigit() accepts it, int() does not
+        "op1.productos.--0",
+        "op1.productos. 0",
+    ],
+)
 def test_resolve_refs_raises_when_the_path_is_not_in_the_result(ref: str) -> None:
-    results = {"op1": {"cliente": "Empresa ABC", "productos": []}}
+    results = {"op1": {"cliente": "Empresa ABC", "productos": [{"sku": "A-1"}]}}
     with pytest.raises(UnresolvedReferenceError, match="\\$ref"):
         resolve_refs({"x": {"$ref": ref}}, results)
