@@ -49,6 +49,7 @@ def build_chat_model(
     temperature: float = 0.0,
     num_ctx: int | None = None,
     timeout: float | None = None,
+    max_retries: int = 0,
     latency_profile: LatencyProfile | str | None = None,
     faults: FaultConfig | FaultMode | None = None,
 ) -> BaseChatModel:
@@ -65,6 +66,9 @@ def build_chat_model(
         temperature: Sampling temperature, 0 by default everywhere.
         num_ctx: Ollama context window in tokens.
         timeout: Request timeout in seconds (network providers).
+        max_retries: Retries the Gemini / OpenAI SDKs make on their own (Ollama's client makes none). 0 by
+            default so that every request a provider receives is a model call the usage tracker counts (the
+            planner's two-call bound and the benchmark's figures stay true); raise it for production.
         latency_profile: Offline only: a :class:`LatencyProfile` or a preset name (``gpu-8b``, ``cpu-8b``,
             ``gemini-flash``).
         faults: Offline only: a :class:`FaultConfig` or a bare fault mode (rate 1.0, seed 0).
@@ -87,9 +91,11 @@ def build_chat_model(
     chosen = model or DEFAULT_MODELS[name]
     if name == "ollama":
         return _ollama(chosen, base_url, temperature, num_ctx, timeout)
+    if max_retries < 0:
+        raise ConfigurationError(f"max_retries must be 0 or more, not {max_retries}.")
     if name == "gemini":
-        return _gemini(chosen, base_url, api_key, temperature, timeout)
-    return _openai(chosen, base_url, api_key, temperature, timeout)
+        return _gemini(chosen, base_url, api_key, temperature, timeout, max_retries)
+    return _openai(chosen, base_url, api_key, temperature, timeout, max_retries)
 
 
 def _offline(
@@ -141,13 +147,24 @@ def _ollama(
 
 
 def _gemini(
-    model: str, base_url: str | None, api_key: str | None, temperature: float, timeout: float | None
+    model: str,
+    base_url: str | None,
+    api_key: str | None,
+    temperature: float,
+    timeout: float | None,
+    max_retries: int,
 ) -> BaseChatModel:
     key = api_key or os.environ.get("GOOGLE_API_KEY") or os.environ.get("GEMINI_API_KEY")
     if not key:
         raise ConfigurationError("The gemini provider needs an API key: set GOOGLE_API_KEY or pass api_key.")
     module = _import_provider("gemini")
-    kwargs: dict[str, Any] = {"model": model, "google_api_key": key, "temperature": temperature}
+    kwargs: dict[str, Any] = {
+        "model": model,
+        "google_api_key": key,
+        "temperature": temperature,
+        # Gemini's client counts *attempts* (and reads 0 as "the SDK's default"): one attempt = no retry.
+        "max_retries": max_retries + 1,
+    }
     if base_url:
         kwargs["base_url"] = base_url
     if timeout is not None:
@@ -157,7 +174,12 @@ def _gemini(
 
 
 def _openai(
-    model: str, base_url: str | None, api_key: str | None, temperature: float, timeout: float | None
+    model: str,
+    base_url: str | None,
+    api_key: str | None,
+    temperature: float,
+    timeout: float | None,
+    max_retries: int,
 ) -> BaseChatModel:
     key = api_key or os.environ.get("OPENAI_API_KEY")
     if not key:
@@ -166,7 +188,12 @@ def _openai(
             "(any non-empty value works for local servers that ignore it)."
         )
     module = _import_provider("openai")
-    kwargs: dict[str, Any] = {"model": model, "api_key": key, "temperature": temperature}
+    kwargs: dict[str, Any] = {
+        "model": model,
+        "api_key": key,
+        "temperature": temperature,
+        "max_retries": max_retries,
+    }
     if base_url:
         kwargs["base_url"] = base_url
     if timeout is not None:

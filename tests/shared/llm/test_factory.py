@@ -88,3 +88,13 @@ def test_missing_optional_package_says_what_to_install(monkeypatch: pytest.Monke
     monkeypatch.delitem(__import__("sys").modules, "langchain_ollama", raising=False)
     with pytest.raises(ConfigurationError, match="pip install langchain-ollama"):
         build_chat_model("ollama")
+
+
+def test_sdk_retries_are_off_by_default_so_every_provider_request_is_a_counted_call() -> None:
+    gemini = build_chat_model("gemini", api_key="k", base_url="http://127.0.0.1:9")
+    openai = build_chat_model("openai", api_key="k", base_url="http://127.0.0.1:9/v1")
+    assert gemini.max_retries == 1  # Gemini counts attempts: one attempt, no retry
+    assert openai.max_retries == 0
+    assert build_chat_model("openai", api_key="k", max_retries=3).max_retries == 3
+    with pytest.raises(ConfigurationError, match="max_retries"):
+        build_chat_model("openai", api_key="k", max_retries=-1)
