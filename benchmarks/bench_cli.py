@@ -13,7 +13,7 @@ from rich.console import Console
 from benchmarks.modes import ALL_MODES, parse_modes
 from benchmarks.report import Summary, print_summary, write_reports
 from benchmarks.report.readme import block_name, readme_block, update_readme
-from benchmarks.results import RESULTS_FILE, read_results
+from benchmarks.results import RESULTS_FILE, RunResults, read_results
 from benchmarks.runner import RunConfig, run_suite
 from benchmarks.scenario import load_scenarios
 from shared.errors import ConfigurationError
@@ -136,12 +136,13 @@ def bench(
         outcome = run_suite(suite, config, db_url=db_url, console=console, show_progress=progress)
     except ConfigurationError as exc:
         raise _fail(console, str(exc)) from None
-    files = write_reports(outcome.results_path)
+    run = RunResults(meta=outcome.meta, rows=outcome.rows)
+    files = write_reports(run, outcome.results_path.parent)
     if out.resolve().parent == REPORTS_DIR.resolve():
         point_latest(out)
-    print_summary(console, files.summary, outcome.meta)
+    print_summary(console, files.summary, run.meta)
     if readme is not None:
-        _write_readme(console, outcome.results_path, files.summary, readme)
+        _write_readme(console, run, files.summary, readme)
     console.print(
         f"{outcome.units_run} units run, {outcome.units_skipped} resumed, in {outcome.elapsed_s:.1f} s · "
         f"{outcome.results_path} · {files.markdown} · {files.html}"
@@ -170,16 +171,19 @@ def report(
         results = results / RESULTS_FILE
     if not results.exists():
         raise _fail(console, f"{results} does not exist")
-    files = write_reports(results, out)
-    print_summary(console, files.summary, read_results(results).meta)
+    try:
+        run = read_results(results)
+    except (OSError, ValueError) as exc:  # ValueError: not UTF-8, or a line that is not a record
+        raise _fail(console, f"cannot read {results}: {exc}") from None
+    files = write_reports(run, out or results.parent)
+    print_summary(console, files.summary, run.meta)
     if readme is not None:
-        _write_readme(console, results, files.summary, readme)
+        _write_readme(console, run, files.summary, readme)
     console.print(f"{files.markdown} · {files.html}")
 
 
-def _write_readme(console: Console, results: Path, summary: Summary, readme: Path) -> None:
+def _write_readme(console: Console, run: RunResults, summary: Summary, readme: Path) -> None:
     try:
-        run = read_results(results)
         update_readme(readme, block_name(run), readme_block(run, summary))
     except (OSError, ValueError) as exc:
         raise _fail(console, str(exc)) from None

@@ -30,10 +30,18 @@ def parse_modes(text: str) -> list[BenchMode]:
         if name not in ALL_MODES:
             raise ConfigurationError(f"Unknown mode {name!r}. Valid modes: {', '.join(ALL_MODES)}.")
         if name not in modes:
-            modes.append(name)  # type: ignore[arg-type]
+            modes.append(name)
     if not modes:
         raise ConfigurationError(f"No mode selected. Valid modes: {', '.join(ALL_MODES)}.")
     return modes
+
+
+def produces_state(mode: str, *, structured: bool = False) -> bool:
+    """Whether ``mode`` produces conversation state (so a scenario's ``state`` expectations are checked).
+
+    The planner always does (call 2 returns ``estado``); tool calling only with a structured final answer.
+    """
+    return mode == "planner" or structured
 
 
 def build_engine(

@@ -1,7 +1,8 @@
 """The records a benchmark run writes to ``results.jsonl``, and reading them back.
 
-The file holds one JSON object per line: a ``run`` line with the run's settings (written first, and again on
-``--resume``; the last one wins), then one ``turn`` line per scored turn, appended as turns finish.
+The file holds one JSON object per line: a ``run`` line with the run's settings (written first; were there
+several, the last one would win), then one ``turn`` line per scored turn, appended as turns finish. On
+``--resume`` the file is rewritten with the new ``run`` line and the turns kept.
 ``erp-ai report results.jsonl`` re-renders every report from this file alone.
 """
 
@@ -15,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from benchmarks.scoring.turn import TurnScore
 
@@ -46,6 +47,8 @@ class RunMeta(BaseModel):
     model: str | None = None
     base_url: str | None = None
     latency_profile: str | None = None
+    structured: bool = False
+    """Whether tool calling ended with a structured answer (``--structured``)."""
     modes: list[str] = Field(default_factory=list)
     repeat: int = 1
     concurrency: int = 1
@@ -150,20 +153,27 @@ class ResultsWriter:
 
 
 def read_results(path: Path) -> RunResults:
-    """Read a results file; lines that are cut short (an interrupted run) are skipped."""
+    """Read a results file; lines that are cut short (an interrupted run) are skipped.
+
+    Raises ``ValueError`` naming the line when a complete JSON line is not a valid record.
+    """
     meta: RunMeta | None = None
     rows: list[TurnRow] = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
             continue
         try:
             data = json.loads(line)
         except json.JSONDecodeError:
             continue
-        if data.get("kind") == "run":
-            meta = RunMeta.model_validate(data)
-        elif data.get("kind") == "turn":
-            rows.append(TurnRow.model_validate(data))
+        kind = data.get("kind") if isinstance(data, dict) else None
+        try:
+            if kind == "run":
+                meta = RunMeta.model_validate(data)
+            elif kind == "turn":
+                rows.append(TurnRow.model_validate(data))
+        except ValidationError as exc:
+            raise ValueError(f"{path}:{number}: not a valid {kind} record: {exc}") from None
     if meta is None:
         meta = RunMeta(modes=sorted({row.mode for row in rows}))
     return RunResults(meta=meta, rows=rows)

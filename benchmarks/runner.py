@@ -3,8 +3,9 @@
 One seeded ERP database, one model and one memory store (in the output directory) are shared by every mode, so
 the modes differ only in their architecture. Turns are scored against the ERP as they finish and streamed to
 ``results.jsonl``; a turn that raises, or whose provider fails, is recorded as failed and the run goes on.
-``resume`` keeps the units (mode, scenario, repetition) that are complete in an existing results file and runs
-only the rest.
+``resume`` keeps the units (mode, scenario, repetition) of this run that are complete in an existing results
+file, drops everything else (a half-finished unit is redone from its first turn, never counted twice), and
+runs only the rest; it refuses a file written with another provider, model or latency profile.
 """
 
 from __future__ import annotations
@@ -30,11 +31,13 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from benchmarks.modes import build_engine, produces_state
 from benchmarks.results import (
     RESULTS_FILE,
     OperationRecord,
     ResultsWriter,
     RunMeta,
+    RunResults,
     TurnRow,
     describe_host,
     read_results,
@@ -42,6 +45,7 @@ from benchmarks.results import (
 from benchmarks.scenario import Scenario
 from benchmarks.scoring.turn import TurnScore, TurnScorer
 from shared.engine import AssistantEngine
+from shared.errors import ConfigurationError
 from shared.turn import TurnResult
 
 if TYPE_CHECKING:
@@ -114,7 +118,7 @@ def plan_units(scenarios: Sequence[Scenario], modes: Sequence[str], repeat: int)
 
 
 def completed_units(rows: Sequence[TurnRow], scenarios: Sequence[Scenario]) -> set[tuple[str, str, int]]:
-    """Units whose every turn is recorded."""
+    """Units whose turns are exactly the scenario's turns (1 … n), each recorded."""
     lengths = {s.id: len(s.turns) for s in scenarios}
     seen: dict[tuple[str, str, int], set[int]] = defaultdict(set)
     for row in rows:
@@ -122,8 +126,37 @@ def completed_units(rows: Sequence[TurnRow], scenarios: Sequence[Scenario]) -> s
     return {
         unit
         for unit, turns in seen.items()
-        if unit[1] in lengths and turns >= set(range(1, lengths[unit[1]] + 1))
+        if unit[1] in lengths and turns == set(range(1, lengths[unit[1]] + 1))
     }
+
+
+_RESUME_SETTINGS = ("provider", "model", "base_url", "latency_profile", "structured")
+"""Run settings that change the figures: a resumed run must keep them."""
+
+
+def _resumable_rows(previous: RunResults, config: RunConfig, units: Sequence[Unit]) -> list[TurnRow]:
+    """The rows of ``previous`` to keep: complete units of this run, one row per turn.
+
+    Raises :class:`ConfigurationError` when ``previous`` was written with other settings, whose rows would
+    be mixed into figures they do not belong to.
+    """
+    changed = [
+        f"{name} {getattr(previous.meta, name)!r} → {getattr(config, name)!r}"
+        for name in _RESUME_SETTINGS
+        if getattr(previous.meta, name) != getattr(config, name)
+    ]
+    if changed:
+        raise ConfigurationError(
+            f"Cannot resume {config.results_path}: it was run with other settings ({'; '.join(changed)}). "
+            "Use another --out, or run without --resume."
+        )
+    planned = {unit.key for unit in units}
+    latest: dict[tuple[str, str, int, int], TurnRow] = {}
+    for row in previous.rows:
+        if row.unit in planned:
+            latest[(*row.unit, row.turn)] = row
+    done = completed_units(list(latest.values()), [unit.scenario for unit in units])
+    return [row for row in latest.values() if row.unit in done]
 
 
 def run_benchmark(
@@ -139,20 +172,21 @@ def run_benchmark(
     started = time.perf_counter()
     writer = ResultsWriter(config.results_path)
     units = plan_units(scenarios, config.modes, config.repeat)
-    done: set[tuple[str, str, int]] = set()
+    kept: list[TurnRow] = []
     if config.resume and config.results_path.exists():
-        previous = read_results(config.results_path)
-        done = completed_units(previous.rows, scenarios)
-        kept = [row for row in previous.rows if row.unit in done]
-        writer.rewrite([previous.meta, *kept])
-    else:
-        writer.rewrite([])
+        try:
+            previous = read_results(config.results_path)
+        except ValueError as exc:
+            raise ConfigurationError(f"Cannot resume: {exc}") from None
+        kept = _resumable_rows(previous, config, units)
+    done = {row.unit for row in kept}
     meta = RunMeta(
         host=describe_host(),
         provider=config.provider,
         model=config.model,
         base_url=config.base_url,
         latency_profile=config.latency_profile,
+        structured=config.structured,
         modes=list(config.modes),
         repeat=config.repeat,
         concurrency=config.concurrency,
@@ -161,7 +195,7 @@ def run_benchmark(
         scenario_paths=list(config.scenario_paths),
         tags=list(config.tags),
     )
-    writer.write(meta)
+    writer.rewrite([meta, *kept])
     todo = [unit for unit in units if unit.key not in done]
     engines = _EngineCache(engine_factory)
     progress = Progress(
@@ -182,12 +216,16 @@ def run_benchmark(
             writer.write(row)
             progress.update(task, advance=1, description=f"{row.mode} · {row.scenario}")
 
+        def run_one(unit: Unit) -> list[TurnRow]:
+            stateful = produces_state(unit.mode, structured=config.structured)
+            return run_unit(unit, engines, scorer, advance, score_state=stateful)
+
         if config.concurrency == 1:
             for unit in todo:
-                run_unit(unit, engines, scorer, advance)
+                run_one(unit)
         else:
             with ThreadPoolExecutor(max_workers=config.concurrency, thread_name_prefix="bench") as pool:
-                for future in [pool.submit(run_unit, unit, engines, scorer, advance) for unit in todo]:
+                for future in [pool.submit(run_one, unit) for unit in todo]:
                     future.result()
     final = read_results(config.results_path)
     return RunOutcome(
@@ -201,7 +239,10 @@ def run_benchmark(
 
 
 class _EngineCache:
-    """One engine per (worker thread, mode); a factory error is remembered and reported per turn."""
+    """One engine per (worker thread, mode), built on first use.
+
+    A factory that raises is called again on the next turn; :func:`run_unit` records each such turn as failed.
+    """
 
     def __init__(self, factory: EngineFactory) -> None:
         self._factory = factory
@@ -217,9 +258,17 @@ class _EngineCache:
 
 
 def run_unit(
-    unit: Unit, engines: _EngineCache, scorer: TurnScorer, emit: Callable[[TurnRow], None]
+    unit: Unit,
+    engines: _EngineCache,
+    scorer: TurnScorer,
+    emit: Callable[[TurnRow], None],
+    *,
+    score_state: bool = True,
 ) -> list[TurnRow]:
-    """Run one scenario in a fresh conversation; every turn is emitted as soon as it is scored."""
+    """Run one scenario in a fresh conversation; every turn is emitted as soon as it is scored.
+
+    ``score_state`` is whether the mode produces conversation state, so that ``state`` expectations apply.
+    """
     conversation_id = f"bench-{unit.mode}-{unit.repetition}-{uuid.uuid4().hex[:16]}"
     rows: list[TurnRow] = []
     for index, turn in enumerate(unit.scenario.turns, start=1):
@@ -233,13 +282,16 @@ def run_unit(
         elapsed_ms = (time.perf_counter() - started) * 1000
         row = _row(unit, index, conversation_id, turn.user, result, error, elapsed_ms)
         executed = [op.model_dump() for op in row.operations if op.error is None]
-        row.score = scorer.score(
-            turn.expect,
-            answer=row.answer,
-            operations=executed,
-            state=row.state or None,
-            failed=row.failed,
-        )
+        try:
+            row.score = scorer.score(
+                turn.expect,
+                answer=row.answer,
+                operations=executed,
+                state=row.state if score_state else None,
+                failed=row.failed,
+            )
+        except Exception as exc:  # a scoring bug fails this turn, not the whole run
+            row.score = TurnScore(passed=False, details=[f"scoring error: {type(exc).__name__}: {exc}"])
         rows.append(row)
         emit(row)
     return rows
@@ -309,7 +361,6 @@ def run_suite(
     ``model`` overrides the provider in ``config`` (tests pass a fake); otherwise it is built with
     :func:`shared.llm.factory.build_chat_model`.
     """
-    from benchmarks.modes import build_engine
     from shared.erp.database import open_erp
     from shared.memory.store import MemoryStore
     from shared.operations.sales import sales_registry

@@ -165,7 +165,7 @@ def load_file(path: Path) -> list[Scenario]:
     name = str(path)
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ScenarioError(name, None, None, f"cannot read YAML: {exc}") from exc
     try:
         top = ScenarioFile.model_validate(data)
@@ -252,11 +252,11 @@ def check_operations_exist(scenario: Scenario, registry: OperationRegistry) -> N
         sources = [*expect.facts, *_fact_sources([o.parametros for o in expect.operations or []])]
         sources += list(_fact_sources(expect.state or {}))
         for source in sources:
-            name = parse_fact(source).operation
-            if name not in registry:
-                raise ScenarioError(
-                    scenario.source,
-                    scenario.id,
-                    f"turns[{t}].expect",
-                    f"fact {source!r}: unknown operation {name!r}",
-                )
+            for name in parse_fact(source).operations():
+                if name not in registry:
+                    raise ScenarioError(
+                        scenario.source,
+                        scenario.id,
+                        f"turns[{t}].expect",
+                        f"fact {source!r}: unknown operation {name!r}",
+                    )

@@ -47,7 +47,7 @@ class ModeSummary(BaseModel):
     turns: int
     passed: int
     failed_turns: int
-    """Turns whose engine raised."""
+    """Turns whose engine raised or whose model provider failed."""
     accuracy: float
     pass_k: dict[int, float] = Field(default_factory=dict)
     """pass^k for k = 1 … repetitions (scenario-turns are the tasks)."""

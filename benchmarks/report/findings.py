@@ -22,7 +22,7 @@ def _relative(a: float, b: float, noun: str) -> str:
 
 
 def _broken(mode: ModeSummary) -> bool:
-    """Every turn of the mode raised: its calls and tokens say nothing about the architecture."""
+    """Every turn of the mode failed (raised or lost its provider): its calls and tokens say nothing."""
     return mode.turns > 0 and mode.failed_turns == mode.turns
 
 
@@ -36,7 +36,7 @@ def _compare(base: ModeSummary, other: ModeSummary) -> str:
     for mode in (base, other):
         if _broken(mode):
             return (
-                f"{mode.mode}: every one of its {mode.turns} turns raised, so its calls and tokens are not "
+                f"{mode.mode}: every one of its {mode.turns} turns failed, so its calls and tokens are not "
                 f"comparable with {(other if mode is base else base).mode}'s."
             )
     return (
@@ -60,7 +60,7 @@ def headline(summary: Summary) -> str | None:
         return None
     base = summary.mode("planner") or summary.modes[0]
     if _broken(base):
-        return f"{base.mode}: every one of its {base.turns} turns raised, so there is nothing to compare."
+        return f"{base.mode}: every one of its {base.turns} turns failed, so there is nothing to compare."
     figures = (
         f"{base.mode} passed {base.accuracy:.0%} of turns with {base.calls_mean:.2f} model calls "
         f"and {base.input_tokens_mean:.0f} input tokens per turn"
@@ -108,7 +108,9 @@ def findings(summary: Summary, meta: RunMeta | None = None) -> list[str]:
             )
     failed = sum(m.failed_turns for m in summary.modes)
     if failed:
-        sentences.append(f"{failed} turn(s) raised and were scored as failures.")
+        sentences.append(
+            f"{failed} turn(s) failed (the engine raised or the provider failed) and were scored as failures."
+        )
     if meta is not None and meta.offline:
         sentences.append(OFFLINE_NOTICE)
     return sentences

@@ -180,7 +180,7 @@ def _cards(modes: Sequence[ModeSummary], colours: dict[str, str]) -> str:
         if m.simulated_p50 is not None:
             rows.append(("simulated latency p50", f"{grouped(m.simulated_p50)} ms"))
         if m.failed_turns:
-            rows.append(("turns that raised", str(m.failed_turns)))
+            rows.append(("turns that failed", str(m.failed_turns)))
         details = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in rows)
         cards.append(
             f'<div class="card" style="--mode:{colours[m.mode]}" data-mode="{escape(m.mode)}">'

@@ -1,9 +1,11 @@
 """Facts: expressions over the operation registry, evaluated against the ERP database at scoring time.
 
 A fact reads like ``mejor_cliente(anio=2025).cliente`` or
-``top_productos(anio=2025, limite=3).productos[0].producto``: one operation call with literal keyword
-arguments, then attribute and index steps into its result. Expressions are parsed with :mod:`ast` and only
-that shape is accepted: nothing is ever ``eval``-ed.
+``top_productos(anio=2025, limite=3).productos[0].producto``: one operation call with keyword arguments,
+then attribute and index steps into its result. An argument is a literal or another fact, so a dependent
+question is checked without typing a name in:
+``compras_cliente(cliente=mejor_cliente(anio=2024).cliente, anio=2026).total``. Expressions are parsed with
+:mod:`ast` and only that shape is accepted: nothing is ever ``eval``-ed.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import ast
 import json
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +39,7 @@ class FactExpr:
     source: str
     operation: str
     params: tuple[tuple[str, Any], ...]
+    """Keyword arguments: literal values, or nested :class:`FactExpr` evaluated first."""
     path: tuple[str | int, ...]
 
     @property
@@ -43,22 +47,42 @@ class FactExpr:
         """The call's keyword arguments as a dict."""
         return dict(self.params)
 
+    def operations(self) -> Iterator[str]:
+        """The operations this fact calls, nested ones included."""
+        yield self.operation
+        for _, value in self.params:
+            if isinstance(value, FactExpr):
+                yield from value.operations()
+
 
 def _literal(node: ast.expr, source: str) -> Any:
     try:
         return ast.literal_eval(node)
-    except ValueError:
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         raise FactSyntaxError(
             f"{source!r}: only literal values are allowed, not {ast.unparse(node)!r}"
         ) from None
+
+
+def _argument(node: ast.expr, source: str) -> Any:
+    """A keyword argument: a nested fact when it is one, else a literal."""
+    if isinstance(node, ast.Call | ast.Attribute | ast.Subscript):
+        return _parse_node(node, ast.unparse(node))
+    return _literal(node, source)
 
 
 def parse_fact(source: str) -> FactExpr:
     """Parse ``operation(k=v, …).key[0].key`` into a :class:`FactExpr`, or raise :class:`FactSyntaxError`."""
     try:
         node = ast.parse(source.strip(), mode="eval").body
-    except SyntaxError as exc:
-        raise FactSyntaxError(f"{source!r}: not a valid expression ({exc.msg})") from None
+    except (SyntaxError, ValueError) as exc:  # ValueError: a NUL byte in the text
+        raise FactSyntaxError(f"{source!r}: not a valid expression ({exc})") from None
+    except (MemoryError, RecursionError):
+        raise FactSyntaxError(f"{source!r}: too deeply nested") from None
+    return _parse_node(node, source)
+
+
+def _parse_node(node: ast.expr, source: str) -> FactExpr:
     path: list[str | int] = []
     while not isinstance(node, ast.Call):
         if isinstance(node, ast.Attribute):
@@ -80,7 +104,7 @@ def parse_fact(source: str) -> FactExpr:
     for keyword in node.keywords:
         if keyword.arg is None:
             raise FactSyntaxError(f"{source!r}: ** arguments are not allowed")
-        params.append((keyword.arg, _literal(keyword.value, source)))
+        params.append((keyword.arg, _argument(keyword.value, source)))
     return FactExpr(source=source, operation=node.func.id, params=tuple(params), path=tuple(path))
 
 
@@ -110,9 +134,12 @@ class FactEvaluator:
     def evaluate(self, fact: str | FactExpr) -> Any:
         """The value a fact denotes in the ERP database."""
         expr = parse_fact(fact) if isinstance(fact, str) else fact
-        value: Any = self.call(expr.operation, expr.params_dict)
+        params = {name: self.evaluate(arg) if isinstance(arg, FactExpr) else arg for name, arg in expr.params}
+        value: Any = self.call(expr.operation, params)
         for step in expr.path:
             try:
+                if isinstance(value, str):  # a string's characters are not facts
+                    raise TypeError
                 value = value[step]
             except (KeyError, IndexError, TypeError):
                 raise FactEvaluationError(f"{expr.source!r}: no {step!r} in {value!r}") from None

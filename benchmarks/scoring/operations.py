@@ -3,8 +3,9 @@
 Parameters are normalised before comparing: when a registry is given, both sides are validated against the
 operation's parameter model (so defaults are filled in and ``"2025"`` becomes ``2025``); then numbers compare
 as numbers (``2025 == 2025.0 == "2025"``) and strings compare case- and accent-insensitively, ignoring
-punctuation as BFCL does (``"Comercial Guaraní S.A."`` equals ``"comercial guarani s.a"``). Calls form a
-multiset: an extra call or a missing one fails the match, a repeated call counts twice.
+spaces and the punctuation ``,./-_*^'"`` as BFCL's ``standardize_string`` does (``"Comercial Guaraní S.A."``
+equals ``"comercial guarani SA"``). Calls form a multiset: an extra call or a missing one fails the match, a
+repeated call counts twice.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from shared.operations.registry import OperationRegistry
 from shared.text import fold
 
 _NUMERIC = re.compile(r"-?\d+(?:\.\d+)?")
-_PUNCTUATION = str.maketrans({ch: " " for ch in ",./-_*^'\""})
+_BFCL_IGNORED = re.compile(r"[\s,./\-_*^'\"]")
 
 
 def normalize_value(value: Any) -> Any:
@@ -44,8 +45,8 @@ def normalize_value(value: Any) -> Any:
 
 
 def _standardize(text: str) -> str:
-    """BFCL's string standardisation: folded, without ``,./-_*^'"`` punctuation, single-spaced."""
-    return " ".join(fold(text).translate(_PUNCTUATION).split())
+    """BFCL's string standardisation, accent-folded: no spaces, no ``,./-_*^'"``, lower case."""
+    return _BFCL_IGNORED.sub("", fold(text))
 
 
 def normalize_params(
@@ -91,14 +92,44 @@ class OperationMatch:
         return "; ".join(parts)
 
 
+def _call_text(name: str, params: Mapping[str, Any] | None) -> str:
+    """A call as written, for reports: ``name({json params})``."""
+    payload = json.dumps(dict(params or {}), sort_keys=True, ensure_ascii=False, default=str)
+    return f"{name}({payload})"
+
+
+def _surplus(calls: Sequence[tuple[str, str]], surplus: Counter[str]) -> list[str]:
+    """The written form of the calls left over in ``surplus`` (canonical key → count)."""
+    left = Counter(surplus)
+    shown = []
+    for key, text in calls:
+        if left[key] > 0:
+            shown.append(text)
+            left[key] -= 1
+    return sorted(shown)
+
+
 def match_operations(
     expected: Sequence[Mapping[str, Any]],
     actual: Sequence[Mapping[str, Any]],
     registry: OperationRegistry | None = None,
 ) -> OperationMatch:
-    """Compare calls given as ``{"funcion": …, "parametros": {…}}`` mappings."""
-    want = Counter(canonical_call(str(c["funcion"]), c.get("parametros"), registry) for c in expected)
-    got = Counter(canonical_call(str(c["funcion"]), c.get("parametros"), registry) for c in actual)
-    missing = sorted((want - got).elements())
-    extra = sorted((got - want).elements())
+    """Compare calls given as ``{"funcion": …, "parametros": {…}}`` mappings.
+
+    Calls are compared in their canonical form; ``missing`` and ``extra`` show them as they were written.
+    """
+
+    def keyed(calls: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
+        return [
+            (
+                canonical_call(str(c["funcion"]), c.get("parametros"), registry),
+                _call_text(str(c["funcion"]), c.get("parametros")),
+            )
+            for c in calls
+        ]
+
+    want, got = keyed(expected), keyed(actual)
+    want_count, got_count = Counter(k for k, _ in want), Counter(k for k, _ in got)
+    missing = _surplus(want, want_count - got_count)
+    extra = _surplus(got, got_count - want_count)
     return OperationMatch(ok=not missing and not extra, missing=missing, extra=extra)

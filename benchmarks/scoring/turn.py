@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +18,8 @@ from shared.text import fold
 if TYPE_CHECKING:
     from benchmarks.scenario import Expectation
 
+_NON_WORD = re.compile(r"[^\w]+")
+
 
 class TurnScore(BaseModel):
     """The checks of one turn. ``None`` means the scenario did not ask for that check."""
@@ -30,17 +33,24 @@ class TurnScore(BaseModel):
     """Why each failing check failed, in words."""
 
 
+def _words(text: str) -> str:
+    """``text`` folded, with punctuation turned into single spaces and padded: `` comercial guarani s a ``."""
+    return " " + " ".join(_NON_WORD.sub(" ", fold(text)).split()) + " "
+
+
 def value_in_answer(value: Any, answer: str) -> bool:
-    """Whether a fact's value appears in the answer: numbers in any notation, names folded."""
+    """Whether a fact's value appears in the answer: numbers in any notation, names as whole words.
+
+    Names compare case-, accent- and punctuation-insensitively, and only as whole words, so ``"Empresa AB"``
+    is not found in ``"Empresa ABC"`` nor ``"si"`` in ``"así"``.
+    """
     if isinstance(value, bool):
-        return fold("sí" if value else "no") in fold(answer)
+        value = "sí" if value else "no"
     if isinstance(value, int | float):
         return mentions_number(answer, float(value))
-    if isinstance(value, str):
-        return fold(value) in fold(answer)
-    if isinstance(value, Sequence):
+    if isinstance(value, Sequence) and not isinstance(value, str):
         return all(value_in_answer(item, answer) for item in value)
-    return fold(str(value)) in fold(answer)
+    return _words(str(value)) in _words(answer)
 
 
 class TurnScorer:
@@ -71,8 +81,9 @@ class TurnScorer:
     ) -> TurnScore:
         """Score a turn. ``operations`` are the calls the ERP executed successfully.
 
-        ``state`` is ``None`` (or empty) when the mode produced no state: the state check is then skipped.
-        A ``failed`` turn (the engine raised) never passes.
+        ``state`` is ``None`` when the mode produces no state: the state check is then skipped. A mode that
+        does produce state is checked even when its state is empty (an empty state lacks the expected keys).
+        A ``failed`` turn (the engine raised or the provider failed) never passes.
         """
         details: list[str] = []
         try:
@@ -123,7 +134,7 @@ class TurnScorer:
     def _check_state(
         self, expect: Expectation, state: Mapping[str, Any] | None, details: list[str]
     ) -> bool | None:
-        if expect.state is None or not state:
+        if expect.state is None or state is None:
             return None
         ok = True
         for key, wanted in self.resolve(expect.state).items():

@@ -112,6 +112,25 @@ def test_default_out_is_timestamped_with_a_latest_link(
     assert len(runs) == 1 and latest.resolve() == runs[0].resolve()
 
 
+def test_report_on_a_file_that_is_not_a_results_file_exits_with_a_clear_message(
+    app: typer.Typer, tmp_path: Path
+) -> None:
+    bad = tmp_path / "results.jsonl"
+    bad.write_text('{"kind": "turn", "mode": "planner"}\n', encoding="utf-8")
+    result = runner.invoke(app, ["report", str(bad)])
+    assert result.exit_code == 2 and "results.jsonl:1" in result.output
+
+
+def test_resume_with_another_latency_profile_exits_with_a_clear_message(
+    app: typer.Typer, tiny_suite_path: Path, tmp_path: Path, erp_db_url: str, erp: object
+) -> None:
+    out = tmp_path / "run"
+    args = bench_args(tiny_suite_path, out, erp_db_url, "--modes", "planner")
+    assert runner.invoke(app, args).exit_code == 0
+    again = runner.invoke(app, [*args, "--resume", "--latency-profile", "gpu-8b"])
+    assert again.exit_code == 2 and "latency_profile" in again.output
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [(["--modes", "planner,agente"], "agente"), (["--tag", "nada"], "no scenario")],

@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from benchmarks.results import read_results
-from benchmarks.runner import RunConfig, RunOutcome, run_benchmark
-from benchmarks.scenario import Scenario
+from benchmarks.runner import RunConfig, RunOutcome, run_benchmark, run_suite
+from benchmarks.scenario import Scenario, load_scenarios
 from benchmarks.scoring.turn import TurnScorer
 from shared.errors import ConfigurationError, ProviderError
+from shared.llm.factory import build_chat_model
 from shared.turn import TurnResult
 from tests.benchmarks.bench_fakes import FakeEngine, good_script
 
@@ -190,3 +191,89 @@ def test_non_provider_errors_do_not_fail_a_turn_by_themselves(
 
     outcome = run(tiny_suite, config(tmp_path), Engines(refused), scorer)
     assert not any(row.failed for row in outcome.rows)
+
+
+def test_resume_drops_rows_that_are_not_part_of_this_run(
+    tmp_path: Path, tiny_suite: list[Scenario], scorer: TurnScorer
+) -> None:
+    run(tiny_suite, config(tmp_path, repeat=2), Engines(), scorer)
+    engines = Engines()
+    again = run(tiny_suite, config(tmp_path, modes=["planner"], resume=True), engines, scorer)
+    assert engines.calls() == []
+    assert {(r.mode, r.repetition) for r in again.rows} == {("planner", 1)}
+    assert len(again.rows) == 3
+
+
+def test_resume_counts_a_turn_recorded_twice_once(
+    tmp_path: Path, tiny_suite: list[Scenario], scorer: TurnScorer
+) -> None:
+    first = run(tiny_suite, config(tmp_path), Engines(), scorer)
+    lines = first.results_path.read_text().splitlines()
+    first.results_path.write_text("\n".join([*lines, lines[1]]) + "\n")
+    again = run(tiny_suite, config(tmp_path, resume=True), Engines(), scorer)
+    assert again.units_run == 0
+    assert len(again.rows) == 6 == len({(r.unit, r.turn) for r in again.rows})
+
+
+def test_resume_refuses_results_of_another_provider(
+    tmp_path: Path, tiny_suite: list[Scenario], scorer: TurnScorer
+) -> None:
+    run(tiny_suite, config(tmp_path), Engines(), scorer)
+    with pytest.raises(ConfigurationError, match="provider 'offline' → 'ollama'"):
+        run(tiny_suite, config(tmp_path, provider="ollama", resume=True), Engines(), scorer)
+
+
+def test_a_scoring_error_fails_the_turn_and_the_run_goes_on(
+    tmp_path: Path, tiny_suite: list[Scenario], scorer: TurnScorer
+) -> None:
+    class BrokenScorer:
+        def score(self, *args: object, **kwargs: object) -> object:
+            raise RuntimeError("scorer bug")
+
+    outcome = run_benchmark(
+        tiny_suite,
+        config(tmp_path),
+        engine_factory=Engines(),
+        scorer=BrokenScorer(),  # type: ignore[arg-type]
+        show_progress=False,
+    )
+    assert len(outcome.rows) == 6
+    assert all(r.score.details == ["scoring error: RuntimeError: scorer bug"] for r in outcome.rows)
+
+
+def test_state_is_checked_only_in_modes_that_produce_it(tmp_path: Path, scorer: TurnScorer) -> None:
+    suite_path = tmp_path / "state.yaml"
+    suite_path.write_text(
+        "scenarios:\n  - id: s\n    category: x\n    turns:\n      - user: hola\n"
+        "        expect: {state: {cliente_actual: Empresa ABC}}\n",
+        encoding="utf-8",
+    )
+    outcome = run(load_scenarios([suite_path]), config(tmp_path), Engines(), scorer)
+    by_mode = {row.mode: row.score for row in outcome.rows}
+    assert by_mode["planner"].state is False and not by_mode["planner"].passed  # it returned no state
+    assert by_mode["toolcalling"].state is None and by_mode["toolcalling"].passed
+
+
+def test_threads_with_real_engines_give_the_same_records_as_one_thread(
+    tmp_path: Path, erp_db_url: str
+) -> None:
+    """Worker threads share the ERP, the SQLite memory store and the model, as `erp-ai bench` does."""
+    suite = load_scenarios(tags=["articulo", "follow_up"])
+    figures = {}
+    for concurrency in (1, 4):
+        cfg = config(
+            tmp_path / str(concurrency),
+            modes=["planner", "toolcalling", "toolcalling-full"],
+            concurrency=concurrency,
+            repeat=2,
+        )
+        outcome = run_suite(
+            suite, cfg, db_url=erp_db_url, model=build_chat_model("offline"), show_progress=False
+        )
+        assert not any(row.failed for row in outcome.rows), [r.errors for r in outcome.rows if r.failed]
+        figures[concurrency] = sorted(
+            (r.mode, r.scenario, r.repetition, r.turn, r.passed, r.model_calls, r.input_tokens, r.answer)
+            for r in outcome.rows
+        )
+    assert len(figures[1]) == 2 * 3 * sum(len(s.turns) for s in suite)
+    assert figures[4] == figures[1]

@@ -119,6 +119,24 @@ def test_unknown_operations_are_caught_with_the_registry(tmp_path: Path, registr
     assert caught.value.scenario == "e"
 
 
+def test_unknown_operations_inside_nested_facts_are_caught(tmp_path: Path, registry: Any) -> None:
+    path = write(
+        tmp_path,
+        "scenarios:\n  - id: f\n    category: x\n    turns:\n      - user: hola\n"
+        "        expect: {facts: ['compras_cliente(cliente=top(anio=2025).cliente, anio=2025).total']}\n",
+    )
+    with pytest.raises(ScenarioError, match="top"):
+        load_scenarios([path], registry=registry)
+
+
+def test_a_file_that_is_not_utf8_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes("scenarios:\n  - id: a\n    category: año\n".encode("latin-1"))
+    with pytest.raises(ScenarioError, match="cannot read") as caught:
+        load_scenarios([path])
+    assert caught.value.file == str(path)
+
+
 def test_tags_select_by_tag_category_or_id(tiny_suite_path: Path) -> None:
     assert [s.id for s in load_scenarios([tiny_suite_path], tags=["articulo"])] == ["ventas"]
     assert [s.id for s in load_scenarios([tiny_suite_path], tags=["small_talk"])] == ["saludo"]

@@ -71,7 +71,7 @@ def test_findings_are_computed_from_the_data(results_path: Path) -> None:
     assert "85% fewer input tokens" in text
     assert "planner never exceeded 2 model calls per turn" in text
     assert "toolcalling-full ×12.00" in text
-    assert "1 turn(s) raised" in text
+    assert "1 turn(s) failed" in text
 
 
 def test_the_report_can_be_re_rendered_elsewhere(results_path: Path, tmp_path: Path) -> None:
@@ -160,7 +160,7 @@ def test_a_mode_whose_every_turn_raised_is_not_compared(tmp_path: Path) -> None:
     files = write_reports(writer.path)
     text = " ".join(findings(files.summary))
     assert "fewer input tokens" not in text and "never exceeded" not in text
-    assert "planner: every one of its 12 turns raised" in text
+    assert "planner: every one of its 12 turns failed" in text
     assert "nothing to compare" in files.html.read_text(encoding="utf-8")
 
 

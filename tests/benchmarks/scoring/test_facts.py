@@ -34,6 +34,10 @@ def test_string_parameters_and_negative_indexes_parse() -> None:
         "erp.ventas_anuales(anio=2025)",
         "ventas_anuales(anio=2025).total + 1",
         "ventas_anuales(anio=2025).productos[0:2]",
+        "ventas_anuales(anio={[1]: 2}).total",
+        "ventas_anuales(anio=2025)\x00",
+        "compras_cliente(cliente=os.system('ls'), anio=2025).total",
+        "compras_cliente(cliente=mejor_cliente(2025).cliente, anio=2025).total",
     ],
 )
 def test_anything_but_a_call_with_literals_and_a_path_is_refused(source: str) -> None:
@@ -79,8 +83,21 @@ def test_each_distinct_call_runs_once(registry: Any, erp: Any) -> None:
         "ventas_anuales(anio=2025).no_hay",
         "top_productos(anio=2025, limite=3).productos[7]",
         "ventas_anuales(anio='dos mil').total",
+        "mejor_cliente(anio=2025).cliente[0]",
+        "compras_cliente(cliente=mejor_cliente(anio=2025).no_hay, anio=2025).total",
     ],
 )
 def test_unevaluable_facts_raise_a_clear_error(registry: Any, erp: Any, source: str) -> None:
     with pytest.raises(FactEvaluationError):
         FactEvaluator(registry, erp).evaluate(source)
+
+
+def test_a_fact_can_take_another_fact_as_a_parameter(registry: Any, erp: Any) -> None:
+    fact = parse_fact("compras_cliente(cliente=mejor_cliente(anio=2024).cliente, anio=2026).total")
+    assert list(fact.operations()) == ["compras_cliente", "mejor_cliente"]
+    facts = FactEvaluator(registry, erp)
+    best = facts.evaluate("mejor_cliente(anio=2024).cliente")
+    assert (
+        facts.evaluate(fact)
+        == registry.execute(erp, "compras_cliente", {"cliente": best, "anio": 2026})["total"]
+    )

@@ -90,3 +90,60 @@ def test_whole_millions_match_in_words(millions: int) -> None:
 def test_millions_with_one_decimal_match_the_exact_amount(n: int) -> None:
     text = f"{n / 1e6:,.1f} millones".replace(",", "_").replace(".", ",").replace("_", ".")
     assert mentions_number(text, n), text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "₲1.850.000.000",
+        "8.500.000.000",
+        "₲85.000.000",
+        "850.000",
+        "0.850 millones",
+        "850 mil",
+        "1.850 millones",
+        "8.500 millones",
+    ],
+)
+def test_the_article_figure_is_not_found_inside_other_figures(text: str) -> None:
+    assert not mentions_number(text, 850_000_000)
+
+
+def test_a_leading_zero_is_a_decimal_point_not_a_thousands_group() -> None:
+    assert mentions_number("0,850 mil millones", 850_000_000)
+    assert parse_number("0.850") == (0.85, 3)
+    assert parse_number("1234.567") == (1234.567, 3)
+
+
+def test_decimals_match_exactly_written_amounts() -> None:
+    for text in ("62313500.5", "62.313.500,5", "62,313,500.50", "₲62.313.500,50"):
+        assert mentions_number(text, 62_313_500.5), text
+    assert not mentions_number("62.313.500", 62_313_500.5)
+    assert not mentions_number("62313500.4", 62_313_500.5)
+
+
+def test_a_rounded_figure_must_keep_two_significant_digits() -> None:
+    assert not mentions_number("cerca de 1 millón", 1_400_000)
+    assert not mentions_number("unos 2 mil millones", 2_400_000_000)
+    assert mentions_number("1,4 millones", 1_400_000)
+    assert mentions_number("1 millón", 1_000_000)
+
+
+@pytest.mark.parametrize(
+    "token", ["1.5.3", "12.05.2025", "1.234,567.8", "1,234.567,8", "8,50,00,000", "12\u00a05"]
+)
+def test_malformed_groupings_are_not_read_as_numbers(token: str) -> None:
+    assert parse_number(token) is None
+    assert extract_numbers(f"versión {token} lista") == []
+
+
+@given(st.text(alphabet="0123456789.,\u00a0 ₲abmilones", max_size=40))
+def test_any_text_is_scanned_without_raising(text: str) -> None:
+    for mention in extract_numbers(text):
+        assert mention.value >= 0 and mention.tolerance >= 0
+
+
+@given(st.integers(min_value=1, max_value=10**12))
+def test_a_figure_never_matches_inside_a_longer_grouped_figure(n: int) -> None:
+    for text in (f"₲1.{es(n)}", f"{es(n)}.000", f"1,{en(n)}"):
+        assert not mentions_number(text, n), text

@@ -79,6 +79,16 @@ def test_punctuation_in_names_is_ignored_as_in_bfcl() -> None:
     assert match_operations(
         expected, [call("compras_cliente", cliente="comercial guarani s.a", anio=2025)]
     ).ok
+    assert match_operations(expected, [call("compras_cliente", cliente="COMERCIAL GUARANI SA", anio=2025)]).ok
     assert not match_operations(
         expected, [call("compras_cliente", cliente="Comercial Guaraní", anio=2025)]
     ).ok
+
+
+def test_mismatches_are_reported_as_the_calls_were_written() -> None:
+    result = match_operations(
+        [call("compras_cliente", cliente="Empresa ABC", anio=2025)],
+        [call("compras_cliente", cliente="Empresa XYZ", anio=2025)],
+    )
+    assert result.missing == ['compras_cliente({"anio": 2025, "cliente": "Empresa ABC"})']
+    assert result.extra == ['compras_cliente({"anio": 2025, "cliente": "Empresa XYZ"})']

@@ -45,9 +45,14 @@ def test_a_missing_figure_fails_the_facts_check(scorer: TurnScorer) -> None:
 
 
 def test_state_is_skipped_when_the_mode_produces_none(scorer: TurnScorer) -> None:
-    assert scorer.score(ARTICLE, answer=ANSWER, operations=OPS, state={}).state is None
+    assert scorer.score(ARTICLE, answer=ANSWER, operations=OPS, state=None).state is None
     wrong = scorer.score(ARTICLE, answer=ANSWER, operations=OPS, state={"cliente_actual": "Otro"})
     assert wrong.state is False and not wrong.passed
+
+
+def test_an_empty_state_from_a_mode_that_produces_state_fails(scorer: TurnScorer) -> None:
+    empty = scorer.score(ARTICLE, answer=ANSWER, operations=OPS, state={})
+    assert empty.state is False and not empty.passed
 
 
 def test_nothing_may_be_executed_on_an_injection(scorer: TurnScorer) -> None:
@@ -100,3 +105,12 @@ def test_names_in_answers_match_without_accents() -> None:
     assert value_in_answer("Distribuidora Ñandutí S.A.", "fue distribuidora NANDUTI s.a.")
     assert value_in_answer(850_000_000, "₲850.000.000")
     assert not value_in_answer(850_000_000, "₲85.000.000")
+
+
+def test_names_match_as_whole_words_whatever_the_punctuation() -> None:
+    assert value_in_answer("Comercial Guaraní S.A.", "Comercial Guaraní S.A, con ₲1")
+    assert value_in_answer("80012345-6", "Su RUC es 80012345-6.")
+    assert not value_in_answer("Empresa AB", "El mejor cliente fue Empresa ABC.")
+    assert not value_in_answer("Aceite", "Vendimos Aceites varios.")
+    assert value_in_answer(["Empresa ABC", 120_000_000], "Empresa ABC compró 120 millones")
+    assert not value_in_answer(True, "Así es.")
