@@ -6,8 +6,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-ModeName = Literal["planner", "toolcalling", "toolcalling-full"]
-
 FailureKind = Literal["provider", "model_output", "limit", "storage"]
 """Why a turn could not be answered normally: the model provider failed; the model's output was unusable;
 a model-call or recursion limit stopped it; or the memory store could not record it."""

@@ -17,6 +17,8 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import LLMResult
 from pydantic import BaseModel
 
+from shared.llm.tokens import approx_json_tokens, approx_tokens
+
 
 @dataclass(frozen=True)
 class BackingRequest:
@@ -80,11 +82,6 @@ class _UsageCapture(BaseCallbackHandler):
                     self.simulated_ms = (self.simulated_ms or 0.0) + float(simulated)
 
 
-def approx_tokens(text: str) -> int:
-    """Fallback token estimate (about four characters per token) when the model reports no usage."""
-    return max(1, (len(text) + 3) // 4) if text else 0
-
-
 def call_backing_model(model: BaseChatModel, request: BackingRequest) -> BackingReply:
     """Run ``request`` against ``model`` and return its reply.
 
@@ -117,9 +114,9 @@ def call_backing_model(model: BaseChatModel, request: BackingRequest) -> Backing
             ]
     input_tokens = capture.input_tokens
     output_tokens = capture.output_tokens
-    if not capture.seen_usage:
+    if not capture.seen_usage:  # the model reports no usage: count with the project's approximation
         input_tokens = sum(approx_tokens(m.text) for m in request.messages)
-        output_tokens = approx_tokens(text) + sum(approx_tokens(json.dumps(c.args)) for c in tool_calls)
+        output_tokens = approx_tokens(text) + sum(approx_json_tokens(c.args) for c in tool_calls)
     return BackingReply(
         text=text,
         tool_calls=tool_calls,

@@ -154,7 +154,12 @@ class _Handler(BaseHTTPRequestHandler):
     def _serve(self) -> None:
         emulator = self.server.emulator
         split = urlsplit(self.path)
-        length = int(self.headers.get("Content-Length") or 0)
+        length = _content_length(self.headers.get("Content-Length"))
+        if length is None:  # the body cannot be delimited: answer, then drop the connection
+            error = emulator.protocol.error_reply(400, "invalid Content-Length header")
+            self.close_connection = True
+            self._write_json(error.status, error.body)
+            return
         raw = self.rfile.read(length) if length else b""
         headers = {key: value for key, value in self.headers.items()}
         try:
@@ -181,9 +186,8 @@ class _Handler(BaseHTTPRequestHandler):
         except BadRequestError as exc:
             self._write_json(exc.status, exc.body)
             return
-        except (
-            Exception
-        ) as exc:  # a backing-model failure becomes the provider's 500, as a real server's would
+        except Exception as exc:
+            # A backing-model failure becomes the provider's 500, as a real server's would.
             reply = emulator.protocol.error_reply(500, f"{type(exc).__name__}: {exc}")
         if isinstance(reply, JsonReply):
             self._write_json(reply.status, reply.body)
@@ -217,6 +221,17 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (e.g. a timeout test)
             self.close_connection = True
+
+
+def _content_length(header: str | None) -> int | None:
+    """The request body's length: 0 without the header, ``None`` when the header is not a length."""
+    if header is None:
+        return 0
+    try:
+        length = int(header)
+    except ValueError:
+        return None
+    return length if length >= 0 else None
 
 
 class EmulatorServer:

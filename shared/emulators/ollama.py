@@ -258,6 +258,7 @@ class OllamaProtocol:
             return self.error_reply(400, "model is required" if missing_model else str(exc))
         if not self._known(chat.model):
             return self.error_reply(404, f'model "{chat.model}" not found, try pulling it first')
+        backing = self._backing_request(chat)  # before the fault: a bad request must not use one up
         try:
             decision = faults.decide(request.headers)
         except UnknownFaultError as exc:
@@ -268,7 +269,7 @@ class OllamaProtocol:
             return self.error_reply(500, _RUNNER_STOPPED)
 
         started = time.perf_counter()
-        reply = call_backing_model(self.model, self._backing_request(chat))
+        reply = call_backing_model(self.model, backing)
         elapsed_ms = (time.perf_counter() - started) * 1000
         text = reply.text
         if decision.mode == "schema_invalid" and chat.format:

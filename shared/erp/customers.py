@@ -14,7 +14,7 @@ from __future__ import annotations
 import difflib
 from typing import Final
 
-from sqlalchemy import and_, select
+from sqlalchemy import and_, bindparam, select
 from sqlalchemy.orm import Session
 
 from shared.erp.models import Customer
@@ -24,6 +24,9 @@ from shared.text import fold
 MAX_SUGGESTIONS: Final = 5
 SIMILARITY_CUTOFF: Final = 0.6
 """Minimum :class:`difflib.SequenceMatcher` ratio for a name to be suggested."""
+
+_BY_FOLDED_NAME: Final = select(Customer).where(Customer.name_folded == bindparam("folded"))
+"""The exact-match lookup, built once: it runs on every operation that names a customer."""
 
 
 def _escape_like(text: str) -> str:
@@ -57,7 +60,7 @@ def resolve_customer(session: Session, text: str, operation: str) -> Customer:
     ``operation`` is the operation name carried by the error, so the caller knows which request failed.
     """
     folded = fold(text)
-    exact = session.scalars(select(Customer).where(Customer.name_folded == folded)).first()
+    exact = session.scalars(_BY_FOLDED_NAME, {"folded": folded}).first()
     if exact is not None:
         return exact
     partial = _partial_matches(session, folded, limit=MAX_SUGGESTIONS + 1)

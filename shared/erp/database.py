@@ -12,6 +12,8 @@ from pathlib import Path
 from sqlalchemy import Engine, create_engine, event, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from shared.erp.models import ErpSetting
+
 DEMO_TODAY = date(2026, 11, 30)
 """The demo ERP's "today". The seed stores it in the database; code reads it from there."""
 
@@ -69,8 +71,6 @@ class Erp:
 
 def read_today(engine: Engine) -> date:
     """The ERP's "today" as stored by the seed (``erp_settings.today``); :data:`DEMO_TODAY` if absent."""
-    from shared.erp.models import ErpSetting
-
     with Session(engine) as session:
         value = session.scalar(select(ErpSetting.value).where(ErpSetting.key == "today"))
     return date.fromisoformat(value) if value else DEMO_TODAY
@@ -85,5 +85,10 @@ def open_erp(url: str | None = None) -> Erp:
     from shared.erp.seed import seed_erp
 
     engine = make_engine(url or default_db_url())
-    seed_erp(engine)
-    return Erp(engine=engine, today=read_today(engine))
+    try:
+        seed_erp(engine)
+        today = read_today(engine)
+    except BaseException:  # e.g. a database seeded by another version: do not leak the connection pool
+        engine.dispose()
+        raise
+    return Erp(engine=engine, today=today)

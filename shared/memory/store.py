@@ -4,11 +4,16 @@
 one transaction, and :meth:`MemoryStore.build_context` reads back a bounded
 :class:`~shared.memory.context.ConversationContext` with three indexed queries, however long the history is.
 
-Concurrency. Each call runs in its own session, so a store can be shared by threads. Every write transaction
-starts with a write to the conversation's state row (see :meth:`MemoryStore._lock_conversation`): on SQLite
+Concurrency. Each call runs on its own connection, so a store can be shared by threads. Every write
+transaction starts with a write to the conversation's state row (see :func:`_lock_conversation`): on SQLite
 (WAL, busy timeout) that takes the database write lock before anything is read, so read-merge-write of the
 state and of the memory items cannot lose an update; on other databases it locks the state row. Turns on
 different conversations never touch the same rows.
+
+Cost. Every call of a turn runs on a plain SQLAlchemy Core connection with statements built once, at import:
+on SQLite, building a statement and going through an ORM session cost more than running the query. A turn
+is written in four to six statements (state lock and read, messages, memories, state) and its context is
+read in three.
 """
 
 from __future__ import annotations
@@ -22,8 +27,8 @@ from types import TracebackType
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import CursorResult, Engine, insert, select, update
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy import Connection, Engine, bindparam, insert, select, update
+from sqlalchemy.exc import IntegrityError
 
 from shared.answer import MemoryItem
 from shared.erp.database import default_db_url, make_engine
@@ -47,6 +52,54 @@ _MESSAGES_PER_EXCHANGE = 8
 """How many recent messages per requested exchange :meth:`MemoryStore.build_context` reads at first."""
 _WIDER_WINDOW_FACTOR = 8
 """If that window holds too few exchanges (long tool-calling turns), one retry reads this many times more."""
+
+# -- statements, built once (parameters: ``cid`` is always the conversation id) ------------------------------
+_CONVERSATION = select(Conversation.id, Conversation.user_id, Conversation.created_at).where(
+    Conversation.id == bindparam("cid")
+)
+_INSERT_CONVERSATION = insert(Conversation)
+_STATE = select(ConversationState.state).where(ConversationState.conversation_id == bindparam("cid"))
+_INSERT_STATE = insert(ConversationState)
+_TOUCH_STATE = (
+    update(ConversationState)
+    .where(ConversationState.conversation_id == bindparam("cid"))
+    .values(updated_at=bindparam("now"))
+)
+"""The first statement of every write transaction: see :func:`_lock_conversation`."""
+_TOUCH_STATE_RETURNING = _TOUCH_STATE.returning(ConversationState.state)
+_WRITE_STATE = (
+    update(ConversationState)
+    .where(ConversationState.conversation_id == bindparam("cid"))
+    .values(state=bindparam("new_state"), updated_at=bindparam("now"))
+)
+_INSERT_MESSAGES = insert(Message)
+_HISTORY = (
+    select(Message.id, Message.role, Message.content, Message.meta, Message.created_at)
+    .where(Message.conversation_id == bindparam("cid"))
+    .order_by(Message.id)
+)
+_NEWEST_MESSAGES = (
+    select(Message.role, Message.content, Message.meta)
+    .where(Message.conversation_id == bindparam("cid"))
+    .order_by(Message.id.desc())
+    .limit(bindparam("limit"))
+)
+_RANKED_MEMORIES = (
+    select(MemoryRecord.content, MemoryRecord.importance)
+    .where(MemoryRecord.conversation_id == bindparam("cid"))
+    .order_by(MemoryRecord.importance.desc(), MemoryRecord.id.desc())
+)
+_TOP_MEMORIES = _RANKED_MEMORIES.limit(bindparam("limit"))
+_STORED_MEMORIES = select(MemoryRecord.id, MemoryRecord.content_key, MemoryRecord.importance).where(
+    MemoryRecord.conversation_id == bindparam("cid"),
+    MemoryRecord.content_key.in_(bindparam("keys", expanding=True)),
+)
+_RAISE_IMPORTANCE = (
+    update(MemoryRecord)
+    .where(MemoryRecord.id == bindparam("record_id"))
+    .values(importance=bindparam("new_importance"))
+)
+_INSERT_MEMORIES = insert(MemoryRecord)
 
 
 class MessageIn(BaseModel):
@@ -117,7 +170,6 @@ class MemoryStore:
             self._engine = url_or_engine
             self._owns_engine = False
         MemoryBase.metadata.create_all(self._engine)
-        self._sessions = sessionmaker(self._engine, expire_on_commit=False)
 
     @property
     def engine(self) -> Engine:
@@ -132,25 +184,26 @@ class MemoryStore:
         Raises ``ValueError`` if ``conversation_id`` is already taken or is not a valid id.
         """
         new_id = _check_id(conversation_id) if conversation_id is not None else uuid.uuid4().hex
-        with self._sessions.begin() as session:
-            if session.get(Conversation, new_id) is not None:
-                raise ValueError(f"Conversation {new_id!r} already exists.")
-            _insert_conversation(session, new_id, user_id)
+        try:
+            with self._engine.begin() as connection:
+                _insert_conversation(connection, new_id, user_id)
+        except IntegrityError:  # the primary key: checking first would still race with another creator
+            raise ValueError(f"Conversation {new_id!r} already exists.") from None
         return new_id
 
     def get_conversation(self, conversation_id: str) -> ConversationInfo | None:
         """The conversation with that id, or ``None`` if there is none."""
-        with self._sessions() as session:
-            row = session.get(Conversation, conversation_id)
-            if row is None:
-                return None
-            return ConversationInfo(id=row.id, user_id=row.user_id, created_at=_aware(row.created_at))
+        with self._engine.connect() as connection:
+            row = connection.execute(_CONVERSATION, {"cid": conversation_id}).first()
+        if row is None:
+            return None
+        return ConversationInfo(id=row.id, user_id=row.user_id, created_at=_aware(row.created_at))
 
     def ensure_conversation(self, conversation_id: str, user_id: str | None = None) -> str:
         """Create the conversation unless it exists (an existing one keeps its user); return its id."""
         _check_id(conversation_id)
-        with self._sessions.begin() as session:
-            self._lock_conversation(session, conversation_id, user_id)
+        with self._engine.begin() as connection:
+            _lock_conversation(connection, conversation_id, user_id)
         return conversation_id
 
     # -- writing -------------------------------------------------------------------------------------------
@@ -162,12 +215,12 @@ class MemoryStore:
         ids). Returns the conversation state after the merge.
         """
         _check_id(conversation_id)
-        with self._sessions.begin() as session:
-            state = self._lock_conversation(session, conversation_id)
+        with self._engine.begin() as connection:
+            state = _lock_conversation(connection, conversation_id)
             if turn.messages:
                 now = utc_now()
-                session.execute(
-                    insert(Message),
+                connection.execute(
+                    _INSERT_MESSAGES,
                     [
                         {
                             "conversation_id": conversation_id,
@@ -179,9 +232,10 @@ class MemoryStore:
                         for message in turn.messages
                     ],
                 )
-            _store_memories(session, conversation_id, turn.memories)
-            if turn.state:
-                state = _write_state(session, conversation_id, _merge(state, turn.state))
+            _store_memories(connection, conversation_id, turn.memories)
+            merged = _merge(state, turn.state)
+            if merged != state:  # an unchanged state costs no write (the lock already set updated_at)
+                state = _write_state(connection, conversation_id, merged)
         return state
 
     def merge_state(self, conversation_id: str, updates: Mapping[str, Any]) -> dict[str, Any]:
@@ -190,39 +244,39 @@ class MemoryStore:
         Creates the conversation if it does not exist yet, like :meth:`record_turn`.
         """
         _check_id(conversation_id)
-        with self._sessions.begin() as session:
-            state = self._lock_conversation(session, conversation_id)
-            return _write_state(session, conversation_id, _merge(state, updates))
+        with self._engine.begin() as connection:
+            state = _lock_conversation(connection, conversation_id)
+            merged = _merge(state, updates)
+            return _write_state(connection, conversation_id, merged) if merged != state else state
 
     # -- reading -------------------------------------------------------------------------------------------
 
     def get_state(self, conversation_id: str) -> dict[str, Any]:
         """The conversation's state (``{}`` for an unknown conversation)."""
-        with self._sessions() as session:
-            return _read_state(session, conversation_id)
+        with self._engine.connect() as connection:
+            return _read_state(connection, conversation_id)
 
     def history(self, conversation_id: str) -> list[StoredMessage]:
         """Every message of the conversation, oldest first, with its metadata (``[]`` if unknown)."""
-        with self._sessions() as session:
-            rows = session.scalars(
-                select(Message).where(Message.conversation_id == conversation_id).order_by(Message.id)
-            ).all()
-            return [
-                StoredMessage(
-                    id=row.id,
-                    conversation_id=row.conversation_id,
-                    role=row.role,  # type: ignore[arg-type]  # the table's CHECK constraint keeps it a Role
-                    content=row.content,
-                    metadata=dict(row.meta or {}),
-                    created_at=_aware(row.created_at),
-                )
-                for row in rows
-            ]
+        with self._engine.connect() as connection:
+            rows = connection.execute(_HISTORY, {"cid": conversation_id}).all()
+        return [
+            StoredMessage(
+                id=message_id,
+                conversation_id=conversation_id,
+                role=role,
+                content=content,
+                metadata=dict(meta or {}),
+                created_at=_aware(created_at),
+            )
+            for message_id, role, content, meta, created_at in rows
+        ]
 
     def memories(self, conversation_id: str, limit: int | None = None) -> list[MemoryItem]:
         """The conversation's memory items, most relevant first (importance, then the most recent)."""
-        with self._sessions() as session:
-            return _ranked_memories(session, conversation_id, limit)
+        with self._engine.connect() as connection:
+            rows = _ranked_memories(connection, conversation_id, limit)
+        return [MemoryItem(contenido=content, importancia=importance) for content, importance in rows]
 
     def build_context(
         self, conversation_id: str, today: date, memory_limit: int = 5, exchanges: int = 1
@@ -233,13 +287,13 @@ class MemoryStore:
         skipped). Three indexed queries, independent of the conversation's length; an unknown conversation
         yields an empty context.
         """
-        with self._sessions() as session:
-            state = _read_state(session, conversation_id)
-            memories = _ranked_memories(session, conversation_id, memory_limit) if memory_limit > 0 else []
-            recent = _last_exchanges(session, conversation_id, exchanges) if exchanges > 0 else []
+        with self._engine.connect() as connection:
+            state = _read_state(connection, conversation_id)
+            memories = _ranked_memories(connection, conversation_id, memory_limit) if memory_limit > 0 else []
+            recent = _last_exchanges(connection, conversation_id, exchanges) if exchanges > 0 else []
         return ConversationContext(
             hoy=today,
-            memoria=[item.contenido for item in memories],
+            memoria=[content for content, _ in memories],
             estado=state,
             ultimos_intercambios=recent,
         )
@@ -259,31 +313,6 @@ class MemoryStore:
     ) -> None:
         self.close()
 
-    # -- internals -----------------------------------------------------------------------------------------
-
-    @staticmethod
-    def _lock_conversation(
-        session: Session, conversation_id: str, user_id: str | None = None
-    ) -> dict[str, Any]:
-        """Start a write transaction on the conversation, creating it if needed; return its current state.
-
-        The first statement is an ``UPDATE`` of the state row: SQLite takes its write lock there (even when no
-        row matches), other databases lock the row, so what is read next cannot change before the commit.
-        """
-        touched = session.connection().execute(
-            update(ConversationState)
-            .where(ConversationState.conversation_id == conversation_id)
-            .values(updated_at=utc_now())
-        )
-        if isinstance(touched, CursorResult) and touched.rowcount > 0:
-            return _read_state(session, conversation_id)
-        if session.get(Conversation, conversation_id) is None:
-            _insert_conversation(session, conversation_id, user_id)
-        else:  # a conversation created by other means, without its state row
-            session.add(ConversationState(conversation_id=conversation_id, state={}, updated_at=utc_now()))
-            session.flush()
-        return {}
-
 
 def open_memory_store(url: str | None = None) -> MemoryStore:
     """Open the memory at ``url``, else ``$ERP_AI_MEMORY_URL``, else the ERP's ``default_db_url()``."""
@@ -298,27 +327,46 @@ def _check_id(conversation_id: str) -> str:
     return conversation_id
 
 
-def _insert_conversation(session: Session, conversation_id: str, user_id: str | None) -> None:
+def _lock_conversation(
+    connection: Connection, conversation_id: str, user_id: str | None = None
+) -> dict[str, Any]:
+    """Start a write transaction on the conversation, creating it if needed; return its current state.
+
+    The first statement is an ``UPDATE`` of the state row: SQLite takes its write lock there (even when no
+    row matches), other databases lock the row, so what is read next cannot change before the commit. Where
+    the database supports ``UPDATE … RETURNING`` (SQLite 3.35+, PostgreSQL) the same statement reads the
+    state; elsewhere a ``SELECT`` follows.
+    """
+    params = {"cid": conversation_id, "now": utc_now()}
+    if connection.dialect.update_returning:
+        row = connection.execute(_TOUCH_STATE_RETURNING, params).first()
+        if row is not None:
+            return dict(row.state or {})
+    elif connection.execute(_TOUCH_STATE, params).rowcount > 0:
+        return _read_state(connection, conversation_id)
+    # No state row: a new conversation, or one created by other means without its state row.
+    if connection.execute(_CONVERSATION, {"cid": conversation_id}).first() is None:
+        _insert_conversation(connection, conversation_id, user_id)
+    else:  # a conversation created by other means, without its state row
+        connection.execute(
+            _INSERT_STATE, {"conversation_id": conversation_id, "state": {}, "updated_at": utc_now()}
+        )
+    return {}
+
+
+def _insert_conversation(connection: Connection, conversation_id: str, user_id: str | None) -> None:
+    """A new conversation's row and its empty state row."""
     now = utc_now()
-    session.add(Conversation(id=conversation_id, user_id=user_id, created_at=now))
-    session.flush()
-    session.add(ConversationState(conversation_id=conversation_id, state={}, updated_at=now))
-    session.flush()
+    connection.execute(_INSERT_CONVERSATION, {"id": conversation_id, "user_id": user_id, "created_at": now})
+    connection.execute(_INSERT_STATE, {"conversation_id": conversation_id, "state": {}, "updated_at": now})
 
 
-def _read_state(session: Session, conversation_id: str) -> dict[str, Any]:
-    state = session.scalar(
-        select(ConversationState.state).where(ConversationState.conversation_id == conversation_id)
-    )
-    return dict(state or {})
+def _read_state(connection: Connection, conversation_id: str) -> dict[str, Any]:
+    return dict(connection.scalar(_STATE, {"cid": conversation_id}) or {})
 
 
-def _write_state(session: Session, conversation_id: str, state: dict[str, Any]) -> dict[str, Any]:
-    session.execute(
-        update(ConversationState)
-        .where(ConversationState.conversation_id == conversation_id)
-        .values(state=state, updated_at=utc_now())
-    )
+def _write_state(connection: Connection, conversation_id: str, state: dict[str, Any]) -> dict[str, Any]:
+    connection.execute(_WRITE_STATE, {"cid": conversation_id, "new_state": state, "now": utc_now()})
     return state
 
 
@@ -338,7 +386,7 @@ def _memory_key(content: str) -> str:
     return hashlib.sha256(fold(content).encode("utf-8")).hexdigest()
 
 
-def _store_memories(session: Session, conversation_id: str, items: Sequence[MemoryItem]) -> None:
+def _store_memories(connection: Connection, conversation_id: str, items: Sequence[MemoryItem]) -> None:
     """Insert new memory items; an already-stored content keeps the higher of its two importances."""
     best: dict[str, tuple[str, float]] = {}
     for item in items:
@@ -350,21 +398,18 @@ def _store_memories(session: Session, conversation_id: str, items: Sequence[Memo
         best[key] = (first_content, max(importance, item.importancia))
     if not best:
         return
-    existing = session.execute(
-        select(MemoryRecord.id, MemoryRecord.content_key, MemoryRecord.importance).where(
-            MemoryRecord.conversation_id == conversation_id, MemoryRecord.content_key.in_(best)
-        )
-    ).all()
+    existing = connection.execute(_STORED_MEMORIES, {"cid": conversation_id, "keys": list(best)}).all()
+    raised: list[dict[str, Any]] = []
     for record_id, key, importance in existing:
         _, new_importance = best.pop(key)
         if new_importance > importance:
-            session.execute(
-                update(MemoryRecord).where(MemoryRecord.id == record_id).values(importance=new_importance)
-            )
+            raised.append({"record_id": record_id, "new_importance": new_importance})
+    if raised:
+        connection.execute(_RAISE_IMPORTANCE, raised)
     if best:
         now = utc_now()
-        session.execute(
-            insert(MemoryRecord),
+        connection.execute(
+            _INSERT_MEMORIES,
             [
                 {
                     "conversation_id": conversation_id,
@@ -378,28 +423,22 @@ def _store_memories(session: Session, conversation_id: str, items: Sequence[Memo
         )
 
 
-def _ranked_memories(session: Session, conversation_id: str, limit: int | None) -> list[MemoryItem]:
-    query = (
-        select(MemoryRecord.content, MemoryRecord.importance)
-        .where(MemoryRecord.conversation_id == conversation_id)
-        .order_by(MemoryRecord.importance.desc(), MemoryRecord.id.desc())
-    )
-    if limit is not None:
-        query = query.limit(limit)
-    rows = session.execute(query).all()
-    return [MemoryItem(contenido=content, importancia=importance) for content, importance in rows]
+def _ranked_memories(
+    connection: Connection, conversation_id: str, limit: int | None
+) -> list[tuple[str, float]]:
+    """``(content, importance)`` of the conversation's memories: by importance, then the most recent."""
+    if limit is None:
+        rows = connection.execute(_RANKED_MEMORIES, {"cid": conversation_id})
+    else:
+        rows = connection.execute(_TOP_MEMORIES, {"cid": conversation_id, "limit": limit})
+    return [(content, importance) for content, importance in rows]
 
 
-def _last_exchanges(session: Session, conversation_id: str, count: int) -> list[Exchange]:
+def _last_exchanges(connection: Connection, conversation_id: str, count: int) -> list[Exchange]:
     """The last ``count`` exchanges, oldest first, read from a bounded window of the newest messages."""
     window = count * _MESSAGES_PER_EXCHANGE
     for limit in (window, window * _WIDER_WINDOW_FACTOR):
-        rows = session.execute(
-            select(Message.role, Message.content, Message.meta)
-            .where(Message.conversation_id == conversation_id)
-            .order_by(Message.id.desc())
-            .limit(limit)
-        ).all()
+        rows = connection.execute(_NEWEST_MESSAGES, {"cid": conversation_id, "limit": limit}).all()
         exchanges = _pair_exchanges((role, content, meta) for role, content, meta in reversed(rows))
         if len(exchanges) >= count or len(rows) < limit:
             break

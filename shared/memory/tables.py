@@ -66,7 +66,9 @@ class Message(MemoryBase):
     role: Mapped[str] = mapped_column(String(16))
     content: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utc_now)
-    meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, default=dict)
+    meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, key="meta", default=dict)
+    """Column ``metadata`` (a reserved attribute name in declarative classes). ``key="meta"`` makes Core
+    statements use the attribute's name too: without it a bulk insert's ``"meta"`` key is silently dropped."""
 
 
 class ConversationState(MemoryBase):

@@ -101,22 +101,12 @@ class OperationRegistry:
 
     def validate(self, name: str, params: dict[str, Any] | None) -> BaseModel:
         """Return the validated parameter model, or raise Unknown/InvalidParametersError."""
-        operation = self.get(name)
-        if params is not None and not isinstance(params, dict):
-            raise InvalidParametersError(name, f"expected an object, got {type(params).__name__}")
-        try:
-            validated: BaseModel = operation.params_model.model_validate(params or {})
-            return validated
-        except ValidationError as exc:
-            raise InvalidParametersError(
-                name,
-                [{"loc": e["loc"], "msg": e["msg"], "type": e["type"]} for e in exc.errors()],
-            ) from None
+        return _validate(self.get(name), params)
 
     def execute(self, erp: Erp, name: str, params: dict[str, Any] | None) -> dict[str, Any]:
         """Validate and run ``name`` against ``erp``; return its result as a JSON-ready dict."""
         operation = self.get(name)
-        validated = self.validate(name, params)
+        validated = _validate(operation, params)
         with erp.session() as session:
             result = operation.handler(session, validated)
         return dict(result.model_dump(mode="json"))
@@ -158,3 +148,16 @@ class OperationRegistry:
             )
 
         return [make(op) for op in self]
+
+
+def _validate(operation: Operation[Any, Any], params: dict[str, Any] | None) -> BaseModel:
+    if params is not None and not isinstance(params, dict):
+        raise InvalidParametersError(operation.name, f"expected an object, got {type(params).__name__}")
+    try:
+        validated: BaseModel = operation.params_model.model_validate(params or {})
+    except ValidationError as exc:
+        raise InvalidParametersError(
+            operation.name,
+            [{"loc": e["loc"], "msg": e["msg"], "type": e["type"]} for e in exc.errors()],
+        ) from None
+    return validated

@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 
 import httpx
+import pytest
 
 from shared.emulators import EmulatorServer, create_emulator
 from shared.emulators._http import split_text
@@ -48,6 +49,21 @@ def test_invalid_json_gets_the_protocols_error_body(
 
     assert ollama_reply.status_code == 400 and "invalid JSON body" in ollama_reply.json()["error"]
     assert gemini_reply.status_code == 400 and gemini_reply.json()["error"]["status"] == "INVALID_ARGUMENT"
+
+
+@pytest.mark.parametrize("length", ["-5", "many"])
+def test_an_invalid_content_length_gets_a_400_instead_of_a_hang(
+    ollama_server: EmulatorServer, length: str
+) -> None:
+    request = f"POST /api/chat HTTP/1.1\r\nHost: x\r\nContent-Length: {length}\r\n\r\n{{}}".encode()
+    with socket.create_connection((ollama_server.host, ollama_server.port), timeout=5) as client:
+        client.sendall(request)
+        reply = b""
+        while chunk := client.recv(4096):  # the server closes the connection after its reply
+            reply += chunk
+
+    assert reply.startswith(b"HTTP/1.1 400")
+    assert b"invalid Content-Length header" in reply
 
 
 def test_unknown_paths_are_404(ollama_server: EmulatorServer) -> None:

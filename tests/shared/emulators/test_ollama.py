@@ -275,6 +275,20 @@ def test_server_wide_fault_applies_count_times_then_stops(ollama_server: Emulato
     assert model.invoke("hola").content == "Hola. Dijiste: hola"
 
 
+def test_a_bad_request_does_not_use_up_a_counted_fault(ollama_server: EmulatorServer) -> None:
+    ollama_server.faults = EmulatorFaults(mode="http_500", count=1)
+    bad_arguments = {"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": "{"}}]}
+
+    rejected = httpx.post(
+        f"{ollama_server.base_url}/api/chat", json={"model": MODEL, "messages": [bad_arguments]}
+    )
+
+    assert rejected.status_code == 400 and "invalid tool call arguments" in rejected.json()["error"]
+    assert ollama_server.faults.count == 1
+    with pytest.raises(ollama.ResponseError):
+        chat(ollama_server).invoke("hola")
+
+
 def test_header_none_overrides_a_server_wide_fault(ollama_server: EmulatorServer) -> None:
     ollama_server.faults = EmulatorFaults(mode="http_500")
 

@@ -169,6 +169,46 @@ def test_record_turn_returns_the_merged_state(memory_store: MemoryStore) -> None
 # -- state ---------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("returning", [True, False], ids=["update-returning", "update-then-select"])
+def test_the_state_lock_reads_the_state_with_or_without_update_returning(
+    memory_store: MemoryStore, monkeypatch: pytest.MonkeyPatch, returning: bool
+) -> None:
+    # SQLite 3.35+ and PostgreSQL read the state in the locking UPDATE; MySQL needs a SELECT after it.
+    monkeypatch.setattr(memory_store.engine.dialect, "update_returning", returning)
+    cid = memory_store.create_conversation()
+    with memory_store.engine.begin() as connection:  # a conversation created without its state row
+        connection.execute(insert(Conversation).values(id="externa", user_id=None))
+
+    assert memory_store.record_turn(cid, turn("u1", "a1", state={"anio": 2025})) == {"anio": 2025}
+    assert memory_store.record_turn(cid, turn("u2", "a2", state={"tema": "ventas"})) == {
+        "anio": 2025,
+        "tema": "ventas",
+    }
+    assert memory_store.merge_state(cid, {"anio": None}) == {"tema": "ventas"}
+    assert memory_store.record_turn("nueva", turn("u", "a", state={"x": 1})) == {"x": 1}
+    assert memory_store.record_turn("externa", turn("u", "a", state={"y": 2})) == {"y": 2}
+    assert [memory_store.get_state(c) for c in (cid, "nueva", "externa")] == [
+        {"tema": "ventas"},
+        {"x": 1},
+        {"y": 2},
+    ]
+
+
+def test_a_turn_that_leaves_the_state_as_it_was_does_not_rewrite_it(memory_store: MemoryStore) -> None:
+    cid = memory_store.create_conversation()
+    memory_store.record_turn(cid, turn("u1", "a1", state={"tema": "ventas"}))
+
+    with StatementCounter(memory_store.engine) as counter:
+        state = memory_store.record_turn(cid, turn("u2", "a2", state={"tema": "ventas", "ausente": None}))
+
+    assert state == {"tema": "ventas"}
+    state_writes = [
+        sql for sql in counter.statements if sql.startswith("UPDATE conversation_state SET state")
+    ]
+    assert state_writes == []
+    assert [m.content for m in memory_store.history(cid)] == ["u1", "a1", "u2", "a2"]
+
+
 def test_merge_state_updates_keys_and_none_deletes_them(memory_store: MemoryStore) -> None:
     cid = memory_store.create_conversation()
     memory_store.merge_state(cid, {"tema": "ventas", "anio": 2025, "cliente_actual": "Empresa ABC"})

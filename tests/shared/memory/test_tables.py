@@ -27,6 +27,18 @@ def test_message_metadata_is_stored_in_a_column_named_metadata(memory_store: Mem
     assert columns == {"id", "conversation_id", "role", "content", "created_at", "metadata"}
 
 
+def test_core_inserts_name_the_metadata_column_meta_like_the_orm_attribute(memory_store: MemoryStore) -> None:
+    # Bulk inserts pass plain dicts; a key the table does not know would be dropped without a word.
+    cid = memory_store.create_conversation()
+    with memory_store.engine.begin() as connection:
+        connection.execute(
+            insert(Message),
+            [{"conversation_id": cid, "role": "assistant", "content": "", "meta": {"tool_calls": [1]}}],
+        )
+
+    assert memory_store.history(cid)[0].metadata == {"tool_calls": [1]}
+
+
 def test_a_message_with_an_unknown_role_is_refused(memory_store: MemoryStore) -> None:
     cid = memory_store.create_conversation()
     with pytest.raises(IntegrityError), memory_store.engine.begin() as connection:

@@ -6,14 +6,18 @@ F-005 28.000 = 208.000 in 4 invoices. Per customer: ABC 80.000, Ñandutí 100.00
 
 from __future__ import annotations
 
+from datetime import date
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from shared.erp.database import Erp
+from shared.erp.models import Invoice, InvoiceLine
 from shared.errors import CustomerNotFoundError, DomainError
 from shared.operations.registry import OperationRegistry
 from shared.operations.sales import MAX_PENDING_LISTED, sales_registry
+from tests.shared.operations.conftest import build_tiny_erp
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +73,31 @@ def test_mejor_cliente_ignores_cancelled_invoices(run: Any) -> None:
 
 def test_mejor_cliente_of_another_year(run: Any) -> None:
     assert run("mejor_cliente", anio=2024) == {"anio": 2024, "cliente": "Empresa ABC", "total": 500_000}
+
+
+def test_mejor_cliente_breaks_a_tie_by_name(ops: OperationRegistry, tmp_path: Path) -> None:
+    # 2026 holds only Sur's F-007 (16.000); one more 16.000 invoice for ABC makes a tie.
+    erp = build_tiny_erp(f"sqlite:///{tmp_path / 'tie.sqlite3'}")
+    try:
+        with erp.session() as session:
+            session.add(
+                Invoice(
+                    id=9,
+                    number="F-009",
+                    customer_id=1,
+                    issue_date=date(2026, 2, 1),
+                    status="paid",
+                    total=16_000,
+                    lines=[InvoiceLine(product_id=3, quantity=2, unit_price=8_000, amount=16_000)],
+                )
+            )
+        assert ops.execute(erp, "mejor_cliente", {"anio": 2026}) == {
+            "anio": 2026,
+            "cliente": "Distribuidora del Sur S.R.L.",
+            "total": 16_000,
+        }
+    finally:
+        erp.engine.dispose()
 
 
 def test_mejor_cliente_without_sales_is_a_domain_error(run: Any) -> None:
@@ -138,6 +167,11 @@ def test_ventas_mensuales_of_one_month(run: Any) -> None:
         "meses": [{"mes": 3, "total": 140_000}],
     }
     assert run("ventas_mensuales", anio=2025, mes=2)["total"] == 0
+
+
+def test_ventas_mensuales_of_december_ends_on_dec_31(run: Any) -> None:
+    # F-005 (Dec 31, 28.000) counts; the cancelled F-004 does not, nor F-007 of 2026-01-01.
+    assert run("ventas_mensuales", anio=2025, mes=12)["meses"] == [{"mes": 12, "total": 28_000}]
 
 
 # -- top_productos -------------------------------------------------------------------------------------------
