@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 
 import pytest
 
@@ -72,11 +71,10 @@ def test_json_that_python_refuses_is_a_model_output_error(text: str) -> None:
         extract_json_object(text)
 
 
-def test_a_huge_damaged_output_is_rejected_in_linear_time() -> None:
-    # 400 000 commas and no closing brace, so the trailing-comma repair runs and fails. Copying the rest of
-    # the text at each comma (the old repair) took over ten seconds here; one linear pass, a fraction of one.
+def test_a_huge_damaged_output_is_rejected() -> None:
+    # 400 000 commas and no closing brace, so the trailing-comma repair runs and fails. (The repair is one
+    # linear pass; the old one copied the rest of the text at each comma. No timing is asserted here: tests
+    # never depend on wall-clock speed.)
     text = '{"operaciones": [' + ", ".join(["1"] * 400_000)
-    started = time.perf_counter()
     with pytest.raises(ModelOutputError):
         extract_json_object(text)
-    assert time.perf_counter() - started < 5
