@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import pytest
 
 from planner_mode.parsing import extract_json_object, message_text, parse_model_output
