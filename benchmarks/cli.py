@@ -113,6 +113,17 @@ PlanModelOpt = Annotated[
 AnswerModelOpt = Annotated[
     str | None, typer.Option("--answer-model", help="Planner only: model for call 2 (default: --model).")
 ]
+ModeOpt = Annotated[Mode, typer.Option("--mode", help="Architecture that answers.")]
+ContextOpt = Annotated[
+    ContextPolicy, typer.Option("--context", help="Tool calling only: what context the agent gets.")
+]
+StructuredOpt = Annotated[
+    bool, typer.Option("--structured", help="Tool calling only: structured final answer with memory/state.")
+]
+ServerOpt = Annotated[
+    list[str] | None,
+    typer.Option("--server", help="Planner only: remote AI server URL (repeat for round-robin)."),
+]
 LatencyOpt = Annotated[
     str | None,
     typer.Option("--latency-profile", help="Offline model only: simulate gpu-8b, cpu-8b or gemini-flash."),
@@ -138,7 +149,15 @@ def _build_model(
     return build_chat_model(provider.value, model=model, base_url=base_url, latency_profile=latency_profile)
 
 
-def _build_engine(
+def _build_engine(**options: Any) -> AssistantEngine:
+    """The engine ``ask`` and ``chat`` use; a configuration problem exits with one clear sentence."""
+    try:
+        return _assemble_engine(**options)
+    except ErpAiError as exc:
+        raise _fail(str(exc)) from None
+
+
+def _assemble_engine(
     *,
     mode: Mode,
     context: ContextPolicy,
@@ -220,28 +239,20 @@ def _print_turn(result: TurnResult, *, show_details: bool) -> None:
 @app.command()
 def ask(
     message: Annotated[str, typer.Argument(help='The user\'s question, e.g. "¿Cuánto vendimos en 2025?".')],
-    mode: Annotated[Mode, typer.Option("--mode", help="Architecture that answers.")] = Mode.planner,
+    mode: ModeOpt = Mode.planner,
     conversation: Annotated[
         str | None,
         typer.Option("--conversation", "-c", help="Continue this conversation id (new one if omitted)."),
     ] = None,
-    context: Annotated[
-        ContextPolicy, typer.Option("--context", help="Tool calling only: what context the agent gets.")
-    ] = ContextPolicy.windowed,
-    structured: Annotated[
-        bool,
-        typer.Option("--structured", help="Tool calling only: structured final answer with memory/state."),
-    ] = False,
+    context: ContextOpt = ContextPolicy.windowed,
+    structured: StructuredOpt = False,
     provider: ProviderOpt = Provider.offline,
     model: ModelOpt = None,
     plan_model: PlanModelOpt = None,
     answer_model: AnswerModelOpt = None,
     base_url: BaseUrlOpt = None,
     latency_profile: LatencyOpt = None,
-    server: Annotated[
-        list[str] | None,
-        typer.Option("--server", help="Planner only: remote AI server URL (repeat for round-robin)."),
-    ] = None,
+    server: ServerOpt = None,
     db_url: DbUrl = None,
     memory_url: MemoryUrl = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole TurnResult as JSON.")] = False,
@@ -254,23 +265,20 @@ def ask(
     The conversation lives in the ERP's SQLite memory, so a later `erp-ai ask --conversation ID "¿Y cuánto
     compró?"` in a new process continues it.
     """
-    try:
-        engine = _build_engine(
-            mode=mode,
-            context=context,
-            structured=structured,
-            provider=provider,
-            model=model,
-            plan_model=plan_model,
-            answer_model=answer_model,
-            base_url=base_url,
-            latency_profile=latency_profile,
-            servers=server,
-            db_url=db_url,
-            memory_url=memory_url,
-        )
-    except ErpAiError as exc:
-        raise _fail(str(exc)) from None
+    engine = _build_engine(
+        mode=mode,
+        context=context,
+        structured=structured,
+        provider=provider,
+        model=model,
+        plan_model=plan_model,
+        answer_model=answer_model,
+        base_url=base_url,
+        latency_profile=latency_profile,
+        servers=server,
+        db_url=db_url,
+        memory_url=memory_url,
+    )
     conversation_id = conversation or uuid.uuid4().hex
     result = engine.ask(conversation_id, message)
     if as_json:
@@ -290,27 +298,19 @@ def ask(
 
 @app.command()
 def chat(
-    mode: Annotated[Mode, typer.Option("--mode", help="Architecture that answers.")] = Mode.planner,
+    mode: ModeOpt = Mode.planner,
     conversation: Annotated[
         str | None, typer.Option("--conversation", "-c", help="Continue this conversation id.")
     ] = None,
-    context: Annotated[
-        ContextPolicy, typer.Option("--context", help="Tool calling only: what context the agent gets.")
-    ] = ContextPolicy.windowed,
-    structured: Annotated[
-        bool,
-        typer.Option("--structured", help="Tool calling only: structured final answer with memory/state."),
-    ] = False,
+    context: ContextOpt = ContextPolicy.windowed,
+    structured: StructuredOpt = False,
     provider: ProviderOpt = Provider.offline,
     model: ModelOpt = None,
     plan_model: PlanModelOpt = None,
     answer_model: AnswerModelOpt = None,
     base_url: BaseUrlOpt = None,
     latency_profile: LatencyOpt = None,
-    server: Annotated[
-        list[str] | None,
-        typer.Option("--server", help="Planner only: remote AI server URL (repeat for round-robin)."),
-    ] = None,
+    server: ServerOpt = None,
     db_url: DbUrl = None,
     memory_url: MemoryUrl = None,
     details: Annotated[bool, typer.Option("--details", help="Show details after every answer.")] = False,
@@ -319,23 +319,20 @@ def chat(
 
     Type /details to toggle the plan, operations and call counts, /new for a new conversation, /quit to leave.
     """
-    try:
-        engine = _build_engine(
-            mode=mode,
-            context=context,
-            structured=structured,
-            provider=provider,
-            model=model,
-            plan_model=plan_model,
-            answer_model=answer_model,
-            base_url=base_url,
-            latency_profile=latency_profile,
-            servers=server,
-            db_url=db_url,
-            memory_url=memory_url,
-        )
-    except ErpAiError as exc:
-        raise _fail(str(exc)) from None
+    engine = _build_engine(
+        mode=mode,
+        context=context,
+        structured=structured,
+        provider=provider,
+        model=model,
+        plan_model=plan_model,
+        answer_model=answer_model,
+        base_url=base_url,
+        latency_profile=latency_profile,
+        servers=server,
+        db_url=db_url,
+        memory_url=memory_url,
+    )
     conversation_id = conversation or uuid.uuid4().hex
     console.print(
         f"[bold]erp-ai chat[/] ({engine.mode}) — conversation {conversation_id}. "
