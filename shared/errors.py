@@ -7,14 +7,20 @@
     │   ├── UnknownOperationError      no operation has that name            (.name, .available)
     │   ├── InvalidParametersError     parameters fail the operation's model (.operation, .errors)
     │   └── DomainError                valid request, but the data says no   (.operation)
-    │       └── CustomerNotFoundError  no customer matches                   (.query, .suggestions)
+    │   │   └── CustomerNotFoundError  no customer matches                   (.query, .suggestions)
+    │   └── OperationInternalError     the operation broke unexpectedly      (.operation, .reference)
     ├── ModelOutputError               the model produced something unusable (.raw)
-    ├── ProviderError                  the model provider failed (network, HTTP error, timeout)
+    │   └── OutputLimitError           the output was cut at the max_tokens cap (.max_tokens)
+    ├── ProviderError                  the model provider failed (network, HTTP error, SDK error)
+    │   └── ProviderTimeoutError       the provider did not answer within the timeout (.timeout)
+    ├── InputError                     the caller's input is refused before any model call
+    ├── StorageError                   the ERP's database or memory store cannot be read or written
     └── ConfigurationError             the developer/user must change a setting or install a package
 
 The split follows pydantic-ai's three families: "the model should do better" (``ModelOutputError``,
 ``OperationError`` when the request came from a model), "you used the API wrongly"
-(``ConfigurationError``), and "the run failed" (``ProviderError``).
+(``ConfigurationError``, ``InputError``), and "the run failed" (``ProviderError``, ``StorageError``).
+How each becomes a turn's failure kind is :mod:`shared.failures`.
 """
 
 from __future__ import annotations
@@ -76,6 +82,20 @@ class CustomerNotFoundError(DomainError):
         super().__init__(operation, f"No customer matches {query!r}.{hint}")
 
 
+class OperationInternalError(OperationError):
+    """An operation failed for an unexpected reason (a bug, a corrupt page, a lost connection).
+
+    The message the model and the user see is only ``error interno (ref XXXX)``: internal exception text (SQL
+    statements, parameters) never reaches a prompt or an answer. The full exception is logged under
+    ``reference``.
+    """
+
+    def __init__(self, operation: str, reference: str) -> None:
+        self.operation = operation
+        self.reference = reference
+        super().__init__(f"error interno (ref {reference})")
+
+
 class ModelOutputError(ErpAiError):
     """The model's output could not be parsed or validated."""
 
@@ -84,8 +104,33 @@ class ModelOutputError(ErpAiError):
         super().__init__(message)
 
 
+class OutputLimitError(ModelOutputError):
+    """The model hit its output cap (``finish_reason=length``, ``done_reason=length``, ``MAX_TOKENS``)."""
+
+    def __init__(self, max_tokens: int | None, raw: str | None = None) -> None:
+        self.max_tokens = max_tokens
+        limit = f"{max_tokens} tokens" if max_tokens is not None else "the output-token limit"
+        super().__init__(f"The model's answer was cut at {limit} (max_tokens) before it was complete.", raw)
+
+
 class ProviderError(ErpAiError):
-    """The model provider failed: connection refused, HTTP error, timeout, or an SDK exception."""
+    """The model provider failed: connection refused, HTTP error, or an SDK exception."""
+
+
+class ProviderTimeoutError(ProviderError):
+    """The provider did not answer within the request timeout."""
+
+    def __init__(self, message: str, timeout: float | None = None) -> None:
+        self.timeout = timeout
+        super().__init__(message)
+
+
+class InputError(ErpAiError):
+    """The caller's input (conversation id, question) is refused before any model call; says what is wrong."""
+
+
+class StorageError(ErpAiError):
+    """The ERP's database or the memory store cannot be opened, read or written; says what to check."""
 
 
 class ConfigurationError(ErpAiError):

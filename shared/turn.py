@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, Field
 
-FailureKind = Literal["provider", "model_output", "limit", "storage"]
-"""Why a turn could not be answered normally: the model provider failed; the model's output was unusable;
-a model-call or recursion limit stopped it; or the memory store could not record it."""
+from shared.failures import FailureKind
+
+__all__ = ["ExecutedOperation", "FailureKind", "TurnResult"]
 
 
 class ExecutedOperation(BaseModel):
@@ -61,6 +61,12 @@ class TurnResult(BaseModel):
     errors: list[str] = Field(default_factory=list)
     """Non-fatal problems: invalid plans, refused operations, model output errors, provider errors."""
     failure: FailureKind | None = None
-    """Set when the turn could not be answered normally; the answer is then an apology, not data."""
+    """Set when the turn could not be answered normally (see :mod:`shared.failures`)."""
     recorded: bool = True
-    """Whether the turn was stored in the conversation memory."""
+    """Whether the turn was stored in the conversation memory (see the recording policy in
+    :mod:`shared.failures`)."""
+
+    @property
+    def failed(self) -> bool:
+        """Whether the turn ended in any failure kind."""
+        return self.failure is not None

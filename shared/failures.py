@@ -1,0 +1,133 @@
+"""The one failure contract of both modes: which failures a turn can end in, what is recorded, what the user reads.
+
+Every turn either succeeds (``TurnResult.failure is None``) or ends in exactly one :data:`FailureKind`. Both
+engines classify with :func:`failure_kind_of` and word the user's answer with :func:`user_message`, so the
+same fault reads the same in planner and tool-calling mode. ``docs/failures.md`` is this module as a table.
+
+**Recording policy (both modes).** A turn is recorded in the conversation only when a model wrote its final
+answer: success, or ``invalid_plan`` / ``operation_error``, where the model's answer explains what the ERP
+refused or could not do. A turn whose model failed (``provider``, ``timeout``, ``model_output``, ``limit``),
+whose storage failed (``storage``) or whose input was refused (``input``) leaves the conversation untouched:
+no message, no memory, no state, not even a new conversation's row. The user can simply ask again.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+from shared.errors import (
+    InputError,
+    ModelOutputError,
+    OperationError,
+    OutputLimitError,
+    ProviderError,
+    ProviderTimeoutError,
+    StorageError,
+)
+
+__all__ = [
+    "FAILURE_KINDS",
+    "RECORDED_FAILURES",
+    "FailureKind",
+    "describe",
+    "failure_kind_of",
+    "is_recorded",
+    "user_message",
+]
+
+FailureKind = Literal[
+    "provider", "timeout", "model_output", "invalid_plan", "operation_error", "limit", "storage", "input"
+]
+"""Why a turn could not be answered normally (see :data:`DESCRIPTIONS`)."""
+
+FAILURE_KINDS: tuple[FailureKind, ...] = get_args(FailureKind)
+
+RECORDED_FAILURES: frozenset[FailureKind] = frozenset({"invalid_plan", "operation_error"})
+"""Failures whose turn is still recorded: a model wrote the answer that explains them."""
+
+DESCRIPTIONS: dict[FailureKind, str] = {
+    "provider": "The model provider failed: connection refused, HTTP error, SDK error, a dead AI server.",
+    "timeout": "A model request did not finish within the request timeout.",
+    "model_output": (
+        "The model's output was unusable: not JSON, not the schema (e.g. a plan without `operaciones`), "
+        "empty, or cut at the max_tokens cap."
+    ),
+    "invalid_plan": (
+        "The model asked for operations the ERP refused as invalid (unknown operation, invalid parameters, "
+        "a `$ref` to nothing, too many operations) and nothing ran."
+    ),
+    "operation_error": "An operation failed unexpectedly inside the ERP (`error interno (ref XXXX)`).",
+    "limit": "A per-turn bound stopped the turn: model calls or agent steps.",
+    "storage": "The ERP database or the memory store could not be read or written.",
+    "input": "The caller's input was refused before any model call: conversation id, empty or oversized question.",
+}
+
+_MESSAGES: dict[FailureKind, str] = {
+    "provider": "Lo siento, el servicio de IA no está disponible en este momento. Intente de nuevo en unos minutos.",
+    "timeout": (
+        "Lo siento, el modelo de IA tardó demasiado en responder y cancelé la consulta. "
+        "Intente de nuevo en unos minutos."
+    ),
+    "model_output": (
+        "Lo siento, no pude interpretar la respuesta del modelo de IA; no se guardó nada. "
+        "¿Puede intentarlo de nuevo o reformular la pregunta?"
+    ),
+    "invalid_plan": (
+        "Lo siento, el modelo pidió operaciones que el ERP no reconoce o no acepta; no se ejecutó ninguna. "
+        "¿Puede reformular la pregunta?"
+    ),
+    "operation_error": "Lo siento, una consulta del ERP falló por un error interno. Intente de nuevo más tarde.",
+    "limit": (
+        "Lo siento, la consulta alcanzó el límite de pasos por turno y no pude completarla. "
+        "Intente con una pregunta más concreta."
+    ),
+    "storage": (
+        "Lo siento, no pude acceder a la memoria de la conversación en el ERP; no se guardó nada. "
+        "Intente de nuevo más tarde."
+    ),
+    "input": "No pude procesar el mensaje: {detail}",
+}
+_CUT_MESSAGE = (
+    "Lo siento, la respuesta del modelo se cortó al llegar al límite de {limit} y no pude usarla; no se "
+    "guardó nada. Intente con una pregunta más concreta."
+)
+
+
+def failure_kind_of(error: BaseException) -> FailureKind:
+    """The failure kind of an exception a turn ended on; anything unknown counts as a provider failure.
+
+    ``ProviderTimeoutError`` → ``timeout``; ``ProviderError`` → ``provider``; ``ModelOutputError`` (including
+    ``OutputLimitError``) → ``model_output``; ``StorageError`` → ``storage``; ``InputError`` → ``input``; an
+    ``OperationError`` → ``invalid_plan``.
+    """
+    if isinstance(error, ProviderTimeoutError):
+        return "timeout"
+    if isinstance(error, ModelOutputError):
+        return "model_output"
+    if isinstance(error, StorageError):
+        return "storage"
+    if isinstance(error, InputError):
+        return "input"
+    if isinstance(error, OperationError):
+        return "invalid_plan"
+    if isinstance(error, ProviderError):
+        return "provider"
+    return "provider"
+
+
+def is_recorded(failure: FailureKind | None) -> bool:
+    """Whether a turn that ended in ``failure`` is recorded in the conversation (the policy above)."""
+    return failure is None or failure in RECORDED_FAILURES
+
+
+def user_message(kind: FailureKind, error: BaseException | None = None) -> str:
+    """What the user reads when a turn ends in ``kind`` with no model-written answer."""
+    if isinstance(error, OutputLimitError):
+        limit = f"{error.max_tokens} tokens" if error.max_tokens is not None else "tokens de salida"
+        return _CUT_MESSAGE.format(limit=limit)
+    return _MESSAGES[kind].format(detail=str(error) if error is not None else "entrada no válida")
+
+
+def describe(kind: FailureKind) -> str:
+    """One sentence saying what ``kind`` means (for reports and docs)."""
+    return DESCRIPTIONS[kind]
