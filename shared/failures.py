@@ -1,4 +1,4 @@
-"""The one failure contract of both modes: which failures a turn can end in, what is recorded, what the user reads.
+"""The one failure contract of both modes: how a turn can fail, what is recorded, what the user reads.
 
 Every turn either succeeds (``TurnResult.failure is None``) or ends in exactly one :data:`FailureKind`. Both
 engines classify with :func:`failure_kind_of` and word the user's answer with :func:`user_message`, so the
@@ -59,11 +59,15 @@ DESCRIPTIONS: dict[FailureKind, str] = {
     "operation_error": "An operation failed unexpectedly inside the ERP (`error interno (ref XXXX)`).",
     "limit": "A per-turn bound stopped the turn: model calls or agent steps.",
     "storage": "The ERP database or the memory store could not be read or written.",
-    "input": "The caller's input was refused before any model call: conversation id, empty or oversized question.",
+    "input": (
+        "The caller's input was refused before any model call: conversation id, empty or oversized question."
+    ),
 }
 
 _MESSAGES: dict[FailureKind, str] = {
-    "provider": "Lo siento, el servicio de IA no está disponible en este momento. Intente de nuevo en unos minutos.",
+    "provider": (
+        "Lo siento, el servicio de IA no está disponible en este momento. Intente de nuevo en unos minutos."
+    ),
     "timeout": (
         "Lo siento, el modelo de IA tardó demasiado en responder y cancelé la consulta. "
         "Intente de nuevo en unos minutos."
@@ -76,7 +80,9 @@ _MESSAGES: dict[FailureKind, str] = {
         "Lo siento, el modelo pidió operaciones que el ERP no reconoce o no acepta; no se ejecutó ninguna. "
         "¿Puede reformular la pregunta?"
     ),
-    "operation_error": "Lo siento, una consulta del ERP falló por un error interno. Intente de nuevo más tarde.",
+    "operation_error": (
+        "Lo siento, una consulta del ERP falló por un error interno. Intente de nuevo más tarde."
+    ),
     "limit": (
         "Lo siento, la consulta alcanzó el límite de pasos por turno y no pude completarla. "
         "Intente con una pregunta más concreta."
