@@ -32,6 +32,7 @@ __all__ = [
     "describe",
     "failure_kind_of",
     "is_recorded",
+    "markdown_table",
     "user_message",
 ]
 
@@ -137,3 +138,22 @@ def user_message(kind: FailureKind, error: BaseException | None = None) -> str:
 def describe(kind: FailureKind) -> str:
     """One sentence saying what ``kind`` means (for reports and docs)."""
     return DESCRIPTIONS[kind]
+
+
+def markdown_table() -> str:
+    """The contract as the Markdown table of ``docs/failures.md`` (a test keeps the two identical)."""
+    lines = [
+        "| kind | what happened | recorded in the conversation | what the user is told |",
+        "|---|---|---|---|",
+    ]
+    for kind in FAILURE_KINDS:
+        recorded = (
+            "yes: a model wrote the answer that explains it" if kind in RECORDED_FAILURES else "no: untouched"
+        )
+        told = (
+            "the model's own answer (call 2 / final agent message), which explains the refusal or error"
+            if kind in RECORDED_FAILURES
+            else f"“{_MESSAGES[kind].format(detail='<what is wrong>')}”"
+        )
+        lines.append(f"| `{kind}` | {DESCRIPTIONS[kind]} | {recorded} | {told} |")
+    return "\n".join(lines)
