@@ -4,7 +4,8 @@ A :class:`FaultConfig` picks one :data:`FaultMode` and how often it strikes. Dec
 the model numbers its calls, and call ``n`` is faulty when ``Random(f"{seed}:{n}").random() < rate``. The
 same seed and the same sequence of calls therefore give the same faults on every run and every machine.
 
-Modes and what they do to a reply:
+Modes and what they do to a reply. A *plan request* is planner call 1, an *answer request* call 2 (or a
+structured final answer); see docs/design.md "What the offline model reads".
 
 - ``malformed_json``: JSON text (a plan, an answer, tool-call arguments) becomes syntactically invalid.
 - ``truncated_json``: JSON text is cut in the middle, as when a model hits its output-token limit.
@@ -12,28 +13,90 @@ Modes and what they do to a reply:
 - ``wrong_types``: parameters have the wrong JSON type, e.g. ``"anio": "dos mil veinticinco"``.
 - ``empty``: the reply has no content and no tool calls.
 - ``provider_error``: the call raises :class:`OfflineProviderError` (a :class:`~shared.errors.ProviderError`).
+- ``runaway``: the model never stops. A plan repeats its first operation, an answer its first memory item,
+  a tool-call step its calls, a text reply itself, until the output cap cuts it: ``max_tokens``, or
+  :data:`RUNAWAY_CONTEXT_TOKENS` when there is none (a full context). The reply always ends with
+  ``finish_reason="length"`` and ``output_tokens`` equal to that cap.
+- ``repeat_memory``: an answer request gets a *complete, valid* answer whose ``memoria`` holds the same item
+  :data:`REPEATED_MEMORY_ITEMS` times and whose ``estado`` gains a ``detalle`` string of
+  :data:`WALL_OF_TEXT_CHARS` characters: about 5,000 output tokens in all, so a ``max_tokens`` below that
+  cuts it (``finish_reason="length"``) instead.
+  Plan requests are unaffected.
+- ``placeholder_plan``: a plan request is answered with the prompt's placeholders copied
+  (:func:`placeholder_plan`): an operation called :data:`PLACEHOLDER_FUNCTION`, and a real operation whose
+  ``cliente`` is a ``$ref`` to ``op1.campo_inexistente``. Answer requests are unaffected.
+- ``schema_ignored``: valid JSON that ignores the schema. A plan request gets ``{"respuesta": "…"}`` on even
+  call indexes and ``{}`` on odd ones; an answer request gets ``{}``.
+- ``no_tool_calls``: with tools bound, the model never calls one: it answers in prose with an invented
+  figure (:data:`INVENTED_FIGURE`). Requests without tools are unaffected.
+- ``think_wrap``: the reply is wrapped like a reasoning model's: :data:`THINK_BLOCK` (a stray ``{`` and a
+  small JSON object inside ``<think>…</think>``), then the real reply (JSON or text); tool calls are kept.
+- ``timeout``: the call raises :class:`OfflineProviderTimeout`, a
+  :class:`~shared.errors.ProviderTimeoutError`, as when a request timed out.
+
+Output caps are not a fault: ``OfflineSalesModel(max_tokens=N)`` cuts any longer reply at ``N`` tokens, as a
+real model does (``finish_reason="length"``).
 """
 
 from __future__ import annotations
 
 import random
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared.errors import ProviderError
+from shared.errors import ProviderError, ProviderTimeoutError
+from shared.llm.tokens import CHARS_PER_TOKEN
 
 FaultMode = Literal[
-    "malformed_json", "truncated_json", "unknown_function", "wrong_types", "empty", "provider_error"
+    "malformed_json",
+    "truncated_json",
+    "unknown_function",
+    "wrong_types",
+    "empty",
+    "provider_error",
+    "runaway",
+    "repeat_memory",
+    "placeholder_plan",
+    "schema_ignored",
+    "no_tool_calls",
+    "think_wrap",
+    "timeout",
 ]
 """The closed set of fault modes."""
+
+FAULT_MODES: tuple[FaultMode, ...] = get_args(FaultMode)
+"""Every fault mode, in declaration order."""
 
 HALLUCINATED_FUNCTION = "consultar_ventas_totales"
 """The operation / tool name the ``unknown_function`` fault invents (it is in no catalog)."""
 
 
+RUNAWAY_CONTEXT_TOKENS = 8192
+"""Where a ``runaway`` reply stops when no ``max_tokens`` caps it: a full 8K context."""
+REPEATED_MEMORY_ITEMS = 200
+"""How many copies of one memory item a ``repeat_memory`` answer holds."""
+WALL_OF_TEXT_CHARS = 4000
+"""Length of the ``estado["detalle"]`` string of a ``repeat_memory`` answer."""
+PLACEHOLDER_FUNCTION = "nombre_de_operacion"
+"""The placeholder operation name a ``placeholder_plan`` copies from the prompt."""
+MISSING_FIELD = "campo_inexistente"
+"""The result field a ``placeholder_plan`` ``$ref`` points to (no operation returns it)."""
+INVENTED_FIGURE = "₲987.654.321"
+"""The figure a ``no_tool_calls`` reply invents (no seeded ERP total has it)."""
+THINK_BLOCK = (
+    '<think>Reasoning… the user asks about sales. A stray { and maybe {"draft": 1} first; '
+    "then the real answer.</think>\n"
+)
+"""What a ``think_wrap`` reply starts with, before the real reply."""
+
+
 class OfflineProviderError(ProviderError):
     """The simulated provider failure raised by the ``provider_error`` fault mode."""
+
+
+class OfflineProviderTimeout(ProviderTimeoutError):
+    """The simulated request timeout raised by the ``timeout`` fault mode."""
 
 
 class FaultConfig(BaseModel):
@@ -69,6 +132,76 @@ def truncate_json(text: str) -> str:
     if len(text) <= 1:
         return ""
     return text[: max(1, min(len(text) - 1, len(text) // 2))]
+
+
+def cut_to_tokens(text: str, tokens: int) -> str:
+    """The first ``tokens`` tokens of ``text`` (by :func:`~shared.llm.tokens.approx_tokens`' ruler)."""
+    return text[: max(0, tokens) * CHARS_PER_TOKEN]
+
+
+def grow(prefix: str, unit: str, tokens: int) -> str:
+    """``prefix`` then ``unit`` repeated until the text is longer than ``tokens`` tokens (a runaway reply)."""
+    wanted = tokens * CHARS_PER_TOKEN + 1
+    if not unit or len(prefix) >= wanted:
+        return prefix
+    repeats = -(-(wanted - len(prefix)) // len(unit))
+    return prefix + unit * repeats
+
+
+def placeholder_plan(operation: str) -> dict[str, Any]:
+    """A plan that copies the prompt's placeholders: a made-up operation name and a ``$ref`` to nothing.
+
+    ``operation`` is a real operation of the catalog; its ``cliente`` refers to a field op1 never returns.
+    """
+    return {
+        "operaciones": [
+            {"id": "op1", "funcion": PLACEHOLDER_FUNCTION, "parametros": {"parametro": "valor"}},
+            {
+                "id": "op2",
+                "funcion": operation,
+                "parametros": {"cliente": {"$ref": f"op1.{MISSING_FIELD}"}},
+            },
+        ]
+    }
+
+
+def schema_ignored(kind: Literal["plan", "answer"], call_index: int, text: str) -> dict[str, Any]:
+    """JSON that ignores the requested schema: a plan request gets ``{"respuesta": text}`` on even call
+    indexes and ``{}`` on odd ones; an answer request always gets ``{}``."""
+    if kind == "plan" and call_index % 2 == 0:
+        return {"respuesta": text}
+    return {}
+
+
+def repeat_memory(answer: dict[str, Any]) -> dict[str, Any]:
+    """A complete answer whose ``memoria`` repeats one item and whose ``estado`` carries a wall of text."""
+    respuesta = str(answer.get("respuesta") or "Respuesta.")
+    memoria = answer.get("memoria")
+    item = (
+        dict(memoria[0])
+        if isinstance(memoria, list) and memoria and isinstance(memoria[0], dict)
+        else {"contenido": respuesta[:160], "importancia": 0.9}
+    )
+    estado = dict(answer["estado"]) if isinstance(answer.get("estado"), dict) else {}
+    wall = grow("", f"{respuesta} ", WALL_OF_TEXT_CHARS // CHARS_PER_TOKEN)[:WALL_OF_TEXT_CHARS]
+    return {
+        **answer,
+        "memoria": [dict(item) for _ in range(REPEATED_MEMORY_ITEMS)],
+        "estado": {**estado, "detalle": wall},
+    }
+
+
+def invented_reply() -> str:
+    """The prose a ``no_tool_calls`` model answers with instead of calling a tool."""
+    return (
+        f"Según mis registros, las ventas fueron de {INVENTED_FIGURE} y el mejor cliente fue "
+        "Comercial Ficticia S.A. No necesité consultar el ERP."
+    )
+
+
+def think_wrap(text: str) -> str:
+    """``text`` after a reasoning model's ``<think>…</think>`` block (:data:`THINK_BLOCK`)."""
+    return THINK_BLOCK + text
 
 
 _UNITS = ["cero", "uno", "dos", "tres", "cuatro", "cinco", "seis", "siete", "ocho", "nueve", "diez",

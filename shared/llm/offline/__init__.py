@@ -1,5 +1,9 @@
-"""The deterministic offline chat model (a stand-in for an LLM, not a measure of model quality)."""
+"""The deterministic offline chat model (a stand-in for an LLM, not a measure of model quality).
 
+``misbehave`` applies the offline model's reply faults to any model's reply (the protocol emulators use it).
+"""
+
+from shared.llm.offline._faults import REPLY_FAULTS, Misbehaviour, misbehave
 from shared.llm.offline._model import OfflineSalesModel
 
-__all__ = ["OfflineSalesModel"]
+__all__ = ["REPLY_FAULTS", "Misbehaviour", "OfflineSalesModel", "misbehave"]

@@ -42,16 +42,16 @@ from langchain_core.utils.pydantic import is_basemodel_subclass
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, field_validator
 
 from shared.llm.faults import (
-    HALLUCINATED_FUNCTION,
+    RUNAWAY_CONTEXT_TOKENS,
     FaultConfig,
-    FaultMode,
     OfflineProviderError,
-    malform_json,
-    truncate_json,
-    wrong_types,
+    OfflineProviderTimeout,
+    cut_to_tokens,
+    grow,
 )
 from shared.llm.latency import LatencyProfile, resolve_latency_profile
 from shared.llm.offline._answers import Executed, compose_answer, describe
+from shared.llm.offline._faults import Draft, FaultSite, catalog_names, inject, prompt_kind, request_kind
 from shared.llm.offline._generic import ToolSpec, arguments, explicit_call, named_tool
 from shared.llm.offline._prompt import PromptView, TurnCall, message_text, read_prompt
 from shared.llm.offline._schema import conform, fill, mentions, properties, resolve, schema_kind
@@ -69,20 +69,6 @@ class _Request:
     tool_choice: str | None = None
     schema: dict[str, Any] | None = None
     json_mode: bool = False
-
-
-@dataclass
-class _Draft:
-    """A reply before faults, limits and metadata: text, the JSON behind it, and tool calls."""
-
-    content: str = ""
-    payload: Any = None
-    tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-    invalid_calls: list[tuple[str, str]] = field(default_factory=list)
-
-    @classmethod
-    def json(cls, payload: Any) -> _Draft:
-        return cls(content=json.dumps(payload, ensure_ascii=False), payload=payload)
 
 
 def _normalise_tool_choice(choice: Any) -> str | None:
@@ -348,32 +334,54 @@ class OfflineSalesModel(BaseChatModel):
             raise OfflineProviderError(
                 f"Simulated provider failure on call {index} (fault mode provider_error)."
             )
+        if fault == "timeout":
+            raise OfflineProviderTimeout(
+                f"Simulated request timeout on call {index} (fault mode timeout).", timeout=self.timeout
+            )
         request = _read_request(kwargs)
         view = read_prompt(messages)
         draft = _decide(view, request)
         if fault is not None:
-            draft = _inject(draft, fault)
+            tools_bound = bool(request.tools) and request.tool_choice != "none"
+            site = FaultSite(
+                call_index=index,
+                kind=None if tools_bound else request_kind(view, request.schema),
+                tools_bound=tools_bound,
+                catalog=catalog_names(view),
+            )
+            draft = inject(draft, fault, site)
         content, finish_reason = draft.content, "tool_calls" if draft.tool_calls else "stop"
         for sequence in stop or self.stop or []:
             if sequence and sequence in content:
                 content = content[: content.index(sequence)]
-        if self.max_tokens is not None and approx_tokens(content) > self.max_tokens:
-            content, finish_reason = content[: self.max_tokens * 4], "length"
+        cap = kwargs.get("max_tokens", self.max_tokens)
+        if draft.repeat:
+            content = grow(content, draft.repeat, cap if cap is not None else RUNAWAY_CONTEXT_TOKENS)
+            cap = cap if cap is not None else RUNAWAY_CONTEXT_TOKENS
+        tool_calls, invalid_calls = draft.tool_calls, draft.invalid_calls
+        if cap is not None and _output_tokens(content, tool_calls, invalid_calls) > cap:
+            # Cut like a real model: the text ends at the cap, and tool calls still being written are only
+            # text (never valid calls: LangChain would complete partial JSON into a call in a stream).
+            written = content + "".join(
+                ("\n" if content or i else "")
+                + json.dumps({"name": name, "arguments": args}, ensure_ascii=False)
+                for i, (name, args) in enumerate(tool_calls)
+            )
+            content, finish_reason = cut_to_tokens(written, cap), "length"
+            tool_calls, invalid_calls = [], []
 
         calls = [
             tool_call(name=name, args=args, id=f"call_{index}_{i}")
-            for i, (name, args) in enumerate(draft.tool_calls)
+            for i, (name, args) in enumerate(tool_calls)
         ]
         invalid = [
             invalid_tool_call(name=name, args=args, id=f"call_{index}_{len(calls) + i}", error="Invalid JSON")
-            for i, (name, args) in enumerate(draft.invalid_calls)
+            for i, (name, args) in enumerate(invalid_calls)
         ]
         input_tokens = _input_tokens(messages, kwargs)
-        output_tokens = (
-            approx_tokens(content)
-            + sum(approx_json_tokens({"name": c["name"], "arguments": c["args"]}) for c in calls)
-            + sum(approx_tokens(f"{name}{args}") for name, args in draft.invalid_calls)
-        )
+        output_tokens = _output_tokens(content, tool_calls, invalid_calls)
+        if finish_reason == "length" and cap is not None:
+            output_tokens = cap
         metadata: dict[str, Any] = {
             "model_name": str(kwargs.get("model") or self.model_name),
             "model_provider": "offline",
@@ -397,6 +405,16 @@ class OfflineSalesModel(BaseChatModel):
 # -- decisions ----------------------------------------------------------------------------------------------
 
 
+def _output_tokens(
+    content: str, tool_calls: list[tuple[str, dict[str, Any]]], invalid_calls: list[tuple[str, str]]
+) -> int:
+    return (
+        approx_tokens(content)
+        + sum(approx_json_tokens({"name": name, "arguments": args}) for name, args in tool_calls)
+        + sum(approx_tokens(f"{name}{args}") for name, args in invalid_calls)
+    )
+
+
 def _input_tokens(messages: list[BaseMessage], kwargs: dict[str, Any]) -> int:
     texts = []
     for message in messages:
@@ -415,39 +433,26 @@ def _input_tokens(messages: list[BaseMessage], kwargs: dict[str, Any]) -> int:
     return approx_message_tokens(texts) + extra
 
 
-def _prompt_kind(view: PromptView) -> Literal["plan", "answer"] | None:
-    text = view.system or view.all_text
-    if '"respuesta"' in text:
-        return "answer"
-    if '"operaciones"' in text:
-        return "plan"
-    return None
-
-
 def _available(view: PromptView) -> set[str]:
     return {name for name in KNOWN_OPERATIONS if re.search(rf"\b{name}\b", view.all_text)}
 
 
-def _decide(view: PromptView, request: _Request) -> _Draft:
+def _decide(view: PromptView, request: _Request) -> Draft:
     if request.tools and request.tool_choice != "none":
         return _tool_step(view, request)
-    kind = schema_kind(request.schema) if request.schema is not None else None
-    if kind is None or kind == "other":
-        prompt_kind = _prompt_kind(view)
-        if request.schema is None:
-            kind = prompt_kind
+    kind = schema_kind(request.schema) if request.schema is not None else prompt_kind(view)
     if kind == "plan":
-        return _Draft.json(_conformed(_plan(view, request.schema), request.schema))
+        return Draft.json(_conformed(_plan(view, request.schema), request.schema))
     if kind == "answer":
-        return _Draft.json(_conformed(_answer(view), request.schema))
+        return Draft.json(_conformed(_answer(view), request.schema))
     if request.schema is not None:
-        return _Draft.json(fill(request.schema, request.schema))
+        return Draft.json(fill(request.schema, request.schema))
     if request.json_mode:
         keys = re.findall(r"['\"](\w+)['\"]", view.human)
         if keys:
-            return _Draft.json({key: f"(offline) {key}" for key in dict.fromkeys(keys)})
-        return _Draft.json({"respuesta": _plain_reply(view)})
-    return _Draft(content=_plain_reply(view))
+            return Draft.json({key: f"(offline) {key}" for key in dict.fromkeys(keys)})
+        return Draft.json({"respuesta": _plain_reply(view)})
+    return Draft(content=_plain_reply(view))
 
 
 def _conformed(payload: dict[str, Any], schema: dict[str, Any] | None) -> Any:
@@ -510,7 +515,7 @@ def _plain_reply(view: PromptView) -> str:
 # -- tool calling -------------------------------------------------------------------------------------------
 
 
-def _tool_step(view: PromptView, request: _Request) -> _Draft:
+def _tool_step(view: PromptView, request: _Request) -> Draft:
     specs = request.tools
     answer_tool = next((t for t in specs if schema_kind(t.parameters) == "answer"), None)
     data_tools = [t for t in specs if t is not answer_tool]
@@ -531,7 +536,7 @@ def _tool_step(view: PromptView, request: _Request) -> _Draft:
         issued = _match_calls(list(understanding.steps), data_calls)
         batch = _next_batch(list(understanding.steps), issued)
         if batch:
-            return _Draft(tool_calls=[(s.funcion, _fit(s.parametros, by_name[s.funcion])) for s in batch])
+            return Draft(tool_calls=[(s.funcion, _fit(s.parametros, by_name[s.funcion])) for s in batch])
         items = [_executed(issued[s.key]) for s in understanding.steps if s.key in issued]
         return _final(
             compose_answer(items, view.conversation, understanding.reply or None), request, answer_tool
@@ -545,7 +550,7 @@ def _tool_step(view: PromptView, request: _Request) -> _Draft:
                 spec = data_tools[0]
             found = (spec, arguments(spec, view.question)) if spec else None
         if found is not None:
-            return _Draft(tool_calls=[(found[0].name, found[1])])
+            return Draft(tool_calls=[(found[0].name, found[1])])
         return _final(compose_answer([], view.conversation, understanding.reply), request, answer_tool)
     text = " ".join(
         describe(_executed(c)) if c.name in KNOWN_OPERATIONS else f"Resultado de {c.name}: {c.result}"
@@ -554,34 +559,34 @@ def _tool_step(view: PromptView, request: _Request) -> _Draft:
     return _final({"respuesta": text, "memoria": [], "estado": {}}, request, answer_tool)
 
 
-def _forced_call(view: PromptView, spec: ToolSpec) -> _Draft:
+def _forced_call(view: PromptView, spec: ToolSpec) -> Draft:
     kind = schema_kind(spec.parameters)
     if kind == "plan":
-        return _Draft(tool_calls=[(spec.name, _conformed(_plan(view, spec.parameters), spec.parameters))])
+        return Draft(tool_calls=[(spec.name, _conformed(_plan(view, spec.parameters), spec.parameters))])
     if kind == "answer":
-        return _Draft(tool_calls=[(spec.name, _conformed(_answer(view), spec.parameters))])
+        return Draft(tool_calls=[(spec.name, _conformed(_answer(view), spec.parameters))])
     if spec.name in KNOWN_OPERATIONS:
         understanding = understand(view.question, view.conversation, {spec.name})
         for step in understanding.steps:
             if step.funcion == spec.name and step.needs is None:
-                return _Draft(tool_calls=[(spec.name, _fit(step.parametros, spec))])
+                return Draft(tool_calls=[(spec.name, _fit(step.parametros, spec))])
     found = explicit_call(view.question, [spec])
     args = found[1] if found else arguments(spec, view.question, all_properties=True)
-    return _Draft(tool_calls=[(spec.name, args)])
+    return Draft(tool_calls=[(spec.name, args)])
 
 
-def _final(payload: dict[str, Any], request: _Request, answer_tool: ToolSpec | None) -> _Draft:
+def _final(payload: dict[str, Any], request: _Request, answer_tool: ToolSpec | None) -> Draft:
     if answer_tool is not None:
-        return _Draft(
+        return Draft(
             tool_calls=[(answer_tool.name, conform(payload, answer_tool.parameters, answer_tool.parameters))]
         )
     if request.schema is not None:
         if schema_kind(request.schema) == "answer":
-            return _Draft.json(conform(payload, request.schema, request.schema))
-        return _Draft.json(fill(request.schema, request.schema))
+            return Draft.json(conform(payload, request.schema, request.schema))
+        return Draft.json(fill(request.schema, request.schema))
     if request.json_mode:
-        return _Draft.json(payload)
-    return _Draft(content=str(payload["respuesta"]))
+        return Draft.json(payload)
+    return Draft(content=str(payload["respuesta"]))
 
 
 def _fit(params: dict[str, Any], spec: ToolSpec) -> dict[str, Any]:
@@ -644,49 +649,3 @@ def _executed(call: TurnCall) -> Executed:
     except json.JSONDecodeError:
         result = call.result
     return Executed(call.name, call.args, resultado=result)
-
-
-# -- faults -------------------------------------------------------------------------------------------------
-
-
-def _inject(draft: _Draft, mode: FaultMode) -> _Draft:
-    if mode == "empty":
-        return _Draft()
-    if draft.tool_calls:
-        return _inject_tool_calls(draft, mode)
-    if draft.payload is None:
-        if mode == "truncated_json":
-            return _Draft(content=truncate_json(draft.content))
-        return draft
-    payload = json.loads(json.dumps(draft.payload))
-    if mode == "malformed_json":
-        return _Draft(content=malform_json(draft.content))
-    if mode == "truncated_json":
-        return _Draft(content=truncate_json(draft.content))
-    operations = payload.get("operaciones") if isinstance(payload, dict) else None
-    if mode == "unknown_function" and isinstance(operations, list) and operations:
-        operations[0]["funcion"] = HALLUCINATED_FUNCTION
-    elif mode == "wrong_types" and isinstance(operations, list):
-        for operation in operations:
-            operation["parametros"] = wrong_types(operation.get("parametros") or {})
-    elif mode == "wrong_types" and isinstance(payload, dict) and "memoria" in payload:
-        payload["memoria"] = [dict(m, importancia="alta") for m in payload.get("memoria") or []]
-        if isinstance(payload.get("estado"), dict):
-            payload["estado"] = wrong_types(payload["estado"])
-    return _Draft.json(payload)
-
-
-def _inject_tool_calls(draft: _Draft, mode: FaultMode) -> _Draft:
-    first_name, first_args = draft.tool_calls[0]
-    rest = draft.tool_calls[1:]
-    if mode in ("malformed_json", "truncated_json"):
-        text = json.dumps(first_args, ensure_ascii=False)
-        broken = malform_json(text) if mode == "malformed_json" else truncate_json(text)
-        return _Draft(content=draft.content, tool_calls=rest, invalid_calls=[(first_name, broken)])
-    if mode == "unknown_function":
-        return _Draft(content=draft.content, tool_calls=[(HALLUCINATED_FUNCTION, first_args), *rest])
-    if mode == "wrong_types":
-        return _Draft(
-            content=draft.content, tool_calls=[(name, wrong_types(args)) for name, args in draft.tool_calls]
-        )
-    return draft
