@@ -2,21 +2,53 @@
 
 Engines never build provider clients themselves; they receive the :class:`BaseChatModel` this factory
 returns (see docs/design.md). Every provider defaults to temperature 0 (Gemini's own default is 0.7). Problems
-the user must fix (a missing API key, an unknown provider, an optional package that is not installed) raise
-:class:`~shared.errors.ConfigurationError` with one sentence saying what to set or install.
+the user must fix (a missing API key, an unknown provider, an optional package that is not installed, an
+invalid cap or timeout) raise :class:`~shared.errors.ConfigurationError` with one sentence saying what to set
+or install.
+
+**Every call is bounded.** A model that never stops generating, or a server that accepts the connection and
+never answers, must not hang a turn. Each model gets an output cap (``max_tokens``, default
+:data:`DEFAULT_MAX_TOKENS`) and a request timeout (``timeout``, default :data:`DEFAULT_TIMEOUT_S` seconds);
+``None`` turns either off. How each provider receives them (and how it reports a length stop):
+
+- ``offline``: ``OfflineSalesModel.max_tokens`` (longer replies are cut, ``finish_reason="length"``) and
+  ``OfflineSalesModel.timeout``.
+- ``ollama``: ``num_predict`` (``done_reason="length"``) and ``client_kwargs={"timeout": t}``, which the
+  ``ollama`` client hands to its ``httpx.Client``: connect, read, write and pool timeouts of ``t`` seconds.
+  A stalled server raises ``httpx.ReadTimeout``.
+- ``gemini``: ``max_output_tokens`` (``finish_reason="MAX_TOKENS"``) and ``timeout`` (google-genai's
+  ``HttpOptions.timeout``, in whole milliseconds; its default HTTP backend is ``httpx2``, whose
+  ``ReadTimeout`` it re-raises unchanged).
+- ``openai``: ``timeout`` (the OpenAI SDK's client timeout; it raises ``openai.APITimeoutError``, which
+  langchain-openai re-raises as its subclass ``OpenAITimeoutError``). The cap is ``max_completion_tokens``
+  for api.openai.com (no ``base_url``: ``ChatOpenAI`` renames ``max_tokens`` to it, and OpenAI's reasoning
+  models refuse ``max_tokens``). With a ``base_url`` (llama.cpp, vLLM, LM Studio, Ollama's ``/v1``) it is
+  ``max_tokens``, sent as ``extra_body={"max_tokens": n}``: every OpenAI-compatible server reads
+  ``max_tokens``, while llama.cpp's server only reads ``max_completion_tokens`` since early 2026 and
+  llama-cpp-python ignores it, generating until the context is full. A length stop is
+  ``finish_reason="length"``; OpenAI's structured-output ``parse`` raises ``openai.LengthFinishReasonError``.
+
+The timeout bounds every network wait (connecting, each read of the response), not the total time of a
+response that keeps streaming: a whole call ends within the timeout plus ``max_tokens`` at the model's speed.
+:mod:`shared.llm.provider_errors` maps the resulting exceptions and length stops to
+:class:`~shared.errors.ProviderTimeoutError` and :class:`~shared.errors.OutputLimitError`;
+:func:`configured_max_tokens` and :func:`configured_timeout` read a model's settings back (for messages such
+as "cut at 1024 tokens").
 """
 
 from __future__ import annotations
 
 import importlib
+import math
 import os
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, TypeGuard, get_args
 
 from shared.errors import ConfigurationError
 from shared.llm.faults import FaultConfig, FaultMode
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
+    from langchain_core.runnables import Runnable
 
     from shared.llm.latency import LatencyProfile
 
@@ -33,6 +65,12 @@ DEFAULT_MODELS: dict[str, str] = {
 }
 """The model each provider uses when none is given."""
 
+DEFAULT_MAX_TOKENS = 1024
+"""Output cap of every model call unless the caller gives another (``None`` = no cap)."""
+
+DEFAULT_TIMEOUT_S = 120.0
+"""Request timeout in seconds of every provider unless the caller gives another (``None`` = no timeout)."""
+
 _PACKAGES: dict[str, tuple[str, str]] = {
     "ollama": ("langchain_ollama", "langchain-ollama"),
     "gemini": ("langchain_google_genai", "langchain-google-genai"),
@@ -48,7 +86,8 @@ def build_chat_model(
     api_key: str | None = None,
     temperature: float = 0.0,
     num_ctx: int | None = None,
-    timeout: float | None = None,
+    max_tokens: int | None = DEFAULT_MAX_TOKENS,
+    timeout: float | None = DEFAULT_TIMEOUT_S,
     max_retries: int = 0,
     latency_profile: LatencyProfile | str | None = None,
     faults: FaultConfig | FaultMode | None = None,
@@ -65,7 +104,10 @@ def build_chat_model(
             ``OPENAI_API_KEY``.
         temperature: Sampling temperature, 0 by default everywhere.
         num_ctx: Ollama context window in tokens.
-        timeout: Request timeout in seconds (network providers).
+        max_tokens: Output cap per call, in tokens (1 or more; :data:`DEFAULT_MAX_TOKENS` by default; ``None``
+            = no cap). See the module docstring for the parameter each provider receives.
+        timeout: Request timeout in seconds (more than 0; :data:`DEFAULT_TIMEOUT_S` by default; ``None`` =
+            wait forever). It bounds each network wait, see the module docstring.
         max_retries: Retries the Gemini / OpenAI SDKs make on their own (Ollama's client makes none). 0 by
             default so that every request a provider receives is a model call the usage tracker counts (the
             planner's two-call bound and the benchmark's figures stay true); raise it for production.
@@ -74,33 +116,102 @@ def build_chat_model(
         faults: Offline only: a :class:`FaultConfig` or a bare fault mode (rate 1.0, seed 0).
 
     Raises:
-        ConfigurationError: unknown provider, missing key, missing optional package, or an offline-only
-            option given to a network provider.
+        ConfigurationError: unknown provider, missing key, missing optional package, ``max_tokens`` below 1,
+            ``timeout`` not a positive number, or an offline-only option given to a network provider.
     """
     name = provider.strip().lower()
     if name not in PROVIDERS:
         raise ConfigurationError(
             f"Unknown model provider {provider!r}; valid providers: {', '.join(PROVIDERS)}."
         )
+    _check_limits(max_tokens, timeout)
     if name == "offline":
-        return _offline(model, temperature, latency_profile, faults)
+        return _offline(model, temperature, max_tokens, timeout, latency_profile, faults)
     if latency_profile is not None or faults is not None:
         raise ConfigurationError(
             f"Latency profiles and fault injection only apply to the offline provider, not {name!r}."
         )
     chosen = model or DEFAULT_MODELS[name]
     if name == "ollama":
-        return _ollama(chosen, base_url, temperature, num_ctx, timeout)
+        return _ollama(chosen, base_url, temperature, num_ctx, max_tokens, timeout)
     if max_retries < 0:
         raise ConfigurationError(f"max_retries must be 0 or more, not {max_retries}.")
     if name == "gemini":
-        return _gemini(chosen, base_url, api_key, temperature, timeout, max_retries)
-    return _openai(chosen, base_url, api_key, temperature, timeout, max_retries)
+        return _gemini(chosen, base_url, api_key, temperature, max_tokens, timeout, max_retries)
+    return _openai(chosen, base_url, api_key, temperature, max_tokens, timeout, max_retries)
+
+
+def configured_max_tokens(model: BaseChatModel | Runnable[Any, Any]) -> int | None:
+    """The output cap ``model`` was built with, or ``None`` when it has none.
+
+    Reads ``max_tokens`` (offline, ``ChatOpenAI``), ``extra_body["max_tokens"]`` (``ChatOpenAI`` against an
+    OpenAI-compatible server), ``num_predict`` (``ChatOllama``) or ``max_output_tokens``
+    (``ChatGoogleGenerativeAI``). A binding (``model.bind_tools(...)``, ``model.bind(...)``) is unwrapped to
+    its model; anything else gives ``None``.
+    """
+    unwrapped = _unwrap(model)
+    for attribute in ("max_tokens", "num_predict", "max_output_tokens"):
+        value = getattr(unwrapped, attribute, None)
+        if _is_cap(value):
+            return value
+    extra_body = getattr(unwrapped, "extra_body", None)
+    value = extra_body.get("max_tokens") if isinstance(extra_body, dict) else None
+    return value if _is_cap(value) else None
+
+
+def configured_timeout(model: BaseChatModel | Runnable[Any, Any]) -> float | None:
+    """The request timeout in seconds ``model`` was built with, or ``None`` when it has none.
+
+    Reads ``timeout`` (offline, ``ChatGoogleGenerativeAI``), ``request_timeout`` (``ChatOpenAI``) or
+    ``client_kwargs["timeout"]`` (``ChatOllama``); bindings are unwrapped like :func:`configured_max_tokens`.
+    """
+    unwrapped = _unwrap(model)
+    candidates = [getattr(unwrapped, "timeout", None), getattr(unwrapped, "request_timeout", None)]
+    client_kwargs = getattr(unwrapped, "client_kwargs", None)
+    if isinstance(client_kwargs, dict):
+        candidates.append(client_kwargs.get("timeout"))
+    for value in candidates:
+        if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+            return float(value)
+    return None
+
+
+def _unwrap(model: Any) -> Any:
+    # RunnableBinding (bind_tools, bind) keeps the model in ``bound``; bindings may nest.
+    for _ in range(10):
+        bound = getattr(model, "bound", None)
+        if bound is None:
+            break
+        model = bound
+    return model
+
+
+def _is_cap(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _check_limits(max_tokens: int | None, timeout: float | None) -> None:
+    if max_tokens is not None and not _is_cap(max_tokens):
+        raise ConfigurationError(
+            f"max_tokens must be a whole number of tokens, 1 or more (or None for no cap), "
+            f"not {max_tokens!r}."
+        )
+    if timeout is not None and (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not math.isfinite(timeout)
+        or timeout <= 0
+    ):
+        raise ConfigurationError(
+            f"timeout must be a number of seconds greater than 0 (or None for no timeout), not {timeout!r}."
+        )
 
 
 def _offline(
     model: str | None,
     temperature: float,
+    max_tokens: int | None,
+    timeout: float | None,
     latency_profile: LatencyProfile | str | None,
     faults: FaultConfig | FaultMode | None,
 ) -> BaseChatModel:
@@ -115,6 +226,8 @@ def _offline(
     return OfflineSalesModel(
         model_name=model or DEFAULT_MODELS["offline"],
         temperature=temperature,
+        max_tokens=max_tokens,
+        timeout=timeout,
         latency_profile=profile,
         faults=fault_config,
     )
@@ -131,7 +244,12 @@ def _import_provider(name: str) -> Any:
 
 
 def _ollama(
-    model: str, base_url: str | None, temperature: float, num_ctx: int | None, timeout: float | None
+    model: str,
+    base_url: str | None,
+    temperature: float,
+    num_ctx: int | None,
+    max_tokens: int | None,
+    timeout: float | None,
 ) -> BaseChatModel:
     module = _import_provider("ollama")
     kwargs: dict[str, Any] = {"model": model, "temperature": temperature}
@@ -140,7 +258,10 @@ def _ollama(
         kwargs["base_url"] = url
     if num_ctx is not None:
         kwargs["num_ctx"] = num_ctx
+    if max_tokens is not None:
+        kwargs["num_predict"] = max_tokens
     if timeout is not None:
+        # ollama.Client passes it to httpx.Client: connect/read/write/pool timeouts (its own default is None).
         kwargs["client_kwargs"] = {"timeout": timeout}
     model_instance: BaseChatModel = module.ChatOllama(**kwargs)
     return model_instance
@@ -151,6 +272,7 @@ def _gemini(
     base_url: str | None,
     api_key: str | None,
     temperature: float,
+    max_tokens: int | None,
     timeout: float | None,
     max_retries: int,
 ) -> BaseChatModel:
@@ -167,8 +289,11 @@ def _gemini(
     }
     if base_url:
         kwargs["base_url"] = base_url
+    if max_tokens is not None:
+        kwargs["max_output_tokens"] = max_tokens
     if timeout is not None:
-        kwargs["timeout"] = timeout
+        # Sent as whole milliseconds, and 0 ms means "no timeout": never round a tiny timeout down to 0.
+        kwargs["timeout"] = max(timeout, 0.001)
     model_instance: BaseChatModel = module.ChatGoogleGenerativeAI(**kwargs)
     return model_instance
 
@@ -178,6 +303,7 @@ def _openai(
     base_url: str | None,
     api_key: str | None,
     temperature: float,
+    max_tokens: int | None,
     timeout: float | None,
     max_retries: int,
 ) -> BaseChatModel:
@@ -196,6 +322,13 @@ def _openai(
     }
     if base_url:
         kwargs["base_url"] = base_url
+    if max_tokens is not None:
+        if base_url:
+            # ChatOpenAI would send max_completion_tokens, which older llama.cpp servers and
+            # llama-cpp-python ignore; every OpenAI-compatible server reads max_tokens.
+            kwargs["extra_body"] = {"max_tokens": max_tokens}
+        else:
+            kwargs["max_tokens"] = max_tokens
     if timeout is not None:
         kwargs["timeout"] = timeout
     model_instance: BaseChatModel = module.ChatOpenAI(**kwargs)

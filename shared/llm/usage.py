@@ -17,6 +17,8 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 from pydantic import BaseModel
 
+from shared.llm.provider_errors import usage_from_error
+
 
 class UsageSnapshot(BaseModel):
     """The tracker's totals at one moment."""
@@ -32,7 +34,9 @@ class UsageTracker(BaseCallbackHandler):
     """Count model calls, input/output tokens and model time; thread-safe.
 
     - ``calls``: chat-model (``on_chat_model_start``) and LLM (``on_llm_start``) runs started.
-    - ``input_tokens`` / ``output_tokens``: sums of ``usage_metadata`` over every generation that reported it.
+    - ``input_tokens`` / ``output_tokens``: sums of ``usage_metadata`` over every generation that reported it,
+      plus the tokens of failed calls (the usage the provider put in the error, else that of the partial
+      generations LangChain passes to ``on_llm_error``).
     - ``model_ms``: measured wall time between a run's start and its end or error, summed over runs.
     - ``simulated_model_ms``: sum of ``response_metadata["simulated_latency_ms"]``; ``None`` until a model
       reports one (only the offline model with a latency profile does).
@@ -68,19 +72,7 @@ class UsageTracker(BaseCallbackHandler):
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         """A run ended: stop its clock and add the usage of every generation."""
         now = time.perf_counter()
-        input_tokens = output_tokens = 0
-        simulated: float | None = None
-        for generations in response.generations:
-            for generation in generations:
-                if not isinstance(generation, ChatGeneration):
-                    continue
-                usage = getattr(generation.message, "usage_metadata", None)
-                if usage:
-                    input_tokens += int(usage.get("input_tokens", 0) or 0)
-                    output_tokens += int(usage.get("output_tokens", 0) or 0)
-                latency = generation.message.response_metadata.get("simulated_latency_ms")
-                if isinstance(latency, int | float):
-                    simulated = (simulated or 0.0) + float(latency)
+        input_tokens, output_tokens, simulated = _generation_usage(response)
         with self._lock:
             self._stop(run_id, now)
             self.input_tokens += input_tokens
@@ -88,11 +80,27 @@ class UsageTracker(BaseCallbackHandler):
             if simulated is not None:
                 self.simulated_model_ms = (self.simulated_model_ms or 0.0) + simulated
 
-    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        """A run failed: stop its clock (the call still counts)."""
+    def on_llm_error(
+        self, error: BaseException, *, run_id: UUID, response: LLMResult | None = None, **kwargs: Any
+    ) -> None:
+        """A run failed: stop its clock and add the tokens it used (the call still counts).
+
+        The provider's own usage in the error wins (``usage_from_error``: e.g. the prompt and completion
+        tokens of an OpenAI ``LengthFinishReasonError``); otherwise the ``usage_metadata`` of the partial
+        generations LangChain passes as ``response`` (the chunks a stream delivered before it broke).
+        """
         now = time.perf_counter()
+        from_error = usage_from_error(error)
+        if from_error is not None:
+            input_tokens, output_tokens = from_error
+        elif response is not None:
+            input_tokens, output_tokens, _ = _generation_usage(response)
+        else:
+            input_tokens = output_tokens = 0
         with self._lock:
             self._stop(run_id, now)
+            self.input_tokens += input_tokens
+            self.output_tokens += output_tokens
 
     # -- totals -------------------------------------------------------------------------------------------
 
@@ -132,3 +140,21 @@ class UsageTracker(BaseCallbackHandler):
         started = self._started.pop(run_id, None)
         if started is not None:
             self.model_ms += (now - started) * 1000.0
+
+
+def _generation_usage(response: LLMResult) -> tuple[int, int, float | None]:
+    """Input tokens, output tokens and simulated latency summed over every chat generation of ``response``."""
+    input_tokens = output_tokens = 0
+    simulated: float | None = None
+    for generations in response.generations:
+        for generation in generations:
+            if not isinstance(generation, ChatGeneration):
+                continue
+            usage = getattr(generation.message, "usage_metadata", None)
+            if usage:
+                input_tokens += int(usage.get("input_tokens", 0) or 0)
+                output_tokens += int(usage.get("output_tokens", 0) or 0)
+            latency = generation.message.response_metadata.get("simulated_latency_ms")
+            if isinstance(latency, int | float):
+                simulated = (simulated or 0.0) + float(latency)
+    return input_tokens, output_tokens, simulated

@@ -4,24 +4,40 @@ An :class:`Operation` is declared once: a stable Spanish snake_case name, a desc
 its parameters (every field documented), a pydantic model for its result, and a handler that runs it against
 an ERP session. The registry renders the catalog for prompts, exports LangChain tools, and executes by name
 with a plain dict of parameters, raising the typed errors of :mod:`shared.errors`.
+
+Expected refusals (unknown operation, invalid parameters, ``DomainError`` such as a customer not found) keep
+their clear message. Anything else a handler or the database raises is unexpected: it becomes
+:class:`~shared.errors.OperationInternalError`, whose whole text is ``error interno (ref XXXX)``, so SQL
+statements and parameters never reach a model's prompt or a user's answer; the full exception is logged at
+ERROR on the ``shared.operations`` logger under that reference.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import secrets
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from shared.errors import InvalidParametersError, UnknownOperationError
+from shared.errors import (
+    ErpAiError,
+    InvalidParametersError,
+    OperationError,
+    OperationInternalError,
+    UnknownOperationError,
+)
 
 if TYPE_CHECKING:
     from langchain_core.tools import StructuredTool
     from sqlalchemy.orm import Session
 
     from shared.erp.database import Erp
+
+logger = logging.getLogger("shared.operations")
 
 P = TypeVar("P", bound=BaseModel)
 R = TypeVar("R", bound=BaseModel)
@@ -104,22 +120,41 @@ class OperationRegistry:
         return _validate(self.get(name), params)
 
     def execute(self, erp: Erp, name: str, params: dict[str, Any] | None) -> dict[str, Any]:
-        """Validate and run ``name`` against ``erp``; return its result as a JSON-ready dict."""
-        operation = self.get(name)
-        validated = _validate(operation, params)
-        with erp.session() as session:
-            result = operation.handler(session, validated)
-        return dict(result.model_dump(mode="json"))
+        """Validate and run ``name`` against ``erp``; return its result as a JSON-ready dict.
+
+        Raises:
+            UnknownOperationError, InvalidParametersError, DomainError: the expected refusals, unchanged
+                (as is any other error of :mod:`shared.errors`, such as a ``StorageError``).
+            OperationInternalError: anything else went wrong (a bug, a corrupt page, a lost connection); the
+                full exception is logged on ``shared.operations`` under the error's ``reference``.
+        """
+        try:
+            operation = self.get(name)
+            validated = _validate(operation, params)
+            with erp.session() as session:
+                result = operation.handler(session, validated)
+            return dict(result.model_dump(mode="json"))
+        except ErpAiError:
+            raise  # raised on purpose, with a clear message (an OperationError, or e.g. a StorageError)
+        except Exception as exc:
+            reference = secrets.token_hex(4)
+            logger.error(
+                "Operation %r failed unexpectedly (ref %s); parameters: %.500r",
+                name,
+                reference,
+                params,
+                exc_info=True,
+            )
+            raise OperationInternalError(name, reference) from exc
 
     def langchain_tools(self, erp: Erp) -> list[StructuredTool]:
         """Export every operation as a LangChain ``StructuredTool`` bound to ``erp``.
 
-        Tools return the result as JSON text. Operation errors are raised as ``ToolException`` so the agent
-        sends them back to the model as tool error messages.
+        Tools return the result as JSON text. Operation errors (including ``OperationInternalError``, whose
+        text is only ``error interno (ref XXXX)``) are raised as ``ToolException`` so the agent sends them
+        back to the model as tool error messages.
         """
         from langchain_core.tools import StructuredTool, ToolException
-
-        from shared.errors import OperationError
 
         def make(operation: Operation[Any, Any]) -> StructuredTool:
             def run(**kwargs: Any) -> str:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from shared.errors import ConfigurationError
-from shared.llm.factory import build_chat_model
+from shared.llm.factory import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S, build_chat_model
 from shared.llm.faults import FaultConfig
 from shared.llm.latency import LATENCY_PROFILES
 from shared.llm.offline import OfflineSalesModel
@@ -98,3 +98,88 @@ def test_sdk_retries_are_off_by_default_so_every_provider_request_is_a_counted_c
     assert build_chat_model("openai", api_key="k", max_retries=3).max_retries == 3
     with pytest.raises(ConfigurationError, match="max_retries"):
         build_chat_model("openai", api_key="k", max_retries=-1)
+
+
+# -- output caps and timeouts --------------------------------------------------------------------------------
+
+
+def test_defaults_are_public_constants_of_the_model_layer() -> None:
+    import shared.llm
+
+    assert (shared.llm.DEFAULT_MAX_TOKENS, shared.llm.DEFAULT_TIMEOUT_S) == (1024, 120.0)
+
+
+def test_every_provider_gets_the_default_output_cap_and_timeout() -> None:
+    import httpx
+
+    offline: Any = build_chat_model()
+    ollama: Any = build_chat_model("ollama")
+    gemini: Any = build_chat_model("gemini", api_key="k")
+    openai: Any = build_chat_model("openai", api_key="k")
+    assert (offline.max_tokens, offline.timeout) == (DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S)
+    assert ollama.num_predict == DEFAULT_MAX_TOKENS
+    assert ollama._client._client.timeout == httpx.Timeout(DEFAULT_TIMEOUT_S)  # what really bounds a request
+    assert (gemini.max_output_tokens, gemini.timeout) == (DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S)
+    assert (openai.max_tokens, openai.request_timeout) == (DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S)
+
+
+def test_caps_and_timeouts_are_configurable_and_none_turns_them_off() -> None:
+    import httpx
+
+    offline: Any = build_chat_model(max_tokens=50, timeout=3)
+    assert (offline.max_tokens, offline.timeout) == (50, 3)
+    ollama: Any = build_chat_model("ollama", max_tokens=None, timeout=None)
+    assert ollama.num_predict is None
+    assert ollama._client._client.timeout == httpx.Timeout(None)
+    gemini: Any = build_chat_model("gemini", api_key="k", max_tokens=None, timeout=None)
+    assert (gemini.max_output_tokens, gemini.timeout) == (None, None)
+    openai: Any = build_chat_model("openai", api_key="k", max_tokens=None, timeout=None)
+    assert (openai.max_tokens, openai.request_timeout, openai.extra_body) == (None, None, None)
+
+
+def test_a_tiny_gemini_timeout_is_not_rounded_down_to_no_timeout() -> None:
+    # google-genai takes whole milliseconds and reads 0 as "no timeout".
+    gemini: Any = build_chat_model("gemini", api_key="k", timeout=0.0001)
+    assert gemini.timeout == 0.001
+
+
+def test_openai_compatible_servers_receive_max_tokens_not_max_completion_tokens() -> None:
+    from tests.shared.llm.provider_fakes import ReplyServer, json_reply, openai_completion
+
+    with ReplyServer(lambda path, body: json_reply(openai_completion("Hola"))) as server:
+        build_chat_model("openai", api_key="k", base_url=f"{server.url}/v1", max_tokens=77).invoke("hola")
+    body = server.requests[0].body
+    assert body["max_tokens"] == 77
+    assert "max_completion_tokens" not in body
+
+
+@pytest.mark.parametrize("max_tokens", [0, -5, 1.5, True, "100"])
+def test_a_cap_below_one_token_is_a_configuration_error(max_tokens: Any) -> None:
+    with pytest.raises(ConfigurationError, match="max_tokens must be a whole number of tokens, 1 or more"):
+        build_chat_model("openai", api_key="k", max_tokens=max_tokens)
+
+
+@pytest.mark.parametrize("timeout", [0, -1.0, float("nan"), float("inf"), True, "30"])
+def test_a_timeout_that_is_not_a_positive_number_is_a_configuration_error(timeout: Any) -> None:
+    with pytest.raises(ConfigurationError, match="timeout must be a number of seconds greater than 0"):
+        build_chat_model(timeout=timeout)
+
+
+def test_configured_max_tokens_reads_the_cap_back_from_every_provider() -> None:
+    from langchain_core.language_models import GenericFakeChatModel
+
+    from shared.llm.factory import configured_max_tokens, configured_timeout
+
+    models: list[Any] = [
+        build_chat_model(max_tokens=11, timeout=2),
+        build_chat_model("ollama", max_tokens=12, timeout=3),
+        build_chat_model("gemini", api_key="k", max_tokens=13, timeout=4),
+        build_chat_model("openai", api_key="k", max_tokens=14, timeout=5),
+        build_chat_model("openai", api_key="k", base_url="http://127.0.0.1:9/v1", max_tokens=15, timeout=6),
+    ]
+    assert [configured_max_tokens(m) for m in models] == [11, 12, 13, 14, 15]
+    assert [configured_timeout(m) for m in models] == [2, 3, 4, 5, 6]
+    assert configured_max_tokens(models[0].bind_tools([]).bind(stop=["x"])) == 11  # bindings are unwrapped
+    assert configured_max_tokens(build_chat_model("ollama", max_tokens=None)) is None
+    assert configured_max_tokens(GenericFakeChatModel(messages=iter([]))) is None
+    assert configured_timeout(build_chat_model("openai", api_key="k", timeout=None)) is None

@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 import threading
+from typing import Any
 from uuid import uuid4
 
 import pytest
 from langchain_core.language_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, BaseMessage, UsageMetadata
 from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.tools import StructuredTool
+from openai import LengthFinishReasonError
 
 from shared.errors import ProviderError
+from shared.llm.factory import build_chat_model
 from shared.llm.faults import FaultConfig
 from shared.llm.offline import OfflineSalesModel
+from shared.llm.provider_errors import usage_from_error
 from shared.llm.usage import UsageTracker
+from tests.fakes import CallInfo, FunctionChatModel
+from tests.shared.llm.provider_fakes import ReplyServer, json_reply, length_error, openai_completion
 
 
 def test_counts_calls_and_sums_tokens_over_calls() -> None:
@@ -96,3 +102,53 @@ def test_thread_safe_under_concurrent_calls() -> None:
         thread.join()
     assert tracker.calls == 40
     assert tracker.input_tokens == 40 * model.invoke("hola").usage_metadata["input_tokens"]  # type: ignore[index]
+
+
+def test_a_failed_call_counts_the_tokens_the_provider_reported_in_the_error() -> None:
+    def cut(messages: list[BaseMessage], info: CallInfo) -> str:
+        raise length_error('{"operaciones": [', prompt_tokens=1314, completion_tokens=768)
+
+    tracker = UsageTracker()
+    with pytest.raises(LengthFinishReasonError):
+        FunctionChatModel(cut).invoke("¿Cuánto vendimos?", config={"callbacks": [tracker]})
+    assert (tracker.calls, tracker.input_tokens, tracker.output_tokens) == (1, 1314, 768)
+    assert tracker._started == {}
+
+
+def test_a_length_stop_through_a_real_chat_openai_counts_prompt_and_completion_tokens() -> None:
+    def cut(path: str, body: dict[str, Any]) -> tuple[int, str, bytes]:
+        return json_reply(
+            openai_completion(
+                '{"respuesta": "Vend', finish_reason="length", prompt_tokens=1314, completion_tokens=768
+            )
+        )
+
+    schema = {"type": "object", "properties": {"respuesta": {"type": "string"}}, "required": ["respuesta"]}
+    tracker = UsageTracker()
+    with ReplyServer(cut) as server:
+        model = build_chat_model("openai", api_key="k", base_url=f"{server.url}/v1", max_tokens=768)
+        bound = model.bind(
+            response_format={"type": "json_schema", "json_schema": {"name": "a", "schema": schema}}
+        )
+        # With a response_format bound, ChatOpenAI calls the SDK's parse(), which raises on a length stop.
+        with pytest.raises(LengthFinishReasonError) as raised:
+            bound.invoke("¿Cuánto vendimos?", config={"callbacks": [tracker]})
+    assert (tracker.calls, tracker.input_tokens, tracker.output_tokens) == (1, 1314, 768)
+    assert usage_from_error(raised.value) == (1314, 768)
+
+
+def test_a_failed_call_without_usage_in_the_error_counts_its_partial_generations_once() -> None:
+    usage = UsageMetadata(input_tokens=40, output_tokens=9, total_tokens=49)
+    chunk = ChatGeneration(message=AIMessage("Vendi", usage_metadata=usage))
+    partial = LLMResult(generations=[[chunk], []])  # what LangChain passes when a stream breaks
+    tracker = UsageTracker()
+    run_id = uuid4()
+    tracker.on_chat_model_start({}, [[]], run_id=run_id)
+    tracker.on_llm_error(ConnectionError("stream broke"), run_id=run_id, response=partial)
+    assert (tracker.input_tokens, tracker.output_tokens) == (40, 9)
+    run_id = uuid4()  # the error's own usage wins: the partial generations are not added on top
+    tracker.on_chat_model_start({}, [[]], run_id=run_id)
+    tracker.on_llm_error(
+        length_error("x", prompt_tokens=5, completion_tokens=3), run_id=run_id, response=partial
+    )
+    assert (tracker.calls, tracker.input_tokens, tracker.output_tokens) == (2, 45, 12)

@@ -1,0 +1,190 @@
+"""What providers raise and report, in the project's terms: timeouts, length stops, the tokens a failure used.
+
+Engines wrap every model call in ``except Exception as exc: raise as_erp_error(exc, ...) from exc`` and check
+each reply with :func:`stopped_at_limit`; :class:`~shared.llm.usage.UsageTracker` counts the tokens of failed
+calls with :func:`usage_from_error`. What the installed SDKs raise (checked in their sources and by
+``tests/shared/llm/test_provider_errors.py`` against stalling local servers):
+
+- **Timeouts.** ``ChatOllama`` lets ``httpx.ReadTimeout`` / ``ConnectTimeout`` through (``ollama`` only wraps
+  ``ConnectError`` and HTTP status errors). The OpenAI SDK raises ``openai.APITimeoutError``, which
+  langchain-openai re-raises as ``OpenAITimeoutError`` (also a ``langchain_core`` ``ModelTimeoutError``).
+  google-genai re-raises its HTTP backend's exception unchanged: ``httpx2.ReadTimeout`` by default (httpx2 is
+  a fork of httpx whose classes are *not* httpx subclasses), ``httpx.ReadTimeout`` with the httpx backend, and
+  ``asyncio.TimeoutError`` (``TimeoutError``) from aiohttp; a server-side deadline is an ``APIError`` with
+  status ``DEADLINE_EXCEEDED`` (HTTP 504), which langchain-google-genai wraps (``raise … from``). Also
+  recognised: the builtin ``TimeoutError`` (``socket.timeout``, ``asyncio.TimeoutError``),
+  ``requests.Timeout`` and ``google.api_core.exceptions.DeadlineExceeded``.
+- **Length stops.** A reply cut at the cap carries ``finish_reason="length"`` (OpenAI-compatible servers, the
+  offline model), ``done_reason="length"`` (Ollama) or ``finish_reason="MAX_TOKENS"`` (Gemini: the name of
+  google-genai's ``FinishReason`` enum). The OpenAI SDK's structured-output ``parse`` (what ``ChatOpenAI``
+  uses whenever a ``response_format`` is bound) raises ``openai.LengthFinishReasonError`` instead, with the
+  whole ``ChatCompletion`` (and its usage) in ``.completion``.
+
+SDK modules are never imported here: an exception of an SDK's type can only exist once that SDK is imported,
+so the classes are looked up in ``sys.modules``, and a missing optional SDK costs nothing.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from shared.errors import (
+    ErpAiError,
+    ModelOutputError,
+    OutputLimitError,
+    ProviderError,
+    ProviderTimeoutError,
+)
+
+__all__ = ["as_erp_error", "stopped_at_limit", "usage_from_error"]
+
+_TIMEOUT_CLASSES: tuple[tuple[str, str], ...] = (
+    ("httpx", "TimeoutException"),
+    ("httpx2", "TimeoutException"),
+    ("openai", "APITimeoutError"),
+    ("langchain_core.exceptions", "ModelTimeoutError"),
+    ("requests.exceptions", "Timeout"),
+    ("google.api_core.exceptions", "DeadlineExceeded"),
+)
+"""(module, class) pairs whose instances are timeouts; the builtin ``TimeoutError`` is checked directly."""
+
+_DEADLINE_STATUSES = frozenset({"DEADLINE_EXCEEDED"})
+"""google-genai ``APIError.status`` values that mean the server gave up waiting for the model."""
+
+_LENGTH_FINISH_REASONS = frozenset({"length", "max_tokens"})
+"""``finish_reason`` values (compared lower-cased) meaning the output hit the cap."""
+
+
+def as_erp_error(
+    error: BaseException, *, max_tokens: int | None = None, timeout: float | None = None
+) -> ErpAiError:
+    """The project's error for what a model call raised (``raise as_erp_error(exc) from exc``).
+
+    - an :class:`~shared.errors.ErpAiError` is returned unchanged;
+    - a timeout anywhere in the exception's cause chain → :class:`~shared.errors.ProviderTimeoutError`
+      (``timeout`` is recorded on it);
+    - ``openai.LengthFinishReasonError`` → :class:`~shared.errors.OutputLimitError` with ``max_tokens`` (what
+      the model was built with, see :func:`shared.llm.factory.configured_max_tokens`) and the cut text;
+    - LangChain's ``OutputParserException`` (a structured-output parser refused the reply) →
+      :class:`~shared.errors.ModelOutputError`: the model answered, its output was unusable;
+    - anything else → :class:`~shared.errors.ProviderError` naming the exception's type and message.
+    """
+    if isinstance(error, ErpAiError):
+        return error
+    chain = list(_chain(error))
+    timeouts = _classes(_TIMEOUT_CLASSES)
+    for link in chain:
+        if isinstance(link, (TimeoutError, *timeouts)) or _is_deadline(link):
+            suffix = f" within {timeout:g} s" if timeout is not None else " within the request timeout"
+            return ProviderTimeoutError(
+                f"The model provider did not answer{suffix}: {_describe(link)}", timeout=timeout
+            )
+    length = _classes((("openai", "LengthFinishReasonError"),))
+    parser = _classes((("langchain_core.exceptions", "OutputParserException"),))
+    for link in chain:
+        if isinstance(link, length):
+            return OutputLimitError(max_tokens, raw=_completion_text(link))
+        if isinstance(link, parser):
+            raw = getattr(link, "llm_output", None)
+            return ModelOutputError(
+                f"The model's output could not be parsed: {link}", raw=raw if isinstance(raw, str) else None
+            )
+    return ProviderError(f"The model provider failed: {_describe(error)}")
+
+
+def stopped_at_limit(message: BaseMessage) -> bool:
+    """Whether a reply stopped because it hit the output cap (so its text is incomplete).
+
+    True for ``response_metadata["finish_reason"]`` ``"length"`` (OpenAI-compatible servers, the offline
+    model) or ``"MAX_TOKENS"`` (Gemini), and for ``response_metadata["done_reason"] == "length"`` (Ollama).
+    """
+    metadata = getattr(message, "response_metadata", None) or {}
+    finish_reason = metadata.get("finish_reason")
+    if isinstance(finish_reason, str) and finish_reason.lower() in _LENGTH_FINISH_REASONS:
+        return True
+    return metadata.get("done_reason") == "length"
+
+
+def usage_from_error(error: BaseException) -> tuple[int, int] | None:
+    """(input tokens, output tokens) a failed call reported, or ``None`` when the error carries no usage.
+
+    Reads ``error.completion.usage`` (``prompt_tokens`` / ``completion_tokens``; the OpenAI SDK's
+    ``LengthFinishReasonError`` and ``ContentFilterFinishReasonError``) or an ``error.usage_metadata``
+    mapping (``input_tokens`` / ``output_tokens``, LangChain's shape), along the exception's cause chain.
+    """
+    for link in _chain(error):
+        usage = getattr(getattr(link, "completion", None), "usage", None)
+        if usage is not None:
+            found = _tokens(getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None))
+            if found is not None:
+                return found
+        metadata = getattr(link, "usage_metadata", None)
+        if isinstance(metadata, Mapping):
+            found = _tokens(metadata.get("input_tokens"), metadata.get("output_tokens"))
+            if found is not None:
+                return found
+    return None
+
+
+# -- helpers ------------------------------------------------------------------------------------------------
+
+
+def _chain(error: BaseException) -> Iterator[BaseException]:
+    """The exception, then what it was raised from (``__cause__``, else an unsuppressed ``__context__``)."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen and len(seen) < 16:
+        seen.add(id(current))
+        yield current
+        if current.__cause__ is not None:
+            current = current.__cause__
+        elif not current.__suppress_context__:
+            current = current.__context__
+        else:
+            current = None
+
+
+def _classes(names: tuple[tuple[str, str], ...]) -> tuple[type[BaseException], ...]:
+    found: list[type[BaseException]] = []
+    for module_name, class_name in names:
+        module = sys.modules.get(module_name)
+        cls = getattr(module, class_name, None) if module is not None else None
+        if isinstance(cls, type) and issubclass(cls, BaseException):
+            found.append(cls)
+    return tuple(found)
+
+
+def _is_deadline(error: BaseException) -> bool:
+    errors = sys.modules.get("google.genai.errors")
+    api_error = getattr(errors, "APIError", None) if errors is not None else None
+    if not (isinstance(api_error, type) and isinstance(error, api_error)):
+        return False
+    return getattr(error, "status", None) in _DEADLINE_STATUSES or getattr(error, "code", None) == 504
+
+
+def _describe(error: BaseException) -> str:
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _completion_text(error: BaseException) -> str | None:
+    choices: Any = getattr(getattr(error, "completion", None), "choices", None) or []
+    for choice in choices:
+        content = getattr(getattr(choice, "message", None), "content", None)
+        if isinstance(content, str):
+            return content
+    return None
+
+
+def _tokens(input_tokens: Any, output_tokens: Any) -> tuple[int, int] | None:
+    def count(value: Any) -> int | None:
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+    counted_in, counted_out = count(input_tokens), count(output_tokens)
+    if counted_in is None and counted_out is None:
+        return None
+    return counted_in or 0, counted_out or 0

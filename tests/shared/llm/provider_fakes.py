@@ -1,0 +1,162 @@
+"""Provider stand-ins: tiny loopback servers and OpenAI completion payloads.
+
+The servers let the tests drive the real provider clients (``ChatOpenAI``, ``ChatOllama``,
+``ChatGoogleGenerativeAI``) over real sockets without a model: :class:`ReplyServer` answers every request with
+``reply(path, body)`` and records the requests; :class:`StallingServer` accepts connections and never answers.
+:func:`openai_completion` is a chat completion as an OpenAI-compatible server sends it, and
+:func:`length_error` the ``openai.LengthFinishReasonError`` the OpenAI SDK builds from such a completion.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+Reply = Callable[[str, dict[str, Any]], tuple[int, str, bytes]]
+"""``(path, json_body) -> (status, content_type, body)``."""
+
+
+@dataclass
+class Request:
+    """One request a :class:`ReplyServer` received."""
+
+    path: str
+    body: dict[str, Any] = field(default_factory=dict)
+
+
+def openai_completion(
+    content: str, *, finish_reason: str = "stop", prompt_tokens: int = 11, completion_tokens: int = 7
+) -> dict[str, Any]:
+    """A ``/v1/chat/completions`` response body with one choice and its usage."""
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": "local",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": finish_reason,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+
+
+def length_error(content: str, *, prompt_tokens: int, completion_tokens: int) -> Exception:
+    """``openai.LengthFinishReasonError`` around a real ``ChatCompletion`` cut at the output cap."""
+    from openai import LengthFinishReasonError
+    from openai.types.chat import ChatCompletion
+
+    completion = ChatCompletion.model_validate(
+        openai_completion(
+            content,
+            finish_reason="length",
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+        )
+    )
+    return LengthFinishReasonError(completion=completion)
+
+
+def json_reply(payload: Any, status: int = 200) -> tuple[int, str, bytes]:
+    """A JSON response for a :data:`Reply` function."""
+    return status, "application/json", json.dumps(payload).encode()
+
+
+class ReplyServer:
+    """A threaded HTTP server on 127.0.0.1 answering every POST with ``reply``; a context manager."""
+
+    def __init__(self, reply: Reply) -> None:
+        self.requests: list[Request] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                body = json.loads(raw) if raw else {}
+                server.requests.append(Request(self.path, body))
+                status, content_type, payload = reply(self.path, body)
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def __enter__(self) -> ReplyServer:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+
+class StallingServer:
+    """Accepts TCP connections on 127.0.0.1 and never sends a byte back; use as a context manager."""
+
+    def __init__(self) -> None:
+        self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(16)
+        self._listener.settimeout(0.1)
+        self._accepted: list[socket.socket] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._listener.getsockname()[:2]
+        return f"http://{host}:{port}"
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                connection, _ = self._listener.accept()
+            except (TimeoutError, OSError):
+                continue
+            self._accepted.append(connection)
+
+    @property
+    def connections(self) -> int:
+        """How many connections were accepted (and left unanswered)."""
+        return len(self._accepted)
+
+    def __enter__(self) -> StallingServer:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        for connection in self._accepted:
+            connection.close()
+        self._listener.close()

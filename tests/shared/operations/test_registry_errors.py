@@ -1,0 +1,114 @@
+"""Unexpected operation failures: ``error interno (ref XXXX)`` for the model and the user, details in the log.
+
+A handler that hits a corrupt database page raises SQLAlchemy's ``DatabaseError``, whose text carries the SQL
+statement and its parameters. None of it may reach a prompt or an answer; all of it goes to the log.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+import pytest
+from langchain_core.messages import ToolMessage
+from pydantic import BaseModel, Field
+from sqlalchemy.exc import DatabaseError
+from sqlalchemy.orm import Session
+
+from shared.erp.database import Erp
+from shared.errors import DomainError, OperationInternalError
+from shared.operations.registry import Operation, OperationRegistry
+
+SQL = "SELECT secret FROM invoices WHERE customer_ruc = ?"
+PARAMS = ("80000001-3",)
+
+
+class Params(BaseModel):
+    anio: int = Field(description="Año calendario.")
+
+
+class Result(BaseModel):
+    total: int
+
+
+def _corrupt_page(session: Session, params: Params) -> Result:
+    raise DatabaseError(SQL, PARAMS, Exception("database disk image is malformed"))
+
+
+def _refused(session: Session, params: Params) -> Result:
+    raise DomainError("ventas_rechazadas", f"No hay ventas registradas para {params.anio}.")
+
+
+def _bug(session: Session, params: Params) -> Result:
+    raise KeyError("total")
+
+
+@pytest.fixture
+def broken_registry() -> OperationRegistry:
+    return OperationRegistry(
+        [
+            Operation("ventas_corruptas", "Ventas (página corrupta).", Params, Result, _corrupt_page),
+            Operation("ventas_rechazadas", "Ventas (rechazo esperado).", Params, Result, _refused),
+            Operation("ventas_con_error", "Ventas (error de programación).", Params, Result, _bug),
+        ]
+    )
+
+
+def test_a_database_error_becomes_an_internal_error_without_sql(
+    broken_registry: OperationRegistry, erp: Erp
+) -> None:
+    with pytest.raises(OperationInternalError) as raised:
+        broken_registry.execute(erp, "ventas_corruptas", {"anio": 2025})
+    error = raised.value
+    assert str(error) == f"error interno (ref {error.reference})"
+    assert re.fullmatch(r"[0-9a-f]{8}", error.reference)
+    assert error.operation == "ventas_corruptas"
+    assert "SELECT" not in str(error) and "80000001-3" not in str(error)
+
+
+def test_the_full_exception_is_logged_under_the_reference(
+    broken_registry: OperationRegistry, erp: Erp, caplog: pytest.LogCaptureFixture
+) -> None:
+    with (
+        caplog.at_level(logging.ERROR, logger="shared.operations"),
+        pytest.raises(OperationInternalError) as raised,
+    ):
+        broken_registry.execute(erp, "ventas_corruptas", {"anio": 2025})
+    [record] = [r for r in caplog.records if r.name == "shared.operations"]
+    assert record.levelno == logging.ERROR
+    assert raised.value.reference in record.getMessage()
+    assert record.exc_info is not None and isinstance(record.exc_info[1], DatabaseError)
+    assert SQL in caplog.text and "database disk image is malformed" in caplog.text
+
+
+def test_each_failure_gets_its_own_reference(broken_registry: OperationRegistry, erp: Erp) -> None:
+    references = set()
+    for _ in range(3):
+        with pytest.raises(OperationInternalError) as raised:
+            broken_registry.execute(erp, "ventas_corruptas", {"anio": 2025})
+        references.add(raised.value.reference)
+    assert len(references) == 3
+
+
+def test_only_unexpected_errors_become_internal_expected_refusals_keep_their_message(
+    broken_registry: OperationRegistry, erp: Erp
+) -> None:
+    with pytest.raises(DomainError, match="No hay ventas registradas para 2025") as refused:
+        broken_registry.execute(erp, "ventas_rechazadas", {"anio": 2025})
+    assert not isinstance(refused.value, OperationInternalError)
+    with pytest.raises(OperationInternalError, match=r"^error interno \(ref [0-9a-f]{8}\)$"):
+        broken_registry.execute(erp, "ventas_con_error", {"anio": 2025})
+
+
+def test_the_tool_answers_the_model_with_the_reference_only(
+    broken_registry: OperationRegistry, erp: Erp, caplog: pytest.LogCaptureFixture
+) -> None:
+    tool = next(t for t in broken_registry.langchain_tools(erp) if t.name == "ventas_corruptas")
+    call = {"type": "tool_call", "id": "call-1", "name": "ventas_corruptas", "args": {"anio": 2025}}
+    with caplog.at_level(logging.ERROR, logger="shared.operations"):
+        message = tool.invoke(call)
+    assert isinstance(message, ToolMessage)
+    assert message.status == "error"
+    match = re.fullmatch(r"error interno \(ref ([0-9a-f]{8})\)", str(message.content))
+    assert match, message.content
+    assert match.group(1) in caplog.text and SQL in caplog.text
