@@ -137,15 +137,7 @@ class OperationRegistry:
         except ErpAiError:
             raise  # raised on purpose, with a clear message (an OperationError, or e.g. a StorageError)
         except Exception as exc:
-            reference = secrets.token_hex(4)
-            logger.error(
-                "Operation %r failed unexpectedly (ref %s); parameters: %.500r",
-                name,
-                reference,
-                params,
-                exc_info=True,
-            )
-            raise OperationInternalError(name, reference) from exc
+            raise internal_error(name, exc, params) from exc
 
     def langchain_tools(self, erp: Erp) -> list[StructuredTool]:
         """Export every operation as a LangChain ``StructuredTool`` bound to ``erp``.
@@ -183,6 +175,26 @@ class OperationRegistry:
             )
 
         return [make(op) for op in self]
+
+
+def internal_error(operation: str, error: BaseException, params: Any = None) -> OperationInternalError:
+    """Log ``error`` (with its traceback) under a new short reference; return the error the model may see.
+
+    The returned :class:`~shared.errors.OperationInternalError` reads only ``error interno (ref XXXX)``
+    (``XXXX`` = 8 random hex digits); the log record on ``shared.operations`` (level ERROR) carries the
+    reference, the operation, its parameters (``params``, truncated) and the full exception. ``execute`` uses
+    it for anything unexpected; callers that catch an unexpected exception around an operation (a tool
+    wrapper, a plan executor) use it too, so the same failure reads the same everywhere.
+    """
+    reference = secrets.token_hex(4)
+    logger.error(
+        "Operation %r failed unexpectedly (ref %s); parameters: %.500r",
+        operation,
+        reference,
+        params,
+        exc_info=error,
+    )
+    return OperationInternalError(operation, reference)
 
 
 def _validate(operation: Operation[Any, Any], params: dict[str, Any] | None) -> BaseModel:

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from shared.erp.database import Erp
 from shared.errors import DomainError, OperationInternalError
-from shared.operations.registry import Operation, OperationRegistry
+from shared.operations.registry import Operation, OperationRegistry, internal_error
 
 SQL = "SELECT secret FROM invoices WHERE customer_ruc = ?"
 PARAMS = ("80000001-3",)
@@ -112,3 +112,13 @@ def test_the_tool_answers_the_model_with_the_reference_only(
     match = re.fullmatch(r"error interno \(ref ([0-9a-f]{8})\)", str(message.content))
     assert match, message.content
     assert match.group(1) in caplog.text and SQL in caplog.text
+
+
+def test_internal_error_logs_any_exception_for_callers_that_catch_it_themselves(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.ERROR, logger="shared.operations"):
+        error = internal_error("ventas_anuales", DatabaseError(SQL, PARAMS, Exception("disk I/O error")))
+    assert isinstance(error, OperationInternalError)
+    assert str(error) == f"error interno (ref {error.reference})"
+    assert error.reference in caplog.text and SQL in caplog.text and "disk I/O error" in caplog.text
