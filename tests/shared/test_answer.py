@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from shared.answer import Answer
+from shared.answer import Answer, MemoryItem, bound_memories
+from shared.bounds import (
+    MAX_MEMORY_CHARS,
+    MAX_MEMORY_ITEMS_PER_TURN,
+    MAX_STATE_KEYS,
+    MAX_STATE_VALUE_CHARS,
+    TRUNCATION_MARK,
+    json_size,
+)
 
 
 def test_null_memory_and_state_mean_empty() -> None:
@@ -40,3 +48,59 @@ def test_what_matters_is_still_required(payload: dict[str, object]) -> None:
 def test_the_schema_sent_to_providers_keeps_the_bounds() -> None:
     item = Answer.model_json_schema()["$defs"]["MemoryItem"]["properties"]["importancia"]
     assert (item["minimum"], item["maximum"]) == (0.0, 1.0)
+
+
+# -- size bounds: sanitised, never refused -------------------------------------------------------------------
+
+
+def test_a_memory_item_repeated_forever_is_stored_once() -> None:
+    looping = [{"contenido": "El mejor cliente es Empresa ABC.", "importancia": 0.5}] * 5000
+    looping.append({"contenido": "  el mejor CLIENTE es  Empresa ABC. ", "importancia": 0.9})
+    answer = Answer.model_validate({"respuesta": "ok", "memoria": looping})
+    assert answer.memoria == [MemoryItem(contenido="El mejor cliente es Empresa ABC.", importancia=0.9)]
+
+
+def test_memory_keeps_the_most_important_items_in_their_order() -> None:
+    items = [{"contenido": f"hecho {i}", "importancia": i / 10} for i in range(10)]
+    answer = Answer.model_validate({"respuesta": "ok", "memoria": items})
+    assert len(answer.memoria) == MAX_MEMORY_ITEMS_PER_TURN == 5
+    assert [item.contenido for item in answer.memoria] == [f"hecho {i}" for i in range(5, 10)]
+
+
+def test_a_wall_of_text_memory_item_is_clipped_to_one_visible_line() -> None:
+    answer = Answer.model_validate(
+        {
+            "respuesta": "ok",
+            "memoria": [
+                {"contenido": "bla\n" * 100_000, "importancia": 0.5},
+                {"contenido": " ", "importancia": 1},
+            ],
+        }
+    )
+    [item] = answer.memoria
+    assert MAX_MEMORY_CHARS - 5 <= len(item.contenido) <= MAX_MEMORY_CHARS
+    assert item.contenido.endswith(TRUNCATION_MARK)
+    assert "\n" not in item.contenido
+
+
+def test_state_keys_and_values_are_bounded() -> None:
+    estado: dict[str, object] = {f"clave{i}": "v" * 100_000 for i in range(1000)}
+    answer = Answer.model_validate({"respuesta": "ok", "estado": estado})
+    assert len(answer.estado) == MAX_STATE_KEYS
+    assert all(json_size(value) <= MAX_STATE_VALUE_CHARS for value in answer.estado.values())
+    assert json_size(answer.estado) < 20_000
+
+
+def test_a_normal_answer_is_unchanged_by_the_bounds() -> None:
+    payload = {
+        "respuesta": "En 2025 vendimos ₲850.000.000.",
+        "memoria": [{"contenido": "Hablamos de ventas de 2025.", "importancia": 0.8}],
+        "estado": {"tema": "ventas", "anio": 2025, "cliente_actual": None},
+    }
+    assert Answer.model_validate(payload).model_dump() == payload
+
+
+def test_bound_memories_is_what_the_answer_applies() -> None:
+    items = [MemoryItem(contenido="a", importancia=0.1), MemoryItem(contenido="A", importancia=0.3)]
+    assert bound_memories(items) == [MemoryItem(contenido="a", importancia=0.3)]
+    assert bound_memories(items, max_items=0) == []
