@@ -12,6 +12,9 @@ paths without the real service (``erp-ai emulate ollama|gemini --port N``).
     with create_emulator("gemini", faults=EmulatorFaults(mode="http_500")) as server:
         server.base_url, server.requests                  # the handle, with its request log
 
+    EmulatorFaults(sequence=[("http_500", 2), ("slow", None)])  # two 500s, then every request slow
+    EmulatorFaults.from_specs(["http_500:2", "slow"])         # the same, from ``--fault KIND[:COUNT]``
+
 The backing model defaults to :class:`shared.llm.offline.OfflineSalesModel`.
 """
 
@@ -30,6 +33,8 @@ from shared.emulators.faults import (
     FAULT_MODES,
     EmulatorFault,
     EmulatorFaults,
+    FaultStep,
+    parse_fault_spec,
 )
 from shared.emulators.gemini import GeminiProtocol
 from shared.emulators.ollama import OllamaProtocol
@@ -43,8 +48,10 @@ __all__ = [
     "EmulatorFaults",
     "EmulatorKind",
     "EmulatorServer",
+    "FaultStep",
     "LoggedRequest",
     "create_emulator",
+    "parse_fault_spec",
     "run_emulator",
     "start_emulator",
 ]

@@ -1,7 +1,8 @@
 """Calls the LangChain chat model that stands behind an emulator.
 
 Both protocols reduce a request to a :class:`BackingRequest` (LangChain messages, OpenAI-style tool dicts,
-an optional JSON schema or JSON mode) and turn the :class:`BackingReply` back into wire JSON.
+an optional JSON schema or JSON mode), then :func:`shape_reply` applies a reply fault and the request's
+output cap to the :class:`BackingReply`, which the protocol turns back into wire JSON.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import LLMResult
 from pydantic import BaseModel
 
+from shared.emulators.faults import ReplyFault
+from shared.llm.faults import RUNAWAY_CONTEXT_TOKENS, cut_to_tokens, grow
 from shared.llm.tokens import approx_json_tokens, approx_tokens
 
 
@@ -54,6 +57,8 @@ class BackingReply:
     output_tokens: int
     simulated_ms: float | None = None
     """``response_metadata["simulated_latency_ms"]`` when the model reported one."""
+    cut: bool = False
+    """The reply was cut at the output cap (Ollama ``done_reason: "length"``, Gemini ``MAX_TOKENS``)."""
 
 
 class _UsageCapture(BaseCallbackHandler):
@@ -123,6 +128,66 @@ def call_backing_model(model: BaseChatModel, request: BackingRequest) -> Backing
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         simulated_ms=capture.simulated_ms,
+    )
+
+
+def _wire_tokens(text: str, tool_calls: list[BackingToolCall]) -> int:
+    return approx_tokens(text) + sum(
+        approx_json_tokens({"name": c.name, "arguments": c.args}) for c in tool_calls
+    )
+
+
+def shape_reply(
+    request: BackingRequest,
+    reply: BackingReply,
+    *,
+    fault: ReplyFault | None = None,
+    index: int = 0,
+    max_tokens: int | None = None,
+) -> BackingReply:
+    """Apply a reply ``fault`` (the offline model's, to any backing model's reply) and the output cap.
+
+    ``max_tokens`` is the request's cap (``None`` or ``<= 0``: none). A reply longer than the cap, counted
+    with :mod:`shared.llm.tokens`, is cut there and marked ``cut``; tool calls that did not fit are only text
+    (as when a real server's tool-call parser meets half a call). A ``runaway`` reply grows until the cap,
+    or :data:`~shared.llm.faults.RUNAWAY_CONTEXT_TOKENS` without one. ``index`` numbers the server's model
+    requests (``schema_ignored`` alternates on it).
+    """
+    text, calls, output_tokens, repeat = reply.text, list(reply.tool_calls), reply.output_tokens, ""
+    if fault is not None:
+        from shared.llm.offline import misbehave  # imported late: the offline model is heavier to load
+
+        changed = misbehave(
+            fault,
+            request.messages,
+            text=text,
+            tool_calls=[(call.name, call.args) for call in calls],
+            tools_bound=bool(request.tools),
+            schema=request.json_schema,
+            call_index=index,
+        )
+        text, repeat = changed.text, changed.repeat
+        calls = [BackingToolCall(name=name, args=args) for name, args in changed.tool_calls]
+        output_tokens = _wire_tokens(text, calls)
+    cap = max_tokens if max_tokens is not None and max_tokens > 0 else None
+    if repeat:
+        cap = cap if cap is not None else RUNAWAY_CONTEXT_TOKENS
+        text = grow(text, repeat, cap)
+    cut = cap is not None and _wire_tokens(text, calls) > cap
+    if cut and cap is not None:
+        written = text + "".join(
+            ("\n" if text or i else "")
+            + json.dumps({"name": c.name, "arguments": c.args}, ensure_ascii=False)
+            for i, c in enumerate(calls)
+        )
+        text, calls, output_tokens = cut_to_tokens(written, cap), [], cap
+    return BackingReply(
+        text=text,
+        tool_calls=calls,
+        input_tokens=reply.input_tokens,
+        output_tokens=output_tokens,
+        simulated_ms=reply.simulated_ms,
+        cut=cut,
     )
 
 

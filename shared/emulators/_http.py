@@ -4,13 +4,15 @@
 client sees NDJSON lines or SSE events as they are produced. Accepted sockets get ``TCP_NODELAY``; without it
 Nagle's algorithm plus delayed ACKs stall each small write by about 40 ms.
 
-A protocol module implements :class:`Protocol.handle`, returning a :class:`JsonReply` or a
-:class:`StreamReply`; the server logs every request (:class:`LoggedRequest`) for test assertions.
+A protocol module implements :class:`Protocol.handle`, returning a :class:`JsonReply`, a
+:class:`StreamReply` or a :class:`StallReply` (the ``stall`` fault: never answer); the server logs every
+request (:class:`LoggedRequest`) for test assertions.
 """
 
 from __future__ import annotations
 
 import json
+import select
 import socket
 import sys
 import threading
@@ -71,7 +73,12 @@ class StreamReply:
     status: int = 200
 
 
-Reply = JsonReply | StreamReply
+@dataclass(frozen=True)
+class StallReply:
+    """No response: the connection stays open and silent until the client hangs up or the server stops."""
+
+
+Reply = JsonReply | StreamReply | StallReply
 
 
 @dataclass
@@ -191,8 +198,22 @@ class _Handler(BaseHTTPRequestHandler):
             reply = emulator.protocol.error_reply(500, f"{type(exc).__name__}: {exc}")
         if isinstance(reply, JsonReply):
             self._write_json(reply.status, reply.body)
+        elif isinstance(reply, StallReply):
+            self._stall(emulator.stopping)
         else:
             self._write_stream(reply)
+
+    def _stall(self, stopping: threading.Event) -> None:
+        """Answer nothing until the client hangs up (its timeout) or the server stops; then drop the line."""
+        self.close_connection = True
+        connection = self.connection
+        while not stopping.wait(0.05):
+            try:
+                readable, _, _ = select.select([connection], [], [], 0)
+                if readable and not connection.recv(1, socket.MSG_PEEK):
+                    return  # the client closed its end
+            except (OSError, ValueError):  # the socket is gone
+                return
 
     def _write_json(self, status: int, body: JsonValue, *, head_only: bool = False) -> None:
         data = b"" if body is None else json.dumps(body, ensure_ascii=False).encode()
@@ -254,6 +275,8 @@ class EmulatorServer:
         self.fault_selector = FaultSelector(faults)
         self._lock = threading.Lock()
         self._requests: list[LoggedRequest] = []
+        self.stopping = threading.Event()
+        """Set when the server stops: stalled requests give up their connection."""
         self._httpd = _Server((host, port), self)
         self._thread: threading.Thread | None = None
 
@@ -301,6 +324,7 @@ class EmulatorServer:
     def start(self) -> EmulatorServer:
         """Serve in a daemon thread; returns ``self``."""
         if self._thread is None:
+            self.stopping.clear()
             self._thread = threading.Thread(
                 target=self._httpd.serve_forever,
                 kwargs={"poll_interval": 0.05},
@@ -312,10 +336,12 @@ class EmulatorServer:
 
     def serve_forever(self) -> None:
         """Serve in the calling thread until interrupted."""
+        self.stopping.clear()
         self._httpd.serve_forever(poll_interval=0.2)
 
     def stop(self) -> None:
-        """Stop serving and close the listening socket."""
+        """Stop serving and close the listening socket (stalled requests are released, never waited for)."""
+        self.stopping.set()
         if self._thread is not None:
             self._httpd.shutdown()
             self._thread.join(timeout=5)

@@ -10,6 +10,8 @@ Wire facts this module follows:
   ``functionResponse``), ``systemInstruction``, ``tools[].functionDeclarations`` (``parameters`` or
   ``parametersJsonSchema``), ``toolConfig.functionCallingConfig`` and ``generationConfig``
   (``responseMimeType`` plus ``responseJsonSchema`` or the OpenAPI-style ``responseSchema``).
+- ``generationConfig.maxOutputTokens`` caps the output tokens: a longer reply is cut there and ends with
+  ``finishReason: "MAX_TOKENS"`` (usage still reported), streaming or not.
 - Replies carry ``candidates[].content.parts`` (``text`` / ``functionCall``), ``finishReason``,
   ``usageMetadata`` (cumulative in every stream chunk, as the real API does) and ``modelVersion``, which
   LangChain reports as ``response_metadata["model_name"]``.
@@ -37,12 +39,14 @@ from shared.emulators._backing import (
     BackingRequest,
     call_backing_model,
     schema_invalid_text,
+    shape_reply,
 )
 from shared.emulators._http import (
     HttpRequest,
     JsonReply,
     LoggedRequest,
     Reply,
+    StallReply,
     StreamReply,
     apply_delay,
     split_text,
@@ -139,6 +143,7 @@ class GeminiGenerationConfig(_Wire):
     responseJsonSchema: dict[str, Any] | None = None
     responseSchema: dict[str, Any] | None = None
     temperature: float | None = None
+    maxOutputTokens: int | None = None
 
 
 class GeminiGenerateRequest(_Wire):
@@ -149,6 +154,10 @@ class GeminiGenerateRequest(_Wire):
     tools: list[GeminiTool] | None = None
     toolConfig: GeminiToolConfig | None = None
     generationConfig: GeminiGenerationConfig | None = None
+
+
+def _finish_reason(reply: BackingReply) -> str:
+    return "MAX_TOKENS" if reply.cut else "STOP"
 
 
 def openapi_to_json_schema(schema: Any) -> Any:
@@ -314,6 +323,8 @@ class GeminiProtocol:
         except UnknownFaultError as exc:
             return self.error_reply(400, str(exc))
         log.fault = decision.mode
+        if decision.mode == "stall":
+            return StallReply()
         apply_delay(decision)
         sse = request.query.get("alt") == ["sse"]
         if decision.mode == "http_500" or (decision.mode == "stream_error" and not stream):
@@ -321,12 +332,21 @@ class GeminiProtocol:
 
         backing = self._backing_request(body)
         reply = call_backing_model(self.model, backing)
+        config = body.generationConfig or GeminiGenerationConfig()
+        reply = shape_reply(
+            backing,
+            reply,
+            fault=decision.reply_fault,
+            index=decision.index,
+            max_tokens=config.maxOutputTokens,
+        )
         if decision.mode == "schema_invalid" and (backing.json_schema is not None or backing.json_mode):
             reply = BackingReply(
                 text=schema_invalid_text(reply.text, has_schema=backing.json_schema is not None),
                 tool_calls=[],
                 input_tokens=reply.input_tokens,
                 output_tokens=reply.output_tokens,
+                cut=reply.cut,
             )
         response_id = uuid.uuid4().hex[:22]
         if decision.mode == "malformed_tool_call":
@@ -340,7 +360,11 @@ class GeminiProtocol:
             return self._stream_reply([record], sse=sse) if stream else JsonReply(200, record)
         if not stream:
             parts = self._parts(reply.text, reply)
-            candidate = {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
+            candidate = {
+                "content": {"role": "model", "parts": parts},
+                "finishReason": _finish_reason(reply),
+                "index": 0,
+            }
             return JsonReply(
                 200,
                 self._response(candidate, reply.input_tokens, reply.output_tokens, model_name, response_id),
@@ -430,7 +454,11 @@ class GeminiProtocol:
         for piece in pieces:
             candidate = {"content": {"role": "model", "parts": [{"text": piece}]}, "index": 0}
             yield self._response(candidate, reply.input_tokens, 0, model_name, response_id)
-        candidate = {"content": {"role": "model", "parts": last_parts}, "finishReason": "STOP", "index": 0}
+        candidate = {
+            "content": {"role": "model", "parts": last_parts},
+            "finishReason": _finish_reason(reply),
+            "index": 0,
+        }
         yield self._response(candidate, reply.input_tokens, reply.output_tokens, model_name, response_id)
 
     @staticmethod

@@ -11,6 +11,8 @@ Wire facts this module follows:
   arguments as an object. The client drops tool-call ids, so tool results are paired with calls by order
   (or by ``tool_name`` when given).
 - ``format`` is ``"json"`` or a JSON schema.
+- ``options.num_predict`` caps the output tokens (``-1`` or absent: no cap). A longer reply is cut there and
+  ends with ``done_reason: "length"`` (``ChatOllama`` puts it in ``response_metadata``), streaming or not.
 - Errors are ``{"error": "…"}``, with an HTTP error status or as a line of the stream.
 """
 
@@ -32,6 +34,7 @@ from shared.emulators._backing import (
     BackingRequest,
     call_backing_model,
     schema_invalid_text,
+    shape_reply,
 )
 from shared.emulators._http import (
     BadRequestError,
@@ -39,6 +42,7 @@ from shared.emulators._http import (
     JsonReply,
     LoggedRequest,
     Reply,
+    StallReply,
     StreamReply,
     apply_delay,
     split_text,
@@ -115,6 +119,14 @@ class OllamaShowRequest(BaseModel):
 
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _num_predict(options: dict[str, Any] | None) -> int | None:
+    """``options.num_predict`` as a cap: ``None`` when absent, not a number, or ``<= 0`` (-1 = unlimited)."""
+    value = (options or {}).get("num_predict")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return int(value) if value > 0 else None
 
 
 def _parse_arguments(arguments: dict[str, Any] | str) -> dict[str, Any]:
@@ -264,12 +276,21 @@ class OllamaProtocol:
         except UnknownFaultError as exc:
             return self.error_reply(400, str(exc))
         log.fault = decision.mode
+        if decision.mode == "stall":
+            return StallReply()
         apply_delay(decision)
         if decision.mode == "http_500":
             return self.error_reply(500, _RUNNER_STOPPED)
 
         started = time.perf_counter()
         reply = call_backing_model(self.model, backing)
+        reply = shape_reply(
+            backing,
+            reply,
+            fault=decision.reply_fault,
+            index=decision.index,
+            max_tokens=_num_predict(chat.options),
+        )
         elapsed_ms = (time.perf_counter() - started) * 1000
         text = reply.text
         if decision.mode == "schema_invalid" and chat.format:
@@ -325,7 +346,7 @@ class OllamaProtocol:
         prompt_ns = total_ns * reply.input_tokens // tokens
         return {
             "done": True,
-            "done_reason": "stop",
+            "done_reason": "length" if reply.cut else "stop",
             "total_duration": total_ns,
             "load_duration": 0,
             "prompt_eval_count": reply.input_tokens,

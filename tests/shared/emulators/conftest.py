@@ -49,3 +49,17 @@ def gemini_server(_gemini_server: EmulatorServer, fake_model: FunctionChatModel)
     _clean(_gemini_server, fake_model)
     yield _gemini_server
     _clean(_gemini_server, fake_model)
+
+
+@pytest.fixture(scope="session")
+def offline_ollama() -> Iterator[EmulatorServer]:
+    """An Ollama emulator backed by the offline model (what ``erp-ai emulate ollama`` serves)."""
+    with create_emulator("ollama") as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def offline_gemini() -> Iterator[EmulatorServer]:
+    """A Gemini emulator backed by the offline model (any API key accepted)."""
+    with create_emulator("gemini") as server:
+        yield server

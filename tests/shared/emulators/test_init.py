@@ -24,8 +24,10 @@ def test_public_names_are_pinned() -> None:
         "EmulatorFaults",
         "EmulatorKind",
         "EmulatorServer",
+        "FaultStep",
         "LoggedRequest",
         "create_emulator",
+        "parse_fault_spec",
         "run_emulator",
         "start_emulator",
     }

@@ -214,14 +214,14 @@ def test_runaway_tool_step_never_yields_a_valid_tool_call(tools: list[Structured
 
 def test_repeat_memory_is_a_complete_valid_answer_with_a_wall_of_text() -> None:
     reply = faulty("repeat_memory").invoke(answer_messages("¿Cuánto vendimos?", RESULTS_2025))
-    answer = Answer.model_validate_json(str(reply.content))
+    data = json.loads(str(reply.content))
     good = json.loads(good_answer())
 
     assert reply.response_metadata["finish_reason"] == "stop"
-    assert answer.respuesta == good["respuesta"]
-    assert len(answer.memoria) == REPEATED_MEMORY_ITEMS
-    assert {item.model_dump_json() for item in answer.memoria} == {answer.memoria[0].model_dump_json()}
-    assert len(answer.estado["detalle"]) == WALL_OF_TEXT_CHARS
+    assert data["respuesta"] == good["respuesta"]
+    assert data["memoria"] == [good["memoria"][0]] * REPEATED_MEMORY_ITEMS
+    assert len(data["estado"]["detalle"]) == WALL_OF_TEXT_CHARS
+    Answer.model_validate(data)  # valid: bounding it is the memory's job, not the parser's
 
 
 def test_repeat_memory_leaves_plans_alone() -> None:
