@@ -405,17 +405,39 @@ def serve(
 def emulate(
     kind: Annotated[EmulatedProvider, typer.Argument(help="Which provider's wire protocol to speak.")],
     host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port (Ollama's default is 11434).")] = 11434,
+    port: Annotated[
+        int | None,
+        typer.Option(help="TCP port (default: 11434 for ollama, as Ollama's own; 8089 for gemini)."),
+    ] = None,
+    fault: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--fault",
+            metavar="KIND[:COUNT]",
+            help="Inject a fault into the next COUNT model requests (no COUNT: every later one); repeat the "
+            "option for a sequence, e.g. --fault http_500:2 --fault slow. Kinds: http_500, stream_error, "
+            "malformed_tool_call, schema_invalid, slow, stall, runaway, repeat_memory, placeholder_plan, "
+            "schema_ignored, no_tool_calls, think_wrap.",
+        ),
+    ] = None,
 ) -> None:
     """Serve the Ollama or Gemini wire protocol locally, backed by the offline model.
 
     The real ChatOllama / ChatGoogleGenerativeAI clients (and `erp-ai bench --provider ollama|gemini
-    --base-url …`) can then be tried without the real service.
+    --base-url …`) can then be tried without the real service. Output caps are honoured (Ollama
+    `num_predict`, Gemini `maxOutputTokens`); `--fault` reproduces what real models and servers do wrong.
     """
-    from shared.emulators import run_emulator
+    from shared.emulators import DEFAULT_PORTS, EmulatorFaults, run_emulator
 
+    try:
+        faults = EmulatorFaults.from_specs(fault or [])
+    except ValueError as exc:
+        raise _fail(f"--fault: {exc}", 2) from None
+    port = DEFAULT_PORTS[kind.value] if port is None else port
     console.print(f"[bold]{kind.value} emulator[/] on http://{host}:{port} (Ctrl+C to stop)")
-    run_emulator(kind.value, host=host, port=port)
+    if faults.sequence:
+        console.print(f"faults: {escape(faults.describe())}")
+    run_emulator(kind.value, host=host, port=port, faults=faults)
 
 
 @ops_app.command("list")
