@@ -1,26 +1,57 @@
 """A tolerant JSON reader for models that do not honour structured output exactly.
 
-Small local models often wrap the JSON in a Markdown code fence, add a sentence before or after it, or leave a
-trailing comma. :func:`parse_model_output` recovers the first JSON object from such text and validates it
-against a pydantic model; anything it cannot recover raises :class:`~shared.errors.ModelOutputError`.
+Small local models wrap the JSON in a Markdown code fence, add a sentence before or after it, or leave a
+trailing comma; reasoning models think aloud first (``<think>…</think>``), sometimes with a draft object or a
+stray ``{`` in the reasoning. :func:`parse_model_output` returns the first JSON object of the reply *that
+validates* against the requested pydantic model:
+
+1. Reasoning is dropped: every ``<think>…</think>`` (or ``<thinking>``) block, and everything before a
+   closing tag that has no opening one (the chat template put ``<think>`` in the prompt). The text after an
+   opening tag that is never closed is searched only when nothing outside it validates.
+2. Candidates, in order: the whole remaining text, the contents of each Markdown code fence, then every
+   ``{...}`` span that parses (found by one string-aware scan, so a stray ``{`` does not hide the object after
+   it). Objects nested in a candidate are part of it, not candidates of their own. Trailing commas are
+   repaired.
+3. JSON that Python's ``json`` accepts but JSON does not is refused: ``NaN``, ``Infinity``, ``-Infinity``, a
+   number that overflows to infinity, and a lone UTF-16 surrogate escape (``"\\ud800"``), which no UTF-8
+   database or HTTP body can hold.
+
+Anything else raises :class:`~shared.errors.ModelOutputError`: "not valid JSON" when no candidate parsed, or
+the schema error of the candidate closest to the schema. The work is bounded by a small multiple of the
+reply's length, whatever the reply.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
+from collections.abc import Iterator
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from shared.errors import ModelOutputError
 
-__all__ = ["extract_json_object", "message_text", "parse_model_output"]
+__all__ = ["extract_json_object", "json_value_problem", "message_text", "parse_model_output"]
 
 M = TypeVar("M", bound=BaseModel)
 
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
+_THINK_TAG = re.compile(r"<(/?)think(?:ing)?>", re.IGNORECASE)
+_STRUCTURE = re.compile(r'[{}"\\\n]')
+"""The characters the span scan reacts to; everything else is skipped at C speed."""
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_COMMA_BEFORE = re.compile(r",\s*\Z")
+_COMMA_WINDOW = 256
 _RAW_PREVIEW = 300
+_OBJECT_START = re.compile(r'\{\s*["}]')
+"""How every JSON object starts; a span that starts otherwise is not worth a parse attempt."""
+_BUDGET_FACTOR = 16
+_BUDGET_CONSTANT = 1_000_000
+"""Failed parse attempts and repairs may cost at most ``16 × len(text) + 1e6`` characters of work; past
+that, the search stops (only adversarial text gets there). A failed ``json`` parse costs the error's
+*absolute* position, since ``JSONDecodeError`` counts the lines before it."""
 
 
 def message_text(content: Any) -> str:
@@ -38,32 +69,116 @@ def message_text(content: Any) -> str:
     return "" if content is None else str(content)
 
 
-def _balanced_objects(text: str) -> list[str]:
-    """Every top-level ``{...}`` span of ``text``, string- and escape-aware, in order."""
-    spans: list[str] = []
-    depth = 0
-    start = -1
+# -- JSON values Python accepts and JSON does not ------------------------------------------------------------
+
+
+class _NonFinite:
+    """Stands in for ``NaN``/``Infinity`` while parsing, so the whole object is refused once parsed."""
+
+    def __repr__(self) -> str:
+        return "<non-finite number>"
+
+
+_NON_FINITE = _NonFinite()
+
+
+def _constant(_name: str) -> Any:
+    return _NON_FINITE
+
+
+def _finite_float(text: str) -> Any:
+    value = float(text)
+    return value if math.isfinite(value) else _NON_FINITE
+
+
+_DECODER = json.JSONDecoder(parse_constant=_constant, parse_float=_finite_float)
+
+
+def json_value_problem(value: Any) -> str | None:
+    """Why a parsed JSON ``value`` is unusable (a non-finite number, a lone surrogate), or ``None``.
+
+    Walks the value without recursion. Useful for values another JSON parser produced (a provider's
+    structured-output parser), which may have accepted ``NaN`` or ``"\\ud800"``.
+    """
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return "it contains a lone UTF-16 surrogate escape (such as \\ud800), which is not text"
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif item is _NON_FINITE or (isinstance(item, float) and not math.isfinite(item)):
+            return "it contains a non-finite number (NaN, Infinity or an exponent that overflows)"
+    return None
+
+
+# -- reasoning -----------------------------------------------------------------------------------------------
+
+
+def _split_reasoning(text: str) -> tuple[str, str, bool]:
+    """``(answer text, unclosed reasoning, had reasoning)``: the reply without its ``<think>`` blocks.
+
+    One pass over the tags (no backtracking regex): an opening tag starts a block unless one is open; a
+    closing tag ends the open block or, with none open, marks everything before it as reasoning.
+    """
+    visible: list[str] = []
+    position = 0
+    opened_at: int | None = None
+    had_reasoning = False
+    for tag in _THINK_TAG.finditer(text):
+        closing = tag.group(1) == "/"
+        had_reasoning = True
+        if not closing:
+            if opened_at is None:
+                visible.append(text[position : tag.start()])
+                opened_at = tag.end()
+        elif opened_at is not None:
+            opened_at = None
+            position = tag.end()
+        else:
+            visible.clear()
+            position = tag.end()
+    if opened_at is None:
+        visible.append(text[position:])
+        return "".join(visible), "", had_reasoning
+    return "".join(visible), text[opened_at:], had_reasoning
+
+
+# -- candidates ----------------------------------------------------------------------------------------------
+
+
+def _brace_spans(text: str) -> list[tuple[int, int]]:
+    """Every matched ``{…}`` pair of ``text`` as ``(start, end)`` slice bounds, sorted by start.
+
+    One stack-based scan: a stray ``{`` just stays open on the stack, so the pairs after it still match.
+    Quotes start a string only inside a brace; a raw newline ends a string (JSON strings cannot hold one),
+    so an odd quote in prose does not swallow the rest of the text.
+    """
+    spans: list[tuple[int, int]] = []
+    stack: list[int] = []
     in_string = False
-    escaped = False
-    for index, char in enumerate(text):
+    escaped_at = -1
+    for match in _STRUCTURE.finditer(text):
+        index = match.start()
+        char = match.group()
         if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
+            if index == escaped_at:
+                continue
+            if char == "\\":
+                escaped_at = index + 1
+            elif char in '"\n':
                 in_string = False
-            continue
-        if char == '"':
-            in_string = depth > 0
+        elif char == '"':
+            in_string = bool(stack)
         elif char == "{":
-            if depth == 0:
-                start = index
-            depth += 1
-        elif char == "}" and depth > 0:
-            depth -= 1
-            if depth == 0:
-                spans.append(text[start : index + 1])
+            stack.append(index)
+        elif char == "}" and stack:
+            spans.append((stack.pop(), index + 1))
+    spans.sort()
     return spans
 
 
@@ -93,47 +208,175 @@ def _drop_trailing_commas(text: str) -> str:
     return "".join(out)
 
 
-def _loads_object(candidate: str) -> dict[str, Any] | None:
-    for text in (candidate, _drop_trailing_commas(candidate)):
+def _is_trailing_comma(text: str, position: int) -> bool:
+    """Whether a JSON error at ``position`` is a ``}`` or ``]`` after a comma (and some whitespace).
+
+    Looks back a bounded window, so that checking many failed candidates stays linear.
+    """
+    if position >= len(text) or text[position] not in "}]":
+        return False
+    return _COMMA_BEFORE.search(text, max(0, position - _COMMA_WINDOW), position) is not None
+
+
+class _Search:
+    """The candidate objects of one reply, in order; remembers why candidates were unusable."""
+
+    def __init__(self, text: str) -> None:
+        self.problem: str | None = None
+        """Why the first parsed-but-unusable candidate was refused (NaN, lone surrogate)."""
+        self.only_reasoning = False
+        """The reply had reasoning tags and nothing outside them."""
+        self._budget = _BUDGET_FACTOR * len(text) + _BUDGET_CONSTANT
+
+    def _accept(self, value: Any) -> dict[str, Any] | None:
+        if not isinstance(value, dict):
+            return None
+        problem = json_value_problem(value)
+        if problem is not None:
+            self.problem = self.problem or problem
+            return None
+        return value
+
+    def _repaired(self, text: str) -> Any:
+        if len(text) > self._budget:
+            return None
+        self._budget -= len(text)
         try:
-            value = json.loads(text)
+            return _DECODER.decode(_drop_trailing_commas(text))
         except (ValueError, RecursionError):
-            # JSONDecodeError is a ValueError, and so is an integer past Python's digit limit; nesting deeper
-            # than the interpreter's recursion limit raises RecursionError. All mean "not usable JSON".
-            continue
-        if isinstance(value, dict):
-            return value
-    return None
+            return None
+
+    def whole(self, text: str) -> tuple[bool, dict[str, Any] | None]:
+        """``(parsed, object)`` for a whole candidate text (the reply, or a fence's contents)."""
+        try:
+            value = _DECODER.decode(text)
+        except json.JSONDecodeError as exc:
+            if not _is_trailing_comma(text, exc.pos):
+                return False, None
+            value = self._repaired(text)
+            if value is None:
+                return False, None
+        except (ValueError, RecursionError):
+            # An integer past Python's digit limit is a ValueError; nesting deeper than the interpreter's
+            # recursion limit raises RecursionError. Both mean "not usable JSON".
+            return False, None
+        return isinstance(value, dict), self._accept(value)
+
+    def spans(self, text: str, skip: set[tuple[int, int]]) -> Iterator[dict[str, Any]]:
+        """Each ``{…}`` span of ``text`` that parses, outermost first; what a parsed one nests is skipped."""
+        covered_until = -1
+        for start, end in _brace_spans(text):
+            if start < covered_until or self._budget <= 0:
+                continue
+            if (start, end) in skip:
+                covered_until = end
+                continue
+            if not _OBJECT_START.match(text, start):
+                continue
+            try:
+                value, stop = _DECODER.raw_decode(text, start)
+            except json.JSONDecodeError as exc:
+                self._budget -= exc.pos + 1
+                if not _is_trailing_comma(text, exc.pos):
+                    continue
+                value, stop = self._repaired(text[start:end]), end
+                if value is None:
+                    continue
+            except (ValueError, RecursionError):
+                self._budget -= end - start
+                continue
+            covered_until = stop
+            accepted = self._accept(value)
+            if accepted is not None:
+                yield accepted
+
+    def candidates(self, source: str) -> Iterator[dict[str, Any]]:
+        """Every candidate object of ``source``: whole text, fences, then spans."""
+        source = source.strip()
+        if not source:
+            return
+        skip: set[tuple[int, int]] = set()
+        parsed, value = self.whole(source)
+        if parsed:
+            skip.add((0, len(source)))
+        if value is not None:
+            yield value
+        for fence in _FENCE.finditer(source):
+            content = fence.group(1)
+            start = fence.start(1) + len(content) - len(content.lstrip())
+            content = content.strip()
+            parsed, value = self.whole(content)
+            if parsed:
+                skip.add((start, start + len(content)))
+            if value is not None:
+                yield value
+        yield from self.spans(source, skip)
+
+
+def _objects(text: str) -> tuple[Iterator[dict[str, Any]], _Search]:
+    """The candidate objects of a reply, and the search (for the error when none is usable)."""
+    answer, reasoning, had_reasoning = _split_reasoning(text)
+    search = _Search(text)
+    search.only_reasoning = had_reasoning and not answer.strip() and not reasoning.strip()
+
+    def generate() -> Iterator[dict[str, Any]]:
+        yield from search.candidates(answer)
+        yield from search.candidates(reasoning)
+
+    return generate(), search
+
+
+def _no_json_error(text: str, search: _Search) -> ModelOutputError:
+    stripped = text.strip()
+    if not stripped:
+        return ModelOutputError("The model returned an empty response.", raw=text)
+    if search.only_reasoning:
+        return ModelOutputError(
+            "The model's response has no JSON outside its reasoning (<think>…</think>): "
+            f"{stripped[:_RAW_PREVIEW]!r}",
+            raw=text,
+        )
+    reason = f" ({search.problem})" if search.problem else ""
+    return ModelOutputError(
+        f"The model's response is not valid JSON{reason}: {stripped[:_RAW_PREVIEW]!r}", raw=text
+    )
 
 
 def extract_json_object(text: str) -> dict[str, Any]:
-    """Return the first JSON object found in ``text``.
+    """Return the first JSON object found in ``text`` (reasoning dropped; see the module docstring).
 
-    Tries, in order: the whole text, the contents of each Markdown code fence, and each balanced ``{...}``
-    span; each candidate is also retried without trailing commas. Raises ``ModelOutputError`` if none parses.
+    Raises ``ModelOutputError`` if no candidate parses.
     """
-    stripped = text.strip()
-    if not stripped:
-        raise ModelOutputError("The model returned an empty response.", raw=text)
-    candidates = [stripped, *(m.group(1).strip() for m in _FENCE.finditer(stripped))]
-    for source in list(candidates):
-        candidates.extend(_balanced_objects(source))
-    for candidate in candidates:
-        value = _loads_object(candidate)
-        if value is not None:
-            return value
-    raise ModelOutputError(f"The model's response is not valid JSON: {stripped[:_RAW_PREVIEW]!r}", raw=text)
+    objects, search = _objects(text)
+    for value in objects:
+        return value
+    raise _no_json_error(text, search)
+
+
+def _schema_details(exc: ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}" for err in exc.errors()
+    )
 
 
 def parse_model_output(text: str, model: type[M]) -> M:
-    """Recover a JSON object from ``text`` and validate it as ``model``; raise ``ModelOutputError``."""
-    data = extract_json_object(text)
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        details = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}" for err in exc.errors()
-        )
-        raise ModelOutputError(
-            f"The model's JSON does not match the {model.__name__} schema: {details}", raw=text
-        ) from None
+    """Return the first JSON object of ``text`` that validates as ``model``; raise ``ModelOutputError``.
+
+    When objects parsed but none validates, the error is the schema error of the closest one: the one with
+    the most top-level keys the schema knows, then the fewest errors, then the first.
+    """
+    objects, search = _objects(text)
+    fields = set(model.model_fields)
+    best: tuple[tuple[int, int], ValidationError] | None = None
+    for value in objects:
+        try:
+            return model.model_validate(value)
+        except ValidationError as exc:
+            score = (-len(fields.intersection(value)), exc.error_count())
+            if best is None or score < best[0]:
+                best = (score, exc)
+    if best is None:
+        raise _no_json_error(text, search)
+    raise ModelOutputError(
+        f"The model's JSON does not match the {model.__name__} schema: {_schema_details(best[1])}", raw=text
+    )

@@ -7,9 +7,10 @@ optional extensions: an ``id`` per operation so that later operations can refere
 
 from __future__ import annotations
 
+from itertools import islice
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from shared.answer import Answer, MemoryItem
 
@@ -76,7 +77,14 @@ class PlannedOperation(BaseModel):
 
 
 class Plan(BaseModel):
-    """The article's call-1 output: an execution plan, never an answer for the user."""
+    """The article's call-1 output: an execution plan, never an answer for the user.
+
+    A plan has the key ``operaciones`` (a list, possibly empty or ``null``) or a non-blank
+    ``respuesta_directa``. Anything else (``{}``, ``{"respuesta": …}``, ``{"foo": 1}``) is a reply that
+    ignored the schema, not an empty plan: validation fails, and the planner reports a ``model_output``
+    failure instead of answering "no data". The provider's JSON schema is unchanged (``operaciones`` keeps
+    its default there); the rule is enforced on every reply, native structured output or tolerant parsing.
+    """
 
     model_config = ConfigDict(extra="ignore")
 
@@ -88,6 +96,20 @@ class Plan(BaseModel):
         default=None,
         description="Respuesta breve cuando no hace falta ninguna operación (saludos, agradecimientos).",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _is_a_plan(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or "operaciones" in data:
+            return data
+        direct = data.get("respuesta_directa")
+        if isinstance(direct, str) and direct.strip():
+            return data
+        keys = ", ".join(repr(str(key)[:40]) for key in islice(data, 10)) or "none"
+        raise ValueError(
+            "not a plan: it needs the key 'operaciones' (a list, possibly empty) or a non-empty "
+            f"'respuesta_directa'; the reply's keys: {keys}"
+        )
 
     @field_validator("operaciones", mode="before")
     @classmethod

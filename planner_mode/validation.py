@@ -5,6 +5,12 @@ its value is a dotted path whose first segment is the ``id`` of another operatio
 other segments are keys or list indices into that operation's result: ``{"$ref": "op1.cliente"}``,
 ``{"$ref": "op1.productos.0.sku"}``. :func:`validate_plan` checks the whole plan and returns every problem at
 once, plus the execution order as *waves* of mutually independent operations.
+
+The path of a reference is checked against the JSON schema of the referenced operation's *result model*
+before anything runs: every key must be a field there (``op1.productos.0.producto``), a list needs an index,
+and a single value has no fields. Where the schema is open (``Any``, ``dict[str, Any]``, a model with
+``extra="allow"``, or no result model at all) nothing below that point is refused; list indexes and keys of
+open parts are checked against the actual result when the reference is resolved.
 """
 
 from __future__ import annotations
@@ -13,6 +19,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from pydantic import BaseModel
 
 from planner_mode.plan import Plan
 from shared.errors import InvalidParametersError, UnknownOperationError
@@ -110,6 +118,127 @@ def resolve_refs(value: Any, results: Mapping[str, Any]) -> Any:
     return value
 
 
+# -- $ref paths against result schemas -----------------------------------------------------------------------
+
+_SCALAR_TYPES = ("string", "integer", "number", "boolean", "null")
+_MAX_SCHEMA_HOPS = 64
+"""How many ``$ref``/``anyOf`` hops resolving one schema node may take (a guard against cyclic schemas)."""
+
+
+_SCHEMAS: dict[object, dict[str, Any] | None] = {}
+"""Result schemas by model: building one costs milliseconds, and every plan with a ``$ref`` needs one."""
+
+
+def _result_schema(result_model: object) -> dict[str, Any] | None:
+    """The JSON schema of a result as the registry returns it (``model_dump(mode="json")``), or ``None``."""
+    if result_model in _SCHEMAS:
+        return _SCHEMAS[result_model]
+    schema: dict[str, Any] | None = None
+    if (
+        isinstance(result_model, type)
+        and issubclass(result_model, BaseModel)
+        and result_model is not BaseModel
+    ):
+        try:
+            schema = result_model.model_json_schema(by_alias=False, mode="serialization")
+        except Exception:  # a model pydantic cannot describe: nothing to check the path against
+            schema = None
+    _SCHEMAS[result_model] = schema
+    return schema
+
+
+def _alternatives(node: Any, root: dict[str, Any]) -> list[dict[str, Any]]:
+    """``node`` with ``$ref`` followed and ``anyOf``/``oneOf``/single ``allOf`` flattened."""
+    found: list[dict[str, Any]] = []
+    pending = [node]
+    hops = 0
+    while pending and hops < _MAX_SCHEMA_HOPS:
+        hops += 1
+        item = pending.pop(0)
+        if not isinstance(item, dict):
+            found.append({})  # ``true`` or something unexpected: anything goes
+            continue
+        ref = item.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            pending.append(root.get("$defs", {}).get(ref.removeprefix("#/$defs/"), {}))
+            continue
+        options = item.get("anyOf") or item.get("oneOf")
+        if isinstance(options, list):
+            pending.extend(options)
+            continue
+        all_of = item.get("allOf")
+        if isinstance(all_of, list) and len(all_of) == 1:
+            pending.append(all_of[0])
+            continue
+        found.append(item)
+    return found
+
+
+def _types(node: dict[str, Any]) -> list[str]:
+    kind = node.get("type")
+    if isinstance(kind, str):
+        return [kind]
+    if isinstance(kind, list):
+        return [k for k in kind if isinstance(k, str)]
+    if "properties" in node or "additionalProperties" in node:
+        return ["object"]
+    if "items" in node or "prefixItems" in node:
+        return ["array"]
+    if "enum" in node or "const" in node:
+        return ["string"]
+    return []
+
+
+def _path_problem(schema: dict[str, Any], operation: str, ref: str, path: list[str]) -> str | None:
+    """Why ``path`` cannot exist in a result of ``schema``, or ``None`` when it can (or cannot be told)."""
+    nodes = _alternatives(schema, schema)
+    for depth, segment in enumerate(path):
+        here = ".".join(path[:depth])
+        following: list[Any] = []
+        fields: list[str] = []
+        lists = False
+        scalars: list[str] = []
+        for node in nodes:
+            kinds = _types(node)
+            if not kinds:
+                return None  # an open schema (``Any``): nothing below it can be checked
+            if "object" in kinds:
+                properties = node.get("properties")
+                extra = node.get("additionalProperties")
+                if isinstance(properties, dict) and segment in properties:
+                    following.append(properties[segment])
+                elif extra not in (None, False) or not isinstance(properties, dict):
+                    following.append(extra if isinstance(extra, dict) else {})
+                elif isinstance(properties, dict):
+                    fields.extend(name for name in properties if name not in fields)
+            if "array" in kinds:
+                if _LIST_INDEX.fullmatch(segment):
+                    prefix = node.get("prefixItems")
+                    index = int(segment)
+                    if isinstance(prefix, list) and -len(prefix) <= index < len(prefix):
+                        following.append(prefix[index])
+                    else:
+                        following.append(node.get("items", {}))
+                else:
+                    lists = True
+            scalars.extend(kind for kind in kinds if kind in _SCALAR_TYPES and kind not in scalars)
+        if not following:
+            target = repr(here) if here else "the result"
+            if fields:
+                where = "fields" if not here else f"fields of {here}"
+                return (
+                    f"{operation} results have no field {'.'.join(path[: depth + 1])!r} "
+                    f"({where}: {', '.join(fields)})"
+                )
+            if lists:
+                example = ".".join([ref.split(".", 1)[0], *path[:depth], "0", *path[depth:]])
+                return f"in {operation} results, {target} is a list: use an index, as in {example!r}"
+            kinds_text = " or ".join(scalars) or "value"
+            return f"in {operation} results, {target} is a single value ({kinds_text}) with no fields"
+        nodes = [alternative for node in following for alternative in _alternatives(node, schema)]
+    return None
+
+
 def _label(index: int, funcion: str, op_id: str | None) -> str:
     return f"operation {index + 1} ({funcion}{', id ' + op_id if op_id else ''})"
 
@@ -152,8 +281,8 @@ def validate_plan(plan: Plan, registry: OperationRegistry, *, max_operations: in
     """Check ``plan`` against ``registry`` without executing anything.
 
     Rejected: more than ``max_operations`` operations, duplicate ids, unknown operations, parameters that
-    fail the operation's model, malformed or dangling ``$ref`` (unknown id, or a field the referenced
-    operation's result does not have), self references and reference cycles.
+    fail the operation's model, malformed or dangling ``$ref`` (unknown id, or a path the referenced
+    operation's result model does not have: see the module docstring), self references and reference cycles.
     """
     operations = plan.operaciones
     if len(operations) > max_operations:
@@ -203,15 +332,10 @@ def validate_plan(plan: Plan, registry: OperationRegistry, *, max_operations: in
                 continue
             target_op = operations[target].funcion
             if path and target_op in registry:
-                fields = registry.get(target_op).result_model.model_fields
-                if path[0] not in fields:
-                    issues.append(
-                        PlanIssue(
-                            f"{label}: dangling $ref {ref!r}: {target_op} results have no field {path[0]!r} "
-                            f"(fields: {', '.join(fields)})",
-                            index,
-                        )
-                    )
+                schema = _result_schema(registry.get(target_op).result_model)
+                problem = _path_problem(schema, target_op, ref, path) if schema is not None else None
+                if problem is not None:
+                    issues.append(PlanIssue(f"{label}: dangling $ref {ref!r}: {problem}", index))
                     continue
             deps.add(target)
         dependencies[index] = deps

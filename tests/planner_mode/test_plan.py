@@ -7,7 +7,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from planner_mode.parsing import parse_model_output
 from planner_mode.plan import MAX_NESTING_DEPTH, OperationOutcome, Plan, nesting_depth
+from shared.errors import ModelOutputError
 
 
 def test_article_plan_parses_with_its_verbatim_keys() -> None:
@@ -31,7 +33,7 @@ def test_null_operations_and_parameters_mean_empty() -> None:
 
 def test_direct_answer_needs_no_operations_and_some_text() -> None:
     assert Plan(respuesta_directa="¡Hola!").is_direct
-    assert not Plan(respuesta_directa="   ").is_direct
+    assert not Plan(operaciones=[], respuesta_directa="   ").is_direct
     assert not Plan.model_validate(
         {"operaciones": [{"funcion": "ventas_anuales"}], "respuesta_directa": "Hola"}
     ).is_direct
@@ -87,3 +89,46 @@ def test_nesting_depth_counts_lists_and_objects_without_recursion() -> None:
     assert nesting_depth(5) == 0
     assert nesting_depth({"a": 1, "b": [{"c": []}]}) == 4
     assert nesting_depth(nested(100_000)) == 100_000
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {},
+        {"respuesta": "No tengo datos."},
+        {"foo": 1},
+        {"pregunta": "¿Cuánto vendimos?"},
+        {"respuesta_directa": "   "},
+        {"respuesta_directa": None, "pregunta": "x"},
+    ],
+    ids=["empty", "answer-shaped", "unrelated", "question-only", "blank-direct", "null-direct"],
+)
+def test_a_reply_that_ignores_the_plan_schema_is_not_an_empty_plan(data: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError, match="operaciones"):
+        Plan.model_validate(data)
+
+
+@pytest.mark.parametrize("text", ["{}", '{"respuesta": "No tengo datos."}', '{"foo": 1}'])
+def test_the_tolerant_parser_refuses_them_as_model_output(text: str) -> None:
+    with pytest.raises(ModelOutputError, match="operaciones"):
+        parse_model_output(text, Plan)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"operaciones": []},
+        {"operaciones": None},
+        {"operaciones": [], "pregunta": "x"},
+        {"operaciones": [], "respuesta_directa": "¡Hola!"},
+        {"respuesta_directa": "¡Hola!"},
+    ],
+)
+def test_a_plan_needs_operaciones_or_a_direct_answer(data: dict[str, Any]) -> None:
+    Plan.model_validate(data)
+
+
+def test_a_validated_plan_revalidates() -> None:
+    plan = Plan(respuesta_directa="¡Hola!")
+    assert Plan.model_validate(plan) is plan
+    assert Plan.model_validate(plan.model_dump()) == plan

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pydantic import BaseModel, ConfigDict, Field
 
 from planner_mode.plan import Plan
 from planner_mode.validation import UnresolvedReferenceError, find_refs, resolve_refs, validate_plan
-from shared.operations.registry import OperationRegistry
+from shared.operations.registry import Operation, OperationRegistry
 
 
 def plan(*operations: dict[str, Any]) -> Plan:
@@ -173,3 +174,145 @@ def test_resolve_refs_raises_when_the_path_is_not_in_the_result(ref: str) -> Non
     results = {"op1": {"cliente": "Empresa ABC", "productos": [{"sku": "A-1"}]}}
     with pytest.raises(UnresolvedReferenceError, match="\\$ref"):
         resolve_refs({"x": {"$ref": ref}}, results)
+
+
+# -- $ref paths are checked against the referenced operation's result model, before anything runs ------------
+
+
+def two_step(first: dict[str, Any], ref: str, funcion: str = "compras_cliente") -> Plan:
+    return plan(
+        {"id": "op1", **first},
+        {"id": "op2", "funcion": funcion, "parametros": {"cliente": {"$ref": ref}, "anio": 2025}},
+    )
+
+
+TOP = {"funcion": "top_productos", "parametros": {"anio": 2025}}
+PENDING = {"funcion": "facturas_pendientes", "parametros": {}}
+
+
+@pytest.mark.parametrize(
+    ("first", "ref"),
+    [
+        (TOP, "op1.productos.0.producto"),
+        (TOP, "op1.productos.-1.sku"),
+        (TOP, "op1.productos"),
+        (TOP, "op1"),
+        (PENDING, "op1.facturas.0.cliente"),
+        (PENDING, "op1.cliente"),  # Optional[str]: the field exists even when it may be null
+        ({"funcion": "buscar_cliente", "parametros": {"texto": "abc"}}, "op1.clientes.0.nombre"),
+    ],
+)
+def test_refs_to_fields_of_the_result_model_are_accepted(
+    registry: OperationRegistry, first: dict[str, Any], ref: str
+) -> None:
+    assert messages(registry, two_step(first, ref)) == []
+
+
+@pytest.mark.parametrize(
+    ("first", "ref", "expected"),
+    [
+        (
+            TOP,
+            "op1.productos.0.nombre",
+            "top_productos results have no field 'productos.0.nombre' "
+            "(fields of productos.0: sku, producto, categoria, unidades, total)",
+        ),
+        (
+            TOP,
+            "op1.productos.producto",
+            "'productos' is a list: use an index, as in 'op1.productos.0.producto'",
+        ),
+        (TOP, "op1.anio.valor", "'anio' is a single value (integer) with no fields"),
+        (
+            TOP,
+            "op1.nombre_del_campo",
+            "top_productos results have no field 'nombre_del_campo' (fields: anio, productos)",
+        ),
+        (PENDING, "op1.facturas.0.nombre", "(fields of facturas.0: numero, cliente, fecha, total)"),
+        (PENDING, "op1.cliente.nombre", "'cliente' is a single value (string or null) with no fields"),
+    ],
+)
+def test_refs_to_fields_the_result_model_does_not_have_are_refused(
+    registry: OperationRegistry, first: dict[str, Any], ref: str, expected: str
+) -> None:
+    [message] = messages(registry, two_step(first, ref))
+    assert f"dangling $ref {ref!r}" in message
+    assert expected in message
+
+
+def test_a_ref_into_a_text_field_is_refused_with_the_toy_registry(toy_registry: OperationRegistry) -> None:
+    p = two_step({"funcion": "mejor_cliente", "parametros": {"anio": 2025}}, "op1.cliente.nombre")
+    [message] = messages(toy_registry, p)
+    assert "'cliente' is a single value (string) with no fields" in message
+
+
+def test_the_prompts_placeholder_operation_is_refused_listing_the_real_ones(
+    toy_registry: OperationRegistry,
+) -> None:
+    p = plan({"id": "op1", "funcion": "nombre_de_operacion", "parametros": {"parametro": "valor"}})
+    [message] = messages(toy_registry, p)
+    assert "Unknown operation 'nombre_de_operacion'" in message
+    assert "ventas_anuales, mejor_cliente, compras_cliente" in message
+
+
+class Free(BaseModel):
+    """A result with open-ended parts: nothing below them can be checked."""
+
+    datos: dict[str, Any]
+    cualquiera: Any = None
+    conteos: dict[str, int] = {}
+    filas: list[dict[str, Any]] = []
+
+
+class Loose(BaseModel):
+    """A result model that keeps whatever the handler returns."""
+
+    model_config = ConfigDict(extra="allow")
+
+    total: int = 0
+
+
+def free_registry(result_model: type[BaseModel]) -> OperationRegistry:
+    return OperationRegistry(
+        [
+            Operation("libre", "Resultado libre.", NoParams, result_model, lambda _s, _p: result_model()),
+            Operation("usar", "Usa un valor.", ValueParams, Free, lambda _s, _p: Free(datos={})),
+        ]
+    )
+
+
+class NoParams(BaseModel):
+    pass
+
+
+class ValueParams(BaseModel):
+    valor: Any = Field(description="Cualquier valor.")
+
+
+@pytest.mark.parametrize(
+    ("result_model", "ref"),
+    [
+        (Free, "op1.datos.lo.que.sea"),
+        (Free, "op1.cualquiera.x.0"),
+        (Free, "op1.conteos.enero"),
+        (Free, "op1.filas.0.columna"),
+        (Loose, "op1.extra.campo"),
+        (BaseModel, "op1.lo_que_sea"),
+    ],
+    ids=["dict-any", "any", "dict-of-int", "list-of-dicts", "extra-allowed", "unknown-result-model"],
+)
+def test_refs_below_open_ended_result_parts_are_not_refused(result_model: type[BaseModel], ref: str) -> None:
+    p = plan(
+        {"id": "op1", "funcion": "libre", "parametros": {}},
+        {"funcion": "usar", "parametros": {"valor": {"$ref": ref}}},
+    )
+    assert messages(free_registry(result_model), p) == []
+
+
+def test_a_ref_below_a_typed_value_of_an_open_dict_is_refused() -> None:
+    p = plan(
+        {"id": "op1", "funcion": "libre", "parametros": {}},
+        {"funcion": "usar", "parametros": {"valor": {"$ref": "op1.conteos.enero.x"}}},
+    )
+    [message] = messages(free_registry(Free), p)
+    assert "'conteos.enero' is a single value (integer) with no fields" in message
