@@ -9,10 +9,23 @@ from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
-from sqlalchemy import Engine, create_engine, event, select
+from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from shared.erp.models import ErpSetting
+from shared.erp.storage import BUSY_TIMEOUT_SECONDS, make_engine, storage_errors
+from shared.errors import StorageError
+
+__all__ = [
+    "BUSY_TIMEOUT_SECONDS",
+    "DB_URL_ENV",
+    "DEMO_TODAY",
+    "Erp",
+    "default_db_url",
+    "make_engine",
+    "open_erp",
+    "read_today",
+]
 
 DEMO_TODAY = date(2026, 11, 30)
 """The demo ERP's "today". The seed stores it in the database; code reads it from there."""
@@ -22,33 +35,21 @@ DB_URL_ENV = "ERP_AI_DB_URL"
 
 
 def default_db_url() -> str:
-    """``$ERP_AI_DB_URL`` or a SQLite file under ``./.erp-ai/`` (created on demand)."""
+    """``$ERP_AI_DB_URL`` or a SQLite file under ``./.erp-ai/`` (created on demand).
+
+    Raises :class:`~shared.errors.StorageError` if that directory cannot be created.
+    """
     url = os.environ.get(DB_URL_ENV)
     if url:
         return url
-    DEFAULT_DIR.mkdir(parents=True, exist_ok=True)
+    try:
+        DEFAULT_DIR.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StorageError(
+            f"Cannot create the directory {DEFAULT_DIR.absolute()} for the default database "
+            f"({exc.strerror or exc}). Run from a writable directory, or set {DB_URL_ENV}."
+        ) from exc
     return f"sqlite:///{DEFAULT_DIR / 'erp.sqlite3'}"
-
-
-def make_engine(url: str) -> Engine:
-    """Create an engine; SQLite gets WAL, a busy timeout and foreign keys, other dialects stay untouched."""
-    if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
-
-        @event.listens_for(engine, "connect")
-        def _sqlite_pragmas(dbapi_connection, _record):  # type: ignore[no-untyped-def]
-            cursor = dbapi_connection.cursor()
-            if ":memory:" not in url and url not in ("sqlite://", "sqlite:///"):
-                cursor.execute("PRAGMA journal_mode=WAL")
-                # WAL + NORMAL is the pairing SQLite recommends: commits stop waiting for fsync and the
-                # database stays consistent; a power cut (not a crash) can lose only the last commits.
-                cursor.execute("PRAGMA synchronous=NORMAL")
-            cursor.execute("PRAGMA busy_timeout=30000")
-            cursor.execute("PRAGMA foreign_keys=ON")
-            cursor.close()
-
-        return engine
-    return create_engine(url, pool_pre_ping=True)
 
 
 @dataclass
@@ -79,15 +80,21 @@ def read_today(engine: Engine) -> date:
 def open_erp(url: str | None = None) -> Erp:
     """Open the ERP at ``url`` (default :func:`default_db_url`), creating and seeding it on first use.
 
-    Seeding is idempotent, so opening an existing database only reads its ``today``.
+    Seeding is idempotent and race-free (:func:`~shared.erp.storage.setup_transaction`), so any number of
+    processes may open the same fresh database at once; opening a seeded database only reads its ``today``.
+
+    Raises :class:`~shared.errors.ConfigurationError` for a bad URL, a missing driver or a database seeded by
+    another seed version, and :class:`~shared.errors.StorageError` (one line: what is wrong, what to do) when
+    the database cannot be opened, created or read: read-only, corrupt, missing directory, locked, down.
     """
     # Imported here: the seed module reads DEMO_TODAY from this module.
     from shared.erp.seed import seed_erp
 
     engine = make_engine(url or default_db_url())
     try:
-        seed_erp(engine)
-        today = read_today(engine)
+        with storage_errors(engine.url, "open the ERP database", DB_URL_ENV):
+            seed_erp(engine)
+            today = read_today(engine)
     except BaseException:  # e.g. a database seeded by another version: do not leak the connection pool
         engine.dispose()
         raise

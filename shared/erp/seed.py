@@ -22,12 +22,13 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any, Final
 
-from sqlalchemy import Engine, insert, select
+from sqlalchemy import Connection, Engine, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from shared.erp.database import DEMO_TODAY
 from shared.erp.models import Customer, ErpBase, ErpSetting, Invoice, InvoiceLine, Product
+from shared.erp.storage import setup_transaction
 from shared.errors import ConfigurationError
 from shared.text import fold
 
@@ -406,7 +407,7 @@ def generate_rows() -> dict[type[ErpBase], list[dict[str, Any]]]:
     }
 
 
-def seeded_version(session: Session) -> str | None:
+def seeded_version(session: Session | Connection) -> str | None:
     """The ``seed_version`` stored in the database, or ``None`` if it was never seeded."""
     return session.scalar(select(ErpSetting.value).where(ErpSetting.key == "seed_version"))
 
@@ -414,31 +415,31 @@ def seeded_version(session: Session) -> str | None:
 def seed_erp(engine: Engine) -> bool:
     """Create the ERP tables and load the demo data unless already there. Returns whether it seeded.
 
-    Idempotent: a database that already holds this seed version is left untouched. All rows go in one
-    transaction, so a crash never leaves a half-seeded database; if another process seeds concurrently, the
-    loser's transaction fails on the primary keys and is treated as "already seeded".
+    Idempotent and race-free across processes: tables are created and rows inserted in ONE transaction that
+    holds the database's write lock from its start (:func:`~shared.erp.storage.setup_transaction`), and that
+    checks inside the lock whether another process already seeded. A crash never leaves a half-seeded
+    database, and concurrent first opens run one after another. On a database without such a lock, a seeder
+    that loses the race fails on the primary keys, which is treated as "already seeded".
 
     Rows carry explicit ids so every database holds the same data; on PostgreSQL this leaves the id sequences
     at their start, which is fine because the harness never inserts ERP rows after seeding.
     """
-    ErpBase.metadata.create_all(engine)
-    with Session(engine) as session:
-        version = seeded_version(session)
-    if version == SEED_VERSION:
-        return False
-    if version is not None:
-        raise ConfigurationError(
-            f"The ERP database was seeded by seed version {version!r}, this code has {SEED_VERSION!r}. "
-            "Delete the database (or point ERP_AI_DB_URL elsewhere) to reseed it."
-        )
-    rows = generate_rows()
     try:
-        with Session(engine) as session, session.begin():
-            for model, batch in rows.items():
-                session.execute(insert(model), batch)
+        with setup_transaction(engine) as connection:
+            ErpBase.metadata.create_all(connection)
+            version = seeded_version(connection)
+            if version == SEED_VERSION:
+                return False
+            if version is not None:
+                raise ConfigurationError(
+                    f"The ERP database was seeded by seed version {version!r}, this code has "
+                    f"{SEED_VERSION!r}. Delete the database (or point ERP_AI_DB_URL elsewhere) to reseed it."
+                )
+            for model, batch in generate_rows().items():
+                connection.execute(insert(model), batch)
     except IntegrityError:
-        with Session(engine) as session:
-            if seeded_version(session) != SEED_VERSION:
+        with engine.connect() as connection:
+            if seeded_version(connection) != SEED_VERSION:
                 raise
         return False
     return True

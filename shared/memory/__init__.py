@@ -7,6 +7,7 @@ from shared.memory.store import (
     MessageIn,
     StoredMessage,
     TurnRecord,
+    check_conversation_id,
     open_memory_store,
 )
 
@@ -18,6 +19,7 @@ __all__ = [
     "MessageIn",
     "StoredMessage",
     "TurnRecord",
+    "check_conversation_id",
     "open_memory_store",
     "render_context",
 ]

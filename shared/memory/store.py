@@ -20,18 +20,33 @@ from __future__ import annotations
 
 import hashlib
 import os
+import unicodedata
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import UTC, date, datetime
 from types import TracebackType
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import Connection, Engine, bindparam, insert, select, update
+from sqlalchemy import Connection, Engine, bindparam, false, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from shared.answer import MemoryItem
+from shared.answer import MemoryItem, bound_memories
+from shared.bounds import (
+    MAX_CONTEXT_EXCHANGES,
+    MAX_CONTEXT_MEMORIES,
+    MAX_EXCHANGE_CHARS,
+    MAX_MEMORY_CHARS,
+    MAX_STATE_KEYS,
+    clean_text,
+    clip_state,
+    clip_text,
+    single_line,
+)
 from shared.erp.database import default_db_url, make_engine
+from shared.erp.storage import setup_transaction, storage_errors
+from shared.errors import InputError
 from shared.memory.context import ConversationContext, Exchange
 from shared.memory.tables import (
     CONVERSATION_ID_LENGTH,
@@ -100,6 +115,8 @@ _RAISE_IMPORTANCE = (
     .values(importance=bindparam("new_importance"))
 )
 _INSERT_MEMORIES = insert(MemoryRecord)
+_PROBE_WRITE = update(ConversationState).where(false()).values(updated_at=ConversationState.updated_at)
+"""Changes nothing, but only a writable database runs it: see :func:`_create_tables`."""
 
 
 class MessageIn(BaseModel):
@@ -158,8 +175,19 @@ class MemoryStore:
     ``url_or_engine`` is a database URL (the store creates the engine with
     :func:`shared.erp.database.make_engine`, so SQLite gets WAL, and disposes it in :meth:`close`) or an
     existing engine (shared, e.g., with the ERP; the caller keeps ownership and :meth:`close` leaves it
-    alone). The memory tables are created if missing. In-memory SQLite gives each thread its own database:
-    use a file for threaded use.
+    alone). The memory tables are created if missing, race-free across processes. In-memory SQLite
+    (``sqlite://``) is one database shared by every thread of the process.
+
+    Failures. Opening raises :class:`~shared.errors.ConfigurationError` for a bad URL or a missing driver and
+    :class:`~shared.errors.StorageError` when the database cannot be opened or written (read-only, corrupt,
+    missing directory, locked past :data:`~shared.erp.storage.BUSY_TIMEOUT_SECONDS`), so a caller that opens
+    the store before its model calls pays nothing for a broken store. Every later read or write that fails in
+    the database raises :class:`~shared.errors.StorageError` too (one line, no SQL; the original chained).
+    A conversation id that :func:`check_conversation_id` refuses raises :class:`~shared.errors.InputError`.
+
+    Bounds. Whatever a caller stores, :meth:`build_context` returns at most
+    :data:`~shared.bounds.CONTEXT_MAX_CHARS` characters of JSON, and :meth:`record_turn` stores memory items
+    and state within the limits of :mod:`shared.bounds`.
     """
 
     def __init__(self, url_or_engine: str | Engine) -> None:
@@ -169,7 +197,12 @@ class MemoryStore:
         else:
             self._engine = url_or_engine
             self._owns_engine = False
-        MemoryBase.metadata.create_all(self._engine)
+        try:
+            with self._storage("open the conversation memory"):
+                _create_tables(self._engine)
+        except BaseException:
+            self.close()
+            raise
 
     @property
     def engine(self) -> Engine:
@@ -181,19 +214,22 @@ class MemoryStore:
     def create_conversation(self, user_id: str | None = None, conversation_id: str | None = None) -> str:
         """Create a conversation and return its id (a new uuid4 hex unless ``conversation_id`` is given).
 
-        Raises ``ValueError`` if ``conversation_id`` is already taken or is not a valid id.
+        Raises :class:`~shared.errors.InputError` if ``conversation_id`` is already taken or is not a valid id
+        (see :func:`check_conversation_id`).
         """
-        new_id = _check_id(conversation_id) if conversation_id is not None else uuid.uuid4().hex
-        try:
-            with self._engine.begin() as connection:
-                _insert_conversation(connection, new_id, user_id)
-        except IntegrityError:  # the primary key: checking first would still race with another creator
-            raise ValueError(f"Conversation {new_id!r} already exists.") from None
+        new_id = check_conversation_id(conversation_id) if conversation_id is not None else uuid.uuid4().hex
+        with self._storage("write the conversation memory"):
+            try:
+                with self._engine.begin() as connection:
+                    _insert_conversation(connection, new_id, user_id)
+            except IntegrityError:  # the primary key: checking first would still race with another creator
+                raise InputError(f"Conversation {new_id!r} already exists.") from None
         return new_id
 
     def get_conversation(self, conversation_id: str) -> ConversationInfo | None:
         """The conversation with that id, or ``None`` if there is none."""
-        with self._engine.connect() as connection:
+        check_conversation_id(conversation_id)
+        with self._storage("read the conversation memory"), self._engine.connect() as connection:
             row = connection.execute(_CONVERSATION, {"cid": conversation_id}).first()
         if row is None:
             return None
@@ -201,8 +237,8 @@ class MemoryStore:
 
     def ensure_conversation(self, conversation_id: str, user_id: str | None = None) -> str:
         """Create the conversation unless it exists (an existing one keeps its user); return its id."""
-        _check_id(conversation_id)
-        with self._engine.begin() as connection:
+        check_conversation_id(conversation_id)
+        with self._storage("write the conversation memory"), self._engine.begin() as connection:
             _lock_conversation(connection, conversation_id, user_id)
         return conversation_id
 
@@ -213,9 +249,17 @@ class MemoryStore:
 
         An unknown ``conversation_id`` is created first, in the same transaction (clients may pick their own
         ids). Returns the conversation state after the merge.
+
+        Bounded on write whatever the caller passes: memory items as :func:`shared.answer.bound_memories`
+        (repeats merged, at most 5, each one line of at most 300 characters), the state update as
+        :func:`shared.bounds.clip_state`, and the merged state keeps at most
+        :data:`~shared.bounds.MAX_STATE_KEYS` keys (the oldest untouched keys go first). Messages are stored
+        whole (they are the history), with lone surrogates replaced so that any text can be stored.
         """
-        _check_id(conversation_id)
-        with self._engine.begin() as connection:
+        check_conversation_id(conversation_id)
+        memories = bound_memories(turn.memories)
+        updates = clip_state(turn.state)
+        with self._storage("write the conversation memory"), self._engine.begin() as connection:
             state = _lock_conversation(connection, conversation_id)
             if turn.messages:
                 now = utc_now()
@@ -225,15 +269,15 @@ class MemoryStore:
                         {
                             "conversation_id": conversation_id,
                             "role": message.role,
-                            "content": message.content,
+                            "content": _storable(message.content),
                             "meta": dict(message.metadata),
                             "created_at": now,
                         }
                         for message in turn.messages
                     ],
                 )
-            _store_memories(connection, conversation_id, turn.memories)
-            merged = _merge(state, turn.state)
+            _store_memories(connection, conversation_id, memories)
+            merged = _merge(state, updates)
             if merged != state:  # an unchanged state costs no write (the lock already set updated_at)
                 state = _write_state(connection, conversation_id, merged)
         return state
@@ -241,24 +285,28 @@ class MemoryStore:
     def merge_state(self, conversation_id: str, updates: Mapping[str, Any]) -> dict[str, Any]:
         """Merge ``updates`` into the state (``None`` deletes a key) and return the new state.
 
-        Creates the conversation if it does not exist yet, like :meth:`record_turn`.
+        Creates the conversation if it does not exist yet, like :meth:`record_turn`, and bounds the state the
+        same way.
         """
-        _check_id(conversation_id)
-        with self._engine.begin() as connection:
+        check_conversation_id(conversation_id)
+        bounded = clip_state(updates)
+        with self._storage("write the conversation memory"), self._engine.begin() as connection:
             state = _lock_conversation(connection, conversation_id)
-            merged = _merge(state, updates)
+            merged = _merge(state, bounded)
             return _write_state(connection, conversation_id, merged) if merged != state else state
 
     # -- reading -------------------------------------------------------------------------------------------
 
     def get_state(self, conversation_id: str) -> dict[str, Any]:
         """The conversation's state (``{}`` for an unknown conversation)."""
-        with self._engine.connect() as connection:
+        check_conversation_id(conversation_id)
+        with self._storage("read the conversation memory"), self._engine.connect() as connection:
             return _read_state(connection, conversation_id)
 
     def history(self, conversation_id: str) -> list[StoredMessage]:
         """Every message of the conversation, oldest first, with its metadata (``[]`` if unknown)."""
-        with self._engine.connect() as connection:
+        check_conversation_id(conversation_id)
+        with self._storage("read the conversation memory"), self._engine.connect() as connection:
             rows = connection.execute(_HISTORY, {"cid": conversation_id}).all()
         return [
             StoredMessage(
@@ -274,7 +322,8 @@ class MemoryStore:
 
     def memories(self, conversation_id: str, limit: int | None = None) -> list[MemoryItem]:
         """The conversation's memory items, most relevant first (importance, then the most recent)."""
-        with self._engine.connect() as connection:
+        check_conversation_id(conversation_id)
+        with self._storage("read the conversation memory"), self._engine.connect() as connection:
             rows = _ranked_memories(connection, conversation_id, limit)
         return [MemoryItem(contenido=content, importancia=importance) for content, importance in rows]
 
@@ -286,16 +335,29 @@ class MemoryStore:
         An exchange is a user message and the final assistant message that answered it (tool-calling steps are
         skipped). Three indexed queries, independent of the conversation's length; an unknown conversation
         yields an empty context.
+
+        Bounded by construction, whatever is stored: at most :data:`~shared.bounds.MAX_CONTEXT_MEMORIES`
+        memories and :data:`~shared.bounds.MAX_CONTEXT_EXCHANGES` exchanges (larger ``memory_limit`` /
+        ``exchanges`` are capped), each memory one line of at most :data:`~shared.bounds.MAX_MEMORY_CHARS`
+        characters, the state as :func:`~shared.bounds.clip_state`, each exchange message at most
+        :data:`~shared.bounds.MAX_EXCHANGE_CHARS` characters, every cut marked ``… [truncado]``. The
+        context's JSON never exceeds :data:`~shared.bounds.CONTEXT_MAX_CHARS` characters.
         """
-        with self._engine.connect() as connection:
+        check_conversation_id(conversation_id)
+        memory_limit = min(memory_limit, MAX_CONTEXT_MEMORIES)
+        exchanges = min(exchanges, MAX_CONTEXT_EXCHANGES)
+        with self._storage("read the conversation memory"), self._engine.connect() as connection:
             state = _read_state(connection, conversation_id)
             memories = _ranked_memories(connection, conversation_id, memory_limit) if memory_limit > 0 else []
             recent = _last_exchanges(connection, conversation_id, exchanges) if exchanges > 0 else []
         return ConversationContext(
             hoy=today,
-            memoria=[content for content, _ in memories],
-            estado=state,
-            ultimos_intercambios=recent,
+            memoria=[clip_text(single_line(content), MAX_MEMORY_CHARS) for content, _ in memories],
+            estado=clip_state(state),
+            ultimos_intercambios=[
+                Exchange(usuario=_exchange_text(item.usuario), asistente=_exchange_text(item.asistente))
+                for item in recent
+            ],
         )
 
     # -- lifecycle -----------------------------------------------------------------------------------------
@@ -313,17 +375,48 @@ class MemoryStore:
     ) -> None:
         self.close()
 
+    def _storage(self, action: str) -> AbstractContextManager[None]:
+        """Database failures inside the block become one-line :class:`StorageError` about this store."""
+        return storage_errors(self._engine.url, action, MEMORY_URL_ENV)
+
 
 def open_memory_store(url: str | None = None) -> MemoryStore:
-    """Open the memory at ``url``, else ``$ERP_AI_MEMORY_URL``, else the ERP's ``default_db_url()``."""
+    """Open the memory at ``url``, else ``$ERP_AI_MEMORY_URL``, else the ERP's ``default_db_url()``.
+
+    Raises like :class:`MemoryStore` (``ConfigurationError``, ``StorageError``).
+    """
     return MemoryStore(url or os.environ.get(MEMORY_URL_ENV) or default_db_url())
 
 
-def _check_id(conversation_id: str) -> str:
-    if not conversation_id or len(conversation_id) > CONVERSATION_ID_LENGTH:
-        raise ValueError(
-            f"A conversation id must have 1 to {CONVERSATION_ID_LENGTH} characters, got {conversation_id!r}."
+def check_conversation_id(conversation_id: str) -> str:
+    """Return ``conversation_id`` if it can name a conversation; raise :class:`InputError` saying why not.
+
+    A conversation id is text of 1 to :data:`~shared.memory.tables.CONVERSATION_ID_LENGTH` (64) characters
+    without control characters (``\\n``, NUL, …) or lone surrogates (undecodable bytes from a terminal, or a
+    ``"\\ud800"`` escape in JSON), which no database column can store faithfully. Engines call it before any
+    model call; every :class:`MemoryStore` method that takes an id calls it too.
+    """
+    if not isinstance(conversation_id, str):
+        raise InputError(f"A conversation id must be text, not {type(conversation_id).__name__}.")
+    if not conversation_id:
+        raise InputError("The conversation id is empty: give 1 to 64 characters, or none for a new one.")
+    if len(conversation_id) > CONVERSATION_ID_LENGTH:
+        raise InputError(
+            f"A conversation id must have 1 to {CONVERSATION_ID_LENGTH} characters, "
+            f"got {len(conversation_id)} ({conversation_id[:20]!r}…)."
         )
+    for position, char in enumerate(conversation_id):
+        category = unicodedata.category(char)
+        if category == "Cc":
+            raise InputError(
+                f"A conversation id may not contain a control character "
+                f"(U+{ord(char):04X} at position {position + 1})."
+            )
+        if category == "Cs":
+            raise InputError(
+                f"A conversation id may not contain a lone surrogate "
+                f"(U+{ord(char):04X} at position {position + 1}): it is not valid Unicode text."
+            )
     return conversation_id
 
 
@@ -354,6 +447,18 @@ def _lock_conversation(
     return {}
 
 
+def _create_tables(engine: Engine) -> None:
+    """Create the memory tables if missing, race-free across processes, and check that the store can write.
+
+    Inside :func:`~shared.erp.storage.setup_transaction`, so concurrent first opens run one after another.
+    The ``UPDATE … WHERE false`` changes nothing but needs write access, so a read-only database fails here,
+    before any model call is paid, rather than when the first turn is recorded.
+    """
+    with setup_transaction(engine) as connection:
+        MemoryBase.metadata.create_all(connection)
+        connection.execute(_PROBE_WRITE)
+
+
 def _insert_conversation(connection: Connection, conversation_id: str, user_id: str | None) -> None:
     """A new conversation's row and its empty state row."""
     now = utc_now()
@@ -371,14 +476,36 @@ def _write_state(connection: Connection, conversation_id: str, state: dict[str, 
 
 
 def _merge(state: Mapping[str, Any], updates: Mapping[str, Any]) -> dict[str, Any]:
-    """Shallow merge: each key of ``updates`` replaces the stored value; ``None`` removes the key."""
+    """Shallow merge: each key of ``updates`` replaces the stored value; ``None`` removes the key.
+
+    At most :data:`~shared.bounds.MAX_STATE_KEYS` keys stay: beyond that, the oldest keys this update does not
+    touch are dropped (``updates`` itself is already bounded by :func:`~shared.bounds.clip_state`).
+    """
     merged = dict(state)
     for key, value in updates.items():
         if value is None:
             merged.pop(key, None)
         else:
             merged[key] = value
+    excess = len(merged) - MAX_STATE_KEYS
+    if excess > 0:
+        for key in [key for key in merged if key not in updates][:excess]:
+            del merged[key]
     return merged
+
+
+def _storable(text: str) -> str:
+    """``text`` with lone surrogates (not valid Unicode, e.g. a model's ``"\\ud800"``) replaced by U+FFFD."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return text
+
+
+def _exchange_text(text: str) -> str:
+    """One message of an exchange as a context shows it: clipped, without stray control characters."""
+    return clean_text(clip_text(text, MAX_EXCHANGE_CHARS))
 
 
 def _memory_key(content: str) -> str:
@@ -387,15 +514,11 @@ def _memory_key(content: str) -> str:
 
 
 def _store_memories(connection: Connection, conversation_id: str, items: Sequence[MemoryItem]) -> None:
-    """Insert new memory items; an already-stored content keeps the higher of its two importances."""
-    best: dict[str, tuple[str, float]] = {}
-    for item in items:
-        content = " ".join(item.contenido.split())
-        if not content:
-            continue
-        key = _memory_key(content)
-        first_content, importance = best.get(key, (content, item.importancia))
-        best[key] = (first_content, max(importance, item.importancia))
+    """Insert new memory items; an already-stored content keeps the higher of its two importances.
+
+    ``items`` come from :func:`~shared.answer.bound_memories`: one-line, non-empty, without repeats.
+    """
+    best = {_memory_key(item.contenido): (item.contenido, item.importancia) for item in items}
     if not best:
         return
     existing = connection.execute(_STORED_MEMORIES, {"cid": conversation_id, "keys": list(best)}).all()

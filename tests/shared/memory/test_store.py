@@ -12,9 +12,16 @@ from sqlalchemy import Engine, create_engine, event, func, insert, inspect, sele
 from sqlalchemy.exc import IntegrityError
 
 from shared.answer import MemoryItem
+from shared.errors import InputError, StorageError
 from shared.memory import store as store_module
 from shared.memory.context import Exchange, render_context
-from shared.memory.store import MemoryStore, MessageIn, TurnRecord, open_memory_store
+from shared.memory.store import (
+    MemoryStore,
+    MessageIn,
+    TurnRecord,
+    check_conversation_id,
+    open_memory_store,
+)
 from shared.memory.tables import Conversation, ConversationState, MemoryRecord, Message
 
 TODAY = date(2026, 11, 30)
@@ -92,16 +99,53 @@ def test_create_conversation_returns_a_new_uuid4_hex_and_remembers_the_user(
 
 def test_create_conversation_accepts_a_chosen_id_once(memory_store: MemoryStore) -> None:
     assert memory_store.create_conversation(conversation_id="demo-1") == "demo-1"
-    with pytest.raises(ValueError, match="already exists"):
+    with pytest.raises(InputError, match="already exists"):
         memory_store.create_conversation(conversation_id="demo-1")
 
 
-@pytest.mark.parametrize("bad_id", ["", "x" * 65])
-def test_invalid_conversation_ids_are_refused(memory_store: MemoryStore, bad_id: str) -> None:
-    with pytest.raises(ValueError, match="1 to 64 characters"):
-        memory_store.create_conversation(conversation_id=bad_id)
-    with pytest.raises(ValueError):
-        memory_store.record_turn(bad_id, turn("hola", "hola"))
+BAD_IDS = {
+    "empty": ("", "empty"),
+    "too long": ("x" * 65, "1 to 64 characters"),
+    "newline": ("demo\n1", "control character"),
+    "NUL": ("demo\x001", "control character"),
+    "lone surrogate": ("demo\ud8001", "lone surrogate"),
+    "not text": (123, "must be text"),
+}
+
+
+@pytest.mark.parametrize(("bad_id", "reason"), BAD_IDS.values(), ids=BAD_IDS.keys())
+def test_check_conversation_id_refuses_what_cannot_be_a_conversation_id(bad_id: Any, reason: str) -> None:
+    with pytest.raises(InputError, match=reason) as caught:
+        check_conversation_id(bad_id)
+    message = str(caught.value)
+    assert "\n" not in message and len(message) < 200  # one short line, never the whole id echoed back
+
+
+@pytest.mark.parametrize("good_id", ["a", "x" * 64, "demo-1", "conversación ñandú", "a b"])
+def test_check_conversation_id_returns_a_good_id(good_id: str) -> None:
+    assert check_conversation_id(good_id) == good_id
+
+
+@pytest.mark.parametrize(("bad_id", "reason"), BAD_IDS.values(), ids=BAD_IDS.keys())
+def test_every_store_method_refuses_an_invalid_conversation_id_with_an_input_error(
+    memory_store: MemoryStore, bad_id: Any, reason: str
+) -> None:
+    calls = {
+        "create_conversation": lambda: memory_store.create_conversation(conversation_id=bad_id),
+        "ensure_conversation": lambda: memory_store.ensure_conversation(bad_id),
+        "record_turn": lambda: memory_store.record_turn(bad_id, turn("hola", "hola")),
+        "merge_state": lambda: memory_store.merge_state(bad_id, {"anio": 2025}),
+        "get_state": lambda: memory_store.get_state(bad_id),
+        "history": lambda: memory_store.history(bad_id),
+        "memories": lambda: memory_store.memories(bad_id),
+        "build_context": lambda: memory_store.build_context(bad_id, TODAY),
+        "get_conversation": lambda: memory_store.get_conversation(bad_id),
+    }
+    for name, call in calls.items():
+        with pytest.raises(InputError, match=reason):
+            call()
+            pytest.fail(f"{name} accepted {bad_id!r}")
+    assert all_counts(memory_store.engine) == dict.fromkeys(all_counts(memory_store.engine), 0)
 
 
 def test_get_conversation_of_an_unknown_id_is_none(memory_store: MemoryStore) -> None:
@@ -434,12 +478,13 @@ def test_two_conversations_never_see_each_other(memory_store: MemoryStore) -> No
 
 
 def test_a_turn_failing_in_the_middle_leaves_no_rows_in_a_new_conversation(memory_store: MemoryStore) -> None:
-    invalid = MemoryItem.model_construct(contenido="imposible", importancia=2.0)  # bypasses validation
-    record = turn("u", "a", state={"tema": "ventas"})
-    record.memories.append(invalid)
+    invalid = MessageIn.model_construct(role="robot", content="imposible", metadata={})  # bypasses validation
+    record = turn("u", "a", memories=[("un hecho", 0.5)], state={"tema": "ventas"})
+    record.messages.append(invalid)
 
-    with pytest.raises(IntegrityError):
+    with pytest.raises(StorageError, match="Cannot write the conversation memory") as caught:
         memory_store.record_turn("nueva", record)
+    assert isinstance(caught.value.__cause__, IntegrityError)  # the role's CHECK constraint
 
     assert all_counts(memory_store.engine) == {
         "conversations": 0,
@@ -552,7 +597,7 @@ def test_concurrent_turns_on_different_conversations_are_all_stored(memory_store
 
 def test_concurrent_state_merges_on_one_conversation_lose_no_update(memory_store: MemoryStore) -> None:
     cid = memory_store.create_conversation()
-    threads_count, merges_per_thread = 4, 10
+    threads_count, merges_per_thread = 4, 7  # 28 keys: within MAX_STATE_KEYS
     start = threading.Barrier(threads_count)
     errors: list[BaseException] = []
 

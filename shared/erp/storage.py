@@ -1,0 +1,297 @@
+"""How the harness talks to its SQL databases: engines, first-use setup, and failures in one sentence.
+
+Used by :mod:`shared.erp.database` (the ERP) and :mod:`shared.memory.store` (the conversation memory), which
+may share one database.
+
+- :func:`make_engine` builds an engine from a URL. SQLite files get WAL, a busy timeout of
+  :data:`BUSY_TIMEOUT_SECONDS` and foreign keys; in-memory SQLite gets one connection shared by every thread
+  (:class:`SharedConnectionPool`), so worker threads see the same database. A URL that does not parse, an
+  unknown dialect or a driver that is not installed raise :class:`~shared.errors.ConfigurationError`.
+- :func:`setup_transaction` is the one transaction in which tables are created and the demo data seeded. It
+  holds the database's write lock from its first statement, so any number of processes may open a fresh
+  database at once: one creates and seeds, the others wait and then find everything in place.
+- :func:`storage_errors` turns a database failure (read-only, corrupt, missing directory, locked past the
+  busy timeout, disk I/O error, server unreachable) into a :class:`~shared.errors.StorageError` whose message
+  is one line saying what is wrong and what to do, without SQL or parameters; the original exception stays
+  chained as ``__cause__`` for ``--debug``.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Final
+
+from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
+from sqlalchemy.pool import ConnectionPoolEntry, StaticPool
+
+from shared.errors import ConfigurationError, StorageError
+
+__all__ = [
+    "BUSY_TIMEOUT_SECONDS",
+    "SharedConnectionPool",
+    "is_memory_sqlite",
+    "make_engine",
+    "setup_transaction",
+    "storage_error",
+    "storage_errors",
+]
+
+BUSY_TIMEOUT_SECONDS: Final = 30.0
+"""How long a SQLite connection waits for another writer's lock before failing (``timeout`` and
+``PRAGMA busy_timeout``); also how long a thread waits for the shared in-memory connection."""
+
+_SETUP_LOCK_KEY: Final = 0x45525041_49534554  # "ERPAISET"
+"""PostgreSQL advisory lock that serialises :func:`setup_transaction` across processes."""
+
+_DRIVER_PACKAGES: Final = {
+    "psycopg2": "psycopg2-binary",
+    "psycopg": "psycopg[binary]",
+    "asyncpg": "asyncpg",
+    "pg8000": "pg8000",
+    "pymysql": "PyMySQL",
+    "MySQLdb": "mysqlclient",
+    "oracledb": "oracledb",
+    "pyodbc": "pyodbc",
+}
+"""Import name of a database driver → the package that provides it."""
+
+_URL_EXAMPLES: Final = "sqlite:///path/to/erp.sqlite3 or postgresql+psycopg://user:password@host/dbname"
+
+
+# -- engines -------------------------------------------------------------------------------------------------
+
+
+def is_memory_sqlite(url: str | URL) -> bool:
+    """Whether ``url`` names an in-memory SQLite database (``sqlite://``, ``sqlite:///:memory:``,
+    ``sqlite:///file:name?mode=memory&uri=true``)."""
+    parsed = make_url(url) if isinstance(url, str) else url
+    if parsed.get_backend_name() != "sqlite":
+        return False
+    database = parsed.database or ""
+    return database in ("", ":memory:") or parsed.query.get("mode") == "memory" or "mode=memory" in database
+
+
+def make_engine(url: str | URL) -> Engine:
+    """An engine for ``url``; SQLite gets WAL, a busy timeout and foreign keys, other dialects stay untouched.
+
+    In-memory SQLite uses :class:`SharedConnectionPool`: every thread sees the same database. Raises
+    :class:`~shared.errors.ConfigurationError` for a URL that does not parse, an unknown dialect, or a driver
+    that is not installed (nothing is connected yet: a server that is down shows on first use).
+    """
+    try:
+        parsed = make_url(url) if isinstance(url, str) else url
+    except ArgumentError:
+        raise ConfigurationError(
+            f"{_mask_password(str(url))!r} is not a database URL; use e.g. {_URL_EXAMPLES}."
+        ) from None
+    try:
+        if parsed.get_backend_name() != "sqlite":
+            return create_engine(parsed, pool_pre_ping=True)
+        memory = is_memory_sqlite(parsed)
+        engine = create_engine(
+            parsed,
+            connect_args={"check_same_thread": False, "timeout": BUSY_TIMEOUT_SECONDS},
+            **({"poolclass": SharedConnectionPool} if memory else {}),
+        )
+    except NoSuchModuleError:
+        raise ConfigurationError(
+            f"Unknown database kind {parsed.drivername!r} in {_safe(parsed)}; use e.g. {_URL_EXAMPLES}."
+        ) from None
+    except ImportError as exc:
+        module = (exc.name or "").split(".")[0] or parsed.drivername
+        package = _DRIVER_PACKAGES.get(module, module)
+        raise ConfigurationError(
+            f"The database driver {module!r} for {_safe(parsed)} is not installed: "
+            f"run `pip install {package}`, or use a sqlite:/// URL."
+        ) from None
+    event.listen(engine, "connect", _sqlite_pragmas(wal=not memory))
+    return engine
+
+
+def _sqlite_pragmas(*, wal: bool) -> Any:
+    def on_connect(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        try:
+            if wal:
+                cursor.execute("PRAGMA journal_mode=WAL")
+                # WAL + NORMAL is the pairing SQLite recommends: commits stop waiting for fsync and the
+                # database stays consistent; a power cut (not a crash) can lose only the last commits.
+                cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_SECONDS * 1000)}")
+            cursor.execute("PRAGMA foreign_keys=ON")
+        finally:
+            cursor.close()
+
+    return on_connect
+
+
+class SharedConnectionPool(StaticPool):
+    """One connection for every thread, lent to one thread at a time: in-memory SQLite across threads.
+
+    An in-memory SQLite database lives inside one connection, so threads must share it (plain pooling gives
+    each thread an empty database: "no such table"). A bare :class:`~sqlalchemy.pool.StaticPool` shares it
+    but lets two threads interleave their transactions on it; this pool lends the connection to one thread
+    at a time, and another thread waits for it like SQLite waits for a file's write lock: up to
+    :data:`BUSY_TIMEOUT_SECONDS`, then :class:`sqlalchemy.exc.TimeoutError`. A thread that opens a second
+    connection while holding one shares it (as with a plain ``StaticPool``): nested use never deadlocks.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._lent = threading.Condition()
+        self._holder: int | None = None
+
+    def _do_get(self) -> ConnectionPoolEntry:
+        me = threading.get_ident()
+        with self._lent:
+            if self._holder not in (None, me):
+                free = self._lent.wait_for(lambda: self._holder is None, timeout=BUSY_TIMEOUT_SECONDS)
+                if not free:
+                    raise PoolTimeoutError(
+                        f"the shared in-memory database stayed busy for more than {BUSY_TIMEOUT_SECONDS:g} s"
+                    )
+            self._holder = me
+        try:
+            return super()._do_get()
+        except BaseException:
+            self._give_back()
+            raise
+
+    def _do_return_conn(self, record: ConnectionPoolEntry) -> None:
+        super()._do_return_conn(record)
+        self._give_back()
+
+    def _give_back(self) -> None:
+        with self._lent:
+            self._holder = None
+            self._lent.notify()
+
+
+# -- first-use setup -----------------------------------------------------------------------------------------
+
+
+@contextmanager
+def setup_transaction(engine: Engine) -> Iterator[Connection]:
+    """A transaction holding the database's write lock from its first statement, committed on success.
+
+    Create tables and seed inside it, re-checking what is already there: concurrent first opens, even from
+    many processes, then run one after another instead of racing on ``CREATE TABLE`` or on the seed rows.
+
+    - SQLite: ``BEGIN IMMEDIATE`` takes the write lock at once (waiting up to the busy timeout); reads
+      inside the transaction see every table and row a previous holder committed.
+    - PostgreSQL: a transaction-scoped advisory lock (``pg_advisory_xact_lock``); its DDL is transactional.
+    - Other dialects: no lock. ``create_all`` checks before creating, and the seed treats a duplicate-key
+      error as "another process seeded first" (see :func:`shared.erp.seed.seed_erp`).
+    """
+    with engine.connect() as connection:
+        dialect = connection.dialect.name
+        if dialect == "sqlite":
+            # Python's sqlite3 (legacy transaction control) does not begin before DDL: begin explicitly.
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+        elif dialect == "postgresql":
+            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _SETUP_LOCK_KEY})
+        yield connection
+        connection.commit()
+
+
+# -- failures ------------------------------------------------------------------------------------------------
+
+# SQLite primary result codes (https://www.sqlite.org/rescode.html).
+_SQLITE_PERM, _SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_READONLY = 3, 5, 6, 8
+_SQLITE_IOERR, _SQLITE_CORRUPT, _SQLITE_FULL, _SQLITE_CANTOPEN, _SQLITE_NOTADB = 10, 11, 13, 14, 26
+
+
+@contextmanager
+def storage_errors(url: str | URL, action: str, setting: str) -> Iterator[None]:
+    """Turn a database failure inside the block into one :func:`storage_error` (the original chained)."""
+    try:
+        yield
+    except (DBAPIError, PoolTimeoutError) as exc:
+        raise storage_error(exc, url, action=action, setting=setting) from exc
+
+
+def storage_error(error: BaseException, url: str | URL, *, action: str, setting: str) -> StorageError:
+    """A :class:`StorageError` saying in one line what is wrong with the database at ``url``, and what to do.
+
+    ``action`` completes "Cannot …" (``"open the ERP database"``); ``setting`` names the environment variable
+    that points elsewhere (``ERP_AI_DB_URL``). The message carries the driver's own one-line reason at most,
+    never the SQL statement or its parameters.
+    """
+    parsed = make_url(url) if isinstance(url, str) else url
+    original = getattr(error, "orig", None) or error
+    reason = _first_line(str(original)) or type(original).__name__
+    sqlite = parsed.get_backend_name() == "sqlite"
+    path = None if not sqlite or is_memory_sqlite(parsed) else Path(parsed.database or "")
+    subject = str(path) if path is not None else ("the in-memory database" if sqlite else _safe(parsed))
+    elsewhere = f"or set {setting} to another database"
+    code = getattr(original, "sqlite_errorcode", None)
+    primary = code & 0xFF if isinstance(code, int) else _code_from_text(reason)
+
+    if isinstance(error, PoolTimeoutError) or primary in (_SQLITE_BUSY, _SQLITE_LOCKED):
+        problem = f"{subject} stayed locked by another process for more than {BUSY_TIMEOUT_SECONDS:g} s"
+        advice = "Try again when the other process is done"
+    elif primary in (_SQLITE_READONLY, _SQLITE_PERM):
+        problem = f"{subject} is read-only"
+        advice = f"Make the file and its directory writable, {elsewhere}"
+    elif primary in (_SQLITE_NOTADB, _SQLITE_CORRUPT):
+        problem = f"{subject} is not a SQLite database, or it is corrupt"
+        advice = f"Move the file away so that a fresh database is created, {elsewhere}"
+    elif primary == _SQLITE_CANTOPEN and path is not None and not path.parent.is_dir():
+        problem = f"the directory {path.parent} does not exist"
+        advice = f"Create it, {elsewhere}"
+    elif primary == _SQLITE_CANTOPEN and path is not None and path.is_dir():
+        problem = f"{subject} is a directory, not a database file"
+        advice = f"Give the path of a file, {elsewhere}"
+    elif primary == _SQLITE_CANTOPEN:
+        problem = f"{subject} cannot be opened ({reason})"
+        advice = f"Check the permissions of the file and of its directory, {elsewhere}"
+    elif primary in (_SQLITE_IOERR, _SQLITE_FULL):
+        problem = f"a disk error happened on {subject} ({reason})"
+        advice = "Check the free space and the disk, then try again"
+    elif sqlite:
+        problem = f"{subject} failed ({reason})"
+        advice = f"Check the file, {elsewhere}"
+    else:
+        problem = f"{subject} failed ({reason})"
+        advice = f"Check that the database server is running and that {setting} is right"
+    return StorageError(f"Cannot {action}: {problem}. {advice}.")
+
+
+def _code_from_text(reason: str) -> int | None:
+    """A SQLite result code guessed from a message (drivers that do not expose ``sqlite_errorcode``)."""
+    lowered = reason.lower()
+    for needle, code in (
+        ("locked", _SQLITE_BUSY),
+        ("readonly", _SQLITE_READONLY),
+        ("read-only", _SQLITE_READONLY),
+        ("not a database", _SQLITE_NOTADB),
+        ("malformed", _SQLITE_CORRUPT),
+        ("unable to open", _SQLITE_CANTOPEN),
+        ("disk i/o", _SQLITE_IOERR),
+        ("disk is full", _SQLITE_FULL),
+    ):
+        if needle in lowered:
+            return code
+    return None
+
+
+def _first_line(message: str) -> str:
+    line = message.strip().splitlines()[0].strip() if message.strip() else ""
+    return line if len(line) <= 200 else line[:199] + "…"
+
+
+def _safe(url: URL) -> str:
+    """The URL without its password."""
+    return url.render_as_string(hide_password=True)
+
+
+def _mask_password(raw: str) -> str:
+    """A raw (unparsable) URL with anything that looks like ``user:password@`` masked."""
+    return re.sub(r"(//[^:/@]*:)[^@]*@", r"\1***@", raw)
