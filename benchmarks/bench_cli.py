@@ -17,6 +17,26 @@ from benchmarks.results import RESULTS_FILE, RunResults, read_results
 from benchmarks.runner import RunConfig, run_suite
 from benchmarks.scenario import load_scenarios
 from shared.errors import ConfigurationError
+from shared.llm.factory import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S
+
+MaxTokensOpt = Annotated[
+    int,
+    typer.Option(
+        "--max-tokens",
+        envvar="ERP_AI_MAX_TOKENS",
+        min=1,
+        help="Output cap of every model call (plan, answer, each agent step), in tokens.",
+    ),
+]
+TimeoutOpt = Annotated[
+    float,
+    typer.Option(
+        "--timeout",
+        envvar="ERP_AI_TIMEOUT",
+        min=0.001,
+        help="Timeout of every model request, in seconds (a timed-out turn fails with kind 'timeout').",
+    ),
+]
 
 REPORTS_DIR = Path("reports")
 LATEST = "latest"
@@ -96,6 +116,8 @@ def bench(
     structured: Annotated[
         bool, typer.Option(help="Tool calling ends with a structured answer (respuesta/memoria/estado).")
     ] = False,
+    max_tokens: MaxTokensOpt = DEFAULT_MAX_TOKENS,
+    timeout: TimeoutOpt = DEFAULT_TIMEOUT_S,
     progress: Annotated[bool, typer.Option(help="Show the progress bar.")] = True,
     readme: Annotated[
         Path | None,
@@ -129,6 +151,8 @@ def bench(
         base_url=base_url,
         latency_profile=latency_profile,
         structured=structured,
+        max_tokens=max_tokens,
+        timeout=timeout,
         scenario_paths=[str(p) for p in scenarios or []],
         tags=list(tag or []),
     )

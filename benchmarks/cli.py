@@ -18,7 +18,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from shared.errors import ErpAiError
+from benchmarks.bench_cli import MaxTokensOpt, TimeoutOpt
+from shared.errors import ErpAiError, InputError
+from shared.llm.factory import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -45,6 +47,10 @@ app.add_typer(ops_app, name="ops")
 console = Console()
 err_console = Console(stderr=True)
 
+DEBUG_ENV = "ERP_AI_DEBUG"
+_debug = False
+"""Set by ``--debug`` (or ``ERP_AI_DEBUG=1``): let unexpected errors show their traceback."""
+
 
 def _print_version(value: bool) -> None:
     if value:
@@ -60,8 +66,16 @@ def _root(
         bool,
         typer.Option("--version", callback=_print_version, is_eager=True, help="Show the version and exit."),
     ] = False,
+    debug: Annotated[
+        bool,
+        typer.Option(
+            "--debug", envvar=DEBUG_ENV, help="Show the full traceback of unexpected errors (ERP_AI_DEBUG=1)."
+        ),
+    ] = False,
 ) -> None:
     """Two-call planner vs native tool calling over one demo ERP."""
+    global _debug
+    _debug = debug
 
 
 class Mode(StrEnum):
@@ -84,6 +98,7 @@ class Provider(StrEnum):
 class EmulatedProvider(StrEnum):
     ollama = "ollama"
     gemini = "gemini"
+    openai = "openai"
 
 
 DbUrl = Annotated[
@@ -142,19 +157,32 @@ def _open_erp(db_url: str | None) -> Erp:
 
 
 def _build_model(
-    provider: Provider, model: str | None, base_url: str | None, latency_profile: str | None = None
+    provider: Provider,
+    model: str | None,
+    base_url: str | None,
+    latency_profile: str | None = None,
+    *,
+    max_tokens: int | None = DEFAULT_MAX_TOKENS,
+    timeout: float | None = DEFAULT_TIMEOUT_S,
 ) -> BaseChatModel:
     from shared.llm.factory import build_chat_model
 
-    return build_chat_model(provider.value, model=model, base_url=base_url, latency_profile=latency_profile)
+    return build_chat_model(
+        provider.value,
+        model=model,
+        base_url=base_url,
+        latency_profile=latency_profile,
+        max_tokens=max_tokens,
+        timeout=timeout,
+    )
 
 
 def _build_engine(**options: Any) -> AssistantEngine:
-    """The engine ``ask`` and ``chat`` use; a configuration problem exits with one clear sentence."""
+    """The engine ``ask`` and ``chat`` use; a configuration or storage problem exits 2 with one sentence."""
     try:
         return _assemble_engine(**options)
     except ErpAiError as exc:
-        raise _fail(str(exc)) from None
+        raise _fail(str(exc), 2) from None
 
 
 def _assemble_engine(
@@ -171,6 +199,8 @@ def _assemble_engine(
     servers: list[str] | None,
     db_url: str | None,
     memory_url: str | None,
+    max_tokens: int,
+    timeout: float,
 ) -> AssistantEngine:
     from shared.memory.store import open_memory_store
     from shared.operations.sales import sales_registry
@@ -183,11 +213,14 @@ def _assemble_engine(
 
         ai: Any
         if servers:
-            ai = HttpAIClient(servers, token=os.environ.get("ERP_AI_SERVER_TOKEN"))
+            ai = HttpAIClient(servers, token=os.environ.get("ERP_AI_SERVER_TOKEN"), timeout=timeout)
         else:
-            planner_model = _build_model(provider, plan_model or model, base_url, latency_profile)
+            limits = {"max_tokens": max_tokens, "timeout": timeout}
+            planner_model = _build_model(provider, plan_model or model, base_url, latency_profile, **limits)
             writer_model = (
-                _build_model(provider, answer_model, base_url, latency_profile) if answer_model else None
+                _build_model(provider, answer_model, base_url, latency_profile, **limits)
+                if answer_model
+                else None
             )
             ai = InProcessAIClient(PlannerAI(planner_model, writer_model))
         return PlannerEngine(registry, erp, store, ai)
@@ -199,7 +232,7 @@ def _assemble_engine(
         registry,
         erp,
         store,
-        _build_model(provider, model, base_url, latency_profile),
+        _build_model(provider, model, base_url, latency_profile, max_tokens=max_tokens, timeout=timeout),
         policy=context.value,
         structured=structured,
     )
@@ -255,6 +288,8 @@ def ask(
     server: ServerOpt = None,
     db_url: DbUrl = None,
     memory_url: MemoryUrl = None,
+    max_tokens: MaxTokensOpt = DEFAULT_MAX_TOKENS,
+    timeout: TimeoutOpt = DEFAULT_TIMEOUT_S,
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole TurnResult as JSON.")] = False,
     details: Annotated[
         bool, typer.Option("--details", help="Show plan, operations and call counts.")
@@ -263,8 +298,16 @@ def ask(
     """Answer one question (one turn) in planner or tool-calling mode.
 
     The conversation lives in the ERP's SQLite memory, so a later `erp-ai ask --conversation ID "¿Y cuánto
-    compró?"` in a new process continues it.
+    compró?"` in a new process continues it. Exit codes: 0 answered, 1 the turn failed (the model, the
+    provider or an operation), 2 bad input, configuration or storage (nothing was asked of a model).
     """
+    conversation_id = conversation or uuid.uuid4().hex
+    try:  # before anything is opened or paid for
+        from shared.inputs import check_turn_input
+
+        check_turn_input(conversation_id, message)
+    except InputError as exc:
+        raise _fail(str(exc), 2) from None
     engine = _build_engine(
         mode=mode,
         context=context,
@@ -278,8 +321,9 @@ def ask(
         servers=server,
         db_url=db_url,
         memory_url=memory_url,
+        max_tokens=max_tokens,
+        timeout=timeout,
     )
-    conversation_id = conversation or uuid.uuid4().hex
     result = engine.ask(conversation_id, message)
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
@@ -293,7 +337,7 @@ def ask(
         err_console.print(
             f"[yellow]The turn failed ({result.failure}): {escape('; '.join(result.errors))}[/]"
         )
-        raise typer.Exit(1)
+        raise typer.Exit(2 if result.failure in ("input", "storage") else 1)
 
 
 @app.command()
@@ -313,6 +357,8 @@ def chat(
     server: ServerOpt = None,
     db_url: DbUrl = None,
     memory_url: MemoryUrl = None,
+    max_tokens: MaxTokensOpt = DEFAULT_MAX_TOKENS,
+    timeout: TimeoutOpt = DEFAULT_TIMEOUT_S,
     details: Annotated[bool, typer.Option("--details", help="Show details after every answer.")] = False,
 ) -> None:
     """Chat interactively with the assistant.
@@ -332,6 +378,8 @@ def chat(
         servers=server,
         db_url=db_url,
         memory_url=memory_url,
+        max_tokens=max_tokens,
+        timeout=timeout,
     )
     conversation_id = conversation or uuid.uuid4().hex
     console.print(
@@ -407,7 +455,7 @@ def emulate(
     host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
     port: Annotated[
         int | None,
-        typer.Option(help="TCP port (default: 11434 for ollama, as Ollama's own; 8089 for gemini)."),
+        typer.Option(help="TCP port (default: 11434 for ollama, 8089 for gemini, 8080 for openai)."),
     ] = None,
     fault: Annotated[
         list[str] | None,
@@ -421,11 +469,12 @@ def emulate(
         ),
     ] = None,
 ) -> None:
-    """Serve the Ollama or Gemini wire protocol locally, backed by the offline model.
+    """Serve the Ollama, Gemini or OpenAI-compatible wire protocol locally, backed by the offline model.
 
-    The real ChatOllama / ChatGoogleGenerativeAI clients (and `erp-ai bench --provider ollama|gemini
-    --base-url …`) can then be tried without the real service. Output caps are honoured (Ollama
-    `num_predict`, Gemini `maxOutputTokens`); `--fault` reproduces what real models and servers do wrong.
+    The real ChatOllama / ChatGoogleGenerativeAI / ChatOpenAI clients (and `erp-ai bench --provider
+    ollama|gemini|openai --base-url …`; OpenAI's base URL ends in /v1) can then be tried without the real
+    service. Output caps are honoured (Ollama `num_predict`, Gemini `maxOutputTokens`, OpenAI `max_tokens`);
+    `--fault` reproduces what real models and servers do wrong.
     """
     from shared.emulators import DEFAULT_PORTS, EmulatorFaults, run_emulator
 
@@ -479,12 +528,18 @@ def ops_call(
         parsed = json.loads(params)
     except json.JSONDecodeError as exc:
         raise _fail(
-            f"PARAMS is not valid JSON ({exc.msg}); pass an object like '{{\"anio\": 2025}}'."
+            f"PARAMS is not valid JSON ({exc.msg}); pass an object like '{{\"anio\": 2025}}'.", 2
         ) from None
+    except (RecursionError, ValueError):  # nested past the interpreter's limit, or a huge integer
+        raise _fail(
+            "PARAMS nests too deeply or holds a number too large; pass a flat JSON object.", 2
+        ) from None
+    if not isinstance(parsed, dict):
+        raise _fail(f"PARAMS must be a JSON object, not {type(parsed).__name__}.", 2)
     try:
         result = sales_registry().execute(_open_erp(db_url), name, parsed)
     except ErpAiError as exc:
-        raise _fail(str(exc)) from None
+        raise _fail(str(exc), 2) from None
     typer.echo(json.dumps(result, ensure_ascii=False, indent=2))
 
 
@@ -497,9 +552,27 @@ def _register_benchmark_commands() -> None:
 _register_benchmark_commands()
 
 
-def main() -> None:
-    """Console-script entry point."""
-    app()
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point: errors end in one line and exit code 2, unless ``--debug``.
+
+    ``ErpAiError`` says what to do (a bad setting, a missing package, a database that cannot be opened);
+    anything else is unexpected and names itself, with a hint to rerun with ``--debug`` for the traceback.
+    """
+    try:
+        app(args=argv)
+    except ErpAiError as exc:
+        if _debug:
+            raise
+        err_console.print(f"[bold red]Error:[/] {escape(str(exc))}")
+        raise SystemExit(2) from None
+    except Exception as exc:
+        if _debug or os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+            raise
+        err_console.print(
+            f"[bold red]Unexpected error:[/] {escape(type(exc).__name__)}: {escape(str(exc)[:500])} "
+            f"(rerun with --debug or {DEBUG_ENV}=1 for the traceback)"
+        )
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

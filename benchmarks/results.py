@@ -19,6 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from benchmarks.scoring.turn import TurnScore
+from shared.failures import FailureKind
 
 RESULTS_FILE = "results.jsonl"
 
@@ -49,6 +50,10 @@ class RunMeta(BaseModel):
     latency_profile: str | None = None
     structured: bool = False
     """Whether tool calling ended with a structured answer (``--structured``)."""
+    max_tokens: int | None = None
+    """Output cap of every model call (``None``: none, or a file that predates the setting)."""
+    timeout: float | None = None
+    """Timeout of every model request in seconds."""
     modes: list[str] = Field(default_factory=list)
     repeat: int = 1
     concurrency: int = 1
@@ -95,8 +100,11 @@ class TurnRow(BaseModel):
     plan: dict[str, Any] | None = None
     state: dict[str, Any] = Field(default_factory=dict)
     errors: list[str] = Field(default_factory=list)
+    failure: FailureKind | None = None
+    """The turn's failure kind (see ``shared.failures``); ``None`` when the turn was answered normally."""
     failed: bool = False
-    """The engine raised (or could not be built), or the model provider failed during the turn."""
+    """Whether the turn ended in any failure kind (or, in files that predate failure kinds, the provider
+    failed); a failed turn never passes."""
     score: TurnScore
 
     @property

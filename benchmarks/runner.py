@@ -46,6 +46,7 @@ from benchmarks.scenario import Scenario
 from benchmarks.scoring.turn import TurnScore, TurnScorer
 from shared.engine import AssistantEngine
 from shared.errors import ConfigurationError
+from shared.llm.factory import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S
 from shared.turn import TurnResult
 
 if TYPE_CHECKING:
@@ -71,6 +72,10 @@ class RunConfig(BaseModel):
     latency_profile: str | None = None
     structured: bool = False
     """Ask tool calling for a structured final answer (so it produces state too)."""
+    max_tokens: int | None = Field(default=DEFAULT_MAX_TOKENS, ge=1)
+    """Output cap of every model call (``None``: no cap)."""
+    timeout: float | None = Field(default=DEFAULT_TIMEOUT_S, gt=0)
+    """Timeout of every model request in seconds (``None``: none)."""
     scenario_paths: list[str] = Field(default_factory=list)
     tags: list[str] = Field(default_factory=list)
 
@@ -187,6 +192,8 @@ def run_benchmark(
         base_url=config.base_url,
         latency_profile=config.latency_profile,
         structured=config.structured,
+        max_tokens=config.max_tokens,
+        timeout=config.timeout,
         modes=list(config.modes),
         repeat=config.repeat,
         concurrency=config.concurrency,
@@ -289,6 +296,7 @@ def run_unit(
                 operations=executed,
                 state=row.state if score_state else None,
                 failed=row.failed,
+                failure=row.failure,
             )
         except Exception as exc:  # a scoring bug fails this turn, not the whole run
             row.score = TurnScore(passed=False, details=[f"scoring error: {type(exc).__name__}: {exc}"])
@@ -317,9 +325,14 @@ def _row(
         "conversation_id": conversation_id,
         "score": TurnScore(passed=False),
     }
-    if result is None:
+    if result is None:  # the engine raised or could not be built: an engine bug or a dead provider
         return TurnRow(
-            **base, failed=True, errors=[error or "unknown error"], total_ms=elapsed_ms, harness_ms=elapsed_ms
+            **base,
+            failure="provider",
+            failed=True,
+            errors=[error or "unknown error"],
+            total_ms=elapsed_ms,
+            harness_ms=elapsed_ms,
         )
     return TurnRow(
         **base,
@@ -338,13 +351,9 @@ def _row(
         plan=result.plan,
         state=result.state,
         errors=list(result.errors),
-        failed=provider_failed(result),
+        failure=result.failure,
+        failed=result.failed,
     )
-
-
-def provider_failed(result: TurnResult) -> bool:
-    """Whether the model provider failed during the turn (the engine answered with an apology instead)."""
-    return result.failure == "provider"
 
 
 def run_suite(
@@ -374,6 +383,8 @@ def run_suite(
             model=config.model,
             base_url=config.base_url,
             latency_profile=config.latency_profile,
+            max_tokens=config.max_tokens,
+            timeout=config.timeout,
         )
     chat_model = model
     erp = open_erp(db_url)

@@ -5,6 +5,11 @@ serve any conversation from any thread (article §13). It asks the provider for 
 (``with_structured_output(..., method="json_schema")``) and, when the provider's parsing
 fails or the model has no structured-output support, recovers the JSON from the raw text with
 :mod:`planner_mode.parsing`. It never makes a second attempt: one method call is one model call.
+
+Whatever the provider's SDK raises becomes the project's tree
+(:func:`shared.llm.provider_errors.as_erp_error`): a timeout is a ``ProviderTimeoutError``, a reply cut at
+the output cap an ``OutputLimitError`` (a model-output failure that says at how many tokens it was cut),
+anything else a ``ProviderError``.
 """
 
 from __future__ import annotations
@@ -19,9 +24,9 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableSequence
 from pydantic import BaseModel, ValidationError
 
 from planner_mode.parsing import message_text, parse_model_output
-from planner_mode.plan import MAX_NESTING_DEPTH, Answer, OperationOutcome, Plan, nesting_depth
+from planner_mode.plan import Answer, OperationOutcome, Plan
 from planner_mode.prompts import answer_messages, plan_messages
-from shared.errors import ErpAiError, ModelOutputError, ProviderError
+from shared.errors import ModelOutputError, OutputLimitError
 from shared.memory.context import ConversationContext
 from shared.operations.registry import OperationSpec
 
@@ -40,8 +45,11 @@ class _StructuredCall(Generic[M]):
     """
 
     def __init__(self, model: BaseChatModel, schema: type[M]) -> None:
+        from shared.llm.factory import configured_max_tokens
+
         self.model = model
         self.schema = schema
+        self.max_tokens = configured_max_tokens(model)
         self._bound: Runnable[Any, Any] = model
         self._parser: Runnable[Any, Any] | None = None
         try:
@@ -57,13 +65,22 @@ class _StructuredCall(Generic[M]):
             self._bound = structured
 
     def invoke(self, messages: list[BaseMessage], callbacks: Sequence[BaseCallbackHandler] | None) -> M:
+        # Imported on use: ``shared.llm`` also loads the offline model, which ``import planner_mode`` skips.
+        from shared.llm.provider_errors import as_erp_error, stopped_at_limit
+
         config: RunnableConfig = {"callbacks": list(callbacks)} if callbacks else {}
         try:
             output = self._bound.invoke(messages, config=config)
-        except ErpAiError:
-            raise
         except Exception as exc:  # provider SDKs raise anything: network, HTTP, timeouts, SDK bugs
-            raise ProviderError(f"The model provider failed: {type(exc).__name__}: {exc}") from exc
+            raise as_erp_error(exc, max_tokens=self.max_tokens) from exc
+        try:
+            return self._read(output)
+        except ModelOutputError as exc:
+            if isinstance(output, BaseMessage) and stopped_at_limit(output):
+                raise OutputLimitError(self.max_tokens, raw=exc.raw) from None
+            raise
+
+    def _read(self, output: Any) -> M:
         if self._parser is not None and isinstance(output, BaseMessage):
             try:
                 parsed = self._parser.invoke(output)
@@ -105,8 +122,9 @@ class PlannerAI:
     """The article's "LLM 1" and "LLM 2": plan a question, then phrase the ERP's results.
 
     ``answer_model`` defaults to ``plan_model``; pass a different one to plan with a small fast model and
-    write with a stronger one. Both methods raise :class:`~shared.errors.ModelOutputError` (unusable output)
-    or :class:`~shared.errors.ProviderError` (the provider failed, whatever the SDK raised); only an
+    write with a stronger one. Both methods raise :class:`~shared.errors.ModelOutputError` (unusable output;
+    ``OutputLimitError`` when cut at the output cap) or :class:`~shared.errors.ProviderError` (the provider
+    failed, whatever the SDK raised; ``ProviderTimeoutError`` on a timeout); only an
     :class:`~shared.errors.ErpAiError` the model itself raises, such as a ``ConfigurationError``, passes
     through unchanged.
     """
@@ -143,7 +161,4 @@ class PlannerAI:
         answer = self._answer_call.invoke(answer_messages(question, results, context), callbacks)
         if not answer.respuesta.strip():
             raise ModelOutputError("The model returned an empty 'respuesta'.", raw=answer.model_dump_json())
-        if nesting_depth(answer.estado) > MAX_NESTING_DEPTH:
-            # The ERP stores the state and resends it every turn: refuse it before it poisons a conversation.
-            raise ModelOutputError(f"The model's 'estado' nests more than {MAX_NESTING_DEPTH} levels deep.")
         return answer

@@ -26,13 +26,22 @@ from planner_mode.wire import (
     RespondRequest,
     RespondResponse,
 )
-from shared.errors import ConfigurationError, ErpAiError, ModelOutputError, ProviderError
+from shared.errors import (
+    ConfigurationError,
+    ErpAiError,
+    ModelOutputError,
+    ProviderError,
+    ProviderTimeoutError,
+)
 from shared.memory.context import ConversationContext
 from shared.operations.registry import OperationSpec
 
 __all__ = ["AICallError", "AIClient", "HttpAIClient", "InProcessAIClient"]
 
 R = TypeVar("R", bound=BaseModel)
+
+DEFAULT_TIMEOUT_S = 120.0
+"""Default bound of one AI-server request, the model's time included (the providers' default too)."""
 
 
 class AICallError(ErpAiError):
@@ -121,7 +130,7 @@ class HttpAIClient:
         urls: Sequence[str],
         *,
         token: str | None = None,
-        timeout: float = 60.0,
+        timeout: float = DEFAULT_TIMEOUT_S,
         connect_timeout: float = 5.0,
         retries: int = 2,
         transport: httpx.BaseTransport | None = None,
@@ -162,7 +171,12 @@ class HttpAIClient:
                 last_error = exc
                 continue
             except httpx.TimeoutException as exc:
-                raise AICallError(ProviderError(f"AI server {url} timed out: {exc}")) from exc
+                timeout = self._http.timeout.read
+                raise AICallError(
+                    ProviderTimeoutError(
+                        f"AI server {url} did not answer within {timeout} s ({type(exc).__name__}).", timeout
+                    )
+                ) from exc
             except httpx.HTTPError as exc:
                 raise AICallError(
                     ProviderError(f"AI server {url} failed: {type(exc).__name__}: {exc}")

@@ -11,12 +11,17 @@ Flow of :meth:`PlannerEngine.ask`:
 6. record the turn atomically: user message, assistant message (metadata ``plan`` and ``operations``),
    memories and the state merge.
 
-Failures never raise out of :meth:`~PlannerEngine.ask`: they land in ``TurnResult.errors`` with a clear
-message for the user. **Recording policy:** a turn is recorded only when a model produced its answer
-(call 2, or call 1's ``respuesta_directa``). When call 1 or call 2 fails, nothing is written (not even a new
-conversation's row), ``TurnResult.recorded`` is ``False``, and the user can simply ask again: the stored
-conversation is never half-written and never contains canned error text. Errors of the store itself
-(database down) do propagate: they are infrastructure failures, not model failures.
+Failures never raise out of :meth:`~PlannerEngine.ask`: every turn ends in a :class:`TurnResult` whose
+``failure`` is ``None`` or one kind of the contract in :mod:`shared.failures` (``input``, ``storage``,
+``provider``, ``timeout``, ``model_output``, ``invalid_plan``, ``operation_error``). **Recording policy** (the
+same in both modes): a turn is recorded only when a model wrote its answer (call 2, or call 1's
+``respuesta_directa``), including ``invalid_plan`` and ``operation_error`` turns whose answer explains the
+refusal. When the input is refused, the store cannot be read, or call 1 or call 2 fails, nothing is written
+(not even a new conversation's row), ``TurnResult.recorded`` is ``False``, and the user can simply ask again.
+Input and storage are checked before any model call, so they cost none.
+
+Everything the ERP sends is bounded by construction: the context is clipped by the memory store, and each
+operation result sent to call 2 is clipped in rows and characters with a visible marker.
 """
 
 from __future__ import annotations
@@ -32,26 +37,19 @@ from planner_mode.executor import execute_plan
 from planner_mode.plan import Answer, OperationOutcome, Plan
 from planner_mode.validation import ValidatedPlan, validate_plan
 from planner_mode.wire import CallUsage
+from shared.bounds import RESULT_MAX_CHARS, RESULT_MAX_ITEMS, clip_json
 from shared.erp.database import Erp
-from shared.errors import ModelOutputError
+from shared.errors import ErpAiError, StorageError
+from shared.failures import failure_kind_of, user_message
+from shared.inputs import check_turn_input
 from shared.memory.store import MemoryStore, MessageIn, TurnRecord
 from shared.operations.registry import OperationRegistry
 from shared.turn import ExecutedOperation, FailureKind, TurnResult
 
 __all__ = ["PlannerEngine", "PlannerLimits"]
 
-PROVIDER_DOWN_MESSAGE = (
-    "Lo siento, el servicio de IA no está disponible en este momento; no se ejecutó ninguna consulta. "
-    "Intente de nuevo en unos minutos."
-)
-UNREADABLE_PLAN_MESSAGE = (
-    "Lo siento, no pude interpretar la consulta (el modelo devolvió un plan ilegible); no se ejecutó "
-    "ninguna operación. ¿Puede intentarlo de nuevo o reformular la pregunta?"
-)
-ANSWER_FAILED_MESSAGE = (
-    "Lo siento, obtuve los datos pero no pude redactar la respuesta porque el servicio de IA falló. "
-    "Intente de nuevo."
-)
+NOT_RECORDED_NOTE = "(No pude guardar este intercambio en la memoria de la conversación.)"
+"""Appended to a model-written answer when the store failed to record the turn."""
 
 
 class PlannerLimits(BaseModel):
@@ -63,6 +61,12 @@ class PlannerLimits(BaseModel):
     max_workers: int = Field(default=4, ge=1, description="Threads running independent operations at once.")
     memory_limit: int = Field(default=5, ge=0, description="Memory items included in the context.")
     exchanges: int = Field(default=1, ge=0, description="Previous exchanges included in the context.")
+    result_rows: int = Field(
+        default=RESULT_MAX_ITEMS, ge=1, description="Rows of each list in an operation result sent to call 2."
+    )
+    result_chars: int = Field(
+        default=RESULT_MAX_CHARS, ge=200, description="Characters of each operation result sent to call 2."
+    )
 
 
 class PlannerEngine:
@@ -92,56 +96,72 @@ class PlannerEngine:
 
     def ask(self, conversation_id: str, message: str) -> TurnResult:
         """Answer ``message`` in ``conversation_id`` (created if unknown) with at most two model calls."""
-        started = time.perf_counter()
-        # No ensure_conversation() here: record_turn creates an unknown conversation in the turn's own
-        # transaction, so a failed first turn leaves nothing behind, and a turn costs one write, not two.
-        context = self.store.build_context(
-            conversation_id,
-            self.erp.today,
-            memory_limit=self.limits.memory_limit,
-            exchanges=self.limits.exchanges,
-        )
-        turn = _Turn(conversation_id=conversation_id, question=message, started=started)
+        turn = _Turn(conversation_id=conversation_id, question=message, started=time.perf_counter())
+        try:
+            check_turn_input(conversation_id, message)
+            # No ensure_conversation() here: record_turn creates an unknown conversation in the turn's own
+            # transaction, so a failed first turn leaves nothing behind, and a turn costs one write, not two.
+            context = self.store.build_context(
+                conversation_id,
+                self.erp.today,
+                memory_limit=self.limits.memory_limit,
+                exchanges=self.limits.exchanges,
+            )
+        except ErpAiError as exc:  # InputError or StorageError: refused before any model call
+            return self._unrecorded(turn, exc, state={})
+        turn.state = context.estado
 
         try:
             analyzed = self.ai.analyze(message, context, self._catalog)
         except AICallError as exc:
             turn.usages.append(exc.usage)
             turn.errors.append(f"Call 1 (plan) failed: {exc}")
-            unreadable = isinstance(exc.cause, ModelOutputError)
-            turn.failure = "model_output" if unreadable else "provider"
-            return self._unrecorded(turn, UNREADABLE_PLAN_MESSAGE if unreadable else PROVIDER_DOWN_MESSAGE)
+            return self._unrecorded(turn, exc.cause)
         turn.usages.append(analyzed.usage)
         plan = turn.plan = analyzed.plan
 
         if plan.is_direct:
             return self._record(turn, Answer(respuesta=(plan.respuesta_directa or "").strip()))
 
-        validated = validate_plan(plan, self.registry, max_operations=self.limits.max_operations)
-        if validated.ok:
-            turn.operations = execute_plan(
-                validated, self.registry, self.erp, max_workers=self.limits.max_workers
-            )
-            turn.errors.extend(f"{op.funcion}: {op.error}" for op in turn.operations if op.error)
-            outcomes = [
-                OperationOutcome(
-                    funcion=op.funcion, parametros=op.parametros, resultado=op.result, error=op.error
-                )
-                for op in turn.operations
-            ]
-        else:
-            turn.errors.extend(f"Invalid plan: {issue.message}" for issue in validated.issues)
-            turn.operations, outcomes = _rejected(validated, self.limits.max_operations)
-
+        outcomes = self._execute(turn, plan)
         try:
             responded = self.ai.respond(message, outcomes, context)
         except AICallError as exc:
             turn.usages.append(exc.usage)
             turn.errors.append(f"Call 2 (answer) failed: {exc}")
-            turn.failure = "model_output" if isinstance(exc.cause, ModelOutputError) else "provider"
-            return self._unrecorded(turn, ANSWER_FAILED_MESSAGE)
+            return self._unrecorded(turn, exc.cause)
         turn.usages.append(responded.usage)
         return self._record(turn, responded.answer)
+
+    def _execute(self, turn: _Turn, plan: Plan) -> list[OperationOutcome]:
+        """Validate and run the plan; return what call 2 reads (results clipped, errors explained).
+
+        Sets ``turn.failure`` to ``invalid_plan`` when the plan is rejected (nothing runs) and to
+        ``operation_error`` when an operation broke inside the ERP.
+        """
+        validated = validate_plan(plan, self.registry, max_operations=self.limits.max_operations)
+        if not validated.ok:
+            turn.failure = "invalid_plan"
+            turn.errors.extend(f"Invalid plan: {issue.message}" for issue in validated.issues)
+            turn.operations, outcomes = _rejected(validated, self.limits.max_operations)
+            return outcomes
+        turn.operations = execute_plan(
+            validated, self.registry, self.erp, max_workers=self.limits.max_workers
+        )
+        turn.errors.extend(f"{op.funcion}: {op.error}" for op in turn.operations if op.error)
+        if any(op.error_kind == "internal" for op in turn.operations):
+            turn.failure = "operation_error"
+        return [
+            OperationOutcome(
+                funcion=op.funcion,
+                parametros=op.parametros,
+                resultado=clip_json(
+                    op.result, max_items=self.limits.result_rows, max_chars=self.limits.result_chars
+                ),
+                error=op.error,
+            )
+            for op in turn.operations
+        ]
 
     def _record(self, turn: _Turn, answer: Answer) -> TurnResult:
         metadata: dict[str, Any] = {
@@ -150,6 +170,8 @@ class PlannerEngine:
         }
         if turn.errors:
             metadata["errors"] = list(turn.errors)
+        if turn.failure is not None:
+            metadata["failure"] = turn.failure
         record = TurnRecord(
             messages=[
                 MessageIn(role="user", content=turn.question, metadata={}),
@@ -158,7 +180,17 @@ class PlannerEngine:
             memories=list(answer.memoria),
             state=dict(answer.estado),
         )
-        state = self.store.record_turn(turn.conversation_id, record)
+        try:
+            state = self.store.record_turn(turn.conversation_id, record)
+        except StorageError as exc:  # the answer is good; only remembering it failed
+            turn.failure = "storage"
+            turn.errors.append(f"Turn not recorded: {exc}")
+            return turn.result(
+                answer=f"{answer.respuesta}\n\n{NOT_RECORDED_NOTE}",
+                memories=[],
+                state=turn.state,
+                recorded=False,
+            )
         return turn.result(
             answer=answer.respuesta,
             memories=[item.contenido for item in answer.memoria],
@@ -166,9 +198,19 @@ class PlannerEngine:
             recorded=True,
         )
 
-    def _unrecorded(self, turn: _Turn, message: str) -> TurnResult:
+    def _unrecorded(
+        self, turn: _Turn, error: BaseException, *, state: dict[str, Any] | None = None
+    ) -> TurnResult:
+        """A turn that ends without a model-written answer: classified, explained, nothing written."""
+        kind = failure_kind_of(error)
+        turn.failure = kind
+        if kind in ("input", "storage"):
+            turn.errors.append(str(error))
         return turn.result(
-            answer=message, memories=[], state=self.store.get_state(turn.conversation_id), recorded=False
+            answer=user_message(kind, error),
+            memories=[],
+            state=turn.state if state is None else state,
+            recorded=False,
         )
 
 
@@ -191,7 +233,9 @@ def _rejected(
             else f"Not executed: the plan was rejected ({summary})"
         )
         executed.append(
-            ExecutedOperation(funcion=op.funcion, parametros=op.parametros, id=op.id, error=reason)
+            ExecutedOperation(
+                funcion=op.funcion, parametros=op.parametros, id=op.id, error=reason, error_kind="invalid"
+            )
         )
     outcomes = [
         OperationOutcome(funcion=op.funcion, parametros=op.parametros, error=op.error) for op in executed
@@ -211,6 +255,8 @@ class _Turn:
         self.errors: list[str] = []
         self.usages: list[CallUsage] = []
         self.failure: FailureKind | None = None
+        self.state: dict[str, Any] = {}
+        """The conversation's state as read for this turn's context (unchanged unless recorded)."""
 
     def result(
         self, *, answer: str, memories: list[str], state: dict[str, Any], recorded: bool

@@ -14,9 +14,9 @@ from typing import Any
 
 from planner_mode.validation import UnresolvedReferenceError, ValidatedPlan, resolve_refs
 from shared.erp.database import Erp
-from shared.errors import OperationError
-from shared.operations.registry import OperationRegistry
-from shared.turn import ExecutedOperation
+from shared.errors import DomainError, OperationError, OperationInternalError
+from shared.operations.registry import OperationRegistry, internal_error
+from shared.turn import ExecutedOperation, OperationErrorKind
 
 __all__ = ["execute_plan"]
 
@@ -27,16 +27,31 @@ def _run_one(
     started = time.perf_counter()
     result: Any = None
     error: str | None = None
+    kind: OperationErrorKind | None = None
     try:
         result = registry.execute(erp, funcion, params)
     except OperationError as exc:
-        error = str(exc)
-    except Exception as exc:  # an ERP bug must not abort the turn: call 2 reports it like any failure
-        error = f"Internal error while running {funcion}: {type(exc).__name__}: {exc}"
+        error, kind = str(exc), _error_kind(exc)
+    except Exception as exc:  # an ERP bug must not abort the turn; its text must not reach the model
+        error, kind = str(internal_error(funcion, exc)), "internal"
     duration_ms = (time.perf_counter() - started) * 1000
     return ExecutedOperation(
-        funcion=funcion, parametros=params, id=op_id, result=result, error=error, duration_ms=duration_ms
+        funcion=funcion,
+        parametros=params,
+        id=op_id,
+        result=result,
+        error=error,
+        error_kind=kind,
+        duration_ms=duration_ms,
     )
+
+
+def _error_kind(error: OperationError) -> OperationErrorKind:
+    if isinstance(error, OperationInternalError):
+        return "internal"
+    if isinstance(error, DomainError):
+        return "refused"
+    return "invalid"  # unknown operation, invalid parameters
 
 
 def execute_plan(
@@ -64,13 +79,18 @@ def execute_plan(
                         parametros=op.parametros,
                         id=op.id,
                         error=f"Not executed: it depends on {names}, which failed.",
+                        error_kind="refused",
                     )
                     continue
                 try:
                     params = resolve_refs(op.parametros, results_by_id)
                 except UnresolvedReferenceError as exc:
                     done[index] = ExecutedOperation(
-                        funcion=op.funcion, parametros=op.parametros, id=op.id, error=str(exc)
+                        funcion=op.funcion,
+                        parametros=op.parametros,
+                        id=op.id,
+                        error=str(exc),
+                        error_kind="invalid",
                     )
                     continue
                 runnable.append((index, params))

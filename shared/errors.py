@@ -82,6 +82,10 @@ class CustomerNotFoundError(DomainError):
         super().__init__(operation, f"No customer matches {query!r}.{hint}")
 
 
+INTERNAL_ERROR_PREFIX = "error interno (ref "
+"""How every :class:`OperationInternalError` message starts, also once it is only text (a tool result)."""
+
+
 class OperationInternalError(OperationError):
     """An operation failed for an unexpected reason (a bug, a corrupt page, a lost connection).
 
@@ -93,7 +97,7 @@ class OperationInternalError(OperationError):
     def __init__(self, operation: str, reference: str) -> None:
         self.operation = operation
         self.reference = reference
-        super().__init__(f"error interno (ref {reference})")
+        super().__init__(f"{INTERNAL_ERROR_PREFIX}{reference})")
 
 
 class ModelOutputError(ErpAiError):

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from shared.failures import FailureKind
 
-__all__ = ["ExecutedOperation", "FailureKind", "TurnResult"]
+__all__ = ["ExecutedOperation", "FailureKind", "OperationErrorKind", "TurnResult"]
+
+OperationErrorKind = Literal["invalid", "refused", "internal"]
+"""Why an operation did not run: the request was ``invalid`` (unknown operation, invalid parameters, an
+unresolved ``$ref``, a failed dependency); the ERP ``refused`` it on its data or rules (e.g. no such customer:
+a normal answer); or it broke ``internal``-ly (``error interno (ref XXXX)``)."""
 
 
 class ExecutedOperation(BaseModel):
@@ -24,6 +29,8 @@ class ExecutedOperation(BaseModel):
     """JSON-serialisable result when the operation succeeded."""
     error: str | None = None
     """Error message when the operation was refused or failed."""
+    error_kind: OperationErrorKind | None = None
+    """Set with ``error``: see :data:`OperationErrorKind`."""
     duration_ms: float = 0.0
     """Wall time spent executing the operation in the ERP."""
 

@@ -19,7 +19,9 @@ from langchain_core.messages import SystemMessage, ToolMessage
 from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command
 
-from shared.turn import ExecutedOperation
+from shared.errors import INTERNAL_ERROR_PREFIX, OperationError
+from shared.operations.registry import OperationRegistry, internal_error
+from shared.turn import ExecutedOperation, OperationErrorKind
 
 
 @dataclass
@@ -37,10 +39,16 @@ class TurnContext:
 class TurnMiddleware(AgentMiddleware[Any, Any, Any]):
     """Sets the turn's system prompt on every model call and times every tool call.
 
-    Operation errors reach the model as error results through the tools' own ``ToolException`` handling; any
-    other exception a tool raises (an ERP bug, a database error) becomes an error result here, as planner mode
-    reports it, instead of aborting the whole turn as if the model had failed.
+    Operation errors reach the model as error results through the tools' own ``ToolException`` handling;
+    any other exception a tool raises (an ERP bug, a database error) becomes an ``error interno (ref XXXX)``
+    result here, as planner mode reports it, instead of aborting the whole turn as if the model had failed.
+    Each recorded operation says why it failed (``error_kind``), judged against ``registry``: a call to an
+    unknown tool or with invalid arguments is ``invalid``.
     """
+
+    def __init__(self, registry: OperationRegistry) -> None:
+        super().__init__()
+        self._registry = registry
 
     def wrap_model_call(
         self,
@@ -63,9 +71,9 @@ class TurnMiddleware(AgentMiddleware[Any, Any, Any]):
             outcome = handler(request)
         except GraphBubbleUp:  # LangGraph control flow (interrupts), not a tool failure
             raise
-        except Exception as exc:  # an ERP bug must not abort the turn: the model sees it like any tool error
+        except Exception as exc:  # an ERP bug must not abort the turn; its text must not reach the model
             outcome = ToolMessage(
-                content=f"Internal error while running {call['name']}: {type(exc).__name__}: {exc}",
+                content=str(internal_error(call["name"], exc)),
                 name=call["name"],
                 tool_call_id=str(call["id"]),
                 status="error",
@@ -74,9 +82,20 @@ class TurnMiddleware(AgentMiddleware[Any, Any, Any]):
         context = request.runtime.context if request.runtime is not None else None
         if isinstance(context, TurnContext) and isinstance(outcome, ToolMessage):
             operation = executed_operation(call["name"], call["args"], call["id"], outcome, duration_ms)
+            if operation.error is not None:
+                operation.error_kind = self._error_kind(call["name"], call["args"], operation.error)
             with context.lock:
                 context.operations[str(call["id"])] = operation
         return outcome
+
+    def _error_kind(self, name: str, args: Any, error: str) -> OperationErrorKind:
+        if error.startswith(INTERNAL_ERROR_PREFIX):
+            return "internal"
+        try:
+            self._registry.validate(name, args if isinstance(args, dict) else None)
+        except OperationError:
+            return "invalid"  # unknown tool or invalid arguments: the model's request was wrong
+        return "refused"
 
 
 def executed_operation(
@@ -85,9 +104,11 @@ def executed_operation(
     """Turn a tool result into the ``ExecutedOperation`` that both modes report."""
     content = str(message.text)
     error: str | None = None
+    kind: OperationErrorKind | None = None
     result: Any = None
     if message.status == "error":
         error = content or "tool error"
+        kind = "invalid"  # e.g. a malformed call the agent answered itself; TurnMiddleware refines it
     else:
         try:
             result = json.loads(content)
@@ -99,5 +120,6 @@ def executed_operation(
         id=call_id,
         result=result,
         error=error,
+        error_kind=kind,
         duration_ms=duration_ms,
     )

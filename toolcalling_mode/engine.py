@@ -11,9 +11,13 @@ bound to the ERP, and reused for every turn. Each turn:
 3. records the turn's messages (question, tool-calling steps, tool results, final answer) atomically and, with
    ``structured=True``, the memories and state of the structured :class:`~shared.answer.Answer`.
 
-``ask`` never raises for model, tool or provider failures: they end in a recorded turn with a clear answer
-and an entry in ``TurnResult.errors``; a turn the model could not finish (provider failure, unusable output,
-a limit, or a store that could not record it) also gets a typed ``TurnResult.failure``.
+``ask`` never raises for input, storage, model, tool or provider failures: every turn ends in a
+:class:`TurnResult` whose ``failure`` is ``None`` or one kind of the contract in :mod:`shared.failures`, the
+same as planner mode's. **Recording policy** (the same in both modes): a turn is recorded only when the model
+wrote its final answer, including ``invalid_plan`` (every tool call it made was refused as invalid and none
+ran) and ``operation_error`` (a tool broke inside the ERP) turns. A turn that ends on a provider failure, a
+timeout, unusable output (empty, cut at the output cap, no structured answer when one was asked for), a limit,
+a refused input or a storage error leaves the conversation untouched.
 """
 
 from __future__ import annotations
@@ -30,8 +34,13 @@ from langchain.agents.structured_output import ProviderStrategy, StructuredOutpu
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.errors import GraphRecursionError
+from shared.llm.provider_errors import as_erp_error, stopped_at_limit
 
 from shared.answer import Answer, MemoryItem
+from shared.errors import ErpAiError, ModelOutputError, OutputLimitError, StorageError
+from shared.failures import failure_kind_of, is_recorded, user_message
+from shared.inputs import check_turn_input
+from shared.llm.factory import configured_max_tokens
 from shared.llm.usage import UsageTracker
 from shared.memory.context import ConversationContext, render_context
 from shared.memory.store import MessageIn, TurnRecord
@@ -64,10 +73,8 @@ RECURSION_LIMIT_ANSWER = (
     "Se alcanzó el límite de {limit} pasos del agente en este turno y no pude completar la respuesta. "
     "Intenta con una pregunta más concreta."
 )
-FAILURE_ANSWER = (
-    "Lo siento, no pude completar la consulta porque falló el modelo de lenguaje. Intenta de nuevo."
-)
-EMPTY_ANSWER = "Lo siento, no obtuve una respuesta del modelo. Intenta reformular la pregunta."
+NOT_RECORDED_NOTE = "(No pude guardar este intercambio en la memoria de la conversación.)"
+"""Appended to a model-written answer when the store failed to record the turn."""
 
 _LIMIT_MESSAGE_PREFIX = "Model call limits exceeded"
 """How ``ModelCallLimitMiddleware(exit_behavior="end")`` words the AI message it injects."""
@@ -81,8 +88,8 @@ class _AgentRun:
     """Messages the run added after the input messages."""
     structured: Answer | None = None
     stop: StopReason = "done"
-    failure: str | None = None
-    failure_kind: FailureKind | None = None
+    error: ErpAiError | None = None
+    """Why the run failed (``stop == "failed"``), in the project's exception tree."""
     operations: list[ExecutedOperation] = field(default_factory=list)
 
 
@@ -124,6 +131,7 @@ class ToolCallingEngine:
         self._registry = registry
         self._erp = erp
         self._store = store
+        self._max_tokens = configured_max_tokens(model)
         self._structured_tool_names = (
             {spec.name for spec in ToolStrategy(Answer).schema_specs} if structured else set()
         )
@@ -132,7 +140,7 @@ class ToolCallingEngine:
             model,
             tools=registry.langchain_tools(erp),
             middleware=[
-                TurnMiddleware(),
+                TurnMiddleware(registry),
                 ModelCallLimitMiddleware(run_limit=self.limits.model_calls, exit_behavior="end"),
             ],
             response_format=response_format,
@@ -146,29 +154,60 @@ class ToolCallingEngine:
         """Answer ``message`` in ``conversation_id`` (created if unknown) and record the turn."""
         started = perf_counter()
         tracker = UsageTracker()
-        # record_turn creates an unknown conversation in the turn's own transaction: one write per turn.
-        system_message, prior = self._turn_input(conversation_id)
+        try:
+            check_turn_input(conversation_id, message)
+            # record_turn creates an unknown conversation in the turn's own transaction: one write per turn.
+            system_message, prior, stored_state = self._turn_input(conversation_id)
+        except ErpAiError as exc:  # InputError or StorageError: refused before any model call
+            kind = failure_kind_of(exc)
+            return self._result(
+                conversation_id, message, started, tracker, _AgentRun(messages=[]), user_message(kind, exc),
+                memories=[], state={}, errors=[str(exc)], failure=kind, recorded=False,
+            )  # fmt: skip
         run = self._run([*prior, HumanMessage(content=message)], TurnContext(system_message), tracker)
 
         errors = [_operation_error(op, self._registry) for op in run.operations if op.error is not None]
-        answer, memories, state_update, final_metadata = self._final_answer(run, tracker, errors)
+        outcome = self._outcome(run, tracker, errors)
+        if not is_recorded(outcome.failure):
+            return self._result(
+                conversation_id, message, started, tracker, run, outcome.answer,
+                memories=[], state=stored_state, errors=errors, failure=outcome.failure, recorded=False,
+            )  # fmt: skip
         rows = [
             MessageIn(role="user", content=message, metadata={}),
             *self._step_rows(run.messages),
-            MessageIn(role="assistant", content=answer, metadata=final_metadata),
+            MessageIn(role="assistant", content=outcome.answer, metadata=outcome.metadata),
         ]
-        failure = _failure_kind(run, final_metadata)
-        recorded = True
+        record = TurnRecord(messages=rows, memories=outcome.memories, state=outcome.state)
         try:
-            state = self._store.record_turn(
-                conversation_id, TurnRecord(messages=rows, memories=memories, state=state_update)
-            )
-        except Exception as exc:  # storage must not turn a finished turn into an exception
-            recorded = False
-            failure = "storage"
-            state = self._stored_state(conversation_id)  # nothing was merged
-            errors.append(f"Turn not recorded: {type(exc).__name__}: {exc}")
+            state = self._store.record_turn(conversation_id, record)
+        except StorageError as exc:  # the answer is good; only remembering it failed
+            errors.append(f"Turn not recorded: {exc}")
+            return self._result(
+                conversation_id, message, started, tracker, run, f"{outcome.answer}\n\n{NOT_RECORDED_NOTE}",
+                memories=[], state=stored_state, errors=errors, failure="storage", recorded=False,
+            )  # fmt: skip
+        return self._result(
+            conversation_id, message, started, tracker, run, outcome.answer,
+            memories=[item.contenido for item in outcome.memories], state=state, errors=errors,
+            failure=outcome.failure, recorded=True,
+        )  # fmt: skip
 
+    def _result(
+        self,
+        conversation_id: str,
+        message: str,
+        started: float,
+        tracker: UsageTracker,
+        run: _AgentRun,
+        answer: str,
+        *,
+        memories: list[str],
+        state: dict[str, Any],
+        errors: list[str],
+        failure: FailureKind | None,
+        recorded: bool,
+    ) -> TurnResult:
         total_ms = (perf_counter() - started) * 1000
         return TurnResult(
             mode=self.mode,
@@ -176,7 +215,7 @@ class ToolCallingEngine:
             question=message,
             answer=answer,
             operations=run.operations,
-            memories=[item.contenido for item in memories],
+            memories=memories,
             state=state,
             model_calls=tracker.calls,
             input_tokens=tracker.input_tokens,
@@ -190,25 +229,20 @@ class ToolCallingEngine:
             recorded=recorded,
         )
 
-    def _stored_state(self, conversation_id: str) -> dict[str, Any]:
-        """The conversation's state as stored, or ``{}`` when the store cannot be read either."""
-        try:
-            return self._store.get_state(conversation_id)
-        except Exception:  # the turn already reports why it was not recorded
-            return {}
-
     # -- turn input ---------------------------------------------------------------------------------------
 
-    def _turn_input(self, conversation_id: str) -> tuple[SystemMessage, list[BaseMessage]]:
-        """The system message and the replayed messages for this turn's policy."""
+    def _turn_input(self, conversation_id: str) -> tuple[SystemMessage, list[BaseMessage], dict[str, Any]]:
+        """The system message, the replayed messages for this turn's policy, and the stored state."""
         if self.policy == "windowed":
             context = self._store.build_context(conversation_id, self._erp.today)
             prior: list[BaseMessage] = []
+            state = context.estado
         else:
             context = ConversationContext(hoy=self._erp.today)
             prior = to_langchain_messages(self._store.history(conversation_id))
+            state = self._store.get_state(conversation_id)
         text = system_prompt(render_context(context), structured=self.structured)
-        return SystemMessage(content=text), prior
+        return SystemMessage(content=text), prior, state
 
     # -- running -------------------------------------------------------------------------------------------
 
@@ -220,8 +254,7 @@ class ToolCallingEngine:
         config: dict[str, Any] = {"callbacks": [tracker], "recursion_limit": self.limits.recursion_limit}
         state: dict[str, Any] = {}
         stop: StopReason = "done"
-        failure: str | None = None
-        failure_kind: FailureKind | None = None
+        error: ErpAiError | None = None
         try:
             for values in self._agent.stream(
                 {"messages": inputs}, config=config, context=context, stream_mode="values"
@@ -230,9 +263,9 @@ class ToolCallingEngine:
         except GraphRecursionError:
             stop = "recursion"
         except StructuredOutputError as exc:
-            stop, failure, failure_kind = "failed", f"ModelOutputError: {exc}", "model_output"
+            stop, error = "failed", ModelOutputError(f"No usable structured answer: {exc}")
         except Exception as exc:  # any provider/SDK failure ends the turn, not the caller
-            stop, failure, failure_kind = "failed", f"{type(exc).__name__}: {exc}", "provider"
+            stop, error = "failed", as_erp_error(exc, max_tokens=self._max_tokens)
 
         new = [m for m in state.get("messages", []) if m.id not in input_ids]
         if stop == "done" and new and _is_limit_message(new[-1]):
@@ -243,8 +276,7 @@ class ToolCallingEngine:
             messages=new,
             structured=structured if isinstance(structured, Answer) else None,
             stop=stop,
-            failure=failure,
-            failure_kind=failure_kind,
+            error=error,
             operations=self._operations(new, context),
         )
 
@@ -268,37 +300,47 @@ class ToolCallingEngine:
 
     # -- outcome ------------------------------------------------------------------------------------------
 
-    def _final_answer(
-        self, run: _AgentRun, tracker: UsageTracker, errors: list[str]
-    ) -> tuple[str, list[MemoryItem], dict[str, Any], dict[str, Any]]:
-        """The text for the user, memories, state update and final-message metadata; appends to ``errors``."""
+    def _outcome(self, run: _AgentRun, tracker: UsageTracker, errors: list[str]) -> _Outcome:
+        """How the run ends for the user and the store (see the failure contract); appends to ``errors``."""
         if run.stop == "failed":
-            errors.append(run.failure or "The agent run failed")
-            return FAILURE_ANSWER, [], {}, {"stop": "failed"}
+            error = run.error or ModelOutputError("The agent run failed")
+            errors.append(f"{type(error).__name__}: {error}")
+            kind = failure_kind_of(error)
+            return _Outcome(user_message(kind, error), failure=kind, metadata={"stop": "failed"})
         if run.stop == "recursion":
             errors.append(f"Recursion limit reached ({self.limits.recursion_limit} agent steps)")
-            return (
-                RECURSION_LIMIT_ANSWER.format(limit=self.limits.recursion_limit),
-                [],
-                {},
-                {"stop": "recursion"},
-            )
+            answer = RECURSION_LIMIT_ANSWER.format(limit=self.limits.recursion_limit)
+            return _Outcome(answer, failure="limit", metadata={"stop": "recursion"})
         if run.stop == "model_calls":
             errors.append(f"Model call limit reached ({tracker.calls}/{self.limits.model_calls} calls)")
             answer = MODEL_CALL_LIMIT_ANSWER.format(limit=self.limits.model_calls)
-            return answer, [], {}, {"stop": "model_calls"}
+            return _Outcome(answer, failure="limit", metadata={"stop": "model_calls"})
+        failure = _operations_failure(run.operations)
+        metadata: dict[str, Any] = {"failure": failure} if failure is not None else {}
         if run.structured is not None:
-            return run.structured.respuesta, list(run.structured.memoria), dict(run.structured.estado), {}
+            structured = run.structured
+            return _Outcome(
+                structured.respuesta,
+                failure=failure,
+                metadata=metadata,
+                memories=list(structured.memoria),
+                state=dict(structured.estado),
+            )
         final = next(
             (m for m in reversed(run.messages) if isinstance(m, AIMessage) and not m.tool_calls), None
         )
         text = message_text(final).strip() if final is not None else ""
-        if self.structured:
-            errors.append("ModelOutputError: the model ended the turn without a structured answer")
-        if not text:
-            errors.append("ModelOutputError: empty final answer")
-            return EMPTY_ANSWER, [], {}, {"stop": "empty"}
-        return text, [], {}, {}
+        unusable: ModelOutputError | None = None
+        if final is not None and stopped_at_limit(final):
+            unusable = OutputLimitError(self._max_tokens, raw=text)
+        elif self.structured:
+            unusable = ModelOutputError("The model ended the turn without a structured answer.", raw=text)
+        elif not text:
+            unusable = ModelOutputError("The model's final answer is empty.")
+        if unusable is not None:
+            errors.append(f"{type(unusable).__name__}: {unusable}")
+            return _Outcome(user_message("model_output", unusable), failure="model_output")
+        return _Outcome(text, failure=failure, metadata=metadata)
 
     def _step_rows(self, messages: Sequence[BaseMessage]) -> list[MessageIn]:
         """Rows for the tool-calling steps: assistant messages with ``tool_calls`` and their tool results."""
@@ -328,15 +370,25 @@ class ToolCallingEngine:
         return rows
 
 
-def _failure_kind(run: _AgentRun, final_metadata: dict[str, Any]) -> FailureKind | None:
-    """Classify a turn that ended without a normal answer (see :data:`shared.turn.FailureKind`)."""
-    stop = final_metadata.get("stop")
-    if stop == "failed":
-        return run.failure_kind or "provider"
-    if stop in ("recursion", "model_calls"):
-        return "limit"
-    if stop == "empty":
-        return "model_output"
+@dataclass
+class _Outcome:
+    """How a finished agent run ends: the user's answer, the failure kind, what the store keeps."""
+
+    answer: str
+    failure: FailureKind | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """Metadata of the final assistant message."""
+    memories: list[MemoryItem] = field(default_factory=list)
+    state: dict[str, Any] = field(default_factory=dict)
+
+
+def _operations_failure(operations: Sequence[ExecutedOperation]) -> FailureKind | None:
+    """``operation_error`` when a tool broke in the ERP; ``invalid_plan`` when every call was refused as
+    invalid (unknown tool, invalid arguments) and none ran; otherwise ``None``."""
+    if any(op.error_kind == "internal" for op in operations):
+        return "operation_error"
+    if operations and all(op.error_kind == "invalid" for op in operations):
+        return "invalid_plan"
     return None
 
 

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 from pydantic import BaseModel, Field
 
 from benchmarks.results import TurnRow
+from shared.failures import FAILURE_KINDS
 
 LONG_CONVERSATION_MIN_TURNS = 10
 """A scenario with at least this many turns can be the context-growth conversation (the longest one is)."""
@@ -47,7 +48,9 @@ class ModeSummary(BaseModel):
     turns: int
     passed: int
     failed_turns: int
-    """Turns whose engine raised or whose model provider failed."""
+    """Turns that ended in a failure kind (see ``shared.failures``)."""
+    failures: dict[str, int] = Field(default_factory=dict)
+    """Failed turns per failure kind (kinds with no turn are left out)."""
     accuracy: float
     pass_k: dict[int, float] = Field(default_factory=dict)
     """pass^k for k = 1 … repetitions (scenario-turns are the tasks)."""
@@ -121,6 +124,7 @@ def summarize_mode(mode: str, rows: Sequence[TurnRow]) -> ModeSummary:
         turns=len(rows),
         passed=sum(row.passed for row in rows),
         failed_turns=sum(row.failed for row in rows),
+        failures=_failures_by_kind(rows),
         accuracy=_mean([float(row.passed) for row in rows]),
         pass_k=pass_k,
         calls_mean=_mean(calls),
@@ -135,6 +139,15 @@ def summarize_mode(mode: str, rows: Sequence[TurnRow]) -> ModeSummary:
         harness_p95=percentile(harness, 95),
         no_operation_calls_mean=_mean(no_operation_calls) if no_operation_calls else None,
     )
+
+
+def _failures_by_kind(rows: Sequence[TurnRow]) -> dict[str, int]:
+    """Failed turns per kind, in the contract's order; rows from files without kinds count as ``provider``."""
+    counts: dict[str, int] = defaultdict(int)
+    for row in rows:
+        if row.failed:
+            counts[row.failure or "provider"] += 1
+    return {kind: counts[kind] for kind in FAILURE_KINDS if counts.get(kind)}
 
 
 def growth_curve(rows: Sequence[TurnRow]) -> GrowthCurve | None:

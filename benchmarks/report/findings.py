@@ -22,7 +22,7 @@ def _relative(a: float, b: float, noun: str) -> str:
 
 
 def _broken(mode: ModeSummary) -> bool:
-    """Every turn of the mode failed (raised or lost its provider): its calls and tokens say nothing."""
+    """Every turn of the mode failed: its calls and tokens say nothing."""
     return mode.turns > 0 and mode.failed_turns == mode.turns
 
 
@@ -106,11 +106,12 @@ def findings(summary: Summary, meta: RunMeta | None = None) -> list[str]:
                 + ", ".join(parts)
                 + "."
             )
-    failed = sum(m.failed_turns for m in summary.modes)
-    if failed:
-        sentences.append(
-            f"{failed} turn(s) failed (the engine raised or the provider failed) and were scored as failures."
-        )
+    for mode in summary.modes:
+        if mode.failures:
+            kinds = ", ".join(f"{count} {kind}" for kind, count in mode.failures.items())
+            sentences.append(
+                f"{mode.mode}: {mode.failed_turns} turn(s) ended in a failure ({kinds}), scored as failed."
+            )
     if meta is not None and meta.offline:
         sentences.append(OFFLINE_NOTICE)
     return sentences

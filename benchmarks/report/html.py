@@ -16,7 +16,7 @@ from typing import Any
 
 from benchmarks.report.aggregate import ModeSummary, Summary
 from benchmarks.report.findings import OFFLINE_NOTICE, findings, headline
-from benchmarks.report.markdown import pass_k_rows, summary_rows
+from benchmarks.report.markdown import failure_rows, pass_k_rows, summary_rows
 from benchmarks.report.svg import bar_chart, grouped, line_chart, mode_colours
 from benchmarks.results import RunResults, TurnRow
 
@@ -333,6 +333,8 @@ def _turn_cell(row: TurnRow | None) -> str:
         f"{grouped(row.output_tokens)} out tokens · {row.harness_ms:.1f} ms harness"
     )
     notes = ""
+    if row.failure is not None:
+        notes += f'<div class="why">failure: {escape(row.failure)}</div>'
     if not row.passed and (why or errors):
         notes += f'<div class="why">{escape(why or errors)}</div>'
     if errors and why:
@@ -445,6 +447,13 @@ def render_html(results: RunResults, summary: Summary) -> str:
     )
     parts.append('<h2 id="per-mode">Per mode</h2>' + _legend(modes, colours) + _charts(summary, colours))
     parts.append(_growth(summary, colours))
+    failures = failure_rows(summary)
+    if failures is not None:
+        parts.append(
+            '<h2 id="failures">Failures per kind</h2>'
+            '<p class="caption">Turns that ended in a failure kind (see docs/failures.md); a failed turn '
+            "never passes.</p>" + _table(*failures, css_class="failures")
+        )
     parts.append(
         '<h2 id="categories">Accuracy per category</h2>'
         '<p class="caption">Share of turns passed; red is low, green is high.</p>'

@@ -5,6 +5,7 @@ from __future__ import annotations
 from benchmarks.report.aggregate import Summary
 from benchmarks.report.findings import OFFLINE_NOTICE, findings, headline
 from benchmarks.results import RunResults
+from shared.failures import FAILURE_KINDS
 
 
 def _ms(value: float | None) -> str:
@@ -77,6 +78,16 @@ def category_rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
+def failure_rows(summary: Summary) -> tuple[list[str], list[list[str]]] | None:
+    """Failed turns per failure kind (rows) and mode (columns); ``None`` when no turn failed."""
+    kinds = [kind for kind in FAILURE_KINDS if any(kind in m.failures for m in summary.modes)]
+    if not kinds:
+        return None
+    header = ["failure kind", *(m.mode for m in summary.modes)]
+    rows = [[kind, *(str(m.failures.get(kind, 0)) for m in summary.modes)] for kind in kinds]
+    return header, rows
+
+
 def pass_k_rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
     """pass^1 … pass^k per mode."""
     ks = list(range(1, summary.repetitions + 1))
@@ -93,6 +104,8 @@ def _failing_turns(results: RunResults, limit: int = 50) -> list[str]:
         scenario_order.setdefault(r.scenario, len(scenario_order))
         if not r.passed:
             why = "; ".join(r.score.details or r.errors) or "failed"
+            if r.failure is not None:
+                why = f"[{r.failure}] {why}"
             groups.setdefault((r.scenario, r.turn, r.repetition, why), []).append(r.mode)
     if not groups:
         return []
@@ -137,6 +150,11 @@ def render_markdown(results: RunResults, summary: Summary) -> str:
     lines += ["", "## Summary", ""]
     lines += render_table(*summary_rows(summary))
     lines += ["", "Latency is measured model time plus harness time; simulated adds the latency profile.", ""]
+    failures = failure_rows(summary)
+    if failures is not None:
+        lines += ["## Failures per kind", ""]
+        lines += render_table(*failures)
+        lines += ["", "Kinds as defined in `docs/failures.md`; a failed turn never passes.", ""]
     lines += ["## Accuracy per category", ""]
     lines += render_table(*category_rows(summary))
     lines += ["", "## pass^k (tau-bench)", ""]

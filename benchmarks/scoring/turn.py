@@ -78,12 +78,13 @@ class TurnScorer:
         operations: Sequence[Mapping[str, Any]],
         state: Mapping[str, Any] | None,
         failed: bool = False,
+        failure: str | None = None,
     ) -> TurnScore:
         """Score a turn. ``operations`` are the calls the ERP executed successfully.
 
         ``state`` is ``None`` when the mode produces no state: the state check is then skipped. A mode that
         does produce state is checked even when its state is empty (an empty state lacks the expected keys).
-        A ``failed`` turn (the engine raised or the provider failed) never passes.
+        A ``failed`` turn (any failure kind, or an engine that raised) never passes; ``failure`` is its kind.
         """
         details: list[str] = []
         try:
@@ -96,7 +97,7 @@ class TurnScorer:
         answer_ok = self._check_answer(expect, answer, details)
         checks = [ops_ok, facts_ok, state_ok, answer_ok]
         if failed:
-            details.insert(0, "the turn failed")
+            details.insert(0, f"the turn failed ({failure})" if failure else "the turn failed")
         passed = not failed and all(check is not False for check in checks)
         return TurnScore(
             passed=passed,
@@ -117,6 +118,8 @@ class TurnScorer:
         ]
         match = match_operations(expected, operations, self.registry)
         if not match.ok:
+            if expected and not operations:
+                details.append("no operation ran: the model answered without calling the ERP")
             details.append(match.describe())
         return match.ok
 

@@ -12,9 +12,9 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage
 
 from planner_mode import HttpAIClient, InProcessAIClient, PlannerAI, PlannerEngine, PlannerLimits
-from planner_mode.engine import ANSWER_FAILED_MESSAGE, PROVIDER_DOWN_MESSAGE, UNREADABLE_PLAN_MESSAGE
 from shared.engine import AssistantEngine
 from shared.erp.database import Erp
+from shared.failures import user_message
 from shared.memory.store import MemoryStore
 from shared.operations.registry import OperationRegistry
 from shared.turn import TurnResult
@@ -243,14 +243,23 @@ def failing_call(
 
 
 @pytest.mark.parametrize(
-    ("reply", "calls", "message"),
+    ("reply", "calls", "kind"),
     [
-        (failing_call(1, exc=TimeoutError("read timed out")), 1, PROVIDER_DOWN_MESSAGE),
-        (failing_call(1, text="no es JSON"), 1, UNREADABLE_PLAN_MESSAGE),
-        (failing_call(2, exc=ConnectionError("reset")), 2, ANSWER_FAILED_MESSAGE),
-        (failing_call(2, text='{"respuesta": '), 2, ANSWER_FAILED_MESSAGE),
+        (failing_call(1, exc=TimeoutError("read timed out")), 1, "timeout"),
+        (failing_call(1, exc=ConnectionError("refused")), 1, "provider"),
+        (failing_call(1, text="no es JSON"), 1, "model_output"),
+        (failing_call(1, text='{"respuesta": "Vendimos mucho."}'), 1, "model_output"),
+        (failing_call(2, exc=ConnectionError("reset")), 2, "provider"),
+        (failing_call(2, text='{"respuesta": '), 2, "model_output"),
     ],
-    ids=["call1-provider", "call1-garbage", "call2-provider", "call2-garbage"],
+    ids=[
+        "call1-timeout",
+        "call1-provider",
+        "call1-garbage",
+        "call1-ignores-the-plan-schema",
+        "call2-provider",
+        "call2-garbage",
+    ],
 )
 def test_model_failures_answer_clearly_and_leave_the_store_untouched(
     toy_registry: OperationRegistry,
@@ -258,7 +267,7 @@ def test_model_failures_answer_clearly_and_leave_the_store_untouched(
     memory_store: MemoryStore,
     reply: Callable[[], ModelFunction],
     calls: int,
-    message: str,
+    kind: str,
 ) -> None:
     good, _ = make_engine(scripted(TWO_OPS, answer_from), toy_registry, toy_erp, memory_store)
     good.ask("c1", "primera pregunta")
@@ -268,7 +277,7 @@ def test_model_failures_answer_clearly_and_leave_the_store_untouched(
     result = engine.ask("c1", "segunda pregunta")
 
     assert model.call_count == result.model_calls == calls
-    assert result.answer == message
+    assert (result.failure, result.answer) == (kind, user_message(kind))  # type: ignore[arg-type]
     assert not result.recorded and result.errors
     assert result.state == before[1]
     assert snapshot_store(memory_store, "c1") == before
@@ -381,7 +390,7 @@ def test_over_http_unreachable_servers_cost_no_call_and_record_nothing(
         raise httpx.ConnectError("connection refused", request=request)
 
     result = http_engine(refuse, toy_registry, toy_erp, memory_store).ask("c1", "¿Cuánto vendimos?")
-    assert (result.model_calls, result.answer, result.failure) == (0, PROVIDER_DOWN_MESSAGE, "provider")
+    assert (result.model_calls, result.answer, result.failure) == (0, user_message("provider"), "provider")
     assert not result.recorded and memory_store.history("c1") == []
 
 
@@ -394,6 +403,7 @@ def test_over_http_a_failed_call_two_counts_both_calls_and_records_nothing(
         return httpx.Response(502, json={"error": "bad JSON", "kind": "model_output", "usage": USAGE})
 
     result = http_engine(serve, toy_registry, toy_erp, memory_store).ask("c1", "¿Cuánto vendimos?")
-    assert (result.model_calls, result.answer, result.failure) == (2, ANSWER_FAILED_MESSAGE, "model_output")
+    expected = (2, user_message("model_output"), "model_output")
+    assert (result.model_calls, result.answer, result.failure) == expected
     assert result.operations[0].ok
     assert not result.recorded and memory_store.history("c1") == []

@@ -12,6 +12,7 @@ import pytest
 
 from planner_mode import PlannerAI, PlannerEngine
 from shared.erp.database import Erp
+from shared.failures import is_recorded
 from shared.llm import FaultConfig, FaultMode, build_chat_model
 from shared.memory.store import MemoryStore
 from shared.operations.registry import OperationRegistry
@@ -101,8 +102,8 @@ def test_every_fault_mode_gives_a_clean_answer_within_two_calls_and_a_consistent
     assert result.answer.strip() and "Traceback" not in result.answer
     after = [(m.role, m.content) for m in memory_store.history("f")]
     assert (result.failure == "provider") == (mode == "provider_error")
+    assert result.recorded == is_recorded(result.failure)  # the one recording policy of both modes
     if result.recorded:
-        assert result.failure is None
         assert after == [
             *before,
             ("user", "¿Cuál fue nuestro mejor cliente en 2024?"),

@@ -9,7 +9,7 @@ import pytest
 
 from planner_mode.executor import execute_plan
 from planner_mode.plan import Plan
-from planner_mode.validation import validate_plan
+from planner_mode.validation import ValidatedPlan, validate_plan
 from shared.erp.database import Erp
 from shared.operations.registry import OperationRegistry
 from tests.planner_mode.planner_fakes import Toy
@@ -77,14 +77,24 @@ def test_domain_errors_become_outcomes_and_dependants_are_skipped(
 def test_a_reference_missing_from_the_actual_result_is_an_error(
     toy_registry: OperationRegistry, toy_erp: Erp
 ) -> None:
-    ops = run(
-        toy_registry,
-        toy_erp,
-        {"id": "op1", "funcion": "mejor_cliente", "parametros": {"anio": 2025}},
-        {"funcion": "compras_cliente", "parametros": {"cliente": {"$ref": "op1.cliente.0"}, "anio": 2025}},
+    # Validation refuses references the result model cannot hold; this one slips past it (as a reference
+    # into a list that turns out shorter would), so the executor must still refuse it at run time.
+    plan = Plan.model_validate(
+        {
+            "operaciones": [
+                {"id": "op1", "funcion": "mejor_cliente", "parametros": {"anio": 2025}},
+                {
+                    "funcion": "compras_cliente",
+                    "parametros": {"cliente": {"$ref": "op1.cliente.0"}, "anio": 2025},
+                },
+            ]
+        }
     )
+    validated = ValidatedPlan(plan=plan, waves=[[0], [1]], dependencies={0: set(), 1: {0}})
+    ops = execute_plan(validated, toy_registry, toy_erp)
     assert ops[0].ok
     assert ops[1].error is not None and "op1.cliente.0" in ops[1].error
+    assert ops[1].error_kind == "invalid"
 
 
 def test_unexpected_handler_exceptions_do_not_escape(
@@ -95,7 +105,8 @@ def test_unexpected_handler_exceptions_do_not_escape(
 
     toy_registry.get("ventas_anuales").__dict__["handler"] = broken  # frozen dataclass: patch for this test
     [op] = run(toy_registry, toy_erp, {"funcion": "ventas_anuales", "parametros": {"anio": 2025}})
-    assert op.error == "Internal error while running ventas_anuales: RuntimeError: disk on fire"
+    assert op.error is not None and op.error.startswith("error interno (ref ")
+    assert "disk on fire" not in op.error and op.error_kind == "internal"  # the text stays in the log
 
 
 def test_an_invalid_plan_cannot_be_executed(toy_registry: OperationRegistry, toy_erp: Erp) -> None:

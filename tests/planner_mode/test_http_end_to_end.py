@@ -7,13 +7,13 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
+from benchmarks.serving import ServerThread
 from planner_mode import HttpAIClient, PlannerEngine, create_app
 from shared.erp.database import Erp
 from shared.memory.store import MemoryStore
 from shared.operations.registry import OperationRegistry
 from tests.fakes import CallInfo, FunctionChatModel
 from tests.planner_mode.planner_fakes import is_plan_request, results_of, text_model
-from tests.planner_mode.server_threads import ServerThread
 
 
 def context_reading_model() -> FunctionChatModel:

@@ -9,15 +9,16 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 import toolcalling_mode.engine as engine_module
-from shared.errors import ProviderError
+from shared.errors import ProviderError, StorageError
+from shared.failures import user_message
 from shared.operations.registry import Operation, OperationRegistry
 from tests.fakes import CallInfo, FunctionChatModel
 from tests.toolcalling_mode.toolcalling_fakes import YEAR_TOTALS, YearParams, YearTotal, ask_tools, call
 from toolcalling_mode import ToolCallingEngine, ToolCallingLimits
-from toolcalling_mode.engine import FAILURE_ANSWER
+from toolcalling_mode.engine import NOT_RECORDED_NOTE
 
 
 def two_parallel_tools(messages: list[BaseMessage], info: CallInfo) -> AIMessage | str:
@@ -200,10 +201,7 @@ def test_model_call_limit_ends_the_turn_with_a_clear_answer(make_engine: Any, me
     assert len(result.operations) == 3
     assert any("Model call limit" in e for e in result.errors)
     assert result.failure == "limit"
-    assert result.recorded
-    history = memory_store.history("c1")
-    assert history[-1].content == result.answer
-    assert [m.role for m in history].count("tool") == 3
+    assert not result.recorded and memory_store.history("c1") == []  # a turn the model never finished
 
 
 def test_default_limits_stop_a_looping_model_at_six_calls(make_engine: Any) -> None:
@@ -225,8 +223,7 @@ def test_recursion_limit_ends_the_turn_with_a_clear_answer(make_engine: Any, mem
     assert result.answer.startswith("Se alcanzó el límite de 10 pasos del agente")
     assert any("Recursion limit" in e for e in result.errors)
     assert result.failure == "limit"
-    assert result.recorded
-    assert memory_store.history("c1")[-1].content == result.answer
+    assert not result.recorded and memory_store.history("c1") == []
 
 
 def test_a_turn_after_a_limit_replays_cleanly(make_engine: Any) -> None:
@@ -237,9 +234,8 @@ def test_a_turn_after_a_limit_replays_cleanly(make_engine: Any) -> None:
     result = engine.ask("c1", "dos")
 
     replay = model.calls[-1].messages[1:]
-    calls = {c["id"] for m in replay if isinstance(m, AIMessage) for c in m.tool_calls}
-    results = {m.tool_call_id for m in replay if isinstance(m, ToolMessage)}
-    assert calls == results and calls
+    # The limited turn left nothing behind, so nothing half-finished is replayed.
+    assert [type(m) for m in replay] == [HumanMessage] and replay[0].content == "dos"
     assert result.answer == "Listo."
 
 
@@ -304,7 +300,9 @@ def test_a_hallucinated_tool_name_is_answered_with_an_error_and_counted(make_eng
 # -- failures ----------------------------------------------------------------------------------------------
 
 
-def test_a_provider_exception_ends_in_a_recorded_turn(make_engine: Any, memory_store: Any) -> None:
+def test_a_provider_exception_ends_the_turn_and_leaves_the_conversation_untouched(
+    make_engine: Any, memory_store: Any
+) -> None:
     def broken(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
         raise ProviderError("connection refused")
 
@@ -312,14 +310,15 @@ def test_a_provider_exception_ends_in_a_recorded_turn(make_engine: Any, memory_s
 
     result = engine.ask("c1", "¿Cuánto vendimos?")
 
-    assert result.answer == FAILURE_ANSWER
+    assert result.answer == user_message("provider")
     assert result.errors == ["ProviderError: connection refused"]
     assert result.failure == "provider"
-    assert result.recorded
-    assert [m.role for m in memory_store.history("c1")] == ["user", "assistant"]
+    assert not result.recorded and memory_store.history("c1") == []
 
 
-def test_a_failure_after_tool_calls_keeps_the_steps(make_engine: Any, memory_store: Any) -> None:
+def test_a_timeout_after_tool_calls_reports_the_operations_and_records_nothing(
+    make_engine: Any, memory_store: Any
+) -> None:
     def fails_second(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
         if not info.tool_results:
             return ask_tools(call("ventas_anuales", anio=2025))
@@ -329,21 +328,21 @@ def test_a_failure_after_tool_calls_keeps_the_steps(make_engine: Any, memory_sto
 
     result = engine.ask("c1", "¿Cuánto vendimos?")
 
-    assert result.answer == FAILURE_ANSWER
-    assert result.errors == ["TimeoutError: read timed out"]
+    assert (result.failure, result.answer) == ("timeout", user_message("timeout"))
+    assert len(result.errors) == 1 and result.errors[0].startswith("ProviderTimeoutError:")
     assert len(result.operations) == 1 and result.operations[0].ok
-    assert [m.role for m in memory_store.history("c1")] == ["user", "assistant", "tool", "assistant"]
+    assert not result.recorded and memory_store.history("c1") == []
 
 
-def test_an_empty_final_answer_is_replaced_and_reported(make_engine: Any) -> None:
+def test_an_empty_final_answer_is_a_model_output_failure(make_engine: Any, memory_store: Any) -> None:
     engine, _ = make_engine(lambda messages, info: "")
 
     result = engine.ask("c1", "hola")
 
-    assert result.answer.startswith("Lo siento, no obtuve una respuesta")
-    assert "ModelOutputError: empty final answer" in result.errors
+    assert result.answer == user_message("model_output")
+    assert "ModelOutputError: The model's final answer is empty." in result.errors
     assert result.failure == "model_output"
-    assert result.recorded
+    assert not result.recorded and memory_store.history("c1") == []
 
 
 # -- structured final answer ---------------------------------------------------------------------------------
@@ -410,26 +409,28 @@ def test_structured_provider_strategy_parses_the_json_reply(make_engine: Any) ->
     assert result.state == {"tema": "ventas", "anio": 2025}
 
 
-def test_structured_provider_strategy_with_unparsable_reply_is_a_recorded_failure(make_engine: Any) -> None:
+def test_structured_provider_strategy_with_unparsable_reply_is_a_model_output_failure(
+    make_engine: Any,
+) -> None:
     engine, _ = make_engine(
         lambda messages, info: "no es JSON", structured=True, structured_strategy="provider"
     )
 
     result = engine.ask("c1", "hola")
 
-    assert result.answer == FAILURE_ANSWER
+    assert result.answer == user_message("model_output")
     assert result.errors and result.errors[0].startswith("ModelOutputError")
     assert result.failure == "model_output"
-    assert result.recorded
+    assert not result.recorded
 
 
-def test_structured_mode_without_a_structured_answer_keeps_the_text(make_engine: Any) -> None:
+def test_structured_mode_without_a_structured_answer_is_a_model_output_failure(make_engine: Any) -> None:
     engine, _ = make_engine(lambda messages, info: "Hola.", structured=True, structured_strategy="tool")
 
     result = engine.ask("c1", "hola")
 
-    assert result.answer == "Hola."
-    assert "ModelOutputError: the model ended the turn without a structured answer" in result.errors
+    assert (result.failure, result.recorded) == ("model_output", False)
+    assert "ModelOutputError: The model ended the turn without a structured answer." in result.errors
 
 
 def test_invalid_arguments_error_names_the_parameter(make_engine: Any) -> None:
@@ -453,7 +454,7 @@ def test_a_storage_failure_is_reported_not_raised(
     memory_store.merge_state("c1", {"tema": "clientes"})
 
     def fail(*args: Any, **kwargs: Any) -> None:
-        raise OSError("disk full")
+        raise StorageError("disk full")
 
     monkeypatch.setattr(memory_store, "record_turn", fail)
 
@@ -461,12 +462,12 @@ def test_a_storage_failure_is_reported_not_raised(
 
     assert not result.recorded
     assert result.failure == "storage"
-    assert result.errors == ["Turn not recorded: OSError: disk full"]
-    assert result.answer == STRUCTURED["respuesta"]
+    assert result.errors == ["Turn not recorded: disk full"]
+    assert result.answer == f"{STRUCTURED['respuesta']}\n\n{NOT_RECORDED_NOTE}"  # the answer is still shown
     assert result.state == {"tema": "clientes"}  # the stored state: the turn's update was not merged
 
 
-def test_an_unexpected_tool_exception_is_a_tool_error_not_a_failed_turn(
+def test_an_unexpected_tool_exception_is_an_operation_error_whose_text_never_reaches_the_model(
     toy_erp: Any, memory_store: Any
 ) -> None:
     def crash(_session: Any, params: YearParams) -> YearTotal:
@@ -486,11 +487,13 @@ def test_an_unexpected_tool_exception_is_a_tool_error_not_a_failed_turn(
 
     result = engine.ask("c1", "¿Cuánto vendimos en 2025?")
 
-    error = "Internal error while running ventas_anuales: RuntimeError: database is locked"
+    [operation] = result.operations
+    error = operation.error or ""
     assert model.calls[1].tool_results[0].status == "error"
+    assert error.startswith("error interno (ref ") and operation.error_kind == "internal"
+    assert "database is locked" not in str(model.calls[1].messages)  # the exception stays in the log
     assert result.answer == f"No pude consultar: {error}"
-    assert result.failure is None
-    assert [(op.funcion, op.error) for op in result.operations] == [("ventas_anuales", error)]
+    assert result.failure == "operation_error" and result.recorded  # the model explained it
     assert result.operations[0].duration_ms > 0
     assert result.errors == [f"Tool 'ventas_anuales' failed: {error}"]
     assert [m.role for m in memory_store.history("c1")] == ["user", "assistant", "tool", "assistant"]

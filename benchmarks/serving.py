@@ -1,4 +1,4 @@
-"""Run real uvicorn servers on loopback in background threads, for end-to-end HTTP tests."""
+"""Run real uvicorn servers on loopback in background threads: for the reliability matrix and HTTP tests."""
 
 from __future__ import annotations
 
