@@ -99,6 +99,7 @@ class EmulatedProvider(StrEnum):
     ollama = "ollama"
     gemini = "gemini"
     openai = "openai"
+    openai = "openai"
 
 
 DbUrl = Annotated[

@@ -1,8 +1,10 @@
-"""Local servers that speak the Ollama and Gemini wire protocols, backed by a LangChain chat model.
+"""Local servers that speak the Ollama, Gemini and OpenAI-compatible wire protocols, backed by a LangChain
+chat model.
 
-They let the real ``ChatOllama`` and ``ChatGoogleGenerativeAI`` clients be exercised end to end over real
-loopback sockets, with fault injection (:mod:`shared.emulators.faults`), and let a user try those provider
-paths without the real service (``erp-ai emulate ollama|gemini --port N``).
+They let the real ``ChatOllama``, ``ChatGoogleGenerativeAI`` and ``ChatOpenAI`` clients be exercised end to
+end over real loopback sockets, with output caps honoured and fault injection
+(:mod:`shared.emulators.faults`), and let a user try those provider paths without the real service
+(``erp-ai emulate ollama|gemini|openai --port N --fault KIND[:COUNT]``).
 
 ::
 
@@ -38,6 +40,7 @@ from shared.emulators.faults import (
 )
 from shared.emulators.gemini import GeminiProtocol
 from shared.emulators.ollama import OllamaProtocol
+from shared.emulators.openai import OpenAIProtocol
 
 __all__ = [
     "DEFAULT_PORTS",
@@ -56,11 +59,11 @@ __all__ = [
     "start_emulator",
 ]
 
-EmulatorKind = Literal["ollama", "gemini"]
-"""Which provider protocol to serve."""
+EmulatorKind = Literal["ollama", "gemini", "openai"]
+"""Which provider protocol to serve (``openai``: the OpenAI-compatible Chat Completions API)."""
 
-DEFAULT_PORTS: dict[EmulatorKind, int] = {"ollama": 11434, "gemini": 8089}
-"""Ports ``run_emulator`` uses when none is given (11434 is Ollama's own)."""
+DEFAULT_PORTS: dict[EmulatorKind, int] = {"ollama": 11434, "gemini": 8089, "openai": 8080}
+"""Ports ``run_emulator`` uses when none is given (11434 is Ollama's own, 8080 llama.cpp server's)."""
 
 
 def _default_model() -> BaseChatModel:
@@ -74,7 +77,9 @@ def _protocol(kind: EmulatorKind, model: BaseChatModel, api_key: str | None) -> 
         return OllamaProtocol(model)
     if kind == "gemini":
         return GeminiProtocol(model, api_key=api_key)
-    raise ValueError(f"Unknown emulator kind {kind!r}; use 'ollama' or 'gemini'.")
+    if kind == "openai":
+        return OpenAIProtocol(model, api_key=api_key)
+    raise ValueError(f"Unknown emulator kind {kind!r}; use 'ollama', 'gemini' or 'openai'.")
 
 
 def create_emulator(
@@ -88,8 +93,9 @@ def create_emulator(
 ) -> EmulatorServer:
     """Build (not start) an emulator bound to ``host:port`` (port 0: a free port).
 
-    ``model`` backs the replies (default: the offline model). ``api_key`` (Gemini only) makes the server
-    reject any other key; without it any non-empty ``x-goog-api-key`` is accepted.
+    ``model`` backs the replies (default: the offline model). ``api_key`` (Gemini and OpenAI) makes the
+    server reject any other key; without it Gemini accepts any non-empty ``x-goog-api-key`` and OpenAI any
+    bearer key.
     """
     protocol = _protocol(kind, model if model is not None else _default_model(), api_key)
     return EmulatorServer(protocol, host=host, port=port, faults=faults)

@@ -35,6 +35,12 @@ def _clean(server: EmulatorServer, model: FunctionChatModel) -> None:
     model.calls.clear()
 
 
+@pytest.fixture(scope="session")
+def _openai_server(fake_model: FunctionChatModel) -> Iterator[EmulatorServer]:
+    with create_emulator("openai", model=fake_model) as server:
+        yield server
+
+
 @pytest.fixture
 def ollama_server(_ollama_server: EmulatorServer, fake_model: FunctionChatModel) -> Iterator[EmulatorServer]:
     """The Ollama emulator, with no faults, an empty request log and a fresh call record."""
@@ -62,4 +68,19 @@ def offline_ollama() -> Iterator[EmulatorServer]:
 def offline_gemini() -> Iterator[EmulatorServer]:
     """A Gemini emulator backed by the offline model (any API key accepted)."""
     with create_emulator("gemini") as server:
+        yield server
+
+
+@pytest.fixture
+def openai_server(_openai_server: EmulatorServer, fake_model: FunctionChatModel) -> Iterator[EmulatorServer]:
+    """The OpenAI-compatible emulator (any key accepted), clean."""
+    _clean(_openai_server, fake_model)
+    yield _openai_server
+    _clean(_openai_server, fake_model)
+
+
+@pytest.fixture(scope="session")
+def offline_openai() -> Iterator[EmulatorServer]:
+    """An OpenAI-compatible emulator backed by the offline model."""
+    with create_emulator("openai") as server:
         yield server

@@ -56,7 +56,7 @@ def test_create_emulator_takes_faults() -> None:
 
 def test_unknown_kind_is_refused() -> None:
     with pytest.raises(ValueError, match="Unknown emulator kind"):
-        create_emulator("openai", model=FunctionChatModel(scripted_responder))  # type: ignore[arg-type]
+        create_emulator("anthropic", model=FunctionChatModel(scripted_responder))  # type: ignore[arg-type]
 
 
 def test_run_emulator_serves_in_the_foreground_until_interrupted(monkeypatch: pytest.MonkeyPatch) -> None:
