@@ -99,7 +99,6 @@ class EmulatedProvider(StrEnum):
     ollama = "ollama"
     gemini = "gemini"
     openai = "openai"
-    openai = "openai"
 
 
 DbUrl = Annotated[
