@@ -3,52 +3,156 @@
 Every request carries everything needed; the server keeps no conversation state in memory or on disk, so any
 number of instances (``uvicorn --workers N``, several hosts) can serve any turn of any conversation.
 
-- Optional bearer token (``token=`` or ``ERP_AI_SERVER_TOKEN``): without it, 401.
-- Request bodies larger than ``max_body_bytes``: 413. Invalid bodies: FastAPI's 422, naming the field.
-- Model or provider failures: 502 with ``{"error", "kind", "usage"}``; unexpected errors: 500 with
-  ``{"error", "kind"}``. Never a stack trace.
+Every error is a JSON :class:`~planner_mode.wire.ErrorResponse` (``{"error", "kind", "usage", "detail"}``),
+never a stack trace. In the order a request meets them:
+
+- **Bearer token** (``token=`` or ``ERP_AI_SERVER_TOKEN``): checked first, before the body is read, on every
+  path but ``/healthz``: a missing or wrong token gets 401 even when the body is invalid or oversized. With a
+  token, ``/openapi.json`` needs it too, and ``/docs`` and ``/redoc`` are switched off (a browser cannot send
+  the token; fetch the schema with the header instead). Without a token everything is open: bind a loopback
+  address, or see :func:`bind_warning`.
+- **Body size**: more than ``max_body_bytes``: 413.
+- **Invalid body**: 422, kind ``invalid_request``, ``detail`` naming the fields. That covers bodies that are
+  not UTF-8, not JSON (FastAPI's own 400 for these is replaced), JSON that Python accepts but JSON does not
+  (``NaN``, a lone surrogate escape such as ``"\\ud800"``, which no UTF-8 text can hold), nesting deeper than
+  200 levels, a body not sent as ``application/json``, and bodies that fail the request model, such as an
+  empty or blank question.
+- **Model or provider failures**: 502 with the failed call's ``usage``.
+- **Unexpected errors**: 500 ``Internal error in the AI server (ref XXXXXXXX).``; the traceback is logged
+  under that reference to the ``planner_mode.server`` logger.
 
 Run it with ``uvicorn --factory planner_mode.server:app_from_env`` (configuration from the environment).
 """
 
 from __future__ import annotations
 
+import ipaddress
+import json
+import logging
 import os
 import secrets
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
-from fastapi import Depends, FastAPI, Request
+from fastapi import FastAPI, Request, Response
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.routing import APIRoute
 from langchain_core.language_models import BaseChatModel
+from pydantic_core import from_json
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from planner_mode.ai import PlannerAI
 from planner_mode.client import AICallError, InProcessAIClient
-from planner_mode.wire import AnalyzeRequest, AnalyzeResponse, ErrorResponse, RespondRequest, RespondResponse
+from planner_mode.wire import (
+    AnalyzeRequest,
+    AnalyzeResponse,
+    ErrorResponse,
+    FieldError,
+    RespondRequest,
+    RespondResponse,
+)
 from shared.errors import ConfigurationError, ModelOutputError
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "app_from_env", "create_app"]
+__all__ = [
+    "DEFAULT_MAX_BODY_BYTES",
+    "BearerAuth",
+    "BodySizeLimit",
+    "app_from_env",
+    "bind_warning",
+    "create_app",
+]
 
 DEFAULT_MAX_BODY_BYTES = 1_000_000
 """Default request body limit: far above any real context + catalog, far below a memory problem."""
 
 TOKEN_ENV = "ERP_AI_SERVER_TOKEN"
+PUBLIC_PATHS = frozenset({"/healthz"})
+"""Paths served without the token."""
 
+logger = logging.getLogger("planner_mode.server")
+
+_MAX_FIELD_ERRORS = 20
 _ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
-    401: {"model": ErrorResponse, "description": "Missing or wrong bearer token."},
+    401: {"model": ErrorResponse, "description": "Missing or wrong bearer token (checked before the body)."},
     413: {"model": ErrorResponse, "description": "Request body too large."},
+    422: {"model": ErrorResponse, "description": "Invalid request body; `detail` names the fields."},
+    500: {"model": ErrorResponse, "description": "Unexpected server error; the log has it under `ref`."},
     502: {"model": ErrorResponse, "description": "The model or its provider failed."},
 }
 
 
-class _ErrorReply(Exception):
-    """Turned into a JSON :class:`ErrorResponse` by the app's exception handler."""
+def _effective_token(token: str | None) -> str | None:
+    """``token``, or ``$ERP_AI_SERVER_TOKEN`` when it is ``None``; an empty value means no token."""
+    return (token if token is not None else os.environ.get(TOKEN_ENV)) or None
 
-    def __init__(self, status_code: int, body: ErrorResponse) -> None:
-        self.status_code = status_code
-        self.body = body
-        super().__init__(body.error)
+
+def _is_loopback(host: str) -> bool:
+    name = host.strip().strip("[]").split("%", 1)[0].rstrip(".").lower()
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        return False  # a host name other than localhost: it may resolve to anything
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped.is_loopback
+    return address.is_loopback
+
+
+def bind_warning(host: str, token: str | None) -> str | None:
+    """A warning to print when the server would listen beyond this machine without a token, else ``None``.
+
+    ``token`` is read like :func:`create_app` reads it (``None``: ``$ERP_AI_SERVER_TOKEN``; empty: none).
+    Loopback means ``localhost``, ``127.0.0.0/8`` or ``::1``; any other host, including ``0.0.0.0``, ``::``
+    and the empty host (all interfaces), gets the warning.
+    """
+    if _effective_token(token) is not None or _is_loopback(host):
+        return None
+    where = host or "all interfaces"
+    return (
+        f"The AI server will listen on {where}, which is not a loopback address, without a bearer token: "
+        "anyone who can reach it can use your model. Set a token (--token or ERP_AI_SERVER_TOKEN) or bind "
+        "127.0.0.1."
+    )
+
+
+async def _send_error(send: Send, status_code: int, body: ErrorResponse, headers: dict[str, str]) -> None:
+    response = JSONResponse(status_code=status_code, content=body.model_dump(mode="json"), headers=headers)
+    await response({"type": "http"}, _no_receive, send)
+
+
+async def _no_receive() -> Message:  # pragma: no cover - JSONResponse never reads the request
+    return {"type": "http.disconnect"}
+
+
+_UNAUTHORIZED = ErrorResponse(error="Missing or wrong bearer token.", kind="unauthorized")
+
+
+class BearerAuth:
+    """ASGI middleware: answer 401 unless ``Authorization: Bearer <token>`` matches; runs before the body.
+
+    As the outermost middleware it refuses a request from its headers alone: nothing of the body is read,
+    so a wrong token is a 401 whatever the body is (invalid, oversized, never sent). ``public_paths`` pass.
+    """
+
+    def __init__(self, app: ASGIApp, token: str, public_paths: frozenset[str] = PUBLIC_PATHS) -> None:
+        self.app = app
+        self._expected = token.encode()
+        self.public_paths = public_paths
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in self.public_paths or self._authorised(scope):
+            await self.app(scope, receive, send)
+            return
+        await _send_error(send, 401, _UNAUTHORIZED, {"WWW-Authenticate": "Bearer"})
+
+    def _authorised(self, scope: Scope) -> bool:
+        header = dict(scope.get("headers", [])).get(b"authorization", b"")
+        scheme, _, credentials = header.partition(b" ")
+        # Compare even when the scheme is wrong, so that the time taken says nothing about the token.
+        matches = secrets.compare_digest(credentials.strip(), self._expected)
+        return scheme.lower() == b"bearer" and matches
 
 
 class BodySizeLimit:
@@ -94,12 +198,99 @@ class BodySizeLimit:
         body = ErrorResponse(
             error=f"Request body too large (limit {self.max_body_bytes} bytes).", kind="too_large"
         )
-        response = JSONResponse(status_code=413, content=body.model_dump(mode="json"))
-        await response({"type": "http"}, _no_receive, send)
+        await _send_error(send, 413, body, {})
 
 
-async def _no_receive() -> Message:  # pragma: no cover - JSONResponse never reads the request
-    return {"type": "http.disconnect"}
+# -- strict JSON bodies --------------------------------------------------------------------------------------
+
+
+def _strict_json(body: bytes) -> Any:
+    """Parse a request body as strict JSON, raising ``json.JSONDecodeError`` for anything else.
+
+    ``json.loads`` accepts ``NaN`` and lone surrogate escapes (``"\\ud800"``, a string no UTF-8 text can
+    hold: it broke the server later, as a 500); pydantic's parser refuses both, and nesting deeper than 200
+    levels, with a message saying where. ``JSONDecodeError`` is what FastAPI turns into a 422.
+    """
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise json.JSONDecodeError(f"the body is not valid UTF-8 (byte {exc.start})", "", 0) from None
+    try:
+        return from_json(text, allow_inf_nan=False)
+    except ValueError as exc:
+        message = str(exc)
+        if "surrogate" in message or "end of hex escape" in message:  # pydantic-core's two wordings
+            message = f"a lone UTF-16 surrogate escape (such as \\ud800) is not text ({message})"
+        raise json.JSONDecodeError(message, "", 0) from None
+
+
+_UNPARSED = object()
+
+
+class _StrictJSONRequest(Request):
+    """A request whose ``json()`` is :func:`_strict_json` (FastAPI reads JSON bodies through it)."""
+
+    _parsed: Any = _UNPARSED
+
+    async def json(self) -> Any:
+        if self._parsed is _UNPARSED:
+            self._parsed = _strict_json(await self.body())
+        return self._parsed
+
+
+class _StrictJSONRoute(APIRoute):
+    """FastAPI's documented hook for a custom ``Request`` class: every route parses JSON strictly."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def strict_handler(request: Request) -> Response:
+            return await handler(_StrictJSONRequest(request.scope, request.receive))
+
+        return strict_handler
+
+
+def _field_errors(errors: Sequence[Any]) -> list[FieldError]:
+    fields: list[FieldError] = []
+    for error in errors[:_MAX_FIELD_ERRORS]:
+        loc = [part if isinstance(part, int) else str(part) for part in error.get("loc", ())]
+        msg = str(error.get("msg", ""))
+        kind = str(error.get("type", ""))
+        if kind == "json_invalid":
+            loc, msg = ["body"], f"not valid JSON: {error.get('ctx', {}).get('error', msg)}"
+        elif loc == ["body"] and kind == "missing":
+            msg = "the request has no body: send a JSON object"
+        fields.append(FieldError(loc=loc, msg=msg, type=kind))
+    return fields
+
+
+def _summary(fields: list[FieldError], total: int, request: Request) -> str:
+    content_type = request.headers.get("content-type", "")
+    if any(f.loc == ["body"] and f.type == "model_attributes_type" for f in fields) and "json" not in (
+        content_type.lower()
+    ):
+        return "Invalid request body: send a JSON object with Content-Type: application/json."
+    parts = [f"{'.'.join(str(p) for p in f.loc[1:]) + ': ' if len(f.loc) > 1 else ''}{f.msg}" for f in fields]
+    more = f" (and {total - 5} more)" if total > 5 else ""
+    return f"Invalid request body: {'; '.join(parts[:5])}{more}."
+
+
+class _ErrorReply(Exception):
+    """Turned into a JSON :class:`ErrorResponse` by the app's exception handler."""
+
+    def __init__(self, status_code: int, body: ErrorResponse) -> None:
+        self.status_code = status_code
+        self.body = body
+        super().__init__(body.error)
+
+
+def _internal_error(exc: BaseException) -> _ErrorReply:
+    """Log ``exc`` with its traceback under a fresh reference; the reply names only the reference."""
+    reference = secrets.token_hex(4)
+    logger.error("Unexpected error in the AI server (ref %s)", reference, exc_info=exc)
+    return _ErrorReply(
+        500, ErrorResponse(error=f"Internal error in the AI server (ref {reference}).", kind="internal")
+    )
 
 
 def create_app(
@@ -111,66 +302,66 @@ def create_app(
     """Build the AI server around a plan model and (optionally different) answer model.
 
     ``token`` enables bearer-token auth; ``None`` falls back to ``$ERP_AI_SERVER_TOKEN`` and an empty value
-    disables auth.
+    disables auth. With a token, ``/docs`` and ``/redoc`` are off and ``/openapi.json`` needs the token.
     """
     ai_client = InProcessAIClient(PlannerAI(plan_model, answer_model))
-    expected = (token if token is not None else os.environ.get(TOKEN_ENV)) or None
-    bearer = HTTPBearer(auto_error=False)
-
-    def require_token(credentials: HTTPAuthorizationCredentials | None = Depends(bearer)) -> None:
-        if expected is None:
-            return
-        given = credentials.credentials if credentials is not None else ""
-        if not secrets.compare_digest(given.encode(), expected.encode()):
-            raise _ErrorReply(401, ErrorResponse(error="Missing or wrong bearer token.", kind="unauthorized"))
+    expected = _effective_token(token)
 
     app = FastAPI(
         title="erp-ai-harness AI server",
         summary="Stateless two-call planner: call 1 plans, call 2 answers. No conversation state is kept.",
         version="0.1.0",
+        docs_url=None if expected else "/docs",
+        redoc_url=None if expected else "/redoc",
     )
+    app.router.route_class = _StrictJSONRoute
+    # Starlette runs the middleware added last first: the token is checked before the body size is counted.
     app.add_middleware(BodySizeLimit, max_body_bytes=max_body_bytes)
+    if expected is not None:
+        app.add_middleware(BearerAuth, token=expected)
 
     @app.exception_handler(_ErrorReply)
     async def _error_reply(_request: Request, exc: _ErrorReply) -> JSONResponse:
-        headers = {"WWW-Authenticate": "Bearer"} if exc.status_code == 401 else None
-        return JSONResponse(exc.body.model_dump(mode="json"), status_code=exc.status_code, headers=headers)
+        return JSONResponse(exc.body.model_dump(mode="json"), status_code=exc.status_code)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = exc.errors()
+        fields = _field_errors(errors)
+        body = ErrorResponse(
+            error=_summary(fields, len(errors), request), kind="invalid_request", detail=fields
+        )
+        return JSONResponse(body.model_dump(mode="json"), status_code=422)
 
     @app.exception_handler(Exception)
-    async def _internal(_request: Request, _exc: Exception) -> JSONResponse:
-        body = ErrorResponse(error="Internal error in the AI server.", kind="internal")
-        return JSONResponse(body.model_dump(mode="json"), status_code=500)
+    async def _internal(_request: Request, exc: Exception) -> JSONResponse:
+        reply = _internal_error(exc)
+        return JSONResponse(reply.body.model_dump(mode="json"), status_code=reply.status_code)
 
     @app.get("/healthz")
     def healthz() -> dict[str, str]:
         """Liveness probe; needs no token."""
         return {"status": "ok"}
 
-    @app.post(
-        "/ai/analyze",
-        response_model=AnalyzeResponse,
-        responses=_ERROR_RESPONSES,
-        dependencies=[Depends(require_token)],
-    )
+    @app.post("/ai/analyze", response_model=AnalyzeResponse, responses=_ERROR_RESPONSES)
     def analyze(request: AnalyzeRequest) -> AnalyzeResponse:
         """Call 1: plan the operations that answer ``message`` given ``context`` and ``catalog``."""
         try:
             return ai_client.analyze(request.message, request.context, request.catalog)
         except AICallError as exc:
             raise _model_failure(exc) from exc
+        except Exception as exc:
+            raise _internal_error(exc) from exc
 
-    @app.post(
-        "/ai/respond",
-        response_model=RespondResponse,
-        responses=_ERROR_RESPONSES,
-        dependencies=[Depends(require_token)],
-    )
+    @app.post("/ai/respond", response_model=RespondResponse, responses=_ERROR_RESPONSES)
     def respond(request: RespondRequest) -> RespondResponse:
         """Call 2: phrase ``results`` as the answer, memory and state for ``question``."""
         try:
             return ai_client.respond(request.question, request.results, request.context)
         except AICallError as exc:
             raise _model_failure(exc) from exc
+        except Exception as exc:
+            raise _internal_error(exc) from exc
 
     return app
 

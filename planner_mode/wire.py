@@ -8,9 +8,9 @@ measured, so the ERP side counts model calls and tokens even when the model runs
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal, Protocol
+from typing import Annotated, Literal, Protocol
 
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
 
 from planner_mode.plan import Answer, OperationOutcome, Plan
 from shared.memory.context import ConversationContext
@@ -20,7 +20,9 @@ __all__ = [
     "AnalyzeRequest",
     "AnalyzeResponse",
     "CallUsage",
+    "ErrorKind",
     "ErrorResponse",
+    "FieldError",
     "RespondRequest",
     "RespondResponse",
 ]
@@ -81,10 +83,20 @@ class CallUsage(BaseModel):
         return result
 
 
+def _not_blank(text: str) -> str:
+    if not text.strip():
+        raise ValueError("must not be empty or only whitespace")
+    return text
+
+
+Question = Annotated[str, Field(min_length=1), AfterValidator(_not_blank)]
+"""A user's question: at least one character that is not whitespace."""
+
+
 class AnalyzeRequest(BaseModel):
     """``POST /ai/analyze``: call 1."""
 
-    message: str = Field(min_length=1, description="The user's new question.")
+    message: Question = Field(description="The user's new question.")
     context: ConversationContext
     catalog: list[OperationSpec] = Field(description="The operations the ERP can execute.")
 
@@ -99,7 +111,7 @@ class AnalyzeResponse(BaseModel):
 class RespondRequest(BaseModel):
     """``POST /ai/respond``: call 2."""
 
-    question: str = Field(min_length=1)
+    question: Question = Field(description="The user's question.")
     results: list[OperationOutcome] = Field(description="One outcome per planned operation.")
     context: ConversationContext
 
@@ -111,10 +123,27 @@ class RespondResponse(BaseModel):
     usage: CallUsage
 
 
+ErrorKind = Literal["model_output", "provider", "unauthorized", "too_large", "invalid_request", "internal"]
+"""``unauthorized`` 401, ``too_large`` 413, ``invalid_request`` 422, ``model_output``/``provider`` 502,
+``internal`` 500."""
+
+
+class FieldError(BaseModel):
+    """One reason a request body was refused (422), in FastAPI's ``detail`` shape without the input echo."""
+
+    loc: list[str | int]
+    """Where: ``["body", "context", "hoy"]``; ``["body"]`` for the body as a whole."""
+    msg: str
+    type: str
+
+
 class ErrorResponse(BaseModel):
-    """Body of every non-validation error (401, 413, 502, 500)."""
+    """Body of every error response (401, 413, 422, 500, 502)."""
 
     error: str
-    kind: Literal["model_output", "provider", "unauthorized", "too_large", "internal"]
+    """One sentence for a person or a log."""
+    kind: ErrorKind
     usage: CallUsage | None = None
     """For model failures (502): what the failed call cost."""
+    detail: list[FieldError] | None = None
+    """For an invalid request (422): the fields refused (at most 20)."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import re
 from collections.abc import Iterator
 from datetime import date
 from typing import Any
@@ -13,7 +15,7 @@ from fastapi.testclient import TestClient
 from langchain_core.messages import BaseMessage
 from starlette.types import Message, Receive, Scope, Send
 
-from planner_mode.server import BodySizeLimit, create_app
+from planner_mode.server import BodySizeLimit, bind_warning, create_app
 from shared.errors import ConfigurationError
 from shared.memory.context import ConversationContext
 from shared.operations.registry import OperationRegistry
@@ -93,6 +95,7 @@ def test_token_is_required_when_configured(catalog: list[dict[str, Any]]) -> Non
         "error": "Missing or wrong bearer token.",
         "kind": "unauthorized",
         "usage": None,
+        "detail": None,
     }
     assert missing.headers["www-authenticate"] == "Bearer"
     assert right.status_code == 200
@@ -140,6 +143,8 @@ def test_invalid_bodies_get_422_naming_the_field(
 ) -> None:
     response = client.post("/ai/analyze", json=body)
     assert response.status_code == 422
+    assert response.json()["kind"] == "invalid_request"
+    assert field in response.json()["error"]
     assert any(field in error["loc"] for error in response.json()["detail"])
 
 
@@ -173,7 +178,10 @@ def test_unexpected_errors_get_500_without_a_stack_trace(catalog: list[dict[str,
     with client_for(misconfigured) as c:
         response = c.post("/ai/analyze", json=analyze_body(catalog))
     assert response.status_code == 500
-    assert response.json() == {"error": "Internal error in the AI server.", "kind": "internal", "usage": None}
+    body = response.json()
+    assert body["kind"] == "internal" and body["usage"] is None
+    assert re.fullmatch(r"Internal error in the AI server \(ref [0-9a-f]{8}\)\.", body["error"])
+    assert "secret detail" not in response.text and "Traceback" not in response.text
 
 
 def test_app_from_env_builds_both_models_and_the_token(
@@ -264,17 +272,198 @@ def test_json_nested_past_the_recursion_limit_is_refused_cleanly(catalog: list[d
             content=b"[" * 100_000 + b"]" * 100_000,
             headers={"Content-Type": "application/json"},
         )
-    assert response.status_code in (400, 422)
+    assert response.status_code == 422
+    assert response.json()["kind"] == "invalid_request"
     assert "Traceback" not in response.text
     assert model.call_count == 0
 
 
-def test_an_answer_the_erp_could_not_store_gets_502() -> None:
+def test_an_answer_with_a_hostile_estado_comes_back_bounded() -> None:
+    # ``Answer`` clips its ``estado`` (shared.bounds.clip_state) instead of refusing it: 200, visibly cut.
     estado: Any = 1
     for _ in range(300):
         estado = [estado]
     reply = json.dumps({"respuesta": "ok", "estado": {"x": estado}})
     with client_for(lambda _m, _i: reply) as c:
         response = c.post("/ai/respond", json={"question": "q", "results": [], "context": CONTEXT})
-    assert response.status_code == 502
-    assert response.json()["kind"] == "model_output" and response.json()["usage"]["model_calls"] == 1
+    assert response.status_code == 200, response.text
+    assert "[anidado]" in json.dumps(response.json()["answer"]["estado"], ensure_ascii=False)
+
+
+# -- issue 9: every bad body is a clear 422, the token comes first, the docs are guarded --------------------
+
+JSON = {"Content-Type": "application/json"}
+
+
+def post_raw(c: TestClient, path: str, content: bytes | str, headers: dict[str, str] | None = None) -> Any:
+    return c.post(path, content=content, headers={**JSON, **(headers or {})})
+
+
+@pytest.mark.parametrize(
+    ("path", "placeholder", "replacement"),
+    [
+        ("/ai/analyze", '"MSG"', '"hola \\ud800"'),
+        ("/ai/analyze", '"MSG"', '"\\udc00"'),
+        ("/ai/analyze", '"ESTADO"', '"\\ud800"'),
+        ("/ai/respond", '"MSG"', '"\\ud800 hola"'),
+    ],
+    ids=["analyze-message", "analyze-low-surrogate", "analyze-context", "respond-question"],
+)
+def test_a_lone_surrogate_escape_in_any_string_is_a_422(
+    catalog: list[dict[str, Any]], path: str, placeholder: str, replacement: str
+) -> None:
+    context = {**CONTEXT, "estado": {"tema": "ESTADO"}}
+    if path == "/ai/analyze":
+        body = {"message": "MSG", "context": context, "catalog": catalog}
+    else:
+        body = {"question": "MSG", "results": [], "context": context}
+    model = text_model(scripted(PLAN))
+    with TestClient(create_app(model), raise_server_exceptions=False) as c:
+        response = post_raw(c, path, json.dumps(body).replace(placeholder, replacement))
+    assert response.status_code == 422, response.text
+    assert response.json()["kind"] == "invalid_request"
+    assert "surrogate" in response.json()["error"]
+    assert model.call_count == 0
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (b'{"message": "\xff\xfe", "context": {}, "catalog": []}', "UTF-8"),
+        (b"{nope", "not valid JSON"),
+        (b'{"message": "x", "context": {"hoy": "2026-11-30", "estado": {"n": NaN}}, "catalog": []}', "JSON"),
+        (b"", "body"),
+    ],
+    ids=["invalid-utf8", "not-json", "nan", "empty"],
+)
+def test_unparseable_bodies_get_a_422_with_a_clear_error(
+    client: TestClient, content: bytes, expected: str
+) -> None:
+    response = post_raw(client, "/ai/analyze", content)
+    assert response.status_code == 422, response.text
+    body = response.json()
+    assert body["kind"] == "invalid_request" and body["usage"] is None
+    assert body["error"].startswith("Invalid request body") and expected in body["error"]
+    assert "Traceback" not in response.text
+
+
+def test_a_body_that_is_not_declared_as_json_gets_a_422_saying_so(
+    client: TestClient, catalog: list[dict[str, Any]]
+) -> None:
+    response = client.post(
+        "/ai/analyze", content=json.dumps(analyze_body(catalog)), headers={"Content-Type": "text/plain"}
+    )
+    assert response.status_code == 422
+    assert "application/json" in response.json()["error"]
+    assert "¿Cuánto vendimos" not in response.text  # the body is not echoed back
+
+
+@pytest.mark.parametrize("blank", ["", "   ", "\n\t "])
+def test_an_empty_or_blank_question_is_a_422(
+    client: TestClient, catalog: list[dict[str, Any]], blank: str
+) -> None:
+    analyze = client.post("/ai/analyze", json=analyze_body(catalog, message=blank))
+    respond = client.post("/ai/respond", json={"question": blank, "results": [], "context": CONTEXT})
+    assert analyze.status_code == respond.status_code == 422
+    assert "message" in analyze.json()["error"] and "question" in respond.json()["error"]
+
+
+def test_the_token_is_checked_before_the_body_is_read(catalog: list[dict[str, Any]]) -> None:
+    model = text_model(scripted(PLAN))
+    with TestClient(create_app(model, token="s3cret", max_body_bytes=2_000)) as c:
+        invalid = post_raw(c, "/ai/analyze", b"{nope", {"Authorization": "Bearer nope"})
+        surrogate = post_raw(c, "/ai/analyze", b'{"message": "\\ud800"}')
+        declared = c.post("/ai/analyze", json=analyze_body(catalog, message="x" * 5_000))
+        streamed = c.post(
+            "/ai/analyze",
+            content=(b"x" * 1_500 for _ in range(3)),
+            headers={**JSON, "Authorization": "Bearer nope"},
+        )
+        authorised = c.post(
+            "/ai/analyze",
+            json=analyze_body(catalog, message="x" * 5_000),
+            headers={"Authorization": "Bearer s3cret"},
+        )
+    assert invalid.status_code == surrogate.status_code == declared.status_code == streamed.status_code == 401
+    assert invalid.json()["kind"] == "unauthorized"
+    assert invalid.headers["www-authenticate"] == "Bearer"
+    assert authorised.status_code == 413
+    assert model.call_count == 0
+
+
+@pytest.mark.parametrize("scheme", ["Bearer", "bearer", "BEARER"])
+def test_the_bearer_scheme_is_case_insensitive(catalog: list[dict[str, Any]], scheme: str) -> None:
+    with client_for(scripted(PLAN), token="s3cret") as c:
+        response = c.post(
+            "/ai/analyze", json=analyze_body(catalog), headers={"Authorization": f"{scheme} s3cret"}
+        )
+    assert response.status_code == 200
+
+
+def test_with_a_token_the_schema_needs_it_and_the_browser_docs_are_off() -> None:
+    with client_for(scripted(PLAN), token="s3cret") as c:
+        anonymous = [c.get(path).status_code for path in ("/openapi.json", "/docs", "/redoc", "/nope")]
+        auth = {"Authorization": "Bearer s3cret"}
+        schema = c.get("/openapi.json", headers=auth)
+        docs = [c.get(path, headers=auth).status_code for path in ("/docs", "/redoc")]
+        health = c.get("/healthz")
+    assert anonymous == [401, 401, 401, 401]
+    assert schema.status_code == 200 and "/ai/analyze" in schema.json()["paths"]
+    assert docs == [404, 404]
+    assert health.status_code == 200
+
+
+def test_the_schema_still_documents_the_request_bodies(client: TestClient) -> None:
+    schema = client.get("/openapi.json").json()
+    body = schema["paths"]["/ai/analyze"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert body == {"$ref": "#/components/schemas/AnalyzeRequest"}
+    assert "422" in schema["paths"]["/ai/respond"]["post"]["responses"]
+
+
+@pytest.mark.parametrize(
+    ("host", "token", "warns"),
+    [
+        ("127.0.0.1", None, False),
+        ("localhost", None, False),
+        ("::1", None, False),
+        ("[::1]", None, False),
+        ("127.8.9.10", "", False),
+        ("0.0.0.0", None, True),
+        ("::", None, True),
+        ("", None, True),
+        ("192.168.1.20", "", True),
+        ("erp.example.com", None, True),
+        ("0.0.0.0", "s3cret", False),
+    ],
+)
+def test_bind_warning_only_for_a_non_loopback_host_without_a_token(
+    monkeypatch: pytest.MonkeyPatch, host: str, token: str | None, warns: bool
+) -> None:
+    monkeypatch.delenv("ERP_AI_SERVER_TOKEN", raising=False)
+    warning = bind_warning(host, token)
+    assert (warning is not None) == warns
+    if warning is not None:
+        assert "token" in warning and (host or "all interfaces") in warning
+
+
+def test_bind_warning_counts_the_token_from_the_environment_like_the_server(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ERP_AI_SERVER_TOKEN", "from-env")
+    assert bind_warning("0.0.0.0", None) is None
+    assert bind_warning("0.0.0.0", "") is not None
+
+
+def test_unexpected_errors_are_logged_with_their_traceback_under_the_reference(
+    catalog: list[dict[str, Any]], caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken(_messages: list[BaseMessage], _info: CallInfo) -> str:
+        raise ConfigurationError("secret detail")
+
+    with caplog.at_level(logging.ERROR, logger="planner_mode.server"), client_for(broken) as c:
+        response = c.post("/ai/analyze", json=analyze_body(catalog))
+    reference = re.search(r"ref ([0-9a-f]{8})", response.json()["error"])
+    assert reference is not None
+    [record] = [r for r in caplog.records if r.name == "planner_mode.server"]
+    assert reference.group(1) in record.getMessage()
+    assert record.exc_info is not None and "secret detail" in str(record.exc_info[1])
