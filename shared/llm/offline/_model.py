@@ -13,8 +13,10 @@ chooses one of three behaviours from what it is asked:
 3. **Answer** (a schema with ``respuesta``, or a system prompt with ``"respuesta"``): ``respuesta``,
    ``memoria`` and ``estado`` written from the ``Resultados:`` block.
 
-Token counts follow :mod:`shared.llm.tokens`; a latency profile adds ``simulated_latency_ms`` to
-``response_metadata``; a :class:`~shared.llm.faults.FaultConfig` makes chosen calls misbehave.
+Token counts follow :mod:`shared.llm.tokens`; ``max_tokens`` cuts a longer reply as a real model does
+(``finish_reason="length"``, otherwise ``"stop"`` or ``"tool_calls"``); a latency profile adds
+``simulated_latency_ms`` to ``response_metadata``; a :class:`~shared.llm.faults.FaultConfig` makes chosen
+calls misbehave (the modes are listed in :mod:`shared.llm.faults`).
 """
 
 from __future__ import annotations
@@ -136,7 +138,9 @@ class OfflineSalesModel(BaseChatModel):
     temperature: float = 0.0
     """Accepted for compatibility; the model is deterministic whatever its value."""
     max_tokens: int | None = None
-    """Output budget: longer text replies are cut (``finish_reason="length"``), like a real model."""
+    """Output cap, like a real model's: a longer reply (text, JSON, structured output or tool calls) is cut at
+    this many tokens, reports ``output_tokens`` equal to the cap and ``finish_reason="length"``; tool calls
+    that did not fit are left as text, never as valid calls. A per-call ``max_tokens=`` overrides it."""
     timeout: float | None = None
     """Accepted for compatibility; nothing waits."""
     stop: list[str] | None = None
