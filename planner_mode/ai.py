@@ -73,12 +73,10 @@ class _StructuredCall(Generic[M]):
             output = self._bound.invoke(messages, config=config)
         except Exception as exc:  # provider SDKs raise anything: network, HTTP, timeouts, SDK bugs
             raise as_erp_error(exc, max_tokens=self.max_tokens) from exc
-        try:
-            return self._read(output)
-        except ModelOutputError as exc:
-            if isinstance(output, BaseMessage) and stopped_at_limit(output):
-                raise OutputLimitError(self.max_tokens, raw=exc.raw) from None
-            raise
+        if isinstance(output, BaseMessage) and stopped_at_limit(output):
+            # A cut reply is incomplete even when it parses: LangChain's JSON parsers close what was cut.
+            raise OutputLimitError(self.max_tokens, raw=message_text(output.content))
+        return self._read(output)
 
     def _read(self, output: Any) -> M:
         if self._parser is not None and isinstance(output, BaseMessage):

@@ -43,7 +43,7 @@ def test_ops_list_shows_every_operation(cli_env: dict[str, str]) -> None:
 def test_ops_call_with_unknown_operation_says_what_is_valid(cli_env: dict[str, str]) -> None:
     result = runner.invoke(app, ["ops", "call", "borrar_facturas", "{}"], env=cli_env)
 
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "Unknown operation 'borrar_facturas'" in result.output
     assert "ventas_anuales" in result.output
 
@@ -51,7 +51,7 @@ def test_ops_call_with_unknown_operation_says_what_is_valid(cli_env: dict[str, s
 def test_ops_call_with_bad_json_explains_the_expected_format(cli_env: dict[str, str]) -> None:
     result = runner.invoke(app, ["ops", "call", "ventas_anuales", "{anio: 2025"], env=cli_env)
 
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "not valid JSON" in result.output
 
 
@@ -108,7 +108,7 @@ def test_unknown_provider_configuration_is_one_clear_sentence(cli_env: dict[str,
     env = {**cli_env, "GOOGLE_API_KEY": ""}
     result = runner.invoke(app, ["ask", "hola", "--provider", "gemini"], env=env)
 
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "GOOGLE_API_KEY" in result.output
 
 

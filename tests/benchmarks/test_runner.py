@@ -98,7 +98,7 @@ def test_a_failing_provider_is_recorded_and_the_run_goes_on(
     [failed] = [row for row in outcome.rows if row.failed]
     assert (failed.mode, failed.scenario, failed.turn) == ("toolcalling", "saludo", 1)
     assert failed.errors == ["ProviderError: connection refused by the test"]
-    assert not failed.passed and failed.score.details[0] == "the turn failed"
+    assert not failed.passed and failed.score.details[0] == "the turn failed (provider)"
     after = next(r for r in outcome.rows if (r.mode, r.scenario, r.turn) == ("toolcalling", "saludo", 2))
     assert after.passed
 

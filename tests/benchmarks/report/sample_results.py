@@ -32,6 +32,7 @@ def rows() -> list[TurnRow]:
                     plan={"operaciones": [{"funcion": "ventas_anuales"}]} if mode == "planner" else None,
                     operations=[OperationRecord(funcion="ventas_anuales", parametros={"anio": 2000 + turn})],
                     failed=failed,
+                    failure="provider" if failed else None,
                     errors=["ProviderError: boom"] if failed else [],
                     score=TurnScore(passed=not failed, details=["the turn failed"] if failed else []),
                 )

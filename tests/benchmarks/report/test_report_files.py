@@ -55,8 +55,10 @@ def test_report_md_has_the_summary_categories_pass_k_growth_and_failures(results
         "## Accuracy per category",
         "## pass^k",
         "## Context growth",
+        "## Failures per kind",
     ):
         assert heading in text
+    assert "| provider | 0 | 1 | 0 |" in text  # failed turns per kind, one column per mode
     assert "| planner |" in text and "×12.00" in text
     assert "deterministic stand-in" in text
     assert "| toolcalling | conversacion-larga | 3 | 1 |" in text
@@ -71,7 +73,7 @@ def test_findings_are_computed_from_the_data(results_path: Path) -> None:
     assert "85% fewer input tokens" in text
     assert "planner never exceeded 2 model calls per turn" in text
     assert "toolcalling-full ×12.00" in text
-    assert "1 turn(s) failed" in text
+    assert "toolcalling: 1 turn(s) ended in a failure (1 provider)" in text
 
 
 def test_the_report_can_be_re_rendered_elsewhere(results_path: Path, tmp_path: Path) -> None:

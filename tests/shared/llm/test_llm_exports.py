@@ -7,6 +7,8 @@ import shared.llm
 
 def test_public_names_are_pinned() -> None:
     assert sorted(shared.llm.__all__) == [
+        "DEFAULT_MAX_TOKENS",
+        "DEFAULT_TIMEOUT_S",
         "FaultConfig",
         "FaultMode",
         "LATENCY_PROFILES",
@@ -14,7 +16,11 @@ def test_public_names_are_pinned() -> None:
         "OfflineSalesModel",
         "UsageTracker",
         "approx_tokens",
+        "as_erp_error",
         "build_chat_model",
+        "configured_max_tokens",
+        "configured_timeout",
+        "stopped_at_limit",
     ]
     assert all(hasattr(shared.llm, name) for name in shared.llm.__all__)
 
