@@ -226,6 +226,8 @@ class _Search:
         """Why the first parsed-but-unusable candidate was refused (NaN, lone surrogate)."""
         self.only_reasoning = False
         """The reply had reasoning tags and nothing outside them."""
+        self.json_error: str | None = None
+        """Why the reply's leading ``{…}`` (the whole reply, or a fence's contents) is not valid JSON."""
         self._budget = _BUDGET_FACTOR * len(text) + _BUDGET_CONSTANT
 
     def _accept(self, value: Any) -> dict[str, Any] | None:
@@ -251,16 +253,22 @@ class _Search:
         try:
             value = _DECODER.decode(text)
         except json.JSONDecodeError as exc:
-            if not _is_trailing_comma(text, exc.pos):
-                return False, None
-            value = self._repaired(text)
+            value = self._repaired(text) if _is_trailing_comma(text, exc.pos) else None
             if value is None:
+                if exc.msg != "Extra data":  # "Extra data": the leading object itself is fine
+                    self._note_json_error(text, f"{exc.msg} at line {exc.lineno} column {exc.colno}")
                 return False, None
-        except (ValueError, RecursionError):
-            # An integer past Python's digit limit is a ValueError; nesting deeper than the interpreter's
-            # recursion limit raises RecursionError. Both mean "not usable JSON".
+        except RecursionError:
+            self._note_json_error(text, "nested too deeply")
+            return False, None
+        except ValueError as exc:  # an integer past Python's digit limit
+            self._note_json_error(text, str(exc))
             return False, None
         return isinstance(value, dict), self._accept(value)
+
+    def _note_json_error(self, text: str, message: str) -> None:
+        if self.json_error is None and text.startswith("{"):
+            self.json_error = message
 
     def spans(self, text: str, skip: set[tuple[int, int]]) -> Iterator[dict[str, Any]]:
         """Each ``{…}`` span of ``text`` that parses, outermost first; what a parsed one nests is skipped."""
@@ -336,9 +344,10 @@ def _no_json_error(text: str, search: _Search) -> ModelOutputError:
             f"{stripped[:_RAW_PREVIEW]!r}",
             raw=text,
         )
-    reason = f" ({search.problem})" if search.problem else ""
+    reason = search.problem or search.json_error
+    because = f" ({reason})" if reason else ""
     return ModelOutputError(
-        f"The model's response is not valid JSON{reason}: {stripped[:_RAW_PREVIEW]!r}", raw=text
+        f"The model's response is not valid JSON{because}: {stripped[:_RAW_PREVIEW]!r}", raw=text
     )
 
 
@@ -377,6 +386,14 @@ def parse_model_output(text: str, model: type[M]) -> M:
                 best = (score, exc)
     if best is None:
         raise _no_json_error(text, search)
+    details = _schema_details(best[1])
+    if search.json_error is not None:
+        # The reply is one broken object (a missing colon, a cut): that is the news, not its inner objects.
+        raise ModelOutputError(
+            f"The model's response is not valid JSON ({search.json_error}), and no object inside it matches "
+            f"the {model.__name__} schema (closest: {details}): {text.strip()[:_RAW_PREVIEW]!r}",
+            raw=text,
+        )
     raise ModelOutputError(
-        f"The model's JSON does not match the {model.__name__} schema: {_schema_details(best[1])}", raw=text
+        f"The model's JSON does not match the {model.__name__} schema: {details}", raw=text
     )

@@ -200,3 +200,19 @@ def test_pathological_outputs_end_in_a_model_output_error(text: str) -> None:
     # make it quadratic gets a clear error instead of an endless parse.
     with pytest.raises(ModelOutputError):
         parse_model_output(text, Answer)
+
+
+def test_a_broken_reply_reports_the_json_error_not_only_its_inner_objects() -> None:
+    # A missing colon breaks the plan; its inner operation object still parses, but is not a plan.
+    text = '{"operaciones" [{"funcion": "ventas_anuales", "parametros": {"anio": 2025}}], "pregunta": "x"}'
+    with pytest.raises(
+        ModelOutputError, match=r"not valid JSON \(Expecting ':' delimiter at line 1 column 16\)"
+    ):
+        parse_model_output(text, Plan)
+
+
+def test_the_json_error_says_where() -> None:
+    with pytest.raises(
+        ModelOutputError, match=r"not valid JSON \(Expecting ',' delimiter at line 2 column 1\)"
+    ):
+        extract_json_object('{"respuesta": "a"\n"memoria": []}')
