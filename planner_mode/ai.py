@@ -36,12 +36,14 @@ M = TypeVar("M", bound=BaseModel)
 
 
 class _StructuredCall(Generic[M]):
-    """One model asked for one schema: native structured output when available, tolerant parsing always.
+    """One model asked for one schema: native structured output when available, our strict parser always.
 
     ``with_structured_output(schema, method="json_schema")`` returns ``bound_model | parser`` for the
-    providers we support. The two halves are called separately: the raw message stays at hand for the
-    tolerant parser when the provider's parser fails, without LangChain's ``include_raw=True`` wrapper, whose
-    ``RunnableParallel`` starts threads on every call (a few milliseconds of harness time per call).
+    providers we support. Only the bound model is used: it asks the provider for the schema (Ollama
+    ``format``, OpenAI ``response_format``, Gemini ``response_schema``), and the reply is read by
+    :mod:`planner_mode.parsing`, never by LangChain's JSON parser, which silently closes cut JSON (a plan cut
+    after its first operation would run as a shorter plan). Skipping ``include_raw=True`` also avoids the
+    ``RunnableParallel`` threads it starts on every call.
     """
 
     def __init__(self, model: BaseChatModel, schema: type[M]) -> None:
@@ -51,16 +53,15 @@ class _StructuredCall(Generic[M]):
         self.schema = schema
         self.max_tokens = configured_max_tokens(model)
         self._bound: Runnable[Any, Any] = model
-        self._parser: Runnable[Any, Any] | None = None
         try:
             # The JSON schema (not the class) is handed over: LangChain re-derives a class's schema on every
-            # call for tracing metadata, which costs milliseconds; the parsed dict is validated in ``_parse``.
+            # call for tracing metadata, which costs milliseconds; the reply is validated in ``_parse``.
             structured = model.with_structured_output(schema.model_json_schema(), method="json_schema")
         except (NotImplementedError, ValueError, TypeError):
             # The model has no structured output (or not this method): ask plainly, parse the text.
             return
         if isinstance(structured, RunnableSequence) and len(structured.steps) == 2:
-            self._bound, self._parser = structured.first, structured.last
+            self._bound = structured.first
         else:  # an unusual shape: keep the whole runnable and parse whatever it returns
             self._bound = structured
 
@@ -74,21 +75,7 @@ class _StructuredCall(Generic[M]):
         except Exception as exc:  # provider SDKs raise anything: network, HTTP, timeouts, SDK bugs
             raise as_erp_error(exc, max_tokens=self.max_tokens) from exc
         if isinstance(output, BaseMessage) and stopped_at_limit(output):
-            # A cut reply is incomplete even when it parses: LangChain's JSON parsers close what was cut.
             raise OutputLimitError(self.max_tokens, raw=message_text(output.content))
-        return self._read(output)
-
-    def _read(self, output: Any) -> M:
-        if self._parser is not None and isinstance(output, BaseMessage):
-            try:
-                parsed = self._parser.invoke(output)
-            except Exception:
-                parsed = None
-            if parsed is not None:
-                try:
-                    return self._parse(parsed)
-                except ModelOutputError:
-                    pass
         return self._parse(output)
 
     def _parse(self, output: Any) -> M:

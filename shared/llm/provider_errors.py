@@ -59,6 +59,10 @@ _LENGTH_FINISH_REASONS = frozenset({"length", "max_tokens"})
 """``finish_reason`` values (compared lower-cased) meaning the output hit the cap."""
 
 
+_MALFORMED_OUTPUT_MARKERS = ("error parsing tool call",)
+"""Texts with which a model server reports that the *model's* output was malformed (Ollama, langchain#34746)."""
+
+
 def as_erp_error(
     error: BaseException, *, max_tokens: int | None = None, timeout: float | None = None
 ) -> ErpAiError:
@@ -69,7 +73,8 @@ def as_erp_error(
       (``timeout`` is recorded on it);
     - ``openai.LengthFinishReasonError`` → :class:`~shared.errors.OutputLimitError` with ``max_tokens`` (what
       the model was built with, see :func:`shared.llm.factory.configured_max_tokens`) and the cut text;
-    - LangChain's ``OutputParserException`` (a structured-output parser refused the reply) →
+    - LangChain's ``OutputParserException`` (a structured-output parser refused the reply), or a server
+      that says the model's output was malformed (Ollama's ``error parsing tool call``) →
       :class:`~shared.errors.ModelOutputError`: the model answered, its output was unusable;
     - anything else → :class:`~shared.errors.ProviderError` naming the exception's type and message.
     """
@@ -93,6 +98,8 @@ def as_erp_error(
             return ModelOutputError(
                 f"The model's output could not be parsed: {link}", raw=raw if isinstance(raw, str) else None
             )
+        if any(marker in str(link) for marker in _MALFORMED_OUTPUT_MARKERS):
+            return ModelOutputError(f"The provider could not parse the model's output: {_describe(link)}")
     return ProviderError(f"The model provider failed: {_describe(error)}")
 
 
