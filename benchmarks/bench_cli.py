@@ -214,7 +214,50 @@ def _write_readme(console: Console, run: RunResults, summary: Summary, readme: P
     console.print(f"benchmark figures written to {readme}")
 
 
+def reliability(
+    readme: Annotated[
+        Path | None,
+        typer.Option(help="Also write the matrix into this README's marked reliability block."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print every cell as one JSON line.")] = False,
+    progress: Annotated[bool, typer.Option(help="Show the progress bar.")] = True,
+) -> None:
+    """Run the fault matrix: every offline and emulator fault × both modes × in process, AI server, Ollama.
+
+    Each cell asks one question in a conversation with history and reports the failure kind, whether the
+    conversation was left untouched, the calls and tokens counted, and whether a benchmark run with the
+    same fault went on. Offline and loopback only; about half a minute.
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from benchmarks.reliability import README_BLOCK, matrix_markdown, matrix_plan, readme_block, run_matrix
+
+    console = Console()
+    total = len(matrix_plan())
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=console,
+        disable=not progress,
+    ) as bar:
+        task = bar.add_task("fault matrix", total=total)
+        cells = run_matrix(on_cell=lambda cell: bar.advance(task))
+    if as_json:
+        for cell in cells:
+            typer.echo(cell.model_dump_json())
+    else:
+        console.print(matrix_markdown(cells), markup=False, highlight=False)
+    if readme is not None:
+        try:
+            update_readme(readme, README_BLOCK, readme_block(cells))
+        except (OSError, ValueError) as exc:
+            raise _fail(console, str(exc)) from None
+        console.print(f"reliability matrix written to {readme}")
+
+
 def register(app: typer.Typer) -> None:
-    """Add the ``bench`` and ``report`` commands to ``app``."""
+    """Add the ``bench``, ``report`` and ``reliability`` commands to ``app``."""
     app.command("bench")(bench)
     app.command("report")(report)
+    app.command("reliability")(reliability)

@@ -30,6 +30,7 @@ from shared.errors import (
     ConfigurationError,
     ErpAiError,
     ModelOutputError,
+    OutputLimitError,
     ProviderError,
     ProviderTimeoutError,
 )
@@ -102,6 +103,17 @@ class InProcessAIClient:
         except (ModelOutputError, ProviderError) as exc:
             raise AICallError(exc, CallUsage.from_tracker(tracker)) from exc
         return RespondResponse(answer=answer, usage=CallUsage.from_tracker(tracker))
+
+
+def _cause(error: ErrorResponse) -> ModelOutputError | ProviderError:
+    """The exception a 502 stands for, as the model's own process raised it (same kind, same cap)."""
+    if error.kind == "timeout":
+        return ProviderTimeoutError(error.error)
+    if error.kind == "model_output":
+        if error.max_tokens is not None:
+            return OutputLimitError(error.max_tokens)
+        return ModelOutputError(error.error)
+    return ProviderError(error.error)
 
 
 def _server_url(url: str) -> str:
@@ -201,10 +213,7 @@ class HttpAIClient:
         except ValidationError:
             error = None
         if response.status_code == 502 and error is not None:
-            cause: ModelOutputError | ProviderError = (
-                ModelOutputError(error.error) if error.kind == "model_output" else ProviderError(error.error)
-            )
-            raise AICallError(cause, error.usage)
+            raise AICallError(_cause(error), error.usage)
         if response.status_code == 401:
             raise AICallError(ProviderError(f"AI server {url} rejected the request: missing or wrong token."))
         detail = error.error if error is not None else response.text[:300]

@@ -32,13 +32,13 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from shared.errors import ModelOutputError
+from shared.text import split_reasoning
 
 __all__ = ["extract_json_object", "json_value_problem", "message_text", "parse_model_output"]
 
 M = TypeVar("M", bound=BaseModel)
 
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
-_THINK_TAG = re.compile(r"<(/?)think(?:ing)?>", re.IGNORECASE)
 _STRUCTURE = re.compile(r'[{}"\\\n]')
 """The characters the span scan reacts to; everything else is skipped at C speed."""
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -117,35 +117,6 @@ def json_value_problem(value: Any) -> str | None:
 
 
 # -- reasoning -----------------------------------------------------------------------------------------------
-
-
-def _split_reasoning(text: str) -> tuple[str, str, bool]:
-    """``(answer text, unclosed reasoning, had reasoning)``: the reply without its ``<think>`` blocks.
-
-    One pass over the tags (no backtracking regex): an opening tag starts a block unless one is open; a
-    closing tag ends the open block or, with none open, marks everything before it as reasoning.
-    """
-    visible: list[str] = []
-    position = 0
-    opened_at: int | None = None
-    had_reasoning = False
-    for tag in _THINK_TAG.finditer(text):
-        closing = tag.group(1) == "/"
-        had_reasoning = True
-        if not closing:
-            if opened_at is None:
-                visible.append(text[position : tag.start()])
-                opened_at = tag.end()
-        elif opened_at is not None:
-            opened_at = None
-            position = tag.end()
-        else:
-            visible.clear()
-            position = tag.end()
-    if opened_at is None:
-        visible.append(text[position:])
-        return "".join(visible), "", had_reasoning
-    return "".join(visible), text[opened_at:], had_reasoning
 
 
 # -- candidates ----------------------------------------------------------------------------------------------
@@ -323,7 +294,7 @@ class _Search:
 
 def _objects(text: str) -> tuple[Iterator[dict[str, Any]], _Search]:
     """The candidate objects of a reply, and the search (for the error when none is usable)."""
-    answer, reasoning, had_reasoning = _split_reasoning(text)
+    answer, reasoning, had_reasoning = split_reasoning(text)
     search = _Search(text)
     search.only_reasoning = had_reasoning and not answer.strip() and not reasoning.strip()
 

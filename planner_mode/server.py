@@ -47,12 +47,13 @@ from planner_mode.client import AICallError, InProcessAIClient
 from planner_mode.wire import (
     AnalyzeRequest,
     AnalyzeResponse,
+    ErrorKind,
     ErrorResponse,
     FieldError,
     RespondRequest,
     RespondResponse,
 )
-from shared.errors import ConfigurationError, ModelOutputError
+from shared.errors import ConfigurationError, ModelOutputError, OutputLimitError, ProviderTimeoutError
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
@@ -367,8 +368,18 @@ def create_app(
 
 
 def _model_failure(exc: AICallError) -> _ErrorReply:
-    kind = "model_output" if isinstance(exc.cause, ModelOutputError) else "provider"
-    return _ErrorReply(502, ErrorResponse(error=str(exc), kind=kind, usage=exc.usage))
+    """502 with the failure's kind, so the ERP side classifies it as if the model ran in its own process."""
+    cause = exc.cause
+    kind: ErrorKind = (
+        "timeout"
+        if isinstance(cause, ProviderTimeoutError)
+        else "model_output"
+        if isinstance(cause, ModelOutputError)
+        else "provider"
+    )
+    max_tokens = cause.max_tokens if isinstance(cause, OutputLimitError) else None
+    body = ErrorResponse(error=str(exc), kind=kind, usage=exc.usage, max_tokens=max_tokens)
+    return _ErrorReply(502, body)
 
 
 def app_from_env() -> FastAPI:

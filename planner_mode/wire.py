@@ -123,9 +123,11 @@ class RespondResponse(BaseModel):
     usage: CallUsage
 
 
-ErrorKind = Literal["model_output", "provider", "unauthorized", "too_large", "invalid_request", "internal"]
-"""``unauthorized`` 401, ``too_large`` 413, ``invalid_request`` 422, ``model_output``/``provider`` 502,
-``internal`` 500."""
+ErrorKind = Literal[
+    "model_output", "provider", "timeout", "unauthorized", "too_large", "invalid_request", "internal"
+]
+"""``unauthorized`` 401, ``too_large`` 413, ``invalid_request`` 422, ``model_output``/``provider``/``timeout``
+502, ``internal`` 500."""
 
 
 class FieldError(BaseModel):
@@ -147,3 +149,5 @@ class ErrorResponse(BaseModel):
     """For model failures (502): what the failed call cost."""
     detail: list[FieldError] | None = None
     """For an invalid request (422): the fields refused (at most 20)."""
+    max_tokens: int | None = None
+    """For a reply cut at the output cap (502, ``model_output``): the cap it was cut at."""

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import unicodedata
+
+_THINK_TAG = re.compile(r"<(/?)think(?:ing)?>", re.IGNORECASE)
 
 
 def fold(text: str) -> str:
@@ -17,3 +20,41 @@ def format_guaranies(amount: int | float) -> str:
     value = round(amount)
     sign = "-" if value < 0 else ""
     return f"{sign}₲{abs(value):,}".replace(",", ".")
+
+
+def split_reasoning(text: str) -> tuple[str, str, bool]:
+    """``(answer text, unclosed reasoning, had reasoning)``: the reply without its ``<think>`` blocks.
+
+    One pass over the tags (no backtracking regex): an opening tag starts a block unless one is open; a
+    closing tag ends the open block or, with none open, marks everything before it as reasoning.
+    """
+    visible: list[str] = []
+    position = 0
+    opened_at: int | None = None
+    had_reasoning = False
+    for tag in _THINK_TAG.finditer(text):
+        closing = tag.group(1) == "/"
+        had_reasoning = True
+        if not closing:
+            if opened_at is None:
+                visible.append(text[position : tag.start()])
+                opened_at = tag.end()
+        elif opened_at is not None:
+            opened_at = None
+            position = tag.end()
+        else:
+            visible.clear()
+            position = tag.end()
+    if opened_at is None:
+        visible.append(text[position:])
+        return "".join(visible), "", had_reasoning
+    return "".join(visible), text[opened_at:], had_reasoning
+
+
+def strip_reasoning(text: str) -> str:
+    """``text`` without the reasoning a reasoning model wrote around its answer (``<think>…</think>``).
+
+    What follows an unclosed ``<think>`` is reasoning too, so a reply that never closes it has no answer.
+    """
+    visible, _reasoning, _had = split_reasoning(text)
+    return visible.strip()

@@ -34,16 +34,17 @@ from langchain.agents.structured_output import ProviderStrategy, StructuredOutpu
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.errors import GraphRecursionError
-from shared.llm.provider_errors import as_erp_error, stopped_at_limit
 
 from shared.answer import Answer, MemoryItem
 from shared.errors import ErpAiError, ModelOutputError, OutputLimitError, StorageError
 from shared.failures import failure_kind_of, is_recorded, user_message
 from shared.inputs import check_turn_input
 from shared.llm.factory import configured_max_tokens
+from shared.llm.provider_errors import as_erp_error, stopped_at_limit
 from shared.llm.usage import UsageTracker
 from shared.memory.context import ConversationContext, render_context
 from shared.memory.store import MessageIn, TurnRecord
+from shared.text import strip_reasoning
 from shared.turn import ExecutedOperation, FailureKind, TurnResult
 from toolcalling_mode._middleware import TurnContext, TurnMiddleware, executed_operation
 from toolcalling_mode.history import (
@@ -329,7 +330,8 @@ class ToolCallingEngine:
         final = next(
             (m for m in reversed(run.messages) if isinstance(m, AIMessage) and not m.tool_calls), None
         )
-        text = message_text(final).strip() if final is not None else ""
+        # A reasoning model's <think>…</think> is not part of the answer the user reads or the ERP stores.
+        text = strip_reasoning(message_text(final)) if final is not None else ""
         unusable: ModelOutputError | None = None
         if final is not None and stopped_at_limit(final):
             unusable = OutputLimitError(self._max_tokens, raw=text)

@@ -23,10 +23,8 @@ def block_name(results: RunResults) -> str:
     return results.meta.latency_profile or "measured"
 
 
-def start_marker(name: str) -> str:
-    return (
-        f"<!-- BENCH-FIGURES:{name}:START (written by `erp-ai report … --readme README.md`; do not edit) -->"
-    )
+def start_marker(name: str, writer: str = "erp-ai report … --readme README.md") -> str:
+    return f"<!-- BENCH-FIGURES:{name}:START (written by `{writer}`; do not edit) -->"
 
 
 def end_marker(name: str) -> str:

@@ -1,0 +1,349 @@
+"""The reliability matrix: every fault a real model or provider produces × both modes × each path.
+
+Paths:
+
+- ``in-process``: the offline model with an offline fault mode (:mod:`shared.llm.faults`), in the engine's
+  process;
+- ``ai-server``: planner only (``--server``): the engine reaches a stateless AI server over HTTP whose model
+  has the fault;
+- ``ollama-http``: the real ``ChatOllama`` client over HTTP against the Ollama emulator with an emulator
+  fault (:mod:`shared.emulators.faults`).
+
+Each cell runs one turn, "¿Cuánto vendimos en 2025?", in a conversation that already holds one exchange, and
+records what the turn ended in (its failure kind), whether the conversation changed, the calls and tokens
+counted and what the user read. Then a two-scenario benchmark run with the same faulty engine shows that the
+run goes on to its end. Nothing here knows what a cell *should* give: the test suite asserts that
+(``tests/benchmarks/test_reliability.py``) and ``erp-ai reliability --readme README.md`` writes the observed
+table into the README.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from datetime import date
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from pydantic import BaseModel
+
+from benchmarks.results import describe_host
+from benchmarks.runner import RunConfig, run_benchmark
+from benchmarks.scenario import Scenario
+from benchmarks.scoring.turn import TurnScorer
+from shared.answer import MemoryItem
+from shared.engine import AssistantEngine
+from shared.erp.database import Erp, open_erp
+from shared.failures import FailureKind
+from shared.memory.store import MemoryStore, MessageIn, TurnRecord
+from shared.operations.registry import OperationRegistry
+from shared.operations.sales import sales_registry
+
+__all__ = [
+    "MATRIX_MAX_TOKENS",
+    "MATRIX_TIMEOUT_S",
+    "MatrixCell",
+    "ModelPath",
+    "matrix_markdown",
+    "matrix_plan",
+    "readme_block",
+    "run_matrix",
+]
+
+ModelPath = Literal["in-process", "ai-server", "ollama-http"]
+"""How the engine reaches the faulty model."""
+
+MATRIX_MAX_TOKENS = 400
+"""Output cap of every model call in the matrix: above any normal reply, so only runaways hit it."""
+MATRIX_TIMEOUT_S = 0.5
+"""Request timeout in the matrix: ``slow`` and ``stall`` faults outlast it."""
+SLOW_FAULT_S = 2.0
+"""How long the emulator's ``slow`` fault waits (more than the timeout)."""
+
+QUESTION = "¿Cuánto vendimos en 2025?"
+_PRIOR = ("¿Cuál fue mi mejor cliente en 2025?", "El mejor cliente de 2025 fue Empresa ABC.")
+_BENCH_SUITE = [
+    {
+        "id": "ventas",
+        "category": "reliability",
+        "turns": [
+            {
+                "user": QUESTION,
+                "expect": {
+                    "operations": [{"funcion": "ventas_anuales", "parametros": {"anio": 2025}}],
+                    "facts": ["ventas_anuales(anio=2025).total"],
+                },
+            }
+        ],
+    },
+    {"id": "saludo", "category": "reliability", "turns": [{"user": "Hola, ¿cómo estás?"}]},
+]
+_FAULT_MAX_TOKENS = {"repeat_memory": 8192}
+"""Faults whose point is a long but complete reply get a cap that lets it finish (so the bounds show)."""
+
+
+class MatrixCell(BaseModel):
+    """What one fault did to one mode on one path."""
+
+    fault: str
+    mode: Literal["planner", "toolcalling"]
+    path: ModelPath
+    failure: FailureKind | None
+    """The turn's failure kind (``None``: answered normally)."""
+    recorded: bool
+    untouched: bool
+    """Whether the conversation's messages, state and memories are exactly as before the turn."""
+    model_calls: int
+    input_tokens: int
+    output_tokens: int
+    answer: str
+    stored_memories: int
+    """Memory items of the conversation after the turn."""
+    stored_chars: int
+    """Characters of every memory item and state value stored after the turn (a wall of text shows here)."""
+    errors: list[str]
+    bench_turns: int
+    """Turns the follow-up benchmark run recorded (it has two)."""
+    bench_passed: int
+    """Turns of that run that passed their checks (the sales question is checked against the ERP)."""
+    bench_failures: dict[str, int]
+    """Failed turns of that run per failure kind."""
+
+
+def offline_faults() -> list[str]:
+    """Every offline fault mode."""
+    from shared.llm.faults import FaultMode
+
+    return list(get_args(FaultMode))
+
+
+def emulator_faults() -> list[str]:
+    """Every emulator fault mode."""
+    from shared.emulators.faults import EmulatorFault
+
+    return list(get_args(EmulatorFault))
+
+
+def _max_tokens(fault: str) -> int:
+    return _FAULT_MAX_TOKENS.get(fault, MATRIX_MAX_TOKENS)
+
+
+def _offline_model(fault: str) -> Any:
+    from shared.llm.factory import build_chat_model
+
+    return build_chat_model("offline", faults=fault, max_tokens=_max_tokens(fault))  # type: ignore[arg-type]
+
+
+def _engine(
+    mode: str, model: Any, registry: OperationRegistry, erp: Erp, store: MemoryStore
+) -> AssistantEngine:
+    from benchmarks.modes import build_engine
+
+    return build_engine(mode, registry=registry, erp=erp, store=store, model=model)
+
+
+@contextmanager
+def _path_engines(
+    path: ModelPath, fault: str, registry: OperationRegistry, erp: Erp, store: MemoryStore
+) -> Iterator[Callable[[str], AssistantEngine]]:
+    """Yield a factory ``mode -> engine`` whose model has ``fault``, reached through ``path``."""
+    if path == "in-process":
+        yield lambda mode: _engine(mode, _offline_model(fault), registry, erp, store)
+        return
+    if path == "ai-server":
+        from benchmarks.serving import ServerThread
+        from planner_mode import HttpAIClient, PlannerEngine, create_app
+
+        with ServerThread(create_app(_offline_model(fault))) as server:
+            client = HttpAIClient([server.url], timeout=MATRIX_TIMEOUT_S, retries=0)
+            try:
+                yield lambda _mode: PlannerEngine(registry, erp, store, client)
+            finally:
+                client.close()
+        return
+    from shared.emulators import EmulatorFaults, start_emulator
+    from shared.llm.factory import build_chat_model
+
+    faults = EmulatorFaults(mode=fault, slow_seconds=SLOW_FAULT_S)  # type: ignore[arg-type]
+    with start_emulator("ollama", faults=faults) as base_url:
+        model = build_chat_model(
+            "ollama", base_url=base_url, max_tokens=_max_tokens(fault), timeout=MATRIX_TIMEOUT_S
+        )
+        yield lambda mode: _engine(mode, model, registry, erp, store)
+
+
+def _snapshot(store: MemoryStore, conversation_id: str) -> tuple[Any, ...]:
+    history = [(m.role, m.content) for m in store.history(conversation_id)]
+    memories = [(m.contenido, m.importancia) for m in store.memories(conversation_id)]
+    return (history, store.get_state(conversation_id), memories)
+
+
+def _stored_chars(store: MemoryStore, conversation_id: str) -> int:
+    memories = sum(len(m.contenido) for m in store.memories(conversation_id))
+    return memories + sum(len(str(value)) for value in store.get_state(conversation_id).values())
+
+
+def _seed_conversation(store: MemoryStore, conversation_id: str) -> None:
+    question, answer = _PRIOR
+    store.record_turn(
+        conversation_id,
+        TurnRecord(
+            messages=[
+                MessageIn(role="user", content=question, metadata={}),
+                MessageIn(role="assistant", content=answer, metadata={}),
+            ],
+            memories=[MemoryItem(contenido=answer, importancia=0.9)],
+            state={"tema": "ventas", "anio": 2025},
+        ),
+    )
+
+
+def _cell(
+    fault: str,
+    mode: Literal["planner", "toolcalling"],
+    path: ModelPath,
+    *,
+    registry: OperationRegistry,
+    erp: Erp,
+    store: MemoryStore,
+    scorer: TurnScorer,
+    work_dir: Path,
+) -> MatrixCell:
+    conversation_id = f"matrix-{path}-{mode}-{fault}"[:64]
+    _seed_conversation(store, conversation_id)
+    before = _snapshot(store, conversation_id)
+    with _path_engines(path, fault, registry, erp, store) as engines:
+        result = engines(mode).ask(conversation_id, QUESTION)
+        after = _snapshot(store, conversation_id)
+        config = RunConfig(modes=[mode], out_dir=work_dir / f"{path}-{mode}-{fault}")
+        outcome = run_benchmark(
+            [Scenario.model_validate(s) for s in _BENCH_SUITE],
+            config,
+            engine_factory=engines,
+            scorer=scorer,
+            show_progress=False,
+        )
+    bench_failures: dict[str, int] = {}
+    for row in outcome.rows:
+        if row.failed:
+            bench_failures[row.failure or "provider"] = bench_failures.get(row.failure or "provider", 0) + 1
+    return MatrixCell(
+        fault=fault,
+        mode=mode,
+        path=path,
+        failure=result.failure,
+        recorded=result.recorded,
+        untouched=after == before,
+        model_calls=result.model_calls,
+        input_tokens=result.input_tokens,
+        output_tokens=result.output_tokens,
+        answer=result.answer,
+        stored_memories=len(store.memories(conversation_id)),
+        stored_chars=_stored_chars(store, conversation_id),
+        errors=list(result.errors),
+        bench_turns=len(outcome.rows),
+        bench_passed=sum(row.passed for row in outcome.rows),
+        bench_failures=bench_failures,
+    )
+
+
+def matrix_plan(
+    paths: Sequence[ModelPath] = ("in-process", "ai-server", "ollama-http"),
+) -> list[tuple[str, str, ModelPath]]:
+    """Every (fault, mode, path) cell the matrix runs, in table order."""
+    cells: list[tuple[str, str, ModelPath]] = []
+    for path in paths:
+        faults = emulator_faults() if path == "ollama-http" else offline_faults()
+        modes = ("planner",) if path == "ai-server" else ("planner", "toolcalling")
+        cells += [(fault, mode, path) for fault in faults for mode in modes]
+    return cells
+
+
+def run_matrix(
+    paths: Sequence[ModelPath] = ("in-process", "ai-server", "ollama-http"),
+    *,
+    on_cell: Callable[[MatrixCell], None] | None = None,
+) -> list[MatrixCell]:
+    """Run every cell of :func:`matrix_plan` against a fresh demo ERP and memory in a temporary directory."""
+    registry = sales_registry()
+    cells: list[MatrixCell] = []
+    with ExitStack() as stack:
+        work_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="erp-ai-matrix-")))
+        erp = open_erp(f"sqlite:///{work_dir / 'erp.sqlite3'}")
+        stack.callback(erp.engine.dispose)
+        store = stack.enter_context(MemoryStore(f"sqlite:///{work_dir / 'memory.sqlite3'}"))
+        scorer = TurnScorer(registry, erp)
+        for fault, mode, path in matrix_plan(paths):
+            cell = _cell(
+                fault,
+                mode,  # type: ignore[arg-type]
+                path,
+                registry=registry,
+                erp=erp,
+                store=store,
+                scorer=scorer,
+                work_dir=work_dir,
+            )
+            cells.append(cell)
+            if on_cell is not None:
+                on_cell(cell)
+    return cells
+
+
+README_BLOCK = "reliability"
+"""The README block ``erp-ai reliability --readme README.md`` writes."""
+
+
+def readme_block(cells: Sequence[MatrixCell]) -> str:
+    """The README block: markers, how the table was produced, the table, and how to read a cell."""
+    from benchmarks.report.readme import end_marker, start_marker
+
+    return "\n".join(
+        [
+            start_marker(README_BLOCK, "erp-ai reliability --readme README.md"),
+            "",
+            f"Measured by `erp-ai reliability` on {date.today().isoformat()}: {len(cells)} cells, output cap "
+            f"{MATRIX_MAX_TOKENS} tokens, request timeout {MATRIX_TIMEOUT_S:g} s, on {describe_host()}. "
+            "Each cell: the failure kind the turn ended in (or *answered*), whether the conversation was "
+            "recorded or left untouched, the model calls and input+output tokens counted, and whether a "
+            "two-turn benchmark run with the same fault went on to its end (and how many of its turns "
+            "passed the ERP-grounded checks).",
+            "",
+            matrix_markdown(cells),
+            "",
+            end_marker(README_BLOCK),
+        ]
+    )
+
+
+def matrix_markdown(cells: Sequence[MatrixCell]) -> str:
+    """The matrix as a Markdown table: one row per (path, fault), one column per mode."""
+    from benchmarks.report.markdown import render_table
+
+    def outcome(cell: MatrixCell | None) -> str:
+        if cell is None:
+            return "–"
+        kind = cell.failure or "answered"
+        kept = "recorded" if cell.recorded else ("untouched" if cell.untouched else "CHANGED")
+        tokens = f"{cell.model_calls} calls, {cell.input_tokens}+{cell.output_tokens} tok"
+        bench = (
+            f"run went on, {cell.bench_passed}/{cell.bench_turns} passed"
+            if cell.bench_turns == len(_BENCH_SUITE)
+            else "RUN STOPPED"
+        )
+        return f"{kind} · {kept} · {tokens} · {bench}"
+
+    by_key = {(c.path, c.fault, c.mode): c for c in cells}
+    rows: list[list[str]] = []
+    seen: list[tuple[str, str]] = []
+    for cell in cells:
+        if (cell.path, cell.fault) not in seen:
+            seen.append((cell.path, cell.fault))
+    for path, fault in seen:
+        rows.append(
+            [path, f"`{fault}`", outcome(by_key.get((path, fault, "planner"))),
+             outcome(by_key.get((path, fault, "toolcalling")))]
+        )  # fmt: skip
+    header = ["path", "fault", "planner", "toolcalling"]
+    return "\n".join(render_table(header, rows, align="llll"))
