@@ -96,6 +96,7 @@ def test_token_is_required_when_configured(catalog: list[dict[str, Any]]) -> Non
         "kind": "unauthorized",
         "usage": None,
         "detail": None,
+        "max_tokens": None,
     }
     assert missing.headers["www-authenticate"] == "Bearer"
     assert right.status_code == 200
