@@ -146,7 +146,7 @@ LatencyOpt = Annotated[
 
 
 def _fail(message: str, code: int = 1) -> typer.Exit:
-    err_console.print(f"[bold red]Error:[/] {escape(message)}")
+    err_console.print(f"[bold red]Error:[/] {escape(message)}", soft_wrap=True)
     return typer.Exit(code)
 
 
@@ -423,6 +423,8 @@ def serve(
         str | None,
         typer.Option(envvar="ERP_AI_SERVER_TOKEN", help="Require this bearer token on /ai/* requests."),
     ] = None,
+    max_tokens: MaxTokensOpt = DEFAULT_MAX_TOKENS,
+    timeout: TimeoutOpt = DEFAULT_TIMEOUT_S,
 ) -> None:
     """Run the stateless AI server (POST /ai/analyze, POST /ai/respond, GET /healthz, /docs)."""
     import uvicorn
@@ -434,6 +436,8 @@ def serve(
         "ERP_AI_ANSWER_MODEL": answer_model,
         "ERP_AI_BASE_URL": base_url,
         "ERP_AI_SERVER_TOKEN": token,
+        "ERP_AI_MAX_TOKENS": str(max_tokens),
+        "ERP_AI_TIMEOUT": str(timeout),
     }
     for key, value in settings.items():
         if value is not None:
@@ -441,11 +445,14 @@ def serve(
         else:
             os.environ.pop(key, None)
     try:
-        from planner_mode.server import app_from_env
+        from planner_mode.server import app_from_env, bind_warning
 
         app_from_env()  # fail fast on a bad provider configuration, before uvicorn forks workers
     except ErpAiError as exc:
-        raise _fail(str(exc)) from None
+        raise _fail(str(exc), 2) from None
+    warning = bind_warning(host, token or "")
+    if warning:
+        err_console.print(f"[bold yellow]Warning:[/] {escape(warning)}")
     uvicorn.run("planner_mode.server:app_from_env", factory=True, host=host, port=port, workers=workers)
 
 
@@ -563,14 +570,15 @@ def main(argv: list[str] | None = None) -> None:
     except ErpAiError as exc:
         if _debug:
             raise
-        err_console.print(f"[bold red]Error:[/] {escape(str(exc))}")
+        err_console.print(f"[bold red]Error:[/] {escape(str(exc))}", soft_wrap=True)
         raise SystemExit(2) from None
     except Exception as exc:
         if _debug or os.environ.get(DEBUG_ENV, "") not in ("", "0"):
             raise
         err_console.print(
             f"[bold red]Unexpected error:[/] {escape(type(exc).__name__)}: {escape(str(exc)[:500])} "
-            f"(rerun with --debug or {DEBUG_ENV}=1 for the traceback)"
+            f"(rerun with --debug or {DEBUG_ENV}=1 for the traceback)",
+            soft_wrap=True,
         )
         raise SystemExit(2) from None
 

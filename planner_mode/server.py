@@ -387,9 +387,10 @@ def app_from_env() -> FastAPI:
 
     ``ERP_AI_PROVIDER`` (default ``offline``), ``ERP_AI_MODEL``, ``ERP_AI_PLAN_MODEL`` and
     ``ERP_AI_ANSWER_MODEL`` (default ``ERP_AI_MODEL``), ``ERP_AI_BASE_URL``, ``ERP_AI_SERVER_TOKEN``,
-    ``ERP_AI_MAX_BODY_BYTES``, ``ERP_AI_LATENCY_PROFILE`` (offline model only).
+    ``ERP_AI_MAX_BODY_BYTES``, ``ERP_AI_MAX_TOKENS`` (output cap of each call, default 1024) and
+    ``ERP_AI_TIMEOUT`` (seconds per model request, default 120).
     """
-    from shared.llm.factory import build_chat_model
+    from shared.llm.factory import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S, build_chat_model
 
     provider = os.environ.get("ERP_AI_PROVIDER", "offline")
     default_model = os.environ.get("ERP_AI_MODEL") or None
@@ -399,12 +400,31 @@ def app_from_env() -> FastAPI:
     limit_text = os.environ.get("ERP_AI_MAX_BODY_BYTES", str(DEFAULT_MAX_BODY_BYTES))
     if not limit_text.isdigit():
         raise ConfigurationError(f"ERP_AI_MAX_BODY_BYTES must be a number of bytes, not {limit_text!r}.")
-    plan_model = build_chat_model(provider, model=plan_name, base_url=base_url)
+    limits = {
+        "max_tokens": int(_env_number("ERP_AI_MAX_TOKENS", DEFAULT_MAX_TOKENS, integer=True)),
+        "timeout": _env_number("ERP_AI_TIMEOUT", DEFAULT_TIMEOUT_S, integer=False),
+    }
+    plan_model = build_chat_model(provider, model=plan_name, base_url=base_url, **limits)  # type: ignore[arg-type]
     answer_model = (
         plan_model
         if answer_name == plan_name
-        else build_chat_model(provider, model=answer_name, base_url=base_url)
+        else build_chat_model(provider, model=answer_name, base_url=base_url, **limits)  # type: ignore[arg-type]
     )
     return create_app(
         plan_model, answer_model, token=os.environ.get(TOKEN_ENV) or None, max_body_bytes=int(limit_text)
     )
+
+
+def _env_number(name: str, default: float, *, integer: bool) -> float:
+    """A positive number from the environment, or ``default``; a ``ConfigurationError`` names a bad value."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = int(text) if integer else float(text)
+    except ValueError:
+        value = 0
+    if not value > 0:
+        kind = "a whole number" if integer else "a number"
+        raise ConfigurationError(f"{name} must be {kind} greater than 0, not {text!r}.")
+    return value

@@ -1,4 +1,4 @@
-"""The fault matrix (benchmarks/reliability.py): every fault × both modes × each path ends as the contract says.
+"""The fault matrix (benchmarks/reliability.py): every fault × mode × path ends as the contract says.
 
 One run of the whole matrix (in process, through the AI server, through the real ChatOllama client against
 the Ollama emulator) is shared by every test here. Each expectation below is the failure kind a fault must
