@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from shared.bounds import MAX_MEMORY_CHARS, MAX_MEMORY_ITEMS_PER_TURN, clip_state, clip_text, single_line
+from shared.bounds import MAX_MEMORY_CHARS, MAX_MEMORY_ITEMS_PER_TURN, clip_line, clip_state
 from shared.text import fold
 
 
@@ -83,7 +83,7 @@ def bound_memories(
     """
     merged: dict[str, MemoryItem] = {}
     for item in items:
-        content = clip_text(single_line(item.contenido), max_chars)
+        content = clip_line(item.contenido, max_chars)
         if not content:
             continue
         key = fold(content)

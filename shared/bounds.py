@@ -52,6 +52,7 @@ __all__ = [
     "TRUNCATION_MARK",
     "clean_text",
     "clip_json",
+    "clip_line",
     "clip_state",
     "clip_text",
     "json_size",
@@ -137,6 +138,20 @@ def single_line(text: str) -> str:
     and state keys, which are one-line facts and names.
     """
     return " ".join(clean_text(text).split())
+
+
+def clip_line(text: str, max_chars: int) -> str:
+    """:func:`single_line` of ``text`` clipped by :func:`clip_text`, in time bounded by ``max_chars``.
+
+    Only the first ``4 * max_chars`` characters are collapsed (whitespace runs longer than that are not worth
+    reading); if anything but whitespace was left beyond them, the result ends in :data:`TRUNCATION_MARK`.
+    """
+    window = 4 * max_chars + len(TRUNCATION_MARK)
+    line = clip_text(single_line(text[:window]), max_chars)
+    lost = len(text) > window and not text[window:].isspace()
+    if not lost or line.endswith(TRUNCATION_MARK) or max_chars <= len(TRUNCATION_MARK):
+        return line
+    return line[: max_chars - len(TRUNCATION_MARK)].rstrip() + TRUNCATION_MARK
 
 
 def clean_text(text: str) -> str:
@@ -237,7 +252,7 @@ def clip_state(
     for key, value in state.items():
         if len(bounded) >= max_keys:
             break
-        name = clip_text(single_line(str(key)), max_key_chars)
+        name = clip_line(str(key), max_key_chars)
         if not name or name in bounded:
             continue
         bounded[name] = (

@@ -87,7 +87,7 @@ def make_engine(url: str | URL) -> Engine:
     """
     try:
         parsed = make_url(url) if isinstance(url, str) else url
-    except ArgumentError:
+    except (ArgumentError, ValueError):  # ValueError: e.g. a port that is not a number
         raise ConfigurationError(
             f"{_mask_password(str(url))!r} is not a database URL; use e.g. {_URL_EXAMPLES}."
         ) from None

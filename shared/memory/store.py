@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import unicodedata
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -40,9 +41,9 @@ from shared.bounds import (
     MAX_MEMORY_CHARS,
     MAX_STATE_KEYS,
     clean_text,
+    clip_line,
     clip_state,
     clip_text,
-    single_line,
 )
 from shared.erp.database import default_db_url, make_engine
 from shared.erp.storage import setup_transaction, storage_errors
@@ -352,7 +353,7 @@ class MemoryStore:
             recent = _last_exchanges(connection, conversation_id, exchanges) if exchanges > 0 else []
         return ConversationContext(
             hoy=today,
-            memoria=[clip_text(single_line(content), MAX_MEMORY_CHARS) for content, _ in memories],
+            memoria=[clip_line(content, MAX_MEMORY_CHARS) for content, _ in memories],
             estado=clip_state(state),
             ultimos_intercambios=[
                 Exchange(usuario=_exchange_text(item.usuario), asistente=_exchange_text(item.asistente))
@@ -494,13 +495,12 @@ def _merge(state: Mapping[str, Any], updates: Mapping[str, Any]) -> dict[str, An
     return merged
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _storable(text: str) -> str:
     """``text`` with lone surrogates (not valid Unicode, e.g. a model's ``"\\ud800"``) replaced by U+FFFD."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-    return text
+    return text if text.isascii() else _LONE_SURROGATE.sub("\ufffd", text)
 
 
 def _exchange_text(text: str) -> str:

@@ -1,0 +1,257 @@
+"""shared/erp/storage.py and open_erp's failures: every broken database or URL is one clear sentence."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select, text
+from sqlalchemy.exc import SQLAlchemyError
+
+from shared.erp import storage
+from shared.erp.database import open_erp
+from shared.erp.models import Customer, Invoice
+from shared.erp.storage import BUSY_TIMEOUT_SECONDS, SharedConnectionPool, is_memory_sqlite, make_engine
+from shared.errors import ConfigurationError, StorageError
+
+SQL_WORDS = ("SELECT", "INSERT", "CREATE", "PRAGMA", "BEGIN", "[SQL", "parameters")
+
+
+def assert_one_clear_line(error: BaseException, *expected: str) -> None:
+    """One line, saying what is wrong (``expected``), no SQL, no traceback text."""
+    message = str(error)
+    assert "\n" not in message, message
+    assert len(message) < 300, message
+    assert not any(word in message for word in SQL_WORDS), message
+    for part in expected:
+        assert part in message, message
+
+
+@pytest.fixture
+def quick_busy_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Engines made from now on give up on a lock after 0.2 s instead of 30 s."""
+    monkeypatch.setattr(storage, "BUSY_TIMEOUT_SECONDS", 0.2)
+
+
+@pytest.fixture
+def seeded_url(tmp_path: Path) -> str:
+    url = f"sqlite:///{tmp_path / 'erp.sqlite3'}"
+    open_erp(url).engine.dispose()
+    return url
+
+
+@pytest.fixture
+def write_lock(tmp_path: Path, seeded_url: str) -> Iterator[None]:
+    """Another process's writer holding the database's write lock."""
+    holder = sqlite3.connect(tmp_path / "erp.sqlite3", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    yield
+    holder.execute("ROLLBACK")
+    holder.close()
+
+
+def test_the_busy_timeout_is_thirty_seconds() -> None:
+    assert BUSY_TIMEOUT_SECONDS == 30
+
+
+# -- URLs and drivers: ConfigurationError --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("not a url", "is not a database URL"),
+        ("nosuchdb://localhost/x", "Unknown database kind 'nosuchdb'"),
+        ("mysql+nosuchdriver://localhost/x", "Unknown database kind"),
+    ],
+)
+def test_a_bad_url_is_a_configuration_error(url: str, expected: str) -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        open_erp(url)
+    assert_one_clear_line(caught.value, expected, "sqlite:///")
+
+
+def test_a_missing_driver_says_what_to_install_and_hides_the_password(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_psycopg(name: str, *args: object, **kwargs: object) -> object:
+        if name.split(".")[0] == "psycopg":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return real_import(name, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(builtins, "__import__", no_psycopg)
+    with pytest.raises(ConfigurationError) as caught:
+        make_engine("postgresql+psycopg://ana:s3cret@db.example/erp")
+    assert_one_clear_line(caught.value, "'psycopg'", "pip install psycopg[binary]", "ana:***@")
+    assert "s3cret" not in str(caught.value)
+
+
+def test_an_unparsable_url_does_not_echo_its_password() -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        make_engine("postgresql://ana:s3cret@host:notaport/db")
+    assert "s3cret" not in str(caught.value)
+
+
+# -- files: StorageError -------------------------------------------------------------------------------------
+
+
+def test_a_missing_directory_is_named(tmp_path: Path) -> None:
+    missing = tmp_path / "no" / "such" / "dir"
+    with pytest.raises(StorageError) as caught:
+        open_erp(f"sqlite:///{missing / 'erp.sqlite3'}")
+    assert_one_clear_line(
+        caught.value, f"the directory {missing} does not exist", "Create it", "ERP_AI_DB_URL"
+    )
+    assert isinstance(caught.value.__cause__, SQLAlchemyError)
+
+
+def test_a_directory_instead_of_a_file_is_named(tmp_path: Path) -> None:
+    with pytest.raises(StorageError) as caught:
+        open_erp(f"sqlite:///{tmp_path}")
+    assert_one_clear_line(caught.value, "is a directory")
+
+
+def test_a_corrupt_file_is_named(tmp_path: Path) -> None:
+    corrupt = tmp_path / "erp.sqlite3"
+    corrupt.write_bytes(bytes(range(256)) * 64)
+    with pytest.raises(StorageError) as caught:
+        open_erp(f"sqlite:///{corrupt}")
+    assert_one_clear_line(caught.value, str(corrupt), "not a SQLite database, or it is corrupt", "Move")
+
+
+def test_a_read_only_database_that_needs_seeding_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "erp.sqlite3"
+    sqlite3.connect(path).close()  # an empty database, opened read-only
+    with pytest.raises(StorageError) as caught:
+        open_erp(f"sqlite:///file:{path}?mode=ro&uri=true")
+    assert_one_clear_line(caught.value, str(path), "is read-only", "writable")
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root writes read-only files")
+def test_a_read_only_file_is_named(tmp_path: Path) -> None:  # pragma: no cover - not run as root
+    path = tmp_path / "erp.sqlite3"
+    sqlite3.connect(path).close()
+    path.chmod(0o444)
+    with pytest.raises(StorageError) as caught:
+        open_erp(f"sqlite:///{path}")
+    assert_one_clear_line(caught.value, str(path))
+
+
+def test_a_database_locked_past_the_busy_timeout_is_named(
+    seeded_url: str, quick_busy_timeout: None, write_lock: None
+) -> None:
+    with pytest.raises(StorageError) as caught:
+        open_erp(seeded_url)
+    assert_one_clear_line(caught.value, "stayed locked by another process", "Try again")
+
+
+def test_a_server_that_cannot_be_reached_is_a_storage_error() -> None:
+    error = storage.storage_error(
+        OSError('connection to server at "db" failed: Connection refused\n\tIs the server running?'),
+        "postgresql+psycopg://ana:s3cret@db/erp",
+        action="open the ERP database",
+        setting="ERP_AI_DB_URL",
+    )
+    assert_one_clear_line(error, "Cannot open the ERP database", "Connection refused", "ana:***@db")
+    assert "s3cret" not in str(error)
+
+
+# -- in-memory SQLite ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "memory"),
+    [
+        ("sqlite://", True),
+        ("sqlite:///:memory:", True),
+        ("sqlite+pysqlite:///:memory:", True),
+        ("sqlite:///file:erp?mode=memory&uri=true", True),
+        ("sqlite:///erp.sqlite3", False),
+        ("postgresql://localhost/erp", False),
+    ],
+)
+def test_in_memory_sqlite_urls_are_recognised(url: str, memory: bool) -> None:
+    assert is_memory_sqlite(url) is memory
+
+
+def test_an_in_memory_erp_is_one_database_for_every_worker_thread() -> None:
+    erp = open_erp("sqlite://")
+    try:
+        assert isinstance(erp.engine.pool, SharedConnectionPool)
+        with erp.session() as session:
+            expected = (session.scalar(select(func.count(Invoice.id))), session.scalar(select(Customer.name)))
+
+        def query(_: int) -> tuple[object, object]:
+            with erp.session() as session:
+                return session.scalar(select(func.count(Invoice.id))), session.scalar(select(Customer.name))
+
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            results = list(pool.map(query, range(64)))
+        assert results == [expected] * 64
+    finally:
+        erp.engine.dispose()
+
+
+def test_threads_take_turns_on_the_shared_in_memory_connection() -> None:
+    """Each thread's transaction runs alone: none sees or commits another's half-done work."""
+    engine = make_engine("sqlite://")
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("CREATE TABLE t (n INTEGER)"))
+        errors: list[BaseException] = []
+
+        def worker(n: int) -> None:
+            try:
+                for _ in range(20):
+                    with engine.begin() as connection:
+                        connection.execute(text("INSERT INTO t VALUES (:n)"), {"n": n})
+                        count = connection.scalar(text("SELECT count(*) FROM t WHERE n = :n"), {"n": n})
+                        connection.execute(text("DELETE FROM t WHERE n = :n"), {"n": n})
+                        assert count == 1
+            except BaseException as error:  # pragma: no cover - reported below
+                errors.append(error)
+
+        threads = [threading.Thread(target=worker, args=(n,)) for n in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert errors == []
+    finally:
+        engine.dispose()
+
+
+def test_a_thread_waiting_too_long_for_the_in_memory_connection_gets_a_storage_error(
+    quick_busy_timeout: None,
+) -> None:
+    erp = open_erp("sqlite://")
+    try:
+        with erp.engine.connect():  # this thread holds the only connection
+            outcome: list[BaseException] = []
+
+            def other() -> None:
+                try:
+                    with storage.storage_errors(erp.engine.url, "read the ERP", "ERP_AI_DB_URL"):
+                        erp.engine.connect().close()
+                except BaseException as error:
+                    outcome.append(error)
+
+            thread = threading.Thread(target=other)
+            thread.start()
+            thread.join()
+        assert len(outcome) == 1 and isinstance(outcome[0], StorageError)
+        assert_one_clear_line(outcome[0], "the in-memory database stayed locked")
+        # Nested use in one thread shares the connection and never deadlocks.
+        with erp.engine.connect(), erp.engine.connect() as nested:
+            assert nested.scalar(text("SELECT 1")) == 1
+    finally:
+        erp.engine.dispose()
