@@ -111,3 +111,54 @@ def test_the_articles_dialogue_over_two_offline_ai_servers(
     assert "Empresa ABC" in turns[2].answer
     assert "₲120.000.000" in turns[3].answer
     assert all(t.recorded and not t.errors for t in turns)
+
+
+def test_no_stored_data_can_make_a_request_to_the_ai_server_oversized(
+    toy_registry: OperationRegistry, toy_erp: Erp, memory_store: MemoryStore
+) -> None:
+    """Megabytes of memory, state and messages (written behind the store's back, as an older version or
+    another writer could) never brick a conversation with 413s: the context is bounded by construction."""
+    from sqlalchemy import insert, update
+
+    from shared.memory.tables import ConversationState, MemoryRecord, Message
+
+    megabyte = 'ventas "2025" \\ ñandú\n' * 45_000
+    memory_store.ensure_conversation("big")
+    with memory_store.engine.begin() as connection:
+        connection.execute(
+            insert(MemoryRecord),
+            [
+                {
+                    "conversation_id": "big",
+                    "content": f"{i} {megabyte}",
+                    "content_key": f"k{i}",
+                    "importance": 0.9,
+                }
+                for i in range(5)
+            ],
+        )
+        connection.execute(
+            insert(Message),
+            [
+                {"conversation_id": "big", "role": role, "content": megabyte}
+                for role in ("user", "assistant", "user", "assistant")
+            ],
+        )
+        connection.execute(
+            update(ConversationState)
+            .where(ConversationState.conversation_id == "big")
+            .values(state={f"clave{i}": megabyte for i in range(5)})
+        )
+
+    with ServerThread(create_app(context_reading_model())) as server:  # the default 1 MB body limit
+        client = HttpAIClient([server.url], timeout=30)
+        try:
+            engine = PlannerEngine(toy_registry, toy_erp, memory_store, client)
+            first = engine.ask("big", "¿Cuál fue mi mejor cliente?")
+            second = engine.ask("big", "¿Cuál fue mi mejor cliente?")
+        finally:
+            client.close()
+
+    for turn in (first, second):
+        assert turn.failure is None and turn.recorded, turn.errors
+        assert turn.answer == "Empresa ABC: 120000000"
