@@ -228,7 +228,7 @@ def storage_error(error: BaseException, url: str | URL, *, action: str, setting:
     original = getattr(error, "orig", None) or error
     reason = _first_line(str(original)) or type(original).__name__
     sqlite = parsed.get_backend_name() == "sqlite"
-    path = None if not sqlite or is_memory_sqlite(parsed) else Path(parsed.database or "")
+    path = None if not sqlite or is_memory_sqlite(parsed) else _sqlite_path(parsed.database or "")
     subject = str(path) if path is not None else ("the in-memory database" if sqlite else _safe(parsed))
     elsewhere = f"or set {setting} to another database"
     code = getattr(original, "sqlite_errorcode", None)
@@ -262,6 +262,13 @@ def storage_error(error: BaseException, url: str | URL, *, action: str, setting:
         problem = f"{subject} failed ({reason})"
         advice = f"Check that the database server is running and that {setting} is right"
     return StorageError(f"Cannot {action}: {problem}. {advice}.")
+
+
+def _sqlite_path(database: str) -> Path:
+    """The file of a SQLite URL's database, also in URI form (``file:/path/erp.sqlite3?mode=ro``)."""
+    if database.startswith("file:"):
+        database = database.removeprefix("file:").split("?", 1)[0]
+    return Path(database)
 
 
 def _code_from_text(reason: str) -> int | None:

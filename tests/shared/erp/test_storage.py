@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import func, select, text
 from sqlalchemy.exc import SQLAlchemyError
 
-from shared.erp import storage
+from shared.erp import database, storage
 from shared.erp.database import open_erp
 from shared.erp.models import Customer, Invoice
 from shared.erp.storage import BUSY_TIMEOUT_SECONDS, SharedConnectionPool, is_memory_sqlite, make_engine
@@ -133,7 +133,30 @@ def test_a_read_only_database_that_needs_seeding_is_named(tmp_path: Path) -> Non
     sqlite3.connect(path).close()  # an empty database, opened read-only
     with pytest.raises(StorageError) as caught:
         open_erp(f"sqlite:///file:{path}?mode=ro&uri=true")
-    assert_one_clear_line(caught.value, str(path), "is read-only", "writable")
+    assert_one_clear_line(caught.value, f": {path} is read-only", "writable")
+
+
+def test_a_read_only_seeded_erp_still_opens_for_reading(seeded_url: str) -> None:
+    """The ERP itself only reads once seeded (the memory store, which writes, refuses read-only)."""
+    path = seeded_url.removeprefix("sqlite:///")
+    erp = open_erp(f"sqlite:///file:{path}?mode=ro&uri=true")
+    try:
+        with erp.session() as session:
+            assert session.scalar(select(func.count(Customer.id))) == 40
+    finally:
+        erp.engine.dispose()
+
+
+def test_an_unwritable_default_directory_is_a_storage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    monkeypatch.delenv("ERP_AI_DB_URL", raising=False)
+    monkeypatch.setattr(database, "DEFAULT_DIR", blocker / ".erp-ai")
+    with pytest.raises(StorageError) as caught:
+        database.default_db_url()
+    assert_one_clear_line(caught.value, "Cannot create the directory", "ERP_AI_DB_URL")
 
 
 @pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root writes read-only files")
