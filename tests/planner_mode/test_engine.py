@@ -10,12 +10,16 @@ from typing import Any
 import httpx
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage
+from sqlalchemy import func, select
 
 from planner_mode import HttpAIClient, InProcessAIClient, PlannerAI, PlannerEngine, PlannerLimits
+from planner_mode.engine import NOT_RECORDED_NOTE
 from shared.engine import AssistantEngine
 from shared.erp.database import Erp
+from shared.errors import StorageError
 from shared.failures import user_message
 from shared.memory.store import MemoryStore
+from shared.memory.tables import Conversation
 from shared.operations.registry import OperationRegistry
 from shared.turn import TurnResult
 from tests.fakes import CallInfo, FunctionChatModel, ModelFunction
@@ -407,3 +411,83 @@ def test_over_http_a_failed_call_two_counts_both_calls_and_records_nothing(
     assert (result.model_calls, result.answer, result.failure) == expected
     assert result.operations[0].ok
     assert not result.recorded and memory_store.history("c1") == []
+
+
+# -- the failure contract: input and storage before any call, operation errors, storage after the answer ----
+
+
+@pytest.mark.parametrize(
+    ("conversation_id", "question"),
+    [("", "hola"), ("c" * 65, "hola"), ("c1", "   "), ("c1", "x" * 4001), ("c1", "hola \udcff")],
+    ids=["empty-id", "long-id", "blank-question", "oversized-question", "lone-surrogate"],
+)
+def test_bad_input_is_refused_with_no_model_call_and_nothing_written(
+    toy_registry: OperationRegistry,
+    toy_erp: Erp,
+    memory_store: MemoryStore,
+    conversation_id: str,
+    question: str,
+) -> None:
+    engine, model = make_engine(scripted(TWO_OPS, answer_from), toy_registry, toy_erp, memory_store)
+    result = engine.ask(conversation_id, question)
+
+    assert (result.failure, result.recorded, model.call_count) == ("input", False, 0)
+    assert result.answer.startswith("No pude procesar el mensaje:") and result.errors
+    with memory_store.engine.connect() as connection:
+        assert connection.execute(select(func.count()).select_from(Conversation)).scalar() == 0
+
+
+def test_a_store_that_cannot_be_read_costs_no_model_call(
+    toy_registry: OperationRegistry, toy_erp: Erp, memory_store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def locked(*_args: Any, **_kwargs: Any) -> None:
+        raise StorageError("The conversation memory is locked by another process (waited 30 s).")
+
+    monkeypatch.setattr(memory_store, "build_context", locked)
+    engine, model = make_engine(scripted(TWO_OPS, answer_from), toy_registry, toy_erp, memory_store)
+    result = engine.ask("c1", "¿Cuánto vendimos?")
+
+    assert (result.failure, result.recorded, model.call_count) == ("storage", False, 0)
+    assert result.answer == user_message("storage") and "locked" in result.errors[0]
+
+
+def test_an_answer_the_store_could_not_record_is_still_shown_with_a_note(
+    toy_registry: OperationRegistry, toy_erp: Erp, memory_store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full(*_args: Any, **_kwargs: Any) -> None:
+        raise StorageError("The disk is full.")
+
+    monkeypatch.setattr(memory_store, "record_turn", full)
+    engine, _ = make_engine(scripted(TWO_OPS, answer_from), toy_registry, toy_erp, memory_store)
+    result = engine.ask("c1", "¿Cuánto vendimos?")
+
+    assert (result.failure, result.recorded, result.model_calls) == ("storage", False, 2)
+    assert result.answer.startswith("ventas_anuales=850000000") and result.answer.endswith(NOT_RECORDED_NOTE)
+
+
+def test_an_operation_that_breaks_is_an_operation_error_whose_text_never_reaches_the_model(
+    toy_registry: OperationRegistry, toy_erp: Erp, memory_store: MemoryStore
+) -> None:
+    def corrupt(*_args: Any) -> Any:
+        raise RuntimeError("database disk image is malformed [SQL: SELECT total FROM facturas WHERE anio=?]")
+
+    toy_registry.get("ventas_anuales").__dict__["handler"] = corrupt  # frozen dataclass: patch for this test
+    engine, model = make_engine(scripted(TWO_OPS, answer_from), toy_registry, toy_erp, memory_store)
+    result = engine.ask("c1", "¿Cuánto vendimos?")
+
+    prompts = " ".join(str(m.content) for call in model.calls for m in call.messages)
+    assert "SELECT" not in prompts and "malformed" not in prompts
+    assert "SELECT" not in result.answer and "error interno (ref " in result.answer
+    assert (result.failure, result.recorded) == ("operation_error", True)  # call 2 explained it
+    assert [op.error_kind for op in result.operations] == ["internal", None]
+
+
+def test_a_plan_with_a_placeholder_operation_is_an_invalid_plan_that_runs_nothing(
+    toy_registry: OperationRegistry, toy_erp: Erp, memory_store: MemoryStore, toy: Any
+) -> None:
+    placeholder = {"operaciones": [{"funcion": "nombre_de_operacion", "parametros": {"parametro": "valor"}}]}
+    engine, _ = make_engine(scripted(placeholder, answer_from), toy_registry, toy_erp, memory_store)
+    result = engine.ask("c1", "¿Cuánto vendimos?")
+
+    assert (result.failure, result.recorded) == ("invalid_plan", True)
+    assert toy.log == [] and [op.error_kind for op in result.operations] == ["invalid"]
