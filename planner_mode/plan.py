@@ -77,14 +77,14 @@ class PlannedOperation(BaseModel):
 
 
 class Plan(BaseModel):
-    """The article's call-1 output: an execution plan, never an answer for the user.
+    """The article's call-1 output: an execution plan, never an answer for the user."""
 
-    A plan has the key ``operaciones`` (a list, possibly empty or ``null``) or a non-blank
-    ``respuesta_directa``. Anything else (``{}``, ``{"respuesta": …}``, ``{"foo": 1}``) is a reply that
-    ignored the schema, not an empty plan: validation fails, and the planner reports a ``model_output``
-    failure instead of answering "no data". The provider's JSON schema is unchanged (``operaciones`` keeps
-    its default there); the rule is enforced on every reply, native structured output or tolerant parsing.
-    """
+    # The class docstring is the schema's description, sent to the model on every call 1: keep it short.
+    # A plan has the key ``operaciones`` (a list, possibly empty or ``null``) or a non-blank
+    # ``respuesta_directa``. Anything else (``{}``, ``{"respuesta": …}``, ``{"foo": 1}``) is a reply that
+    # ignored the schema, not an empty plan: validation fails, and the planner reports a ``model_output``
+    # failure instead of answering "no data". The provider's JSON schema is unchanged (``operaciones`` keeps
+    # its default there); the rule is enforced on every reply, native structured output or tolerant parsing.
 
     model_config = ConfigDict(extra="ignore")
 

@@ -60,7 +60,7 @@ _LENGTH_FINISH_REASONS = frozenset({"length", "max_tokens"})
 
 
 _MALFORMED_OUTPUT_MARKERS = ("error parsing tool call",)
-"""Texts with which a model server reports that the *model's* output was malformed (Ollama, langchain#34746)."""
+"""How a model server says that the *model's* output was malformed (Ollama, langchain#34746)."""
 
 
 def as_erp_error(
