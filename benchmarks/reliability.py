@@ -326,7 +326,8 @@ def matrix_markdown(cells: Sequence[MatrixCell]) -> str:
             return "–"
         kind = cell.failure or "answered"
         kept = "recorded" if cell.recorded else ("untouched" if cell.untouched else "CHANGED")
-        tokens = f"{cell.model_calls} calls, {cell.input_tokens}+{cell.output_tokens} tok"
+        calls = f"{cell.model_calls} call{'' if cell.model_calls == 1 else 's'}"
+        tokens = f"{calls}, {cell.input_tokens}+{cell.output_tokens} tok"
         bench = (
             f"run went on, {cell.bench_passed}/{cell.bench_turns} passed"
             if cell.bench_turns == len(_BENCH_SUITE)
