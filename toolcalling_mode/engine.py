@@ -82,6 +82,16 @@ _LIMIT_MESSAGE_PREFIX = "Model call limits exceeded"
 
 
 @dataclass
+class _Turn:
+    """What a turn knows from its first line: who asks what, when it started, and its usage tracker."""
+
+    conversation_id: str
+    message: str
+    started: float = field(default_factory=perf_counter)
+    tracker: UsageTracker = field(default_factory=UsageTracker)
+
+
+@dataclass
 class _AgentRun:
     """What one agent run left behind."""
 
@@ -153,8 +163,7 @@ class ToolCallingEngine:
 
     def ask(self, conversation_id: str, message: str) -> TurnResult:
         """Answer ``message`` in ``conversation_id`` (created if unknown) and record the turn."""
-        started = perf_counter()
-        tracker = UsageTracker()
+        turn = _Turn(conversation_id, message)
         try:
             check_turn_input(conversation_id, message)
             # record_turn creates an unknown conversation in the turn's own transaction: one write per turn.
@@ -162,18 +171,16 @@ class ToolCallingEngine:
         except ErpAiError as exc:  # InputError or StorageError: refused before any model call
             kind = failure_kind_of(exc)
             return self._result(
-                conversation_id, message, started, tracker, _AgentRun(messages=[]), user_message(kind, exc),
-                memories=[], state={}, errors=[str(exc)], failure=kind, recorded=False,
-            )  # fmt: skip
-        run = self._run([*prior, HumanMessage(content=message)], TurnContext(system_message), tracker)
+                turn, _AgentRun(messages=[]), user_message(kind, exc), errors=[str(exc)], failure=kind
+            )
+        run = self._run([*prior, HumanMessage(content=message)], TurnContext(system_message), turn.tracker)
 
         errors = [_operation_error(op, self._registry) for op in run.operations if op.error is not None]
-        outcome = self._outcome(run, tracker, errors)
+        outcome = self._outcome(run, turn.tracker, errors)
         if not is_recorded(outcome.failure):
             return self._result(
-                conversation_id, message, started, tracker, run, outcome.answer,
-                memories=[], state=stored_state, errors=errors, failure=outcome.failure, recorded=False,
-            )  # fmt: skip
+                turn, run, outcome.answer, errors=errors, failure=outcome.failure, state=stored_state
+            )
         rows = [
             MessageIn(role="user", content=message, metadata={}),
             *self._step_rows(run.messages),
@@ -184,40 +191,43 @@ class ToolCallingEngine:
             state = self._store.record_turn(conversation_id, record)
         except StorageError as exc:  # the answer is good; only remembering it failed
             errors.append(f"Turn not recorded: {exc}")
-            return self._result(
-                conversation_id, message, started, tracker, run, f"{outcome.answer}\n\n{NOT_RECORDED_NOTE}",
-                memories=[], state=stored_state, errors=errors, failure="storage", recorded=False,
-            )  # fmt: skip
+            answer = f"{outcome.answer}\n\n{NOT_RECORDED_NOTE}"
+            return self._result(turn, run, answer, errors=errors, failure="storage", state=stored_state)
+        memories = [item.contenido for item in outcome.memories]
         return self._result(
-            conversation_id, message, started, tracker, run, outcome.answer,
-            memories=[item.contenido for item in outcome.memories], state=state, errors=errors,
-            failure=outcome.failure, recorded=True,
-        )  # fmt: skip
+            turn,
+            run,
+            outcome.answer,
+            errors=errors,
+            failure=outcome.failure,
+            state=state,
+            memories=memories,
+            recorded=True,
+        )
 
     def _result(
         self,
-        conversation_id: str,
-        message: str,
-        started: float,
-        tracker: UsageTracker,
+        turn: _Turn,
         run: _AgentRun,
         answer: str,
         *,
-        memories: list[str],
-        state: dict[str, Any],
         errors: list[str],
         failure: FailureKind | None,
-        recorded: bool,
+        state: dict[str, Any] | None = None,
+        memories: list[str] | None = None,
+        recorded: bool = False,
     ) -> TurnResult:
-        total_ms = (perf_counter() - started) * 1000
+        """The turn's record (``state``: the conversation's state after the turn, stored or unchanged)."""
+        tracker = turn.tracker
+        total_ms = (perf_counter() - turn.started) * 1000
         return TurnResult(
             mode=self.mode,
-            conversation_id=conversation_id,
-            question=message,
+            conversation_id=turn.conversation_id,
+            question=turn.message,
             answer=answer,
             operations=run.operations,
-            memories=memories,
-            state=state,
+            memories=memories or [],
+            state=state or {},
             model_calls=tracker.calls,
             input_tokens=tracker.input_tokens,
             output_tokens=tracker.output_tokens,
