@@ -213,7 +213,7 @@ def test_the_cap_a_length_error_reports_is_the_one_the_model_was_built_with() ->
 
 
 def test_a_server_that_cannot_parse_the_models_tool_call_is_a_model_output_failure() -> None:
-    error = RuntimeError("error parsing tool call: raw='{\"name\": \"ventas_anuales\"', err=unexpected end")
+    error = RuntimeError('error parsing tool call: raw=\'{"name": "ventas_anuales"\', err=unexpected end')
     converted = as_erp_error(error)
     assert type(converted) is ModelOutputError
     assert "error parsing tool call" in str(converted)
