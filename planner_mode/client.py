@@ -9,6 +9,7 @@ so the engine's per-turn counts include failed calls.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 from types import TracebackType
 from typing import Protocol, TypeVar, runtime_checkable
@@ -175,6 +176,7 @@ class HttpAIClient:
         last_error: Exception | None = None
         for _attempt in range(self.retries + 1):
             url = self._next_url()
+            started = time.perf_counter()
             try:
                 response = self._http.post(
                     url + path, content=content, headers={"Content-Type": "application/json"}
@@ -184,10 +186,14 @@ class HttpAIClient:
                 continue
             except httpx.TimeoutException as exc:
                 timeout = self._http.timeout.read
+                # The request reached a server, which was calling its model: count that call and the wait
+                # as model time (its tokens are unknown: the server never answered).
+                waited = CallUsage(model_calls=1, model_ms=(time.perf_counter() - started) * 1000)
                 raise AICallError(
                     ProviderTimeoutError(
                         f"AI server {url} did not answer within {timeout} s ({type(exc).__name__}).", timeout
-                    )
+                    ),
+                    waited,
                 ) from exc
             except httpx.HTTPError as exc:
                 raise AICallError(

@@ -13,7 +13,7 @@ import pytest
 from planner_mode.ai import PlannerAI
 from planner_mode.client import AICallError, AIClient, HttpAIClient, InProcessAIClient
 from planner_mode.wire import CallUsage
-from shared.errors import ConfigurationError, ModelOutputError, ProviderError
+from shared.errors import ConfigurationError, ModelOutputError, ProviderError, ProviderTimeoutError
 from shared.memory.context import ConversationContext
 from tests.planner_mode.planner_fakes import scripted, text_model
 
@@ -116,9 +116,11 @@ def test_a_request_that_reached_a_server_is_never_repeated() -> None:
         raise httpx.ReadTimeout("read timed out", request=request)
 
     client = HttpAIClient(["http://a.test", "http://b.test"], transport=httpx.MockTransport(handler))
-    with pytest.raises(AICallError, match="did not answer within"):
+    with pytest.raises(AICallError, match="did not answer within") as failed:
         client.analyze("q", CONTEXT, [])
     assert attempts == ["a.test"]
+    assert isinstance(failed.value.cause, ProviderTimeoutError)
+    assert failed.value.usage.model_calls == 1  # the server was calling its model: the call is counted
 
 
 @pytest.mark.parametrize(
