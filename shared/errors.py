@@ -7,13 +7,16 @@
     │   ├── UnknownOperationError      no operation has that name            (.name, .available)
     │   ├── InvalidParametersError     parameters fail the operation's model (.operation, .errors)
     │   └── DomainError                valid request, but the data says no   (.operation)
-    │   │   └── CustomerNotFoundError  no customer matches                   (.query, .suggestions)
+    │   │   ├── CustomerNotFoundError  no customer matches                   (.query, .suggestions)
+    │   │   └── CustomerOutOfScopeError the customer is not the caller's     (.customer)
+    │   ├── OperationForbiddenError    the caller may not run it             (.operation, .missing)
     │   └── OperationInternalError     the operation broke unexpectedly      (.operation, .reference)
     ├── ModelOutputError               the model produced something unusable (.raw)
     │   └── OutputLimitError           the output was cut at the max_tokens cap (.max_tokens)
     ├── ProviderError                  the model provider failed (network, HTTP error, SDK error)
     │   └── ProviderTimeoutError       the provider did not answer within the timeout (.timeout)
     ├── InputError                     the caller's input is refused before any model call
+    │   └── ConversationAccessDenied   the conversation belongs to another user (.conversation_id)
     ├── StorageError                   the ERP's database or memory store cannot be read or written
     └── ConfigurationError             the developer/user must change a setting or install a package
 
@@ -82,6 +85,28 @@ class CustomerNotFoundError(DomainError):
         super().__init__(operation, f"No customer matches {query!r}.{hint}")
 
 
+class CustomerOutOfScopeError(DomainError):
+    """The customer exists but is outside the caller's data scope (not one of their customers)."""
+
+    def __init__(self, operation: str, customer: str) -> None:
+        self.customer = customer
+        super().__init__(
+            operation, f"No tiene acceso a los datos del cliente {customer!r}: no es uno de sus clientes."
+        )
+
+
+class OperationForbiddenError(OperationError):
+    """The caller's permissions do not allow this operation; it was not executed."""
+
+    def __init__(self, operation: str, missing: Sequence[str]) -> None:
+        self.operation = operation
+        self.missing = sorted(missing)
+        super().__init__(
+            f"No tiene permiso para la operación {operation!r} (requiere: {', '.join(self.missing)}); "
+            "no se ejecutó."
+        )
+
+
 INTERNAL_ERROR_PREFIX = "error interno (ref "
 """How every :class:`OperationInternalError` message starts, also once it is only text (a tool result)."""
 
@@ -131,6 +156,16 @@ class ProviderTimeoutError(ProviderError):
 
 class InputError(ErpAiError):
     """The caller's input (conversation id, question) is refused before any model call; says what is wrong."""
+
+
+class ConversationAccessDenied(InputError):
+    """The conversation belongs to another user: refused before its context is read or a model is called."""
+
+    def __init__(self, conversation_id: str) -> None:
+        self.conversation_id = conversation_id
+        super().__init__(
+            f"The conversation {conversation_id!r} belongs to another user; start a new conversation."
+        )
 
 
 class StorageError(ErpAiError):

@@ -1,0 +1,95 @@
+"""Who asks, and what the ERP lets them do: the turn's caller, roles → permissions, the operation context.
+
+The ERP decides, never the model: the engines pass the turn's :class:`Caller` to the operation registry, which
+offers the model only the operations the caller's permissions allow, refuses any other one before it runs, and
+hands every handler an :class:`OperationContext` whose caller scopes the ERP's own queries (row-level scope).
+The AI server never sees a caller (article §13): it receives the catalog the ERP already filtered.
+
+::
+
+    caller = Caller(user_id="ana", roles=frozenset({"ventas"}))
+    policy.permissions(caller)            # frozenset({"ventas:leer", "cobranzas:leer"})
+    registry.catalog(caller)              # only what ana may run
+    registry.execute(erp, "ventas_anuales", {"anio": 2025}, caller=caller)   # ana's customers only
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "ALL_CUSTOMERS",
+    "DEMO_CALLER",
+    "DEMO_POLICY",
+    "Caller",
+    "OperationContext",
+    "RolePolicy",
+]
+
+ALL_CUSTOMERS = "clientes:todos"
+"""The permission to see every customer's data; without it a caller sees only the customers assigned to them
+(``customers.vendedor == caller.user_id`` in the demo ERP)."""
+
+
+class Caller(BaseModel):
+    """The person a turn runs for, as the embedding application authenticated them."""
+
+    model_config = ConfigDict(frozen=True)
+
+    user_id: str = Field(min_length=1, max_length=64, description="Stable user id (owner of conversations).")
+    roles: frozenset[str] = Field(default_factory=frozenset, description="Role names the policy maps.")
+    name: str | None = Field(default=None, description="Display name, for the user's own greeting only.")
+
+
+DEMO_CALLER = Caller(user_id="gerente", roles=frozenset({"gerencia"}), name="Gerencia")
+"""The documented default of the single-user demo: the manager, who sees every customer (the article's
+figures)."""
+
+
+@dataclass(frozen=True)
+class RolePolicy:
+    """Roles → permissions: a caller holds the union of their roles' permissions (unknown roles: none)."""
+
+    roles: Mapping[str, frozenset[str]]
+
+    def permissions(self, caller: Caller) -> frozenset[str]:
+        """Every permission ``caller`` holds."""
+        granted: set[str] = set()
+        for role in caller.roles:
+            granted |= self.roles.get(role, frozenset())
+        return frozenset(granted)
+
+    def allows(self, caller: Caller, required: Iterable[str]) -> bool:
+        """Whether ``caller`` holds every permission in ``required``."""
+        return set(required) <= self.permissions(caller)
+
+
+DEMO_POLICY = RolePolicy(
+    roles={
+        "gerencia": frozenset({"ventas:leer", "ventas:analisis", "cobranzas:leer", ALL_CUSTOMERS}),
+        "ventas": frozenset({"ventas:leer", "cobranzas:leer"}),
+    }
+)
+"""The demo ERP's roles: management sees everything; salespeople read sales and receivables of their own
+customers, and not the category analysis (``ventas:analisis``)."""
+
+
+@dataclass(frozen=True)
+class OperationContext:
+    """What a handler receives: who asks, the ERP's today, and the ERP's backend (for the demo ERP, a
+    SQLAlchemy ``Session``; an ERP reached over REST would put its client here)."""
+
+    caller: Caller
+    permissions: frozenset[str]
+    today: date
+    backend: Any
+
+    @property
+    def sees_all_customers(self) -> bool:
+        """Whether the caller's data scope is every customer (else only their own)."""
+        return ALL_CUSTOMERS in self.permissions
