@@ -47,7 +47,7 @@ from shared.bounds import (
 )
 from shared.erp.database import default_db_url, make_engine
 from shared.erp.storage import setup_transaction, storage_errors
-from shared.errors import InputError
+from shared.errors import ConversationAccessDenied, InputError
 from shared.memory.context import ConversationContext, Exchange
 from shared.memory.tables import (
     CONVERSATION_ID_LENGTH,
@@ -245,11 +245,26 @@ class MemoryStore:
 
     # -- writing -------------------------------------------------------------------------------------------
 
-    def record_turn(self, conversation_id: str, turn: TurnRecord) -> dict[str, Any]:
+    def check_access(self, conversation_id: str, user_id: str) -> None:
+        """Refuse a conversation that belongs to another user (:class:`ConversationAccessDenied`).
+
+        A conversation belongs to the user who created it. An unknown id is fine (the turn will create it for
+        ``user_id``), and so is a conversation without an owner (one created before conversations had owners,
+        or through this store without a user). One indexed read; engines call it before reading any context.
+        """
+        check_conversation_id(conversation_id)
+        with self._storage("read the conversation memory"), self._engine.connect() as connection:
+            _check_owner(connection, conversation_id, user_id)
+
+    def record_turn(
+        self, conversation_id: str, turn: TurnRecord, *, user_id: str | None = None
+    ) -> dict[str, Any]:
         """Store a whole turn in ONE transaction: its messages, memories and state update, or nothing at all.
 
         An unknown ``conversation_id`` is created first, in the same transaction (clients may pick their own
-        ids). Returns the conversation state after the merge.
+        ids), owned by ``user_id``. With ``user_id``, a conversation owned by another user is refused inside
+        the transaction (:class:`ConversationAccessDenied`, nothing written), so two users racing to create
+        one id cannot share it. Returns the conversation state after the merge.
 
         Bounded on write whatever the caller passes: memory items as :func:`shared.answer.bound_memories`
         (repeats merged, at most 5, each one line of at most 300 characters), the state update as
@@ -261,7 +276,9 @@ class MemoryStore:
         memories = bound_memories(turn.memories)
         updates = clip_state(turn.state)
         with self._storage("write the conversation memory"), self._engine.begin() as connection:
-            state = _lock_conversation(connection, conversation_id)
+            state = _lock_conversation(connection, conversation_id, user_id)
+            if user_id is not None:
+                _check_owner(connection, conversation_id, user_id)
             if turn.messages:
                 now = utc_now()
                 connection.execute(
@@ -458,6 +475,12 @@ def _create_tables(engine: Engine) -> None:
     with setup_transaction(engine) as connection:
         MemoryBase.metadata.create_all(connection)
         connection.execute(_PROBE_WRITE)
+
+
+def _check_owner(connection: Connection, conversation_id: str, user_id: str) -> None:
+    row = connection.execute(_CONVERSATION, {"cid": conversation_id}).first()
+    if row is not None and row.user_id is not None and row.user_id != user_id:
+        raise ConversationAccessDenied(conversation_id)
 
 
 def _insert_conversation(connection: Connection, conversation_id: str, user_id: str | None) -> None:
