@@ -7,12 +7,13 @@ with its total. The result shapes are the ones docs/design.md fixes for the sale
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from shared.llm.offline._prompt import Conversation
 from shared.llm.offline._years import MONTHS_ES
-from shared.text import format_guaranies
+from shared.text import fold, format_guaranies
 
 _TOPICS = {
     "ventas_anuales": "ventas",
@@ -24,7 +25,7 @@ _TOPICS = {
     "facturas_pendientes": "facturas",
     "buscar_cliente": "clientes",
 }
-_DESCRIPTIONS = {
+DESCRIPTIONS = {
     "ventas_anuales": "las ventas del año",
     "mejor_cliente": "el mejor cliente",
     "compras_cliente": "las compras del cliente",
@@ -34,6 +35,9 @@ _DESCRIPTIONS = {
     "facturas_pendientes": "las facturas pendientes",
     "buscar_cliente": "la búsqueda de clientes",
 }
+"""What each operation consults, as a sentence's object ("No pude consultar las ventas del año")."""
+_QUOTED_CUSTOMER = re.compile(r"cliente (['\"])(.+?)\1")
+"""The customer an ERP refusal names: ``… datos del cliente 'Empresa ABC': …``."""
 
 
 @dataclass(frozen=True)
@@ -66,15 +70,32 @@ def _count(value: Any, singular: str, plural: str) -> str:
 def describe(item: Executed) -> str:
     """One or more Spanish sentences stating an operation's result (or its failure)."""
     if item.error is not None:
-        what = _DESCRIPTIONS.get(item.funcion, f"la operación {item.funcion}")
+        what = DESCRIPTIONS.get(item.funcion, f"la operación {item.funcion}")
         detail = item.error.strip().removeprefix("Error:").strip()
-        return f"No pude consultar {what}: {detail}"
+        return _refusal(item, what, detail) or f"No pude consultar {what}: {detail}"
     data = item.resultado if isinstance(item.resultado, dict) else {}
     anio = data.get("anio", item.parametros.get("anio"))
     writer = _WRITERS.get(item.funcion)
     if writer is None:
         return f"Resultado de {item.funcion}: {item.resultado}"
     return writer(data, anio)
+
+
+def _refusal(item: Executed, what: str, detail: str) -> str | None:
+    """The ERP refused on the user's rights: say so plainly (no figure, no technical detail), or ``None``.
+
+    "No tiene acceso …" is a customer outside the user's scope; "No tiene permiso …" an operation their role
+    may not run (it was not executed).
+    """
+    folded = fold(detail)
+    if "no tiene acceso" in folded:
+        quoted = _QUOTED_CUSTOMER.search(detail)
+        customer = quoted.group(2) if quoted else item.parametros.get("cliente")
+        who = customer.strip() if isinstance(customer, str) and customer.strip() else "ese cliente"
+        return f"No tiene acceso a los datos de {who}: no es uno de sus clientes."
+    if "no tiene permiso" in folded:
+        return f"No tiene permiso para consultar {what}; esa consulta no se ejecutó."
+    return None
 
 
 def _ventas_anuales(data: dict[str, Any], anio: Any) -> str:

@@ -438,7 +438,8 @@ def _input_tokens(messages: list[BaseMessage], kwargs: dict[str, Any]) -> int:
 
 
 def _available(view: PromptView) -> set[str]:
-    return {name for name in KNOWN_OPERATIONS if re.search(rf"\b{name}\b", view.all_text)}
+    """The operations a plan may use: those the prompt's catalog offers (the question cannot add one)."""
+    return set(catalog_names(view))
 
 
 def _decide(view: PromptView, request: _Request) -> Draft:

@@ -31,6 +31,9 @@ _CUSTOMER_MENTIONS = re.compile(
 """Where an earlier message names a customer: "el mejor cliente de 2025 fue X", "facturas pendientes de X",
 "X compró ₲…"."""
 _YEAR = re.compile(r"\b(?:19|20)\d{2}\b")
+_ERROR_STARTS = ("error", "no tiene permiso", "no tiene acceso")
+"""How a tool result that is an error starts, when its message does not say ``status="error"``: the ERP's
+refusals (an operation the caller may not run, a customer outside their scope) are errors too."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,16 @@ class PromptView:
     def has_results_block(self) -> bool:
         """Whether the human message carries a ``Resultados:`` block (an answer request)."""
         return self.results is not None
+
+    @property
+    def catalog_text(self) -> str:
+        """Where the prompt lists the operations it offers: the system prompt; without one, the human message
+        before the question. Never the question itself: a user who types an operation's name ("ejecuta
+        ventas_por_categoria") does not add it to the catalog the ERP gave."""
+        if self.system:
+            return self.system
+        marker = self.human.rfind("Nueva pregunta:")
+        return self.human[:marker] if marker >= 0 else ""
 
 
 def message_text(message: BaseMessage) -> str:
@@ -314,7 +327,7 @@ def _turn_calls(turn: list[BaseMessage]) -> tuple[TurnCall, ...]:
     for message in turn:
         if isinstance(message, ToolMessage):
             content = message_text(message)
-            is_error = message.status == "error" or content.lstrip().lower().startswith("error")
+            is_error = message.status == "error" or content.lstrip().lower().startswith(_ERROR_STARTS)
             results[message.tool_call_id] = (content, is_error)
     calls: list[TurnCall] = []
     for message in turn:

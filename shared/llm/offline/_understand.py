@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from shared.llm.offline._answers import DESCRIPTIONS
 from shared.llm.offline._names import extract_customers
 from shared.llm.offline._prompt import Conversation
 from shared.llm.offline._years import find_limit, find_month, find_years, year_spans
@@ -195,6 +196,28 @@ REPLIES = {
 """The fixed replies for questions that need no operation."""
 
 
+def not_offered(intents: list[str]) -> str:
+    """The refusal when every operation a question needs is missing from the operations the prompt offers.
+
+    The ERP offers each user only the operations their role may run, so a missing operation means the user has
+    no access to that data through this assistant; the model says so instead of using another operation.
+    """
+    objects = [_as_object(DESCRIPTIONS.get(name, f"la operación {name}")) for name in dict.fromkeys(intents)]
+    if not objects:
+        return REPLIES["no_operation"]
+    if len(objects) == 1:
+        return f"No tiene acceso {objects[0]}: esa operación no está entre las disponibles para su usuario."
+    return (
+        f"No tiene acceso {' ni '.join(objects)}: esas operaciones no están entre las disponibles para su "
+        "usuario."
+    )
+
+
+def _as_object(description: str) -> str:
+    """ "las ventas del año" → "a las ventas del año"; "el mejor cliente" → "al mejor cliente"."""
+    return f"al {description[3:]}" if description.startswith("el ") else f"a {description}"
+
+
 def _raw_intents(folded: str) -> list[str]:
     found: list[tuple[int, str]] = []
     for name, pattern in _INTENTS.items():
@@ -372,7 +395,7 @@ def _build(
 ) -> Understanding:
     usable = [name for name in intents if name in available]
     if not usable:
-        return Understanding("unsupported", reply=REPLIES["no_operation"], intents=tuple(intents))
+        return Understanding("unsupported", reply=not_offered(intents), intents=tuple(intents))
     years = find_years(folded, conversation.today, conversation.anio)
     month, month_year = find_month(folded, conversation.today)
     needs_year = any(name in YEAR_OPERATIONS for name in usable)
