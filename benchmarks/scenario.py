@@ -93,6 +93,8 @@ class Expectation(BaseModel):
     """Literal strings the answer must not contain (case- and accent-insensitive)."""
     answer_contains_any: list[str] = Field(default_factory=list)
     """At least one of these strings must appear (e.g. the ways of saying "I cannot do that")."""
+    denied: bool = False
+    """The ERP must refuse the turn: the conversation belongs to another user (nothing else is checked)."""
 
     @field_validator("facts")
     @classmethod
@@ -113,6 +115,9 @@ class ScenarioTurn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     user: str = Field(min_length=1)
+    """What the user writes."""
+    as_user: str | None = Field(default=None, min_length=1, max_length=64)
+    """Who writes it, when not the scenario's user (e.g. another user trying to continue the conversation)."""
     expect: Expectation = Field(default_factory=Expectation)
 
 
@@ -125,6 +130,9 @@ class Scenario(BaseModel):
     category: str = Field(min_length=1)
     tags: list[str] = Field(default_factory=list)
     description: str | None = None
+    user: str | None = Field(default=None, min_length=1, max_length=64)
+    """The ERP user the conversation runs as (``None``: the demo default, ``gerente``); facts are evaluated as
+    that user sees the ERP."""
     turns: list[ScenarioTurn] = Field(min_length=1)
     source: str = Field(default="", exclude=True)
     """The file the scenario was loaded from (set by the loader)."""
