@@ -1,7 +1,7 @@
-"""The demo ERP: schema, deterministic seed, database handle."""
+"""The demo ERP: schema, deterministic seed, database handle (its users: :mod:`shared.erp.users`)."""
 
 from shared.erp.database import DEMO_TODAY, Erp, default_db_url, make_engine, open_erp
-from shared.erp.models import Customer, ErpBase, ErpSetting, Invoice, InvoiceLine, Product
+from shared.erp.models import Customer, ErpBase, ErpSetting, ErpUser, Invoice, InvoiceLine, Product
 from shared.erp.seed import seed_erp
 
 __all__ = [
@@ -10,6 +10,7 @@ __all__ = [
     "Erp",
     "ErpBase",
     "ErpSetting",
+    "ErpUser",
     "Invoice",
     "InvoiceLine",
     "Product",

@@ -7,6 +7,12 @@ lookup is a plain indexed query on any database):
 2. otherwise, if every word of the query appears in exactly one name (``"abc"`` → ``Empresa ABC``), that one;
 3. otherwise :class:`~shared.errors.CustomerNotFoundError`, whose ``suggestions`` are the partial matches
    (the query was ambiguous) or the closest names by :mod:`difflib` (nothing matched).
+
+Every function takes ``vendedor``: ``None`` searches every customer (a caller who sees all of them);
+a salesperson's user id restricts matches, suggestions and search results to that salesperson's customers,
+so another salesperson's customer names never come back. A name that designates only customers outside the
+scope (exactly, or as a part) is :class:`~shared.errors.CustomerOutOfScopeError`, which repeats only what the
+caller wrote; a name that matches no customer at all is still ``CustomerNotFoundError``.
 """
 
 from __future__ import annotations
@@ -14,11 +20,11 @@ from __future__ import annotations
 import difflib
 from typing import Final
 
-from sqlalchemy import and_, bindparam, select
+from sqlalchemy import ColumnElement, and_, bindparam, select
 from sqlalchemy.orm import Session
 
 from shared.erp.models import Customer
-from shared.errors import CustomerNotFoundError
+from shared.errors import CustomerNotFoundError, CustomerOutOfScopeError
 from shared.text import fold
 
 MAX_SUGGESTIONS: Final = 5
@@ -33,58 +39,81 @@ def _escape_like(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def _partial_matches(session: Session, folded: str, limit: int | None = None) -> list[Customer]:
-    """Customers whose folded name contains every word of ``folded``, ordered by name."""
+def _in_scope(vendedor: str | None) -> list[ColumnElement[bool]]:
+    """The condition that keeps ``vendedor``'s customers (none when every customer is visible)."""
+    return [] if vendedor is None else [Customer.vendedor == vendedor]
+
+
+def _partial_matches(
+    session: Session, folded: str, limit: int | None = None, vendedor: str | None = None
+) -> list[Customer]:
+    """Customers (of ``vendedor``, if given) whose folded name contains every word of ``folded``, by name."""
     words = folded.split()
     if not words:
         return []
     condition = and_(*(Customer.name_folded.like(f"%{_escape_like(w)}%", escape="\\") for w in words))
-    query = select(Customer).where(condition).order_by(Customer.name)
+    query = select(Customer).where(condition, *_in_scope(vendedor)).order_by(Customer.name)
     if limit is not None:
         query = query.limit(limit)
     return list(session.scalars(query))
 
 
-def closest_names(session: Session, text: str, limit: int = MAX_SUGGESTIONS) -> list[str]:
-    """Canonical names closest to ``text`` (difflib ratio on folded names), best first."""
+def closest_names(
+    session: Session, text: str, limit: int = MAX_SUGGESTIONS, *, vendedor: str | None = None
+) -> list[str]:
+    """Canonical names (of ``vendedor``'s customers, if given) closest to ``text`` by difflib, best first."""
     by_folded = {
-        folded: name for name, folded in session.execute(select(Customer.name, Customer.name_folded))
+        folded: name
+        for name, folded in session.execute(
+            select(Customer.name, Customer.name_folded).where(*_in_scope(vendedor))
+        )
     }
     close = difflib.get_close_matches(fold(text), list(by_folded), n=limit, cutoff=SIMILARITY_CUTOFF)
     return [by_folded[folded] for folded in close]
 
 
-def resolve_customer(session: Session, text: str, operation: str) -> Customer:
+def resolve_customer(session: Session, text: str, operation: str, *, vendedor: str | None = None) -> Customer:
     """The one customer ``text`` designates, or :class:`CustomerNotFoundError` naming the candidates.
 
     ``operation`` is the operation name carried by the error, so the caller knows which request failed.
+    With ``vendedor``, only that salesperson's customers can be designated or suggested; a ``text`` that
+    designates someone else's customer (exactly, or as a part matching only others' customers) raises
+    :class:`CustomerOutOfScopeError` instead.
     """
     folded = fold(text)
     exact = session.scalars(_BY_FOLDED_NAME, {"folded": folded}).first()
     if exact is not None:
-        return exact
-    partial = _partial_matches(session, folded, limit=MAX_SUGGESTIONS + 1)
+        if vendedor is None or exact.vendedor == vendedor:
+            return exact
+        raise CustomerOutOfScopeError(operation, text)
+    partial = _partial_matches(session, folded, limit=MAX_SUGGESTIONS + 1, vendedor=vendedor)
     if len(partial) == 1:
         return partial[0]
-    suggestions = [c.name for c in partial[:MAX_SUGGESTIONS]] or closest_names(session, text)
+    if not partial and vendedor is not None and _partial_matches(session, folded, limit=1):
+        raise CustomerOutOfScopeError(operation, text)
+    suggestions = [c.name for c in partial[:MAX_SUGGESTIONS]] or closest_names(
+        session, text, vendedor=vendedor
+    )
     raise CustomerNotFoundError(operation, text, suggestions)
 
 
-def search_customers(session: Session, text: str, limit: int = 20) -> list[Customer]:
+def search_customers(
+    session: Session, text: str, limit: int = 20, *, vendedor: str | None = None
+) -> list[Customer]:
     """Customers whose name contains every word of ``text`` (folded), or whose RUC starts with ``text``.
 
     Matches come ordered by name. When nothing matches, the closest names (difflib) are returned instead,
-    best first, so a typo still finds candidates.
+    best first, so a typo still finds candidates. With ``vendedor``, only that salesperson's customers are
+    searched, matched or suggested.
     """
-    found = {c.id: c for c in _partial_matches(session, fold(text))}
+    found = {c.id: c for c in _partial_matches(session, fold(text), vendedor=vendedor)}
     stripped = text.strip()
     if stripped:
         pattern = f"{_escape_like(stripped)}%"
-        found |= {
-            c.id: c for c in session.scalars(select(Customer).where(Customer.ruc.like(pattern, escape="\\")))
-        }
+        by_ruc = select(Customer).where(Customer.ruc.like(pattern, escape="\\"), *_in_scope(vendedor))
+        found |= {c.id: c for c in session.scalars(by_ruc)}
     if found:
         return sorted(found.values(), key=lambda c: c.name)[:limit]
-    names = closest_names(session, text, limit)
+    names = closest_names(session, text, limit, vendedor=vendedor)
     by_name = {c.name: c for c in session.scalars(select(Customer).where(Customer.name.in_(names)))}
     return [by_name[name] for name in names]

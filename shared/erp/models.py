@@ -1,10 +1,10 @@
-"""The demo ERP's schema: customers, products, invoices, invoice lines and settings.
+"""The demo ERP's schema: users, customers, products, invoices, invoice lines and settings.
 
 SQLAlchemy 2 typed ORM, dialect-neutral (bounded ``String`` lengths, ``CheckConstraint`` instead of native
 enums), so the same tables work on SQLite and PostgreSQL. Money is always integer guaraníes (``BigInteger``).
 
 The indexes match the sales queries: every operation filters invoices by a date range (and often by status or
-customer), then joins lines and products.
+customer), then joins lines and products. A salesperson's queries also filter customers by ``vendedor``.
 """
 
 from __future__ import annotations
@@ -27,8 +27,22 @@ class ErpBase(DeclarativeBase):
     """Declarative base of the ERP tables (separate from the memory store's)."""
 
 
+class ErpUser(ErpBase):
+    """A person who uses the ERP: the manager, or a salesperson to whom customers are assigned.
+
+    ``role`` is a role name of the ERP's :class:`~shared.security.RolePolicy` (``gerencia``, ``ventas``);
+    :func:`shared.erp.users.caller_for` turns a user into the :class:`~shared.security.Caller` of a turn.
+    """
+
+    __tablename__ = "erp_users"
+
+    user_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    name: Mapped[str] = mapped_column(String(120))
+    role: Mapped[str] = mapped_column(String(32))
+
+
 class Customer(ErpBase):
-    """A customer of the demo company."""
+    """A customer of the demo company, assigned to one salesperson (``vendedor``)."""
 
     __tablename__ = "customers"
 
@@ -39,6 +53,9 @@ class Customer(ErpBase):
     ruc: Mapped[str] = mapped_column(String(16), unique=True)
     """Paraguayan tax id, ``80012345-6`` (number, dash, check digit)."""
     city: Mapped[str] = mapped_column(String(80))
+    vendedor: Mapped[str] = mapped_column(ForeignKey("erp_users.user_id"), index=True)
+    """``user_id`` of the salesperson in charge: a caller without ``clientes:todos`` sees only the invoices of
+    the customers whose ``vendedor`` they are (row-level scope, :mod:`shared.operations.sales`)."""
 
     invoices: Mapped[list[Invoice]] = relationship(back_populates="customer")
 

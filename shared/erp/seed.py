@@ -5,6 +5,10 @@ Guarantees (pinned by ``tests/shared/erp/test_seed.py``):
 - the article's figures hold exactly: non-cancelled sales of 2025 total ₲850.000.000, and the best customer of
   2025 is Empresa ABC with ₲120.000.000;
 - every year has a single best customer (no ties);
+- every customer has a salesperson (``vendedor``): ana serves Asunción and Gran Asunción (Empresa ABC among
+  them), bruno the interior of the country; the manager has no customers of their own. The assignment is a
+  fixed rule on the city, so it draws nothing from the RNG and every generated figure is the same as before
+  salespeople existed (seed version 1);
 - deterministic: one fixed RNG seed and no wall clock, so two fresh databases hold identical rows;
 - idempotent: :func:`seed_erp` on an already seeded database changes nothing;
 - fast: rows are generated in memory and bulk-inserted in one transaction.
@@ -27,14 +31,17 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from shared.erp.database import DEMO_TODAY
-from shared.erp.models import Customer, ErpBase, ErpSetting, Invoice, InvoiceLine, Product
+from shared.erp.models import Customer, ErpBase, ErpSetting, ErpUser, Invoice, InvoiceLine, Product
 from shared.erp.storage import setup_transaction
+from shared.erp.users import DEMO_USERS
 from shared.errors import ConfigurationError
 from shared.text import fold
 
 RNG_SEED: Final = 20251130
-SEED_VERSION: Final = "1"
-"""Bump when the generated data changes; a database seeded by another version is refused."""
+SEED_VERSION: Final = "2"
+"""Bump when the generated data changes; a database seeded by another version is refused.
+
+2: users (``erp_users``) and each customer's salesperson (``customers.vendedor``); every figure as in 1."""
 FIRST_DAY: Final = date(2023, 1, 1)
 
 SALES_2025: Final = 850_000_000
@@ -65,6 +72,30 @@ class _CustomerSpec:
     preferred: tuple[str, ...]
     start: date = FIRST_DAY
     end: date = DEMO_TODAY
+
+
+_GRAN_ASUNCION: Final = frozenset(
+    {
+        "Asunción",
+        "Areguá",
+        "Capiatá",
+        "Fernando de la Mora",
+        "Itauguá",
+        "Itá",
+        "Lambaré",
+        "Limpio",
+        "Luque",
+        "Mariano Roque Alonso",
+        "San Lorenzo",
+        "Ñemby",
+    }
+)
+"""The capital and the cities of Central around it: ana's territory. Every other city is bruno's."""
+
+
+def salesperson_of(city: str) -> str:
+    """The ``user_id`` of the salesperson in charge of customers in ``city``."""
+    return "ana" if city in _GRAN_ASUNCION else "bruno"
 
 
 _CUSTOMERS: Final = (
@@ -226,6 +257,7 @@ class _Generator:
                     "name_folded": fold(spec.name),
                     "ruc": f"{number}-{ruc_check_digit(number)}",
                     "city": spec.city,
+                    "vendedor": salesperson_of(spec.city),
                 }
             )
         return rows
@@ -398,13 +430,23 @@ def generate_rows() -> dict[type[ErpBase], list[dict[str, Any]]]:
         {"key": "today", "value": DEMO_TODAY.isoformat()},
         {"key": "seed_version", "value": SEED_VERSION},
     ]
+    users = [{"user_id": u.user_id, "name": u.name, "role": u.role} for u in DEMO_USERS]
     return {
+        ErpUser: users,
         Customer: customers,
         Product: products,
         Invoice: invoices,
         InvoiceLine: lines,
         ErpSetting: settings,
     }
+
+
+def _database_name(engine: Engine) -> str:
+    """How to name the database to delete: the SQLite file, else the URL without its password."""
+    url = engine.url
+    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
+        return f"the database file {url.database}"
+    return f"the database {url.render_as_string(hide_password=True)}"
 
 
 def seeded_version(session: Session | Connection) -> str | None:
@@ -433,7 +475,8 @@ def seed_erp(engine: Engine) -> bool:
             if version is not None:
                 raise ConfigurationError(
                     f"The ERP database was seeded by seed version {version!r}, this code has "
-                    f"{SEED_VERSION!r}. Delete the database (or point ERP_AI_DB_URL elsewhere) to reseed it."
+                    f"{SEED_VERSION!r}. Delete {_database_name(engine)} (or point ERP_AI_DB_URL elsewhere) "
+                    "so that it is created and seeded again."
                 )
             for model, batch in generate_rows().items():
                 connection.execute(insert(model), batch)

@@ -1,46 +1,91 @@
-"""One registry of ERP operations, used by both modes.
+"""One registry of ERP operations, used by both modes, and what each caller may run.
 
 An :class:`Operation` is declared once: a stable Spanish snake_case name, a description, a pydantic model for
-its parameters (every field documented), a pydantic model for its result, and a handler that runs it against
-an ERP session. The registry renders the catalog for prompts, exports LangChain tools, and executes by name
-with a plain dict of parameters, raising the typed errors of :mod:`shared.errors`.
+its parameters (every field documented), a pydantic model for its result, the permissions it requires, and a
+handler that runs it with an :class:`~shared.security.OperationContext` (the caller, the ERP's today, the
+ERP's backend). The usual way to declare one is a typed function::
 
-Expected refusals (unknown operation, invalid parameters, ``DomainError`` such as a customer not found) keep
-their clear message. Anything else a handler or the database raises is unexpected: it becomes
-:class:`~shared.errors.OperationInternalError`, whose whole text is ``error interno (ref XXXX)``, so SQL
-statements and parameters never reach a model's prompt or a user's answer; the full exception is logged at
-ERROR on the ``shared.operations`` logger under that reference.
+    registry = OperationRegistry()
+
+    @registry.operation(requires={"ventas:leer"})
+    def ventas_anuales(
+        ctx: OperationContext, anio: Annotated[int, Field(ge=2000, le=2100, description="Año.")]
+    ) -> VentasAnualesResult:
+        \"\"\"Total vendido en un año.\"\"\"      # the description the model reads
+
+The parameters model is built from the signature (unknown keys refused), the description is the docstring
+and the result model is the return annotation; an undocumented parameter, a missing docstring or a return type
+that is not a pydantic model is refused when the module is imported.
+
+The registry's :class:`~shared.security.RolePolicy` maps a caller's roles to permissions. ``catalog``,
+``names(caller)`` and ``langchain_tools`` offer a caller only the operations their permissions allow;
+``validate`` and ``execute`` refuse any other one with :class:`~shared.errors.OperationForbiddenError` before
+its parameters are even read, so a forbidden handler never runs. Every method's caller defaults to
+:data:`~shared.security.DEMO_CALLER` (the single-user demo's manager). Which rows a caller sees is the
+handlers' business: they scope their queries with ``ctx`` (:mod:`shared.operations.sales`).
+
+Expected refusals (unknown operation, forbidden operation, invalid parameters, ``DomainError`` such as a
+customer not found or out of the caller's scope) keep their clear message. Anything else a handler or the
+database raises is unexpected: it becomes :class:`~shared.errors.OperationInternalError`, whose whole text is
+``error interno (ref XXXX)``, so SQL statements and parameters never reach a model's prompt or a user's
+answer; the full exception is logged at ERROR on the ``shared.operations`` logger under that reference.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
+import re
 import secrets
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+import typing
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from shared.errors import (
     ErpAiError,
     InvalidParametersError,
     OperationError,
+    OperationForbiddenError,
     OperationInternalError,
     UnknownOperationError,
 )
+from shared.security import DEMO_CALLER, DEMO_POLICY, Caller, OperationContext, RolePolicy
 
 if TYPE_CHECKING:
     from langchain_core.tools import StructuredTool
-    from sqlalchemy.orm import Session
 
     from shared.erp.database import Erp
+
+__all__ = [
+    "Operation",
+    "OperationParams",
+    "OperationRegistry",
+    "OperationSpec",
+    "internal_error",
+]
 
 logger = logging.getLogger("shared.operations")
 
 P = TypeVar("P", bound=BaseModel)
 R = TypeVar("R", bound=BaseModel)
+F = TypeVar("F", bound=Callable[..., BaseModel])
+
+
+def _drop_docstring(schema: dict[str, Any]) -> None:
+    """Keep class docstrings (written for developers) out of the JSON schema the model reads."""
+    schema.pop("description", None)
+
+
+class OperationParams(BaseModel):
+    """Base of the parameter models the decorator builds: unknown keys are an error, not silently ignored."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_drop_docstring)
 
 
 @dataclass(frozen=True)
@@ -48,17 +93,100 @@ class Operation(Generic[P, R]):
     """A business operation the ERP can execute on a model's request."""
 
     name: str
+    """Stable Spanish snake_case name: what the model writes to request it."""
     description: str
+    """What the operation does, for the model (catalog line, tool description)."""
     params_model: type[P]
+    """Its parameters; every field has a description."""
     result_model: type[R]
-    handler: Callable[[Session, P], R]
+    """Its result."""
+    handler: Callable[[OperationContext, P], R]
+    """Runs it: ``handler(ctx, params)``."""
+    requires: frozenset[str] = field(default_factory=frozenset)
+    """Permissions a caller needs to run it (all of them); empty: anyone may."""
 
     def __post_init__(self) -> None:
+        if isinstance(self.requires, str):
+            raise TypeError(
+                f"Operation {self.name!r}: requires must be a set of permissions, e.g. {{{self.requires!r}}}"
+            )
+        object.__setattr__(self, "requires", frozenset(self.requires))
         undocumented = [
             field for field, info in self.params_model.model_fields.items() if not info.description
         ]
         if undocumented:
             raise TypeError(f"Operation {self.name!r}: parameters without a description: {undocumented}")
+
+    @classmethod
+    def from_function(
+        cls,
+        function: Callable[..., BaseModel],
+        *,
+        requires: Iterable[str],
+        name: str | None = None,
+        description: str | None = None,
+    ) -> Operation[Any, Any]:
+        """The operation a typed function declares (what :meth:`OperationRegistry.operation` registers).
+
+        ``function(ctx: OperationContext, <parameters>) -> ResultModel``: each parameter after the context
+        becomes a field of the parameters model (``Annotated[T, Field(description=...)]``, or
+        ``= Field(...)``; a default makes it optional), the docstring (or ``description``) is the
+        description, the return annotation the result model, ``name`` defaults to the function's name.
+
+        Raises:
+            TypeError: the function cannot be an operation; the message names it and says what to fix.
+        """
+        op_name = name or function.__name__
+
+        def refused(problem: str) -> TypeError:
+            where = f"{function.__module__}.{function.__qualname__}"
+            return TypeError(f"Operation {op_name!r} ({where}): {problem}")
+
+        try:
+            hints = typing.get_type_hints(function, include_extras=True)
+        except Exception as exc:  # a forward reference that does not resolve (a type defined in a function)
+            raise refused(
+                f"cannot resolve its type annotations ({exc}); define them at module level"
+            ) from exc
+        result_model = hints.get("return")
+        if not (isinstance(result_model, type) and issubclass(result_model, BaseModel)):
+            raise refused(
+                "its return annotation must be a pydantic model (the operation's result), "
+                f"not {result_model!r}"
+            )
+        parameters = list(inspect.signature(function).parameters.values())
+        first = parameters[0] if parameters else None
+        if (
+            first is None
+            or first.kind not in (first.POSITIONAL_ONLY, first.POSITIONAL_OR_KEYWORD)
+            or hints.get(first.name, OperationContext) is not OperationContext
+        ):
+            raise refused("its first parameter must be the context: `ctx: OperationContext`")
+        fields: dict[str, Any] = {}
+        for parameter in parameters[1:]:
+            if parameter.kind is parameter.VAR_POSITIONAL:
+                raise refused(f"*{parameter.name} cannot be an operation parameter; name each parameter")
+            if parameter.kind is parameter.VAR_KEYWORD:
+                raise refused(f"**{parameter.name} cannot be an operation parameter; name each parameter")
+            if parameter.kind is parameter.POSITIONAL_ONLY:
+                raise refused(f"parameter {parameter.name!r} cannot be positional-only")
+            if parameter.name not in hints:
+                raise refused(f"parameter {parameter.name!r} has no type annotation")
+            default = ... if parameter.default is parameter.empty else parameter.default
+            fields[parameter.name] = (hints[parameter.name], default)
+        text = description if description is not None else inspect.getdoc(function)
+        if not text:
+            raise refused("it needs a docstring (the description the model reads), or description=...")
+        params_model = create_model(
+            _model_name(op_name), __base__=OperationParams, __module__=function.__module__, **fields
+        )
+
+        def handler(ctx: OperationContext, params: BaseModel) -> BaseModel:
+            return function(ctx, **dict(params))
+
+        handler.__qualname__ = handler.__name__ = function.__name__
+        requirements = _permissions(requires, refused)
+        return Operation[Any, Any](op_name, text, params_model, result_model, handler, requirements)
 
     def parameters_schema(self) -> dict[str, Any]:
         """JSON schema of the parameters, without pydantic's title noise."""
@@ -67,6 +195,27 @@ class Operation(Generic[P, R]):
         for prop in schema.get("properties", {}).values():
             prop.pop("title", None)
         return schema
+
+    @cached_property
+    def spec(self) -> OperationSpec:
+        """How the catalog presents it (built once: a JSON schema costs about half a millisecond).
+
+        Shared by every catalog the registry returns: treat it as read-only.
+        """
+        return OperationSpec(
+            name=self.name, description=self.description, parameters=self.parameters_schema()
+        )
+
+
+def _model_name(operation: str) -> str:
+    """``ventas_anuales`` → ``VentasAnualesParams``."""
+    return "".join(part[:1].upper() + part[1:] for part in re.split(r"[^0-9A-Za-z]+", operation)) + "Params"
+
+
+def _permissions(requires: Iterable[str], refused: Callable[[str], TypeError]) -> frozenset[str]:
+    if isinstance(requires, str):
+        raise refused(f"requires must be a set of permissions, e.g. requires={{{requires!r}}}")
+    return frozenset(requires)
 
 
 class OperationSpec(BaseModel):
@@ -78,103 +227,183 @@ class OperationSpec(BaseModel):
 
 
 class OperationRegistry:
-    """A name-indexed set of operations."""
+    """A name-indexed set of operations, and the policy that says who may run which.
 
-    def __init__(self, operations: list[Operation[Any, Any]] | None = None) -> None:
+    ``OperationRegistry(operations=None, *, policy=DEMO_POLICY)``; add operations with the
+    :meth:`operation` decorator or :meth:`register`.
+    """
+
+    def __init__(
+        self, operations: Iterable[Operation[Any, Any]] | None = None, *, policy: RolePolicy = DEMO_POLICY
+    ) -> None:
         self._operations: dict[str, Operation[Any, Any]] = {}
+        self._policy = policy
         for operation in operations or []:
             self.register(operation)
 
+    # -- declaring -------------------------------------------------------------------------------------------
     def register(self, operation: Operation[Any, Any]) -> None:
         if operation.name in self._operations:
             raise ValueError(f"Operation {operation.name!r} is already registered")
         self._operations[operation.name] = operation
 
+    def operation(
+        self, *, requires: Iterable[str], name: str | None = None, description: str | None = None
+    ) -> Callable[[F], F]:
+        """Decorator: register the typed function as an operation (:meth:`Operation.from_function`).
+
+        ``requires`` is the set of permissions a caller needs (say ``set()`` for an operation anyone may run).
+        The function is returned unchanged.
+        """
+
+        def register(function: F) -> F:
+            self.register(
+                Operation.from_function(function, requires=requires, name=name, description=description)
+            )
+            return function
+
+        return register
+
+    # -- the set ---------------------------------------------------------------------------------------------
+    @property
+    def policy(self) -> RolePolicy:
+        """The roles → permissions mapping this registry enforces."""
+        return self._policy
+
     def __contains__(self, name: object) -> bool:
         return name in self._operations
 
     def __iter__(self) -> Iterator[Operation[Any, Any]]:
+        """Every operation, in registration order, whatever a caller may run."""
         return iter(self._operations.values())
 
     def __len__(self) -> int:
         return len(self._operations)
 
-    def names(self) -> list[str]:
-        return list(self._operations)
+    def names(self, caller: Caller | None = None) -> list[str]:
+        """Operation names in registration order: those ``caller`` may run, or all of them (``None``)."""
+        if caller is None:
+            return list(self._operations)
+        granted = self._policy.permissions(caller)
+        return [op.name for op in self if op.requires <= granted]
 
     def get(self, name: str) -> Operation[Any, Any]:
+        """The operation called ``name``, whatever a caller may run (permission is :meth:`validate`'s job)."""
         try:
             return self._operations[name]
         except KeyError:
             raise UnknownOperationError(name, self.names()) from None
 
-    def catalog(self) -> list[OperationSpec]:
-        """The catalog a planner prompt shows: one spec per operation, in registration order."""
-        return [
-            OperationSpec(name=op.name, description=op.description, parameters=op.parameters_schema())
-            for op in self
-        ]
+    def permits(self, caller: Caller, name: str) -> bool:
+        """Whether ``name`` is an operation ``caller`` may run."""
+        operation = self._operations.get(name)
+        return operation is not None and operation.requires <= self._policy.permissions(caller)
 
-    def validate(self, name: str, params: dict[str, Any] | None) -> BaseModel:
-        """Return the validated parameter model, or raise Unknown/InvalidParametersError."""
-        return _validate(self.get(name), params)
+    def catalog(self, caller: Caller = DEMO_CALLER) -> list[OperationSpec]:
+        """The catalog a planner prompt shows ``caller``: one spec per operation they may run, in order.
 
-    def execute(self, erp: Erp, name: str, params: dict[str, Any] | None) -> dict[str, Any]:
-        """Validate and run ``name`` against ``erp``; return its result as a JSON-ready dict.
+        The specs are built once and shared: treat them as read-only.
+        """
+        granted = self._policy.permissions(caller)
+        return [op.spec for op in self if op.requires <= granted]
+
+    # -- running ---------------------------------------------------------------------------------------------
+    def validate(self, name: str, params: dict[str, Any] | None, caller: Caller = DEMO_CALLER) -> BaseModel:
+        """Return the validated parameter model of ``name`` for ``caller``.
+
+        Raises, in this order:
+            UnknownOperationError: no such operation; ``available`` lists only what ``caller`` may run.
+            OperationForbiddenError: ``caller`` may not run it (checked before the parameters are read).
+            InvalidParametersError: the parameters do not fit the operation's model.
+        """
+        return _validate(self._permitted(name, self._policy.permissions(caller), caller), params)
+
+    @contextmanager
+    def context_for(self, erp: Erp, caller: Caller = DEMO_CALLER) -> Iterator[OperationContext]:
+        """The context a handler gets: ``caller``, their permissions, ``erp.today`` and a session of ``erp``.
+
+        The session commits when the block ends and rolls back on an error.
+        """
+        with erp.session() as session:
+            yield OperationContext(
+                caller=caller, permissions=self._policy.permissions(caller), today=erp.today, backend=session
+            )
+
+    def execute(
+        self, erp: Erp, name: str, params: dict[str, Any] | None, caller: Caller = DEMO_CALLER
+    ) -> dict[str, Any]:
+        """Validate and run ``name`` against ``erp`` as ``caller``; return its result as a JSON-ready dict.
 
         Raises:
-            UnknownOperationError, InvalidParametersError, DomainError: the expected refusals, unchanged
-                (as is any other error of :mod:`shared.errors`, such as a ``StorageError``).
+            UnknownOperationError, OperationForbiddenError, InvalidParametersError: as :meth:`validate`;
+                a forbidden operation is never run.
+            DomainError: the expected refusals of the handler (e.g. ``CustomerNotFoundError``,
+                ``CustomerOutOfScopeError``), unchanged (as is any other error of :mod:`shared.errors`, such
+                as a ``StorageError``).
             OperationInternalError: anything else went wrong (a bug, a corrupt page, a lost connection); the
                 full exception is logged on ``shared.operations`` under the error's ``reference``.
         """
         try:
-            operation = self.get(name)
+            granted = self._policy.permissions(caller)
+            operation = self._permitted(name, granted, caller)
             validated = _validate(operation, params)
             with erp.session() as session:
-                result = operation.handler(session, validated)
+                ctx = OperationContext(caller=caller, permissions=granted, today=erp.today, backend=session)
+                result = operation.handler(ctx, validated)
             return dict(result.model_dump(mode="json"))
         except ErpAiError:
             raise  # raised on purpose, with a clear message (an OperationError, or e.g. a StorageError)
         except Exception as exc:
             raise internal_error(name, exc, params) from exc
 
-    def langchain_tools(self, erp: Erp) -> list[StructuredTool]:
-        """Export every operation as a LangChain ``StructuredTool`` bound to ``erp``.
+    def langchain_tools(self, erp: Erp, caller: Caller = DEMO_CALLER) -> list[StructuredTool]:
+        """The operations ``caller`` may run, as LangChain ``StructuredTool`` s bound to ``erp`` and them.
 
-        Tools return the result as JSON text. Operation errors (including ``OperationInternalError``, whose
-        text is only ``error interno (ref XXXX)``) are raised as ``ToolException`` so the agent sends them
-        back to the model as tool error messages.
+        Tools return the result as JSON text. Each runs through :meth:`execute` as ``caller`` (so permission
+        is checked again when it runs). Operation errors (including ``OperationInternalError``, whose text is
+        only ``error interno (ref XXXX)``) are raised as ``ToolException`` so the agent sends them back to the
+        model as tool error messages.
         """
+        granted = self._policy.permissions(caller)
+        return [self._tool(erp, op, caller) for op in self if op.requires <= granted]
+
+    # -- internals -------------------------------------------------------------------------------------------
+    def _permitted(self, name: str, granted: frozenset[str], caller: Caller) -> Operation[Any, Any]:
+        operation = self._operations.get(name) if isinstance(name, str) else None
+        if operation is None:
+            raise UnknownOperationError(name, self.names(caller))
+        missing = operation.requires - granted
+        if missing:
+            raise OperationForbiddenError(name, sorted(missing))
+        return operation
+
+    def _tool(self, erp: Erp, operation: Operation[Any, Any], caller: Caller) -> StructuredTool:
         from langchain_core.tools import StructuredTool, ToolException
 
-        def make(operation: Operation[Any, Any]) -> StructuredTool:
-            def run(**kwargs: Any) -> str:
-                try:
-                    result = self.execute(erp, operation.name, kwargs)
-                except OperationError as exc:
-                    raise ToolException(str(exc)) from exc
-                return json.dumps(result, ensure_ascii=False)
+        def run(**kwargs: Any) -> str:
+            try:
+                result = self.execute(erp, operation.name, kwargs, caller=caller)
+            except OperationError as exc:
+                raise ToolException(str(exc)) from exc
+            return json.dumps(result, ensure_ascii=False)
 
-            def explain_invalid_args(error: ValidationError) -> str:
-                # LangChain's default says only "Tool input validation error"; the model needs the field.
-                return str(
-                    InvalidParametersError(
-                        operation.name,
-                        [{"loc": e["loc"], "msg": e["msg"]} for e in error.errors()],
-                    )
+        def explain_invalid_args(error: ValidationError) -> str:
+            # LangChain's default says only "Tool input validation error"; the model needs the field.
+            return str(
+                InvalidParametersError(
+                    operation.name,
+                    [{"loc": e["loc"], "msg": e["msg"]} for e in error.errors()],
                 )
-
-            return StructuredTool.from_function(
-                func=run,
-                name=operation.name,
-                description=operation.description,
-                args_schema=operation.params_model,
-                handle_tool_error=True,
-                handle_validation_error=explain_invalid_args,
             )
 
-        return [make(op) for op in self]
+        return StructuredTool.from_function(
+            func=run,
+            name=operation.name,
+            description=operation.description,
+            args_schema=operation.params_model,
+            handle_tool_error=True,
+            handle_validation_error=explain_invalid_args,
+        )
 
 
 def internal_error(operation: str, error: BaseException, params: Any = None) -> OperationInternalError:

@@ -1,36 +1,71 @@
 """The sales operations of the demo ERP, declared once for both modes.
 
-Each operation has a Spanish snake_case name (the article's ``ventas_anuales``, ``mejor_cliente``, …), a
-description and parameter descriptions in Spanish (what the model reads), a parameter model that rejects
-unknown keys and out-of-range values, and a typed result. "Sales" always means invoices that are not
-cancelled. Queries filter on date ranges (not on extracted years) so they stay index-friendly and portable.
+Each operation is a typed function registered with ``@_SALES.operation(requires=...)``: a Spanish snake_case
+name (the article's ``ventas_anuales``, ``mejor_cliente``, …), a docstring that is the description the model
+reads, parameters with Spanish descriptions (unknown keys and out-of-range values are refused), a typed
+result, and the permissions it needs (``ventas:leer``; ``ventas:analisis`` for the category analysis;
+``cobranzas:leer`` for receivables). "Sales" always means invoices that are not cancelled. Queries filter on
+date ranges (not on extracted years) so they stay index-friendly and portable.
+
+Row-level scope comes from the handler's context, never from a prompt: a caller with ``clientes:todos``
+(``ctx.sees_all_customers``) sees every customer; anyone else sees only the invoices of the customers whose
+``vendedor`` they are, in totals, months, rankings, products, categories and receivables alike. A customer
+named outside that scope is :class:`~shared.errors.CustomerOutOfScopeError`; searches and suggestions never
+list it (:mod:`shared.erp.customers`).
 
 The statements are built once, at import, with bound parameters (``inicio``/``fin`` for the half-open date
-range, plus each operation's own): building a SQLAlchemy statement and its cache key costs more than running
-these queries on the demo database, and every turn of both modes pays for it. Aggregations group by ids first
-and join the names afterwards, so the database groups narrow integer keys rather than text columns.
+range, ``vendedor`` for a salesperson, plus each operation's own), in two variants (:class:`_Scoped`): every
+customer's invoices (the very statement the manager always ran) and one salesperson's. Building a SQLAlchemy
+statement and its cache key costs more than running these queries on the demo database, and every turn of
+both modes pays for it. Aggregations group by ids first and join the names afterwards, so the database groups
+narrow integer keys rather than text columns.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import date
-from typing import Any, Final
+from typing import Annotated, Any, Final, cast
 
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import ColumnElement, Date, and_, bindparam, extract, func, select
+from sqlalchemy import (
+    ColumnElement,
+    Date,
+    Executable,
+    Result,
+    Subquery,
+    and_,
+    bindparam,
+    extract,
+    func,
+    select,
+)
 from sqlalchemy.orm import Session
 
 from shared.erp.customers import resolve_customer, search_customers
 from shared.erp.models import SALE_STATUSES, Customer, Invoice, InvoiceLine, Product
 from shared.errors import DomainError
-from shared.operations.registry import Operation, OperationRegistry
+from shared.operations.registry import OperationRegistry
+from shared.security import DEMO_POLICY, OperationContext, RolePolicy
 
 MAX_PENDING_LISTED: Final = 20
 MAX_CUSTOMERS_LISTED: Final = 20
 
-_ANIO = Field(ge=2000, le=2100, description="Año calendario de las ventas, por ejemplo 2025.")
+_SALES: Final = OperationRegistry()
+"""Every sales operation as declared, in catalog order; :func:`sales_registry` hands out copies."""
 
 
+def sales_registry(policy: RolePolicy = DEMO_POLICY) -> OperationRegistry:
+    """A fresh registry holding every sales operation, in catalog order, enforcing ``policy``."""
+    return OperationRegistry(_SALES, policy=policy)
+
+
+Anio = Annotated[int, Field(ge=2000, le=2100, description="Año calendario de las ventas, por ejemplo 2025.")]
+"""The ``anio`` parameter of every yearly operation."""
+
+
+# -- scope and periods ---------------------------------------------------------------------------------------
 _SALES_IN_PERIOD: Final = and_(
     Invoice.status.in_(SALE_STATUSES),
     Invoice.issue_date >= bindparam("inicio", type_=Date),
@@ -38,8 +73,16 @@ _SALES_IN_PERIOD: Final = and_(
 )
 """Non-cancelled invoices issued in the half-open range ``[inicio, fin)``; see :func:`_period`."""
 
+_PENDING: Final = Invoice.status == "pending"
+"""Invoices not yet paid."""
 
-def _period(anio: int, mes: int | None = None) -> dict[str, date]:
+_OF_OWN_CUSTOMERS: Final = Invoice.customer_id.in_(
+    select(Customer.id).where(Customer.vendedor == bindparam("vendedor"))
+)
+"""Invoices of the customers of the salesperson ``vendedor``."""
+
+
+def _period(anio: int, mes: int | None = None) -> dict[str, Any]:
     """The ``inicio``/``fin`` parameters of :data:`_SALES_IN_PERIOD` for a year, or one month of it."""
     if mes is None:
         return {"inicio": date(anio, 1, 1), "fin": date(anio + 1, 1, 1)}
@@ -47,21 +90,36 @@ def _period(anio: int, mes: int | None = None) -> dict[str, date]:
     return {"inicio": date(anio, mes, 1), "fin": end}
 
 
-_SALES_TOTALS: Final = select(func.coalesce(func.sum(Invoice.total), 0), func.count(Invoice.id)).where(
-    _SALES_IN_PERIOD
-)
-"""Amount and number of the sales of a period."""
+def _session(ctx: OperationContext) -> Session:
+    """The demo ERP's backend: the SQLAlchemy session :meth:`OperationRegistry.execute` opened."""
+    return cast(Session, ctx.backend)
 
 
-def _drop_docstring(schema: dict[str, Any]) -> None:
-    """Keep class docstrings (written for developers) out of the JSON schema the model reads."""
-    schema.pop("description", None)
+def _vendedor(ctx: OperationContext) -> str | None:
+    """Whose customers ``ctx``'s caller sees: ``None`` for every customer, else the caller's own."""
+    return None if ctx.sees_all_customers else ctx.caller.user_id
 
 
-class _Params(BaseModel):
-    """Base of parameter models: unknown keys are an error, not silently ignored."""
+@dataclass(frozen=True)
+class _Scoped:
+    """One prebuilt statement in both scopes: every customer's invoices, or one salesperson's."""
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra=_drop_docstring)
+    every: Executable
+    own: Executable
+
+    @classmethod
+    def build(
+        cls, statement: Callable[[ColumnElement[bool]], Executable], invoices: ColumnElement[bool]
+    ) -> _Scoped:
+        """``statement(invoices)``, and ``statement`` over the ``invoices`` of one salesperson's customers."""
+        return cls(statement(invoices), statement(and_(invoices, _OF_OWN_CUSTOMERS)))
+
+    def execute(self, ctx: OperationContext, params: Mapping[str, Any]) -> Result[*tuple[Any, ...]]:
+        """Run the variant of ``ctx``'s scope with ``params`` (plus ``vendedor`` for a salesperson)."""
+        vendedor = _vendedor(ctx)
+        if vendedor is None:
+            return _session(ctx).execute(self.every, params)
+        return _session(ctx).execute(self.own, {**params, "vendedor": vendedor})
 
 
 class _Result(BaseModel):
@@ -71,12 +129,6 @@ class _Result(BaseModel):
 
 
 # -- ventas_anuales ------------------------------------------------------------------------------------------
-class VentasAnualesParams(_Params):
-    """Parameters of ``ventas_anuales``."""
-
-    anio: int = _ANIO
-
-
 class VentasAnualesResult(_Result):
     """Sales of one year."""
 
@@ -85,18 +137,22 @@ class VentasAnualesResult(_Result):
     facturas: int = Field(description="Cantidad de facturas no anuladas del año.")
 
 
-def ventas_anuales(session: Session, params: VentasAnualesParams) -> VentasAnualesResult:
-    row = session.execute(_SALES_TOTALS, _period(params.anio)).one()
-    return VentasAnualesResult(anio=params.anio, total=int(row[0]), facturas=int(row[1]))
+def _totals(invoices: ColumnElement[bool]) -> Executable:
+    return select(func.coalesce(func.sum(Invoice.total), 0), func.count(Invoice.id)).where(invoices)
+
+
+_SALES_TOTALS: Final = _Scoped.build(_totals, _SALES_IN_PERIOD)
+"""Amount and number of the sales of a period."""
+
+
+@_SALES.operation(requires={"ventas:leer"})
+def ventas_anuales(ctx: OperationContext, anio: Anio) -> VentasAnualesResult:
+    """Total de ventas de un año (facturas no anuladas) y cantidad de facturas."""
+    row = _SALES_TOTALS.execute(ctx, _period(anio)).one()
+    return VentasAnualesResult(anio=anio, total=int(row[0]), facturas=int(row[1]))
 
 
 # -- mejor_cliente -------------------------------------------------------------------------------------------
-class MejorClienteParams(_Params):
-    """Parameters of ``mejor_cliente``."""
-
-    anio: int = _ANIO
-
-
 class MejorClienteResult(_Result):
     """The customer with the largest purchases in a year."""
 
@@ -105,42 +161,36 @@ class MejorClienteResult(_Result):
     total: int = Field(description="Compras de ese cliente en el año, en guaraníes.")
 
 
-_by_customer = (
-    select(Invoice.customer_id, func.sum(Invoice.total).label("total"))
-    .where(_SALES_IN_PERIOD)
-    .group_by(Invoice.customer_id)
-    .subquery("ventas_por_cliente")
-)
-_BEST_CUSTOMER: Final = (
-    select(Customer.name, _by_customer.c.total)
-    .join(_by_customer, _by_customer.c.customer_id == Customer.id)
-    .order_by(_by_customer.c.total.desc(), Customer.name)
-    .limit(1)
-)
+def _best_customer(invoices: ColumnElement[bool]) -> Executable:
+    by_customer = (
+        select(Invoice.customer_id, func.sum(Invoice.total).label("total"))
+        .where(invoices)
+        .group_by(Invoice.customer_id)
+        .subquery("ventas_por_cliente")
+    )
+    return (
+        select(Customer.name, by_customer.c.total)
+        .join(by_customer, by_customer.c.customer_id == Customer.id)
+        .order_by(by_customer.c.total.desc(), Customer.name)
+        .limit(1)
+    )
+
+
+_BEST_CUSTOMER: Final = _Scoped.build(_best_customer, _SALES_IN_PERIOD)
 """The customer with the largest sales of a period (ties: the first name in alphabetical order)."""
 
 
-def mejor_cliente(session: Session, params: MejorClienteParams) -> MejorClienteResult:
-    row = session.execute(_BEST_CUSTOMER, _period(params.anio)).first()
+@_SALES.operation(requires={"ventas:leer"})
+def mejor_cliente(ctx: OperationContext, anio: Anio) -> MejorClienteResult:
+    """Cliente con el mayor total de compras en un año, con ese total."""
+    # A salesperson's ranking holds only their customers: another's best customer is never named.
+    row = _BEST_CUSTOMER.execute(ctx, _period(anio)).first()
     if row is None:
-        raise DomainError("mejor_cliente", f"There are no sales in {params.anio}, so no best customer.")
-    return MejorClienteResult(anio=params.anio, cliente=row[0], total=int(row[1]))
+        raise DomainError("mejor_cliente", f"There are no sales in {anio}, so no best customer.")
+    return MejorClienteResult(anio=anio, cliente=row[0], total=int(row[1]))
 
 
 # -- compras_cliente -----------------------------------------------------------------------------------------
-class ComprasClienteParams(_Params):
-    """Parameters of ``compras_cliente``."""
-
-    cliente: str = Field(
-        min_length=1,
-        max_length=120,
-        description=(
-            "Nombre del cliente; no distingue mayúsculas ni acentos y acepta una parte única del nombre."
-        ),
-    )
-    anio: int = _ANIO
-
-
 class ComprasClienteResult(_Result):
     """Purchases of one customer in one year."""
 
@@ -150,28 +200,35 @@ class ComprasClienteResult(_Result):
     facturas: int = Field(description="Cantidad de facturas no anuladas del cliente en el año.")
 
 
-_CUSTOMER_SALES_TOTALS: Final = _SALES_TOTALS.where(Invoice.customer_id == bindparam("cliente_id"))
-"""Amount and number of one customer's purchases in a period."""
+_CUSTOMER_SALES_TOTALS: Final = _totals(
+    and_(_SALES_IN_PERIOD, Invoice.customer_id == bindparam("cliente_id"))
+)
+"""Amount and number of one customer's purchases in a period (a customer already resolved in scope)."""
 
 
-def compras_cliente(session: Session, params: ComprasClienteParams) -> ComprasClienteResult:
-    customer = resolve_customer(session, params.cliente, "compras_cliente")
-    row = session.execute(_CUSTOMER_SALES_TOTALS, {**_period(params.anio), "cliente_id": customer.id}).one()
-    return ComprasClienteResult(
-        cliente=customer.name, anio=params.anio, total=int(row[0]), facturas=int(row[1])
-    )
+@_SALES.operation(requires={"ventas:leer"})
+def compras_cliente(
+    ctx: OperationContext,
+    cliente: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=120,
+            description=(
+                "Nombre del cliente; no distingue mayúsculas ni acentos y acepta una parte única del nombre."
+            ),
+        ),
+    ],
+    anio: Anio,
+) -> ComprasClienteResult:
+    """Total comprado por un cliente en un año y cantidad de facturas."""
+    customer = resolve_customer(_session(ctx), cliente, "compras_cliente", vendedor=_vendedor(ctx))
+    params = {**_period(anio), "cliente_id": customer.id}
+    row = _session(ctx).execute(_CUSTOMER_SALES_TOTALS, params).one()
+    return ComprasClienteResult(cliente=customer.name, anio=anio, total=int(row[0]), facturas=int(row[1]))
 
 
 # -- ventas_mensuales ----------------------------------------------------------------------------------------
-class VentasMensualesParams(_Params):
-    """Parameters of ``ventas_mensuales``."""
-
-    anio: int = _ANIO
-    mes: int | None = Field(
-        default=None, ge=1, le=12, description="Mes (1 a 12); si se omite, se devuelven los doce meses."
-    )
-
-
 class VentaMes(_Result):
     """Sales of one month."""
 
@@ -189,28 +246,30 @@ class VentasMensualesResult(_Result):
 
 
 _month = extract("month", Invoice.issue_date)
-_SALES_BY_MONTH: Final = select(_month, func.sum(Invoice.total)).where(_SALES_IN_PERIOD).group_by(_month)
+_SALES_BY_MONTH: Final = _Scoped.build(
+    lambda invoices: select(_month, func.sum(Invoice.total)).where(invoices).group_by(_month),
+    _SALES_IN_PERIOD,
+)
 """Sales of a period per calendar month (months without sales are absent)."""
 
 
-def ventas_mensuales(session: Session, params: VentasMensualesParams) -> VentasMensualesResult:
-    rows = session.execute(_SALES_BY_MONTH, _period(params.anio, params.mes)).all()
+@_SALES.operation(requires={"ventas:leer"})
+def ventas_mensuales(
+    ctx: OperationContext,
+    anio: Anio,
+    mes: Annotated[
+        int | None, Field(ge=1, le=12, description="Mes (1 a 12); si se omite, se devuelven los doce meses.")
+    ] = None,
+) -> VentasMensualesResult:
+    """Ventas de un año mes por mes, o de un solo mes si se indica."""
+    rows = _SALES_BY_MONTH.execute(ctx, _period(anio, mes)).all()
     by_month = {int(m): int(total) for m, total in rows}
-    months = [params.mes] if params.mes is not None else list(range(1, 13))
+    months = [mes] if mes is not None else list(range(1, 13))
     meses = [VentaMes(mes=m, total=by_month.get(m, 0)) for m in months]
-    return VentasMensualesResult(
-        anio=params.anio, mes=params.mes, total=sum(m.total for m in meses), meses=meses
-    )
+    return VentasMensualesResult(anio=anio, mes=mes, total=sum(m.total for m in meses), meses=meses)
 
 
 # -- top_productos -------------------------------------------------------------------------------------------
-class TopProductosParams(_Params):
-    """Parameters of ``top_productos``."""
-
-    anio: int = _ANIO
-    limite: int = Field(default=5, ge=1, le=50, description="Cantidad de productos a devolver (1 a 50).")
-
-
 class ProductoVendido(_Result):
     """One product's sales in a year."""
 
@@ -230,42 +289,51 @@ class TopProductosResult(_Result):
     )
 
 
-_by_product = (
-    select(
-        InvoiceLine.product_id,
-        func.sum(InvoiceLine.quantity).label("unidades"),
-        func.sum(InvoiceLine.amount).label("total"),
+def _by_product(invoices: ColumnElement[bool]) -> Subquery:
+    """Units and amount sold per product id, over the lines of ``invoices``."""
+    return (
+        select(
+            InvoiceLine.product_id,
+            func.sum(InvoiceLine.quantity).label("unidades"),
+            func.sum(InvoiceLine.amount).label("total"),
+        )
+        .join(Invoice, Invoice.id == InvoiceLine.invoice_id)
+        .where(invoices)
+        .group_by(InvoiceLine.product_id)
+        .subquery("ventas_por_producto")
     )
-    .join(Invoice, Invoice.id == InvoiceLine.invoice_id)
-    .where(_SALES_IN_PERIOD)
-    .group_by(InvoiceLine.product_id)
-    .subquery("ventas_por_producto")
-)
-_TOP_PRODUCTS: Final = (
-    select(Product.sku, Product.name, Product.category, _by_product.c.unidades, _by_product.c.total)
-    .join(_by_product, _by_product.c.product_id == Product.id)
-    .order_by(_by_product.c.total.desc(), Product.sku)
-    .limit(bindparam("limite"))
-)
+
+
+def _top_products(invoices: ColumnElement[bool]) -> Executable:
+    by_product = _by_product(invoices)
+    return (
+        select(Product.sku, Product.name, Product.category, by_product.c.unidades, by_product.c.total)
+        .join(by_product, by_product.c.product_id == Product.id)
+        .order_by(by_product.c.total.desc(), Product.sku)
+        .limit(bindparam("limite"))
+    )
+
+
+_TOP_PRODUCTS: Final = _Scoped.build(_top_products, _SALES_IN_PERIOD)
 """The ``limite`` products with the largest sales of a period (ties: by SKU)."""
 
 
-def top_productos(session: Session, params: TopProductosParams) -> TopProductosResult:
-    rows = session.execute(_TOP_PRODUCTS, {**_period(params.anio), "limite": params.limite})
+@_SALES.operation(requires={"ventas:leer"})
+def top_productos(
+    ctx: OperationContext,
+    anio: Anio,
+    limite: Annotated[int, Field(ge=1, le=50, description="Cantidad de productos a devolver (1 a 50).")] = 5,
+) -> TopProductosResult:
+    """Productos más vendidos de un año por monto, con unidades y categoría."""
+    rows = _TOP_PRODUCTS.execute(ctx, {**_period(anio), "limite": limite})
     productos = [
         ProductoVendido(sku=sku, producto=name, categoria=category, unidades=int(units), total=int(total))
         for sku, name, category, units, total in rows
     ]
-    return TopProductosResult(anio=params.anio, productos=productos)
+    return TopProductosResult(anio=anio, productos=productos)
 
 
 # -- ventas_por_categoria ------------------------------------------------------------------------------------
-class VentasPorCategoriaParams(_Params):
-    """Parameters of ``ventas_por_categoria``."""
-
-    anio: int = _ANIO
-
-
 class VentaCategoria(_Result):
     """Sales of one product category."""
 
@@ -283,36 +351,30 @@ class VentasPorCategoriaResult(_Result):
     )
 
 
-_category_total = func.sum(_by_product.c.total).label("total")
-_SALES_BY_CATEGORY: Final = (
-    select(Product.category, _category_total)
-    .join(_by_product, _by_product.c.product_id == Product.id)
-    .group_by(Product.category)
-    .order_by(_category_total.desc(), Product.category)
-)
+def _sales_by_category(invoices: ColumnElement[bool]) -> Executable:
+    by_product = _by_product(invoices)
+    category_total = func.sum(by_product.c.total).label("total")
+    return (
+        select(Product.category, category_total)
+        .join(by_product, by_product.c.product_id == Product.id)
+        .group_by(Product.category)
+        .order_by(category_total.desc(), Product.category)
+    )
+
+
+_SALES_BY_CATEGORY: Final = _Scoped.build(_sales_by_category, _SALES_IN_PERIOD)
 """Sales of a period per product category, largest first."""
 
 
-def ventas_por_categoria(session: Session, params: VentasPorCategoriaParams) -> VentasPorCategoriaResult:
-    rows = session.execute(_SALES_BY_CATEGORY, _period(params.anio))
+@_SALES.operation(requires={"ventas:analisis"})
+def ventas_por_categoria(ctx: OperationContext, anio: Anio) -> VentasPorCategoriaResult:
+    """Ventas de un año agrupadas por categoría de producto."""
+    rows = _SALES_BY_CATEGORY.execute(ctx, _period(anio))
     categorias = [VentaCategoria(categoria=c, total=int(t)) for c, t in rows]
-    return VentasPorCategoriaResult(
-        anio=params.anio, total=sum(c.total for c in categorias), categorias=categorias
-    )
+    return VentasPorCategoriaResult(anio=anio, total=sum(c.total for c in categorias), categorias=categorias)
 
 
 # -- facturas_pendientes -------------------------------------------------------------------------------------
-class FacturasPendientesParams(_Params):
-    """Parameters of ``facturas_pendientes``."""
-
-    cliente: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=120,
-        description="Nombre del cliente (opcional); si se omite, se consideran todos los clientes.",
-    )
-
-
 class FacturaPendiente(_Result):
     """One unpaid invoice."""
 
@@ -333,23 +395,53 @@ class FacturasPendientesResult(_Result):
     )
 
 
-def facturas_pendientes(session: Session, params: FacturasPendientesParams) -> FacturasPendientesResult:
-    conditions: list[ColumnElement[bool]] = [Invoice.status == "pending"]
-    name: str | None = None
-    if params.cliente is not None:
-        customer = resolve_customer(session, params.cliente, "facturas_pendientes")
-        conditions.append(Invoice.customer_id == customer.id)
-        name = customer.name
-    count, total = session.execute(
-        select(func.count(Invoice.id), func.coalesce(func.sum(Invoice.total), 0)).where(*conditions)
-    ).one()
-    rows = session.execute(
+def _pending_totals(invoices: ColumnElement[bool]) -> Executable:
+    return select(func.count(Invoice.id), func.coalesce(func.sum(Invoice.total), 0)).where(invoices)
+
+
+def _pending_oldest(invoices: ColumnElement[bool]) -> Executable:
+    return (
         select(Invoice.number, Customer.name, Invoice.issue_date, Invoice.total)
         .join(Customer, Customer.id == Invoice.customer_id)
-        .where(*conditions)
+        .where(invoices)
         .order_by(Invoice.issue_date, Invoice.number)
         .limit(MAX_PENDING_LISTED)
     )
+
+
+_PENDING_TOTALS: Final = _Scoped.build(_pending_totals, _PENDING)
+"""Number and amount of every pending invoice (of the caller's scope)."""
+_PENDING_OLDEST: Final = _Scoped.build(_pending_oldest, _PENDING)
+"""The oldest pending invoices (of the caller's scope), at most :data:`MAX_PENDING_LISTED`."""
+_OF_CUSTOMER: Final = and_(_PENDING, Invoice.customer_id == bindparam("cliente_id"))
+_CUSTOMER_PENDING_TOTALS: Final = _pending_totals(_OF_CUSTOMER)
+_CUSTOMER_PENDING_OLDEST: Final = _pending_oldest(_OF_CUSTOMER)
+"""The same for one customer (already resolved in the caller's scope)."""
+
+
+@_SALES.operation(requires={"cobranzas:leer"})
+def facturas_pendientes(
+    ctx: OperationContext,
+    cliente: Annotated[
+        str | None,
+        Field(
+            min_length=1,
+            max_length=120,
+            description="Nombre del cliente (opcional); si se omite, se consideran todos los clientes.",
+        ),
+    ] = None,
+) -> FacturasPendientesResult:
+    """Facturas pendientes de cobro, de todos o de un cliente: cantidad, monto y las más antiguas."""
+    session = _session(ctx)
+    if cliente is None:
+        name = None
+        count, total = _PENDING_TOTALS.execute(ctx, {}).one()
+        rows = _PENDING_OLDEST.execute(ctx, {})
+    else:
+        customer = resolve_customer(session, cliente, "facturas_pendientes", vendedor=_vendedor(ctx))
+        name = customer.name
+        count, total = session.execute(_CUSTOMER_PENDING_TOTALS, {"cliente_id": customer.id}).one()
+        rows = session.execute(_CUSTOMER_PENDING_OLDEST, {"cliente_id": customer.id})
     facturas = [
         FacturaPendiente(numero=number, cliente=customer_name, fecha=issued, total=int(amount))
         for number, customer_name, issued, amount in rows
@@ -358,16 +450,6 @@ def facturas_pendientes(session: Session, params: FacturasPendientesParams) -> F
 
 
 # -- buscar_cliente ------------------------------------------------------------------------------------------
-class BuscarClienteParams(_Params):
-    """Parameters of ``buscar_cliente``."""
-
-    texto: str = Field(
-        min_length=1,
-        max_length=120,
-        description="Parte del nombre del cliente (sin mayúsculas ni acentos) o el comienzo de su RUC.",
-    )
-
-
 class ClienteEncontrado(_Result):
     """A customer found by ``buscar_cliente``."""
 
@@ -385,74 +467,22 @@ class BuscarClienteResult(_Result):
     )
 
 
-def buscar_cliente(session: Session, params: BuscarClienteParams) -> BuscarClienteResult:
-    customers = search_customers(session, params.texto, MAX_CUSTOMERS_LISTED)
+@_SALES.operation(requires={"ventas:leer"})
+def buscar_cliente(
+    ctx: OperationContext,
+    texto: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=120,
+            description="Parte del nombre del cliente (sin mayúsculas ni acentos) o el comienzo de su RUC.",
+        ),
+    ],
+) -> BuscarClienteResult:
+    """Busca clientes por parte del nombre o del RUC; devuelve nombre, RUC y ciudad."""
+    # A salesperson searches, and is offered similar names from, their own customers only.
+    customers = search_customers(_session(ctx), texto, MAX_CUSTOMERS_LISTED, vendedor=_vendedor(ctx))
     return BuscarClienteResult(
-        texto=params.texto,
+        texto=texto,
         clientes=[ClienteEncontrado(nombre=c.name, ruc=c.ruc, ciudad=c.city) for c in customers],
-    )
-
-
-# -- the registry --------------------------------------------------------------------------------------------
-def sales_registry() -> OperationRegistry:
-    """A fresh registry holding every sales operation, in catalog order."""
-    return OperationRegistry(
-        [
-            Operation(
-                "ventas_anuales",
-                "Total de ventas de un año (facturas no anuladas) y cantidad de facturas.",
-                VentasAnualesParams,
-                VentasAnualesResult,
-                ventas_anuales,
-            ),
-            Operation(
-                "mejor_cliente",
-                "Cliente con el mayor total de compras en un año, con ese total.",
-                MejorClienteParams,
-                MejorClienteResult,
-                mejor_cliente,
-            ),
-            Operation(
-                "compras_cliente",
-                "Total comprado por un cliente en un año y cantidad de facturas.",
-                ComprasClienteParams,
-                ComprasClienteResult,
-                compras_cliente,
-            ),
-            Operation(
-                "ventas_mensuales",
-                "Ventas de un año mes por mes, o de un solo mes si se indica.",
-                VentasMensualesParams,
-                VentasMensualesResult,
-                ventas_mensuales,
-            ),
-            Operation(
-                "top_productos",
-                "Productos más vendidos de un año por monto, con unidades y categoría.",
-                TopProductosParams,
-                TopProductosResult,
-                top_productos,
-            ),
-            Operation(
-                "ventas_por_categoria",
-                "Ventas de un año agrupadas por categoría de producto.",
-                VentasPorCategoriaParams,
-                VentasPorCategoriaResult,
-                ventas_por_categoria,
-            ),
-            Operation(
-                "facturas_pendientes",
-                "Facturas pendientes de cobro, de todos o de un cliente: cantidad, monto y las más antiguas.",
-                FacturasPendientesParams,
-                FacturasPendientesResult,
-                facturas_pendientes,
-            ),
-            Operation(
-                "buscar_cliente",
-                "Busca clientes por parte del nombre o del RUC; devuelve nombre, RUC y ciudad.",
-                BuscarClienteParams,
-                BuscarClienteResult,
-                buscar_cliente,
-            ),
-        ]
     )

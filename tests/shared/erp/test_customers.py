@@ -1,4 +1,5 @@
-"""Customer lookup: exact, accent/case-insensitive, unique partial match, ambiguity and typos."""
+"""Customer lookup: exact, accent/case-insensitive, unique partial match, ambiguity and typos; within one
+salesperson's customers (``vendedor=``) without revealing anyone else's."""
 
 from __future__ import annotations
 
@@ -9,16 +10,16 @@ from sqlalchemy.orm import Session
 
 from shared.erp.customers import closest_names, resolve_customer, search_customers
 from shared.erp.database import make_engine
-from shared.erp.models import Customer, ErpBase
-from shared.errors import CustomerNotFoundError
+from shared.erp.models import Customer, ErpBase, ErpUser
+from shared.errors import CustomerNotFoundError, CustomerOutOfScopeError
 from shared.text import fold
 
 NAMES = [
-    ("Empresa ABC", "80000001-3"),
-    ("Distribuidora Ñandutí S.A.", "80009735-1"),
-    ("Distribuidora del Sur S.R.L.", "80012345-0"),
-    ("Ferretería San Lorenzo", "80050000-7"),
-    ("Empresa 100% Natural", "80060000-2"),
+    ("Empresa ABC", "80000001-3", "ana"),
+    ("Distribuidora Ñandutí S.A.", "80009735-1", "bruno"),
+    ("Distribuidora del Sur S.R.L.", "80012345-0", "bruno"),
+    ("Ferretería San Lorenzo", "80050000-7", "ana"),
+    ("Empresa 100% Natural", "80060000-2", "ana"),
 ]
 
 
@@ -27,9 +28,11 @@ def session() -> Iterator[Session]:
     engine = make_engine("sqlite://")
     ErpBase.metadata.create_all(engine)
     with Session(engine) as session:
+        session.add_all(ErpUser(user_id=u, name=u.title(), role="ventas") for u in ("ana", "bruno", "carla"))
+        session.flush()
         session.add_all(
-            Customer(id=i, name=name, name_folded=fold(name), ruc=ruc, city="Asunción")
-            for i, (name, ruc) in enumerate(NAMES, start=1)
+            Customer(id=i, name=name, name_folded=fold(name), ruc=ruc, city="Asunción", vendedor=vendedor)
+            for i, (name, ruc, vendedor) in enumerate(NAMES, start=1)
         )
         session.commit()
         yield session
@@ -54,7 +57,9 @@ def test_resolve_customer_finds_the_one_customer_meant(session: Session, written
 
 
 def test_an_exact_name_wins_over_partial_matches(session: Session) -> None:
-    session.add(Customer(id=99, name="Empresa", name_folded="empresa", ruc="80099999-1", city="Luque"))
+    session.add(
+        Customer(id=99, name="Empresa", name_folded="empresa", ruc="80099999-1", city="Luque", vendedor="ana")
+    )
     session.flush()
     assert resolve_customer(session, "empresa", "op").name == "Empresa"
 
@@ -91,3 +96,73 @@ def test_search_matches_names_and_ruc_prefixes_sorted_by_name(session: Session) 
         "Empresa ABC",
     ]
     assert [c.name for c in search_customers(session, "empresa", limit=1)] == ["Empresa 100% Natural"]
+
+
+# -- within one salesperson's customers ----------------------------------------------------------------------
+def test_a_salesperson_resolves_their_own_customers(session: Session) -> None:
+    assert resolve_customer(session, "nanduti", "op", vendedor="bruno").name == "Distribuidora Ñandutí S.A."
+    # "Empresa" is ambiguous for everyone, but only Empresa ABC... and 100% Natural are ana's: still two.
+    with pytest.raises(CustomerNotFoundError) as info:
+        resolve_customer(session, "Empresa", "op", vendedor="ana")
+    assert info.value.suggestions == ["Empresa 100% Natural", "Empresa ABC"]
+
+
+def test_a_part_unique_among_the_own_customers_designates_that_one(session: Session) -> None:
+    session.add(
+        Customer(
+            id=98,
+            name="Distribuidora Norte",
+            name_folded="distribuidora norte",
+            ruc="80099998-3",
+            city="Luque",
+            vendedor="ana",
+        )
+    )
+    session.flush()
+    assert resolve_customer(session, "Distribuidora", "op", vendedor="ana").name == "Distribuidora Norte"
+
+
+@pytest.mark.parametrize("written", ["Empresa ABC", "empresa abc", "abc", "ABC EMPRESA"])
+def test_another_salespersons_customer_is_out_of_scope(session: Session, written: str) -> None:
+    with pytest.raises(CustomerOutOfScopeError) as info:
+        resolve_customer(session, written, "compras_cliente", vendedor="bruno")
+    assert info.value.operation == "compras_cliente"
+    assert info.value.customer == written  # what the caller wrote, never a name they were not told
+
+
+def test_an_ambiguous_part_of_others_customers_only_is_out_of_scope(session: Session) -> None:
+    with pytest.raises(CustomerOutOfScopeError):
+        resolve_customer(session, "Distribuidora", "op", vendedor="ana")
+
+
+def test_ambiguity_and_typos_suggest_only_the_own_customers(session: Session) -> None:
+    with pytest.raises(CustomerNotFoundError) as ambiguous:
+        resolve_customer(session, "Distribuidora", "op", vendedor="bruno")
+    assert ambiguous.value.suggestions == ["Distribuidora del Sur S.R.L.", "Distribuidora Ñandutí S.A."]
+    with pytest.raises(CustomerNotFoundError) as typo:
+        resolve_customer(session, "Empresa ABD", "op", vendedor="bruno")
+    assert typo.value.suggestions == []
+    assert closest_names(session, "Empresa ABD", vendedor="bruno") == []
+    assert (
+        closest_names(session, "Distribuidora del Sud", vendedor="bruno")[0] == "Distribuidora del Sur S.R.L."
+    )
+    assert closest_names(session, "Ferreteria San Lorenso", vendedor="bruno") == []  # ana's customer
+
+
+def test_a_salesperson_without_customers_finds_nothing(session: Session) -> None:
+    with pytest.raises(CustomerOutOfScopeError):
+        resolve_customer(session, "Empresa ABC", "op", vendedor="carla")
+    with pytest.raises(CustomerNotFoundError) as info:
+        resolve_customer(session, "Nadie", "op", vendedor="carla")
+    assert info.value.suggestions == []
+    assert search_customers(session, "empresa", vendedor="carla") == []
+
+
+def test_search_lists_only_the_own_customers(session: Session) -> None:
+    assert [c.name for c in search_customers(session, "empresa", vendedor="bruno")] == []
+    assert [c.name for c in search_customers(session, "8000", vendedor="bruno")] == [
+        "Distribuidora Ñandutí S.A."
+    ]
+    assert [c.name for c in search_customers(session, "80000001", vendedor="bruno")] == []
+    assert [c.name for c in search_customers(session, "Empresa ABD", vendedor="bruno")] == []
+    assert search_customers(session, "Empresa ABD", vendedor="ana")[0].name == "Empresa ABC"

@@ -10,7 +10,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from shared.erp.database import make_engine
-from shared.erp.models import INVOICE_STATUSES, Customer, ErpBase, Invoice, InvoiceLine, Product
+from shared.erp.models import INVOICE_STATUSES, Customer, ErpBase, ErpUser, Invoice, InvoiceLine, Product
 
 
 @pytest.fixture
@@ -18,8 +18,17 @@ def session() -> Iterator[Session]:
     engine = make_engine("sqlite://")
     ErpBase.metadata.create_all(engine)
     with Session(engine) as session:
+        session.add(ErpUser(user_id="ana", name="Ana", role="ventas"))
+        session.flush()
         session.add(
-            Customer(id=1, name="Empresa ABC", name_folded="empresa abc", ruc="80000001-3", city="Asunción")
+            Customer(
+                id=1,
+                name="Empresa ABC",
+                name_folded="empresa abc",
+                ruc="80000001-3",
+                city="Asunción",
+                vendedor="ana",
+            )
         )
         session.add(Product(id=1, sku="YER", name="Yerba", category="Almacén", unit_price=10_000))
         session.commit()
@@ -29,6 +38,7 @@ def session() -> Iterator[Session]:
 
 def test_tables_are_the_documented_ones() -> None:
     assert set(ErpBase.metadata.tables) == {
+        "erp_users",
         "customers",
         "products",
         "invoices",
@@ -75,6 +85,29 @@ def test_invoice_of_a_missing_customer_is_rejected(session: Session) -> None:
 
 
 def test_customer_names_are_unique(session: Session) -> None:
-    session.add(Customer(id=2, name="Empresa ABC", name_folded="empresa abc", ruc="80000002-1", city="Luque"))
+    session.add(
+        Customer(
+            id=2,
+            name="Empresa ABC",
+            name_folded="empresa abc",
+            ruc="80000002-1",
+            city="Luque",
+            vendedor="ana",
+        )
+    )
+    with pytest.raises(IntegrityError):
+        session.commit()
+
+
+def test_a_customer_of_an_unknown_salesperson_is_rejected(session: Session) -> None:
+    session.add(
+        Customer(id=3, name="Otra", name_folded="otra", ruc="80000003-8", city="Luque", vendedor="zoe")
+    )
+    with pytest.raises(IntegrityError):
+        session.commit()
+
+
+def test_a_customer_without_a_salesperson_is_rejected(session: Session) -> None:
+    session.add(Customer(id=4, name="Sin", name_folded="sin", ruc="80000004-6", city="Luque"))
     with pytest.raises(IntegrityError):
         session.commit()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from datetime import date
 from typing import Any
@@ -175,6 +177,40 @@ def test_ruc_check_digit_follows_the_modulo_11_rule(number: str, digit: int) -> 
     assert ruc_check_digit(number) == digit
 
 
+# -- salespeople ---------------------------------------------------------------------------------------------
+_FIGURES_OF_SEED_VERSION_1 = {
+    Customer: "03934685a2fc3191ea9225f82705385ca86c78adcdb5c3de35e28514b968a212",
+    Product: "68e8598dc0db38c7b581e5a0564f13e6b6fb98b3599a50bfac605a3bce48baf7",
+    Invoice: "925e34eba08453c612d0ea095eea5de4077901d2a7bc467829dce308b33314d2",
+    InvoiceLine: "f320a3edea9d41096759bce926d16ef4972d38bc6fdb1b967b9f691ee25b6809",
+}
+"""SHA-256 of each table's generated rows (JSON, sorted keys) as seed version 1 wrote them."""
+
+
+def test_salespeople_changed_no_generated_row() -> None:
+    # Seed version 2 only adds users and customers.vendedor: every other value, and so every figure a
+    # scenario or the README pins, is byte for byte what version 1 generated (the RNG stream is untouched).
+    rows = generate_rows()
+    fingerprints = {}
+    for model in _FIGURES_OF_SEED_VERSION_1:
+        data = [{k: v for k, v in row.items() if k != "vendedor"} for row in rows[model]]
+        encoded = json.dumps(data, sort_keys=True, default=str, ensure_ascii=False).encode()
+        fingerprints[model] = hashlib.sha256(encoded).hexdigest()
+    assert fingerprints == _FIGURES_OF_SEED_VERSION_1
+
+
+def test_salespeople_follow_the_territories() -> None:
+    customers = generate_rows()[Customer]
+    by_seller = {
+        seller: {c["name"] for c in customers if c["vendedor"] == seller} for seller in ("ana", "bruno")
+    }
+    assert {c["vendedor"] for c in customers} == {"ana", "bruno"}
+    assert "Empresa ABC" in by_seller["ana"] and "Empresa ABC" not in by_seller["bruno"]
+    assert "Importadora del Este S.A." in by_seller["bruno"]
+    assert all(c["vendedor"] == "ana" for c in customers if c["city"] == "Asunción")
+    assert all(c["vendedor"] == "bruno" for c in customers if c["city"] in {"Encarnación", "Ciudad del Este"})
+
+
 # -- determinism and idempotence -----------------------------------------------------------------------------
 def test_generation_is_pure() -> None:
     assert generate_rows() == generate_rows()
@@ -220,5 +256,33 @@ def test_a_database_seeded_by_another_version_is_refused() -> None:
             conn.execute(insert(ErpSetting), [{"key": "seed_version", "value": "0"}])
         with pytest.raises(ConfigurationError, match="seed version '0'"):
             seed_erp(engine)
+    finally:
+        engine.dispose()
+
+
+def test_a_database_of_seed_version_1_is_refused_with_what_to_do(tmp_path: Any) -> None:
+    # Version 1 had no users and no customers.vendedor; opening it must say what to delete, not fail on SQL.
+    path = tmp_path / "old.sqlite3"
+    engine = make_engine(f"sqlite:///{path}")
+    try:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(
+                "CREATE TABLE customers (id INTEGER PRIMARY KEY, name VARCHAR(120), "
+                "name_folded VARCHAR(120), ruc VARCHAR(16), city VARCHAR(80))"
+            )
+            conn.exec_driver_sql(
+                "CREATE TABLE erp_settings (key VARCHAR(64) PRIMARY KEY, value VARCHAR(255))"
+            )
+            conn.exec_driver_sql("INSERT INTO erp_settings VALUES ('seed_version', '1')")
+        with pytest.raises(ConfigurationError) as info:
+            seed_erp(engine)
+        message = str(info.value)
+        assert "seed version '1'" in message and f"'{seed_module.SEED_VERSION}'" in message
+        assert f"Delete the database file {path}" in message
+        with engine.connect() as conn:  # the refused setup left nothing behind
+            tables = {
+                row[0] for row in conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type='table'")
+            }
+        assert tables == {"customers", "erp_settings"}
     finally:
         engine.dispose()

@@ -18,6 +18,9 @@ F-008      Ñandutí   2024-06-15  pending    GAS x3 (15.000)                   
 
 Products: YER (Yerba mate 1 kg, Almacén, 10.000), GAS (Gaseosa 2 L, Bebidas, 5.000),
 DET (Detergente 750 ml, Limpieza, 8.000).
+
+Salespeople (``vendedor``): ABC is ana's; Ñandutí and Sur are bruno's. ``gerente`` has no customers of
+their own and sees everyone's (role ``gerencia``).
 """
 
 from __future__ import annotations
@@ -29,13 +32,14 @@ from pathlib import Path
 import pytest
 
 from shared.erp.database import Erp, make_engine
-from shared.erp.models import Customer, ErpBase, Invoice, InvoiceLine, Product
+from shared.erp.models import Customer, ErpBase, ErpUser, Invoice, InvoiceLine, Product
 from shared.text import fold
 
+USERS = [("gerente", "Gerencia", "gerencia"), ("ana", "Ana", "ventas"), ("bruno", "Bruno", "ventas")]
 CUSTOMERS = [
-    (1, "Empresa ABC", "80000001-3", "Asunción"),
-    (2, "Distribuidora Ñandutí S.A.", "80009735-1", "Itauguá"),
-    (3, "Distribuidora del Sur S.R.L.", "80012345-0", "Encarnación"),
+    (1, "Empresa ABC", "80000001-3", "Asunción", "ana"),
+    (2, "Distribuidora Ñandutí S.A.", "80009735-1", "Itauguá", "bruno"),
+    (3, "Distribuidora del Sur S.R.L.", "80012345-0", "Encarnación", "bruno"),
 ]
 PRODUCTS = [
     (1, "YER", "Yerba mate 1 kg", "Almacén", 10_000),
@@ -61,9 +65,11 @@ def build_tiny_erp(url: str) -> Erp:
     ErpBase.metadata.create_all(engine)
     erp = Erp(engine=engine, today=date(2026, 11, 30))
     with erp.session() as session:
+        session.add_all(ErpUser(user_id=user_id, name=name, role=role) for user_id, name, role in USERS)
+        session.flush()
         session.add_all(
-            Customer(id=i, name=name, name_folded=fold(name), ruc=ruc, city=city)
-            for i, name, ruc, city in CUSTOMERS
+            Customer(id=i, name=name, name_folded=fold(name), ruc=ruc, city=city, vendedor=vendedor)
+            for i, name, ruc, city, vendedor in CUSTOMERS
         )
         session.add_all(
             Product(id=i, sku=sku, name=name, category=category, unit_price=price)

@@ -1,0 +1,168 @@
+"""Permissions: what each caller is offered, and that a forbidden operation never runs.
+
+The catalog (call 1 of the planner) and the tool list (tool calling) hold only the operations the caller's
+roles allow; ``validate``, ``execute`` and every tool refuse the others before any handler code runs, so a
+model that names a forbidden operation (a prompt injection) changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import pytest
+from pydantic import BaseModel, Field
+
+from shared.erp.database import Erp
+from shared.errors import InvalidParametersError, OperationForbiddenError, UnknownOperationError
+from shared.operations.registry import OperationRegistry
+from shared.operations.sales import sales_registry
+from shared.security import DEMO_CALLER, DEMO_POLICY, Caller, OperationContext, RolePolicy
+
+GERENTE = Caller(user_id="gerente", roles=frozenset({"gerencia"}))
+ANA = Caller(user_id="ana", roles=frozenset({"ventas"}))
+BRUNO = Caller(user_id="bruno", roles=frozenset({"ventas"}))
+NOBODY = Caller(user_id="visita", roles=frozenset({"desconocido"}))
+
+ALL_SALES = [
+    "ventas_anuales",
+    "mejor_cliente",
+    "compras_cliente",
+    "ventas_mensuales",
+    "top_productos",
+    "ventas_por_categoria",
+    "facturas_pendientes",
+    "buscar_cliente",
+]
+SALESPERSON = [name for name in ALL_SALES if name != "ventas_por_categoria"]
+
+
+# -- the sales registry per role -----------------------------------------------------------------------------
+def test_each_sales_operation_states_what_it_requires(registry: OperationRegistry) -> None:
+    assert {op.name: set(op.requires) for op in registry} == {
+        "ventas_anuales": {"ventas:leer"},
+        "mejor_cliente": {"ventas:leer"},
+        "compras_cliente": {"ventas:leer"},
+        "ventas_mensuales": {"ventas:leer"},
+        "top_productos": {"ventas:leer"},
+        "ventas_por_categoria": {"ventas:analisis"},
+        "facturas_pendientes": {"cobranzas:leer"},
+        "buscar_cliente": {"ventas:leer"},
+    }
+
+
+@pytest.mark.parametrize(
+    ("caller", "expected"),
+    [(GERENTE, ALL_SALES), (ANA, SALESPERSON), (BRUNO, SALESPERSON), (NOBODY, [])],
+    ids=["gerente", "ana", "bruno", "unknown-role"],
+)
+def test_catalog_names_and_tools_differ_per_role(
+    registry: OperationRegistry, erp: Erp, caller: Caller, expected: list[str]
+) -> None:
+    assert [spec.name for spec in registry.catalog(caller)] == expected
+    assert registry.names(caller) == expected
+    assert [tool.name for tool in registry.langchain_tools(erp, caller)] == expected
+    assert [name for name in ALL_SALES if registry.permits(caller, name)] == expected
+
+
+def test_without_a_caller_everything_defaults_to_the_demo_manager(
+    registry: OperationRegistry, erp: Erp
+) -> None:
+    assert DEMO_CALLER.user_id == "gerente"
+    assert registry.catalog() == registry.catalog(DEMO_CALLER)
+    assert [t.name for t in registry.langchain_tools(erp)] == ALL_SALES
+    assert registry.names() == ALL_SALES  # names() without a caller: every operation
+
+
+def test_a_salesperson_catalog_is_the_managers_minus_the_forbidden_specs(registry: OperationRegistry) -> None:
+    everything = {spec.name: spec for spec in registry.catalog(GERENTE)}
+    assert registry.catalog(BRUNO) == [everything[name] for name in SALESPERSON]
+
+
+def test_permits_is_false_for_an_unknown_operation(registry: OperationRegistry) -> None:
+    assert not registry.permits(GERENTE, "borrar_facturas")
+
+
+def test_get_returns_an_operation_whatever_the_caller(registry: OperationRegistry) -> None:
+    # The planner's validation reads result models through get(); permission is checked by validate().
+    assert registry.get("ventas_por_categoria").name == "ventas_por_categoria"
+
+
+def test_a_registry_copy_can_carry_another_policy() -> None:
+    generous = RolePolicy(roles={"ventas": frozenset({"ventas:leer", "ventas:analisis", "cobranzas:leer"})})
+    assert sales_registry(generous).names(BRUNO) == ALL_SALES
+    assert sales_registry().names(BRUNO) == SALESPERSON
+    assert sales_registry().policy is DEMO_POLICY
+
+
+# -- refusals ------------------------------------------------------------------------------------------------
+def test_validate_refuses_a_forbidden_operation_before_its_parameters(registry: OperationRegistry) -> None:
+    with pytest.raises(OperationForbiddenError) as info:
+        registry.validate("ventas_por_categoria", {"anio": "no es un año"}, caller=BRUNO)
+    assert info.value.operation == "ventas_por_categoria"
+    assert info.value.missing == ["ventas:analisis"]
+    assert "no se ejecutó" in str(info.value)
+    # The manager gets the parameter error for the same request.
+    with pytest.raises(InvalidParametersError):
+        registry.validate("ventas_por_categoria", {"anio": "no es un año"}, caller=GERENTE)
+
+
+def test_an_unknown_operation_lists_only_what_the_caller_may_run(registry: OperationRegistry) -> None:
+    with pytest.raises(UnknownOperationError) as info:
+        registry.validate("borrar_facturas", {}, caller=BRUNO)
+    assert info.value.available == SALESPERSON
+    assert "ventas_por_categoria" not in str(info.value)
+
+
+def test_execute_refuses_a_forbidden_operation(registry: OperationRegistry, erp: Erp) -> None:
+    with pytest.raises(OperationForbiddenError):
+        registry.execute(erp, "ventas_por_categoria", {"anio": 2025}, caller=ANA)
+    with pytest.raises(OperationForbiddenError):
+        registry.execute(erp, "ventas_anuales", {"anio": 2025}, caller=NOBODY)
+
+
+class _Total(BaseModel):
+    total: int
+
+
+@pytest.fixture
+def spied() -> tuple[OperationRegistry, list[Caller]]:
+    """A registry whose one operation needs ``ventas:analisis`` and records every caller it ran for."""
+    registry = OperationRegistry()
+    runs: list[Caller] = []
+
+    @registry.operation(requires={"ventas:analisis"})
+    def analisis(ctx: OperationContext, anio: Annotated[int, Field(description="Año.")]) -> _Total:
+        """Análisis reservado a gerencia."""
+        runs.append(ctx.caller)
+        return _Total(total=anio)
+
+    return registry, runs
+
+
+def test_a_forbidden_handler_never_runs_by_execute(
+    spied: tuple[OperationRegistry, list[Caller]], erp: Erp
+) -> None:
+    registry, runs = spied
+    with pytest.raises(OperationForbiddenError):
+        registry.execute(erp, "analisis", {"anio": 2025}, caller=BRUNO)
+    assert runs == []
+    assert registry.execute(erp, "analisis", {"anio": 2025}, caller=GERENTE) == {"total": 2025}
+    assert runs == [GERENTE]
+
+
+def test_a_forbidden_operation_is_no_tool_of_the_caller(
+    spied: tuple[OperationRegistry, list[Caller]], erp: Erp
+) -> None:
+    registry, runs = spied
+    assert registry.langchain_tools(erp, BRUNO) == []
+    assert runs == []
+
+
+def test_a_tool_runs_as_the_caller_it_was_built_for(
+    spied: tuple[OperationRegistry, list[Caller]], erp: Erp
+) -> None:
+    registry, runs = spied
+    [tool] = registry.langchain_tools(erp, GERENTE)
+    assert json.loads(tool.invoke({"anio": 2024})) == {"total": 2024}
+    assert runs == [GERENTE]

@@ -1,0 +1,212 @@
+"""Declaring an operation as one typed function: ``@registry.operation(requires=...)``.
+
+Parameters come from the signature (``Annotated[..., Field(description=...)]``), the description from the
+docstring, the result model from the return annotation. Mistakes are refused when the module is imported
+(definition time), with a message naming the function and what to fix.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import pytest
+from pydantic import BaseModel, Field
+
+from shared.erp.database import Erp
+from shared.errors import InvalidParametersError
+from shared.operations.registry import OperationRegistry
+from shared.security import DEMO_CALLER, OperationContext
+
+Anio = Annotated[int, Field(ge=2000, le=2100, description="Año calendario.")]
+
+
+class Total(BaseModel):
+    anio: int
+    total: int
+
+
+class Found(BaseModel):
+    cliente: str
+    limite: int
+    mes: int | None
+
+
+def test_the_signature_docstring_and_return_annotation_make_the_operation() -> None:
+    registry = OperationRegistry()
+
+    @registry.operation(requires={"ventas:leer"})
+    def ventas_anuales(ctx: OperationContext, anio: Anio) -> Total:
+        """Total vendido en un año."""
+        return Total(anio=anio, total=1)
+
+    operation = registry.get("ventas_anuales")
+    assert operation.description == "Total vendido en un año."
+    assert operation.result_model is Total
+    assert operation.requires == frozenset({"ventas:leer"})
+    assert operation.params_model.__name__ == "VentasAnualesParams"
+    assert operation.parameters_schema() == {
+        "additionalProperties": False,
+        "properties": {
+            "anio": {"description": "Año calendario.", "maximum": 2100, "minimum": 2000, "type": "integer"}
+        },
+        "required": ["anio"],
+        "type": "object",
+    }
+
+
+def test_the_decorator_returns_the_function_unchanged() -> None:
+    registry = OperationRegistry()
+
+    def ventas(ctx: OperationContext, anio: Anio) -> Total:
+        """Ventas."""
+        return Total(anio=anio, total=2)
+
+    assert registry.operation(requires=set())(ventas) is ventas
+
+
+def test_defaults_optional_values_and_field_defaults_become_optional_parameters() -> None:
+    registry = OperationRegistry()
+
+    @registry.operation(requires=set())
+    def buscar(
+        ctx: OperationContext,
+        cliente: Annotated[str, Field(min_length=1, description="Nombre.")],
+        limite: Annotated[int, Field(ge=1, le=50, description="Cuántos.")] = 5,
+        mes: int | None = Field(default=None, ge=1, le=12, description="Mes."),
+    ) -> Found:
+        """Busca."""
+        return Found(cliente=cliente, limite=limite, mes=mes)
+
+    schema = registry.get("buscar").parameters_schema()
+    assert schema["required"] == ["cliente"]
+    assert schema["properties"]["limite"]["default"] == 5
+    assert schema["properties"]["mes"] == {
+        "anyOf": [{"maximum": 12, "minimum": 1, "type": "integer"}, {"type": "null"}],
+        "default": None,
+        "description": "Mes.",
+    }
+
+
+def test_the_handler_receives_the_context_and_the_validated_parameters_as_arguments(erp: Erp) -> None:
+    registry = OperationRegistry()
+    seen: list[tuple[OperationContext, int, int]] = []
+
+    @registry.operation(requires={"ventas:leer"})
+    def top(
+        ctx: OperationContext,
+        anio: Anio,
+        limite: Annotated[int, Field(ge=1, le=50, description="Cuántos.")] = 5,
+    ) -> Total:
+        """Top."""
+        seen.append((ctx, anio, limite))
+        return Total(anio=anio, total=limite)
+
+    assert registry.execute(erp, "top", {"anio": "2025"}) == {"anio": 2025, "total": 5}
+    [(ctx, anio, limite)] = seen
+    assert (anio, limite) == (2025, 5)
+    assert ctx.caller == DEMO_CALLER
+    assert ctx.today == erp.today
+    assert ctx.sees_all_customers
+
+
+def test_the_parameters_model_refuses_unknown_keys() -> None:
+    registry = OperationRegistry()
+
+    @registry.operation(requires=set())
+    def ventas(ctx: OperationContext, anio: Anio) -> Total:
+        """Ventas."""
+        return Total(anio=anio, total=0)
+
+    with pytest.raises(InvalidParametersError) as info:
+        registry.validate("ventas", {"anio": 2025, "cliente": "Empresa ABC"})
+    assert [e["loc"] for e in info.value.errors] == [("cliente",)]
+
+
+def test_a_name_and_description_can_be_given_explicitly() -> None:
+    registry = OperationRegistry()
+
+    @registry.operation(requires=set(), name="ventas_del_anio", description="Ventas de un año.")
+    def _ventas(ctx: OperationContext, anio: Anio) -> Total:
+        """Developer notes, not for the model."""
+        return Total(anio=anio, total=0)
+
+    assert registry.names() == ["ventas_del_anio"]
+    assert registry.get("ventas_del_anio").description == "Ventas de un año."
+
+
+# -- refused at definition time ------------------------------------------------------------------------------
+def _declare(function: Any, **options: Any) -> None:
+    OperationRegistry().operation(**{"requires": set(), **options})(function)
+
+
+def test_an_undocumented_parameter_is_refused_at_definition() -> None:
+    def ventas(ctx: OperationContext, anio: int) -> Total:
+        """Ventas."""
+        return Total(anio=anio, total=0)
+
+    with pytest.raises(TypeError, match=r"'ventas'.*parameters without a description: \['anio'\]"):
+        _declare(ventas)
+
+
+def test_a_field_without_description_is_refused_too() -> None:
+    def ventas(ctx: OperationContext, anio: Annotated[int, Field(ge=2000)]) -> Total:
+        """Ventas."""
+        return Total(anio=anio, total=0)
+
+    with pytest.raises(TypeError, match=r"parameters without a description: \['anio'\]"):
+        _declare(ventas)
+
+
+def test_a_missing_return_model_is_refused_at_definition() -> None:
+    def ventas(ctx: OperationContext, anio: Anio):  # type: ignore[no-untyped-def]
+        """Ventas."""
+
+    with pytest.raises(TypeError, match=r"'ventas'.*return annotation.*pydantic model"):
+        _declare(ventas)
+
+
+def test_a_return_type_that_is_not_a_model_is_refused_at_definition() -> None:
+    def ventas(ctx: OperationContext, anio: Anio) -> dict[str, int]:
+        """Ventas."""
+        return {}
+
+    with pytest.raises(TypeError, match=r"'ventas'.*pydantic model"):
+        _declare(ventas)
+
+
+def test_a_missing_description_is_refused_at_definition() -> None:
+    def ventas(ctx: OperationContext, anio: Anio) -> Total:
+        return Total(anio=anio, total=0)
+
+    with pytest.raises(TypeError, match=r"'ventas'.*docstring"):
+        _declare(ventas)
+
+
+def test_a_function_without_the_context_parameter_is_refused() -> None:
+    def ventas() -> Total:
+        """Ventas."""
+        return Total(anio=2025, total=0)
+
+    with pytest.raises(TypeError, match=r"'ventas'.*OperationContext"):
+        _declare(ventas)
+
+
+def test_variadic_parameters_are_refused() -> None:
+    def ventas(ctx: OperationContext, **anio: int) -> Total:
+        """Ventas."""
+        return Total(anio=2025, total=0)
+
+    with pytest.raises(TypeError, match=r"'ventas'.*\*\*anio"):
+        _declare(ventas)
+
+
+def test_a_duplicate_name_is_refused() -> None:
+    registry = OperationRegistry()
+
+    def ventas(ctx: OperationContext, anio: Anio) -> Total:
+        """Ventas."""
+        return Total(anio=anio, total=0)
+
+    registry.operation(requires=set())(ventas)
+    with pytest.raises(ValueError, match="already registered"):
+        registry.operation(requires=set())(ventas)

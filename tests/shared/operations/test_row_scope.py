@@ -1,0 +1,203 @@
+"""Row-level scope on the seeded demo ERP: bruno never sees Empresa ABC, ana does, the manager sees it all.
+
+Empresa ABC is ana's customer. Whatever bruno asks, through any of the eight operations (rankings, searches,
+pending invoices and the suggestions of a customer not found included), neither its name nor its 2025 figure
+(₲120.000.000) comes back. Expected totals are computed here with plain SQL, never by the code under test.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select
+
+from shared.erp.database import Erp
+from shared.erp.models import Customer, Invoice
+from shared.errors import CustomerOutOfScopeError, OperationError, OperationForbiddenError
+from shared.operations.registry import OperationRegistry
+from shared.operations.sales import sales_registry
+from shared.security import DEMO_CALLER, Caller, RolePolicy
+
+GERENTE = Caller(user_id="gerente", roles=frozenset({"gerencia"}))
+ANA = Caller(user_id="ana", roles=frozenset({"ventas"}))
+BRUNO = Caller(user_id="bruno", roles=frozenset({"ventas"}))
+
+ABC = "Empresa ABC"
+ABC_2025 = 120_000_000
+
+
+def _customer_totals(erp: Erp, year: int, vendedor: str | None) -> dict[str, int]:
+    """Non-cancelled sales of ``year`` per customer, of one salesperson's customers (None: everyone's)."""
+    query = (
+        select(Customer.name, func.sum(Invoice.total))
+        .join(Invoice, Invoice.customer_id == Customer.id)
+        .where(
+            Invoice.status != "cancelled",
+            Invoice.issue_date >= date(year, 1, 1),
+            Invoice.issue_date <= date(year, 12, 31),
+        )
+        .group_by(Customer.name)
+    )
+    if vendedor is not None:
+        query = query.where(Customer.vendedor == vendedor)
+    with erp.session() as session:
+        return {name: int(total) for name, total in session.execute(query)}
+
+
+def _own_customers(erp: Erp, vendedor: str) -> list[str]:
+    with erp.session() as session:
+        return list(session.scalars(select(Customer.name).where(Customer.vendedor == vendedor)))
+
+
+def _every_request(customers: list[str]) -> list[tuple[str, dict[str, Any]]]:
+    """Requests through all eight operations, over every year, month and a spread of search texts."""
+    requests: list[tuple[str, dict[str, Any]]] = []
+    for year in (2023, 2024, 2025, 2026):
+        requests += [
+            ("ventas_anuales", {"anio": year}),
+            ("mejor_cliente", {"anio": year}),
+            ("ventas_mensuales", {"anio": year}),
+            ("top_productos", {"anio": year, "limite": 50}),
+            ("ventas_por_categoria", {"anio": year}),
+        ]
+        requests += [("ventas_mensuales", {"anio": year, "mes": month}) for month in range(1, 13)]
+        requests += [("compras_cliente", {"cliente": name, "anio": year}) for name in customers]
+    requests += [("facturas_pendientes", {})]
+    requests += [("facturas_pendientes", {"cliente": name}) for name in customers]
+    texts = [
+        "Empresa",
+        "ABC",
+        "abc",
+        "Empresa ABD",
+        "Empresa ABCD",
+        "emprsa",
+        "a",
+        "S.A.",
+        "800",
+        "8000",
+        "E",
+    ]
+    for text in texts:
+        requests += [
+            ("buscar_cliente", {"texto": text}),
+            ("compras_cliente", {"cliente": text, "anio": 2025}),
+        ]
+        requests += [("facturas_pendientes", {"cliente": text})]
+    return requests
+
+
+@pytest.fixture(scope="module")
+def analyst_registry() -> OperationRegistry:
+    """Salespeople may also run ``ventas_por_categoria`` here, so its scoping is exercised too."""
+    return sales_registry(
+        RolePolicy(roles={"ventas": frozenset({"ventas:leer", "ventas:analisis", "cobranzas:leer"})})
+    )
+
+
+def test_bruno_never_sees_empresa_abc_through_any_operation(
+    analyst_registry: OperationRegistry, erp: Erp
+) -> None:
+    with erp.session() as session:
+        abc_ruc = session.scalar(select(Customer.ruc).where(Customer.name == ABC))
+    assert abc_ruc is not None
+    requests = _every_request(_own_customers(erp, "bruno"))
+    requests += [("buscar_cliente", {"texto": abc_ruc}), ("buscar_cliente", {"texto": abc_ruc[:6]})]
+    seen: list[str] = []
+    for name, params in requests:
+        try:
+            output = json.dumps(analyst_registry.execute(erp, name, params, caller=BRUNO), ensure_ascii=False)
+        except OperationError as exc:
+            output = f"{exc} {getattr(exc, 'suggestions', [])}"
+        # Results and errors echo the text bruno typed (which may be "ABC"); only the rest may not leak.
+        echoed = params.get("texto") or params.get("cliente") or ""
+        seen.append(output.replace(json.dumps(echoed, ensure_ascii=False), "").replace(repr(echoed), ""))
+    text = "\n".join(seen)
+    assert "ABC" not in text
+    assert str(ABC_2025) not in text and "120.000.000" not in text
+    assert abc_ruc not in text
+    assert sum('"total": 0' not in s for s in seen) > 50  # bruno saw plenty of his own figures
+
+
+def test_bruno_asking_for_empresa_abc_is_told_it_is_not_his_customer(
+    registry: OperationRegistry, erp: Erp
+) -> None:
+    for name, params in [
+        ("compras_cliente", {"cliente": ABC, "anio": 2025}),
+        ("compras_cliente", {"cliente": "abc", "anio": 2025}),
+        ("facturas_pendientes", {"cliente": ABC}),
+    ]:
+        with pytest.raises(CustomerOutOfScopeError, match="No tiene acceso"):
+            registry.execute(erp, name, params, caller=BRUNO)
+
+
+def test_bruno_may_not_run_the_category_analysis(registry: OperationRegistry, erp: Erp) -> None:
+    with pytest.raises(OperationForbiddenError):
+        registry.execute(erp, "ventas_por_categoria", {"anio": 2025}, caller=BRUNO)
+
+
+def test_bruno_2025_total_is_the_sum_over_his_customers(registry: OperationRegistry, erp: Erp) -> None:
+    own = _customer_totals(erp, 2025, "bruno")
+    assert ABC not in own and len(own) >= 10
+    result = registry.execute(erp, "ventas_anuales", {"anio": 2025}, caller=BRUNO)
+    assert result["total"] == sum(own.values()) > 0
+    monthly = registry.execute(erp, "ventas_mensuales", {"anio": 2025}, caller=BRUNO)
+    assert monthly["total"] == sum(own.values())
+
+
+def test_bruno_best_customer_is_his_own_best(registry: OperationRegistry, erp: Erp) -> None:
+    own = _customer_totals(erp, 2025, "bruno")
+    best = max(own, key=lambda name: own[name])
+    assert registry.execute(erp, "mejor_cliente", {"anio": 2025}, caller=BRUNO) == {
+        "anio": 2025,
+        "cliente": best,
+        "total": own[best],
+    }
+    assert best != ABC
+
+
+def test_ana_sees_empresa_abc(registry: OperationRegistry, erp: Erp) -> None:
+    assert registry.execute(erp, "mejor_cliente", {"anio": 2025}, caller=ANA) == {
+        "anio": 2025,
+        "cliente": ABC,
+        "total": ABC_2025,
+    }
+    assert registry.execute(erp, "compras_cliente", {"cliente": "abc", "anio": 2025}, caller=ANA)[
+        "total"
+    ] == (ABC_2025)
+    found = registry.execute(erp, "buscar_cliente", {"texto": "ABC"}, caller=ANA)
+    assert [c["nombre"] for c in found["clientes"]] == [ABC]
+    own = _customer_totals(erp, 2025, "ana")
+    assert registry.execute(erp, "ventas_anuales", {"anio": 2025}, caller=ANA)["total"] == sum(own.values())
+
+
+def test_ana_and_bruno_together_make_the_whole_company(registry: OperationRegistry, erp: Erp) -> None:
+    for year in (2023, 2024, 2025, 2026):
+        every = registry.execute(erp, "ventas_anuales", {"anio": year}, caller=GERENTE)
+        ana = registry.execute(erp, "ventas_anuales", {"anio": year}, caller=ANA)
+        bruno = registry.execute(erp, "ventas_anuales", {"anio": year}, caller=BRUNO)
+        assert ana["total"] + bruno["total"] == every["total"]
+        assert ana["facturas"] + bruno["facturas"] == every["facturas"]
+    pending = [registry.execute(erp, "facturas_pendientes", {}, caller=c)["cantidad"] for c in (ANA, BRUNO)]
+    assert sum(pending) == registry.execute(erp, "facturas_pendientes", {}, caller=GERENTE)["cantidad"]
+    assert all(pending)
+
+
+def test_the_managers_figures_are_the_articles(registry: OperationRegistry, erp: Erp) -> None:
+    assert registry.execute(erp, "ventas_anuales", {"anio": 2025}, caller=GERENTE)["total"] == 850_000_000
+    assert registry.execute(erp, "mejor_cliente", {"anio": 2025}, caller=GERENTE) == {
+        "anio": 2025,
+        "cliente": ABC,
+        "total": ABC_2025,
+    }
+    for name, params in _every_request([ABC, "Importadora del Este S.A."]):
+        try:
+            default = registry.execute(erp, name, params)
+        except OperationError as exc:
+            with pytest.raises(type(exc), match=r"."):
+                registry.execute(erp, name, params, caller=GERENTE)
+            continue
+        assert registry.execute(erp, name, params, caller=GERENTE) == default
+    assert DEMO_CALLER.roles == GERENTE.roles
