@@ -115,7 +115,10 @@ class Operation(Generic[P, R]):
             field for field, info in self.params_model.model_fields.items() if not info.description
         ]
         if undocumented:
-            raise TypeError(f"Operation {self.name!r}: parameters without a description: {undocumented}")
+            raise TypeError(
+                f"Operation {self.name!r}: parameters without a description: {undocumented} (the model reads "
+                "them: declare each as Annotated[T, Field(description=...)])"
+            )
 
     @classmethod
     def from_function(
