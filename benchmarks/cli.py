@@ -19,8 +19,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from benchmarks.bench_cli import MaxTokensOpt, TimeoutOpt
-from shared.errors import ErpAiError, InputError
+from shared.errors import ConversationAccessDenied, ErpAiError, InputError
 from shared.llm.factory import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S
+from shared.security import DEMO_CALLER, Caller
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -132,6 +133,16 @@ ModeOpt = Annotated[Mode, typer.Option("--mode", help="Architecture that answers
 ContextOpt = Annotated[
     ContextPolicy, typer.Option("--context", help="Tool calling only: what context the agent gets.")
 ]
+UserOpt = Annotated[
+    str,
+    typer.Option(
+        "--user",
+        "-u",
+        envvar="ERP_AI_USER",
+        help="The ERP user the turn runs as (demo users: gerente, ana, bruno); it owns the conversations it "
+        "starts and sees only what its role allows.",
+    ),
+]
 StructuredOpt = Annotated[
     bool, typer.Option("--structured", help="Tool calling only: structured final answer with memory/state.")
 ]
@@ -177,8 +188,9 @@ def _build_model(
     )
 
 
-def _build_engine(**options: Any) -> AssistantEngine:
-    """The engine ``ask`` and ``chat`` use; a configuration or storage problem exits 2 with one sentence."""
+def _build_engine(**options: Any) -> tuple[AssistantEngine, Caller]:
+    """The engine ``ask`` and ``chat`` use and the ERP user they run as; a configuration, storage or unknown
+    user problem exits 2 with one sentence."""
     try:
         return _assemble_engine(**options)
     except ErpAiError as exc:
@@ -201,11 +213,14 @@ def _assemble_engine(
     memory_url: str | None,
     max_tokens: int,
     timeout: float,
-) -> AssistantEngine:
+    user: str,
+) -> tuple[AssistantEngine, Caller]:
+    from shared.erp.users import caller_for
     from shared.memory.store import open_memory_store
     from shared.operations.sales import sales_registry
 
     erp = _open_erp(db_url)
+    caller = caller_for(erp, user)
     store = open_memory_store(memory_url or db_url)
     registry = sales_registry()
     if mode is Mode.planner:
@@ -223,12 +238,12 @@ def _assemble_engine(
                 else None
             )
             ai = InProcessAIClient(PlannerAI(planner_model, writer_model))
-        return PlannerEngine(registry, erp, store, ai)
+        return PlannerEngine(registry, erp, store, ai), caller
     from toolcalling_mode import ToolCallingEngine
 
     if servers:
         raise _fail("--server only applies to --mode planner (the stateless AI server is the planner's).")
-    return ToolCallingEngine(
+    engine = ToolCallingEngine(
         registry,
         erp,
         store,
@@ -236,6 +251,7 @@ def _assemble_engine(
         policy=context.value,
         structured=structured,
     )
+    return engine, caller
 
 
 def _print_turn(result: TurnResult, *, show_details: bool) -> None:
@@ -290,6 +306,7 @@ def ask(
     memory_url: MemoryUrl = None,
     max_tokens: MaxTokensOpt = DEFAULT_MAX_TOKENS,
     timeout: TimeoutOpt = DEFAULT_TIMEOUT_S,
+    user: UserOpt = DEMO_CALLER.user_id,
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole TurnResult as JSON.")] = False,
     details: Annotated[
         bool, typer.Option("--details", help="Show plan, operations and call counts.")
@@ -308,7 +325,7 @@ def ask(
         check_turn_input(conversation_id, message)
     except InputError as exc:
         raise _fail(str(exc), 2) from None
-    engine = _build_engine(
+    engine, caller = _build_engine(
         mode=mode,
         context=context,
         structured=structured,
@@ -323,8 +340,12 @@ def ask(
         memory_url=memory_url,
         max_tokens=max_tokens,
         timeout=timeout,
+        user=user,
     )
-    result = engine.ask(conversation_id, message)
+    try:
+        result = engine.ask(conversation_id, message, caller=caller)
+    except ConversationAccessDenied as exc:
+        raise _fail(str(exc), 2) from None
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
     else:
@@ -359,13 +380,14 @@ def chat(
     memory_url: MemoryUrl = None,
     max_tokens: MaxTokensOpt = DEFAULT_MAX_TOKENS,
     timeout: TimeoutOpt = DEFAULT_TIMEOUT_S,
+    user: UserOpt = DEMO_CALLER.user_id,
     details: Annotated[bool, typer.Option("--details", help="Show details after every answer.")] = False,
 ) -> None:
     """Chat interactively with the assistant.
 
     Type /details to toggle the plan, operations and call counts, /new for a new conversation, /quit to leave.
     """
-    engine = _build_engine(
+    engine, caller = _build_engine(
         mode=mode,
         context=context,
         structured=structured,
@@ -380,6 +402,7 @@ def chat(
         memory_url=memory_url,
         max_tokens=max_tokens,
         timeout=timeout,
+        user=user,
     )
     conversation_id = conversation or uuid.uuid4().hex
     console.print(
@@ -404,7 +427,10 @@ def chat(
             conversation_id = uuid.uuid4().hex
             console.print(f"[dim]new conversation {conversation_id}[/]")
             continue
-        result = engine.ask(conversation_id, message)
+        try:
+            result = engine.ask(conversation_id, message, caller=caller)
+        except ConversationAccessDenied as exc:
+            raise _fail(str(exc), 2) from None
         console.print("[bold green]erp>[/] ", end="")
         _print_turn(result, show_details=details)
 

@@ -102,6 +102,10 @@ class TurnRow(BaseModel):
     errors: list[str] = Field(default_factory=list)
     failure: FailureKind | None = None
     """The turn's failure kind (see ``shared.failures``); ``None`` when the turn was answered normally."""
+    denied: bool = False
+    """The ERP refused the turn: the conversation belongs to another user (no model was called)."""
+    caller: str | None = None
+    """The ERP user the turn ran as (``None``: the demo default)."""
     failed: bool = False
     """Whether the turn ended in any failure kind (or, in files that predate failure kinds, the provider
     failed); a failed turn never passes."""

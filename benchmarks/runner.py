@@ -45,14 +45,27 @@ from benchmarks.results import (
 from benchmarks.scenario import Scenario
 from benchmarks.scoring.turn import TurnScore, TurnScorer
 from shared.engine import AssistantEngine
-from shared.errors import ConfigurationError
+from shared.errors import ConfigurationError, ConversationAccessDenied
+from shared.failures import failure_kind_of
 from shared.llm.factory import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S
+from shared.security import DEMO_CALLER, Caller
 from shared.turn import TurnResult
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
 EngineFactory = Callable[[str], AssistantEngine]
+CallerResolver = Callable[[str | None], Caller]
+"""The caller a scenario's user name stands for (``None``: the demo default)."""
+
+
+def demo_callers(name: str | None) -> Caller:
+    """The demo default only: scenarios that name a user need the ERP's resolver (see :func:`run_suite`)."""
+    if name is None or name == DEMO_CALLER.user_id:
+        return DEMO_CALLER
+    raise ConfigurationError(f"Scenario user {name!r}: pass callers= to resolve the ERP's users.")
+
+
 """Builds the engine of a mode (called once per mode and worker thread)."""
 
 
@@ -170,6 +183,7 @@ def run_benchmark(
     *,
     engine_factory: EngineFactory,
     scorer: TurnScorer,
+    callers: CallerResolver = demo_callers,
     console: Console | None = None,
     show_progress: bool = True,
 ) -> RunOutcome:
@@ -225,7 +239,7 @@ def run_benchmark(
 
         def run_one(unit: Unit) -> list[TurnRow]:
             stateful = produces_state(unit.mode, structured=config.structured)
-            return run_unit(unit, engines, scorer, advance, score_state=stateful)
+            return run_unit(unit, engines, scorer, advance, score_state=stateful, callers=callers)
 
         if config.concurrency == 1:
             for unit in todo:
@@ -271,32 +285,40 @@ def run_unit(
     emit: Callable[[TurnRow], None],
     *,
     score_state: bool = True,
+    callers: CallerResolver = demo_callers,
 ) -> list[TurnRow]:
     """Run one scenario in a fresh conversation; every turn is emitted as soon as it is scored.
 
-    ``score_state`` is whether the mode produces conversation state, so that ``state`` expectations apply.
+    Each turn runs as the scenario's user (or the turn's ``as_user``), resolved by ``callers``, and is scored
+    as that user sees the ERP. ``score_state`` is whether the mode produces conversation state, so that
+    ``state`` expectations apply.
     """
     conversation_id = f"bench-{unit.mode}-{unit.repetition}-{uuid.uuid4().hex[:16]}"
     rows: list[TurnRow] = []
     for index, turn in enumerate(unit.scenario.turns, start=1):
         started = time.perf_counter()
         result: TurnResult | None = None
-        error: str | None = None
+        error: Exception | None = None
+        user = turn.as_user or unit.scenario.user
+        caller = DEMO_CALLER  # scored as the demo default if the user cannot even be resolved
         try:
-            result = engines.get(unit.mode).ask(conversation_id, turn.user)
+            caller = callers(user)
+            result = engines.get(unit.mode).ask(conversation_id, turn.user, caller=caller)
         except Exception as exc:  # a failing turn is data, not the end of the run
-            error = f"{type(exc).__name__}: {exc}"
+            error = exc
         elapsed_ms = (time.perf_counter() - started) * 1000
         row = _row(unit, index, conversation_id, turn.user, result, error, elapsed_ms)
+        row.caller = user
         executed = [op.model_dump() for op in row.operations if op.error is None]
         try:
-            row.score = scorer.score(
+            row.score = scorer.as_caller(caller).score(
                 turn.expect,
                 answer=row.answer,
                 operations=executed,
                 state=row.state if score_state else None,
                 failed=row.failed,
                 failure=row.failure,
+                denied=row.denied,
             )
         except Exception as exc:  # a scoring bug fails this turn, not the whole run
             row.score = TurnScore(passed=False, details=[f"scoring error: {type(exc).__name__}: {exc}"])
@@ -311,7 +333,7 @@ def _row(
     conversation_id: str,
     user: str,
     result: TurnResult | None,
-    error: str | None,
+    error: Exception | None,
     elapsed_ms: float,
 ) -> TurnRow:
     base = {
@@ -325,12 +347,13 @@ def _row(
         "conversation_id": conversation_id,
         "score": TurnScore(passed=False),
     }
-    if result is None:  # the engine raised or could not be built: an engine bug or a dead provider
+    if result is None:  # the ERP refused the conversation, or the engine raised or could not be built
         return TurnRow(
             **base,
-            failure="provider",
+            failure=failure_kind_of(error) if error is not None else "provider",
             failed=True,
-            errors=[error or "unknown error"],
+            denied=isinstance(error, ConversationAccessDenied),
+            errors=[f"{type(error).__name__}: {error}" if error is not None else "unknown error"],
             total_ms=elapsed_ms,
             harness_ms=elapsed_ms,
         )
@@ -371,6 +394,7 @@ def run_suite(
     :func:`shared.llm.factory.build_chat_model`.
     """
     from shared.erp.database import open_erp
+    from shared.erp.users import DEFAULT_USER, caller_for
     from shared.memory.store import MemoryStore
     from shared.operations.sales import sales_registry
 
@@ -397,11 +421,15 @@ def run_suite(
                 mode, registry=registry, erp=erp, store=store, model=chat_model, structured=config.structured
             )
 
+        def callers(name: str | None) -> Caller:
+            return caller_for(erp, name or DEFAULT_USER)
+
         return run_benchmark(
             scenarios,
             config,
             engine_factory=factory,
             scorer=TurnScorer(registry, erp),
+            callers=callers,
             console=console,
             show_progress=show_progress,
         )

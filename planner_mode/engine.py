@@ -39,11 +39,12 @@ from planner_mode.validation import ValidatedPlan, validate_plan
 from planner_mode.wire import CallUsage
 from shared.bounds import RESULT_MAX_CHARS, RESULT_MAX_ITEMS, clip_json
 from shared.erp.database import Erp
-from shared.errors import ErpAiError, StorageError
+from shared.errors import ConversationAccessDenied, ErpAiError, StorageError
 from shared.failures import failure_kind_of, user_message
 from shared.inputs import check_turn_input
 from shared.memory.store import MemoryStore, MessageIn, TurnRecord
-from shared.operations.registry import OperationRegistry
+from shared.operations.registry import OperationRegistry, OperationSpec
+from shared.security import DEMO_CALLER, Caller
 from shared.turn import ExecutedOperation, FailureKind, TurnResult
 
 __all__ = ["PlannerEngine", "PlannerLimits"]
@@ -92,13 +93,23 @@ class PlannerEngine:
         self.store = store
         self.ai: AIClient = InProcessAIClient(ai) if isinstance(ai, PlannerAI) else ai
         self.limits = limits or PlannerLimits()
-        self._catalog = registry.catalog()
+        self._catalogs: dict[frozenset[str], list[OperationSpec]] = {}
 
-    def ask(self, conversation_id: str, message: str) -> TurnResult:
-        """Answer ``message`` in ``conversation_id`` (created if unknown) with at most two model calls."""
+    def ask(self, conversation_id: str, message: str, caller: Caller = DEMO_CALLER) -> TurnResult:
+        """Answer ``message`` in ``conversation_id`` (created for ``caller`` if unknown) with at most two
+        model calls, as ``caller``: call 1 sees only the operations the caller may run, and the ERP runs them
+        within the caller's data scope.
+
+        Raises:
+            ConversationAccessDenied: the conversation belongs to another user. Checked before the context is
+                read or a model is called: nothing is paid, nothing is written. The only exception ``ask``
+                raises on purpose; every other failure ends in the returned result.
+        """
         turn = _Turn(conversation_id=conversation_id, question=message, started=time.perf_counter())
+        turn.caller = caller
         try:
             check_turn_input(conversation_id, message)
+            self.store.check_access(conversation_id, caller.user_id)
             # No ensure_conversation() here: record_turn creates an unknown conversation in the turn's own
             # transaction, so a failed first turn leaves nothing behind, and a turn costs one write, not two.
             context = self.store.build_context(
@@ -107,12 +118,14 @@ class PlannerEngine:
                 memory_limit=self.limits.memory_limit,
                 exchanges=self.limits.exchanges,
             )
+        except ConversationAccessDenied:
+            raise
         except ErpAiError as exc:  # InputError or StorageError: refused before any model call
             return self._unrecorded(turn, exc, state={})
         turn.state = context.estado
 
         try:
-            analyzed = self.ai.analyze(message, context, self._catalog)
+            analyzed = self.ai.analyze(message, context, self._catalog(caller))
         except AICallError as exc:
             turn.usages.append(exc.usage)
             turn.errors.append(f"Call 1 (plan) failed: {exc}")
@@ -139,14 +152,16 @@ class PlannerEngine:
         Sets ``turn.failure`` to ``invalid_plan`` when the plan is rejected (nothing runs) and to
         ``operation_error`` when an operation broke inside the ERP.
         """
-        validated = validate_plan(plan, self.registry, max_operations=self.limits.max_operations)
+        validated = validate_plan(
+            plan, self.registry, max_operations=self.limits.max_operations, caller=turn.caller
+        )
         if not validated.ok:
             turn.failure = "invalid_plan"
             turn.errors.extend(f"Invalid plan: {issue.message}" for issue in validated.issues)
             turn.operations, outcomes = _rejected(validated, self.limits.max_operations)
             return outcomes
         turn.operations = execute_plan(
-            validated, self.registry, self.erp, max_workers=self.limits.max_workers
+            validated, self.registry, self.erp, max_workers=self.limits.max_workers, caller=turn.caller
         )
         turn.errors.extend(f"{op.funcion}: {op.error}" for op in turn.operations if op.error)
         if any(op.error_kind == "internal" for op in turn.operations):
@@ -181,7 +196,7 @@ class PlannerEngine:
             state=dict(answer.estado),
         )
         try:
-            state = self.store.record_turn(turn.conversation_id, record)
+            state = self.store.record_turn(turn.conversation_id, record, user_id=turn.caller.user_id)
         except StorageError as exc:  # the answer is good; only remembering it failed
             turn.failure = "storage"
             turn.errors.append(f"Turn not recorded: {exc}")
@@ -197,6 +212,13 @@ class PlannerEngine:
             state=state,
             recorded=True,
         )
+
+    def _catalog(self, caller: Caller) -> list[OperationSpec]:
+        """The operations ``caller`` may run, as call 1 shows them (built once per set of roles)."""
+        catalog = self._catalogs.get(caller.roles)
+        if catalog is None:
+            catalog = self._catalogs[caller.roles] = self.registry.catalog(caller)
+        return catalog
 
     def _unrecorded(
         self, turn: _Turn, error: BaseException, *, state: dict[str, Any] | None = None
@@ -256,6 +278,7 @@ class _Turn:
         self.usages: list[CallUsage] = []
         self.failure: FailureKind | None = None
         self.state: dict[str, Any] = {}
+        self.caller: Caller = DEMO_CALLER
         """The conversation's state as read for this turn's context (unchanged unless recorded)."""
 
     def result(

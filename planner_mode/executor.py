@@ -16,20 +16,26 @@ from planner_mode.validation import UnresolvedReferenceError, ValidatedPlan, res
 from shared.erp.database import Erp
 from shared.errors import DomainError, OperationError, OperationInternalError
 from shared.operations.registry import OperationRegistry, internal_error
+from shared.security import DEMO_CALLER, Caller
 from shared.turn import ExecutedOperation, OperationErrorKind
 
 __all__ = ["execute_plan"]
 
 
 def _run_one(
-    registry: OperationRegistry, erp: Erp, funcion: str, op_id: str | None, params: dict[str, Any]
+    registry: OperationRegistry,
+    erp: Erp,
+    caller: Caller,
+    funcion: str,
+    op_id: str | None,
+    params: dict[str, Any],
 ) -> ExecutedOperation:
     started = time.perf_counter()
     result: Any = None
     error: str | None = None
     kind: OperationErrorKind | None = None
     try:
-        result = registry.execute(erp, funcion, params)
+        result = registry.execute(erp, funcion, params, caller=caller)
     except OperationError as exc:
         error, kind = str(exc), _error_kind(exc)
     except Exception as exc:  # an ERP bug must not abort the turn; its text must not reach the model
@@ -51,13 +57,19 @@ def _error_kind(error: OperationError) -> OperationErrorKind:
         return "internal"
     if isinstance(error, DomainError):
         return "refused"
-    return "invalid"  # unknown operation, invalid parameters
+    return "invalid"  # unknown or forbidden operation, invalid parameters
 
 
 def execute_plan(
-    validated: ValidatedPlan, registry: OperationRegistry, erp: Erp, *, max_workers: int = 4
+    validated: ValidatedPlan,
+    registry: OperationRegistry,
+    erp: Erp,
+    *,
+    max_workers: int = 4,
+    caller: Caller = DEMO_CALLER,
 ) -> list[ExecutedOperation]:
-    """Execute a valid plan; return one :class:`ExecutedOperation` per planned operation, in plan order."""
+    """Execute a valid plan as ``caller`` (whose permissions and data scope the ERP applies); return one
+    :class:`ExecutedOperation` per planned operation, in plan order."""
     if not validated.ok:
         raise ValueError("execute_plan() needs a valid plan; check ValidatedPlan.ok first")
     operations = validated.plan.operaciones
@@ -96,11 +108,19 @@ def execute_plan(
                 runnable.append((index, params))
             if len(runnable) == 1:
                 index, params = runnable[0]
-                done[index] = _run_one(registry, erp, operations[index].funcion, operations[index].id, params)
+                done[index] = _run_one(
+                    registry, erp, caller, operations[index].funcion, operations[index].id, params
+                )
             else:
                 futures = {
                     index: pool.submit(
-                        _run_one, registry, erp, operations[index].funcion, operations[index].id, params
+                        _run_one,
+                        registry,
+                        erp,
+                        caller,
+                        operations[index].funcion,
+                        operations[index].id,
+                        params,
                     )
                     for index, params in runnable
                 }

@@ -23,8 +23,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from planner_mode.plan import Plan
-from shared.errors import InvalidParametersError, UnknownOperationError
+from shared.errors import InvalidParametersError, OperationForbiddenError, UnknownOperationError
 from shared.operations.registry import OperationRegistry
+from shared.security import DEMO_CALLER, Caller
 
 __all__ = [
     "PlanIssue",
@@ -244,13 +245,16 @@ def _label(index: int, funcion: str, op_id: str | None) -> str:
 
 
 def _check_parameters(
-    registry: OperationRegistry, funcion: str, params: dict[str, Any], label: str
+    registry: OperationRegistry, funcion: str, params: dict[str, Any], label: str, caller: Caller
 ) -> list[str]:
-    """Validate the parameters that hold no reference; referenced ones are checked once resolved."""
+    """Check the caller may run ``funcion``, then validate the parameters that hold no reference
+    (referenced ones are checked once resolved)."""
     referenced = {key for key, value in params.items() if find_refs(value)}
     concrete = {key: value for key, value in params.items() if key not in referenced}
     try:
-        registry.validate(funcion, concrete)
+        registry.validate(funcion, concrete, caller=caller)
+    except OperationForbiddenError as exc:
+        return [f"{label}: {exc}"]
     except InvalidParametersError as exc:
         messages = [
             f"{'.'.join(str(p) for p in err.get('loc', ())) or 'parametros'}: {err.get('msg', '')}"
@@ -277,7 +281,9 @@ def _waves(count: int, dependencies: dict[int, set[int]]) -> tuple[list[list[int
     return waves, remaining
 
 
-def validate_plan(plan: Plan, registry: OperationRegistry, *, max_operations: int = 8) -> ValidatedPlan:
+def validate_plan(
+    plan: Plan, registry: OperationRegistry, *, max_operations: int = 8, caller: Caller = DEMO_CALLER
+) -> ValidatedPlan:
     """Check ``plan`` against ``registry`` without executing anything.
 
     Rejected: more than ``max_operations`` operations, duplicate ids, unknown operations, parameters that
@@ -310,10 +316,12 @@ def validate_plan(plan: Plan, registry: OperationRegistry, *, max_operations: in
         label = _label(index, op.funcion, op.id)
         known = op.funcion in registry
         if not known:
-            issues.append(PlanIssue(f"{label}: {UnknownOperationError(op.funcion, registry.names())}", index))
+            valid = registry.names(caller)
+            issues.append(PlanIssue(f"{label}: {UnknownOperationError(op.funcion, valid)}", index))
         else:
             issues.extend(
-                PlanIssue(msg, index) for msg in _check_parameters(registry, op.funcion, op.parametros, label)
+                PlanIssue(msg, index)
+                for msg in _check_parameters(registry, op.funcion, op.parametros, label, caller)
             )
         deps: set[int] = set()
         for ref in find_refs(op.parametros):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+from shared.security import DEMO_CALLER, Caller
 from shared.turn import TurnResult
 
 
@@ -13,6 +14,7 @@ class AssistantEngine(Protocol):
 
     mode: str
 
-    def ask(self, conversation_id: str, message: str) -> TurnResult:
-        """Run one turn. Never raises for model, plan or operation failures: they land in the result."""
+    def ask(self, conversation_id: str, message: str, caller: Caller = DEMO_CALLER) -> TurnResult:
+        """Run one turn as ``caller``. Raises only ``ConversationAccessDenied`` (the conversation belongs to
+        another user); input, storage, model, plan, operation and provider failures land in the result."""
         ...

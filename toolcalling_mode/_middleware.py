@@ -21,6 +21,7 @@ from langgraph.types import Command
 
 from shared.errors import INTERNAL_ERROR_PREFIX, OperationError
 from shared.operations.registry import OperationRegistry, internal_error
+from shared.security import DEMO_CALLER, Caller
 from shared.turn import ExecutedOperation, OperationErrorKind
 
 
@@ -30,6 +31,8 @@ class TurnContext:
 
     system_message: SystemMessage
     """The system prompt of this turn (instructions + rendered context or today's date)."""
+    caller: Caller = DEMO_CALLER
+    """Who the turn runs for (the tools are already bound to them; used to judge refused calls)."""
     operations: dict[str, ExecutedOperation] = field(default_factory=dict)
     """Executed tool calls, by tool call id (filled by :class:`TurnMiddleware`)."""
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -83,18 +86,20 @@ class TurnMiddleware(AgentMiddleware[Any, Any, Any]):
         if isinstance(context, TurnContext) and isinstance(outcome, ToolMessage):
             operation = executed_operation(call["name"], call["args"], call["id"], outcome, duration_ms)
             if operation.error is not None:
-                operation.error_kind = self._error_kind(call["name"], call["args"], operation.error)
+                operation.error_kind = self._error_kind(
+                    call["name"], call["args"], operation.error, context.caller
+                )
             with context.lock:
                 context.operations[str(call["id"])] = operation
         return outcome
 
-    def _error_kind(self, name: str, args: Any, error: str) -> OperationErrorKind:
+    def _error_kind(self, name: str, args: Any, error: str, caller: Caller) -> OperationErrorKind:
         if error.startswith(INTERNAL_ERROR_PREFIX):
             return "internal"
         try:
-            self._registry.validate(name, args if isinstance(args, dict) else None)
+            self._registry.validate(name, args if isinstance(args, dict) else None, caller=caller)
         except OperationError:
-            return "invalid"  # unknown tool or invalid arguments: the model's request was wrong
+            return "invalid"  # unknown or forbidden tool, or invalid arguments: the model's request was wrong
         return "refused"
 
 

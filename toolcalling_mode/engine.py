@@ -22,7 +22,9 @@ a refused input or a storage error leaves the conversation untouched.
 
 from __future__ import annotations
 
+import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from time import perf_counter
@@ -36,7 +38,13 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langgraph.errors import GraphRecursionError
 
 from shared.answer import Answer, MemoryItem
-from shared.errors import ErpAiError, ModelOutputError, OutputLimitError, StorageError
+from shared.errors import (
+    ConversationAccessDenied,
+    ErpAiError,
+    ModelOutputError,
+    OutputLimitError,
+    StorageError,
+)
 from shared.failures import failure_kind_of, is_recorded, user_message
 from shared.inputs import check_turn_input
 from shared.llm.factory import configured_max_tokens
@@ -44,6 +52,7 @@ from shared.llm.provider_errors import as_erp_error, stopped_at_limit
 from shared.llm.usage import UsageTracker
 from shared.memory.context import ConversationContext, render_context
 from shared.memory.store import MessageIn, TurnRecord
+from shared.security import DEMO_CALLER, Caller
 from shared.text import strip_reasoning
 from shared.turn import ExecutedOperation, FailureKind, TurnResult
 from toolcalling_mode._middleware import TurnContext, TurnMiddleware, executed_operation
@@ -74,6 +83,9 @@ RECURSION_LIMIT_ANSWER = (
     "Se alcanzó el límite de {limit} pasos del agente en este turno y no pude completar la respuesta. "
     "Intenta con una pregunta más concreta."
 )
+AGENT_CACHE_SIZE = 256
+"""Compiled agents kept, one per recent caller (their tools are bound to the caller's scope)."""
+
 NOT_RECORDED_NOTE = "(No pude guardar este intercambio en la memoria de la conversación.)"
 """Appended to a model-written answer when the store failed to record the turn."""
 
@@ -146,34 +158,42 @@ class ToolCallingEngine:
         self._structured_tool_names = (
             {spec.name for spec in ToolStrategy(Answer).schema_specs} if structured else set()
         )
-        response_format: Any = _response_format(structured_strategy) if structured else None
-        self._agent: Any = create_agent(
-            model,
-            tools=registry.langchain_tools(erp),
-            middleware=[
-                TurnMiddleware(registry),
-                ModelCallLimitMiddleware(run_limit=self.limits.model_calls, exit_behavior="end"),
-            ],
-            response_format=response_format,
-            context_schema=TurnContext,
-            name=self.mode,
-        )
+        self._model = model
+        self._response_format: Any = _response_format(structured_strategy) if structured else None
+        self._agents: OrderedDict[Caller, Any] = OrderedDict()
+        self._agents_lock = threading.Lock()
+        self._agent_for(
+            DEMO_CALLER
+        )  # compile the default caller's agent now: configuration errors surface here
 
     # -- public -----------------------------------------------------------------------------------------
 
-    def ask(self, conversation_id: str, message: str) -> TurnResult:
-        """Answer ``message`` in ``conversation_id`` (created if unknown) and record the turn."""
+    def ask(self, conversation_id: str, message: str, caller: Caller = DEMO_CALLER) -> TurnResult:
+        """Answer ``message`` in ``conversation_id`` (created for ``caller`` if unknown) and record the turn.
+
+        The agent is offered only the tools ``caller`` may run, and each tool runs within the caller's data
+        scope. Raises :class:`~shared.errors.ConversationAccessDenied` (before any context read or model
+        call) when the conversation belongs to another user; every other failure ends in the result.
+        """
         turn = _Turn(conversation_id, message)
         try:
             check_turn_input(conversation_id, message)
+            self._store.check_access(conversation_id, caller.user_id)
             # record_turn creates an unknown conversation in the turn's own transaction: one write per turn.
             system_message, prior, stored_state = self._turn_input(conversation_id)
+        except ConversationAccessDenied:
+            raise
         except ErpAiError as exc:  # InputError or StorageError: refused before any model call
             kind = failure_kind_of(exc)
             return self._result(
                 turn, _AgentRun(messages=[]), user_message(kind, exc), errors=[str(exc)], failure=kind
             )
-        run = self._run([*prior, HumanMessage(content=message)], TurnContext(system_message), turn.tracker)
+        run = self._run(
+            self._agent_for(caller),
+            [*prior, HumanMessage(content=message)],
+            TurnContext(system_message, caller=caller),
+            turn.tracker,
+        )
 
         errors = [_operation_error(op, self._registry) for op in run.operations if op.error is not None]
         outcome = self._outcome(run, turn.tracker, errors)
@@ -188,7 +208,7 @@ class ToolCallingEngine:
         ]
         record = TurnRecord(messages=rows, memories=outcome.memories, state=outcome.state)
         try:
-            state = self._store.record_turn(conversation_id, record)
+            state = self._store.record_turn(conversation_id, record, user_id=caller.user_id)
         except StorageError as exc:  # the answer is good; only remembering it failed
             errors.append(f"Turn not recorded: {exc}")
             answer = f"{outcome.answer}\n\n{NOT_RECORDED_NOTE}"
@@ -257,7 +277,37 @@ class ToolCallingEngine:
 
     # -- running -------------------------------------------------------------------------------------------
 
-    def _run(self, inputs: list[BaseMessage], context: TurnContext, tracker: UsageTracker) -> _AgentRun:
+    def _agent_for(self, caller: Caller) -> Any:
+        """The compiled agent of ``caller``: only their permitted tools, each running in their data scope.
+
+        Compiling costs a few milliseconds, so agents are kept for the most recent callers
+        (:data:`AGENT_CACHE_SIZE`).
+        """
+        with self._agents_lock:
+            agent = self._agents.get(caller)
+            if agent is not None:
+                self._agents.move_to_end(caller)
+                return agent
+        agent = create_agent(
+            self._model,
+            tools=self._registry.langchain_tools(self._erp, caller=caller),
+            middleware=[
+                TurnMiddleware(self._registry),
+                ModelCallLimitMiddleware(run_limit=self.limits.model_calls, exit_behavior="end"),
+            ],
+            response_format=self._response_format,
+            context_schema=TurnContext,
+            name=self.mode,
+        )
+        with self._agents_lock:
+            self._agents[caller] = agent
+            while len(self._agents) > AGENT_CACHE_SIZE:
+                self._agents.popitem(last=False)
+        return agent
+
+    def _run(
+        self, agent: Any, inputs: list[BaseMessage], context: TurnContext, tracker: UsageTracker
+    ) -> _AgentRun:
         """Stream the agent to the end, keeping the last state even when a limit or a failure stops it."""
         for message in inputs:
             message.id = message.id or f"in-{uuid.uuid4().hex}"
@@ -267,7 +317,7 @@ class ToolCallingEngine:
         stop: StopReason = "done"
         error: ErpAiError | None = None
         try:
-            for values in self._agent.stream(
+            for values in agent.stream(
                 {"messages": inputs}, config=config, context=context, stream_mode="values"
             ):
                 state = values  # keep the last state: a limit or a failure ends the stream early

@@ -115,9 +115,11 @@ class _TimedStore(MemoryStore):
         with self._recorder.stage("build_context"):
             return super().build_context(conversation_id, today, memory_limit, exchanges)
 
-    def record_turn(self, conversation_id: str, turn: TurnRecord) -> dict[str, Any]:
+    def record_turn(
+        self, conversation_id: str, turn: TurnRecord, *, user_id: str | None = None
+    ) -> dict[str, Any]:
         with self._recorder.stage("record_turn"):
-            return super().record_turn(conversation_id, turn)
+            return super().record_turn(conversation_id, turn, user_id=user_id)
 
 
 class _TimedClient(InProcessAIClient):

@@ -11,6 +11,7 @@ question is checked without typing a name in:
 from __future__ import annotations
 
 import ast
+import copy
 import json
 import threading
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ from typing import Any
 
 from shared.erp.database import Erp
 from shared.operations.registry import OperationRegistry
+from shared.security import DEMO_CALLER, Caller
 
 FACT_KEY = "$fact"
 """A mapping ``{"$fact": "expr"}`` inside expected parameters or state stands for the fact's value."""
@@ -109,22 +111,36 @@ def _parse_node(node: ast.expr, source: str) -> FactExpr:
 
 
 class FactEvaluator:
-    """Evaluates facts against one ERP, caching each distinct operation call (thread-safe)."""
+    """Evaluates facts against one ERP as one caller, caching each distinct operation call (thread-safe).
 
-    def __init__(self, registry: OperationRegistry, erp: Erp) -> None:
+    Facts mean what the ERP shows *that caller*: bruno's ``ventas_anuales(anio=2025).total`` is the total of
+    his own customers. :meth:`as_caller` gives the evaluator of another caller, sharing the cache.
+    """
+
+    def __init__(self, registry: OperationRegistry, erp: Erp, caller: Caller = DEMO_CALLER) -> None:
         self._registry = registry
         self._erp = erp
+        self.caller = caller
         self._cache: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
 
+    def as_caller(self, caller: Caller) -> FactEvaluator:
+        """The evaluator of ``caller`` over the same ERP and cache."""
+        if caller == self.caller:
+            return self
+        other = copy.copy(self)
+        other.caller = caller
+        return other
+
     def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         """The (cached) result of one operation call."""
-        key = f"{operation}:{json.dumps(params, sort_keys=True, default=str)}"
+        who = f"{self.caller.user_id}|{','.join(sorted(self.caller.roles))}"
+        key = f"{who}:{operation}:{json.dumps(params, sort_keys=True, default=str)}"
         with self._lock:
             if key in self._cache:
                 return self._cache[key]
         try:
-            result = self._registry.execute(self._erp, operation, params)
+            result = self._registry.execute(self._erp, operation, params, caller=self.caller)
         except Exception as exc:
             raise FactEvaluationError(f"{operation}({params}) failed: {exc}") from exc
         with self._lock:

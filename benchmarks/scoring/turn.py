@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -13,6 +14,7 @@ from benchmarks.scoring.numbers import mentions_number
 from benchmarks.scoring.operations import match_operations, normalize_value
 from shared.erp.database import Erp
 from shared.operations.registry import OperationRegistry
+from shared.security import Caller
 from shared.text import fold
 
 if TYPE_CHECKING:
@@ -60,6 +62,14 @@ class TurnScorer:
         self.registry = registry
         self.facts = FactEvaluator(registry, erp)
 
+    def as_caller(self, caller: Caller) -> TurnScorer:
+        """The scorer whose facts are evaluated as ``caller`` sees the ERP (same cache)."""
+        if caller == self.facts.caller:
+            return self
+        other = copy.copy(self)
+        other.facts = self.facts.as_caller(caller)
+        return other
+
     def resolve(self, value: Any) -> Any:
         """Replace every ``{"$fact": expr}`` inside ``value`` by the fact's value."""
         if isinstance(value, Mapping):
@@ -79,13 +89,24 @@ class TurnScorer:
         state: Mapping[str, Any] | None,
         failed: bool = False,
         failure: str | None = None,
+        denied: bool = False,
     ) -> TurnScore:
         """Score a turn. ``operations`` are the calls the ERP executed successfully.
 
         ``state`` is ``None`` when the mode produces no state: the state check is then skipped. A mode that
         does produce state is checked even when its state is empty (an empty state lacks the expected keys).
         A ``failed`` turn (any failure kind, or an engine that raised) never passes; ``failure`` is its kind.
+        ``denied`` says the ERP refused the turn because the conversation belongs to another user: a turn that
+        expects it passes exactly when it happened, and no other check applies.
         """
+        if expect.denied or denied:
+            ok = expect.denied and denied
+            why = (
+                []
+                if ok
+                else ["the ERP refused the conversation" if denied else "expected the ERP to refuse it"]
+            )
+            return TurnScore(passed=ok, details=why)
         details: list[str] = []
         try:
             ops_ok = self._check_operations(expect, operations, details)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from shared.security import DEMO_CALLER, Caller
 from shared.turn import ExecutedOperation, TurnResult
 
 Script = Callable[[str, str, str], TurnResult]
@@ -74,7 +75,9 @@ class FakeEngine:
         self.mode = mode
         self.script = script
         self.calls: list[tuple[str, str]] = []
+        self.callers: list[Caller] = []
 
-    def ask(self, conversation_id: str, message: str) -> TurnResult:
+    def ask(self, conversation_id: str, message: str, caller: Caller = DEMO_CALLER) -> TurnResult:
         self.calls.append((conversation_id, message))
+        self.callers.append(caller)
         return self.script(self.mode, conversation_id, message)

@@ -227,6 +227,9 @@ def test_a_scoring_error_fails_the_turn_and_the_run_goes_on(
     tmp_path: Path, tiny_suite: list[Scenario], scorer: TurnScorer
 ) -> None:
     class BrokenScorer:
+        def as_caller(self, _caller: object) -> BrokenScorer:
+            return self
+
         def score(self, *args: object, **kwargs: object) -> object:
             raise RuntimeError("scorer bug")
 

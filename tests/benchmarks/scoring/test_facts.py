@@ -65,9 +65,9 @@ def test_each_distinct_call_runs_once(registry: Any, erp: Any) -> None:
     calls: list[str] = []
 
     class CountingRegistry:
-        def execute(self, erp_: Any, name: str, params: dict[str, Any]) -> dict[str, Any]:
+        def execute(self, erp_: Any, name: str, params: dict[str, Any], caller: Any) -> dict[str, Any]:
             calls.append(name)
-            return dict(registry.execute(erp_, name, params))
+            return dict(registry.execute(erp_, name, params, caller=caller))
 
     facts = FactEvaluator(CountingRegistry(), erp)  # type: ignore[arg-type]
     facts.evaluate("mejor_cliente(anio=2025).cliente")
