@@ -155,3 +155,16 @@ def test_serve_warns_when_it_binds_beyond_loopback_without_a_token(monkeypatch: 
 
     assert exposed.exit_code == local.exit_code == 0
     assert "Warning" in exposed.output and "Warning" not in local.output
+
+
+def test_users_own_their_conversations_and_see_only_their_customers(cli_env: dict[str, str]) -> None:
+    question = "¿Cuánto compró Empresa ABC en 2025?"
+    ana = runner.invoke(app, ["ask", "--user", "ana", "-c", "conv-ana", question], env=cli_env)
+    bruno = runner.invoke(app, ["ask", "--user", "bruno", question], env=cli_env)
+    intruder = runner.invoke(app, ["ask", "--user", "bruno", "-c", "conv-ana", "hola"], env=cli_env)
+    unknown = runner.invoke(app, ["ask", "--user", "carlos", "hola"], env=cli_env)
+
+    assert ana.exit_code == 0 and "120.000.000" in ana.stdout
+    assert bruno.exit_code == 0 and "120.000.000" not in bruno.stdout and "No tiene acceso" in bruno.stdout
+    assert intruder.exit_code == 2 and "belongs to another user" in one_line_error(intruder.output)
+    assert unknown.exit_code == 2 and "Known users" in one_line_error(unknown.output)
