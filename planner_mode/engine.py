@@ -43,7 +43,7 @@ from shared.errors import ConversationAccessDenied, ErpAiError, StorageError
 from shared.failures import failure_kind_of, user_message
 from shared.inputs import check_turn_input
 from shared.memory.store import MemoryStore, MessageIn, TurnRecord
-from shared.operations.registry import OperationRegistry, OperationSpec
+from shared.operations.registry import OperationRegistry
 from shared.security import DEMO_CALLER, Caller
 from shared.turn import ExecutedOperation, FailureKind, TurnResult
 
@@ -93,7 +93,6 @@ class PlannerEngine:
         self.store = store
         self.ai: AIClient = InProcessAIClient(ai) if isinstance(ai, PlannerAI) else ai
         self.limits = limits or PlannerLimits()
-        self._catalogs: dict[frozenset[str], list[OperationSpec]] = {}
 
     def ask(self, conversation_id: str, message: str, caller: Caller = DEMO_CALLER) -> TurnResult:
         """Answer ``message`` in ``conversation_id`` (created for ``caller`` if unknown) with at most two
@@ -105,8 +104,7 @@ class PlannerEngine:
                 read or a model is called: nothing is paid, nothing is written. The only exception ``ask``
                 raises on purpose; every other failure ends in the returned result.
         """
-        turn = _Turn(conversation_id=conversation_id, question=message, started=time.perf_counter())
-        turn.caller = caller
+        turn = _Turn(conversation_id=conversation_id, question=message, caller=caller)
         try:
             check_turn_input(conversation_id, message)
             self.store.check_access(conversation_id, caller.user_id)
@@ -125,7 +123,7 @@ class PlannerEngine:
         turn.state = context.estado
 
         try:
-            analyzed = self.ai.analyze(message, context, self._catalog(caller))
+            analyzed = self.ai.analyze(message, context, self.registry.catalog(caller))
         except AICallError as exc:
             turn.usages.append(exc.usage)
             turn.errors.append(f"Call 1 (plan) failed: {exc}")
@@ -213,13 +211,6 @@ class PlannerEngine:
             recorded=True,
         )
 
-    def _catalog(self, caller: Caller) -> list[OperationSpec]:
-        """The operations ``caller`` may run, as call 1 shows them (built once per set of roles)."""
-        catalog = self._catalogs.get(caller.roles)
-        if catalog is None:
-            catalog = self._catalogs[caller.roles] = self.registry.catalog(caller)
-        return catalog
-
     def _unrecorded(
         self, turn: _Turn, error: BaseException, *, state: dict[str, Any] | None = None
     ) -> TurnResult:
@@ -268,17 +259,17 @@ def _rejected(
 class _Turn:
     """Mutable bookkeeping of one turn in progress."""
 
-    def __init__(self, *, conversation_id: str, question: str, started: float) -> None:
+    def __init__(self, *, conversation_id: str, question: str, caller: Caller) -> None:
         self.conversation_id = conversation_id
         self.question = question
-        self.started = started
+        self.caller = caller
+        self.started = time.perf_counter()
         self.plan: Plan | None = None
         self.operations: list[ExecutedOperation] = []
         self.errors: list[str] = []
         self.usages: list[CallUsage] = []
         self.failure: FailureKind | None = None
         self.state: dict[str, Any] = {}
-        self.caller: Caller = DEMO_CALLER
         """The conversation's state as read for this turn's context (unchanged unless recorded)."""
 
     def result(
