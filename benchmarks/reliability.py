@@ -39,6 +39,7 @@ from shared.failures import FailureKind
 from shared.memory.store import MemoryStore, MessageIn, TurnRecord
 from shared.operations.registry import OperationRegistry
 from shared.operations.sales import sales_registry
+from shared.security import DEMO_CALLER
 
 __all__ = [
     "MATRIX_MAX_TOKENS",
@@ -188,7 +189,8 @@ def _seed_conversation(store: MemoryStore, conversation_id: str) -> None:
     question, answer = _PRIOR
     store.record_turn(
         conversation_id,
-        TurnRecord(
+        user_id=DEMO_CALLER.user_id,
+        turn=TurnRecord(
             messages=[
                 MessageIn(role="user", content=question, metadata={}),
                 MessageIn(role="assistant", content=answer, metadata={}),

@@ -101,10 +101,8 @@ class OperationForbiddenError(OperationError):
     def __init__(self, operation: str, missing: Sequence[str]) -> None:
         self.operation = operation
         self.missing = sorted(missing)
-        super().__init__(
-            f"No tiene permiso para la operación {operation!r} (requiere: {', '.join(self.missing)}); "
-            "no se ejecutó."
-        )
+        # The permission names stay in ``missing`` (for logs): this text reaches the model and the AI server.
+        super().__init__(f"No tiene permiso para la operación {operation!r}; no se ejecutó.")
 
 
 INTERNAL_ERROR_PREFIX = "error interno (ref "

@@ -47,6 +47,7 @@ from shared.llm.factory import build_chat_model
 from shared.memory.context import ConversationContext
 from shared.memory.store import MemoryStore, TurnRecord
 from shared.operations.sales import sales_registry
+from shared.security import DEMO_CALLER
 
 STAGES = (
     "build_context",
@@ -180,7 +181,7 @@ def run(scenarios: Sequence[Scenario], repeat: int = 1, warmup: int = 1) -> _Rec
         try:
             with validation, execution, _counting(recorder, [erp.engine, store.engine]):
                 for scenario in scenarios[:warmup]:
-                    conversation = store.create_conversation()
+                    conversation = store.create_conversation(user_id=DEMO_CALLER.user_id)
                     for turn in scenario.turns:
                         engine.ask(conversation, turn.user)
                         recorder.discard_turn()
@@ -188,7 +189,7 @@ def run(scenarios: Sequence[Scenario], repeat: int = 1, warmup: int = 1) -> _Rec
                 recorder.statements.clear()
                 for _ in range(repeat):
                     for scenario in scenarios:
-                        conversation = store.create_conversation()
+                        conversation = store.create_conversation(user_id=DEMO_CALLER.user_id)
                         for turn in scenario.turns:
                             result = engine.ask(conversation, turn.user)
                             recorder.end_turn(result.harness_ms)

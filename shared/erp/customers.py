@@ -76,21 +76,21 @@ def resolve_customer(session: Session, text: str, operation: str, *, vendedor: s
     """The one customer ``text`` designates, or :class:`CustomerNotFoundError` naming the candidates.
 
     ``operation`` is the operation name carried by the error, so the caller knows which request failed.
-    With ``vendedor``, only that salesperson's customers can be designated or suggested; a ``text`` that
-    designates someone else's customer (exactly, or as a part matching only others' customers) raises
-    :class:`CustomerOutOfScopeError` instead.
+    With ``vendedor``, only that salesperson's customers can be designated or suggested. Someone else's
+    customer named by its full name raises :class:`CustomerOutOfScopeError` (the answer says the caller has
+    no access to it); a partial name that matches only others' customers is simply not found, so names
+    cannot be probed word by word.
     """
     folded = fold(text)
-    exact = session.scalars(_BY_FOLDED_NAME, {"folded": folded}).first()
-    if exact is not None:
-        if vendedor is None or exact.vendedor == vendedor:
-            return exact
+    exact = session.scalars(_BY_FOLDED_NAME, {"folded": folded}).all()
+    mine = [customer for customer in exact if vendedor is None or customer.vendedor == vendedor]
+    if mine:
+        return mine[0]
+    if exact:
         raise CustomerOutOfScopeError(operation, text)
     partial = _partial_matches(session, folded, limit=MAX_SUGGESTIONS + 1, vendedor=vendedor)
     if len(partial) == 1:
         return partial[0]
-    if not partial and vendedor is not None and _partial_matches(session, folded, limit=1):
-        raise CustomerOutOfScopeError(operation, text)
     suggestions = [c.name for c in partial[:MAX_SUGGESTIONS]] or closest_names(
         session, text, vendedor=vendedor
     )

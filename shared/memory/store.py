@@ -249,8 +249,9 @@ class MemoryStore:
         """Refuse a conversation that belongs to another user (:class:`ConversationAccessDenied`).
 
         A conversation belongs to the user who created it. An unknown id is fine (the turn will create it for
-        ``user_id``), and so is a conversation without an owner (one created before conversations had owners,
-        or through this store without a user). One indexed read; engines call it before reading any context.
+        ``user_id``). A conversation without an owner (created through this store without a user, or before
+        conversations had owners) belongs to nobody and is refused to every user: its context could hold
+        anyone's data. One indexed read; engines call it before reading any context.
         """
         check_conversation_id(conversation_id)
         with self._storage("read the conversation memory"), self._engine.connect() as connection:
@@ -479,7 +480,7 @@ def _create_tables(engine: Engine) -> None:
 
 def _check_owner(connection: Connection, conversation_id: str, user_id: str) -> None:
     row = connection.execute(_CONVERSATION, {"cid": conversation_id}).first()
-    if row is not None and row.user_id is not None and row.user_id != user_id:
+    if row is not None and row.user_id != user_id:  # an ownerless conversation is nobody's to continue
         raise ConversationAccessDenied(conversation_id)
 
 

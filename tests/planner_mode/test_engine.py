@@ -136,6 +136,7 @@ def test_dependent_plan_with_ref_still_costs_two_calls(
 def test_small_talk_costs_one_call_and_keeps_the_state(
     toy_registry: OperationRegistry, toy_erp: Erp, memory_store: MemoryStore
 ) -> None:
+    memory_store.ensure_conversation("c1", user_id="gerente")  # the demo caller owns it
     memory_store.merge_state("c1", {"anio": 2024})
     engine, model = make_engine(
         scripted({"operaciones": [], "respuesta_directa": "¡Hola! ¿En qué puedo ayudarle?"}),

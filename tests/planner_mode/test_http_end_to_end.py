@@ -123,7 +123,7 @@ def test_no_stored_data_can_make_a_request_to_the_ai_server_oversized(
     from shared.memory.tables import ConversationState, MemoryRecord, Message
 
     megabyte = 'ventas "2025" \\ ñandú\n' * 45_000
-    memory_store.ensure_conversation("big")
+    memory_store.ensure_conversation("big", user_id="gerente")
     with memory_store.engine.begin() as connection:
         connection.execute(
             insert(MemoryRecord),

@@ -451,6 +451,7 @@ def test_a_storage_failure_is_reported_not_raised(
     make_engine: Any, memory_store: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     engine, _ = make_engine(answer_with_tool, structured=True, structured_strategy="tool")
+    memory_store.ensure_conversation("c1", user_id="gerente")  # the demo caller owns it
     memory_store.merge_state("c1", {"tema": "clientes"})
 
     def fail(*args: Any, **kwargs: Any) -> None:

@@ -39,10 +39,13 @@ def test_another_user_is_refused_before_reading_and_cannot_write(memory_store: M
     assert memory_store.get_state("c1") == {"tema": "hola"}
 
 
-def test_unknown_and_unowned_conversations_are_open(memory_store: MemoryStore) -> None:
+def test_an_unknown_conversation_is_open_and_an_ownerless_one_is_nobodys(memory_store: MemoryStore) -> None:
     memory_store.check_access("nueva", "bruno")  # the turn will create it for bruno
-    memory_store.record_turn("legacy", turn("antes de los usuarios"))  # no owner, as before users existed
+    memory_store.record_turn("legacy", turn("Empresa ABC compró 120.000.000"))  # no owner, as before users
 
-    memory_store.check_access("legacy", "bruno")
-    memory_store.record_turn("legacy", turn("sigue"), user_id="bruno")
-    assert len(memory_store.history("legacy")) == 4
+    for user in ("bruno", "gerente"):  # its context could hold anyone's data
+        with pytest.raises(ConversationAccessDenied):
+            memory_store.check_access("legacy", user)
+        with pytest.raises(ConversationAccessDenied):
+            memory_store.record_turn("legacy", turn("sigue"), user_id=user)
+    assert len(memory_store.history("legacy")) == 2

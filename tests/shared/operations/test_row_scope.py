@@ -16,7 +16,12 @@ from sqlalchemy import func, select
 
 from shared.erp.database import Erp
 from shared.erp.models import Customer, Invoice
-from shared.errors import CustomerOutOfScopeError, OperationError, OperationForbiddenError
+from shared.errors import (
+    CustomerNotFoundError,
+    CustomerOutOfScopeError,
+    OperationError,
+    OperationForbiddenError,
+)
 from shared.operations.registry import OperationRegistry
 from shared.operations.sales import sales_registry
 from shared.security import DEMO_CALLER, Caller, RolePolicy
@@ -126,11 +131,15 @@ def test_bruno_asking_for_empresa_abc_is_told_it_is_not_his_customer(
 ) -> None:
     for name, params in [
         ("compras_cliente", {"cliente": ABC, "anio": 2025}),
-        ("compras_cliente", {"cliente": "abc", "anio": 2025}),
+        ("compras_cliente", {"cliente": ABC.lower(), "anio": 2025}),
         ("facturas_pendientes", {"cliente": ABC}),
     ]:
         with pytest.raises(CustomerOutOfScopeError, match="No tiene acceso"):
             registry.execute(erp, name, params, caller=BRUNO)
+    # A part of the name is not enough to learn that someone else has such a customer.
+    with pytest.raises(CustomerNotFoundError) as probed:
+        registry.execute(erp, "compras_cliente", {"cliente": "abc", "anio": 2025}, caller=BRUNO)
+    assert "ABC" not in " ".join(probed.value.suggestions)
 
 
 def test_bruno_may_not_run_the_category_analysis(registry: OperationRegistry, erp: Erp) -> None:
