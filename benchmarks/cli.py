@@ -228,7 +228,9 @@ def _assemble_engine(
 
         ai: Any
         if servers:
-            ai = HttpAIClient(servers, token=os.environ.get("ERP_AI_SERVER_TOKEN"), timeout=timeout)
+            # The server answers when its model is done, and the model's own timeout bounds each read of a
+            # streamed reply, not the whole call: give the request room beyond one model timeout.
+            ai = HttpAIClient(servers, token=os.environ.get("ERP_AI_SERVER_TOKEN"), timeout=2 * timeout)
         else:
             limits = {"max_tokens": max_tokens, "timeout": timeout}
             planner_model = _build_model(provider, plan_model or model, base_url, latency_profile, **limits)

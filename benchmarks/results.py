@@ -103,7 +103,8 @@ class TurnRow(BaseModel):
     failure: FailureKind | None = None
     """The turn's failure kind (see ``shared.failures``); ``None`` when the turn was answered normally."""
     denied: bool = False
-    """The ERP refused the turn: the conversation belongs to another user (no model was called)."""
+    """The ERP refused the turn: the conversation belongs to another user (no model was called). When the
+    scenario expected that refusal, the turn is not counted as failed."""
     caller: str | None = None
     """The ERP user the turn ran as (``None``: the demo default)."""
     failed: bool = False

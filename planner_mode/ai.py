@@ -109,9 +109,7 @@ class PlannerAI:
     ``answer_model`` defaults to ``plan_model``; pass a different one to plan with a small fast model and
     write with a stronger one. Both methods raise :class:`~shared.errors.ModelOutputError` (unusable output;
     ``OutputLimitError`` when cut at the output cap) or :class:`~shared.errors.ProviderError` (the provider
-    failed, whatever the SDK raised; ``ProviderTimeoutError`` on a timeout); only an
-    :class:`~shared.errors.ErpAiError` the model itself raises, such as a ``ConfigurationError``, passes
-    through unchanged.
+    failed, whatever the SDK raised, a project error included; ``ProviderTimeoutError`` on a timeout).
     """
 
     def __init__(self, plan_model: BaseChatModel, answer_model: BaseChatModel | None = None) -> None:

@@ -184,21 +184,16 @@ class HttpAIClient:
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
                 last_error = exc
                 continue
-            except httpx.TimeoutException as exc:
-                timeout = self._http.timeout.read
-                # The request reached a server, which was calling its model: count that call and the wait
-                # as model time (its tokens are unknown: the server never answered).
-                waited = CallUsage(model_calls=1, model_ms=(time.perf_counter() - started) * 1000)
-                raise AICallError(
-                    ProviderTimeoutError(
-                        f"AI server {url} did not answer within {timeout} s ({type(exc).__name__}).", timeout
-                    ),
-                    waited,
-                ) from exc
             except httpx.HTTPError as exc:
-                raise AICallError(
-                    ProviderError(f"AI server {url} failed: {type(exc).__name__}: {exc}")
-                ) from exc
+                # The request reached a server, which was calling its model when it timed out or broke off:
+                # count that call and the wait as model time (its tokens are unknown: no answer came back).
+                waited = CallUsage(model_calls=1, model_ms=(time.perf_counter() - started) * 1000)
+                if isinstance(exc, httpx.TimeoutException):
+                    timeout = self._http.timeout.read
+                    message = f"AI server {url} did not answer within {timeout} s ({type(exc).__name__})."
+                    raise AICallError(ProviderTimeoutError(message, timeout), waited) from exc
+                failed = ProviderError(f"AI server {url} failed: {type(exc).__name__}: {exc}")
+                raise AICallError(failed, waited) from exc
             return self._read(url, response, response_model)
         raise AICallError(
             ProviderError(

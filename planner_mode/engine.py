@@ -40,7 +40,7 @@ from planner_mode.wire import CallUsage
 from shared.bounds import RESULT_MAX_CHARS, RESULT_MAX_ITEMS, clip_json
 from shared.erp.database import Erp
 from shared.errors import ConversationAccessDenied, ErpAiError, StorageError
-from shared.failures import failure_kind_of, user_message
+from shared.failures import NOT_RECORDED_NOTE, failure_kind_of, user_message
 from shared.inputs import check_turn_input
 from shared.memory.store import MemoryStore, MessageIn, TurnRecord
 from shared.operations.registry import OperationRegistry
@@ -48,9 +48,6 @@ from shared.security import DEMO_CALLER, Caller
 from shared.turn import ExecutedOperation, FailureKind, TurnResult
 
 __all__ = ["PlannerEngine", "PlannerLimits"]
-
-NOT_RECORDED_NOTE = "(No pude guardar este intercambio en la memoria de la conversación.)"
-"""Appended to a model-written answer when the store failed to record the turn."""
 
 
 class PlannerLimits(BaseModel):
@@ -119,7 +116,7 @@ class PlannerEngine:
         except ConversationAccessDenied:
             raise
         except ErpAiError as exc:  # InputError or StorageError: refused before any model call
-            return self._unrecorded(turn, exc, state={})
+            return self._unrecorded(turn, exc)
         turn.state = context.estado
 
         try:
@@ -195,6 +192,8 @@ class PlannerEngine:
         )
         try:
             state = self.store.record_turn(turn.conversation_id, record, user_id=turn.caller.user_id)
+        except ConversationAccessDenied as exc:  # another user created this id while the model worked
+            return self._unrecorded(turn, exc)
         except StorageError as exc:  # the answer is good; only remembering it failed
             turn.failure = "storage"
             turn.errors.append(f"Turn not recorded: {exc}")
@@ -211,20 +210,13 @@ class PlannerEngine:
             recorded=True,
         )
 
-    def _unrecorded(
-        self, turn: _Turn, error: BaseException, *, state: dict[str, Any] | None = None
-    ) -> TurnResult:
+    def _unrecorded(self, turn: _Turn, error: BaseException) -> TurnResult:
         """A turn that ends without a model-written answer: classified, explained, nothing written."""
         kind = failure_kind_of(error)
         turn.failure = kind
         if kind in ("input", "storage"):
             turn.errors.append(str(error))
-        return turn.result(
-            answer=user_message(kind, error),
-            memories=[],
-            state=turn.state if state is None else state,
-            recorded=False,
-        )
+        return turn.result(answer=user_message(kind, error), memories=[], state=turn.state, recorded=False)
 
 
 def _rejected(
@@ -279,8 +271,8 @@ class _Turn:
         total_ms = (time.perf_counter() - self.started) * 1000
         return TurnResult(
             mode=PlannerEngine.mode,
-            conversation_id=self.conversation_id,
-            question=self.question,
+            conversation_id=_text(self.conversation_id),
+            question=_text(self.question),
             answer=answer,
             plan=self.plan.model_dump(mode="json") if self.plan else None,
             operations=self.operations,
@@ -297,3 +289,8 @@ class _Turn:
             failure=self.failure,
             recorded=recorded,
         )
+
+
+def _text(value: object) -> str:
+    """``value`` if it is text; a refused non-text input (``None``, bytes) is recorded by its ``repr``."""
+    return value if isinstance(value, str) else repr(value)

@@ -19,17 +19,17 @@ from shared.errors import (
     InputError,
     ModelOutputError,
     OperationError,
+    OperationInternalError,
     OutputLimitError,
-    ProviderError,
     ProviderTimeoutError,
     StorageError,
 )
 
 __all__ = [
     "FAILURE_KINDS",
+    "NOT_RECORDED_NOTE",
     "RECORDED_FAILURES",
     "FailureKind",
-    "describe",
     "failure_kind_of",
     "is_recorded",
     "markdown_table",
@@ -92,8 +92,14 @@ _MESSAGES: dict[FailureKind, str] = {
         "Lo siento, no pude acceder a la memoria de la conversación en el ERP; no se guardó nada. "
         "Intente de nuevo más tarde."
     ),
-    "input": "No pude procesar el mensaje: {detail}",
+    "input": (
+        "No pude procesar el mensaje: la pregunta no puede estar vacía ni superar los 4000 caracteres, y la "
+        "conversación debe ser una suya. Revise el mensaje e intente de nuevo."
+    ),
 }
+NOT_RECORDED_NOTE = "(No pude guardar este intercambio en la memoria de la conversación.)"
+"""Appended, in both modes, to a model-written answer that the store failed to record (kind ``storage``)."""
+
 _CUT_MESSAGE = (
     "Lo siento, la respuesta del modelo se cortó al llegar al límite de {limit} y no pude usarla; no se "
     "guardó nada. Intente con una pregunta más concreta."
@@ -104,9 +110,11 @@ def failure_kind_of(error: BaseException) -> FailureKind:
     """The failure kind of an exception a turn ended on; anything unknown counts as a provider failure.
 
     ``ProviderTimeoutError`` → ``timeout``; ``ProviderError`` → ``provider``; ``ModelOutputError`` (including
-    ``OutputLimitError``) → ``model_output``; ``StorageError`` → ``storage``; ``InputError`` → ``input``; an
-    ``OperationError`` → ``invalid_plan``.
+    ``OutputLimitError``) → ``model_output``; ``StorageError`` → ``storage``; ``InputError`` → ``input``;
+    ``OperationInternalError`` → ``operation_error``; any other ``OperationError`` → ``invalid_plan``.
     """
+    if isinstance(error, OperationInternalError):
+        return "operation_error"
     if isinstance(error, ProviderTimeoutError):
         return "timeout"
     if isinstance(error, ModelOutputError):
@@ -117,9 +125,7 @@ def failure_kind_of(error: BaseException) -> FailureKind:
         return "input"
     if isinstance(error, OperationError):
         return "invalid_plan"
-    if isinstance(error, ProviderError):
-        return "provider"
-    return "provider"
+    return "provider"  # ProviderError, and whatever else a provider's SDK raised
 
 
 def is_recorded(failure: FailureKind | None) -> bool:
@@ -132,12 +138,7 @@ def user_message(kind: FailureKind, error: BaseException | None = None) -> str:
     if isinstance(error, OutputLimitError):
         limit = f"{error.max_tokens} tokens" if error.max_tokens is not None else "tokens de salida"
         return _CUT_MESSAGE.format(limit=limit)
-    return _MESSAGES[kind].format(detail=str(error) if error is not None else "entrada no válida")
-
-
-def describe(kind: FailureKind) -> str:
-    """One sentence saying what ``kind`` means (for reports and docs)."""
-    return DESCRIPTIONS[kind]
+    return _MESSAGES[kind]
 
 
 def markdown_table() -> str:
@@ -153,7 +154,11 @@ def markdown_table() -> str:
         told = (
             "the model's own answer (call 2 / final agent message), which explains the refusal or error"
             if kind in RECORDED_FAILURES
-            else f"“{_MESSAGES[kind].format(detail='<what is wrong>')}”"
+            else f"“{_MESSAGES[kind]}”"
         )
+        if kind == "model_output":
+            told += f"; a reply cut at the cap: “{_CUT_MESSAGE.format(limit='N tokens')}”"
+        if kind == "storage":
+            told += f"; after the model answered: the answer, then “{NOT_RECORDED_NOTE}”"
         lines.append(f"| `{kind}` | {DESCRIPTIONS[kind]} | {recorded} | {told} |")
     return "\n".join(lines)

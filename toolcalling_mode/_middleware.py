@@ -15,11 +15,12 @@ from time import perf_counter
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse, ToolCallRequest
-from langchain_core.messages import SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
 from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command
 
-from shared.errors import INTERNAL_ERROR_PREFIX, OperationError
+from shared.errors import INTERNAL_ERROR_PREFIX, OperationError, OutputLimitError
+from shared.llm.provider_errors import stopped_at_limit
 from shared.operations.registry import OperationRegistry, internal_error
 from shared.security import DEMO_CALLER, Caller
 from shared.turn import ExecutedOperation, OperationErrorKind
@@ -49,19 +50,25 @@ class TurnMiddleware(AgentMiddleware[Any, Any, Any]):
     unknown tool or with invalid arguments is ``invalid``.
     """
 
-    def __init__(self, registry: OperationRegistry) -> None:
+    def __init__(self, registry: OperationRegistry, max_tokens: int | None = None) -> None:
         super().__init__()
         self._registry = registry
+        self._max_tokens = max_tokens
 
     def wrap_model_call(
         self,
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any]:
+        """Set the turn's system prompt; refuse any reply cut at the output cap (its tool calls or text are
+        incomplete), so that no tool of a cut step runs: the turn ends as ``model_output``."""
         context = request.runtime.context if request.runtime is not None else None
         if isinstance(context, TurnContext):
             request = request.override(system_message=context.system_message)
-        return handler(request)
+        response = handler(request)
+        if any(isinstance(m, AIMessage) and stopped_at_limit(m) for m in response.result):
+            raise OutputLimitError(self._max_tokens)
+        return response
 
     def wrap_tool_call(
         self,

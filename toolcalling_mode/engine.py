@@ -42,13 +42,12 @@ from shared.errors import (
     ConversationAccessDenied,
     ErpAiError,
     ModelOutputError,
-    OutputLimitError,
     StorageError,
 )
-from shared.failures import failure_kind_of, is_recorded, user_message
+from shared.failures import NOT_RECORDED_NOTE, failure_kind_of, is_recorded, user_message
 from shared.inputs import check_turn_input
 from shared.llm.factory import configured_max_tokens
-from shared.llm.provider_errors import as_erp_error, stopped_at_limit
+from shared.llm.provider_errors import as_erp_error
 from shared.llm.usage import UsageTracker
 from shared.memory.context import ConversationContext, render_context
 from shared.memory.store import MessageIn, TurnRecord
@@ -75,19 +74,9 @@ ContextPolicy = Literal["windowed", "full_history"]
 StructuredStrategy = Literal["auto", "provider", "tool"]
 StopReason = Literal["done", "model_calls", "recursion", "failed"]
 
-MODEL_CALL_LIMIT_ANSWER = (
-    "Se alcanzó el límite de {limit} llamadas al modelo en este turno y no pude completar la respuesta. "
-    "Intenta con una pregunta más concreta."
-)
-RECURSION_LIMIT_ANSWER = (
-    "Se alcanzó el límite de {limit} pasos del agente en este turno y no pude completar la respuesta. "
-    "Intenta con una pregunta más concreta."
-)
 AGENT_CACHE_SIZE = 256
 """Compiled agents kept, one per recent caller (their tools are bound to the caller's scope)."""
 
-NOT_RECORDED_NOTE = "(No pude guardar este intercambio en la memoria de la conversación.)"
-"""Appended to a model-written answer when the store failed to record the turn."""
 
 _LIMIT_MESSAGE_PREFIX = "Model call limits exceeded"
 """How ``ModelCallLimitMiddleware(exit_behavior="end")`` words the AI message it injects."""
@@ -131,10 +120,10 @@ class ToolCallingEngine:
         limits: ToolCallingLimits | None = None,
         structured_strategy: StructuredStrategy = "auto",
     ) -> None:
-        """Compile the agent once.
+        """Configure the engine; agents are compiled per caller (see :meth:`_agent_for`).
 
         Args:
-            registry: The operations offered as tools (``registry.langchain_tools(erp)``).
+            registry: The operations offered as tools (``registry.langchain_tools(erp, caller=...)``).
             erp: The ERP the tools run against; its ``today`` goes into every system prompt.
             store: The conversation memory (same tables as planner mode).
             model: Any LangChain chat model that supports ``bind_tools``.
@@ -160,7 +149,7 @@ class ToolCallingEngine:
         )
         self._model = model
         self._response_format: Any = _response_format(structured_strategy) if structured else None
-        self._agents: OrderedDict[Caller, Any] = OrderedDict()
+        self._agents: OrderedDict[tuple[str, frozenset[str]], Any] = OrderedDict()
         self._agents_lock = threading.Lock()
         self._agent_for(
             DEMO_CALLER
@@ -209,6 +198,10 @@ class ToolCallingEngine:
         record = TurnRecord(messages=rows, memories=outcome.memories, state=outcome.state)
         try:
             state = self._store.record_turn(conversation_id, record, user_id=caller.user_id)
+        except ConversationAccessDenied as exc:  # another user created this id while the model worked
+            errors.append(str(exc))
+            answer = user_message("input", exc)
+            return self._result(turn, run, answer, errors=errors, failure="input", state=stored_state)
         except StorageError as exc:  # the answer is good; only remembering it failed
             errors.append(f"Turn not recorded: {exc}")
             answer = f"{outcome.answer}\n\n{NOT_RECORDED_NOTE}"
@@ -242,8 +235,8 @@ class ToolCallingEngine:
         total_ms = (perf_counter() - turn.started) * 1000
         return TurnResult(
             mode=self.mode,
-            conversation_id=turn.conversation_id,
-            question=turn.message,
+            conversation_id=_text(turn.conversation_id),
+            question=_text(turn.message),
             answer=answer,
             operations=run.operations,
             memories=memories or [],
@@ -283,16 +276,17 @@ class ToolCallingEngine:
         Compiling costs a few milliseconds, so agents are kept for the most recent callers
         (:data:`AGENT_CACHE_SIZE`).
         """
+        key = (caller.user_id, caller.roles)  # what the tools depend on (not the display name)
         with self._agents_lock:
-            agent = self._agents.get(caller)
+            agent = self._agents.get(key)
             if agent is not None:
-                self._agents.move_to_end(caller)
+                self._agents.move_to_end(key)
                 return agent
         agent = create_agent(
             self._model,
             tools=self._registry.langchain_tools(self._erp, caller=caller),
             middleware=[
-                TurnMiddleware(self._registry),
+                TurnMiddleware(self._registry, self._max_tokens),
                 ModelCallLimitMiddleware(run_limit=self.limits.model_calls, exit_behavior="end"),
             ],
             response_format=self._response_format,
@@ -300,7 +294,7 @@ class ToolCallingEngine:
             name=self.mode,
         )
         with self._agents_lock:
-            self._agents[caller] = agent
+            self._agents[key] = agent
             while len(self._agents) > AGENT_CACHE_SIZE:
                 self._agents.popitem(last=False)
         return agent
@@ -367,15 +361,13 @@ class ToolCallingEngine:
             error = run.error or ModelOutputError("The agent run failed")
             errors.append(f"{type(error).__name__}: {error}")
             kind = failure_kind_of(error)
-            return _Outcome(user_message(kind, error), failure=kind, metadata={"stop": "failed"})
+            return _Outcome(user_message(kind, error), failure=kind)
         if run.stop == "recursion":
             errors.append(f"Recursion limit reached ({self.limits.recursion_limit} agent steps)")
-            answer = RECURSION_LIMIT_ANSWER.format(limit=self.limits.recursion_limit)
-            return _Outcome(answer, failure="limit", metadata={"stop": "recursion"})
+            return _Outcome(user_message("limit"), failure="limit")
         if run.stop == "model_calls":
             errors.append(f"Model call limit reached ({tracker.calls}/{self.limits.model_calls} calls)")
-            answer = MODEL_CALL_LIMIT_ANSWER.format(limit=self.limits.model_calls)
-            return _Outcome(answer, failure="limit", metadata={"stop": "model_calls"})
+            return _Outcome(user_message("limit"), failure="limit")
         failure = _operations_failure(run.operations)
         metadata: dict[str, Any] = {"failure": failure} if failure is not None else {}
         if run.structured is not None:
@@ -392,10 +384,8 @@ class ToolCallingEngine:
         )
         # A reasoning model's <think>…</think> is not part of the answer the user reads or the ERP stores.
         text = strip_reasoning(message_text(final)) if final is not None else ""
-        unusable: ModelOutputError | None = None
-        if final is not None and stopped_at_limit(final):
-            unusable = OutputLimitError(self._max_tokens, raw=text)
-        elif self.structured:
+        unusable: ModelOutputError | None = None  # (a reply cut at the cap already failed in TurnMiddleware)
+        if self.structured:
             unusable = ModelOutputError("The model ended the turn without a structured answer.", raw=text)
         elif not text:
             unusable = ModelOutputError("The model's final answer is empty.")
@@ -474,3 +464,8 @@ def _operation_error(operation: ExecutedOperation, registry: OperationRegistry) 
     if operation.funcion not in registry:
         return f"Unknown tool {operation.funcion!r} requested by the model: {operation.error}"
     return f"Tool {operation.funcion!r} failed: {operation.error}"
+
+
+def _text(value: object) -> str:
+    """``value`` if it is text; a refused non-text input (``None``, bytes) is recorded by its ``repr``."""
+    return value if isinstance(value, str) else repr(value)

@@ -68,7 +68,9 @@ def as_erp_error(
 ) -> ErpAiError:
     """The project's error for what a model call raised (``raise as_erp_error(exc) from exc``).
 
-    - an :class:`~shared.errors.ErpAiError` is returned unchanged;
+    - a ``ModelOutputError`` or ``ProviderError`` (and their subclasses) is returned unchanged; any other
+      project error a model raised (a ``ConfigurationError`` found on the first call, say) is the provider
+      failing, a ``ProviderError`` that names it, so that a turn classifies it the same in every mode;
     - a timeout anywhere in the exception's cause chain → :class:`~shared.errors.ProviderTimeoutError`
       (``timeout`` is recorded on it);
     - ``openai.LengthFinishReasonError`` → :class:`~shared.errors.OutputLimitError` with ``max_tokens`` (what
@@ -78,8 +80,10 @@ def as_erp_error(
       :class:`~shared.errors.ModelOutputError`: the model answered, its output was unusable;
     - anything else → :class:`~shared.errors.ProviderError` naming the exception's type and message.
     """
-    if isinstance(error, ErpAiError):
+    if isinstance(error, ModelOutputError | ProviderError):
         return error
+    if isinstance(error, ErpAiError):
+        return ProviderError(f"The model provider failed: {_describe(error)}")
     chain = list(_chain(error))
     timeouts = _classes(_TIMEOUT_CLASSES)
     for link in chain:

@@ -9,6 +9,7 @@ import pytest
 
 from benchmarks.scenario import Scenario, load_scenarios
 from benchmarks.scoring.turn import TurnScorer
+from shared.erp.users import DEFAULT_USER, caller_for
 
 REQUIRED_CATEGORIES = {
     "articulo",
@@ -59,13 +60,15 @@ def test_no_expected_number_is_typed_in(suite: list[Scenario]) -> None:
 def test_every_fact_and_expected_call_evaluates_in_the_erp(
     suite: list[Scenario], registry: Any, erp: Any
 ) -> None:
-    scorer = TurnScorer(registry, erp)
     for scenario in suite:
         for turn in scenario.turns:
+            # As the turn's user sees the ERP: bruno's facts are about bruno's customers.
+            caller = caller_for(erp, turn.as_user or scenario.user or DEFAULT_USER)
+            scorer = TurnScorer(registry, erp).as_caller(caller)
             for fact in turn.expect.facts:
                 assert scorer.facts.evaluate(fact) not in (None, "", 0), (scenario.id, fact)
             for op in turn.expect.operations or []:
-                registry.execute(erp, op.funcion, scorer.resolve(op.parametros))
+                registry.execute(erp, op.funcion, scorer.resolve(op.parametros), caller=caller)
 
 
 def test_the_article_figures_are_the_seeded_ones(registry: Any, erp: Any) -> None:

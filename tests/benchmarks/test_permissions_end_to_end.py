@@ -122,16 +122,17 @@ def forbidden_by_the_model(messages: list[BaseMessage], info: CallInfo) -> AIMes
 
 
 def test_a_forbidden_operation_named_by_the_model_is_refused_and_never_runs(
-    make_engine: EngineMaker, bruno: Caller, registry: OperationRegistry
+    make_engine: EngineMaker, bruno: Caller, registry: OperationRegistry, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ran: list[str] = []
-    handler = registry.get("ventas_por_categoria").handler
+    operation = registry.get("ventas_por_categoria")
+    handler = operation.handler
 
     def spy(*args: Any) -> Any:
         ran.append("ventas_por_categoria")
         return handler(*args)
 
-    registry.get("ventas_por_categoria").__dict__["handler"] = spy  # frozen dataclass: patch for this test
+    monkeypatch.setitem(operation.__dict__, "handler", spy)  # frozen dataclass, shared: undone after the test
     model = FunctionChatModel(forbidden_by_the_model)
     result = make_engine(model).ask("c-bruno", "¿Cuánto vendimos por categoría en 2025?", caller=bruno)
 
@@ -155,3 +156,20 @@ def test_the_model_is_offered_only_the_callers_operations(
 
     assert "ventas_por_categoria" in offered["gerente"]
     assert "ventas_por_categoria" not in offered["ana"] and "ventas_anuales" in offered["ana"]
+
+
+def test_both_modes_pass_every_permissions_scenario_with_the_offline_model(
+    erp_db_url: str, erp: Erp, tmp_path: Any
+) -> None:
+    from benchmarks.runner import RunConfig, run_suite
+    from benchmarks.scenario import load_scenarios
+
+    suite = load_scenarios(None, tags=["permissions"])
+    config = RunConfig(modes=["planner", "toolcalling"], out_dir=tmp_path / "out")
+    outcome = run_suite(suite, config, db_url=erp_db_url, show_progress=False)
+
+    assert len(suite) >= 8 and outcome.rows
+    failing = [(r.mode, r.scenario, r.turn, r.score.details) for r in outcome.rows if not r.passed]
+    assert not failing
+    assert {r.caller for r in outcome.rows} >= {"ana", "bruno"}  # the turns ran as their users
+    assert any(r.denied for r in outcome.rows) and not any(r.failed for r in outcome.rows if r.denied)

@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 from langchain_core.messages import BaseMessage
 from starlette.types import Message, Receive, Scope, Send
 
+from planner_mode.client import InProcessAIClient
 from planner_mode.server import BodySizeLimit, bind_warning, create_app
 from shared.errors import ConfigurationError
 from shared.memory.context import ConversationContext
@@ -172,17 +173,37 @@ def test_model_failures_get_502_with_a_json_error_and_the_usage(
     assert "Traceback" not in response.text
 
 
-def test_unexpected_errors_get_500_without_a_stack_trace(catalog: list[dict[str, Any]]) -> None:
-    def misconfigured(_messages: list[BaseMessage], _info: CallInfo) -> str:
-        raise ConfigurationError("secret detail")
+def broken_server_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug in the server itself (not in the model: whatever a model raises is a 502 provider failure)."""
 
-    with client_for(misconfigured) as c:
+    def broken(*_args: Any, **_kwargs: Any) -> Any:
+        raise RuntimeError("secret detail")
+
+    monkeypatch.setattr(InProcessAIClient, "analyze", broken)
+
+
+def test_unexpected_errors_get_500_without_a_stack_trace(
+    catalog: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broken_server_code(monkeypatch)
+    with client_for(scripted(PLAN)) as c:
         response = c.post("/ai/analyze", json=analyze_body(catalog))
     assert response.status_code == 500
     body = response.json()
     assert body["kind"] == "internal" and body["usage"] is None
     assert re.fullmatch(r"Internal error in the AI server \(ref [0-9a-f]{8}\)\.", body["error"])
     assert "secret detail" not in response.text and "Traceback" not in response.text
+
+
+def test_whatever_a_model_raises_is_a_provider_failure_not_a_server_error(
+    catalog: list[dict[str, Any]],
+) -> None:
+    def misconfigured(_messages: list[BaseMessage], _info: CallInfo) -> str:
+        raise ConfigurationError("set GOOGLE_API_KEY")
+
+    with client_for(misconfigured) as c:
+        response = c.post("/ai/analyze", json=analyze_body(catalog))
+    assert response.status_code == 502 and response.json()["kind"] == "provider"
 
 
 def test_app_from_env_builds_both_models_and_the_token(
@@ -456,12 +477,10 @@ def test_bind_warning_counts_the_token_from_the_environment_like_the_server(
 
 
 def test_unexpected_errors_are_logged_with_their_traceback_under_the_reference(
-    catalog: list[dict[str, Any]], caplog: pytest.LogCaptureFixture
+    catalog: list[dict[str, Any]], caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def broken(_messages: list[BaseMessage], _info: CallInfo) -> str:
-        raise ConfigurationError("secret detail")
-
-    with caplog.at_level(logging.ERROR, logger="planner_mode.server"), client_for(broken) as c:
+    broken_server_code(monkeypatch)
+    with caplog.at_level(logging.ERROR, logger="planner_mode.server"), client_for(scripted(PLAN)) as c:
         response = c.post("/ai/analyze", json=analyze_body(catalog))
     reference = re.search(r"ref ([0-9a-f]{8})", response.json()["error"])
     assert reference is not None

@@ -9,6 +9,7 @@ import pytest
 from shared.errors import (
     InputError,
     ModelOutputError,
+    OperationInternalError,
     OutputLimitError,
     ProviderError,
     ProviderTimeoutError,
@@ -30,6 +31,7 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "failures.md"
         (StorageError("database is locked"), "storage"),
         (InputError("empty question"), "input"),
         (UnknownOperationError("nombre_de_operacion", ["ventas_anuales"]), "invalid_plan"),
+        (OperationInternalError("ventas_anuales", "ab12cd34"), "operation_error"),
         (RuntimeError("an SDK bug"), "provider"),
     ],
 )

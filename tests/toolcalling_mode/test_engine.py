@@ -197,7 +197,7 @@ def test_model_call_limit_ends_the_turn_with_a_clear_answer(make_engine: Any, me
 
     assert len(model.calls) == 3
     assert result.model_calls == 3
-    assert result.answer.startswith("Se alcanzó el límite de 3 llamadas al modelo")
+    assert result.answer == user_message("limit")  # the same words in both modes; errors name the limit
     assert len(result.operations) == 3
     assert any("Model call limit" in e for e in result.errors)
     assert result.failure == "limit"
@@ -210,7 +210,7 @@ def test_default_limits_stop_a_looping_model_at_six_calls(make_engine: Any) -> N
     result = engine.ask("c1", "¿Cuánto vendimos?")
 
     assert len(model.calls) == 6
-    assert result.answer.startswith("Se alcanzó el límite de 6 llamadas al modelo")
+    assert result.answer == user_message("limit")  # the same words in both modes; errors name the limit
     assert result.failure == "limit"
 
 
@@ -220,7 +220,7 @@ def test_recursion_limit_ends_the_turn_with_a_clear_answer(make_engine: Any, mem
     result = engine.ask("c1", "¿Cuánto vendimos?")
 
     assert 1 <= len(model.calls) < 100
-    assert result.answer.startswith("Se alcanzó el límite de 10 pasos del agente")
+    assert result.answer == user_message("limit")  # the same words in both modes; errors name the limit
     assert any("Recursion limit" in e for e in result.errors)
     assert result.failure == "limit"
     assert not result.recorded and memory_store.history("c1") == []
@@ -540,3 +540,18 @@ def test_one_engine_serves_concurrent_conversations_without_mixing_them(
             f"{conversation_id} turno {turn} {year}" for turn in range(3)
         ]
         assert [m.role for m in history] == ["user", "assistant", "tool", "assistant"] * 3
+
+
+def test_no_tool_of_a_step_cut_at_the_output_cap_runs(make_engine: Any, memory_store: Any) -> None:
+    def cut_mid_step(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
+        calls = [call("ventas_anuales", anio=2025), call("mejor_cliente", anio=2025)]
+        reply = ask_tools(*calls)
+        reply.response_metadata["finish_reason"] = "length"  # the model hit max_tokens while writing them
+        return reply
+
+    engine, _ = make_engine(cut_mid_step)
+    result = engine.ask("c1", "¿Cuánto vendimos y quién fue el mejor cliente?")
+
+    assert (result.failure, result.recorded, result.operations) == ("model_output", False, [])
+    assert any(error.startswith("OutputLimitError") for error in result.errors)
+    assert memory_store.history("c1") == []

@@ -35,9 +35,14 @@ from tests.shared.llm.provider_fakes import (
 # -- as_erp_error --------------------------------------------------------------------------------------------
 
 
-def test_project_errors_pass_through_unchanged() -> None:
-    error = CustomerNotFoundError("compras_cliente", "ACME", [])
-    assert as_erp_error(error) is error
+def test_model_and_provider_errors_pass_through_unchanged() -> None:
+    for error in (ModelOutputError("not JSON"), ProviderError("HTTP 503")):
+        assert as_erp_error(error) is error
+
+
+def test_any_other_project_error_a_model_raises_is_the_provider_failing() -> None:
+    converted = as_erp_error(CustomerNotFoundError("compras_cliente", "ACME", []))
+    assert type(converted) is ProviderError and "CustomerNotFoundError" in str(converted)
 
 
 def _sdk_timeouts() -> list[BaseException]:
