@@ -527,11 +527,18 @@ def emulate(
 @ops_app.command("list")
 def ops_list(
     as_json: Annotated[bool, typer.Option("--json", help="Print the catalog as JSON.")] = False,
+    user: UserOpt = DEMO_CALLER.user_id,
+    db_url: DbUrl = None,
 ) -> None:
-    """List the sales operations with their parameters."""
+    """List the sales operations the user may run, with their parameters."""
+    from shared.erp.users import caller_for
     from shared.operations.sales import sales_registry
 
-    catalog = sales_registry().catalog()
+    try:
+        caller = caller_for(_open_erp(db_url), user)
+    except ErpAiError as exc:
+        raise _fail(str(exc), 2) from None
+    catalog = sales_registry().catalog(caller)
     if as_json:
         typer.echo(json.dumps([spec.model_dump() for spec in catalog], ensure_ascii=False, indent=2))
         return
@@ -555,8 +562,10 @@ def ops_call(
         str, typer.Argument(help="Parameters as a JSON object, e.g. '{\"anio\": 2025}'.")
     ] = "{}",
     db_url: DbUrl = None,
+    user: UserOpt = DEMO_CALLER.user_id,
 ) -> None:
-    """Call one operation against the ERP and print its JSON result."""
+    """Call one operation against the ERP as a user (their permissions and customers) and print the result."""
+    from shared.erp.users import caller_for
     from shared.operations.sales import sales_registry
 
     try:
@@ -572,7 +581,8 @@ def ops_call(
     if not isinstance(parsed, dict):
         raise _fail(f"PARAMS must be a JSON object, not {type(parsed).__name__}.", 2)
     try:
-        result = sales_registry().execute(_open_erp(db_url), name, parsed)
+        erp = _open_erp(db_url)
+        result = sales_registry().execute(erp, name, parsed, caller=caller_for(erp, user))
     except ErpAiError as exc:
         raise _fail(str(exc), 2) from None
     typer.echo(json.dumps(result, ensure_ascii=False, indent=2))

@@ -16,7 +16,7 @@ from planner_mode.validation import UnresolvedReferenceError, ValidatedPlan, res
 from shared.erp.database import Erp
 from shared.errors import DomainError, OperationError, OperationInternalError
 from shared.operations.registry import OperationRegistry, internal_error
-from shared.security import DEMO_CALLER, Caller
+from shared.security import Caller
 from shared.turn import ExecutedOperation, OperationErrorKind
 
 __all__ = ["execute_plan"]
@@ -65,8 +65,8 @@ def execute_plan(
     registry: OperationRegistry,
     erp: Erp,
     *,
+    caller: Caller,
     max_workers: int = 4,
-    caller: Caller = DEMO_CALLER,
 ) -> list[ExecutedOperation]:
     """Execute a valid plan as ``caller`` (whose permissions and data scope the ERP applies); return one
     :class:`ExecutedOperation` per planned operation, in plan order."""

@@ -25,7 +25,7 @@ from pydantic import BaseModel
 from planner_mode.plan import Plan
 from shared.errors import InvalidParametersError, OperationForbiddenError, UnknownOperationError
 from shared.operations.registry import OperationRegistry
-from shared.security import DEMO_CALLER, Caller
+from shared.security import Caller
 
 __all__ = [
     "PlanIssue",
@@ -282,7 +282,7 @@ def _waves(count: int, dependencies: dict[int, set[int]]) -> tuple[list[list[int
 
 
 def validate_plan(
-    plan: Plan, registry: OperationRegistry, *, max_operations: int = 8, caller: Caller = DEMO_CALLER
+    plan: Plan, registry: OperationRegistry, *, caller: Caller, max_operations: int = 8
 ) -> ValidatedPlan:
     """Check ``plan`` against ``registry`` without executing anything.
 

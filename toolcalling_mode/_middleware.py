@@ -22,7 +22,7 @@ from langgraph.types import Command
 from shared.errors import INTERNAL_ERROR_PREFIX, OperationError, OutputLimitError
 from shared.llm.provider_errors import stopped_at_limit
 from shared.operations.registry import OperationRegistry, internal_error
-from shared.security import DEMO_CALLER, Caller
+from shared.security import Caller
 from shared.turn import ExecutedOperation, OperationErrorKind
 
 
@@ -32,7 +32,7 @@ class TurnContext:
 
     system_message: SystemMessage
     """The system prompt of this turn (instructions + rendered context or today's date)."""
-    caller: Caller = DEMO_CALLER
+    caller: Caller
     """Who the turn runs for (the tools are already bound to them; used to judge refused calls)."""
     operations: dict[str, ExecutedOperation] = field(default_factory=dict)
     """Executed tool calls, by tool call id (filled by :class:`TurnMiddleware`)."""

@@ -18,7 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from shared.errors import OperationError
+from pydantic import ValidationError
+
 from shared.operations.registry import OperationRegistry
 from shared.text import fold
 
@@ -55,8 +56,8 @@ def normalize_params(
     """Parameters as compared: validated (defaults filled) when possible, then normalised."""
     raw: dict[str, Any] = dict(params or {})
     if registry is not None and name in registry:
-        with contextlib.suppress(OperationError):
-            raw = registry.validate(name, raw).model_dump(mode="json")
+        with contextlib.suppress(ValidationError):  # only to fill defaults and coerce types, for anyone
+            raw = registry.get(name).params_model.model_validate(raw).model_dump(mode="json")
     normalized = normalize_value(raw)
     assert isinstance(normalized, dict)
     return normalized

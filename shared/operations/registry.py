@@ -20,8 +20,8 @@ that is not a pydantic model is refused when the module is imported.
 The registry's :class:`~shared.security.RolePolicy` maps a caller's roles to permissions. ``catalog``,
 ``names(caller)`` and ``langchain_tools`` offer a caller only the operations their permissions allow;
 ``validate`` and ``execute`` refuse any other one with :class:`~shared.errors.OperationForbiddenError` before
-its parameters are even read, so a forbidden handler never runs. Every method's caller defaults to
-:data:`~shared.security.DEMO_CALLER` (the single-user demo's manager). Which rows a caller sees is the
+its parameters are even read, so a forbidden handler never runs. Every method takes the caller explicitly (no
+default: code that forgets it must not run with the manager's rights). Which rows a caller sees is the
 handlers' business: they scope their queries with ``ctx`` (:mod:`shared.operations.sales`).
 
 Expected refusals (unknown operation, forbidden operation, invalid parameters, ``DomainError`` such as a
@@ -55,7 +55,7 @@ from shared.errors import (
     OperationInternalError,
     UnknownOperationError,
 )
-from shared.security import DEMO_CALLER, DEMO_POLICY, Caller, OperationContext, RolePolicy
+from shared.security import DEMO_POLICY, Caller, OperationContext, RolePolicy
 
 if TYPE_CHECKING:
     from langchain_core.tools import StructuredTool
@@ -302,7 +302,7 @@ class OperationRegistry:
         operation = self._operations.get(name)
         return operation is not None and operation.requires <= self._policy.permissions(caller)
 
-    def catalog(self, caller: Caller = DEMO_CALLER) -> list[OperationSpec]:
+    def catalog(self, caller: Caller) -> list[OperationSpec]:
         """The catalog a planner prompt shows ``caller``: one spec per operation they may run, in order.
 
         The specs are built once and shared: treat them as read-only.
@@ -311,7 +311,7 @@ class OperationRegistry:
         return [op.spec for op in self if op.requires <= granted]
 
     # -- running ---------------------------------------------------------------------------------------------
-    def validate(self, name: str, params: dict[str, Any] | None, caller: Caller = DEMO_CALLER) -> BaseModel:
+    def validate(self, name: str, params: dict[str, Any] | None, *, caller: Caller) -> BaseModel:
         """Return the validated parameter model of ``name`` for ``caller``.
 
         Raises, in this order:
@@ -322,7 +322,7 @@ class OperationRegistry:
         return _validate(self._permitted(name, self._policy.permissions(caller), caller), params)
 
     @contextmanager
-    def context_for(self, erp: Erp, caller: Caller = DEMO_CALLER) -> Iterator[OperationContext]:
+    def context_for(self, erp: Erp, caller: Caller) -> Iterator[OperationContext]:
         """The context a handler gets: ``caller``, their permissions, ``erp.today`` and a session of ``erp``.
 
         The session commits when the block ends and rolls back on an error.
@@ -333,7 +333,7 @@ class OperationRegistry:
             )
 
     def execute(
-        self, erp: Erp, name: str, params: dict[str, Any] | None, caller: Caller = DEMO_CALLER
+        self, erp: Erp, name: str, params: dict[str, Any] | None, *, caller: Caller
     ) -> dict[str, Any]:
         """Validate and run ``name`` against ``erp`` as ``caller``; return its result as a JSON-ready dict.
 
@@ -359,7 +359,7 @@ class OperationRegistry:
         except Exception as exc:
             raise internal_error(name, exc, params) from exc
 
-    def langchain_tools(self, erp: Erp, caller: Caller = DEMO_CALLER) -> list[StructuredTool]:
+    def langchain_tools(self, erp: Erp, *, caller: Caller) -> list[StructuredTool]:
         """The operations ``caller`` may run, as LangChain ``StructuredTool`` s bound to ``erp`` and them.
 
         Tools return the result as JSON text. Each runs through :meth:`execute` as ``caller`` (so permission

@@ -17,6 +17,7 @@ from shared.answer import Answer
 from shared.errors import ModelOutputError, ProviderError
 from shared.memory.context import ConversationContext
 from shared.operations.registry import OperationRegistry
+from shared.security import DEMO_CALLER
 from tests.fakes import CallInfo, FunctionChatModel
 from tests.planner_mode.planner_fakes import scripted, text_model
 
@@ -26,7 +27,7 @@ PLAN = {"operaciones": [{"funcion": "ventas_anuales", "parametros": {"anio": 202
 
 def test_analyze_returns_the_plan_with_one_call(toy_registry: OperationRegistry) -> None:
     model = text_model(scripted(PLAN))
-    plan = PlannerAI(model).analyze("¿Cuánto vendimos en 2025?", CONTEXT, toy_registry.catalog())
+    plan = PlannerAI(model).analyze("¿Cuánto vendimos en 2025?", CONTEXT, toy_registry.catalog(DEMO_CALLER))
     assert plan == Plan.model_validate(PLAN)
     assert model.call_count == 1
     assert str(model.prompts[0][1].content).endswith("Nueva pregunta:\n¿Cuánto vendimos en 2025?")
@@ -34,14 +35,14 @@ def test_analyze_returns_the_plan_with_one_call(toy_registry: OperationRegistry)
 
 def test_missing_pregunta_is_filled_with_the_message(toy_registry: OperationRegistry) -> None:
     model = text_model(scripted({"operaciones": []}))
-    assert PlannerAI(model).analyze("Hola", CONTEXT, toy_registry.catalog()).pregunta == "Hola"
+    assert PlannerAI(model).analyze("Hola", CONTEXT, toy_registry.catalog(DEMO_CALLER)).pregunta == "Hola"
 
 
 def test_json_wrapped_in_prose_and_fences_is_recovered(toy_registry: OperationRegistry) -> None:
     text = "Este es el plan:\n```json\n" + json.dumps(PLAN)[:-1] + ",}\n```\nListo."
     model = text_model(scripted(text))
     assert (
-        PlannerAI(model).analyze("x", CONTEXT, toy_registry.catalog()).operaciones[0].funcion
+        PlannerAI(model).analyze("x", CONTEXT, toy_registry.catalog(DEMO_CALLER)).operaciones[0].funcion
         == "ventas_anuales"
     )
 
@@ -54,7 +55,7 @@ def test_unusable_output_raises_model_output_error_after_one_call(
 ) -> None:
     model = text_model(lambda _messages, _info: text)
     with pytest.raises(ModelOutputError):
-        PlannerAI(model).analyze("x", CONTEXT, toy_registry.catalog())
+        PlannerAI(model).analyze("x", CONTEXT, toy_registry.catalog(DEMO_CALLER))
     assert model.call_count == 1
 
 
@@ -64,7 +65,7 @@ def test_any_provider_exception_becomes_provider_error(toy_registry: OperationRe
 
     model = text_model(boom)
     with pytest.raises(ProviderError, match="ConnectionError: connection refused"):
-        PlannerAI(model).analyze("x", CONTEXT, toy_registry.catalog())
+        PlannerAI(model).analyze("x", CONTEXT, toy_registry.catalog(DEMO_CALLER))
     assert model.call_count == 1
 
 
@@ -110,7 +111,7 @@ def test_native_structured_output_is_requested_as_json_schema(toy_registry: Oper
         (Plan.model_json_schema(), "json_schema", False),
         (Answer.model_json_schema(), "json_schema", False),
     ]
-    assert ai.analyze("x", CONTEXT, toy_registry.catalog()) == Plan.model_validate(PLAN)
+    assert ai.analyze("x", CONTEXT, toy_registry.catalog(DEMO_CALLER)) == Plan.model_validate(PLAN)
     assert model.call_count == 1
 
 
@@ -118,9 +119,9 @@ def test_structured_parse_failure_falls_back_to_the_raw_text_without_a_second_ca
     toy_registry: OperationRegistry,
 ) -> None:
     model = StructuredFake(function=scripted("```json\n" + json.dumps(PLAN) + "\n```"))
-    assert PlannerAI(model).analyze("x", CONTEXT, toy_registry.catalog()).operaciones[0].parametros == {
-        "anio": 2025
-    }
+    assert PlannerAI(model).analyze("x", CONTEXT, toy_registry.catalog(DEMO_CALLER)).operaciones[
+        0
+    ].parametros == {"anio": 2025}
     assert model.call_count == 1
 
 
@@ -138,7 +139,7 @@ def test_function_calling_structured_output_is_read_from_tool_call_args(
             return RunnableLambda(run) | RunnableLambda(parse)
 
     plan = PlannerAI(ToolCallingFake(function=lambda _m, _i: "")).analyze(
-        "x", CONTEXT, toy_registry.catalog()
+        "x", CONTEXT, toy_registry.catalog(DEMO_CALLER)
     )
     assert plan == Plan.model_validate(PLAN)
 
@@ -161,5 +162,5 @@ def test_parameters_nested_too_deeply_make_the_plan_unreadable(
     text = '{"operaciones": [{"funcion": "ventas_anuales", "parametros": {"x": ' + "[" * depth + "]" * depth
     model = text_model(scripted(text + "}}]}"))
     with pytest.raises(ModelOutputError):
-        PlannerAI(model).analyze("x", CONTEXT, toy_registry.catalog())
+        PlannerAI(model).analyze("x", CONTEXT, toy_registry.catalog(DEMO_CALLER))
     assert model.call_count == 1

@@ -12,13 +12,16 @@ from planner_mode.plan import Plan
 from planner_mode.validation import ValidatedPlan, validate_plan
 from shared.erp.database import Erp
 from shared.operations.registry import OperationRegistry
+from shared.security import DEMO_CALLER
 from tests.planner_mode.planner_fakes import Toy
 
 
 def run(registry: OperationRegistry, erp: Erp, *operations: dict[str, Any]) -> list[Any]:
-    validated = validate_plan(Plan.model_validate({"operaciones": list(operations)}), registry)
+    validated = validate_plan(
+        Plan.model_validate({"operaciones": list(operations)}), registry, caller=DEMO_CALLER
+    )
     assert validated.ok, validated.issues
-    return execute_plan(validated, registry, erp)
+    return execute_plan(validated, registry, erp, caller=DEMO_CALLER)
 
 
 def test_independent_operations_run_concurrently(
@@ -91,7 +94,7 @@ def test_a_reference_missing_from_the_actual_result_is_an_error(
         }
     )
     validated = ValidatedPlan(plan=plan, waves=[[0], [1]], dependencies={0: set(), 1: {0}})
-    ops = execute_plan(validated, toy_registry, toy_erp)
+    ops = execute_plan(validated, toy_registry, toy_erp, caller=DEMO_CALLER)
     assert ops[0].ok
     assert ops[1].error is not None and "op1.cliente.0" in ops[1].error
     assert ops[1].error_kind == "invalid"
@@ -110,6 +113,8 @@ def test_unexpected_handler_exceptions_do_not_escape(
 
 
 def test_an_invalid_plan_cannot_be_executed(toy_registry: OperationRegistry, toy_erp: Erp) -> None:
-    validated = validate_plan(Plan.model_validate({"operaciones": [{"funcion": "nope"}]}), toy_registry)
+    validated = validate_plan(
+        Plan.model_validate({"operaciones": [{"funcion": "nope"}]}), toy_registry, caller=DEMO_CALLER
+    )
     with pytest.raises(ValueError, match="valid plan"):
-        execute_plan(validated, toy_registry, toy_erp)
+        execute_plan(validated, toy_registry, toy_erp, caller=DEMO_CALLER)

@@ -12,6 +12,7 @@ from planner_mode.plan import OperationOutcome
 from planner_mode.prompts import answer_messages, plan_messages, render_catalog
 from shared.memory.context import ConversationContext, Exchange
 from shared.operations.registry import OperationRegistry
+from shared.security import DEMO_CALLER
 
 CONTEXT = ConversationContext(
     hoy=date(2026, 11, 30),
@@ -24,7 +25,7 @@ CONTEXT = ConversationContext(
 
 
 def test_catalog_renders_compactly(toy_registry: OperationRegistry) -> None:
-    assert render_catalog(toy_registry.catalog()) == snapshot("""\
+    assert render_catalog(toy_registry.catalog(DEMO_CALLER)) == snapshot("""\
 - ventas_anuales(anio: integer): Total de ventas de un año.
     anio: Año.
 - mejor_cliente(anio: integer): Cliente que más compró en un año.
@@ -36,7 +37,7 @@ def test_catalog_renders_compactly(toy_registry: OperationRegistry) -> None:
 
 
 def test_plan_prompt(toy_registry: OperationRegistry) -> None:
-    system, human = plan_messages("¿Y cuánto compró?", CONTEXT, toy_registry.catalog())
+    system, human = plan_messages("¿Y cuánto compró?", CONTEXT, toy_registry.catalog(DEMO_CALLER))
     assert system.type == "system" and human.type == "human"
     assert system.content == snapshot("""\
 Eres el planificador del asistente de un ERP. No respondes al usuario: produces un plan de ejecución en JSON
@@ -88,7 +89,7 @@ Nueva pregunta:
 
 
 def test_plan_prompt_follows_the_offline_model_conventions(toy_registry: OperationRegistry) -> None:
-    system, human = plan_messages("Hola", CONTEXT, toy_registry.catalog())
+    system, human = plan_messages("Hola", CONTEXT, toy_registry.catalog(DEMO_CALLER))
     text = str(system.content)
     assert '"operaciones"' in text and '"respuesta"' not in text
     assert "$ref" in text and "respuesta_directa" in text

@@ -20,6 +20,7 @@ from planner_mode.server import BodySizeLimit, bind_warning, create_app
 from shared.errors import ConfigurationError
 from shared.memory.context import ConversationContext
 from shared.operations.registry import OperationRegistry
+from shared.security import DEMO_CALLER
 from tests.fakes import CallInfo, ModelFunction
 from tests.planner_mode.planner_fakes import scripted, text_model
 
@@ -29,7 +30,7 @@ PLAN = {"operaciones": [{"funcion": "ventas_anuales", "parametros": {"anio": 202
 
 @pytest.fixture
 def catalog(toy_registry: OperationRegistry) -> list[dict[str, Any]]:
-    return [spec.model_dump() for spec in toy_registry.catalog()]
+    return [spec.model_dump() for spec in toy_registry.catalog(DEMO_CALLER)]
 
 
 def analyze_body(catalog: list[dict[str, Any]], message: str = "¿Cuánto vendimos en 2025?") -> dict[str, Any]:

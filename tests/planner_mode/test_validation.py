@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from planner_mode.plan import Plan
 from planner_mode.validation import UnresolvedReferenceError, find_refs, resolve_refs, validate_plan
 from shared.operations.registry import Operation, OperationRegistry
+from shared.security import DEMO_CALLER
 
 
 def plan(*operations: dict[str, Any]) -> Plan:
@@ -17,7 +18,7 @@ def plan(*operations: dict[str, Any]) -> Plan:
 
 
 def messages(registry: OperationRegistry, p: Plan, **kwargs: Any) -> list[str]:
-    return [issue.message for issue in validate_plan(p, registry, **kwargs).issues]
+    return [issue.message for issue in validate_plan(p, registry, **kwargs, caller=DEMO_CALLER).issues]
 
 
 def test_independent_operations_form_one_wave(toy_registry: OperationRegistry) -> None:
@@ -27,6 +28,7 @@ def test_independent_operations_form_one_wave(toy_registry: OperationRegistry) -
             {"funcion": "mejor_cliente", "parametros": {"anio": 2025}},
         ),
         toy_registry,
+        caller=DEMO_CALLER,
     )
     assert validated.ok
     assert validated.waves == [[0, 1]]
@@ -43,6 +45,7 @@ def test_dependent_operation_runs_in_a_later_wave(toy_registry: OperationRegistr
             {"id": "op1", "funcion": "mejor_cliente", "parametros": {"anio": 2025}},
         ),
         toy_registry,
+        caller=DEMO_CALLER,
     )
     assert validated.ok, validated.issues
     assert validated.waves == [[1], [0]]
@@ -110,7 +113,7 @@ def test_self_reference_and_cycles_are_rejected(toy_registry: OperationRegistry)
         },
         {"funcion": "ventas_anuales", "parametros": {"anio": 2025}},
     )
-    validated = validate_plan(cycle, toy_registry)
+    validated = validate_plan(cycle, toy_registry, caller=DEMO_CALLER)
     assert not validated.ok
     assert validated.waves == []
     [issue] = validated.issues
@@ -129,7 +132,7 @@ def test_duplicate_ids_are_rejected(toy_registry: OperationRegistry) -> None:
 
 def test_too_many_operations_is_one_plan_level_issue(toy_registry: OperationRegistry) -> None:
     p = plan(*[{"funcion": "nope", "parametros": {}} for _ in range(4)])
-    validated = validate_plan(p, toy_registry, max_operations=3)
+    validated = validate_plan(p, toy_registry, max_operations=3, caller=DEMO_CALLER)
     [issue] = validated.issues
     assert issue.index is None
     assert "4 operations; at most 3" in issue.message
@@ -141,7 +144,7 @@ def test_every_problem_is_reported_at_once(toy_registry: OperationRegistry) -> N
         {"funcion": "ventas_anuales", "parametros": {}},
         {"funcion": "mejor_cliente", "parametros": {"anio": 2025}},
     )
-    validated = validate_plan(p, toy_registry)
+    validated = validate_plan(p, toy_registry, caller=DEMO_CALLER)
     assert [issue.index for issue in validated.issues] == [0, 1]
 
 

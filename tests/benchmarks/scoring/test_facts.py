@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from benchmarks.scoring.facts import FactEvaluationError, FactEvaluator, FactSyntaxError, parse_fact
+from shared.security import DEMO_CALLER
 
 
 def test_a_call_with_a_path_parses() -> None:
@@ -54,7 +55,7 @@ def test_the_articles_facts_evaluate_against_the_seeded_erp(registry: Any, erp: 
 
 def test_a_path_into_a_list_reads_the_ranked_item(registry: Any, erp: Any) -> None:
     facts = FactEvaluator(registry, erp)
-    top = registry.execute(erp, "top_productos", {"anio": 2025, "limite": 3})
+    top = registry.execute(erp, "top_productos", {"anio": 2025, "limite": 3}, caller=DEMO_CALLER)
     assert (
         facts.evaluate("top_productos(anio=2025, limite=3).productos[0].producto")
         == top["productos"][0]["producto"]
@@ -99,5 +100,7 @@ def test_a_fact_can_take_another_fact_as_a_parameter(registry: Any, erp: Any) ->
     best = facts.evaluate("mejor_cliente(anio=2024).cliente")
     assert (
         facts.evaluate(fact)
-        == registry.execute(erp, "compras_cliente", {"cliente": best, "anio": 2026})["total"]
+        == registry.execute(erp, "compras_cliente", {"cliente": best, "anio": 2026}, caller=DEMO_CALLER)[
+            "total"
+        ]
     )

@@ -16,6 +16,7 @@ from langchain_ollama import ChatOllama
 from pydantic import BaseModel
 
 from shared.emulators import EmulatorKind, create_emulator
+from shared.security import DEMO_CALLER
 
 QUESTION = "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?"
 SYSTEM = "Eres el asistente de ventas del ERP. Fecha de hoy: 2026-11-30"
@@ -51,7 +52,7 @@ def client(request: pytest.FixtureRequest) -> Iterator[BaseChatModel]:
 
 
 def test_tool_calling_turn_answers_from_the_erp(client: BaseChatModel, registry: Any, erp: Any) -> None:
-    tools = {tool.name: tool for tool in registry.langchain_tools(erp)}
+    tools = {tool.name: tool for tool in registry.langchain_tools(erp, caller=DEMO_CALLER)}
     model = client.bind_tools(list(tools.values()))
     conversation: list[Any] = [SystemMessage(SYSTEM), HumanMessage(QUESTION)]
 
@@ -73,7 +74,7 @@ def test_tool_calling_turn_answers_from_the_erp(client: BaseChatModel, registry:
 
 
 def test_structured_plan_has_both_operations(client: BaseChatModel, registry: Any) -> None:
-    catalog = "\n".join(f"- {spec.name}: {spec.description}" for spec in registry.catalog())
+    catalog = "\n".join(f"- {spec.name}: {spec.description}" for spec in registry.catalog(DEMO_CALLER))
     planner = client.with_structured_output(Plan, method="json_schema")
 
     plan = planner.invoke(

@@ -61,7 +61,7 @@ def test_catalog_names_and_tools_differ_per_role(
 ) -> None:
     assert [spec.name for spec in registry.catalog(caller)] == expected
     assert registry.names(caller) == expected
-    assert [tool.name for tool in registry.langchain_tools(erp, caller)] == expected
+    assert [tool.name for tool in registry.langchain_tools(erp, caller=caller)] == expected
     assert [name for name in ALL_SALES if registry.permits(caller, name)] == expected
 
 
@@ -69,8 +69,8 @@ def test_without_a_caller_everything_defaults_to_the_demo_manager(
     registry: OperationRegistry, erp: Erp
 ) -> None:
     assert DEMO_CALLER.user_id == "gerente"
-    assert registry.catalog() == registry.catalog(DEMO_CALLER)
-    assert [t.name for t in registry.langchain_tools(erp)] == ALL_SALES
+    assert registry.catalog(DEMO_CALLER) == registry.catalog(DEMO_CALLER)
+    assert [t.name for t in registry.langchain_tools(erp, caller=DEMO_CALLER)] == ALL_SALES
     assert registry.names() == ALL_SALES  # names() without a caller: every operation
 
 
@@ -155,7 +155,7 @@ def test_a_forbidden_operation_is_no_tool_of_the_caller(
     spied: tuple[OperationRegistry, list[Caller]], erp: Erp
 ) -> None:
     registry, runs = spied
-    assert registry.langchain_tools(erp, BRUNO) == []
+    assert registry.langchain_tools(erp, caller=BRUNO) == []
     assert runs == []
 
 
@@ -163,6 +163,6 @@ def test_a_tool_runs_as_the_caller_it_was_built_for(
     spied: tuple[OperationRegistry, list[Caller]], erp: Erp
 ) -> None:
     registry, runs = spied
-    [tool] = registry.langchain_tools(erp, GERENTE)
+    [tool] = registry.langchain_tools(erp, caller=GERENTE)
     assert json.loads(tool.invoke({"anio": 2024})) == {"total": 2024}
     assert runs == [GERENTE]

@@ -101,7 +101,7 @@ def test_the_handler_receives_the_context_and_the_validated_parameters_as_argume
         seen.append((ctx, anio, limite))
         return Total(anio=anio, total=limite)
 
-    assert registry.execute(erp, "top", {"anio": "2025"}) == {"anio": 2025, "total": 5}
+    assert registry.execute(erp, "top", {"anio": "2025"}, caller=DEMO_CALLER) == {"anio": 2025, "total": 5}
     [(ctx, anio, limite)] = seen
     assert (anio, limite) == (2025, 5)
     assert ctx.caller == DEMO_CALLER
@@ -118,7 +118,7 @@ def test_the_parameters_model_refuses_unknown_keys() -> None:
         return Total(anio=anio, total=0)
 
     with pytest.raises(InvalidParametersError) as info:
-        registry.validate("ventas", {"anio": 2025, "cliente": "Empresa ABC"})
+        registry.validate("ventas", {"anio": 2025, "cliente": "Empresa ABC"}, caller=DEMO_CALLER)
     assert [e["loc"] for e in info.value.errors] == [("cliente",)]
 
 

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 from shared.erp.database import Erp
 from shared.errors import DomainError, OperationInternalError
 from shared.operations.registry import Operation, OperationRegistry, internal_error
+from shared.security import DEMO_CALLER
 
 SQL = "SELECT secret FROM invoices WHERE customer_ruc = ?"
 PARAMS = ("80000001-3",)
@@ -58,7 +59,7 @@ def test_a_database_error_becomes_an_internal_error_without_sql(
     broken_registry: OperationRegistry, erp: Erp
 ) -> None:
     with pytest.raises(OperationInternalError) as raised:
-        broken_registry.execute(erp, "ventas_corruptas", {"anio": 2025})
+        broken_registry.execute(erp, "ventas_corruptas", {"anio": 2025}, caller=DEMO_CALLER)
     error = raised.value
     assert str(error) == f"error interno (ref {error.reference})"
     assert re.fullmatch(r"[0-9a-f]{8}", error.reference)
@@ -73,7 +74,7 @@ def test_the_full_exception_is_logged_under_the_reference(
         caplog.at_level(logging.ERROR, logger="shared.operations"),
         pytest.raises(OperationInternalError) as raised,
     ):
-        broken_registry.execute(erp, "ventas_corruptas", {"anio": 2025})
+        broken_registry.execute(erp, "ventas_corruptas", {"anio": 2025}, caller=DEMO_CALLER)
     [record] = [r for r in caplog.records if r.name == "shared.operations"]
     assert record.levelno == logging.ERROR
     assert raised.value.reference in record.getMessage()
@@ -85,7 +86,7 @@ def test_each_failure_gets_its_own_reference(broken_registry: OperationRegistry,
     references = set()
     for _ in range(3):
         with pytest.raises(OperationInternalError) as raised:
-            broken_registry.execute(erp, "ventas_corruptas", {"anio": 2025})
+            broken_registry.execute(erp, "ventas_corruptas", {"anio": 2025}, caller=DEMO_CALLER)
         references.add(raised.value.reference)
     assert len(references) == 3
 
@@ -94,16 +95,18 @@ def test_only_unexpected_errors_become_internal_expected_refusals_keep_their_mes
     broken_registry: OperationRegistry, erp: Erp
 ) -> None:
     with pytest.raises(DomainError, match="No hay ventas registradas para 2025") as refused:
-        broken_registry.execute(erp, "ventas_rechazadas", {"anio": 2025})
+        broken_registry.execute(erp, "ventas_rechazadas", {"anio": 2025}, caller=DEMO_CALLER)
     assert not isinstance(refused.value, OperationInternalError)
     with pytest.raises(OperationInternalError, match=r"^error interno \(ref [0-9a-f]{8}\)$"):
-        broken_registry.execute(erp, "ventas_con_error", {"anio": 2025})
+        broken_registry.execute(erp, "ventas_con_error", {"anio": 2025}, caller=DEMO_CALLER)
 
 
 def test_the_tool_answers_the_model_with_the_reference_only(
     broken_registry: OperationRegistry, erp: Erp, caplog: pytest.LogCaptureFixture
 ) -> None:
-    tool = next(t for t in broken_registry.langchain_tools(erp) if t.name == "ventas_corruptas")
+    tool = next(
+        t for t in broken_registry.langchain_tools(erp, caller=DEMO_CALLER) if t.name == "ventas_corruptas"
+    )
     call = {"type": "tool_call", "id": "call-1", "name": "ventas_corruptas", "args": {"anio": 2025}}
     with caplog.at_level(logging.ERROR, logger="shared.operations"):
         message = tool.invoke(call)

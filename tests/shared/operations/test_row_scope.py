@@ -203,7 +203,7 @@ def test_the_managers_figures_are_the_articles(registry: OperationRegistry, erp:
     }
     for name, params in _every_request([ABC, "Importadora del Este S.A."]):
         try:
-            default = registry.execute(erp, name, params)
+            default = registry.execute(erp, name, params, caller=DEMO_CALLER)
         except OperationError as exc:
             with pytest.raises(type(exc), match=r"."):
                 registry.execute(erp, name, params, caller=GERENTE)

@@ -17,6 +17,7 @@ from shared.erp.models import Invoice, InvoiceLine
 from shared.errors import CustomerNotFoundError, DomainError
 from shared.operations.registry import OperationRegistry
 from shared.operations.sales import MAX_PENDING_LISTED, sales_registry
+from shared.security import DEMO_CALLER
 from tests.shared.operations.conftest import build_tiny_erp
 
 
@@ -28,7 +29,7 @@ def ops() -> OperationRegistry:
 @pytest.fixture
 def run(ops: OperationRegistry, tiny_erp: Erp) -> Any:
     def call(name: str, **params: Any) -> dict[str, Any]:
-        return ops.execute(tiny_erp, name, params)
+        return ops.execute(tiny_erp, name, params, caller=DEMO_CALLER)
 
     return call
 
@@ -91,7 +92,7 @@ def test_mejor_cliente_breaks_a_tie_by_name(ops: OperationRegistry, tmp_path: Pa
                     lines=[InvoiceLine(product_id=3, quantity=2, unit_price=8_000, amount=16_000)],
                 )
             )
-        assert ops.execute(erp, "mejor_cliente", {"anio": 2026}) == {
+        assert ops.execute(erp, "mejor_cliente", {"anio": 2026}, caller=DEMO_CALLER) == {
             "anio": 2026,
             "cliente": "Distribuidora del Sur S.R.L.",
             "total": 16_000,
@@ -269,7 +270,7 @@ def test_facturas_pendientes_of_an_unknown_customer_fails(run: Any) -> None:
 def test_facturas_pendientes_lists_at_most_twenty_but_counts_all(
     registry: OperationRegistry, erp: Erp
 ) -> None:
-    result = registry.execute(erp, "facturas_pendientes", {})
+    result = registry.execute(erp, "facturas_pendientes", {}, caller=DEMO_CALLER)
     assert len(result["facturas"]) == MAX_PENDING_LISTED == 20
     assert result["cantidad"] > 20
     assert result["total"] > sum(f["total"] for f in result["facturas"])

@@ -18,10 +18,11 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from shared.erp.database import Erp
 from shared.errors import CustomerNotFoundError, InvalidParametersError, UnknownOperationError
 from shared.operations.registry import OperationRegistry
+from shared.security import DEMO_CALLER
 
 
 def test_catalog_snapshot(registry: OperationRegistry) -> None:
-    assert [spec.model_dump() for spec in registry.catalog()] == snapshot(
+    assert [spec.model_dump() for spec in registry.catalog(DEMO_CALLER)] == snapshot(
         [
             {
                 "name": "ventas_anuales",
@@ -181,8 +182,8 @@ def test_catalog_snapshot(registry: OperationRegistry) -> None:
 
 # -- execution on the seeded ERP -----------------------------------------------------------------------------
 def test_the_article_question_has_the_article_answer(registry: OperationRegistry, erp: Erp) -> None:
-    assert registry.execute(erp, "ventas_anuales", {"anio": 2025})["total"] == 850_000_000
-    assert registry.execute(erp, "mejor_cliente", {"anio": 2025}) == {
+    assert registry.execute(erp, "ventas_anuales", {"anio": 2025}, caller=DEMO_CALLER)["total"] == 850_000_000
+    assert registry.execute(erp, "mejor_cliente", {"anio": 2025}, caller=DEMO_CALLER) == {
         "anio": 2025,
         "cliente": "Empresa ABC",
         "total": 120_000_000,
@@ -193,13 +194,13 @@ def test_the_article_question_has_the_article_answer(registry: OperationRegistry
 def test_customer_names_match_case_and_accent_insensitively(
     registry: OperationRegistry, erp: Erp, written: str
 ) -> None:
-    result = registry.execute(erp, "compras_cliente", {"cliente": written, "anio": 2025})
+    result = registry.execute(erp, "compras_cliente", {"cliente": written, "anio": 2025}, caller=DEMO_CALLER)
     assert (result["cliente"], result["total"]) == ("Empresa ABC", 120_000_000)
 
 
 def test_a_missing_customer_names_the_closest_ones(registry: OperationRegistry, erp: Erp) -> None:
     with pytest.raises(CustomerNotFoundError) as info:
-        registry.execute(erp, "compras_cliente", {"cliente": "Empresa ABD", "anio": 2025})
+        registry.execute(erp, "compras_cliente", {"cliente": "Empresa ABD", "anio": 2025}, caller=DEMO_CALLER)
     assert "Empresa ABC" in info.value.suggestions
     assert "Empresa ABC" in str(info.value)
 
@@ -211,14 +212,14 @@ def test_results_are_json_serialisable(registry: OperationRegistry, erp: Erp) ->
         "buscar_cliente": {"texto": "Supermercado"},
     }
     for name in registry.names():
-        result = registry.execute(erp, name, params.get(name, {"anio": 2025}))
+        result = registry.execute(erp, name, params.get(name, {"anio": 2025}), caller=DEMO_CALLER)
         assert json.loads(json.dumps(result)) == result
 
 
 # -- errors --------------------------------------------------------------------------------------------------
 def test_unknown_operation_lists_the_valid_ones(registry: OperationRegistry, erp: Erp) -> None:
     with pytest.raises(UnknownOperationError) as info:
-        registry.execute(erp, "ventas_totales", {"anio": 2025})
+        registry.execute(erp, "ventas_totales", {"anio": 2025}, caller=DEMO_CALLER)
     assert info.value.name == "ventas_totales"
     assert "ventas_anuales" in info.value.available
     assert "Valid operations: ventas_anuales, mejor_cliente" in str(info.value)
@@ -242,7 +243,7 @@ def test_invalid_parameters_say_which_field_is_wrong(
     registry: OperationRegistry, name: str, params: dict[str, Any], field: str
 ) -> None:
     with pytest.raises(InvalidParametersError) as info:
-        registry.validate(name, params)
+        registry.validate(name, params, caller=DEMO_CALLER)
     assert info.value.operation == name
     assert [e["loc"] for e in info.value.errors] == [(field,)]
     assert field in str(info.value)
@@ -261,23 +262,25 @@ def test_wrong_types_are_invalid_parameters(
     registry: OperationRegistry, name: str, params: dict[str, Any]
 ) -> None:
     with pytest.raises(InvalidParametersError):
-        registry.validate(name, params)
+        registry.validate(name, params, caller=DEMO_CALLER)
 
 
 def test_parameters_that_are_not_an_object_are_invalid(registry: OperationRegistry, erp: Erp) -> None:
     with pytest.raises(InvalidParametersError, match="expected an object, got list"):
-        registry.execute(erp, "ventas_anuales", [2025])  # type: ignore[arg-type]
+        registry.execute(erp, "ventas_anuales", [2025], caller=DEMO_CALLER)  # type: ignore[arg-type]
 
 
 def test_numeric_strings_are_accepted_as_numbers(registry: OperationRegistry) -> None:
     # Models often quote numbers; lax validation turns "2025" into 2025 rather than failing the turn.
     params_model = registry.get("ventas_anuales").params_model
-    assert registry.validate("ventas_anuales", {"anio": "2025"}) == params_model(anio=2025)
+    assert registry.validate("ventas_anuales", {"anio": "2025"}, caller=DEMO_CALLER) == params_model(
+        anio=2025
+    )
 
 
 # -- LangChain tools -----------------------------------------------------------------------------------------
 def test_langchain_tools_mirror_the_catalog(registry: OperationRegistry, erp: Erp) -> None:
-    tools = registry.langchain_tools(erp)
+    tools = registry.langchain_tools(erp, caller=DEMO_CALLER)
     assert [t.name for t in tools] == registry.names()
     for tool, operation in zip(tools, registry, strict=True):
         assert tool.description == operation.description
@@ -285,7 +288,7 @@ def test_langchain_tools_mirror_the_catalog(registry: OperationRegistry, erp: Er
 
 
 def test_tool_schema_sent_to_a_model(registry: OperationRegistry, erp: Erp) -> None:
-    tools = {t.name: t for t in registry.langchain_tools(erp)}
+    tools = {t.name: t for t in registry.langchain_tools(erp, caller=DEMO_CALLER)}
     schema = convert_to_openai_tool(tools["top_productos"])
     assert schema == snapshot(
         {
@@ -318,7 +321,7 @@ def test_tool_schema_sent_to_a_model(registry: OperationRegistry, erp: Erp) -> N
 
 
 def test_invoking_a_tool_returns_json_text(registry: OperationRegistry, erp: Erp) -> None:
-    tool = next(t for t in registry.langchain_tools(erp) if t.name == "mejor_cliente")
+    tool = next(t for t in registry.langchain_tools(erp, caller=DEMO_CALLER) if t.name == "mejor_cliente")
     output = tool.invoke({"anio": 2025})
     assert isinstance(output, str)
     assert json.loads(output) == {"anio": 2025, "cliente": "Empresa ABC", "total": 120_000_000}
@@ -327,7 +330,7 @@ def test_invoking_a_tool_returns_json_text(registry: OperationRegistry, erp: Erp
 def test_a_tool_call_with_a_missing_customer_yields_an_error_message_not_an_exception(
     registry: OperationRegistry, erp: Erp
 ) -> None:
-    tool = next(t for t in registry.langchain_tools(erp) if t.name == "compras_cliente")
+    tool = next(t for t in registry.langchain_tools(erp, caller=DEMO_CALLER) if t.name == "compras_cliente")
     message = tool.invoke(
         {
             "type": "tool_call",
@@ -345,7 +348,7 @@ def test_a_tool_call_with_a_missing_customer_yields_an_error_message_not_an_exce
 def test_a_tool_call_with_invalid_arguments_yields_an_error_message(
     registry: OperationRegistry, erp: Erp
 ) -> None:
-    tool = next(t for t in registry.langchain_tools(erp) if t.name == "ventas_anuales")
+    tool = next(t for t in registry.langchain_tools(erp, caller=DEMO_CALLER) if t.name == "ventas_anuales")
     output = tool.invoke({"anio": 1990})
     # The model is told which field was wrong, not LangChain's generic "Tool input validation error".
     assert isinstance(output, str)
