@@ -40,7 +40,6 @@ import re
 import secrets
 import typing
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -320,17 +319,6 @@ class OperationRegistry:
             InvalidParametersError: the parameters do not fit the operation's model.
         """
         return _validate(self._permitted(name, self._policy.permissions(caller), caller), params)
-
-    @contextmanager
-    def context_for(self, erp: Erp, caller: Caller) -> Iterator[OperationContext]:
-        """The context a handler gets: ``caller``, their permissions, ``erp.today`` and a session of ``erp``.
-
-        The session commits when the block ends and rolls back on an error.
-        """
-        with erp.session() as session:
-            yield OperationContext(
-                caller=caller, permissions=self._policy.permissions(caller), today=erp.today, backend=session
-            )
 
     def execute(
         self, erp: Erp, name: str, params: dict[str, Any] | None, *, caller: Caller
