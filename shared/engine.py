@@ -1,20 +1,61 @@
-"""The one interface both modes implement, so the CLI and the benchmark drive them alike."""
+"""The one interface both modes implement, so the CLI, the benchmark and embedders drive them alike."""
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from shared.security import DEMO_CALLER, Caller
 from shared.turn import TurnResult
 
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
+
+    from shared.events import TurnEvent
+
 
 @runtime_checkable
 class AssistantEngine(Protocol):
-    """Answers one user message in a conversation whose memory the ERP owns."""
+    """Answers one user message in a conversation whose memory the ERP owns.
+
+    ``ask``, ``aask`` and ``astream`` run the same turn (same calls, same recording, same result); ``config``
+    is a LangChain ``RunnableConfig`` (``callbacks``, ``tags``, ``metadata``, ``run_name``) applied to one
+    parent run per turn that contains every model call of the turn (:mod:`shared.tracing`).
+    """
 
     mode: str
 
-    def ask(self, conversation_id: str, message: str, caller: Caller = DEMO_CALLER) -> TurnResult:
+    def ask(
+        self,
+        conversation_id: str,
+        message: str,
+        caller: Caller = DEMO_CALLER,
+        *,
+        config: RunnableConfig | None = None,
+    ) -> TurnResult:
         """Run one turn as ``caller``. Raises only ``ConversationAccessDenied`` (the conversation belongs to
         another user); input, storage, model, plan, operation and provider failures land in the result."""
+        ...
+
+    async def aask(
+        self,
+        conversation_id: str,
+        message: str,
+        caller: Caller = DEMO_CALLER,
+        *,
+        config: RunnableConfig | None = None,
+    ) -> TurnResult:
+        """``ask`` without blocking the event loop (models' ``ainvoke``, handlers in threads)."""
+        ...
+
+    def astream(
+        self,
+        conversation_id: str,
+        message: str,
+        caller: Caller = DEMO_CALLER,
+        *,
+        config: RunnableConfig | None = None,
+    ) -> AsyncIterator[TurnEvent]:
+        """The turn as events (:mod:`shared.events`), the answer in deltas as the model writes it; the last
+        event is ``TurnDone``. Raises ``ConversationAccessDenied`` before the first event."""
         ...

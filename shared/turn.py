@@ -62,6 +62,12 @@ class TurnResult(BaseModel):
     """Measured wall time spent inside model calls."""
     simulated_model_ms: float | None = None
     """Model time under a latency profile (offline model only); ``None`` without a profile."""
+    first_answer_ms: float | None = None
+    """Measured time from the turn's start to the first piece of answer text reaching the caller; set by
+    ``astream`` (``None`` for ``ask``/``aask``, where the whole answer arrives at ``total_ms``)."""
+    simulated_first_answer_ms: float | None = None
+    """``first_answer_ms`` under a latency profile (offline model only): simulated time of the calls before
+    the answering call, plus that call's time to its first answer token."""
     harness_ms: float = 0.0
     """Everything except measured model time: context building, validation, execution, storage."""
     total_ms: float = 0.0
