@@ -35,6 +35,7 @@ from planner_mode.ai import PlannerAI
 from planner_mode.client import AICallError, AIClient, InProcessAIClient
 from planner_mode.executor import execute_plan
 from planner_mode.plan import Answer, OperationOutcome, Plan
+from planner_mode.state import turn_state
 from planner_mode.validation import ValidatedPlan, validate_plan
 from planner_mode.wire import CallUsage
 from shared.bounds import RESULT_MAX_CHARS, RESULT_MAX_ITEMS, clip_json
@@ -188,7 +189,7 @@ class PlannerEngine:
                 MessageIn(role="assistant", content=answer.respuesta, metadata=metadata),
             ],
             memories=list(answer.memoria),
-            state=dict(answer.estado),
+            state=turn_state(turn.state, turn.operations, answer.estado),
         )
         try:
             state = self.store.record_turn(turn.conversation_id, record, user_id=turn.caller.user_id)
