@@ -4,8 +4,16 @@ A profile turns ``(input_tokens, output_tokens)`` into milliseconds::
 
     overhead_ms + input_tokens / prefill_tokens_per_s * 1000 + output_tokens / decode_tokens_per_s * 1000
 
+and the time to the first output token (what a streaming reader waits for) is the same sum with one output
+token::
+
+    overhead_ms + input_tokens / prefill_tokens_per_s * 1000 + 1 / decode_tokens_per_s * 1000
+
+so ``latency_ms(i, n) == first_token_ms(i) + (n - 1) * ms_per_output_token`` for ``n >= 1``.
+
 The offline model answers in microseconds; with a profile its ``AIMessage.response_metadata`` carries
-``simulated_latency_ms`` so the benchmark can show what the same token traffic would cost on real hardware.
+``simulated_latency_ms``, ``simulated_first_token_ms`` and ``simulated_ms_per_token`` so the benchmark can
+show what the same token traffic would cost on real hardware, in total and to the first token.
 The presets are rounded, order-of-magnitude figures from public benchmarks (sources next to each preset).
 """
 
@@ -26,14 +34,34 @@ class LatencyProfile(BaseModel):
     )
     decode_tokens_per_s: float = Field(gt=0, description="Generation speed in output tokens per second.")
     overhead_ms: float = Field(
-        ge=0, description="Fixed cost per call: request handling, time to first token."
+        ge=0,
+        description="Fixed cost per call (request handling, scheduling): the part of the time to first token "
+        "that does not grow with the prompt.",
     )
+
+    @property
+    def ms_per_output_token(self) -> float:
+        """Decode time of one output token in milliseconds (``1000 / decode_tokens_per_s``)."""
+        return 1000.0 / self.decode_tokens_per_s
 
     def latency_ms(self, input_tokens: int, output_tokens: int) -> float:
         """Simulated wall time of one call with these token counts, in milliseconds."""
-        prefill = 0.0 if self.prefill_tokens_per_s is None else input_tokens / self.prefill_tokens_per_s
         decode = output_tokens / self.decode_tokens_per_s
-        return round(self.overhead_ms + (prefill + decode) * 1000.0, 3)
+        return round(self.overhead_ms + (self._prefill_s(input_tokens) + decode) * 1000.0, 3)
+
+    def first_token_ms(self, input_tokens: int) -> float:
+        """Simulated time until the first output token of a call with ``input_tokens`` arrives, in ms.
+
+        The fixed overhead, the whole prompt's prefill, then the decode of one output token: a streaming
+        client sees nothing before the prompt is processed, then one token per ``ms_per_output_token``.
+        """
+        return round(
+            self.overhead_ms + (self._prefill_s(input_tokens) + 1 / self.decode_tokens_per_s) * 1000.0, 3
+        )
+
+    def _prefill_s(self, input_tokens: int) -> float:
+        """Prompt-processing time in seconds (0 when the overhead already covers it)."""
+        return 0.0 if self.prefill_tokens_per_s is None else input_tokens / self.prefill_tokens_per_s
 
 
 LATENCY_PROFILES: dict[str, LatencyProfile] = {

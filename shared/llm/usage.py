@@ -3,6 +3,11 @@
 Both modes pass a fresh :class:`UsageTracker` per turn in ``config={"callbacks": [tracker]}``; the benchmark
 reads its totals into :class:`~shared.turn.TurnResult`. Unlike LangChain's ``UsageMetadataCallbackHandler`` it
 does not need ``response_metadata["model_name"]``: it sums ``AIMessage.usage_metadata`` of every generation.
+
+It also keeps one :class:`SimulatedCall` per call whose reply reports simulated timing (the offline model
+with a latency profile), in completion order, so a turn's simulated time to its first answer token can be
+computed: the ``total_ms`` of the calls before the answering call, plus that call's ``first_token_ms``, plus
+the tokens written before the answer text times ``ms_per_output_token``.
 """
 
 from __future__ import annotations
@@ -15,9 +20,23 @@ from uuid import UUID
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
 from shared.llm.provider_errors import usage_from_error
+
+
+class SimulatedCall(BaseModel):
+    """The simulated timing of one model call, from its reply's ``response_metadata``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    total_ms: float = Field(description="``simulated_latency_ms``: the whole call, prompt to last token.")
+    first_token_ms: float = Field(
+        description="``simulated_first_token_ms``: overhead, prefill and the first output token."
+    )
+    ms_per_output_token: float = Field(
+        description="``simulated_ms_per_token``: decode time of each further output token."
+    )
 
 
 class UsageSnapshot(BaseModel):
@@ -28,6 +47,7 @@ class UsageSnapshot(BaseModel):
     output_tokens: int
     model_ms: float
     simulated_model_ms: float | None
+    simulated_calls: list[SimulatedCall] = Field(default_factory=list)
 
 
 class UsageTracker(BaseCallbackHandler):
@@ -40,6 +60,9 @@ class UsageTracker(BaseCallbackHandler):
     - ``model_ms``: measured wall time between a run's start and its end or error, summed over runs.
     - ``simulated_model_ms``: sum of ``response_metadata["simulated_latency_ms"]``; ``None`` until a model
       reports one (only the offline model with a latency profile does).
+    - ``simulated_calls``: one :class:`SimulatedCall` per generation whose ``response_metadata`` reports
+      ``simulated_latency_ms``, ``simulated_first_token_ms`` and ``simulated_ms_per_token``, in the order the
+      calls completed (failed calls report none).
     """
 
     raise_error = False
@@ -54,6 +77,7 @@ class UsageTracker(BaseCallbackHandler):
         self.output_tokens = 0
         self.model_ms = 0.0
         self.simulated_model_ms: float | None = None
+        self.simulated_calls: list[SimulatedCall] = []
 
     # -- callbacks ----------------------------------------------------------------------------------------
 
@@ -73,12 +97,14 @@ class UsageTracker(BaseCallbackHandler):
         """A run ended: stop its clock and add the usage of every generation."""
         now = time.perf_counter()
         input_tokens, output_tokens, simulated = _generation_usage(response)
+        timings = _simulated_calls(response)
         with self._lock:
             self._stop(run_id, now)
             self.input_tokens += input_tokens
             self.output_tokens += output_tokens
             if simulated is not None:
                 self.simulated_model_ms = (self.simulated_model_ms or 0.0) + simulated
+            self.simulated_calls.extend(timings)
 
     def on_llm_error(
         self, error: BaseException, *, run_id: UUID, response: LLMResult | None = None, **kwargs: Any
@@ -118,6 +144,7 @@ class UsageTracker(BaseCallbackHandler):
                 output_tokens=self.output_tokens,
                 model_ms=self.model_ms,
                 simulated_model_ms=self.simulated_model_ms,
+                simulated_calls=list(self.simulated_calls),
             )
 
     def reset(self) -> None:
@@ -128,6 +155,7 @@ class UsageTracker(BaseCallbackHandler):
             self.output_tokens = 0
             self.model_ms = 0.0
             self.simulated_model_ms = None
+            self.simulated_calls = []
 
     # -- helpers ------------------------------------------------------------------------------------------
 
@@ -158,3 +186,28 @@ def _generation_usage(response: LLMResult) -> tuple[int, int, float | None]:
             if isinstance(latency, int | float):
                 simulated = (simulated or 0.0) + float(latency)
     return input_tokens, output_tokens, simulated
+
+
+def _simulated_calls(response: LLMResult) -> list[SimulatedCall]:
+    """One :class:`SimulatedCall` per chat generation of ``response`` that reports all three timings."""
+    calls: list[SimulatedCall] = []
+    for generations in response.generations:
+        for generation in generations:
+            if not isinstance(generation, ChatGeneration):
+                continue
+            metadata = generation.message.response_metadata
+            total, first, per_token = (_number(metadata.get(key)) for key in _TIMING_KEYS)
+            if total is not None and first is not None and per_token is not None:
+                calls.append(
+                    SimulatedCall(total_ms=total, first_token_ms=first, ms_per_output_token=per_token)
+                )
+    return calls
+
+
+def _number(value: Any) -> float | None:
+    """``value`` as a float when it is an int or float (not a bool), else ``None``."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+_TIMING_KEYS = ("simulated_latency_ms", "simulated_first_token_ms", "simulated_ms_per_token")
+"""The ``response_metadata`` keys a :class:`SimulatedCall` is read from, in its fields' order."""
