@@ -1,31 +1,40 @@
 """How the ERP-side engine reaches the AI: in process, or over HTTP to stateless AI servers.
 
 Both clients implement :class:`AIClient`: ``analyze`` returns the plan and ``respond`` the answer, each with
-the :class:`~planner_mode.wire.CallUsage` it cost. A failed call raises :class:`AICallError`, which wraps the
+the :class:`~planner_mode.wire.CallUsage` it cost, in a synchronous and an asynchronous form
+(``aanalyze``/``arespond``), and ``astream_respond`` yields the answer's text as call 2 writes it, then the
+whole :class:`~planner_mode.wire.RespondResponse`. A failed call raises :class:`AICallError`, which wraps the
 :class:`~shared.errors.ModelOutputError` or :class:`~shared.errors.ProviderError` and still carries the usage,
 so the engine's per-turn counts include failed calls.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
+from contextlib import aclosing, contextmanager
 from types import TracebackType
-from typing import Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 import httpx
+from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
+from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, ValidationError
 
 from planner_mode.ai import PlannerAI
-from planner_mode.plan import OperationOutcome
+from planner_mode.plan import Answer, OperationOutcome
 from planner_mode.wire import (
+    NDJSON,
     AnalyzeRequest,
     AnalyzeResponse,
+    AnswerDeltaLine,
     CallUsage,
     ErrorResponse,
     RespondRequest,
     RespondResponse,
+    parse_stream_line,
 )
 from shared.errors import (
     ConfigurationError,
@@ -37,6 +46,9 @@ from shared.errors import (
 )
 from shared.memory.context import ConversationContext
 from shared.operations.registry import OperationSpec
+
+if TYPE_CHECKING:
+    from shared.llm.usage import UsageTracker
 
 __all__ = ["AICallError", "AIClient", "HttpAIClient", "InProcessAIClient"]
 
@@ -57,53 +69,196 @@ class AICallError(ErpAiError):
 
 @runtime_checkable
 class AIClient(Protocol):
-    """The two calls of a planner turn. Implementations hold no conversation state."""
+    """The two calls of a planner turn. Implementations hold no conversation state.
+
+    ``config`` is the LangChain config of the model call (the turn's child config: callbacks, tags,
+    metadata); every method raises :class:`AICallError` when the call fails.
+    """
 
     def analyze(
-        self, message: str, context: ConversationContext, catalog: Sequence[OperationSpec]
+        self,
+        message: str,
+        context: ConversationContext,
+        catalog: Sequence[OperationSpec],
+        *,
+        config: RunnableConfig | None = None,
     ) -> AnalyzeResponse:
-        """Call 1: plan the question. Raises :class:`AICallError`."""
+        """Call 1: plan the question."""
         ...
 
     def respond(
-        self, question: str, results: Sequence[OperationOutcome], context: ConversationContext
+        self,
+        question: str,
+        results: Sequence[OperationOutcome],
+        context: ConversationContext,
+        *,
+        config: RunnableConfig | None = None,
     ) -> RespondResponse:
-        """Call 2: phrase the results. Raises :class:`AICallError`."""
+        """Call 2: phrase the results."""
+        ...
+
+    async def aanalyze(
+        self,
+        message: str,
+        context: ConversationContext,
+        catalog: Sequence[OperationSpec],
+        *,
+        config: RunnableConfig | None = None,
+    ) -> AnalyzeResponse:
+        """Call 1 without blocking the event loop."""
+        ...
+
+    async def arespond(
+        self,
+        question: str,
+        results: Sequence[OperationOutcome],
+        context: ConversationContext,
+        *,
+        config: RunnableConfig | None = None,
+    ) -> RespondResponse:
+        """Call 2 without blocking the event loop."""
+        ...
+
+    def astream_respond(
+        self,
+        question: str,
+        results: Sequence[OperationOutcome],
+        context: ConversationContext,
+        *,
+        config: RunnableConfig | None = None,
+    ) -> AsyncIterator[str | RespondResponse]:
+        """Call 2 streamed: the answer's text in deltas as the model writes it, then exactly one
+        :class:`RespondResponse` (the parsed answer and the call's usage) as the last item."""
         ...
 
 
+# -- in process --------------------------------------------------------------------------------------------
+
+
+def _with_handler(config: RunnableConfig | None, handler: BaseCallbackHandler) -> RunnableConfig:
+    """A copy of ``config`` whose callbacks also include ``handler`` (inherited by child runs).
+
+    ``config["callbacks"]`` may be missing or ``None``, a list of handlers, or a callback manager (as
+    :meth:`shared.tracing.TurnRun.child_config` gives): the caller's config, list and manager stay untouched,
+    like :func:`langchain_core.runnables.config.merge_configs` does it, without pulling in a context config.
+    """
+    merged: RunnableConfig = {**config} if config else {}
+    callbacks = merged.get("callbacks")
+    if isinstance(callbacks, BaseCallbackManager):
+        manager = callbacks.copy()
+        manager.add_handler(handler, inherit=True)
+        merged["callbacks"] = manager
+    else:
+        merged["callbacks"] = [*(callbacks or []), handler]
+    return merged
+
+
+@contextmanager
+def _measured(config: RunnableConfig | None) -> Iterator[tuple[UsageTracker, RunnableConfig]]:
+    """A fresh tracker and ``config`` with it; a model failure inside becomes an :class:`AICallError`."""
+    # Imported on use: ``shared.llm`` also loads the offline model, which ``import planner_mode`` skips.
+    from shared.llm.usage import UsageTracker
+
+    tracker = UsageTracker()
+    try:
+        yield tracker, _with_handler(config, tracker)
+    except (ModelOutputError, ProviderError) as exc:
+        raise AICallError(exc, CallUsage.from_tracker(tracker)) from exc
+
+
+def _TEMP_config_kwargs(method: Any, config: RunnableConfig) -> Any:  # noqa: N802 - TEMPORARY until P1 lands
+    import inspect
+
+    if "config" in inspect.signature(method).parameters:
+        return {"config": config}
+    callbacks = config["callbacks"]
+    return {"callbacks": callbacks.handlers if isinstance(callbacks, BaseCallbackManager) else callbacks}
+
+
 class InProcessAIClient:
-    """Calls a :class:`PlannerAI` in this process, measuring each call with a ``UsageTracker``."""
+    """Calls a :class:`PlannerAI` in this process, measuring each call with its own ``UsageTracker``.
+
+    The tracker is added to the given ``config``'s callbacks (a copy), so the caller's handlers see the call
+    too, under the caller's parent run.
+    """
 
     def __init__(self, ai: PlannerAI) -> None:
         self.ai = ai
 
     def analyze(
-        self, message: str, context: ConversationContext, catalog: Sequence[OperationSpec]
+        self,
+        message: str,
+        context: ConversationContext,
+        catalog: Sequence[OperationSpec],
+        *,
+        config: RunnableConfig | None = None,
     ) -> AnalyzeResponse:
         """Call 1 in process."""
-        # Imported on use: ``shared.llm`` also loads the offline model, which ``import planner_mode`` skips.
-        from shared.llm.usage import UsageTracker
-
-        tracker = UsageTracker()
-        try:
-            plan = self.ai.analyze(message, context, catalog, callbacks=[tracker])
-        except (ModelOutputError, ProviderError) as exc:
-            raise AICallError(exc, CallUsage.from_tracker(tracker)) from exc
+        with _measured(config) as (tracker, measured):
+            plan = self.ai.analyze(message, context, catalog, **_TEMP_config_kwargs(self.ai.analyze, measured))
         return AnalyzeResponse(plan=plan, usage=CallUsage.from_tracker(tracker))
 
     def respond(
-        self, question: str, results: Sequence[OperationOutcome], context: ConversationContext
+        self,
+        question: str,
+        results: Sequence[OperationOutcome],
+        context: ConversationContext,
+        *,
+        config: RunnableConfig | None = None,
     ) -> RespondResponse:
         """Call 2 in process."""
-        from shared.llm.usage import UsageTracker
-
-        tracker = UsageTracker()
-        try:
-            answer = self.ai.respond(question, results, context, callbacks=[tracker])
-        except (ModelOutputError, ProviderError) as exc:
-            raise AICallError(exc, CallUsage.from_tracker(tracker)) from exc
+        with _measured(config) as (tracker, measured):
+            answer = self.ai.respond(question, results, context, **_TEMP_config_kwargs(self.ai.respond, measured))
         return RespondResponse(answer=answer, usage=CallUsage.from_tracker(tracker))
+
+    async def aanalyze(
+        self,
+        message: str,
+        context: ConversationContext,
+        catalog: Sequence[OperationSpec],
+        *,
+        config: RunnableConfig | None = None,
+    ) -> AnalyzeResponse:
+        """Call 1 in process, with the model's ``ainvoke``."""
+        with _measured(config) as (tracker, measured):
+            plan = await self.ai.aanalyze(message, context, catalog, config=measured)
+        return AnalyzeResponse(plan=plan, usage=CallUsage.from_tracker(tracker))
+
+    async def arespond(
+        self,
+        question: str,
+        results: Sequence[OperationOutcome],
+        context: ConversationContext,
+        *,
+        config: RunnableConfig | None = None,
+    ) -> RespondResponse:
+        """Call 2 in process, with the model's ``ainvoke``."""
+        with _measured(config) as (tracker, measured):
+            answer = await self.ai.arespond(question, results, context, config=measured)
+        return RespondResponse(answer=answer, usage=CallUsage.from_tracker(tracker))
+
+    async def astream_respond(
+        self,
+        question: str,
+        results: Sequence[OperationOutcome],
+        context: ConversationContext,
+        *,
+        config: RunnableConfig | None = None,
+    ) -> AsyncIterator[str | RespondResponse]:
+        """Call 2 in process, streamed with the model's ``astream``."""
+        with _measured(config) as (tracker, measured):
+            stream = self.ai.astream_respond(question, results, context, config=measured)
+            async with aclosing(stream):
+                async for item in stream:
+                    if isinstance(item, Answer):
+                        # The model's run has ended (the tracker has its usage) once the answer is parsed.
+                        yield RespondResponse(answer=item, usage=CallUsage.from_tracker(tracker))
+                        return
+                    yield item
+            raise ModelOutputError("The answer stream ended without an answer.")
+
+
+# -- over HTTP ---------------------------------------------------------------------------------------------
 
 
 def _cause(error: ErrorResponse) -> ModelOutputError | ProviderError:
@@ -128,14 +283,150 @@ def _server_url(url: str) -> str:
     return url.rstrip("/")
 
 
+_CONNECTION_FAILURES = (httpx.ConnectError, httpx.ConnectTimeout)
+"""Nothing reached a server: the only failures retried (on the next URL)."""
+
+
+class _Exchange:
+    """One AI request over HTTP, from choosing a server to reading the reply: everything but the sending.
+
+    The synchronous and asynchronous paths of :class:`HttpAIClient` share it, so they cannot drift apart:
+    which server each attempt goes to (round-robin), that only connection failures are tried again, what a
+    request that reached a server and then failed costs, and how each reply (status, JSON body, NDJSON line)
+    becomes a result or an :class:`AICallError`. The two paths only send the requests it builds.
+    """
+
+    def __init__(self, client: HttpAIClient, path: str, body: BaseModel, *, stream: bool = False) -> None:
+        self.client = client
+        self.path = path
+        self.content = body.model_dump_json().encode()
+        self.stream = stream
+        self.headers = {"Content-Type": "application/json"}
+        if stream:
+            self.headers["Accept"] = f"{NDJSON}, application/json;q=0.5"
+        self.url = ""
+        self.started = 0.0
+        self._last_error: Exception | None = None
+
+    def attempts(self, build: Callable[..., httpx.Request]) -> Iterator[httpx.Request]:
+        """The request of each attempt, each to the next server; at most ``retries + 1``."""
+        for _attempt in range(self.client.retries + 1):
+            self.url = self.client._next_url()
+            self.started = time.perf_counter()
+            yield build("POST", self.url + self.path, content=self.content, headers=self.headers)
+
+    def refused(self, exc: Exception) -> None:
+        """An attempt could not connect: remember why, for when no attempt is left."""
+        self._last_error = exc
+
+    def unreachable(self) -> AICallError:
+        """No attempt reached a server: no model was called, nothing is counted."""
+        return AICallError(
+            ProviderError(
+                f"Could not connect to any AI server ({', '.join(self.client.urls)}) after "
+                f"{self.client.retries + 1} attempt(s): {self._last_error}"
+            )
+        )
+
+    def waited(self) -> CallUsage:
+        """What a request that reached a server cost when no usage came back: one call, the time waited."""
+        return CallUsage(model_calls=1, model_ms=(time.perf_counter() - self.started) * 1000)
+
+    def broke_off(self, exc: httpx.HTTPError) -> AICallError:
+        """The request reached a server, which was calling its model when the exchange timed out or broke
+        off: count that call and the wait as model time (its tokens are unknown: no usage came back)."""
+        if isinstance(exc, httpx.TimeoutException):
+            timeout = self.client.timeout.read
+            message = f"AI server {self.url} did not answer within {timeout} s ({type(exc).__name__})."
+            return AICallError(ProviderTimeoutError(message, timeout), self.waited())
+        return AICallError(
+            ProviderError(f"AI server {self.url} failed: {type(exc).__name__}: {exc}"), self.waited()
+        )
+
+    def is_stream(self, response: httpx.Response) -> bool:
+        """A 200 in NDJSON; anything else has one JSON body (an error, or a server that does not stream)."""
+        media_type = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        return response.status_code == 200 and media_type == NDJSON
+
+    def read(self, response: httpx.Response, response_model: type[R]) -> R:
+        """The result of a read response, or the :class:`AICallError` its status and body stand for."""
+        if response.status_code == 200:
+            try:
+                return response_model.model_validate_json(response.content)
+            except ValidationError as exc:
+                raise AICallError(
+                    ProviderError(f"AI server {self.url} sent an unexpected body: {exc}")
+                ) from exc
+        try:
+            error = ErrorResponse.model_validate_json(response.content)
+        except ValidationError:
+            error = None
+        if response.status_code == 502 and error is not None:
+            raise AICallError(_cause(error), error.usage)
+        if response.status_code == 401:
+            raise AICallError(
+                ProviderError(f"AI server {self.url} rejected the request: missing or wrong token.")
+            )
+        detail = error.error if error is not None else response.text[:300]
+        raise AICallError(
+            ProviderError(f"AI server {self.url} answered HTTP {response.status_code}: {detail}")
+        )
+
+    def line(self, text: str) -> str | RespondResponse:
+        """One NDJSON line of a streamed respond: a delta, the final response, or the error it carries."""
+        try:
+            item = parse_stream_line(text)
+        except ValidationError as exc:
+            failed = ProviderError(f"AI server {self.url} sent an unexpected stream line: {exc}")
+            raise AICallError(failed, self.waited()) from exc
+        if isinstance(item, AnswerDeltaLine):
+            return item.text
+        if item.type == "response":
+            return RespondResponse(answer=item.answer, usage=item.usage)
+        if item.kind in ("model_output", "provider", "timeout"):
+            raise AICallError(_cause(item), item.usage or self.waited())
+        failed = ProviderError(f"AI server {self.url} failed while streaming: {item.error}")
+        raise AICallError(failed, item.usage or self.waited())
+
+    def ended_early(self) -> AICallError:
+        """The stream ended without its final line (the server went away while writing)."""
+        failed = ProviderError(f"AI server {self.url} ended the answer stream without a response.")
+        return AICallError(failed, self.waited())
+
+
+async def _close_when_loop_ends(http: httpx.AsyncClient, forget: Callable[[], None]) -> AsyncGenerator[None]:
+    """Held suspended for the life of one event loop; closing it closes ``http`` on that loop.
+
+    Event loops close the async generators still open when they shut down (``asyncio.run`` and
+    ``asyncio.Runner`` call ``loop.shutdown_asyncgens()`` before closing the loop), so a client made for a
+    loop is closed on that loop, while it still can be, without the caller having to.
+    """
+    try:
+        yield
+    finally:
+        forget()
+        await http.aclose()
+
+
 class HttpAIClient:
     """Calls stateless AI servers over HTTP, round-robin over ``urls`` (article §14).
 
     Each request goes to the next URL. Only connection failures (nothing reached a server) are retried, on the
     following URLs, up to ``retries`` times: a request that reached a server is never repeated, so a turn
-    never makes more model calls than planned. ``timeout`` bounds each request, the model's time included;
-    ``connect_timeout`` (at most ``timeout``) bounds opening a connection, so that an unreachable server is
-    skipped quickly. ``transport`` is for tests (``httpx.MockTransport``). Safe to share between threads.
+    never makes more model calls than planned. ``timeout`` bounds each request, the model's time included
+    (for a stream: each wait for the next line); ``connect_timeout`` (at most ``timeout``) bounds opening a
+    connection, so that an unreachable server is skipped quickly. ``transport`` is for tests
+    (``httpx.MockTransport``, which serves the asynchronous methods too).
+
+    The ``config`` argument of every method is accepted for the :class:`AIClient` interface and not sent: the
+    model calls happen in the server's process, so callbacks and tracing handlers of this process do not see
+    them (the server's usage comes back in each response instead).
+
+    The synchronous methods share one connection pool and are safe to use from many threads. The
+    asynchronous ones need an ``asyncio`` loop: each loop gets its own ``httpx.AsyncClient`` (its connections
+    belong to the loop that opened them), which is closed when that loop shuts down, or by :meth:`aclose`.
+    So one client may serve one long-lived loop, several loops in threads, or ``asyncio.run`` calls in
+    sequence.
     """
 
     def __init__(
@@ -156,14 +447,14 @@ class HttpAIClient:
             raise ConfigurationError("timeout and connect_timeout must be > 0 seconds.")
         self.urls = [_server_url(url) for url in urls]
         self.retries = retries
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._http = httpx.Client(
-            timeout=httpx.Timeout(timeout, connect=min(connect_timeout, timeout)),
-            headers=headers,
-            transport=transport,
-        )
+        self.timeout = httpx.Timeout(timeout, connect=min(connect_timeout, timeout))
+        self._headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._http = httpx.Client(timeout=self.timeout, headers=self._headers, transport=transport)
+        self._async_transport = transport if isinstance(transport, httpx.AsyncBaseTransport) else None
         self._lock = threading.Lock()
         self._next = 0
+        self._async: dict[asyncio.AbstractEventLoop, tuple[httpx.AsyncClient, AsyncGenerator[None]]] = {}
+        self._closed = False
 
     def _next_url(self) -> str:
         with self._lock:
@@ -171,72 +462,162 @@ class HttpAIClient:
             self._next += 1
         return url
 
-    def _post(self, path: str, body: BaseModel, response_model: type[R]) -> R:
-        content = body.model_dump_json()
-        last_error: Exception | None = None
-        for _attempt in range(self.retries + 1):
-            url = self._next_url()
-            started = time.perf_counter()
-            try:
-                response = self._http.post(
-                    url + path, content=content, headers={"Content-Type": "application/json"}
-                )
-            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-                last_error = exc
-                continue
-            except httpx.HTTPError as exc:
-                # The request reached a server, which was calling its model when it timed out or broke off:
-                # count that call and the wait as model time (its tokens are unknown: no answer came back).
-                waited = CallUsage(model_calls=1, model_ms=(time.perf_counter() - started) * 1000)
-                if isinstance(exc, httpx.TimeoutException):
-                    timeout = self._http.timeout.read
-                    message = f"AI server {url} did not answer within {timeout} s ({type(exc).__name__})."
-                    raise AICallError(ProviderTimeoutError(message, timeout), waited) from exc
-                failed = ProviderError(f"AI server {url} failed: {type(exc).__name__}: {exc}")
-                raise AICallError(failed, waited) from exc
-            return self._read(url, response, response_model)
-        raise AICallError(
-            ProviderError(
-                f"Could not connect to any AI server ({', '.join(self.urls)}) after "
-                f"{self.retries + 1} attempt(s): {last_error}"
-            )
-        )
+    # -- sending: the only part the synchronous and asynchronous paths do not share -----------------------
 
-    @staticmethod
-    def _read(url: str, response: httpx.Response, response_model: type[R]) -> R:
-        if response.status_code == 200:
+    def _send(self, exchange: _Exchange) -> httpx.Response:
+        for request in exchange.attempts(self._http.build_request):
             try:
-                return response_model.model_validate_json(response.content)
-            except ValidationError as exc:
-                raise AICallError(ProviderError(f"AI server {url} sent an unexpected body: {exc}")) from exc
-        try:
-            error = ErrorResponse.model_validate_json(response.content)
-        except ValidationError:
-            error = None
-        if response.status_code == 502 and error is not None:
-            raise AICallError(_cause(error), error.usage)
-        if response.status_code == 401:
-            raise AICallError(ProviderError(f"AI server {url} rejected the request: missing or wrong token."))
-        detail = error.error if error is not None else response.text[:300]
-        raise AICallError(ProviderError(f"AI server {url} answered HTTP {response.status_code}: {detail}"))
+                return self._http.send(request, stream=exchange.stream)
+            except _CONNECTION_FAILURES as exc:
+                exchange.refused(exc)
+            except httpx.HTTPError as exc:
+                raise exchange.broke_off(exc) from exc
+        raise exchange.unreachable()
+
+    async def _asend(self, exchange: _Exchange) -> httpx.Response:
+        http = await self._async_http()
+        for request in exchange.attempts(http.build_request):
+            try:
+                return await http.send(request, stream=exchange.stream)
+            except _CONNECTION_FAILURES as exc:
+                exchange.refused(exc)
+            except httpx.HTTPError as exc:
+                raise exchange.broke_off(exc) from exc
+        raise exchange.unreachable()
+
+    async def _async_http(self) -> httpx.AsyncClient:
+        """The running loop's ``AsyncClient``, made on the loop's first request."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("This HttpAIClient has been closed.")
+            # Loops closed without shutting down their async generators leave entries: drop them.
+            for stale in [other for other in self._async if other.is_closed()]:
+                del self._async[stale]
+            entry = self._async.get(loop)
+            if entry is not None:
+                return entry[0]
+            http = httpx.AsyncClient(
+                timeout=self.timeout, headers=self._headers, transport=self._async_transport
+            )
+            keeper = _close_when_loop_ends(http, lambda: self._forget(loop))
+            self._async[loop] = (http, keeper)
+        await anext(keeper)  # started on this loop: the loop now closes it when it shuts down
+        return http
+
+    def _forget(self, loop: asyncio.AbstractEventLoop) -> None:
+        with self._lock:
+            self._async.pop(loop, None)
+
+    # -- the calls ------------------------------------------------------------------------------------------
 
     def analyze(
-        self, message: str, context: ConversationContext, catalog: Sequence[OperationSpec]
+        self,
+        message: str,
+        context: ConversationContext,
+        catalog: Sequence[OperationSpec],
+        *,
+        config: RunnableConfig | None = None,
     ) -> AnalyzeResponse:
         """``POST /ai/analyze``."""
-        body = AnalyzeRequest(message=message, context=context, catalog=list(catalog))
-        return self._post("/ai/analyze", body, AnalyzeResponse)
+        exchange = _Exchange(self, "/ai/analyze", _analyze_body(message, context, catalog))
+        return exchange.read(self._send(exchange), AnalyzeResponse)
 
     def respond(
-        self, question: str, results: Sequence[OperationOutcome], context: ConversationContext
+        self,
+        question: str,
+        results: Sequence[OperationOutcome],
+        context: ConversationContext,
+        *,
+        config: RunnableConfig | None = None,
     ) -> RespondResponse:
         """``POST /ai/respond``."""
-        body = RespondRequest(question=question, results=list(results), context=context)
-        return self._post("/ai/respond", body, RespondResponse)
+        exchange = _Exchange(self, "/ai/respond", _respond_body(question, results, context))
+        return exchange.read(self._send(exchange), RespondResponse)
+
+    async def aanalyze(
+        self,
+        message: str,
+        context: ConversationContext,
+        catalog: Sequence[OperationSpec],
+        *,
+        config: RunnableConfig | None = None,
+    ) -> AnalyzeResponse:
+        """``POST /ai/analyze`` without blocking the event loop."""
+        exchange = _Exchange(self, "/ai/analyze", _analyze_body(message, context, catalog))
+        return exchange.read(await self._asend(exchange), AnalyzeResponse)
+
+    async def arespond(
+        self,
+        question: str,
+        results: Sequence[OperationOutcome],
+        context: ConversationContext,
+        *,
+        config: RunnableConfig | None = None,
+    ) -> RespondResponse:
+        """``POST /ai/respond`` without blocking the event loop."""
+        exchange = _Exchange(self, "/ai/respond", _respond_body(question, results, context))
+        return exchange.read(await self._asend(exchange), RespondResponse)
+
+    async def astream_respond(
+        self,
+        question: str,
+        results: Sequence[OperationOutcome],
+        context: ConversationContext,
+        *,
+        config: RunnableConfig | None = None,
+    ) -> AsyncIterator[str | RespondResponse]:
+        """``POST /ai/respond`` with ``Accept: application/x-ndjson``, read line by line.
+
+        A server that answers with plain JSON instead (one that does not stream) gives just the final
+        response. Errors the server found before streaming keep their status and are mapped like
+        :meth:`respond`'s; an ``error`` line, a broken or timed-out stream, or a stream without its final
+        line raise :class:`AICallError` too, counting the call.
+        """
+        exchange = _Exchange(self, "/ai/respond", _respond_body(question, results, context), stream=True)
+        response = await self._asend(exchange)
+        try:
+            if not exchange.is_stream(response):
+                await response.aread()
+                yield exchange.read(response, RespondResponse)
+                return
+            async for text in response.aiter_lines():
+                if not text.strip():
+                    continue
+                item = exchange.line(text)
+                yield item
+                if isinstance(item, RespondResponse):
+                    return
+            raise exchange.ended_early()
+        except httpx.HTTPError as exc:
+            raise exchange.broke_off(exc) from exc
+        finally:
+            await response.aclose()
+
+    # -- closing --------------------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the underlying HTTP connection pool."""
+        """Close the connection pools: the synchronous one now, each event loop's on that loop.
+
+        A loop that is running (in another thread) closes its client soon; one that has ended has closed its
+        client already. Call :meth:`aclose` instead from inside a running loop to wait for that loop's client.
+        """
         self._http.close()
+        with self._lock:
+            self._closed = True
+            entries, self._async = list(self._async.items()), {}
+        for loop, (_http, keeper) in entries:
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(_close_soon, loop, keeper)
+
+    async def aclose(self) -> None:
+        """Close the connection pools, awaiting the running loop's client."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            entry = self._async.pop(loop, None)
+        self.close()
+        if entry is not None:
+            await entry[1].aclose()
 
     def __enter__(self) -> HttpAIClient:
         return self
@@ -245,3 +626,38 @@ class HttpAIClient:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+    async def __aenter__(self) -> HttpAIClient:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+
+_closing: set[asyncio.Task[None]] = set()
+"""Closing tasks started by :meth:`HttpAIClient.close` on other loops, held until done."""
+
+
+def _close_soon(loop: asyncio.AbstractEventLoop, keeper: AsyncGenerator[None]) -> None:
+    """On ``loop``: close ``keeper`` (and with it the loop's client) in a task."""
+
+    async def close() -> None:
+        await keeper.aclose()
+
+    task = loop.create_task(close())
+    _closing.add(task)
+    task.add_done_callback(_closing.discard)
+
+
+def _analyze_body(
+    message: str, context: ConversationContext, catalog: Sequence[OperationSpec]
+) -> AnalyzeRequest:
+    return AnalyzeRequest(message=message, context=context, catalog=list(catalog))
+
+
+def _respond_body(
+    question: str, results: Sequence[OperationOutcome], context: ConversationContext
+) -> RespondRequest:
+    return RespondRequest(question=question, results=list(results), context=context)

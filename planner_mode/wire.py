@@ -3,29 +3,48 @@
 Every request carries everything the server needs (article §13): the message or results, the conversation
 context and, for call 1, the operation catalog. Every response carries the :class:`CallUsage` the server
 measured, so the ERP side counts model calls and tokens even when the model runs elsewhere.
+
+``POST /ai/respond`` with ``Accept: application/x-ndjson`` answers in NDJSON (one JSON object per line), each
+line a :data:`RespondStreamLine` told apart by ``type``::
+
+    {"type": "answer_delta", "text": "En 2025 se vendieron "}     # zero or more: the answer as it is written
+    {"type": "answer_delta", "text": "₲850.000.000."}
+    {"type": "response", "answer": {...}, "usage": {...}}         # last line on success: a RespondResponse
+    {"type": "error", "error": "...", "kind": "provider", ...}    # last line instead, when the model failed
+
+New fields are only ever added as optional ones, so older clients and servers keep understanding each other.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Annotated, Literal, Protocol
+from typing import Annotated, Any, Literal, Protocol
 
-from pydantic import AfterValidator, BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field, TypeAdapter
 
 from planner_mode.plan import Answer, OperationOutcome, Plan
 from shared.memory.context import ConversationContext
 from shared.operations.registry import OperationSpec
 
 __all__ = [
+    "NDJSON",
     "AnalyzeRequest",
     "AnalyzeResponse",
+    "AnswerDeltaLine",
     "CallUsage",
     "ErrorKind",
+    "ErrorLine",
     "ErrorResponse",
     "FieldError",
+    "RespondLine",
     "RespondRequest",
     "RespondResponse",
+    "RespondStreamLine",
+    "parse_stream_line",
 ]
+
+NDJSON = "application/x-ndjson"
+"""Media type of a streamed ``/ai/respond``: send it in ``Accept`` to get the answer in deltas."""
 
 
 class _UsageSource(Protocol):
@@ -53,21 +72,36 @@ class CallUsage(BaseModel):
     """Measured wall time inside the model."""
     simulated_model_ms: float | None = None
     """Model time under a latency profile, when the model reported one."""
+    simulated_first_token_ms: float | None = None
+    """Under a latency profile: time from the request to the call's first output token (overhead, prefill
+    and one token). With :attr:`simulated_ms_per_token` it places the first *answer* token, which comes after
+    whatever the model writes before the answer field (``approx_tokens(prefix) × ms_per_token`` later)."""
+    simulated_ms_per_token: float | None = None
+    """Under a latency profile: the call's time per further output token."""
 
     @classmethod
     def from_tracker(cls, tracker: _UsageSource) -> CallUsage:
-        """Snapshot a ``UsageTracker``."""
+        """Snapshot a ``UsageTracker``; the simulated token times are those of its last finished call."""
+        # ``simulated_calls`` (SimulatedCall records) is read defensively: trackers that predate it have none.
+        simulated_calls: list[Any] = list(getattr(tracker, "simulated_calls", None) or [])
+        last = simulated_calls[-1] if simulated_calls else None
         return cls(
             model_calls=tracker.calls,
             input_tokens=tracker.input_tokens,
             output_tokens=tracker.output_tokens,
             model_ms=tracker.model_ms,
             simulated_model_ms=tracker.simulated_model_ms,
+            simulated_first_token_ms=getattr(last, "first_token_ms", None),
+            simulated_ms_per_token=getattr(last, "ms_per_output_token", None),
         )
 
     @classmethod
     def total(cls, usages: Iterable[CallUsage]) -> CallUsage:
-        """The sum of several usages; ``simulated_model_ms`` stays ``None`` unless one of them has it."""
+        """The sum of several usages; ``simulated_model_ms`` stays ``None`` unless one of them has it.
+
+        The per-call token times (``simulated_first_token_ms``, ``simulated_ms_per_token``) do not add up:
+        the total has none; read them from the answering call's own usage.
+        """
         result = cls()
         for usage in usages:
             simulated: float | None = result.simulated_model_ms
@@ -151,3 +185,36 @@ class ErrorResponse(BaseModel):
     """For an invalid request (422): the fields refused (at most 20)."""
     max_tokens: int | None = None
     """For a reply cut at the output cap (502, ``model_output``): the cap it was cut at."""
+
+
+# -- the NDJSON stream of /ai/respond -----------------------------------------------------------------------
+
+
+class AnswerDeltaLine(BaseModel):
+    """The next piece of ``answer.respuesta``, as the model writes it."""
+
+    type: Literal["answer_delta"] = "answer_delta"
+    text: str
+
+
+class RespondLine(RespondResponse):
+    """The last line of a successful stream: the whole :class:`RespondResponse` (the answer as parsed)."""
+
+    type: Literal["response"] = "response"
+
+
+class ErrorLine(ErrorResponse):
+    """The last line of a stream whose model call failed after the stream began (HTTP status already 200)."""
+
+    type: Literal["error"] = "error"
+
+
+RespondStreamLine = Annotated[AnswerDeltaLine | RespondLine | ErrorLine, Field(discriminator="type")]
+"""One line of a streamed ``/ai/respond``."""
+
+_STREAM_LINE: TypeAdapter[AnswerDeltaLine | RespondLine | ErrorLine] = TypeAdapter(RespondStreamLine)
+
+
+def parse_stream_line(line: str | bytes) -> AnswerDeltaLine | RespondLine | ErrorLine:
+    """Read one NDJSON line; raises ``pydantic.ValidationError`` for anything else."""
+    return _STREAM_LINE.validate_json(line)
