@@ -9,8 +9,6 @@ several, the last one would win), then one ``turn`` line per scored turn, append
 from __future__ import annotations
 
 import json
-import os
-import platform
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,8 +16,20 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from benchmarks.provenance import Provenance, describe_host
 from benchmarks.scoring.turn import TurnScore
 from shared.failures import FailureKind
+
+__all__ = [
+    "RESULTS_FILE",
+    "OperationRecord",
+    "ResultsWriter",
+    "RunMeta",
+    "RunResults",
+    "TurnRow",
+    "describe_host",
+    "read_results",
+]
 
 RESULTS_FILE = "results.jsonl"
 
@@ -32,11 +42,6 @@ class OperationRecord(BaseModel):
     id: str | None = None
     error: str | None = None
     """Why the ERP refused or failed it; ``None`` when it ran."""
-
-
-def describe_host() -> str:
-    """``"2 CPU cores, x86_64, Python 3.11.7"`` for the machine running this process."""
-    return f"{os.cpu_count()} CPU cores, {platform.machine()}, Python {platform.python_version()}"
 
 
 class RunMeta(BaseModel):
@@ -64,6 +69,11 @@ class RunMeta(BaseModel):
     tags: list[str] = Field(default_factory=list)
     host: str | None = None
     """The machine the run measured on (see :func:`describe_host`); ``None`` in files that predate it."""
+    provenance: Provenance | None = None
+    """Code, packages, prompt and tool-schema hashes and model identity of the run (see
+    :mod:`benchmarks.provenance`); ``None`` in files that predate it."""
+    warmup: int = 0
+    """Warm-up turns run before the measured ones (recorded with ``warmup`` set, left out of every figure)."""
 
     @property
     def offline(self) -> bool:
@@ -111,6 +121,8 @@ class TurnRow(BaseModel):
     """Whether the turn ended in any failure kind (or, in files that predate failure kinds, the provider
     failed); a failed turn never passes."""
     score: TurnScore
+    warmup: bool = False
+    """A warm-up turn (caches, connections, model load): recorded for the record, left out of every figure."""
 
     @property
     def passed(self) -> bool:
@@ -140,6 +152,11 @@ class RunResults(BaseModel):
 
     meta: RunMeta
     rows: list[TurnRow]
+
+    @property
+    def scored_rows(self) -> list[TurnRow]:
+        """The rows every figure is computed from: all but warm-up turns."""
+        return [row for row in self.rows if not row.warmup]
 
 
 class ResultsWriter:
