@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any
@@ -37,7 +37,7 @@ class TurnContext:
     operations: dict[str, ExecutedOperation] = field(default_factory=dict)
     """Executed tool calls, by tool call id (filled by :class:`TurnMiddleware`)."""
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    """Tool calls of one step run in parallel threads."""
+    """Tool calls of one step run in parallel: in threads, also in an async run (tools are synchronous)."""
 
 
 class TurnMiddleware(AgentMiddleware[Any, Any, Any]):
@@ -62,10 +62,17 @@ class TurnMiddleware(AgentMiddleware[Any, Any, Any]):
     ) -> ModelResponse[Any]:
         """Set the turn's system prompt; refuse any reply cut at the output cap (its tool calls or text are
         incomplete), so that no tool of a cut step runs: the turn ends as ``model_output``."""
-        context = request.runtime.context if request.runtime is not None else None
-        if isinstance(context, TurnContext):
-            request = request.override(system_message=context.system_message)
-        response = handler(request)
+        return self._checked(handler(_with_turn_prompt(request)))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any]:
+        """:meth:`wrap_model_call` for agents run with ``astream``/``ainvoke``."""
+        return self._checked(await handler(_with_turn_prompt(request)))
+
+    def _checked(self, response: ModelResponse[Any]) -> ModelResponse[Any]:
         if any(isinstance(m, AIMessage) and stopped_at_limit(m) for m in response.result):
             raise OutputLimitError(self._max_tokens)
         return response
@@ -75,19 +82,36 @@ class TurnMiddleware(AgentMiddleware[Any, Any, Any]):
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
     ) -> ToolMessage | Command[Any]:
-        call = request.tool_call
+        """Run the tool; record it (timed, with its error kind) in the turn's context."""
         started = perf_counter()
         try:
             outcome = handler(request)
         except GraphBubbleUp:  # LangGraph control flow (interrupts), not a tool failure
             raise
         except Exception as exc:  # an ERP bug must not abort the turn; its text must not reach the model
-            outcome = ToolMessage(
-                content=str(internal_error(call["name"], exc)),
-                name=call["name"],
-                tool_call_id=str(call["id"]),
-                status="error",
-            )
+            outcome = _internal_error_result(request, exc)
+        return self._record(request, outcome, started)
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
+    ) -> ToolMessage | Command[Any]:
+        """:meth:`wrap_tool_call` for agents run asynchronously. The registry's tools are synchronous:
+        LangChain runs each in the event loop's default executor, so an ERP query never blocks the loop."""
+        started = perf_counter()
+        try:
+            outcome = await handler(request)
+        except GraphBubbleUp:
+            raise
+        except Exception as exc:
+            outcome = _internal_error_result(request, exc)
+        return self._record(request, outcome, started)
+
+    def _record(
+        self, request: ToolCallRequest, outcome: ToolMessage | Command[Any], started: float
+    ) -> ToolMessage | Command[Any]:
+        call = request.tool_call
         duration_ms = (perf_counter() - started) * 1000
         context = request.runtime.context if request.runtime is not None else None
         if isinstance(context, TurnContext) and isinstance(outcome, ToolMessage):
@@ -108,6 +132,24 @@ class TurnMiddleware(AgentMiddleware[Any, Any, Any]):
         except OperationError:
             return "invalid"  # unknown or forbidden tool, or invalid arguments: the model's request was wrong
         return "refused"
+
+
+def _with_turn_prompt(request: ModelRequest[Any]) -> ModelRequest[Any]:
+    context = request.runtime.context if request.runtime is not None else None
+    if isinstance(context, TurnContext):
+        return request.override(system_message=context.system_message)
+    return request
+
+
+def _internal_error_result(request: ToolCallRequest, error: Exception) -> ToolMessage:
+    """The tool result of an unexpected exception: ``error interno (ref XXXX)``, the details logged."""
+    call = request.tool_call
+    return ToolMessage(
+        content=str(internal_error(call["name"], error)),
+        name=call["name"],
+        tool_call_id=str(call["id"]),
+        status="error",
+    )
 
 
 def executed_operation(

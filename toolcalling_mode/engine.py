@@ -1,31 +1,54 @@
 """The same sales assistant as a native LangChain tool-calling agent (the article's §16 alternative).
 
-One :func:`langchain.agents.create_agent` graph is compiled per engine, over the registry's LangChain tools
+One :func:`langchain.agents.create_agent` graph is compiled per caller, over the registry's LangChain tools
 bound to the ERP, and reused for every turn. Each turn:
 
 1. builds the turn's input from the ERP-owned memory: ``windowed`` renders the bounded context (memories,
    state, last exchange, today) into the system prompt; ``full_history`` replays every stored message and puts
    only today's date in the system prompt;
-2. runs the agent with one :class:`~shared.llm.usage.UsageTracker` as callback, a model-call limit
-   (``ModelCallLimitMiddleware``) and a recursion limit;
+2. runs the agent inside the turn's parent LangChain run (:mod:`shared.tracing`), with one
+   :class:`~shared.llm.usage.UsageTracker` as callback, a model-call limit (``ModelCallLimitMiddleware``) and
+   a recursion limit;
 3. records the turn's messages (question, tool-calling steps, tool results, final answer) atomically and, with
-   ``structured=True``, the memories and state of the structured :class:`~shared.answer.Answer`.
+   ``structured=True``, the memories and state of the structured :class:`~shared.answer.Answer`;
+4. logs the finished turn once on the ``toolcalling_mode`` logger (:func:`shared.logs.log_turn`).
+
+**Three entry points, one turn.** ``ask`` (synchronous), ``aask`` and ``astream`` (asynchronous) share every
+step above and differ only in how they drive the agent: ``ask`` iterates ``agent.stream``; ``aask`` and
+``astream`` iterate ``agent.astream`` (models called with their async API; the registry's tools are
+synchronous and LangChain runs each in the event loop's default executor; the memory store is read and
+written through ``asyncio.to_thread``), ``astream`` with LangGraph's ``messages`` stream mode added so that
+it can yield :mod:`shared.events` as they happen: an ``OperationDone`` when each tool result arrives, the
+answer's text in ``AnswerDelta`` s as the model writes it (:mod:`toolcalling_mode._streaming` says what
+counts as answer text, including what happens to text written in a step that turns out to call tools), then
+``TurnDone``. ``astream`` sets ``first_answer_ms``; every entry point sets ``simulated_first_answer_ms``
+when the model reports simulated latencies.
+
+**Callbacks.** Each entry point takes a LangChain ``RunnableConfig`` (``callbacks``, ``tags``, ``metadata``,
+``run_name``): one chain run named ``"<mode> turn"`` (or ``run_name``) is the parent of the whole turn; the
+compiled agent is its child (a chain run named after the mode), and every model call and tool run of the
+turn descends from it, so a tracing handler sees exactly the turn's model calls under one run.
 
 ``ask`` never raises for input, storage, model, tool or provider failures: every turn ends in a
 :class:`TurnResult` whose ``failure`` is ``None`` or one kind of the contract in :mod:`shared.failures`, the
-same as planner mode's. **Recording policy** (the same in both modes): a turn is recorded only when the model
-wrote its final answer, including ``invalid_plan`` (every tool call it made was refused as invalid and none
-ran) and ``operation_error`` (a tool broke inside the ERP) turns. A turn that ends on a provider failure, a
-timeout, unusable output (empty, cut at the output cap, no structured answer when one was asked for), a limit,
-a refused input or a storage error leaves the conversation untouched.
+same as planner mode's. Only :class:`~shared.errors.ConversationAccessDenied` is raised (before any context
+read, model call or event). **Recording policy** (the same in both modes): a turn is recorded only when the
+model wrote its final answer, including ``invalid_plan`` (every tool call it made was refused as invalid and
+none ran) and ``operation_error`` (a tool broke inside the ERP) turns. A turn that ends on a provider failure,
+a timeout, unusable output (empty, cut at the output cap, no structured answer when one was asked for), a
+limit, a refused input or a storage error leaves the conversation untouched; so does a stream that fails
+midway, or whose consumer stops reading before ``TurnDone`` (recording happens just before it).
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, Literal
@@ -35,6 +58,7 @@ from langchain.agents.middleware import ModelCallLimitMiddleware
 from langchain.agents.structured_output import ProviderStrategy, StructuredOutputError, ToolStrategy
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphRecursionError
 
 from shared.answer import Answer, MemoryItem
@@ -44,17 +68,21 @@ from shared.errors import (
     ModelOutputError,
     StorageError,
 )
+from shared.events import AnswerDelta, OperationDone, TurnDone, TurnEvent
 from shared.failures import NOT_RECORDED_NOTE, failure_kind_of, is_recorded, user_message
 from shared.inputs import check_turn_input
 from shared.llm.factory import configured_max_tokens
 from shared.llm.provider_errors import as_erp_error
 from shared.llm.usage import UsageTracker
+from shared.logs import log_turn
 from shared.memory.context import ConversationContext, render_context
 from shared.memory.store import MessageIn, TurnRecord
 from shared.security import DEMO_CALLER, Caller
 from shared.text import strip_reasoning
+from shared.tracing import TurnRun, aturn_run, turn_run
 from shared.turn import ExecutedOperation, FailureKind, TurnResult
 from toolcalling_mode._middleware import TurnContext, TurnMiddleware, executed_operation
+from toolcalling_mode._streaming import AnswerSteps, simulated_first_answer_ms
 from toolcalling_mode.history import (
     answered_ids,
     message_text,
@@ -77,6 +105,10 @@ StopReason = Literal["done", "model_calls", "recursion", "failed"]
 AGENT_CACHE_SIZE = 256
 """Compiled agents kept, one per recent caller (their tools are bound to the caller's scope)."""
 
+logger = logging.getLogger("toolcalling_mode")
+
+_MODEL_NODE = "model"
+"""The node of ``create_agent``'s graph that calls the model (the ``messages`` stream is filtered on it)."""
 
 _LIMIT_MESSAGE_PREFIX = "Model call limits exceeded"
 """How ``ModelCallLimitMiddleware(exit_behavior="end")`` words the AI message it injects."""
@@ -88,8 +120,33 @@ class _Turn:
 
     conversation_id: str
     message: str
+    caller: Caller
     started: float = field(default_factory=perf_counter)
     tracker: UsageTracker = field(default_factory=UsageTracker)
+    first_answer_ms: float | None = None
+    """Measured time to the first answer text (``astream`` only)."""
+    steps: AnswerSteps | None = None
+    """The answer decoders ``astream`` fed live; ``None`` for ``ask``/``aask`` (replayed from the run)."""
+
+    @property
+    def trace_inputs(self) -> dict[str, Any]:
+        """The inputs of the turn's parent run."""
+        return {
+            "conversation_id": _text(self.conversation_id),
+            "message": _text(self.message),
+            "user_id": self.caller.user_id,
+        }
+
+
+@dataclass
+class _Prepared:
+    """A turn ready to run: the caller's agent, its input messages and runtime context."""
+
+    agent: Any
+    inputs: list[BaseMessage]
+    context: TurnContext
+    stored_state: dict[str, Any]
+    """The conversation's state before the turn (reported unchanged when the turn is not recorded)."""
 
 
 @dataclass
@@ -147,6 +204,7 @@ class ToolCallingEngine:
         self._structured_tool_names = (
             {spec.name for spec in ToolStrategy(Answer).schema_specs} if structured else set()
         )
+        self._answer_field = "respuesta" if structured else None
         self._model = model
         self._response_format: Any = _response_format(structured_strategy) if structured else None
         self._agents: OrderedDict[tuple[str, frozenset[str]], Any] = OrderedDict()
@@ -157,19 +215,174 @@ class ToolCallingEngine:
 
     # -- public -----------------------------------------------------------------------------------------
 
-    def ask(self, conversation_id: str, message: str, caller: Caller = DEMO_CALLER) -> TurnResult:
+    def ask(
+        self,
+        conversation_id: str,
+        message: str,
+        caller: Caller = DEMO_CALLER,
+        *,
+        config: RunnableConfig | None = None,
+    ) -> TurnResult:
         """Answer ``message`` in ``conversation_id`` (created for ``caller`` if unknown) and record the turn.
 
         The agent is offered only the tools ``caller`` may run, and each tool runs within the caller's data
-        scope. Raises :class:`~shared.errors.ConversationAccessDenied` (before any context read or model
-        call) when the conversation belongs to another user; every other failure ends in the result.
+        scope. ``config`` (``callbacks``, ``tags``, ``metadata``, ``run_name``) applies to the turn's parent
+        run, which contains every model call of the turn. Raises
+        :class:`~shared.errors.ConversationAccessDenied` (before any context read or model call) when the
+        conversation belongs to another user; every other failure ends in the result.
         """
-        turn = _Turn(conversation_id, message)
+        turn = _Turn(conversation_id, message, caller)
+        with turn_run(config, mode=self.mode, inputs=turn.trace_inputs) as trace:
+            prepared = self._prepare(turn)
+            if isinstance(prepared, TurnResult):
+                return self._finished(trace, turn, prepared)
+            state: dict[str, Any] = {}
+            failure: Exception | None = None
+            try:
+                for values in prepared.agent.stream(
+                    {"messages": prepared.inputs},
+                    config=self._agent_config(trace, turn),
+                    context=prepared.context,
+                    stream_mode="values",
+                ):
+                    state = values  # keep the last state: a limit or a failure ends the stream early
+            except Exception as exc:  # classified in _agent_run: the turn ends, not the caller
+                failure = exc
+            result = self._conclude(turn, prepared, self._agent_run(prepared, state, failure))
+            return self._finished(trace, turn, result)
+
+    async def aask(
+        self,
+        conversation_id: str,
+        message: str,
+        caller: Caller = DEMO_CALLER,
+        *,
+        config: RunnableConfig | None = None,
+    ) -> TurnResult:
+        """:meth:`ask` without blocking the event loop: the same turn, driven with ``agent.astream``."""
+        result: TurnResult | None = None
+        async with aclosing(self._aturn(conversation_id, message, caller, config, stream=False)) as events:
+            async for event in events:
+                if isinstance(event, TurnDone):
+                    result = event.result
+        assert result is not None  # _aturn always ends with TurnDone (or raises)
+        return result
+
+    async def astream(
+        self,
+        conversation_id: str,
+        message: str,
+        caller: Caller = DEMO_CALLER,
+        *,
+        config: RunnableConfig | None = None,
+    ) -> AsyncIterator[TurnEvent]:
+        """The turn of :meth:`ask` as events: ``OperationDone`` per tool result as it arrives,
+        ``AnswerDelta`` s of the answer as the model writes it, then ``TurnDone`` (always last; the turn is
+        recorded just before it). Raises ``ConversationAccessDenied`` before the first event."""
+        async with aclosing(self._aturn(conversation_id, message, caller, config, stream=True)) as events:
+            async for event in events:
+                yield event
+
+    # -- one turn, three drivers ----------------------------------------------------------------------------
+
+    async def _aturn(
+        self,
+        conversation_id: str,
+        message: str,
+        caller: Caller,
+        config: RunnableConfig | None,
+        *,
+        stream: bool,
+    ) -> AsyncGenerator[TurnEvent, None]:
+        """The async driver of :meth:`aask` (``stream=False``: only ``TurnDone``) and :meth:`astream`."""
+        turn = _Turn(conversation_id, message, caller)
+        async with aturn_run(config, mode=self.mode, inputs=turn.trace_inputs) as trace:
+            prepared = await asyncio.to_thread(self._prepare, turn)
+            if isinstance(prepared, TurnResult):
+                yield TurnDone(result=self._finished(trace, turn, prepared))
+                return
+            if stream:
+                turn.steps = AnswerSteps(self._answer_field, self._structured_tool_names)
+            announced: set[str] = set()
+            state: dict[str, Any] = {}
+            failure: Exception | None = None
+            try:
+                async with aclosing(
+                    prepared.agent.astream(
+                        {"messages": prepared.inputs},
+                        config=self._agent_config(trace, turn),
+                        context=prepared.context,
+                        stream_mode=["values", "messages"] if stream else "values",
+                    )
+                ) as chunks:
+                    async for chunk in chunks:
+                        if not stream:
+                            state = chunk
+                            continue
+                        kind, item = chunk
+                        if kind == "values":
+                            state = item
+                            continue
+                        for event in self._events(turn, prepared, state, item, announced):
+                            yield event
+            except Exception as exc:  # classified in _agent_run, as in ask
+                failure = exc
+            run = self._agent_run(prepared, state, failure)
+            if stream:  # an operation the messages stream did not show (none known): still one event each
+                for operation in run.operations:
+                    if operation.id is None or operation.id not in announced:
+                        yield OperationDone(operation=operation)
+            result = await asyncio.to_thread(self._conclude, turn, prepared, run)
+            yield TurnDone(result=self._finished(trace, turn, result))
+
+    def _events(
+        self,
+        turn: _Turn,
+        prepared: _Prepared,
+        state: dict[str, Any],
+        item: tuple[BaseMessage, dict[str, Any]],
+        announced: set[str],
+    ) -> list[TurnEvent]:
+        """The events of one item of LangGraph's ``messages`` stream: answer text of a model step, or the
+        result of one tool call."""
+        message, metadata = item
+        events: list[TurnEvent] = []
+        if isinstance(message, AIMessage) and metadata.get("langgraph_node") == _MODEL_NODE:
+            assert turn.steps is not None
+            delta = turn.steps.feed(message)
+            if delta:
+                if turn.first_answer_ms is None:
+                    turn.first_answer_ms = (perf_counter() - turn.started) * 1000
+                events.append(AnswerDelta(text=delta))
+        elif (
+            isinstance(message, ToolMessage)
+            and message.name not in self._structured_tool_names
+            and message.tool_call_id not in announced
+        ):
+            announced.add(message.tool_call_id)
+            calls = _tool_calls_by_id(state.get("messages", []))
+            events.append(OperationDone(operation=_operation_for(message, calls, prepared.context)))
+        return events
+
+    def _finished(self, trace: TurnRun, turn: _Turn, result: TurnResult) -> TurnResult:
+        """End the turn's bookkeeping: the parent run's outputs and the turn's log record."""
+        trace.outputs.update(answer=result.answer, failure=result.failure, recorded=result.recorded)
+        log_turn(logger, result, turn.caller.user_id)
+        return result
+
+    # -- turn input ---------------------------------------------------------------------------------------
+
+    def _prepare(self, turn: _Turn) -> _Prepared | TurnResult:
+        """Check the input and the caller's access, read the turn's context, pick the caller's agent.
+
+        Returns the failed turn's result when the input or the store is refused before any model call;
+        raises ``ConversationAccessDenied``. Synchronous (storage): the async drivers run it in a thread.
+        """
         try:
-            check_turn_input(conversation_id, message)
-            self._store.check_access(conversation_id, caller.user_id)
+            check_turn_input(turn.conversation_id, turn.message)
+            self._store.check_access(turn.conversation_id, turn.caller.user_id)
             # record_turn creates an unknown conversation in the turn's own transaction: one write per turn.
-            system_message, prior, stored_state = self._turn_input(conversation_id)
+            system_message, prior, stored_state = self._turn_input(turn.conversation_id)
         except ConversationAccessDenied:
             raise
         except ErpAiError as exc:  # InputError or StorageError: refused before any model call
@@ -177,83 +390,15 @@ class ToolCallingEngine:
             return self._result(
                 turn, _AgentRun(messages=[]), user_message(kind, exc), errors=[str(exc)], failure=kind
             )
-        run = self._run(
-            self._agent_for(caller),
-            [*prior, HumanMessage(content=message)],
-            TurnContext(system_message, caller=caller),
-            turn.tracker,
+        inputs = [*prior, HumanMessage(content=turn.message)]
+        for message in inputs:
+            message.id = message.id or f"in-{uuid.uuid4().hex}"
+        return _Prepared(
+            agent=self._agent_for(turn.caller),
+            inputs=inputs,
+            context=TurnContext(system_message, caller=turn.caller),
+            stored_state=stored_state,
         )
-
-        errors = [_operation_error(op, self._registry) for op in run.operations if op.error is not None]
-        outcome = self._outcome(run, turn.tracker, errors)
-        if not is_recorded(outcome.failure):
-            return self._result(
-                turn, run, outcome.answer, errors=errors, failure=outcome.failure, state=stored_state
-            )
-        rows = [
-            MessageIn(role="user", content=message, metadata={}),
-            *self._step_rows(run.messages),
-            MessageIn(role="assistant", content=outcome.answer, metadata=outcome.metadata),
-        ]
-        record = TurnRecord(messages=rows, memories=outcome.memories, state=outcome.state)
-        try:
-            state = self._store.record_turn(conversation_id, record, user_id=caller.user_id)
-        except ConversationAccessDenied as exc:  # another user created this id while the model worked
-            errors.append(str(exc))
-            answer = user_message("input", exc)
-            return self._result(turn, run, answer, errors=errors, failure="input", state=stored_state)
-        except StorageError as exc:  # the answer is good; only remembering it failed
-            errors.append(f"Turn not recorded: {exc}")
-            answer = f"{outcome.answer}\n\n{NOT_RECORDED_NOTE}"
-            return self._result(turn, run, answer, errors=errors, failure="storage", state=stored_state)
-        memories = [item.contenido for item in outcome.memories]
-        return self._result(
-            turn,
-            run,
-            outcome.answer,
-            errors=errors,
-            failure=outcome.failure,
-            state=state,
-            memories=memories,
-            recorded=True,
-        )
-
-    def _result(
-        self,
-        turn: _Turn,
-        run: _AgentRun,
-        answer: str,
-        *,
-        errors: list[str],
-        failure: FailureKind | None,
-        state: dict[str, Any] | None = None,
-        memories: list[str] | None = None,
-        recorded: bool = False,
-    ) -> TurnResult:
-        """The turn's record (``state``: the conversation's state after the turn, stored or unchanged)."""
-        tracker = turn.tracker
-        total_ms = (perf_counter() - turn.started) * 1000
-        return TurnResult(
-            mode=self.mode,
-            conversation_id=_text(turn.conversation_id),
-            question=_text(turn.message),
-            answer=answer,
-            operations=run.operations,
-            memories=memories or [],
-            state=state or {},
-            model_calls=tracker.calls,
-            input_tokens=tracker.input_tokens,
-            output_tokens=tracker.output_tokens,
-            model_ms=tracker.model_ms,
-            simulated_model_ms=tracker.simulated_model_ms,
-            harness_ms=max(0.0, total_ms - tracker.model_ms),
-            total_ms=total_ms,
-            errors=errors,
-            failure=failure,
-            recorded=recorded,
-        )
-
-    # -- turn input ---------------------------------------------------------------------------------------
 
     def _turn_input(self, conversation_id: str) -> tuple[SystemMessage, list[BaseMessage], dict[str, Any]]:
         """The system message, the replayed messages for this turn's policy, and the stored state."""
@@ -299,29 +444,22 @@ class ToolCallingEngine:
                 self._agents.popitem(last=False)
         return agent
 
-    def _run(
-        self, agent: Any, inputs: list[BaseMessage], context: TurnContext, tracker: UsageTracker
-    ) -> _AgentRun:
-        """Stream the agent to the end, keeping the last state even when a limit or a failure stops it."""
-        for message in inputs:
-            message.id = message.id or f"in-{uuid.uuid4().hex}"
-        input_ids = {message.id for message in inputs}
-        config: dict[str, Any] = {"callbacks": [tracker], "recursion_limit": self.limits.recursion_limit}
-        state: dict[str, Any] = {}
+    def _agent_config(self, trace: TurnRun, turn: _Turn) -> RunnableConfig:
+        """The agent's config: a child of the turn's run, with the usage tracker and the recursion limit."""
+        return trace.child_config(turn.tracker, recursion_limit=self.limits.recursion_limit)
+
+    def _agent_run(self, prepared: _Prepared, state: dict[str, Any], failure: Exception | None) -> _AgentRun:
+        """What the run left: the last state it streamed (a limit or a failure ends the stream early) and
+        the exception it ended on, in the project's terms."""
         stop: StopReason = "done"
         error: ErpAiError | None = None
-        try:
-            for values in agent.stream(
-                {"messages": inputs}, config=config, context=context, stream_mode="values"
-            ):
-                state = values  # keep the last state: a limit or a failure ends the stream early
-        except GraphRecursionError:
+        if isinstance(failure, GraphRecursionError):
             stop = "recursion"
-        except StructuredOutputError as exc:
-            stop, error = "failed", ModelOutputError(f"No usable structured answer: {exc}")
-        except Exception as exc:  # any provider/SDK failure ends the turn, not the caller
-            stop, error = "failed", as_erp_error(exc, max_tokens=self._max_tokens)
-
+        elif isinstance(failure, StructuredOutputError):
+            stop, error = "failed", ModelOutputError(f"No usable structured answer: {failure}")
+        elif failure is not None:  # any provider/SDK failure ends the turn, not the caller
+            stop, error = "failed", as_erp_error(failure, max_tokens=self._max_tokens)
+        input_ids = {message.id for message in prepared.inputs}
         new = [m for m in state.get("messages", []) if m.id not in input_ids]
         if stop == "done" and new and _is_limit_message(new[-1]):
             stop = "model_calls"
@@ -332,28 +470,99 @@ class ToolCallingEngine:
             structured=structured if isinstance(structured, Answer) else None,
             stop=stop,
             error=error,
-            operations=self._operations(new, context),
+            operations=self._operations(new, prepared.context),
         )
 
     def _operations(self, messages: Sequence[BaseMessage], context: TurnContext) -> list[ExecutedOperation]:
-        """One ExecutedOperation per tool result, in the order the model asked for them."""
-        operations: list[ExecutedOperation] = []
-        calls: dict[str, tuple[str, Any]] = {}
-        for message in messages:
-            if isinstance(message, AIMessage):
-                for call in message.tool_calls:
-                    calls[str(call["id"])] = (call["name"], call["args"])
-                for invalid in message.invalid_tool_calls:
-                    calls[str(invalid.get("id"))] = (invalid.get("name") or "", {})
-            elif isinstance(message, ToolMessage) and message.name not in self._structured_tool_names:
-                recorded = context.operations.get(message.tool_call_id)
-                if recorded is None:  # e.g. a malformed call answered by the agent without running a tool
-                    name, args = calls.get(message.tool_call_id, (message.name or "", {}))
-                    recorded = executed_operation(name, args, message.tool_call_id, message, 0.0)
-                operations.append(recorded)
-        return operations
+        """One ExecutedOperation per tool result, in the order the results entered the conversation."""
+        calls = _tool_calls_by_id(messages)
+        return [
+            _operation_for(message, calls, context)
+            for message in messages
+            if isinstance(message, ToolMessage) and message.name not in self._structured_tool_names
+        ]
 
     # -- outcome ------------------------------------------------------------------------------------------
+
+    def _conclude(self, turn: _Turn, prepared: _Prepared, run: _AgentRun) -> TurnResult:
+        """The turn's outcome, recorded when the recording policy says so. Synchronous (storage): the async
+        drivers run it in a thread."""
+        errors = [_operation_error(op, self._registry) for op in run.operations if op.error is not None]
+        outcome = self._outcome(run, turn.tracker, errors)
+        stored_state = prepared.stored_state
+        if not is_recorded(outcome.failure):
+            return self._result(
+                turn, run, outcome.answer, errors=errors, failure=outcome.failure, state=stored_state
+            )
+        rows = [
+            MessageIn(role="user", content=turn.message, metadata={}),
+            *self._step_rows(run.messages),
+            MessageIn(role="assistant", content=outcome.answer, metadata=outcome.metadata),
+        ]
+        record = TurnRecord(messages=rows, memories=outcome.memories, state=outcome.state)
+        try:
+            state = self._store.record_turn(turn.conversation_id, record, user_id=turn.caller.user_id)
+        except ConversationAccessDenied as exc:  # another user created this id while the model worked
+            errors.append(str(exc))
+            answer = user_message("input", exc)
+            return self._result(turn, run, answer, errors=errors, failure="input", state=stored_state)
+        except StorageError as exc:  # the answer is good; only remembering it failed
+            errors.append(f"Turn not recorded: {exc}")
+            answer = f"{outcome.answer}\n\n{NOT_RECORDED_NOTE}"
+            return self._result(turn, run, answer, errors=errors, failure="storage", state=stored_state)
+        memories = [item.contenido for item in outcome.memories]
+        return self._result(
+            turn,
+            run,
+            outcome.answer,
+            errors=errors,
+            failure=outcome.failure,
+            state=state,
+            memories=memories,
+            recorded=True,
+        )
+
+    def _result(
+        self,
+        turn: _Turn,
+        run: _AgentRun,
+        answer: str,
+        *,
+        errors: list[str],
+        failure: FailureKind | None,
+        state: dict[str, Any] | None = None,
+        memories: list[str] | None = None,
+        recorded: bool = False,
+    ) -> TurnResult:
+        """The turn's record (``state``: the conversation's state after the turn, stored or unchanged)."""
+        tracker = turn.tracker
+        steps = turn.steps or AnswerSteps.replay(
+            self._answer_field, self._structured_tool_names, run.messages
+        )
+        total_ms = (perf_counter() - turn.started) * 1000
+        return TurnResult(
+            mode=self.mode,
+            conversation_id=_text(turn.conversation_id),
+            question=_text(turn.message),
+            answer=answer,
+            operations=run.operations,
+            memories=memories or [],
+            state=state or {},
+            model_calls=tracker.calls,
+            input_tokens=tracker.input_tokens,
+            output_tokens=tracker.output_tokens,
+            model_ms=tracker.model_ms,
+            simulated_model_ms=tracker.simulated_model_ms,
+            first_answer_ms=turn.first_answer_ms,
+            simulated_first_answer_ms=simulated_first_answer_ms(
+                getattr(tracker, "simulated_calls", None), tracker.calls, steps.first
+            ),
+            harness_ms=max(0.0, total_ms - tracker.model_ms),
+            total_ms=total_ms,
+            errors=errors,
+            failure=failure,
+            recorded=recorded,
+        )
 
     def _outcome(self, run: _AgentRun, tracker: UsageTracker, errors: list[str]) -> _Outcome:
         """How the run ends for the user and the store (see the failure contract); appends to ``errors``."""
@@ -469,3 +678,27 @@ def _operation_error(operation: ExecutedOperation, registry: OperationRegistry) 
 def _text(value: object) -> str:
     """``value`` if it is text; a refused non-text input (``None``, bytes) is recorded by its ``repr``."""
     return value if isinstance(value, str) else repr(value)
+
+
+def _tool_calls_by_id(messages: Sequence[BaseMessage]) -> dict[str, tuple[str, Any]]:
+    """``(name, args)`` of every tool call the AI messages in ``messages`` asked for, by call id."""
+    calls: dict[str, tuple[str, Any]] = {}
+    for message in messages:
+        if isinstance(message, AIMessage):
+            for call in message.tool_calls:
+                calls[str(call["id"])] = (call["name"], call["args"])
+            for invalid in message.invalid_tool_calls:
+                calls[str(invalid.get("id"))] = (invalid.get("name") or "", {})
+    return calls
+
+
+def _operation_for(
+    message: ToolMessage, calls: dict[str, tuple[str, Any]], context: TurnContext
+) -> ExecutedOperation:
+    """The operation a tool result reports: as the middleware recorded it, else rebuilt from the result."""
+    with context.lock:
+        recorded = context.operations.get(message.tool_call_id)
+    if recorded is None:  # e.g. a malformed call answered by the agent without running a tool
+        name, args = calls.get(message.tool_call_id, (message.name or "", {}))
+        recorded = executed_operation(name, args, message.tool_call_id, message, 0.0)
+    return recorded

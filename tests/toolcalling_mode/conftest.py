@@ -8,16 +8,17 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine
 
-from shared.erp.database import Erp
+from shared.erp.database import DEMO_TODAY, Erp
 from tests.fakes import FunctionChatModel, ModelFunction
 from tests.toolcalling_mode.toolcalling_fakes import toy_registry
 
 
 @pytest.fixture
 def toy_erp() -> Iterator[Erp]:
-    """An ERP handle over an empty in-memory database: the toy operations never query it."""
+    """An ERP handle over an empty in-memory database (the toy operations never query it), fixed at the
+    demo's date so prompts are reproducible."""
     engine = create_engine("sqlite://")
-    yield Erp(engine)
+    yield Erp(engine, today=DEMO_TODAY)
     engine.dispose()
 
 

@@ -1,0 +1,177 @@
+"""The answer text inside the agent's model calls, decoded as the model writes it.
+
+A tool-calling turn is a sequence of model calls ("steps"). :class:`AnswerSteps` is fed the AI messages of
+those steps, either as the streamed chunks ``astream`` receives (a new message id starts a new step) or, after
+``ask``/``aask``, as the whole messages of the run (:meth:`AnswerSteps.replay`), and returns the answer text
+each one adds. Each step gets fresh decoders (:class:`shared.json_stream.AnswerTextStream`):
+
+- plain answers: the step's text with ``<think>…</think>`` removed;
+- ``structured=True``: the decoded ``respuesta`` of the answer JSON, read from the step's text
+  (``ProviderStrategy``: the JSON is the reply) and from the arguments of the structured answer tool
+  (``ToolStrategy``: the JSON is a tool call). Arguments of every other tool call are never answer text.
+
+**Text in a step that also calls tools.** A step's text is decoded as it arrives, before the step's tool
+calls are known (the offline model and most providers send text first, tool calls last), so a text that
+a provider writes before its tool calls ("Voy a consultar las ventas…") is streamed like any answer text.
+Holding every step's text until the step ends would stream no answer at all until the last call finished.
+The offline model's tool-call steps carry no visible text (at most a ``<think>`` block, removed), and most
+providers send empty content with tool calls, so the streamed text is then exactly the final answer; when a
+provider does write such a preamble, the final ``TurnResult.answer`` (the last step's text) supersedes what
+was shown, as :mod:`shared.events` specifies for any mismatch.
+
+:attr:`AnswerSteps.first` remembers which step wrote the first answer text and what that step wrote before
+it: the inputs of the simulated time to the first answer token (:func:`simulated_first_answer_ms`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+
+from shared.llm.tokens import approx_tokens
+
+try:
+    from shared.json_stream import AnswerTextStream
+except ImportError:  # TEMPORARY: shared/json_stream.py is being written; this stand-in goes when it lands
+
+    class AnswerTextStream:  # type: ignore[no-redef]
+        """Plain text passes through; JSON answers are not decoded (no deltas)."""
+
+        def __init__(self, json_field: str | None = "respuesta") -> None:
+            self._plain = json_field is None
+            self.prefix_chars = 0
+            self.text = ""
+
+        def feed(self, chunk: str) -> str:
+            if not self._plain:
+                return ""
+            self.text += chunk
+            return chunk
+
+
+@dataclass(frozen=True)
+class FirstAnswer:
+    """Where a turn's first answer text came from."""
+
+    step: int
+    """0-based index of the model call that wrote it."""
+    prefix: str
+    """What that call wrote before the first answer character (a ``<think>`` block, ``{"respuesta": "``)."""
+
+
+@dataclass
+class _Channel:
+    """One decoded text inside a step: its content, or the arguments of the structured answer tool."""
+
+    stream: AnswerTextStream
+    raw: list[str] = field(default_factory=list)
+
+    def feed(self, chunk: str) -> str:
+        self.raw.append(chunk)
+        return self.stream.feed(chunk)
+
+    def prefix(self) -> str:
+        return "".join(self.raw)[: self.stream.prefix_chars]
+
+
+class AnswerSteps:
+    """Decode the answer text of a turn's model steps (see the module docstring)."""
+
+    def __init__(self, json_field: str | None, answer_tools: Iterable[str] = ()) -> None:
+        """``json_field``: ``"respuesta"`` for structured answers, ``None`` for plain text;
+        ``answer_tools``: names of the structured answer tools (``ToolStrategy``), whose arguments are the
+        answer JSON."""
+        self._json_field = json_field
+        self._answer_tools = frozenset(answer_tools)
+        self.step = -1
+        """Index of the current step (``-1`` before the first)."""
+        self.first: FirstAnswer | None = None
+        """Set when the first answer text is decoded."""
+        self._step_id: str | None = None
+        self._content = _Channel(AnswerTextStream(json_field))
+        self._arguments = _Channel(AnswerTextStream(json_field))
+        self._tool_names: dict[Any, str] = {}
+
+    def feed(self, message: AIMessage) -> str:
+        """The answer text ``message`` adds: a chunk of the current step, or a new step when its id differs
+        (a whole ``AIMessage``, as a model that does not stream delivers it, is a step of its own)."""
+        if not isinstance(message, AIMessageChunk) or message.id is None or message.id != self._step_id:
+            self._begin(message.id)
+        return self._feed(message)
+
+    @classmethod
+    def replay(
+        cls, json_field: str | None, answer_tools: Iterable[str], messages: Sequence[BaseMessage]
+    ) -> AnswerSteps:
+        """The decoders after a whole run: one step per AI message of ``messages``."""
+        steps = cls(json_field, answer_tools)
+        for message in messages:
+            if isinstance(message, AIMessage):
+                steps._begin(None)
+                steps._feed(message)
+        return steps
+
+    def _begin(self, step_id: str | None) -> None:
+        self.step += 1
+        self._step_id = step_id
+        self._content = _Channel(AnswerTextStream(self._json_field))
+        self._arguments = _Channel(AnswerTextStream(self._json_field))
+        self._tool_names = {}
+
+    def _feed(self, message: AIMessage) -> str:
+        delta = ""
+        text = message.text
+        if text:
+            delta += self._decoded(self._content, text)
+        for arguments in self._answer_arguments(message):
+            delta += self._decoded(self._arguments, arguments)
+        return delta
+
+    def _decoded(self, channel: _Channel, chunk: str) -> str:
+        delta = channel.feed(chunk)
+        if delta and self.first is None:
+            self.first = FirstAnswer(step=self.step, prefix=channel.prefix())
+        return delta
+
+    def _answer_arguments(self, message: AIMessage) -> list[str]:
+        """Argument text of the structured answer tool in ``message`` (chunks as they stream)."""
+        if not self._answer_tools:
+            return []
+        if isinstance(message, AIMessageChunk):
+            pieces: list[str] = []
+            for chunk in message.tool_call_chunks:
+                key = chunk.get("index") if chunk.get("index") is not None else chunk.get("id")
+                if chunk.get("name"):
+                    self._tool_names[key] = str(chunk["name"])
+                if self._tool_names.get(key) in self._answer_tools and chunk.get("args"):
+                    pieces.append(str(chunk["args"]))
+            return pieces
+        return [
+            json.dumps(call["args"], ensure_ascii=False)
+            for call in message.tool_calls
+            if call["name"] in self._answer_tools
+        ]
+
+
+def simulated_first_answer_ms(
+    calls: Sequence[Any] | None, model_calls: int, first: FirstAnswer | None
+) -> float | None:
+    """Simulated time to the first answer token: the simulated time of the calls before the answering call,
+    plus that call's time to its first token, plus the tokens it wrote before the answer (``prefix``).
+
+    ``calls`` are the tracker's ``SimulatedCall`` s in completion order (the agent's calls run one after
+    another); ``None`` unless every one of the turn's ``model_calls`` reported a simulated latency.
+    """
+    if first is None or not calls or len(calls) != model_calls or first.step >= len(calls):
+        return None
+    answering = calls[first.step]
+    before = sum(float(call.total_ms) for call in calls[: first.step])
+    return (
+        before
+        + float(answering.first_token_ms)
+        + approx_tokens(first.prefix) * float(answering.ms_per_output_token)
+    )
