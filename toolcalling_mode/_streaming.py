@@ -32,25 +32,8 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 
+from shared.json_stream import AnswerTextStream
 from shared.llm.tokens import approx_tokens
-
-try:
-    from shared.json_stream import AnswerTextStream
-except ImportError:  # TEMPORARY: shared/json_stream.py is being written; this stand-in goes when it lands
-
-    class AnswerTextStream:  # type: ignore[no-redef]
-        """Plain text passes through; JSON answers are not decoded (no deltas)."""
-
-        def __init__(self, json_field: str | None = "respuesta") -> None:
-            self._plain = json_field is None
-            self.prefix_chars = 0
-            self.text = ""
-
-        def feed(self, chunk: str) -> str:
-            if not self._plain:
-                return ""
-            self.text += chunk
-            return chunk
 
 
 @dataclass(frozen=True)
@@ -98,10 +81,18 @@ class AnswerSteps:
 
     def feed(self, message: AIMessage) -> str:
         """The answer text ``message`` adds: a chunk of the current step, or a new step when its id differs
-        (a whole ``AIMessage``, as a model that does not stream delivers it, is a step of its own)."""
+        (a whole ``AIMessage``, as a model that does not stream delivers it, is a step of its own). A new
+        step first ends the previous one (:meth:`finish`)."""
+        delta = ""
         if not isinstance(message, AIMessageChunk) or message.id is None or message.id != self._step_id:
+            delta = self.finish()
             self._begin(message.id)
-        return self._feed(message)
+        return delta + self._feed(message)
+
+    def finish(self) -> str:
+        """The current step ended: the text its decoders still held back (e.g. a plain reply ending in
+        ``"a <"``, which might have been the start of a tag)."""
+        return self._decoded(self._content, finish=True) + self._decoded(self._arguments, finish=True)
 
     @classmethod
     def replay(
@@ -111,8 +102,10 @@ class AnswerSteps:
         steps = cls(json_field, answer_tools)
         for message in messages:
             if isinstance(message, AIMessage):
+                steps.finish()
                 steps._begin(None)
                 steps._feed(message)
+        steps.finish()
         return steps
 
     def _begin(self, step_id: str | None) -> None:
@@ -131,8 +124,8 @@ class AnswerSteps:
             delta += self._decoded(self._arguments, arguments)
         return delta
 
-    def _decoded(self, channel: _Channel, chunk: str) -> str:
-        delta = channel.feed(chunk)
+    def _decoded(self, channel: _Channel, chunk: str = "", *, finish: bool = False) -> str:
+        delta = channel.stream.finish() if finish else channel.feed(chunk)
         if delta and self.first is None:
             self.first = FirstAnswer(step=self.step, prefix=channel.prefix())
         return delta

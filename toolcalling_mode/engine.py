@@ -327,6 +327,9 @@ class ToolCallingEngine:
                             yield event
             except Exception as exc:  # classified in _agent_run, as in ask
                 failure = exc
+            if turn.steps is not None:  # the last step ended: what its decoders held back
+                for event in _answer_delta(turn, turn.steps.finish()):
+                    yield event
             run = self._agent_run(prepared, state, failure)
             if stream:  # an operation the messages stream did not show (none known): still one event each
                 for operation in run.operations:
@@ -349,11 +352,7 @@ class ToolCallingEngine:
         events: list[TurnEvent] = []
         if isinstance(message, AIMessage) and metadata.get("langgraph_node") == _MODEL_NODE:
             assert turn.steps is not None
-            delta = turn.steps.feed(message)
-            if delta:
-                if turn.first_answer_ms is None:
-                    turn.first_answer_ms = (perf_counter() - turn.started) * 1000
-                events.append(AnswerDelta(text=delta))
+            events.extend(_answer_delta(turn, turn.steps.feed(message)))
         elif (
             isinstance(message, ToolMessage)
             and message.name not in self._structured_tool_names
@@ -678,6 +677,15 @@ def _operation_error(operation: ExecutedOperation, registry: OperationRegistry) 
 def _text(value: object) -> str:
     """``value`` if it is text; a refused non-text input (``None``, bytes) is recorded by its ``repr``."""
     return value if isinstance(value, str) else repr(value)
+
+
+def _answer_delta(turn: _Turn, text: str) -> list[TurnEvent]:
+    """``text`` as an ``AnswerDelta`` (none when empty); the first one sets ``turn.first_answer_ms``."""
+    if not text:
+        return []
+    if turn.first_answer_ms is None:
+        turn.first_answer_ms = (perf_counter() - turn.started) * 1000
+    return [AnswerDelta(text=text)]
 
 
 def _tool_calls_by_id(messages: Sequence[BaseMessage]) -> dict[str, tuple[str, Any]]:
