@@ -1,10 +1,19 @@
 """The stateless AI side of the planner: call 1 (``analyze``) and call 2 (``respond``).
 
 :class:`PlannerAI` holds no conversation state: everything it needs arrives as arguments, so one instance can
-serve any conversation from any thread (article §13). It asks the provider for native structured output
-(``with_structured_output(..., method="json_schema")``) and, when the provider's parsing
+serve any conversation from any thread or event loop (article §13). It asks the provider for native
+structured output (``with_structured_output(..., method="json_schema")``) and, when the provider's parsing
 fails or the model has no structured-output support, recovers the JSON from the raw text with
 :mod:`planner_mode.parsing`. It never makes a second attempt: one method call is one model call.
+
+Each call exists three ways, sharing one request and one reading of the reply: synchronous (``analyze``,
+``respond``: the model's ``invoke``), asynchronous (``aanalyze``, ``arespond``: ``ainvoke``) and, for call 2,
+streamed (``astream_respond``: ``astream``, yielding the answer's text as the model writes it, decoded by
+:class:`~shared.json_stream.AnswerTextStream`, then the strictly parsed :class:`Answer`). A streamed call is
+reported to callbacks like any other: LangChain's ``BaseChatModel.astream`` ends the run with
+``on_llm_end`` carrying the merged chunks (their ``usage_metadata`` and ``response_metadata``), so a
+``UsageTracker`` counts it. ``config`` is a LangChain ``RunnableConfig`` passed to the model call
+(callbacks, tags, metadata).
 
 Whatever the provider's SDK raises becomes the project's tree
 (:func:`shared.llm.provider_errors.as_erp_error`): a timeout is a ``ProviderTimeoutError``, a reply cut at
@@ -14,12 +23,12 @@ anything else a ``ProviderError``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
 
-from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableSequence
 from pydantic import BaseModel, ValidationError
 
@@ -27,6 +36,7 @@ from planner_mode.parsing import message_text, parse_model_output
 from planner_mode.plan import Answer, OperationOutcome, Plan
 from planner_mode.prompts import answer_messages, plan_messages
 from shared.errors import ModelOutputError, OutputLimitError
+from shared.json_stream import AnswerTextStream
 from shared.memory.context import ConversationContext
 from shared.operations.registry import OperationSpec
 
@@ -65,15 +75,49 @@ class _StructuredCall(Generic[M]):
         else:  # an unusual shape: keep the whole runnable and parse whatever it returns
             self._bound = structured
 
-    def invoke(self, messages: list[BaseMessage], callbacks: Sequence[BaseCallbackHandler] | None) -> M:
-        # Imported on use: ``shared.llm`` also loads the offline model, which ``import planner_mode`` skips.
-        from shared.llm.provider_errors import as_erp_error, stopped_at_limit
-
-        config: RunnableConfig = {"callbacks": list(callbacks)} if callbacks else {}
-        try:
+    def invoke(self, messages: list[BaseMessage], config: RunnableConfig | None) -> M:
+        with self._provider_errors():
             output = self._bound.invoke(messages, config=config)
+        return self._read(output)
+
+    async def ainvoke(self, messages: list[BaseMessage], config: RunnableConfig | None) -> M:
+        with self._provider_errors():
+            output = await self._bound.ainvoke(messages, config=config)
+        return self._read(output)
+
+    async def astream(
+        self, messages: list[BaseMessage], config: RunnableConfig | None, text: AnswerTextStream
+    ) -> AsyncGenerator[str | M, None]:
+        """The reply's text deltas as ``text`` decodes them, then the whole reply read like ``invoke``'s.
+
+        The stream is always read to its end (LangChain reports the call to callbacks only then); an error
+        midway raises after the deltas already yielded.
+        """
+        chunks: list[Any] = []
+        with self._provider_errors():
+            async for chunk in self._bound.astream(messages, config=config):
+                chunks.append(chunk)
+                if isinstance(chunk, BaseMessage):
+                    delta = text.feed(message_text(chunk.content))
+                    if delta:
+                        yield delta
+        yield self._read(_merged(chunks))
+
+    @contextmanager
+    def _provider_errors(self) -> Iterator[None]:
+        """Whatever the provider's SDK raises, as the project's error (see the module docstring)."""
+        # Imported on use: ``shared.llm`` also loads the offline model, which ``import planner_mode`` skips.
+        from shared.llm.provider_errors import as_erp_error
+
+        try:
+            yield
         except Exception as exc:  # provider SDKs raise anything: network, HTTP, timeouts, SDK bugs
             raise as_erp_error(exc, max_tokens=self.max_tokens) from exc
+
+    def _read(self, output: Any) -> M:
+        """The reply as ``schema``: refused when the model stopped at its output cap, else parsed."""
+        from shared.llm.provider_errors import stopped_at_limit
+
         if isinstance(output, BaseMessage) and stopped_at_limit(output):
             raise OutputLimitError(self.max_tokens, raw=message_text(output.content))
         return self._parse(output)
@@ -90,9 +134,8 @@ class _StructuredCall(Generic[M]):
                     raw=str(output),
                 ) from None
         if isinstance(output, AIMessage):
-            for (
-                call
-            ) in output.tool_calls:  # function-calling fallback of BaseChatModel.with_structured_output
+            # the function-calling fallback of BaseChatModel.with_structured_output
+            for call in output.tool_calls:
                 try:
                     return self.schema.model_validate(call["args"])
                 except ValidationError:
@@ -103,11 +146,20 @@ class _StructuredCall(Generic[M]):
         raise ModelOutputError(f"Unexpected model output of type {type(output).__name__}.", raw=str(output))
 
 
+def _merged(chunks: list[Any]) -> Any:
+    """A streamed reply as one message (chunks added as LangChain adds them), or the last item streamed
+    (a whole runnable that streams parsed values, or a model that does not stream: one whole message)."""
+    if chunks and all(isinstance(chunk, AIMessageChunk) for chunk in chunks):
+        first: AIMessageChunk = chunks[0]
+        return first + chunks[1:] if len(chunks) > 1 else first
+    return chunks[-1] if chunks else None
+
+
 class PlannerAI:
     """The article's "LLM 1" and "LLM 2": plan a question, then phrase the ERP's results.
 
     ``answer_model`` defaults to ``plan_model``; pass a different one to plan with a small fast model and
-    write with a stronger one. Both methods raise :class:`~shared.errors.ModelOutputError` (unusable output;
+    write with a stronger one. Every method raises :class:`~shared.errors.ModelOutputError` (unusable output;
     ``OutputLimitError`` when cut at the output cap) or :class:`~shared.errors.ProviderError` (the provider
     failed, whatever the SDK raised, a project error included; ``ProviderTimeoutError`` on a timeout).
     """
@@ -124,13 +176,24 @@ class PlannerAI:
         context: ConversationContext,
         catalog: Sequence[OperationSpec],
         *,
-        callbacks: Sequence[BaseCallbackHandler] | None = None,
+        config: RunnableConfig | None = None,
     ) -> Plan:
         """Call 1: turn the user's message and the conversation context into a :class:`Plan`."""
-        plan = self._plan_call.invoke(plan_messages(message, context, catalog), callbacks)
-        if not plan.pregunta:
-            plan = plan.model_copy(update={"pregunta": message})
-        return plan
+        return _with_question(
+            self._plan_call.invoke(plan_messages(message, context, catalog), config), message
+        )
+
+    async def aanalyze(
+        self,
+        message: str,
+        context: ConversationContext,
+        catalog: Sequence[OperationSpec],
+        *,
+        config: RunnableConfig | None = None,
+    ) -> Plan:
+        """:meth:`analyze` with the model's ``ainvoke``."""
+        plan = await self._plan_call.ainvoke(plan_messages(message, context, catalog), config)
+        return _with_question(plan, message)
 
     def respond(
         self,
@@ -138,10 +201,58 @@ class PlannerAI:
         results: Sequence[OperationOutcome],
         context: ConversationContext,
         *,
-        callbacks: Sequence[BaseCallbackHandler] | None = None,
+        config: RunnableConfig | None = None,
     ) -> Answer:
         """Call 2: phrase the operations' results (and errors) as an :class:`Answer` for the user."""
-        answer = self._answer_call.invoke(answer_messages(question, results, context), callbacks)
-        if not answer.respuesta.strip():
-            raise ModelOutputError("The model returned an empty 'respuesta'.", raw=answer.model_dump_json())
-        return answer
+        return _checked(self._answer_call.invoke(answer_messages(question, results, context), config))
+
+    async def arespond(
+        self,
+        question: str,
+        results: Sequence[OperationOutcome],
+        context: ConversationContext,
+        *,
+        config: RunnableConfig | None = None,
+    ) -> Answer:
+        """:meth:`respond` with the model's ``ainvoke``."""
+        answer = await self._answer_call.ainvoke(answer_messages(question, results, context), config)
+        return _checked(answer)
+
+    async def astream_respond(
+        self,
+        question: str,
+        results: Sequence[OperationOutcome],
+        context: ConversationContext,
+        *,
+        config: RunnableConfig | None = None,
+    ) -> AsyncGenerator[str | Answer, None]:
+        """:meth:`respond` streamed: the ``respuesta`` text in deltas as the model writes it, then the
+        :class:`Answer`, parsed from the whole reply exactly as :meth:`respond` parses it.
+
+        The deltas concatenate to ``Answer.respuesta`` whenever the streamed text is a start of it (a
+        remainder the stream could not decode, e.g. an answer found only inside reasoning, comes as one last
+        delta). A failure (cut at the cap, unusable output, provider error) raises after the deltas already
+        yielded: the caller shows the final result, not the partial text.
+        """
+        text = AnswerTextStream("respuesta")
+        async for item in self._answer_call.astream(
+            answer_messages(question, results, context), config, text
+        ):
+            if isinstance(item, str):
+                yield item
+                continue
+            answer = _checked(item)
+            if answer.respuesta.startswith(text.text) and len(answer.respuesta) > len(text.text):
+                yield answer.respuesta[len(text.text) :]
+            yield answer
+
+
+def _with_question(plan: Plan, message: str) -> Plan:
+    """The plan with its ``pregunta`` (the user's message when the model left it empty)."""
+    return plan if plan.pregunta else plan.model_copy(update={"pregunta": message})
+
+
+def _checked(answer: Answer) -> Answer:
+    if not answer.respuesta.strip():
+        raise ModelOutputError("The model returned an empty 'respuesta'.", raw=answer.model_dump_json())
+    return answer

@@ -1,14 +1,21 @@
 """Run a validated plan against the ERP: independent operations concurrently, dependent ones in order.
 
-Operations of one wave (see :class:`~planner_mode.validation.ValidatedPlan`) run in a small thread pool; a
-wave starts when the previous one has finished, so every ``$ref`` is resolved from results that exist. An
+Operations of one wave (see :class:`~planner_mode.validation.ValidatedPlan`) run at the same time; a wave
+starts when the previous one has finished, so every ``$ref`` is resolved from results that exist. An
 operation whose dependency failed is not run and reports why. Nothing here raises for an operation's failure:
 each outcome carries its result or its error.
+
+Three runners share that bookkeeping (:class:`_PlanRun`) and differ only in how a wave runs:
+:func:`execute_plan` in a small thread pool; :func:`astream_plan` on the event loop, each (synchronous)
+handler in a thread (``asyncio.to_thread``), at most ``max_workers`` at once, yielding each outcome as it
+finishes; :func:`aexecute_plan` collects those outcomes in plan order.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
+from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -19,7 +26,7 @@ from shared.operations.registry import OperationRegistry, internal_error
 from shared.security import Caller
 from shared.turn import ExecutedOperation, OperationErrorKind
 
-__all__ = ["execute_plan"]
+__all__ = ["aexecute_plan", "astream_plan", "execute_plan"]
 
 
 def _run_one(
@@ -60,6 +67,60 @@ def _error_kind(error: OperationError) -> OperationErrorKind:
     return "invalid"  # unknown or forbidden operation, invalid parameters
 
 
+class _PlanRun:
+    """The dependency bookkeeping of one plan's execution: which operations may run, with which parameters."""
+
+    def __init__(self, validated: ValidatedPlan) -> None:
+        if not validated.ok:
+            raise ValueError("executing a plan needs a valid plan; check ValidatedPlan.ok first")
+        self.validated = validated
+        self.operations = validated.plan.operaciones
+        self.done: dict[int, ExecutedOperation] = {}
+        self._results_by_id: dict[str, Any] = {}
+
+    def start(self, wave: list[int]) -> tuple[list[int], list[tuple[int, dict[str, Any]]]]:
+        """Split a wave into the operations settled without running (a failed dependency, an unresolved
+        ``$ref``: their outcome is already in :attr:`done`) and those to run, with resolved parameters."""
+        settled: list[int] = []
+        runnable: list[tuple[int, dict[str, Any]]] = []
+        for index in wave:
+            op = self.operations[index]
+            dependencies = sorted(self.validated.dependencies.get(index, ()))
+            failed = [self.operations[d] for d in dependencies if not self.done[d].ok]
+            if failed:
+                names = ", ".join(f.id or f.funcion for f in failed)
+                error, kind = f"Not executed: it depends on {names}, which failed.", "refused"
+            else:
+                try:
+                    runnable.append((index, resolve_refs(op.parametros, self._results_by_id)))
+                    continue
+                except UnresolvedReferenceError as exc:
+                    error, kind = str(exc), "invalid"
+            self.done[index] = ExecutedOperation(
+                funcion=op.funcion, parametros=op.parametros, id=op.id, error=error, error_kind=kind
+            )
+            settled.append(index)
+        return settled, runnable
+
+    def run(
+        self, registry: OperationRegistry, erp: Erp, caller: Caller, index: int, params: dict[str, Any]
+    ) -> ExecutedOperation:
+        """Run one operation (blocking; called in a thread by the concurrent runners)."""
+        op = self.operations[index]
+        return _run_one(registry, erp, caller, op.funcion, op.id, params)
+
+    def finish(self, index: int, outcome: ExecutedOperation) -> None:
+        """Record an operation's outcome; a result with an ``id`` becomes resolvable by later waves."""
+        self.done[index] = outcome
+        op_id = self.operations[index].id
+        if op_id is not None and outcome.ok:
+            self._results_by_id[op_id] = outcome.result
+
+    def outcomes(self) -> list[ExecutedOperation]:
+        """Every outcome, in plan order."""
+        return [self.done[index] for index in range(len(self.operations))]
+
+
 def execute_plan(
     validated: ValidatedPlan,
     registry: OperationRegistry,
@@ -69,65 +130,76 @@ def execute_plan(
     max_workers: int = 4,
 ) -> list[ExecutedOperation]:
     """Execute a valid plan as ``caller`` (whose permissions and data scope the ERP applies); return one
-    :class:`ExecutedOperation` per planned operation, in plan order."""
-    if not validated.ok:
-        raise ValueError("execute_plan() needs a valid plan; check ValidatedPlan.ok first")
-    operations = validated.plan.operaciones
-    done: dict[int, ExecutedOperation] = {}
-    results_by_id: dict[str, Any] = {}
+    :class:`ExecutedOperation` per planned operation, in plan order. Blocks until every operation ended."""
+    run = _PlanRun(validated)
     workers = max(1, min(max_workers, max((len(w) for w in validated.waves), default=1)))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="planner-op") as pool:
         for wave in validated.waves:
-            runnable: list[tuple[int, dict[str, Any]]] = []
-            for index in wave:
-                op = operations[index]
-                failed = [
-                    operations[d] for d in sorted(validated.dependencies.get(index, ())) if not done[d].ok
-                ]
-                if failed:
-                    names = ", ".join(f.id or f.funcion for f in failed)
-                    done[index] = ExecutedOperation(
-                        funcion=op.funcion,
-                        parametros=op.parametros,
-                        id=op.id,
-                        error=f"Not executed: it depends on {names}, which failed.",
-                        error_kind="refused",
-                    )
-                    continue
-                try:
-                    params = resolve_refs(op.parametros, results_by_id)
-                except UnresolvedReferenceError as exc:
-                    done[index] = ExecutedOperation(
-                        funcion=op.funcion,
-                        parametros=op.parametros,
-                        id=op.id,
-                        error=str(exc),
-                        error_kind="invalid",
-                    )
-                    continue
-                runnable.append((index, params))
-            if len(runnable) == 1:
+            _settled, runnable = run.start(wave)
+            if len(runnable) == 1:  # nothing to run beside it: no thread hop
                 index, params = runnable[0]
-                done[index] = _run_one(
-                    registry, erp, caller, operations[index].funcion, operations[index].id, params
-                )
-            else:
-                futures = {
-                    index: pool.submit(
-                        _run_one,
-                        registry,
-                        erp,
-                        caller,
-                        operations[index].funcion,
-                        operations[index].id,
-                        params,
-                    )
-                    for index, params in runnable
-                }
-                for index, future in futures.items():
-                    done[index] = future.result()
-            for index, _ in runnable:
-                op_id = operations[index].id
-                if op_id is not None and done[index].ok:
-                    results_by_id[op_id] = done[index].result
-    return [done[index] for index in range(len(operations))]
+                run.finish(index, run.run(registry, erp, caller, index, params))
+                continue
+            futures = {
+                index: pool.submit(run.run, registry, erp, caller, index, params)
+                for index, params in runnable
+            }
+            for index, future in futures.items():
+                run.finish(index, future.result())
+    return run.outcomes()
+
+
+async def astream_plan(
+    validated: ValidatedPlan,
+    registry: OperationRegistry,
+    erp: Erp,
+    *,
+    caller: Caller,
+    max_workers: int = 4,
+) -> AsyncIterator[tuple[int, ExecutedOperation]]:
+    """Execute a valid plan like :func:`execute_plan` without blocking the event loop, yielding each
+    operation's ``(plan index, outcome)`` as soon as it is known (one per planned operation).
+
+    Operations of a wave run concurrently, each handler in a thread, at most ``max_workers`` at a time.
+    Closing the iterator early stops starting operations (those already in a thread finish there).
+    """
+    run = _PlanRun(validated)
+    slots = asyncio.Semaphore(max_workers)
+
+    async def run_one(index: int, params: dict[str, Any]) -> tuple[int, ExecutedOperation]:
+        async with slots:
+            return index, await asyncio.to_thread(run.run, registry, erp, caller, index, params)
+
+    for wave in validated.waves:
+        settled, runnable = run.start(wave)
+        for index in settled:
+            yield index, run.done[index]
+        tasks = [asyncio.ensure_future(run_one(index, params)) for index, params in runnable]
+        try:
+            for finished in asyncio.as_completed(tasks):
+                index, outcome = await finished
+                run.finish(index, outcome)
+                yield index, outcome
+        finally:
+            for task in tasks:
+                task.cancel()
+
+
+async def aexecute_plan(
+    validated: ValidatedPlan,
+    registry: OperationRegistry,
+    erp: Erp,
+    *,
+    caller: Caller,
+    max_workers: int = 4,
+) -> list[ExecutedOperation]:
+    """:func:`execute_plan` without blocking the event loop (see :func:`astream_plan`); plan order."""
+    if not validated.ok:
+        raise ValueError("aexecute_plan() needs a valid plan; check ValidatedPlan.ok first")
+    done = dict(
+        [
+            item
+            async for item in astream_plan(validated, registry, erp, caller=caller, max_workers=max_workers)
+        ]
+    )
+    return [done[index] for index in range(len(validated.plan.operaciones))]

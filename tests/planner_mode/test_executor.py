@@ -1,31 +1,69 @@
-"""Plan execution: independent operations concurrently, dependent ones in order, failures as outcomes."""
+"""Plan execution: independent operations concurrently, dependent ones in order, failures as outcomes.
+
+Every behaviour holds for both runners (the thread pool of ``execute_plan`` and the event loop of
+``aexecute_plan``); ``astream_plan`` also yields each outcome as it finishes.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from planner_mode.executor import execute_plan
+from planner_mode.executor import aexecute_plan, astream_plan, execute_plan
 from planner_mode.plan import Plan
 from planner_mode.validation import ValidatedPlan, validate_plan
 from shared.erp.database import Erp
 from shared.operations.registry import OperationRegistry
 from shared.security import DEMO_CALLER
+from shared.turn import ExecutedOperation
 from tests.planner_mode.planner_fakes import Toy
 
+Runner = Callable[..., list[ExecutedOperation]]
 
-def run(registry: OperationRegistry, erp: Erp, *operations: dict[str, Any]) -> list[Any]:
+
+def run_async(validated: ValidatedPlan, registry: OperationRegistry, erp: Erp, **options: Any) -> Any:
+    return asyncio.run(aexecute_plan(validated, registry, erp, **options))
+
+
+@pytest.fixture(params=[execute_plan, run_async], ids=["sync", "async"])
+def runner(request: pytest.FixtureRequest) -> Runner:
+    """``execute_plan``, or ``aexecute_plan`` run to completion on a fresh event loop."""
+    return request.param  # type: ignore[no-any-return]
+
+
+def validated_plan(registry: OperationRegistry, *operations: dict[str, Any]) -> ValidatedPlan:
     validated = validate_plan(
         Plan.model_validate({"operaciones": list(operations)}), registry, caller=DEMO_CALLER
     )
     assert validated.ok, validated.issues
-    return execute_plan(validated, registry, erp, caller=DEMO_CALLER)
+    return validated
+
+
+@pytest.fixture
+def run(runner: Runner) -> Callable[..., list[ExecutedOperation]]:
+    """Validate ``operations`` and execute them with the runner under test."""
+
+    def execute(
+        registry: OperationRegistry, erp: Erp, *operations: dict[str, Any]
+    ) -> list[ExecutedOperation]:
+        return runner(validated_plan(registry, *operations), registry, erp, caller=DEMO_CALLER)
+
+    return execute
+
+
+YEARS = (
+    {"id": "v", "funcion": "ventas_anuales", "parametros": {"anio": 2025}},
+    {"id": "m", "funcion": "mejor_cliente", "parametros": {"anio": 2025}},
+)
 
 
 def test_independent_operations_run_concurrently(
-    toy: Toy, toy_registry: OperationRegistry, toy_erp: Erp
+    toy: Toy, toy_registry: OperationRegistry, toy_erp: Erp, run: Callable[..., list[ExecutedOperation]]
 ) -> None:
     # Each handler waits at a two-party barrier: run one after the other, the first would time out.
     toy.barrier = threading.Barrier(2, timeout=10)
@@ -41,7 +79,7 @@ def test_independent_operations_run_concurrently(
 
 
 def test_dependent_operation_gets_the_resolved_reference(
-    toy: Toy, toy_registry: OperationRegistry, toy_erp: Erp
+    toy: Toy, toy_registry: OperationRegistry, toy_erp: Erp, run: Callable[..., list[ExecutedOperation]]
 ) -> None:
     ops = run(
         toy_registry,
@@ -62,7 +100,7 @@ def test_dependent_operation_gets_the_resolved_reference(
 
 
 def test_domain_errors_become_outcomes_and_dependants_are_skipped(
-    toy: Toy, toy_registry: OperationRegistry, toy_erp: Erp
+    toy: Toy, toy_registry: OperationRegistry, toy_erp: Erp, run: Callable[..., list[ExecutedOperation]]
 ) -> None:
     ops = run(
         toy_registry,
@@ -78,7 +116,7 @@ def test_domain_errors_become_outcomes_and_dependants_are_skipped(
 
 
 def test_a_reference_missing_from_the_actual_result_is_an_error(
-    toy_registry: OperationRegistry, toy_erp: Erp
+    toy_registry: OperationRegistry, toy_erp: Erp, runner: Runner
 ) -> None:
     # Validation refuses references the result model cannot hold; this one slips past it (as a reference
     # into a list that turns out shorter would), so the executor must still refuse it at run time.
@@ -94,14 +132,14 @@ def test_a_reference_missing_from_the_actual_result_is_an_error(
         }
     )
     validated = ValidatedPlan(plan=plan, waves=[[0], [1]], dependencies={0: set(), 1: {0}})
-    ops = execute_plan(validated, toy_registry, toy_erp, caller=DEMO_CALLER)
+    ops = runner(validated, toy_registry, toy_erp, caller=DEMO_CALLER)
     assert ops[0].ok
     assert ops[1].error is not None and "op1.cliente.0" in ops[1].error
     assert ops[1].error_kind == "invalid"
 
 
 def test_unexpected_handler_exceptions_do_not_escape(
-    toy: Toy, toy_registry: OperationRegistry, toy_erp: Erp
+    toy: Toy, toy_registry: OperationRegistry, toy_erp: Erp, run: Callable[..., list[ExecutedOperation]]
 ) -> None:
     def broken(*_args: Any) -> Any:
         raise RuntimeError("disk on fire")
@@ -112,9 +150,106 @@ def test_unexpected_handler_exceptions_do_not_escape(
     assert "disk on fire" not in op.error and op.error_kind == "internal"  # the text stays in the log
 
 
-def test_an_invalid_plan_cannot_be_executed(toy_registry: OperationRegistry, toy_erp: Erp) -> None:
+def test_an_invalid_plan_cannot_be_executed(
+    toy_registry: OperationRegistry, toy_erp: Erp, runner: Runner
+) -> None:
     validated = validate_plan(
         Plan.model_validate({"operaciones": [{"funcion": "nope"}]}), toy_registry, caller=DEMO_CALLER
     )
     with pytest.raises(ValueError, match="valid plan"):
-        execute_plan(validated, toy_registry, toy_erp, caller=DEMO_CALLER)
+        runner(validated, toy_registry, toy_erp, caller=DEMO_CALLER)
+
+
+# -- on the event loop ------------------------------------------------------------------------------------
+
+
+async def test_each_outcome_is_yielded_as_soon_as_its_operation_finishes(
+    toy: Toy, toy_registry: OperationRegistry, toy_erp: Erp
+) -> None:
+    # ventas_anuales cannot finish before mejor_cliente's outcome has reached the consumer.
+    release = threading.Event()
+    original = toy.ventas
+
+    def ventas(*args: Any) -> Any:
+        assert release.wait(timeout=10), "ventas_anuales was not released"
+        return original(*args)
+
+    toy_registry.get("ventas_anuales").__dict__["handler"] = ventas
+    seen: list[tuple[int, str]] = []
+    async for index, outcome in astream_plan(
+        validated_plan(toy_registry, *YEARS), toy_registry, toy_erp, caller=DEMO_CALLER
+    ):
+        seen.append((index, outcome.funcion))
+        release.set()
+    assert seen == [(1, "mejor_cliente"), (0, "ventas_anuales")]
+
+
+async def test_handlers_run_in_threads_so_the_event_loop_keeps_running(
+    toy: Toy, toy_registry: OperationRegistry, toy_erp: Erp
+) -> None:
+    # The handler blocks until a coroutine on the loop runs: on the loop's own thread it would never return.
+    loop_ran = threading.Event()
+    original = toy.ventas
+
+    def ventas(*args: Any) -> Any:
+        assert loop_ran.wait(timeout=10), "the event loop was blocked"
+        return original(*args)
+
+    toy_registry.get("ventas_anuales").__dict__["handler"] = ventas
+
+    async def meanwhile() -> None:
+        await asyncio.sleep(0)
+        loop_ran.set()
+
+    validated = validated_plan(toy_registry, YEARS[0])
+    ops, _ = await asyncio.gather(
+        aexecute_plan(validated, toy_registry, toy_erp, caller=DEMO_CALLER), meanwhile()
+    )
+    assert [op.result for op in ops] == [{"anio": 2025, "total": 850_000_000}]
+
+
+# Three at once pass the barrier together; one at a time, the first wait times out (quickly: it must).
+@pytest.mark.parametrize("max_workers, expected, patience", [(1, 1, 0.2), (3, 3, 10.0)])
+async def test_max_workers_bounds_the_operations_running_at_once(
+    toy_registry: OperationRegistry, toy_erp: Erp, max_workers: int, expected: int, patience: float
+) -> None:
+    running = peak = 0
+    lock = threading.Lock()
+    all_started = threading.Barrier(3, timeout=patience)
+    original = toy_registry.get("ventas_anuales").handler
+
+    def ventas(*args: Any) -> Any:
+        nonlocal running, peak
+        with lock:
+            running += 1
+            peak = max(peak, running)
+        with contextlib.suppress(threading.BrokenBarrierError):
+            all_started.wait()
+        with lock:
+            running -= 1
+        return original(*args)
+
+    toy_registry.get("ventas_anuales").__dict__["handler"] = ventas
+    years = [{"funcion": "ventas_anuales", "parametros": {"anio": year}} for year in (2023, 2024, 2025)]
+    ops = await aexecute_plan(
+        validated_plan(toy_registry, *years),
+        toy_registry,
+        toy_erp,
+        caller=DEMO_CALLER,
+        max_workers=max_workers,
+    )
+    assert [op.result["anio"] for op in ops] == [2023, 2024, 2025]
+    assert peak == expected
+
+
+async def test_operations_settled_without_running_are_yielded_too(
+    toy_registry: OperationRegistry, toy_erp: Erp
+) -> None:
+    validated = validated_plan(
+        toy_registry,
+        {"id": "a", "funcion": "compras_cliente", "parametros": {"cliente": "Nadie", "anio": 2025}},
+        {"funcion": "compras_cliente", "parametros": {"cliente": {"$ref": "a.cliente"}, "anio": 2024}},
+    )
+    seen = [item async for item in astream_plan(validated, toy_registry, toy_erp, caller=DEMO_CALLER)]
+    assert [(index, outcome.error_kind) for index, outcome in seen] == [(0, "refused"), (1, "refused")]
+    assert seen[1][1].error == "Not executed: it depends on a, which failed."
