@@ -16,7 +16,7 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
 from contextlib import aclosing, contextmanager
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 
 import httpx
 from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
@@ -166,15 +166,6 @@ def _measured(config: RunnableConfig | None) -> Iterator[tuple[UsageTracker, Run
         raise AICallError(exc, CallUsage.from_tracker(tracker)) from exc
 
 
-def _TEMP_config_kwargs(method: Any, config: RunnableConfig) -> Any:  # noqa: N802 - TEMPORARY until P1 lands
-    import inspect
-
-    if "config" in inspect.signature(method).parameters:
-        return {"config": config}
-    callbacks = config["callbacks"]
-    return {"callbacks": callbacks.handlers if isinstance(callbacks, BaseCallbackManager) else callbacks}
-
-
 class InProcessAIClient:
     """Calls a :class:`PlannerAI` in this process, measuring each call with its own ``UsageTracker``.
 
@@ -195,7 +186,7 @@ class InProcessAIClient:
     ) -> AnalyzeResponse:
         """Call 1 in process."""
         with _measured(config) as (tracker, measured):
-            plan = self.ai.analyze(message, context, catalog, **_TEMP_config_kwargs(self.ai.analyze, measured))
+            plan = self.ai.analyze(message, context, catalog, config=measured)
         return AnalyzeResponse(plan=plan, usage=CallUsage.from_tracker(tracker))
 
     def respond(
@@ -208,7 +199,7 @@ class InProcessAIClient:
     ) -> RespondResponse:
         """Call 2 in process."""
         with _measured(config) as (tracker, measured):
-            answer = self.ai.respond(question, results, context, **_TEMP_config_kwargs(self.ai.respond, measured))
+            answer = self.ai.respond(question, results, context, config=measured)
         return RespondResponse(answer=answer, usage=CallUsage.from_tracker(tracker))
 
     async def aanalyze(
@@ -244,7 +235,7 @@ class InProcessAIClient:
         context: ConversationContext,
         *,
         config: RunnableConfig | None = None,
-    ) -> AsyncIterator[str | RespondResponse]:
+    ) -> AsyncGenerator[str | RespondResponse, None]:
         """Call 2 in process, streamed with the model's ``astream``."""
         with _measured(config) as (tracker, measured):
             stream = self.ai.astream_respond(question, results, context, config=measured)
@@ -566,7 +557,7 @@ class HttpAIClient:
         context: ConversationContext,
         *,
         config: RunnableConfig | None = None,
-    ) -> AsyncIterator[str | RespondResponse]:
+    ) -> AsyncGenerator[str | RespondResponse, None]:
         """``POST /ai/respond`` with ``Accept: application/x-ndjson``, read line by line.
 
         A server that answers with plain JSON instead (one that does not stream) gives just the final

@@ -19,7 +19,27 @@ never a stack trace. In the order a request meets them:
   empty or blank question.
 - **Model or provider failures**: 502 with the failed call's ``usage``.
 - **Unexpected errors**: 500 ``Internal error in the AI server (ref XXXXXXXX).``; the traceback is logged
-  under that reference to the ``planner_mode.server`` logger.
+  under that reference to the ``planner_mode.server`` logger, never sent.
+
+**Streaming.** ``POST /ai/respond`` with ``Accept: application/x-ndjson`` answers ``200`` in NDJSON, one JSON
+object per line (:data:`~planner_mode.wire.RespondStreamLine`), as soon as call 2 writes the answer's first
+characters::
+
+    {"type": "answer_delta", "text": "..."}          # the answer's text, as the model writes it
+    {"type": "response", "answer": {...}, "usage": {...}}   # last: the RespondResponse
+    {"type": "error", "error": "...", "kind": "...", "usage": {...}}  # last instead, if the model failed
+
+The answer deltas concatenated are ``answer.respuesta``. Everything found before the first line keeps its
+status code and JSON error body: the token, the size, an invalid body and a model failure before the first
+delta. A failure after it is the ``error`` line (model failures with their kind and usage; an unexpected error
+as ``internal`` with only its reference, the traceback going to the log as above).
+
+**Logging.** Every request is logged once on ``planner_mode.server`` when its response has been sent (INFO;
+DEBUG for ``/healthz``), with its fields in ``record.erp_ai``: ``method``, ``path``, ``status``, ``kind`` (the
+error kind, or ``None``), ``streamed``, ``model_calls``, ``input_tokens``, ``output_tokens``, ``model_ms`` and
+``ms`` (wall time of the whole request). No question, result or answer text is logged.
+
+The endpoints are ``async``: the model is called with ``ainvoke``/``astream``, not from a thread per request.
 
 Run it with ``uvicorn --factory planner_mode.server:app_from_env`` (configuration from the environment).
 """
@@ -31,27 +51,37 @@ import json
 import logging
 import os
 import secrets
-from collections.abc import Callable, Coroutine, Sequence
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Sequence
+from contextlib import aclosing
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.routing import APIRoute
 from langchain_core.language_models import BaseChatModel
+from pydantic import TypeAdapter
 from pydantic_core import from_json
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from planner_mode.ai import PlannerAI
 from planner_mode.client import AICallError, InProcessAIClient
 from planner_mode.wire import (
+    NDJSON,
     AnalyzeRequest,
     AnalyzeResponse,
+    AnswerDeltaLine,
+    CallUsage,
     ErrorKind,
+    ErrorLine,
     ErrorResponse,
     FieldError,
+    RespondLine,
     RespondRequest,
     RespondResponse,
+    RespondStreamLine,
 )
 from shared.errors import ConfigurationError, ModelOutputError, OutputLimitError, ProviderTimeoutError
 
@@ -59,6 +89,7 @@ __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
     "BearerAuth",
     "BodySizeLimit",
+    "RequestLog",
     "app_from_env",
     "bind_warning",
     "create_app",
@@ -80,6 +111,21 @@ _ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     422: {"model": ErrorResponse, "description": "Invalid request body; `detail` names the fields."},
     500: {"model": ErrorResponse, "description": "Unexpected server error; the log has it under `ref`."},
     502: {"model": ErrorResponse, "description": "The model or its provider failed."},
+}
+_STREAM_LINE_SCHEMA = TypeAdapter(RespondStreamLine).json_schema(
+    mode="serialization", ref_template="#/components/schemas/{model}"
+)
+"""JSON schema of one NDJSON line; its ``$defs`` go to the OpenAPI components (see ``_document_stream``)."""
+_RESPOND_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": (
+            "The answer and its usage (`application/json`), or with `Accept: application/x-ndjson` the "
+            "answer streamed: one JSON object per line, `answer_delta` lines then one `response` or `error` "
+            "line."
+        ),
+        "content": {NDJSON: {"schema": {k: v for k, v in _STREAM_LINE_SCHEMA.items() if k != "$defs"}}},
+    },
+    **_ERROR_RESPONSES,
 }
 
 
@@ -202,6 +248,86 @@ class BodySizeLimit:
         await _send_error(send, 413, body, {})
 
 
+@dataclass
+class _Outcome:
+    """What an endpoint tells :class:`RequestLog` about its request (kept in ``request.state``)."""
+
+    usage: CallUsage | None = None
+    kind: ErrorKind | None = None
+    streamed: bool = False
+
+
+_OUTCOME_KEY = "erp_ai_outcome"
+_KIND_BY_STATUS: dict[int, ErrorKind] = {
+    401: "unauthorized",
+    413: "too_large",
+    422: "invalid_request",
+    500: "internal",
+    502: "provider",
+}
+
+
+def _outcome(request: Request) -> _Outcome:
+    """The request's :class:`_Outcome`, created on first use."""
+    outcome: _Outcome | None = getattr(request.state, _OUTCOME_KEY, None)
+    if outcome is None:
+        outcome = _Outcome()
+        setattr(request.state, _OUTCOME_KEY, outcome)
+    return outcome
+
+
+class RequestLog:
+    """ASGI middleware: log each request once, after its response (a stream included) has been sent.
+
+    INFO on ``planner_mode.server`` (DEBUG for ``public_paths``, the liveness probe), fields in
+    ``record.erp_ai``: method, path, status, kind, streamed, model calls, tokens, model and wall time. Only
+    what the endpoints note (usage, error kind) and the status are read: no body, question or answer.
+    """
+
+    def __init__(self, app: ASGIApp, public_paths: frozenset[str] = PUBLIC_PATHS) -> None:
+        self.app = app
+        self.public_paths = public_paths
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500  # what the client gets when the app raises before answering
+
+        async def sending(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        state = scope.setdefault("state", {})
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            self._log(scope, status, state.get(_OUTCOME_KEY) or _Outcome(), started)
+
+    def _log(self, scope: Scope, status: int, outcome: _Outcome, started: float) -> None:
+        level = logging.DEBUG if scope["path"] in self.public_paths else logging.INFO
+        if not logger.isEnabledFor(level):
+            return
+        usage = outcome.usage or CallUsage()
+        fields: dict[str, Any] = {
+            "method": scope.get("method", ""),
+            "path": scope["path"],
+            "status": status,
+            "kind": outcome.kind or (_KIND_BY_STATUS.get(status) if status >= 400 else None),
+            "streamed": outcome.streamed,
+            "model_calls": usage.model_calls,
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "model_ms": round(usage.model_ms, 1),
+            "ms": round((time.perf_counter() - started) * 1000, 1),
+        }
+        text = " ".join(f"{key}={value}" for key, value in fields.items())
+        logger.log(level, "request %s", text, extra={"erp_ai": fields})
+
+
 # -- strict JSON bodies --------------------------------------------------------------------------------------
 
 
@@ -316,13 +442,18 @@ def create_app(
         redoc_url=None if expected else "/redoc",
     )
     app.router.route_class = _StrictJSONRoute
-    # Starlette runs the middleware added last first: the token is checked before the body size is counted.
+    # Starlette runs the middleware added last first: every request is logged, the token is checked before
+    # the body size is counted.
     app.add_middleware(BodySizeLimit, max_body_bytes=max_body_bytes)
     if expected is not None:
         app.add_middleware(BearerAuth, token=expected)
+    app.add_middleware(RequestLog)
+    _document_stream(app)
 
     @app.exception_handler(_ErrorReply)
-    async def _error_reply(_request: Request, exc: _ErrorReply) -> JSONResponse:
+    async def _error_reply(request: Request, exc: _ErrorReply) -> JSONResponse:
+        outcome = _outcome(request)
+        outcome.usage, outcome.kind = exc.body.usage, exc.body.kind
         return JSONResponse(exc.body.model_dump(mode="json"), status_code=exc.status_code)
 
     @app.exception_handler(RequestValidationError)
@@ -345,26 +476,98 @@ def create_app(
         return {"status": "ok"}
 
     @app.post("/ai/analyze", response_model=AnalyzeResponse, responses=_ERROR_RESPONSES)
-    def analyze(request: AnalyzeRequest) -> AnalyzeResponse:
+    async def analyze(body: AnalyzeRequest, request: Request) -> AnalyzeResponse:
         """Call 1: plan the operations that answer ``message`` given ``context`` and ``catalog``."""
         try:
-            return ai_client.analyze(request.message, request.context, request.catalog)
+            analyzed = await ai_client.aanalyze(body.message, body.context, body.catalog)
         except AICallError as exc:
             raise _model_failure(exc) from exc
         except Exception as exc:
             raise _internal_error(exc) from exc
+        _outcome(request).usage = analyzed.usage
+        return analyzed
 
-    @app.post("/ai/respond", response_model=RespondResponse, responses=_ERROR_RESPONSES)
-    def respond(request: RespondRequest) -> RespondResponse:
-        """Call 2: phrase ``results`` as the answer, memory and state for ``question``."""
+    @app.post("/ai/respond", response_model=RespondResponse, responses=_RESPOND_RESPONSES)
+    async def respond(body: RespondRequest, request: Request) -> Response | RespondResponse:
+        """Call 2: phrase ``results`` as the answer, memory and state for ``question``.
+
+        With `Accept: application/x-ndjson` the reply streams as NDJSON, one JSON object per line:
+        `{"type": "answer_delta", "text": ...}` for each piece of the answer as the model writes it, then
+        `{"type": "response", "answer": ..., "usage": ...}` (the `RespondResponse`), or, when the model fails
+        after the first line, `{"type": "error", ...}` with the `ErrorResponse` fields. Failures found before
+        the first line (token, size, invalid body, a model failure before any text) keep their status codes.
+        """
+        if NDJSON in request.headers.get("accept", ""):
+            return await _stream_respond(ai_client, body, request)
         try:
-            return ai_client.respond(request.question, request.results, request.context)
+            responded = await ai_client.arespond(body.question, body.results, body.context)
         except AICallError as exc:
             raise _model_failure(exc) from exc
         except Exception as exc:
             raise _internal_error(exc) from exc
+        _outcome(request).usage = responded.usage
+        return responded
 
     return app
+
+
+async def _stream_respond(ai_client: InProcessAIClient, body: RespondRequest, request: Request) -> Response:
+    """Start call 2 streamed; answer with its status once the first line is known (see the module doc)."""
+    outcome = _outcome(request)
+    outcome.streamed = True
+    stream = ai_client.astream_respond(body.question, body.results, body.context)
+    try:
+        first = await anext(stream)
+    except AICallError as exc:
+        await stream.aclose()
+        raise _model_failure(exc) from exc
+    except Exception as exc:  # StopAsyncIteration included: the stream promises a last line
+        await stream.aclose()
+        raise _internal_error(exc) from exc
+    return StreamingResponse(_stream_lines(first, stream, outcome), media_type=NDJSON)
+
+
+async def _stream_lines(
+    first: str | RespondResponse, stream: AsyncGenerator[str | RespondResponse, None], outcome: _Outcome
+) -> AsyncIterator[bytes]:
+    """The NDJSON lines of a started stream; a failure becomes the last line (the status is sent already)."""
+    async with aclosing(stream):
+        item = first
+        try:
+            while True:
+                if isinstance(item, RespondResponse):
+                    outcome.usage = item.usage
+                    yield _line(RespondLine(answer=item.answer, usage=item.usage))
+                    return
+                yield _line(AnswerDeltaLine(text=item))
+                item = await anext(stream)
+        except AICallError as exc:
+            error = _model_failure(exc).body
+        except (
+            Exception
+        ) as exc:  # a bug: logged with its traceback under a reference, only the reference sent
+            error = _internal_error(exc).body
+        outcome.usage, outcome.kind = error.usage, error.kind
+        yield _line(ErrorLine(**error.model_dump()))
+
+
+def _line(line: AnswerDeltaLine | RespondLine | ErrorLine) -> bytes:
+    return line.model_dump_json().encode() + b"\n"
+
+
+def _document_stream(app: FastAPI) -> None:
+    """Add the NDJSON line models to the app's OpenAPI components (the 200 of ``/ai/respond`` names them)."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = build()
+            components = schema.setdefault("components", {}).setdefault("schemas", {})
+            for name, definition in _STREAM_LINE_SCHEMA.get("$defs", {}).items():
+                components.setdefault(name, definition)
+        return build()
+
+    app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's documented way to extend the schema
 
 
 def _model_failure(exc: AICallError) -> _ErrorReply:

@@ -177,10 +177,10 @@ def test_model_failures_get_502_with_a_json_error_and_the_usage(
 def broken_server_code(monkeypatch: pytest.MonkeyPatch) -> None:
     """A bug in the server itself (not in the model: whatever a model raises is a 502 provider failure)."""
 
-    def broken(*_args: Any, **_kwargs: Any) -> Any:
+    async def broken(*_args: Any, **_kwargs: Any) -> Any:
         raise RuntimeError("secret detail")
 
-    monkeypatch.setattr(InProcessAIClient, "analyze", broken)
+    monkeypatch.setattr(InProcessAIClient, "aanalyze", broken)
 
 
 def test_unexpected_errors_get_500_without_a_stack_trace(

@@ -1,0 +1,341 @@
+"""``POST /ai/respond`` streamed as NDJSON, in process and over real HTTP, and the server's request log.
+
+The model here is :class:`StreamingModel`, a :class:`~tests.fakes.FunctionChatModel` that streams its reply a
+few characters at a time and can break after a given number of chunks, like a provider whose connection drops
+while the answer is being written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+from collections.abc import AsyncIterator, Iterator
+from datetime import date
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.outputs import ChatGenerationChunk
+
+from benchmarks.serving import ServerThread
+from planner_mode.client import AICallError, HttpAIClient, InProcessAIClient
+from planner_mode.plan import OperationOutcome
+from planner_mode.server import create_app
+from planner_mode.wire import NDJSON, RespondResponse
+from shared.errors import ModelOutputError, ProviderError, ProviderTimeoutError
+from shared.memory.context import ConversationContext
+from tests.fakes import FunctionChatModel, ModelFunction
+from tests.planner_mode.planner_fakes import CALL_USAGE
+
+CONTEXT = ConversationContext(hoy=date(2026, 11, 30))
+QUESTION = "¿Cuánto vendimos en 2025?"
+RESULTS = [OperationOutcome(funcion="ventas_anuales", parametros={"anio": 2025}, resultado={"total": 5})]
+BODY = {
+    "question": QUESTION,
+    "results": [r.model_dump(mode="json") for r in RESULTS],
+    "context": CONTEXT.model_dump(mode="json"),
+}
+ANSWER_TEXT = "En 2025 se vendieron ₲850.000.000 en total."
+REPLY = json.dumps(
+    {"respuesta": ANSWER_TEXT, "memoria": [{"contenido": "Ventas 2025.", "importancia": 0.5}], "estado": {}},
+    ensure_ascii=False,
+)
+STREAM = {"Accept": NDJSON}
+
+
+class StreamingModel(FunctionChatModel):
+    """Streams ``function``'s reply in ``piece``-character chunks; ``failure`` at chunk ``break_after``."""
+
+    piece: int = 6
+    break_after: int | None = None
+    failure: type[Exception] = ConnectionError
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        message = self._generate(messages, stop, None, **kwargs).generations[0].message
+        assert isinstance(message, AIMessage)
+        text = message.text
+        for index, start in enumerate(range(0, len(text), self.piece)):
+            if index == self.break_after:
+                raise self.failure("the connection to the model broke")
+            chunk = ChatGenerationChunk(message=AIMessageChunk(content=text[start : start + self.piece]))
+            if run_manager:
+                run_manager.on_llm_new_token(chunk.text, chunk=chunk)
+            yield chunk
+        last = AIMessageChunk(content="", usage_metadata=message.usage_metadata, chunk_position="last")
+        yield ChatGenerationChunk(message=last)
+
+
+def streaming_model(reply: str = REPLY, **options: Any) -> StreamingModel:
+    function: ModelFunction = lambda _m, _i: reply  # noqa: E731
+    return StreamingModel(function, usage=CALL_USAGE, native_structured_output=False, **options)
+
+
+def ndjson(response: Any) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in response.iter_lines() if line.strip()]
+
+
+def test_respond_streams_answer_deltas_then_the_response() -> None:
+    with (
+        TestClient(create_app(streaming_model())) as c,
+        c.stream("POST", "/ai/respond", json=BODY, headers=STREAM) as response,
+    ):
+        lines = ndjson(response)
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith(NDJSON)
+    *deltas, last = lines
+    assert len(deltas) >= 2 and {line["type"] for line in deltas} == {"answer_delta"}
+    assert "".join(line["text"] for line in deltas) == ANSWER_TEXT
+    assert last["type"] == "response"
+    parsed = RespondResponse.model_validate(last)
+    assert parsed.answer.respuesta == ANSWER_TEXT and parsed.answer.memoria[0].contenido == "Ventas 2025."
+    assert (parsed.usage.model_calls, parsed.usage.input_tokens, parsed.usage.output_tokens) == (1, 100, 10)
+
+
+def test_without_the_accept_header_respond_is_one_json_body() -> None:
+    with TestClient(create_app(streaming_model())) as c:
+        response = c.post("/ai/respond", json=BODY)
+    assert response.headers["content-type"] == "application/json"
+    assert RespondResponse.model_validate(response.json()).answer.respuesta == ANSWER_TEXT
+
+
+@pytest.mark.parametrize(
+    ("options", "body", "headers", "status", "kind"),
+    [
+        ({"token": "k"}, BODY, {}, 401, "unauthorized"),
+        ({"max_body_bytes": 100}, BODY, {}, 413, "too_large"),
+        ({}, {**BODY, "question": "  "}, {}, 422, "invalid_request"),
+        ({"break_after": 0}, BODY, {}, 502, "provider"),
+    ],
+    ids=["token", "size", "invalid-body", "model-fails-before-the-first-delta"],
+)
+def test_failures_before_the_first_line_keep_their_status_and_json_body(
+    options: dict[str, Any], body: dict[str, Any], headers: dict[str, str], status: int, kind: str
+) -> None:
+    model_options = {k: v for k, v in options.items() if k == "break_after"}
+    app_options = {k: v for k, v in options.items() if k != "break_after"}
+    with TestClient(create_app(streaming_model(**model_options), **app_options)) as c:
+        response = c.post("/ai/respond", json=body, headers={**STREAM, **headers})
+    assert response.status_code == status
+    assert response.headers["content-type"] == "application/json"
+    assert response.json()["kind"] == kind
+
+
+@pytest.mark.parametrize(
+    ("options", "kind"),
+    [
+        ({"break_after": 3}, "provider"),
+        ({"break_after": 3, "failure": TimeoutError}, "timeout"),
+        ({"reply": REPLY[:40]}, "model_output"),  # the reply stops mid-JSON: deltas, then no valid answer
+    ],
+    ids=["connection-lost", "timeout", "cut-json"],
+)
+def test_a_model_failing_mid_stream_ends_the_stream_with_an_error_line(
+    options: dict[str, Any], kind: str
+) -> None:
+    with (
+        TestClient(create_app(streaming_model(**options))) as c,
+        c.stream("POST", "/ai/respond", json=BODY, headers=STREAM) as response,
+    ):
+        lines = ndjson(response)
+    assert response.status_code == 200  # sent with the first delta, before the failure
+    *deltas, last = lines
+    assert deltas and {line["type"] for line in deltas} == {"answer_delta"}
+    assert last["type"] == "error" and last["kind"] == kind
+    assert last["usage"]["model_calls"] == 1
+    assert "Traceback" not in json.dumps(lines)
+
+
+def broken_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug in the server's own streaming code after the first delta."""
+
+    async def broken(*_args: Any, **_kwargs: Any) -> AsyncIterator[str | RespondResponse]:
+        yield "En 2025 "
+        raise RuntimeError("secret detail")
+
+    monkeypatch.setattr(InProcessAIClient, "astream_respond", broken)
+
+
+def test_an_unexpected_error_mid_stream_sends_only_a_reference_and_logs_the_traceback(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    broken_stream(monkeypatch)
+    with (
+        caplog.at_level(logging.ERROR, logger="planner_mode.server"),
+        TestClient(create_app(streaming_model())) as c,
+        c.stream("POST", "/ai/respond", json=BODY, headers=STREAM) as response,
+    ):
+        lines = ndjson(response)
+    assert [line["type"] for line in lines] == ["answer_delta", "error"]
+    error = lines[-1]
+    assert error["kind"] == "internal"
+    reference = re.fullmatch(r"Internal error in the AI server \(ref ([0-9a-f]{8})\)\.", error["error"])
+    assert reference is not None
+    assert "secret detail" not in json.dumps(lines) and "Traceback" not in json.dumps(lines)
+    [record] = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert reference.group(1) in record.getMessage()
+    assert record.exc_info is not None and "secret detail" in str(record.exc_info[1])
+
+
+def request_records(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
+    return [
+        r.erp_ai  # type: ignore[attr-defined]
+        for r in caplog.records
+        if r.name == "planner_mode.server" and r.getMessage().startswith("request ")
+    ]
+
+
+def test_every_request_is_logged_once_with_its_fields_and_without_any_text(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    app = create_app(streaming_model(), token="k")
+    auth = {"Authorization": "Bearer k"}
+    with caplog.at_level(logging.INFO, logger="planner_mode.server"), TestClient(app) as c:
+        c.post("/ai/respond", json=BODY, headers=auth)
+        with c.stream("POST", "/ai/respond", json=BODY, headers={**auth, **STREAM}) as response:
+            ndjson(response)
+        c.post("/ai/respond", json={**BODY, "question": ""}, headers=auth)
+        c.post("/ai/respond", json=BODY)
+        c.get("/healthz")
+    records = request_records(caplog)
+    assert [(r["path"], r["status"], r["kind"], r["streamed"]) for r in records] == [
+        ("/ai/respond", 200, None, False),
+        ("/ai/respond", 200, None, True),
+        ("/ai/respond", 422, "invalid_request", False),
+        ("/ai/respond", 401, "unauthorized", False),
+    ]  # /healthz is logged at DEBUG only
+    assert [(r["model_calls"], r["input_tokens"], r["output_tokens"]) for r in records[:2]] == [
+        (1, 100, 10)
+    ] * 2
+    assert all(r["method"] == "POST" and r["ms"] >= r["model_ms"] >= 0 for r in records)
+    logged = " ".join(r.getMessage() for r in caplog.records) + json.dumps(records)
+    assert "vendimos" not in logged and "vendieron" not in logged
+
+
+def test_a_stream_that_fails_midway_is_logged_with_its_kind_and_usage(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with (
+        caplog.at_level(logging.INFO, logger="planner_mode.server"),
+        TestClient(create_app(streaming_model(break_after=4))) as c,
+        c.stream("POST", "/ai/respond", json=BODY, headers=STREAM) as response,
+    ):
+        ndjson(response)
+    [record] = request_records(caplog)
+    assert (record["status"], record["kind"], record["streamed"], record["model_calls"]) == (
+        200,
+        "provider",
+        True,
+        1,
+    )
+
+
+def test_the_openapi_schema_documents_the_ndjson_stream() -> None:
+    with TestClient(create_app(streaming_model())) as c:
+        schema = c.get("/openapi.json").json()
+    respond = schema["paths"]["/ai/respond"]["post"]
+    assert "application/x-ndjson" in respond["description"]
+    content = respond["responses"]["200"]["content"]
+    assert set(content) == {"application/json", NDJSON}
+    line = content[NDJSON]["schema"]
+    refs = [option["$ref"] for option in line["oneOf"]]
+    names = [ref.rsplit("/", 1)[1] for ref in refs]
+    assert sorted(names) == ["AnswerDeltaLine", "ErrorLine", "RespondLine"]
+    assert all(ref.startswith("#/components/schemas/") for ref in refs)
+    components = schema["components"]["schemas"]
+    assert all(name in components for name in names)
+    assert line["discriminator"]["propertyName"] == "type"
+    assert components["AnswerDeltaLine"]["properties"]["type"]["const"] == "answer_delta"
+
+
+# -- over real HTTP -----------------------------------------------------------------------------------------
+
+
+def collect(client: HttpAIClient) -> list[str | RespondResponse]:
+    async def run() -> list[str | RespondResponse]:
+        return [item async for item in client.astream_respond(QUESTION, RESULTS, CONTEXT)]
+
+    return asyncio.run(run())
+
+
+def test_the_http_client_streams_the_answer_from_a_real_server() -> None:
+    with (
+        ServerThread(create_app(streaming_model())) as server,
+        HttpAIClient([server.url], timeout=30) as client,
+    ):
+        *deltas, last = collect(client)
+        whole = client.respond(QUESTION, RESULTS, CONTEXT)
+    assert len(deltas) >= 2 and all(isinstance(delta, str) for delta in deltas)
+    assert isinstance(last, RespondResponse)
+    assert "".join(str(delta) for delta in deltas) == last.answer.respuesta == ANSWER_TEXT
+    assert last.answer == whole.answer
+    assert last.usage.model_calls == whole.usage.model_calls == 1
+
+
+@pytest.mark.parametrize(
+    ("options", "cause"),
+    [
+        ({"break_after": 3}, ProviderError),
+        ({"break_after": 3, "failure": TimeoutError}, ProviderTimeoutError),
+        ({"reply": REPLY[:40]}, ModelOutputError),
+    ],
+    ids=["connection-lost", "timeout", "cut-json"],
+)
+def test_a_model_failing_mid_stream_is_an_ai_call_error_of_its_kind_in_the_http_client(
+    options: dict[str, Any], cause: type[Exception]
+) -> None:
+    seen: list[str | RespondResponse] = []
+
+    async def run(client: HttpAIClient) -> None:
+        async for item in client.astream_respond(QUESTION, RESULTS, CONTEXT):
+            seen.append(item)
+
+    with (
+        ServerThread(create_app(streaming_model(**options))) as server,
+        HttpAIClient([server.url], timeout=30) as client,
+        pytest.raises(AICallError) as failed,
+    ):
+        asyncio.run(run(client))
+    assert seen and all(isinstance(item, str) for item in seen)
+    assert type(failed.value.cause) is cause
+    assert failed.value.usage.model_calls == 1
+
+
+def test_the_in_process_client_streams_like_the_server() -> None:
+    from planner_mode.ai import PlannerAI
+
+    client = InProcessAIClient(PlannerAI(streaming_model()))
+
+    async def run() -> list[str | RespondResponse]:
+        return [item async for item in client.astream_respond(QUESTION, RESULTS, CONTEXT)]
+
+    *deltas, last = asyncio.run(run())
+    assert len(deltas) >= 2 and isinstance(last, RespondResponse)
+    assert "".join(str(delta) for delta in deltas) == last.answer.respuesta
+    assert last.usage.model_calls == 1
+
+
+def test_the_in_process_stream_failure_carries_the_usage() -> None:
+    from planner_mode.ai import PlannerAI
+
+    client = InProcessAIClient(PlannerAI(streaming_model(break_after=4)))
+    seen: list[str | RespondResponse] = []
+
+    async def run() -> None:
+        async for item in client.astream_respond(QUESTION, RESULTS, CONTEXT):
+            seen.append(item)
+
+    with pytest.raises(AICallError) as failed:
+        asyncio.run(run())
+    assert len(seen) >= 1 and all(isinstance(item, str) for item in seen)
+    assert isinstance(failed.value.cause, ProviderError)
+    assert failed.value.usage.model_calls == 1
