@@ -1,4 +1,9 @@
-"""Scoring one turn: operations, facts, state and answer checks; the turn passes when all of them hold."""
+"""Scoring one turn: operations, facts, state, answer and reply checks; the turn passes when all of them hold.
+
+The reply check (:mod:`benchmarks.scoring.reply`) is the positive check of a turn that must run no operation
+(``operations: []``): without it, any model that calls nothing, babble included, would pass small talk,
+refusals and prompt injections.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from pydantic import BaseModel, Field
 from benchmarks.scoring.facts import FACT_KEY, FactEvaluationError, FactEvaluator
 from benchmarks.scoring.numbers import mentions_number
 from benchmarks.scoring.operations import match_operations, normalize_value
+from benchmarks.scoring.reply import reply_problems
 from shared.erp.database import Erp
 from shared.operations.registry import OperationRegistry
 from shared.security import Caller
@@ -31,6 +37,9 @@ class TurnScore(BaseModel):
     facts: bool | None = None
     state: bool | None = None
     answer: bool | None = None
+    reply: bool | None = None
+    """The positive check of a turn expecting no operation: a complete Spanish reply (and a refusal when one
+    is due); ``None`` for turns that expect operations or do not say."""
     details: list[str] = Field(default_factory=list)
     """Why each failing check failed, in words."""
 
@@ -90,6 +99,7 @@ class TurnScorer:
         failed: bool = False,
         failure: str | None = None,
         denied: bool = False,
+        refusal: bool | None = None,
     ) -> TurnScore:
         """Score a turn. ``operations`` are the calls the ERP executed successfully.
 
@@ -97,7 +107,10 @@ class TurnScorer:
         does produce state is checked even when its state is empty (an empty state lacks the expected keys).
         A ``failed`` turn (any failure kind, or an engine that raised) never passes; ``failure`` is its kind.
         ``denied`` says the ERP refused the turn because the conversation belongs to another user: a turn that
-        expects it passes exactly when it happened, and no other check applies.
+        expects it passes exactly when it happened, and no other check applies. A turn expecting no operation
+        must also give a reply that passes :func:`~benchmarks.scoring.reply.reply_problems`; ``refusal`` says
+        whether it must decline (default: the expectation's ``refusal`` flag, where the scenario format has
+        one).
         """
         if expect.denied or denied:
             ok = expect.denied and denied
@@ -116,7 +129,9 @@ class TurnScorer:
             details.append(f"scenario error: {exc}")
             return TurnScore(passed=False, details=details)
         answer_ok = self._check_answer(expect, answer, details)
-        checks = [ops_ok, facts_ok, state_ok, answer_ok]
+        must_refuse = bool(getattr(expect, "refusal", False)) if refusal is None else refusal
+        reply_ok = self._check_reply(expect, answer, failure, must_refuse, details)
+        checks = [ops_ok, facts_ok, state_ok, answer_ok, reply_ok]
         if failed:
             details.insert(0, f"the turn failed ({failure})" if failure else "the turn failed")
         passed = not failed and all(check is not False for check in checks)
@@ -126,6 +141,7 @@ class TurnScorer:
             facts=facts_ok,
             state=state_ok,
             answer=answer_ok,
+            reply=reply_ok,
             details=details,
         )
 
@@ -167,6 +183,16 @@ class TurnScorer:
                 details.append(f"state {key} = {got!r}, expected {wanted!r}")
                 ok = False
         return ok
+
+    @staticmethod
+    def _check_reply(
+        expect: Expectation, answer: str, failure: str | None, refusal: bool, details: list[str]
+    ) -> bool | None:
+        if expect.operations is None or expect.operations:
+            return None
+        problems = reply_problems(answer, refusal=refusal, failure=failure)
+        details.extend(problems)
+        return not problems
 
     def _check_answer(self, expect: Expectation, answer: str, details: list[str]) -> bool | None:
         if not (expect.answer_contains or expect.answer_not_contains or expect.answer_contains_any):

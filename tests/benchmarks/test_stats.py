@@ -28,7 +28,9 @@ from benchmarks.stats import (
         (50, 100, 0.40383, 0.59617),
     ],
 )
-def test_wilson_interval_matches_hand_computed_values(successes: int, n: int, low: float, high: float) -> None:
+def test_wilson_interval_matches_hand_computed_values(
+    successes: int, n: int, low: float, high: float
+) -> None:
     interval = wilson_interval(successes, n)
     assert interval.low == pytest.approx(low, abs=5e-5)
     assert interval.high == pytest.approx(high, abs=5e-5)
@@ -113,7 +115,9 @@ def test_paired_bootstrap_is_reproducible_and_depends_on_the_seed() -> None:
     assert first is not None and first.contains(observed)
     # few resamples, so that different draws show
     widths = {
-        (i.low, i.high) for s in range(5) if (i := paired_bootstrap_difference(pairs, seed=s, resamples=40)) is not None
+        (i.low, i.high)
+        for s in range(5)
+        if (i := paired_bootstrap_difference(pairs, seed=s, resamples=40)) is not None
     }
     assert len(widths) > 1
 
