@@ -34,7 +34,7 @@ from benchmarks.scenario import Scenario
 from benchmarks.scoring.turn import TurnScorer
 from shared.answer import MemoryItem
 from shared.engine import AssistantEngine
-from shared.erp.database import Erp, open_erp
+from shared.erp.database import Erp, open_demo_erp
 from shared.failures import FailureKind
 from shared.memory.store import MemoryStore, MessageIn, TurnRecord
 from shared.operations.registry import OperationRegistry
@@ -272,7 +272,7 @@ def run_matrix(
     cells: list[MatrixCell] = []
     with ExitStack() as stack:
         work_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="erp-ai-matrix-")))
-        erp = open_erp(f"sqlite:///{work_dir / 'erp.sqlite3'}")
+        erp = open_demo_erp(f"sqlite:///{work_dir / 'erp.sqlite3'}")
         stack.callback(erp.engine.dispose)
         store = stack.enter_context(MemoryStore(f"sqlite:///{work_dir / 'memory.sqlite3'}"))
         scorer = TurnScorer(registry, erp)

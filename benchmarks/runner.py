@@ -394,7 +394,7 @@ def run_suite(
     ``model`` overrides the provider in ``config`` (tests pass a fake); otherwise it is built with
     :func:`shared.llm.factory.build_chat_model`.
     """
-    from shared.erp.database import open_erp
+    from shared.erp.database import open_demo_erp
     from shared.erp.users import DEFAULT_USER, caller_for
     from shared.memory.store import MemoryStore
     from shared.operations.sales import sales_registry
@@ -412,7 +412,7 @@ def run_suite(
             timeout=config.timeout,
         )
     chat_model = model
-    erp = open_erp(db_url)
+    erp = open_demo_erp(db_url)
     registry = sales_registry()
     store = MemoryStore(f"sqlite:///{config.out_dir / 'memory.sqlite3'}")
     try:

@@ -7,15 +7,23 @@ turns the results into an :class:`Answer` (``respuesta`` + ``memoria`` + ``estad
 - :class:`PlannerEngine` — the ERP side: ``ask(conversation_id, message) -> TurnResult``.
 - :class:`PlannerAI` — the stateless AI side (``analyze`` / ``respond``) around one or two chat models.
 - :class:`InProcessAIClient`, :class:`HttpAIClient` — how the engine reaches the AI.
-- :func:`create_app` — the AI side as a FastAPI server.
+- :func:`create_app` — the AI side as a FastAPI server (the ``server`` extra:
+  ``pip install 'erp-ai-harness[server]'``). It is loaded on first access, so ``import planner_mode`` imports
+  no FastAPI and an engine-only install works without it.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from planner_mode.ai import PlannerAI
 from planner_mode.client import AICallError, AIClient, HttpAIClient, InProcessAIClient
 from planner_mode.engine import PlannerEngine, PlannerLimits
 from planner_mode.plan import Answer, MemoryItem, OperationOutcome, Plan, PlannedOperation
-from planner_mode.server import create_app
 from planner_mode.wire import CallUsage
+
+if TYPE_CHECKING:
+    from planner_mode.server import create_app
 
 __all__ = [
     "AICallError",
@@ -33,3 +41,20 @@ __all__ = [
     "PlannerLimits",
     "create_app",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Load :func:`create_app` on first access; a missing ``server`` extra is one line naming it."""
+    if name == "create_app":
+        from shared.extras import require
+
+        require("fastapi", "server", "The AI server (planner_mode.create_app)")
+        from planner_mode.server import create_app
+
+        globals()["create_app"] = create_app  # later accesses skip this hook
+        return create_app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

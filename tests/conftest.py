@@ -71,9 +71,9 @@ def erp_db_url(tmp_path_factory: pytest.TempPathFactory) -> str:
 @pytest.fixture(scope="session")
 def erp(erp_db_url: str) -> Iterator[Any]:
     """The seeded demo ERP (``shared.erp.database.Erp``). Treat as read-only."""
-    from shared.erp.database import open_erp
+    from shared.erp.database import open_demo_erp
 
-    handle = open_erp(erp_db_url)
+    handle = open_demo_erp(erp_db_url)
     yield handle
     handle.engine.dispose()
 

@@ -42,7 +42,7 @@ from planner_mode import InProcessAIClient, PlannerAI, PlannerEngine
 from planner_mode.executor import execute_plan
 from planner_mode.validation import validate_plan
 from planner_mode.wire import AnalyzeResponse, RespondResponse
-from shared.erp.database import open_erp
+from shared.erp.database import open_demo_erp
 from shared.llm.factory import build_chat_model
 from shared.memory.context import ConversationContext
 from shared.memory.store import MemoryStore, TurnRecord
@@ -166,7 +166,7 @@ def run(scenarios: Sequence[Scenario], repeat: int = 1, warmup: int = 1) -> _Rec
     """Run every turn of ``scenarios`` ``repeat`` times (after ``warmup`` untimed scenarios) and record."""
     recorder = _Recorder()
     with tempfile.TemporaryDirectory() as tmp:
-        erp = open_erp(f"sqlite:///{Path(tmp) / 'erp.sqlite3'}")
+        erp = open_demo_erp(f"sqlite:///{Path(tmp) / 'erp.sqlite3'}")
         store = _TimedStore(f"sqlite:///{Path(tmp) / 'memory.sqlite3'}", recorder)
         registry = sales_registry()
         client = _TimedClient(PlannerAI(build_chat_model("offline")), recorder)

@@ -1,19 +1,30 @@
-"""Opening the demo ERP: engine, sessions, default location, first-use seeding."""
+"""Opening an ERP database: :func:`open_erp` opens one as it is, :func:`open_demo_erp` creates the demo.
+
+- :func:`open_erp` is for an application's own, existing database: it never creates a table or a row, and
+  the ERP's ``today`` is the real date (:meth:`date.today`, read on every access, so a long-running server
+  moves on at midnight). Only the tables of the operations you register need to exist.
+- :func:`open_demo_erp` creates and seeds the demo ERP (:mod:`shared.erp.seed`) on first use (idempotent and
+  race-free across processes), and refuses a database that holds anything else. Its ``today`` is the demo
+  date stored by the seed (:data:`DEMO_TODAY`), so benchmarks are reproducible.
+
+A database is the demo when ``erp_settings`` holds a ``seed_version``; :func:`open_erp` on the demo also
+reads its stored ``today``.
+"""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, inspect, select
+from sqlalchemy.engine import URL
 from sqlalchemy.orm import Session, sessionmaker
 
 from shared.erp.models import ErpSetting
-from shared.erp.storage import BUSY_TIMEOUT_SECONDS, make_engine, storage_errors
+from shared.erp.storage import BUSY_TIMEOUT_SECONDS, is_memory_sqlite, make_engine, storage_errors
 from shared.errors import StorageError
 
 __all__ = [
@@ -23,6 +34,7 @@ __all__ = [
     "Erp",
     "default_db_url",
     "make_engine",
+    "open_demo_erp",
     "open_erp",
     "read_today",
 ]
@@ -52,16 +64,28 @@ def default_db_url() -> str:
     return f"sqlite:///{DEFAULT_DIR / 'erp.sqlite3'}"
 
 
-@dataclass
 class Erp:
-    """A handle on an ERP database: the engine, a session factory and the ERP's today."""
+    """A handle on an ERP database: the engine, a session factory and the ERP's today.
 
-    engine: Engine
-    today: date = DEMO_TODAY
-    _sessions: sessionmaker[Session] = field(init=False, repr=False)
+    Args:
+        engine: The database.
+        today: A fixed "today" (the seeded demo's stored date, or a test's); ``None`` (the default) means the
+            real date, read on every access of :attr:`today`.
+    """
 
-    def __post_init__(self) -> None:
-        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+    def __init__(self, engine: Engine, today: date | None = None) -> None:
+        self.engine = engine
+        self.fixed_today = today
+        """The fixed date :attr:`today` returns, or ``None`` for the real date."""
+        self._sessions = sessionmaker(engine, expire_on_commit=False)
+
+    def __repr__(self) -> str:
+        return f"Erp(engine={self.engine!r}, today={self.fixed_today!r})"
+
+    @property
+    def today(self) -> date:
+        """The date operations and conversations treat as today ("este año", "el mes pasado")."""
+        return self.fixed_today if self.fixed_today is not None else date.today()
 
     @contextmanager
     def session(self) -> Iterator[Session]:
@@ -70,22 +94,51 @@ class Erp:
             yield session
 
 
-def read_today(engine: Engine) -> date:
-    """The ERP's "today" as stored by the seed (``erp_settings.today``); :data:`DEMO_TODAY` if absent."""
-    with Session(engine) as session:
-        value = session.scalar(select(ErpSetting.value).where(ErpSetting.key == "today"))
-    return date.fromisoformat(value) if value else DEMO_TODAY
+def read_today(engine: Engine) -> date | None:
+    """The "today" the demo seed stored (``erp_settings.today``); ``None`` if the database is not the demo.
+
+    Only reads: a database without the ``erp_settings`` table is fine.
+    """
+    with engine.connect() as connection:
+        if not inspect(connection).has_table(ErpSetting.__tablename__):
+            return None
+        value = connection.scalar(select(ErpSetting.value).where(ErpSetting.key == "today"))
+    return date.fromisoformat(value) if value else None
 
 
 def open_erp(url: str | None = None) -> Erp:
-    """Open the ERP at ``url`` (default :func:`default_db_url`), creating and seeding it on first use.
+    """Open the existing ERP database at ``url`` (default :func:`default_db_url`) as it is.
+
+    Nothing is created or seeded: not the SQLite file, not a table, not a row. ``today`` is the real date,
+    unless the database is the seeded demo (its stored date). Use :func:`open_demo_erp` for the demo.
+
+    Raises :class:`~shared.errors.ConfigurationError` for a bad URL or a missing driver, and
+    :class:`~shared.errors.StorageError` (one line: what is wrong, what to do) when the database does not
+    exist or cannot be read: missing file, corrupt, locked, down.
+    """
+    engine = make_engine(url or default_db_url())
+    try:
+        _require_existing_sqlite_file(engine.url)
+        with storage_errors(engine.url, "open the ERP database", DB_URL_ENV):
+            today = read_today(engine)
+    except BaseException:  # do not leak the connection pool
+        engine.dispose()
+        raise
+    return Erp(engine=engine, today=today)
+
+
+def open_demo_erp(url: str | None = None) -> Erp:
+    """Open the demo ERP at ``url`` (default :func:`default_db_url`), creating and seeding it on first use.
 
     Seeding is idempotent and race-free (:func:`~shared.erp.storage.setup_transaction`), so any number of
-    processes may open the same fresh database at once; opening a seeded database only reads its ``today``.
+    processes may open the same fresh database at once; opening a seeded database only reads its ``today``
+    (:data:`DEMO_TODAY`). A database that holds other tables than the demo's and the conversation memory's is
+    refused, never seeded.
 
-    Raises :class:`~shared.errors.ConfigurationError` for a bad URL, a missing driver or a database seeded by
-    another seed version, and :class:`~shared.errors.StorageError` (one line: what is wrong, what to do) when
-    the database cannot be opened, created or read: read-only, corrupt, missing directory, locked, down.
+    Raises :class:`~shared.errors.ConfigurationError` for a bad URL, a missing driver, a database that is not
+    the demo or was seeded by another seed version, and :class:`~shared.errors.StorageError` (one line: what
+    is wrong, what to do) when the database cannot be opened, created or read: read-only, corrupt, missing
+    directory, locked, down.
     """
     # Imported here: the seed module reads DEMO_TODAY from this module.
     from shared.erp.seed import seed_erp
@@ -98,4 +151,19 @@ def open_erp(url: str | None = None) -> Erp:
     except BaseException:  # e.g. a database seeded by another version: do not leak the connection pool
         engine.dispose()
         raise
-    return Erp(engine=engine, today=today)
+    return Erp(engine=engine, today=today or DEMO_TODAY)
+
+
+def _require_existing_sqlite_file(url: URL) -> None:
+    """Refuse a SQLite file that does not exist: connecting would create it, empty."""
+    if url.get_backend_name() != "sqlite" or is_memory_sqlite(url):
+        return
+    database = url.database or ""
+    if database.startswith("file:"):  # URI form: sqlite:///file:/path/erp.sqlite3?mode=ro&uri=true
+        database = database.removeprefix("file:").split("?", 1)[0]
+    path = Path(database)
+    if not path.exists():
+        raise StorageError(
+            f"Cannot open the ERP database: {path} does not exist. Set {DB_URL_ENV} to an existing ERP "
+            "database, or create the demo ERP there with open_demo_erp() (erp-ai ... --demo)."
+        )

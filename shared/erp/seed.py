@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any, Final
 
-from sqlalchemy import Connection, Engine, insert, select
+from sqlalchemy import Connection, Engine, insert, inspect, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -454,6 +454,22 @@ def seeded_version(session: Session | Connection) -> str | None:
     return session.scalar(select(ErpSetting.value).where(ErpSetting.key == "seed_version"))
 
 
+def _refuse_other_databases(connection: Connection, engine: Engine) -> None:
+    """Raise if the database holds a table that is neither the demo ERP's nor the conversation memory's."""
+    # Imported here: shared.memory's store imports shared.erp.database, which imports this module lazily.
+    from shared.memory.tables import MemoryBase
+
+    ours = set(ErpBase.metadata.tables) | set(MemoryBase.metadata.tables)
+    others = sorted(set(inspect(connection).get_table_names()) - ours)
+    if others:
+        shown = ", ".join(others[:5]) + (", …" if len(others) > 5 else "")
+        name = _database_name(engine)
+        raise ConfigurationError(
+            f"{name[0].upper()}{name[1:]} is not the demo ERP (it holds the tables {shown}): the demo is "
+            "only created in a new database. Give the demo its own database URL."
+        )
+
+
 def seed_erp(engine: Engine) -> bool:
     """Create the ERP tables and load the demo data unless already there. Returns whether it seeded.
 
@@ -463,11 +479,16 @@ def seed_erp(engine: Engine) -> bool:
     database, and concurrent first opens run one after another. On a database without such a lock, a seeder
     that loses the race fails on the primary keys, which is treated as "already seeded".
 
+    Only a database that holds nothing but the demo's and the conversation memory's tables is touched: one
+    that holds any other table is refused with :class:`~shared.errors.ConfigurationError` before a table is
+    created, so an application's own database is never seeded by mistake.
+
     Rows carry explicit ids so every database holds the same data; on PostgreSQL this leaves the id sequences
     at their start, which is fine because the harness never inserts ERP rows after seeding.
     """
     try:
         with setup_transaction(engine) as connection:
+            _refuse_other_databases(connection, engine)
             ErpBase.metadata.create_all(connection)
             version = seeded_version(connection)
             if version == SEED_VERSION:

@@ -2,9 +2,10 @@
 
 Engines never build provider clients themselves; they receive the :class:`BaseChatModel` this factory
 returns (see docs/design.md). Every provider defaults to temperature 0 (Gemini's own default is 0.7). Problems
-the user must fix (a missing API key, an unknown provider, an optional package that is not installed, an
-invalid cap or timeout) raise :class:`~shared.errors.ConfigurationError` with one sentence saying what to set
-or install.
+the user must fix (a missing API key, an unknown provider, an invalid cap or timeout, a provider whose extra
+is not installed) raise :class:`~shared.errors.ConfigurationError` with one sentence saying what to set or
+install. Provider SDKs are optional extras (``pip install 'erp-ai-harness[ollama]'``, ``[gemini]``,
+``[openai]``; :mod:`shared.extras`), imported only when that provider is built.
 
 **Every call is bounded.** A model that never stops generating, or a server that accepts the connection and
 never answers, must not hang a turn. Each model gets an output cap (``max_tokens``, default
@@ -38,12 +39,12 @@ as "cut at 1024 tokens").
 
 from __future__ import annotations
 
-import importlib
 import math
 import os
 from typing import TYPE_CHECKING, Any, Literal, TypeGuard, get_args
 
 from shared.errors import ConfigurationError
+from shared.extras import require
 from shared.llm.faults import FaultConfig, FaultMode
 
 if TYPE_CHECKING:
@@ -71,11 +72,12 @@ DEFAULT_MAX_TOKENS = 1024
 DEFAULT_TIMEOUT_S = 120.0
 """Request timeout in seconds of every provider unless the caller gives another (``None`` = no timeout)."""
 
-_PACKAGES: dict[str, tuple[str, str]] = {
-    "ollama": ("langchain_ollama", "langchain-ollama"),
-    "gemini": ("langchain_google_genai", "langchain-google-genai"),
-    "openai": ("langchain_openai", "langchain-openai"),
+_PROVIDER_MODULES: dict[str, str] = {
+    "ollama": "langchain_ollama",
+    "gemini": "langchain_google_genai",
+    "openai": "langchain_openai",
 }
+"""Each network provider's LangChain integration, imported on use only (its extra has the provider's name)."""
 
 
 def build_chat_model(
@@ -116,8 +118,8 @@ def build_chat_model(
         faults: Offline only: a :class:`FaultConfig` or a bare fault mode (rate 1.0, seed 0).
 
     Raises:
-        ConfigurationError: unknown provider, missing key, missing optional package, ``max_tokens`` below 1,
-            ``timeout`` not a positive number, or an offline-only option given to a network provider.
+        ConfigurationError: unknown provider, the provider's extra not installed, missing key, ``max_tokens``
+            below 1, ``timeout`` not a positive number, or an offline-only option given to a network provider.
     """
     name = provider.strip().lower()
     if name not in PROVIDERS:
@@ -234,13 +236,7 @@ def _offline(
 
 
 def _import_provider(name: str) -> Any:
-    module, package = _PACKAGES[name]
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        raise ConfigurationError(
-            f"The {name!r} provider needs the optional package {package}: run `pip install {package}`."
-        ) from None
+    return require(_PROVIDER_MODULES[name], name, f"The {name!r} model provider")
 
 
 def _ollama(
@@ -276,10 +272,10 @@ def _gemini(
     timeout: float | None,
     max_retries: int,
 ) -> BaseChatModel:
+    module = _import_provider("gemini")
     key = api_key or os.environ.get("GOOGLE_API_KEY") or os.environ.get("GEMINI_API_KEY")
     if not key:
         raise ConfigurationError("The gemini provider needs an API key: set GOOGLE_API_KEY or pass api_key.")
-    module = _import_provider("gemini")
     kwargs: dict[str, Any] = {
         "model": model,
         "google_api_key": key,
@@ -307,13 +303,13 @@ def _openai(
     timeout: float | None,
     max_retries: int,
 ) -> BaseChatModel:
+    module = _import_provider("openai")
     key = api_key or os.environ.get("OPENAI_API_KEY")
     if not key:
         raise ConfigurationError(
             "The openai provider needs an API key: set OPENAI_API_KEY or pass api_key "
             "(any non-empty value works for local servers that ignore it)."
         )
-    module = _import_provider("openai")
     kwargs: dict[str, Any] = {
         "model": model,
         "api_key": key,

@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy import func, inspect, select
 
-from shared.erp.database import open_erp
+from shared.erp.database import open_demo_erp
 from shared.erp.models import Customer, ErpSetting, Invoice, InvoiceLine, Product
 from shared.erp.seed import generate_rows
 from shared.memory.store import open_memory_store
@@ -30,9 +30,9 @@ def _open_both(url: str, memory_first: bool, barrier: Any, results: Any) -> None
         barrier.wait(timeout=60)
         if memory_first:
             open_memory_store(url).close()
-            open_erp(url).engine.dispose()
+            open_demo_erp(url).engine.dispose()
         else:
-            open_erp(url).engine.dispose()
+            open_demo_erp(url).engine.dispose()
             open_memory_store(url).close()
         results.put("ok")
     except BaseException:
@@ -61,7 +61,7 @@ def test_twelve_processes_open_one_fresh_database_at_once(tmp_path: Path) -> Non
     assert all(process.exitcode == 0 for process in processes)
 
     expected = {model: len(rows) for model, rows in generate_rows().items()}
-    erp = open_erp(url)
+    erp = open_demo_erp(url)
     try:
         with erp.session() as session:
             for model in (Customer, Product, Invoice, InvoiceLine, ErpSetting):

@@ -1,55 +1,195 @@
-"""Opening the ERP: the first open creates and seeds, later opens only read; the URL may come from the env."""
+"""Opening the ERP: ``open_erp`` opens a database as it is, ``open_demo_erp`` creates and seeds the demo.
+
+An embedder's own database is never written to by opening it, and its "today" is the real date; the demo
+keeps the date its seed stored, so benchmarks are reproducible.
+"""
 
 from __future__ import annotations
 
+import sqlite3
 from datetime import date
 from pathlib import Path
 
 import pytest
-from sqlalchemy import func, select, update
+from sqlalchemy import func, inspect, select, text, update
 
-from shared.erp.database import DB_URL_ENV, default_db_url, open_erp, read_today
+from shared.erp.database import (
+    DB_URL_ENV,
+    DEMO_TODAY,
+    Erp,
+    default_db_url,
+    make_engine,
+    open_demo_erp,
+    open_erp,
+    read_today,
+)
 from shared.erp.models import ErpSetting, Invoice
+from shared.errors import ConfigurationError, StorageError
 
 
-def test_open_erp_seeds_a_new_database_once_and_reopens_it(tmp_path: Path) -> None:
+def table_names(path: Path) -> list[str]:
+    with sqlite3.connect(path) as connection:
+        rows = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    connection.close()
+    return sorted(name for (name,) in rows)
+
+
+def own_database(path: Path) -> str:
+    """An embedder's database: its own table, nothing of the demo."""
+    with sqlite3.connect(path) as connection:
+        connection.execute("CREATE TABLE pedidos (id INTEGER PRIMARY KEY, total INTEGER)")
+        connection.execute("INSERT INTO pedidos VALUES (1, 500)")
+    connection.close()
+    return f"sqlite:///{path}"
+
+
+# -- open_demo_erp -------------------------------------------------------------------------------------------
+
+
+def test_open_demo_erp_seeds_a_new_database_once_and_reopens_it(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'erp.sqlite3'}"
-    first = open_erp(url)
+    first = open_demo_erp(url)
     with first.session() as session:
         invoices = session.scalar(select(func.count(Invoice.id)))
     first.engine.dispose()
 
-    second = open_erp(url)
+    second = open_demo_erp(url)
     try:
         with second.session() as session:
             assert session.scalar(select(func.count(Invoice.id))) == invoices
-        assert second.today == date(2026, 11, 30)
+        assert invoices is not None and invoices > 1000
+        assert second.today == DEMO_TODAY == date(2026, 11, 30)
     finally:
         second.engine.dispose()
 
 
-def test_today_is_read_from_the_database(tmp_path: Path) -> None:
+def test_the_demo_keeps_its_stored_date_whether_opened_as_demo_or_as_is(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'erp.sqlite3'}"
-    open_erp(url).engine.dispose()
+    open_demo_erp(url).engine.dispose()
     erp = open_erp(url)
     try:
+        assert erp.today == DEMO_TODAY
         with erp.session() as session:
             session.execute(update(ErpSetting).where(ErpSetting.key == "today").values(value="2027-01-15"))
         assert read_today(erp.engine) == date(2027, 1, 15)
     finally:
         erp.engine.dispose()
+    reopened = open_demo_erp(url)
+    assert reopened.today == date(2027, 1, 15)
+    reopened.engine.dispose()
 
 
-def test_open_erp_without_url_uses_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_open_demo_erp_refuses_a_database_that_is_not_the_demo_and_leaves_it_alone(tmp_path: Path) -> None:
+    path = tmp_path / "mine.sqlite3"
+    url = own_database(path)
+    with pytest.raises(ConfigurationError, match=r"not the demo ERP.*pedidos"):
+        open_demo_erp(url)
+    assert table_names(path) == ["pedidos"]
+
+
+def test_open_demo_erp_may_share_a_database_with_the_conversation_memory(tmp_path: Path) -> None:
+    from shared.memory.store import MemoryStore
+
+    url = f"sqlite:///{tmp_path / 'shared.sqlite3'}"
+    MemoryStore(url).close()
+    erp = open_demo_erp(url)
+    try:
+        assert erp.today == DEMO_TODAY
+        assert "invoices" in table_names(tmp_path / "shared.sqlite3")
+    finally:
+        erp.engine.dispose()
+
+
+def test_open_demo_erp_without_url_uses_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     url = f"sqlite:///{tmp_path / 'from-env.sqlite3'}"
     monkeypatch.setenv(DB_URL_ENV, url)
     assert default_db_url() == url
-    erp = open_erp()
+    erp = open_demo_erp()
     try:
         assert str(erp.engine.url) == url
         assert (tmp_path / "from-env.sqlite3").exists()
     finally:
         erp.engine.dispose()
+
+
+# -- open_erp ------------------------------------------------------------------------------------------------
+
+
+def test_open_erp_on_an_empty_sqlite_file_creates_no_table(tmp_path: Path) -> None:
+    path = tmp_path / "empty.sqlite3"
+    sqlite3.connect(path).close()
+    erp = open_erp(f"sqlite:///{path}")
+    try:
+        assert erp.today == date.today()
+        assert inspect(erp.engine).get_table_names() == []
+    finally:
+        erp.engine.dispose()
+    assert table_names(path) == []
+
+
+def test_open_erp_on_an_own_database_writes_nothing_and_today_is_the_real_date(tmp_path: Path) -> None:
+    path = tmp_path / "mine.sqlite3"
+    erp = open_erp(own_database(path))
+    try:
+        assert erp.today == date.today()
+        assert erp.fixed_today is None
+        with erp.session() as session:
+            assert session.scalar(text("SELECT total FROM pedidos")) == 500
+    finally:
+        erp.engine.dispose()
+    assert table_names(path) == ["pedidos"]
+
+
+def test_open_erp_never_creates_a_missing_database_file(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere.sqlite3"
+    with pytest.raises(StorageError) as caught:
+        open_erp(f"sqlite:///{missing}")
+    message = str(caught.value)
+    assert "\n" not in message
+    assert str(missing) in message and "does not exist" in message and "open_demo_erp" in message
+    assert not missing.exists()
+
+
+def test_open_erp_on_an_in_memory_database_is_an_empty_erp() -> None:
+    erp = open_erp("sqlite://")
+    try:
+        assert inspect(erp.engine).get_table_names() == []
+        assert erp.today == date.today()
+    finally:
+        erp.engine.dispose()
+
+
+# -- Erp -----------------------------------------------------------------------------------------------------
+
+
+def test_an_erp_without_a_fixed_date_reads_the_real_date_on_every_access(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import shared.erp.database as database
+
+    engine = make_engine("sqlite://")
+    erp = Erp(engine)
+    days = iter([date(2031, 3, 9), date(2031, 3, 10)])
+
+    class Clock(date):
+        @classmethod
+        def today(cls) -> date:
+            return next(days)
+
+    monkeypatch.setattr(database, "date", Clock)
+    assert (erp.today, erp.today) == (date(2031, 3, 9), date(2031, 3, 10))  # a server runs past midnight
+    assert Erp(engine, today=date(2026, 1, 2)).today == date(2026, 1, 2)
+    engine.dispose()
+
+
+def test_read_today_is_none_for_a_database_that_is_not_the_demo(tmp_path: Path) -> None:
+    engine = make_engine(own_database(tmp_path / "mine.sqlite3"))
+    try:
+        assert read_today(engine) is None
+    finally:
+        engine.dispose()
 
 
 def test_default_url_is_a_sqlite_file_under_dot_erp_ai(

@@ -16,6 +16,7 @@ def test_public_names_are_pinned() -> None:
         "Product",
         "default_db_url",
         "make_engine",
+        "open_demo_erp",
         "open_erp",
         "seed_erp",
     ]

@@ -14,7 +14,7 @@ from sqlalchemy import func, select, text
 from sqlalchemy.exc import SQLAlchemyError
 
 from shared.erp import database, storage
-from shared.erp.database import open_erp
+from shared.erp.database import open_demo_erp, open_erp
 from shared.erp.models import Customer, Invoice
 from shared.erp.storage import BUSY_TIMEOUT_SECONDS, SharedConnectionPool, is_memory_sqlite, make_engine
 from shared.errors import ConfigurationError, StorageError
@@ -41,7 +41,7 @@ def quick_busy_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def seeded_url(tmp_path: Path) -> str:
     url = f"sqlite:///{tmp_path / 'erp.sqlite3'}"
-    open_erp(url).engine.dispose()
+    open_demo_erp(url).engine.dispose()
     return url
 
 
@@ -72,7 +72,7 @@ def test_the_busy_timeout_is_thirty_seconds() -> None:
 )
 def test_a_bad_url_is_a_configuration_error(url: str, expected: str) -> None:
     with pytest.raises(ConfigurationError) as caught:
-        open_erp(url)
+        open_demo_erp(url)
     assert_one_clear_line(caught.value, expected, "sqlite:///")
 
 
@@ -107,7 +107,7 @@ def test_an_unparsable_url_does_not_echo_its_password() -> None:
 def test_a_missing_directory_is_named(tmp_path: Path) -> None:
     missing = tmp_path / "no" / "such" / "dir"
     with pytest.raises(StorageError) as caught:
-        open_erp(f"sqlite:///{missing / 'erp.sqlite3'}")
+        open_demo_erp(f"sqlite:///{missing / 'erp.sqlite3'}")
     assert_one_clear_line(
         caught.value, f"the directory {missing} does not exist", "Create it", "ERP_AI_DB_URL"
     )
@@ -116,7 +116,7 @@ def test_a_missing_directory_is_named(tmp_path: Path) -> None:
 
 def test_a_directory_instead_of_a_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(StorageError) as caught:
-        open_erp(f"sqlite:///{tmp_path}")
+        open_demo_erp(f"sqlite:///{tmp_path}")
     assert_one_clear_line(caught.value, "is a directory")
 
 
@@ -124,7 +124,7 @@ def test_a_corrupt_file_is_named(tmp_path: Path) -> None:
     corrupt = tmp_path / "erp.sqlite3"
     corrupt.write_bytes(bytes(range(256)) * 64)
     with pytest.raises(StorageError) as caught:
-        open_erp(f"sqlite:///{corrupt}")
+        open_demo_erp(f"sqlite:///{corrupt}")
     assert_one_clear_line(caught.value, str(corrupt), "not a SQLite database, or it is corrupt", "Move")
 
 
@@ -132,7 +132,7 @@ def test_a_read_only_database_that_needs_seeding_is_named(tmp_path: Path) -> Non
     path = tmp_path / "erp.sqlite3"
     sqlite3.connect(path).close()  # an empty database, opened read-only
     with pytest.raises(StorageError) as caught:
-        open_erp(f"sqlite:///file:{path}?mode=ro&uri=true")
+        open_demo_erp(f"sqlite:///file:{path}?mode=ro&uri=true")
     assert_one_clear_line(caught.value, f": {path} is read-only", "writable")
 
 
@@ -165,7 +165,7 @@ def test_a_read_only_file_is_named(tmp_path: Path) -> None:  # pragma: no cover 
     sqlite3.connect(path).close()
     path.chmod(0o444)
     with pytest.raises(StorageError) as caught:
-        open_erp(f"sqlite:///{path}")
+        open_demo_erp(f"sqlite:///{path}")
     assert_one_clear_line(caught.value, str(path))
 
 
@@ -173,7 +173,7 @@ def test_a_database_locked_past_the_busy_timeout_is_named(
     seeded_url: str, quick_busy_timeout: None, write_lock: None
 ) -> None:
     with pytest.raises(StorageError) as caught:
-        open_erp(seeded_url)
+        open_demo_erp(seeded_url)
     assert_one_clear_line(caught.value, "stayed locked by another process", "Try again")
 
 
@@ -207,7 +207,7 @@ def test_in_memory_sqlite_urls_are_recognised(url: str, memory: bool) -> None:
 
 
 def test_an_in_memory_erp_is_one_database_for_every_worker_thread() -> None:
-    erp = open_erp("sqlite://")
+    erp = open_demo_erp("sqlite://")
     try:
         assert isinstance(erp.engine.pool, SharedConnectionPool)
         with erp.session() as session:
@@ -256,7 +256,7 @@ def test_threads_take_turns_on_the_shared_in_memory_connection() -> None:
 def test_a_thread_waiting_too_long_for_the_in_memory_connection_gets_a_storage_error(
     quick_busy_timeout: None,
 ) -> None:
-    erp = open_erp("sqlite://")
+    erp = open_demo_erp("sqlite://")
     try:
         with erp.engine.connect():  # this thread holds the only connection
             outcome: list[BaseException] = []
