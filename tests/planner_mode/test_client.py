@@ -1,7 +1,12 @@
-"""AI clients: in process, and over HTTP with round-robin, connection-only retries and mapped errors."""
+"""AI clients: in process, and over HTTP with round-robin, connection-only retries and mapped errors.
+
+The HTTP tests run each behaviour through the synchronous and the asynchronous methods (the ``call`` fixture):
+both share one request/response logic, and these tests hold them to the same results.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from datetime import date
@@ -22,6 +27,20 @@ PLAN = {"operaciones": [{"funcion": "ventas_anuales", "parametros": {"anio": 202
 USAGE = {"model_calls": 1, "input_tokens": 7, "output_tokens": 3, "model_ms": 1.5, "simulated_model_ms": None}
 
 
+Call = Callable[..., Any]
+"""``call(client, "analyze", *args)``: the method, or its ``a``-prefixed async twin run to completion."""
+
+
+@pytest.fixture(params=["sync", "async"])
+def call(request: pytest.FixtureRequest) -> Call:
+    def run(client: Any, method: str, *args: Any) -> Any:
+        if request.param == "sync":
+            return getattr(client, method)(*args)
+        return asyncio.run(getattr(client, "a" + method)(*args))
+
+    return run
+
+
 def ok_handler(seen: list[httpx.Request]) -> Callable[[httpx.Request], httpx.Response]:
     def handler(request: httpx.Request) -> httpx.Response:
         seen.append(request)
@@ -37,34 +56,34 @@ def test_both_clients_implement_the_protocol() -> None:
     assert isinstance(HttpAIClient(["http://127.0.0.1:1"]), AIClient)
 
 
-def test_in_process_client_measures_each_call() -> None:
+def test_in_process_client_measures_each_call(call: Call) -> None:
     client = InProcessAIClient(PlannerAI(text_model(scripted(PLAN))))
-    analyzed = client.analyze("q", CONTEXT, [])
+    analyzed = call(client, "analyze", "q", CONTEXT, [])
     assert analyzed.plan.operaciones[0].funcion == "ventas_anuales"
     assert (analyzed.usage.model_calls, analyzed.usage.input_tokens, analyzed.usage.output_tokens) == (
         1,
         100,
         10,
     )
-    assert client.respond("q", [], CONTEXT).usage.model_calls == 1
+    assert call(client, "respond", "q", [], CONTEXT).usage.model_calls == 1
 
 
-def test_in_process_failures_carry_the_cause_and_the_usage() -> None:
+def test_in_process_failures_carry_the_cause_and_the_usage(call: Call) -> None:
     client = InProcessAIClient(PlannerAI(text_model(lambda _m, _i: "nada")))
     with pytest.raises(AICallError) as info:
-        client.analyze("q", CONTEXT, [])
+        call(client, "analyze", "q", CONTEXT, [])
     assert isinstance(info.value.cause, ModelOutputError)
     assert info.value.usage.model_calls == 1
 
 
-def test_requests_go_round_robin_with_the_token() -> None:
+def test_requests_go_round_robin_with_the_token(call: Call) -> None:
     seen: list[httpx.Request] = []
     client = HttpAIClient(
         ["http://a.test", "http://b.test/"], token="t0k", transport=httpx.MockTransport(ok_handler(seen))
     )
-    client.analyze("q", CONTEXT, [])
-    client.respond("q", [], CONTEXT)
-    client.analyze("q", CONTEXT, [])
+    call(client, "analyze", "q", CONTEXT, [])
+    call(client, "respond", "q", [], CONTEXT)
+    call(client, "analyze", "q", CONTEXT, [])
     assert [(r.url.host, r.url.path) for r in seen] == [
         ("a.test", "/ai/analyze"),
         ("b.test", "/ai/respond"),
@@ -76,7 +95,9 @@ def test_requests_go_round_robin_with_the_token() -> None:
 
 
 @pytest.mark.parametrize("failure", [httpx.ConnectError, httpx.ConnectTimeout])
-def test_connection_errors_are_retried_on_the_next_server(failure: type[httpx.TransportError]) -> None:
+def test_connection_errors_are_retried_on_the_next_server(
+    failure: type[httpx.TransportError], call: Call
+) -> None:
     seen: list[httpx.Request] = []
     ok = ok_handler(seen)
 
@@ -87,12 +108,12 @@ def test_connection_errors_are_retried_on_the_next_server(failure: type[httpx.Tr
         return ok(request)
 
     client = HttpAIClient(["http://down.test", "http://up.test"], transport=httpx.MockTransport(handler))
-    result = client.analyze("q", CONTEXT, [])
+    result = call(client, "analyze", "q", CONTEXT, [])
     assert result.usage == CallUsage.model_validate(USAGE)
     assert [r.url.host for r in seen] == ["down.test", "up.test"]
 
 
-def test_retries_are_bounded() -> None:
+def test_retries_are_bounded(call: Call) -> None:
     attempts: list[str] = []
 
     def handler(request: httpx.Request) -> httpx.Response:
@@ -103,12 +124,12 @@ def test_retries_are_bounded() -> None:
         ["http://a.test", "http://b.test"], retries=2, transport=httpx.MockTransport(handler)
     )
     with pytest.raises(AICallError, match="Could not connect to any AI server") as info:
-        client.analyze("q", CONTEXT, [])
+        call(client, "analyze", "q", CONTEXT, [])
     assert isinstance(info.value.cause, ProviderError)
     assert attempts == ["a.test", "b.test", "a.test"]
 
 
-def test_a_request_that_reached_a_server_is_never_repeated() -> None:
+def test_a_request_that_reached_a_server_is_never_repeated(call: Call) -> None:
     attempts: list[str] = []
 
     def handler(request: httpx.Request) -> httpx.Response:
@@ -117,7 +138,7 @@ def test_a_request_that_reached_a_server_is_never_repeated() -> None:
 
     client = HttpAIClient(["http://a.test", "http://b.test"], transport=httpx.MockTransport(handler))
     with pytest.raises(AICallError, match="did not answer within") as failed:
-        client.analyze("q", CONTEXT, [])
+        call(client, "analyze", "q", CONTEXT, [])
     assert attempts == ["a.test"]
     assert isinstance(failed.value.cause, ProviderTimeoutError)
     assert failed.value.usage.model_calls == 1  # the server was calling its model: the call is counted
@@ -134,7 +155,7 @@ def test_a_request_that_reached_a_server_is_never_repeated() -> None:
     ],
 )
 def test_error_responses_map_to_ai_call_errors(
-    status: int, body: Any, cause: type[Exception], usage_calls: int, text: str
+    status: int, body: Any, cause: type[Exception], usage_calls: int, text: str, call: Call
 ) -> None:
     def handler(request: httpx.Request) -> httpx.Response:
         return (
@@ -143,17 +164,17 @@ def test_error_responses_map_to_ai_call_errors(
 
     client = HttpAIClient(["http://a.test"], transport=httpx.MockTransport(handler))
     with pytest.raises(AICallError, match=text) as info:
-        client.respond("q", [], CONTEXT)
+        call(client, "respond", "q", [], CONTEXT)
     assert type(info.value.cause) is cause
     assert info.value.usage.model_calls == usage_calls
 
 
-def test_an_unexpected_success_body_is_a_provider_error() -> None:
+def test_an_unexpected_success_body_is_a_provider_error(call: Call) -> None:
     client = HttpAIClient(
         ["http://a.test"], transport=httpx.MockTransport(lambda _r: httpx.Response(200, json={}))
     )
     with pytest.raises(AICallError, match="unexpected body"):
-        client.analyze("q", CONTEXT, [])
+        call(client, "analyze", "q", CONTEXT, [])
 
 
 def test_bad_configuration_is_refused() -> None:
@@ -173,12 +194,16 @@ def test_malformed_server_urls_are_refused_up_front(url: str) -> None:
         HttpAIClient([url])
 
 
-def test_requests_carry_the_request_and_connect_timeouts() -> None:
+def test_requests_carry_the_request_and_connect_timeouts(call: Call) -> None:
     seen: list[httpx.Request] = []
     transport = httpx.MockTransport(ok_handler(seen))
-    HttpAIClient(["http://a.test"], timeout=30, transport=transport).analyze("q", CONTEXT, [])
-    HttpAIClient(["http://a.test"], timeout=2, connect_timeout=3, transport=transport).analyze(
-        "q", CONTEXT, []
+    call(HttpAIClient(["http://a.test"], timeout=30, transport=transport), "analyze", "q", CONTEXT, [])
+    call(
+        HttpAIClient(["http://a.test"], timeout=2, connect_timeout=3, transport=transport),
+        "analyze",
+        "q",
+        CONTEXT,
+        [],
     )
     # A dead server is given up on after the connect timeout, not after the long wait meant for the model.
     assert [(r.extensions["timeout"]["connect"], r.extensions["timeout"]["read"]) for r in seen] == [
