@@ -1,0 +1,129 @@
+"""The async HTTP client against real offline AI servers on loopback: same results as the sync client, the
+answer streamed in several deltas, and one client serving several event loops (in sequence and at once)."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import threading
+import warnings
+from collections.abc import Iterator
+from datetime import date
+from typing import Any
+
+import pytest
+
+from benchmarks.serving import ServerThread
+from planner_mode.client import HttpAIClient
+from planner_mode.plan import OperationOutcome
+from planner_mode.server import create_app
+from planner_mode.wire import AnalyzeResponse, RespondResponse
+from shared.memory.context import ConversationContext
+from shared.operations.registry import OperationRegistry, OperationSpec
+from shared.security import DEMO_CALLER
+
+CONTEXT = ConversationContext(hoy=date(2026, 11, 30))
+QUESTION = "¿Cuánto vendimos en 2025?"
+RESULTS = [
+    OperationOutcome(
+        funcion="ventas_anuales", parametros={"anio": 2025}, resultado={"anio": 2025, "total": 850_000_000}
+    )
+]
+
+
+@pytest.fixture(scope="module")
+def offline_servers() -> Iterator[list[str]]:
+    from shared.llm import build_chat_model
+
+    with (
+        ServerThread(create_app(build_chat_model("offline"))) as a,
+        ServerThread(create_app(build_chat_model("offline"))) as b,
+    ):
+        yield [a.url, b.url]
+
+
+@pytest.fixture
+def catalog(registry: OperationRegistry) -> list[OperationSpec]:
+    return registry.catalog(DEMO_CALLER)
+
+
+def comparable(response: AnalyzeResponse | RespondResponse) -> dict[str, Any]:
+    """A response without its measured times (the only part that differs from one call to the next)."""
+    return response.model_dump(exclude={"usage": {"model_ms"}})
+
+
+def test_async_calls_give_the_sync_calls_results(
+    offline_servers: list[str], catalog: list[OperationSpec]
+) -> None:
+    with HttpAIClient(offline_servers, timeout=30) as client:
+        sync = [
+            client.analyze(QUESTION, CONTEXT, catalog),
+            client.respond(QUESTION, RESULTS, CONTEXT),
+        ]
+
+        async def both() -> list[AnalyzeResponse | RespondResponse]:
+            return [
+                await client.aanalyze(QUESTION, CONTEXT, catalog),
+                await client.arespond(QUESTION, RESULTS, CONTEXT),
+            ]
+
+        asynchronous = asyncio.run(both())
+    assert [comparable(r) for r in asynchronous] == [comparable(r) for r in sync]
+    plan = asynchronous[0]
+    assert isinstance(plan, AnalyzeResponse) and plan.plan.operaciones[0].funcion == "ventas_anuales"
+    assert "₲850.000.000" in sync[1].answer.respuesta  # type: ignore[union-attr]
+
+
+def test_the_offline_answer_streams_in_several_deltas(offline_servers: list[str]) -> None:
+    async def stream(client: HttpAIClient) -> list[str | RespondResponse]:
+        return [item async for item in client.astream_respond(QUESTION, RESULTS, CONTEXT)]
+
+    with HttpAIClient(offline_servers, timeout=30) as client:
+        *deltas, last = asyncio.run(stream(client))
+        whole = client.respond(QUESTION, RESULTS, CONTEXT)
+    assert len(deltas) >= 2 and all(isinstance(delta, str) for delta in deltas)
+    assert isinstance(last, RespondResponse)
+    assert "".join(str(delta) for delta in deltas) == last.answer.respuesta
+    assert comparable(last) == comparable(whole)
+
+
+def test_one_client_serves_asyncio_run_calls_in_sequence_and_leaves_no_socket_open(
+    offline_servers: list[str], catalog: list[OperationSpec]
+) -> None:
+    client = HttpAIClient(offline_servers, timeout=30)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        first = asyncio.run(client.aanalyze(QUESTION, CONTEXT, catalog))
+        second = asyncio.run(client.aanalyze(QUESTION, CONTEXT, catalog))  # a new loop: a new pool
+        client.close()
+        gc.collect()
+    assert comparable(first) == comparable(second)
+    assert [w for w in caught if issubclass(w.category, ResourceWarning)] == []
+
+
+def test_one_client_serves_loops_in_several_threads_at_once(
+    offline_servers: list[str], catalog: list[OperationSpec]
+) -> None:
+    results: list[AnalyzeResponse] = []
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(3)
+
+    async def turns(client: HttpAIClient) -> None:
+        barrier.wait(10)  # every thread's loop is running before any call
+        for _ in range(3):
+            results.append(await client.aanalyze(QUESTION, CONTEXT, catalog))
+
+    def run(client: HttpAIClient) -> None:
+        try:
+            asyncio.run(turns(client))
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+
+    with HttpAIClient(offline_servers, timeout=30) as client:
+        threads = [threading.Thread(target=run, args=(client,)) for _ in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+    assert errors == []
+    assert len(results) == 9 and len({r.plan.model_dump_json() for r in results}) == 1
