@@ -1,24 +1,34 @@
 """The ERP-side planner engine: one turn = at most two model calls (article §4–11).
 
-Flow of :meth:`PlannerEngine.ask`:
+Flow of one turn:
 
-1. build the bounded context from the memory store (state, relevant memories, last exchange, today);
+1. check the input and that ``caller`` may use the conversation, and build the bounded context from the
+   memory store (state, relevant memories, last exchange, today);
 2. call 1, ``analyze`` → a :class:`~planner_mode.plan.Plan` (small talk with ``respuesta_directa`` stops
    here: one call);
 3. validate the whole plan before executing anything;
 4. execute it (independent operations concurrently, dependent ones in order);
 5. call 2, ``respond``, with every result and every error (invalid plans included);
 6. record the turn atomically: user message, assistant message (metadata ``plan`` and ``operations``),
-   memories and the state merge.
+   memories and the state update.
 
-Failures never raise out of :meth:`~PlannerEngine.ask`: every turn ends in a :class:`TurnResult` whose
-``failure`` is ``None`` or one kind of the contract in :mod:`shared.failures` (``input``, ``storage``,
-``provider``, ``timeout``, ``model_output``, ``invalid_plan``, ``operation_error``). **Recording policy** (the
-same in both modes): a turn is recorded only when a model wrote its answer (call 2, or call 1's
-``respuesta_directa``), including ``invalid_plan`` and ``operation_error`` turns whose answer explains the
-refusal. When the input is refused, the store cannot be read, or call 1 or call 2 fails, nothing is written
-(not even a new conversation's row), ``TurnResult.recorded`` is ``False``, and the user can simply ask again.
-Input and storage are checked before any model call, so they cost none.
+Three entry points run that one flow: :meth:`PlannerEngine.ask` (blocking), :meth:`~PlannerEngine.aask`
+(the models' ``ainvoke``, handlers and storage in threads) and :meth:`~PlannerEngine.astream` (the turn as
+:mod:`shared.events`: ``PlanReady``, one ``OperationDone`` per operation as it finishes, the answer in
+``AnswerDelta`` events as call 2 writes it, ``TurnDone`` last). The steps that do not touch a model or run an
+operation are shared synchronous methods; the entry points differ only in how they call the model and run
+the operations. Each opens one parent LangChain run per turn (:mod:`shared.tracing`) whose children are the
+turn's model calls, and logs the finished turn once (:func:`shared.logs.log_turn`, logger ``planner_mode``).
+
+Failures never raise out of a turn: every turn ends in a :class:`TurnResult` whose ``failure`` is ``None`` or
+one kind of the contract in :mod:`shared.failures` (``input``, ``storage``, ``provider``, ``timeout``,
+``model_output``, ``invalid_plan``, ``operation_error``). **Recording policy** (the same in both modes): a
+turn is recorded only when a model wrote its answer (call 2, or call 1's ``respuesta_directa``), including
+``invalid_plan`` and ``operation_error`` turns whose answer explains the refusal. When the input is refused,
+the store cannot be read, or call 1 or call 2 fails (a stream that breaks midway included), nothing is
+written (not even a new conversation's row), ``TurnResult.recorded`` is ``False``, and the user can simply
+ask again. Input and storage are checked before any model call, so they cost none. Recording is the turn's
+last step, so a stream abandoned by its reader before ``TurnDone`` records nothing either.
 
 Everything the ERP sends is bounded by construction: the context is clipped by the memory store, and each
 operation result sent to call 2 is clipped in rows and characters with a visible marker.
@@ -26,29 +36,46 @@ operation result sent to call 2 is clipped in rows and characters with a visible
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from contextlib import aclosing
 from typing import Any
 
+from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field
 
 from planner_mode.ai import PlannerAI
 from planner_mode.client import AICallError, AIClient, InProcessAIClient
-from planner_mode.executor import execute_plan
+from planner_mode.executor import aexecute_plan, astream_plan, execute_plan
 from planner_mode.plan import Answer, OperationOutcome, Plan
 from planner_mode.state import turn_state
 from planner_mode.validation import ValidatedPlan, validate_plan
-from planner_mode.wire import CallUsage
+from planner_mode.wire import AnalyzeResponse, CallUsage, RespondResponse
 from shared.bounds import RESULT_MAX_CHARS, RESULT_MAX_ITEMS, clip_json
 from shared.erp.database import Erp
-from shared.errors import ConversationAccessDenied, ErpAiError, StorageError
+from shared.errors import ConversationAccessDenied, ErpAiError, ModelOutputError, StorageError
+from shared.events import AnswerDelta, OperationDone, PlanReady, TurnDone, TurnEvent
 from shared.failures import NOT_RECORDED_NOTE, failure_kind_of, user_message
 from shared.inputs import check_turn_input
+from shared.logs import log_turn
+from shared.memory.context import ConversationContext
 from shared.memory.store import MemoryStore, MessageIn, TurnRecord
-from shared.operations.registry import OperationRegistry
+from shared.operations.registry import OperationRegistry, OperationSpec
 from shared.security import DEMO_CALLER, Caller
+from shared.tracing import TurnRun, aturn_run, turn_run
 from shared.turn import ExecutedOperation, FailureKind, TurnResult
 
 __all__ = ["PlannerEngine", "PlannerLimits"]
+
+logger = logging.getLogger("planner_mode")
+
+ANSWER_PREFIX = '{"respuesta": "'
+"""What a model writes before the first character of its answer when ``respuesta`` is the first key, as the
+answer schema and the prompt's example order it: the prefix of the simulated time to the first answer token.
+(The raw reply does not cross the AI client, so a model that writes other keys or reasoning first is
+simulated as if it did not.)"""
 
 
 class PlannerLimits(BaseModel):
@@ -73,7 +100,7 @@ class PlannerEngine:
 
     ``ai`` is an :class:`~planner_mode.client.AIClient` (in process or HTTP); a bare
     :class:`~planner_mode.ai.PlannerAI` is accepted and wrapped in an ``InProcessAIClient``. The engine keeps
-    no per-turn state, so one instance may answer many conversations from many threads at once.
+    no per-turn state, so one instance may answer many conversations from many threads and event loops.
     """
 
     mode = "planner"
@@ -92,24 +119,172 @@ class PlannerEngine:
         self.ai: AIClient = InProcessAIClient(ai) if isinstance(ai, PlannerAI) else ai
         self.limits = limits or PlannerLimits()
 
-    def ask(self, conversation_id: str, message: str, caller: Caller = DEMO_CALLER) -> TurnResult:
+    # -- entry points --------------------------------------------------------------------------------------
+
+    def ask(
+        self,
+        conversation_id: str,
+        message: str,
+        caller: Caller = DEMO_CALLER,
+        *,
+        config: RunnableConfig | None = None,
+    ) -> TurnResult:
         """Answer ``message`` in ``conversation_id`` (created for ``caller`` if unknown) with at most two
         model calls, as ``caller``: call 1 sees only the operations the caller may run, and the ERP runs them
-        within the caller's data scope.
+        within the caller's data scope. ``config`` (callbacks, tags, metadata, ``run_name``) applies to the
+        turn's parent run, whose children are the turn's model calls (:mod:`shared.tracing`).
 
         Raises:
             ConversationAccessDenied: the conversation belongs to another user. Checked before the context is
                 read or a model is called: nothing is paid, nothing is written. The only exception ``ask``
                 raises on purpose; every other failure ends in the returned result.
         """
-        turn = _Turn(conversation_id=conversation_id, question=message, caller=caller)
+        turn = _Turn(conversation_id, message, caller)
+        with turn_run(config, mode=self.mode, inputs=turn.inputs) as run:
+            result = self._prepare(turn)
+            if result is None:
+                result = self._run(turn, run.child_config())
+            return self._finish(run, turn, result)
+
+    async def aask(
+        self,
+        conversation_id: str,
+        message: str,
+        caller: Caller = DEMO_CALLER,
+        *,
+        config: RunnableConfig | None = None,
+    ) -> TurnResult:
+        """:meth:`ask` without blocking the event loop: the models' ``ainvoke``, independent operations
+        gathered concurrently with their (synchronous) handlers in threads, storage in a thread."""
+        turn = _Turn(conversation_id, message, caller)
+        async with aturn_run(config, mode=self.mode, inputs=turn.inputs) as run:
+            result = await asyncio.to_thread(self._prepare, turn)
+            if result is None:
+                result = await self._arun(turn, run.child_config())
+            return self._finish(run, turn, result)
+
+    async def astream(
+        self,
+        conversation_id: str,
+        message: str,
+        caller: Caller = DEMO_CALLER,
+        *,
+        config: RunnableConfig | None = None,
+    ) -> AsyncIterator[TurnEvent]:
+        """:meth:`aask` as events (:mod:`shared.events`): ``PlanReady`` once call 1 is parsed, one
+        ``OperationDone`` per operation as it finishes (each operation of a rejected plan, too), the answer in
+        ``AnswerDelta`` events as call 2 writes it (a direct answer of call 1 as one delta), and ``TurnDone``
+        last, with the same result :meth:`ask` returns plus ``first_answer_ms``.
+
+        A call that fails (even midway through its stream) ends the turn unrecorded: ``TurnDone`` carries
+        the failure kind, ``recorded=False`` and the failure message, which supersedes any text shown.
+        Raises ``ConversationAccessDenied`` before the first event.
+        """
+        turn = _Turn(conversation_id, message, caller)
+        async with aturn_run(config, mode=self.mode, inputs=turn.inputs) as run:
+            result = await asyncio.to_thread(self._prepare, turn)
+            if result is None:
+                async with aclosing(self._stream(turn, run.child_config())) as events:
+                    async for event in events:
+                        if isinstance(event, TurnResult):
+                            result = event
+                        else:
+                            yield event
+            assert result is not None, "a streamed turn always ends in a result"
+            result = self._finish(run, turn, result)
+        yield TurnDone(result=result)
+
+    # -- how each entry point calls the models and runs the operations --------------------------------------
+
+    def _run(self, turn: _Turn, config: RunnableConfig) -> TurnResult:
         try:
-            check_turn_input(conversation_id, message)
-            self.store.check_access(conversation_id, caller.user_id)
+            analyzed = self.ai.analyze(turn.question, turn.context, turn.catalog, config=config)
+        except AICallError as exc:
+            return self._call_failed(turn, exc)
+        direct = self._planned(turn, analyzed)
+        if direct is not None:
+            return self._record(turn, direct)
+        if turn.runnable is not None:
+            self._executed(turn, execute_plan(turn.runnable, **self._execution(turn)))
+        try:
+            responded = self.ai.respond(turn.question, turn.outcomes, turn.context, config=config)
+        except AICallError as exc:
+            return self._call_failed(turn, exc)
+        return self._record(turn, self._answered(turn, responded))
+
+    async def _arun(self, turn: _Turn, config: RunnableConfig) -> TurnResult:
+        try:
+            analyzed = await self.ai.aanalyze(turn.question, turn.context, turn.catalog, config=config)
+        except AICallError as exc:
+            return self._call_failed(turn, exc)
+        direct = self._planned(turn, analyzed)
+        if direct is not None:
+            return await asyncio.to_thread(self._record, turn, direct)
+        if turn.runnable is not None:
+            self._executed(turn, await aexecute_plan(turn.runnable, **self._execution(turn)))
+        try:
+            responded = await self.ai.arespond(turn.question, turn.outcomes, turn.context, config=config)
+        except AICallError as exc:
+            return self._call_failed(turn, exc)
+        return await asyncio.to_thread(self._record, turn, self._answered(turn, responded))
+
+    async def _stream(
+        self, turn: _Turn, config: RunnableConfig
+    ) -> AsyncGenerator[PlanReady | OperationDone | AnswerDelta | TurnResult, None]:
+        """:meth:`_arun` yielding the turn's events, then its result."""
+        try:
+            analyzed = await self.ai.aanalyze(turn.question, turn.context, turn.catalog, config=config)
+        except AICallError as exc:
+            yield self._call_failed(turn, exc)
+            return
+        direct = self._planned(turn, analyzed)
+        yield PlanReady(plan=analyzed.plan.model_dump(mode="json"))
+        if direct is not None:
+            yield turn.delta(direct.respuesta)
+            yield await asyncio.to_thread(self._record, turn, direct)
+            return
+        if turn.runnable is not None:
+            finished: list[tuple[int, ExecutedOperation]] = []
+            async with aclosing(astream_plan(turn.runnable, **self._execution(turn))) as outcomes:
+                async for index, outcome in outcomes:
+                    finished.append((index, outcome))
+                    yield OperationDone(operation=outcome)
+            self._executed(turn, _in_plan_order(finished))
+        else:  # a rejected plan: its operations, none run, each with its reason
+            for operation in turn.operations:
+                yield OperationDone(operation=operation)
+        responded: RespondResponse | None = None
+        try:
+            async for item in _closing(
+                self.ai.astream_respond(turn.question, turn.outcomes, turn.context, config=config)
+            ):
+                if isinstance(item, RespondResponse):
+                    responded = item
+                elif item:
+                    yield turn.delta(item)
+            if responded is None:
+                raise AICallError(ModelOutputError("The answer stream ended without an answer."))
+        except AICallError as exc:
+            yield self._call_failed(turn, exc)
+            return
+        yield await asyncio.to_thread(self._record, turn, self._answered(turn, responded))
+
+    # -- the shared steps ------------------------------------------------------------------------------------
+
+    def _prepare(self, turn: _Turn) -> TurnResult | None:
+        """Check the input and the caller's access, read the context: ``None`` when the turn may proceed,
+        else its unrecorded result (input or storage refused it before any model call).
+
+        Raises:
+            ConversationAccessDenied: the conversation belongs to another user.
+        """
+        try:
+            check_turn_input(turn.conversation_id, turn.question)
+            self.store.check_access(turn.conversation_id, turn.caller.user_id)
             # No ensure_conversation() here: record_turn creates an unknown conversation in the turn's own
             # transaction, so a failed first turn leaves nothing behind, and a turn costs one write, not two.
-            context = self.store.build_context(
-                conversation_id,
+            turn.context = self.store.build_context(
+                turn.conversation_id,
                 self.erp.today,
                 memory_limit=self.limits.memory_limit,
                 exchanges=self.limits.exchanges,
@@ -118,51 +293,45 @@ class PlannerEngine:
             raise
         except ErpAiError as exc:  # InputError or StorageError: refused before any model call
             return self._unrecorded(turn, exc)
-        turn.state = context.estado
+        turn.state = turn.context.estado
+        turn.catalog = self.registry.catalog(turn.caller)
+        return None
 
-        try:
-            analyzed = self.ai.analyze(message, context, self.registry.catalog(caller))
-        except AICallError as exc:
-            turn.usages.append(exc.usage)
-            turn.errors.append(f"Call 1 (plan) failed: {exc}")
-            return self._unrecorded(turn, exc.cause)
+    def _planned(self, turn: _Turn, analyzed: AnalyzeResponse) -> Answer | None:
+        """Take call 1's plan: its direct answer (small talk: the turn's last call), or ``None`` once the plan
+        is validated (``turn.runnable`` to execute, or rejected with ``turn.outcomes`` explaining why)."""
         turn.usages.append(analyzed.usage)
         plan = turn.plan = analyzed.plan
-
         if plan.is_direct:
-            return self._record(turn, Answer(respuesta=(plan.respuesta_directa or "").strip()))
-
-        outcomes = self._execute(turn, plan)
-        try:
-            responded = self.ai.respond(message, outcomes, context)
-        except AICallError as exc:
-            turn.usages.append(exc.usage)
-            turn.errors.append(f"Call 2 (answer) failed: {exc}")
-            return self._unrecorded(turn, exc.cause)
-        turn.usages.append(responded.usage)
-        return self._record(turn, responded.answer)
-
-    def _execute(self, turn: _Turn, plan: Plan) -> list[OperationOutcome]:
-        """Validate and run the plan; return what call 2 reads (results clipped, errors explained).
-
-        Sets ``turn.failure`` to ``invalid_plan`` when the plan is rejected (nothing runs) and to
-        ``operation_error`` when an operation broke inside the ERP.
-        """
+            return Answer(respuesta=(plan.respuesta_directa or "").strip())
         validated = validate_plan(
             plan, self.registry, max_operations=self.limits.max_operations, caller=turn.caller
         )
-        if not validated.ok:
+        if validated.ok:
+            turn.runnable = validated
+        else:
             turn.failure = "invalid_plan"
             turn.errors.extend(f"Invalid plan: {issue.message}" for issue in validated.issues)
-            turn.operations, outcomes = _rejected(validated, self.limits.max_operations)
-            return outcomes
-        turn.operations = execute_plan(
-            validated, self.registry, self.erp, max_workers=self.limits.max_workers, caller=turn.caller
-        )
-        turn.errors.extend(f"{op.funcion}: {op.error}" for op in turn.operations if op.error)
-        if any(op.error_kind == "internal" for op in turn.operations):
+            turn.operations, turn.outcomes = _rejected(validated, self.limits.max_operations)
+        return None
+
+    def _execution(self, turn: _Turn) -> dict[str, Any]:
+        """The keyword arguments of every plan runner for this turn."""
+        return {
+            "registry": self.registry,
+            "erp": self.erp,
+            "caller": turn.caller,
+            "max_workers": self.limits.max_workers,
+        }
+
+    def _executed(self, turn: _Turn, operations: list[ExecutedOperation]) -> None:
+        """Take the executed plan: what call 2 reads (results clipped, errors explained); an operation that
+        broke inside the ERP makes the turn an ``operation_error``."""
+        turn.operations = operations
+        turn.errors.extend(f"{op.funcion}: {op.error}" for op in operations if op.error)
+        if any(op.error_kind == "internal" for op in operations):
             turn.failure = "operation_error"
-        return [
+        turn.outcomes = [
             OperationOutcome(
                 funcion=op.funcion,
                 parametros=op.parametros,
@@ -171,10 +340,23 @@ class PlannerEngine:
                 ),
                 error=op.error,
             )
-            for op in turn.operations
+            for op in operations
         ]
 
+    @staticmethod
+    def _answered(turn: _Turn, responded: RespondResponse) -> Answer:
+        turn.usages.append(responded.usage)
+        return responded.answer
+
+    def _call_failed(self, turn: _Turn, error: AICallError) -> TurnResult:
+        """Call 1 or call 2 failed: counted, explained, nothing written."""
+        turn.usages.append(error.usage)
+        which = "Call 1 (plan)" if turn.plan is None else "Call 2 (answer)"
+        turn.errors.append(f"{which} failed: {error}")
+        return self._unrecorded(turn, error.cause)
+
     def _record(self, turn: _Turn, answer: Answer) -> TurnResult:
+        """Store the whole turn in one transaction (blocking: the async entry points call it in a thread)."""
         metadata: dict[str, Any] = {
             "plan": turn.plan.model_dump(mode="json") if turn.plan else None,
             "operations": [op.model_dump(mode="json") for op in turn.operations],
@@ -191,6 +373,7 @@ class PlannerEngine:
             memories=list(answer.memoria),
             state=turn_state(turn.state, turn.operations, answer.estado),
         )
+        turn.answered = True
         try:
             state = self.store.record_turn(turn.conversation_id, record, user_id=turn.caller.user_id)
         except ConversationAccessDenied as exc:  # another user created this id while the model worked
@@ -215,9 +398,17 @@ class PlannerEngine:
         """A turn that ends without a model-written answer: classified, explained, nothing written."""
         kind = failure_kind_of(error)
         turn.failure = kind
+        turn.answered = False
         if kind in ("input", "storage"):
             turn.errors.append(str(error))
         return turn.result(answer=user_message(kind, error), memories=[], state=turn.state, recorded=False)
+
+    @staticmethod
+    def _finish(run: TurnRun, turn: _Turn, result: TurnResult) -> TurnResult:
+        """End of every turn, whichever entry point ran it: the parent run's outputs and the turn's log."""
+        run.outputs.update(answer=result.answer, failure=result.failure)
+        log_turn(logger, result, turn.caller.user_id)
+        return result
 
 
 def _rejected(
@@ -252,18 +443,42 @@ def _rejected(
 class _Turn:
     """Mutable bookkeeping of one turn in progress."""
 
-    def __init__(self, *, conversation_id: str, question: str, caller: Caller) -> None:
+    context: ConversationContext
+    """The conversation's bounded context (set by ``_prepare`` before any model call)."""
+    catalog: list[OperationSpec]
+    """The operations the caller may run (set by ``_prepare``)."""
+
+    def __init__(self, conversation_id: str, question: str, caller: Caller) -> None:
         self.conversation_id = conversation_id
         self.question = question
         self.caller = caller
         self.started = time.perf_counter()
         self.plan: Plan | None = None
+        self.runnable: ValidatedPlan | None = None
+        """The validated plan to execute; ``None`` for a direct answer or a rejected plan."""
         self.operations: list[ExecutedOperation] = []
+        self.outcomes: list[OperationOutcome] = []
+        """What call 2 reads: one outcome per operation (results clipped)."""
         self.errors: list[str] = []
         self.usages: list[CallUsage] = []
+        """One per model call, in order."""
         self.failure: FailureKind | None = None
         self.state: dict[str, Any] = {}
         """The conversation's state as read for this turn's context (unchanged unless recorded)."""
+        self.answered = False
+        """A model wrote the answer (whether or not it could be recorded)."""
+        self.first_answer_ms: float | None = None
+
+    @property
+    def inputs(self) -> dict[str, Any]:
+        """The inputs of the turn's parent run."""
+        return {"conversation_id": _text(self.conversation_id), "question": _text(self.question)}
+
+    def delta(self, text: str) -> AnswerDelta:
+        """The next piece of the answer for the reader; the first one stamps ``first_answer_ms``."""
+        if self.first_answer_ms is None:
+            self.first_answer_ms = (time.perf_counter() - self.started) * 1000
+        return AnswerDelta(text=text)
 
     def result(
         self, *, answer: str, memories: list[str], state: dict[str, Any], recorded: bool
@@ -284,12 +499,54 @@ class _Turn:
             output_tokens=usage.output_tokens,
             model_ms=usage.model_ms,
             simulated_model_ms=usage.simulated_model_ms,
+            first_answer_ms=self.first_answer_ms,
+            simulated_first_answer_ms=self._simulated_first_answer_ms(),
             harness_ms=max(0.0, total_ms - usage.model_ms),
             total_ms=total_ms,
             errors=self.errors,
             failure=self.failure,
             recorded=recorded,
         )
+
+    def _simulated_first_answer_ms(self) -> float | None:
+        """When the first answer token would reach a streaming reader under the model's latency profile.
+
+        The simulated time of the calls before the answering one, plus the answering call's time to its first
+        token and to the end of :data:`ANSWER_PREFIX`. A direct answer of call 1 is read once call 1 is
+        parsed (it is not streamed): its whole simulated time. ``None`` without a profile or a written answer.
+        """
+        if not self.answered or not self.usages:
+            return None
+        *before, answering = self.usages
+        if self.plan is not None and self.plan.is_direct:
+            return answering.simulated_model_ms
+        earlier = [usage.simulated_model_ms for usage in before]
+        first_token: float | None = answering.simulated_first_token_ms
+        per_token: float | None = answering.simulated_ms_per_token
+        if first_token is None or per_token is None or None in earlier:
+            return None
+        from shared.llm.tokens import approx_tokens  # on use: ``shared.llm`` loads the offline model
+
+        return (
+            sum(ms for ms in earlier if ms is not None)
+            + first_token
+            + approx_tokens(ANSWER_PREFIX) * per_token
+        )
+
+
+def _in_plan_order(finished: Sequence[tuple[int, ExecutedOperation]]) -> list[ExecutedOperation]:
+    return [outcome for _index, outcome in sorted(finished, key=lambda item: item[0])]
+
+
+async def _closing(stream: AsyncIterator[Any]) -> AsyncGenerator[Any, None]:
+    """Iterate ``stream``, closing it however the iteration ends (if it is a generator: it has ``aclose``)."""
+    try:
+        async for item in stream:
+            yield item
+    finally:
+        close = getattr(stream, "aclose", None)
+        if close is not None:
+            await close()
 
 
 def _text(value: object) -> str:

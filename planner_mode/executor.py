@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -156,7 +156,7 @@ async def astream_plan(
     *,
     caller: Caller,
     max_workers: int = 4,
-) -> AsyncIterator[tuple[int, ExecutedOperation]]:
+) -> AsyncGenerator[tuple[int, ExecutedOperation], None]:
     """Execute a valid plan like :func:`execute_plan` without blocking the event loop, yielding each
     operation's ``(plan index, outcome)`` as soon as it is known (one per planned operation).
 

@@ -101,7 +101,7 @@ def test_every_fault_mode_gives_a_clean_answer_within_two_calls_and_a_consistent
     assert 1 <= result.model_calls <= 2
     assert result.answer.strip() and "Traceback" not in result.answer
     after = [(m.role, m.content) for m in memory_store.history("f")]
-    assert (result.failure == "provider") == (mode == "provider_error")
+    assert (result.failure == "provider") == (mode in ("provider_error", "stream_break"))
     assert result.recorded == is_recorded(result.failure)  # the one recording policy of both modes
     if result.recorded:
         assert after == [
