@@ -34,6 +34,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 
 from shared.json_stream import AnswerTextStream
 from shared.llm.tokens import approx_tokens
+from shared.llm.usage import SimulatedCall
 
 
 @dataclass(frozen=True)
@@ -151,20 +152,17 @@ class AnswerSteps:
 
 
 def simulated_first_answer_ms(
-    calls: Sequence[Any] | None, model_calls: int, first: FirstAnswer | None
+    calls: Sequence[SimulatedCall], model_calls: int, first: FirstAnswer | None
 ) -> float | None:
     """Simulated time to the first answer token: the simulated time of the calls before the answering call,
     plus that call's time to its first token, plus the tokens it wrote before the answer (``prefix``).
 
-    ``calls`` are the tracker's ``SimulatedCall`` s in completion order (the agent's calls run one after
-    another); ``None`` unless every one of the turn's ``model_calls`` reported a simulated latency.
+    ``calls`` are the tracker's :class:`~shared.llm.usage.SimulatedCall` s in completion order (the agent's
+    calls run one after another). ``None`` unless there was answer text and every one of the turn's
+    ``model_calls`` reported its simulated timings.
     """
     if first is None or not calls or len(calls) != model_calls or first.step >= len(calls):
         return None
     answering = calls[first.step]
-    before = sum(float(call.total_ms) for call in calls[: first.step])
-    return (
-        before
-        + float(answering.first_token_ms)
-        + approx_tokens(first.prefix) * float(answering.ms_per_output_token)
-    )
+    before = sum(call.total_ms for call in calls[: first.step])
+    return before + answering.first_token_ms + approx_tokens(first.prefix) * answering.ms_per_output_token

@@ -554,7 +554,7 @@ class ToolCallingEngine:
             simulated_model_ms=tracker.simulated_model_ms,
             first_answer_ms=turn.first_answer_ms,
             simulated_first_answer_ms=simulated_first_answer_ms(
-                getattr(tracker, "simulated_calls", None), tracker.calls, steps.first
+                tracker.simulated_calls, tracker.calls, steps.first
             ),
             harness_ms=max(0.0, total_ms - tracker.model_ms),
             total_ms=total_ms,

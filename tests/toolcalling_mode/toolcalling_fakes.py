@@ -3,19 +3,28 @@
 Tests drive the shared :class:`~tests.fakes.FunctionChatModel` with a function ``(messages, info)``, where
 ``info`` says which tools were bound and which tool results this turn has so far; :func:`call` and
 :func:`ask_tools` build the assistant steps that request tools. Every call is recorded in ``model.calls``.
+:class:`StreamingFunctionModel` is the same model streaming its replies word by word, and breaking midway
+on request.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
+import re
+from collections.abc import Iterator
 from typing import Any
 
-from langchain_core.messages import AIMessage
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.messages.tool import tool_call_chunk
+from langchain_core.outputs import ChatGenerationChunk
 from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
-from shared.errors import CustomerNotFoundError
+from shared.errors import CustomerNotFoundError, ProviderError
 from shared.operations.registry import Operation, OperationRegistry
+from tests.fakes import FunctionChatModel
 
 _ids = itertools.count(1)
 
@@ -28,6 +37,40 @@ def call(name: str, **args: Any) -> dict[str, Any]:
 def ask_tools(*calls: dict[str, Any], text: str = "") -> AIMessage:
     """An assistant step that requests ``calls`` (in parallel)."""
     return AIMessage(content=text, tool_calls=list(calls))
+
+
+class StreamingFunctionModel(FunctionChatModel):
+    """A :class:`FunctionChatModel` that streams: its reply's text word by word, then each tool call (name,
+    id and arguments in one chunk), then an empty last chunk with the usage, as OpenAI-compatible servers do.
+
+    ``break_after=n`` drops the connection (``ProviderError``) after ``n`` text chunks of any reply whose text
+    has more than ``n`` words: the stream fails midway through the answer.
+    """
+
+    break_after: int | None = None
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        reply = self._generate(messages, stop, **kwargs).generations[0].message
+        assert isinstance(reply, AIMessage)
+        for number, word in enumerate(re.findall(r"\S+\s*|\s+", reply.text)):
+            if number == self.break_after:
+                raise ProviderError("connection dropped mid-stream")
+            yield ChatGenerationChunk(message=AIMessageChunk(content=word))
+        chunks = [
+            tool_call_chunk(name=c["name"], args=json.dumps(c["args"]), id=c["id"], index=i)
+            for i, c in enumerate(reply.tool_calls)
+        ]
+        if chunks:
+            yield ChatGenerationChunk(message=AIMessageChunk(content="", tool_call_chunks=chunks))
+        yield ChatGenerationChunk(
+            message=AIMessageChunk(content="", usage_metadata=reply.usage_metadata, chunk_position="last")
+        )
 
 
 # -- a toy registry: two operations whose results tests can predict --------------------------------------

@@ -1,0 +1,97 @@
+"""ask, aask and astream run the same turns: the default benchmark suite through each, offline.
+
+Every scenario file of ``benchmarks/scenarios`` runs through the three drivers of one engine configuration,
+each with a fresh memory store and a fresh offline model (its call counter names the tool calls), as the
+scenario's users; a conversation longer than :data:`TURNS_PER_SCENARIO` runs its first turns only (the long
+conversation of ``06_conversacion_larga`` would take most of the time and test nothing the others do not). The turns' records must be equal except for measured times; the stored conversations
+must be equal too. The simulated times are deterministic, so they are compared as well: the streamed first
+answer (``astream``) and the replayed one (``ask``/``aask``) come from the same step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.scenario import default_scenarios_dir, load_file
+from shared.erp.users import DEFAULT_USER, caller_for
+from shared.errors import ConversationAccessDenied
+from shared.events import AnswerDelta, TurnDone
+from shared.llm.offline import OfflineSalesModel
+from shared.memory.store import MemoryStore
+from shared.security import Caller
+from shared.turn import TurnResult
+from toolcalling_mode import ToolCallingEngine
+
+SCENARIO_FILES = sorted(default_scenarios_dir().glob("*.yaml"))
+TURNS_PER_SCENARIO = 10
+MEASURED = {"model_ms", "harness_ms", "total_ms", "first_answer_ms"}
+
+
+def comparable(result: TurnResult) -> dict[str, Any]:
+    data = result.model_dump(exclude=MEASURED)
+    for operation in data["operations"]:
+        operation.pop("duration_ms")
+    return data
+
+
+async def run_file(
+    path: Path, driver: str, erp: Any, registry: Any, store: MemoryStore, policy: str
+) -> list[Any]:
+    """Every turn of every scenario in ``path`` through ``driver``; a refused turn is ``"denied"``."""
+    engine = ToolCallingEngine(
+        registry, erp, store, OfflineSalesModel(latency_profile="gpu-8b"), policy=policy
+    )  # type: ignore[arg-type]
+    callers = functools.cache(lambda name: caller_for(erp, name or DEFAULT_USER))
+    outcomes: list[Any] = []
+    for scenario in load_file(path):
+        for turn in scenario.turns[:TURNS_PER_SCENARIO]:
+            caller: Caller = callers(turn.as_user or scenario.user)
+            try:
+                outcomes.append(await drive(engine, driver, scenario.id, turn.user, caller))
+            except ConversationAccessDenied:
+                outcomes.append("denied")
+    return outcomes
+
+
+async def drive(
+    engine: ToolCallingEngine, driver: str, conversation: str, question: str, caller: Caller
+) -> Any:
+    if driver == "ask":
+        return comparable(await asyncio.to_thread(engine.ask, conversation, question, caller))
+    if driver == "aask":
+        return comparable(await engine.aask(conversation, question, caller))
+    events = [event async for event in engine.astream(conversation, question, caller)]
+    assert isinstance(events[-1], TurnDone)
+    result = events[-1].result
+    shown = "".join(event.text for event in events if isinstance(event, AnswerDelta))
+    if result.failure is None:  # what the user read while it streamed is the answer
+        assert shown == result.answer, (conversation, question)
+    return comparable(result)
+
+
+@pytest.mark.parametrize("policy", ["windowed", "full_history"])
+@pytest.mark.parametrize("path", SCENARIO_FILES, ids=[path.stem for path in SCENARIO_FILES])
+async def test_aask_and_astream_give_the_turns_of_ask(
+    erp: Any, registry: Any, tmp_path: Path, path: Path, policy: str
+) -> None:
+    runs: dict[str, tuple[list[Any], list[Any]]] = {}
+    for driver in ("ask", "aask", "astream"):
+        store = MemoryStore(f"sqlite:///{tmp_path / f'{driver}.sqlite3'}")
+        try:
+            outcomes = await run_file(path, driver, erp, registry, store, policy)
+            stored = [
+                [(m.role, m.content, m.metadata) for m in store.history(scenario.id)]
+                for scenario in load_file(path)
+            ]
+        finally:
+            store.close()
+        runs[driver] = (outcomes, stored)
+
+    assert any(outcome != "denied" for outcome in runs["ask"][0])
+    assert runs["aask"] == runs["ask"]
+    assert runs["astream"] == runs["ask"]

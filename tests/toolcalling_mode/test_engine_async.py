@@ -1,0 +1,399 @@
+"""ToolCallingEngine's async API: aask and astream run the same turn as ask; events, failures, threads,
+callbacks and logging."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+from contextlib import aclosing
+from typing import Any
+from uuid import UUID
+
+import pytest
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import AIMessage, BaseMessage
+
+from shared.errors import ConversationAccessDenied
+from shared.events import AnswerDelta, OperationDone, TurnDone, TurnEvent
+from shared.failures import user_message
+from shared.llm.offline import OfflineSalesModel
+from shared.operations.registry import Operation, OperationRegistry
+from shared.security import Caller
+from shared.turn import TurnResult
+from tests.fakes import CallInfo
+from tests.toolcalling_mode.toolcalling_fakes import (
+    YEAR_TOTALS,
+    StreamingFunctionModel,
+    YearParams,
+    YearTotal,
+    ask_tools,
+    call,
+    toy_registry,
+)
+from toolcalling_mode import ToolCallingEngine
+
+QUESTION = "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?"
+
+
+def sales_and_best_customer(messages: list[BaseMessage], info: CallInfo) -> AIMessage | str:
+    """Two tools in parallel (fixed call ids: runs compare equal), then an answer from their results."""
+    if not info.tool_results:
+        return ask_tools(
+            {"name": "ventas_anuales", "args": {"anio": 2025}, "id": "sales", "type": "tool_call"},
+            {"name": "mejor_cliente", "args": {"anio": 2025}, "id": "best", "type": "tool_call"},
+        )
+    results = [json.loads(str(m.content)) for m in info.tool_results]
+    return f"En 2025 vendimos {results[0]['total']}; ganó {results[1]['cliente']}"
+
+
+def streaming_engine(toy_erp: Any, memory_store: Any, **options: Any) -> ToolCallingEngine:
+    model = StreamingFunctionModel(sales_and_best_customer, break_after=options.pop("break_after", None))
+    return ToolCallingEngine(toy_registry(), toy_erp, memory_store, model, **options)
+
+
+async def events_of(engine: ToolCallingEngine, conversation_id: str, question: str, **kw: Any) -> list[Any]:
+    return [event async for event in engine.astream(conversation_id, question, **kw)]
+
+
+def comparable(result: TurnResult) -> dict[str, Any]:
+    """A turn's record without what depends on the clock."""
+    data = result.model_dump(
+        exclude={"model_ms", "harness_ms", "total_ms", "first_answer_ms", "simulated_first_answer_ms"}
+    )
+    for operation in data["operations"]:
+        operation.pop("duration_ms")
+    return data
+
+
+# -- the same turn -------------------------------------------------------------------------------------------
+
+
+async def test_aask_and_astream_give_the_result_of_ask(toy_erp: Any, tmp_path: Any) -> None:
+    from shared.memory.store import MemoryStore
+
+    results = []
+    for driver in ("ask", "aask", "astream"):
+        store = MemoryStore(f"sqlite:///{tmp_path / f'{driver}.sqlite3'}")
+        engine = streaming_engine(toy_erp, store, structured=False)
+        if driver == "ask":
+            result = engine.ask("c1", QUESTION)
+        elif driver == "aask":
+            result = await engine.aask("c1", QUESTION)
+        else:
+            result = (await events_of(engine, "c1", QUESTION))[-1].result
+        results.append((comparable(result), [(m.role, m.content) for m in store.history("c1")]))
+        store.close()
+
+    assert results[0][0]["answer"] == "En 2025 vendimos 850000000; ganó ACME S.A."
+    assert results[1] == results[0]
+    assert results[2] == results[0]
+
+
+async def test_astream_yields_operations_then_the_answer_in_deltas_then_the_result(
+    toy_erp: Any, memory_store: Any
+) -> None:
+    engine = streaming_engine(toy_erp, memory_store)
+
+    events = await events_of(engine, "c1", QUESTION)
+
+    kinds = [type(event) for event in events]
+    assert kinds == [OperationDone, OperationDone, *[AnswerDelta] * (len(events) - 3), TurnDone]
+    result = events[-1].result
+    assert [event.operation for event in events[:2]] == result.operations
+    deltas = [event.text for event in events if isinstance(event, AnswerDelta)]
+    assert len(deltas) >= 2
+    assert "".join(deltas) == result.answer
+    assert result.recorded and memory_store.history("c1")[-1].content == result.answer
+    assert result.first_answer_ms is not None and 0 < result.first_answer_ms <= result.total_ms
+
+
+async def test_events_serialise_as_the_shared_turn_event_union(toy_erp: Any, memory_store: Any) -> None:
+    from pydantic import TypeAdapter
+
+    engine = streaming_engine(toy_erp, memory_store)
+    adapter: TypeAdapter[TurnEvent] = TypeAdapter(TurnEvent)
+
+    events = await events_of(engine, "c1", QUESTION)
+
+    assert [adapter.validate_json(adapter.dump_json(event)) for event in events] == events
+
+
+async def test_ask_and_aask_measure_no_first_answer_time(toy_erp: Any, memory_store: Any) -> None:
+    engine = streaming_engine(toy_erp, memory_store)
+
+    assert engine.ask("c1", QUESTION).first_answer_ms is None
+    assert (await engine.aask("c2", QUESTION)).first_answer_ms is None
+
+
+async def test_the_offline_model_streams_its_answer_in_several_deltas(
+    erp: Any, registry: Any, memory_store: Any
+) -> None:
+    engine = ToolCallingEngine(registry, erp, memory_store, OfflineSalesModel(latency_profile="gpu-8b"))
+
+    events = await events_of(engine, "c1", "¿Cuánto vendimos en 2025?")
+
+    deltas = [event.text for event in events if isinstance(event, AnswerDelta)]
+    result = events[-1].result
+    assert len(deltas) >= 2 and "".join(deltas) == result.answer
+    assert result.simulated_model_ms is not None and result.simulated_first_answer_ms is not None
+    assert 0 < result.simulated_first_answer_ms < result.simulated_model_ms  # before the last token
+
+
+@pytest.mark.parametrize("strategy", ["provider", "tool"])
+async def test_a_structured_answer_streams_only_its_respuesta(
+    erp: Any, registry: Any, memory_store: Any, strategy: str
+) -> None:
+    model = OfflineSalesModel()
+    engine = ToolCallingEngine(
+        registry, erp, memory_store, model, structured=True, structured_strategy=strategy
+    )  # type: ignore[arg-type]
+
+    events = await events_of(engine, "c1", "¿Cuánto vendimos en 2025?")
+
+    deltas = [event.text for event in events if isinstance(event, AnswerDelta)]
+    result = events[-1].result
+    assert result.failure is None and result.memories != []
+    assert len(deltas) >= 2 and "".join(deltas) == result.answer
+    assert "memoria" not in "".join(deltas)
+
+
+# -- failures and refusals -----------------------------------------------------------------------------------
+
+
+async def test_a_stream_that_breaks_midway_through_the_answer_records_nothing(
+    toy_erp: Any, memory_store: Any
+) -> None:
+    engine = streaming_engine(toy_erp, memory_store, break_after=3)
+
+    events = await events_of(engine, "c1", QUESTION)
+
+    shown = [event.text for event in events if isinstance(event, AnswerDelta)]
+    result = events[-1].result
+    assert "".join(shown) == "En 2025 vendimos"  # the user saw part of the answer…
+    assert (result.failure, result.answer) == ("provider", user_message("provider"))  # …which this replaces
+    assert not result.recorded
+    assert memory_store.history("c1") == [] and memory_store.get_conversation("c1") is None
+    assert len(result.operations) == 2 and result.model_calls == 2
+
+
+@pytest.mark.parametrize("driver", ["ask", "aask", "astream"])
+async def test_a_dropped_connection_of_the_offline_model_ends_every_driver_alike(
+    erp: Any, registry: Any, memory_store: Any, driver: str
+) -> None:
+    engine = ToolCallingEngine(registry, erp, memory_store, OfflineSalesModel(faults="stream_break"))
+
+    if driver == "ask":
+        result = engine.ask("c1", "¿Cuánto vendimos en 2025?")
+    elif driver == "aask":
+        result = await engine.aask("c1", "¿Cuánto vendimos en 2025?")
+    else:
+        result = (await events_of(engine, "c1", "¿Cuánto vendimos en 2025?"))[-1].result
+
+    assert result.failure == "provider" and not result.recorded
+    assert result.model_calls == 1 and result.input_tokens > 0
+    assert memory_store.get_conversation("c1") is None
+
+
+async def test_a_consumer_that_stops_reading_before_the_result_records_nothing(
+    toy_erp: Any, memory_store: Any
+) -> None:
+    engine = streaming_engine(toy_erp, memory_store)
+
+    async with aclosing(engine.astream("c1", QUESTION)) as events:
+        async for event in events:
+            if isinstance(event, AnswerDelta):
+                break
+
+    assert memory_store.get_conversation("c1") is None
+
+
+async def test_another_users_conversation_is_refused_before_the_first_event(
+    toy_erp: Any, memory_store: Any
+) -> None:
+    model = StreamingFunctionModel(sales_and_best_customer)
+    engine = ToolCallingEngine(toy_registry(), toy_erp, memory_store, model)
+    memory_store.ensure_conversation("c1", user_id="otro")
+    events = engine.astream("c1", QUESTION)
+
+    with pytest.raises(ConversationAccessDenied):
+        await anext(events)
+    with pytest.raises(ConversationAccessDenied):
+        await engine.aask("c1", QUESTION)
+    assert model.call_count == 0
+
+
+async def test_an_invalid_question_ends_in_one_event(toy_erp: Any, memory_store: Any) -> None:
+    engine = streaming_engine(toy_erp, memory_store)
+
+    events = await events_of(engine, "c1", "   ")
+
+    assert [type(event) for event in events] == [TurnDone]
+    assert events[0].result.failure == "input" and events[0].result.model_calls == 0
+
+
+# -- the event loop is never blocked -----------------------------------------------------------------------
+
+
+async def test_tools_and_storage_run_outside_the_event_loop_thread(
+    toy_erp: Any, memory_store: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    threads: dict[str, int] = {}
+
+    def sales(_session: Any, params: YearParams) -> YearTotal:
+        threads["tool"] = threading.get_ident()
+        return YearTotal(anio=params.anio, total=YEAR_TOTALS[params.anio])
+
+    record_turn = memory_store.record_turn
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        threads["record_turn"] = threading.get_ident()
+        return record_turn(*args, **kwargs)
+
+    monkeypatch.setattr(memory_store, "record_turn", recording)
+    registry = OperationRegistry(
+        [Operation("ventas_anuales", "Total vendido.", YearParams, YearTotal, sales)]
+    )
+
+    def reply(messages: list[BaseMessage], info: CallInfo) -> AIMessage | str:
+        return "Listo." if info.tool_results else ask_tools(call("ventas_anuales", anio=2025))
+
+    engine = ToolCallingEngine(registry, toy_erp, memory_store, StreamingFunctionModel(reply))
+
+    result = await engine.aask("c1", "¿Cuánto vendimos en 2025?")
+
+    assert result.recorded and result.operations[0].ok
+    loop_thread = threading.get_ident()
+    assert threads["tool"] != loop_thread and threads["record_turn"] != loop_thread
+
+
+async def test_concurrent_turns_on_one_loop_do_not_mix(toy_erp: Any, memory_store: Any) -> None:
+    def yearly(messages: list[BaseMessage], info: CallInfo) -> AIMessage | str:
+        year = int(str(messages[-1].content)[-4:]) if not info.tool_results else None
+        if year is not None:
+            return ask_tools(call("ventas_anuales", anio=year))
+        return f"Total: {json.loads(str(info.tool_results[0].content))['total']}"
+
+    engine = ToolCallingEngine(toy_registry(), toy_erp, memory_store, StreamingFunctionModel(yearly))
+
+    results = await asyncio.gather(
+        *(engine.aask(f"c{year}", f"Ventas de {year}") for year in (2024, 2025, 2024, 2025))
+    )
+
+    assert [r.answer for r in results] == [f"Total: {YEAR_TOTALS[y]}" for y in (2024, 2025, 2024, 2025)]
+
+
+# -- callbacks -----------------------------------------------------------------------------------------------
+
+
+class RunTree(BaseCallbackHandler):
+    """Records every chain and chat-model run with its parent, name, tags and metadata."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.chains: dict[UUID, dict[str, Any]] = {}
+        self.models: dict[UUID, UUID | None] = {}
+        self.outputs: dict[UUID, Any] = {}
+
+    def on_chain_start(
+        self, serialized: Any, inputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kw: Any
+    ) -> None:
+        with self.lock:
+            self.chains[run_id] = {
+                "parent": parent_run_id,
+                "name": kw.get("name"),
+                "tags": kw.get("tags"),
+                "metadata": kw.get("metadata"),
+            }
+
+    def on_chain_end(self, outputs: Any, *, run_id: UUID, **kw: Any) -> None:
+        with self.lock:
+            self.outputs[run_id] = outputs
+
+    def on_chat_model_start(
+        self, serialized: Any, messages: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kw: Any
+    ) -> None:
+        with self.lock:
+            self.models[run_id] = parent_run_id
+
+    def root_of(self, run: UUID | None) -> UUID | None:
+        while run is not None and self.chains.get(run, {}).get("parent") is not None:
+            run = self.chains[run]["parent"]
+        return run
+
+
+@pytest.mark.parametrize("driver", ["ask", "aask", "astream"])
+async def test_callbacks_see_exactly_the_turns_model_calls_under_one_turn_run(
+    erp: Any, registry: Any, memory_store: Any, driver: str
+) -> None:
+    engine = ToolCallingEngine(registry, erp, memory_store, OfflineSalesModel())
+    tree = RunTree()
+    config: Any = {"callbacks": [tree], "tags": ["erp-web"], "metadata": {"tenant": "acme"}}
+    question = "¿Cuánto compró nuestro mejor cliente en 2025?"  # two dependent steps: three model calls
+
+    if driver == "ask":
+        result = engine.ask("c1", question, config=config)
+    elif driver == "aask":
+        result = await engine.aask("c1", question, config=config)
+    else:
+        result = (await events_of(engine, "c1", question, config=config))[-1].result
+
+    assert result.model_calls == 3 and len(tree.models) == 3
+    [root] = [run for run, chain in tree.chains.items() if chain["parent"] is None]
+    assert tree.chains[root]["name"] == "toolcalling turn"
+    assert "erp-web" in tree.chains[root]["tags"]
+    assert tree.chains[root]["metadata"]["tenant"] == "acme"
+    assert {tree.root_of(parent) for parent in tree.models.values()} == {root}
+    agent_runs = [chain["name"] for chain in tree.chains.values() if chain["parent"] == root]
+    assert agent_runs == ["toolcalling"]  # the compiled agent graph, whose descendants are the calls
+    assert tree.outputs[root]["answer"] == result.answer and tree.outputs[root]["failure"] is None
+
+
+async def test_run_name_names_the_turn_run(toy_erp: Any, memory_store: Any) -> None:
+    engine = streaming_engine(toy_erp, memory_store)
+    tree = RunTree()
+
+    await engine.aask("c1", QUESTION, config={"callbacks": [tree], "run_name": "pedido 42"})
+
+    assert [chain["name"] for chain in tree.chains.values() if chain["parent"] is None] == ["pedido 42"]
+
+
+# -- logging -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("driver", ["ask", "aask", "astream"])
+async def test_every_finished_turn_is_logged_once(
+    toy_erp: Any, memory_store: Any, caplog: pytest.LogCaptureFixture, driver: str
+) -> None:
+    engine = streaming_engine(toy_erp, memory_store)
+    ana = Caller(user_id="ana", roles=frozenset({"gerente"}), name="Ana")
+    caplog.set_level(logging.INFO, logger="toolcalling_mode")
+
+    if driver == "ask":
+        engine.ask("c1", QUESTION, ana)
+    elif driver == "aask":
+        await engine.aask("c1", QUESTION, ana)
+    else:
+        await events_of(engine, "c1", QUESTION, caller=ana)
+
+    [record] = [r for r in caplog.records if r.name == "toolcalling_mode"]
+    assert record.levelno == logging.INFO
+    fields = record.erp_ai  # type: ignore[attr-defined]
+    assert fields["conversation_id"] == "c1" and fields["user_id"] == "ana"
+    assert fields["mode"] == "toolcalling" and fields["model_calls"] == 2
+    assert fields["failure"] is None and fields["recorded"] is True
+    assert QUESTION not in record.getMessage()  # question and answer texts are never logged
+
+
+async def test_a_failed_turn_is_logged_as_a_warning_with_its_kind(
+    toy_erp: Any, memory_store: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    engine = streaming_engine(toy_erp, memory_store, break_after=3)
+    caplog.set_level(logging.INFO, logger="toolcalling_mode")
+
+    await events_of(engine, "c1", QUESTION)
+
+    [record] = [r for r in caplog.records if r.name == "toolcalling_mode"]
+    assert record.levelno == logging.WARNING
+    assert record.erp_ai["failure"] == "provider"  # type: ignore[attr-defined]
