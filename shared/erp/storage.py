@@ -5,15 +5,18 @@ may share one database.
 
 - :func:`make_engine` builds an engine from a URL. SQLite files get WAL, a busy timeout of
   :data:`BUSY_TIMEOUT_SECONDS` and foreign keys; in-memory SQLite gets one connection shared by every thread
-  (:class:`SharedConnectionPool`), so worker threads see the same database. A URL that does not parse, an
+  (:class:`SharedConnectionPool`), so worker threads see the same database. PostgreSQL through libpq
+  (``postgresql+psycopg://``, psycopg 3: the ``postgres`` extra) gets the same bound on lock waits
+  (``lock_timeout``) and a :data:`CONNECT_TIMEOUT_SECONDS` connect timeout. A URL that does not parse, an
   unknown dialect or a driver that is not installed raise :class:`~shared.errors.ConfigurationError`.
 - :func:`setup_transaction` is the one transaction in which tables are created and the demo data seeded. It
   holds the database's write lock from its first statement, so any number of processes may open a fresh
   database at once: one creates and seeds, the others wait and then find everything in place.
 - :func:`storage_errors` turns a database failure (read-only, corrupt, missing directory, locked past the
-  busy timeout, disk I/O error, server unreachable) into a :class:`~shared.errors.StorageError` whose message
-  is one line saying what is wrong and what to do, without SQL or parameters; the original exception stays
-  chained as ``__cause__`` for ``--debug``.
+  busy timeout, disk I/O error; on a server: unreachable, login refused, no such database, no permission,
+  out of space or connections) into a :class:`~shared.errors.StorageError` whose message is one line saying
+  what is wrong and what to do, the same sentences for SQLite and PostgreSQL where the problem is the same,
+  without SQL or parameters; the original exception stays chained as ``__cause__`` for ``--debug``.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from typing import Any, Final
 
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
+from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.pool import ConnectionPoolEntry, StaticPool
 
@@ -35,6 +38,7 @@ from shared.errors import ConfigurationError, StorageError
 
 __all__ = [
     "BUSY_TIMEOUT_SECONDS",
+    "CONNECT_TIMEOUT_SECONDS",
     "SharedConnectionPool",
     "is_memory_sqlite",
     "make_engine",
@@ -46,6 +50,9 @@ __all__ = [
 BUSY_TIMEOUT_SECONDS: Final = 30.0
 """How long a SQLite connection waits for another writer's lock before failing (``timeout`` and
 ``PRAGMA busy_timeout``); also how long a thread waits for the shared in-memory connection."""
+
+CONNECT_TIMEOUT_SECONDS: Final = 10
+"""How long connecting to a database server may take before it counts as unreachable (libpq drivers)."""
 
 _SETUP_LOCK_KEY: Final = 0x45525041_49534554  # "ERPAISET"
 """PostgreSQL advisory lock that serialises :func:`setup_transaction` across processes."""
@@ -61,6 +68,10 @@ _DRIVER_PACKAGES: Final = {
     "pyodbc": "pyodbc",
 }
 """Import name of a database driver → the package that provides it."""
+_DRIVER_EXTRAS: Final = {"psycopg": "postgres"}
+"""Import name of a database driver → the extra of this project that installs it."""
+_LIBPQ_DRIVERS: Final = frozenset({"psycopg", "psycopg2"})
+"""PostgreSQL drivers built on libpq, which take ``connect_timeout`` and ``options``."""
 
 _URL_EXAMPLES: Final = "sqlite:///path/to/erp.sqlite3 or postgresql+psycopg://user:password@host/dbname"
 
@@ -92,6 +103,8 @@ def make_engine(url: str | URL) -> Engine:
             f"{_mask_password(str(url))!r} is not a database URL; use e.g. {_URL_EXAMPLES}."
         ) from None
     try:
+        if parsed.get_backend_name() == "postgresql" and parsed.get_driver_name() in _LIBPQ_DRIVERS:
+            return create_engine(parsed, pool_pre_ping=True, connect_args=_libpq_settings(parsed))
         if parsed.get_backend_name() != "sqlite":
             return create_engine(parsed, pool_pre_ping=True)
         memory = is_memory_sqlite(parsed)
@@ -107,12 +120,36 @@ def make_engine(url: str | URL) -> Engine:
     except ImportError as exc:
         module = (exc.name or "").split(".")[0] or parsed.drivername
         package = _DRIVER_PACKAGES.get(module, module)
+        extra = _DRIVER_EXTRAS.get(module)
+        install = f"`pip install {package}`"
+        if (
+            extra is not None
+        ):  # imported here: shared.extras is a leaf, but keep this module's imports minimal
+            from shared.extras import install_hint
+
+            install = f"`{install_hint(extra)}` (or {install})"
         raise ConfigurationError(
             f"The database driver {module!r} for {_safe(parsed)} is not installed: "
-            f"run `pip install {package}`, or use a sqlite:/// URL."
+            f"run {install}, or use a sqlite:/// URL."
         ) from None
     event.listen(engine, "connect", _sqlite_pragmas(wal=not memory))
     return engine
+
+
+def _libpq_settings(url: URL) -> dict[str, Any]:
+    """Connect arguments for libpq: a connect timeout, and lock waits bounded like SQLite's busy timeout.
+
+    ``lock_timeout`` makes a statement that waits longer than :data:`BUSY_TIMEOUT_SECONDS` for a row lock (a
+    conversation another turn is writing) or the setup lock fail, instead of waiting forever. It is prepended
+    to the URL's own ``options``, so a URL can still set it differently.
+    """
+    settings: dict[str, Any] = {}
+    if "connect_timeout" not in url.query:
+        settings["connect_timeout"] = CONNECT_TIMEOUT_SECONDS
+    own = url.query.get("options")
+    ours = f"-c lock_timeout={int(BUSY_TIMEOUT_SECONDS * 1000)}"
+    settings["options"] = f"{ours} {own}" if isinstance(own, str) and own else ours
+    return settings
 
 
 def _sqlite_pragmas(*, wal: bool) -> Any:
@@ -229,7 +266,7 @@ def storage_error(error: BaseException, url: str | URL, *, action: str, setting:
     reason = _first_line(str(original)) or type(original).__name__
     sqlite = parsed.get_backend_name() == "sqlite"
     path = None if not sqlite or is_memory_sqlite(parsed) else _sqlite_path(parsed.database or "")
-    subject = str(path) if path is not None else ("the in-memory database" if sqlite else _safe(parsed))
+    subject = str(path) if path is not None else ("the in-memory database" if sqlite else _server_url(parsed))
     elsewhere = f"or set {setting} to another database"
     code = getattr(original, "sqlite_errorcode", None)
     primary = code & 0xFF if isinstance(code, int) else _code_from_text(reason)
@@ -259,9 +296,50 @@ def storage_error(error: BaseException, url: str | URL, *, action: str, setting:
         problem = f"{subject} failed ({reason})"
         advice = f"Check the file, {elsewhere}"
     else:
-        problem = f"{subject} failed ({reason})"
-        advice = f"Check that the database server is running and that {setting} is right"
+        problem, advice = _server_problem(error, original, subject, reason, setting)
     return StorageError(f"Cannot {action}: {problem}. {advice}.")
+
+
+# SQLSTATE codes and classes (https://www.postgresql.org/docs/current/errcodes-appendix.html).
+_PG_LOCKED = frozenset({"55P03", "57014"})  # lock_not_available (lock_timeout), query_canceled
+_PG_READ_ONLY = frozenset({"25006"})  # read_only_sql_transaction: a standby, default_transaction_read_only
+_PG_NO_DATABASE = "3D000"  # invalid_catalog_name
+_PG_UNREACHABLE = frozenset({"57P01", "57P02", "57P03"})  # server shut down / crashed / starting up
+
+
+def _server_problem(
+    error: BaseException, original: BaseException, subject: str, reason: str, setting: str
+) -> tuple[str, str]:
+    """``(problem, advice)`` for a database server's failure, classified by SQLSTATE (psycopg 3 and 2)."""
+    code = getattr(original, "sqlstate", None) or getattr(original, "pgcode", None)
+    code = code if isinstance(code, str) else ""
+    check = f"Check that the database server is running and that {setting} is right"
+    if code in _PG_LOCKED:
+        return (
+            f"{subject} stayed locked by another process for more than {BUSY_TIMEOUT_SECONDS:g} s",
+            "Try again when the other process is done",
+        )
+    if code.startswith("40"):  # serialization_failure, deadlock_detected: another transaction won
+        return f"{subject} refused a write that conflicted with a concurrent one ({reason})", "Try again"
+    if code in _PG_READ_ONLY:
+        return f"{subject} is read-only", f"Point {setting} at a writable server (the primary)"
+    if code == "42501":  # insufficient_privilege
+        return (
+            f"{subject} refuses this user ({reason})",
+            f"Grant the user of {setting} the rights it needs, or set {setting} to another database",
+        )
+    if code.startswith("28"):  # invalid_authorization_specification, invalid_password
+        return f"{subject} refused the login ({reason})", f"Check the user and password in {setting}"
+    if code == _PG_NO_DATABASE:
+        return f"{subject} does not exist", f"Create it on the server (createdb), or set {setting} to another"
+    if code.startswith("53"):  # disk_full, out_of_memory, too_many_connections
+        return f"the server of {subject} is out of resources ({reason})", "Free some, then try again"
+    if code.startswith("XX"):  # data_corrupted, index_corrupted, internal_error
+        return f"{subject} failed inside the server ({reason})", "Ask its administrator to check the server"
+    connect_failed = not code and isinstance(error, (OperationalError, OSError))  # libpq never connected
+    if code.startswith("08") or code in _PG_UNREACHABLE or connect_failed:
+        return f"{subject} cannot be reached ({reason})", check
+    return f"{subject} failed ({reason})", check
 
 
 def _sqlite_path(database: str) -> Path:
@@ -297,6 +375,11 @@ def _first_line(message: str) -> str:
 def _safe(url: URL) -> str:
     """The URL without its password."""
     return url.render_as_string(hide_password=True)
+
+
+def _server_url(url: URL) -> str:
+    """A server database's URL for a message: no password, and of the query only ``host`` (a socket)."""
+    return _safe(url.set(query={key: value for key, value in url.query.items() if key == "host"}))
 
 
 def _mask_password(raw: str) -> str:

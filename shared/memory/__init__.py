@@ -7,6 +7,7 @@ from shared.memory.store import (
     MessageIn,
     StoredMessage,
     TurnRecord,
+    VersionedState,
     check_conversation_id,
     open_memory_store,
 )
@@ -19,6 +20,7 @@ __all__ = [
     "MessageIn",
     "StoredMessage",
     "TurnRecord",
+    "VersionedState",
     "check_conversation_id",
     "open_memory_store",
     "render_context",

@@ -30,6 +30,13 @@ class ConversationContext(BaseModel):
     ultimos_intercambios: list[Exchange] = Field(
         default_factory=list, description="The last exchanges, oldest first."
     )
+    version: int = Field(
+        default=0,
+        exclude=True,
+        description="The conversation's version this context was read at (0: never written). For the ERP "
+        "only: pass it to MemoryStore.record_turn(expected_version=...) to detect a turn planned on stale "
+        "state. Excluded from the JSON, so no model and no AI server ever sees it.",
+    )
 
 
 def render_context(context: ConversationContext) -> str:

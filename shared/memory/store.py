@@ -4,11 +4,22 @@
 one transaction, and :meth:`MemoryStore.build_context` reads back a bounded
 :class:`~shared.memory.context.ConversationContext` with three indexed queries, however long the history is.
 
-Concurrency. Each call runs on its own connection, so a store can be shared by threads. Every write
-transaction starts with a write to the conversation's state row (see :func:`_lock_conversation`): on SQLite
-(WAL, busy timeout) that takes the database write lock before anything is read, so read-merge-write of the
-state and of the memory items cannot lose an update; on other databases it locks the state row. Turns on
-different conversations never touch the same rows.
+Concurrency (the same on SQLite and PostgreSQL, pinned by ``tests/shared/memory/test_store_concurrency.py``).
+Each call runs on its own connection, so a store can be shared by threads, processes and servers.
+
+- Every write to a conversation starts with an ``UPDATE`` of its state row that also bumps its ``version``
+  (:func:`_lock_conversation`): on SQLite (WAL, busy timeout) that takes the database write lock before
+  anything is read; on PostgreSQL it locks the row until the commit. Writes to one conversation therefore
+  run one after another, and writes to different conversations never touch the same rows.
+- A new conversation is created with ``INSERT … ON CONFLICT DO NOTHING``: any number of first turns racing on
+  one id make exactly one conversation and no error, and the ownership check runs after it, under the lock,
+  so a second user racing for the same id is refused (nothing written).
+- A turn's messages are inserted under that lock: the turns of a conversation never interleave, and ordered
+  by ``id`` each turn's messages are contiguous, in the order given, after every earlier turn's.
+- State merge: per key, the last writer wins (the turn committed last); ``None`` deletes a key. The
+  ``version`` read with a turn's context (:attr:`ConversationContext.version`,
+  :attr:`VersionedState.version`) goes back to :meth:`MemoryStore.record_turn` as ``expected_version``: a turn
+  planned on a state that another turn changed meanwhile is still recorded, and flagged ``stale``.
 
 Cost. Every call of a turn runs on a plain SQLAlchemy Core connection with statements built once, at import:
 on SQLite, building a statement and going through an ORM session cost more than running the query. A turn
@@ -30,7 +41,8 @@ from types import TracebackType
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import Connection, Engine, bindparam, false, insert, select, update
+from sqlalchemy import Connection, Engine, Executable, bindparam, false, insert, inspect, select, text, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
 from shared.answer import MemoryItem, bound_memories
@@ -50,6 +62,7 @@ from shared.erp.storage import setup_transaction, storage_errors
 from shared.errors import ConversationAccessDenied, InputError
 from shared.memory.context import ConversationContext, Exchange
 from shared.memory.tables import (
+    ADDED_COLUMNS,
     CONVERSATION_ID_LENGTH,
     Conversation,
     ConversationState,
@@ -74,19 +87,32 @@ _CONVERSATION = select(Conversation.id, Conversation.user_id, Conversation.creat
     Conversation.id == bindparam("cid")
 )
 _INSERT_CONVERSATION = insert(Conversation)
-_STATE = select(ConversationState.state).where(ConversationState.conversation_id == bindparam("cid"))
+_STATE = select(ConversationState.state, ConversationState.version).where(
+    ConversationState.conversation_id == bindparam("cid")
+)
 _INSERT_STATE = insert(ConversationState)
-_TOUCH_STATE = (
+_CREATE_IF_MISSING: dict[str, tuple[Executable, Executable]] = {
+    "sqlite": (
+        sqlite.insert(Conversation).on_conflict_do_nothing(),
+        sqlite.insert(ConversationState).on_conflict_do_nothing(),
+    ),
+    "postgresql": (
+        postgresql.insert(Conversation).on_conflict_do_nothing(),
+        postgresql.insert(ConversationState).on_conflict_do_nothing(),
+    ),
+}
+"""Upserts of a conversation's two rows, per dialect: see :func:`_create_if_missing`."""
+_BUMP_VERSION = (
     update(ConversationState)
     .where(ConversationState.conversation_id == bindparam("cid"))
-    .values(updated_at=bindparam("now"))
+    .values(updated_at=bindparam("now"), version=ConversationState.version + 1)
 )
-"""The first statement of every write transaction: see :func:`_lock_conversation`."""
-_TOUCH_STATE_RETURNING = _TOUCH_STATE.returning(ConversationState.state)
+"""The first statement of every write to a conversation: see :func:`_lock_conversation`."""
+_BUMP_VERSION_RETURNING = _BUMP_VERSION.returning(ConversationState.state, ConversationState.version)
 _WRITE_STATE = (
     update(ConversationState)
     .where(ConversationState.conversation_id == bindparam("cid"))
-    .values(state=bindparam("new_state"), updated_at=bindparam("now"))
+    .values(state=bindparam("new_state"))
 )
 _INSERT_MESSAGES = insert(Message)
 _HISTORY = (
@@ -158,6 +184,33 @@ class TurnRecord(BaseModel):
     """Facts to remember; a content already stored in the conversation keeps the higher importance."""
     state: dict[str, Any] = Field(default_factory=dict)
     """State updates, merged key by key into the stored state; a ``None`` value deletes the key."""
+
+
+class VersionedState(dict[str, Any]):
+    """A conversation's state, which is a plain ``dict`` to code that wants only the state, and its version.
+
+    Returned by :meth:`MemoryStore.get_state`, :meth:`MemoryStore.merge_state` and
+    :meth:`MemoryStore.record_turn`. Equality is the ``dict``'s (the version is not compared), and
+    ``dict(state)`` drops the version.
+    """
+
+    version: int
+    """How many writes (turns, state merges) the conversation had when this state was read or written: 0 for
+    a conversation never written, ``n`` after its ``n``-th write."""
+    stale: bool
+    """Set by :meth:`MemoryStore.record_turn` given ``expected_version``: another write was committed to the
+    conversation after that version was read, so the turn was planned on stale context. The turn is recorded
+    all the same, its state updates merged key by key over the newer state (the last writer wins)."""
+
+    def __init__(
+        self, state: Mapping[str, Any] | None = None, *, version: int = 0, stale: bool = False
+    ) -> None:
+        super().__init__(state or {})
+        self.version = version
+        self.stale = stale
+
+    def __repr__(self) -> str:
+        return f"VersionedState({dict.__repr__(self)}, version={self.version}, stale={self.stale})"
 
 
 class ConversationInfo(BaseModel):
@@ -240,7 +293,7 @@ class MemoryStore:
         """Create the conversation unless it exists (an existing one keeps its user); return its id."""
         check_conversation_id(conversation_id)
         with self._storage("write the conversation memory"), self._engine.begin() as connection:
-            _lock_conversation(connection, conversation_id, user_id)
+            _create_if_missing(connection, conversation_id, user_id)
         return conversation_id
 
     # -- writing -------------------------------------------------------------------------------------------
@@ -258,14 +311,25 @@ class MemoryStore:
             _check_owner(connection, conversation_id, user_id)
 
     def record_turn(
-        self, conversation_id: str, turn: TurnRecord, *, user_id: str | None = None
-    ) -> dict[str, Any]:
+        self,
+        conversation_id: str,
+        turn: TurnRecord,
+        *,
+        user_id: str | None = None,
+        expected_version: int | None = None,
+    ) -> VersionedState:
         """Store a whole turn in ONE transaction: its messages, memories and state update, or nothing at all.
 
         An unknown ``conversation_id`` is created first, in the same transaction (clients may pick their own
-        ids), owned by ``user_id``. With ``user_id``, a conversation owned by another user is refused inside
-        the transaction (:class:`ConversationAccessDenied`, nothing written), so two users racing to create
-        one id cannot share it. Returns the conversation state after the merge.
+        ids; first turns racing on one id make one conversation, without error), owned by ``user_id``. With
+        ``user_id``, a conversation owned by another user is refused inside the transaction
+        (:class:`ConversationAccessDenied`, nothing written), so two users racing to create one id cannot
+        share it.
+
+        Returns the conversation state after the merge, with its new ``version``. ``expected_version`` is the
+        version of the context the turn was planned on (:attr:`ConversationContext.version` or
+        :attr:`VersionedState.version` of :meth:`get_state`); when another write was committed since, the turn
+        is recorded all the same and the result is flagged ``stale`` (see the module's concurrency rules).
 
         Bounded on write whatever the caller passes: memory items as :func:`shared.answer.bound_memories`
         (repeats merged, at most 5, each one line of at most 300 characters), the state update as
@@ -277,7 +341,7 @@ class MemoryStore:
         memories = bound_memories(turn.memories)
         updates = clip_state(turn.state)
         with self._storage("write the conversation memory"), self._engine.begin() as connection:
-            state = _lock_conversation(connection, conversation_id, user_id)
+            state, previous = _lock_conversation(connection, conversation_id, user_id)
             if user_id is not None:
                 _check_owner(connection, conversation_id, user_id)
             if turn.messages:
@@ -297,27 +361,34 @@ class MemoryStore:
                 )
             _store_memories(connection, conversation_id, memories)
             merged = _merge(state, updates)
-            if merged != state:  # an unchanged state costs no write (the lock already set updated_at)
-                state = _write_state(connection, conversation_id, merged)
-        return state
+            if merged != state:  # an unchanged state costs no write (the lock already bumped the version)
+                _write_state(connection, conversation_id, merged)
+        stale = expected_version is not None and expected_version != previous
+        return VersionedState(merged, version=previous + 1, stale=stale)
 
-    def merge_state(self, conversation_id: str, updates: Mapping[str, Any]) -> dict[str, Any]:
-        """Merge ``updates`` into the state (``None`` deletes a key) and return the new state.
+    def merge_state(self, conversation_id: str, updates: Mapping[str, Any]) -> VersionedState:
+        """Merge ``updates`` into the state (``None`` deletes a key) and return the new state and version.
 
         Creates the conversation if it does not exist yet, like :meth:`record_turn`, and bounds the state the
-        same way.
+        same way. Counts as a write: the conversation's version goes up by one.
         """
         check_conversation_id(conversation_id)
         bounded = clip_state(updates)
         with self._storage("write the conversation memory"), self._engine.begin() as connection:
-            state = _lock_conversation(connection, conversation_id)
+            state, previous = _lock_conversation(connection, conversation_id)
             merged = _merge(state, bounded)
-            return _write_state(connection, conversation_id, merged) if merged != state else state
+            if merged != state:
+                _write_state(connection, conversation_id, merged)
+        return VersionedState(merged, version=previous + 1)
 
     # -- reading -------------------------------------------------------------------------------------------
 
-    def get_state(self, conversation_id: str) -> dict[str, Any]:
-        """The conversation's state (``{}`` for an unknown conversation)."""
+    def get_state(self, conversation_id: str) -> VersionedState:
+        """The conversation's state and version, read together (``{}`` and 0 for an unknown conversation).
+
+        A turn that replays the history instead of calling :meth:`build_context` reads the state first and
+        passes its ``version`` to :meth:`record_turn`.
+        """
         check_conversation_id(conversation_id)
         with self._storage("read the conversation memory"), self._engine.connect() as connection:
             return _read_state(connection, conversation_id)
@@ -353,7 +424,9 @@ class MemoryStore:
 
         An exchange is a user message and the final assistant message that answered it (tool-calling steps are
         skipped). Three indexed queries, independent of the conversation's length; an unknown conversation
-        yields an empty context.
+        yields an empty context. The state and the conversation's ``version`` are read first, in one row: a
+        turn committed while the other two queries run can make the context newer than its version says
+        (``record_turn`` then flags the turn stale, a false alarm), never older.
 
         Bounded by construction, whatever is stored: at most :data:`~shared.bounds.MAX_CONTEXT_MEMORIES`
         memories and :data:`~shared.bounds.MAX_CONTEXT_EXCHANGES` exchanges (larger ``memory_limit`` /
@@ -371,6 +444,7 @@ class MemoryStore:
             recent = _last_exchanges(connection, conversation_id, exchanges) if exchanges > 0 else []
         return ConversationContext(
             hoy=today,
+            version=state.version,
             memoria=[clip_line(content, MAX_MEMORY_CHARS) for content, _ in memories],
             estado=clip_state(state),
             ultimos_intercambios=[
@@ -441,29 +515,57 @@ def check_conversation_id(conversation_id: str) -> str:
 
 def _lock_conversation(
     connection: Connection, conversation_id: str, user_id: str | None = None
-) -> dict[str, Any]:
-    """Start a write transaction on the conversation, creating it if needed; return its current state.
+) -> tuple[dict[str, Any], int]:
+    """Start a write to the conversation, creating it if needed: return its state and version before it.
 
-    The first statement is an ``UPDATE`` of the state row: SQLite takes its write lock there (even when no
-    row matches), other databases lock the row, so what is read next cannot change before the commit. Where
-    the database supports ``UPDATE … RETURNING`` (SQLite 3.35+, PostgreSQL) the same statement reads the
-    state; elsewhere a ``SELECT`` follows.
+    The first statement is an ``UPDATE`` of the state row that bumps its version: SQLite takes its write lock
+    there (even when no row matches), PostgreSQL locks the row (waiting for a writer that holds it), so what
+    is read and written next cannot change before the commit. Where the database supports
+    ``UPDATE … RETURNING`` (SQLite 3.35+, PostgreSQL) the same statement reads the state; elsewhere a
+    ``SELECT`` follows. When no row matched, the conversation is created (or found created by a concurrent
+    writer: :func:`_create_if_missing`) and the ``UPDATE`` runs again, now locking the row.
     """
     params = {"cid": conversation_id, "now": utc_now()}
+    bumped = _bump_version(connection, params)
+    if bumped is None:
+        _create_if_missing(connection, conversation_id, user_id)
+        bumped = _bump_version(connection, params)
+        if bumped is None:  # pragma: no cover - only if the conversation is deleted between the statements
+            raise RuntimeError(f"conversation {conversation_id!r} vanished while it was being written")
+    state, version = bumped
+    return state, version - 1
+
+
+def _bump_version(connection: Connection, params: dict[str, Any]) -> tuple[dict[str, Any], int] | None:
+    """Bump the conversation's version: its state and new version, or ``None`` if it has no state row."""
     if connection.dialect.update_returning:
-        row = connection.execute(_TOUCH_STATE_RETURNING, params).first()
-        if row is not None:
-            return dict(row.state or {})
-    elif connection.execute(_TOUCH_STATE, params).rowcount > 0:
-        return _read_state(connection, conversation_id)
-    # No state row: a new conversation, or one created by other means without its state row.
+        row = connection.execute(_BUMP_VERSION_RETURNING, params).first()
+    elif connection.execute(_BUMP_VERSION, params).rowcount > 0:
+        row = connection.execute(_STATE, params).first()
+    else:
+        row = None
+    return None if row is None else (dict(row.state or {}), int(row.version))
+
+
+def _create_if_missing(connection: Connection, conversation_id: str, user_id: str | None) -> None:
+    """Create the conversation's row (owned by ``user_id``) and its state row, each unless it exists.
+
+    SQLite and PostgreSQL run ``INSERT … ON CONFLICT DO NOTHING``: a concurrent creator's uncommitted row
+    makes PostgreSQL wait for its commit, then do nothing, so racing creators never fail and exactly one row
+    is made. Other databases check first, then insert: a creator losing that race fails on the primary key.
+    """
+    now = utc_now()
+    conversation = {"id": conversation_id, "user_id": user_id, "created_at": now}
+    state = {"conversation_id": conversation_id, "state": {}, "updated_at": now, "version": 0}
+    upserts = _CREATE_IF_MISSING.get(connection.dialect.name)
+    if upserts is not None:
+        connection.execute(upserts[0], conversation)
+        connection.execute(upserts[1], state)
+        return
     if connection.execute(_CONVERSATION, {"cid": conversation_id}).first() is None:
-        _insert_conversation(connection, conversation_id, user_id)
-    else:  # a conversation created by other means, without its state row
-        connection.execute(
-            _INSERT_STATE, {"conversation_id": conversation_id, "state": {}, "updated_at": utc_now()}
-        )
-    return {}
+        connection.execute(_INSERT_CONVERSATION, conversation)
+    if connection.execute(_STATE, {"cid": conversation_id}).first() is None:
+        connection.execute(_INSERT_STATE, state)
 
 
 def _create_tables(engine: Engine) -> None:
@@ -475,7 +577,28 @@ def _create_tables(engine: Engine) -> None:
     """
     with setup_transaction(engine) as connection:
         MemoryBase.metadata.create_all(connection)
+        _add_missing_columns(connection)
         connection.execute(_PROBE_WRITE)
+
+
+def _add_missing_columns(connection: Connection) -> None:
+    """Add the :data:`~shared.memory.tables.ADDED_COLUMNS` that tables made by an earlier version lack.
+
+    ``ALTER TABLE … ADD COLUMN … NOT NULL DEFAULT <constant>``: every existing row gets the default (for
+    ``conversation_state.version``, 0: such a conversation has never been written with a version yet).
+    """
+    inspector = inspect(connection)
+    quote = connection.dialect.identifier_preparer.quote
+    for table_name, column_names in ADDED_COLUMNS.items():
+        present = {column["name"] for column in inspector.get_columns(table_name)}
+        for name in column_names:
+            if name in present:
+                continue
+            column = MemoryBase.metadata.tables[table_name].c[name]
+            default = column.server_default.arg.text  # type: ignore[union-attr]
+            kind = column.type.compile(dialect=connection.dialect)
+            add = f"ADD COLUMN {quote(name)} {kind} NOT NULL DEFAULT {default}"
+            connection.execute(text(f"ALTER TABLE {quote(table_name)} {add}"))
 
 
 def _check_owner(connection: Connection, conversation_id: str, user_id: str) -> None:
@@ -485,19 +608,21 @@ def _check_owner(connection: Connection, conversation_id: str, user_id: str) -> 
 
 
 def _insert_conversation(connection: Connection, conversation_id: str, user_id: str | None) -> None:
-    """A new conversation's row and its empty state row."""
+    """A new conversation's row and its empty state row (an existing id fails on the primary key)."""
     now = utc_now()
     connection.execute(_INSERT_CONVERSATION, {"id": conversation_id, "user_id": user_id, "created_at": now})
-    connection.execute(_INSERT_STATE, {"conversation_id": conversation_id, "state": {}, "updated_at": now})
+    connection.execute(
+        _INSERT_STATE, {"conversation_id": conversation_id, "state": {}, "updated_at": now, "version": 0}
+    )
 
 
-def _read_state(connection: Connection, conversation_id: str) -> dict[str, Any]:
-    return dict(connection.scalar(_STATE, {"cid": conversation_id}) or {})
+def _read_state(connection: Connection, conversation_id: str) -> VersionedState:
+    row = connection.execute(_STATE, {"cid": conversation_id}).first()
+    return VersionedState() if row is None else VersionedState(row.state or {}, version=int(row.version))
 
 
-def _write_state(connection: Connection, conversation_id: str, state: dict[str, Any]) -> dict[str, Any]:
-    connection.execute(_WRITE_STATE, {"cid": conversation_id, "new_state": state, "now": utc_now()})
-    return state
+def _write_state(connection: Connection, conversation_id: str, state: dict[str, Any]) -> None:
+    connection.execute(_WRITE_STATE, {"cid": conversation_id, "new_state": state})
 
 
 def _merge(state: Mapping[str, Any], updates: Mapping[str, Any]) -> dict[str, Any]:

@@ -12,14 +12,23 @@ cost does not grow with the length of a conversation:
 - ``ix_messages_conversation_order (conversation_id, id)``: the newest messages, ``ORDER BY id DESC LIMIT n``;
 - ``ix_memory_items_rank (conversation_id, importance, id)``: the top-k memories by importance, then recency;
 - ``conversation_state`` is keyed by ``conversation_id``.
+
+Concurrency. ``conversation_state`` is the conversation's lock row: every write transaction of the store
+starts by updating it (see :mod:`shared.memory.store`), and its ``version`` counts the writes committed to
+the conversation (0 for a new one). A turn reads the version with its context and hands it back when it is
+recorded, so a turn planned on state that another turn changed meanwhile is detected.
+
+Schema changes. Tables are created when missing; a column added in a later version of this module is added
+to an existing table when the store opens (:data:`ADDED_COLUMNS`, each with a constant default), so a
+database created by an earlier version keeps opening. Nothing is ever dropped, renamed or rewritten.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final
 
-from sqlalchemy import JSON, CheckConstraint, DateTime, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import JSON, CheckConstraint, DateTime, Float, ForeignKey, Index, Integer, String, Text, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 CONVERSATION_ID_LENGTH = 64
@@ -81,6 +90,8 @@ class ConversationState(MemoryBase):
     )
     state: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utc_now)
+    version: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+    """How many writes (turns, state merges) were committed to the conversation; 0 when it is created."""
 
 
 class MemoryRecord(MemoryBase):
@@ -101,3 +112,8 @@ class MemoryRecord(MemoryBase):
     content_key: Mapped[str] = mapped_column(String(64))
     importance: Mapped[float] = mapped_column(Float)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utc_now)
+
+
+ADDED_COLUMNS: Final[dict[str, tuple[str, ...]]] = {"conversation_state": ("version",)}
+"""Columns added after their table was first released: table → column names. The store adds the ones an
+existing table lacks when it opens (each has a ``server_default``, so existing rows get a value)."""

@@ -14,6 +14,7 @@ def test_public_names_are_pinned() -> None:
         "MessageIn",
         "StoredMessage",
         "TurnRecord",
+        "VersionedState",
         "check_conversation_id",
         "open_memory_store",
         "render_context",

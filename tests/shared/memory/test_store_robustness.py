@@ -152,7 +152,9 @@ def test_a_failing_read_is_a_storage_error(memory_store: MemoryStore) -> None:
     ):
         with pytest.raises(StorageError) as caught:
             read()
-        assert_one_clear_line(caught.value, "Cannot read the conversation memory", "no such table")
+        # The database's own one-line reason names the missing table: "no such table: messages" (SQLite),
+        # 'relation "messages" does not exist' (PostgreSQL).
+        assert_one_clear_line(caught.value, "Cannot read the conversation memory", "messages")
 
 
 def test_text_that_is_not_valid_unicode_is_stored_with_replacement_characters(

@@ -1,0 +1,247 @@
+"""A real, throw-away PostgreSQL server for the test suite, and the ``db_url`` fixture over both backends.
+
+The suite starts its own server (``initdb`` + ``pg_ctl``) in a temporary directory, listening only on a unix
+socket in that directory (no TCP port, so parallel test runs never collide), and stops it at the end of the
+session. PostgreSQL refuses to run as root: when the tests run as root, the directory is handed to the
+``postgres`` system user (created by Debian's package) and the server programs run through ``runuser``.
+Durability is switched off (``fsync``, full-page writes, synchronous commit): a crash loses a test database,
+never data anyone keeps, and the server starts in about a second.
+
+Each test gets a fresh database (``CREATE DATABASE …``: a copy of a template's files,
+tens of milliseconds), dropped after the test. The collation is ``C`` (byte order), the one SQLite uses, so
+an ``ORDER BY`` on text means the same thing on both backends.
+
+Missing PostgreSQL. Locally the PostgreSQL variants are skipped with a message naming
+``scripts/ensure_postgres.sh``; in CI (``CI`` set) or with ``ERP_AI_REQUIRE_POSTGRES=1`` they fail with that
+message instead, so a machine without PostgreSQL can never pass by skipping them.
+
+Fixtures (import them into a ``conftest.py``; the server is one per session whichever conftests import them):
+
+- ``postgres_server``: the session's :class:`PostgresServer`;
+- ``postgres_url``: a fresh empty database (schema) as a ``postgresql+psycopg://`` URL;
+- ``db_url``: parametrised over :data:`BACKENDS`, a fresh empty database on each (a SQLite file, or a
+  PostgreSQL schema). A test that takes it runs once per backend, so the dialects cannot drift.
+
+Fixtures of a wider scope get the same from :func:`fresh_url`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Final
+
+import pytest
+
+__all__ = [
+    "BACKENDS",
+    "PostgresServer",
+    "PostgresUnavailable",
+    "db_url",
+    "fresh_url",
+    "postgres_required",
+    "postgres_server",
+    "postgres_url",
+]
+
+BACKENDS: Final = ("sqlite", "postgresql")
+"""The database backends every store, ERP and operations test runs on."""
+
+REQUIRE_ENV: Final = "ERP_AI_REQUIRE_POSTGRES"
+ENSURE_SCRIPT: Final = "scripts/ensure_postgres.sh"
+_SUPERUSER: Final = "postgres"
+_DATABASE: Final = "erp_ai_tests"
+_START_TIMEOUT_SECONDS: Final = 60
+
+
+class PostgresUnavailable(RuntimeError):
+    """PostgreSQL cannot be started on this machine; the message says what to run."""
+
+
+def postgres_required() -> bool:
+    """Whether a missing PostgreSQL fails the tests (``CI``, ``ERP_AI_REQUIRE_POSTGRES=1``) or skips them."""
+    return bool(os.environ.get("CI")) or os.environ.get(REQUIRE_ENV) == "1"
+
+
+def find_bin_dir() -> Path | None:
+    """Where ``initdb`` and ``pg_ctl`` are: Debian's newest ``/usr/lib/postgresql/*/bin``, else on PATH."""
+    candidates = sorted(
+        Path("/usr/lib/postgresql").glob("*/bin"),
+        key=lambda path: int(path.parent.name) if path.parent.name.isdigit() else 0,
+        reverse=True,
+    )
+    on_path = shutil.which("initdb")
+    if on_path:
+        candidates.append(Path(on_path).parent)
+    for candidate in candidates:
+        if (candidate / "initdb").is_file() and (candidate / "pg_ctl").is_file():
+            return candidate
+    return None
+
+
+class PostgresServer:
+    """One PostgreSQL server in its own temporary directory, reached through a unix socket there."""
+
+    def __init__(self, bin_dir: Path) -> None:
+        self.bin_dir = bin_dir
+        self.root = Path(tempfile.mkdtemp(prefix="erp-ai-pg-"))
+        self.data = self.root / "data"
+        self.log = self.root / "server.log"
+        self._as_postgres = os.geteuid() == 0
+        self._names = itertools.count(1)
+        self._names_lock = threading.Lock()
+
+    # -- lifecycle ---------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """``initdb``, ``pg_ctl start``, the session database; :class:`PostgresUnavailable` on failure."""
+        if self._as_postgres:
+            try:
+                shutil.chown(self.root, user=_SUPERUSER, group=None)
+            except LookupError:
+                raise PostgresUnavailable(
+                    f"the tests run as root and there is no {_SUPERUSER!r} user to run PostgreSQL: "
+                    f"run {ENSURE_SCRIPT}"
+                ) from None
+        self._run(
+            "initdb", "-D", str(self.data), "-U", _SUPERUSER, "--auth=trust",
+            "-E", "UTF8", "--locale=C", "--no-sync",
+        )  # fmt: skip
+        options = " ".join(
+            (
+                f"-k {self.root}",
+                "-c listen_addresses=''",
+                "-F",
+                "-c full_page_writes=off",
+                "-c synchronous_commit=off",
+                "-c max_connections=200",
+            )
+        )
+        self._run(
+            "pg_ctl", "start", "-w", "-t", str(_START_TIMEOUT_SECONDS),
+            "-D", str(self.data), "-l", str(self.log), "-o", options,
+        )  # fmt: skip
+        self._admin(f'CREATE DATABASE "{_DATABASE}"', database="postgres")
+
+    def stop(self) -> None:
+        """Stop the server at once (its data is thrown away) and delete its directory."""
+        try:
+            if (self.data / "postmaster.pid").exists():
+                self._run("pg_ctl", "stop", "-m", "immediate", "-w", "-D", str(self.data))
+        finally:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def _run(self, program: str, *args: str) -> None:
+        command = [str(self.bin_dir / program), *args]
+        if self._as_postgres:
+            command = ["runuser", "-u", _SUPERUSER, "--", *command]
+        done = subprocess.run(command, cwd=self.root, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            log = self.log.read_text(errors="replace")[-2000:] if self.log.exists() else ""
+            raise PostgresUnavailable(
+                f"{program} failed (exit {done.returncode}): {done.stderr.strip() or done.stdout.strip()}"
+                + (f"\nserver log:\n{log}" if log else "")
+            )
+
+    # -- databases ---------------------------------------------------------------------------------------
+
+    def url(self, schema: str) -> str:
+        """The SQLAlchemy URL (psycopg 3, unix socket) of the session database with ``schema`` as its only
+        ``search_path``."""
+        return (
+            f"postgresql+psycopg://{_SUPERUSER}@/{_DATABASE}?host={self.root}"
+            f"&options=-csearch_path%3D{schema}"
+        )
+
+    def create_schema(self) -> str:
+        """A new empty schema in the session database; returns its name."""
+        with self._names_lock:
+            name = f"test_{next(self._names)}"
+        self._admin(f'CREATE SCHEMA "{name}"', database=_DATABASE)
+        return name
+
+    def _admin(self, statement: str, database: str) -> None:
+        import psycopg  # only the PostgreSQL variants need the driver
+
+        with psycopg.connect(host=str(self.root), user=_SUPERUSER, dbname=database, autocommit=True) as conn:
+            conn.execute(statement.encode())
+
+
+# -- one server per session, whichever conftests import the fixtures -----------------------------------------
+
+_server: PostgresServer | None = None
+_server_users = 0
+_server_lock = threading.Lock()
+
+
+def _acquire_server() -> PostgresServer:
+    global _server, _server_users
+    with _server_lock:
+        if _server is None:
+            bin_dir = find_bin_dir()
+            if bin_dir is None:
+                raise PostgresUnavailable(
+                    f"PostgreSQL server programs (initdb, pg_ctl) are not installed: run {ENSURE_SCRIPT} "
+                    "(as root it installs Debian's 'postgresql' package)"
+                )
+            server = PostgresServer(bin_dir)
+            try:
+                server.start()
+            except BaseException:
+                server.stop()
+                raise
+            _server = server
+        _server_users += 1
+        return _server
+
+
+def _release_server() -> None:
+    global _server, _server_users
+    with _server_lock:
+        _server_users -= 1
+        if _server_users == 0 and _server is not None:
+            _server.stop()
+            _server = None
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """The session's PostgreSQL server (started on first use). Skips, or fails in CI, when unavailable."""
+    try:
+        server = _acquire_server()
+    except PostgresUnavailable as exc:
+        message = f"PostgreSQL unavailable: {exc}"
+        if postgres_required():
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    try:
+        yield server
+    finally:
+        _release_server()
+
+
+def fresh_url(request: pytest.FixtureRequest, backend: str, directory: Path) -> str:
+    """A fresh, empty database on ``backend``: a SQLite file in ``directory``, or a new PostgreSQL schema
+    (the session's server is started on first use, and skips or fails the test when unavailable)."""
+    if backend == "sqlite":
+        return f"sqlite:///{directory / 'db.sqlite3'}"
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    return server.url(server.create_schema())
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresServer) -> str:
+    """A fresh, empty PostgreSQL database (a schema of its own) for one test."""
+    return postgres_server.url(postgres_server.create_schema())
+
+
+@pytest.fixture(params=BACKENDS)
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh, empty database on each backend: a SQLite file, then a PostgreSQL schema."""
+    return fresh_url(request, request.param, tmp_path)
