@@ -1,0 +1,199 @@
+"""What a run's turns would cost: USD per 1,000 turns per mode, from its token sums and a pricing table.
+
+The table is ``benchmarks/pricing.yaml`` (per model: input, cached input and output USD per million tokens,
+with a source and date); a user file of the same shape replaces or adds entries (:func:`load_pricing`).
+Uncached input, cached input (rows' ``cached_input_tokens`` when the runner records it) and output tokens are
+priced separately. Local providers (the offline model, Ollama, any server on this machine) cost 0, with a
+note saying so; a hosted model without a price gets no figure and a note naming the file to add it to.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+from urllib.parse import urlparse
+
+import yaml
+from pydantic import BaseModel, Field, ValidationError
+
+from benchmarks.results import RunResults, TurnRow
+from shared.errors import ConfigurationError
+
+__all__ = [
+    "CostEstimate",
+    "LocalRule",
+    "ModeCost",
+    "ModelPrice",
+    "PricingTable",
+    "estimate_cost",
+    "load_pricing",
+]
+
+TURNS = 1000
+"""Costs are per this many turns."""
+
+
+class ModelPrice(BaseModel):
+    """USD per million tokens of one model."""
+
+    input: float = Field(ge=0)
+    cached_input: float | None = Field(default=None, ge=0)
+    """Prompt tokens served from the provider's cache; ``None``: billed as ``input``."""
+    output: float = Field(ge=0)
+    source: str
+    as_of: str
+    note: str | None = None
+
+
+class LocalRule(BaseModel):
+    """Which runs use a local model, priced at 0."""
+
+    providers: list[str] = Field(default_factory=list)
+    hosts: list[str] = Field(default_factory=list)
+    note: str = "local model: no per-token price"
+
+
+class PricingTable(BaseModel):
+    """The pricing file: local rule and per-model prices."""
+
+    local: LocalRule = Field(default_factory=LocalRule)
+    models: dict[str, ModelPrice] = Field(default_factory=dict)
+
+    def price(self, model: str) -> tuple[str, ModelPrice] | None:
+        """The entry of ``model``: its own, or the longest name it is a dated snapshot of (``name-…``)."""
+        if model in self.models:
+            return model, self.models[model]
+        candidates = [name for name in self.models if model.startswith(f"{name}-")]
+        if not candidates:
+            return None
+        name = max(candidates, key=len)
+        return name, self.models[name]
+
+    def is_local(self, provider: str, base_url: str | None) -> bool:
+        """Whether a run with ``provider`` and ``base_url`` used a model on this machine."""
+        if provider in self.local.providers:
+            return True
+        if not base_url:
+            return False
+        host = urlparse(base_url if "://" in base_url else f"http://{base_url}").hostname or ""
+        return host in {h.strip("[]") for h in self.local.hosts}
+
+
+def _read(path: Path | str, text: str) -> PricingTable:
+    try:
+        data = yaml.safe_load(text) or {}
+        return PricingTable.model_validate(data)
+    except (yaml.YAMLError, ValidationError) as exc:
+        raise ConfigurationError(f"{path}: not a valid pricing file: {exc}") from None
+
+
+def load_pricing(override: Path | None = None) -> PricingTable:
+    """The packaged pricing table, with ``override``'s models (and local rule, if given) replacing its own."""
+    packaged = resources.files("benchmarks").joinpath("pricing.yaml")
+    table = _read("benchmarks/pricing.yaml", packaged.read_text(encoding="utf-8"))
+    if override is None:
+        return table
+    try:
+        text = override.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigurationError(f"Cannot read pricing file {override}: {exc}") from None
+    user = _read(override, text)
+    local = user.local if "local" in (yaml.safe_load(text) or {}) else table.local
+    return PricingTable(local=local, models={**table.models, **user.models})
+
+
+class ModeCost(BaseModel):
+    """Token means and cost of one mode."""
+
+    mode: str
+    turns: int
+    input_tokens_mean: float
+    cached_input_tokens_mean: float
+    output_tokens_mean: float
+    usd_per_1000_turns: float | None
+    """``None`` when the model has no price."""
+
+
+class CostEstimate(BaseModel):
+    """The cost section of a report."""
+
+    provider: str
+    model: str | None
+    priced_as: str | None = None
+    """The pricing entry used (the model itself or the model it is a snapshot of)."""
+    price: ModelPrice | None = None
+    local: bool = False
+    note: str
+    modes: list[ModeCost]
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def _cost_per_turn(price: ModelPrice, uncached: float, cached: float, output: float) -> float:
+    cached_price = price.input if price.cached_input is None else price.cached_input
+    return (uncached * price.input + cached * cached_price + output * price.output) / 1_000_000
+
+
+def estimate_cost(results: RunResults, pricing: PricingTable | None = None) -> CostEstimate:
+    """USD per 1,000 turns per mode of ``results`` (warm-up turns left out)."""
+    from shared.llm.factory import DEFAULT_MODELS
+
+    table = pricing or load_pricing()
+    meta = results.meta
+    model = meta.model or DEFAULT_MODELS.get(meta.provider)
+    by_mode: dict[str, list[TurnRow]] = defaultdict(list)
+    for row in results.scored_rows:
+        by_mode[row.mode].append(row)
+    order = [m for m in meta.modes if m in by_mode] + [m for m in by_mode if m not in meta.modes]
+    local = table.is_local(meta.provider, meta.base_url)
+    found = None if local or model is None else table.price(model)
+    if local:
+        note = table.local.note
+    elif found is None:
+        note = (
+            f"no price for model {model!r} in benchmarks/pricing.yaml: add it to a pricing file "
+            "(erp-ai report RESULTS --pricing FILE)"
+        )
+    else:
+        name, price = found
+        snapshot = f" (priced as {name})" if name != model else ""
+        note = f"{model}{snapshot}: USD per million tokens from {price.source}, as of {price.as_of}"
+        if price.note:
+            note += f" ({price.note})"
+    modes = []
+    for mode in order:
+        rows = by_mode[mode]
+        cached = [float(getattr(row, "cached_input_tokens", 0) or 0) for row in rows]
+        inputs = [float(row.input_tokens) for row in rows]
+        outputs = [float(row.output_tokens) for row in rows]
+        usd: float | None = None
+        if local:
+            usd = 0.0
+        elif found is not None:
+            per_turn = [
+                _cost_per_turn(found[1], i - c, c, o) for i, c, o in zip(inputs, cached, outputs, strict=True)
+            ]
+            usd = _mean(per_turn) * TURNS
+        modes.append(
+            ModeCost(
+                mode=mode,
+                turns=len(rows),
+                input_tokens_mean=_mean(inputs),
+                cached_input_tokens_mean=_mean(cached),
+                output_tokens_mean=_mean(outputs),
+                usd_per_1000_turns=usd,
+            )
+        )
+    return CostEstimate(
+        provider=meta.provider,
+        model=model,
+        priced_as=found[0] if found else None,
+        price=found[1] if found else None,
+        local=local,
+        note=note,
+        modes=modes,
+    )
