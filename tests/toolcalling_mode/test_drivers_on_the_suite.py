@@ -3,9 +3,10 @@
 Every scenario file of ``benchmarks/scenarios`` runs through the three drivers of one engine configuration,
 each with a fresh memory store and a fresh offline model (its call counter names the tool calls), as the
 scenario's users; a conversation longer than :data:`TURNS_PER_SCENARIO` runs its first turns only (the long
-conversation of ``06_conversacion_larga`` would take most of the time and test nothing the others do not). The turns' records must be equal except for measured times; the stored conversations
-must be equal too. The simulated times are deterministic, so they are compared as well: the streamed first
-answer (``astream``) and the replayed one (``ask``/``aask``) come from the same step.
+conversation of ``06_conversacion_larga`` would take most of the time and test nothing the others do not).
+The turns' records must be equal except for measured times, and so must the stored conversations. The
+simulated times are deterministic, so they are compared too: the first answer found while streaming
+(``astream``) and the one replayed from the run (``ask``/``aask``) come from the same model call.
 """
 
 from __future__ import annotations
