@@ -14,7 +14,7 @@ import asyncio
 import threading
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
-from contextlib import aclosing, contextmanager
+from contextlib import aclosing, contextmanager, suppress
 from types import TracebackType
 from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 
@@ -598,7 +598,7 @@ class HttpAIClient:
             self._closed = True
             entries, self._async = list(self._async.items()), {}
         for loop, (_http, keeper) in entries:
-            if not loop.is_closed():
+            with suppress(RuntimeError):  # a loop that has closed meanwhile refuses: nothing left to do
                 loop.call_soon_threadsafe(_close_soon, loop, keeper)
 
     async def aclose(self) -> None:

@@ -17,8 +17,8 @@ New fields are only ever added as optional ones, so older clients and servers ke
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Annotated, Any, Literal, Protocol
+from collections.abc import Iterable, Sequence
+from typing import Annotated, Literal, Protocol
 
 from pydantic import AfterValidator, BaseModel, Field, TypeAdapter
 
@@ -47,8 +47,17 @@ NDJSON = "application/x-ndjson"
 """Media type of a streamed ``/ai/respond``: send it in ``Accept`` to get the answer in deltas."""
 
 
+class _CallTiming(Protocol):
+    """What :class:`shared.llm.usage.SimulatedCall` exposes (one call's simulated timing)."""
+
+    @property
+    def first_token_ms(self) -> float: ...
+    @property
+    def ms_per_output_token(self) -> float: ...
+
+
 class _UsageSource(Protocol):
-    """What :class:`shared.llm.usage.UsageTracker` exposes."""
+    """What :class:`shared.llm.usage.UsageTracker` exposes (a protocol: ``shared.llm`` is imported on use)."""
 
     @property
     def calls(self) -> int: ...
@@ -60,6 +69,8 @@ class _UsageSource(Protocol):
     def model_ms(self) -> float: ...
     @property
     def simulated_model_ms(self) -> float | None: ...
+    @property
+    def simulated_calls(self) -> Sequence[_CallTiming]: ...
 
 
 class CallUsage(BaseModel):
@@ -82,17 +93,15 @@ class CallUsage(BaseModel):
     @classmethod
     def from_tracker(cls, tracker: _UsageSource) -> CallUsage:
         """Snapshot a ``UsageTracker``; the simulated token times are those of its last finished call."""
-        # ``simulated_calls`` (SimulatedCall records) is read defensively: trackers that predate it have none.
-        simulated_calls: list[Any] = list(getattr(tracker, "simulated_calls", None) or [])
-        last = simulated_calls[-1] if simulated_calls else None
+        last = tracker.simulated_calls[-1] if tracker.simulated_calls else None
         return cls(
             model_calls=tracker.calls,
             input_tokens=tracker.input_tokens,
             output_tokens=tracker.output_tokens,
             model_ms=tracker.model_ms,
             simulated_model_ms=tracker.simulated_model_ms,
-            simulated_first_token_ms=getattr(last, "first_token_ms", None),
-            simulated_ms_per_token=getattr(last, "ms_per_output_token", None),
+            simulated_first_token_ms=last.first_token_ms if last else None,
+            simulated_ms_per_token=last.ms_per_output_token if last else None,
         )
 
     @classmethod

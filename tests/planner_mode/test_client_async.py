@@ -23,6 +23,7 @@ from langchain_core.runnables import RunnableConfig
 
 from planner_mode.ai import PlannerAI
 from planner_mode.client import AICallError, HttpAIClient, InProcessAIClient
+from planner_mode.plan import OperationOutcome
 from planner_mode.wire import NDJSON, CallUsage, RespondResponse
 from shared.errors import ModelOutputError, OutputLimitError, ProviderError, ProviderTimeoutError
 from shared.memory.context import ConversationContext
@@ -131,9 +132,29 @@ def test_call_usage_takes_the_simulated_token_times_of_the_trackers_last_call() 
 
 
 def test_call_usage_without_simulated_calls_has_no_token_times() -> None:
-    tracker = SimpleNamespace(calls=1, input_tokens=1, output_tokens=1, model_ms=1.0, simulated_model_ms=None)
+    tracker = SimpleNamespace(
+        calls=1, input_tokens=1, output_tokens=1, model_ms=1.0, simulated_model_ms=None, simulated_calls=[]
+    )
     usage = CallUsage.from_tracker(tracker)
     assert usage.simulated_first_token_ms is None and usage.simulated_ms_per_token is None
+
+
+async def test_a_latency_profile_gives_each_call_its_simulated_token_times() -> None:
+    from shared.llm import build_chat_model
+    from shared.llm.latency import resolve_latency_profile
+
+    profile = resolve_latency_profile("gpu-8b")
+    client = InProcessAIClient(PlannerAI(build_chat_model("offline", latency_profile="gpu-8b")))
+    results = [OperationOutcome(funcion="ventas_anuales", parametros={"anio": 2025}, resultado={"total": 5})]
+    streamed = [item async for item in client.astream_respond("¿Cuánto vendimos en 2025?", results, CONTEXT)]
+    usage = streamed[-1].usage
+    assert isinstance(streamed[-1], RespondResponse)
+    # (the offline model reports its times rounded to the microsecond)
+    assert usage.simulated_first_token_ms == pytest.approx(
+        profile.first_token_ms(usage.input_tokens), abs=1e-3
+    )
+    assert usage.simulated_ms_per_token == pytest.approx(profile.ms_per_output_token, abs=1e-3)
+    assert usage.simulated_model_ms is not None and usage.simulated_model_ms > usage.simulated_first_token_ms
 
 
 def test_the_wire_format_stays_readable_both_ways() -> None:

@@ -127,3 +127,24 @@ def test_one_client_serves_loops_in_several_threads_at_once(
             thread.join(30)
     assert errors == []
     assert len(results) == 9 and len({r.plan.model_dump_json() for r in results}) == 1
+
+
+def test_the_simulated_token_times_of_a_call_travel_over_http() -> None:
+    from shared.llm import build_chat_model
+
+    model = build_chat_model("offline", latency_profile="gpu-8b")
+    with ServerThread(create_app(model)) as server, HttpAIClient([server.url], timeout=30) as client:
+        streamed = asyncio.run(_last(client))
+        whole = client.respond(QUESTION, RESULTS, CONTEXT)
+    for usage in (streamed.usage, whole.usage):
+        assert usage.simulated_first_token_ms is not None and usage.simulated_ms_per_token is not None
+        assert (
+            usage.simulated_model_ms is not None and usage.simulated_model_ms > usage.simulated_first_token_ms
+        )
+    assert streamed.usage.simulated_first_token_ms == whole.usage.simulated_first_token_ms
+
+
+async def _last(client: HttpAIClient) -> RespondResponse:
+    items = [item async for item in client.astream_respond(QUESTION, RESULTS, CONTEXT)]
+    assert isinstance(items[-1], RespondResponse)
+    return items[-1]
