@@ -9,6 +9,8 @@ structured final answer); see docs/design.md "What the offline model reads".
 
 - ``malformed_json``: JSON text (a plan, an answer, tool-call arguments) becomes syntactically invalid.
 - ``truncated_json``: JSON text is cut in the middle, as when a model hits its output-token limit.
+  Broken tool-call arguments stay balanced (:func:`break_arguments`) so that they are an invalid tool call
+  streamed or not: LangChain's reassembly of streamed arguments would complete any prefix into a valid call.
 - ``unknown_function``: a plan names an operation that does not exist; a tool call uses a hallucinated name.
 - ``wrong_types``: parameters have the wrong JSON type, e.g. ``"anio": "dos mil veinticinco"``.
 - ``empty``: the reply has no content and no tool calls.
@@ -33,6 +35,11 @@ structured final answer); see docs/design.md "What the offline model reads".
   small JSON object inside ``<think>…</think>``), then the real reply (JSON or text); tool calls are kept.
 - ``timeout``: the call raises :class:`OfflineProviderTimeout`, a
   :class:`~shared.errors.ProviderTimeoutError`, as when a request timed out.
+- ``stream_break``: the connection drops midway through the reply. A streamed call delivers the first half
+  of its chunks (at least one; none when the reply is empty), then raises :class:`OfflineStreamBreak` (a
+  :class:`~shared.errors.ProviderError`); a call that is not streamed raises the same error and returns
+  nothing. The error carries the tokens used up to the break in ``usage_metadata``; no finish reason or
+  usage chunk is ever streamed.
 
 Output caps are not a fault: ``OfflineSalesModel(max_tokens=N)`` cuts any longer reply at ``N`` tokens, as a
 real model does (``finish_reason="length"``).
@@ -41,6 +48,7 @@ real model does (``finish_reason="length"``).
 from __future__ import annotations
 
 import random
+import re
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -62,6 +70,7 @@ FaultMode = Literal[
     "no_tool_calls",
     "think_wrap",
     "timeout",
+    "stream_break",
 ]
 """The closed set of fault modes."""
 
@@ -99,6 +108,19 @@ class OfflineProviderTimeout(ProviderTimeoutError):
     """The simulated request timeout raised by the ``timeout`` fault mode."""
 
 
+class OfflineStreamBreak(OfflineProviderError):
+    """The simulated dropped connection of the ``stream_break`` fault mode, raised midway through a reply."""
+
+    def __init__(self, message: str, *, input_tokens: int, output_tokens: int) -> None:
+        super().__init__(message)
+        self.usage_metadata: dict[str, int] = {
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+            "total_tokens": input_tokens + output_tokens,
+        }
+        """Tokens used up to the break, in LangChain's usage shape (``usage_from_error`` reads it)."""
+
+
 class FaultConfig(BaseModel):
     """Which fault to inject, how often (0–1) and with which seed."""
 
@@ -132,6 +154,51 @@ def truncate_json(text: str) -> str:
     if len(text) <= 1:
         return ""
     return text[: max(1, min(len(text) - 1, len(text) // 2))]
+
+
+def break_arguments(text: str, mode: Literal["malformed_json", "truncated_json"]) -> str:
+    """Tool-call arguments (a JSON object's text) broken by ``mode``, invalid however they are read.
+
+    LangChain reassembles streamed tool-call chunks with ``parse_partial_json``, which closes whatever is
+    still open and drops what does not parse, so any prefix of an object, and malformed text with an unclosed
+    brace (``{"anio" 2025,``), becomes a valid call (``{}``). Broken arguments therefore keep their brackets
+    balanced: ``malformed_json`` drops the first key's colon (``{"anio" 2025}``); ``truncated_json`` cuts the
+    text after the key nearest its middle and closes what was open, so that key has no value
+    (``{"anio":}``). Both fail ``json.loads`` and the partial parser alike, streamed or not.
+    """
+    if mode == "malformed_json":
+        broken = re.sub(r'"(\s*):', r'"\1', text, count=1)
+        return broken if broken != text else text[:1] + "," + text[1:]
+    cuts = _key_cuts(text)
+    if not cuts:
+        return text[:1] + ":" + text[1:]
+    middle = len(text) / 2
+    position, closers = min(cuts, key=lambda cut: abs(cut[0] - middle))
+    return text[:position] + closers
+
+
+def _key_cuts(text: str) -> list[tuple[int, str]]:
+    """Positions just after each key's colon in JSON ``text``, with the closers of what is open there."""
+    cuts: list[tuple[int, str]] = []
+    stack: list[str] = []
+    in_string = escaped = False
+    for index, char in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            stack.append("}" if char == "{" else "]")
+        elif char in "}]" and stack:
+            stack.pop()
+        elif char == ":":
+            cuts.append((index + 1, "".join(reversed(stack))))
+    return cuts
 
 
 def cut_to_tokens(text: str, tokens: int) -> str:

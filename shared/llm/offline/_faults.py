@@ -18,6 +18,7 @@ from langchain_core.messages import BaseMessage
 from shared.llm.faults import (
     HALLUCINATED_FUNCTION,
     FaultMode,
+    break_arguments,
     invented_reply,
     malform_json,
     placeholder_plan,
@@ -217,7 +218,7 @@ def _inject_tool_calls(draft: Draft, mode: FaultMode) -> Draft:
     rest = draft.tool_calls[1:]
     if mode in ("malformed_json", "truncated_json"):
         text = json.dumps(first_args, ensure_ascii=False)
-        broken = malform_json(text) if mode == "malformed_json" else truncate_json(text)
+        broken = break_arguments(text, mode)
         return Draft(content=draft.content, tool_calls=rest, invalid_calls=[(first_name, broken)])
     if mode == "unknown_function":
         return Draft(content=draft.content, tool_calls=[(HALLUCINATED_FUNCTION, first_args), *rest])

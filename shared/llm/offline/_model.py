@@ -15,21 +15,24 @@ chooses one of three behaviours from what it is asked:
 
 Token counts follow :mod:`shared.llm.tokens`; ``max_tokens`` cuts a longer reply as a real model does
 (``finish_reason="length"``, otherwise ``"stop"`` or ``"tool_calls"``); a latency profile adds
-``simulated_latency_ms`` to ``response_metadata``; a :class:`~shared.llm.faults.FaultConfig` makes chosen
-calls misbehave (the modes are listed in :mod:`shared.llm.faults`).
+``simulated_latency_ms``, ``simulated_first_token_ms`` and ``simulated_ms_per_token`` to
+``response_metadata``; a :class:`~shared.llm.faults.FaultConfig` makes chosen calls misbehave (the modes are
+listed in :mod:`shared.llm.faults`). ``stream``/``astream`` send the same reply in several chunks (text and
+JSON a few tokens at a time, tool-call arguments likewise), whose sum equals what ``invoke`` returns.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any, Literal
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LangSmithParams, LanguageModelInput
 from langchain_core.language_models.model_profile import ModelProfile
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
@@ -43,11 +46,13 @@ from langchain_core.utils.function_calling import convert_to_json_schema, conver
 from langchain_core.utils.pydantic import is_basemodel_subclass
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, field_validator
 
+from shared.llm.chunks import stream_pieces
 from shared.llm.faults import (
     RUNAWAY_CONTEXT_TOKENS,
     FaultConfig,
     OfflineProviderError,
     OfflineProviderTimeout,
+    OfflineStreamBreak,
     cut_to_tokens,
     grow,
 )
@@ -122,6 +127,95 @@ def _read_request(kwargs: dict[str, Any]) -> _Request:
     return request
 
 
+@dataclass(frozen=True)
+class _Reply:
+    """One call's finished reply, and whether the ``stream_break`` fault cuts it midway."""
+
+    message: AIMessage
+    call_index: int
+    breaks: bool = False
+
+    def stream(self) -> Iterator[ChatGenerationChunk]:
+        """The reply as stream chunks (:func:`_chunks`); a breaking reply raises after half of its pieces."""
+        chunks = _chunks(self.message)
+        if not self.breaks:
+            yield from chunks
+            return
+        sent = _before_break(chunks)
+        yield from sent
+        raise self._break_error(sent)
+
+    def check(self) -> None:
+        """Raise what an unstreamed call ends on: the ``stream_break`` error, if the reply breaks.
+
+        Raises:
+            OfflineStreamBreak: the reply breaks; its usage counts the chunks a stream would have sent.
+        """
+        if self.breaks:
+            raise self._break_error(_before_break(_chunks(self.message)))
+
+    def _break_error(self, sent: Sequence[ChatGenerationChunk]) -> OfflineStreamBreak:
+        usage = self.message.usage_metadata
+        return OfflineStreamBreak(
+            f"Simulated dropped connection on call {self.call_index} after {len(sent)} streamed chunks "
+            "(fault mode stream_break).",
+            input_tokens=usage["input_tokens"] if usage else 0,
+            output_tokens=sum(_chunk_tokens(chunk) for chunk in sent),
+        )
+
+
+def _before_break(chunks: list[ChatGenerationChunk]) -> list[ChatGenerationChunk]:
+    """The chunks a ``stream_break`` lets through: the first half of the pieces, at least one (if any).
+
+    The last chunk (finish reason, usage) is never among them.
+    """
+    pieces = chunks[:-1]
+    return pieces[: max(1, len(pieces) // 2)]
+
+
+def _chunks(message: AIMessage) -> list[ChatGenerationChunk]:
+    """``message`` as the chunks a streaming server would send; their sum equals ``message``.
+
+    Text content in :func:`~shared.llm.chunks.stream_pieces` (JSON included), then each tool call: its name
+    and id with the first piece of its arguments, then the other pieces under the same ``index`` (as
+    OpenAI-compatible servers stream them); invalid tool calls likewise. The last chunk is empty and carries
+    ``usage_metadata``, ``response_metadata`` (finish reason, simulated timings), ``chunk_position="last"``.
+    """
+    content = message.content if isinstance(message.content, str) else message.text
+    chunks = [ChatGenerationChunk(message=AIMessageChunk(content=piece)) for piece in stream_pieces(content)]
+    calls: list[tuple[str | None, str, str | None]] = [
+        (c["name"], json.dumps(c["args"], ensure_ascii=False), c["id"]) for c in message.tool_calls
+    ]
+    calls += [(c.get("name"), c.get("args") or "", c.get("id")) for c in message.invalid_tool_calls]
+    for index, (name, args_text, call_id) in enumerate(calls):
+        for number, piece in enumerate(stream_pieces(args_text) or [""]):
+            first = number == 0
+            part = tool_call_chunk(
+                name=name if first else None, args=piece, id=call_id if first else None, index=index
+            )
+            chunks.append(ChatGenerationChunk(message=AIMessageChunk(content="", tool_call_chunks=[part])))
+    chunks.append(
+        ChatGenerationChunk(
+            message=AIMessageChunk(
+                content="",
+                usage_metadata=message.usage_metadata,
+                response_metadata=message.response_metadata,
+                chunk_position="last",
+            )
+        )
+    )
+    return chunks
+
+
+def _chunk_tokens(chunk: ChatGenerationChunk) -> int:
+    """Output tokens of one streamed piece: its text and tool-call argument text."""
+    message = chunk.message
+    arguments = "".join(
+        str(part.get("args") or "") for part in getattr(message, "tool_call_chunks", None) or []
+    )
+    return approx_tokens(chunk.text) + approx_tokens(arguments)
+
+
 class OfflineSalesModel(BaseChatModel):
     """A deterministic, offline chat model for the ERP sales assistant (see the module docstring).
 
@@ -150,9 +244,10 @@ class OfflineSalesModel(BaseChatModel):
     api_key: SecretStr | None = None
     """Accepted for compatibility; never used."""
     streaming: bool = False
-    """Accepted for compatibility (``invoke`` and ``stream`` give the same reply)."""
+    """Accepted for compatibility (``invoke`` and ``stream`` give the same reply; ``stream`` in chunks)."""
     latency_profile: LatencyProfile | None = None
-    """When set, ``response_metadata["simulated_latency_ms"]`` reports the call's modelled time."""
+    """When set, ``response_metadata`` reports the call's modelled time: ``simulated_latency_ms`` (the whole
+    call), ``simulated_first_token_ms`` (overhead, prefill, one output token), ``simulated_ms_per_token``."""
     faults: FaultConfig | None = None
     """When set, calls selected by the config misbehave."""
 
@@ -282,8 +377,9 @@ class OfflineSalesModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        message = self._respond(messages, stop, kwargs)
-        return ChatResult(generations=[ChatGeneration(message=message)])
+        reply = self._respond(messages, stop, kwargs)
+        reply.check()
+        return ChatResult(generations=[ChatGeneration(message=reply.message)])
 
     def _stream(
         self,
@@ -292,44 +388,32 @@ class OfflineSalesModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        message = self._respond(messages, stop, kwargs)
-        content = message.content if isinstance(message.content, str) else message.text
-        pieces = (
-            re.findall(r"\S+\s*|\s+", content) if content and not content.lstrip().startswith("{") else []
-        )
-        if not pieces and content:
-            pieces = [content]
-        for piece in pieces:
-            chunk = ChatGenerationChunk(message=AIMessageChunk(content=piece))
+        """The same reply as ``invoke``, in several chunks (see :func:`_chunks`); summed, they equal it."""
+        reply = self._respond(messages, stop, kwargs)
+        for chunk in reply.stream():
             if run_manager:
-                run_manager.on_llm_new_token(piece, chunk=chunk)
+                run_manager.on_llm_new_token(chunk.text, chunk=chunk)
             yield chunk
-        chunks = [
-            tool_call_chunk(
-                name=c["name"], args=json.dumps(c["args"], ensure_ascii=False), id=c["id"], index=i
-            )
-            for i, c in enumerate(message.tool_calls)
-        ]
-        chunks += [
-            tool_call_chunk(name=c.get("name"), args=c.get("args"), id=c.get("id"), index=len(chunks) + i)
-            for i, c in enumerate(message.invalid_tool_calls)
-        ]
-        if chunks:
-            yield ChatGenerationChunk(message=AIMessageChunk(content="", tool_call_chunks=chunks))
-        yield ChatGenerationChunk(
-            message=AIMessageChunk(
-                content="",
-                usage_metadata=message.usage_metadata,
-                response_metadata=message.response_metadata,
-                chunk_position="last",
-            )
-        )
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        """``_stream`` natively async: the event loop gets control back between chunks (nothing sleeps)."""
+        reply = self._respond(messages, stop, kwargs)
+        for chunk in reply.stream():
+            if run_manager:
+                await run_manager.on_llm_new_token(chunk.text, chunk=chunk)
+            yield chunk
+            await asyncio.sleep(0)
 
     # -- the reply ------------------------------------------------------------------------------------------
 
-    def _respond(
-        self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]
-    ) -> AIMessage:
+    def _respond(self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]) -> _Reply:
+        """The call's reply (or the fault it raises before any), with where a ``stream_break`` cuts it."""
         with self._lock:
             index = self._calls
             self._calls += 1
@@ -345,7 +429,7 @@ class OfflineSalesModel(BaseChatModel):
         request = _read_request(kwargs)
         view = read_prompt(messages)
         draft = _decide(view, request)
-        if fault is not None:
+        if fault is not None and fault != "stream_break":
             tools_bound = bool(request.tools) and request.tool_choice != "none"
             site = FaultSite(
                 call_index=index,
@@ -379,7 +463,8 @@ class OfflineSalesModel(BaseChatModel):
             for i, (name, args) in enumerate(tool_calls)
         ]
         invalid = [
-            invalid_tool_call(name=name, args=args, id=f"call_{index}_{len(calls) + i}", error="Invalid JSON")
+            # error=None: what LangChain's reassembly of streamed chunks reports, so invoke and stream agree.
+            invalid_tool_call(name=name, args=args, id=f"call_{index}_{len(calls) + i}", error=None)
             for i, (name, args) in enumerate(invalid_calls)
         ]
         input_tokens = _input_tokens(messages, kwargs)
@@ -391,9 +476,12 @@ class OfflineSalesModel(BaseChatModel):
             "model_provider": "offline",
             "finish_reason": finish_reason,
         }
-        if self.latency_profile is not None:
-            metadata["simulated_latency_ms"] = self.latency_profile.latency_ms(input_tokens, output_tokens)
-        return AIMessage(
+        profile = self.latency_profile
+        if profile is not None:
+            metadata["simulated_latency_ms"] = profile.latency_ms(input_tokens, output_tokens)
+            metadata["simulated_first_token_ms"] = profile.first_token_ms(input_tokens)
+            metadata["simulated_ms_per_token"] = round(profile.ms_per_output_token, 3)
+        message = AIMessage(
             content=content,
             tool_calls=calls,
             invalid_tool_calls=invalid,
@@ -404,6 +492,7 @@ class OfflineSalesModel(BaseChatModel):
             },
             response_metadata=metadata,
         )
+        return _Reply(message=message, call_index=index, breaks=fault == "stream_break")
 
 
 # -- decisions ----------------------------------------------------------------------------------------------

@@ -45,3 +45,50 @@ def test_resolve_by_name_object_or_none() -> None:
     assert resolve_latency_profile(None) is None
     with pytest.raises(ValueError, match="gpu-8b, cpu-8b, gemini-flash"):
         resolve_latency_profile("tpu-1t")
+
+
+@pytest.mark.parametrize(
+    ("name", "input_tokens", "expected_ms"),
+    [
+        ("gpu-8b", 3000, 50 + 1000 + 1000 / 90),
+        ("cpu-8b", 150, 100 + 1000 + 100),
+        ("gemini-flash", 10_000, 300 + 0 + 1000 / 150),  # no prefill rate: the overhead covers the prompt
+    ],
+)
+def test_first_token_is_overhead_prefill_and_one_output_token(
+    name: str, input_tokens: int, expected_ms: float
+) -> None:
+    assert LATENCY_PROFILES[name].first_token_ms(input_tokens) == pytest.approx(expected_ms, abs=1e-3)
+
+
+@pytest.mark.parametrize("name", sorted(LATENCY_PROFILES))
+@pytest.mark.parametrize(("input_tokens", "output_tokens"), [(0, 1), (1314, 64), (2500, 169)])
+def test_total_is_first_token_plus_the_other_tokens_decode(
+    name: str, input_tokens: int, output_tokens: int
+) -> None:
+    profile = LATENCY_PROFILES[name]
+    rest = (output_tokens - 1) * profile.ms_per_output_token
+    assert profile.latency_ms(input_tokens, output_tokens) == pytest.approx(
+        profile.first_token_ms(input_tokens) + rest, abs=0.01
+    )
+
+
+def test_ms_per_output_token_is_the_inverse_of_the_decode_rate() -> None:
+    assert LATENCY_PROFILES["cpu-8b"].ms_per_output_token == 100.0
+    assert LATENCY_PROFILES["gpu-8b"].ms_per_output_token == pytest.approx(11.111, abs=1e-3)
+
+
+def test_the_model_reports_first_token_and_per_token_times_next_to_the_total() -> None:
+    reply = OfflineSalesModel(latency_profile="gpu-8b").invoke("hola")
+    usage = reply.usage_metadata
+    metadata = reply.response_metadata
+    assert usage is not None
+    profile = LATENCY_PROFILES["gpu-8b"]
+    assert metadata["simulated_first_token_ms"] == profile.first_token_ms(usage["input_tokens"])
+    assert metadata["simulated_ms_per_token"] == pytest.approx(1000 / 90, abs=1e-3)
+    assert metadata["simulated_first_token_ms"] < metadata["simulated_latency_ms"]
+
+
+def test_no_profile_no_simulated_timings() -> None:
+    metadata = OfflineSalesModel().invoke("hola").response_metadata
+    assert not {"simulated_first_token_ms", "simulated_ms_per_token"} & set(metadata)
