@@ -1,0 +1,568 @@
+"""PlannerEngine's three entry points: ``aask`` and ``astream`` run the very turn ``ask`` runs.
+
+Pinned here: the same ``TurnResult`` on every conversation of the default benchmark suite; the events of a
+streamed turn (plan, each operation, the answer in deltas as call 2 writes it, the result last); a stream that
+fails or is abandoned midway records nothing; a caller's LangChain callbacks see exactly the turn's model
+calls under one parent run; one log record per finished turn; the time to the first answer token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any, Literal
+from uuid import UUID
+
+import pytest
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessageChunk, BaseMessage
+from langchain_core.outputs import ChatGenerationChunk, ChatResult
+from langchain_core.runnables import RunnableConfig
+
+from benchmarks.scenario import Scenario, default_scenarios_dir, load_file
+from planner_mode import AIClient, PlannerAI, PlannerEngine
+from planner_mode.engine import ANSWER_PREFIX
+from planner_mode.plan import Answer, OperationOutcome, Plan
+from planner_mode.wire import AnalyzeResponse, CallUsage, RespondResponse
+from shared.engine import AssistantEngine
+from shared.erp.database import Erp
+from shared.erp.users import caller_for
+from shared.errors import ConversationAccessDenied
+from shared.events import AnswerDelta, OperationDone, PlanReady, TurnDone, TurnEvent
+from shared.llm import FaultConfig, build_chat_model
+from shared.llm.tokens import approx_tokens
+from shared.memory.context import ConversationContext
+from shared.memory.store import MemoryStore
+from shared.operations.registry import OperationRegistry, OperationSpec
+from shared.security import DEMO_CALLER, Caller
+from shared.turn import TurnResult
+from tests.planner_mode.planner_fakes import scripted, text_model
+
+Entry = Literal["ask", "aask", "astream"]
+ENTRIES: tuple[Entry, ...] = ("ask", "aask", "astream")
+
+TIMINGS = {"model_ms", "harness_ms", "total_ms", "first_answer_ms", "simulated_first_answer_ms"}
+"""What differs between two runs of one turn: measured times (and ``first_answer_ms``, ``astream``'s own)."""
+
+TWO_OPERATIONS = "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?"
+
+
+def comparable(result: TurnResult) -> dict[str, Any]:
+    """A turn's result without its timings: what must not depend on the entry point."""
+    data = result.model_dump(exclude=TIMINGS)
+    for operation in data["operations"]:
+        del operation["duration_ms"]
+    return data
+
+
+async def streamed(
+    engine: PlannerEngine, conversation_id: str, message: str, caller: Caller = DEMO_CALLER, **options: Any
+) -> tuple[list[TurnEvent], TurnResult]:
+    """Every event of a streamed turn, which ends in exactly one ``TurnDone``, and that turn's result."""
+    events = [event async for event in engine.astream(conversation_id, message, caller, **options)]
+    assert [type(event) for event in events].count(TurnDone) == 1
+    assert isinstance(events[-1], TurnDone)
+    return events, events[-1].result
+
+
+async def run_turn(
+    engine: PlannerEngine,
+    entry: Entry,
+    conversation_id: str,
+    message: str,
+    caller: Caller = DEMO_CALLER,
+    **options: Any,
+) -> TurnResult:
+    if entry == "ask":
+        return engine.ask(conversation_id, message, caller, **options)
+    if entry == "aask":
+        return await engine.aask(conversation_id, message, caller, **options)
+    _events, result = await streamed(engine, conversation_id, message, caller, **options)
+    return result
+
+
+def deltas(events: Sequence[TurnEvent]) -> list[str]:
+    return [event.text for event in events if isinstance(event, AnswerDelta)]
+
+
+def offline_engine(
+    registry: OperationRegistry,
+    erp: Erp,
+    store: MemoryStore,
+    answer_model: BaseChatModel | None = None,
+    **options: Any,
+) -> PlannerEngine:
+    return PlannerEngine(
+        registry, erp, store, PlannerAI(build_chat_model("offline", **options), answer_model)
+    )
+
+
+# -- the same turn, whichever entry point runs it -----------------------------------------------------------
+
+
+async def run_scenarios(
+    entry: Entry, scenarios: Sequence[Scenario], registry: OperationRegistry, erp: Erp, store: MemoryStore
+) -> list[dict[str, Any] | str]:
+    """Every turn of ``scenarios`` through one entry point, each conversation as its scenario's users."""
+    engine = offline_engine(registry, erp, store)
+    outcomes: list[dict[str, Any] | str] = []
+    for scenario in scenarios:
+        for turn in scenario.turns:
+            user = turn.as_user or scenario.user
+            caller = DEMO_CALLER if user is None else caller_for(erp, user)
+            try:
+                if entry == "astream":
+                    events, result = await streamed(engine, scenario.id, turn.user, caller)
+                    if result.recorded:  # a model-written answer arrives whole through the deltas
+                        assert "".join(deltas(events)) == result.answer
+                else:
+                    result = await run_turn(engine, entry, scenario.id, turn.user, caller)
+            except ConversationAccessDenied:
+                outcomes.append(f"denied: {scenario.id} to {caller.user_id}")
+                continue
+            outcomes.append(comparable(result))
+    return outcomes
+
+
+@pytest.mark.parametrize(
+    "path", sorted(default_scenarios_dir().glob("*.yaml")), ids=lambda path: Path(path).stem
+)
+async def test_aask_and_astream_give_asks_turn_results_on_the_default_suite(
+    path: Path, registry: OperationRegistry, erp: Erp, tmp_path: Path
+) -> None:
+    scenarios = load_file(path)
+    results: dict[Entry, list[dict[str, Any] | str]] = {}
+    for entry in ENTRIES:
+        store = MemoryStore(f"sqlite:///{tmp_path / entry}.sqlite3")
+        try:
+            results[entry] = await run_scenarios(entry, scenarios, registry, erp, store)
+        finally:
+            store.close()
+    assert len(results["ask"]) == sum(len(s.turns) for s in scenarios)
+    assert results["aask"] == results["ask"]
+    assert results["astream"] == results["ask"]
+
+
+def test_the_engine_is_an_assistant_engine(
+    registry: OperationRegistry, erp: Erp, memory_store: MemoryStore
+) -> None:
+    assert isinstance(offline_engine(registry, erp, memory_store), AssistantEngine)
+
+
+async def test_concurrent_aask_turns_on_one_engine_do_not_mix(
+    registry: OperationRegistry, erp: Erp, memory_store: MemoryStore
+) -> None:
+    engine = offline_engine(registry, erp, memory_store)
+    questions = [
+        TWO_OPERATIONS,
+        "¿Cuánto vendimos en 2024?",
+        "Hola",
+        "¿Cuánto compró Empresa ABC en 2025?",
+    ] * 2
+    results = await asyncio.gather(*(engine.aask(f"c{i}", q) for i, q in enumerate(questions)))
+    for index, (question, result) in enumerate(zip(questions, results, strict=True)):
+        assert result.conversation_id == f"c{index}" and result.question == question and result.recorded
+        assert [m.content for m in memory_store.history(f"c{index}")] == [question, result.answer]
+    assert results[0].answer == results[4].answer and "Empresa ABC" in results[0].answer
+
+
+# -- the events of a streamed turn ---------------------------------------------------------------------------
+
+
+async def test_astream_yields_the_plan_each_operation_then_the_answer_in_deltas(
+    registry: OperationRegistry, erp: Erp, memory_store: MemoryStore
+) -> None:
+    events, result = await streamed(offline_engine(registry, erp, memory_store), "s1", TWO_OPERATIONS)
+
+    kinds = [event.type for event in events]
+    assert kinds[:3] == ["plan", "operation", "operation"]
+    assert kinds[3:-1] == ["answer_delta"] * (len(kinds) - 4) and len(kinds) - 4 >= 2
+    assert isinstance(events[0], PlanReady) and events[0].plan == result.plan
+    streamed_ops = [event.operation for event in events if isinstance(event, OperationDone)]
+    assert sorted(streamed_ops, key=lambda op: op.funcion) == sorted(
+        result.operations, key=lambda op: op.funcion
+    )
+    assert "".join(deltas(events)) == result.answer
+    assert "₲850.000.000" in result.answer and "Empresa ABC" in result.answer
+    assert result.recorded and result.failure is None and result.model_calls == 2
+    assert result.first_answer_ms is not None and 0 < result.first_answer_ms <= result.total_ms
+    assert [m.content for m in memory_store.history("s1")] == [TWO_OPERATIONS, result.answer]
+
+
+async def test_a_direct_answer_streams_as_one_delta_after_the_plan(
+    registry: OperationRegistry, erp: Erp, memory_store: MemoryStore
+) -> None:
+    events, result = await streamed(offline_engine(registry, erp, memory_store), "s1", "Hola")
+    assert [event.type for event in events] == ["plan", "answer_delta", "turn"]
+    assert deltas(events) == [result.answer] and result.answer.startswith("¡Hola!")
+    assert result.model_calls == 1 and result.recorded
+
+
+async def test_a_rejected_plan_streams_its_refused_operations_then_the_explanation(
+    toy_registry: OperationRegistry, toy_erp: Erp, memory_store: MemoryStore
+) -> None:
+    plan = {"operaciones": [{"funcion": "ventas_totales", "parametros": {}}, {"funcion": "mejor_cliente"}]}
+    engine = PlannerEngine(toy_registry, toy_erp, memory_store, PlannerAI(text_model(scripted(plan))))
+    events, result = await streamed(engine, "s1", "¿Cuánto vendimos?")
+    assert [event.type for event in events][:3] == ["plan", "operation", "operation"]
+    refused = [event.operation for event in events if isinstance(event, OperationDone)]
+    assert refused == result.operations and all(op.error_kind == "invalid" for op in refused)
+    assert result.failure == "invalid_plan" and result.recorded
+    assert "".join(deltas(events)) == result.answer
+
+
+async def test_a_failed_call_one_streams_only_the_result(
+    registry: OperationRegistry, erp: Erp, memory_store: MemoryStore
+) -> None:
+    engine = offline_engine(registry, erp, memory_store, faults=FaultConfig(mode="timeout"))
+    events, result = await streamed(engine, "s1", TWO_OPERATIONS)
+    assert [event.type for event in events] == ["turn"]
+    assert result.failure == "timeout" and not result.recorded and result.first_answer_ms is None
+    assert memory_store.history("s1") == []
+
+
+async def test_refused_input_streams_only_the_result(
+    registry: OperationRegistry, erp: Erp, memory_store: MemoryStore
+) -> None:
+    events, result = await streamed(offline_engine(registry, erp, memory_store), "s1", "   ")
+    assert [event.type for event in events] == ["turn"]
+    assert result.failure == "input" and result.model_calls == 0 and not result.recorded
+
+
+async def test_another_users_conversation_is_refused_before_the_first_event(
+    registry: OperationRegistry, erp: Erp, memory_store: MemoryStore
+) -> None:
+    memory_store.ensure_conversation("ajena", user_id="ana")
+    stream = offline_engine(registry, erp, memory_store).astream(
+        "ajena", TWO_OPERATIONS, caller_for(erp, "bruno")
+    )
+    with pytest.raises(ConversationAccessDenied):
+        await anext(stream)
+
+
+# -- a stream that fails midway records nothing --------------------------------------------------------------
+
+
+class BreakingStream(BaseChatModel):
+    """Streams ``reply`` six characters at a time and breaks off (a reset connection) after ``break_after``
+    chunks; a reply that is not cut ends with ``finish_reason`` in its last chunk."""
+
+    reply: str
+    break_after: int | None = None
+    finish_reason: str = "stop"
+
+    @property
+    def _llm_type(self) -> str:
+        return "breaking-stream"
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: Any = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        raise AssertionError("the answer is only ever streamed here")
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: Any = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        pieces = [self.reply[i : i + 6] for i in range(0, len(self.reply), 6)]
+        for index, piece in enumerate(pieces):
+            if index == self.break_after:
+                raise ConnectionResetError("connection reset by peer")
+            yield ChatGenerationChunk(message=AIMessageChunk(content=piece))
+        yield ChatGenerationChunk(
+            message=AIMessageChunk(
+                content="",
+                response_metadata={"finish_reason": self.finish_reason},
+                usage_metadata={"input_tokens": 100, "output_tokens": 30, "total_tokens": 130},
+                chunk_position="last",
+            )
+        )
+
+
+ANSWER_JSON = json.dumps(
+    {
+        "respuesta": "En 2025 vendimos ₲850.000.000 en total.",
+        "memoria": [{"contenido": "Interesan las ventas de 2025.", "importancia": 0.7}],
+        "estado": {"tema": "ventas"},
+    },
+    ensure_ascii=False,
+)
+ONE_OPERATION = {"operaciones": [{"funcion": "ventas_anuales", "parametros": {"anio": 2025}}]}
+
+
+def breaking_engine(
+    registry: OperationRegistry, erp: Erp, store: MemoryStore, answer_model: BaseChatModel
+) -> PlannerEngine:
+    return PlannerEngine(registry, erp, store, PlannerAI(text_model(scripted(ONE_OPERATION)), answer_model))
+
+
+async def test_a_healthy_stream_of_the_fake_model_reaches_the_store(
+    toy_registry: OperationRegistry, toy_erp: Erp, memory_store: MemoryStore
+) -> None:
+    engine = breaking_engine(toy_registry, toy_erp, memory_store, BreakingStream(reply=ANSWER_JSON))
+    events, result = await streamed(engine, "s1", "¿Cuánto vendimos en 2025?")
+    assert len(deltas(events)) >= 3 and "".join(deltas(events)) == result.answer
+    assert result.recorded and result.memories == ["Interesan las ventas de 2025."]
+    assert result.output_tokens == 10 + 30  # the streamed call is counted: usage from its last chunk
+
+
+@pytest.mark.parametrize(
+    "answer_model, failure",
+    [
+        (BreakingStream(reply=ANSWER_JSON, break_after=6), "provider"),
+        (BreakingStream(reply=ANSWER_JSON[:-40], finish_reason="length"), "model_output"),
+        (BreakingStream(reply=ANSWER_JSON.replace('"respuesta"', '"respuesta" ', 1)[:-3]), "model_output"),
+    ],
+    ids=["connection-reset", "cut-at-the-cap", "unparsable"],
+)
+async def test_a_stream_that_fails_after_some_deltas_records_nothing(
+    toy_registry: OperationRegistry,
+    toy_erp: Erp,
+    memory_store: MemoryStore,
+    answer_model: BaseChatModel,
+    failure: str,
+) -> None:
+    engine = breaking_engine(toy_registry, toy_erp, memory_store, answer_model)
+    memory_store.ensure_conversation("s1", user_id=DEMO_CALLER.user_id)
+    events, result = await streamed(engine, "s1", "¿Cuánto vendimos en 2025?")
+    assert deltas(events), "some of the answer was shown before the failure"
+    assert result.failure == failure and not result.recorded and result.model_calls == 2
+    assert result.answer not in "".join(deltas(events))  # the failure message supersedes the partial text
+    assert memory_store.history("s1") == [] and memory_store.get_state("s1") == {}
+    assert memory_store.memories("s1") == []
+
+
+async def test_the_offline_models_dropped_connection_midway_records_nothing(
+    registry: OperationRegistry, erp: Erp, memory_store: MemoryStore
+) -> None:
+    broken = build_chat_model("offline", faults=FaultConfig(mode="stream_break"))
+    engine = offline_engine(registry, erp, memory_store, answer_model=broken)
+    events, result = await streamed(engine, "s1", TWO_OPERATIONS)
+    assert [event.type for event in events][:3] == ["plan", "operation", "operation"]
+    assert deltas(events) and result.failure == "provider" and not result.recorded
+    assert result.model_calls == 2 and result.output_tokens > 0  # the broken call still counts
+    assert memory_store.history("s1") == []
+    healthy = await offline_engine(registry, erp, memory_store).aask("s1", TWO_OPERATIONS)
+    assert healthy.recorded and [m.content for m in memory_store.history("s1")] == [
+        TWO_OPERATIONS,
+        healthy.answer,
+    ]
+
+
+async def test_a_stream_its_reader_abandons_records_nothing(
+    registry: OperationRegistry, erp: Erp, memory_store: MemoryStore
+) -> None:
+    stream = offline_engine(registry, erp, memory_store).astream("s1", TWO_OPERATIONS)
+    assert isinstance(stream, AsyncIterator)
+    async for event in stream:
+        if isinstance(event, AnswerDelta):
+            break
+    await stream.aclose()  # type: ignore[attr-defined]
+    assert memory_store.history("s1") == []
+
+
+# -- callbacks: exactly the turn's model calls, under one parent run -----------------------------------------
+
+
+class Recorder(BaseCallbackHandler):
+    """Records chain and chat-model runs as a tracing handler (LangSmith, OpenTelemetry) sees them."""
+
+    def __init__(self) -> None:
+        self.chains: list[dict[str, Any]] = []
+        self.chain_outputs: dict[UUID, dict[str, Any]] = {}
+        self.models: list[dict[str, Any]] = []
+        self.model_ends: list[UUID] = []
+
+    def on_chain_start(
+        self, serialized: dict[str, Any] | None, inputs: dict[str, Any], *, run_id: UUID, **kwargs: Any
+    ) -> None:
+        self.chains.append({"run_id": run_id, "inputs": inputs, **kwargs})
+
+    def on_chain_end(self, outputs: dict[str, Any], *, run_id: UUID, **kwargs: Any) -> None:
+        self.chain_outputs[run_id] = outputs
+
+    def on_chat_model_start(
+        self, serialized: dict[str, Any], messages: list[list[BaseMessage]], *, run_id: UUID, **kwargs: Any
+    ) -> None:
+        self.models.append({"run_id": run_id, **kwargs})
+
+    def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        self.model_ends.append(run_id)
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+@pytest.mark.parametrize(
+    "question, calls", [(TWO_OPERATIONS, 2), ("Hola", 1)], ids=["two-calls", "small-talk"]
+)
+async def test_callbacks_see_exactly_the_turns_model_calls_under_one_parent_run(
+    registry: OperationRegistry, erp: Erp, memory_store: MemoryStore, entry: Entry, question: str, calls: int
+) -> None:
+    recorder = Recorder()
+    config: RunnableConfig = {"callbacks": [recorder], "tags": ["erp-web"], "metadata": {"tenant": "acme"}}
+    result = await run_turn(offline_engine(registry, erp, memory_store), entry, "cb", question, config=config)
+
+    [turn] = recorder.chains
+    assert turn["name"] == "planner turn" and turn["parent_run_id"] is None
+    assert turn["inputs"] == {"conversation_id": "cb", "question": question}
+    assert "erp-web" in turn["tags"] and turn["metadata"]["tenant"] == "acme"
+    assert len(recorder.models) == calls == result.model_calls
+    for model_run in recorder.models:
+        assert model_run["parent_run_id"] == turn["run_id"]
+        assert "erp-web" in model_run["tags"] and model_run["metadata"]["tenant"] == "acme"
+    assert sorted(map(str, recorder.model_ends)) == sorted(str(run["run_id"]) for run in recorder.models)
+    assert recorder.chain_outputs[turn["run_id"]] == {"answer": result.answer, "failure": None}
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+async def test_a_run_name_names_the_turn_and_a_failed_turn_reports_its_failure(
+    registry: OperationRegistry, erp: Erp, memory_store: MemoryStore, entry: Entry
+) -> None:
+    recorder = Recorder()
+    engine = offline_engine(registry, erp, memory_store, faults=FaultConfig(mode="provider_error"))
+    config: RunnableConfig = {"callbacks": [recorder], "run_name": "pregunta web"}
+    result = await run_turn(engine, entry, "cb", TWO_OPERATIONS, config=config)
+    [turn] = recorder.chains
+    assert turn["name"] == "pregunta web" and len(recorder.models) == 1
+    assert recorder.chain_outputs[turn["run_id"]] == {"answer": result.answer, "failure": "provider"}
+
+
+# -- logging: one record per finished turn ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+async def test_each_finished_turn_is_logged_once_with_its_fields(
+    registry: OperationRegistry,
+    erp: Erp,
+    memory_store: MemoryStore,
+    entry: Entry,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="planner_mode")
+    healthy = offline_engine(registry, erp, memory_store)
+    failing = offline_engine(registry, erp, memory_store, faults=FaultConfig(mode="timeout"))
+    ok = await run_turn(healthy, entry, "log", TWO_OPERATIONS)
+    failed = await run_turn(failing, entry, "log", TWO_OPERATIONS)
+
+    records = [r for r in caplog.records if r.name == "planner_mode"]
+    assert [r.levelno for r in records] == [logging.INFO, logging.WARNING]
+    fields = [r.__dict__["erp_ai"] for r in records]
+    assert fields[0] | {"total_ms": 0, "model_ms": 0} == {
+        "conversation_id": "log",
+        "user_id": "gerente",
+        "mode": "planner",
+        "model_calls": 2,
+        "input_tokens": ok.input_tokens,
+        "output_tokens": ok.output_tokens,
+        "total_ms": 0,
+        "model_ms": 0,
+        "failure": None,
+        "recorded": True,
+    }
+    assert (fields[1]["failure"], fields[1]["recorded"]) == (failed.failure, False) == ("timeout", False)
+    assert all(TWO_OPERATIONS not in r.getMessage() and ok.answer not in r.getMessage() for r in records)
+
+
+async def test_a_conversation_refused_to_its_caller_is_not_logged_as_a_turn(
+    registry: OperationRegistry, erp: Erp, memory_store: MemoryStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="planner_mode")
+    memory_store.ensure_conversation("ajena", user_id="ana")
+    with pytest.raises(ConversationAccessDenied):
+        await offline_engine(registry, erp, memory_store).aask("ajena", "Hola", caller_for(erp, "bruno"))
+    assert [r for r in caplog.records if r.name == "planner_mode"] == []
+
+
+# -- time to the first answer token -------------------------------------------------------------------------
+
+
+class FixedClient:
+    """An AI client that answers with a fixed plan and answer, each call costing a fixed usage."""
+
+    def __init__(self, plan: Plan, plan_usage: CallUsage, answer_usage: CallUsage) -> None:
+        self.plan, self.plan_usage, self.answer_usage = plan, plan_usage, answer_usage
+        self.answer = Answer(respuesta="Vendimos ₲850.000.000.")
+
+    def analyze(
+        self, message: str, context: ConversationContext, catalog: Sequence[OperationSpec], **_: Any
+    ) -> AnalyzeResponse:
+        return AnalyzeResponse(plan=self.plan, usage=self.plan_usage)
+
+    def respond(
+        self, question: str, results: Sequence[OperationOutcome], context: ConversationContext, **_: Any
+    ) -> RespondResponse:
+        return RespondResponse(answer=self.answer, usage=self.answer_usage)
+
+    async def aanalyze(self, *args: Any, **kwargs: Any) -> AnalyzeResponse:
+        return self.analyze(*args, **kwargs)
+
+    async def arespond(self, *args: Any, **kwargs: Any) -> RespondResponse:
+        return self.respond(*args, **kwargs)
+
+    async def astream_respond(self, *args: Any, **kwargs: Any) -> AsyncIterator[str | RespondResponse]:
+        yield "Vendimos "
+        yield "₲850.000.000."
+        yield self.respond(*args, **kwargs)
+
+
+SIMULATED = CallUsage(
+    model_calls=1, simulated_model_ms=1000.0, simulated_first_token_ms=300.0, simulated_ms_per_token=20.0
+)
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+@pytest.mark.parametrize(
+    "plan, usages, expected",
+    [
+        (ONE_OPERATION, (SIMULATED, SIMULATED), 1000 + 300 + approx_tokens(ANSWER_PREFIX) * 20),
+        ({"operaciones": [], "respuesta_directa": "¡Hola!"}, (SIMULATED, SIMULATED), 1000),
+        (ONE_OPERATION, (CallUsage(model_calls=1), CallUsage(model_calls=1)), None),
+        (ONE_OPERATION, (CallUsage(model_calls=1), SIMULATED), None),
+    ],
+    ids=[
+        "call-1-then-call-2-to-its-first-answer-token",
+        "direct-answer-whole-call-1",
+        "no-profile",
+        "partial",
+    ],
+)
+async def test_simulated_first_answer_time_is_the_calls_before_plus_the_answering_calls_first_token(
+    toy_registry: OperationRegistry,
+    toy_erp: Erp,
+    memory_store: MemoryStore,
+    entry: Entry,
+    plan: dict[str, Any],
+    usages: tuple[CallUsage, CallUsage],
+    expected: float | None,
+) -> None:
+    client = FixedClient(Plan.model_validate(plan), *usages)
+    result = await run_turn(
+        PlannerEngine(toy_registry, toy_erp, memory_store, client), entry, "t", "¿Ventas?"
+    )
+    assert result.recorded
+    assert result.simulated_first_answer_ms == expected
+    assert (result.first_answer_ms is not None) == (entry == "astream")
+
+
+async def test_under_a_latency_profile_the_first_answer_token_comes_before_the_whole_turn(
+    registry: OperationRegistry, erp: Erp, memory_store: MemoryStore
+) -> None:
+    engine = offline_engine(registry, erp, memory_store, latency_profile="gpu-8b")
+    _events, result = await streamed(engine, "t", TWO_OPERATIONS)
+    assert result.simulated_model_ms is not None and result.simulated_first_answer_ms is not None
+    assert 0 < result.simulated_first_answer_ms < result.simulated_model_ms
+    assert engine.ask("u", TWO_OPERATIONS).simulated_first_answer_ms == result.simulated_first_answer_ms
+
+
+def test_the_fixed_client_is_an_ai_client() -> None:
+    assert isinstance(FixedClient(Plan.model_validate(ONE_OPERATION), SIMULATED, SIMULATED), AIClient)
