@@ -566,3 +566,29 @@ async def test_under_a_latency_profile_the_first_answer_token_comes_before_the_w
 
 def test_the_fixed_client_is_an_ai_client() -> None:
     assert isinstance(FixedClient(Plan.model_validate(ONE_OPERATION), SIMULATED, SIMULATED), AIClient)
+
+
+# -- over HTTP -----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+async def test_over_http_each_entry_point_gives_the_in_process_turn(
+    registry: OperationRegistry, erp: Erp, memory_store: MemoryStore, tmp_path: Path, entry: Entry
+) -> None:
+    from benchmarks.serving import ServerThread
+    from planner_mode import HttpAIClient, create_app
+
+    in_process = offline_engine(registry, erp, MemoryStore(f"sqlite:///{tmp_path / 'local.sqlite3'}"))
+    expected = comparable(in_process.ask("h", TWO_OPERATIONS))
+    with ServerThread(create_app(build_chat_model("offline"), token="k")) as server:
+        client = HttpAIClient([server.url], token="k", timeout=30)
+        try:
+            engine = PlannerEngine(registry, erp, memory_store, client)
+            if entry == "astream":
+                events, result = await streamed(engine, "h", TWO_OPERATIONS)
+                assert len(deltas(events)) >= 2 and "".join(deltas(events)) == result.answer
+            else:
+                result = await run_turn(engine, entry, "h", TWO_OPERATIONS)
+        finally:
+            client.close()
+    assert comparable(result) == expected
