@@ -1,0 +1,356 @@
+"""The memory store's concurrency rules, on SQLite and on a real PostgreSQL (``shared/memory/store.py``).
+
+- First turns racing on one new conversation id make exactly one conversation, without error, and every
+  turn is recorded; two users racing for one id: one owns it, the other is refused and writes nothing.
+- Writers sharing one conversation: no message is lost, duplicated or interleaved (each turn's messages are
+  contiguous, in order, and turns follow their commit order, which is their version order); the state is
+  merged per key, the last writer winning; a turn planned on a version another turn has since changed is
+  recorded and flagged ``stale``.
+
+Writers are threads sharing one store, and separate processes each opening its own store (``forkserver``:
+forked from a clean server that has imported the project, ``spawn`` where there is none). Nothing depends on
+timing: barriers make the races happen, and the assertions hold in every interleaving.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+import traceback
+from collections import Counter
+from datetime import date
+from typing import Any, NamedTuple
+
+import pytest
+from sqlalchemy import func, select, text
+
+from shared.answer import MemoryItem
+from shared.errors import ConversationAccessDenied
+from shared.memory.store import MemoryStore, MessageIn, TurnRecord, VersionedState
+from shared.memory.tables import Conversation
+
+TODAY = date(2026, 11, 30)
+SHARED = "compartida"
+"""The conversation every writer of the shared-conversation tests writes to."""
+WRITERS = 8
+MESSAGES_PER_TURN = 4
+WAIT_SECONDS = 60
+
+
+# -- turns and what they leave behind ------------------------------------------------------------------------
+
+
+def writer_turn(writer: int, number: int) -> TurnRecord:
+    """Turn ``number`` of ``writer``: four messages (question, tool call, tool result, answer), one memory,
+    and two state keys: the writer's own and ``last``, which every writer overwrites."""
+    label = f"w{writer}-t{number}"
+    call = {"id": f"call-{label}", "name": "ventas_anuales", "args": {"anio": 2025}}
+    return TurnRecord(
+        messages=[
+            MessageIn(role="user", content=label),
+            MessageIn(role="assistant", content="", metadata={"tool_calls": [call]}),
+            MessageIn(role="tool", content=f"resultado {label}", metadata={"tool_call_id": call["id"]}),
+            MessageIn(role="assistant", content=f"respuesta {label}"),
+        ],
+        memories=[MemoryItem(contenido=f"hecho {label}", importancia=0.5)],
+        state={f"w{writer}": number, "last": label},
+    )
+
+
+class Recorded(NamedTuple):
+    """What one ``record_turn`` of a writer returned."""
+
+    writer: int
+    number: int
+    expected_version: int
+    version: int
+    stale: bool
+
+
+def write_turns(store: MemoryStore, writer: int, turns: int, start: Any) -> list[Recorded]:
+    """Record ``turns`` turns as a turn does: read the context, then record against its version.
+
+    The first turn's context is read before the barrier, so every writer plans its first turn on the same
+    version and all of them but the first to commit are stale.
+    """
+    recorded: list[Recorded] = []
+    for number in range(turns):
+        context = store.build_context(SHARED, TODAY)
+        if number == 0:
+            start.wait(timeout=WAIT_SECONDS)
+        state = store.record_turn(
+            SHARED, writer_turn(writer, number), user_id="ana", expected_version=context.version
+        )
+        recorded.append(Recorded(writer, number, context.version, state.version, state.stale))
+    return recorded
+
+
+def assert_shared_conversation_is_consistent(
+    store: MemoryStore, recorded: list[Recorded], turns: int
+) -> None:
+    """The rules of the module docstring, checked on what the writers got back and what the store holds."""
+    total = WRITERS * turns
+    assert sorted((r.writer, r.number) for r in recorded) == [
+        (w, n) for w in range(WRITERS) for n in range(turns)
+    ]
+
+    # Versions: each turn got its own, 1..total, in commit order; stale exactly when planned on an older one.
+    assert sorted(r.version for r in recorded) == list(range(1, total + 1))
+    assert [r for r in recorded if r.stale != (r.expected_version != r.version - 1)] == []
+    first_turns = [r for r in recorded if r.number == 0]
+    assert [r.expected_version for r in first_turns] == [0] * WRITERS
+    assert (
+        sum(not r.stale for r in first_turns) == 1
+    )  # the first commit; the seven others planned on version 0
+
+    # Messages: blocks of four, each exactly one turn's messages in order, blocks in version order.
+    history = store.history(SHARED)
+    assert len(history) == total * MESSAGES_PER_TURN
+    blocks = [history[i : i + MESSAGES_PER_TURN] for i in range(0, len(history), MESSAGES_PER_TURN)]
+    by_version = sorted(recorded, key=lambda r: r.version)
+    for block, turn in zip(blocks, by_version, strict=True):
+        expected = writer_turn(turn.writer, turn.number).messages
+        assert [(m.role, m.content, m.metadata) for m in block] == [
+            (m.role, m.content, m.metadata) for m in expected
+        ]
+    labels = Counter(block[0].content for block in blocks)
+    assert [label for label, count in labels.items() if count != 1] == []
+    for writer in range(WRITERS):  # a writer's own turns stay in its order
+        own = [block[0].content for block in blocks if block[0].content.startswith(f"w{writer}-")]
+        assert own == [f"w{writer}-t{n}" for n in range(turns)]
+    assert [m.id for m in history] == sorted(m.id for m in history)
+
+    # State: per key, the last writer wins; nothing lost.
+    state = store.get_state(SHARED)
+    assert state.version == total
+    last = by_version[-1]
+    assert state == {**{f"w{w}": turns - 1 for w in range(WRITERS)}, "last": f"w{last.writer}-t{last.number}"}
+    assert len(store.memories(SHARED)) == total
+    with store.engine.connect() as connection:
+        assert connection.scalar(select(func.count()).select_from(Conversation)) == 1
+
+
+# -- processes -----------------------------------------------------------------------------------------------
+
+
+def process_context() -> Any:
+    """``forkserver`` (a fresh process per writer in milliseconds) where available, else ``spawn``."""
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        context: Any = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload([__name__])
+        return context
+    return multiprocessing.get_context("spawn")  # pragma: no cover - Windows
+
+
+def run_processes(target: Any, args_per_process: list[tuple[Any, ...]]) -> list[Any]:
+    """Run ``target(index, *args, barrier, results)`` in one process per ``args``; return what each put in
+    ``results`` as ``(index, value)``, in ``index`` order (a process that raised fails the test with its
+    traceback as its value)."""
+    context = process_context()
+    barrier = context.Barrier(len(args_per_process))
+    results = context.Queue()
+    processes = [
+        context.Process(target=target, args=(index, *args, barrier, results))
+        for index, args in enumerate(args_per_process)
+    ]
+    for process in processes:
+        process.start()
+    outcomes = [value for _, value in sorted(results.get(timeout=WAIT_SECONDS * 2) for _ in processes)]
+    for process in processes:
+        process.join(timeout=WAIT_SECONDS)
+    failures = [outcome for outcome in outcomes if isinstance(outcome, str)]
+    assert failures == []
+    assert [process.exitcode for process in processes] == [0] * len(processes)
+    return outcomes
+
+
+def _first_turns_process(index: int, url: str, user: str, ids: list[str], start: Any, results: Any) -> None:
+    """Child: record a first turn on each of ``ids`` as ``user``, at the same moment as the other child."""
+    try:
+        with MemoryStore(url) as store:
+            start.wait(timeout=WAIT_SECONDS)
+            outcome: dict[str, str] = {}
+            for cid in ids:
+                try:
+                    store.record_turn(cid, writer_turn(0, 0), user_id=user)
+                    outcome[cid] = "recorded"
+                except ConversationAccessDenied:
+                    outcome[cid] = "denied"
+        results.put((index, outcome))
+    except BaseException:
+        results.put((index, traceback.format_exc()))
+
+
+def _writer_process(index: int, url: str, turns: int, start: Any, results: Any) -> None:
+    """Child: writer ``index`` of the shared conversation, with its own store."""
+    try:
+        with MemoryStore(url) as store:
+            results.put((index, write_turns(store, index, turns, start)))
+    except BaseException:
+        results.put((index, traceback.format_exc()))
+
+
+# -- new conversations ---------------------------------------------------------------------------------------
+
+RACED_IDS = [f"nueva-{n}" for n in range(12)]
+
+
+def test_two_processes_racing_to_create_the_same_conversations_make_one_row_each_and_record_both_turns(
+    memory_store: MemoryStore, db_url: str
+) -> None:
+    outcomes = run_processes(_first_turns_process, [(db_url, "ana", RACED_IDS), (db_url, "ana", RACED_IDS)])
+
+    assert outcomes == [dict.fromkeys(RACED_IDS, "recorded")] * 2
+    with memory_store.engine.connect() as connection:
+        owners = connection.execute(select(Conversation.id, Conversation.user_id)).all()
+    assert sorted(owners) == sorted((cid, "ana") for cid in RACED_IDS)
+    for cid in RACED_IDS:
+        assert len(memory_store.history(cid)) == 2 * MESSAGES_PER_TURN
+        assert memory_store.get_state(cid).version == 2
+
+
+def test_two_users_racing_for_the_same_new_ids_get_one_owner_each_and_the_other_writes_nothing(
+    memory_store: MemoryStore, db_url: str
+) -> None:
+    ana, bruno = run_processes(
+        _first_turns_process, [(db_url, "ana", RACED_IDS), (db_url, "bruno", RACED_IDS)]
+    )
+
+    for cid in RACED_IDS:
+        assert {ana[cid], bruno[cid]} == {"recorded", "denied"}, cid
+        owner = "ana" if ana[cid] == "recorded" else "bruno"
+        info = memory_store.get_conversation(cid)
+        assert info is not None and info.user_id == owner
+        assert len(memory_store.history(cid)) == MESSAGES_PER_TURN  # the refused turn left nothing
+        assert memory_store.get_state(cid).version == 1
+
+
+def test_threads_racing_to_create_one_conversation_make_one_row_without_error(
+    memory_store: MemoryStore,
+) -> None:
+    start = threading.Barrier(WRITERS)
+    errors: list[BaseException] = []
+
+    def first_turn(writer: int) -> None:
+        try:
+            start.wait(timeout=WAIT_SECONDS)
+            memory_store.ensure_conversation("hilos", user_id="ana")
+            memory_store.record_turn("hilos", writer_turn(writer, 0), user_id="ana")
+        except BaseException as error:  # pragma: no cover - reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=first_turn, args=(writer,)) for writer in range(WRITERS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert errors == []
+    assert len(memory_store.history("hilos")) == WRITERS * MESSAGES_PER_TURN
+    assert memory_store.get_state("hilos").version == WRITERS
+
+
+# -- one conversation, eight writers -------------------------------------------------------------------------
+
+
+def test_eight_threads_sharing_one_conversation_lose_duplicate_and_interleave_nothing(
+    memory_store: MemoryStore,
+) -> None:
+    turns = 4
+    start = threading.Barrier(WRITERS)
+    recorded: list[Recorded] = []
+    errors: list[BaseException] = []
+
+    def writer(number: int) -> None:
+        try:
+            recorded.extend(write_turns(memory_store, number, turns, start))
+        except BaseException as error:  # pragma: no cover - reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=writer, args=(number,)) for number in range(WRITERS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert errors == []
+    assert_shared_conversation_is_consistent(memory_store, recorded, turns)
+
+
+def test_eight_processes_sharing_one_conversation_lose_duplicate_and_interleave_nothing(
+    memory_store: MemoryStore, db_url: str
+) -> None:
+    turns = 3
+    outcomes = run_processes(_writer_process, [(db_url, turns)] * WRITERS)
+
+    assert_shared_conversation_is_consistent(
+        memory_store, [r for outcome in outcomes for r in outcome], turns
+    )
+
+
+# -- versions, one writer at a time --------------------------------------------------------------------------
+
+
+def test_every_write_bumps_the_version_and_a_turn_on_an_older_version_is_recorded_but_stale(
+    memory_store: MemoryStore,
+) -> None:
+    assert memory_store.get_state("c1").version == 0  # unknown: never written
+    context = memory_store.build_context("c1", TODAY)
+    assert context.version == 0
+
+    first = memory_store.record_turn("c1", writer_turn(0, 0), expected_version=context.version)
+    assert (first.version, first.stale) == (1, False)
+    second = memory_store.record_turn("c1", writer_turn(1, 0), expected_version=context.version)
+    assert (second.version, second.stale) == (2, True)  # planned on version 0, written over version 1
+    assert second == {"w0": 0, "w1": 0, "last": "w1-t0"}  # recorded all the same, merged per key
+
+    merged = memory_store.merge_state("c1", {"tema": "ventas"})
+    assert merged.version == 3
+    unchecked = memory_store.record_turn("c1", writer_turn(0, 1))  # no expected version: never stale
+    assert (unchecked.version, unchecked.stale) == (4, False)
+    assert memory_store.build_context("c1", TODAY).version == memory_store.get_state("c1").version == 4
+
+
+def test_the_version_is_for_the_erp_and_never_reaches_a_model(memory_store: MemoryStore) -> None:
+    memory_store.record_turn("c1", writer_turn(0, 0))
+    context = memory_store.build_context("c1", TODAY)
+
+    assert context.version == 1
+    assert "version" not in context.model_dump()
+    assert "version" not in context.model_dump_json()
+
+
+def test_a_versioned_state_is_a_plain_dict_to_code_that_wants_only_the_state() -> None:
+    state = VersionedState({"tema": "ventas"}, version=3, stale=True)
+
+    assert state == {"tema": "ventas"} and isinstance(state, dict)
+    assert type(dict(state)) is dict and dict(state) == {"tema": "ventas"}
+    assert repr(state) == "VersionedState({'tema': 'ventas'}, version=3, stale=True)"
+    assert VersionedState().version == 0 and not VersionedState().stale
+
+
+def test_a_database_made_before_versions_keeps_opening_and_starts_counting_at_zero(db_url: str) -> None:
+    with MemoryStore(db_url) as store:
+        store.record_turn("vieja", writer_turn(0, 0), user_id="ana")
+        with store.engine.begin() as connection:  # the previous schema had no version column
+            connection.execute(text("ALTER TABLE conversation_state DROP COLUMN version"))
+
+    with MemoryStore(db_url) as store:
+        assert store.get_state("vieja") == {"w0": 0, "last": "w0-t0"}
+        assert store.get_state("vieja").version == 0
+        assert store.record_turn("vieja", writer_turn(0, 1), user_id="ana", expected_version=0).version == 1
+        assert [m.content for m in store.history("vieja")][::MESSAGES_PER_TURN] == ["w0-t0", "w0-t1"]
+
+
+@pytest.mark.parametrize("writers", [2])
+def test_a_stale_turn_never_hides_another_writers_keys(memory_store: MemoryStore, writers: int) -> None:
+    # Two turns planned on the same empty state, each setting its own key: the second is stale, and the
+    # merge keeps the first one's key (a whole-state overwrite would lose it).
+    context = memory_store.build_context("c1", TODAY)
+    results = [
+        memory_store.record_turn("c1", writer_turn(w, 0), expected_version=context.version)
+        for w in range(writers)
+    ]
+
+    assert [r.stale for r in results] == [False, True]
+    assert memory_store.get_state("c1") == {"w0": 0, "w1": 0, "last": "w1-t0"}
