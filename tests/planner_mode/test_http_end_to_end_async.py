@@ -1,5 +1,6 @@
 """The async HTTP client against real offline AI servers on loopback: same results as the sync client, the
-answer streamed in several deltas, and one client serving several event loops (in sequence and at once)."""
+answer streamed in several deltas, one client serving several event loops (in sequence and at once), and the
+engine streaming a whole turn through a server."""
 
 from __future__ import annotations
 
@@ -15,10 +16,13 @@ import pytest
 
 from benchmarks.serving import ServerThread
 from planner_mode.client import HttpAIClient
+from planner_mode.engine import PlannerEngine
 from planner_mode.plan import OperationOutcome
 from planner_mode.server import create_app
 from planner_mode.wire import AnalyzeResponse, RespondResponse
+from shared.erp.database import Erp
 from shared.memory.context import ConversationContext
+from shared.memory.store import MemoryStore
 from shared.operations.registry import OperationRegistry, OperationSpec
 from shared.security import DEMO_CALLER
 
@@ -148,3 +152,39 @@ async def _last(client: HttpAIClient) -> RespondResponse:
     items = [item async for item in client.astream_respond(QUESTION, RESULTS, CONTEXT)]
     assert isinstance(items[-1], RespondResponse)
     return items[-1]
+
+
+def test_the_engine_streams_a_turn_through_http_with_the_same_result_and_simulated_first_token(
+    registry: OperationRegistry, erp: Erp, memory_store: MemoryStore
+) -> None:
+    """The engine over AI servers (offline, ``gpu-8b``): ``astream`` gives several answer deltas, the same
+    turn as ``ask`` (its result and record), and the simulated time to the first answer token."""
+    from shared.events import AnswerDelta, TurnDone
+    from shared.llm import build_chat_model
+
+    model = build_chat_model("offline", latency_profile="gpu-8b")
+    with ServerThread(create_app(model)) as server, HttpAIClient([server.url], timeout=30) as client:
+        engine = PlannerEngine(registry, erp, memory_store, client)
+        asked = engine.ask("sync", QUESTION)
+
+        async def stream() -> list[Any]:
+            return [event async for event in engine.astream("streamed", QUESTION)]
+
+        events = asyncio.run(stream())
+    deltas = [event.text for event in events if isinstance(event, AnswerDelta)]
+    done = events[-1]
+    assert isinstance(done, TurnDone)
+    streamed = done.result
+    assert len(deltas) >= 2 and "".join(deltas) == streamed.answer == asked.answer
+    assert streamed.recorded and asked.recorded
+    assert (streamed.model_calls, streamed.input_tokens, streamed.output_tokens) == (
+        asked.model_calls,
+        asked.input_tokens,
+        asked.output_tokens,
+    )
+    assert streamed.simulated_model_ms == asked.simulated_model_ms
+    assert streamed.simulated_first_answer_ms is not None and streamed.simulated_model_ms is not None
+    assert 0 < streamed.simulated_first_answer_ms < streamed.simulated_model_ms
+    assert [m.content for m in memory_store.history("streamed")] == [
+        m.content for m in memory_store.history("sync")
+    ]
