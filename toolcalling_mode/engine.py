@@ -47,7 +47,7 @@ import logging
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from time import perf_counter
@@ -82,7 +82,7 @@ from shared.text import strip_reasoning
 from shared.tracing import TurnRun, aturn_run, turn_run
 from shared.turn import ExecutedOperation, FailureKind, TurnResult
 from toolcalling_mode._middleware import TurnContext, TurnMiddleware, executed_operation
-from toolcalling_mode._streaming import AnswerSteps, simulated_first_answer_ms
+from toolcalling_mode._streaming import AnswerSteps, FirstAnswer, simulated_first_answer_ms
 from toolcalling_mode.history import (
     answered_ids,
     message_text,
@@ -275,10 +275,13 @@ class ToolCallingEngine:
         caller: Caller = DEMO_CALLER,
         *,
         config: RunnableConfig | None = None,
-    ) -> AsyncIterator[TurnEvent]:
+    ) -> AsyncGenerator[TurnEvent, None]:
         """The turn of :meth:`ask` as events: ``OperationDone`` per tool result as it arrives,
         ``AnswerDelta`` s of the answer as the model writes it, then ``TurnDone`` (always last; the turn is
-        recorded just before it). Raises ``ConversationAccessDenied`` before the first event."""
+        recorded just before it). Raises ``ConversationAccessDenied`` before the first event.
+
+        A consumer that stops early should close the generator (``contextlib.aclosing``): the agent run
+        stops at once and nothing is recorded."""
         async with aclosing(self._aturn(conversation_id, message, caller, config, stream=True)) as events:
             async for event in events:
                 yield event
@@ -508,7 +511,9 @@ class ToolCallingEngine:
         except StorageError as exc:  # the answer is good; only remembering it failed
             errors.append(f"Turn not recorded: {exc}")
             answer = f"{outcome.answer}\n\n{NOT_RECORDED_NOTE}"
-            return self._result(turn, run, answer, errors=errors, failure="storage", state=stored_state)
+            return self._result(
+                turn, run, answer, errors=errors, failure="storage", state=stored_state, answered=True
+            )
         memories = [item.contenido for item in outcome.memories]
         return self._result(
             turn,
@@ -519,6 +524,7 @@ class ToolCallingEngine:
             state=state,
             memories=memories,
             recorded=True,
+            answered=True,
         )
 
     def _result(
@@ -532,12 +538,21 @@ class ToolCallingEngine:
         state: dict[str, Any] | None = None,
         memories: list[str] | None = None,
         recorded: bool = False,
+        answered: bool = False,
     ) -> TurnResult:
-        """The turn's record (``state``: the conversation's state after the turn, stored or unchanged)."""
+        """The turn's record (``state``: the conversation's state after the turn, stored or unchanged).
+
+        ``answered``: the model wrote the turn's answer (recorded, or lost only by storage); only then is
+        there a simulated time to the first answer token, whichever driver ran the turn (text that a failed
+        stream showed before breaking does not count, as ``ask`` never sees it).
+        """
         tracker = turn.tracker
-        steps = turn.steps or AnswerSteps.replay(
-            self._answer_field, self._structured_tool_names, run.messages
-        )
+        first: FirstAnswer | None = None
+        if answered:
+            steps = turn.steps or AnswerSteps.replay(
+                self._answer_field, self._structured_tool_names, run.messages
+            )
+            first = steps.first
         total_ms = (perf_counter() - turn.started) * 1000
         return TurnResult(
             mode=self.mode,
@@ -554,7 +569,7 @@ class ToolCallingEngine:
             simulated_model_ms=tracker.simulated_model_ms,
             first_answer_ms=turn.first_answer_ms,
             simulated_first_answer_ms=simulated_first_answer_ms(
-                tracker.simulated_calls, tracker.calls, steps.first
+                tracker.simulated_calls, tracker.calls, first
             ),
             harness_ms=max(0.0, total_ms - tracker.model_ms),
             total_ms=total_ms,

@@ -8,7 +8,7 @@ import json
 import logging
 import threading
 from contextlib import aclosing
-from typing import Any
+from typing import Any, Literal
 from uuid import UUID
 
 import pytest
@@ -18,6 +18,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from shared.errors import ConversationAccessDenied
 from shared.events import AnswerDelta, OperationDone, TurnDone, TurnEvent
 from shared.failures import user_message
+from shared.llm.faults import FaultConfig
 from shared.llm.offline import OfflineSalesModel
 from shared.operations.registry import Operation, OperationRegistry
 from shared.security import Caller
@@ -109,6 +110,16 @@ async def test_astream_yields_operations_then_the_answer_in_deltas_then_the_resu
     assert result.first_answer_ms is not None and 0 < result.first_answer_ms <= result.total_ms
 
 
+async def test_replayed_history_yields_no_operation_events(toy_erp: Any, memory_store: Any) -> None:
+    engine = streaming_engine(toy_erp, memory_store, policy="full_history")
+    await events_of(engine, "c1", QUESTION)
+
+    events = await events_of(engine, "c1", QUESTION)  # the first turn's tool results are replayed
+
+    operations = [event.operation for event in events if isinstance(event, OperationDone)]
+    assert operations == events[-1].result.operations and len(operations) == 2
+
+
 async def test_events_serialise_as_the_shared_turn_event_union(toy_erp: Any, memory_store: Any) -> None:
     from pydantic import TypeAdapter
 
@@ -143,12 +154,12 @@ async def test_the_offline_model_streams_its_answer_in_several_deltas(
 
 @pytest.mark.parametrize("strategy", ["provider", "tool"])
 async def test_a_structured_answer_streams_only_its_respuesta(
-    erp: Any, registry: Any, memory_store: Any, strategy: str
+    erp: Any, registry: Any, memory_store: Any, strategy: Literal["provider", "tool"]
 ) -> None:
     model = OfflineSalesModel()
     engine = ToolCallingEngine(
         registry, erp, memory_store, model, structured=True, structured_strategy=strategy
-    )  # type: ignore[arg-type]
+    )
 
     events = await events_of(engine, "c1", "¿Cuánto vendimos en 2025?")
 
@@ -194,6 +205,23 @@ async def test_a_dropped_connection_of_the_offline_model_ends_every_driver_alike
     assert result.failure == "provider" and not result.recorded
     assert result.model_calls == 1 and result.input_tokens > 0
     assert memory_store.get_conversation("c1") is None
+
+
+async def test_an_answer_cut_by_a_dropped_connection_has_no_simulated_first_answer(
+    erp: Any, registry: Any, memory_store: Any
+) -> None:
+    faults = FaultConfig(mode="stream_break", rate=0.5, seed=0)
+    assert not faults.strikes(0) and faults.strikes(1)  # the tool step completes; the answer breaks
+    model = OfflineSalesModel(latency_profile="gpu-8b", faults=faults)
+    engine = ToolCallingEngine(registry, erp, memory_store, model)
+
+    events = await events_of(engine, "c1", "¿Cuánto vendimos en 2025?")
+
+    result = events[-1].result
+    assert any(isinstance(event, AnswerDelta) for event in events)
+    assert result.failure == "provider" and not result.recorded
+    assert result.first_answer_ms is not None  # the reader did see text…
+    assert result.simulated_first_answer_ms is None  # …but no answer was written (ask would see none)
 
 
 async def test_a_consumer_that_stops_reading_before_the_result_records_nothing(
@@ -379,7 +407,7 @@ async def test_every_finished_turn_is_logged_once(
 
     [record] = [r for r in caplog.records if r.name == "toolcalling_mode"]
     assert record.levelno == logging.INFO
-    fields = record.erp_ai  # type: ignore[attr-defined]
+    fields = getattr(record, "erp_ai")  # noqa: B009 (set through ``extra``)
     assert fields["conversation_id"] == "c1" and fields["user_id"] == "ana"
     assert fields["mode"] == "toolcalling" and fields["model_calls"] == 2
     assert fields["failure"] is None and fields["recorded"] is True
@@ -396,4 +424,4 @@ async def test_a_failed_turn_is_logged_as_a_warning_with_its_kind(
 
     [record] = [r for r in caplog.records if r.name == "toolcalling_mode"]
     assert record.levelno == logging.WARNING
-    assert record.erp_ai["failure"] == "provider"  # type: ignore[attr-defined]
+    assert getattr(record, "erp_ai")["failure"] == "provider"  # noqa: B009
