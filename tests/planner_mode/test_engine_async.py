@@ -13,7 +13,7 @@ import json
 import logging
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 from uuid import UUID
 
 import pytest
@@ -33,7 +33,7 @@ from shared.erp.database import Erp
 from shared.erp.users import caller_for
 from shared.errors import ConversationAccessDenied
 from shared.events import AnswerDelta, OperationDone, PlanReady, TurnDone, TurnEvent
-from shared.llm import FaultConfig, build_chat_model
+from shared.llm import FaultConfig, FaultMode, build_chat_model
 from shared.llm.tokens import approx_tokens
 from shared.memory.context import ConversationContext
 from shared.memory.store import MemoryStore
@@ -592,3 +592,25 @@ async def test_over_http_each_entry_point_gives_the_in_process_turn(
         finally:
             client.close()
     assert comparable(result) == expected
+
+
+# -- faults -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", get_args(FaultMode))
+async def test_under_every_fault_mode_aask_and_astream_give_asks_result(
+    registry: OperationRegistry, erp: Erp, tmp_path: Path, mode: FaultMode
+) -> None:
+    results: dict[Entry, dict[str, Any]] = {}
+    for entry in ENTRIES:
+        store = MemoryStore(f"sqlite:///{tmp_path / entry}.sqlite3")
+        try:
+            await run_turn(offline_engine(registry, erp, store), entry, "f", "¿Cuánto vendimos en 2025?")
+            faulty = offline_engine(registry, erp, store, faults=FaultConfig(mode=mode))
+            result = await run_turn(faulty, entry, "f", "¿Cuál fue nuestro mejor cliente en 2024?")
+            assert len(store.history("f")) == (4 if result.recorded else 2)
+            results[entry] = comparable(result)
+        finally:
+            store.close()
+    assert results["aask"] == results["ask"]
+    assert results["astream"] == results["ask"]
