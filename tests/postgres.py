@@ -20,7 +20,9 @@ Fixtures (import them into a ``conftest.py``; the server is one per session whic
 - ``postgres_server``: the session's :class:`PostgresServer`;
 - ``postgres_url``: a fresh empty database (schema) as a ``postgresql+psycopg://`` URL;
 - ``db_url``: parametrised over :data:`BACKENDS`, a fresh empty database on each (a SQLite file, or a
-  PostgreSQL schema). A test that takes it runs once per backend, so the dialects cannot drift.
+  PostgreSQL schema). A test that takes it runs once per backend, so the dialects cannot drift;
+- ``postgres_demo_erp_url``: the seeded demo ERP on PostgreSQL, seeded once per session (read-only, like the
+  root ``erp_db_url`` on SQLite); :func:`demo_erp_url` picks the one of a backend.
 
 Fixtures of a wider scope get the same from :func:`fresh_url`.
 """
@@ -44,7 +46,9 @@ __all__ = [
     "PostgresServer",
     "PostgresUnavailable",
     "db_url",
+    "demo_erp_url",
     "fresh_url",
+    "postgres_demo_erp_url",
     "postgres_required",
     "postgres_server",
     "postgres_url",
@@ -245,3 +249,21 @@ def postgres_url(postgres_server: PostgresServer) -> str:
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A fresh, empty database on each backend: a SQLite file, then a PostgreSQL schema."""
     return fresh_url(request, request.param, tmp_path)
+
+
+@pytest.fixture(scope="session")
+def postgres_demo_erp_url(postgres_server: PostgresServer) -> str:
+    """The seeded demo ERP in a schema of its own, seeded once per session. Treat as read-only."""
+    from shared.erp.database import open_demo_erp
+
+    url = postgres_server.url(postgres_server.create_schema())
+    open_demo_erp(url).engine.dispose()
+    return url
+
+
+def demo_erp_url(request: pytest.FixtureRequest, backend: str) -> str:
+    """The session's seeded demo ERP on ``backend`` (read-only): the root ``erp_db_url`` SQLite file, or
+    :func:`postgres_demo_erp_url`."""
+    name = "erp_db_url" if backend == "sqlite" else "postgres_demo_erp_url"
+    url: str = request.getfixturevalue(name)
+    return url

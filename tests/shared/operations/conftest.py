@@ -27,13 +27,31 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import date
-from pathlib import Path
 
 import pytest
 
-from shared.erp.database import Erp, make_engine
+from shared.erp.database import Erp, make_engine, open_demo_erp
 from shared.erp.models import Customer, ErpBase, ErpUser, Invoice, InvoiceLine, Product
 from shared.text import fold
+from tests.postgres import (
+    BACKENDS,
+    db_url,
+    demo_erp_url,
+    fresh_url,
+    postgres_demo_erp_url,
+    postgres_server,
+    postgres_url,
+)
+
+__all__ = [
+    "build_tiny_erp",
+    "db_url",
+    "erp",
+    "postgres_demo_erp_url",
+    "postgres_server",
+    "postgres_url",
+    "tiny_erp",
+]
 
 USERS = [("gerente", "Gerencia", "gerencia"), ("ana", "Ana", "ventas"), ("bruno", "Bruno", "ventas")]
 CUSTOMERS = [
@@ -94,10 +112,18 @@ def build_tiny_erp(url: str) -> Erp:
     return erp
 
 
-@pytest.fixture(scope="module")
-def tiny_erp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Erp]:
-    """The hand-built ERP above (read-only)."""
-    path: Path = tmp_path_factory.mktemp("tiny") / "erp.sqlite3"
-    erp = build_tiny_erp(f"sqlite:///{path}")
+@pytest.fixture(scope="module", params=BACKENDS)
+def tiny_erp(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Erp]:
+    """The hand-built ERP above (read-only), on SQLite and on PostgreSQL."""
+    erp = build_tiny_erp(fresh_url(request, request.param, tmp_path_factory.mktemp("tiny")))
     yield erp
     erp.engine.dispose()
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def erp(request: pytest.FixtureRequest) -> Iterator[Erp]:
+    """The seeded demo ERP (read-only), on SQLite and on PostgreSQL: overrides the root ``erp`` so that every
+    operation test runs on both backends."""
+    handle = open_demo_erp(demo_erp_url(request, request.param))
+    yield handle
+    handle.engine.dispose()

@@ -7,7 +7,6 @@ F-005 28.000 = 208.000 in 4 invoices. Per customer: ABC 80.000, Ñandutí 100.00
 from __future__ import annotations
 
 from datetime import date
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -76,9 +75,9 @@ def test_mejor_cliente_of_another_year(run: Any) -> None:
     assert run("mejor_cliente", anio=2024) == {"anio": 2024, "cliente": "Empresa ABC", "total": 500_000}
 
 
-def test_mejor_cliente_breaks_a_tie_by_name(ops: OperationRegistry, tmp_path: Path) -> None:
+def test_mejor_cliente_breaks_a_tie_by_name(ops: OperationRegistry, db_url: str) -> None:
     # 2026 holds only Sur's F-007 (16.000); one more 16.000 invoice for ABC makes a tie.
-    erp = build_tiny_erp(f"sqlite:///{tmp_path / 'tie.sqlite3'}")
+    erp = build_tiny_erp(db_url)
     try:
         with erp.session() as session:
             session.add(
