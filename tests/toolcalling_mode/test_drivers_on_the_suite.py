@@ -26,7 +26,7 @@ from shared.llm.offline import OfflineSalesModel
 from shared.memory.store import MemoryStore
 from shared.security import Caller
 from shared.turn import TurnResult
-from toolcalling_mode import ToolCallingEngine
+from toolcalling_mode import ContextPolicy, ToolCallingEngine
 
 SCENARIO_FILES = sorted(default_scenarios_dir().glob("*.yaml"))
 TURNS_PER_SCENARIO = 10
@@ -41,12 +41,12 @@ def comparable(result: TurnResult) -> dict[str, Any]:
 
 
 async def run_file(
-    path: Path, driver: str, erp: Any, registry: Any, store: MemoryStore, policy: str
+    path: Path, driver: str, erp: Any, registry: Any, store: MemoryStore, policy: ContextPolicy
 ) -> list[Any]:
     """Every turn of every scenario in ``path`` through ``driver``; a refused turn is ``"denied"``."""
     engine = ToolCallingEngine(
         registry, erp, store, OfflineSalesModel(latency_profile="gpu-8b"), policy=policy
-    )  # type: ignore[arg-type]
+    )
     callers = functools.cache(lambda name: caller_for(erp, name or DEFAULT_USER))
     outcomes: list[Any] = []
     for scenario in load_file(path):
@@ -78,7 +78,7 @@ async def drive(
 @pytest.mark.parametrize("policy", ["windowed", "full_history"])
 @pytest.mark.parametrize("path", SCENARIO_FILES, ids=[path.stem for path in SCENARIO_FILES])
 async def test_aask_and_astream_give_the_turns_of_ask(
-    erp: Any, registry: Any, tmp_path: Path, path: Path, policy: str
+    erp: Any, registry: Any, tmp_path: Path, path: Path, policy: ContextPolicy
 ) -> None:
     runs: dict[str, tuple[list[Any], list[Any]]] = {}
     for driver in ("ask", "aask", "astream"):

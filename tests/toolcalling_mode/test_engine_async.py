@@ -33,7 +33,7 @@ from tests.toolcalling_mode.toolcalling_fakes import (
     call,
     toy_registry,
 )
-from toolcalling_mode import ToolCallingEngine
+from toolcalling_mode import ToolCallingEngine, ToolCallingLimits
 
 QUESTION = "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?"
 
@@ -222,6 +222,48 @@ async def test_an_answer_cut_by_a_dropped_connection_has_no_simulated_first_answ
     assert result.failure == "provider" and not result.recorded
     assert result.first_answer_ms is not None  # the reader did see text…
     assert result.simulated_first_answer_ms is None  # …but no answer was written (ask would see none)
+
+
+def looping(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
+    return ask_tools(call("ventas_anuales", anio=2025))
+
+
+def cut_at_the_cap(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
+    reply = ask_tools(call("ventas_anuales", anio=2025))
+    reply.response_metadata["finish_reason"] = "length"
+    return reply
+
+
+@pytest.mark.parametrize(
+    ("function", "limits", "failure", "calls"),
+    [
+        (looping, ToolCallingLimits(), "limit", 6),  # the model-call limit
+        (looping, ToolCallingLimits(model_calls=100, recursion_limit=10), "limit", 3),  # the recursion limit
+        (cut_at_the_cap, ToolCallingLimits(), "model_output", 1),  # the async middleware refuses a cut step
+    ],
+)
+@pytest.mark.parametrize("driver", ["aask", "astream"])
+async def test_limits_and_cut_replies_end_async_turns_as_they_end_ask(
+    toy_erp: Any,
+    memory_store: Any,
+    driver: str,
+    function: Any,
+    limits: ToolCallingLimits,
+    failure: str,
+    calls: int,
+) -> None:
+    engine = ToolCallingEngine(
+        toy_registry(), toy_erp, memory_store, StreamingFunctionModel(function), limits=limits
+    )
+
+    if driver == "aask":
+        result = await engine.aask("c1", "¿Cuánto vendimos?")
+    else:
+        result = (await events_of(engine, "c1", "¿Cuánto vendimos?"))[-1].result
+
+    assert (result.failure, result.model_calls, result.recorded) == (failure, calls, False)
+    assert result.answer == engine.ask("c2", "¿Cuánto vendimos?").answer
+    assert memory_store.get_conversation("c1") is None
 
 
 async def test_a_consumer_that_stops_reading_before_the_result_records_nothing(

@@ -41,7 +41,8 @@ def ask_tools(*calls: dict[str, Any], text: str = "") -> AIMessage:
 
 class StreamingFunctionModel(FunctionChatModel):
     """A :class:`FunctionChatModel` that streams: its reply's text word by word, then each tool call (name,
-    id and arguments in one chunk), then an empty last chunk with the usage, as OpenAI-compatible servers do.
+    id and arguments in one chunk), then an empty last chunk with the usage and the response metadata
+    (finish reason), as OpenAI-compatible servers do.
 
     ``break_after=n`` drops the connection (``ProviderError``) after ``n`` text chunks of any reply whose text
     has more than ``n`` words: the stream fails midway through the answer.
@@ -69,7 +70,12 @@ class StreamingFunctionModel(FunctionChatModel):
         if chunks:
             yield ChatGenerationChunk(message=AIMessageChunk(content="", tool_call_chunks=chunks))
         yield ChatGenerationChunk(
-            message=AIMessageChunk(content="", usage_metadata=reply.usage_metadata, chunk_position="last")
+            message=AIMessageChunk(
+                content="",
+                usage_metadata=reply.usage_metadata,
+                response_metadata=reply.response_metadata,
+                chunk_position="last",
+            )
         )
 
 
