@@ -60,6 +60,8 @@ class PricingTable(BaseModel):
 
     local: LocalRule = Field(default_factory=LocalRule)
     models: dict[str, ModelPrice] = Field(default_factory=dict)
+    reference: list[str] = Field(default_factory=list)
+    """Models whose prices are also applied to every run's tokens, for a sense of scale."""
 
     def price(self, model: str) -> tuple[str, ModelPrice] | None:
         """The entry of ``model``: its own, or the longest name it is a dated snapshot of (``name-…``)."""
@@ -100,8 +102,12 @@ def load_pricing(override: Path | None = None) -> PricingTable:
     except OSError as exc:
         raise ConfigurationError(f"Cannot read pricing file {override}: {exc}") from None
     user = _read(override, text)
-    local = user.local if "local" in (yaml.safe_load(text) or {}) else table.local
-    return PricingTable(local=local, models={**table.models, **user.models})
+    given = yaml.safe_load(text) or {}
+    return PricingTable(
+        local=user.local if "local" in given else table.local,
+        models={**table.models, **user.models},
+        reference=user.reference if "reference" in given else table.reference,
+    )
 
 
 class ModeCost(BaseModel):
@@ -114,6 +120,8 @@ class ModeCost(BaseModel):
     output_tokens_mean: float
     usd_per_1000_turns: float | None
     """``None`` when the model has no price."""
+    reference_usd: dict[str, float] = Field(default_factory=dict)
+    """USD per 1,000 turns of the same tokens at each reference model's prices."""
 
 
 class CostEstimate(BaseModel):
@@ -127,6 +135,8 @@ class CostEstimate(BaseModel):
     local: bool = False
     note: str
     modes: list[ModeCost]
+    reference: list[str] = Field(default_factory=list)
+    """The reference models priced in ``ModeCost.reference_usd`` (those with a price)."""
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -136,6 +146,12 @@ def _mean(values: Sequence[float]) -> float:
 def _cost_per_turn(price: ModelPrice, uncached: float, cached: float, output: float) -> float:
     cached_price = price.input if price.cached_input is None else price.cached_input
     return (uncached * price.input + cached * cached_price + output * price.output) / 1_000_000
+
+
+def _usd(price: ModelPrice, inputs: list[float], cached: list[float], outputs: list[float]) -> float:
+    """USD per 1,000 turns of turns with these input (of which cached) and output tokens."""
+    per_turn = [_cost_per_turn(price, i - c, c, o) for i, c, o in zip(inputs, cached, outputs, strict=True)]
+    return _mean(per_turn) * TURNS
 
 
 def estimate_cost(results: RunResults, pricing: PricingTable | None = None) -> CostEstimate:
@@ -164,20 +180,15 @@ def estimate_cost(results: RunResults, pricing: PricingTable | None = None) -> C
         note = f"{model}{snapshot}: USD per million tokens from {price.source}, as of {price.as_of}"
         if price.note:
             note += f" ({price.note})"
+    references = [name for name in table.reference if name in table.models]
     modes = []
     for mode in order:
         rows = by_mode[mode]
         cached = [float(getattr(row, "cached_input_tokens", 0) or 0) for row in rows]
         inputs = [float(row.input_tokens) for row in rows]
         outputs = [float(row.output_tokens) for row in rows]
-        usd: float | None = None
-        if local:
-            usd = 0.0
-        elif found is not None:
-            per_turn = [
-                _cost_per_turn(found[1], i - c, c, o) for i, c, o in zip(inputs, cached, outputs, strict=True)
-            ]
-            usd = _mean(per_turn) * TURNS
+
+        usd = 0.0 if local else _usd(found[1], inputs, cached, outputs) if found is not None else None
         modes.append(
             ModeCost(
                 mode=mode,
@@ -186,6 +197,9 @@ def estimate_cost(results: RunResults, pricing: PricingTable | None = None) -> C
                 cached_input_tokens_mean=_mean(cached),
                 output_tokens_mean=_mean(outputs),
                 usd_per_1000_turns=usd,
+                reference_usd={
+                    name: _usd(table.models[name], inputs, cached, outputs) for name in references
+                },
             )
         )
     return CostEstimate(
@@ -196,4 +210,5 @@ def estimate_cost(results: RunResults, pricing: PricingTable | None = None) -> C
         local=local,
         note=note,
         modes=modes,
+        reference=references,
     )

@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from statistics import NormalDist
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -162,7 +163,7 @@ def bootstrap_interval(
 
 
 def paired_bootstrap_difference(
-    pairs: Mapping[Hashable, Sequence[tuple[bool, bool]]],
+    pairs: Mapping[Any, Sequence[tuple[bool, bool]]],
     *,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,

@@ -5,10 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmarks.cost import estimate_cost, load_pricing
 from benchmarks.report.aggregate import (
     CategorySummary,
     GrowthCurve,
     ModeSummary,
+    PairedComparison,
     Summary,
     pass_hat_k,
     summarize,
@@ -24,6 +26,7 @@ __all__ = [
     "CategorySummary",
     "GrowthCurve",
     "ModeSummary",
+    "PairedComparison",
     "ReportFiles",
     "Summary",
     "findings",
@@ -45,8 +48,13 @@ class ReportFiles:
     summary: Summary
 
 
-def write_reports(results: RunResults | Path, out_dir: Path | None = None) -> ReportFiles:
-    """Write ``report.md`` and ``report.html`` next to the results file (or into ``out_dir``)."""
+def write_reports(
+    results: RunResults | Path, out_dir: Path | None = None, *, pricing: Path | None = None
+) -> ReportFiles:
+    """Write ``report.md`` and ``report.html`` next to the results file (or into ``out_dir``).
+
+    ``pricing`` is a user pricing file whose entries replace the packaged ones (see :mod:`benchmarks.cost`).
+    """
     if isinstance(results, Path):
         target = out_dir or results.parent
         results = read_results(results)
@@ -54,8 +62,9 @@ def write_reports(results: RunResults | Path, out_dir: Path | None = None) -> Re
         target = out_dir or Path(".")
     target.mkdir(parents=True, exist_ok=True)
     summary = summarize(results.rows, results.meta.modes)
+    cost = estimate_cost(results, load_pricing(pricing))
     markdown = target / "report.md"
     html = target / "report.html"
-    markdown.write_text(render_markdown(results, summary), encoding="utf-8")
-    html.write_text(render_html(results, summary), encoding="utf-8")
+    markdown.write_text(render_markdown(results, summary, cost), encoding="utf-8")
+    html.write_text(render_html(results, summary, cost), encoding="utf-8")
     return ReportFiles(markdown=markdown, html=html, summary=summary)

@@ -1,14 +1,31 @@
-"""Aggregating turn records into the figures a reader compares: per mode, per category, and over turns."""
+"""Aggregating turn records into the figures a reader compares: per mode, per category, and over turns.
+
+Warm-up turns (``TurnRow.warmup``) are left out of every figure. Accuracy carries a Wilson 95% interval
+(turns counted as independent trials); modes are compared on the turns both ran (:class:`PairedComparison`:
+exact McNemar and a bootstrap interval over conversations); with more than one repetition, latency and token
+means carry bootstrap intervals over turns (each turn's repetitions resampled together). See
+:mod:`benchmarks.stats`.
+"""
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from typing import ClassVar
 
 from pydantic import BaseModel, Field
 
 from benchmarks.results import TurnRow
+from benchmarks.stats import (
+    DEFAULT_SEED,
+    Interval,
+    bootstrap_interval,
+    mcnemar_exact,
+    paired_bootstrap_difference,
+    wilson_interval,
+)
+from benchmarks.stats import median as _median
 from shared.failures import FAILURE_KINDS
 
 LONG_CONVERSATION_MIN_TURNS = 10
@@ -66,6 +83,20 @@ class ModeSummary(BaseModel):
     harness_p95: float
     no_operation_calls_mean: float | None = None
     """Model calls per turn on turns that executed no operation (small talk, refusals); ``None`` if none."""
+    accuracy_interval: Interval | None = None
+    """Wilson 95% interval of ``accuracy``."""
+    latency_mean: float = 0.0
+    cached_input_tokens_mean: float | None = None
+    """Input tokens per turn the provider served from its prompt cache; ``None`` when rows do not say."""
+    cached_share: float | None = None
+    """Share of input tokens served from cache (``None`` when rows do not say)."""
+    first_answer_p50: float | None = None
+    """Measured time to the first answer text (streamed turns only), p50 in ms."""
+    simulated_first_answer_p50: float | None = None
+    """Time to the first answer text under the latency profile, p50 in ms."""
+    intervals: dict[str, Interval] = Field(default_factory=dict)
+    """Bootstrap 95% intervals when the run has repetitions: ``latency_mean``, ``latency_p50``,
+    ``simulated_p50``, ``input_tokens_mean``, ``output_tokens_mean``."""
 
 
 class CategorySummary(BaseModel):
@@ -76,6 +107,38 @@ class CategorySummary(BaseModel):
     turns: int
     accuracy: float
     calls_mean: float
+    passed: int = 0
+    accuracy_interval: Interval | None = None
+    """Wilson 95% interval of ``accuracy``."""
+
+
+class PairedComparison(BaseModel):
+    """Two modes on the turns both ran (same scenario, turn and repetition).
+
+    ``base_only`` and ``other_only`` are McNemar's discordant pairs. ``interval`` bounds ``difference``
+    (base accuracy minus other's, on the paired turns) by a bootstrap over conversations. A difference is
+    *established* when the interval excludes zero and the exact McNemar test agrees (p < ``ALPHA``).
+    """
+
+    base: str
+    other: str
+    pairs: int
+    both: int
+    base_only: int
+    other_only: int
+    neither: int
+    base_accuracy: float
+    other_accuracy: float
+    difference: float
+    interval: Interval | None = None
+    p_value: float
+
+    ALPHA: ClassVar[float] = 0.05
+
+    @property
+    def established(self) -> bool:
+        """Whether the run shows an accuracy difference (interval excludes 0 and McNemar p < ALPHA)."""
+        return self.interval is not None and self.interval.excludes_zero() and self.p_value < self.ALPHA
 
 
 class GrowthCurve(BaseModel):
@@ -99,14 +162,53 @@ class Summary(BaseModel):
     categories: list[CategorySummary]
     growth: GrowthCurve | None = None
     repetitions: int = 1
+    paired: list[PairedComparison] = Field(default_factory=list)
+    """The base mode (planner, else the first) against each other mode."""
+    warmup_turns: int = 0
+    """Warm-up rows left out of every figure."""
 
     def mode(self, name: str) -> ModeSummary | None:
         """The summary of mode ``name``, if it ran."""
         return next((m for m in self.modes if m.mode == name), None)
 
 
-def summarize_mode(mode: str, rows: Sequence[TurnRow]) -> ModeSummary:
-    """The figures of one mode."""
+def _optional(rows: Sequence[TurnRow], name: str) -> list[float]:
+    """The values of an optional row field (added by newer runners), skipping rows that lack it."""
+    return [float(v) for row in rows if (v := getattr(row, name, None)) is not None]
+
+
+def _by_task(rows: Sequence[TurnRow], value: Iterable[float]) -> list[list[float]]:
+    """``value`` (one per row) grouped per task (scenario, turn): the clusters of a bootstrap."""
+    groups: dict[tuple[str, int], list[float]] = defaultdict(list)
+    for row, item in zip(rows, value, strict=True):
+        groups[(row.scenario, row.turn)].append(item)
+    return list(groups.values())
+
+
+def _intervals(rows: Sequence[TurnRow], seed: int) -> dict[str, Interval]:
+    """Bootstrap intervals of latency and token figures, resampling tasks with their repetitions."""
+    figures = {
+        "latency_mean": ([row.latency_ms for row in rows], _mean),
+        "latency_p50": ([row.latency_ms for row in rows], _median),
+        "input_tokens_mean": ([float(row.input_tokens) for row in rows], _mean),
+        "output_tokens_mean": ([float(row.output_tokens) for row in rows], _mean),
+    }
+    simulated = [row for row in rows if row.simulated_latency_ms is not None]
+    intervals: dict[str, Interval] = {}
+    for name, (values, statistic) in figures.items():
+        interval = bootstrap_interval(_by_task(rows, values), statistic, seed=seed)
+        if interval is not None:
+            intervals[name] = interval
+    if simulated:
+        values = [row.simulated_latency_ms or 0.0 for row in simulated]
+        interval = bootstrap_interval(_by_task(simulated, values), _median, seed=seed)
+        if interval is not None:
+            intervals["simulated_p50"] = interval
+    return intervals
+
+
+def summarize_mode(mode: str, rows: Sequence[TurnRow], *, seed: int = DEFAULT_SEED) -> ModeSummary:
+    """The figures of one mode (warm-up rows must already be left out)."""
     by_task: dict[tuple[str, int], list[bool]] = defaultdict(list)
     for row in rows:
         by_task[(row.scenario, row.turn)].append(row.passed)
@@ -119,18 +221,25 @@ def summarize_mode(mode: str, rows: Sequence[TurnRow]) -> ModeSummary:
     harness = [row.harness_ms for row in rows]
     calls = [row.model_calls for row in rows]
     no_operation_calls = [row.model_calls for row in rows if not row.operations and not row.failed]
+    passed = sum(row.passed for row in rows)
+    cached = _optional(rows, "cached_input_tokens")
+    first = _optional(rows, "first_answer_ms")
+    simulated_first = _optional(rows, "simulated_first_answer_ms")
+    input_total = sum(row.input_tokens for row in rows)
     return ModeSummary(
         mode=mode,
         turns=len(rows),
-        passed=sum(row.passed for row in rows),
+        passed=passed,
         failed_turns=sum(row.failed for row in rows),
         failures=_failures_by_kind(rows),
         accuracy=_mean([float(row.passed) for row in rows]),
+        accuracy_interval=wilson_interval(passed, len(rows)) if rows else None,
         pass_k=pass_k,
         calls_mean=_mean(calls),
         calls_max=max(calls, default=0),
         input_tokens_mean=_mean([row.input_tokens for row in rows]),
         output_tokens_mean=_mean([row.output_tokens for row in rows]),
+        latency_mean=_mean(latencies),
         latency_p50=percentile(latencies, 50),
         latency_p95=percentile(latencies, 95),
         simulated_p50=percentile(simulated, 50) if simulated else None,
@@ -138,6 +247,47 @@ def summarize_mode(mode: str, rows: Sequence[TurnRow]) -> ModeSummary:
         harness_p50=percentile(harness, 50),
         harness_p95=percentile(harness, 95),
         no_operation_calls_mean=_mean(no_operation_calls) if no_operation_calls else None,
+        cached_input_tokens_mean=_mean(cached) if cached else None,
+        cached_share=sum(cached) / input_total if cached and input_total > 0 else None,
+        first_answer_p50=percentile(first, 50) if first else None,
+        simulated_first_answer_p50=percentile(simulated_first, 50) if simulated_first else None,
+        intervals=_intervals(rows, seed) if repetitions > 1 else {},
+    )
+
+
+def paired_comparison(
+    base: str, other: str, rows: Sequence[TurnRow], *, seed: int = DEFAULT_SEED
+) -> PairedComparison | None:
+    """``base`` against ``other`` on the turns both ran; ``None`` when they share no turn."""
+    outcome: dict[str, dict[tuple[str, int, int], bool]] = {base: {}, other: {}}
+    for row in rows:
+        if row.mode in outcome:
+            outcome[row.mode][(row.scenario, row.turn, row.repetition)] = row.passed
+    keys = sorted(outcome[base].keys() & outcome[other].keys())
+    if not keys:
+        return None
+    clusters: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
+    for key in keys:
+        clusters[key[0]].append((outcome[base][key], outcome[other][key]))
+    pairs = [pair for cluster in clusters.values() for pair in cluster]
+    both = sum(a and b for a, b in pairs)
+    base_only = sum(a and not b for a, b in pairs)
+    other_only = sum(b and not a for a, b in pairs)
+    base_accuracy = (both + base_only) / len(pairs)
+    other_accuracy = (both + other_only) / len(pairs)
+    return PairedComparison(
+        base=base,
+        other=other,
+        pairs=len(pairs),
+        both=both,
+        base_only=base_only,
+        other_only=other_only,
+        neither=len(pairs) - both - base_only - other_only,
+        base_accuracy=base_accuracy,
+        other_accuracy=other_accuracy,
+        difference=base_accuracy - other_accuracy,
+        interval=paired_bootstrap_difference(clusters, seed=seed),
+        p_value=mcnemar_exact(base_only, other_only),
     )
 
 
@@ -171,8 +321,20 @@ def growth_curve(rows: Sequence[TurnRow]) -> GrowthCurve | None:
     return GrowthCurve(scenario=scenario, series=series)
 
 
-def summarize(rows: Sequence[TurnRow], modes: Sequence[str] | None = None) -> Summary:
-    """Aggregate turn records; ``modes`` fixes the order (default: order of first appearance)."""
+def base_mode(modes: Sequence[str]) -> str | None:
+    """The mode the others are compared with: ``planner`` when it ran, else the first."""
+    return "planner" if "planner" in modes else (modes[0] if modes else None)
+
+
+def summarize(
+    rows: Sequence[TurnRow], modes: Sequence[str] | None = None, *, seed: int = DEFAULT_SEED
+) -> Summary:
+    """Aggregate turn records; ``modes`` fixes the order (default: order of first appearance).
+
+    Warm-up rows are left out. ``seed`` seeds every bootstrap, so the same rows give the same intervals.
+    """
+    warmup = sum(row.warmup for row in rows)
+    rows = [row for row in rows if not row.warmup]
     order = list(modes or [])
     for row in rows:
         if row.mode not in order:
@@ -182,18 +344,37 @@ def summarize(rows: Sequence[TurnRow], modes: Sequence[str] | None = None) -> Su
     for row in rows:
         by_mode[row.mode].append(row)
         by_category[(row.category, row.mode)].append(row)
-    categories = [
-        CategorySummary(
-            category=category,
-            mode=mode,
-            turns=len(group),
-            accuracy=_mean([float(r.passed) for r in group]),
-            calls_mean=_mean([r.model_calls for r in group]),
+    categories = []
+    for (category, mode), group in sorted(
+        by_category.items(), key=lambda kv: (kv[0][0], order.index(kv[0][1]))
+    ):
+        passed = sum(r.passed for r in group)
+        categories.append(
+            CategorySummary(
+                category=category,
+                mode=mode,
+                turns=len(group),
+                passed=passed,
+                accuracy=_mean([float(r.passed) for r in group]),
+                accuracy_interval=wilson_interval(passed, len(group)),
+                calls_mean=_mean([r.model_calls for r in group]),
+            )
         )
-        for (category, mode), group in sorted(
-            by_category.items(), key=lambda kv: (kv[0][0], order.index(kv[0][1]))
-        )
+    summaries = [summarize_mode(mode, by_mode[mode], seed=seed) for mode in order if by_mode.get(mode)]
+    ran = [m.mode for m in summaries]
+    base = base_mode(ran)
+    paired = [
+        comparison
+        for other in ran
+        if other != base and base is not None
+        if (comparison := paired_comparison(base, other, rows, seed=seed)) is not None
     ]
-    summaries = [summarize_mode(mode, by_mode[mode]) for mode in order if by_mode.get(mode)]
     repetitions = max((row.repetition for row in rows), default=1)
-    return Summary(modes=summaries, categories=categories, growth=growth_curve(rows), repetitions=repetitions)
+    return Summary(
+        modes=summaries,
+        categories=categories,
+        growth=growth_curve(rows),
+        repetitions=repetitions,
+        paired=paired,
+        warmup_turns=warmup,
+    )

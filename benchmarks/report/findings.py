@@ -1,8 +1,18 @@
-"""The findings paragraph: a few sentences computed from the figures, never written by hand."""
+"""The findings paragraph: a few sentences computed from the figures, never written by hand.
+
+The headline leads with structure (model calls, tokens, cached share and time to the first answer where the
+rows carry them), because that is what the architectures decide. An accuracy difference is stated only when
+the paired comparison establishes it (its 95% interval excludes zero and the exact McNemar test agrees);
+otherwise the sentence says the run cannot tell the modes apart and gives the interval. A figure measured
+against a target says plainly whether the target was met: "target not met (3.3 ms vs 2 ms)".
+"""
 
 from __future__ import annotations
 
-from benchmarks.report.aggregate import ModeSummary, Summary
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from benchmarks.report.aggregate import ModeSummary, PairedComparison, Summary
 from benchmarks.results import RunMeta
 
 OFFLINE_NOTICE = (
@@ -26,51 +36,201 @@ def _broken(mode: ModeSummary) -> bool:
     return mode.turns > 0 and mode.failed_turns == mode.turns
 
 
-def _accuracy_pair(base: ModeSummary, other: ModeSummary) -> str:
-    if round(base.accuracy * 100) == round(other.accuracy * 100):
-        return f"the same accuracy ({base.accuracy:.0%})"
-    return f"accuracy {base.accuracy:.0%} vs {other.accuracy:.0%}"
+def _points(value: float) -> str:
+    """An accuracy difference in percentage points, signed: ``+2.3``, ``−1.0``, ``0``."""
+    points = value * 100
+    if abs(points) < 0.05:
+        return "0"
+    return f"{points:+.1f}".replace("-", "−")
 
 
-def _compare(base: ModeSummary, other: ModeSummary) -> str:
+def _p(value: float) -> str:
+    return "< 0.001" if value < 0.001 else f"= {value:.3f}" if value < 0.01 else f"= {value:.2f}"
+
+
+def accuracy_statement(comparison: PairedComparison) -> str:
+    """What the run says about two modes' accuracy on the turns both ran."""
+    base, other = comparison.base, comparison.other
+    if comparison.base_only == comparison.other_only == 0:
+        return f"{base} and {other} passed exactly the same {comparison.pairs} turns"
+    interval = comparison.interval
+    bounds = (
+        f"95% interval {_points(interval.low)} to {_points(interval.high)} points"
+        if interval is not None
+        else "no interval"
+    )
+    tally = (
+        f"{comparison.base_only} turn(s) only {base} passed, {comparison.other_only} only {other}; "
+        f"McNemar p {_p(comparison.p_value)}"
+    )
+    if comparison.established:
+        better, worse = (base, other) if comparison.difference > 0 else (other, base)
+        return (
+            f"{better} is more accurate than {worse} by {abs(comparison.difference) * 100:.1f} points "
+            f"({comparison.base_accuracy:.1%} vs {comparison.other_accuracy:.1%}; {bounds}; {tally})"
+        )
+    return (
+        f"no accuracy difference between {base} and {other} this run can establish "
+        f"({comparison.base_accuracy:.1%} vs {comparison.other_accuracy:.1%}, difference "
+        f"{_points(comparison.difference)} points, {bounds}; {tally})"
+    )
+
+
+def _paired(summary: Summary, base: str, other: str) -> PairedComparison | None:
+    return next((p for p in summary.paired if p.base == base and p.other == other), None)
+
+
+def _compare(summary: Summary, base: ModeSummary, other: ModeSummary) -> str:
     for mode in (base, other):
         if _broken(mode):
             return (
                 f"{mode.mode}: every one of its {mode.turns} turns failed, so its calls and tokens are not "
                 f"comparable with {(other if mode is base else base).mode}'s."
             )
+    comparison = _paired(summary, base.mode, other.mode)
+    accuracy = (
+        accuracy_statement(comparison)
+        if comparison is not None
+        else f"accuracy {base.accuracy:.0%} vs {other.accuracy:.0%} (no turns in common to compare)"
+    )
     return (
         f"{base.mode}: {base.calls_mean:.1f} calls/turn vs {other.calls_mean:.1f} for {other.mode}; "
         f"{_relative(base.input_tokens_mean, other.input_tokens_mean, 'input tokens')} per turn "
-        f"({base.input_tokens_mean:.0f} vs {other.input_tokens_mean:.0f}); "
-        f"{_accuracy_pair(base, other)}."
+        f"({base.input_tokens_mean:.0f} vs {other.input_tokens_mean:.0f}); {accuracy}."
     )
 
 
-def _than(base: ModeSummary, other: ModeSummary, noun: str) -> str:
-    relative = _relative(base.input_tokens_mean, other.input_tokens_mean, noun).strip()
-    if relative.startswith("the same"):
-        return f"as many {noun} as {other.mode} ({other.accuracy:.0%} passed)".replace("  ", " ")
-    return f"{relative} than {other.mode} ({other.accuracy:.0%} passed)"
+def _first_answer(mode: ModeSummary) -> str | None:
+    """The mode's time to its first answer text: simulated when profiled, else measured (streamed turns)."""
+    if mode.simulated_first_answer_p50 is not None:
+        return f"first answer text after {mode.simulated_first_answer_p50:.0f} ms (simulated p50)"
+    if mode.first_answer_p50 is not None:
+        return f"first answer text after {mode.first_answer_p50:.0f} ms (p50)"
+    return None
+
+
+def _structure(mode: ModeSummary, *, first: bool) -> str:
+    calls = f"{mode.calls_mean:.2f} model calls" if first else f"{mode.calls_mean:.2f} calls"
+    tokens = (
+        f"{mode.input_tokens_mean:.0f} input / {mode.output_tokens_mean:.0f} output tokens"
+        if first
+        else f"{mode.input_tokens_mean:.0f} / {mode.output_tokens_mean:.0f} tokens"
+    )
+    parts = [f"{mode.mode} {calls}", tokens]
+    if mode.cached_share is not None:
+        parts.append(f"{mode.cached_share:.0%} of input cached")
+    if (text := _first_answer(mode)) is not None:
+        parts.append(text)
+    return ", ".join(parts)
 
 
 def headline(summary: Summary) -> str | None:
-    """The one-sentence comparison a reader should take away: the base mode (planner) against the others."""
+    """The sentence a reader should take away: structure per mode first, then what accuracy shows."""
     if not summary.modes:
         return None
     base = summary.mode("planner") or summary.modes[0]
     if _broken(base):
         return f"{base.mode}: every one of its {base.turns} turns failed, so there is nothing to compare."
-    figures = (
-        f"{base.mode} passed {base.accuracy:.0%} of turns with {base.calls_mean:.2f} model calls "
-        f"and {base.input_tokens_mean:.0f} input tokens per turn"
+    usable = [base] + [m for m in summary.modes if m.mode != base.mode and not _broken(m)]
+    structure = "Per turn: " + "; ".join(_structure(m, first=i == 0) for i, m in enumerate(usable)) + "."
+    comparisons = [c for m in usable[1:] if (c := _paired(summary, base.mode, m.mode)) is not None]
+    if not comparisons:
+        return f"{structure} {base.mode} passed {base.accuracy:.0%} of turns."
+    accuracy = "; ".join(_short_accuracy(c) for c in comparisons)
+    return f"{structure} Accuracy: {accuracy}."
+
+
+def _short_accuracy(comparison: PairedComparison) -> str:
+    """The headline's accuracy clause: the difference only when established."""
+    base, other = comparison.base, comparison.other
+    if comparison.established:
+        better, worse = (base, other) if comparison.difference > 0 else (other, base)
+        interval = comparison.interval
+        assert interval is not None  # established implies an interval
+        low, high = sorted((abs(interval.low), abs(interval.high)))
+        return (
+            f"{better} is more accurate than {worse} by {abs(comparison.difference) * 100:.1f} points "
+            f"(95% interval {low * 100:.1f} to {high * 100:.1f})"
+        )
+    if comparison.base_only == comparison.other_only == 0:
+        return f"{base} and {other} passed the same turns ({comparison.base_accuracy:.0%})"
+    return (
+        f"{base} {comparison.base_accuracy:.0%} vs {other} {comparison.other_accuracy:.0%}, "
+        "not a difference this run can establish"
     )
-    others = [m for m in summary.modes if m.mode != base.mode and not _broken(m)]
-    if not others:
-        return figures + "."
-    clauses = [_than(base, other, "input tokens" if i == 0 else "") for i, other in enumerate(others)]
-    joined = ", ".join(clauses[:-1]) + " and " + clauses[-1] if len(clauses) > 1 else clauses[0]
-    return f"{figures} — {joined}."
+
+
+@dataclass(frozen=True)
+class Target:
+    """A figure the project set itself a target for, and how to read it off a summary."""
+
+    name: str
+    """What the target says, e.g. "planner harness p50 under 2 ms"."""
+    source: str
+    measure: Callable[[Summary], tuple[float, float] | None]
+    """``(measured, target)`` in ms, ``None`` when the run lacks the figures; met when measured <= target."""
+
+
+def _figure(mode: str, attribute: str) -> Callable[[Summary], float | None]:
+    def read(summary: Summary) -> float | None:
+        found = summary.mode(mode)
+        value = getattr(found, attribute, None) if found is not None and not _broken(found) else None
+        return float(value) if value is not None else None
+
+    return read
+
+
+def _against(
+    measured: Callable[[Summary], float | None], target: Callable[[Summary], float | None]
+) -> Callable[[Summary], tuple[float, float] | None]:
+    def measure(summary: Summary) -> tuple[float, float] | None:
+        a, b = measured(summary), target(summary)
+        return None if a is None or b is None else (a, b)
+
+    return measure
+
+
+TARGETS: tuple[Target, ...] = (
+    Target(
+        "planner harness p50 under 2 ms",
+        "README, harness overhead",
+        _against(_figure("planner", "harness_p50"), lambda summary: 2.0),
+    ),
+    Target(
+        "planner simulated p50 at most toolcalling's",
+        "issue 11",
+        _against(_figure("planner", "simulated_p50"), _figure("toolcalling", "simulated_p50")),
+    ),
+    Target(
+        "planner time to first answer at most toolcalling's",
+        "issue 11",
+        _against(
+            _figure("planner", "simulated_first_answer_p50"),
+            _figure("toolcalling", "simulated_first_answer_p50"),
+        ),
+    ),
+)
+"""The targets findings check whenever the run has their figures."""
+
+
+def _ms(value: float) -> str:
+    text = f"{value:.1f}" if value < 100 else f"{value:,.0f}"
+    return text.removesuffix(".0")
+
+
+def target_sentences(summary: Summary) -> list[str]:
+    """One plain sentence per target the run can check: "target met" / "target not met (3.3 ms vs 2 ms)"."""
+    sentences = []
+    for target in TARGETS:
+        figures = target.measure(summary)
+        if figures is None:
+            continue
+        measured, wanted = figures
+        verdict = "target met" if measured <= wanted else "target not met"
+        sentences.append(
+            f"Target {target.name} ({target.source}): {verdict} ({_ms(measured)} ms vs {_ms(wanted)} ms)."
+        )
+    return sentences
 
 
 def findings(summary: Summary, meta: RunMeta | None = None) -> list[str]:
@@ -79,7 +239,7 @@ def findings(summary: Summary, meta: RunMeta | None = None) -> list[str]:
         return ["No turns were recorded."]
     base = summary.mode("planner") or summary.modes[0]
     others = [m for m in summary.modes if m.mode != base.mode]
-    sentences = [_compare(base, other) for other in others]
+    sentences = [_compare(summary, base, other) for other in others]
     if base.mode == "planner" and not _broken(base):
         verdict = "never exceeded" if base.calls_max <= 2 else "exceeded"
         sentences.append(f"planner {verdict} 2 model calls per turn (max {base.calls_max}).")
@@ -91,14 +251,22 @@ def findings(summary: Summary, meta: RunMeta | None = None) -> list[str]:
     if dependent:
         calls = ", ".join(f"{c.mode} {c.calls_mean:.1f}" for c in dependent)
         sentences.append(f"Model calls per turn on dependent operations: {calls}.")
+    cached = [m for m in summary.modes if m.cached_share is not None]
+    if cached:
+        shares = ", ".join(f"{m.mode} {m.cached_share:.0%}" for m in cached)
+        sentences.append(f"Share of input tokens served from the provider's prompt cache: {shares}.")
+    first = [(m.mode, text) for m in summary.modes if (text := _first_answer(m)) is not None]
+    if first:
+        sentences.append("Time to the first answer text: " + "; ".join(f"{m} {t}" for m, t in first) + ".")
     harness = ", ".join(f"{m.mode} {m.harness_p50:.1f} ms" for m in summary.modes)
     sentences.append(f"Harness overhead p50: {harness}.")
+    sentences += target_sentences(summary)
     if summary.growth is not None:
         parts = []
-        for mode in summary.growth.series:
-            ratio = summary.growth.ratio(mode)
+        for series in summary.growth.series:
+            ratio = summary.growth.ratio(series)
             if ratio is not None:
-                parts.append(f"{mode} ×{ratio:.2f}")
+                parts.append(f"{series} ×{ratio:.2f}")
         if parts:
             turns = max(len(s) for s in summary.growth.series.values())
             sentences.append(
@@ -112,6 +280,10 @@ def findings(summary: Summary, meta: RunMeta | None = None) -> list[str]:
             sentences.append(
                 f"{mode.mode}: {mode.failed_turns} turn(s) ended in a failure ({kinds}), scored as failed."
             )
+    if summary.warmup_turns:
+        sentences.append(
+            f"{summary.warmup_turns} warm-up turn(s) were run first and left out of every figure."
+        )
     if meta is not None and meta.offline:
         sentences.append(OFFLINE_NOTICE)
     return sentences

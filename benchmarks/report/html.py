@@ -1,8 +1,9 @@
 """``report.html``: one self-contained page (inline CSS and SVG, no script, no CDN) that prints on A4.
 
-Reading order: the headline and one card per mode, the findings, the summary table, the per-mode charts (one
-colour per mode throughout), the context-growth curve, accuracy per category, pass^k, then every turn side by
-side with failures in red and the plan or tool calls folded into ``<details>``.
+Reading order: the headline and one card per mode, the findings, the summary table, the paired comparison, the
+per-mode charts (one colour per mode throughout), the context-growth curve, accuracy per category, pass^k,
+intervals over repetitions, cost per 1,000 turns, the run's provenance, then every turn side by side with
+failures in red and the plan or tool calls folded into ``<details>``.
 """
 
 from __future__ import annotations
@@ -14,9 +15,21 @@ from collections.abc import Callable, Sequence
 from html import escape
 from typing import Any
 
+from benchmarks.cost import CostEstimate, estimate_cost
 from benchmarks.report.aggregate import ModeSummary, Summary
 from benchmarks.report.findings import OFFLINE_NOTICE, findings, headline
-from benchmarks.report.markdown import failure_rows, pass_k_rows, summary_rows
+from benchmarks.report.markdown import (
+    PAIRED_CAPTION,
+    cost_caption,
+    cost_rows,
+    failure_rows,
+    interval_rows,
+    paired_rows,
+    pass_k_rows,
+    percent_interval,
+    provenance_rows,
+    summary_rows,
+)
 from benchmarks.report.svg import bar_chart, grouped, line_chart, mode_colours
 from benchmarks.results import RunResults, TurnRow
 
@@ -50,6 +63,8 @@ th,td{border:1px solid var(--line);padding:.3rem .5rem;vertical-align:top;text-a
 th{background:var(--soft);font-weight:600}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
 td.mode{white-space:nowrap}
+.ci{display:block;color:var(--muted);font-size:.74rem}
+table.provenance td{text-align:left;font-variant-numeric:tabular-nums;overflow-wrap:anywhere}
 .chart-grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(320px,1fr));gap:.8rem}
 svg.chart{display:block;width:100%;height:auto;background:#fff;border:1px solid var(--line);border-radius:6px}
 svg.line-chart{max-width:1100px}
@@ -96,10 +111,14 @@ a{color:inherit;text-decoration:none}
 _SECTIONS = (
     ("findings-section", "Findings"),
     ("summary", "Summary"),
+    ("paired", "Paired comparison"),
     ("per-mode", "Per mode"),
     ("growth", "Context growth"),
     ("categories", "Accuracy per category"),
     ("pass-k", "pass^k"),
+    ("intervals", "Intervals"),
+    ("cost", "Cost"),
+    ("provenance", "Provenance"),
     ("turn-by-turn", "Turn by turn"),
 )
 
@@ -153,10 +172,12 @@ def _category_table(summary: Summary, colours: dict[str, str]) -> str:
         f'<th class="num">{_mode_label(m, colours)}</th>' for m in modes
     )
     body = []
+    intervals = {(c.category, c.mode): percent_interval(c.accuracy_interval, 0) for c in summary.categories}
     for category, per_mode in sorted(by_category.items()):
         turns = max(t for _, t in per_mode.values())
         cells = "".join(
-            f'<td class="num"{_heat(per_mode[m][0])}>{per_mode[m][0]:.0%}</td>'
+            f'<td class="num"{_heat(per_mode[m][0])}>{per_mode[m][0]:.0%}'
+            f'<span class="ci">{escape(intervals.get((category, m), ""))}</span></td>'
             if m in per_mode
             else '<td class="num">–</td>'
             for m in modes
@@ -181,12 +202,20 @@ def _cards(modes: Sequence[ModeSummary], colours: dict[str, str]) -> str:
             rows.append(("simulated latency p50", f"{grouped(m.simulated_p50)} ms"))
         if m.failed_turns:
             rows.append(("turns that failed", str(m.failed_turns)))
+        if m.cached_share is not None:
+            rows.insert(3, ("input served from cache", f"{m.cached_share:.0%}"))
+        if m.simulated_first_answer_p50 is not None:
+            rows.append(("first answer p50, simulated", f"{grouped(m.simulated_first_answer_p50)} ms"))
+        elif m.first_answer_p50 is not None:
+            rows.append(("first answer p50", f"{grouped(m.first_answer_p50)} ms"))
         details = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in rows)
+        interval = percent_interval(m.accuracy_interval, 0)
+        ci = f" (95% CI {interval}%)" if interval else ""
         cards.append(
             f'<div class="card" style="--mode:{colours[m.mode]}" data-mode="{escape(m.mode)}">'
             f"<h3>{_mode_label(m.mode, colours)}</h3>"
-            f'<div class="big">{m.accuracy:.0%}</div><div class="meta">accuracy · {m.passed} of {m.turns} '
-            f"turns passed</div><dl>{details}</dl></div>"
+            f'<div class="big">{m.accuracy:.0%}</div><div class="meta">accuracy{escape(ci)} · {m.passed} of '
+            f"{m.turns} turns passed</div><dl>{details}</dl></div>"
         )
     return '<div class="cards">' + "".join(cards) + "</div>"
 
@@ -356,7 +385,7 @@ def _turn_table(results: RunResults, modes: list[str], colours: dict[str, str]) 
     users: dict[tuple[str, int], str] = {}
     categories: dict[str, str] = {}
     scenario_order: dict[str, int] = {}
-    for row in results.rows:
+    for row in results.scored_rows:
         if row.repetition != 1:
             continue
         scenario_order.setdefault(row.scenario, len(scenario_order))
@@ -402,15 +431,34 @@ def _turn_table(results: RunResults, modes: list[str], colours: dict[str, str]) 
     )
 
 
-def render_html(results: RunResults, summary: Summary) -> str:
-    """The whole HTML report as one string."""
+def _provenance(results: RunResults) -> str:
+    rows = provenance_rows(results.meta)
+    if not rows:
+        return ""
+    body = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in rows)
+    return (
+        '<h2 id="provenance">Provenance</h2><p class="caption">What produced these figures: code, packages, '
+        "machine, model identity and the SHA-256 (first 12 hex digits) of every prompt template and tool "
+        f'schema.</p><div class="scroll"><table class="provenance"><tbody>{body}</tbody></table></div>'
+    )
+
+
+def render_html(results: RunResults, summary: Summary, cost: CostEstimate | None = None) -> str:
+    """The whole HTML report as one string (``cost`` defaults to the packaged pricing table's estimate)."""
     meta = results.meta
+    cost = cost or estimate_cost(results)
     modes = [m.mode for m in summary.modes]
     colours = mode_colours(modes)
+    paired = paired_rows(summary)
+    intervals = interval_rows(summary)
+    present = {
+        "growth": summary.growth is not None,
+        "paired": paired is not None,
+        "intervals": intervals is not None,
+        "provenance": meta.provenance is not None,
+    }
     toc = " ".join(
-        f'<a href="#{anchor}">{escape(title)}</a>'
-        for anchor, title in _SECTIONS
-        if anchor != "growth" or summary.growth is not None
+        f'<a href="#{anchor}">{escape(title)}</a>' for anchor, title in _SECTIONS if present.get(anchor, True)
     )
     parts = [
         "<!DOCTYPE html>",
@@ -423,6 +471,7 @@ def render_html(results: RunResults, summary: Summary) -> str:
         + (f", model <b>{escape(meta.model)}</b>" if meta.model else "")
         + (f", latency profile <b>{escape(meta.latency_profile)}</b>" if meta.latency_profile else "")
         + f" · {meta.scenarios} scenarios · {meta.turns} turns per mode · {meta.repeat} repetition(s)"
+        + (f" · {summary.warmup_turns} warm-up turn(s) left out" if summary.warmup_turns else "")
         + f" · started {escape(meta.started_at)}</p>",
     ]
     if meta.offline:
@@ -443,8 +492,14 @@ def render_html(results: RunResults, summary: Summary) -> str:
         + _table(*summary_rows(summary), css_class="summary", colours=colours)
         + '<p class="caption">Latency = measured model time + harness time; simulated uses the latency '
         "profile's model time instead of the measured one. Harness = everything but model time. "
-        "Means and percentiles are per turn.</p>"
+        "Means and percentiles are per turn. Accuracy intervals are Wilson 95% intervals.</p>"
     )
+    if paired is not None:
+        parts.append(
+            '<h2 id="paired">Paired comparison</h2>'
+            + _table(*paired, css_class="paired")
+            + f'<p class="caption">{escape(PAIRED_CAPTION)}</p>'
+        )
     parts.append('<h2 id="per-mode">Per mode</h2>' + _legend(modes, colours) + _charts(summary, colours))
     parts.append(_growth(summary, colours))
     failures = failure_rows(summary)
@@ -464,6 +519,18 @@ def render_html(results: RunResults, summary: Summary) -> str:
         '<p class="caption">The chance that k repetitions of a turn all pass, averaged over turns.</p>'
         + _table(*pass_k_rows(summary), css_class="pass-k", colours=colours)
     )
+    if intervals is not None:
+        parts.append(
+            f'<h2 id="intervals">Intervals over {summary.repetitions} repetitions</h2>'
+            '<p class="caption">Bootstrap 95% intervals (2,000 draws, fixed seed) resampling turns with all '
+            "their repetitions.</p>" + _table(*intervals, css_class="intervals", colours=colours)
+        )
+    parts.append(
+        '<h2 id="cost">Cost per 1,000 turns</h2>'
+        + _table(*cost_rows(cost), css_class="cost", colours=colours)
+        + f'<p class="caption">{escape(cost_caption(cost))}</p>'
+    )
+    parts.append(_provenance(results))
     parts.append('<h2 id="turn-by-turn">Turn by turn</h2>' + _turn_table(results, modes, colours))
     parts.append("</body></html>")
     return "\n".join(parts)

@@ -34,12 +34,25 @@ def end_marker(name: str) -> str:
 def readme_block(results: RunResults, summary: Summary) -> str:
     """The Markdown that goes between the markers."""
     meta = results.meta
+    commit = meta.provenance.git_commit if meta.provenance is not None else None
+    code = ""
+    if commit is not None and meta.provenance is not None:
+        code = f", code at commit `{commit[:12]}`" + (
+            " with uncommitted changes" if meta.provenance.git_dirty else ""
+        )
     source = (
         f"Measured by `erp-ai bench` on {meta.started_at[:10]} with provider `{meta.provider}`"
         + (f", model `{meta.model}`" if meta.model else "")
         + (f", latency profile `{meta.latency_profile}`" if meta.latency_profile else ", no latency profile")
-        + f": {meta.scenarios} scenarios, {meta.turns} turns per mode, {meta.repeat} repetition(s), "
-        + (f"on {meta.host}." if meta.host else "on an unrecorded machine.")
+        + f": {meta.scenarios} scenarios, {meta.turns} turns per mode, {meta.repeat} repetition(s)"
+        + (
+            f" after {summary.warmup_turns} warm-up turn(s) left out of the figures"
+            if summary.warmup_turns
+            else ""
+        )
+        + ", "
+        + (f"on {meta.host}" if meta.host else "on an unrecorded machine")
+        + f"{code}."
     )
     name = block_name(results)
     lines = [start_marker(name), "", source, ""]

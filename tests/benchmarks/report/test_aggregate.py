@@ -94,3 +94,103 @@ def test_calls_on_turns_without_operations_are_averaged_apart() -> None:
     ]
     assert summarize(rows).modes[0].no_operation_calls_mean == 1.0
     assert summarize([row("planner", "a", 1, operations=ran)]).modes[0].no_operation_calls_mean is None
+
+
+# -- intervals, paired comparison, warm-up ------------------------------------------------------------------
+
+
+def test_accuracy_carries_a_wilson_interval_per_mode_and_category() -> None:
+    rows = [row("planner", "a", t, passed=t <= 7, category="c") for t in range(1, 11)]
+    summary = summarize(rows)
+    interval = summary.modes[0].accuracy_interval
+    assert interval is not None
+    assert (interval.low, interval.high) == pytest.approx((0.39678, 0.89221), abs=5e-5)
+    category = summary.categories[0]
+    assert category.passed == 7 and category.accuracy_interval == interval
+
+
+def test_warm_up_rows_are_left_out_of_every_figure() -> None:
+    rows = [
+        row("planner", "a", 1, model_calls=9, input_tokens=9999, passed=False, warmup=True),
+        row("planner", "a", 1, model_calls=2, input_tokens=100),
+        row("planner", "a", 2, model_calls=2, input_tokens=100),
+    ]
+    summary = summarize(rows)
+    planner = summary.modes[0]
+    assert (planner.turns, planner.accuracy, planner.calls_max, planner.input_tokens_mean) == (2, 1.0, 2, 100)
+    assert summary.warmup_turns == 1
+    assert summary.categories[0].turns == 2
+
+
+def test_modes_are_compared_on_the_turns_both_ran() -> None:
+    outcomes = {  # (scenario, turn): (planner passed, toolcalling passed)
+        ("s1", 1): (True, True),
+        ("s1", 2): (True, False),
+        ("s2", 1): (False, False),
+        ("s3", 1): (True, False),
+        ("s4", 1): (False, True),
+    }
+    rows = []
+    for (scenario, turn), (planner, tools) in outcomes.items():
+        rows.append(row("planner", scenario, turn, passed=planner))
+        rows.append(row("toolcalling", scenario, turn, passed=tools))
+    rows.append(row("toolcalling", "only-tools", 1, passed=True))  # no pair: left out of the comparison
+    summary = summarize(rows, ["planner", "toolcalling"])
+    (paired,) = summary.paired
+    assert (paired.base, paired.other, paired.pairs) == ("planner", "toolcalling", 5)
+    assert (paired.both, paired.base_only, paired.other_only, paired.neither) == (1, 2, 1, 1)
+    assert paired.difference == pytest.approx(0.2)
+    assert paired.p_value == pytest.approx(1.0)  # 2 vs 1 discordant: 2 · P[X <= 1 | n=3] = 1
+    assert paired.interval is not None and paired.interval.contains(0.0)
+    assert not paired.established
+
+
+def test_a_consistent_difference_is_established() -> None:
+    rows = []
+    for scenario in range(30):
+        rows.append(row("planner", f"s{scenario}", 1, passed=True))
+        rows.append(row("toolcalling", f"s{scenario}", 1, passed=scenario % 3 != 0))  # fails 10 of 30
+    (paired,) = summarize(rows, ["planner", "toolcalling"]).paired
+    assert paired.other_only == 0 and paired.base_only == 10
+    assert paired.p_value == pytest.approx(2 / 1024)
+    assert paired.interval is not None and paired.interval.low > 0
+    assert paired.established
+
+
+def test_the_paired_bootstrap_is_reproducible() -> None:
+    rows = []
+    for scenario in range(12):
+        rows.append(row("planner", f"s{scenario}", 1, passed=scenario % 2 == 0))
+        rows.append(row("toolcalling", f"s{scenario}", 1, passed=scenario % 3 == 0))
+    first = summarize(rows, ["planner", "toolcalling"]).paired[0].interval
+    assert first == summarize(rows, ["planner", "toolcalling"]).paired[0].interval
+    assert first != summarize(rows, ["planner", "toolcalling"], seed=7).paired[0].interval
+
+
+def test_repetitions_give_bootstrap_intervals_of_latency_and_tokens() -> None:
+    rows = [
+        row("planner", "a", t, rep, model_ms=10.0 * t + rep, harness_ms=1.0, input_tokens=100 * t)
+        for t in range(1, 6)
+        for rep in (1, 2)
+    ]
+    planner = summarize(rows).modes[0]
+    assert set(planner.intervals) == {
+        "latency_mean",
+        "latency_p50",
+        "input_tokens_mean",
+        "output_tokens_mean",
+    }
+    assert planner.intervals["latency_mean"].contains(planner.latency_mean)
+    assert planner.intervals["input_tokens_mean"].contains(planner.input_tokens_mean)
+    single = summarize([r for r in rows if r.repetition == 1]).modes[0]
+    assert single.intervals == {}, "one repetition: no latency intervals"
+
+
+def test_optional_fields_of_newer_runners_are_read_when_present() -> None:
+    rows = [row("planner", "a", t, input_tokens=1000) for t in (1, 2)]
+    assert summarize(rows).modes[0].cached_share is None
+    for r, cached, first in zip(rows, (400, 600), (300.0, 500.0), strict=True):
+        r.__dict__.update(cached_input_tokens=cached, simulated_first_answer_ms=first)  # fields others add
+    planner = summarize(rows).modes[0]
+    assert planner.cached_share == pytest.approx(0.5) and planner.cached_input_tokens_mean == 500
+    assert planner.simulated_first_answer_p50 == 400 and planner.first_answer_p50 is None

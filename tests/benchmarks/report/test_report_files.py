@@ -122,7 +122,8 @@ def test_the_headline_and_cards_lead_and_the_offline_notice_stays_small(results_
     html = write_reports(results_path).html.read_text(encoding="utf-8")
     findings_section = html.split('<section id="findings-section">')[1].split("</section>")[0]
     assert findings_section.index('id="headline"') < findings_section.index('class="cards"')
-    assert "planner passed 100% of turns with 2.00 model calls and 1000 input tokens per turn" in html
+    # structure first (calls, tokens), then what accuracy shows
+    assert "Per turn: planner 2.00 model calls, 1000 input / 50 output tokens; toolcalling 3.00 calls" in html
     assert findings_section.count('<div class="card"') == len(MODES)
     assert findings_section.count("<li>") >= 4, "findings are a list, not one paragraph"
     notice = html.split('id="offline-notice"')[1].split("</p>")[0]
@@ -176,10 +177,88 @@ def test_report_md_reads_as_markdown(results_path: Path, tmp_path: Path) -> None
             )
         writer.write(record)
     text = write_reports(writer.path).markdown.read_text(encoding="utf-8")
-    assert text.split("## Findings\n\n")[1].startswith("**planner passed")
+    assert text.split("## Findings\n\n")[1].startswith("**Per turn: planner 2.00 model calls")
     assert "\n- planner never exceeded 2 model calls per turn" in text
     assert "|---|--:|--:|" in text, "figures are right-aligned"
     failing = text.split("## Failing turns")[1]
     assert "| all modes | conversacion-larga | 5 | 1 | answer lacks a \\| b c x x" in failing
     assert all(line.startswith("|") for line in failing.strip().splitlines()), "a cell never breaks a line"
     assert max(len(line) for line in failing.splitlines()) < 320 and "…" in failing
+
+
+def test_reports_show_accuracy_intervals_the_paired_comparison_and_cost(results_path: Path) -> None:
+    files = write_reports(results_path)
+    text = files.markdown.read_text(encoding="utf-8")
+    assert "| planner | 12 | 100.0% (75.8–100.0) |" in text, "Wilson interval of 12/12"
+    assert "| toolcalling | 12 | 91.7% (64.6–98.5) |" in text
+    paired = text.split("## Paired comparison")[1].split("##")[0]
+    assert "| planner vs toolcalling | 12 | 11 | 1 | 0 | 0 | 100.0% / 91.7% | +8.3 |" in paired
+    assert "no difference established" in paired and "McNemar" in paired
+    assert "| long_conversation | 100% [76–100] (12) | 92% [65–99] (12) |" in text
+    cost = text.split("## Cost per 1,000 turns")[1].split("##")[0]
+    assert "| planner | 1000 | 0 | 50 | 0.00 |" in cost
+    assert "local model" in cost and "gpt-4o-mini" in cost
+    html = files.html.read_text(encoding="utf-8")
+    for section in ('id="paired"', 'id="cost"', '<table class="paired"', '<table class="cost"'):
+        assert section in html
+    assert "accuracy (95% CI 76–100%)" in html
+    assert 'id="intervals"' not in html and 'id="provenance"' not in html, "no repetitions, no provenance"
+
+
+def test_a_hosted_model_is_priced_and_a_pricing_file_overrides_it(tmp_path: Path) -> None:
+    writer = ResultsWriter(tmp_path / "results.jsonl")
+    writer.write(RunMeta(provider="openai", model="gpt-4o-mini", modes=MODES))
+    for record in rows():
+        writer.write(record)
+    text = write_reports(writer.path).markdown.read_text(encoding="utf-8")
+    # planner: 1000 input, 50 output tokens per turn at 0.15 / 0.60 USD per million → 0.18 per 1,000 turns
+    assert "| planner | 1000 | 0 | 50 | 0.18 |" in text
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("models:\n  gpt-4o-mini: {input: 1, output: 2, source: ours, as_of: '2026'}\n")
+    text = write_reports(writer.path, pricing=prices).markdown.read_text(encoding="utf-8")
+    assert "| planner | 1000 | 0 | 50 | 1.10 |" in text and "from ours, as of 2026" in text
+
+
+def test_repetitions_add_bootstrap_intervals_and_warm_up_turns_stay_out(tmp_path: Path) -> None:
+    writer = ResultsWriter(tmp_path / "results.jsonl")
+    writer.write(RunMeta(provider="offline", modes=MODES, scenarios=1, turns=12, repeat=2, warmup=1))
+    for record in rows():
+        writer.write(
+            record.model_copy(update={"turn": 1, "repetition": 1, "warmup": True, "answer": "WARMUP"})
+        )
+        writer.write(record)
+        writer.write(record.model_copy(update={"repetition": 2, "model_ms": record.model_ms + record.turn}))
+    files = write_reports(writer.path)
+    text = files.markdown.read_text(encoding="utf-8")
+    assert "## Intervals over 2 repetitions" in text
+    assert "| planner | 24 | 100.0% (86.2–100.0) |" in text, "warm-up rows are not counted"
+    assert "36 warm-up turn(s) were run first and left out of every figure" in text
+    html = files.html.read_text(encoding="utf-8")
+    assert 'id="intervals"' in html and "WARMUP" not in html
+
+
+def test_the_provenance_is_shown_when_the_run_recorded_it(tmp_path: Path) -> None:
+    from benchmarks.provenance import ModelIdentity, Provenance
+
+    provenance = Provenance(
+        git_commit="0123456789abcdef",
+        git_dirty=True,
+        packages={"langchain": "1.5.2"},
+        prompt_hashes={"planner_mode/prompts/plan_system.md": "f" * 64},
+        catalog_hash="c" * 64,
+        tool_schema_hash="d" * 64,
+        model=ModelIdentity(provider="ollama", model="qwen2.5:7b", digest="a" * 64),
+        notes=["model identity from ollama: ConnectError"],
+    )
+    writer = ResultsWriter(tmp_path / "results.jsonl")
+    writer.write(RunMeta(provider="ollama", model="qwen2.5:7b", modes=MODES, provenance=provenance))
+    for record in rows():
+        writer.write(record)
+    files = write_reports(writer.path)
+    text = files.markdown.read_text(encoding="utf-8")
+    section = text.split("## Provenance")[1].split("## Failing")[0]
+    assert "| code | git 0123456789ab (dirty) |" in section
+    assert "| prompt planner_mode/prompts/plan_system.md | ffffffffffff |" in section
+    assert "digest aaaaaaaaaaaa" in section and "langchain 1.5.2" in section
+    assert "| note | model identity from ollama: ConnectError |" in section
+    assert '<table class="provenance">' in files.html.read_text(encoding="utf-8")
