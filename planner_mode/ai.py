@@ -24,8 +24,8 @@ anything else a ``ProviderError``.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Iterator, Sequence
-from contextlib import contextmanager
-from typing import Any, Generic, TypeVar
+from contextlib import aclosing, contextmanager
+from typing import Any, Generic, TypeVar, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
@@ -94,13 +94,17 @@ class _StructuredCall(Generic[M]):
         midway raises after the deltas already yielded.
         """
         chunks: list[Any] = []
+        # Closed however the reading ends, so that a reader who stops early ends the model's run (and its
+        # connection) now rather than whenever the generator is collected. Runnable.astream is a generator.
+        stream = cast(AsyncGenerator[Any, None], self._bound.astream(messages, config=config))
         with self._provider_errors():
-            async for chunk in self._bound.astream(messages, config=config):
-                chunks.append(chunk)
-                if isinstance(chunk, BaseMessage):
-                    delta = text.feed(message_text(chunk.content))
-                    if delta:
-                        yield delta
+            async with aclosing(stream):
+                async for chunk in stream:
+                    chunks.append(chunk)
+                    if isinstance(chunk, BaseMessage):
+                        delta = text.feed(message_text(chunk.content))
+                        if delta:
+                            yield delta
         yield self._read(_merged(chunks))
 
     @contextmanager

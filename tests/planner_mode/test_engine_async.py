@@ -360,16 +360,21 @@ async def test_the_offline_models_dropped_connection_midway_records_nothing(
     ]
 
 
-async def test_a_stream_its_reader_abandons_records_nothing(
+async def test_a_stream_its_reader_abandons_records_nothing_and_ends_its_runs(
     registry: OperationRegistry, erp: Erp, memory_store: MemoryStore
 ) -> None:
-    stream = offline_engine(registry, erp, memory_store).astream("s1", TWO_OPERATIONS)
-    assert isinstance(stream, AsyncIterator)
+    recorder = Recorder()
+    engine = offline_engine(registry, erp, memory_store)
+    stream = engine.astream("s1", TWO_OPERATIONS, config={"callbacks": [recorder]})
     async for event in stream:
         if isinstance(event, AnswerDelta):
             break
     await stream.aclose()  # type: ignore[attr-defined]
     assert memory_store.history("s1") == []
+    # Call 2's run ends when the reader leaves (not when the generator is collected), and so does the turn's.
+    call_one, call_two = (run["run_id"] for run in recorder.models)
+    assert recorder.model_ends == [call_one] and list(recorder.model_errors) == [call_two]
+    assert [run["run_id"] for run in recorder.chains] == list(recorder.chain_errors)
 
 
 # -- callbacks: exactly the turn's model calls, under one parent run -----------------------------------------
@@ -383,6 +388,8 @@ class Recorder(BaseCallbackHandler):
         self.chain_outputs: dict[UUID, dict[str, Any]] = {}
         self.models: list[dict[str, Any]] = []
         self.model_ends: list[UUID] = []
+        self.model_errors: dict[UUID, BaseException] = {}
+        self.chain_errors: dict[UUID, BaseException] = {}
 
     def on_chain_start(
         self, serialized: dict[str, Any] | None, inputs: dict[str, Any], *, run_id: UUID, **kwargs: Any
@@ -399,6 +406,12 @@ class Recorder(BaseCallbackHandler):
 
     def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
         self.model_ends.append(run_id)
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        self.model_errors[run_id] = error
+
+    def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        self.chain_errors[run_id] = error
 
 
 @pytest.mark.parametrize("entry", ENTRIES)
