@@ -15,9 +15,10 @@ calls are known (the offline model and most providers send text first, tool call
 a provider writes before its tool calls ("Voy a consultar las ventas…") is streamed like any answer text.
 Holding every step's text until the step ends would stream no answer at all until the last call finished.
 The offline model's tool-call steps carry no visible text (at most a ``<think>`` block, removed), and most
-providers send empty content with tool calls, so the streamed text is then exactly the final answer; when a
-provider does write such a preamble, the final ``TurnResult.answer`` (the last step's text) supersedes what
-was shown, as :mod:`shared.events` specifies for any mismatch.
+providers send empty content with tool calls, so the streamed text is then exactly the final answer. When a
+provider does write such a preamble, the next step's text is set apart from it (:data:`STEP_SEPARATOR`), and
+the final ``TurnResult.answer`` (the last step's text) supersedes what was shown, as :mod:`shared.events`
+specifies for any mismatch.
 
 :attr:`AnswerSteps.first` remembers which step wrote the first answer text and what that step wrote before
 it: the inputs of the simulated time to the first answer token (:func:`simulated_first_answer_ms`).
@@ -35,6 +36,9 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from shared.json_stream import AnswerTextStream
 from shared.llm.tokens import approx_tokens
 from shared.llm.usage import SimulatedCall
+
+STEP_SEPARATOR = "\n\n"
+"""Put before the text of a step when an earlier step of the turn already showed some (a preamble)."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,8 @@ class AnswerSteps:
         self.first: FirstAnswer | None = None
         """Set when the first answer text is decoded."""
         self._step_id: str | None = None
+        self._shown_step: int | None = None
+        """The last step that produced answer text."""
         self._content = _Channel(AnswerTextStream(json_field))
         self._arguments = _Channel(AnswerTextStream(json_field))
         self._tool_names: dict[Any, str] = {}
@@ -127,8 +133,13 @@ class AnswerSteps:
 
     def _decoded(self, channel: _Channel, chunk: str = "", *, finish: bool = False) -> str:
         delta = channel.stream.finish() if finish else channel.feed(chunk)
-        if delta and self.first is None:
+        if not delta:
+            return ""
+        if self.first is None:
             self.first = FirstAnswer(step=self.step, prefix=channel.prefix())
+        if self._shown_step is not None and self._shown_step != self.step:
+            delta = STEP_SEPARATOR + delta
+        self._shown_step = self.step
         return delta
 
     def _answer_arguments(self, message: AIMessage) -> list[str]:

@@ -120,6 +120,24 @@ async def test_replayed_history_yields_no_operation_events(toy_erp: Any, memory_
     assert operations == events[-1].result.operations and len(operations) == 2
 
 
+async def test_text_written_before_tool_calls_is_streamed_and_the_result_supersedes_it(
+    toy_erp: Any, memory_store: Any
+) -> None:
+    def with_preamble(messages: list[BaseMessage], info: CallInfo) -> AIMessage | str:
+        if not info.tool_results:
+            return ask_tools(call("ventas_anuales", anio=2025), text="Voy a consultar. ")
+        return "Vendimos 850000000."
+
+    engine = ToolCallingEngine(toy_registry(), toy_erp, memory_store, StreamingFunctionModel(with_preamble))
+
+    events = await events_of(engine, "c1", "¿Cuánto vendimos en 2025?")
+
+    shown = "".join(event.text for event in events if isinstance(event, AnswerDelta))
+    assert shown == "Voy a consultar.\n\nVendimos 850000000."  # documented in toolcalling_mode._streaming
+    assert events[-1].result.answer == "Vendimos 850000000."
+    assert memory_store.history("c1")[-1].content == "Vendimos 850000000."
+
+
 async def test_events_serialise_as_the_shared_turn_event_union(toy_erp: Any, memory_store: Any) -> None:
     from pydantic import TypeAdapter
 

@@ -82,7 +82,7 @@ def test_text_held_back_at_the_end_of_a_step_comes_out_when_the_next_step_starts
 
     shown += steps.feed(chunk("b", "run-2"))
 
-    assert shown == "a <b"
+    assert shown == "a <\n\nb"  # the step separator sets the steps' texts apart
 
 
 def test_replay_finds_the_same_first_answer_as_the_stream() -> None:
