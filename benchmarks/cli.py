@@ -8,8 +8,11 @@ The CLI is the outermost layer: it may import every package, and nothing imports
 from __future__ import annotations
 
 import json
+import logging
 import os
+import sys
 import uuid
+from collections.abc import Callable
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -19,7 +22,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from benchmarks.bench_cli import MaxTokensOpt, TimeoutOpt
-from shared.errors import ConversationAccessDenied, ErpAiError, InputError
+from shared.errors import ConfigurationError, ConversationAccessDenied, ErpAiError, InputError
 from shared.llm.factory import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S
 from shared.security import DEMO_CALLER, Caller
 
@@ -52,6 +55,49 @@ DEBUG_ENV = "ERP_AI_DEBUG"
 _debug = False
 """Set by ``--debug`` (or ``ERP_AI_DEBUG=1``): let unexpected errors show their traceback."""
 
+LOG_LEVEL_ENV = "ERP_AI_LOG_LEVEL"
+PACKAGE_LOGGERS = ("planner_mode", "toolcalling_mode", "shared", "benchmarks")
+"""The project's loggers (:mod:`shared.logs`); ``--log-level`` configures these and no third-party one."""
+
+
+class LogLevel(StrEnum):
+    DEBUG = "DEBUG"
+    INFO = "INFO"
+    WARNING = "WARNING"
+    ERROR = "ERROR"
+    CRITICAL = "CRITICAL"
+
+
+class _CliLogHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """The handler ``--log-level`` installs (a class of its own, so a second configuration replaces it)."""
+
+
+def configure_logging(level: LogLevel | str) -> Callable[[], None]:
+    """Send the project's log records at ``level`` and above to stderr, one line each; return the undo.
+
+    The library never configures logging (:mod:`shared.logs`); the CLI is an application, so it does, for
+    the :data:`PACKAGE_LOGGERS` only: third-party libraries (httpx, LangChain) keep their own defaults.
+    Calling it again replaces the handler instead of adding one. The returned function restores the loggers
+    as they were: the CLI calls it when the command ends, so one process can run several commands (tests,
+    an application calling :func:`main`) without records piling up on a stale stream.
+    """
+    handler = _CliLogHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    loggers = [logging.getLogger(name) for name in PACKAGE_LOGGERS]
+    previous = [(logger, logger.level) for logger in loggers]
+    for logger in loggers:
+        for old in [h for h in logger.handlers if isinstance(h, _CliLogHandler)]:
+            logger.removeHandler(old)
+        logger.addHandler(handler)
+        logger.setLevel(str(level).upper())
+
+    def restore() -> None:
+        for logger, old_level in previous:
+            logger.removeHandler(handler)
+            logger.setLevel(old_level)
+
+    return restore
+
 
 def _print_version(value: bool) -> None:
     if value:
@@ -63,6 +109,7 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     version: Annotated[
         bool,
         typer.Option("--version", callback=_print_version, is_eager=True, help="Show the version and exit."),
@@ -73,10 +120,21 @@ def _root(
             "--debug", envvar=DEBUG_ENV, help="Show the full traceback of unexpected errors (ERP_AI_DEBUG=1)."
         ),
     ] = False,
+    log_level: Annotated[
+        LogLevel,
+        typer.Option(
+            "--log-level",
+            envvar=LOG_LEVEL_ENV,
+            case_sensitive=False,
+            help="Log the project's records (one per turn at INFO, failures at WARNING) at this level and "
+            f"above to stderr ({LOG_LEVEL_ENV}).",
+        ),
+    ] = LogLevel.WARNING,
 ) -> None:
     """Two-call planner vs native tool calling over one demo ERP."""
     global _debug
     _debug = debug
+    ctx.call_on_close(configure_logging(log_level))
 
 
 class Mode(StrEnum):
@@ -105,7 +163,18 @@ class EmulatedProvider(StrEnum):
 DbUrl = Annotated[
     str | None,
     typer.Option(
-        "--db-url", envvar="ERP_AI_DB_URL", help="ERP database URL (default: ./.erp-ai/erp.sqlite3)."
+        "--db-url",
+        envvar="ERP_AI_DB_URL",
+        help="ERP database URL ($ERP_AI_DB_URL), opened as it is: nothing is created or seeded in it unless "
+        "--demo is given. Without it: the demo ERP in ./.erp-ai/erp.sqlite3, seeded on first use.",
+    ),
+]
+DemoOpt = Annotated[
+    bool,
+    typer.Option(
+        "--demo",
+        help="Create and seed the demo ERP at --db-url if that database is new (one that holds other tables "
+        "is refused, never seeded). Implied without --db-url.",
     ),
 ]
 MemoryUrl = Annotated[
@@ -161,10 +230,22 @@ def _fail(message: str, code: int = 1) -> typer.Exit:
     return typer.Exit(code)
 
 
-def _open_erp(db_url: str | None) -> Erp:
-    from shared.erp.database import open_erp
+def _open_erp(db_url: str | None, demo: bool = False) -> Erp:
+    """The ERP a command works on: the demo at the default location or with ``--demo``, else ``--db-url`` as
+    it is (the least surprising rule: an existing database of yours is never written to by opening it)."""
+    from shared.erp.database import missing_erp_tables, open_demo_erp, open_erp
 
-    return open_erp(db_url)
+    if db_url is None or demo:
+        return open_demo_erp(db_url)
+    erp = open_erp(db_url)
+    missing = missing_erp_tables(erp)
+    if missing:  # the sales operations and the ERP's users read them
+        erp.engine.dispose()
+        raise ConfigurationError(
+            f"The database at --db-url has no ERP sales tables ({', '.join(missing)}): the CLI's operations "
+            "need the demo ERP's schema. Give --demo to create the demo in a new database."
+        )
+    return erp
 
 
 def _build_model(
@@ -210,6 +291,7 @@ def _assemble_engine(
     latency_profile: str | None,
     servers: list[str] | None,
     db_url: str | None,
+    demo: bool,
     memory_url: str | None,
     max_tokens: int,
     timeout: float,
@@ -219,7 +301,7 @@ def _assemble_engine(
     from shared.memory.store import open_memory_store
     from shared.operations.sales import sales_registry
 
-    erp = _open_erp(db_url)
+    erp = _open_erp(db_url, demo)
     caller = caller_for(erp, user)
     store = open_memory_store(memory_url or db_url)
     registry = sales_registry()
@@ -305,6 +387,7 @@ def ask(
     latency_profile: LatencyOpt = None,
     server: ServerOpt = None,
     db_url: DbUrl = None,
+    demo: DemoOpt = False,
     memory_url: MemoryUrl = None,
     max_tokens: MaxTokensOpt = DEFAULT_MAX_TOKENS,
     timeout: TimeoutOpt = DEFAULT_TIMEOUT_S,
@@ -317,8 +400,9 @@ def ask(
     """Answer one question (one turn) in planner or tool-calling mode.
 
     The conversation lives in the ERP's SQLite memory, so a later `erp-ai ask --conversation ID "¿Y cuánto
-    compró?"` in a new process continues it. Exit codes: 0 answered, 1 the turn failed (the model, the
-    provider or an operation), 2 bad input, configuration or storage (nothing was asked of a model).
+    compró?"` in a new process continues it. The ERP is the demo in ./.erp-ai/ (seeded on first use), or
+    --db-url as it is (--demo seeds a new database there). Exit codes: 0 answered, 1 the turn failed (the
+    model, the provider or an operation), 2 bad input, configuration or storage (no model was asked).
     """
     conversation_id = conversation or uuid.uuid4().hex
     try:  # before anything is opened or paid for
@@ -339,6 +423,7 @@ def ask(
         latency_profile=latency_profile,
         servers=server,
         db_url=db_url,
+        demo=demo,
         memory_url=memory_url,
         max_tokens=max_tokens,
         timeout=timeout,
@@ -379,6 +464,7 @@ def chat(
     latency_profile: LatencyOpt = None,
     server: ServerOpt = None,
     db_url: DbUrl = None,
+    demo: DemoOpt = False,
     memory_url: MemoryUrl = None,
     max_tokens: MaxTokensOpt = DEFAULT_MAX_TOKENS,
     timeout: TimeoutOpt = DEFAULT_TIMEOUT_S,
@@ -401,6 +487,7 @@ def chat(
         latency_profile=latency_profile,
         servers=server,
         db_url=db_url,
+        demo=demo,
         memory_url=memory_url,
         max_tokens=max_tokens,
         timeout=timeout,
@@ -454,7 +541,16 @@ def serve(
     max_tokens: MaxTokensOpt = DEFAULT_MAX_TOKENS,
     timeout: TimeoutOpt = DEFAULT_TIMEOUT_S,
 ) -> None:
-    """Run the stateless AI server (POST /ai/analyze, POST /ai/respond, GET /healthz, /docs)."""
+    """Run the stateless AI server (POST /ai/analyze, POST /ai/respond, GET /healthz, /docs).
+
+    Needs the 'server' extra (FastAPI, uvicorn): pip install 'erp-ai-harness[server]'.
+    """
+    from shared.extras import require_extra
+
+    try:
+        require_extra("server", "erp-ai serve")
+    except ErpAiError as exc:
+        raise _fail(str(exc), 2) from None
     import uvicorn
 
     settings = {
@@ -529,13 +625,14 @@ def ops_list(
     as_json: Annotated[bool, typer.Option("--json", help="Print the catalog as JSON.")] = False,
     user: UserOpt = DEMO_CALLER.user_id,
     db_url: DbUrl = None,
+    demo: DemoOpt = False,
 ) -> None:
     """List the sales operations the user may run, with their parameters."""
     from shared.erp.users import caller_for
     from shared.operations.sales import sales_registry
 
     try:
-        caller = caller_for(_open_erp(db_url), user)
+        caller = caller_for(_open_erp(db_url, demo), user)
     except ErpAiError as exc:
         raise _fail(str(exc), 2) from None
     catalog = sales_registry().catalog(caller)
@@ -562,6 +659,7 @@ def ops_call(
         str, typer.Argument(help="Parameters as a JSON object, e.g. '{\"anio\": 2025}'.")
     ] = "{}",
     db_url: DbUrl = None,
+    demo: DemoOpt = False,
     user: UserOpt = DEMO_CALLER.user_id,
 ) -> None:
     """Call one operation against the ERP as a user (their permissions and customers) and print the result."""
@@ -581,7 +679,7 @@ def ops_call(
     if not isinstance(parsed, dict):
         raise _fail(f"PARAMS must be a JSON object, not {type(parsed).__name__}.", 2)
     try:
-        erp = _open_erp(db_url)
+        erp = _open_erp(db_url, demo)
         result = sales_registry().execute(erp, name, parsed, caller=caller_for(erp, user))
     except ErpAiError as exc:
         raise _fail(str(exc), 2) from None

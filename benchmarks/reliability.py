@@ -35,6 +35,7 @@ from benchmarks.scoring.turn import TurnScorer
 from shared.answer import MemoryItem
 from shared.engine import AssistantEngine
 from shared.erp.database import Erp, open_demo_erp
+from shared.extras import require, require_extra
 from shared.failures import FailureKind
 from shared.memory.store import MemoryStore, MessageIn, TurnRecord
 from shared.operations.registry import OperationRegistry
@@ -262,12 +263,24 @@ def matrix_plan(
     return cells
 
 
+def _require_extras(paths: Sequence[ModelPath]) -> None:
+    if "ai-server" in paths:
+        require_extra("server", "The reliability matrix's AI server path")
+    if "ollama-http" in paths:
+        require("langchain_ollama", "ollama", "The reliability matrix's Ollama path")
+
+
 def run_matrix(
     paths: Sequence[ModelPath] = ("in-process", "ai-server", "ollama-http"),
     *,
     on_cell: Callable[[MatrixCell], None] | None = None,
 ) -> list[MatrixCell]:
-    """Run every cell of :func:`matrix_plan` against a fresh demo ERP and memory in a temporary directory."""
+    """Run every cell of :func:`matrix_plan` against a fresh demo ERP and memory in a temporary directory.
+
+    The ``ai-server`` path needs the ``server`` extra and ``ollama-http`` the ``ollama`` one: a missing extra
+    is one :class:`~shared.errors.ConfigurationError` line before any cell runs.
+    """
+    _require_extras(paths)
     registry = sales_registry()
     cells: list[MatrixCell] = []
     with ExitStack() as stack:

@@ -41,3 +41,67 @@ def test_the_checker_sees_a_violation(tmp_path: Path) -> None:
     module = tmp_path / "bad.py"
     module.write_text("from benchmarks.cli import app\nimport planner_mode.engine\n", encoding="utf-8")
     assert imported_packages(module) == {"benchmarks", "planner_mode"}
+
+
+# -- the slim install: optional packages are imported where they are used, never when a package loads --------
+
+OPTIONAL_MODULES = {
+    "fastapi",
+    "starlette",
+    "uvicorn",
+    "typer",
+    "rich",
+    "yaml",
+    "langchain_ollama",
+    "langchain_google_genai",
+    "langchain_openai",
+    "openai",
+    "ollama",
+    "google",
+}
+"""Modules of the extras (``shared/extras.py``) plus the provider SDKs under them."""
+
+LOADED_ON_DEMAND = {"planner_mode/server.py"}
+"""Modules no package ``__init__`` imports (``planner_mode.create_app`` loads the server on first access)."""
+
+
+def import_time_imports(path: Path) -> set[str]:
+    """Top-level packages imported when the module loads: not inside a function, not under TYPE_CHECKING."""
+    found: set[str] = set()
+
+    def visit(nodes: list[ast.stmt]) -> None:
+        for node in nodes:
+            if isinstance(node, ast.Import):
+                found.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                found.add(node.module.split(".")[0])
+            elif isinstance(node, ast.If) and "TYPE_CHECKING" not in ast.unparse(node.test):
+                visit(node.body)
+                visit(node.orelse)
+            elif isinstance(node, ast.Try | ast.ClassDef):
+                visit(node.body)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")).body)
+    return found
+
+
+@pytest.mark.parametrize("package", ["shared", "planner_mode", "toolcalling_mode"])
+def test_the_engine_packages_import_no_extra_when_they_load(package: str) -> None:
+    violations = {
+        str(path.relative_to(ROOT)): sorted(import_time_imports(path) & OPTIONAL_MODULES)
+        for path in sorted((ROOT / package).rglob("*.py"))
+        if str(path.relative_to(ROOT)) not in LOADED_ON_DEMAND
+    }
+    assert {path: names for path, names in violations.items() if names} == {}
+
+
+def test_the_import_checker_skips_functions_and_type_checking_blocks(tmp_path: Path) -> None:
+    module = tmp_path / "lazy.py"
+    module.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "import fastapi\n"
+        "if TYPE_CHECKING:\n    import typer\n"
+        "def serve():\n    import uvicorn\n",
+        encoding="utf-8",
+    )
+    assert import_time_imports(module) == {"typing", "fastapi"}

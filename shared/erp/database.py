@@ -23,7 +23,7 @@ from sqlalchemy import Engine, inspect, select
 from sqlalchemy.engine import URL
 from sqlalchemy.orm import Session, sessionmaker
 
-from shared.erp.models import ErpSetting
+from shared.erp.models import ErpBase, ErpSetting
 from shared.erp.storage import BUSY_TIMEOUT_SECONDS, is_memory_sqlite, make_engine, storage_errors
 from shared.errors import StorageError
 
@@ -34,6 +34,7 @@ __all__ = [
     "Erp",
     "default_db_url",
     "make_engine",
+    "missing_erp_tables",
     "open_demo_erp",
     "open_erp",
     "read_today",
@@ -104,6 +105,17 @@ def read_today(engine: Engine) -> date | None:
             return None
         value = connection.scalar(select(ErpSetting.value).where(ErpSetting.key == "today"))
     return date.fromisoformat(value) if value else None
+
+
+def missing_erp_tables(erp: Erp) -> list[str]:
+    """The tables of the ERP schema (:mod:`shared.erp.models`) that ``erp``'s database lacks, sorted.
+
+    The sales operations (:mod:`shared.operations.sales`) and the ERP's users (:mod:`shared.erp.users`)
+    read these tables; an application with its own operations over its own tables does not need them.
+    """
+    with storage_errors(erp.engine.url, "read the ERP database", DB_URL_ENV):
+        present = set(inspect(erp.engine).get_table_names())
+    return sorted(set(ErpBase.metadata.tables) - present)
 
 
 def open_erp(url: str | None = None) -> Erp:

@@ -126,7 +126,7 @@ def test_the_output_cap_reaches_the_provider_and_a_runaway_is_cut(cli_env: dict[
 def test_unexpected_errors_are_one_line_unless_debug(
     cli_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def broken(_url: str | None) -> None:
+    def broken(_url: str | None, _demo: bool = False) -> None:
         raise RuntimeError("page 7 is corrupt")
 
     monkeypatch.setattr(cli, "_open_erp", broken)

@@ -19,6 +19,7 @@ from shared.erp.database import (
     Erp,
     default_db_url,
     make_engine,
+    missing_erp_tables,
     open_demo_erp,
     open_erp,
     read_today,
@@ -182,6 +183,19 @@ def test_an_erp_without_a_fixed_date_reads_the_real_date_on_every_access(
     assert (erp.today, erp.today) == (date(2031, 3, 9), date(2031, 3, 10))  # a server runs past midnight
     assert Erp(engine, today=date(2026, 1, 2)).today == date(2026, 1, 2)
     engine.dispose()
+
+
+def test_missing_erp_tables_names_what_the_sales_operations_would_lack(tmp_path: Path) -> None:
+    own = open_erp(own_database(tmp_path / "mine.sqlite3"))
+    demo = open_demo_erp("sqlite://")
+    try:
+        assert missing_erp_tables(own) == sorted(
+            ["customers", "erp_settings", "erp_users", "invoice_lines", "invoices", "products"]
+        )
+        assert missing_erp_tables(demo) == []
+    finally:
+        own.engine.dispose()
+        demo.engine.dispose()
 
 
 def test_read_today_is_none_for_a_database_that_is_not_the_demo(tmp_path: Path) -> None:
