@@ -6,7 +6,11 @@ Nagle's algorithm plus delayed ACKs stall each small write by about 40 ms.
 
 A protocol module implements :class:`Protocol.handle`, returning a :class:`JsonReply`, a
 :class:`StreamReply` or a :class:`StallReply` (the ``stall`` fault: never answer); the server logs every
-request (:class:`LoggedRequest`) for test assertions.
+request (:class:`LoggedRequest`) for test assertions. A reply marked ``cut`` (the ``stream_break`` fault)
+drops the connection partway, as a crashing server or a broken network does: a JSON body stops after half of
+its bytes, a chunked stream after its last chunk without the terminating empty chunk, so the client's HTTP
+layer sees an incomplete body (httpx: ``RemoteProtocolError``). Protocols cut streamed text into pieces with
+:func:`shared.llm.chunks.stream_pieces`, the offline model's rule.
 """
 
 from __future__ import annotations
@@ -17,14 +21,16 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, TypeVar
 from typing import Protocol as TypingProtocol
 from urllib.parse import parse_qs, urlsplit
 
 from shared.emulators.faults import EmulatorFaults, FaultDecision, FaultSelector
+
+T = TypeVar("T")
 
 JsonValue = Any
 """A decoded JSON value (dict, list, str, number, bool or None)."""
@@ -58,10 +64,12 @@ class HttpRequest:
 
 @dataclass(frozen=True)
 class JsonReply:
-    """A complete JSON response."""
+    """A JSON response."""
 
     status: int
     body: JsonValue
+    cut: bool = False
+    """Drop the connection after the headers (with the full ``Content-Length``) and half of the body."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +79,8 @@ class StreamReply:
     content_type: str
     chunks: Iterable[bytes]
     status: int = 200
+    cut: bool = False
+    """Drop the connection after the last chunk, without the chunked body's terminating empty chunk."""
 
 
 @dataclass(frozen=True)
@@ -197,7 +207,7 @@ class _Handler(BaseHTTPRequestHandler):
             # A backing-model failure becomes the provider's 500, as a real server's would.
             reply = emulator.protocol.error_reply(500, f"{type(exc).__name__}: {exc}")
         if isinstance(reply, JsonReply):
-            self._write_json(reply.status, reply.body)
+            self._write_json(reply.status, reply.body, cut=reply.cut)
         elif isinstance(reply, StallReply):
             self._stall(emulator.stopping)
         else:
@@ -215,12 +225,17 @@ class _Handler(BaseHTTPRequestHandler):
             except (OSError, ValueError):  # the socket is gone
                 return
 
-    def _write_json(self, status: int, body: JsonValue, *, head_only: bool = False) -> None:
+    def _write_json(
+        self, status: int, body: JsonValue, *, head_only: bool = False, cut: bool = False
+    ) -> None:
         data = b"" if body is None else json.dumps(body, ensure_ascii=False).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json; charset=utf-8")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
+        if cut:  # the stream_break fault: half the promised body, then the connection drops
+            data = data[: len(data) // 2]
+            self.close_connection = True
         if not head_only:
             try:
                 self.wfile.write(data)
@@ -238,6 +253,9 @@ class _Handler(BaseHTTPRequestHandler):
                 if chunk:
                     self.wfile.write(f"{len(chunk):X}\r\n".encode() + chunk + b"\r\n")
                     self.wfile.flush()
+            if reply.cut:  # the stream_break fault: the body never ends, the connection drops
+                self.close_connection = True
+                return
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (e.g. a timeout test)
@@ -361,12 +379,6 @@ def apply_delay(decision: FaultDecision, sleep: Callable[[float], None] = time.s
         sleep(decision.delay_seconds)
 
 
-def split_text(text: str, pieces: int = 4) -> Iterator[str]:
-    """Split ``text`` into up to ``pieces`` consecutive parts on word boundaries (for streaming)."""
-    if not text:
-        return
-    words = text.split(" ")
-    size = max(1, -(-len(words) // pieces))
-    for start in range(0, len(words), size):
-        part = " ".join(words[start : start + size])
-        yield part if start + size >= len(words) else part + " "
+def before_break(pieces: Sequence[T]) -> list[T]:
+    """What a ``stream_break`` lets through: the first half of ``pieces`` (at least one, if any)."""
+    return list(pieces[: max(1, len(pieces) // 2)])

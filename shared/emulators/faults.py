@@ -14,6 +14,10 @@ Each mode reproduces a failure seen in the wild, so a client's real exception pa
 ``stream_error``
     The reply starts normally, then an error record arrives mid-stream (Ollama's ``{"error": …}`` line,
     Gemini's SSE ``data: {"error": …}``). A non-streaming request gets a ``500`` instead.
+``stream_break``
+    The connection drops midway: a stream sends the first half of its text chunks and then ends without its
+    final chunk or the end of the chunked body; a non-streaming reply sends its headers and half of its JSON
+    body. The client's HTTP layer raises (httpx: ``RemoteProtocolError``, incomplete body).
 ``malformed_tool_call``
     The model emitted tool-call arguments that are not valid JSON. Ollama reports it as
     ``error parsing tool call: raw='…', err=unexpected end of JSON input`` (langchain#34746); Gemini ends
@@ -57,6 +61,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 EmulatorFault = Literal[
     "http_500",
     "stream_error",
+    "stream_break",
     "malformed_tool_call",
     "schema_invalid",
     "slow",

@@ -4,7 +4,8 @@ chat model, matching what ``langchain_google_genai.ChatGoogleGenerativeAI`` (thr
 Wire facts this module follows:
 
 - ``POST /{v1,v1beta}/models/{model}:generateContent`` returns one ``GenerateContentResponse``;
-  ``:streamGenerateContent?alt=sse`` returns server-sent events, one ``data: {…}`` per chunk.
+  ``:streamGenerateContent?alt=sse`` returns server-sent events, one ``data: {…}`` per chunk: the text a few
+  tokens at a time, function calls whole in the last chunk.
   JSON is camelCase.
 - Requests carry ``contents`` (roles ``user`` / ``model``; parts ``text``, ``functionCall``,
   ``functionResponse``), ``systemInstruction``, ``tools[].functionDeclarations`` (``parameters`` or
@@ -49,9 +50,10 @@ from shared.emulators._http import (
     StallReply,
     StreamReply,
     apply_delay,
-    split_text,
+    before_break,
 )
 from shared.emulators.faults import FaultSelector, UnknownFaultError
+from shared.llm.chunks import stream_pieces
 
 DEFAULT_GEMINI_MODELS: tuple[str, ...] = ("gemini-2.5-flash", "gemini-2.5-flash-lite")
 """Model names ``GET /v1beta/models`` lists."""
@@ -358,6 +360,7 @@ class GeminiProtocol:
             }
             record = self._response(candidate, reply.input_tokens, 0, model_name, response_id)
             return self._stream_reply([record], sse=sse) if stream else JsonReply(200, record)
+        cut = decision.mode == "stream_break"
         if not stream:
             parts = self._parts(reply.text, reply)
             candidate = {
@@ -368,11 +371,12 @@ class GeminiProtocol:
             return JsonReply(
                 200,
                 self._response(candidate, reply.input_tokens, reply.output_tokens, model_name, response_id),
+                cut=cut,
             )
-        return self._stream_reply(
-            self._stream_records(reply, model_name, response_id, broken=decision.mode == "stream_error"),
-            sse=sse,
+        records = self._stream_records(
+            reply, model_name, response_id, broken=decision.mode == "stream_error", cut=cut
         )
+        return self._stream_reply(records, sse=sse, cut=cut)
 
     # -- helpers -----------------------------------------------------------------------------------------
 
@@ -438,22 +442,29 @@ class GeminiProtocol:
         }
 
     def _stream_records(
-        self, reply: BackingReply, model_name: str, response_id: str, *, broken: bool
+        self, reply: BackingReply, model_name: str, response_id: str, *, broken: bool, cut: bool
     ) -> Iterator[dict[str, Any]]:
-        pieces = list(split_text(reply.text))
-        if broken:
-            for piece in pieces[: max(1, len(pieces) // 2)]:
-                candidate = {"content": {"role": "model", "parts": [{"text": piece}]}, "index": 0}
-                yield self._response(candidate, reply.input_tokens, 0, model_name, response_id)
-            yield self.error_reply(500, _INTERNAL).body
+        """Text pieces, then the function calls with ``finishReason`` and the complete usage.
+
+        ``broken`` (``stream_error``) ends half-way through the text with an error event; ``cut``
+        (``stream_break``) just stops there (the server drops the connection).
+        """
+        pieces = stream_pieces(reply.text)
+
+        def text_record(piece: str) -> dict[str, Any]:
+            candidate = {"content": {"role": "model", "parts": [{"text": piece}]}, "index": 0}
+            return self._response(candidate, reply.input_tokens, 0, model_name, response_id)
+
+        if broken or cut:
+            yield from (text_record(piece) for piece in before_break(pieces))
+            if broken:
+                yield self.error_reply(500, _INTERNAL).body
             return
         # Text first, then function calls; usage is cumulative, complete on the final (finishReason) chunk.
         last_parts: list[dict[str, Any]] = self._parts("", reply)
         if not last_parts and pieces:
             last_parts = [{"text": pieces.pop()}]
-        for piece in pieces:
-            candidate = {"content": {"role": "model", "parts": [{"text": piece}]}, "index": 0}
-            yield self._response(candidate, reply.input_tokens, 0, model_name, response_id)
+        yield from (text_record(piece) for piece in pieces)
         candidate = {
             "content": {"role": "model", "parts": last_parts},
             "finishReason": _finish_reason(reply),
@@ -462,13 +473,15 @@ class GeminiProtocol:
         yield self._response(candidate, reply.input_tokens, reply.output_tokens, model_name, response_id)
 
     @staticmethod
-    def _stream_reply(records: Iterator[dict[str, Any]] | list[dict[str, Any]], *, sse: bool) -> Reply:
+    def _stream_reply(
+        records: Iterator[dict[str, Any]] | list[dict[str, Any]], *, sse: bool, cut: bool = False
+    ) -> Reply:
         """Server-sent events with ``alt=sse`` (what google-genai asks for); otherwise one JSON array."""
         if not sse:
-            return JsonReply(200, list(records))
+            return JsonReply(200, list(records), cut=cut)
 
         def events() -> Iterator[bytes]:
             for record in records:
                 yield b"data: " + json.dumps(record, ensure_ascii=False).encode() + b"\r\n\r\n"
 
-        return StreamReply("text/event-stream", events())
+        return StreamReply("text/event-stream", events(), cut=cut)

@@ -13,6 +13,8 @@ Wire facts this module follows:
 - ``format`` is ``"json"`` or a JSON schema.
 - ``options.num_predict`` caps the output tokens (``-1`` or absent: no cap). A longer reply is cut there and
   ends with ``done_reason: "length"`` (``ChatOllama`` puts it in ``response_metadata``), streaming or not.
+- A stream sends the text a few tokens at a time (:func:`shared.llm.chunks.stream_pieces`), tool calls whole
+  in one chunk, then the ``done`` record with the counts.
 - Errors are ``{"error": "…"}``, with an HTTP error status or as a line of the stream.
 """
 
@@ -45,9 +47,10 @@ from shared.emulators._http import (
     StallReply,
     StreamReply,
     apply_delay,
-    split_text,
+    before_break,
 )
 from shared.emulators.faults import FaultSelector, UnknownFaultError
+from shared.llm.chunks import stream_pieces
 
 DEFAULT_OLLAMA_MODELS: tuple[str, ...] = ("llama3.1:8b", "qwen2.5:7b")
 """Model names ``/api/tags`` lists by default."""
@@ -311,19 +314,17 @@ class OllamaProtocol:
             {"function": {"index": index, "name": call.name, "arguments": call.args}}
             for index, call in enumerate(reply.tool_calls)
         ]
+        cut = decision.mode == "stream_break"
         if not chat.stream:
             message: dict[str, Any] = {"role": "assistant", "content": text}
             if tool_calls:
                 message["tool_calls"] = tool_calls
-            return JsonReply(200, {"model": chat.model, "created_at": _now(), "message": message, **final})
-        return StreamReply(
-            "application/x-ndjson",
-            self._lines(
-                self._stream_records(
-                    chat.model, text, tool_calls, final, broken=decision.mode == "stream_error"
-                )
-            ),
+            body = {"model": chat.model, "created_at": _now(), "message": message, **final}
+            return JsonReply(200, body, cut=cut)
+        records = self._stream_records(
+            chat.model, text, tool_calls, final, broken=decision.mode == "stream_error", cut=cut
         )
+        return StreamReply("application/x-ndjson", self._lines(records), cut=cut)
 
     # -- helpers -----------------------------------------------------------------------------------------
 
@@ -363,25 +364,23 @@ class OllamaProtocol:
         final: dict[str, Any],
         *,
         broken: bool,
+        cut: bool,
     ) -> Iterator[dict[str, Any]]:
-        pieces = list(split_text(text))
-        if broken:
-            for piece in pieces[: max(1, len(pieces) // 2)]:
-                yield {
-                    "model": model,
-                    "created_at": _now(),
-                    "message": {"role": "assistant", "content": piece},
-                    "done": False,
-                }
-            yield {"error": _STREAM_BROKEN}
+        """Text pieces, then the tool calls (whole, as Ollama parses them server-side), then the ``done``
+        record with the counts; ``broken`` (``stream_error``) ends half-way with an error line, ``cut``
+        (``stream_break``) just stops there (the server drops the connection)."""
+
+        def piece(content: str) -> dict[str, Any]:
+            message = {"role": "assistant", "content": content}
+            return {"model": model, "created_at": _now(), "message": message, "done": False}
+
+        pieces = stream_pieces(text)
+        if broken or cut:
+            yield from (piece(p) for p in before_break(pieces))
+            if broken:
+                yield {"error": _STREAM_BROKEN}
             return
-        for piece in pieces:
-            yield {
-                "model": model,
-                "created_at": _now(),
-                "message": {"role": "assistant", "content": piece},
-                "done": False,
-            }
+        yield from (piece(p) for p in pieces)
         if tool_calls:
             yield {
                 "model": model,

@@ -15,8 +15,9 @@ This is the API llama.cpp's server, vLLM, LM Studio and OpenAI itself speak. Wir
   (used by ``with_structured_output(method="json_schema")``) raises ``LengthFinishReasonError`` on it.
   ``usage`` has ``prompt_tokens`` / ``completion_tokens`` / ``total_tokens``.
 - ``"stream": true`` returns server-sent events of ``chat.completion.chunk`` objects (``delta`` with
-  ``role``, ``content`` pieces, ``tool_calls`` with an ``index``), then one with ``finish_reason``, then a
-  usage-only chunk (empty ``choices``) when ``stream_options.include_usage`` is set, then ``data: [DONE]``.
+  ``role``, ``content`` pieces of a few tokens, ``tool_calls`` with an ``index``: first the id and name with
+  empty ``arguments``, then the arguments in pieces), then one with ``finish_reason``, then a usage-only
+  chunk (empty ``choices``) when ``stream_options.include_usage`` is set, then ``data: [DONE]``.
 - Errors are ``{"error": {"message", "type", "param", "code"}}``. With an API key configured, any other
   ``Authorization: Bearer`` key gets 401 ``invalid_api_key``; without one, every key is accepted (as a local
   llama.cpp server does).
@@ -51,9 +52,10 @@ from shared.emulators._http import (
     StallReply,
     StreamReply,
     apply_delay,
-    split_text,
+    before_break,
 )
 from shared.emulators.faults import FaultSelector, UnknownFaultError
+from shared.llm.chunks import stream_pieces
 
 DEFAULT_OPENAI_MODELS: tuple[str, ...] = ("gpt-4o-mini", "llama-3.1-8b-instruct")
 """Model ids ``GET /v1/models`` lists (any id is accepted in a request)."""
@@ -269,6 +271,7 @@ class OpenAIProtocol:
             "total_tokens": reply.input_tokens + reply.output_tokens,
         }
         head = {"id": completion_id, "created": int(time.time()), "model": chat.model}
+        cut = decision.mode == "stream_break"
         if not chat.stream:
             message: dict[str, Any] = {
                 "role": "assistant",
@@ -287,6 +290,7 @@ class OpenAIProtocol:
                     "usage": usage,
                     "system_fingerprint": _FINGERPRINT,
                 },
+                cut=cut,
             )
         include_usage = bool((chat.stream_options or {}).get("include_usage"))
         records = self._stream_records(
@@ -296,8 +300,9 @@ class OpenAIProtocol:
             finish,
             usage if include_usage else None,
             broken=decision.mode == "stream_error",
+            cut=cut,
         )
-        return StreamReply("text/event-stream", self._events(records))
+        return StreamReply("text/event-stream", self._events(records, done=not cut), cut=cut)
 
     # -- helpers -----------------------------------------------------------------------------------------
 
@@ -341,7 +346,15 @@ class OpenAIProtocol:
         usage: dict[str, int] | None,
         *,
         broken: bool,
+        cut: bool,
     ) -> Iterator[dict[str, Any]]:
+        """The role, text pieces, each tool call (id and name, then its arguments in pieces under its
+        ``index``, as OpenAI streams them), the ``finish_reason`` chunk, then the usage-only chunk.
+
+        ``broken`` (``stream_error``) ends half-way through the text with an error event; ``cut``
+        (``stream_break``) just stops there (the server drops the connection).
+        """
+
         def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
             choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
             return {
@@ -352,16 +365,21 @@ class OpenAIProtocol:
             }
 
         yield chunk({"role": "assistant", "content": "", "refusal": None})
-        pieces = list(split_text(text))
-        if broken:
-            for piece in pieces[: max(1, len(pieces) // 2)]:
-                yield chunk({"content": piece})
-            yield _error_body(500, _STREAM_BROKEN)
+        pieces = stream_pieces(text)
+        if broken or cut:
+            yield from (chunk({"content": piece}) for piece in before_break(pieces))
+            if broken:
+                yield _error_body(500, _STREAM_BROKEN)
             return
-        for piece in pieces:
-            yield chunk({"content": piece})
+        yield from (chunk({"content": piece}) for piece in pieces)
         for index, call in enumerate(tool_calls):
-            yield chunk({"tool_calls": [{"index": index, **call}]})
+            function = call["function"]
+            opening = {"index": index, "id": call["id"], "type": "function"}
+            yield chunk(
+                {"tool_calls": [{**opening, "function": {"name": function["name"], "arguments": ""}}]}
+            )
+            for piece in stream_pieces(function["arguments"]):
+                yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
         yield chunk({}, finish)
         if usage is not None:
             yield {
@@ -373,7 +391,8 @@ class OpenAIProtocol:
             }
 
     @staticmethod
-    def _events(records: Iterator[dict[str, Any]]) -> Iterator[bytes]:
+    def _events(records: Iterator[dict[str, Any]], *, done: bool = True) -> Iterator[bytes]:
         for record in records:
             yield b"data: " + json.dumps(record, ensure_ascii=False).encode() + b"\n\n"
-        yield b"data: [DONE]\n\n"
+        if done:
+            yield b"data: [DONE]\n\n"

@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from shared.emulators import EmulatorServer, create_emulator
-from shared.emulators._http import split_text
+from shared.emulators._http import before_break
 from tests.fakes import FunctionChatModel
 from tests.shared.emulators.emulator_fakes import scripted_responder
 
@@ -70,12 +70,7 @@ def test_unknown_paths_are_404(ollama_server: EmulatorServer) -> None:
     assert httpx.get(f"{ollama_server.base_url}/api/nothing").status_code == 404
 
 
-def test_split_text_keeps_every_character_in_order() -> None:
-    text = "uno dos tres cuatro cinco seis siete"
-
-    pieces = list(split_text(text, pieces=3))
-
-    assert len(pieces) == 3
-    assert "".join(pieces) == text
-    assert list(split_text("")) == []
-    assert list(split_text("una")) == ["una"]
+def test_a_stream_break_lets_the_first_half_through_and_at_least_one_piece() -> None:
+    assert before_break(["a", "b", "c", "d", "e"]) == ["a", "b"]
+    assert before_break(["a"]) == ["a"]
+    assert before_break([]) == []
