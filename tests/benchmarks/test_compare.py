@@ -143,3 +143,29 @@ def test_compare_runs_reads_files_or_directories_and_names_changed_settings(tmp_
     assert len(comparison.newly_failing) == 1
     with pytest.raises(FileNotFoundError):
         compare_runs(tmp_path / "a", tmp_path / "missing")
+
+
+def test_the_compare_command_prints_and_writes_the_comparison(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from benchmarks.cli import app
+
+    if "compare" not in {command.name for command in app.registered_commands}:
+        pytest.skip("erp-ai compare is not registered yet (benchmarks/cli.py)")
+    for name, failing in (("a", set()), ("b", {6})):
+        run = _run(failing)
+        writer = ResultsWriter(tmp_path / name / "results.jsonl")
+        writer.write(run.meta)
+        for row in run.rows:
+            writer.write(row)
+    runner = CliRunner()
+    result = runner.invoke(app, ["compare", str(tmp_path / "a"), str(tmp_path / "b")])
+    assert result.exit_code == 0, result.output
+    assert "toolcalling · follow_up" in result.output
+    assert (tmp_path / "b" / "compare.md").exists()
+    failing = runner.invoke(
+        app, ["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--fail-on-regression"]
+    )
+    assert failing.exit_code == 1
+    missing = runner.invoke(app, ["compare", str(tmp_path / "a"), str(tmp_path / "nothing")])
+    assert missing.exit_code == 2
