@@ -24,20 +24,23 @@ Fixtures (import them into a ``conftest.py``; the server is one per session whic
 - ``postgres_demo_erp_url``: the seeded demo ERP on PostgreSQL, seeded once per session (read-only, like the
   root ``erp_db_url`` on SQLite); :func:`demo_erp_url` picks the one of a backend.
 
-Fixtures of a wider scope get the same from :func:`fresh_url`.
+Fixtures of a wider scope get the same from :func:`fresh_url`. :func:`run_processes` runs racing writers
+in separate processes, for the concurrency tests of both backends.
 """
 
 from __future__ import annotations
 
 import itertools
+import multiprocessing
 import os
 import shutil
 import subprocess
 import tempfile
 import threading
-from collections.abc import Iterator
+import traceback
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import pytest
 
@@ -52,6 +55,7 @@ __all__ = [
     "postgres_required",
     "postgres_server",
     "postgres_url",
+    "run_processes",
 ]
 
 BACKENDS: Final = ("sqlite", "postgresql")
@@ -131,7 +135,7 @@ class PostgresServer:
             "pg_ctl", "start", "-w", "-t", str(_START_TIMEOUT_SECONDS),
             "-D", str(self.data), "-l", str(self.log), "-o", options,
         )  # fmt: skip
-        self._admin(f'CREATE DATABASE "{_DATABASE}"', database="postgres")
+        self.admin(f'CREATE DATABASE "{_DATABASE}"', database="postgres")
 
     def stop(self) -> None:
         """Stop the server at once (its data is thrown away) and delete its directory."""
@@ -167,10 +171,11 @@ class PostgresServer:
         """A new empty schema in the session database; returns its name."""
         with self._names_lock:
             name = f"test_{next(self._names)}"
-        self._admin(f'CREATE SCHEMA "{name}"', database=_DATABASE)
+        self.admin(f'CREATE SCHEMA "{name}"')
         return name
 
-    def _admin(self, statement: str, database: str) -> None:
+    def admin(self, statement: str, database: str = _DATABASE) -> None:
+        """Run ``statement`` as the superuser, outside a transaction (``CREATE DATABASE``, ``GRANT``)."""
         import psycopg  # only the PostgreSQL variants need the driver
 
         with psycopg.connect(host=str(self.root), user=_SUPERUSER, dbname=database, autocommit=True) as conn:
@@ -267,3 +272,48 @@ def demo_erp_url(request: pytest.FixtureRequest, backend: str) -> str:
     name = "erp_db_url" if backend == "sqlite" else "postgres_demo_erp_url"
     url: str = request.getfixturevalue(name)
     return url
+
+
+# -- racing processes ----------------------------------------------------------------------------------------
+
+PROCESS_WAIT_SECONDS: Final = 120
+"""Bound on a racing process's barrier wait and result (a hung test fails; never reached otherwise)."""
+
+
+def run_processes(target: Callable[..., Any], args_per_process: list[tuple[Any, ...]]) -> list[Any]:
+    """Run ``target(index, *args, barrier)`` in one fresh process per ``args``, and return what each returned,
+    in ``index`` order; a process that raised fails the test with its traceback.
+
+    ``target`` (a module-level function) waits at ``barrier`` (shared by all the processes, bounded by
+    :data:`PROCESS_WAIT_SECONDS`) where the race should start. Processes come from ``forkserver`` (forked from
+    a clean server that has imported ``target``'s module: a dozen start in well under a second) where
+    available, else ``spawn``.
+    """
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        context: Any = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload([target.__module__])
+    else:  # pragma: no cover - Windows
+        context = multiprocessing.get_context("spawn")
+    barrier = context.Barrier(len(args_per_process))
+    results = context.Queue()
+    processes = [
+        context.Process(target=_child, args=(target, index, args, barrier, results))
+        for index, args in enumerate(args_per_process)
+    ]
+    for process in processes:
+        process.start()
+    reported = sorted(results.get(timeout=PROCESS_WAIT_SECONDS) for _ in processes)
+    for process in processes:
+        process.join(timeout=PROCESS_WAIT_SECONDS)
+    failures = [value for _, ok, value in reported if not ok]
+    assert failures == [], "\n".join(failures)
+    assert [process.exitcode for process in processes] == [0] * len(processes)
+    return [value for _, _, value in reported]
+
+
+def _child(target: Callable[..., Any], index: int, args: tuple[Any, ...], barrier: Any, results: Any) -> None:
+    """A racing process: ``(index, True, result)`` or ``(index, False, traceback)`` goes to ``results``."""
+    try:
+        results.put((index, True, target(index, *args, barrier)))
+    except BaseException:
+        results.put((index, False, traceback.format_exc()))

@@ -313,6 +313,9 @@ def _server_problem(
     """``(problem, advice)`` for a database server's failure, classified by SQLSTATE (psycopg 3 and 2)."""
     code = getattr(original, "sqlstate", None) or getattr(original, "pgcode", None)
     code = code if isinstance(code, str) else ""
+    if not code:  # refused while connecting: libpq reports the server's reason as text only
+        reason = _connect_reason(reason)
+        code = _sqlstate_from_text(reason)
     check = f"Check that the database server is running and that {setting} is right"
     if code in _PG_LOCKED:
         return (
@@ -340,6 +343,28 @@ def _server_problem(
     if code.startswith("08") or code in _PG_UNREACHABLE or connect_failed:
         return f"{subject} cannot be reached ({reason})", check
     return f"{subject} failed ({reason})", check
+
+
+_PG_CONNECT_TEXTS: Final = (
+    ('database "', "3D000"),  # …database "erp" does not exist
+    ('role "', "28000"),  # …role "ana" does not exist
+    ("authentication failed", "28P01"),
+    ("pg_hba.conf", "28000"),
+    ("too many clients", "53300"),
+    ("starting up", "57P03"),
+    ("shutting down", "57P03"),
+)
+"""Text of a connection refused by the server → its SQLSTATE (libpq gives none before the session starts)."""
+
+
+def _connect_reason(reason: str) -> str:
+    """libpq's ``connection to server on socket "…" failed: FATAL:  <reason>`` → ``<reason>``."""
+    tail = reason.rsplit("failed: ", 1)[-1]
+    return " ".join(tail.removeprefix("FATAL:").split()) or reason
+
+
+def _sqlstate_from_text(reason: str) -> str:
+    return next((code for needle, code in _PG_CONNECT_TEXTS if needle in reason), "")
 
 
 def _sqlite_path(database: str) -> Path:

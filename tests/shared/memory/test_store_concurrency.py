@@ -14,9 +14,7 @@ timing: barriers make the races happen, and the assertions hold in every interle
 
 from __future__ import annotations
 
-import multiprocessing
 import threading
-import traceback
 from collections import Counter
 from datetime import date
 from typing import Any, NamedTuple
@@ -28,6 +26,7 @@ from shared.answer import MemoryItem
 from shared.errors import ConversationAccessDenied
 from shared.memory.store import MemoryStore, MessageIn, TurnRecord, VersionedState
 from shared.memory.tables import Conversation
+from tests.postgres import run_processes
 
 TODAY = date(2026, 11, 30)
 SHARED = "compartida"
@@ -35,6 +34,7 @@ SHARED = "compartida"
 WRITERS = 8
 MESSAGES_PER_TURN = 4
 WAIT_SECONDS = 60
+"""How long a barrier waits for the other writers (a bound for a hung test, never reached)."""
 
 
 # -- turns and what they leave behind ------------------------------------------------------------------------
@@ -133,61 +133,24 @@ def assert_shared_conversation_is_consistent(
 # -- processes -----------------------------------------------------------------------------------------------
 
 
-def process_context() -> Any:
-    """``forkserver`` (a fresh process per writer in milliseconds) where available, else ``spawn``."""
-    if "forkserver" in multiprocessing.get_all_start_methods():
-        context: Any = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload([__name__])
-        return context
-    return multiprocessing.get_context("spawn")  # pragma: no cover - Windows
-
-
-def run_processes(target: Any, args_per_process: list[tuple[Any, ...]]) -> list[Any]:
-    """Run ``target(index, *args, barrier, results)`` in one process per ``args``; return what each put in
-    ``results`` as ``(index, value)``, in ``index`` order (a process that raised fails the test with its
-    traceback as its value)."""
-    context = process_context()
-    barrier = context.Barrier(len(args_per_process))
-    results = context.Queue()
-    processes = [
-        context.Process(target=target, args=(index, *args, barrier, results))
-        for index, args in enumerate(args_per_process)
-    ]
-    for process in processes:
-        process.start()
-    outcomes = [value for _, value in sorted(results.get(timeout=WAIT_SECONDS * 2) for _ in processes)]
-    for process in processes:
-        process.join(timeout=WAIT_SECONDS)
-    failures = [outcome for outcome in outcomes if isinstance(outcome, str)]
-    assert failures == []
-    assert [process.exitcode for process in processes] == [0] * len(processes)
-    return outcomes
-
-
-def _first_turns_process(index: int, url: str, user: str, ids: list[str], start: Any, results: Any) -> None:
+def _first_turns_process(index: int, url: str, user: str, ids: list[str], start: Any) -> dict[str, str]:
     """Child: record a first turn on each of ``ids`` as ``user``, at the same moment as the other child."""
-    try:
-        with MemoryStore(url) as store:
-            start.wait(timeout=WAIT_SECONDS)
-            outcome: dict[str, str] = {}
-            for cid in ids:
-                try:
-                    store.record_turn(cid, writer_turn(0, 0), user_id=user)
-                    outcome[cid] = "recorded"
-                except ConversationAccessDenied:
-                    outcome[cid] = "denied"
-        results.put((index, outcome))
-    except BaseException:
-        results.put((index, traceback.format_exc()))
+    with MemoryStore(url) as store:
+        start.wait(timeout=WAIT_SECONDS)
+        outcome: dict[str, str] = {}
+        for cid in ids:
+            try:
+                store.record_turn(cid, writer_turn(index, 0), user_id=user)
+                outcome[cid] = "recorded"
+            except ConversationAccessDenied:
+                outcome[cid] = "denied"
+    return outcome
 
 
-def _writer_process(index: int, url: str, turns: int, start: Any, results: Any) -> None:
+def _writer_process(index: int, url: str, turns: int, start: Any) -> list[Recorded]:
     """Child: writer ``index`` of the shared conversation, with its own store."""
-    try:
-        with MemoryStore(url) as store:
-            results.put((index, write_turns(store, index, turns, start)))
-    except BaseException:
-        results.put((index, traceback.format_exc()))
+    with MemoryStore(url) as store:
+        return write_turns(store, index, turns, start)
 
 
 # -- new conversations ---------------------------------------------------------------------------------------

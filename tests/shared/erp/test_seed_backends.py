@@ -1,0 +1,54 @@
+"""Processes opening one empty database at once, on SQLite and on PostgreSQL: the demo is seeded exactly once.
+
+The seed runs in :func:`shared.erp.storage.setup_transaction`: ``BEGIN IMMEDIATE`` on SQLite, a
+transaction-level advisory lock (``pg_advisory_xact_lock``) on PostgreSQL, so the first process creates and
+seeds while the others wait, then find everything in place. Half the processes open the conversation memory
+first, so its table creation races with the seed too (both take the same lock).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import func, inspect, select
+
+from shared.erp.database import open_demo_erp
+from shared.erp.models import Customer, ErpSetting, ErpUser, Invoice, InvoiceLine, Product
+from shared.erp.seed import generate_rows, seed_erp
+from shared.erp.storage import make_engine
+from shared.memory.store import MemoryStore
+from shared.memory.tables import MemoryBase
+from tests.postgres import run_processes
+
+PROCESSES = 4
+
+
+def _open_fresh(index: int, url: str, start: Any) -> bool:
+    """Child: seed the demo and open the memory store, in an order that depends on ``index``; return
+    whether this process seeded."""
+    engine = make_engine(url)
+    try:
+        start.wait(timeout=60)
+        if index % 2:
+            MemoryStore(engine).close()
+            return seed_erp(engine)
+        seeded = seed_erp(engine)
+        MemoryStore(engine).close()
+        return seeded
+    finally:
+        engine.dispose()
+
+
+def test_processes_opening_one_empty_database_at_once_seed_it_exactly_once(db_url: str) -> None:
+    seeded = run_processes(_open_fresh, [(db_url,)] * PROCESSES)
+
+    assert sorted(seeded) == [False] * (PROCESSES - 1) + [True]
+    expected = {model: len(rows) for model, rows in generate_rows().items()}
+    erp = open_demo_erp(db_url)
+    try:
+        with erp.session() as session:
+            for model in (ErpUser, Customer, Product, Invoice, InvoiceLine, ErpSetting):
+                assert session.scalar(select(func.count()).select_from(model)) == expected[model], model
+        assert set(MemoryBase.metadata.tables) <= set(inspect(erp.engine).get_table_names())
+    finally:
+        erp.engine.dispose()
