@@ -1,1 +1,5 @@
-"""ERP side shared by both modes: demo ERP, operation registry, memory store, model providers."""
+"""ERP side shared by both modes: ERP database, operation registry, memory store, model providers.
+
+Optional dependencies (the AI server, provider SDKs, the CLI) are pip extras imported only where used;
+:mod:`shared.extras` says which extra to install when one is missing.
+"""
