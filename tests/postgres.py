@@ -261,9 +261,15 @@ def postgres_demo_erp_url(postgres_server: PostgresServer) -> str:
     """The seeded demo ERP in a schema of its own, seeded once per session. Treat as read-only."""
     from shared.erp.database import open_demo_erp
 
-    url = postgres_server.url(postgres_server.create_schema())
-    open_demo_erp(url).engine.dispose()
+    url = _demo_erp_urls.get(postgres_server.root)  # several conftests import this fixture: seed once
+    if url is None:
+        url = _demo_erp_urls[postgres_server.root] = postgres_server.url(postgres_server.create_schema())
+        open_demo_erp(url).engine.dispose()
     return url
+
+
+_demo_erp_urls: dict[Path, str] = {}
+"""The seeded demo's URL per server (by its directory)."""
 
 
 def demo_erp_url(request: pytest.FixtureRequest, backend: str) -> str:
