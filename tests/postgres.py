@@ -30,6 +30,7 @@ in separate processes, for the concurrency tests of both backends.
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import multiprocessing
 import os
@@ -205,6 +206,7 @@ def _acquire_server() -> PostgresServer:
             except BaseException:
                 server.stop()
                 raise
+            atexit.register(server.stop)  # a session that dies before its teardown still stops the server
             _server = server
         _server_users += 1
         return _server

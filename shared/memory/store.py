@@ -23,8 +23,9 @@ Each call runs on its own connection, so a store can be shared by threads, proce
 
 Cost. Every call of a turn runs on a plain SQLAlchemy Core connection with statements built once, at import:
 on SQLite, building a statement and going through an ORM session cost more than running the query. A turn
-is written in four to six statements (state lock and read, messages, memories, state) and its context is
-read in three.
+is written in four to six statements (version bump with the state read, messages, memories, state), three
+more for the first turn of a new conversation (the two upserts and the bump again), and its context is read
+in three.
 """
 
 from __future__ import annotations
