@@ -3,16 +3,22 @@
 The keys are the article's, verbatim (``operaciones``, ``funcion``, ``parametros``, ``pregunta``), plus two
 optional extensions: an ``id`` per operation so that later operations can reference its result with
 ``{"$ref": "op1.cliente"}``, and ``respuesta_directa`` for small talk that needs no operation.
+
+What the model writes is kept short, because output tokens are the slowest part of a call: the schema sent
+to providers (:class:`~shared.answer.ProviderSchemaModel`) does not offer ``pregunta`` — the ERP already has
+the question and fills it in (:meth:`planner_mode.ai.PlannerAI.analyze`) — and an ``id`` is only needed on an
+operation another one references. Plans that carry ``pregunta`` (the article's own examples, older clients)
+are still valid, and the plan the ERP stores and returns always has it.
 """
 
 from __future__ import annotations
 
 from itertools import islice
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from shared.answer import Answer, MemoryItem
+from shared.answer import Answer, MemoryItem, ProviderSchemaModel
 
 __all__ = [
     "MAX_NESTING_DEPTH",
@@ -47,20 +53,17 @@ def nesting_depth(value: Any) -> int:
     return deepest
 
 
-class PlannedOperation(BaseModel):
+class PlannedOperation(ProviderSchemaModel):
     """One operation of a plan: which ERP function to run and with which parameters."""
 
     # Numbers become strings: a model that numbers its operations ("id": 1, "$ref": "1.x") is understood.
     model_config = ConfigDict(extra="ignore", coerce_numbers_to_str=True)
+    schema_description: ClassVar[str] = "Una operación del catálogo."
 
-    id: str | None = Field(
-        default=None,
-        description='Identificador opcional ("op1") para que otra operación use su resultado con $ref.',
-    )
-    funcion: str = Field(description="Nombre exacto de una operación del catálogo.")
+    id: str | None = Field(default=None, description="Solo si otra operación usa su resultado con $ref.")
+    funcion: str = Field(description="Nombre exacto en el catálogo.")
     parametros: dict[str, Any] = Field(
-        default_factory=dict,
-        description='Parámetros de la operación. Un valor puede ser {"$ref": "op1.campo"}.',
+        default_factory=dict, description='Un valor puede ser {"$ref": "op1.campo"}.'
     )
 
     @field_validator("parametros", mode="before")
@@ -76,25 +79,24 @@ class PlannedOperation(BaseModel):
         return value
 
 
-class Plan(BaseModel):
+class Plan(ProviderSchemaModel):
     """The article's call-1 output: an execution plan, never an answer for the user."""
 
-    # The class docstring is the schema's description, sent to the model on every call 1: keep it short.
     # A plan has the key ``operaciones`` (a list, possibly empty or ``null``) or a non-blank
     # ``respuesta_directa``. Anything else (``{}``, ``{"respuesta": …}``, ``{"foo": 1}``) is a reply that
     # ignored the schema, not an empty plan: validation fails, and the planner reports a ``model_output``
-    # failure instead of answering "no data". The provider's JSON schema is unchanged (``operaciones`` keeps
-    # its default there); the rule is enforced on every reply, native structured output or tolerant parsing.
+    # failure instead of answering "no data". The provider's JSON schema does not require ``operaciones``
+    # (small talk has none); the rule is enforced on every reply, native structured output or tolerant
+    # parsing.
 
     model_config = ConfigDict(extra="ignore")
+    schema_description: ClassVar[str] = "Plan de ejecución para el ERP, no una respuesta."
+    schema_omit: ClassVar[tuple[str, ...]] = ("pregunta",)
 
-    operaciones: list[PlannedOperation] = Field(
-        default_factory=list, description="Operaciones a ejecutar, en orden."
-    )
-    pregunta: str = Field(default="", description="La pregunta del usuario.")
+    operaciones: list[PlannedOperation] = Field(default_factory=list, description="En orden.")
+    pregunta: str = Field(default="", description="La pregunta del usuario (la completa el ERP).")
     respuesta_directa: str | None = Field(
-        default=None,
-        description="Respuesta breve cuando no hace falta ninguna operación (saludos, agradecimientos).",
+        default=None, description="Solo sin operaciones: respuesta breve (saludo, charla, imposible)."
     )
 
     @model_validator(mode="before")

@@ -1,16 +1,83 @@
 """The conversation state a planner turn stores: what the ERP derives itself, plus what only the model knows.
 
-SKELETON (issue 11, latency of the article's design): today the model's ``estado`` is stored as is.
+The article lets call 2 return an ``estado`` (§9, §11). Most of it, though, is a fact the ERP already holds
+after executing the plan: which year, which customer, which operations. Asking the model to write those costs
+output tokens on every turn, the slowest thing a model does, and lets it get a fact wrong. So the ERP writes
+them, and the model's ``estado`` is kept for what only it knows (``tema``, or anything a caller's prompt asks
+for).
+
+Keys the ERP derives, from the operations of this turn that **succeeded** (refused or failed ones say nothing
+about the conversation), in plan order, a later operation overriding an earlier one:
+
+============================  =========================================================================
+``anio``                      an integer ``anio`` parameter or result field
+``cliente_actual``            a ``cliente`` text parameter or result field (the result's spelling wins:
+                              it is the ERP's name for the customer the parameter matched)
+``producto_actual``           a ``producto`` text parameter or result field
+``ultimas_operaciones``       the successful operations in call notation,
+                              ``"mejor_cliente(anio=2025); compras_cliente(cliente=\\"X\\", anio=2025)"``:
+                              what a follow-up question ("¿y en 2024?") repeats
+============================  =========================================================================
+
+A result that lists exactly one item (a search with one match, a top-1 ranking, one pending invoice) names it
+too: the item's own ``cliente``/``producto``/``anio`` fields, or its ``nombre`` when the list is ``clientes``
+or ``productos``. Field names are the conventions of the operation registry (``shared.operations.sales``);
+operations that use other names simply derive nothing, and their model's ``estado`` still works.
+
+Merge with the model's ``estado`` (the result is an *update*: the store merges it key by key, ``None``
+deleting a key, see :meth:`shared.memory.store.MemoryStore.record_turn`):
+
+- a key the ERP derived this turn wins over the model's value for it (facts come from executed operations);
+- ``ultimas_operaciones`` is the ERP's alone: a model's value is ignored;
+- every other key of the model is kept (``tema``, a caller's own keys), and so is a model's ``anio`` or
+  ``cliente_actual`` on a turn whose operations named none;
+- ``ultima_operacion``, the single-operation key earlier versions had the model write, is deleted once
+  ``ultimas_operaciones`` replaces it.
+
+Bounded: at most :data:`MAX_OPERATIONS` operations (the last ones) in at most :data:`MAX_OPERATIONS_CHARS`
+characters, each text value at most :data:`MAX_NAME_CHARS`; the store clips the whole update again
+(:func:`shared.bounds.clip_state`).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
+from shared.bounds import clip_text
 from shared.turn import ExecutedOperation
 
-__all__ = ["turn_state"]
+__all__ = [
+    "ERP_STATE_KEYS",
+    "MAX_NAME_CHARS",
+    "MAX_OPERATIONS",
+    "MAX_OPERATIONS_CHARS",
+    "derived_state",
+    "operation_call",
+    "turn_state",
+]
+
+OPERATIONS_KEY: Final = "ultimas_operaciones"
+LEGACY_OPERATION_KEY: Final = "ultima_operacion"
+"""What earlier versions asked the model to write; superseded by :data:`OPERATIONS_KEY`."""
+_FIELDS: Final[Mapping[str, str]] = {
+    "anio": "anio",
+    "cliente": "cliente_actual",
+    "producto": "producto_actual",
+}
+"""Parameter / result field → the state key it fills."""
+_NAMED_LISTS: Final[Mapping[str, str]] = {"clientes": "cliente", "productos": "producto"}
+"""A result list whose single item's ``nombre`` is the field on the right."""
+ERP_STATE_KEYS: Final = (*_FIELDS.values(), OPERATIONS_KEY)
+"""Every key :func:`derived_state` may write."""
+
+MAX_OPERATIONS: Final = 4
+"""Operations kept in ``ultimas_operaciones`` (the last ones of the turn)."""
+MAX_OPERATIONS_CHARS: Final = 300
+"""Characters of ``ultimas_operaciones``."""
+MAX_NAME_CHARS: Final = 120
+"""Characters of a derived text value (a customer or product name)."""
 
 
 def turn_state(
@@ -19,6 +86,68 @@ def turn_state(
     """The state update to store for this turn (merged key by key into the stored state by the store).
 
     ``previous`` is the state the turn's context showed, ``operations`` what the ERP executed this turn and
-    ``model_state`` the ``estado`` call 2 returned.
+    ``model_state`` the ``estado`` call 2 returned. See the module docstring for the merge rules.
     """
-    return dict(model_state)
+    derived = derived_state(operations)
+    update = {key: value for key, value in model_state.items() if key != OPERATIONS_KEY}
+    update.update(derived)
+    if OPERATIONS_KEY in derived and LEGACY_OPERATION_KEY in previous:
+        update[LEGACY_OPERATION_KEY] = None
+    return update
+
+
+def derived_state(operations: Sequence[ExecutedOperation]) -> dict[str, Any]:
+    """The state keys the ERP knows from this turn's successful operations (``{}`` when none succeeded)."""
+    succeeded = [op for op in operations if op.ok]
+    state: dict[str, Any] = {}
+    for op in succeeded:
+        state.update(_named(op.parametros))
+        if isinstance(op.result, Mapping):
+            state.update(_named(op.result))
+            state.update(_single_item(op.result))
+    if succeeded:
+        state[OPERATIONS_KEY] = _operations_text(succeeded)
+    return state
+
+
+def operation_call(funcion: str, parametros: Mapping[str, Any]) -> str:
+    """One operation in call notation: ``compras_cliente(cliente="X", anio=2025)`` (values as JSON)."""
+    arguments = ", ".join(
+        f"{name}={json.dumps(value, ensure_ascii=False, default=str)}" for name, value in parametros.items()
+    )
+    return f"{funcion}({arguments})"
+
+
+def _named(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The state keys ``data``'s own fields fill (``anio`` an integer, names non-blank text)."""
+    found: dict[str, Any] = {}
+    for field, key in _FIELDS.items():
+        value = data.get(field)
+        if field == "anio":
+            if isinstance(value, int) and not isinstance(value, bool):
+                found[key] = value
+        elif isinstance(value, str) and value.strip():
+            found[key] = clip_text(value.strip(), MAX_NAME_CHARS)
+    return found
+
+
+def _single_item(result: Mapping[str, Any]) -> dict[str, Any]:
+    """What a result listing exactly one item names: the item's fields, or its ``nombre``."""
+    found: dict[str, Any] = {}
+    for name, value in result.items():
+        if not (isinstance(value, list) and len(value) == 1 and isinstance(value[0], Mapping)):
+            continue
+        item = value[0]
+        field = _NAMED_LISTS.get(name)
+        if field is not None and isinstance(item.get("nombre"), str):
+            found.update(_named({field: item["nombre"]}))
+        found.update(_named(item))
+    return found
+
+
+def _operations_text(operations: Sequence[ExecutedOperation]) -> str:
+    """The last operations in call notation, joined by ``"; "``, within the bounds (oldest dropped first)."""
+    calls = [operation_call(op.funcion, op.parametros) for op in operations[-MAX_OPERATIONS:]]
+    while len(calls) > 1 and len("; ".join(calls)) > MAX_OPERATIONS_CHARS:
+        calls.pop(0)
+    return clip_text("; ".join(calls), MAX_OPERATIONS_CHARS)

@@ -10,27 +10,84 @@ that repeats one memory item until its output cap cannot leave a wall of text in
 wins), keeps its :data:`~shared.bounds.MAX_MEMORY_ITEMS_PER_TURN` most important items, each one line of at
 most :data:`~shared.bounds.MAX_MEMORY_CHARS` characters; ``estado`` keeps at most
 :data:`~shared.bounds.MAX_STATE_KEYS` keys with each value clipped (:func:`~shared.bounds.clip_state`). The
-JSON schema sent to providers is unchanged. The memory store applies the same bounds again on write.
+JSON schema sent to providers does not state these bounds. The memory store applies them again on write.
+
+**What a provider is shown.** The JSON schema of these models (validation mode, the one
+``model_json_schema()``, ``with_structured_output`` and tool conversion use) is written for the model, and
+every token of it is paid on every call: :class:`ProviderSchemaModel` replaces the developer docstring with a
+short Spanish ``schema_description``, drops pydantic's property titles, writes an optional ``X | None``
+field as plain ``X`` (optional already means "not required"), forbids extra keys and can leave out fields the
+ERP fills itself (``schema_omit``). The serialization-mode schema (an HTTP API's documented responses) stays
+complete. ``memoria`` and ``estado`` are optional: a model writes them only when it has something to add.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler, ValidationInfo, field_validator
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 from shared.bounds import MAX_MEMORY_CHARS, MAX_MEMORY_ITEMS_PER_TURN, clip_line, clip_state
 from shared.text import fold
 
+__all__ = ["Answer", "MemoryItem", "ProviderSchemaModel", "bound_memories"]
 
-class MemoryItem(BaseModel):
+
+class ProviderSchemaModel(BaseModel):
+    """A model whose JSON schema is sent to model providers: compact, and described for the model.
+
+    Subclasses set :attr:`schema_description` (the schema's ``description``, for the model; the docstring is
+    for developers) and may set :attr:`schema_omit` (fields the model is not asked to write). Only the
+    validation-mode schema is trimmed; see the module docstring.
+    """
+
+    schema_description: ClassVar[str] = ""
+    """The schema's ``description``: what the model is asked to write, in the prompts' language."""
+    schema_omit: ClassVar[tuple[str, ...]] = ()
+    """Fields left out of the schema sent to providers (the ERP fills them); still accepted when present."""
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        schema = handler(core_schema)
+        if handler.mode != "validation":
+            return schema
+        target = handler.resolve_ref_schema(schema)
+        if cls.schema_description:
+            target["description"] = cls.schema_description
+        target["additionalProperties"] = False
+        properties: dict[str, Any] = target.get("properties", {})
+        for name in cls.schema_omit:
+            properties.pop(name, None)
+        for name, prop in list(properties.items()):
+            properties[name] = _plain_optional(prop)
+        return schema
+
+
+def _plain_optional(prop: dict[str, Any]) -> dict[str, Any]:
+    """A property without its title, and ``{"anyOf": [X, {"type": "null"}], "default": null}`` as ``X``."""
+    prop = {key: value for key, value in prop.items() if key != "title"}
+    variants = prop.get("anyOf")
+    if isinstance(variants, list) and prop.get("default", ...) is None:
+        kept = [v for v in variants if v != {"type": "null"}]
+        if len(kept) == 1 and isinstance(kept[0], dict):
+            rest = {key: value for key, value in prop.items() if key not in ("anyOf", "default")}
+            return {**kept[0], **rest}
+    return prop
+
+
+class MemoryItem(ProviderSchemaModel):
     """A fact the model suggests the ERP should remember."""
 
     model_config = ConfigDict(extra="ignore")
+    schema_description: ClassVar[str] = "Un hecho a recordar, en una frase."
 
-    contenido: str = Field(description="Hecho a recordar, en una frase.")
-    importancia: float = Field(ge=0.0, le=1.0, description="Importancia entre 0 y 1.")
+    contenido: str
+    importancia: float = Field(ge=0.0, le=1.0)
 
     @field_validator("importancia", mode="before")
     @classmethod
@@ -40,16 +97,20 @@ class MemoryItem(BaseModel):
         return value  # anything else (e.g. "alta") still fails validation
 
 
-class Answer(BaseModel):
-    """`{"respuesta": …, "memoria": [...], "estado": {...}}` as in the article, section 9."""
+class Answer(ProviderSchemaModel):
+    """`{"respuesta": …, "memoria": [...], "estado": {...}}` as in the article, section 9.
+
+    ``respuesta`` is the first property, so a model writing the schema's order writes the user's text first
+    and a streaming reader shows it before ``memoria`` and ``estado`` are written.
+    """
 
     model_config = ConfigDict(extra="ignore")
+    schema_description: ClassVar[str] = "Respuesta al usuario; memoria y estado son opcionales."
 
-    respuesta: str = Field(description="Respuesta para el usuario, en español.")
-    memoria: list[MemoryItem] = Field(default_factory=list, description="Memoria sugerida.")
+    respuesta: str = Field(description="Texto para el usuario, en español.")
+    memoria: list[MemoryItem] = Field(default_factory=list, description="Hechos a recordar.")
     estado: dict[str, Any] = Field(
-        default_factory=dict,
-        description="Estado estructurado de la conversación: tema, anio, cliente_actual, etc.",
+        default_factory=dict, description="Solo las claves del estado de la conversación que cambian."
     )
 
     @field_validator("memoria", "estado", mode="before")

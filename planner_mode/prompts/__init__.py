@@ -2,7 +2,12 @@
 
 The templates (``plan_system.md``, ``answer_system.md``) are loaded with :mod:`importlib.resources`; the only
 placeholders are ``{{hoy}}`` and ``{{catalogo}}``, replaced literally (JSON braces in the templates stay as
-they are). The human messages follow the conventions the offline model reads (see ``docs/design.md``).
+they are). Today's date travels in the human message's context, so the system prompts are the same every day
+(a stable prefix a provider can cache). The human messages follow the conventions the offline model reads
+(see ``docs/design.md``).
+
+The templates' examples use invented operations and values, never the suite's questions, the seeded ERP's
+names or a value the benchmark expects (``tests/test_prompt_leakage.py``).
 """
 
 from __future__ import annotations
@@ -43,8 +48,13 @@ def _type_label(schema: dict[str, Any]) -> str:
 
 
 def render_catalog(catalog: Sequence[OperationSpec]) -> str:
-    """One compact block per operation: ``- name(param: type, opt?: type = default): description``."""
+    """One compact block per operation: ``- name(param: type, opt?: type = default): description``.
+
+    Each parameter description follows on its own line, once: a parameter with the same name and the same
+    description as one already described (``anio`` in most sales operations) is not described again.
+    """
     blocks: list[str] = []
+    described: set[tuple[str, str]] = set()
     for spec in catalog:
         properties: dict[str, Any] = spec.parameters.get("properties", {})
         required = set(spec.parameters.get("required", []))
@@ -54,8 +64,10 @@ def render_catalog(catalog: Sequence[OperationSpec]) -> str:
             optional = "" if name in required else "?"
             default = f" = {json.dumps(schema['default'], ensure_ascii=False)}" if "default" in schema else ""
             signature.append(f"{name}{optional}: {_type_label(schema)}{default}")
-            if schema.get("description"):
-                details.append(f"    {name}: {schema['description']}")
+            description = schema.get("description")
+            if description and (name, description) not in described:
+                described.add((name, description))
+                details.append(f"    {name}: {description}")
         blocks.append("\n".join([f"- {spec.name}({', '.join(signature)}): {spec.description}", *details]))
     return "\n".join(blocks) if blocks else "(ninguna operación disponible)"
 
@@ -78,10 +90,14 @@ def answer_messages(
 ) -> list[BaseMessage]:
     """Call 2: the answer system prompt and ``Pregunta:``, the context and ``Resultados:`` + a JSON array.
 
-    The array has one compact JSON object per line: readable for people, cheap in tokens for the model.
+    The context is today's date, the state and the memory, without the last exchange: that was for call 1,
+    to resolve what the question refers to, and the plan has done it (the article's call 2 reads the question
+    and the results, §8). The array has one compact JSON object per line: readable for people, cheap in
+    tokens for the model.
     """
     system = load_template("answer_system.md").replace("{{hoy}}", context.hoy.isoformat())
     items = [json.dumps(r.for_prompt(), ensure_ascii=False, default=str) for r in results]
     results_json = "[\n" + ",\n".join(items) + "\n]" if items else "[]"
-    human = f"Pregunta: {question}\n\n{render_context(context)}\n\nResultados:\n{results_json}"
+    known = render_context(context.model_copy(update={"ultimos_intercambios": []}))
+    human = f"Pregunta: {question}\n\n{known}\n\nResultados:\n{results_json}"
     return [SystemMessage(content=system), HumanMessage(content=human)]

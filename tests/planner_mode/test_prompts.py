@@ -29,10 +29,8 @@ def test_catalog_renders_compactly(toy_registry: OperationRegistry) -> None:
 - ventas_anuales(anio: integer): Total de ventas de un año.
     anio: Año.
 - mejor_cliente(anio: integer): Cliente que más compró en un año.
-    anio: Año.
 - compras_cliente(cliente: string, anio: integer): Total comprado por un cliente en un año.
-    cliente: Nombre del cliente.
-    anio: Año.\
+    cliente: Nombre del cliente.\
 """)
 
 
@@ -40,36 +38,31 @@ def test_plan_prompt(toy_registry: OperationRegistry) -> None:
     system, human = plan_messages("¿Y cuánto compró?", CONTEXT, toy_registry.catalog(DEMO_CALLER))
     assert system.type == "system" and human.type == "human"
     assert system.content == snapshot("""\
-Eres el planificador del asistente de un ERP. No respondes al usuario: produces un plan de ejecución en JSON
-que el ERP ejecuta con sus propias funciones.
-
-Fecha de hoy: 2026-11-30
+Eres el planificador del asistente de un ERP: no respondes al usuario, escribes un plan en JSON que el ERP
+ejecuta con sus propias funciones.
 
 Operaciones disponibles (catálogo):
 - ventas_anuales(anio: integer): Total de ventas de un año.
     anio: Año.
 - mejor_cliente(anio: integer): Cliente que más compró en un año.
-    anio: Año.
 - compras_cliente(cliente: string, anio: integer): Total comprado por un cliente en un año.
     cliente: Nombre del cliente.
-    anio: Año.
 
-Formato de salida: un único objeto JSON, sin texto adicional:
-{"operaciones": [{"id": "op1", "funcion": "nombre_de_operacion", "parametros": {"parametro": "valor"}}], "pregunta": "la pregunta del usuario"}
+Salida, solo el JSON: {"operaciones": [{"funcion": "nombre_de_operacion", "parametros": {"parametro": "valor"}}]}
 
 Reglas:
-1. Usa solo operaciones del catálogo, con su nombre exacto en "funcion" y solo los parámetros que declaran.
-   Nunca inventes operaciones, parámetros ni datos.
-2. Una pregunta puede necesitar varias operaciones: inclúyelas todas en "operaciones", en orden.
-3. Si una operación necesita el resultado de otra, dale a la primera un "id" y referencia su resultado con
-   {"$ref": "op1.campo"} dentro de "parametros"; para listas usa el índice: {"$ref": "op1.productos.0.sku"}.
-   Ejemplo: {"operaciones": [{"id": "op1", "funcion": "mejor_cliente", "parametros": {"anio": 2025}}, {"id": "op2", "funcion": "compras_cliente", "parametros": {"cliente": {"$ref": "op1.cliente"}, "anio": 2025}}], "pregunta": "¿Cuánto compró nuestro mejor cliente de 2025?"}
-4. Resuelve las referencias ("ese cliente", "el año pasado", "¿y cuánto compró?") con el estado, la memoria y
-   el último intercambio. "Este año" y "el año pasado" se calculan con la fecha de hoy.
-5. Si el mensaje no necesita ninguna operación (saludo, agradecimiento, charla), devuelve
+1. Usa solo operaciones del catálogo, con su nombre exacto y solo los parámetros que declaran. Nunca
+   inventes operaciones, parámetros ni datos.
+2. Si la pregunta necesita varias consultas, pon todas las operaciones en "operaciones", en orden.
+3. Si una operación necesita el resultado de otra, dale a la primera un "id" y usa {"$ref": "id.campo"} en
+   "parametros" (en listas, con el índice: "op1.lista.0.campo"). Ejemplo con operaciones inventadas:
+   {"operaciones": [{"id": "op1", "funcion": "proveedor_principal", "parametros": {"rubro": "papelería"}}, {"funcion": "pedidos_proveedor", "parametros": {"proveedor": {"$ref": "op1.proveedor"}}}]}
+4. Resuelve las referencias ("ese proveedor", "el mismo mes") con el estado, la memoria y el último
+   intercambio, y las fechas relativas con la fecha de hoy.
+5. Si el mensaje no necesita ninguna operación (saludo, charla), devuelve
    {"operaciones": [], "respuesta_directa": "texto breve y cordial"}.
-6. Si ninguna operación del catálogo permite responder, devuelve "operaciones" vacío y en "respuesta_directa"
-   explica brevemente que no puedes consultar ese dato.\
+6. Si ninguna operación del catálogo sirve, devuelve "operaciones" vacío y di en "respuesta_directa" que no
+   puedes consultar ese dato.\
 """)
     assert human.content == snapshot("""\
 Fecha de hoy: 2026-11-30
@@ -93,9 +86,32 @@ def test_plan_prompt_follows_the_offline_model_conventions(toy_registry: Operati
     text = str(system.content)
     assert '"operaciones"' in text and '"respuesta"' not in text
     assert "$ref" in text and "respuesta_directa" in text
-    assert "Fecha de hoy: 2026-11-30" in text
     assert all(name in text for name in toy_registry.names())
+    assert str(human.content).startswith("Fecha de hoy: 2026-11-30\n")
     assert str(human.content).endswith("\n\nNueva pregunta:\nHola")
+
+
+def test_system_prompts_are_the_same_every_day(toy_registry: OperationRegistry) -> None:
+    """Today's date travels in the human message: the system prompts are a stable, cacheable prefix."""
+    later = CONTEXT.model_copy(update={"hoy": date(2027, 1, 2)})
+    catalog = toy_registry.catalog(DEMO_CALLER)
+    assert plan_messages("Hola", CONTEXT, catalog)[0] == plan_messages("Hola", later, catalog)[0]
+    assert answer_messages("Hola", [], CONTEXT)[0] == answer_messages("Hola", [], later)[0]
+
+
+def test_the_answer_call_reads_state_and_memory_but_not_the_last_exchange() -> None:
+    """Call 1 resolved what the question refers to; call 2 phrases the results (article §8)."""
+    _, human = answer_messages("¿Y cuánto compró?", [], CONTEXT)
+    text = str(human.content)
+    assert "- cliente_actual: Empresa ABC" in text and "- El mejor cliente de 2025 fue Empresa ABC." in text
+    assert "Último intercambio:" not in text and "Usuario:" not in text
+
+
+def test_answer_prompt_asks_for_the_answer_first_and_only_what_the_erp_cannot_derive() -> None:
+    system = str(answer_messages("¿Y cuánto compró?", [], CONTEXT)[0].content)
+    assert system.index('{"respuesta"') < system.index('"memoria"') < system.index('"estado": {')
+    assert "cliente_actual" not in system and "anio" not in system  # the ERP derives those
+    assert '"tema"' in system
 
 
 def test_answer_prompt() -> None:
@@ -110,20 +126,19 @@ def test_answer_prompt() -> None:
     system, human = answer_messages("¿Y cuánto compró?", results, CONTEXT)
     assert '"respuesta"' in str(system.content)
     assert system.content == snapshot("""\
-Eres el asistente de un ERP. El ERP ya ejecutó las operaciones necesarias; redacta la respuesta para el
-usuario usando solamente los resultados recibidos.
+Eres el asistente de un ERP. El ERP ya ejecutó las operaciones: redacta la respuesta solo con los resultados.
 
-Devuelve un único objeto JSON, sin texto adicional:
-{"respuesta": "texto para el usuario", "memoria": [{"contenido": "hecho a recordar", "importancia": 0.8}], "estado": {"tema": "ventas", "anio": 2025, "cliente_actual": "Empresa ABC", "ultima_operacion": "mejor_cliente"}}
+Salida, solo el JSON, empezando por "respuesta":
+{"respuesta": "texto para el usuario", "memoria": [{"contenido": "hecho", "importancia": 0.5}], "estado": {"tema": "tema actual"}}
 
 Reglas:
-1. "respuesta": en español, breve y directa. Escribe los importes en guaraníes con separador de miles:
-   ₲850.000.000. Nunca inventes cifras que no estén en los resultados.
-2. Si un resultado tiene "error", explica con claridad qué no se pudo consultar y por qué, sin detalles técnicos.
-3. "memoria": de cero a tres hechos útiles para continuar la conversación, con "importancia" entre 0 y 1.
-4. "estado": el estado estructurado de la conversación con las claves tema, anio, cliente_actual,
-   ultima_operacion y otras que ayuden a resolver referencias en la próxima pregunta. Mantén los valores del
-   estado anterior que sigan vigentes.\
+1. "respuesta": en español, breve, con las cifras exactas de los resultados; importes en guaraníes con
+   separador de miles (₲1.234.567). Nunca inventes cifras.
+2. Si un resultado tiene "error", explica qué no se pudo consultar y por qué, sin detalles técnicos.
+3. El ERP ya guarda los años, clientes, productos y operaciones de los resultados. "estado" es opcional:
+   solo claves que cambian y que los resultados no dicen, como "tema".
+4. "memoria" es opcional: solo hechos útiles que no estén en los resultados ni en el estado (por ejemplo,
+   una preferencia del usuario), con "importancia" entre 0 y 1.\
 """)
     assert human.content == snapshot("""\
 Pregunta: ¿Y cuánto compró?
@@ -135,9 +150,6 @@ Estado de la conversación:
 - cliente_actual: Empresa ABC
 Memoria relevante:
 - El mejor cliente de 2025 fue Empresa ABC.
-Último intercambio:
-Usuario: ¿Cuál fue mi mejor cliente?
-Asistente: El mejor cliente fue Empresa ABC.
 
 Resultados:
 [

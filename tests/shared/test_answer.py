@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
-from shared.answer import Answer, MemoryItem, bound_memories
+from shared.answer import Answer, MemoryItem, ProviderSchemaModel, bound_memories
 from shared.bounds import (
     MAX_MEMORY_CHARS,
     MAX_MEMORY_ITEMS_PER_TURN,
@@ -48,6 +48,32 @@ def test_what_matters_is_still_required(payload: dict[str, object]) -> None:
 def test_the_schema_sent_to_providers_keeps_the_bounds() -> None:
     item = Answer.model_json_schema()["$defs"]["MemoryItem"]["properties"]["importancia"]
     assert (item["minimum"], item["maximum"]) == (0.0, 1.0)
+
+
+def test_the_schema_sent_to_providers_is_compact_and_asks_for_the_answer_first() -> None:
+    """Every schema token is paid on every call: no titles, a short Spanish description, no extra keys;
+    ``respuesta`` first and the only required key (memory and state are optional)."""
+    schema = Answer.model_json_schema()
+    assert list(schema["properties"]) == ["respuesta", "memoria", "estado"]
+    assert schema["required"] == ["respuesta"]
+    assert schema["additionalProperties"] is False
+    assert not any("title" in prop for prop in schema["properties"].values())
+    assert schema["description"] == Answer.schema_description
+    assert "article" not in str(schema)  # the developer docstring stays out of what the model reads
+
+
+def test_optional_fields_are_offered_as_their_plain_type() -> None:
+    class Example(ProviderSchemaModel):
+        schema_description = "Ejemplo."
+        schema_omit = ("interno",)
+
+        nota: str | None = Field(default=None, description="Opcional.")
+        interno: str = ""
+
+    schema = Example.model_json_schema()
+    assert schema["properties"] == {"nota": {"description": "Opcional.", "type": "string"}}
+    assert Example.model_validate({"interno": "x"}).interno == "x"  # left out of the schema, still accepted
+    assert "interno" in Example.model_json_schema(mode="serialization")["properties"]
 
 
 # -- size bounds: sanitised, never refused -------------------------------------------------------------------

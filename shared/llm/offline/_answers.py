@@ -3,6 +3,12 @@
 Amounts are written with :func:`shared.text.format_guaranies` (``₲850.000.000``) and names verbatim, so a
 scorer can find the key figures in the text. Lists (products, categories, months, invoices) mention every item
 with its total. The result shapes are the ones docs/design.md fixes for the sales registry.
+
+The answer writes ``respuesta`` first, then only what the instructions ask for and what changed
+(:class:`~._prompt.AnswerInstructions`): ``estado`` holds the named keys whose value differs from the state in
+the prompt (nothing when nothing changed), ``memoria`` restates the results only when the instructions do not
+keep it for other facts. Empty ``memoria`` and ``estado`` are left out, as a model told they are optional
+would.
 """
 
 from __future__ import annotations
@@ -212,14 +218,11 @@ def _memories(items: list[Executed]) -> list[dict[str, Any]]:
 
 
 def _state(items: list[Executed], conversation: Conversation) -> dict[str, Any]:
-    state: dict[str, Any] = {
-        key: conversation.state[key]
-        for key in ("tema", "anio", "cliente_actual")
-        if key in conversation.state
-    }
+    """The state keys the instructions ask for whose value this turn changes."""
     ok = [i for i in items if i.error is None]
     if not ok:
-        return state
+        return {}
+    state: dict[str, Any] = {}
     for item in ok:
         data = item.resultado if isinstance(item.resultado, dict) else {}
         anio = data.get("anio", item.parametros.get("anio"))
@@ -233,18 +236,25 @@ def _state(items: list[Executed], conversation: Conversation) -> dict[str, Any]:
     state["tema"] = _TOPICS.get(ok[-1].funcion, "ventas")
     state["ultima_operacion"] = ok[-1].funcion
     state["ultimas_operaciones"] = [{"funcion": i.funcion, "parametros": i.parametros} for i in ok]
-    return state
+    return {
+        key: state[key]
+        for key in conversation.instructions.state_keys
+        if key in state and conversation.state.get(key) != state[key]
+    }
 
 
 def compose_answer(
     items: list[Executed], conversation: Conversation, fallback_reply: str | None = None
 ) -> dict[str, Any]:
-    """The answer JSON (``respuesta``, ``memoria``, ``estado``) for these executed operations."""
+    """The answer JSON for these executed operations: ``respuesta`` first, then ``memoria`` and ``estado``
+    when there is something to keep."""
     if not items:
-        return {
-            "respuesta": fallback_reply or "No tengo datos para responder eso.",
-            "memoria": [],
-            "estado": _state([], conversation),
-        }
-    text = " ".join(describe(item) for item in items)
-    return {"respuesta": text, "memoria": _memories(items), "estado": _state(items, conversation)}
+        return {"respuesta": fallback_reply or "No tengo datos para responder eso."}
+    answer: dict[str, Any] = {"respuesta": " ".join(describe(item) for item in items)}
+    memories = _memories(items) if conversation.instructions.remember_results else []
+    state = _state(items, conversation)
+    if memories:
+        answer["memoria"] = memories
+    if state:
+        answer["estado"] = state
+    return answer

@@ -4,19 +4,26 @@ The labels are the ones :func:`shared.memory.context.render_context` writes and 
 ("Fecha de hoy:", "Estado de la conversación:", "Memoria relevante:", "Último intercambio:",
 "Nueva pregunta:", "Pregunta:", "Resultados:"). Full-history tool calling adds earlier messages: earlier
 tool calls and results are read as conversation context too.
+
+The state's ``ultimas_operaciones`` may be call notation (``mejor_cliente(anio=2025); compras_cliente(…)``,
+what the planner's ERP derives), a list of ``{"funcion", "parametros"}`` objects, or operation names. The
+system prompt's instructions (not the context rendered into it) also say what an answer should keep: which
+state keys it names, and whether ``memoria`` is only for what the results do not say
+(:class:`AnswerInstructions`).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from shared.llm.offline._names import name_in_answer
+from shared.text import fold
 
 _DATE = re.compile(r"Fecha de hoy:\s*(\d{4})-(\d{2})-(\d{2})")
 _STATE_LABEL = "Estado de la conversación:"
@@ -31,6 +38,17 @@ _CUSTOMER_MENTIONS = re.compile(
 """Where an earlier message names a customer: "el mejor cliente de 2025 fue X", "facturas pendientes de X",
 "X compró ₲…"."""
 _YEAR = re.compile(r"\b(?:19|20)\d{2}\b")
+_CALL = re.compile(r"([A-Za-z_]\w*)\(")
+_ARGUMENT = re.compile(r"\s*([A-Za-z_]\w*)\s*=\s*")
+STATE_KEYS = ("tema", "anio", "cliente_actual", "ultima_operacion", "ultimas_operaciones")
+"""The state keys the offline model knows how to write."""
+ARTICLE_STATE_KEYS = ("tema", "anio", "cliente_actual")
+"""What it keeps when the instructions name none: the article's example state (§9, §11)."""
+_RESULTS_NOT_REMEMBERED = re.compile(
+    r"memoria\W.{0,120}?\bno (?:esten|este|figuren|aparezcan) en los resultados"
+    r"|memory\W.{0,120}?\bnot (?:already )?in the results"
+)
+"""Instructions that keep ``memoria`` for what the results do not already say."""
 _ERROR_STARTS = ("error", "no tiene permiso", "no tiene acceso")
 """How a tool result that is an error starts, when its message does not say ``status="error"``: the ERP's
 refusals (an operation the caller may not run, a customer outside their scope) are errors too."""
@@ -48,6 +66,32 @@ class TurnCall:
 
 
 @dataclass(frozen=True)
+class AnswerInstructions:
+    """What the system prompt's instructions ask an answer to keep, read as a model would read them."""
+
+    state_keys: tuple[str, ...] = ARTICLE_STATE_KEYS
+    """The state keys of :data:`STATE_KEYS` the instructions name (the article's keys when they name none)."""
+    remember_results: bool = True
+    """Whether ``memoria`` may restate the results (``False`` when the instructions keep it for the rest)."""
+
+
+def answer_instructions(system: str) -> AnswerInstructions:
+    """Read :class:`AnswerInstructions` from a system prompt, skipping the context rendered into it.
+
+    Context lines (``- clave: valor`` items, ``Usuario:``/``Asistente:`` exchange lines) are not
+    instructions: a state that already holds ``cliente_actual`` does not ask for it.
+    """
+    lines = [line for line in system.splitlines() if not line.startswith(("- ", "Usuario: ", "Asistente: "))]
+    text = "\n".join(lines)
+    named = tuple(key for key in STATE_KEYS if re.search(rf"(?<!\w){key}(?!\w)", text))
+    folded = fold(text)
+    return AnswerInstructions(
+        state_keys=named or ARTICLE_STATE_KEYS,
+        remember_results=_RESULTS_NOT_REMEMBERED.search(folded) is None,
+    )
+
+
+@dataclass(frozen=True)
 class Conversation:
     """What the prompt says about the conversation so far (state, memory, history)."""
 
@@ -59,6 +103,8 @@ class Conversation:
     anio: int | None = None
     previous_operations: tuple[tuple[str, dict[str, Any]], ...] = ()
     previous_question: str | None = None
+    instructions: AnswerInstructions = field(default_factory=AnswerInstructions)
+    """What the system prompt asks an answer to keep (``estado`` keys, ``memoria``)."""
 
 
 @dataclass(frozen=True)
@@ -106,7 +152,7 @@ def read_prompt(messages: list[BaseMessage]) -> PromptView:
     earlier = messages[:last_human] if last_human >= 0 else []
     turn = messages[last_human + 1 :] if last_human >= 0 else []
     context_text = f"{system}\n{human}"
-    conversation = _conversation(context_text, earlier)
+    conversation = replace(_conversation(context_text, earlier), instructions=answer_instructions(system))
     return PromptView(
         system=system,
         human=human,
@@ -207,12 +253,40 @@ def _as_year(value: Any) -> int | None:
     return None
 
 
+def parse_calls(text: str) -> list[tuple[str, dict[str, Any]]]:
+    """Operations in call notation, ``f(a=1, b="x"); g()`` (values as JSON), up to the first malformed one."""
+    decoder = json.JSONDecoder()
+    calls: list[tuple[str, dict[str, Any]]] = []
+    position = 0
+    while (start := _CALL.search(text, position)) is not None:
+        position = start.end()
+        arguments: dict[str, Any] = {}
+        while True:
+            rest = text[position:]
+            position += len(rest) - len(rest.lstrip(" ,"))
+            if text.startswith(")", position):
+                position += 1
+                break
+            argument = _ARGUMENT.match(text, position)
+            if argument is None:
+                return calls
+            try:
+                value, position = decoder.raw_decode(text, argument.end())
+            except json.JSONDecodeError:
+                return calls
+            arguments[argument.group(1)] = value
+        calls.append((start.group(1), arguments))
+    return calls
+
+
 def _operations(value: Any) -> list[tuple[str, dict[str, Any]]]:
-    """Operations from a state value: a name, ``{"funcion", "parametros"}``, or a list of those."""
+    """Operations from a state value: call notation, a name, ``{"funcion", "parametros"}``, or a list."""
     items = value if isinstance(value, list) else [value]
     operations: list[tuple[str, dict[str, Any]]] = []
     for item in items:
-        if isinstance(item, str) and item.strip():
+        if isinstance(item, str) and "(" in item:
+            operations.extend(parse_calls(item))
+        elif isinstance(item, str) and item.strip():
             operations.append((item.strip(), {}))
         elif isinstance(item, dict) and isinstance(item.get("funcion"), str):
             params = item.get("parametros")

@@ -9,6 +9,7 @@ import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from shared.llm.offline import OfflineSalesModel
+from shared.llm.offline._prompt import parse_calls
 from tests.shared.llm.offline_prompts import CATALOG, PLAN_SYSTEM, plan_messages
 
 ARTICLE_QUESTION = "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?"
@@ -119,6 +120,40 @@ def test_ese_anio_and_year_follow_ups_use_the_state() -> None:
     assert operations("¿Cuál fue el mejor cliente ese año?", state={"anio": 2022}) == [
         ("mejor_cliente", {"anio": 2022})
     ]
+
+
+def test_follow_ups_repeat_the_operations_the_erp_wrote_in_call_notation() -> None:
+    """The planner's ERP derives ``ultimas_operaciones`` as ``f(a=1); g(b="x")``; the model reads it."""
+    state = {
+        "anio": 2025,
+        "cliente_actual": "Comercial Sur",
+        "ultimas_operaciones": (
+            'compras_cliente(cliente="Comercial Sur", anio=2025); ventas_anuales(anio=2025)'
+        ),
+    }
+    assert operations("¿y en 2024?", state=state) == [
+        ("compras_cliente", {"cliente": "Comercial Sur", "anio": 2024}),
+        ("ventas_anuales", {"anio": 2024}),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "calls"),
+    [
+        ("ventas_anuales(anio=2025)", [("ventas_anuales", {"anio": 2025})]),
+        (
+            'buscar_cliente(texto="Sur, (Norte)"); top_productos(anio=2024, limite=3)',
+            [("buscar_cliente", {"texto": "Sur, (Norte)"}), ("top_productos", {"anio": 2024, "limite": 3})],
+        ),
+        ("facturas_pendientes()", [("facturas_pendientes", {})]),
+        (
+            'mejor_cliente(anio=2025); compras_cliente(cliente="Empresa… [truncado]',
+            [("mejor_cliente", {"anio": 2025})],
+        ),
+    ],
+)
+def test_call_notation_is_read_up_to_the_first_malformed_call(text: str, calls: list[Any]) -> None:
+    assert parse_calls(text) == calls
 
 
 def test_year_follow_up_falls_back_to_the_last_exchange_question() -> None:
