@@ -21,15 +21,18 @@ written through ``asyncio.to_thread``), ``astream`` with LangGraph's ``messages`
 it can yield :mod:`shared.events` as they happen: an ``OperationDone`` when each tool result arrives, the
 answer's text in ``AnswerDelta`` s as the model writes it (:mod:`toolcalling_mode._streaming` says what
 counts as answer text, including what happens to text written in a step that turns out to call tools), then
-``TurnDone``. ``astream`` sets ``first_answer_ms``; every entry point sets ``simulated_first_answer_ms``
-when the model reports simulated latencies.
+``TurnDone``. ``astream`` sets ``first_answer_ms`` (when some answer text reached the reader); every entry
+point sets ``simulated_first_answer_ms`` for a turn whose answer the model wrote, when every model call
+reported simulated timings (the offline model under a latency profile): the calls before the one that wrote
+the first answer text, plus that call's first token and the tokens it wrote before the answer.
 
 **Callbacks.** Each entry point takes a LangChain ``RunnableConfig`` (``callbacks``, ``tags``, ``metadata``,
 ``run_name``): one chain run named ``"<mode> turn"`` (or ``run_name``) is the parent of the whole turn; the
 compiled agent is its child (a chain run named after the mode), and every model call and tool run of the
-turn descends from it, so a tracing handler sees exactly the turn's model calls under one run.
+turn descends from it, so a tracing handler sees exactly the turn's model calls under one run. Other config
+keys (``recursion_limit``, ``configurable``, …) are not passed on: the engine's own limits bound the turn.
 
-``ask`` never raises for input, storage, model, tool or provider failures: every turn ends in a
+No entry point raises for input, storage, model, tool or provider failures: every turn ends in a
 :class:`TurnResult` whose ``failure`` is ``None`` or one kind of the contract in :mod:`shared.failures`, the
 same as planner mode's. Only :class:`~shared.errors.ConversationAccessDenied` is raised (before any context
 read, model call or event). **Recording policy** (the same in both modes): a turn is recorded only when the
