@@ -30,10 +30,12 @@ OFFLINE_EXPECTED: dict[str, tuple[str | None, str | None]] = {
     "schema_ignored": ("model_output", None),  # plans and structured answers only
     "no_tool_calls": (None, None),  # not a failure kind: the benchmark scores it (see below)
     "think_wrap": (None, None),  # the reasoning is dropped, the JSON / answer is used
+    "stream_break": ("provider", "provider"),  # the reply breaks off midway: nothing recorded
 }
 EMULATOR_EXPECTED: dict[str, tuple[str | None, str | None]] = {
     "http_500": ("provider", "provider"),
     "stream_error": ("provider", "provider"),
+    "stream_break": ("provider", "provider"),
     "malformed_tool_call": ("model_output", "model_output"),
     "schema_invalid": ("model_output", None),
     "slow": ("timeout", "timeout"),
