@@ -22,6 +22,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from benchmarks.bench_cli import MaxTokensOpt, TimeoutOpt
+from shared.emulators.faults import FAULT_MODES
 from shared.errors import ConfigurationError, ConversationAccessDenied, ErpAiError, InputError
 from shared.llm.factory import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S
 from shared.security import DEMO_CALLER, Caller
@@ -594,9 +595,7 @@ def emulate(
             "--fault",
             metavar="KIND[:COUNT]",
             help="Inject a fault into the next COUNT model requests (no COUNT: every later one); repeat the "
-            "option for a sequence, e.g. --fault http_500:2 --fault slow. Kinds: http_500, stream_error, "
-            "malformed_tool_call, schema_invalid, slow, stall, runaway, repeat_memory, placeholder_plan, "
-            "schema_ignored, no_tool_calls, think_wrap.",
+            f"option for a sequence, e.g. --fault http_500:2 --fault slow. Kinds: {', '.join(FAULT_MODES)}.",
         ),
     ] = None,
 ) -> None:
