@@ -7,9 +7,13 @@ session. PostgreSQL refuses to run as root: when the tests run as root, the dire
 Durability is switched off (``fsync``, full-page writes, synchronous commit): a crash loses a test database,
 never data anyone keeps, and the server starts in about a second.
 
-Each test gets a fresh database (``CREATE DATABASE …``: a copy of a template's files,
-tens of milliseconds), dropped after the test. The collation is ``C`` (byte order), the one SQLite uses, so
-an ``ORDER BY`` on text means the same thing on both backends.
+Each test gets a fresh, empty schema of the session's one database, and a URL whose ``search_path`` is that
+schema alone: to the code under test it is an empty database (tables created unqualified land there, and
+SQLAlchemy's inspector looks there). A schema costs a millisecond where ``CREATE DATABASE`` costs 0.1–1 s
+(it copies and WAL-logs a template, and is slower still after a ``DROP DATABASE``). Schemas are left
+behind: the whole server is thrown away at the end. The collation is ``C`` (byte order), the one SQLite
+uses, so an ``ORDER BY`` on text means the same thing on both backends (a server with a linguistic
+collation may order accented and mixed-case names differently).
 
 Missing PostgreSQL. Locally the PostgreSQL variants are skipped with a message naming
 ``scripts/ensure_postgres.sh``; in CI (``CI`` set) or with ``ERP_AI_REQUIRE_POSTGRES=1`` they fail with that
