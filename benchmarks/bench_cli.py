@@ -39,6 +39,10 @@ TimeoutOpt = Annotated[
 ]
 
 REPORTS_DIR = Path("reports")
+PricingOpt = Annotated[
+    Path | None,
+    typer.Option(help="Pricing YAML whose models replace or add to benchmarks/pricing.yaml (cost per turn)."),
+]
 LATEST = "latest"
 
 
@@ -93,6 +97,10 @@ def bench(
         list[str] | None, typer.Option(help="Keep scenarios with this tag, category or id; repeatable.")
     ] = None,
     repeat: Annotated[int, typer.Option(min=1, help="Repetitions per scenario (pass^k uses them).")] = 1,
+    warmup: Annotated[
+        int,
+        typer.Option(min=0, help="Warm-up turns per mode run first; recorded, left out of every figure."),
+    ] = 0,
     concurrency: Annotated[
         int, typer.Option(min=1, help="Scenarios run in parallel threads (useful with real providers).")
     ] = 1,
@@ -123,6 +131,7 @@ def bench(
         Path | None,
         typer.Option(help="Also write the summary figures into this README's marked benchmark block."),
     ] = None,
+    pricing: PricingOpt = None,
 ) -> None:
     """Run the scenario suite in every mode, score each turn against the ERP, and write the reports.
 
@@ -155,13 +164,17 @@ def bench(
         timeout=timeout,
         scenario_paths=[str(p) for p in scenarios or []],
         tags=list(tag or []),
+        warmup=warmup,
     )
     try:
         outcome = run_suite(suite, config, db_url=db_url, console=console, show_progress=progress)
     except ConfigurationError as exc:
         raise _fail(console, str(exc)) from None
     run = RunResults(meta=outcome.meta, rows=outcome.rows)
-    files = write_reports(run, outcome.results_path.parent)
+    try:
+        files = write_reports(run, outcome.results_path.parent, pricing=pricing)
+    except ConfigurationError as exc:  # a pricing file that cannot be read
+        raise _fail(console, str(exc)) from None
     if out.resolve().parent == REPORTS_DIR.resolve():
         point_latest(out)
     print_summary(console, files.summary, run.meta)
@@ -188,6 +201,7 @@ def report(
         Path | None,
         typer.Option(help="Also write the summary figures into this README's marked benchmark block."),
     ] = None,
+    pricing: PricingOpt = None,
 ) -> None:
     """Re-render the terminal summary, report.md and report.html from a results file."""
     console = Console()
@@ -199,7 +213,10 @@ def report(
         run = read_results(results)
     except (OSError, ValueError) as exc:  # ValueError: not UTF-8, or a line that is not a record
         raise _fail(console, f"cannot read {results}: {exc}") from None
-    files = write_reports(run, out or results.parent)
+    try:
+        files = write_reports(run, out or results.parent, pricing=pricing)
+    except ConfigurationError as exc:  # a pricing file that cannot be read
+        raise _fail(console, str(exc)) from None
     print_summary(console, files.summary, run.meta)
     if readme is not None:
         _write_readme(console, run, files.summary, readme)
@@ -256,8 +273,38 @@ def reliability(
         console.print(f"reliability matrix written to {readme}")
 
 
+def compare(
+    run_a: Annotated[Path, typer.Argument(help="The earlier run: its results.jsonl or its directory.")],
+    run_b: Annotated[Path, typer.Argument(help="The later run: its results.jsonl or its directory.")],
+    out: Annotated[
+        Path | None, typer.Option(help="Directory to write compare.md to. Default: RUN_B's directory.")
+    ] = None,
+    fail_on_regression: Annotated[
+        bool, typer.Option(help="Exit with status 1 when any mode or category regressed.")
+    ] = False,
+) -> None:
+    """Compare two benchmark runs per mode and category, regressions first, and write compare.md.
+
+    Accuracy (with Wilson 95% intervals), model calls, tokens and latency p50 per mode and category; the
+    turns that flipped between the runs. Example: erp-ai compare reports/before reports/latest
+    """
+    from benchmarks.compare import compare_runs, render_comparison_markdown, write_comparison
+
+    console = Console()
+    try:
+        comparison = compare_runs(run_a, run_b)
+    except (OSError, ValueError) as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(code=2) from None
+    console.print(render_comparison_markdown(comparison), markup=False, highlight=False, soft_wrap=True)
+    console.print(f"written to {write_comparison(comparison, out or Path(comparison.b.path).parent)}")
+    if fail_on_regression and comparison.regressions:
+        raise typer.Exit(code=1)
+
+
 def register(app: typer.Typer) -> None:
     """Add the ``bench``, ``report`` and ``reliability`` commands to ``app``."""
     app.command("bench")(bench)
     app.command("report")(report)
     app.command("reliability")(reliability)
+    app.command("compare")(compare)

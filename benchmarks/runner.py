@@ -33,6 +33,7 @@ from rich.progress import (
 )
 
 from benchmarks.modes import build_engine, produces_state
+from benchmarks.provenance import Provenance, collect_provenance
 from benchmarks.results import (
     RESULTS_FILE,
     OperationRecord,
@@ -90,6 +91,9 @@ class RunConfig(BaseModel):
     """Timeout of every model request in seconds (``None``: none)."""
     scenario_paths: list[str] = Field(default_factory=list)
     tags: list[str] = Field(default_factory=list)
+    warmup: int = Field(default=0, ge=0)
+    """Warm-up turns per mode, run before the measured ones: recorded with ``warmup`` set (repetition 0),
+    left out of every figure."""
 
     @property
     def results_path(self) -> Path:
@@ -132,6 +136,20 @@ def plan_units(scenarios: Sequence[Scenario], modes: Sequence[str], repeat: int)
         for scenario in scenarios
         for mode in modes
     ]
+
+
+def warmup_units(scenarios: Sequence[Scenario], modes: Sequence[str], turns: int) -> list[Unit]:
+    """The first ``turns`` turns of the suite per mode (scenarios in order, the last cut short), as rep. 0."""
+    units = []
+    for mode in modes:
+        left = turns
+        for scenario in scenarios:
+            if left <= 0:
+                break
+            head = scenario.model_copy(update={"turns": scenario.turns[:left]})
+            units.append(Unit(mode=mode, scenario=head, repetition=0))
+            left -= len(head.turns)
+    return units
 
 
 def completed_units(rows: Sequence[TurnRow], scenarios: Sequence[Scenario]) -> set[tuple[str, str, int]]:
@@ -185,8 +203,13 @@ def run_benchmark(
     callers: CallerResolver = demo_callers,
     console: Console | None = None,
     show_progress: bool = True,
+    provenance: Provenance | None = None,
 ) -> RunOutcome:
-    """Run ``scenarios`` in every mode of ``config`` and stream scored turns to ``results.jsonl``."""
+    """Run ``scenarios`` in every mode of ``config`` and stream scored turns to ``results.jsonl``.
+
+    ``provenance`` is recorded in the run line (see :mod:`benchmarks.provenance`). With ``config.warmup``,
+    that many turns per mode run first (sequentially) and are recorded as warm-up rows.
+    """
     started = time.perf_counter()
     writer = ResultsWriter(config.results_path)
     units = plan_units(scenarios, config.modes, config.repeat)
@@ -214,9 +237,12 @@ def run_benchmark(
         turns=sum(len(s.turns) for s in scenarios),
         scenario_paths=list(config.scenario_paths),
         tags=list(config.tags),
+        warmup=config.warmup,
+        provenance=provenance,
     )
     writer.rewrite([meta, *kept])
     todo = [unit for unit in units if unit.key not in done]
+    warm = warmup_units(scenarios, config.modes, config.warmup) if todo else []
     engines = _EngineCache(engine_factory)
     progress = Progress(
         TextColumn("[bold]{task.description}"),
@@ -230,16 +256,20 @@ def run_benchmark(
         disable=not show_progress,
     )
     with progress:
-        task = progress.add_task("benchmark", total=sum(len(unit.scenario.turns) for unit in todo))
+        task = progress.add_task("benchmark", total=sum(len(unit.scenario.turns) for unit in [*warm, *todo]))
 
         def advance(row: TurnRow) -> None:
             writer.write(row)
             progress.update(task, advance=1, description=f"{row.mode} · {row.scenario}")
 
-        def run_one(unit: Unit) -> list[TurnRow]:
+        def run_one(unit: Unit, warmup: bool = False) -> list[TurnRow]:
             stateful = produces_state(unit.mode, structured=config.structured)
-            return run_unit(unit, engines, scorer, advance, score_state=stateful, callers=callers)
+            return run_unit(
+                unit, engines, scorer, advance, score_state=stateful, callers=callers, warmup=warmup
+            )
 
+        for unit in warm:  # before any measurement, one at a time: caches, connections, a loaded model
+            run_one(unit, warmup=True)
         if config.concurrency == 1:
             for unit in todo:
                 run_one(unit)
@@ -285,12 +315,13 @@ def run_unit(
     *,
     score_state: bool = True,
     callers: CallerResolver = demo_callers,
+    warmup: bool = False,
 ) -> list[TurnRow]:
     """Run one scenario in a fresh conversation; every turn is emitted as soon as it is scored.
 
     Each turn runs as the scenario's user (or the turn's ``as_user``), resolved by ``callers``, and is scored
     as that user sees the ERP. ``score_state`` is whether the mode produces conversation state, so that
-    ``state`` expectations apply.
+    ``state`` expectations apply. ``warmup`` marks every row as a warm-up turn (left out of the figures).
     """
     conversation_id = f"bench-{unit.mode}-{unit.repetition}-{uuid.uuid4().hex[:16]}"
     rows: list[TurnRow] = []
@@ -308,6 +339,7 @@ def run_unit(
         elapsed_ms = (time.perf_counter() - started) * 1000
         row = _row(unit, index, conversation_id, turn.user, result, error, elapsed_ms)
         row.caller = user
+        row.warmup = warmup
         executed = [op.model_dump() for op in row.operations if op.error is None]
         try:
             row.score = scorer.as_caller(caller).score(
@@ -414,6 +446,7 @@ def run_suite(
     chat_model = model
     erp = open_demo_erp(db_url)
     registry = sales_registry()
+    provenance = collect_provenance(config.provider, config.model, config.base_url, registry=registry)
     store = MemoryStore(f"sqlite:///{config.out_dir / 'memory.sqlite3'}")
     try:
 
@@ -434,6 +467,7 @@ def run_suite(
             callers=callers,
             console=console,
             show_progress=show_progress,
+            provenance=provenance,
         )
     finally:
         store.close()

@@ -86,7 +86,9 @@ def test_missing_optional_package_says_what_to_install(monkeypatch: pytest.Monke
 
     monkeypatch.setattr(builtins, "__import__", fake_import)
     monkeypatch.delitem(__import__("sys").modules, "langchain_ollama", raising=False)
-    with pytest.raises(ConfigurationError, match="pip install langchain-ollama"):
+    with pytest.raises(
+        ConfigurationError, match=r"needs the 'ollama' extra: pip install 'erp-ai-harness\[ollama\]'"
+    ):
         build_chat_model("ollama")
 
 
