@@ -543,9 +543,8 @@ async def _stream_lines(
                 item = await anext(stream)
         except AICallError as exc:
             error = _model_failure(exc).body
-        except (
-            Exception
-        ) as exc:  # a bug: logged with its traceback under a reference, only the reference sent
+        except Exception as exc:
+            # A bug: logged with its traceback under a reference; the line names only the reference.
             error = _internal_error(exc).body
         outcome.usage, outcome.kind = error.usage, error.kind
         yield _line(ErrorLine(**error.model_dump()))
