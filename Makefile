@@ -25,6 +25,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy shared planner_mode
 
 test: $(STAMP) lint typecheck
+	bash scripts/ensure_postgres.sh
 	$(BIN)/pytest
 
 clean:

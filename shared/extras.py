@@ -9,6 +9,7 @@ it is used, so an embedder never pays for (or breaks on) what it does not use:
   for :func:`shared.llm.factory.build_chat_model` with that provider.
 - ``bench``: ``typer``, ``rich``, ``yaml`` and the ``server`` extra; for the ``erp-ai`` command (its
   ``--provider`` still needs that provider's extra, and ``erp-ai reliability`` the ``ollama`` one).
+- ``postgres``: ``psycopg`` (3); for ``postgresql+psycopg://`` database URLs (SQLite needs nothing).
 - ``all``: every extra above; ``dev``: the test and lint tools.
 
 :func:`require` is the one way code imports an optional module: a missing one raises
@@ -34,6 +35,7 @@ EXTRA_MODULES: Final[dict[str, tuple[str, ...]]] = {
     "gemini": ("langchain_google_genai",),
     "openai": ("langchain_openai",),
     "bench": ("typer", "rich", "yaml"),
+    "postgres": ("psycopg",),
 }
 """The top-level modules each extra provides (``pyproject.toml`` lists the packages)."""
 

@@ -75,6 +75,10 @@ class TurnResult(BaseModel):
     """Non-fatal problems: invalid plans, refused operations, model output errors, provider errors."""
     failure: FailureKind | None = None
     """Set when the turn could not be answered normally (see :mod:`shared.failures`)."""
+    stale_state: bool = False
+    """The turn was planned on conversation state that another turn changed before this one was recorded;
+    it was recorded anyway, its state updates merged per key over the newer state (see
+    :mod:`shared.memory.store`)."""
     recorded: bool = True
     """Whether the turn was stored in the conversation memory (see the recording policy in
     :mod:`shared.failures`)."""

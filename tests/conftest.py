@@ -14,6 +14,9 @@ from typing import Any
 
 import pytest
 
+pytest_plugins = ("tests.postgres",)
+"""The PostgreSQL fixtures (``db_url``, ``postgres_url``, …) for every test directory."""
+
 _real_connect = socket.socket.connect
 _real_connect_ex = socket.socket.connect_ex
 _real_getaddrinfo = socket.getaddrinfo

@@ -273,7 +273,7 @@ def test_the_engine_install_is_langchain_pydantic_sqlalchemy_and_httpx_only() ->
 def test_every_extra_exists_and_all_covers_the_others() -> None:
     extras = project()["optional-dependencies"]
     assert isinstance(extras, dict)
-    assert set(extras) == {"server", "ollama", "gemini", "openai", "bench", "all", "dev"}
+    assert set(extras) == {"server", "ollama", "gemini", "openai", "bench", "postgres", "all", "dev"}
     everything = set().union(*(resolved(extra, extras) for extra in extras if extra not in ("all", "dev")))
     assert resolved("all", extras) == everything
     assert resolved("server", extras) <= resolved("bench", extras)  # erp-ai serve is a bench command
