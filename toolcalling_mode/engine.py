@@ -79,7 +79,7 @@ from shared.llm.provider_errors import as_erp_error
 from shared.llm.usage import UsageTracker
 from shared.logs import log_turn
 from shared.memory.context import ConversationContext, render_context
-from shared.memory.store import MessageIn, TurnRecord
+from shared.memory.store import MessageIn, TurnRecord, VersionedState
 from shared.security import DEMO_CALLER, Caller
 from shared.text import strip_reasoning
 from shared.tracing import TurnRun, aturn_run, turn_run
@@ -148,7 +148,7 @@ class _Prepared:
     agent: Any
     inputs: list[BaseMessage]
     context: TurnContext
-    stored_state: dict[str, Any]
+    stored_state: VersionedState
     """The conversation's state before the turn (reported unchanged when the turn is not recorded)."""
 
 
@@ -405,16 +405,18 @@ class ToolCallingEngine:
             stored_state=stored_state,
         )
 
-    def _turn_input(self, conversation_id: str) -> tuple[SystemMessage, list[BaseMessage], dict[str, Any]]:
+    def _turn_input(self, conversation_id: str) -> tuple[SystemMessage, list[BaseMessage], VersionedState]:
         """The system message, the replayed messages for this turn's policy, and the stored state."""
+        state: VersionedState
         if self.policy == "windowed":
             context = self._store.build_context(conversation_id, self._erp.today)
             prior: list[BaseMessage] = []
-            state = context.estado
+            state = VersionedState(context.estado, version=context.version)
         else:
             context = ConversationContext(hoy=self._erp.today)
-            prior = to_langchain_messages(self._store.history(conversation_id))
+            # The state (and its version) first: the version is never newer than the messages replayed.
             state = self._store.get_state(conversation_id)
+            prior = to_langchain_messages(self._store.history(conversation_id))
         text = system_prompt(render_context(context), structured=self.structured)
         return SystemMessage(content=text), prior, state
 
@@ -506,7 +508,12 @@ class ToolCallingEngine:
         ]
         record = TurnRecord(messages=rows, memories=outcome.memories, state=outcome.state)
         try:
-            state = self._store.record_turn(turn.conversation_id, record, user_id=turn.caller.user_id)
+            state = self._store.record_turn(
+                turn.conversation_id,
+                record,
+                user_id=turn.caller.user_id,
+                expected_version=stored_state.version,
+            )
         except ConversationAccessDenied as exc:  # another user created this id while the model worked
             errors.append(str(exc))
             answer = user_message("input", exc)
@@ -528,6 +535,7 @@ class ToolCallingEngine:
             memories=memories,
             recorded=True,
             answered=True,
+            stale_state=state.stale,
         )
 
     def _result(
@@ -542,6 +550,7 @@ class ToolCallingEngine:
         memories: list[str] | None = None,
         recorded: bool = False,
         answered: bool = False,
+        stale_state: bool = False,
     ) -> TurnResult:
         """The turn's record (``state``: the conversation's state after the turn, stored or unchanged).
 
@@ -579,6 +588,7 @@ class ToolCallingEngine:
             errors=errors,
             failure=failure,
             recorded=recorded,
+            stale_state=stale_state,
         )
 
     def _outcome(self, run: _AgentRun, tracker: UsageTracker, errors: list[str]) -> _Outcome:

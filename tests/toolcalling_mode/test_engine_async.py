@@ -485,3 +485,33 @@ async def test_a_failed_turn_is_logged_as_a_warning_with_its_kind(
     [record] = [r for r in caplog.records if r.name == "toolcalling_mode"]
     assert record.levelno == logging.WARNING
     assert getattr(record, "erp_ai")["failure"] == "provider"  # noqa: B009
+
+
+# -- concurrent turns on one conversation ------------------------------------------------------------------
+
+
+async def test_a_turn_planned_before_another_turn_was_recorded_is_flagged_stale(
+    toy_erp: Any, memory_store: Any
+) -> None:
+    engine = streaming_engine(toy_erp, memory_store)
+    engine.ask("c1", QUESTION)  # the conversation exists
+
+    async with aclosing(engine.astream("c1", QUESTION)) as events:
+        first = await anext(events)  # this turn read its context; now another turn lands first
+        assert isinstance(first, OperationDone)
+        other = await asyncio.to_thread(engine.ask, "c1", QUESTION)
+        rest = [event async for event in events]
+
+    late = rest[-1].result
+    assert not other.stale_state
+    assert late.recorded and late.stale_state
+    contents = [message.content for message in memory_store.history("c1")]
+    assert contents.count(QUESTION) == 3  # nothing lost: both concurrent turns recorded, whole
+
+
+async def test_turns_in_sequence_are_not_stale(toy_erp: Any, memory_store: Any) -> None:
+    engine = streaming_engine(toy_erp, memory_store)
+
+    results = [await engine.aask("c1", QUESTION) for _ in range(3)]
+
+    assert [result.stale_state for result in results] == [False, False, False]
