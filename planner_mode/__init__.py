@@ -14,6 +14,7 @@ turns the results into an :class:`Answer` (``respuesta`` + ``memoria`` + ``estad
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from planner_mode.ai import PlannerAI
@@ -58,3 +59,7 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
+
+
+# A library logs; the application decides where to (no "last resort" printing of warnings to stderr).
+logging.getLogger("planner_mode").addHandler(logging.NullHandler())

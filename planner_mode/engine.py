@@ -375,7 +375,12 @@ class PlannerEngine:
         )
         turn.answered = True
         try:
-            state = self.store.record_turn(turn.conversation_id, record, user_id=turn.caller.user_id)
+            state = self.store.record_turn(
+                turn.conversation_id,
+                record,
+                user_id=turn.caller.user_id,
+                expected_version=turn.context.version,
+            )
         except ConversationAccessDenied as exc:  # another user created this id while the model worked
             return self._unrecorded(turn, exc)
         except StorageError as exc:  # the answer is good; only remembering it failed
@@ -392,6 +397,7 @@ class PlannerEngine:
             memories=[item.contenido for item in answer.memoria],
             state=state,
             recorded=True,
+            stale_state=state.stale,
         )
 
     def _unrecorded(self, turn: _Turn, error: BaseException) -> TurnResult:
@@ -481,7 +487,13 @@ class _Turn:
         return AnswerDelta(text=text)
 
     def result(
-        self, *, answer: str, memories: list[str], state: dict[str, Any], recorded: bool
+        self,
+        *,
+        answer: str,
+        memories: list[str],
+        state: dict[str, Any],
+        recorded: bool,
+        stale_state: bool = False,
     ) -> TurnResult:
         usage = CallUsage.total(self.usages)
         total_ms = (time.perf_counter() - self.started) * 1000
@@ -506,6 +518,7 @@ class _Turn:
             errors=self.errors,
             failure=self.failure,
             recorded=recorded,
+            stale_state=stale_state,
         )
 
     def _simulated_first_answer_ms(self) -> float | None:

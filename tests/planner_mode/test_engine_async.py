@@ -627,3 +627,35 @@ async def test_under_every_fault_mode_aask_and_astream_give_asks_result(
             store.close()
     assert results["aask"] == results["ask"]
     assert results["astream"] == results["ask"]
+
+
+# -- concurrent turns on one conversation --------------------------------------------------------------------
+
+
+async def test_a_turn_planned_before_another_turn_was_recorded_is_flagged_stale(
+    registry: OperationRegistry, erp: Erp, memory_store: MemoryStore
+) -> None:
+    engine = offline_engine(registry, erp, memory_store)
+    question = "¿Cuánto vendimos en 2025?"
+    engine.ask("c1", question)
+
+    events = engine.astream("c1", question)
+    first = await anext(events)  # call 1 planned on the context it read; now another turn lands first
+    assert isinstance(first, PlanReady)
+    other = await asyncio.to_thread(engine.ask, "c1", question)
+    late = [event async for event in events][-1].result
+
+    assert not other.stale_state
+    assert late.recorded and late.stale_state
+    contents = [message.content for message in memory_store.history("c1")]
+    assert contents.count(question) == 3  # both concurrent turns recorded, whole
+
+
+async def test_turns_in_sequence_are_not_stale(
+    registry: OperationRegistry, erp: Erp, memory_store: MemoryStore
+) -> None:
+    engine = offline_engine(registry, erp, memory_store)
+
+    results = [await engine.aask("c1", "¿Cuánto vendimos en 2025?") for _ in range(3)]
+
+    assert [result.stale_state for result in results] == [False, False, False]
