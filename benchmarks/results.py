@@ -103,6 +103,13 @@ class TurnRow(BaseModel):
     """Measured time inside model calls."""
     simulated_model_ms: float | None = None
     """Model time under the latency profile, when one is set."""
+    first_answer_ms: float | None = None
+    """Measured time from the turn's start to the first piece of answer text reaching the reader (the runner
+    streams every turn); ``None`` when no answer text arrived (a failed turn) or in files that predate it."""
+    simulated_first_answer_ms: float | None = None
+    """Model time to the first answer token under the latency profile (the calls before the answering one,
+    plus that call's first tokens); ``None`` without a profile or a model-written answer. Harness time is
+    not included, unlike :attr:`simulated_latency_ms`."""
     harness_ms: float = 0.0
     """Total wall time minus measured model time."""
     total_ms: float = 0.0

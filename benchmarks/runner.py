@@ -6,17 +6,27 @@ the modes differ only in their architecture. Turns are scored against the ERP as
 ``resume`` keeps the units (mode, scenario, repetition) of this run that are complete in an existing results
 file, drops everything else (a half-finished unit is redone from its first turn, never counted twice), and
 runs only the rest; it refuses a file written with another provider, model or latency profile.
+
+**Every turn is streamed.** The runner drives each turn through the engine's ``astream`` and reads every
+event to the last, so each row carries the time to the first answer token the engine measured
+(``first_answer_ms``, and ``simulated_first_answer_ms`` under a latency profile) beside the same
+``TurnResult`` that ``ask`` returns. The whole run is one ``asyncio`` event loop in the calling thread:
+``concurrency`` workers take units from one queue, each with its own engine per mode, and scoring (which
+reads the ERP) runs in the loop's thread pool so it never holds up another worker's stream. One loop, not
+one per thread, because the provider SDKs' async HTTP clients (shared by every worker through the one
+model) are bound to the loop that opened their connections.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
-import threading
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -44,10 +54,11 @@ from benchmarks.results import (
     describe_host,
     read_results,
 )
-from benchmarks.scenario import Scenario
+from benchmarks.scenario import Scenario, ScenarioTurn
 from benchmarks.scoring.turn import TurnScore, TurnScorer
 from shared.engine import AssistantEngine
 from shared.errors import ConfigurationError, ConversationAccessDenied
+from shared.events import TurnDone
 from shared.failures import failure_kind_of
 from shared.llm.factory import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S
 from shared.security import DEMO_CALLER, Caller
@@ -57,7 +68,7 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
 EngineFactory = Callable[[str], AssistantEngine]
-"""Builds the engine of a mode (called once per mode and worker thread)."""
+"""Builds the engine of a mode (called once per mode and worker)."""
 CallerResolver = Callable[[str | None], Caller]
 """The caller a scenario's user name stands for (``None``: the demo default)."""
 
@@ -243,7 +254,6 @@ def run_benchmark(
     writer.rewrite([meta, *kept])
     todo = [unit for unit in units if unit.key not in done]
     warm = warmup_units(scenarios, config.modes, config.warmup) if todo else []
-    engines = _EngineCache(engine_factory)
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -262,21 +272,29 @@ def run_benchmark(
             writer.write(row)
             progress.update(task, advance=1, description=f"{row.mode} · {row.scenario}")
 
-        def run_one(unit: Unit, warmup: bool = False) -> list[TurnRow]:
+        async def run_one(unit: Unit, engines: _EngineCache, warmup: bool = False) -> None:
             stateful = produces_state(unit.mode, structured=config.structured)
-            return run_unit(
+            await arun_unit(
                 unit, engines, scorer, advance, score_state=stateful, callers=callers, warmup=warmup
             )
 
-        for unit in warm:  # before any measurement, one at a time: caches, connections, a loaded model
-            run_one(unit, warmup=True)
-        if config.concurrency == 1:
-            for unit in todo:
-                run_one(unit)
-        else:
-            with ThreadPoolExecutor(max_workers=config.concurrency, thread_name_prefix="bench") as pool:
-                for future in [pool.submit(run_one, unit) for unit in todo]:
-                    future.result()
+        async def worker(queue: list[Unit]) -> None:
+            engines = _EngineCache(engine_factory)
+            while queue:
+                await run_one(queue.pop(0), engines)
+
+        async def run_all() -> None:
+            # Engines' storage and tool handlers, and the scorer, run in this pool: room for every worker.
+            asyncio.get_running_loop().set_default_executor(
+                ThreadPoolExecutor(max_workers=config.concurrency + 4, thread_name_prefix="bench")
+            )
+            warm_engines = _EngineCache(engine_factory)
+            for unit in warm:  # before any measurement, one at a time: caches, connections, a loaded model
+                await run_one(unit, warm_engines, warmup=True)
+            queue = list(todo)
+            await asyncio.gather(*(worker(queue) for _ in range(min(config.concurrency, len(todo)) or 1)))
+
+        asyncio.run(run_all())
     final = read_results(config.results_path)
     return RunOutcome(
         results_path=config.results_path,
@@ -289,25 +307,46 @@ def run_benchmark(
 
 
 class _EngineCache:
-    """One engine per (worker thread, mode), built on first use.
+    """One worker's engines, one per mode, built on first use.
 
-    A factory that raises is called again on the next turn; :func:`run_unit` records each such turn as failed.
+    A factory that raises is called again on the next turn; :func:`arun_unit` records each such turn as
+    failed.
     """
 
     def __init__(self, factory: EngineFactory) -> None:
         self._factory = factory
-        self._local = threading.local()
+        self._engines: dict[str, AssistantEngine] = {}
 
     def get(self, mode: str) -> AssistantEngine:
-        cache: dict[str, AssistantEngine] | None = getattr(self._local, "engines", None)
-        if cache is None:
-            cache = self._local.engines = {}
-        if mode not in cache:
-            cache[mode] = self._factory(mode)
-        return cache[mode]
+        if mode not in self._engines:
+            self._engines[mode] = self._factory(mode)
+        return self._engines[mode]
 
 
-def run_unit(
+async def stream_turn(
+    engine: AssistantEngine, conversation_id: str, message: str, caller: Caller
+) -> TurnResult:
+    """Run one turn through ``engine.astream``, reading every event: the result of its ``TurnDone``.
+
+    Raises what ``astream`` raises (``ConversationAccessDenied`` before the first event), and
+    ``RuntimeError`` if the stream ends without a ``TurnDone`` (an engine bug, recorded as a failed turn).
+    """
+    result: TurnResult | None = None
+    stream = engine.astream(conversation_id, message, caller=caller)
+    try:
+        async for event in stream:
+            if isinstance(event, TurnDone):
+                result = event.result
+    finally:
+        close = getattr(stream, "aclose", None)  # an async generator: let it clean up however we left it
+        if close is not None:
+            await close()
+    if result is None:
+        raise RuntimeError(f"{engine.mode}: the event stream ended without TurnDone")
+    return result
+
+
+async def arun_unit(
     unit: Unit,
     engines: _EngineCache,
     scorer: TurnScorer,
@@ -317,7 +356,8 @@ def run_unit(
     callers: CallerResolver = demo_callers,
     warmup: bool = False,
 ) -> list[TurnRow]:
-    """Run one scenario in a fresh conversation; every turn is emitted as soon as it is scored.
+    """Run one scenario in a fresh conversation, each turn streamed (:func:`stream_turn`); every turn is
+    emitted as soon as it is scored.
 
     Each turn runs as the scenario's user (or the turn's ``as_user``), resolved by ``callers``, and is scored
     as that user sees the ERP. ``score_state`` is whether the mode produces conversation state, so that
@@ -333,31 +373,38 @@ def run_unit(
         caller = DEMO_CALLER  # scored as the demo default if the user cannot even be resolved
         try:
             caller = callers(user)
-            result = engines.get(unit.mode).ask(conversation_id, turn.user, caller=caller)
+            result = await stream_turn(engines.get(unit.mode), conversation_id, turn.user, caller)
         except Exception as exc:  # a failing turn is data, not the end of the run
             error = exc
         elapsed_ms = (time.perf_counter() - started) * 1000
         row = _row(unit, index, conversation_id, turn.user, result, error, elapsed_ms)
         row.caller = user
         row.warmup = warmup
-        executed = [op.model_dump() for op in row.operations if op.error is None]
-        try:
-            row.score = scorer.as_caller(caller).score(
-                turn.expect,
-                answer=row.answer,
-                operations=executed,
-                state=row.state if score_state else None,
-                failed=row.failed,
-                failure=row.failure,
-                denied=row.denied,
-            )
-        except Exception as exc:  # a scoring bug fails this turn, not the whole run
-            row.score = TurnScore(passed=False, details=[f"scoring error: {type(exc).__name__}: {exc}"])
+        row.score = await asyncio.to_thread(_score, scorer, caller, turn, row, score_state)
         if row.denied and turn.expect.denied:  # the refusal the scenario asked for is the right outcome
             row.failed, row.failure = False, None
         rows.append(row)
         emit(row)
     return rows
+
+
+def _score(
+    scorer: TurnScorer, caller: Caller, turn: ScenarioTurn, row: TurnRow, score_state: bool
+) -> TurnScore:
+    """The row's score as ``caller`` sees the ERP; a scoring bug fails this turn, not the whole run."""
+    executed = [op.model_dump() for op in row.operations if op.error is None]
+    try:
+        return scorer.as_caller(caller).score(
+            turn.expect,
+            answer=row.answer,
+            operations=executed,
+            state=row.state if score_state else None,
+            failed=row.failed,
+            failure=row.failure,
+            denied=row.denied,
+        )
+    except Exception as exc:
+        return TurnScore(passed=False, details=[f"scoring error: {type(exc).__name__}: {exc}"])
 
 
 def _row(
@@ -398,6 +445,8 @@ def _row(
         output_tokens=result.output_tokens,
         model_ms=result.model_ms,
         simulated_model_ms=result.simulated_model_ms,
+        first_answer_ms=result.first_answer_ms,
+        simulated_first_answer_ms=result.simulated_first_answer_ms,
         harness_ms=result.harness_ms,
         total_ms=result.total_ms or elapsed_ms,
         operations=[
@@ -412,16 +461,22 @@ def _row(
     )
 
 
-def run_suite(
-    scenarios: Sequence[Scenario],
-    config: RunConfig,
-    *,
-    db_url: str | None = None,
-    model: BaseChatModel | None = None,
-    console: Console | None = None,
-    show_progress: bool = True,
-) -> RunOutcome:
-    """Open the shared pieces (seeded ERP, registry, fresh memory store in ``out_dir``, one model) and run.
+@dataclass(frozen=True)
+class SuitePieces:
+    """What :func:`open_suite` opened for a run: engines over one ERP, store and model, and how to score."""
+
+    engine_factory: EngineFactory
+    scorer: TurnScorer
+    callers: CallerResolver
+    provenance: Provenance
+
+
+@contextmanager
+def open_suite(
+    config: RunConfig, *, db_url: str | None = None, model: BaseChatModel | None = None
+) -> Iterator[SuitePieces]:
+    """Open the shared pieces of a run (seeded ERP, registry, fresh memory store in ``out_dir``, one model)
+    and close them when the block ends.
 
     ``model`` overrides the provider in ``config`` (tests pass a fake); otherwise it is built with
     :func:`shared.llm.factory.build_chat_model`.
@@ -459,16 +514,32 @@ def run_suite(
         def callers(name: str | None) -> Caller:  # one ERP read per user and run
             return caller_for(erp, name or DEFAULT_USER)
 
-        return run_benchmark(
-            scenarios,
-            config,
-            engine_factory=factory,
-            scorer=TurnScorer(registry, erp),
-            callers=callers,
-            console=console,
-            show_progress=show_progress,
-            provenance=provenance,
+        yield SuitePieces(
+            engine_factory=factory, scorer=TurnScorer(registry, erp), callers=callers, provenance=provenance
         )
     finally:
         store.close()
         erp.engine.dispose()
+
+
+def run_suite(
+    scenarios: Sequence[Scenario],
+    config: RunConfig,
+    *,
+    db_url: str | None = None,
+    model: BaseChatModel | None = None,
+    console: Console | None = None,
+    show_progress: bool = True,
+) -> RunOutcome:
+    """Open the shared pieces (:func:`open_suite`) and run ``scenarios`` over them."""
+    with open_suite(config, db_url=db_url, model=model) as suite:
+        return run_benchmark(
+            scenarios,
+            config,
+            engine_factory=suite.engine_factory,
+            scorer=suite.scorer,
+            callers=suite.callers,
+            console=console,
+            show_progress=show_progress,
+            provenance=suite.provenance,
+        )

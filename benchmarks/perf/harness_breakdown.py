@@ -116,11 +116,10 @@ class _TimedStore(MemoryStore):
         with self._recorder.stage("build_context"):
             return super().build_context(conversation_id, today, memory_limit, exchanges)
 
-    def record_turn(
-        self, conversation_id: str, turn: TurnRecord, *, user_id: str | None = None
-    ) -> dict[str, Any]:
+    def record_turn(self, conversation_id: str, turn: TurnRecord, **options: Any) -> Any:
+        # Options passed on as they are (user_id, expected_version, …): the timer wraps what the store takes.
         with self._recorder.stage("record_turn"):
-            return super().record_turn(conversation_id, turn, user_id=user_id)
+            return super().record_turn(conversation_id, turn, **options)
 
 
 class _TimedClient(InProcessAIClient):

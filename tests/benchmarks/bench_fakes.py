@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from shared.events import AnswerDelta, TurnDone, TurnEvent
 from shared.security import DEMO_CALLER, Caller
 from shared.turn import ExecutedOperation, TurnResult
 
@@ -69,7 +70,11 @@ def good_script(mode: str, conversation_id: str, message: str) -> TurnResult:
 
 
 class FakeEngine:
-    """An AssistantEngine driven by a plain function, like pydantic-ai's FunctionModel."""
+    """An AssistantEngine driven by a plain function, like pydantic-ai's FunctionModel.
+
+    ``ask``, ``aask`` and ``astream`` give the script's result; ``astream`` yields the answer in two deltas
+    first (none when the turn failed), then ``TurnDone``. ``streamed`` counts the turns run by ``astream``.
+    """
 
     def __init__(self, mode: str, script: Script) -> None:
         self.mode = mode
@@ -77,7 +82,25 @@ class FakeEngine:
         self.calls: list[tuple[str, str]] = []
         self.callers: list[Caller] = []
 
-    def ask(self, conversation_id: str, message: str, caller: Caller = DEMO_CALLER) -> TurnResult:
+        self.streamed = 0
+
+    def ask(self, conversation_id: str, message: str, caller: Caller = DEMO_CALLER, **_: Any) -> TurnResult:
         self.calls.append((conversation_id, message))
         self.callers.append(caller)
         return self.script(self.mode, conversation_id, message)
+
+    async def aask(
+        self, conversation_id: str, message: str, caller: Caller = DEMO_CALLER, **_: Any
+    ) -> TurnResult:
+        return self.ask(conversation_id, message, caller)
+
+    async def astream(
+        self, conversation_id: str, message: str, caller: Caller = DEMO_CALLER, **_: Any
+    ) -> AsyncIterator[TurnEvent]:
+        result = self.ask(conversation_id, message, caller)  # raises before the first event, like engines
+        self.streamed += 1
+        if not result.failed:
+            half = len(result.answer) // 2
+            for piece in (result.answer[:half], result.answer[half:]):
+                yield AnswerDelta(text=piece)
+        yield TurnDone(result=result)
