@@ -44,6 +44,7 @@ The endpoints are ``async``: the model is called with ``ainvoke``/``astream``, n
 Run it with ``uvicorn --factory planner_mode.server:app_from_env`` (configuration from the environment).
 """
 
+# ruff: noqa: E402  (FastAPI is imported after checking that the [server] extra is installed)
 from __future__ import annotations
 
 import ipaddress
@@ -56,6 +57,11 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, 
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
+
+from shared.extras import require
+
+# Without the [server] extra: one line naming it, not a ModuleNotFoundError traceback.
+require("fastapi", "server", "The AI server (planner_mode.server)")
 
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
