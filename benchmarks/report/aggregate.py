@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import ClassVar
 
 from pydantic import BaseModel, Field
@@ -91,12 +91,18 @@ class ModeSummary(BaseModel):
     cached_share: float | None = None
     """Share of input tokens served from cache (``None`` when rows do not say)."""
     first_answer_p50: float | None = None
-    """Measured time to the first answer text (streamed turns only), p50 in ms."""
+    """Measured time from a turn's start to its first answer token reaching the reader, p50 in ms, over the
+    turns that streamed some answer text (``None``: no such turn, e.g. a file that predates streaming)."""
+    first_answer_p95: float | None = None
+    """p95 of the same."""
     simulated_first_answer_p50: float | None = None
-    """Time to the first answer text under the latency profile, p50 in ms."""
+    """Model time to the first answer token under the latency profile, p50 in ms (harness not included)."""
+    simulated_first_answer_p95: float | None = None
+    """p95 of the same."""
     intervals: dict[str, Interval] = Field(default_factory=dict)
     """Bootstrap 95% intervals when the run has repetitions: ``latency_mean``, ``latency_p50``,
-    ``simulated_p50``, ``input_tokens_mean``, ``output_tokens_mean``."""
+    ``simulated_p50``, ``first_answer_p50``, ``simulated_first_answer_p50``, ``input_tokens_mean``,
+    ``output_tokens_mean``."""
 
 
 class CategorySummary(BaseModel):
@@ -193,17 +199,24 @@ def _intervals(rows: Sequence[TurnRow], seed: int) -> dict[str, Interval]:
         "input_tokens_mean": ([float(row.input_tokens) for row in rows], _mean),
         "output_tokens_mean": ([float(row.output_tokens) for row in rows], _mean),
     }
-    simulated = [row for row in rows if row.simulated_latency_ms is not None]
     intervals: dict[str, Interval] = {}
     for name, (values, statistic) in figures.items():
         interval = bootstrap_interval(_by_task(rows, values), statistic, seed=seed)
         if interval is not None:
             intervals[name] = interval
-    if simulated:
-        values = [row.simulated_latency_ms or 0.0 for row in simulated]
-        interval = bootstrap_interval(_by_task(simulated, values), _median, seed=seed)
+    medians: dict[str, Callable[[TurnRow], float | None]] = {  # figures some rows lack: each resampled over
+        "simulated_p50": lambda row: row.simulated_latency_ms,  # the rows that have it
+        "first_answer_p50": lambda row: row.first_answer_ms,
+        "simulated_first_answer_p50": lambda row: row.simulated_first_answer_ms,
+    }
+    for name, read in medians.items():
+        having = [row for row in rows if read(row) is not None]
+        if not having:
+            continue
+        values = [float(read(row) or 0.0) for row in having]
+        interval = bootstrap_interval(_by_task(having, values), _median, seed=seed)
         if interval is not None:
-            intervals["simulated_p50"] = interval
+            intervals[name] = interval
     return intervals
 
 
@@ -223,8 +236,8 @@ def summarize_mode(mode: str, rows: Sequence[TurnRow], *, seed: int = DEFAULT_SE
     no_operation_calls = [row.model_calls for row in rows if not row.operations and not row.failed]
     passed = sum(row.passed for row in rows)
     cached = _optional(rows, "cached_input_tokens")
-    first = _optional(rows, "first_answer_ms")
-    simulated_first = _optional(rows, "simulated_first_answer_ms")
+    first = [v for row in rows if (v := row.first_answer_ms) is not None]
+    simulated_first = [v for row in rows if (v := row.simulated_first_answer_ms) is not None]
     input_total = sum(row.input_tokens for row in rows)
     return ModeSummary(
         mode=mode,
@@ -250,7 +263,9 @@ def summarize_mode(mode: str, rows: Sequence[TurnRow], *, seed: int = DEFAULT_SE
         cached_input_tokens_mean=_mean(cached) if cached else None,
         cached_share=sum(cached) / input_total if cached and input_total > 0 else None,
         first_answer_p50=percentile(first, 50) if first else None,
+        first_answer_p95=percentile(first, 95) if first else None,
         simulated_first_answer_p50=percentile(simulated_first, 50) if simulated_first else None,
+        simulated_first_answer_p95=percentile(simulated_first, 95) if simulated_first else None,
         intervals=_intervals(rows, seed) if repetitions > 1 else {},
     )
 

@@ -1,11 +1,12 @@
 """The findings paragraph: a few sentences computed from the figures, never written by hand.
 
-The headline leads with structure (model calls, tokens, cached share and time to the first answer where the
-rows carry them), because that is what the architectures decide. An accuracy difference is stated only when
-the paired comparison establishes it (its 95% interval excludes zero and the exact McNemar test agrees);
-otherwise the sentence says the run cannot tell the modes apart and gives the interval. A figure measured
-against a target says plainly whether the target was met: "target not met (3.3 ms vs 2 ms)".
-"""
+The headline leads with structure (model calls, tokens, cached share and time to the first answer token where
+the rows carry them), because that is what the architectures decide; each pair of modes is also compared on
+time to the first answer token, simulated under a latency profile and measured, each labelled as such. An
+accuracy difference is stated only when the paired comparison establishes it (its 95% interval excludes zero
+and the exact McNemar test agrees); otherwise the sentence says the run cannot tell the modes apart and gives
+the interval. A figure measured against a target says plainly whether the target was met: "target not met
+(3.3 ms vs 2 ms)"."""
 
 from __future__ import annotations
 
@@ -93,20 +94,58 @@ def _compare(summary: Summary, base: ModeSummary, other: ModeSummary) -> str:
         if comparison is not None
         else f"accuracy {base.accuracy:.0%} vs {other.accuracy:.0%} (no turns in common to compare)"
     )
+    first = first_answer_comparison(base, other)
     return (
         f"{base.mode}: {base.calls_mean:.1f} calls/turn vs {other.calls_mean:.1f} for {other.mode}; "
         f"{_relative(base.input_tokens_mean, other.input_tokens_mean, 'input tokens')} per turn "
-        f"({base.input_tokens_mean:.0f} vs {other.input_tokens_mean:.0f}); {accuracy}."
+        f"({base.input_tokens_mean:.0f} vs {other.input_tokens_mean:.0f}); "
+        + (f"first answer token {first}; " if first else "")
+        + f"{accuracy}."
     )
 
 
+def _sooner(a: float, b: float) -> str:
+    """``a`` relative to ``b`` as a time: "35% sooner" / "12% later" / "as soon"."""
+    if b <= 0:
+        return "sooner" if a < b else "as soon" if a == b else "later"
+    change = (a - b) / b * 100
+    if abs(change) < 0.5:
+        return "as soon"
+    return f"{abs(change):.0f}% {'sooner' if change < 0 else 'later'}"
+
+
+def first_answer_comparison(base: ModeSummary, other: ModeSummary) -> str | None:
+    """How much sooner ``base`` shows its first answer token than ``other``, p50: simulated when both modes
+    have the figure, measured when both have it (both when both do); ``None`` when neither pair exists."""
+    parts = []
+    for label, a, b in (
+        ("simulated", base.simulated_first_answer_p50, other.simulated_first_answer_p50),
+        ("measured", base.first_answer_p50, other.first_answer_p50),
+    ):
+        if a is not None and b is not None:
+            parts.append(f"{_sooner(a, b)} {label} ({_ms(a)} vs {_ms(b)} ms p50)")
+    return ", ".join(parts) or None
+
+
 def _first_answer(mode: ModeSummary) -> str | None:
-    """The mode's time to its first answer text: simulated when profiled, else measured (streamed turns)."""
+    """The mode's time to its first answer token for the headline: simulated when profiled, else measured."""
     if mode.simulated_first_answer_p50 is not None:
-        return f"first answer text after {mode.simulated_first_answer_p50:.0f} ms (simulated p50)"
+        return f"first answer token after {_ms(mode.simulated_first_answer_p50)} ms (simulated p50)"
     if mode.first_answer_p50 is not None:
-        return f"first answer text after {mode.first_answer_p50:.0f} ms (p50)"
+        return f"first answer token after {_ms(mode.first_answer_p50)} ms (measured p50)"
     return None
+
+
+def _first_answer_figures(mode: ModeSummary) -> str | None:
+    """Every first-answer figure of the mode, p50 / p95, each labelled simulated or measured."""
+    parts = []
+    if mode.simulated_first_answer_p50 is not None and mode.simulated_first_answer_p95 is not None:
+        parts.append(
+            f"{_ms(mode.simulated_first_answer_p50)} / {_ms(mode.simulated_first_answer_p95)} ms simulated"
+        )
+    if mode.first_answer_p50 is not None and mode.first_answer_p95 is not None:
+        parts.append(f"{_ms(mode.first_answer_p50)} / {_ms(mode.first_answer_p95)} ms measured")
+    return ", ".join(parts) or None
 
 
 def _structure(mode: ModeSummary, *, first: bool) -> str:
@@ -255,9 +294,11 @@ def findings(summary: Summary, meta: RunMeta | None = None) -> list[str]:
     if cached:
         shares = ", ".join(f"{m.mode} {m.cached_share:.0%}" for m in cached)
         sentences.append(f"Share of input tokens served from the provider's prompt cache: {shares}.")
-    first = [(m.mode, text) for m in summary.modes if (text := _first_answer(m)) is not None]
+    first = [(m.mode, text) for m in summary.modes if (text := _first_answer_figures(m)) is not None]
     if first:
-        sentences.append("Time to the first answer text: " + "; ".join(f"{m} {t}" for m, t in first) + ".")
+        sentences.append(
+            "Time to the first answer token, p50 / p95: " + "; ".join(f"{m} {t}" for m, t in first) + "."
+        )
     harness = ", ".join(f"{m.mode} {m.harness_p50:.1f} ms" for m in summary.modes)
     sentences.append(f"Harness overhead p50: {harness}.")
     sentences += target_sentences(summary)

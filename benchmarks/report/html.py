@@ -19,6 +19,7 @@ from benchmarks.cost import CostEstimate, estimate_cost
 from benchmarks.report.aggregate import ModeSummary, Summary
 from benchmarks.report.findings import OFFLINE_NOTICE, findings, headline
 from benchmarks.report.markdown import (
+    LATENCY_CAPTION,
     PAIRED_CAPTION,
     cost_caption,
     cost_rows,
@@ -205,9 +206,9 @@ def _cards(modes: Sequence[ModeSummary], colours: dict[str, str]) -> str:
         if m.cached_share is not None:
             rows.insert(3, ("input served from cache", f"{m.cached_share:.0%}"))
         if m.simulated_first_answer_p50 is not None:
-            rows.append(("first answer p50, simulated", f"{grouped(m.simulated_first_answer_p50)} ms"))
-        elif m.first_answer_p50 is not None:
-            rows.append(("first answer p50", f"{grouped(m.first_answer_p50)} ms"))
+            rows.append(("first answer token p50, simulated", f"{grouped(m.simulated_first_answer_p50)} ms"))
+        if m.first_answer_p50 is not None:
+            rows.append(("first answer token p50, measured", f"{m.first_answer_p50:.1f} ms"))
         details = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in rows)
         interval = percent_interval(m.accuracy_interval, 0)
         ci = f" (95% CI {interval}%)" if interval else ""
@@ -262,6 +263,7 @@ def _charts(summary: Summary, colours: dict[str, str]) -> str:
             colours=colours,
             chart_id="chart-latency",
         ),
+        *_first_answer_chart(modes, colours),
         bar_chart(
             "Harness overhead p50",
             [(m.mode, m.harness_p50) for m in modes],
@@ -281,6 +283,33 @@ def _charts(summary: Summary, colours: dict[str, str]) -> str:
         ),
     ]
     return '<div class="chart-grid">' + "".join(charts) + "</div>"
+
+
+def _first_answer_chart(modes: Sequence[ModeSummary], colours: dict[str, str]) -> list[str]:
+    """Time to the first answer token p50 beside the latency chart: simulated when every mode has it, else
+    measured when every mode has it, else no chart."""
+    simulated = [m.simulated_first_answer_p50 for m in modes]
+    measured = [m.first_answer_p50 for m in modes]
+    if modes and None not in simulated:
+        title, values, decimals = "First answer token p50, simulated", simulated, 0
+    elif modes and None not in measured:
+        title, values, decimals = "First answer token p50, measured", measured, 1
+    else:
+        return []
+
+    def fmt(value: float) -> str:
+        return f"{grouped(value)} ms" if decimals == 0 else f"{value:.1f} ms"
+
+    return [
+        bar_chart(
+            title,
+            [(m.mode, value or 0.0) for m, value in zip(modes, values, strict=True)],
+            y_label="milliseconds per turn",
+            fmt=fmt,
+            colours=colours,
+            chart_id="chart-first-answer",
+        )
+    ]
 
 
 def _growth(summary: Summary, colours: dict[str, str]) -> str:
@@ -490,8 +519,7 @@ def render_html(results: RunResults, summary: Summary, cost: CostEstimate | None
     parts.append(
         '<h2 id="summary">Summary</h2>'
         + _table(*summary_rows(summary), css_class="summary", colours=colours)
-        + '<p class="caption">Latency = measured model time + harness time; simulated uses the latency '
-        "profile's model time instead of the measured one. Harness = everything but model time. "
+        + f'<p class="caption">{escape(LATENCY_CAPTION)} Harness = everything but model time. '
         "Means and percentiles are per turn. Accuracy intervals are Wilson 95% intervals.</p>"
     )
     if paired is not None:

@@ -52,21 +52,30 @@ def accuracy_cell(mode: ModeSummary) -> str:
     return f"{mode.accuracy:.1%}" + (f" ({interval})" if interval else "")
 
 
-def _first_answer_cell(mode: ModeSummary) -> str:
-    if mode.simulated_first_answer_p50 is not None:
-        return f"{mode.simulated_first_answer_p50:.0f} (simulated)"
-    return _ms(mode.first_answer_p50)
+LATENCY_CAPTION = (
+    "Latency is a turn's measured model time plus harness time; simulated replaces the measured model time "
+    "with the latency profile's. First answer is the time from a turn's start until the first token of the "
+    "answer reaches the reader (the benchmark streams every turn), measured on this machine; simulated first "
+    "answer is the profile's model time to that token (the calls before the answering one plus that call's "
+    "first tokens), harness time not included. First-answer figures count the turns that streamed answer "
+    "text (failed turns without one are left out)."
+)
+"""What the summary table's latency columns are, measured and simulated (reports and README block)."""
+
+
+def _pair(p50: float | None, p95: float | None) -> str:
+    return f"{_ms(p50)} / {_ms(p95)}"
 
 
 def summary_rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
     """The per-mode summary table, shared by the Markdown and HTML reports and the README block.
 
-    Columns for cached input and time to first answer appear only when some mode has the figure.
+    Time to the first answer token sits beside total latency, measured then simulated; the cached-input and
+    first-answer columns appear only when some mode has the figure.
     """
     cached = any(m.cached_share is not None for m in summary.modes)
-    first = any(
-        m.first_answer_p50 is not None or m.simulated_first_answer_p50 is not None for m in summary.modes
-    )
+    first = any(m.first_answer_p50 is not None for m in summary.modes)
+    simulated_first = any(m.simulated_first_answer_p50 is not None for m in summary.modes)
     header = [
         "mode",
         "turns",
@@ -76,8 +85,9 @@ def summary_rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
         *(["cached input"] if cached else []),
         "output tok/turn",
         "latency p50 / p95 ms",
+        *(["first answer p50 / p95 ms"] if first else []),
         "simulated p50 / p95 ms",
-        *(["first answer p50 ms"] if first else []),
+        *(["simulated first answer p50 / p95 ms"] if simulated_first else []),
         "harness p50 / p95 ms",
         "failed",
     ]
@@ -90,9 +100,10 @@ def summary_rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
             f"{m.input_tokens_mean:.0f}",
             *([f"{m.cached_share:.0%}" if m.cached_share is not None else "–"] if cached else []),
             f"{m.output_tokens_mean:.0f}",
-            f"{_ms(m.latency_p50)} / {_ms(m.latency_p95)}",
-            f"{_ms(m.simulated_p50)} / {_ms(m.simulated_p95)}",
-            *([_first_answer_cell(m)] if first else []),
+            _pair(m.latency_p50, m.latency_p95),
+            *([_pair(m.first_answer_p50, m.first_answer_p95)] if first else []),
+            _pair(m.simulated_p50, m.simulated_p95),
+            *([_pair(m.simulated_first_answer_p50, m.simulated_first_answer_p95)] if simulated_first else []),
             f"{m.harness_p50:.2f} / {m.harness_p95:.2f}",
             str(m.failed_turns),
         ]
@@ -184,11 +195,15 @@ def interval_rows(summary: Summary) -> tuple[list[str], list[list[str]]] | None:
             return "–"
         return f"{value:.{decimals}f} ({interval.low:.{decimals}f}–{interval.high:.{decimals}f})"
 
+    first = any("first_answer_p50" in m.intervals for m in summary.modes)
+    simulated_first = any("simulated_first_answer_p50" in m.intervals for m in summary.modes)
     header = [
         "mode",
         "latency mean ms",
         "latency p50 ms",
+        *(["first answer p50 ms"] if first else []),
         "simulated p50 ms",
+        *(["simulated first answer p50 ms"] if simulated_first else []),
         "input tok/turn",
         "output tok/turn",
     ]
@@ -197,7 +212,13 @@ def interval_rows(summary: Summary) -> tuple[list[str], list[list[str]]] | None:
             m.mode,
             cell(m, "latency_mean", m.latency_mean, 1),
             cell(m, "latency_p50", m.latency_p50, 1),
+            *([cell(m, "first_answer_p50", m.first_answer_p50, 1)] if first else []),
             cell(m, "simulated_p50", m.simulated_p50, 0),
+            *(
+                [cell(m, "simulated_first_answer_p50", m.simulated_first_answer_p50, 0)]
+                if simulated_first
+                else []
+            ),
             cell(m, "input_tokens_mean", m.input_tokens_mean, 0),
             cell(m, "output_tokens_mean", m.output_tokens_mean, 0),
         ]
@@ -350,8 +371,8 @@ def render_markdown(results: RunResults, summary: Summary, cost: CostEstimate | 
     lines += render_table(*summary_rows(summary))
     lines += [
         "",
-        "Latency is measured model time plus harness time; simulated adds the latency profile. Accuracy "
-        "intervals are Wilson 95% intervals, counting turns as independent trials.",
+        f"{LATENCY_CAPTION} Accuracy intervals are Wilson 95% intervals, counting turns as independent "
+        "trials.",
         "",
     ]
     paired = paired_rows(summary)

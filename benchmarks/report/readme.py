@@ -1,7 +1,9 @@
 """The benchmark figures of ``README.md``, written by code from a results file (never typed by hand).
 
 ``erp-ai report RESULTS --readme README.md`` replaces what stands between a pair of markers with the summary
-table, the computed findings and a line saying how and when the figures were measured. Each latency profile
+table (total latency and time to the first answer token, each measured and, under a latency profile,
+simulated), what those columns are, the computed findings and a line saying how and when the figures were
+measured. Each latency profile
 has its own block (``offline`` for runs without one), so a README can show several runs side by side::
 
     <!-- BENCH-FIGURES:gpu-8b:START … -->
@@ -14,7 +16,7 @@ from pathlib import Path
 
 from benchmarks.report.aggregate import Summary
 from benchmarks.report.findings import OFFLINE_NOTICE, findings, headline
-from benchmarks.report.markdown import render_table, summary_rows
+from benchmarks.report.markdown import LATENCY_CAPTION, render_table, summary_rows
 from benchmarks.results import RunResults
 
 
@@ -60,7 +62,7 @@ def readme_block(results: RunResults, summary: Summary) -> str:
     if top:
         lines += [f"**{top}**", ""]
     lines += render_table(*summary_rows(summary))
-    lines += [""]
+    lines += ["", LATENCY_CAPTION, ""]
     lines += [f"- {sentence}" for sentence in findings(summary, None)]
     if meta.offline:
         lines += ["", f"*{OFFLINE_NOTICE}*"]
