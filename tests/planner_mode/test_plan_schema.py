@@ -1,5 +1,4 @@
 """The JSON schemas of call 1 (Plan) and call 2 (Answer), as the provider receives them."""
-# ruff: noqa: E501  (the snapshots hold the schemas verbatim)
 
 from __future__ import annotations
 
