@@ -7,6 +7,7 @@ The CLI is the outermost layer: it may import every package, and nothing imports
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -24,6 +25,7 @@ from rich.table import Table
 from benchmarks.bench_cli import MaxTokensOpt, TimeoutOpt
 from shared.emulators.faults import FAULT_MODES
 from shared.errors import ConfigurationError, ConversationAccessDenied, ErpAiError, InputError
+from shared.events import AnswerDelta, TurnDone
 from shared.llm.factory import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S
 from shared.security import DEMO_CALLER, Caller
 
@@ -224,6 +226,16 @@ LatencyOpt = Annotated[
     str | None,
     typer.Option("--latency-profile", help="Offline model only: simulate gpu-8b, cpu-8b or gemini-flash."),
 ]
+NoStreamOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-stream",
+        help="Print the answer once the turn has ended, instead of as the model writes it.",
+    ),
+]
+
+FINAL_ANSWER_RULE = "── final answer (it replaces the text above) ──"
+"""Printed before the final answer when it differs from the text streamed (a failure after partial text)."""
 
 
 def _fail(message: str, code: int = 1) -> typer.Exit:
@@ -315,7 +327,7 @@ def _assemble_engine(
             # streamed reply, not the whole call: give the request room beyond one model timeout.
             ai = HttpAIClient(servers, token=os.environ.get("ERP_AI_SERVER_TOKEN"), timeout=2 * timeout)
         else:
-            limits = {"max_tokens": max_tokens, "timeout": timeout}
+            limits: dict[str, Any] = {"max_tokens": max_tokens, "timeout": timeout}
             planner_model = _build_model(provider, plan_model or model, base_url, latency_profile, **limits)
             writer_model = (
                 _build_model(provider, answer_model, base_url, latency_profile, **limits)
@@ -339,10 +351,60 @@ def _assemble_engine(
     return engine, caller
 
 
+def _print_text(text: str, *, end: str = "\n") -> None:
+    """Model text, verbatim: never rich markup, emoji codes or highlighting, never re-wrapped."""
+    console.print(text, end=end, markup=False, highlight=False, emoji=False, soft_wrap=True)
+
+
 def _print_turn(result: TurnResult, *, show_details: bool) -> None:
-    console.print(result.answer, markup=False, highlight=False)  # model text is not rich markup
-    if not show_details:
+    _print_text(result.answer)
+    if show_details:
+        _print_details(result)
+
+
+async def _astream_turn(
+    engine: AssistantEngine, conversation_id: str, message: str, caller: Caller
+) -> TurnResult:
+    """Run one turn through ``engine.astream``, printing the answer's text as it arrives; return the result.
+
+    When the turn ends, the reader must be looking at its final answer (:mod:`shared.events`): if the text
+    shown is that answer (or ends with it, after a tool-calling preamble), a newline ends it; if it differs
+    (the turn failed after some text was shown), the final answer follows :data:`FINAL_ANSWER_RULE`; if no
+    text was shown, the answer is printed whole. Raises ``ConversationAccessDenied`` before printing anything.
+    """
+    shown: list[str] = []
+    result: TurnResult | None = None
+    stream = engine.astream(conversation_id, message, caller=caller)
+    try:
+        async for event in stream:
+            if isinstance(event, AnswerDelta) and event.text:
+                _print_text(event.text, end="")
+                shown.append(event.text)
+            elif isinstance(event, TurnDone):
+                result = event.result
+    finally:
+        close = getattr(stream, "aclose", None)
+        if close is not None:
+            await close()
+    if result is None:  # an engine bug: say so rather than leave the reader with half an answer
+        raise RuntimeError(f"{engine.mode}: the event stream ended without the turn's result")
+    _end_streamed_answer("".join(shown), result.answer)
+    return result
+
+
+def _end_streamed_answer(shown: str, answer: str) -> None:
+    if not shown:
+        _print_text(answer)
         return
+    console.print()
+    final = answer.strip()
+    if shown.strip() == final or (final and shown.rstrip().endswith(final)):
+        return
+    console.print(f"[dim]{FINAL_ANSWER_RULE}[/]")
+    _print_text(answer)
+
+
+def _print_details(result: TurnResult) -> None:
     table = Table(title="Turn details", show_lines=False)
     table.add_column("operation")
     table.add_column("parameters")
@@ -393,17 +455,23 @@ def ask(
     max_tokens: MaxTokensOpt = DEFAULT_MAX_TOKENS,
     timeout: TimeoutOpt = DEFAULT_TIMEOUT_S,
     user: UserOpt = DEMO_CALLER.user_id,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the whole TurnResult as JSON.")] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="Print the whole TurnResult as JSON when the turn ends (no stream)."),
+    ] = False,
     details: Annotated[
         bool, typer.Option("--details", help="Show plan, operations and call counts.")
     ] = False,
+    no_stream: NoStreamOpt = False,
 ) -> None:
     """Answer one question (one turn) in planner or tool-calling mode.
 
-    The conversation lives in the ERP's SQLite memory, so a later `erp-ai ask --conversation ID "¿Y cuánto
-    compró?"` in a new process continues it. The ERP is the demo in ./.erp-ai/ (seeded on first use), or
-    --db-url as it is (--demo seeds a new database there). Exit codes: 0 answered, 1 the turn failed (the
-    model, the provider or an operation), 2 bad input, configuration or storage (no model was asked).
+    The answer is printed as the model writes it (--no-stream: when the turn ends); should the turn fail
+    after part of it was shown, the final message follows a separator. The conversation lives in the ERP's
+    SQLite memory, so a later `erp-ai ask --conversation ID "¿Y cuánto compró?"` in a new process continues
+    it. The ERP is the demo in ./.erp-ai/ (seeded on first use), or --db-url as it is (--demo seeds a new
+    database there). Exit codes: 0 answered, 1 the turn failed (the model, the provider or an operation),
+    2 bad input, configuration or storage (no model was asked).
     """
     conversation_id = conversation or uuid.uuid4().hex
     try:  # before anything is opened or paid for
@@ -431,13 +499,19 @@ def ask(
         user=user,
     )
     try:
-        result = engine.ask(conversation_id, message, caller=caller)
+        if as_json or no_stream:
+            result = engine.ask(conversation_id, message, caller=caller)
+        else:
+            result = asyncio.run(_astream_turn(engine, conversation_id, message, caller))
     except ConversationAccessDenied as exc:
         raise _fail(str(exc), 2) from None
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
     else:
-        _print_turn(result, show_details=details)
+        if no_stream:
+            _print_turn(result, show_details=details)
+        elif details:
+            _print_details(result)
         if conversation is None:
             err_console.print(
                 f"[dim]conversation: {conversation_id} (continue with --conversation {conversation_id})[/]"
@@ -471,8 +545,9 @@ def chat(
     timeout: TimeoutOpt = DEFAULT_TIMEOUT_S,
     user: UserOpt = DEMO_CALLER.user_id,
     details: Annotated[bool, typer.Option("--details", help="Show details after every answer.")] = False,
+    no_stream: NoStreamOpt = False,
 ) -> None:
-    """Chat interactively with the assistant.
+    """Chat interactively with the assistant; answers are printed as the model writes them.
 
     Type /details to toggle the plan, operations and call counts, /new for a new conversation, /quit to leave.
     """
@@ -499,6 +574,20 @@ def chat(
         f"[bold]erp-ai chat[/] ({engine.mode}) — conversation {conversation_id}. "
         "Commands: /details, /new, /quit."
     )
+    # One event loop for the whole session: an HTTP AI client keeps its connections to the loop it opened.
+    with asyncio.Runner() as loop:
+        _chat_loop(engine, caller, conversation_id, loop, details=details, stream=not no_stream)
+
+
+def _chat_loop(
+    engine: AssistantEngine,
+    caller: Caller,
+    conversation_id: str,
+    loop: asyncio.Runner,
+    *,
+    details: bool,
+    stream: bool,
+) -> None:
     while True:
         try:
             message = console.input("[bold cyan]tú>[/] ").strip()
@@ -517,12 +606,19 @@ def chat(
             conversation_id = uuid.uuid4().hex
             console.print(f"[dim]new conversation {conversation_id}[/]")
             continue
-        try:
-            result = engine.ask(conversation_id, message, caller=caller)
-        except ConversationAccessDenied as exc:
-            raise _fail(str(exc), 2) from None
         console.print("[bold green]erp>[/] ", end="")
-        _print_turn(result, show_details=details)
+        try:
+            if stream:
+                result = loop.run(_astream_turn(engine, conversation_id, message, caller))
+            else:
+                result = engine.ask(conversation_id, message, caller=caller)
+        except ConversationAccessDenied as exc:
+            console.print()
+            raise _fail(str(exc), 2) from None
+        if not stream:
+            _print_text(result.answer)
+        if details:
+            _print_details(result)
 
 
 @app.command()
