@@ -102,7 +102,7 @@ def bench(
         typer.Option(min=0, help="Warm-up turns per mode run first; recorded, left out of every figure."),
     ] = 0,
     concurrency: Annotated[
-        int, typer.Option(min=1, help="Scenarios run in parallel threads (useful with real providers).")
+        int, typer.Option(min=1, help="Scenarios run at once in one event loop (useful with real providers).")
     ] = 1,
     latency_profile: Annotated[
         str | None, typer.Option(help="Offline only: simulate gpu-8b, cpu-8b or gemini-flash model latency.")
