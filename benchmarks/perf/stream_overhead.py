@@ -133,7 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--tags", nargs="*", default=None, help="Keep scenarios with these tags.")
     args = parser.parse_args(argv)
     table, matched = measure(load_scenarios(tags=args.tags), args.rounds)
-    console = Console()
+    console = Console(width=120)
     console.print(table)
     console.print(f"same answers, calls, tokens, operations, state and scores both ways: {matched}")
     return 0 if matched else 1
