@@ -155,7 +155,7 @@ def test_without_resume_an_old_results_file_is_replaced(
     assert len(again.rows) == 6
 
 
-def test_threads_run_units_concurrently_with_the_same_records(
+def test_units_run_concurrently_with_the_same_records(
     tmp_path: Path, tiny_suite: list[Scenario], scorer: TurnScorer
 ) -> None:
     outcome = run(tiny_suite, config(tmp_path, concurrency=3, repeat=2), Engines(), scorer)
@@ -257,10 +257,10 @@ def test_state_is_checked_only_in_modes_that_produce_it(tmp_path: Path, scorer: 
     assert by_mode["toolcalling"].state is None and by_mode["toolcalling"].passed
 
 
-def test_threads_with_real_engines_give_the_same_records_as_one_thread(
+def test_concurrent_workers_with_real_engines_give_the_same_records_as_one(
     tmp_path: Path, erp_db_url: str
 ) -> None:
-    """Worker threads share the ERP, the SQLite memory store and the model, as `erp-ai bench` does."""
+    """Concurrent workers share the ERP, the SQLite memory store and the model, as `erp-ai bench` does."""
     suite = load_scenarios(tags=["articulo", "follow_up"])
     figures = {}
     for concurrency in (1, 4):
