@@ -1,0 +1,311 @@
+"""A fleet of stateless AI servers on loopback ports, for ``erp-ai loadtest``: start, kill, restart, stop.
+
+Each server is its own process listening on ``127.0.0.1`` only (a load test never opens a port beyond this
+machine). Two ways to start one, both behind :data:`Launcher`:
+
+- :func:`serve_command` runs ``erp-ai serve`` (``python -m benchmarks.entry serve``) exactly as an operator
+  would: what the load test measures is the command people deploy. Starting one costs the interpreter's
+  imports, a few seconds on a busy machine.
+- :func:`forked_server` forks each server from a ``forkserver`` process that has imported the AI server
+  once, so a start (and a restart after a kill) takes a fraction of a second; the tests use it to stay short.
+  The child runs the same app (:func:`planner_mode.server.app_from_env`) under uvicorn.
+
+:meth:`Fleet.kill` is ``SIGKILL``: the process dies mid-request, as in a crash or an OOM kill, without a
+graceful shutdown; its open connections are reset by the kernel. :meth:`Fleet.restart` starts a new process
+on the same port, so the clients' URL list stays valid.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Protocol
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "Fleet",
+    "FleetError",
+    "Launcher",
+    "ServeOptions",
+    "ServerProcess",
+    "forked_server",
+    "serve_command",
+]
+
+HOST = "127.0.0.1"
+"""Every server of a fleet listens here, and only here."""
+DEFAULT_STARTUP_TIMEOUT_S = 90.0
+"""How long a server may take to answer ``/healthz`` after its start (imports on a loaded machine)."""
+_STOP_GRACE_S = 5.0
+
+
+class FleetError(RuntimeError):
+    """A server of the fleet did not start; the message carries the end of its log."""
+
+
+class ServeOptions(BaseModel):
+    """What every server of a fleet runs: the ``erp-ai serve`` options of the model behind it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    provider: str = Field(default="offline", description="Model provider (offline, ollama, gemini, openai).")
+    model: str | None = Field(default=None, description="Model name; the provider's default if None.")
+    plan_model: str | None = Field(default=None, description="Model of call 1 (default: model).")
+    answer_model: str | None = Field(default=None, description="Model of call 2 (default: model).")
+    base_url: str | None = Field(default=None, description="Provider base URL (Ollama host, …).")
+    max_tokens: int | None = Field(default=None, ge=1, description="Output cap of each model call.")
+    timeout: float | None = Field(default=None, gt=0, description="Timeout of each model request (s).")
+
+    def serve_args(self) -> list[str]:
+        """The options as ``erp-ai serve`` arguments."""
+        pairs = {
+            "--provider": self.provider,
+            "--model": self.model,
+            "--plan-model": self.plan_model,
+            "--answer-model": self.answer_model,
+            "--base-url": self.base_url,
+            "--max-tokens": None if self.max_tokens is None else str(self.max_tokens),
+            "--timeout": None if self.timeout is None else str(self.timeout),
+        }
+        return [part for option, value in pairs.items() if value is not None for part in (option, value)]
+
+    def environment(self) -> dict[str, str | None]:
+        """The options as the variables :func:`planner_mode.server.app_from_env` reads (``None``: unset)."""
+        return {
+            "ERP_AI_PROVIDER": self.provider,
+            "ERP_AI_MODEL": self.model,
+            "ERP_AI_PLAN_MODEL": self.plan_model,
+            "ERP_AI_ANSWER_MODEL": self.answer_model,
+            "ERP_AI_BASE_URL": self.base_url,
+            "ERP_AI_MAX_TOKENS": None if self.max_tokens is None else str(self.max_tokens),
+            "ERP_AI_TIMEOUT": None if self.timeout is None else str(self.timeout),
+        }
+
+
+class ServerProcess(Protocol):
+    """A started server process, as :class:`subprocess.Popen` and :class:`multiprocessing.Process` are."""
+
+    @property
+    def pid(self) -> int | None: ...
+
+    def kill(self) -> None: ...
+
+    def terminate(self) -> None: ...
+
+
+Launcher = Callable[[int, Path], ServerProcess]
+"""Starts one server on ``127.0.0.1:port``, its output going to the log file at the given path."""
+
+
+def serve_command(options: ServeOptions, workers: int = 1) -> Launcher:
+    """A launcher running ``erp-ai serve --host 127.0.0.1 --port PORT`` with ``options`` in a new process."""
+
+    def launch(port: int, log: Path) -> ServerProcess:
+        command = [sys.executable, "-m", "benchmarks.entry", "serve", "--host", HOST, "--port", str(port)]
+        command += ["--workers", str(workers), *options.serve_args()]
+        with log.open("ab") as output:
+            return subprocess.Popen(
+                command, stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            )
+
+    return launch
+
+
+def forked_server(options: ServeOptions) -> Launcher:
+    """A launcher forking each server from a ``forkserver`` that has imported the AI server once."""
+    context: Any = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["planner_mode.server"])
+
+    def launch(port: int, log: Path) -> ServerProcess:
+        process = context.Process(
+            target=_run_forked, args=(port, str(log), options.environment()), daemon=True
+        )
+        process.start()
+        return process  # type: ignore[no-any-return]
+
+    return launch
+
+
+def _run_forked(port: int, log: str, environment: Mapping[str, str | None]) -> None:
+    """The body of a forked server: its settings in the environment, uvicorn on ``HOST:port``."""
+    import uvicorn
+
+    with open(log, "ab", buffering=0) as output:
+        os.dup2(output.fileno(), 1)
+        os.dup2(output.fileno(), 2)
+    for key, value in environment.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+    from planner_mode.server import app_from_env
+
+    uvicorn.run(app_from_env(), host=HOST, port=port, log_level="warning", access_log=False)
+
+
+def free_port() -> int:
+    """A TCP port of ``127.0.0.1`` that nothing listens on now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((HOST, 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+class Fleet:
+    """``count`` AI servers started by ``launcher``, each on its own loopback port.
+
+    :meth:`start` launches them all and waits until each answers ``GET /healthz``. Logs go to files in
+    ``log_dir`` (a temporary directory by default, removed by :meth:`stop`), one per server, appended to on
+    a restart. Not thread-safe: one owner drives it (the load test calls it from one task at a time).
+    """
+
+    def __init__(
+        self,
+        launcher: Launcher,
+        count: int,
+        *,
+        startup_timeout: float = DEFAULT_STARTUP_TIMEOUT_S,
+        log_dir: Path | None = None,
+    ) -> None:
+        if count < 1:
+            raise ValueError("a fleet needs at least one server")
+        self.launcher = launcher
+        self.startup_timeout = startup_timeout
+        self._own_logs = log_dir is None
+        self.log_dir = Path(tempfile.mkdtemp(prefix="erp-ai-fleet-")) if log_dir is None else log_dir
+        self.ports = [free_port() for _ in range(count)]
+        self._processes: list[ServerProcess | None] = [None] * count
+
+    @property
+    def urls(self) -> list[str]:
+        """The servers' base URLs, ``http://127.0.0.1:PORT``, in index order."""
+        return [f"http://{HOST}:{port}" for port in self.ports]
+
+    def log_path(self, index: int) -> Path:
+        return self.log_dir / f"server-{index}.log"
+
+    def start(self) -> Fleet:
+        """Launch every server and wait until all answer; :class:`FleetError` (the fleet stopped) if one does
+        not within ``startup_timeout``."""
+        try:
+            for index in range(len(self.ports)):
+                self._launch(index)
+            with ThreadPoolExecutor(max_workers=len(self.ports)) as pool:
+                list(pool.map(self.wait_healthy, range(len(self.ports))))
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def kill(self, index: int) -> None:
+        """``SIGKILL`` server ``index`` and reap it: it dies at once, mid-request if it was answering one."""
+        process = self._processes[index]
+        if process is None:
+            return
+        process.kill()
+        _reap(process)
+        self._processes[index] = None
+
+    def restart(self, index: int) -> None:
+        """Start server ``index`` again on its port, after :meth:`kill` (:meth:`wait_healthy` waits)."""
+        if self._processes[index] is not None:
+            raise RuntimeError(f"server {index} is running: kill it before restarting it")
+        self._launch(index)
+
+    def running(self, index: int) -> bool:
+        """Whether server ``index`` has a live process."""
+        process = self._processes[index]
+        return process is not None and _exit_code(process) is None
+
+    def wait_healthy(self, index: int) -> float:
+        """Wait until server ``index`` answers ``/healthz`` with 200; return the seconds waited.
+
+        Raises :class:`FleetError` with the end of its log if the process exits or ``startup_timeout``
+        passes first.
+        """
+        started = time.monotonic()
+        url = f"{self.urls[index]}/healthz"
+        with httpx.Client(timeout=1.0) as http:
+            while True:
+                if not self.running(index):
+                    raise FleetError(
+                        f"AI server {index} ({self.urls[index]}) exited: {self._log_tail(index)}"
+                    )
+                with contextlib.suppress(httpx.HTTPError):
+                    if http.get(url).status_code == 200:
+                        return time.monotonic() - started
+                if time.monotonic() - started > self.startup_timeout:
+                    raise FleetError(
+                        f"AI server {index} ({self.urls[index]}) did not answer within "
+                        f"{self.startup_timeout:.0f} s: {self._log_tail(index)}"
+                    )
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        """Stop every server (``SIGTERM``, ``SIGKILL`` after a grace period); remove temporary logs."""
+        running = [process for process in self._processes if process is not None]
+        for process in running:
+            with contextlib.suppress(OSError):
+                process.terminate()
+        deadline = time.monotonic() + _STOP_GRACE_S
+        for process in running:
+            if not _reap(process, max(0.0, deadline - time.monotonic())):
+                with contextlib.suppress(OSError):
+                    process.kill()
+                _reap(process)
+        self._processes = [None] * len(self.ports)
+        if self._own_logs:
+            for path in self.log_dir.glob("*.log"):
+                path.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                self.log_dir.rmdir()
+
+    def _launch(self, index: int) -> None:
+        self._processes[index] = self.launcher(self.ports[index], self.log_path(index))
+
+    def _log_tail(self, index: int) -> str:
+        path = self.log_path(index)
+        text = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+        return text.strip()[-1500:] or "(no output)"
+
+    def __enter__(self) -> Fleet:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
+def _exit_code(process: ServerProcess) -> int | None:
+    """The exit code of a finished process, ``None`` while it runs (``Popen`` or ``multiprocessing``)."""
+    if isinstance(process, subprocess.Popen):
+        return process.poll()
+    code: int | None = getattr(process, "exitcode", None)
+    return code
+
+
+def _reap(process: ServerProcess, timeout: float = 10.0) -> bool:
+    """Wait up to ``timeout`` seconds for the process to end; whether it has."""
+    if isinstance(process, subprocess.Popen):
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    join = getattr(process, "join", None)
+    if join is not None:
+        join(timeout)
+    return _exit_code(process) is not None
