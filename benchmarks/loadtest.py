@@ -259,15 +259,16 @@ def run_loadtest(
             directory = stack.enter_context(tempfile.TemporaryDirectory(prefix="erp-ai-loadtest-"))
             db_url = f"sqlite:///{Path(directory) / 'loadtest.sqlite3'}"
         memory_url = config.memory_url or db_url
-        if fleet is None:
-            fleet = stack.enter_context(Fleet(launcher or serve_command(config.serve), config.servers))
-        elif len(fleet.urls) < config.servers:
+        if fleet is not None and len(fleet.urls) < config.servers:
             raise ValueError(f"the fleet has {len(fleet.urls)} servers, the run needs {config.servers}")
+        # The databases and the user first: a bad URL or user fails before any server is started.
         erp = open_demo_erp(db_url)
         stack.callback(erp.engine.dispose)
         store = open_memory_store(memory_url)
         stack.callback(store.close)
         caller = caller_for(erp, config.user)
+        if fleet is None:
+            fleet = stack.enter_context(Fleet(launcher or serve_command(config.serve), config.servers))
         load_average = os.getloadavg() if hasattr(os, "getloadavg") else None
         started_at = datetime.now(UTC).isoformat(timespec="seconds")
         run = _Load(config, fleet, on_progress)

@@ -300,9 +300,14 @@ class _Exchange:
         self._last_error: Exception | None = None
 
     def attempts(self, build: Callable[..., httpx.Request]) -> Iterator[httpx.Request]:
-        """The request of each attempt, each to the next server; at most ``retries + 1``."""
-        for _attempt in range(self.client.retries + 1):
-            self.url = self.client._next_url()
+        """The request of each attempt, at most ``retries + 1``: the first to the server whose turn it is,
+        each retry to the one after the previous attempt's in the list (whatever other requests took
+        meanwhile, so that concurrent requests cannot send one request's retries back to the same dead
+        server)."""
+        urls = self.client.urls
+        first = self.client._take_turn()
+        for attempt in range(self.client.retries + 1):
+            self.url = urls[(first + attempt) % len(urls)]
             self.started = time.perf_counter()
             yield build("POST", self.url + self.path, content=self.content, headers=self.headers)
 
@@ -402,12 +407,12 @@ async def _close_when_loop_ends(http: httpx.AsyncClient, forget: Callable[[], No
 class HttpAIClient:
     """Calls stateless AI servers over HTTP, round-robin over ``urls`` (article §14).
 
-    Each request goes to the next URL. Only connection failures (nothing reached a server) are retried, on the
-    following URLs, up to ``retries`` times: a request that reached a server is never repeated, so a turn
-    never makes more model calls than planned. ``timeout`` bounds each request, the model's time included
-    (for a stream: each wait for the next line); ``connect_timeout`` (at most ``timeout``) bounds opening a
-    connection, so that an unreachable server is skipped quickly. ``transport`` is for tests
-    (``httpx.MockTransport``, which serves the asynchronous methods too).
+    Each request goes to the next URL. Only connection failures (nothing reached a server) are retried, each
+    on the URL after the request's previous attempt, up to ``retries`` times: a request that reached a server
+    is never repeated, so a turn never makes more model calls than planned. ``timeout`` bounds each request,
+    the model's time included (for a stream: each wait for the next line); ``connect_timeout`` (at most
+    ``timeout``) bounds opening a connection, so that an unreachable server is skipped quickly.
+    ``transport`` is for tests (``httpx.MockTransport``, which serves the asynchronous methods too).
 
     The ``config`` argument of every method is accepted for the :class:`AIClient` interface and not sent: the
     model calls happen in the server's process, so callbacks and tracing handlers of this process do not see
@@ -447,11 +452,12 @@ class HttpAIClient:
         self._async: dict[asyncio.AbstractEventLoop, tuple[httpx.AsyncClient, AsyncGenerator[None]]] = {}
         self._closed = False
 
-    def _next_url(self) -> str:
+    def _take_turn(self) -> int:
+        """The index of the server the next request goes to first (round-robin, one turn per request)."""
         with self._lock:
-            url = self.urls[self._next % len(self.urls)]
+            index = self._next % len(self.urls)
             self._next += 1
-        return url
+        return index
 
     # -- sending: the only part the synchronous and asynchronous paths do not share -----------------------
 

@@ -1,0 +1,155 @@
+"""The load test's figures as Markdown: the README's "Scaling out" table, written by code from the runs.
+
+``erp-ai loadtest --matrix --readme README.md`` replaces what stands between the block's markers (see
+:mod:`benchmarks.report.readme`)::
+
+    <!-- BENCH-FIGURES:scaling-out:START … -->
+    <!-- BENCH-FIGURES:scaling-out:END -->
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import date
+
+from benchmarks.loadtest import LoadtestResult
+from benchmarks.provenance import describe_host, git_state
+from benchmarks.report.markdown import render_table
+from benchmarks.report.readme import end_marker, start_marker
+
+__all__ = ["BLOCK", "WRITER", "scaling_block", "scaling_rows"]
+
+BLOCK = "scaling-out"
+"""The README block name."""
+WRITER = "erp-ai loadtest --matrix … --readme README.md"
+
+HEADERS = [
+    "servers",
+    "database",
+    "server killed",
+    "turns sent",
+    "recorded",
+    "failed (kind)",
+    "lost",
+    "duplicated",
+    "half-recorded",
+    "inconsistent",
+    "turns/s",
+    "p50 ms",
+    "p99 ms",
+]
+
+
+def _killed(result: LoadtestResult) -> str:
+    if not result.killed:
+        return (
+            "no" if result.kill_one_at is None and result.kill_after_turns is None else "no (run ended first)"
+        )
+    killed = next(event for event in result.events if event.kind == "killed")
+    back = next((event for event in result.events if event.kind == "healthy"), None)
+    text = f"at {killed.at_s:.1f} s"
+    return text + (f", back at {back.at_s:.1f} s" if back is not None else ", not restarted")
+
+
+def _failed(result: LoadtestResult) -> str:
+    kinds = result.audit.failed_by_kind
+    if not kinds:
+        return "0"
+    return f"{result.audit.failed} (" + ", ".join(f"{kind} {count}" for kind, count in kinds.items()) + ")"
+
+
+def scaling_rows(results: Sequence[LoadtestResult]) -> list[list[str]]:
+    """One table row per run, in the order given."""
+    return [
+        [
+            str(result.servers),
+            result.backend
+            if result.memory_backend == result.backend
+            else f"{result.backend} + {result.memory_backend} memory",
+            _killed(result),
+            str(result.audit.attempted),
+            str(result.audit.recorded),
+            _failed(result),
+            str(result.audit.lost),
+            str(result.audit.duplicated),
+            str(result.audit.half_recorded + result.audit.phantom),
+            str(result.audit.inconsistent_conversations),
+            f"{result.turns_per_s:.1f}",
+            f"{result.latency.p50_ms:.0f}",
+            f"{result.latency.p99_ms:.0f}",
+        ]
+        for result in results
+    ]
+
+
+def _source(results: Sequence[LoadtestResult]) -> str:
+    first = results[0]
+    commit, dirty, _note = git_state()
+    code = (
+        f", code at commit `{commit[:12]}`" + (" with uncommitted changes" if dirty else "") if commit else ""
+    )
+    kills = sorted({result.kill_one_at for result in results if result.kill_one_at is not None})
+    restarts = sorted({result.restart_after for result in results if result.restart_after is not None})
+    kill_text = (
+        f"; a killed server got `SIGKILL` {', '.join(f'{k:g}' for k in kills)} s into the load"
+        + (f" and was started again {', '.join(f'{r:g}' for r in restarts)} s later" if restarts else "")
+        if kills
+        else ""
+    )
+    loads = [result.load_average[0] for result in results if result.load_average is not None]
+    load_text = (
+        f" (1-minute load average {min(loads):.1f}–{max(loads):.1f} when the runs started: other work on "
+        "the machine slows every figure)"
+        if loads
+        else ""
+    )
+    return (
+        f"Measured by `erp-ai loadtest --matrix` on {first.started_at[:10] or date.today().isoformat()} "
+        f"with provider `{first.provider}`: {first.conversations} conversations at once × {first.turns} "
+        f"turns each per run, planner mode through the round-robin HTTP client, the ERP process and every "
+        f"AI server on one machine ({describe_host()}){load_text}{kill_text}{code}."
+    )
+
+
+def _findings(results: Sequence[LoadtestResult]) -> list[str]:
+    lines: list[str] = []
+    unclean = [result for result in results if not result.ok]
+    if unclean:
+        lines.append(
+            f"{len(unclean)} of {len(results)} runs failed the audit (see the lost, duplicated, "
+            "half-recorded and inconsistent columns)."
+        )
+    else:
+        lines.append(
+            f"All {len(results)} runs pass the audit: no message lost or duplicated, no turn half-recorded "
+            "or out of order, every conversation's state and version consistent with its stored turns."
+        )
+    kinds = {kind for result in results for kind in result.audit.failed_by_kind}
+    killed = [result for result in results if result.killed]
+    if killed:
+        failed = sum(result.audit.failed for result in killed)
+        lines.append(
+            f"With a server killed, {failed} turn(s) failed in all"
+            + (f", every one with kind {', '.join(sorted(kinds))}" if kinds else "")
+            + ": requests that could not connect were retried on another server, requests the dying server "
+            "was answering failed and left their conversation untouched."
+        )
+    return lines
+
+
+def scaling_block(results: Sequence[LoadtestResult]) -> str:
+    """The Markdown between the block's markers, markers included."""
+    if not results:
+        raise ValueError("no load test results to write")
+    lines = [start_marker(BLOCK, WRITER), "", _source(results), ""]
+    lines += render_table(HEADERS, scaling_rows(results), align="rll" + "r" * (len(HEADERS) - 3))
+    lines += [""]
+    lines += [f"- {sentence}" for sentence in _findings(results)]
+    lines += [
+        "",
+        "*turns/s counts recorded turns per second of load; p50/p99 are whole-turn latencies (both model "
+        "calls, the ERP's work and the recording) as the ERP side saw them.*",
+        "",
+        end_marker(BLOCK),
+    ]
+    return "\n".join(lines)
