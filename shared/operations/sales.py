@@ -61,7 +61,7 @@ def sales_registry(policy: RolePolicy = DEMO_POLICY) -> OperationRegistry:
     return OperationRegistry(_SALES, policy=policy)
 
 
-Anio = Annotated[int, Field(ge=2000, le=2100, description="Año calendario de las ventas, por ejemplo 2025.")]
+Anio = Annotated[int, Field(ge=2000, le=2100, description="Año calendario de las ventas, con cuatro cifras.")]
 """The ``anio`` parameter of every yearly operation."""
 
 

@@ -557,11 +557,15 @@ def _plan(view: PromptView, schema: dict[str, Any] | None) -> dict[str, Any]:
     understanding = understand(view.question, view.conversation, _available(view))
     with_ids = "$ref" in view.all_text or _items_have_id(schema)
     steps = [s for s in understanding.steps if with_ids or s.needs is None]
+    referenced = {s.needs for s in steps if s.needs is not None}
+    # An ``id`` only on a step another step references: a model writes no more than the plan needs.
     operations = [
-        ({"id": s.key} if with_ids else {}) | {"funcion": s.funcion, "parametros": s.parametros}
+        ({"id": s.key} if s.key in referenced else {}) | {"funcion": s.funcion, "parametros": s.parametros}
         for s in steps
     ]
-    plan: dict[str, Any] = {"operaciones": operations, "pregunta": view.question}
+    plan: dict[str, Any] = {"operaciones": operations}
+    if mentions(schema, "pregunta"):  # the article's key, written only when the schema asks for it
+        plan["pregunta"] = view.question
     if not operations and ("respuesta_directa" in view.all_text or mentions(schema, "respuesta_directa")):
         plan["respuesta_directa"] = understanding.reply or "¿En qué puedo ayudarte con las ventas?"
     return plan

@@ -78,9 +78,7 @@ def test_an_operation_missing_from_the_catalog_gets_no_operation_and_an_access_r
 
 def test_the_same_question_with_the_full_catalog_still_plans_the_operation() -> None:
     data = plan("¿Cuánto vendimos por categoría en 2025?", system=PLAN_SYSTEM)
-    assert data["operaciones"] == [
-        {"id": "op1", "funcion": "ventas_por_categoria", "parametros": {"anio": 2025}}
-    ]
+    assert data["operaciones"] == [{"funcion": "ventas_por_categoria", "parametros": {"anio": 2025}}]
 
 
 def test_without_respuesta_directa_in_the_prompt_the_plan_is_only_empty() -> None:

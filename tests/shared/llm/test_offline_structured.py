@@ -56,7 +56,7 @@ def test_dict_schema_returns_a_dict() -> None:
         OfflineSalesModel().with_structured_output(schema).invoke(plan_messages("¿Cuánto vendimos en 2024?"))
     )
     assert plan == {
-        "operaciones": [{"id": "op1", "funcion": "ventas_anuales", "parametros": {"anio": 2024}}],
+        "operaciones": [{"funcion": "ventas_anuales", "parametros": {"anio": 2024}}],
         "pregunta": "¿Cuánto vendimos en 2024?",
     }
 

@@ -31,7 +31,7 @@ def test_catalog_snapshot(registry: OperationRegistry) -> None:
                     "additionalProperties": False,
                     "properties": {
                         "anio": {
-                            "description": "Año calendario de las ventas, por ejemplo 2025.",
+                            "description": "Año calendario de las ventas, con cuatro cifras.",
                             "maximum": 2100,
                             "minimum": 2000,
                             "type": "integer",
@@ -48,7 +48,7 @@ def test_catalog_snapshot(registry: OperationRegistry) -> None:
                     "additionalProperties": False,
                     "properties": {
                         "anio": {
-                            "description": "Año calendario de las ventas, por ejemplo 2025.",
+                            "description": "Año calendario de las ventas, con cuatro cifras.",
                             "maximum": 2100,
                             "minimum": 2000,
                             "type": "integer",
@@ -71,7 +71,7 @@ def test_catalog_snapshot(registry: OperationRegistry) -> None:
                             "type": "string",
                         },
                         "anio": {
-                            "description": "Año calendario de las ventas, por ejemplo 2025.",
+                            "description": "Año calendario de las ventas, con cuatro cifras.",
                             "maximum": 2100,
                             "minimum": 2000,
                             "type": "integer",
@@ -88,7 +88,7 @@ def test_catalog_snapshot(registry: OperationRegistry) -> None:
                     "additionalProperties": False,
                     "properties": {
                         "anio": {
-                            "description": "Año calendario de las ventas, por ejemplo 2025.",
+                            "description": "Año calendario de las ventas, con cuatro cifras.",
                             "maximum": 2100,
                             "minimum": 2000,
                             "type": "integer",
@@ -110,7 +110,7 @@ def test_catalog_snapshot(registry: OperationRegistry) -> None:
                     "additionalProperties": False,
                     "properties": {
                         "anio": {
-                            "description": "Año calendario de las ventas, por ejemplo 2025.",
+                            "description": "Año calendario de las ventas, con cuatro cifras.",
                             "maximum": 2100,
                             "minimum": 2000,
                             "type": "integer",
@@ -134,7 +134,7 @@ def test_catalog_snapshot(registry: OperationRegistry) -> None:
                     "additionalProperties": False,
                     "properties": {
                         "anio": {
-                            "description": "Año calendario de las ventas, por ejemplo 2025.",
+                            "description": "Año calendario de las ventas, con cuatro cifras.",
                             "maximum": 2100,
                             "minimum": 2000,
                             "type": "integer",
@@ -299,7 +299,7 @@ def test_tool_schema_sent_to_a_model(registry: OperationRegistry, erp: Erp) -> N
                 "parameters": {
                     "properties": {
                         "anio": {
-                            "description": "Año calendario de las ventas, por ejemplo 2025.",
+                            "description": "Año calendario de las ventas, con cuatro cifras.",
                             "maximum": 2100,
                             "minimum": 2000,
                             "type": "integer",
