@@ -58,6 +58,8 @@ class TurnResult(BaseModel):
     model_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_input_tokens: int = 0
+    """Input tokens the provider served from its prompt (prefix) cache; part of ``input_tokens``."""
     model_ms: float = 0.0
     """Measured wall time spent inside model calls."""
     simulated_model_ms: float | None = None
