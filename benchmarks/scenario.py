@@ -95,6 +95,10 @@ class Expectation(BaseModel):
     """At least one of these strings must appear (e.g. the ways of saying "I cannot do that")."""
     denied: bool = False
     """The ERP must refuse the turn: the conversation belongs to another user (nothing else is checked)."""
+    refusal: bool = False
+    """The answer must say the assistant cannot do it (a request outside its operations or rights, or an
+    injected instruction): checked with :func:`benchmarks.scoring.reply.says_cannot`, so a turn that merely
+    runs no operation while babbling does not pass."""
 
     @field_validator("facts")
     @classmethod

@@ -109,8 +109,7 @@ class TurnScorer:
         ``denied`` says the ERP refused the turn because the conversation belongs to another user: a turn that
         expects it passes exactly when it happened, and no other check applies. A turn expecting no operation
         must also give a reply that passes :func:`~benchmarks.scoring.reply.reply_problems`; ``refusal`` says
-        whether it must decline (default: the expectation's ``refusal`` flag, where the scenario format has
-        one).
+        whether it must decline (default: the expectation's ``refusal`` flag).
         """
         if expect.denied or denied:
             ok = expect.denied and denied
@@ -129,7 +128,7 @@ class TurnScorer:
             details.append(f"scenario error: {exc}")
             return TurnScore(passed=False, details=details)
         answer_ok = self._check_answer(expect, answer, details)
-        must_refuse = bool(getattr(expect, "refusal", False)) if refusal is None else refusal
+        must_refuse = expect.refusal if refusal is None else refusal
         reply_ok = self._check_reply(expect, answer, failure, must_refuse, details)
         checks = [ops_ok, facts_ok, state_ok, answer_ok, reply_ok]
         if failed:
