@@ -92,3 +92,31 @@ def test_the_model_reports_first_token_and_per_token_times_next_to_the_total() -
 def test_no_profile_no_simulated_timings() -> None:
     metadata = OfflineSalesModel().invoke("hola").response_metadata
     assert not {"simulated_first_token_ms", "simulated_ms_per_token"} & set(metadata)
+
+
+def test_cached_tokens_skip_prefill() -> None:
+    """3,000 prompt tokens at 3,000 tok/s: 1 s of prefill, of which the cached 2,400 tokens are skipped."""
+    gpu = LATENCY_PROFILES["gpu-8b"]
+    assert gpu.latency_ms(3000, 90, cached_tokens=2400) == pytest.approx(50 + 200 + 1000)
+    assert gpu.first_token_ms(3000, cached_tokens=2400) == pytest.approx(50 + 200 + 1000 / 90, abs=1e-3)
+
+
+@pytest.mark.parametrize(("cached", "prefill_ms"), [(-5, 1000), (0, 1000), (3000, 0), (9999, 0)])
+def test_a_cache_serves_between_none_and_all_of_the_prompt(cached: int, prefill_ms: float) -> None:
+    gpu = LATENCY_PROFILES["gpu-8b"]
+    assert gpu.latency_ms(3000, 0, cached_tokens=cached) == pytest.approx(50 + prefill_ms)
+
+
+def test_cached_tokens_change_nothing_without_a_prefill_rate() -> None:
+    flash = LATENCY_PROFILES["gemini-flash"]
+    assert flash.latency_ms(10_000, 150, cached_tokens=9000) == flash.latency_ms(10_000, 150)
+    assert flash.first_token_ms(10_000, cached_tokens=9000) == flash.first_token_ms(10_000)
+
+
+@pytest.mark.parametrize("name", sorted(LATENCY_PROFILES))
+def test_total_is_first_token_plus_the_other_tokens_decode_with_a_cache_hit(name: str) -> None:
+    profile = LATENCY_PROFILES[name]
+    rest = 63 * profile.ms_per_output_token
+    assert profile.latency_ms(1314, 64, cached_tokens=1000) == pytest.approx(
+        profile.first_token_ms(1314, cached_tokens=1000) + rest, abs=0.01
+    )
