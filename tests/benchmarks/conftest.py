@@ -1,7 +1,9 @@
-"""Fixtures for the benchmark tests: a tiny scenario suite on disk and a scorer over the session ERP."""
+"""Fixtures for the benchmark tests: a tiny scenario suite on disk, a scorer over the session ERP, and the
+demo ERP on each backend for the packaged suite's facts (``test_default_suite.py``)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +11,9 @@ import pytest
 
 from benchmarks.scenario import Scenario, load_scenarios
 from benchmarks.scoring.turn import TurnScorer
+from shared.erp.database import Erp, open_demo_erp
 from tests.benchmarks.bench_fakes import TINY_SUITE
+from tests.postgres import BACKENDS, demo_erp_url
 
 
 @pytest.fixture
@@ -27,3 +31,13 @@ def tiny_suite(tiny_suite_path: Path) -> list[Scenario]:
 @pytest.fixture(scope="session")
 def scorer(registry: Any, erp: Any) -> TurnScorer:
     return TurnScorer(registry, erp)
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def demo_erp(request: pytest.FixtureRequest) -> Iterator[Erp]:
+    """The seeded demo ERP (read-only) on SQLite and on PostgreSQL: the packaged suite's facts and expected
+    calls must evaluate, to the article's figures, on both backends. The other benchmark tests keep the
+    root ``erp`` (SQLite): they test the runner, the scoring and the CLI, not the database."""
+    handle = open_demo_erp(demo_erp_url(request, request.param))
+    yield handle
+    handle.engine.dispose()

@@ -58,20 +58,20 @@ def test_no_expected_number_is_typed_in(suite: list[Scenario]) -> None:
 
 
 def test_every_fact_and_expected_call_evaluates_in_the_erp(
-    suite: list[Scenario], registry: Any, erp: Any
+    suite: list[Scenario], registry: Any, demo_erp: Any
 ) -> None:
     for scenario in suite:
         for turn in scenario.turns:
             # As the turn's user sees the ERP: bruno's facts are about bruno's customers.
-            caller = caller_for(erp, turn.as_user or scenario.user or DEFAULT_USER)
-            scorer = TurnScorer(registry, erp).as_caller(caller)
+            caller = caller_for(demo_erp, turn.as_user or scenario.user or DEFAULT_USER)
+            scorer = TurnScorer(registry, demo_erp).as_caller(caller)
             for fact in turn.expect.facts:
                 assert scorer.facts.evaluate(fact) not in (None, "", 0), (scenario.id, fact)
             for op in turn.expect.operations or []:
-                registry.execute(erp, op.funcion, scorer.resolve(op.parametros), caller=caller)
+                registry.execute(demo_erp, op.funcion, scorer.resolve(op.parametros), caller=caller)
 
 
-def test_the_article_figures_are_the_seeded_ones(registry: Any, erp: Any) -> None:
-    scorer = TurnScorer(registry, erp)
+def test_the_article_figures_are_the_seeded_ones(registry: Any, demo_erp: Any) -> None:
+    scorer = TurnScorer(registry, demo_erp)
     assert scorer.facts.evaluate("ventas_anuales(anio=2025).total") == 850_000_000
     assert scorer.facts.evaluate("compras_cliente(cliente='Empresa ABC', anio=2025).total") == 120_000_000

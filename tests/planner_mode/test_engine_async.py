@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, get_args
 from uuid import UUID
@@ -132,12 +132,12 @@ async def run_scenarios(
     "path", sorted(default_scenarios_dir().glob("*.yaml")), ids=lambda path: Path(path).stem
 )
 async def test_aask_and_astream_give_asks_turn_results_on_the_default_suite(
-    path: Path, registry: OperationRegistry, erp: Erp, tmp_path: Path
+    path: Path, registry: OperationRegistry, erp: Erp, fresh_db_url: Callable[[], str]
 ) -> None:
     scenarios = load_file(path)
     results: dict[Entry, list[dict[str, Any] | str]] = {}
     for entry in ENTRIES:
-        store = MemoryStore(f"sqlite:///{tmp_path / entry}.sqlite3")
+        store = MemoryStore(fresh_db_url())
         try:
             results[entry] = await run_scenarios(entry, scenarios, registry, erp, store)
         finally:

@@ -1,16 +1,70 @@
-"""Fixtures for tool-calling tests: a toy ERP handle, the toy registry, and an engine builder."""
+"""Fixtures for tool-calling tests: the backends, a toy ERP handle, the toy registry, and an engine builder.
+
+Every test here that takes ``erp`` (the seeded demo ERP) or ``memory_store`` (and so every ``make_engine``
+test) runs twice: once with both on SQLite and once with both on a real PostgreSQL (:mod:`tests.postgres`),
+so the engine cannot come to depend on one dialect. One session-wide ``backend`` parameter drives both, so a
+test runs once per backend (never on a SQLite ERP with a PostgreSQL store). The whole directory is covered,
+not a subset: the doubled tests are the engine tests (toy registry and offline model, the default suite
+through ``ask``/``aask``/``astream`` in ``test_drivers_on_the_suite.py``) and the Ollama emulator's turns. A
+test that needs several fresh stores (one per driver) takes ``fresh_db_url``.
+
+The toy registry's ERP stays an in-memory SQLite handle: the toy operations never query it.
+"""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import create_engine
 
-from shared.erp.database import DEMO_TODAY, Erp
+from shared.erp.database import DEMO_TODAY, Erp, open_demo_erp
+from shared.memory.store import MemoryStore
 from tests.fakes import FunctionChatModel, ModelFunction
+from tests.postgres import BACKENDS, demo_erp_url, fresh_url
 from tests.toolcalling_mode.toolcalling_fakes import toy_registry
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """The database backend of a test's demo ERP and memory store: ``sqlite``, then ``postgresql`` (whose
+    server is started here, so a missing PostgreSQL skips, or in CI fails, the test at setup)."""
+    backend: str = request.param
+    if backend == "postgresql":
+        request.getfixturevalue("postgres_server")
+    return backend
+
+
+@pytest.fixture(scope="session")
+def erp(request: pytest.FixtureRequest, backend: str) -> Iterator[Erp]:
+    """The seeded demo ERP (read-only) on the test's backend: overrides the root ``erp``."""
+    handle = open_demo_erp(demo_erp_url(request, backend))
+    yield handle
+    handle.engine.dispose()
+
+
+@pytest.fixture
+def fresh_db_url(request: pytest.FixtureRequest, backend: str, tmp_path: Path) -> Callable[[], str]:
+    """A maker of fresh, empty databases on the test's backend, as many as the test asks for."""
+    numbers = itertools.count(1)
+
+    def make() -> str:
+        directory = tmp_path / f"db{next(numbers)}"
+        directory.mkdir()
+        return fresh_url(request, backend, directory)
+
+    return make
+
+
+@pytest.fixture
+def memory_store(fresh_db_url: Callable[[], str]) -> Iterator[MemoryStore]:
+    """A fresh conversation memory store on the test's backend: overrides the root ``memory_store``."""
+    store = MemoryStore(fresh_db_url())
+    yield store
+    store.close()
 
 
 @pytest.fixture

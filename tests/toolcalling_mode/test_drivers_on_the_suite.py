@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -78,11 +79,11 @@ async def drive(
 @pytest.mark.parametrize("policy", ["windowed", "full_history"])
 @pytest.mark.parametrize("path", SCENARIO_FILES, ids=[path.stem for path in SCENARIO_FILES])
 async def test_aask_and_astream_give_the_turns_of_ask(
-    erp: Any, registry: Any, tmp_path: Path, path: Path, policy: ContextPolicy
+    erp: Any, registry: Any, fresh_db_url: Callable[[], str], path: Path, policy: ContextPolicy
 ) -> None:
     runs: dict[str, tuple[list[Any], list[Any]]] = {}
     for driver in ("ask", "aask", "astream"):
-        store = MemoryStore(f"sqlite:///{tmp_path / f'{driver}.sqlite3'}")
+        store = MemoryStore(fresh_db_url())
         try:
             outcomes = await run_file(path, driver, erp, registry, store, policy)
             stored = [

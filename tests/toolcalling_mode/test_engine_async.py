@@ -71,12 +71,12 @@ def comparable(result: TurnResult) -> dict[str, Any]:
 # -- the same turn -------------------------------------------------------------------------------------------
 
 
-async def test_aask_and_astream_give_the_result_of_ask(toy_erp: Any, tmp_path: Any) -> None:
+async def test_aask_and_astream_give_the_result_of_ask(toy_erp: Any, fresh_db_url: Any) -> None:
     from shared.memory.store import MemoryStore
 
     results = []
     for driver in ("ask", "aask", "astream"):
-        store = MemoryStore(f"sqlite:///{tmp_path / f'{driver}.sqlite3'}")
+        store = MemoryStore(fresh_db_url())
         engine = streaming_engine(toy_erp, store, structured=False)
         if driver == "ask":
             result = engine.ask("c1", QUESTION)
