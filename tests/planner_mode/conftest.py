@@ -5,8 +5,8 @@ SQLite and once with both on a real PostgreSQL (:mod:`tests.postgres`), so the e
 one dialect. One session-wide ``backend`` parameter drives both, so a test runs once per backend (never on a
 SQLite ERP with a PostgreSQL store). The whole directory is covered, not a subset: the doubled tests are the
 engine tests (``test_engine*.py``, including the default suite through ``ask``/``aask``/``astream``) and the
-few end-to-end tests over HTTP, and together they add about a tenth to the suite's time. A test that needs
-several fresh stores (one per entry point) takes ``fresh_db_url``.
+few end-to-end tests over HTTP. A test that needs several fresh stores (one per entry point) takes
+``fresh_db_url``.
 
 The toy registry's tests keep an in-memory SQLite ``toy_erp``: the toy handlers never touch the database.
 """
