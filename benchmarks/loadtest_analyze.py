@@ -1,0 +1,171 @@
+"""``POST /ai/analyze`` throughput of one AI server: requests per second and latency at a fixed concurrency.
+
+Run it with ``python -m benchmarks.loadtest_analyze [--workers N] [--concurrency 64] [--seconds 10]``: it
+starts ``erp-ai serve --workers N`` (offline model) on a loopback port, or measures ``--url`` (loopback only),
+and prints the result as JSON. The body is a real call 1 request (the demo question, an empty context, the
+manager's catalog), sent again and again.
+
+The load generator is deliberately lean, because it runs on the same cores as the server: ``concurrency``
+keep-alive HTTP/1.1 connections on raw asyncio streams, each sending its next request as soon as the
+previous response is read (a closed loop, so req/s and latency are related by Little's law:
+``concurrency ≈ req/s × mean latency``). A full HTTP client (httpx) would spend more CPU per request than
+the server's own HTTP layer and skew the figure. After ``warmup`` seconds of the same load (not counted),
+every request completed within ``seconds`` counts. The machine's load average is recorded with the figures:
+other work on the machine lowers them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import time
+from collections import Counter
+from collections.abc import Sequence
+from datetime import date
+
+import httpx
+from pydantic import BaseModel, Field
+
+from benchmarks.loadtest import QUESTIONS, LatencySummary
+from benchmarks.loadtest_fleet import HOST, Fleet, ServeOptions, serve_command
+
+__all__ = ["AnalyzeLoadResult", "analyze_body", "main", "measure"]
+
+MAX_CONCURRENCY = 1024
+MAX_SECONDS = 300.0
+_TODAY = date(2026, 11, 30)
+"""The demo ERP's ``today``: the context every request carries."""
+
+
+class AnalyzeLoadResult(BaseModel):
+    """What a measurement found."""
+
+    url: str
+    concurrency: int
+    seconds: float
+    """Wall time of the counted part of the load."""
+    requests: int
+    """Requests completed (any status) within it."""
+    statuses: dict[int, int] = Field(default_factory=dict)
+    req_per_s: float
+    latency: LatencySummary
+    workers: int | None = None
+    """Worker processes of the server, when this tool started it."""
+    load_average: tuple[float, float, float] | None = None
+    """The machine's load averages when the counted load started."""
+
+
+def analyze_body() -> bytes:
+    """A real call 1 request body: the demo's first question, today's empty context, the manager's catalog."""
+    from planner_mode.wire import AnalyzeRequest
+    from shared.memory.context import ConversationContext
+    from shared.operations.sales import sales_registry
+    from shared.security import DEMO_CALLER
+
+    request = AnalyzeRequest(
+        message=QUESTIONS[0],
+        context=ConversationContext(hoy=_TODAY),
+        catalog=sales_registry().catalog(DEMO_CALLER),
+    )
+    return request.model_dump_json().encode()
+
+
+def measure(
+    url: str, *, concurrency: int = 64, seconds: float = 10.0, warmup: float = 1.0, body: bytes | None = None
+) -> AnalyzeLoadResult:
+    """Load ``url``'s ``/ai/analyze`` from ``concurrency`` connections for ``warmup`` + ``seconds`` s."""
+    parsed = httpx.URL(url)
+    if parsed.host not in (HOST, "localhost"):
+        raise ValueError(f"the load generator only targets this machine ({HOST}), not {url!r}")
+    if not 1 <= concurrency <= MAX_CONCURRENCY or not 0 < seconds <= MAX_SECONDS or warmup < 0:
+        raise ValueError(f"concurrency 1–{MAX_CONCURRENCY}, seconds 0–{MAX_SECONDS:g}, warmup ≥ 0")
+    port = parsed.port or 80
+    payload = body if body is not None else analyze_body()
+    request = (
+        f"POST /ai/analyze HTTP/1.1\r\nHost: {parsed.host}:{port}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(payload)}\r\n\r\n"
+    ).encode() + payload
+    return asyncio.run(_load(url, parsed.host, port, request, concurrency, seconds, warmup))
+
+
+async def _load(
+    url: str, host: str, port: int, request: bytes, concurrency: int, seconds: float, warmup: float
+) -> AnalyzeLoadResult:
+    started = time.perf_counter()
+    counting_from = started + warmup
+    end = counting_from + seconds
+    latencies: list[float] = []
+    statuses: Counter[int] = Counter()
+
+    async def connection() -> None:
+        reader, writer = await asyncio.open_connection(host, port)
+        try:
+            while time.perf_counter() < end:
+                sent = time.perf_counter()
+                writer.write(request)
+                status = await _read_response(reader)
+                done = time.perf_counter()
+                if sent >= counting_from and done <= end:
+                    statuses[status] += 1
+                    latencies.append((done - sent) * 1000)
+        finally:
+            writer.close()
+
+    load_average = os.getloadavg() if hasattr(os, "getloadavg") else None
+    await asyncio.gather(*(connection() for _ in range(concurrency)))
+    counted = len(latencies)
+    return AnalyzeLoadResult(
+        url=url,
+        concurrency=concurrency,
+        seconds=seconds,
+        requests=counted,
+        statuses=dict(sorted(statuses.items())),
+        req_per_s=round(counted / seconds, 1),
+        latency=LatencySummary.of(latencies),
+        load_average=None if load_average is None else _rounded(load_average),
+    )
+
+
+async def _read_response(reader: asyncio.StreamReader) -> int:
+    """Read one response (status line, headers, ``Content-Length`` body); return its status code."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    lines = head.split(b"\r\n")
+    status = int(lines[0].split(b" ", 2)[1])
+    length = 0
+    for line in lines[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    await reader.readexactly(length)
+    return status
+
+
+def _rounded(load_average: tuple[float, float, float]) -> tuple[float, float, float]:
+    one, five, fifteen = load_average
+    return round(one, 2), round(five, 2), round(fifteen, 2)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.loadtest_analyze", description=__doc__)
+    parser.add_argument("--url", help="A running AI server on this machine (default: start erp-ai serve).")
+    parser.add_argument("--workers", type=int, default=1, help="erp-ai serve --workers (without --url).")
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--warmup", type=float, default=2.0)
+    args = parser.parse_args(argv)
+    if args.url:
+        result = measure(args.url, concurrency=args.concurrency, seconds=args.seconds, warmup=args.warmup)
+    else:
+        with Fleet(serve_command(ServeOptions(), workers=args.workers), 1) as fleet:
+            result = measure(
+                fleet.urls[0], concurrency=args.concurrency, seconds=args.seconds, warmup=args.warmup
+            )
+        result.workers = args.workers
+    print(json.dumps(result.model_dump(mode="json"), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
