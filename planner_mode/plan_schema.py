@@ -1,0 +1,244 @@
+"""The call-1 JSON schema for one caller's catalog: every operation named, each tied to its own parameters.
+
+:func:`plan_json_schema` is a pure function of the catalog (the :class:`OperationSpec` list a caller may run,
+``OperationRegistry.catalog(caller)``), so the in-process planner and the AI server, which receives the
+catalog in each request, send the same schema. It is what the provider's native structured output
+constrains call 1 to (Ollama ``format``, OpenAI-compatible ``response_format``, Gemini
+``response_json_schema``; see :mod:`planner_mode.ai`). Its shape, for the demo's manager::
+
+    {"title": "Plan", "type": "object", "additionalProperties": false,
+     "properties": {
+       "operaciones": {"type": "array", "items": {"anyOf": [
+         {"type": "object", "additionalProperties": false, "required": ["funcion", "parametros"],
+          "properties": {"id": {"$ref": "#/$defs/id"},
+                         "funcion": {"type": "string", "enum": ["ventas_anuales"]},
+                         "parametros": {"type": "object", "additionalProperties": false,
+                                        "required": ["anio"],
+                                        "properties": {"anio": {"$ref": "#/$defs/anio"}}}}},
+         …one branch per operation the caller may run…]}},
+       "respuesta_directa": {"type": "string"}},
+     "$defs": {"id": {"type": "string"},
+               "ref": {"type": "object", "additionalProperties": {"type": "string"}},
+               "anio": {"anyOf": [{"type": "integer", "minimum": 2000, "maximum": 2100},
+                                  {"$ref": "#/$defs/ref"}]},
+               …}}
+
+Choices, each for a provider or a token budget:
+
+- **A union in ``anyOf``, never ``oneOf``**, and never at the top level: OpenAI's structured outputs refuse
+  a root ``anyOf`` and do not take ``oneOf``; Gemini reads ``oneOf`` as ``anyOf``; llama.cpp (and so Ollama,
+  which uses its grammar converter) takes either. The branches are told apart by ``funcion``.
+- **``funcion`` as a one-value ``enum``**, not ``const``: an ``enum`` of strings is in every provider's
+  subset (Gemini's JSON-schema subset does not list ``const``).
+- **A ``$ref`` value is "an object of strings"** (``$defs.ref``), each parameter's alternative to its own
+  type. The schema cannot declare the key ``"$ref"`` as a property: llama.cpp's converter (Ollama's too)
+  reads any object holding a ``"$ref"`` key as a schema reference and fails on
+  ``{"properties": {"$ref": {…}}}``. The key is named in the description and the prompt;
+  :func:`planner_mode.validation.validate_plan` checks the rest.
+- **Constraints only, no descriptions** in the parameters: the prompt's catalog already describes every
+  parameter and its default (:func:`planner_mode.prompts.render_catalog`), and a provider that shows the
+  schema to the model would bill them twice. An optional ``X | None`` parameter is written as plain ``X``
+  (leaving it out means ``None``). A parameter several operations declare alike is written once in
+  ``$defs`` and referenced (:func:`_share_repeated_parameters`).
+- **An empty catalog** allows no operation (``maxItems: 0``): only ``respuesta_directa``.
+
+``union=False`` gives the plain variant: ``funcion`` is an ``enum`` of every name and ``parametros`` any
+object. It is for a provider that cannot take the union; none of the three integrations needs it (what each
+sends is pinned in ``tests/planner_mode/test_plan_schema_constrained.py``).
+
+The schema narrows what a model may write; it is not the ERP's check. The reply is still read by the
+tolerant :class:`~planner_mode.plan.Plan`, so a model that ignores the schema (or a provider that does not
+enforce it) produces a plan that :func:`~planner_mode.validation.validate_plan` refuses, as before.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Sequence
+from typing import Any, Final
+
+from planner_mode.plan import Plan, PlannedOperation
+from shared.operations.registry import OperationSpec
+
+__all__ = ["CatalogKey", "catalog_key", "plan_json_schema"]
+
+CatalogKey = tuple[tuple[str, str], ...]
+"""What a plan schema depends on: each operation's name and its parameters' JSON, in catalog order."""
+
+_DEFS_ID: Final = "id"
+_DEFS_REF: Final = "ref"
+_NOT_CONSTRAINTS: Final = frozenset({"title", "description", "default", "examples"})
+"""Keys dropped from parameter schemas: documentation the prompt's catalog already carries."""
+
+
+def catalog_key(catalog: Sequence[OperationSpec]) -> CatalogKey:
+    """A hashable key that changes whenever :func:`plan_json_schema` of ``catalog`` would.
+
+    Two catalogs with the same operation names but different parameters (two ERPs behind one AI server) get
+    different keys. Costs tens of microseconds for the demo's eight operations.
+    """
+    return tuple((spec.name, json.dumps(spec.parameters, ensure_ascii=False)) for spec in catalog)
+
+
+def plan_json_schema(catalog: Sequence[OperationSpec], *, union: bool = True) -> dict[str, Any]:
+    """The JSON schema call 1 must follow for ``catalog``: a new dict on every call (the caller owns it).
+
+    With ``union`` (the default), ``operaciones`` items are an ``anyOf`` with one branch per operation whose
+    ``funcion`` is that operation's name and whose ``parametros`` are that operation's parameter schema (each
+    value may also be a ``{"$ref": "id.campo"}`` reference). Without it, ``funcion`` is an enum of every
+    name and ``parametros`` any object. See the module docstring for why each piece looks as it does.
+    """
+    definitions: dict[str, Any] = {
+        _DEFS_ID: {"type": "string", "description": PlannedOperation.model_fields["id"].description},
+    }
+    operations: dict[str, Any] = {
+        "type": "array",
+        "description": Plan.model_fields["operaciones"].description,
+    }
+    if not catalog:
+        operations.update(items={"type": "object"}, maxItems=0)
+    elif union:
+        definitions[_DEFS_REF] = {
+            "type": "object",
+            "description": '{"$ref": "id.campo"}: un campo del resultado de otra operación.',
+            "additionalProperties": {"type": "string"},
+        }
+        parameters = [_parameters(spec, definitions) for spec in catalog]
+        _share_repeated_parameters(parameters, definitions)
+        operations["items"] = {
+            "anyOf": [_branch(spec.name, params) for spec, params in zip(catalog, parameters, strict=True)]
+        }
+    else:
+        operations["items"] = _any_operation([spec.name for spec in catalog])
+    schema: dict[str, Any] = {
+        "title": "Plan",
+        "description": Plan.schema_description,
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "operaciones": operations,
+            "respuesta_directa": {
+                "type": "string",
+                "description": Plan.model_fields["respuesta_directa"].description,
+            },
+        },
+    }
+    if catalog:
+        schema["$defs"] = definitions
+    return schema
+
+
+def _any_operation(names: list[str]) -> dict[str, Any]:
+    """The plain item: ``funcion`` among ``names``, ``parametros`` any object."""
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "id": {"$ref": f"#/$defs/{_DEFS_ID}"},
+            "funcion": {"type": "string", "enum": names},
+            "parametros": {
+                "type": "object",
+                "description": PlannedOperation.model_fields["parametros"].description,
+            },
+        },
+        "required": ["funcion"],
+    }
+
+
+def _branch(name: str, parameters: dict[str, Any]) -> dict[str, Any]:
+    """One operation's item: its name as the only ``funcion``, its own parameters."""
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "id": {"$ref": f"#/$defs/{_DEFS_ID}"},
+            "funcion": {"type": "string", "enum": [name]},
+            "parametros": parameters,
+        },
+        "required": ["funcion", "parametros"] if parameters.get("required") else ["funcion"],
+    }
+
+
+def _parameters(spec: OperationSpec, definitions: dict[str, Any]) -> dict[str, Any]:
+    """``spec.parameters`` reduced to constraints, each parameter also accepting a reference.
+
+    Definitions of nested models (``$defs`` of the parameters schema) move to the plan schema's ``$defs``
+    under ``<operation>.<name>`` and their references are rewritten, so two operations' ``Periodo`` models
+    cannot collide.
+    """
+    source = copy.deepcopy(spec.parameters)
+    local_defs = source.pop("$defs", None) or {}
+    renamed = {f"#/$defs/{name}": f"#/$defs/{spec.name}.{name}" for name in local_defs}
+    for name, definition in local_defs.items():
+        definitions[f"{spec.name}.{name}"] = _constraints(definition, renamed)
+    reduced: dict[str, Any] = _constraints(source, renamed)
+    reduced.setdefault("type", "object")
+    properties = reduced.get("properties")
+    if isinstance(properties, dict):
+        reduced["properties"] = {name: _or_reference(prop) for name, prop in properties.items()}
+    return reduced
+
+
+def _share_repeated_parameters(parameters: list[dict[str, Any]], definitions: dict[str, Any]) -> None:
+    """A parameter that several operations declare alike (``anio`` in seven of the demo's eight: same name,
+    same constraints) is written once, in ``$defs`` under its name, and referenced: the schema grows by one
+    short reference per use, not by the parameter's whole schema. A second, different ``anio`` would be
+    ``anio.2``."""
+    uses: dict[tuple[str, str], int] = {}
+    for params in parameters:
+        for name, prop in (params.get("properties") or {}).items():
+            key = (name, json.dumps(prop, sort_keys=True))
+            uses[key] = uses.get(key, 0) + 1
+    labels: dict[tuple[str, str], str] = {}
+    for params in parameters:
+        properties = params.get("properties") or {}
+        for name, prop in properties.items():
+            key = (name, json.dumps(prop, sort_keys=True))
+            if uses[key] < 2:
+                continue
+            if key not in labels:
+                label, suffix = name, 2
+                while label in definitions:
+                    label, suffix = f"{name}.{suffix}", suffix + 1
+                labels[key] = label
+                definitions[label] = prop
+            properties[name] = {"$ref": f"#/$defs/{labels[key]}"}
+
+
+def _or_reference(prop: Any) -> Any:
+    """A parameter's schema as "this, or a ``$ref`` object" (one flat ``anyOf``)."""
+    if not isinstance(prop, dict):
+        return prop
+    reference = {"$ref": f"#/$defs/{_DEFS_REF}"}
+    variants = prop.get("anyOf")
+    if isinstance(variants, list) and set(prop) == {"anyOf"}:
+        return {"anyOf": [*variants, reference]}
+    return {"anyOf": [prop, reference]}
+
+
+def _constraints(node: Any, renamed: dict[str, str]) -> Any:
+    """``node`` without documentation keys, optional ``X | None`` as ``X``, local references renamed."""
+    if isinstance(node, list):
+        return [_constraints(item, renamed) for item in node]
+    if not isinstance(node, dict):
+        return node
+    optional_null = node.get("default", ...) is None
+    result: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in _NOT_CONSTRAINTS:
+            continue
+        if key == "properties" and isinstance(value, dict):
+            result[key] = {name: _constraints(sub, renamed) for name, sub in value.items()}
+        elif key == "$ref" and isinstance(value, str):
+            result[key] = renamed.get(value, value)
+        else:
+            result[key] = _constraints(value, renamed)
+    variants = result.get("anyOf")
+    if optional_null and isinstance(variants, list):
+        kept = [variant for variant in variants if variant != {"type": "null"}]
+        if len(kept) == 1 and isinstance(kept[0], dict):
+            rest = {key: value for key, value in result.items() if key != "anyOf"}
+            return {**kept[0], **rest}
+        result["anyOf"] = kept
+    return result
