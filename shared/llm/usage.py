@@ -4,6 +4,13 @@ Both modes pass a fresh :class:`UsageTracker` per turn in ``config={"callbacks":
 reads its totals into :class:`~shared.turn.TurnResult`. Unlike LangChain's ``UsageMetadataCallbackHandler`` it
 does not need ``response_metadata["model_name"]``: it sums ``AIMessage.usage_metadata`` of every generation.
 
+It also sums the prompt tokens a provider served from its prompt (prefix) cache,
+``usage_metadata["input_token_details"]["cache_read"]``: LangChain's standard field, filled by
+``langchain-openai`` from ``prompt_tokens_details.cached_tokens`` (OpenAI, and OpenAI-compatible servers
+that report it, llama.cpp's among them), by ``langchain-google-genai`` from ``cached_content_token_count``,
+and by the offline model from its model of a prefix cache (:mod:`shared.llm.offline._cache`).
+``langchain-ollama`` reports none (Ollama's API has no such count), so Ollama turns show 0 cached tokens.
+
 It also keeps one :class:`SimulatedCall` per call whose reply reports simulated timing (the offline model
 with a latency profile), in completion order, so a turn's simulated time to its first answer token can be
 computed: the ``total_ms`` of the calls before the answering call, plus that call's ``first_token_ms``, plus
@@ -14,6 +21,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
@@ -46,6 +55,7 @@ class UsageSnapshot(BaseModel):
     input_tokens: int
     output_tokens: int
     model_ms: float
+    cached_input_tokens: int = 0
     simulated_model_ms: float | None
     simulated_calls: list[SimulatedCall] = Field(default_factory=list)
 
@@ -57,6 +67,8 @@ class UsageTracker(BaseCallbackHandler):
     - ``input_tokens`` / ``output_tokens``: sums of ``usage_metadata`` over every generation that reported it,
       plus the tokens of failed calls (the usage the provider put in the error, else that of the partial
       generations LangChain passes to ``on_llm_error``).
+    - ``cached_input_tokens``: the part of ``input_tokens`` served from the provider's prompt cache, summed
+      from ``usage_metadata["input_token_details"]["cache_read"]`` the same way (0 where not reported).
     - ``model_ms``: measured wall time between a run's start and its end or error, summed over runs.
     - ``simulated_model_ms``: sum of ``response_metadata["simulated_latency_ms"]``; ``None`` until a model
       reports one (only the offline model with a latency profile does).
@@ -75,6 +87,7 @@ class UsageTracker(BaseCallbackHandler):
         self.calls = 0
         self.input_tokens = 0
         self.output_tokens = 0
+        self.cached_input_tokens = 0
         self.model_ms = 0.0
         self.simulated_model_ms: float | None = None
         self.simulated_calls: list[SimulatedCall] = []
@@ -96,14 +109,15 @@ class UsageTracker(BaseCallbackHandler):
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         """A run ended: stop its clock and add the usage of every generation."""
         now = time.perf_counter()
-        input_tokens, output_tokens, simulated = _generation_usage(response)
+        usage = _generation_usage(response)
         timings = _simulated_calls(response)
         with self._lock:
             self._stop(run_id, now)
-            self.input_tokens += input_tokens
-            self.output_tokens += output_tokens
-            if simulated is not None:
-                self.simulated_model_ms = (self.simulated_model_ms or 0.0) + simulated
+            self.input_tokens += usage.input_tokens
+            self.output_tokens += usage.output_tokens
+            self.cached_input_tokens += usage.cached_input_tokens
+            if usage.simulated_ms is not None:
+                self.simulated_model_ms = (self.simulated_model_ms or 0.0) + usage.simulated_ms
             self.simulated_calls.extend(timings)
 
     def on_llm_error(
@@ -113,20 +127,21 @@ class UsageTracker(BaseCallbackHandler):
 
         The provider's own usage in the error wins (``usage_from_error``: e.g. the prompt and completion
         tokens of an OpenAI ``LengthFinishReasonError``); otherwise the ``usage_metadata`` of the partial
-        generations LangChain passes as ``response`` (the chunks a stream delivered before it broke).
+        generations LangChain passes as ``response`` (the chunks a stream delivered before it broke). Cached
+        tokens come only from those partial generations (the errors' usage does not say them).
         """
         now = time.perf_counter()
         from_error = usage_from_error(error)
-        if from_error is not None:
-            input_tokens, output_tokens = from_error
-        elif response is not None:
-            input_tokens, output_tokens, _ = _generation_usage(response)
-        else:
-            input_tokens = output_tokens = 0
+        partial = _generation_usage(response) if response is not None else _Usage()
+        input_tokens, output_tokens = (
+            from_error if from_error is not None else (partial.input_tokens, partial.output_tokens)
+        )
+        cached = min(partial.cached_input_tokens, input_tokens)
         with self._lock:
             self._stop(run_id, now)
             self.input_tokens += input_tokens
             self.output_tokens += output_tokens
+            self.cached_input_tokens += cached
 
     # -- totals -------------------------------------------------------------------------------------------
 
@@ -143,6 +158,7 @@ class UsageTracker(BaseCallbackHandler):
                 input_tokens=self.input_tokens,
                 output_tokens=self.output_tokens,
                 model_ms=self.model_ms,
+                cached_input_tokens=self.cached_input_tokens,
                 simulated_model_ms=self.simulated_model_ms,
                 simulated_calls=list(self.simulated_calls),
             )
@@ -153,6 +169,7 @@ class UsageTracker(BaseCallbackHandler):
             self.calls = 0
             self.input_tokens = 0
             self.output_tokens = 0
+            self.cached_input_tokens = 0
             self.model_ms = 0.0
             self.simulated_model_ms = None
             self.simulated_calls = []
@@ -170,9 +187,19 @@ class UsageTracker(BaseCallbackHandler):
             self.model_ms += (now - started) * 1000.0
 
 
-def _generation_usage(response: LLMResult) -> tuple[int, int, float | None]:
-    """Input tokens, output tokens and simulated latency summed over every chat generation of ``response``."""
-    input_tokens = output_tokens = 0
+@dataclass(frozen=True)
+class _Usage:
+    """What the generations of one response reported, summed."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    simulated_ms: float | None = None
+
+
+def _generation_usage(response: LLMResult) -> _Usage:
+    """Input, output and cached input tokens and simulated latency summed over every chat generation."""
+    input_tokens = output_tokens = cached = 0
     simulated: float | None = None
     for generations in response.generations:
         for generation in generations:
@@ -182,10 +209,18 @@ def _generation_usage(response: LLMResult) -> tuple[int, int, float | None]:
             if usage:
                 input_tokens += int(usage.get("input_tokens", 0) or 0)
                 output_tokens += int(usage.get("output_tokens", 0) or 0)
+                cached += _cache_read(usage)
             latency = generation.message.response_metadata.get("simulated_latency_ms")
             if isinstance(latency, int | float):
                 simulated = (simulated or 0.0) + float(latency)
-    return input_tokens, output_tokens, simulated
+    return _Usage(input_tokens, output_tokens, cached, simulated)
+
+
+def _cache_read(usage: Mapping[str, Any]) -> int:
+    """``input_token_details["cache_read"]`` of one ``usage_metadata`` (0 when absent or not a count)."""
+    details = usage.get("input_token_details")
+    value = details.get("cache_read") if isinstance(details, Mapping) else None
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def _simulated_calls(response: LLMResult) -> list[SimulatedCall]:

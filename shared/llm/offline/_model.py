@@ -13,12 +13,15 @@ chooses one of three behaviours from what it is asked:
 3. **Answer** (a schema with ``respuesta``, or a system prompt with ``"respuesta"``): ``respuesta``,
    ``memoria`` and ``estado`` written from the ``Resultados:`` block.
 
-Token counts follow :mod:`shared.llm.tokens`; ``max_tokens`` cuts a longer reply as a real model does
-(``finish_reason="length"``, otherwise ``"stop"`` or ``"tool_calls"``); a latency profile adds
+Token counts follow :mod:`shared.llm.tokens`; ``usage_metadata["input_token_details"]["cache_read"]``
+reports what a prefix cache would have served (:mod:`shared.llm.offline._cache`: a model of a cache over the
+instance's recent prompts, by whole blocks; not a measurement); ``max_tokens`` cuts a longer reply as a real
+model does (``finish_reason="length"``, otherwise ``"stop"`` or ``"tool_calls"``); a latency profile adds
 ``simulated_latency_ms``, ``simulated_first_token_ms`` and ``simulated_ms_per_token`` to
-``response_metadata``; a :class:`~shared.llm.faults.FaultConfig` makes chosen calls misbehave (the modes are
-listed in :mod:`shared.llm.faults`). ``stream``/``astream`` send the same reply in several chunks (text and
-JSON a few tokens at a time, tool-call arguments likewise), whose sum equals what ``invoke`` returns.
+``response_metadata`` (cached prompt tokens skip prefill); a :class:`~shared.llm.faults.FaultConfig` makes
+chosen calls misbehave (the modes are listed in :mod:`shared.llm.faults`). ``stream``/``astream`` send the
+same reply in several chunks (text and JSON a few tokens at a time, tool-call arguments likewise), whose sum
+equals what ``invoke`` returns.
 """
 
 from __future__ import annotations
@@ -58,12 +61,13 @@ from shared.llm.faults import (
 )
 from shared.llm.latency import LatencyProfile, resolve_latency_profile
 from shared.llm.offline._answers import Executed, compose_answer, describe
+from shared.llm.offline._cache import DEFAULT_PROMPT_CACHE_SIZE, PrefixCache, prompt_blocks
 from shared.llm.offline._faults import Draft, FaultSite, catalog_names, inject, prompt_kind, request_kind
 from shared.llm.offline._generic import ToolSpec, arguments, explicit_call, named_tool
-from shared.llm.offline._prompt import PromptView, TurnCall, message_text, read_prompt
+from shared.llm.offline._prompt import PromptView, TurnCall, read_prompt
 from shared.llm.offline._schema import conform, fill, mentions, properties, resolve, schema_kind
 from shared.llm.offline._understand import KNOWN_OPERATIONS, Step, understand
-from shared.llm.tokens import approx_json_tokens, approx_message_tokens, approx_tokens
+from shared.llm.tokens import approx_json_tokens, approx_tokens
 
 StructuredMethod = Literal["function_calling", "json_mode", "json_schema"]
 
@@ -250,9 +254,19 @@ class OfflineSalesModel(BaseChatModel):
     call), ``simulated_first_token_ms`` (overhead, prefill, one output token), ``simulated_ms_per_token``."""
     faults: FaultConfig | None = None
     """When set, calls selected by the config misbehave."""
+    prompt_cache_size: int = Field(default=DEFAULT_PROMPT_CACHE_SIZE, ge=0)
+    """Recent prompts the modelled prefix cache keeps (:mod:`shared.llm.offline._cache`); every call reports
+    ``usage_metadata["input_token_details"]["cache_read"]``, the tokens of its prompt's longest run of
+    leading blocks (tools, response format, messages) shared with one of them. ``0``: no cache (always 0)."""
 
     _calls: int = PrivateAttr(default=0)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+    _prompt_cache: PrefixCache = PrivateAttr(default_factory=PrefixCache)
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Size the prompt cache from :attr:`prompt_cache_size` (each instance has its own)."""
+        super().model_post_init(context)
+        self._prompt_cache = PrefixCache(self.prompt_cache_size)
 
     @field_validator("latency_profile", mode="before")
     @classmethod
@@ -467,7 +481,9 @@ class OfflineSalesModel(BaseChatModel):
             invalid_tool_call(name=name, args=args, id=f"call_{index}_{len(calls) + i}", error=None)
             for i, (name, args) in enumerate(invalid_calls)
         ]
-        input_tokens = _input_tokens(messages, kwargs)
+        blocks = prompt_blocks(messages, kwargs)
+        input_tokens = sum(block.tokens for block in blocks)
+        cached_tokens = self._prompt_cache.read(blocks)  # the prompt was sent: the cache has seen it
         output_tokens = _output_tokens(content, tool_calls, invalid_calls)
         if finish_reason == "length" and cap is not None:
             output_tokens = cap
@@ -478,8 +494,8 @@ class OfflineSalesModel(BaseChatModel):
         }
         profile = self.latency_profile
         if profile is not None:
-            metadata["simulated_latency_ms"] = profile.latency_ms(input_tokens, output_tokens)
-            metadata["simulated_first_token_ms"] = profile.first_token_ms(input_tokens)
+            metadata["simulated_latency_ms"] = profile.latency_ms(input_tokens, output_tokens, cached_tokens)
+            metadata["simulated_first_token_ms"] = profile.first_token_ms(input_tokens, cached_tokens)
             metadata["simulated_ms_per_token"] = round(profile.ms_per_output_token, 3)
         message = AIMessage(
             content=content,
@@ -489,6 +505,7 @@ class OfflineSalesModel(BaseChatModel):
                 "input_tokens": input_tokens,
                 "output_tokens": output_tokens,
                 "total_tokens": input_tokens + output_tokens,
+                "input_token_details": {"cache_read": cached_tokens},
             },
             response_metadata=metadata,
         )
@@ -506,24 +523,6 @@ def _output_tokens(
         + sum(approx_json_tokens({"name": name, "arguments": args}) for name, args in tool_calls)
         + sum(approx_tokens(f"{name}{args}") for name, args in invalid_calls)
     )
-
-
-def _input_tokens(messages: list[BaseMessage], kwargs: dict[str, Any]) -> int:
-    texts = []
-    for message in messages:
-        text = message_text(message)
-        if isinstance(message, AIMessage) and message.tool_calls:
-            text += json.dumps(
-                [{"name": c["name"], "args": c["args"]} for c in message.tool_calls], default=str
-            )
-        texts.append(text)
-    extra = 0
-    if kwargs.get("tools"):
-        extra += approx_json_tokens(kwargs["tools"])
-    for key in ("response_format", "format"):
-        if isinstance(kwargs.get(key), dict):
-            extra += approx_json_tokens(kwargs[key])
-    return approx_message_tokens(texts) + extra
 
 
 def _available(view: PromptView) -> set[str]:

@@ -84,8 +84,8 @@ def test_reset_and_snapshot() -> None:
     assert snapshot.calls == 1 and len(snapshot.simulated_calls) == 1
     tracker.reset()
     assert tracker.snapshot().model_dump() == {
-        "calls": 0, "input_tokens": 0, "output_tokens": 0, "model_ms": 0.0, "simulated_model_ms": None,
-        "simulated_calls": [],
+        "calls": 0, "input_tokens": 0, "output_tokens": 0, "model_ms": 0.0, "cached_input_tokens": 0,
+        "simulated_model_ms": None, "simulated_calls": [],
     }  # fmt: skip
     assert len(snapshot.simulated_calls) == 1  # a snapshot is a copy: reset does not empty it
 
