@@ -65,7 +65,16 @@ from shared.llm.offline._cache import DEFAULT_PROMPT_CACHE_SIZE, PrefixCache, pr
 from shared.llm.offline._faults import Draft, FaultSite, catalog_names, inject, prompt_kind, request_kind
 from shared.llm.offline._generic import ToolSpec, arguments, explicit_call, named_tool
 from shared.llm.offline._prompt import PromptView, TurnCall, read_prompt
-from shared.llm.offline._schema import conform, fill, mentions, properties, resolve, schema_kind
+from shared.llm.offline._schema import (
+    alternatives,
+    conform,
+    enum_values,
+    fill,
+    mentions,
+    properties,
+    resolve,
+    schema_kind,
+)
 from shared.llm.offline._understand import KNOWN_OPERATIONS, Step, understand
 from shared.llm.tokens import approx_json_tokens, approx_tokens
 
@@ -553,7 +562,11 @@ def _conformed(payload: dict[str, Any], schema: dict[str, Any] | None) -> Any:
 
 
 def _plan(view: PromptView, schema: dict[str, Any] | None) -> dict[str, Any]:
-    understanding = understand(view.question, view.conversation, _available(view))
+    available = _available(view)
+    named = _schema_operations(schema)
+    if named is not None:  # a schema that names the operations (the planner's enum) narrows the catalog
+        available &= named
+    understanding = understand(view.question, view.conversation, available)
     with_ids = "$ref" in view.all_text or _items_have_id(schema)
     steps = [s for s in understanding.steps if with_ids or s.needs is None]
     referenced = {s.needs for s in steps if s.needs is not None}
@@ -570,14 +583,37 @@ def _plan(view: PromptView, schema: dict[str, Any] | None) -> dict[str, Any]:
     return plan
 
 
+def _operation_items(schema: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The schemas a plan's operation may follow: the ``operaciones`` items, one per branch of a union
+    (the planner's schema has one branch per operation, :mod:`planner_mode.plan_schema`)."""
+    if not schema:
+        return []
+    operations = resolve(properties(schema).get("operaciones") or {}, schema)
+    items = operations.get("items")
+    return alternatives(items, schema) if isinstance(items, dict) else []
+
+
 def _items_have_id(schema: dict[str, Any] | None) -> bool:
     """Whether a plan schema's operation items declare an ``id`` (the planner's ``$ref`` extension)."""
-    if not schema:
-        return False
-    operations = resolve(properties(schema).get("operaciones") or {}, schema)
-    items = resolve(operations.get("items") or {}, schema)
-    item_properties = items.get("properties")
-    return isinstance(item_properties, dict) and "id" in item_properties
+    return any("id" in (item.get("properties") or {}) for item in _operation_items(schema))
+
+
+def _schema_operations(schema: dict[str, Any] | None) -> set[str] | None:
+    """The operation names a plan schema allows in ``funcion`` (an ``enum`` per item or per branch), or
+    ``None`` when it allows any string (or is no plan schema)."""
+    items = _operation_items(schema)
+    if not items or schema is None:
+        return None
+    if (resolve(properties(schema).get("operaciones") or {}, schema)).get("maxItems") == 0:
+        return set()
+    names: set[str] = set()
+    for item in items:
+        funcion = (item.get("properties") or {}).get("funcion")
+        values = enum_values(funcion, schema) if isinstance(funcion, dict) else None
+        if values is None:
+            return None
+        names.update(str(value) for value in values)
+    return names
 
 
 def _answer(view: PromptView) -> dict[str, Any]:

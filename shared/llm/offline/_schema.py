@@ -2,6 +2,11 @@
 
 Used for ``with_structured_output``, provider-native ``response_format`` / Ollama ``format`` schemas, and the
 arguments of tools the model does not know (the langchain-tests adder, weather and joke schemas).
+
+A union (``anyOf``/``oneOf``) is conformed to the alternative the value is meant for: the first whose type
+fits the value and whose one-value ``enum``/``const`` properties the value matches (the planner's schema
+ties each ``funcion`` to its own ``parametros`` that way, :mod:`planner_mode.plan_schema`). A value no
+alternative fits is left as it is, as a model's output would be.
 """
 
 from __future__ import annotations
@@ -106,12 +111,72 @@ def _number(schema: dict[str, Any], preferred: int) -> int:
     return value
 
 
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "object": (dict,),
+    "array": (list,),
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "null": (type(None),),
+}
+
+
+def _fits(value: Any, schema: dict[str, Any]) -> bool:
+    """Whether ``value`` has the schema's type and the value of each of its one-value ``enum``/``const``
+    properties (a discriminator such as the planner's ``funcion``)."""
+    kind = schema.get("type")
+    if kind is None:
+        kind = "object" if "properties" in schema else "array" if "items" in schema else None
+    kinds = kind if isinstance(kind, list) else [kind] if isinstance(kind, str) else []
+    if kinds:
+        is_bool = isinstance(value, bool)
+        if not any(
+            isinstance(value, _JSON_TYPES.get(k, ())) and (k == "boolean" or not is_bool) for k in kinds
+        ):
+            return False
+    props = schema.get("properties")
+    if isinstance(value, dict) and isinstance(props, dict):
+        for name, sub in props.items():
+            fixed = _fixed_value(sub)
+            if fixed is not _NO_VALUE and name in value and value[name] != fixed:
+                return False
+    return True
+
+
+_NO_VALUE = object()
+
+
+def _fixed_value(schema: Any) -> Any:
+    """The only value ``schema`` allows (``const``, or an ``enum`` of one), else ``_NO_VALUE``."""
+    if not isinstance(schema, dict):
+        return _NO_VALUE
+    if "const" in schema:
+        return schema["const"]
+    enum = schema.get("enum")
+    return enum[0] if isinstance(enum, list) and len(enum) == 1 else _NO_VALUE
+
+
+def alternatives(schema: dict[str, Any], root: dict[str, Any]) -> list[dict[str, Any]]:
+    """The alternatives of an ``anyOf``/``oneOf`` schema (resolved), or ``[schema]`` for any other."""
+    schema = resolve(schema, root)
+    for key in ("anyOf", "oneOf"):
+        options = schema.get(key)
+        if isinstance(options, list):
+            return [resolve(option, root) for option in options if isinstance(option, dict)]
+    return [schema]
+
+
 def conform(value: Any, schema: dict[str, Any], root: dict[str, Any]) -> Any:
     """Adapt a payload to a schema: fill missing required keys, drop extras the schema forbids, recurse."""
     schema = resolve(schema, root)
-    for key in ("anyOf", "oneOf"):
-        if isinstance(schema.get(key), list) and value is not None:
-            schema = resolve(_non_null(schema[key]), root)
+    if any(isinstance(schema.get(key), list) for key in ("anyOf", "oneOf")):
+        if value is None:
+            return value
+        chosen = next((option for option in alternatives(schema, root) if _fits(value, option)), None)
+        if chosen is None:
+            return value
+        schema = chosen
     if isinstance(value, dict) and isinstance(schema.get("properties"), dict):
         props: dict[str, Any] = schema["properties"]
         result: dict[str, Any] = {}
@@ -127,6 +192,19 @@ def conform(value: Any, schema: dict[str, Any], root: dict[str, Any]) -> Any:
     if isinstance(value, list) and isinstance(schema.get("items"), dict):
         return [conform(item, schema["items"], root) for item in value]
     return value
+
+
+def enum_values(schema: dict[str, Any], root: dict[str, Any]) -> list[Any] | None:
+    """Every value an ``enum``/``const`` schema (or a union of them) allows, or ``None`` when it is open."""
+    values: list[Any] = []
+    for option in alternatives(schema, root):
+        if "const" in option:
+            values.append(option["const"])
+        elif isinstance(option.get("enum"), list):
+            values.extend(option["enum"])
+        else:
+            return None
+    return values
 
 
 def mentions(schema: dict[str, Any] | None, word: str) -> bool:
