@@ -15,6 +15,31 @@ reported to callbacks like any other: LangChain's ``BaseChatModel.astream`` ends
 ``UsageTracker`` counts it. ``config`` is a LangChain ``RunnableConfig`` passed to the model call
 (callbacks, tags, metadata).
 
+**Constrained plans.** Call 1's schema is built for the catalog it is given
+(:func:`planner_mode.plan_schema.plan_json_schema`: the operations the caller may run as an ``enum``, each
+tied to its own parameters), so it is bound per call: the bound runnable of each catalog is kept in a small
+LRU (:data:`PLAN_SCHEMA_CACHE_SIZE` catalogs; binding costs tens of microseconds, building the schema about
+a millisecond). What each provider integration receives for ``method="json_schema"`` and a dict schema:
+
+==========================  =================================================================================
+``ChatOllama``              ``format``: the schema verbatim; Ollama compiles it into a llama.cpp grammar
+                            (``anyOf``, ``enum``, ``$defs``/``$ref``, integer bounds, ``maxItems`` and
+                            ``maxLength`` enforced while decoding).
+``ChatOpenAI``              ``response_format: {"type": "json_schema", "json_schema": {"name": "Plan",
+                            "description": …, "schema": <the rest>, "strict": false}}``. llama.cpp's and
+                            vLLM's servers compile it into a grammar; OpenAI's own API only enforces
+                            ``strict: true``, which would make every property required (optional parameters
+                            as nullable) and is not requested: the same schema serves every provider.
+``ChatGoogleGenerativeAI``  ``generationConfig.responseJsonSchema``: the schema verbatim (Gemini's JSON-schema
+                            subset takes ``anyOf``, ``enum``, ``$defs``/``$ref``, bounds).
+==========================  =================================================================================
+
+None needs the plain variant, so every provider gets the union; ``PlannerAI(..., plan_schema="enum")`` sends
+the plain one (``funcion`` an ``enum`` of names, ``parametros`` any object) to a provider that rejects
+unions, and ``plan_schema="free"`` the unconstrained :class:`Plan` schema (``funcion`` any string), e.g. to
+measure what the constraint is worth. Whatever was sent, the reply is read by the tolerant parser and
+validated against the registry: the schema guides decoding, it is never the ERP's check.
+
 Whatever the provider's SDK raises becomes the project's tree
 (:func:`shared.llm.provider_errors.as_erp_error`): a timeout is a ``ProviderTimeoutError``, a reply cut at
 the output cap an ``OutputLimitError`` (a model-output failure that says at how many tokens it was cut),
@@ -23,9 +48,11 @@ anything else a ``ProviderError``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Iterator, Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import AsyncGenerator, Callable, Hashable, Iterator, Sequence
 from contextlib import aclosing, contextmanager
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, Final, Generic, Literal, TypeVar, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
@@ -34,15 +61,26 @@ from pydantic import BaseModel, ValidationError
 
 from planner_mode.parsing import message_text, parse_model_output
 from planner_mode.plan import Answer, OperationOutcome, Plan
+from planner_mode.plan_schema import catalog_key, plan_json_schema
 from planner_mode.prompts import answer_messages, plan_messages
 from shared.errors import ModelOutputError, OutputLimitError
 from shared.json_stream import AnswerTextStream
 from shared.memory.context import ConversationContext
 from shared.operations.registry import OperationSpec
 
-__all__ = ["PlannerAI"]
+__all__ = ["PLAN_SCHEMA_CACHE_SIZE", "PlanSchemaStyle", "PlannerAI"]
 
 M = TypeVar("M", bound=BaseModel)
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+PlanSchemaStyle = Literal["union", "enum", "free"]
+"""Which call-1 schema is sent: ``union`` (each operation with its own parameters), ``enum`` (operation names
+only) or ``free`` (the :class:`Plan` model's schema, any operation name). See the module docstring."""
+
+PLAN_SCHEMA_CACHE_SIZE: Final = 32
+"""Catalogs whose bound call-1 runnable a :class:`PlannerAI` keeps (least recently used dropped first): one
+per distinct set of permissions in practice (the demo has two), more behind an AI server shared by ERPs."""
 
 
 class _StructuredCall(Generic[M]):
@@ -56,24 +94,20 @@ class _StructuredCall(Generic[M]):
     ``RunnableParallel`` threads it starts on every call.
     """
 
-    def __init__(self, model: BaseChatModel, schema: type[M]) -> None:
-        from shared.llm.factory import configured_max_tokens
-
+    def __init__(
+        self,
+        model: BaseChatModel,
+        schema: type[M],
+        json_schema: dict[str, Any] | None = None,
+        *,
+        max_tokens: int | None = None,
+    ) -> None:
         self.model = model
         self.schema = schema
-        self.max_tokens = configured_max_tokens(model)
-        self._bound: Runnable[Any, Any] = model
-        try:
-            # The JSON schema (not the class) is handed over: LangChain re-derives a class's schema on every
-            # call for tracing metadata, which costs milliseconds; the reply is validated in ``_parse``.
-            structured = model.with_structured_output(schema.model_json_schema(), method="json_schema")
-        except (NotImplementedError, ValueError, TypeError):
-            # The model has no structured output (or not this method): ask plainly, parse the text.
-            return
-        if isinstance(structured, RunnableSequence) and len(structured.steps) == 2:
-            self._bound = structured.first
-        else:  # an unusual shape: keep the whole runnable and parse whatever it returns
-            self._bound = structured
+        self.max_tokens = max_tokens
+        # The JSON schema (not the class) is handed over: LangChain re-derives a class's schema on every call
+        # for tracing metadata, which costs milliseconds; the reply is validated in ``_parse``.
+        self._bound = _bind(model, json_schema if json_schema is not None else schema.model_json_schema())
 
     def invoke(self, messages: list[BaseMessage], config: RunnableConfig | None) -> M:
         with self._provider_errors():
@@ -159,6 +193,80 @@ def _merged(chunks: list[Any]) -> Any:
     return chunks[-1] if chunks else None
 
 
+def _bind(model: BaseChatModel, json_schema: dict[str, Any]) -> Runnable[Any, Any]:
+    """``model`` asking for ``json_schema`` natively: the bound model of ``with_structured_output`` (its
+    parser dropped, see :class:`_StructuredCall`), or ``model`` itself when it has no structured output."""
+    try:
+        structured = model.with_structured_output(json_schema, method="json_schema")
+    except (NotImplementedError, ValueError, TypeError):
+        # The model has no structured output (or not this method): ask plainly, parse the text.
+        return model
+    if isinstance(structured, RunnableSequence) and len(structured.steps) == 2:
+        return structured.first
+    return structured  # an unusual shape: keep the whole runnable and parse whatever it returns
+
+
+class _Lru(Generic[K, V]):
+    """A thread-safe mapping that keeps its ``maxsize`` most recently used entries."""
+
+    def __init__(self, maxsize: int) -> None:
+        self.maxsize = maxsize
+        self._entries: OrderedDict[K, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: K) -> V | None:
+        with self._lock:
+            value = self._entries.get(key)
+            if value is not None:
+                self._entries.move_to_end(key)
+            return value
+
+    def put(self, key: K, value: V) -> None:
+        with self._lock:
+            self._entries[key] = value
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.maxsize:
+                self._entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+class _PlanCalls:
+    """Call 1's runnable for each catalog, built on first use and kept in an LRU.
+
+    Looked up first by the identity of the specs (the in-process engine passes the registry's shared
+    :class:`OperationSpec` objects: a tuple of ids, no serialisation) and then by content
+    (:func:`~planner_mode.plan_schema.catalog_key`: the AI server parses new specs from every request). An
+    identity entry holds its specs, so their ids cannot be reused while it is cached.
+    """
+
+    def __init__(
+        self, build: Callable[[Sequence[OperationSpec]], _StructuredCall[Plan]], maxsize: int
+    ) -> None:
+        self._build = build
+        self._by_content: _Lru[Hashable, _StructuredCall[Plan]] = _Lru(maxsize)
+        self._by_identity: _Lru[tuple[int, ...], tuple[Sequence[OperationSpec], _StructuredCall[Plan]]]
+        self._by_identity = _Lru(maxsize)
+
+    def get(self, catalog: Sequence[OperationSpec]) -> _StructuredCall[Plan]:
+        specs = tuple(catalog)
+        identity = tuple(map(id, specs))
+        held = self._by_identity.get(identity)
+        if held is not None and all(a is b for a, b in zip(held[0], specs, strict=True)):
+            return held[1]
+        key = catalog_key(specs)
+        call = self._by_content.get(key)
+        if call is None:
+            call = self._build(specs)
+            self._by_content.put(key, call)
+        self._by_identity.put(identity, (specs, call))
+        return call
+
+    def __len__(self) -> int:
+        return len(self._by_content)
+
+
 class PlannerAI:
     """The article's "LLM 1" and "LLM 2": plan a question, then phrase the ERP's results.
 
@@ -168,11 +276,35 @@ class PlannerAI:
     failed, whatever the SDK raised, a project error included; ``ProviderTimeoutError`` on a timeout).
     """
 
-    def __init__(self, plan_model: BaseChatModel, answer_model: BaseChatModel | None = None) -> None:
+    def __init__(
+        self,
+        plan_model: BaseChatModel,
+        answer_model: BaseChatModel | None = None,
+        *,
+        plan_schema: PlanSchemaStyle = "union",
+    ) -> None:
+        from shared.llm.factory import configured_max_tokens
+
         self.plan_model = plan_model
         self.answer_model = answer_model if answer_model is not None else plan_model
-        self._plan_call = _StructuredCall(self.plan_model, Plan)
-        self._answer_call = _StructuredCall(self.answer_model, Answer)
+        self.plan_schema: PlanSchemaStyle = plan_schema
+        """Which call-1 schema is sent (see the module docstring)."""
+        self._plan_max_tokens = configured_max_tokens(self.plan_model)
+        self._plan_calls = _PlanCalls(self._plan_call_for, PLAN_SCHEMA_CACHE_SIZE)
+        self._answer_call = _StructuredCall(
+            self.answer_model, Answer, max_tokens=configured_max_tokens(self.answer_model)
+        )
+
+    def plan_json_schema(self, catalog: Sequence[OperationSpec]) -> dict[str, Any]:
+        """The JSON schema call 1 sends for ``catalog`` (a new dict; see :attr:`plan_schema`)."""
+        if self.plan_schema == "free":
+            return Plan.model_json_schema()
+        return plan_json_schema(catalog, union=self.plan_schema == "union")
+
+    def _plan_call_for(self, catalog: Sequence[OperationSpec]) -> _StructuredCall[Plan]:
+        return _StructuredCall(
+            self.plan_model, Plan, self.plan_json_schema(catalog), max_tokens=self._plan_max_tokens
+        )
 
     def analyze(
         self,
@@ -183,9 +315,8 @@ class PlannerAI:
         config: RunnableConfig | None = None,
     ) -> Plan:
         """Call 1: turn the user's message and the conversation context into a :class:`Plan`."""
-        return _with_question(
-            self._plan_call.invoke(plan_messages(message, context, catalog), config), message
-        )
+        call = self._plan_calls.get(catalog)
+        return _with_question(call.invoke(plan_messages(message, context, catalog), config), message)
 
     async def aanalyze(
         self,
@@ -196,7 +327,8 @@ class PlannerAI:
         config: RunnableConfig | None = None,
     ) -> Plan:
         """:meth:`analyze` with the model's ``ainvoke``."""
-        plan = await self._plan_call.ainvoke(plan_messages(message, context, catalog), config)
+        call = self._plan_calls.get(catalog)
+        plan = await call.ainvoke(plan_messages(message, context, catalog), config)
         return _with_question(plan, message)
 
     def respond(

@@ -11,12 +11,13 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import Runnable, RunnableLambda
 from pydantic import Field
 
-from planner_mode.ai import PlannerAI
+from planner_mode.ai import PLAN_SCHEMA_CACHE_SIZE, PlannerAI, PlanSchemaStyle
 from planner_mode.plan import MAX_NESTING_DEPTH, OperationOutcome, Plan, nesting_depth
+from planner_mode.plan_schema import plan_json_schema
 from shared.answer import Answer
 from shared.errors import ModelOutputError, ProviderError
 from shared.memory.context import ConversationContext
-from shared.operations.registry import OperationRegistry
+from shared.operations.registry import OperationRegistry, OperationSpec
 from shared.security import DEMO_CALLER
 from tests.fakes import CallInfo, FunctionChatModel
 from tests.planner_mode.planner_fakes import scripted, text_model
@@ -105,14 +106,71 @@ class StructuredFake(FunctionChatModel):
 
 
 def test_native_structured_output_is_requested_as_json_schema(toy_registry: OperationRegistry) -> None:
+    """Call 2's schema is bound once; call 1's is the caller's catalog's, bound on the first call for it."""
     model = StructuredFake(function=scripted(PLAN))
     ai = PlannerAI(model)
     assert [(r["schema"], r["method"], r["include_raw"]) for r in model.requested] == [
-        (Plan.model_json_schema(), "json_schema", False),
-        (Answer.model_json_schema(), "json_schema", False),
+        (Answer.model_json_schema(), "json_schema", False)
     ]
-    assert ai.analyze("x", CONTEXT, toy_registry.catalog(DEMO_CALLER)) == Plan.model_validate(PLAN)
+    catalog = toy_registry.catalog(DEMO_CALLER)
+    assert ai.analyze("x", CONTEXT, catalog) == Plan.model_validate(PLAN)
     assert model.call_count == 1
+    assert [(r["schema"], r["method"]) for r in model.requested[1:]] == [
+        (plan_json_schema(catalog), "json_schema")
+    ]
+
+
+def test_call_one_is_bound_once_per_catalog(toy_registry: OperationRegistry) -> None:
+    """The same catalog (the same specs, or equal ones parsed from a request) reuses its bound runnable; a
+    different catalog gets its own."""
+    model = StructuredFake(function=scripted(PLAN))
+    ai = PlannerAI(model)
+    catalog = toy_registry.catalog(DEMO_CALLER)
+    ai.analyze("x", CONTEXT, catalog)
+    ai.analyze("y", CONTEXT, catalog)
+    ai.analyze("z", CONTEXT, [OperationSpec.model_validate(spec.model_dump()) for spec in catalog])
+    assert len(model.requested) == 2  # the answer's, then this catalog's
+    ai.analyze("x", CONTEXT, catalog[:1])
+    assert len(model.requested) == 3
+    assert model.requested[2]["schema"] == plan_json_schema(catalog[:1])
+
+
+def test_the_bound_runnables_are_a_bounded_lru() -> None:
+    """The least recently used catalog is dropped first: asked again, it is bound again."""
+    model = StructuredFake(function=scripted(PLAN))
+    ai = PlannerAI(model)
+    catalogs = [
+        [OperationSpec(name=f"op{i}", description="Una operación.", parameters={"type": "object"})]
+        for i in range(PLAN_SCHEMA_CACHE_SIZE + 1)
+    ]
+    for catalog in catalogs:
+        ai.analyze("x", CONTEXT, catalog)
+    assert len(model.requested) == 1 + len(catalogs)
+    ai.analyze("x", CONTEXT, catalogs[-1])  # recent: kept
+    assert len(model.requested) == 1 + len(catalogs)
+    ai.analyze("x", CONTEXT, catalogs[0])  # the oldest: dropped when the last one came in
+    assert len(model.requested) == 2 + len(catalogs)
+    assert model.requested[-1]["schema"] == plan_json_schema(catalogs[0])
+
+
+@pytest.mark.parametrize(
+    ("style", "names"),
+    [("enum", ["ventas_anuales", "mejor_cliente", "compras_cliente"]), ("free", None)],
+)
+def test_the_plain_schemas_can_be_chosen(
+    toy_registry: OperationRegistry, style: PlanSchemaStyle, names: list[str] | None
+) -> None:
+    model = StructuredFake(function=scripted(PLAN))
+    ai = PlannerAI(model, plan_schema=style)
+    catalog = toy_registry.catalog(DEMO_CALLER)
+    assert ai.analyze("x", CONTEXT, catalog) == Plan.model_validate(PLAN)
+    sent = model.requested[-1]["schema"]
+    item = sent["properties"]["operaciones"]["items"]
+    if names is None:
+        assert sent == Plan.model_json_schema()
+    else:
+        assert item["properties"]["funcion"] == {"type": "string", "enum": names}
+    assert sent == ai.plan_json_schema(catalog)
 
 
 def test_structured_parse_failure_falls_back_to_the_raw_text_without_a_second_call(

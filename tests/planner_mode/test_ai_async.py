@@ -61,11 +61,13 @@ async def test_the_answer_streams_in_deltas_then_arrives_parsed_as_respond_parse
 
 async def test_a_streamed_call_is_reported_to_callbacks_with_its_usage() -> None:
     tracker, reference = UsageTracker(), UsageTracker()
-    model = offline(latency_profile="gpu-8b")
-    PlannerAI(model).respond(QUESTION, RESULTS, CONTEXT, config={"callbacks": [reference]})
+    # Two models: one model's second identical prompt would be served from its prefix cache.
+    PlannerAI(offline(latency_profile="gpu-8b")).respond(
+        QUESTION, RESULTS, CONTEXT, config={"callbacks": [reference]}
+    )
 
     answers: list[Answer] = []
-    async for item in PlannerAI(model).astream_respond(
+    async for item in PlannerAI(offline(latency_profile="gpu-8b")).astream_respond(
         QUESTION, RESULTS, CONTEXT, config={"callbacks": [tracker]}
     ):
         if isinstance(item, Answer):  # the model's run has ended by then: its usage is counted
