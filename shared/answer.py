@@ -10,7 +10,10 @@ that repeats one memory item until its output cap cannot leave a wall of text in
 wins), keeps its :data:`~shared.bounds.MAX_MEMORY_ITEMS_PER_TURN` most important items, each one line of at
 most :data:`~shared.bounds.MAX_MEMORY_CHARS` characters; ``estado`` keeps at most
 :data:`~shared.bounds.MAX_STATE_KEYS` keys with each value clipped (:func:`~shared.bounds.clip_state`). The
-JSON schema sent to providers does not state these bounds. The memory store applies them again on write.
+memory store applies them again on write. The JSON schema sent to providers states the memory bounds
+(``memoria`` ``maxItems``, ``contenido`` ``maxLength``, ``importancia`` 0–1), so a provider that decodes under
+the schema (a llama.cpp grammar: Ollama, llama.cpp's server) cannot write more; they are schema keywords
+only (``json_schema_extra``), never validation limits, so a reply over them is still clipped, not refused.
 
 **What a provider is shown.** The JSON schema of these models (validation mode, the one
 ``model_json_schema()``, ``with_structured_output`` and tool conversion use) is written for the model, and
@@ -86,7 +89,7 @@ class MemoryItem(ProviderSchemaModel):
     model_config = ConfigDict(extra="ignore")
     schema_description: ClassVar[str] = "Un hecho a recordar, en una frase."
 
-    contenido: str
+    contenido: str = Field(json_schema_extra={"maxLength": MAX_MEMORY_CHARS})
     importancia: float = Field(ge=0.0, le=1.0)
 
     @field_validator("importancia", mode="before")
@@ -108,7 +111,11 @@ class Answer(ProviderSchemaModel):
     schema_description: ClassVar[str] = "Respuesta al usuario; memoria y estado son opcionales."
 
     respuesta: str = Field(description="Texto para el usuario, en español.")
-    memoria: list[MemoryItem] = Field(default_factory=list, description="Hechos a recordar.")
+    memoria: list[MemoryItem] = Field(
+        default_factory=list,
+        description="Hechos a recordar.",
+        json_schema_extra={"maxItems": MAX_MEMORY_ITEMS_PER_TURN},
+    )
     estado: dict[str, Any] = Field(
         default_factory=dict, description="Solo las claves del estado de la conversación que cambian."
     )

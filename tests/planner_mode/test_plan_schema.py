@@ -1,4 +1,8 @@
-"""The JSON schemas of call 1 (Plan) and call 2 (Answer), as the provider receives them."""
+"""The JSON schemas of call 1 (Plan) and call 2 (Answer), as the provider receives them.
+
+Call 1 sends :func:`planner_mode.plan_schema.plan_json_schema` of the caller's catalog (pinned here for the
+demo's manager); ``Plan.model_json_schema()`` is the unconstrained schema (``PlannerAI(plan_schema="free")``).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,9 @@ import json
 from inline_snapshot import snapshot
 
 from planner_mode.plan import Answer, Plan
+from planner_mode.plan_schema import plan_json_schema
+from shared.operations import sales_registry
+from shared.security import DEMO_CALLER
 
 
 def test_the_schemas_sent_to_providers_are_pinned() -> None:
@@ -70,6 +77,7 @@ def test_the_schemas_sent_to_providers_are_pinned() -> None:
    "description": "Un hecho a recordar, en una frase.",
    "properties": {
     "contenido": {
+     "maxLength": 300,
      "type": "string"
     },
     "importancia": {
@@ -99,6 +107,7 @@ def test_the_schemas_sent_to_providers_are_pinned() -> None:
    "items": {
     "$ref": "#/$defs/MemoryItem"
    },
+   "maxItems": 5,
    "type": "array"
   },
   "respuesta": {
@@ -114,3 +123,349 @@ def test_the_schemas_sent_to_providers_are_pinned() -> None:
 }\
 """
     )
+
+
+def test_the_managers_plan_schema_is_pinned() -> None:
+    """What call 1 asks the provider for, for the demo's manager: key order included (a grammar writes the
+    keys in the schema's order)."""
+    schema = plan_json_schema(sales_registry().catalog(DEMO_CALLER))
+    assert json.dumps(schema, ensure_ascii=False, indent=1) == snapshot("""\
+{
+ "title": "Plan",
+ "description": "Plan de ejecución para el ERP, no una respuesta.",
+ "type": "object",
+ "additionalProperties": false,
+ "properties": {
+  "operaciones": {
+   "type": "array",
+   "description": "En orden.",
+   "items": {
+    "anyOf": [
+     {
+      "type": "object",
+      "additionalProperties": false,
+      "properties": {
+       "id": {
+        "$ref": "#/$defs/id"
+       },
+       "funcion": {
+        "type": "string",
+        "enum": [
+         "ventas_anuales"
+        ]
+       },
+       "parametros": {
+        "additionalProperties": false,
+        "properties": {
+         "anio": {
+          "$ref": "#/$defs/anio"
+         }
+        },
+        "required": [
+         "anio"
+        ],
+        "type": "object"
+       }
+      },
+      "required": [
+       "funcion",
+       "parametros"
+      ]
+     },
+     {
+      "type": "object",
+      "additionalProperties": false,
+      "properties": {
+       "id": {
+        "$ref": "#/$defs/id"
+       },
+       "funcion": {
+        "type": "string",
+        "enum": [
+         "mejor_cliente"
+        ]
+       },
+       "parametros": {
+        "additionalProperties": false,
+        "properties": {
+         "anio": {
+          "$ref": "#/$defs/anio"
+         }
+        },
+        "required": [
+         "anio"
+        ],
+        "type": "object"
+       }
+      },
+      "required": [
+       "funcion",
+       "parametros"
+      ]
+     },
+     {
+      "type": "object",
+      "additionalProperties": false,
+      "properties": {
+       "id": {
+        "$ref": "#/$defs/id"
+       },
+       "funcion": {
+        "type": "string",
+        "enum": [
+         "compras_cliente"
+        ]
+       },
+       "parametros": {
+        "additionalProperties": false,
+        "properties": {
+         "cliente": {
+          "$ref": "#/$defs/cliente"
+         },
+         "anio": {
+          "$ref": "#/$defs/anio"
+         }
+        },
+        "required": [
+         "cliente",
+         "anio"
+        ],
+        "type": "object"
+       }
+      },
+      "required": [
+       "funcion",
+       "parametros"
+      ]
+     },
+     {
+      "type": "object",
+      "additionalProperties": false,
+      "properties": {
+       "id": {
+        "$ref": "#/$defs/id"
+       },
+       "funcion": {
+        "type": "string",
+        "enum": [
+         "ventas_mensuales"
+        ]
+       },
+       "parametros": {
+        "additionalProperties": false,
+        "properties": {
+         "anio": {
+          "$ref": "#/$defs/anio"
+         },
+         "mes": {
+          "anyOf": [
+           {
+            "maximum": 12,
+            "minimum": 1,
+            "type": "integer"
+           },
+           {
+            "$ref": "#/$defs/ref"
+           }
+          ]
+         }
+        },
+        "required": [
+         "anio"
+        ],
+        "type": "object"
+       }
+      },
+      "required": [
+       "funcion",
+       "parametros"
+      ]
+     },
+     {
+      "type": "object",
+      "additionalProperties": false,
+      "properties": {
+       "id": {
+        "$ref": "#/$defs/id"
+       },
+       "funcion": {
+        "type": "string",
+        "enum": [
+         "top_productos"
+        ]
+       },
+       "parametros": {
+        "additionalProperties": false,
+        "properties": {
+         "anio": {
+          "$ref": "#/$defs/anio"
+         },
+         "limite": {
+          "anyOf": [
+           {
+            "maximum": 50,
+            "minimum": 1,
+            "type": "integer"
+           },
+           {
+            "$ref": "#/$defs/ref"
+           }
+          ]
+         }
+        },
+        "required": [
+         "anio"
+        ],
+        "type": "object"
+       }
+      },
+      "required": [
+       "funcion",
+       "parametros"
+      ]
+     },
+     {
+      "type": "object",
+      "additionalProperties": false,
+      "properties": {
+       "id": {
+        "$ref": "#/$defs/id"
+       },
+       "funcion": {
+        "type": "string",
+        "enum": [
+         "ventas_por_categoria"
+        ]
+       },
+       "parametros": {
+        "additionalProperties": false,
+        "properties": {
+         "anio": {
+          "$ref": "#/$defs/anio"
+         }
+        },
+        "required": [
+         "anio"
+        ],
+        "type": "object"
+       }
+      },
+      "required": [
+       "funcion",
+       "parametros"
+      ]
+     },
+     {
+      "type": "object",
+      "additionalProperties": false,
+      "properties": {
+       "id": {
+        "$ref": "#/$defs/id"
+       },
+       "funcion": {
+        "type": "string",
+        "enum": [
+         "facturas_pendientes"
+        ]
+       },
+       "parametros": {
+        "additionalProperties": false,
+        "properties": {
+         "cliente": {
+          "$ref": "#/$defs/cliente"
+         }
+        },
+        "type": "object"
+       }
+      },
+      "required": [
+       "funcion"
+      ]
+     },
+     {
+      "type": "object",
+      "additionalProperties": false,
+      "properties": {
+       "id": {
+        "$ref": "#/$defs/id"
+       },
+       "funcion": {
+        "type": "string",
+        "enum": [
+         "buscar_cliente"
+        ]
+       },
+       "parametros": {
+        "additionalProperties": false,
+        "properties": {
+         "texto": {
+          "anyOf": [
+           {
+            "maxLength": 120,
+            "minLength": 1,
+            "type": "string"
+           },
+           {
+            "$ref": "#/$defs/ref"
+           }
+          ]
+         }
+        },
+        "required": [
+         "texto"
+        ],
+        "type": "object"
+       }
+      },
+      "required": [
+       "funcion",
+       "parametros"
+      ]
+     }
+    ]
+   }
+  },
+  "respuesta_directa": {
+   "type": "string",
+   "description": "Solo sin operaciones: respuesta breve (saludo, charla, imposible)."
+  }
+ },
+ "$defs": {
+  "id": {
+   "type": "string",
+   "description": "Solo si otra operación usa su resultado con $ref."
+  },
+  "ref": {
+   "type": "object",
+   "description": "{\\"$ref\\": \\"id.campo\\"}: un campo del resultado de otra operación.",
+   "additionalProperties": {
+    "type": "string"
+   }
+  },
+  "anio": {
+   "anyOf": [
+    {
+     "maximum": 2100,
+     "minimum": 2000,
+     "type": "integer"
+    },
+    {
+     "$ref": "#/$defs/ref"
+    }
+   ]
+  },
+  "cliente": {
+   "anyOf": [
+    {
+     "maxLength": 120,
+     "minLength": 1,
+     "type": "string"
+    },
+    {
+     "$ref": "#/$defs/ref"
+    }
+   ]
+  }
+ }
+}\
+""")

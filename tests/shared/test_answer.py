@@ -46,8 +46,26 @@ def test_what_matters_is_still_required(payload: dict[str, object]) -> None:
 
 
 def test_the_schema_sent_to_providers_keeps_the_bounds() -> None:
-    item = Answer.model_json_schema()["$defs"]["MemoryItem"]["properties"]["importancia"]
-    assert (item["minimum"], item["maximum"]) == (0.0, 1.0)
+    """A provider decoding under the schema cannot write more memory than the ERP keeps."""
+    schema = Answer.model_json_schema()
+    item = schema["$defs"]["MemoryItem"]["properties"]
+    assert (item["importancia"]["minimum"], item["importancia"]["maximum"]) == (0.0, 1.0)
+    assert item["contenido"]["maxLength"] == MAX_MEMORY_CHARS
+    assert schema["properties"]["memoria"]["maxItems"] == MAX_MEMORY_ITEMS_PER_TURN
+
+
+def test_the_schema_bounds_are_not_validation_limits() -> None:
+    """A reply over the bounds the schema states is clipped, not refused: a good answer is not thrown away."""
+    answer = Answer.model_validate(
+        {
+            "respuesta": "x",
+            "memoria": [{"contenido": "a" * (MAX_MEMORY_CHARS + 50), "importancia": 0.9}]
+            + [{"contenido": f"hecho {i}", "importancia": 0.5} for i in range(MAX_MEMORY_ITEMS_PER_TURN + 2)],
+        }
+    )
+    assert len(answer.memoria) == MAX_MEMORY_ITEMS_PER_TURN
+    assert len(answer.memoria[0].contenido) <= MAX_MEMORY_CHARS
+    assert answer.memoria[0].contenido.endswith(TRUNCATION_MARK)
 
 
 def test_the_schema_sent_to_providers_is_compact_and_asks_for_the_answer_first() -> None:
