@@ -101,3 +101,84 @@ def test_include_raw_reports_a_parsing_error_instead_of_raising() -> None:
 def test_unknown_method_is_rejected() -> None:
     with pytest.raises(ValueError, match="Unrecognized method"):
         OfflineSalesModel().with_structured_output(Plan, method="xml")  # type: ignore[arg-type]
+
+
+def branch(name: str, parameters: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    """One operation of a discriminated plan schema: its name as the only ``funcion``, its own parameters."""
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "id": {"type": "string"},
+            "funcion": {"type": "string", "enum": [name]},
+            "parametros": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": parameters,
+                "required": required,
+            },
+        },
+        "required": ["funcion", "parametros"],
+    }
+
+
+YEAR = {"anyOf": [{"type": "integer", "minimum": 2000, "maximum": 2100}, {"$ref": "#/$defs/ref"}]}
+
+
+def union_schema(*branches: dict[str, Any]) -> dict[str, Any]:
+    """A plan schema shaped like the planner's constrained one: operations as an ``anyOf`` of branches."""
+    return {
+        "title": "Plan",
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "operaciones": {"type": "array", "items": {"anyOf": list(branches)}},
+            "respuesta_directa": {"type": "string"},
+        },
+        "$defs": {"ref": {"type": "object", "additionalProperties": {"type": "string"}}},
+    }
+
+
+def test_a_union_plan_schema_is_followed_branch_by_branch() -> None:
+    """Each operation is conformed to its own branch (chosen by ``funcion``), not to the first one: the second
+    operation keeps its ``cliente`` reference, which the first branch does not declare."""
+    schema = union_schema(
+        branch("mejor_cliente", {"anio": YEAR}, ["anio"]),
+        branch(
+            "compras_cliente",
+            {"cliente": {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/ref"}]}, "anio": YEAR},
+            ["cliente", "anio"],
+        ),
+    )
+    plan = (
+        OfflineSalesModel()
+        .with_structured_output(schema)
+        .invoke(plan_messages("¿Cuánto compró nuestro mejor cliente en 2025?"))
+    )
+    assert plan == {
+        "operaciones": [
+            {"id": "op1", "funcion": "mejor_cliente", "parametros": {"anio": 2025}},
+            {"funcion": "compras_cliente", "parametros": {"anio": 2025, "cliente": {"$ref": "op1.cliente"}}},
+        ]
+    }
+
+
+def test_only_the_operations_the_schema_names_are_planned() -> None:
+    """The prompt's catalog offers every operation; the schema's ``funcion`` enum allows one of them."""
+    schema = union_schema(branch("ventas_anuales", {"anio": YEAR}, ["anio"]))
+    plan = (
+        OfflineSalesModel()
+        .with_structured_output(schema)
+        .invoke(plan_messages("¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?"))
+    )
+    assert plan["operaciones"] == [{"funcion": "ventas_anuales", "parametros": {"anio": 2025}}]
+
+
+def test_a_schema_allowing_no_operation_gets_a_direct_answer() -> None:
+    schema = union_schema()
+    schema["properties"]["operaciones"] = {"type": "array", "items": {"type": "object"}, "maxItems": 0}
+    plan = (
+        OfflineSalesModel().with_structured_output(schema).invoke(plan_messages("¿Cuánto vendimos en 2025?"))
+    )
+    assert plan["operaciones"] == []
+    assert plan["respuesta_directa"]
