@@ -11,7 +11,9 @@ previous response is read (a closed loop, so req/s and latency are related by Li
 ``concurrency ≈ req/s × mean latency``). A full HTTP client (httpx) would spend more CPU per request than
 the server's own HTTP layer and skew the figure. After ``warmup`` seconds of the same load (not counted),
 every request completed within ``seconds`` counts. The machine's load average is recorded with the figures:
-other work on the machine lowers them.
+other work on the machine lowers them. So is the CPU time each request cost (Linux: the server's process
+tree from ``/proc``, and this process), which other work on the machine does not change much: ``1000 /
+(server + client CPU ms)`` is what one free core would sustain.
 """
 
 from __future__ import annotations
@@ -53,6 +55,10 @@ class AnalyzeLoadResult(BaseModel):
     latency: LatencySummary
     workers: int | None = None
     """Worker processes of the server, when this tool started it."""
+    server_cpu_ms: float | None = None
+    """CPU time of the server's processes per counted request (when this tool started it, on Linux)."""
+    client_cpu_ms: float | None = None
+    """CPU time of the load generator (this process) per counted request."""
     load_average: tuple[float, float, float] | None = None
     """The machine's load averages when the counted load started."""
 
@@ -73,7 +79,13 @@ def analyze_body() -> bytes:
 
 
 def measure(
-    url: str, *, concurrency: int = 64, seconds: float = 10.0, warmup: float = 1.0, body: bytes | None = None
+    url: str,
+    *,
+    concurrency: int = 64,
+    seconds: float = 10.0,
+    warmup: float = 1.0,
+    body: bytes | None = None,
+    server_pid: int | None = None,
 ) -> AnalyzeLoadResult:
     """Load ``url``'s ``/ai/analyze`` from ``concurrency`` connections for ``warmup`` + ``seconds`` s."""
     parsed = httpx.URL(url)
@@ -87,11 +99,18 @@ def measure(
         f"POST /ai/analyze HTTP/1.1\r\nHost: {parsed.host}:{port}\r\nContent-Type: application/json\r\n"
         f"Content-Length: {len(payload)}\r\n\r\n"
     ).encode() + payload
-    return asyncio.run(_load(url, parsed.host, port, request, concurrency, seconds, warmup))
+    return asyncio.run(_load(url, parsed.host, port, request, concurrency, seconds, warmup, server_pid))
 
 
 async def _load(
-    url: str, host: str, port: int, request: bytes, concurrency: int, seconds: float, warmup: float
+    url: str,
+    host: str,
+    port: int,
+    request: bytes,
+    concurrency: int,
+    seconds: float,
+    warmup: float,
+    server_pid: int | None,
 ) -> AnalyzeLoadResult:
     started = time.perf_counter()
     counting_from = started + warmup
@@ -113,9 +132,19 @@ async def _load(
         finally:
             writer.close()
 
+    async def cpu_at_start() -> None:
+        await asyncio.sleep(max(0.0, counting_from - time.perf_counter()))
+        cpu.extend([time.process_time(), _tree_cpu_seconds(server_pid)])
+
+    async def cpu_at_end() -> None:
+        await asyncio.sleep(max(0.0, end - time.perf_counter()))
+        cpu.extend([time.process_time(), _tree_cpu_seconds(server_pid)])
+
+    cpu: list[float | None] = []
     load_average = os.getloadavg() if hasattr(os, "getloadavg") else None
-    await asyncio.gather(*(connection() for _ in range(concurrency)))
+    await asyncio.gather(cpu_at_start(), cpu_at_end(), *(connection() for _ in range(concurrency)))
     counted = len(latencies)
+    client_start, server_start, client_end, server_end = cpu
     return AnalyzeLoadResult(
         url=url,
         concurrency=concurrency,
@@ -125,7 +154,36 @@ async def _load(
         req_per_s=round(counted / seconds, 1),
         latency=LatencySummary.of(latencies),
         load_average=None if load_average is None else _rounded(load_average),
+        server_cpu_ms=_per_request(server_start, server_end, counted),
+        client_cpu_ms=_per_request(client_start, client_end, counted),
     )
+
+
+def _per_request(start: float | None, end: float | None, requests: int) -> float | None:
+    if start is None or end is None or requests == 0:
+        return None
+    return round((end - start) * 1000 / requests, 3)
+
+
+def _tree_cpu_seconds(pid: int | None) -> float | None:
+    """User + system CPU seconds of process ``pid`` and its descendants (Linux ``/proc``); ``None`` if
+    unknown. Only the live processes count: a child that exited meanwhile takes its time with it."""
+    if pid is None:
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+    total, pending = 0.0, [pid]
+    try:
+        while pending:
+            current = pending.pop()
+            with open(f"/proc/{current}/stat", encoding="ascii") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime (fields 14 and 15)
+            for task in os.listdir(f"/proc/{current}/task"):
+                with open(f"/proc/{current}/task/{task}/children", encoding="ascii") as children:
+                    pending.extend(int(child) for child in children.read().split())
+    except (OSError, ValueError, IndexError):
+        return None
+    return total
 
 
 async def _read_response(reader: asyncio.StreamReader) -> int:
@@ -160,7 +218,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         with Fleet(serve_command(ServeOptions(), workers=args.workers), 1) as fleet:
             result = measure(
-                fleet.urls[0], concurrency=args.concurrency, seconds=args.seconds, warmup=args.warmup
+                fleet.urls[0],
+                concurrency=args.concurrency,
+                seconds=args.seconds,
+                warmup=args.warmup,
+                server_pid=fleet.pid(0),
             )
         result.workers = args.workers
     print(json.dumps(result.model_dump(mode="json"), indent=2))

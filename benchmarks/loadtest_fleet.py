@@ -224,6 +224,11 @@ class Fleet:
             raise RuntimeError(f"server {index} is running: kill it before restarting it")
         self._launch(index)
 
+    def pid(self, index: int) -> int | None:
+        """The process id of server ``index``, ``None`` while it is down."""
+        process = self._processes[index]
+        return None if process is None else process.pid
+
     def running(self, index: int) -> bool:
         """Whether server ``index`` has a live process."""
         process = self._processes[index]

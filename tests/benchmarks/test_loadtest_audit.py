@@ -1,4 +1,4 @@
-"""The load test's audit: each kind of damage to a conversation's memory is counted, a clean run counts none."""
+"""The load test's audit: each kind of damage to a conversation's memory counts, a clean run counts none."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``erp-ai loadtest``: the command starts real ``erp-ai serve`` processes, prints JSON, writes the README block.
+"""``erp-ai loadtest``: it starts real ``erp-ai serve`` processes, prints JSON, writes the README block.
 
 The command is registered on a bare typer app here, as :mod:`benchmarks.cli` registers it on ``erp-ai``.
 """
@@ -63,7 +63,9 @@ def test_loadtest_runs_real_servers_prints_json_and_writes_the_readme_block(
         (["--db-url", "nosuchdb://x"], "Error"),
     ],
 )
-def test_loadtest_refuses_bad_options_with_exit_code_2(app: typer.Typer, args: list[str], message: str) -> None:
+def test_loadtest_refuses_bad_options_with_exit_code_2(
+    app: typer.Typer, args: list[str], message: str
+) -> None:
     result = CliRunner().invoke(app, ["loadtest", "--no-progress", *args])
     assert result.exit_code == 2
     assert message in result.output
@@ -71,11 +73,10 @@ def test_loadtest_refuses_bad_options_with_exit_code_2(app: typer.Typer, args: l
 
 def result(servers: int, killed: bool, *, lost: int = 0, backend: str = "sqlite") -> LoadtestResult:
     failed = {"provider": 2} if killed else {}
-    events = (
-        [FleetEvent(at_s=2.0, kind="killed", server=servers - 1), FleetEvent(at_s=3.5, kind="healthy", server=0)]
-        if killed
-        else []
-    )
+    events = [
+        FleetEvent(at_s=2.0, kind="killed", server=servers - 1),
+        FleetEvent(at_s=3.5, kind="healthy", server=servers - 1),
+    ]
     return LoadtestResult(
         servers=servers,
         conversations=24,
@@ -96,7 +97,7 @@ def result(servers: int, killed: bool, *, lost: int = 0, backend: str = "sqlite"
             failed_by_kind=failed,
             lost=lost,
         ),
-        events=events,
+        events=events if killed else [],
         load_average=(0.4, 0.5, 0.6),
         cpus=2,
     )
