@@ -509,6 +509,7 @@ class _Turn:
             model_calls=usage.model_calls,
             input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens,
+            cached_input_tokens=usage.cached_input_tokens,
             model_ms=usage.model_ms,
             simulated_model_ms=usage.simulated_model_ms,
             first_answer_ms=self.first_answer_ms,

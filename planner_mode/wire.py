@@ -79,6 +79,9 @@ class CallUsage(BaseModel):
     model_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_input_tokens: int = 0
+    """The part of :attr:`input_tokens` the provider served from its prompt (prefix) cache (0 when it does not
+    say, and from servers that predate the field)."""
     model_ms: float = 0.0
     """Measured wall time inside the model."""
     simulated_model_ms: float | None = None
@@ -92,12 +95,16 @@ class CallUsage(BaseModel):
 
     @classmethod
     def from_tracker(cls, tracker: _UsageSource) -> CallUsage:
-        """Snapshot a ``UsageTracker``; the simulated token times are those of its last finished call."""
+        """Snapshot a ``UsageTracker``; the simulated token times are those of its last finished call.
+
+        ``cached_input_tokens`` is read when the source has it (0 otherwise)."""
         last = tracker.simulated_calls[-1] if tracker.simulated_calls else None
         return cls(
             model_calls=tracker.calls,
             input_tokens=tracker.input_tokens,
             output_tokens=tracker.output_tokens,
+            # Optional in the protocol: a tracker-like source that predates the count reports none.
+            cached_input_tokens=int(getattr(tracker, "cached_input_tokens", 0)),
             model_ms=tracker.model_ms,
             simulated_model_ms=tracker.simulated_model_ms,
             simulated_first_token_ms=last.first_token_ms if last else None,
@@ -120,6 +127,7 @@ class CallUsage(BaseModel):
                 model_calls=result.model_calls + usage.model_calls,
                 input_tokens=result.input_tokens + usage.input_tokens,
                 output_tokens=result.output_tokens + usage.output_tokens,
+                cached_input_tokens=result.cached_input_tokens + usage.cached_input_tokens,
                 model_ms=result.model_ms + usage.model_ms,
                 simulated_model_ms=simulated,
             )

@@ -3,9 +3,11 @@
 One :func:`langchain.agents.create_agent` graph is compiled per caller, over the registry's LangChain tools
 bound to the ERP, and reused for every turn. Each turn:
 
-1. builds the turn's input from the ERP-owned memory: ``windowed`` renders the bounded context (memories,
-   state, last exchange, today) into the system prompt; ``full_history`` replays every stored message and puts
-   only today's date in the system prompt;
+1. builds the turn's input from the ERP-owned memory, stable part first so that a provider's prompt (prefix)
+   cache can reuse it (:mod:`toolcalling_mode.prompts`): the system prompt holds the instructions, the same
+   every turn; ``windowed`` renders the bounded context (memories, state, last exchange, today) into the
+   turn's human message, before the question; ``full_history`` appends today's date (which changes once a
+   day) to the system prompt and replays every stored message after it, then the question;
 2. runs the agent inside the turn's parent LangChain run (:mod:`shared.tracing`), with one
    :class:`~shared.llm.usage.UsageTracker` as callback, a model-call limit (``ModelCallLimitMiddleware``) and
    a recursion limit;
@@ -94,7 +96,7 @@ from toolcalling_mode.history import (
     tool_result_metadata,
 )
 from toolcalling_mode.limits import ToolCallingLimits
-from toolcalling_mode.prompts import system_prompt
+from toolcalling_mode.prompts import system_prompt, turn_message
 
 if TYPE_CHECKING:
     from shared.erp.database import Erp
@@ -184,10 +186,10 @@ class ToolCallingEngine:
 
         Args:
             registry: The operations offered as tools (``registry.langchain_tools(erp, caller=...)``).
-            erp: The ERP the tools run against; its ``today`` goes into every system prompt.
+            erp: The ERP the tools run against; its ``today`` goes into every turn's prompt.
             store: The conversation memory (same tables as planner mode).
             model: Any LangChain chat model that supports ``bind_tools``.
-            policy: ``windowed`` (bounded context in the system prompt) or ``full_history`` (replay all).
+            policy: ``windowed`` (bounded context before the question) or ``full_history`` (replay all).
             structured: Ask for a structured final :class:`Answer` (``respuesta``, ``memoria``, ``estado``).
             limits: Model-call and recursion limits per turn.
             structured_strategy: ``auto`` lets LangChain pick ``ProviderStrategy`` when the model's
@@ -387,7 +389,7 @@ class ToolCallingEngine:
             check_turn_input(turn.conversation_id, turn.message)
             self._store.check_access(turn.conversation_id, turn.caller.user_id)
             # record_turn creates an unknown conversation in the turn's own transaction: one write per turn.
-            system_message, prior, stored_state = self._turn_input(turn.conversation_id)
+            system_message, prior, human, stored_state = self._turn_input(turn.conversation_id, turn.message)
         except ConversationAccessDenied:
             raise
         except ErpAiError as exc:  # InputError or StorageError: refused before any model call
@@ -395,7 +397,7 @@ class ToolCallingEngine:
             return self._result(
                 turn, _AgentRun(messages=[]), user_message(kind, exc), errors=[str(exc)], failure=kind
             )
-        inputs = [*prior, HumanMessage(content=turn.message)]
+        inputs = [*prior, HumanMessage(content=human)]
         for message in inputs:
             message.id = message.id or f"in-{uuid.uuid4().hex}"
         return _Prepared(
@@ -405,20 +407,21 @@ class ToolCallingEngine:
             stored_state=stored_state,
         )
 
-    def _turn_input(self, conversation_id: str) -> tuple[SystemMessage, list[BaseMessage], VersionedState]:
-        """The system message, the replayed messages for this turn's policy, and the stored state."""
-        state: VersionedState
+    def _turn_input(
+        self, conversation_id: str, message: str
+    ) -> tuple[SystemMessage, list[BaseMessage], str, VersionedState]:
+        """The system message, the replayed messages, the text of the turn's human message (for this turn's
+        policy; the store records ``message`` itself) and the stored state."""
         if self.policy == "windowed":
             context = self._store.build_context(conversation_id, self._erp.today)
-            prior: list[BaseMessage] = []
             state = VersionedState(context.estado, version=context.version)
-        else:
-            context = ConversationContext(hoy=self._erp.today)
-            # The state (and its version) first: the version is never newer than the messages replayed.
-            state = self._store.get_state(conversation_id)
-            prior = to_langchain_messages(self._store.history(conversation_id))
-        text = system_prompt(render_context(context), structured=self.structured)
-        return SystemMessage(content=text), prior, state
+            system = system_prompt(structured=self.structured)
+            return SystemMessage(content=system), [], turn_message(message, render_context(context)), state
+        # The state (and its version) first: the version is never newer than the messages replayed.
+        state = self._store.get_state(conversation_id)
+        prior = to_langchain_messages(self._store.history(conversation_id))
+        today = render_context(ConversationContext(hoy=self._erp.today))
+        return SystemMessage(content=system_prompt(today, structured=self.structured)), prior, message, state
 
     # -- running -------------------------------------------------------------------------------------------
 
@@ -577,6 +580,7 @@ class ToolCallingEngine:
             model_calls=tracker.calls,
             input_tokens=tracker.input_tokens,
             output_tokens=tracker.output_tokens,
+            cached_input_tokens=tracker.cached_input_tokens,
             model_ms=tracker.model_ms,
             simulated_model_ms=tracker.simulated_model_ms,
             first_answer_ms=turn.first_answer_ms,

@@ -2,9 +2,13 @@
 
 The templates (``plan_system.md``, ``answer_system.md``) are loaded with :mod:`importlib.resources`; the only
 placeholders are ``{{hoy}}`` and ``{{catalogo}}``, replaced literally (JSON braces in the templates stay as
-they are). Today's date travels in the human message's context, so the system prompts are the same every day
-(a stable prefix a provider can cache). The human messages follow the conventions the offline model reads
-(see ``docs/design.md``).
+they are). The human messages follow the conventions the offline model reads (see ``docs/design.md``).
+
+**Stable first, per-turn last**, so that a provider's prompt (prefix) cache reuses as much as it can: each
+call is a system message that is the same for every turn, conversation and day (the instructions, and for
+call 1 the caller's catalog; today's date travels in the context), then one human message ordered from the
+least to the most changing part: the context (today's date first, then state, memory, last exchange), then
+the question, then (call 2) the results.
 
 The templates' examples use invented operations and values, never the suite's questions, the seeded ERP's
 names or a value the benchmark expects (``tests/test_prompt_leakage.py``).
@@ -88,7 +92,7 @@ def plan_messages(
 def answer_messages(
     question: str, results: Sequence[OperationOutcome], context: ConversationContext
 ) -> list[BaseMessage]:
-    """Call 2: the answer system prompt and ``Pregunta:``, the context and ``Resultados:`` + a JSON array.
+    """Call 2: the answer system prompt, then the context, ``Pregunta:`` and ``Resultados:`` + a JSON array.
 
     The context is today's date, the state and the memory, without the last exchange: that was for call 1,
     to resolve what the question refers to, and the plan has done it (the article's call 2 reads the question
@@ -99,5 +103,5 @@ def answer_messages(
     items = [json.dumps(r.for_prompt(), ensure_ascii=False, default=str) for r in results]
     results_json = "[\n" + ",\n".join(items) + "\n]" if items else "[]"
     known = render_context(context.model_copy(update={"ultimos_intercambios": []}))
-    human = f"Pregunta: {question}\n\n{known}\n\nResultados:\n{results_json}"
+    human = f"{known}\n\nPregunta: {question}\n\nResultados:\n{results_json}"
     return [SystemMessage(content=system), HumanMessage(content=human)]

@@ -99,6 +99,20 @@ def test_system_prompts_are_the_same_every_day(toy_registry: OperationRegistry) 
     assert answer_messages("Hola", [], CONTEXT)[0] == answer_messages("Hola", [], later)[0]
 
 
+def test_each_human_message_goes_from_the_least_to_the_most_changing_part(
+    toy_registry: OperationRegistry,
+) -> None:
+    """After the stable system message: the context (the date first), then the question, then the results,
+    so that a prefix cache can reuse as much of the prompt as turns share."""
+    _, plan_human = plan_messages("¿Y cuánto compró?", CONTEXT, toy_registry.catalog(DEMO_CALLER))
+    plan = str(plan_human.content)
+    assert plan.index("Fecha de hoy:") == 0 < plan.index("Estado de") < plan.index("Nueva pregunta:")
+    _, answer_human = answer_messages("¿Y cuánto compró?", [], CONTEXT)
+    answer = str(answer_human.content)
+    assert answer.index("Fecha de hoy:") == 0 < answer.index("Memoria relevante:")
+    assert answer.index("Memoria relevante:") < answer.index("Pregunta:") < answer.index("Resultados:")
+
+
 def test_the_answer_call_reads_state_and_memory_but_not_the_last_exchange() -> None:
     """Call 1 resolved what the question refers to; call 2 phrases the results (article §8)."""
     _, human = answer_messages("¿Y cuánto compró?", [], CONTEXT)
@@ -141,8 +155,6 @@ Reglas:
    una preferencia del usuario), con "importancia" entre 0 y 1.\
 """)
     assert human.content == snapshot("""\
-Pregunta: ¿Y cuánto compró?
-
 Fecha de hoy: 2026-11-30
 Estado de la conversación:
 - tema: ventas
@@ -150,6 +162,8 @@ Estado de la conversación:
 - cliente_actual: Empresa ABC
 Memoria relevante:
 - El mejor cliente de 2025 fue Empresa ABC.
+
+Pregunta: ¿Y cuánto compró?
 
 Resultados:
 [

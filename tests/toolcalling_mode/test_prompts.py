@@ -1,20 +1,30 @@
-"""The tool-calling system prompt: what the model sees around the rendered context."""
+"""The tool-calling prompts: stable instructions first, what the turn adds after them."""
 
 from __future__ import annotations
 
 from importlib import resources
 
-from toolcalling_mode.prompts import system_prompt
+from toolcalling_mode.prompts import system_prompt, turn_message
 
 CONTEXT = "Fecha de hoy: 2026-11-30\nEstado de la conversación:\n- anio: 2025"
 
 
-def test_system_prompt_embeds_the_rendered_context_verbatim() -> None:
-    prompt = system_prompt(CONTEXT)
+def test_the_system_prompt_is_only_instructions_the_same_every_turn() -> None:
+    prompt = system_prompt()
 
     assert prompt.startswith("Eres el asistente de ventas de un ERP.")
-    assert prompt.endswith(CONTEXT)
     assert "herramientas" in prompt
+    assert "Fecha de hoy" not in prompt and "$" not in prompt
+
+
+def test_a_windowed_turn_puts_the_context_before_the_question_as_the_planner_does() -> None:
+    assert turn_message("¿Y cuánto compró?", CONTEXT) == f"{CONTEXT}\n\nNueva pregunta:\n¿Y cuánto compró?"
+
+
+def test_full_history_appends_todays_date_after_every_instruction() -> None:
+    for structured in (False, True):
+        prompt = system_prompt("Fecha de hoy: 2026-11-30", structured=structured)
+        assert prompt == f"{system_prompt(structured=structured)}\n\nFecha de hoy: 2026-11-30"
 
 
 def test_system_prompt_avoids_the_words_that_mark_planner_requests() -> None:
@@ -25,8 +35,8 @@ def test_system_prompt_avoids_the_words_that_mark_planner_requests() -> None:
 
 
 def test_structured_prompt_adds_the_final_answer_instructions() -> None:
-    plain = system_prompt(CONTEXT)
-    structured = system_prompt(CONTEXT, structured=True)
+    plain = system_prompt()
+    structured = system_prompt(structured=True)
 
     assert structured.startswith(plain)
     assert "formato estructurado" in structured
@@ -37,6 +47,7 @@ def test_context_with_dollar_signs_and_braces_is_not_interpreted() -> None:
     context = "Fecha de hoy: 2026-11-30\nMemoria relevante:\n- costo $5 {x}"
 
     assert system_prompt(context).endswith(context)
+    assert turn_message("¿$1 {y}?", context) == f"{context}\n\nNueva pregunta:\n¿$1 {{y}}?"
 
 
 def planner_instructions() -> str:
@@ -64,7 +75,7 @@ SAME_GUIDANCE = (
 
 
 def test_both_modes_get_the_same_guidance_and_the_same_invented_example() -> None:
-    tool_calling = " ".join(system_prompt(CONTEXT).split())  # line breaks do not matter
+    tool_calling = " ".join(system_prompt().split())  # line breaks do not matter
     planner = " ".join(planner_instructions().split())
     missing = {
         "tool calling": [text for text in SAME_GUIDANCE if text not in tool_calling],

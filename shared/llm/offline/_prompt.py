@@ -165,15 +165,21 @@ def read_prompt(messages: list[BaseMessage]) -> PromptView:
 
 
 def extract_question(text: str) -> str:
-    """The question inside a human message (after ``Nueva pregunta:`` / ``Pregunta:``), else all of it."""
+    """The question inside a human message (after ``Nueva pregunta:`` / ``Pregunta:``), else all of it.
+
+    An answer request (call 2) puts the context first, then ``Pregunta:``, then ``Resultados:``: the question
+    is the last ``Pregunta:`` line before the results, so a context item that happens to contain such a line
+    (a remembered text with a line break) is not read as the question.
+    """
     marker = text.rfind("Nueva pregunta:")
     if marker >= 0:
         rest = text[marker + len("Nueva pregunta:") :].strip()
         rest = re.sub(r"^Usuario:\s*", "", rest)
         return rest.split("\n\n")[0].strip()
-    lines = text.splitlines()
-    for index, line in enumerate(lines):
-        match = re.match(r"\s*Pregunta:\s*(.*)$", line)
+    results = text.rfind("Resultados:")
+    lines = (text[:results] if results >= 0 else text).splitlines()
+    for index in reversed(range(len(lines))):
+        match = re.match(r"\s*Pregunta:\s*(.*)$", lines[index])
         if match:
             if match.group(1).strip():
                 return match.group(1).strip()
