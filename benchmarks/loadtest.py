@@ -206,6 +206,11 @@ class LoadtestResult(BaseModel):
     not_started: int = 0
     """Turns never sent because ``max_seconds`` had passed."""
     latency: LatencySummary
+    ai_latency: LatencySummary = Field(default_factory=LatencySummary)
+    """The turns' time in their AI calls (both requests to the servers, queueing there included)."""
+    erp_latency: LatencySummary = Field(default_factory=LatencySummary)
+    """The turns' time on the ERP side (context, plan checks, operations, recording): when it dominates,
+    more AI servers cannot make turns faster."""
     audit: Audit
     events: list[FleetEvent] = Field(default_factory=list)
     sample_errors: list[str] = Field(default_factory=list)
@@ -290,6 +295,8 @@ def run_loadtest(
         turns_per_s=round(recorded / elapsed, 1) if elapsed > 0 else 0.0,
         not_started=config.total_turns - len(outcomes),
         latency=LatencySummary.of([outcome.latency_ms for outcome in outcomes]),
+        ai_latency=LatencySummary.of([outcome.model_ms for outcome in outcomes]),
+        erp_latency=LatencySummary.of([outcome.harness_ms for outcome in outcomes]),
         audit=audit,
         events=run.events,
         sample_errors=run.sample_errors,
@@ -320,7 +327,13 @@ class _Load:
         self._killing = False
 
     async def drive(self, erp: Erp, store: MemoryStore, caller: Caller) -> tuple[list[TurnOutcome], float]:
-        """Run every conversation (and the kill); return the outcomes and the load's wall time."""
+        """Run every conversation (and the kill); return the outcomes and the load's wall time.
+
+        The load runs under the AI server's collector settings (:func:`planner_mode.server.serving_gc`): this
+        process is a server too (the ERP side of every turn), and full collections of its large heap would
+        otherwise pause every turn in flight and show up in the latencies as if the fleet were slow.
+        """
+        from planner_mode.server import serving_gc
         from shared.operations.sales import sales_registry
 
         client = HttpAIClient(
@@ -330,17 +343,18 @@ class _Load:
         )
         engine = PlannerEngine(sales_registry(), erp, store, client)
         self._kill_due = asyncio.Event()
-        self._started = time.perf_counter()
-        killer = asyncio.create_task(self._kill_and_restart()) if self.config.kills else None
-        try:
-            await asyncio.gather(
-                *(self._conversation(engine, caller, index) for index in range(self.config.conversations))
-            )
-            elapsed = time.perf_counter() - self._started
-        finally:
-            if killer is not None:
-                await self._settle(killer)
-            await client.aclose()
+        async with serving_gc():
+            self._started = time.perf_counter()
+            killer = asyncio.create_task(self._kill_and_restart()) if self.config.kills else None
+            try:
+                await asyncio.gather(
+                    *(self._conversation(engine, caller, index) for index in range(self.config.conversations))
+                )
+                elapsed = time.perf_counter() - self._started
+            finally:
+                if killer is not None:
+                    await self._settle(killer)
+                await client.aclose()
         return self.outcomes, elapsed
 
     async def _conversation(self, engine: PlannerEngine, caller: Caller, index: int) -> None:
@@ -388,6 +402,8 @@ class _Load:
             state=dict(result.state),
             started_s=round(offset, 4),
             latency_ms=(time.perf_counter() - started) * 1000,
+            model_ms=result.model_ms,
+            harness_ms=result.harness_ms,
         )
 
     def _report(self, event: FleetEvent | None = None) -> None:

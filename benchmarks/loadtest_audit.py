@@ -60,6 +60,10 @@ class TurnOutcome(BaseModel):
     """When the turn started, in seconds from the start of the load."""
     latency_ms: float = 0.0
     """Wall time of the whole turn, as its caller saw it."""
+    model_ms: float = 0.0
+    """The part spent in the AI calls (``TurnResult.model_ms``: the server requests, queueing included)."""
+    harness_ms: float = 0.0
+    """The rest, on the ERP side (``TurnResult.harness_ms``: context, plan checks, operations, recording)."""
 
 
 class Audit(BaseModel):

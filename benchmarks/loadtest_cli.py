@@ -29,6 +29,7 @@ from benchmarks.loadtest import (
     MAX_SECONDS,
     MAX_SERVERS,
     QUESTIONS,
+    LatencySummary,
     LoadProgress,
     LoadtestConfig,
     LoadtestResult,
@@ -266,6 +267,10 @@ def _progress(enabled: bool) -> Iterator[Progress]:
         yield bar
 
 
+def _percentiles(latency: LatencySummary) -> str:
+    return f"{latency.p50_ms:.0f} / {latency.p95_ms:.0f} / {latency.p99_ms:.0f} ms"
+
+
 def _print_result(result: LoadtestResult) -> None:
     audit = result.audit
     title = (
@@ -289,10 +294,9 @@ def _print_result(result: LoadtestResult) -> None:
         ("conversations with inconsistent state", str(audit.inconsistent_conversations)),
         ("turns planned on stale state", str(audit.stale_turns)),
         ("throughput", f"{result.turns_per_s:.1f} recorded turns/s over {result.elapsed_s:.2f} s"),
-        (
-            "turn latency p50 / p95 / p99",
-            f"{result.latency.p50_ms:.0f} / {result.latency.p95_ms:.0f} / {result.latency.p99_ms:.0f} ms",
-        ),
+        ("turn latency p50 / p95 / p99", _percentiles(result.latency)),
+        ("  of which AI calls", _percentiles(result.ai_latency)),
+        ("  of which ERP side", _percentiles(result.erp_latency)),
     ]
     if result.not_started:
         rows.append(("turns not sent (time bound)", str(result.not_started)))

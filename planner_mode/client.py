@@ -11,6 +11,8 @@ so the engine's per-turn counts include failed calls.
 from __future__ import annotations
 
 import asyncio
+import functools
+import ssl
 import threading
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
@@ -274,6 +276,13 @@ def _server_url(url: str) -> str:
     return url.rstrip("/")
 
 
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """httpx's default verifying TLS context, made once per process: loading the CA bundle costs tens of
+    milliseconds, which every client (and every event loop's async client) paid again."""
+    return httpx.create_ssl_context()
+
+
 _CONNECTION_FAILURES = (httpx.ConnectError, httpx.ConnectTimeout)
 """Nothing reached a server: the only failures retried (on the next URL)."""
 
@@ -445,7 +454,9 @@ class HttpAIClient:
         self.retries = retries
         self.timeout = httpx.Timeout(timeout, connect=min(connect_timeout, timeout))
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._http = httpx.Client(timeout=self.timeout, headers=self._headers, transport=transport)
+        self._http = httpx.Client(
+            timeout=self.timeout, headers=self._headers, transport=transport, verify=_tls_context()
+        )
         self._async_transport = transport if isinstance(transport, httpx.AsyncBaseTransport) else None
         self._lock = threading.Lock()
         self._next = 0
@@ -495,7 +506,10 @@ class HttpAIClient:
             if entry is not None:
                 return entry[0]
             http = httpx.AsyncClient(
-                timeout=self.timeout, headers=self._headers, transport=self._async_transport
+                timeout=self.timeout,
+                headers=self._headers,
+                transport=self._async_transport,
+                verify=_tls_context(),
             )
             keeper = _close_when_loop_ends(http, lambda: self._forget(loop))
             self._async[loop] = (http, keeper)
