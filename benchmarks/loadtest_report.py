@@ -32,11 +32,10 @@ HEADERS = [
     "failed (kind)",
     "lost",
     "duplicated",
-    "half-recorded",
-    "inconsistent",
+    "half-recorded / inconsistent",
     "turns/s",
-    "p50 ms",
-    "p99 ms",
+    "turn p50 / p99 ms",
+    "AI calls / ERP side p50 ms",
 ]
 
 
@@ -58,28 +57,30 @@ def _failed(result: LoadtestResult) -> str:
     return f"{result.audit.failed} (" + ", ".join(f"{kind} {count}" for kind, count in kinds.items()) + ")"
 
 
+def _row(result: LoadtestResult) -> list[str]:
+    audit = result.audit
+    database = result.backend
+    if result.memory_backend != result.backend:
+        database += f" + {result.memory_backend} memory"
+    return [
+        str(result.servers),
+        database,
+        _killed(result),
+        str(audit.attempted),
+        str(audit.recorded),
+        _failed(result),
+        str(audit.lost),
+        str(audit.duplicated),
+        f"{audit.half_recorded + audit.phantom} / {audit.inconsistent_conversations}",
+        f"{result.turns_per_s:.1f}",
+        f"{result.latency.p50_ms:.0f} / {result.latency.p99_ms:.0f}",
+        f"{result.ai_latency.p50_ms:.0f} / {result.erp_latency.p50_ms:.0f}",
+    ]
+
+
 def scaling_rows(results: Sequence[LoadtestResult]) -> list[list[str]]:
     """One table row per run, in the order given."""
-    return [
-        [
-            str(result.servers),
-            result.backend
-            if result.memory_backend == result.backend
-            else f"{result.backend} + {result.memory_backend} memory",
-            _killed(result),
-            str(result.audit.attempted),
-            str(result.audit.recorded),
-            _failed(result),
-            str(result.audit.lost),
-            str(result.audit.duplicated),
-            str(result.audit.half_recorded + result.audit.phantom),
-            str(result.audit.inconsistent_conversations),
-            f"{result.turns_per_s:.1f}",
-            f"{result.latency.p50_ms:.0f}",
-            f"{result.latency.p99_ms:.0f}",
-        ]
-        for result in results
-    ]
+    return [_row(result) for result in results]
 
 
 def _source(results: Sequence[LoadtestResult]) -> str:
@@ -133,6 +134,12 @@ def _findings(results: Sequence[LoadtestResult]) -> list[str]:
             + (f", every one with kind {', '.join(sorted(kinds))}" if kinds else "")
             + ": requests that could not connect were retried on another server, requests the dying server "
             "was answering failed and left their conversation untouched."
+        )
+    if all(result.erp_latency.p50_ms > result.ai_latency.p50_ms for result in results):
+        lines.append(
+            "In every run a turn spent longer on the ERP side (reading the context, running the operations' "
+            "SQL, recording) than in its two AI calls: the ERP process, not the AI servers, set the pace, "
+            "so more AI servers on the same cores could not make turns faster."
         )
     return lines
 

@@ -51,7 +51,7 @@ def test_loadtest_runs_real_servers_prints_json_and_writes_the_readme_block(
     assert (body["servers"], body["backend"], body["provider"]) == (1, "sqlite", "offline")
     text = readme.read_text()
     assert text.startswith("# Demo\n\n## Scaling out\n\n<!-- BENCH-FIGURES:scaling-out:START")
-    assert "| 1 | sqlite | no | 4 | 4 | 0 | 0 | 0 | 0 | 0 |" in text
+    assert "| 1 | sqlite | no | 4 | 4 | 0 | 0 | 0 | 0 / 0 |" in text
     assert text.endswith(f"{end_marker(BLOCK)}\n\nEnd.\n")
 
 
@@ -107,7 +107,7 @@ def test_the_scaling_block_has_one_row_per_run_and_says_how_it_was_measured(tmp_
     runs = [result(1, False), result(3, True, backend="postgresql")]
     block = scaling_block(runs)
     assert block.startswith(start_marker(BLOCK, "erp-ai loadtest --matrix … --readme README.md"))
-    assert "| 1 | sqlite | no | 120 | 120 | 0 | 0 | 0 | 0 | 0 | 29.5 | 700 | 1300 |" in block
+    assert "| 1 | sqlite | no | 120 | 120 | 0 | 0 | 0 | 0 / 0 | 29.5 | 700 / 1300 | 0 / 0 |" in block
     assert "| 3 | postgresql | at 2.0 s, back at 3.5 s | 120 | 118 | 2 (provider 2) | 0 | 0 |" in block
     assert "load average 0.4–0.4" in block
     assert "All 2 runs pass the audit" in block
