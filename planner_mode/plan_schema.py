@@ -26,8 +26,8 @@ constrains call 1 to (Ollama ``format``, OpenAI-compatible ``response_format``, 
 Choices, each for a provider or a token budget:
 
 - **A union in ``anyOf``, never ``oneOf``**, and never at the top level: OpenAI's structured outputs refuse
-  a root ``anyOf`` and do not take ``oneOf``; Gemini reads ``oneOf`` as ``anyOf``; llama.cpp (and so Ollama,
-  which uses its grammar converter) takes either. The branches are told apart by ``funcion``.
+  a root ``anyOf`` and list no ``oneOf``; Gemini's JSON-schema subset lists ``anyOf``; llama.cpp (and so
+  Ollama, which uses its grammar converter) takes either. The branches are told apart by ``funcion``.
 - **``funcion`` as a one-value ``enum``**, not ``const``: an ``enum`` of strings is in every provider's
   subset (Gemini's JSON-schema subset does not list ``const``).
 - **A ``$ref`` value is "an object of strings"** (``$defs.ref``), each parameter's alternative to its own
