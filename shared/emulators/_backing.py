@@ -1,6 +1,6 @@
 """Calls the LangChain chat model that stands behind an emulator.
 
-Both protocols reduce a request to a :class:`BackingRequest` (LangChain messages, OpenAI-style tool dicts,
+Each protocol reduces a request to a :class:`BackingRequest` (LangChain messages, OpenAI-style tool dicts,
 an optional JSON schema or JSON mode), then :func:`shape_reply` applies a reply fault and the request's
 output cap to the :class:`BackingReply`, which the protocol turns back into wire JSON.
 """
@@ -55,6 +55,8 @@ class BackingReply:
     tool_calls: list[BackingToolCall]
     input_tokens: int
     output_tokens: int
+    cached_tokens: int = 0
+    """The part of ``input_tokens`` the backing model served from its prompt cache (``cache_read``)."""
     simulated_ms: float | None = None
     """``response_metadata["simulated_latency_ms"]`` when the model reported one."""
     cut: bool = False
@@ -67,6 +69,7 @@ class _UsageCapture(BaseCallbackHandler):
     def __init__(self) -> None:
         self.input_tokens = 0
         self.output_tokens = 0
+        self.cached_tokens = 0
         self.seen_usage = False
         self.simulated_ms: float | None = None
 
@@ -82,6 +85,8 @@ class _UsageCapture(BaseCallbackHandler):
                     self.seen_usage = True
                     self.input_tokens += message.usage_metadata["input_tokens"]
                     self.output_tokens += message.usage_metadata["output_tokens"]
+                    details = message.usage_metadata.get("input_token_details") or {}
+                    self.cached_tokens += int(details.get("cache_read") or 0)
                 simulated = message.response_metadata.get("simulated_latency_ms")
                 if isinstance(simulated, int | float):
                     self.simulated_ms = (self.simulated_ms or 0.0) + float(simulated)
@@ -127,6 +132,7 @@ def call_backing_model(model: BaseChatModel, request: BackingRequest) -> Backing
         tool_calls=tool_calls,
         input_tokens=input_tokens,
         output_tokens=output_tokens,
+        cached_tokens=capture.cached_tokens if capture.seen_usage else 0,
         simulated_ms=capture.simulated_ms,
     )
 
@@ -186,6 +192,7 @@ def shape_reply(
         tool_calls=calls,
         input_tokens=reply.input_tokens,
         output_tokens=output_tokens,
+        cached_tokens=reply.cached_tokens,
         simulated_ms=reply.simulated_ms,
         cut=cut,
     )

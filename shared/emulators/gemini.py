@@ -14,8 +14,9 @@ Wire facts this module follows:
 - ``generationConfig.maxOutputTokens`` caps the output tokens: a longer reply is cut there and ends with
   ``finishReason: "MAX_TOKENS"`` (usage still reported), streaming or not.
 - Replies carry ``candidates[].content.parts`` (``text`` / ``functionCall``), ``finishReason``,
-  ``usageMetadata`` (cumulative in every stream chunk, as the real API does) and ``modelVersion``, which
-  LangChain reports as ``response_metadata["model_name"]``.
+  ``usageMetadata`` (cumulative in every stream chunk, as the real API does; ``cachedContentTokenCount``,
+  the part of ``promptTokenCount`` served from a cache, when there is one: the backing model's
+  ``cache_read``) and ``modelVersion``, which LangChain reports as ``response_metadata["model_name"]``.
 - Every model call needs an API key (``x-goog-api-key`` header or ``?key=``): none gives 403
   ``PERMISSION_DENIED``; a wrong one (when the server was given a key) gives 400 ``INVALID_ARGUMENT``, as the
   real API does. Errors are ``{"error": {"code", "message", "status"}}``.
@@ -27,6 +28,7 @@ import json
 import re
 import uuid
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 from urllib.parse import unquote
 
@@ -343,13 +345,8 @@ class GeminiProtocol:
             max_tokens=config.maxOutputTokens,
         )
         if decision.mode == "schema_invalid" and (backing.json_schema is not None or backing.json_mode):
-            reply = BackingReply(
-                text=schema_invalid_text(reply.text, has_schema=backing.json_schema is not None),
-                tool_calls=[],
-                input_tokens=reply.input_tokens,
-                output_tokens=reply.output_tokens,
-                cut=reply.cut,
-            )
+            text = schema_invalid_text(reply.text, has_schema=backing.json_schema is not None)
+            reply = replace(reply, text=text, tool_calls=[], simulated_ms=None)
         response_id = uuid.uuid4().hex[:22]
         if decision.mode == "malformed_tool_call":
             name = reply.tool_calls[0].name if reply.tool_calls else "ventas_anuales"
@@ -358,7 +355,7 @@ class GeminiProtocol:
                 "finishMessage": f"Malformed function call: {name}({MALFORMED_TOOL_ARGUMENTS}",
                 "index": 0,
             }
-            record = self._response(candidate, reply.input_tokens, 0, model_name, response_id)
+            record = self._response(candidate, reply, model_name, response_id, output_tokens=0)
             return self._stream_reply([record], sse=sse) if stream else JsonReply(200, record)
         cut = decision.mode == "stream_break"
         if not stream:
@@ -370,7 +367,7 @@ class GeminiProtocol:
             }
             return JsonReply(
                 200,
-                self._response(candidate, reply.input_tokens, reply.output_tokens, model_name, response_id),
+                self._response(candidate, reply, model_name, response_id),
                 cut=cut,
             )
         records = self._stream_records(
@@ -428,15 +425,25 @@ class GeminiProtocol:
 
     @staticmethod
     def _response(
-        candidate: dict[str, Any], prompt_tokens: int, output_tokens: int, model_name: str, response_id: str
+        candidate: dict[str, Any],
+        reply: BackingReply,
+        model_name: str,
+        response_id: str,
+        *,
+        output_tokens: int | None = None,
     ) -> dict[str, Any]:
+        """One ``GenerateContentResponse`` with the reply's usage (``output_tokens`` so far, when given)."""
+        written = reply.output_tokens if output_tokens is None else output_tokens
+        usage: dict[str, Any] = {
+            "promptTokenCount": reply.input_tokens,
+            "candidatesTokenCount": written,
+            "totalTokenCount": reply.input_tokens + written,
+        }
+        if reply.cached_tokens:  # the API leaves the field out when nothing came from a cache
+            usage["cachedContentTokenCount"] = reply.cached_tokens
         return {
             "candidates": [candidate],
-            "usageMetadata": {
-                "promptTokenCount": prompt_tokens,
-                "candidatesTokenCount": output_tokens,
-                "totalTokenCount": prompt_tokens + output_tokens,
-            },
+            "usageMetadata": usage,
             "modelVersion": model_name,
             "responseId": response_id,
         }
@@ -453,7 +460,7 @@ class GeminiProtocol:
 
         def text_record(piece: str) -> dict[str, Any]:
             candidate = {"content": {"role": "model", "parts": [{"text": piece}]}, "index": 0}
-            return self._response(candidate, reply.input_tokens, 0, model_name, response_id)
+            return self._response(candidate, reply, model_name, response_id, output_tokens=0)
 
         if broken or cut:
             yield from (text_record(piece) for piece in before_break(pieces))
@@ -470,7 +477,7 @@ class GeminiProtocol:
             "finishReason": _finish_reason(reply),
             "index": 0,
         }
-        yield self._response(candidate, reply.input_tokens, reply.output_tokens, model_name, response_id)
+        yield self._response(candidate, reply, model_name, response_id)
 
     @staticmethod
     def _stream_reply(

@@ -13,7 +13,10 @@ This is the API llama.cpp's server, vLLM, LM Studio and OpenAI itself speak. Wir
   only tool calls) and ``finish_reason``: ``stop``, ``tool_calls``, or ``length`` when the cap cut it, which
   ``ChatOpenAI`` reports as ``response_metadata["finish_reason"]``; the SDK's ``chat.completions.parse``
   (used by ``with_structured_output(method="json_schema")``) raises ``LengthFinishReasonError`` on it.
-  ``usage`` has ``prompt_tokens`` / ``completion_tokens`` / ``total_tokens``.
+  ``usage`` has ``prompt_tokens`` / ``completion_tokens`` / ``total_tokens`` and
+  ``prompt_tokens_details.cached_tokens`` (the prompt tokens served from the server's prompt cache: the
+  backing model's ``cache_read``), which ``ChatOpenAI`` reports as
+  ``usage_metadata["input_token_details"]["cache_read"]``.
 - ``"stream": true`` returns server-sent events of ``chat.completion.chunk`` objects (``delta`` with
   ``role``, ``content`` pieces of a few tokens, ``tool_calls`` with an ``index``: first the id and name with
   empty ``arguments``, then the arguments in pieces), then one with ``finish_reason``, then a usage-only
@@ -29,6 +32,7 @@ import json
 import time
 import uuid
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -37,7 +41,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shared.emulators._backing import (
     MALFORMED_TOOL_ARGUMENTS,
-    BackingReply,
     BackingRequest,
     call_backing_model,
     schema_invalid_text,
@@ -239,13 +242,8 @@ class OpenAIProtocol:
             backing, reply, fault=decision.reply_fault, index=decision.index, max_tokens=chat.output_cap
         )
         if decision.mode == "schema_invalid" and (backing.json_schema is not None or backing.json_mode):
-            reply = BackingReply(
-                text=schema_invalid_text(reply.text, has_schema=backing.json_schema is not None),
-                tool_calls=[],
-                input_tokens=reply.input_tokens,
-                output_tokens=reply.output_tokens,
-                cut=reply.cut,
-            )
+            text = schema_invalid_text(reply.text, has_schema=backing.json_schema is not None)
+            reply = replace(reply, text=text, tool_calls=[], simulated_ms=None)
         completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
         tool_calls = [
             {
@@ -269,6 +267,7 @@ class OpenAIProtocol:
             "prompt_tokens": reply.input_tokens,
             "completion_tokens": reply.output_tokens,
             "total_tokens": reply.input_tokens + reply.output_tokens,
+            "prompt_tokens_details": {"cached_tokens": reply.cached_tokens},
         }
         head = {"id": completion_id, "created": int(time.time()), "model": chat.model}
         cut = decision.mode == "stream_break"
@@ -343,7 +342,7 @@ class OpenAIProtocol:
         text: str,
         tool_calls: list[dict[str, Any]],
         finish: str,
-        usage: dict[str, int] | None,
+        usage: dict[str, Any] | None,
         *,
         broken: bool,
         cut: bool,
