@@ -1,0 +1,83 @@
+"""Tool calling reports the prompt-cache hits of its model calls: the system prompt is the same every turn,
+so what a prefix cache keeps from one turn serves the next.
+
+Driven by the offline model, whose ``cache_read`` models a prefix cache by whole blocks (tools, system
+prompt, messages): see ``shared.llm.offline._cache``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+import pytest
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.outputs import ChatGeneration, LLMResult
+
+from shared.llm.offline import OfflineSalesModel
+from toolcalling_mode import ToolCallingEngine
+
+FIRST = "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?"
+SECOND = "¿Y cuánto compró?"
+
+
+class CallUsages(BaseCallbackHandler):
+    """``(input_tokens, cache_read)`` of every model call, in order."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[int, int]] = []
+
+    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
+        for generations in response.generations:
+            for generation in generations:
+                usage = generation.message.usage_metadata if isinstance(generation, ChatGeneration) else None
+                if usage:
+                    self.calls.append((usage["input_tokens"], usage["input_token_details"]["cache_read"]))
+
+
+def two_turns(engine: ToolCallingEngine) -> tuple[Any, Any, CallUsages, int]:
+    """Both turns, the usage of every call, and how many calls the first turn made."""
+    usages = CallUsages()
+    first = engine.ask("c", FIRST, config={"callbacks": [usages]})
+    calls_in_first = len(usages.calls)
+    second = engine.ask("c", SECOND, config={"callbacks": [usages]})
+    return first, second, usages, calls_in_first
+
+
+@pytest.mark.parametrize("policy", ["windowed", "full_history"])
+def test_the_turn_reports_the_cached_tokens_of_its_calls(
+    registry: Any, erp: Any, memory_store: Any, policy: str
+) -> None:
+    engine = ToolCallingEngine(registry, erp, memory_store, OfflineSalesModel(), policy=policy)
+    first, second, usages, split = two_turns(engine)
+    assert first.cached_input_tokens == sum(cached for _, cached in usages.calls[:split])
+    assert second.cached_input_tokens == sum(cached for _, cached in usages.calls[split:])
+    assert 0 < second.cached_input_tokens < second.input_tokens
+
+
+def test_a_windowed_turn_reuses_the_previous_turns_tools_and_system_prompt(
+    registry: Any, erp: Any, memory_store: Any
+) -> None:
+    engine = ToolCallingEngine(registry, erp, memory_store, OfflineSalesModel())
+    _first, _second, usages, split = two_turns(engine)
+    (step_1_input, step_1_cached), (_, step_2_cached) = usages.calls[:2]
+    assert step_1_cached == 0  # nothing seen yet
+    assert step_2_cached == step_1_input  # the step before is the prefix of this one
+    opening_input, opening_cached = usages.calls[split]
+    assert 0 < opening_cached < opening_input  # tools and instructions, not the new context and question
+    assert opening_cached < step_1_input  # (the context changed, so the first turn's message is not reused)
+
+
+def test_full_history_reuses_the_whole_previous_turn(registry: Any, erp: Any, memory_store: Any) -> None:
+    engine = ToolCallingEngine(registry, erp, memory_store, OfflineSalesModel(), policy="full_history")
+    _first, _second, usages, split = two_turns(engine)
+    last_call_of_first_turn_input, _ = usages.calls[split - 1]
+    opening_input, opening_cached = usages.calls[split]
+    # tools, instructions with today's date, the question, the tool calls and results: all replayed as sent
+    assert opening_cached == last_call_of_first_turn_input < opening_input
+
+
+def test_no_cache_no_cached_tokens(registry: Any, erp: Any, memory_store: Any) -> None:
+    engine = ToolCallingEngine(registry, erp, memory_store, OfflineSalesModel(prompt_cache_size=0))
+    first, second, _usages, _split = two_turns(engine)
+    assert first.cached_input_tokens == second.cached_input_tokens == 0
