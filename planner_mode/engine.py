@@ -170,7 +170,7 @@ class PlannerEngine:
         caller: Caller = DEMO_CALLER,
         *,
         config: RunnableConfig | None = None,
-    ) -> AsyncIterator[TurnEvent]:
+    ) -> AsyncGenerator[TurnEvent, None]:
         """:meth:`aask` as events (:mod:`shared.events`): ``PlanReady`` once call 1 is parsed, one
         ``OperationDone`` per operation as it finishes (each operation of a rejected plan, too), the answer in
         ``AnswerDelta`` events as call 2 writes it (a direct answer of call 1 as one delta), and ``TurnDone``

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from shared.security import DEMO_CALLER, Caller
@@ -55,7 +55,9 @@ class AssistantEngine(Protocol):
         caller: Caller = DEMO_CALLER,
         *,
         config: RunnableConfig | None = None,
-    ) -> AsyncIterator[TurnEvent]:
+    ) -> AsyncGenerator[TurnEvent, None]:
         """The turn as events (:mod:`shared.events`), the answer in deltas as the model writes it; the last
-        event is ``TurnDone``. Raises ``ConversationAccessDenied`` before the first event."""
+        event is ``TurnDone``. Raises ``ConversationAccessDenied`` before the first event. An async
+        generator, so a reader that stops early (a client hung up) can close it (``contextlib.aclosing``):
+        nothing is recorded then."""
         ...
