@@ -125,23 +125,50 @@ def _findings(results: Sequence[LoadtestResult]) -> list[str]:
             f"All {len(results)} runs pass the audit: no message lost or duplicated, no turn half-recorded "
             "or out of order, every conversation's state and version consistent with its stored turns."
         )
-    kinds = {kind for result in results for kind in result.audit.failed_by_kind}
     killed = [result for result in results if result.killed]
     if killed:
-        failed = sum(result.audit.failed for result in killed)
-        lines.append(
-            f"With a server killed, {failed} turn(s) failed in all"
-            + (f", every one with kind {', '.join(sorted(kinds))}" if kinds else "")
-            + ": requests that could not connect were retried on another server, requests the dying server "
-            "was answering failed and left their conversation untouched."
+        kinds = sorted({kind for result in killed for kind in result.audit.failed_by_kind})
+        per_fleet = "; ".join(
+            f"{count} server(s): " + ", ".join(str(r.audit.failed) for r in killed if r.servers == count)
+            for count in sorted({result.servers for result in killed})
         )
+        lines.append(
+            f"Turns failed in the runs with a server killed, by fleet size: {per_fleet}"
+            + (f"; every failure of kind {', '.join(kinds)}" if kinds else "")
+            + ". A request that could not connect is retried on the next server (a lone server's requests "
+            "fail until it is back); a request the dying server was answering fails, and its turn leaves "
+            "the conversation untouched."
+        )
+    lines += _scaling(results)
     if all(result.erp_latency.p50_ms > result.ai_latency.p50_ms for result in results):
         lines.append(
-            "In every run a turn spent longer on the ERP side (reading the context, running the operations' "
-            "SQL, recording) than in its two AI calls: the ERP process, not the AI servers, set the pace, "
-            "so more AI servers on the same cores could not make turns faster."
+            "In every run a turn's median time on the ERP side (reading the context, running the operations' "
+            "SQL, recording; one process for every conversation) exceeded its median time in the two AI "
+            "calls: on one machine the ERP process is the larger cost, and AI servers added on the same "
+            "cores compete with it for them."
         )
     return lines
+
+
+def _scaling(results: Sequence[LoadtestResult]) -> list[str]:
+    """Turns/s of the most servers against the fewest, per database, in the runs without a kill."""
+    parts: list[str] = []
+    for backend in dict.fromkeys(result.backend for result in results):
+        calm = sorted(
+            (result for result in results if result.backend == backend and not result.killed),
+            key=lambda result: result.servers,
+        )
+        if len(calm) >= 2 and calm[-1].servers > calm[0].servers and calm[0].turns_per_s > 0:
+            low, high = calm[0], calm[-1]
+            parts.append(
+                f"{high.turns_per_s / low.turns_per_s:.2f}× on {backend} "
+                f"({low.turns_per_s:.1f} → {high.turns_per_s:.1f})"
+            )
+    if not parts:
+        return []
+    fewest = min(result.servers for result in results)
+    most = max(result.servers for result in results)
+    return [f"Without a kill, {most} servers instead of {fewest} gave " + " and ".join(parts) + " turns/s."]
 
 
 def scaling_block(results: Sequence[LoadtestResult]) -> str:

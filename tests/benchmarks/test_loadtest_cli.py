@@ -71,7 +71,9 @@ def test_loadtest_refuses_bad_options_with_exit_code_2(
     assert message in result.output
 
 
-def result(servers: int, killed: bool, *, lost: int = 0, backend: str = "sqlite") -> LoadtestResult:
+def result(
+    servers: int, killed: bool, *, lost: int = 0, backend: str = "sqlite", turns_per_s: float = 29.5
+) -> LoadtestResult:
     failed = {"provider": 2} if killed else {}
     events = [
         FleetEvent(at_s=2.0, kind="killed", server=servers - 1),
@@ -88,7 +90,7 @@ def result(servers: int, killed: bool, *, lost: int = 0, backend: str = "sqlite"
         restart_after=1.0 if killed else None,
         started_at="2026-12-01T10:00:00+00:00",
         elapsed_s=4.0,
-        turns_per_s=29.5,
+        turns_per_s=turns_per_s,
         latency=LatencySummary(count=120, p50_ms=700, p95_ms=1100, p99_ms=1300, max_ms=1400),
         audit=Audit(
             attempted=120,
@@ -111,7 +113,7 @@ def test_the_scaling_block_has_one_row_per_run_and_says_how_it_was_measured(tmp_
     assert "| 3 | postgresql | at 2.0 s, back at 3.5 s | 120 | 118 | 2 (provider 2) | 0 | 0 |" in block
     assert "load average 0.4–0.4" in block
     assert "All 2 runs pass the audit" in block
-    assert "every one with kind provider" in block
+    assert "by fleet size: 3 server(s): 2; every failure of kind provider" in block
     readme = readme_with_block(tmp_path / "README.md")
     update_readme(readme, BLOCK, block)
     assert block in readme.read_text()
@@ -122,3 +124,14 @@ def test_the_scaling_block_says_when_a_run_failed_the_audit() -> None:
     assert "1 of 2 runs failed the audit" in block
     with pytest.raises(ValueError, match="no load test results"):
         scaling_block([])
+
+
+def test_the_scaling_block_compares_the_most_servers_with_the_fewest_per_database() -> None:
+    runs = [
+        result(1, False, turns_per_s=20.0),
+        result(3, False, turns_per_s=30.0),
+        result(3, True, turns_per_s=5.0),
+        result(1, False, backend="postgresql", turns_per_s=10.0),
+    ]
+    block = scaling_block(runs)
+    assert "Without a kill, 3 servers instead of 1 gave 1.50× on sqlite (20.0 → 30.0) turns/s." in block
