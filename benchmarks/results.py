@@ -99,6 +99,9 @@ class TurnRow(BaseModel):
     model_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_input_tokens: int | None = None
+    """Input tokens served from the provider's prompt cache (modelled by the offline model); ``None`` in files
+    that predate it."""
     model_ms: float = 0.0
     """Measured time inside model calls."""
     simulated_model_ms: float | None = None

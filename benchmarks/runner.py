@@ -443,6 +443,7 @@ def _row(
         model_calls=result.model_calls,
         input_tokens=result.input_tokens,
         output_tokens=result.output_tokens,
+        cached_input_tokens=result.cached_input_tokens,
         model_ms=result.model_ms,
         simulated_model_ms=result.simulated_model_ms,
         first_answer_ms=result.first_answer_ms,

@@ -35,13 +35,19 @@ RESULTS = [
 ]
 
 
+def uncached_offline_model(**options: Any) -> Any:
+    """The offline model without its modelled prompt cache: the same call reports the same usage each time
+    (these tests compare transports, not what a server's cache saw before)."""
+    from shared.llm.offline import OfflineSalesModel
+
+    return OfflineSalesModel(prompt_cache_size=0, **options)
+
+
 @pytest.fixture(scope="module")
 def offline_servers() -> Iterator[list[str]]:
-    from shared.llm import build_chat_model
-
     with (
-        ServerThread(create_app(build_chat_model("offline"))) as a,
-        ServerThread(create_app(build_chat_model("offline"))) as b,
+        ServerThread(create_app(uncached_offline_model())) as a,
+        ServerThread(create_app(uncached_offline_model())) as b,
     ):
         yield [a.url, b.url]
 
@@ -134,9 +140,7 @@ def test_one_client_serves_loops_in_several_threads_at_once(
 
 
 def test_the_simulated_token_times_of_a_call_travel_over_http() -> None:
-    from shared.llm import build_chat_model
-
-    model = build_chat_model("offline", latency_profile="gpu-8b")
+    model = uncached_offline_model(latency_profile="gpu-8b")
     with ServerThread(create_app(model)) as server, HttpAIClient([server.url], timeout=30) as client:
         streamed = asyncio.run(_last(client))
         whole = client.respond(QUESTION, RESULTS, CONTEXT)
@@ -160,9 +164,8 @@ def test_the_engine_streams_a_turn_through_http_with_the_same_result_and_simulat
     """The engine over AI servers (offline, ``gpu-8b``): ``astream`` gives several answer deltas, the same
     turn as ``ask`` (its result and record), and the simulated time to the first answer token."""
     from shared.events import AnswerDelta, TurnDone
-    from shared.llm import build_chat_model
 
-    model = build_chat_model("offline", latency_profile="gpu-8b")
+    model = uncached_offline_model(latency_profile="gpu-8b")
     with ServerThread(create_app(model)) as server, HttpAIClient([server.url], timeout=30) as client:
         engine = PlannerEngine(registry, erp, memory_store, client)
         asked = engine.ask("sync", QUESTION)

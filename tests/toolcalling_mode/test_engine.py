@@ -19,6 +19,7 @@ from tests.fakes import CallInfo, FunctionChatModel
 from tests.toolcalling_mode.toolcalling_fakes import YEAR_TOTALS, YearParams, YearTotal, ask_tools, call
 from toolcalling_mode import ToolCallingEngine, ToolCallingLimits
 from toolcalling_mode.engine import NOT_RECORDED_NOTE
+from toolcalling_mode.prompts import system_prompt
 
 
 def two_parallel_tools(messages: list[BaseMessage], info: CallInfo) -> AIMessage | str:
@@ -135,13 +136,14 @@ def test_windowed_sends_the_bounded_context_and_only_the_new_question(make_engin
     engine.ask("c1", "¿Y en 2024?")
 
     second = model.calls[first_calls]
-    assert second.system.startswith("Eres el asistente de ventas")
-    assert "Fecha de hoy: 2026-11-30" in second.system
-    assert "Último intercambio:" in second.system
-    assert "Usuario: ¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?" in second.system
-    assert f"Asistente: {first.answer}" in second.system
+    assert second.system == system_prompt()  # the same instructions every turn: a cacheable prefix
     assert [type(m) for m in second.messages[1:]] == [HumanMessage]
-    assert second.messages[1].content == "¿Y en 2024?"
+    human = str(second.messages[1].content)  # the context, then the question
+    assert human.startswith("Fecha de hoy: 2026-11-30\n")
+    assert "Último intercambio:" in human
+    assert "Usuario: ¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?" in human
+    assert f"Asistente: {first.answer}" in human
+    assert human.endswith("\n\nNueva pregunta:\n¿Y en 2024?")
 
 
 def test_windowed_first_turn_has_only_todays_date(make_engine: Any) -> None:
@@ -149,8 +151,8 @@ def test_windowed_first_turn_has_only_todays_date(make_engine: Any) -> None:
 
     engine.ask("c1", "hola")
 
-    assert "Fecha de hoy: 2026-11-30" in model.calls[0].system
-    assert "Último intercambio" not in model.calls[0].system
+    assert model.calls[0].system == system_prompt()
+    assert model.calls[0].messages[-1].content == "Fecha de hoy: 2026-11-30\n\nNueva pregunta:\nhola"
 
 
 def test_full_history_replays_every_stored_message(make_engine: Any) -> None:
@@ -505,7 +507,8 @@ def test_an_unexpected_tool_exception_is_an_operation_error_whose_text_never_rea
 
 def yearly_sales(messages: list[BaseMessage], info: CallInfo) -> AIMessage | str:
     """Sales of the year named in this turn's question (its last four characters)."""
-    question = str([m for m in messages if isinstance(m, HumanMessage)][-1].content)
+    human = str([m for m in messages if isinstance(m, HumanMessage)][-1].content)
+    question = human.rpartition("Nueva pregunta:\n")[2]  # windowed: after the context; full history: all
     if not info.tool_results:
         return ask_tools(call("ventas_anuales", anio=int(question[-4:])))
     return f"{question}: {json.loads(str(info.tool_results[0].content))['total']}"

@@ -117,9 +117,9 @@ def test_windowed_prompt_is_bounded(erp: Any, registry: Any, memory_store: Any) 
 
     first_call_of_last_turn = w_recorder.prompts[-last_windowed.model_calls]
     assert [m.type for m in first_call_of_last_turn] == ["system", "human"]
-    system = str(first_call_of_last_turn[0].content)
-    assert f"Usuario: {DIALOGUE[3][0]}" in system
-    assert f"Usuario: {DIALOGUE[2][0]}" not in system
+    human = str(first_call_of_last_turn[1].content)  # the windowed context travels before the question
+    assert f"Usuario: {DIALOGUE[3][0]}" in human
+    assert f"Usuario: {DIALOGUE[2][0]}" not in human
     assert last_windowed.input_tokens < last_full.input_tokens
     assert len(f_recorder.prompts[-last_full.model_calls]) > 10
 
