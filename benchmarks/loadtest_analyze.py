@@ -31,7 +31,7 @@ import httpx
 from pydantic import BaseModel, Field
 
 from benchmarks.loadtest import QUESTIONS, LatencySummary
-from benchmarks.loadtest_fleet import HOST, Fleet, ServeOptions, serve_command
+from benchmarks.loadtest_fleet import HOST, Fleet, ServeOptions, descendants, serve_command
 
 __all__ = ["AnalyzeLoadResult", "analyze_body", "main", "measure"]
 
@@ -171,16 +171,12 @@ def _tree_cpu_seconds(pid: int | None) -> float | None:
     if pid is None:
         return None
     tick = os.sysconf("SC_CLK_TCK")
-    total, pending = 0.0, [pid]
+    total = 0.0
     try:
-        while pending:
-            current = pending.pop()
+        for current in [pid, *descendants(pid)]:
             with open(f"/proc/{current}/stat", encoding="ascii") as stat:
                 fields = stat.read().rsplit(")", 1)[1].split()
             total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime (fields 14 and 15)
-            for task in os.listdir(f"/proc/{current}/task"):
-                with open(f"/proc/{current}/task/{task}/children", encoding="ascii") as children:
-                    pending.extend(int(child) for child in children.read().split())
     except (OSError, ValueError, IndexError):
         return None
     return total

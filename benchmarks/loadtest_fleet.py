@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -210,11 +211,19 @@ class Fleet:
         return self
 
     def kill(self, index: int) -> None:
-        """``SIGKILL`` server ``index`` and reap it: it dies at once, mid-request if it was answering one."""
+        """``SIGKILL`` server ``index`` and reap it: it dies at once, mid-request if it was answering one.
+
+        Its worker processes (``erp-ai serve --workers N``) are killed with it: they share its listening
+        socket, and would go on answering on its port if only their supervisor died.
+        """
         process = self._processes[index]
         if process is None:
             return
+        workers = descendants(process.pid) if process.pid is not None else []
         process.kill()
+        for pid in workers:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
         _reap(process)
         self._processes[index] = None
 
@@ -292,6 +301,27 @@ class Fleet:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
+
+
+def descendants(pid: int) -> list[int]:
+    """The process ids of ``pid``'s children, their children, and so on (Linux ``/proc``; empty elsewhere)."""
+    found: list[int] = []
+    pending = [pid]
+    while pending:
+        current = pending.pop()
+        try:
+            tasks = os.listdir(f"/proc/{current}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{current}/task/{task}/children", encoding="ascii") as children:
+                    kids = [int(child) for child in children.read().split()]
+            except (OSError, ValueError):
+                continue
+            found.extend(kids)
+            pending.extend(kids)
+    return found
 
 
 def _exit_code(process: ServerProcess) -> int | None:
