@@ -21,58 +21,16 @@ The toy registry's ERP stays an in-memory SQLite handle: the toy operations neve
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import create_engine
 
-from shared.erp.database import DEMO_TODAY, Erp, open_demo_erp
-from shared.memory.store import MemoryStore
+from shared.erp.database import DEMO_TODAY, Erp
+from tests.engine_backends import backend, erp, fresh_db_url, memory_store  # noqa: F401  (fixtures)
 from tests.fakes import FunctionChatModel, ModelFunction
-from tests.postgres import BACKENDS, demo_erp_url, fresh_url
 from tests.toolcalling_mode.toolcalling_fakes import toy_registry
-
-
-@pytest.fixture(scope="session", params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> str:
-    """The database backend of a test's demo ERP and memory store: ``sqlite``, then ``postgresql`` (whose
-    server is started here, so a missing PostgreSQL skips, or in CI fails, the test at setup)."""
-    backend: str = request.param
-    if backend == "postgresql":
-        request.getfixturevalue("postgres_server")
-    return backend
-
-
-@pytest.fixture(scope="session")
-def erp(request: pytest.FixtureRequest, backend: str) -> Iterator[Erp]:
-    """The seeded demo ERP (read-only) on the test's backend: overrides the root ``erp``."""
-    handle = open_demo_erp(demo_erp_url(request, backend))
-    yield handle
-    handle.engine.dispose()
-
-
-@pytest.fixture
-def fresh_db_url(request: pytest.FixtureRequest, backend: str, tmp_path: Path) -> Callable[[], str]:
-    """A maker of fresh, empty databases on the test's backend, as many as the test asks for."""
-    numbers = itertools.count(1)
-
-    def make() -> str:
-        directory = tmp_path / f"db{next(numbers)}"
-        directory.mkdir()
-        return fresh_url(request, backend, directory)
-
-    return make
-
-
-@pytest.fixture
-def memory_store(fresh_db_url: Callable[[], str]) -> Iterator[MemoryStore]:
-    """A fresh conversation memory store on the test's backend: overrides the root ``memory_store``."""
-    store = MemoryStore(fresh_db_url())
-    yield store
-    store.close()
 
 
 @pytest.fixture
@@ -85,7 +43,7 @@ def toy_erp() -> Iterator[Erp]:
 
 
 @pytest.fixture
-def make_engine(toy_erp: Erp, memory_store: Any) -> Callable[..., tuple[Any, FunctionChatModel]]:
+def make_engine(toy_erp: Erp, memory_store: Any) -> Callable[..., tuple[Any, FunctionChatModel]]:  # noqa: F811
     """Build ``(ToolCallingEngine, FunctionChatModel)`` over the toy registry from a model function."""
     from toolcalling_mode import ToolCallingEngine
 
