@@ -783,8 +783,10 @@ def ops_call(
 
 def _register_benchmark_commands() -> None:
     from benchmarks.bench_cli import register
+    from benchmarks.loadtest_cli import register as register_loadtest
 
     register(app)
+    register_loadtest(app)
 
 
 _register_benchmark_commands()
