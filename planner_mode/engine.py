@@ -50,7 +50,7 @@ from planner_mode.ai import PlannerAI
 from planner_mode.client import AICallError, AIClient, InProcessAIClient
 from planner_mode.executor import aexecute_plan, astream_plan, execute_plan
 from planner_mode.plan import Answer, OperationOutcome, Plan
-from planner_mode.state import turn_state
+from shared.state import turn_state
 from planner_mode.validation import ValidatedPlan, validate_plan
 from planner_mode.wire import AnalyzeResponse, CallUsage, RespondResponse
 from shared.bounds import RESULT_MAX_CHARS, RESULT_MAX_ITEMS, clip_json

@@ -51,6 +51,12 @@ class TurnResult(BaseModel):
     plan: dict[str, Any] | None = None
     """The validated plan (planner mode) as JSON; ``None`` for tool calling."""
     operations: list[ExecutedOperation] = Field(default_factory=list)
+    plan_valid: bool | None = None
+    """Whether the model's request for operations was valid as written. Planner: call 1's output parsed as
+    a plan and passed validation (known operations, valid parameters, references, limits); an empty plan
+    (small talk) is valid. Tool calling: every tool call of the turn named a known operation with valid
+    arguments (a turn with no tool call is valid). A permitted-but-refused operation (the caller's role) does
+    not make a request invalid. ``None`` when no model output was read (the first call failed)."""
     memories: list[str] = Field(default_factory=list)
     """Memory items stored by this turn."""
     state: dict[str, Any] = Field(default_factory=dict)

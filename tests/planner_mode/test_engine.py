@@ -95,7 +95,7 @@ def test_two_operations_one_plan_two_calls_and_an_atomic_record(
     assert all(op.ok for op in result.operations)
     assert result.plan is not None and result.plan["operaciones"][0]["funcion"] == "ventas_anuales"
     assert result.errors == [] and result.recorded
-    # The model's estado, and whatever the ERP derives itself (planner_mode.state) beside it.
+    # The model's estado, and whatever the ERP derives itself (shared.state) beside it.
     assert result.state.items() >= {"tema": "ventas", "anio": 2025, "cliente_actual": "Empresa ABC"}.items()
     assert result.memories == ["Hablamos de ventas de 2025."]
     assert (result.input_tokens, result.output_tokens) == (200, 20)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from planner_mode import PlannerAI, PlannerEngine
-from planner_mode.state import (
+from shared.state import (
     ERP_STATE_KEYS,
     MAX_NAME_CHARS,
     MAX_OPERATIONS,

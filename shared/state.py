@@ -1,4 +1,4 @@
-"""The conversation state a planner turn stores: what the ERP derives itself, plus what only the model knows.
+"""The conversation state a turn stores: what the ERP derives itself, plus what only the model knows.
 
 The article lets call 2 return an ``estado`` (§9, §11). Most of it, though, is a fact the ERP already holds
 after executing the plan: which year, which customer, which operations. Asking the model to write those costs
