@@ -93,6 +93,7 @@ def build_chat_model(
     max_retries: int = 0,
     latency_profile: LatencyProfile | str | None = None,
     faults: FaultConfig | FaultMode | None = None,
+    prompt_cache_size: int | None = None,
 ) -> BaseChatModel:
     """Build the chat model for ``provider``.
 
@@ -116,6 +117,9 @@ def build_chat_model(
         latency_profile: Offline only: a :class:`LatencyProfile` or a preset name (``gpu-8b``, ``cpu-8b``,
             ``gemini-flash``).
         faults: Offline only: a :class:`FaultConfig` or a bare fault mode (rate 1.0, seed 0).
+        prompt_cache_size: Offline only: prompts its modelled prefix cache keeps (``0`` = no cache modelled,
+            every input token processed; ``None`` = the model's default). See
+            :mod:`shared.llm.offline._cache`.
 
     Raises:
         ConfigurationError: unknown provider, the provider's extra not installed, missing key, ``max_tokens``
@@ -128,10 +132,11 @@ def build_chat_model(
         )
     _check_limits(max_tokens, timeout)
     if name == "offline":
-        return _offline(model, temperature, max_tokens, timeout, latency_profile, faults)
-    if latency_profile is not None or faults is not None:
+        return _offline(model, temperature, max_tokens, timeout, latency_profile, faults, prompt_cache_size)
+    if latency_profile is not None or faults is not None or prompt_cache_size is not None:
         raise ConfigurationError(
-            f"Latency profiles and fault injection only apply to the offline provider, not {name!r}."
+            "Latency profiles, fault injection and the modelled prompt cache only apply to the offline "
+            f"provider, not {name!r}."
         )
     chosen = model or DEFAULT_MODELS[name]
     if name == "ollama":
@@ -216,6 +221,7 @@ def _offline(
     timeout: float | None,
     latency_profile: LatencyProfile | str | None,
     faults: FaultConfig | FaultMode | None,
+    prompt_cache_size: int | None,
 ) -> BaseChatModel:
     from shared.llm.latency import resolve_latency_profile
     from shared.llm.offline import OfflineSalesModel
@@ -224,7 +230,10 @@ def _offline(
         profile = resolve_latency_profile(latency_profile)
     except ValueError as exc:
         raise ConfigurationError(str(exc)) from None
+    if prompt_cache_size is not None and prompt_cache_size < 0:
+        raise ConfigurationError(f"prompt_cache_size must be 0 or more, not {prompt_cache_size}.")
     fault_config = FaultConfig(mode=faults) if isinstance(faults, str) else faults
+    cache: dict[str, int] = {} if prompt_cache_size is None else {"prompt_cache_size": prompt_cache_size}
     return OfflineSalesModel(
         model_name=model or DEFAULT_MODELS["offline"],
         temperature=temperature,
@@ -232,6 +241,7 @@ def _offline(
         timeout=timeout,
         latency_profile=profile,
         faults=fault_config,
+        **cache,
     )
 
 

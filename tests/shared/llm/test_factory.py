@@ -43,6 +43,31 @@ def test_offline_only_options_are_refused_for_network_providers() -> None:
         build_chat_model("ollama", latency_profile="gpu-8b")
 
 
+def test_the_prompt_cache_is_an_offline_only_option() -> None:
+    with pytest.raises(ConfigurationError, match="only apply to the offline provider"):
+        build_chat_model("ollama", prompt_cache_size=0)
+
+
+def test_offline_prompt_cache_size_zero_reports_no_cached_tokens() -> None:
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    prompt = [SystemMessage(content="Eres un asistente."), HumanMessage(content="Hola")]
+    cached = build_chat_model()
+    uncached = build_chat_model(prompt_cache_size=0)
+    for model in (cached, uncached):
+        model.invoke(prompt)
+    hit = cached.invoke(prompt).usage_metadata
+    miss = uncached.invoke(prompt).usage_metadata
+    assert hit is not None and miss is not None
+    assert hit.get("input_token_details", {}).get("cache_read", 0) > 0
+    assert miss.get("input_token_details", {}).get("cache_read", 0) == 0
+
+
+def test_a_negative_prompt_cache_size_is_a_configuration_error() -> None:
+    with pytest.raises(ConfigurationError, match="prompt_cache_size must be 0 or more"):
+        build_chat_model(prompt_cache_size=-1)
+
+
 def test_ollama_uses_base_url_then_ollama_host(monkeypatch: pytest.MonkeyPatch) -> None:
     explicit = build_chat_model("ollama", base_url="http://127.0.0.1:1", num_ctx=8192, timeout=5)
     assert (explicit.base_url, explicit.num_ctx, explicit.temperature) == ("http://127.0.0.1:1", 8192, 0.0)  # type: ignore[attr-defined]
