@@ -39,9 +39,14 @@ def parse_modes(text: str) -> list[BenchMode]:
 def produces_state(mode: str, *, structured: bool = False) -> bool:
     """Whether ``mode`` produces conversation state (so a scenario's ``state`` expectations are checked).
 
-    The planner always does (call 2 returns ``estado``); tool calling only with a structured final answer.
+    Every mode does, structured or not: each records the state the ERP derives from the turn's executed
+    operations (``anio``, ``cliente_actual``, ``producto_actual``, ``ultimas_operaciones``:
+    :func:`shared.state.turn_state`), merged with the model's ``estado`` when it writes one (the planner's
+    call 2, tool calling's structured answer). The scenarios' ``state`` expectations name those derived
+    keys, so they hold in every mode. The arguments stay so that callers need not change if a mode without
+    state is ever added.
     """
-    return mode == "planner" or structured
+    return True
 
 
 def build_engine(

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.modes import ALL_MODES, build_engine, parse_modes
+from benchmarks.modes import ALL_MODES, build_engine, parse_modes, produces_state
 from shared.errors import ConfigurationError
 from shared.llm.factory import build_chat_model
 
@@ -21,7 +21,7 @@ def test_modes_parse_from_a_comma_list() -> None:
 
 
 @pytest.mark.parametrize("mode", ALL_MODES)
-def test_every_mode_builds_an_engine_that_reports_its_name(
+def test_every_mode_builds_an_engine_that_reports_its_name_and_stores_state(
     mode: str, registry: Any, erp: Any, memory_store: Any
 ) -> None:
     engine = build_engine(
@@ -30,8 +30,17 @@ def test_every_mode_builds_an_engine_that_reports_its_name(
     assert engine.mode == mode
     result = engine.ask("conv-modes", "¿Cuánto vendimos en 2025?")
     assert result.mode == mode and "850.000.000" in result.answer
+    result = engine.ask("conv-modes", "¿Cuál fue nuestro mejor cliente en 2025?")
+    assert result.state["cliente_actual"] == "Empresa ABC"  # what a scenario's state expectation checks
+    assert memory_store.get_state("conv-modes") == result.state
 
 
 def test_an_unknown_mode_is_a_configuration_error(registry: Any, erp: Any, memory_store: Any) -> None:
     with pytest.raises(ConfigurationError):
         build_engine("agent", registry=registry, erp=erp, store=memory_store, model=build_chat_model())
+
+
+@pytest.mark.parametrize("structured", [False, True])
+@pytest.mark.parametrize("mode", ALL_MODES)
+def test_every_mode_has_its_state_checked(mode: str, structured: bool) -> None:
+    assert produces_state(mode, structured=structured)

@@ -170,9 +170,12 @@ def test_full_history_replays_every_stored_message(make_engine: Any) -> None:
     assert [c["name"] for c in replay[1].tool_calls] == ["ventas_anuales", "mejor_cliente"]
     assert json.loads(str(replay[2].content))["total"] == 850_000_000
     assert replay[4].content == first.answer
-    assert replay[5].content == "¿Y en 2024?"
-    assert "Fecha de hoy: 2026-11-30" in second.system
-    assert "Último intercambio" not in second.system
+    assert second.system == system_prompt()  # the same instructions every turn and day: a cacheable prefix
+    assert replay[5].content == (  # today and the state, then the question; the replay holds the rest
+        "Fecha de hoy: 2026-11-30\nEstado de la conversación:\n- anio: 2025\n- cliente_actual: ACME S.A.\n"
+        "- ultimas_operaciones: ventas_anuales(anio=2025); mejor_cliente(anio=2025)\n\n"
+        "Nueva pregunta:\n¿Y en 2024?"
+    )
 
 
 def test_full_history_records_only_the_new_turn(make_engine: Any, memory_store: Any) -> None:
@@ -236,8 +239,9 @@ def test_a_turn_after_a_limit_replays_cleanly(make_engine: Any) -> None:
     result = engine.ask("c1", "dos")
 
     replay = model.calls[-1].messages[1:]
-    # The limited turn left nothing behind, so nothing half-finished is replayed.
-    assert [type(m) for m in replay] == [HumanMessage] and replay[0].content == "dos"
+    # The limited turn left nothing behind, so nothing half-finished is replayed (and no state was stored).
+    assert [type(m) for m in replay] == [HumanMessage]
+    assert replay[0].content == "Fecha de hoy: 2026-11-30\n\nNueva pregunta:\ndos"
     assert result.answer == "Listo."
 
 
@@ -333,6 +337,7 @@ def test_a_timeout_after_tool_calls_reports_the_operations_and_records_nothing(
     assert (result.failure, result.answer) == ("timeout", user_message("timeout"))
     assert len(result.errors) == 1 and result.errors[0].startswith("ProviderTimeoutError:")
     assert len(result.operations) == 1 and result.operations[0].ok
+    assert result.plan_valid is True  # the first reply's request was valid; only the turn failed
     assert not result.recorded and memory_store.history("c1") == []
 
 
@@ -373,11 +378,11 @@ def test_structured_tool_strategy_stores_memories_and_state(make_engine: Any, me
     assert "formato estructurado" in model.calls[0].system
     assert result.answer == STRUCTURED["respuesta"]
     assert result.memories == ["El usuario consulta ventas de 2025."]
-    assert result.state == {"tema": "ventas", "anio": 2025}
+    assert result.state == {**STRUCTURED["estado"], "ultimas_operaciones": "ventas_anuales(anio=2025)"}
     assert result.model_calls == 2
     assert [op.funcion for op in result.operations] == ["ventas_anuales"]
     assert result.errors == []
-    assert memory_store.get_state("c1") == {"tema": "ventas", "anio": 2025}
+    assert memory_store.get_state("c1") == result.state
     assert [m.contenido for m in memory_store.memories("c1")] == ["El usuario consulta ventas de 2025."]
     history = memory_store.history("c1")
     assert [m.role for m in history] == ["user", "assistant", "tool", "assistant"]
@@ -408,7 +413,7 @@ def test_structured_provider_strategy_parses_the_json_reply(make_engine: Any) ->
     assert "respuesta" in json.dumps(model.calls[0].response_format)
     assert "Answer" not in model.calls[0].tool_names
     assert result.answer == STRUCTURED["respuesta"]
-    assert result.state == {"tema": "ventas", "anio": 2025}
+    assert result.state == {**STRUCTURED["estado"], "ultimas_operaciones": "ventas_anuales(anio=2025)"}
 
 
 def test_structured_provider_strategy_with_unparsable_reply_is_a_model_output_failure(

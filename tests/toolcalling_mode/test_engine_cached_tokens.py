@@ -1,5 +1,5 @@
-"""Tool calling reports the prompt-cache hits of its model calls: the system prompt is the same every turn,
-so what a prefix cache keeps from one turn serves the next.
+"""Tool calling reports the prompt-cache hits of its model calls: the system prompt is the same every turn
+(and day), so what a prefix cache keeps from one turn serves the next.
 
 Driven by the offline model, whose ``cache_read`` models a prefix cache by whole blocks (tools, system
 prompt, messages): see ``shared.llm.offline._cache``.
@@ -19,6 +19,7 @@ from toolcalling_mode import ToolCallingEngine
 
 FIRST = "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?"
 SECOND = "¿Y cuánto compró?"
+THIRD = "¿Y en 2024?"
 
 
 class CallUsages(BaseCallbackHandler):
@@ -68,13 +69,21 @@ def test_a_windowed_turn_reuses_the_previous_turns_tools_and_system_prompt(
     assert opening_cached < step_1_input  # (the context changed, so the first turn's message is not reused)
 
 
-def test_full_history_reuses_the_whole_previous_turn(registry: Any, erp: Any, memory_store: Any) -> None:
+def test_full_history_reuses_the_replay_up_to_the_previous_turn(
+    registry: Any, erp: Any, memory_store: Any
+) -> None:
     engine = ToolCallingEngine(registry, erp, memory_store, OfflineSalesModel(), policy="full_history")
-    _first, _second, usages, split = two_turns(engine)
-    last_call_of_first_turn_input, _ = usages.calls[split - 1]
-    opening_input, opening_cached = usages.calls[split]
-    # tools, instructions with today's date, the question, the tool calls and results: all replayed as sent
-    assert opening_cached == last_call_of_first_turn_input < opening_input
+    usages = CallUsages()
+    openings: list[tuple[int, int]] = []  # (input, cached) of each turn's first call
+    for question in (FIRST, SECOND, THIRD):
+        calls_before = len(usages.calls)
+        engine.ask("c", question, config={"callbacks": [usages]})
+        openings.append(usages.calls[calls_before])
+    (second_input, second_cached), (third_input, third_cached) = openings[1:]
+    # The second turn reuses the tools and the instructions: the first question was sent after today's date
+    # and the state, and is replayed as the user wrote it. The third turn reuses the first turn whole, as
+    # replayed in the second, but not the second's message as sent (it held that turn's context).
+    assert 0 < second_cached < third_cached < second_input < third_input
 
 
 def test_no_cache_no_cached_tokens(registry: Any, erp: Any, memory_store: Any) -> None:

@@ -38,10 +38,11 @@ def test_one_multi_tool_turn_through_chat_ollama(toy_erp: Any, memory_store: Any
     assert first.errors == []
     # The backing model saw the tools on the wire, the tool results, then the replayed history.
     assert set(backing.calls[0].tool_names) == {"ventas_anuales", "mejor_cliente", "compras_cliente"}
-    assert "Fecha de hoy: 2026-11-30" in backing.calls[0].system
+    assert str(backing.calls[0].messages[-1].content).startswith("Fecha de hoy: 2026-11-30\n")
     assert [m.type for m in backing.calls[1].messages[-2:]] == ["tool", "tool"]
     assert second.errors == []
     assert [m.type for m in backing.calls[2].messages[1:]] == ["human", "ai", "tool", "tool", "ai", "human"]
+    assert "- cliente_actual: ACME S.A.\n" in str(backing.calls[2].messages[-1].content)  # the stored state
     assert [m.role for m in memory_store.history("c1")] == [
         *["user", "assistant", "tool", "tool", "assistant"],
         *["user", "assistant", "tool", "tool", "assistant"],

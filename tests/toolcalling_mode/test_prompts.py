@@ -21,15 +21,9 @@ def test_a_windowed_turn_puts_the_context_before_the_question_as_the_planner_doe
     assert turn_message("¿Y cuánto compró?", CONTEXT) == f"{CONTEXT}\n\nNueva pregunta:\n¿Y cuánto compró?"
 
 
-def test_full_history_appends_todays_date_after_every_instruction() -> None:
-    for structured in (False, True):
-        prompt = system_prompt("Fecha de hoy: 2026-11-30", structured=structured)
-        assert prompt == f"{system_prompt(structured=structured)}\n\nFecha de hoy: 2026-11-30"
-
-
 def test_system_prompt_avoids_the_words_that_mark_planner_requests() -> None:
     for structured in (False, True):
-        prompt = system_prompt(CONTEXT, structured=structured)
+        prompt = system_prompt(structured=structured)
         assert '"operaciones"' not in prompt
         assert '"respuesta"' not in prompt
 
@@ -46,7 +40,6 @@ def test_structured_prompt_adds_the_final_answer_instructions() -> None:
 def test_context_with_dollar_signs_and_braces_is_not_interpreted() -> None:
     context = "Fecha de hoy: 2026-11-30\nMemoria relevante:\n- costo $5 {x}"
 
-    assert system_prompt(context).endswith(context)
     assert turn_message("¿$1 {y}?", context) == f"{context}\n\nNueva pregunta:\n¿$1 {{y}}?"
 
 
@@ -82,3 +75,17 @@ def test_both_modes_get_the_same_guidance_and_the_same_invented_example() -> Non
         "planner": [text for text in SAME_GUIDANCE if text not in planner],
     }
     assert missing == {"tool calling": [], "planner": []}
+
+
+def test_the_structured_answer_asks_only_for_what_the_erp_does_not_keep_as_the_planner_does() -> None:
+    """The ERP records the years, customers, products and operations of the turn in both modes: the
+    structured answer, like the planner's call 2, keeps ``estado`` for the rest (``tema``) and ``memoria``
+    for what neither the results nor the state say. Read as the offline model reads instructions."""
+    from shared.llm.offline._prompt import answer_instructions
+
+    planner_answer = resources.files("planner_mode.prompts").joinpath("answer_system.md").read_text("utf-8")
+    tool_calling = answer_instructions(system_prompt(structured=True))
+
+    assert tool_calling == answer_instructions(planner_answer)
+    assert tool_calling.state_keys == ("tema",) and not tool_calling.remember_results
+    assert "El ERP ya guarda los años, clientes, productos y operaciones" in system_prompt(structured=True)

@@ -1,0 +1,174 @@
+"""``TurnResult.plan_valid`` in tool calling: whether every tool call the model wrote was a valid request."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage
+
+from shared.erp.users import caller_for
+from shared.errors import ProviderError
+from shared.llm.faults import FaultMode
+from shared.llm.offline import OfflineSalesModel
+from tests.fakes import CallInfo, FunctionChatModel
+from tests.toolcalling_mode.toolcalling_fakes import ask_tools, call
+from toolcalling_mode import ToolCallingEngine
+
+
+def tools_then_answer(*calls: dict[str, Any]) -> Any:
+    """A model that asks for ``calls`` in one step, then answers in prose."""
+
+    def reply(messages: list[BaseMessage], info: CallInfo) -> AIMessage | str:
+        return ask_tools(*calls) if not info.tool_results else "Listo."
+
+    return reply
+
+
+# -- valid ---------------------------------------------------------------------------------------------------
+
+
+def test_a_turn_without_tool_calls_is_valid(make_engine: Any) -> None:
+    engine, _ = make_engine(lambda messages, info: "¡Hola!")
+
+    assert engine.ask("c1", "hola").plan_valid is True
+
+
+def test_valid_tool_calls_are_valid_even_when_the_erp_refuses_one(make_engine: Any) -> None:
+    engine, _ = make_engine(
+        tools_then_answer(
+            call("ventas_anuales", anio=2025), call("compras_cliente", cliente="Zeta", anio=2025)
+        )
+    )
+
+    result = engine.ask("c1", "¿Cuánto vendimos y cuánto compró Zeta?")
+
+    assert [op.error_kind for op in result.operations] == [None, "refused"]  # no such customer
+    assert result.plan_valid is True
+
+
+def test_the_structured_answers_own_tool_is_not_a_request_for_an_operation(make_engine: Any) -> None:
+    def answer(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
+        return ask_tools(call("Answer", respuesta="Hola.", memoria=[], estado={}))
+
+    engine, _ = make_engine(answer, structured=True, structured_strategy="tool")
+
+    result = engine.ask("c1", "hola")
+
+    assert (result.failure, result.plan_valid) == (None, True)
+
+
+# -- invalid -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "bad_call",
+    [
+        call("ventas_totales", anio=2025),  # no such tool
+        call("ventas_anuales", anio="dos mil veinticinco"),  # rejected by the parameters model
+        call("ventas_anuales"),  # a required parameter missing
+    ],
+    ids=["unknown-tool", "wrong-type", "missing-parameter"],
+)
+def test_one_invalid_call_makes_the_turn_invalid_even_next_to_a_valid_one(
+    make_engine: Any, bad_call: dict[str, Any]
+) -> None:
+    engine, _ = make_engine(tools_then_answer(call("mejor_cliente", anio=2025), bad_call))
+
+    result = engine.ask("c1", "¿Cuánto vendimos?")
+
+    assert [op.error_kind for op in result.operations] == [None, "invalid"]
+    assert result.plan_valid is False
+    assert result.recorded  # the model answered: an invalid request is not a failed turn by itself
+
+
+def test_a_model_that_corrects_its_invalid_call_still_made_an_invalid_request(make_engine: Any) -> None:
+    def fix_after_error(messages: list[BaseMessage], info: CallInfo) -> AIMessage | str:
+        results = info.tool_results
+        if not results:
+            return ask_tools(call("ventas_anuales", anio="2025 completo"))
+        if len(results) == 1:
+            return ask_tools(call("ventas_anuales", anio=2025))
+        return "Vendimos 850000000."
+
+    engine, _ = make_engine(fix_after_error)
+
+    result = engine.ask("c1", "¿Cuánto vendimos en 2025?")
+
+    assert [op.ok for op in result.operations] == [False, True]
+    assert result.plan_valid is False
+
+
+# -- with the offline model's faults and the sales registry --------------------------------------------------
+
+FAULT_VERDICTS: dict[FaultMode, bool | None] = {
+    "malformed_json": False,  # tool-call JSON the provider cannot parse: an invalid tool call
+    "truncated_json": False,
+    "unknown_function": False,
+    "wrong_types": False,
+    "no_tool_calls": True,  # a wrong answer, but no invalid request
+    "provider_error": None,  # no reply read
+    "runaway": None,  # the first reply cut at the output cap, refused before any of its calls ran
+}
+
+
+@pytest.mark.parametrize("fault", list(FAULT_VERDICTS))
+async def test_the_offline_models_faults(
+    erp: Any, registry: Any, memory_store: Any, fault: FaultMode
+) -> None:
+    verdicts = []
+    for driver in ("ask", "aask"):
+        engine = ToolCallingEngine(registry, erp, memory_store, OfflineSalesModel(faults=fault))
+        question = "¿Cuánto vendimos en 2025?"
+        if driver == "ask":
+            result = engine.ask(driver, question)
+        else:
+            result = await engine.aask(driver, question)
+        verdicts.append(result.plan_valid)
+
+    assert verdicts == [FAULT_VERDICTS[fault]] * 2
+
+
+def test_an_undeclared_parameter_is_invalid(erp: Any, registry: Any, memory_store: Any) -> None:
+    model = FunctionChatModel(tools_then_answer(call("ventas_anuales", anio=2025, moneda="USD")))
+    engine = ToolCallingEngine(registry, erp, memory_store, model)
+
+    result = engine.ask("c1", "¿Cuánto vendimos en 2025, en dólares?")
+
+    assert [op.error_kind for op in result.operations] == ["invalid"]  # the tool refused it too
+    assert result.plan_valid is False
+
+
+def test_a_tool_the_caller_was_not_given_is_invalid_a_customer_out_of_scope_is_not(
+    erp: Any, registry: Any, memory_store: Any
+) -> None:
+    bruno = caller_for(erp, "bruno")  # a salesperson: no category analysis, only his own customers
+    assert not registry.permits(bruno, "ventas_por_categoria")
+    model = FunctionChatModel(tools_then_answer(call("compras_cliente", cliente="Empresa ABC", anio=2025)))
+    engine = ToolCallingEngine(registry, erp, memory_store, model)
+
+    out_of_scope = engine.ask("c1", "¿Cuánto compró Empresa ABC en 2025?", bruno)
+    model.function = tools_then_answer(call("ventas_por_categoria", anio=2025))
+    not_given = engine.ask("c2", "¿Cómo se repartieron las ventas de 2025 por categoría?", bruno)
+
+    assert [op.error_kind for op in out_of_scope.operations] == ["refused"]
+    assert out_of_scope.plan_valid is True  # a permitted tool the ERP refused on the caller's scope
+    assert [op.error_kind for op in not_given.operations] == ["invalid"]
+    assert not_given.plan_valid is False  # not among its tools: to the model, an unknown one
+
+
+# -- no reply read -------------------------------------------------------------------------------------------
+
+
+def test_no_reply_read_is_none(make_engine: Any, memory_store: Any) -> None:
+    def broken(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
+        raise ProviderError("connection refused")
+
+    engine, _ = make_engine(broken)
+
+    failed = engine.ask("c1", "¿Cuánto vendimos?")
+    refused = engine.ask("c1", "")  # refused before any model call
+
+    assert (failed.failure, failed.plan_valid) == ("provider", None)
+    assert (refused.failure, refused.plan_valid) == ("input", None)
+    assert memory_store.get_state("c1") == {}
