@@ -63,7 +63,7 @@ class PlannedOperation(ProviderSchemaModel):
     id: str | None = Field(default=None, description="Solo si otra operación usa su resultado con $ref.")
     funcion: str = Field(description="Nombre exacto en el catálogo.")
     parametros: dict[str, Any] = Field(
-        default_factory=dict, description='Un valor puede ser {"$ref": "op1.campo"}.'
+        default_factory=dict, description='Un valor puede ser {"$ref":"op1.campo"}.'
     )
 
     @field_validator("parametros", mode="before")
@@ -93,11 +93,13 @@ class Plan(ProviderSchemaModel):
     schema_description: ClassVar[str] = "Plan de ejecución para el ERP, no una respuesta."
     schema_omit: ClassVar[tuple[str, ...]] = ("pregunta",)
 
-    operaciones: list[PlannedOperation] = Field(default_factory=list, description="En orden.")
-    pregunta: str = Field(default="", description="La pregunta del usuario (la completa el ERP).")
+    # ``respuesta_directa`` first: the schema's order is the order a model writes (see
+    # :mod:`planner_mode.plan_schema`), and a direct answer written first can stream to the user.
     respuesta_directa: str | None = Field(
         default=None, description="Solo sin operaciones: respuesta breve (saludo, charla, imposible)."
     )
+    operaciones: list[PlannedOperation] = Field(default_factory=list, description="En orden.")
+    pregunta: str = Field(default="", description="La pregunta del usuario (la completa el ERP).")
 
     @model_validator(mode="before")
     @classmethod

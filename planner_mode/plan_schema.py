@@ -8,6 +8,7 @@ constrains call 1 to (Ollama ``format``, OpenAI-compatible ``response_format``, 
 
     {"title": "Plan", "type": "object", "additionalProperties": false,
      "properties": {
+       "respuesta_directa": {"type": "string"},
        "operaciones": {"type": "array", "items": {"anyOf": [
          {"type": "object", "additionalProperties": false, "required": ["funcion", "parametros"],
           "properties": {"id": {"$ref": "#/$defs/id"},
@@ -15,8 +16,7 @@ constrains call 1 to (Ollama ``format``, OpenAI-compatible ``response_format``, 
                          "parametros": {"type": "object", "additionalProperties": false,
                                         "required": ["anio"],
                                         "properties": {"anio": {"$ref": "#/$defs/anio"}}}}},
-         …one branch per operation the caller may run…]}},
-       "respuesta_directa": {"type": "string"}},
+         …one branch per operation the caller may run…]}}},
      "$defs": {"id": {"type": "string"},
                "ref": {"type": "object", "additionalProperties": {"type": "string"}},
                "anio": {"anyOf": [{"type": "integer", "minimum": 2000, "maximum": 2100},
@@ -40,6 +40,12 @@ Choices, each for a provider or a token budget:
   schema to the model would bill them twice. An optional ``X | None`` parameter is written as plain ``X``
   (leaving it out means ``None``). A parameter several operations declare alike is written once in
   ``$defs`` and referenced (:func:`_share_repeated_parameters`).
+- **``respuesta_directa`` first.** Grammars built from a schema (llama.cpp's, so Ollama's) write the
+  properties in the schema's order, and a model without a grammar tends to follow it too. A direct answer
+  (small talk, a refusal) is then the first thing call 1 writes, and the engine streams it to the user as it
+  is written (:meth:`planner_mode.engine.PlannerEngine.astream`); a plan's operations come after a direct
+  answer the model did not write. Neither property is required (small talk has no operations, a plan no
+  direct answer); the prompt shows each alone.
 - **An empty catalog** allows no operation (``maxItems: 0``): only ``respuesta_directa``.
 
 ``union=False`` gives the plain variant: ``funcion`` is an ``enum`` of every name and ``parametros`` any
@@ -101,7 +107,7 @@ def plan_json_schema(catalog: Sequence[OperationSpec], *, union: bool = True) ->
     elif union:
         definitions[_DEFS_REF] = {
             "type": "object",
-            "description": '{"$ref": "id.campo"}: un campo del resultado de otra operación.',
+            "description": '{"$ref":"id.campo"}: un campo del resultado de otra operación.',
             "additionalProperties": {"type": "string"},
         }
         parameters = [_parameters(spec, definitions) for spec in catalog]
@@ -117,11 +123,13 @@ def plan_json_schema(catalog: Sequence[OperationSpec], *, union: bool = True) ->
         "type": "object",
         "additionalProperties": False,
         "properties": {
-            "operaciones": operations,
+            # First: a model decoding under the schema's grammar writes the properties in this order, so a
+            # direct answer is the first thing it writes and streams to the user as it is written.
             "respuesta_directa": {
                 "type": "string",
                 "description": Plan.model_fields["respuesta_directa"].description,
             },
+            "operaciones": operations,
         },
     }
     if catalog:

@@ -37,7 +37,7 @@ def test_the_schemas_sent_to_providers_are_pinned() -> None:
     },
     "parametros": {
      "additionalProperties": true,
-     "description": "Un valor puede ser {\\"$ref\\": \\"op1.campo\\"}.",
+     "description": "Un valor puede ser {\\"$ref\\":\\"op1.campo\\"}.",
      "type": "object"
     }
    },
@@ -136,6 +136,10 @@ def test_the_managers_plan_schema_is_pinned() -> None:
  "type": "object",
  "additionalProperties": false,
  "properties": {
+  "respuesta_directa": {
+   "type": "string",
+   "description": "Solo sin operaciones: respuesta breve (saludo, charla, imposible)."
+  },
   "operaciones": {
    "type": "array",
    "description": "En orden.",
@@ -424,10 +428,6 @@ def test_the_managers_plan_schema_is_pinned() -> None:
      }
     ]
    }
-  },
-  "respuesta_directa": {
-   "type": "string",
-   "description": "Solo sin operaciones: respuesta breve (saludo, charla, imposible)."
   }
  },
  "$defs": {
@@ -437,7 +437,7 @@ def test_the_managers_plan_schema_is_pinned() -> None:
   },
   "ref": {
    "type": "object",
-   "description": "{\\"$ref\\": \\"id.campo\\"}: un campo del resultado de otra operación.",
+   "description": "{\\"$ref\\":\\"id.campo\\"}: un campo del resultado de otra operación.",
    "additionalProperties": {
     "type": "string"
    }

@@ -244,6 +244,27 @@ def test_an_empty_catalog_allows_only_a_direct_answer() -> None:
     assert violations(plan(op("ventas_anuales", anio=2025)), schema) != []
 
 
+@pytest.mark.parametrize("style", ["union", "enum", "free"])
+def test_every_plan_schema_puts_the_direct_answer_first_so_a_model_writes_it_first(style: str) -> None:
+    """Grammars keep the schema's property order: a direct answer is the first thing call 1 writes and can
+    stream to the user (``PlannerAI.astream_analyze``)."""
+    schema = PlannerAI(OfflineSalesModel(), plan_schema=style).plan_json_schema(catalog_of("gerente"))  # type: ignore[arg-type]
+    assert list(schema["properties"]) == ["respuesta_directa", "operaciones"]
+    assert "required" not in schema  # small talk has no operations, a plan no direct answer
+
+
+def test_the_offline_planner_writes_the_schemas_order_compactly_and_a_direct_answer_alone() -> None:
+    replies = Replies()
+    ai = PlannerAI(OfflineSalesModel())
+    catalog = catalog_of("gerente")
+    ai.analyze("Hola", CONTEXT, catalog, config={"callbacks": [replies]})
+    ai.analyze(DEPENDENT, CONTEXT, catalog, config={"callbacks": [replies]})
+    greeting, dependent = replies.texts
+    assert greeting.startswith('{"respuesta_directa":"') and "operaciones" not in greeting
+    assert dependent.startswith('{"operaciones":[{"id":"') and ": " not in dependent
+    assert json.loads(dependent) == DEPENDENT_PLAN
+
+
 def test_the_plain_variant_names_the_operations_without_their_parameters() -> None:
     schema = plan_json_schema(catalog_of("ana"), union=False)
     item = schema["properties"]["operaciones"]["items"]
@@ -347,7 +368,9 @@ def test_the_offline_planner_writes_plans_that_follow_the_schema(user_id: str, q
     PlannerAI(OfflineSalesModel()).analyze(question, CONTEXT, catalog, config={"callbacks": [replies]})
     written = json.loads(replies.texts[-1])
     assert violations(written, plan_json_schema(catalog)) == []
-    assert {o["funcion"] for o in written["operaciones"]} <= set(REGISTRY.names(CALLERS[user_id]))
+    # A direct answer leaves out "operaciones", as the prompt's example shows it alone.
+    planned = written.get("operaciones", [])
+    assert {o["funcion"] for o in planned} <= set(REGISTRY.names(CALLERS[user_id]))
 
 
 def test_the_offline_planner_keeps_its_plans_under_the_schema() -> None:

@@ -48,21 +48,21 @@ Operaciones disponibles (catálogo):
 - compras_cliente(cliente: string, anio: integer): Total comprado por un cliente en un año.
     cliente: Nombre del cliente.
 
-Salida, solo el JSON: {"operaciones": [{"funcion": "nombre_de_operacion", "parametros": {"parametro": "valor"}}]}
+Salida, solo el JSON compacto (sin espacios fuera de los textos): {"operaciones":[{"funcion":"nombre_de_operacion","parametros":{"parametro":"valor"}}]}
 
 Reglas:
 1. Usa solo operaciones del catálogo, con su nombre exacto y solo los parámetros que declaran. Nunca
    inventes operaciones, parámetros ni datos.
 2. Si la pregunta necesita varias consultas, pon todas las operaciones en "operaciones", en orden.
-3. Si una operación necesita el resultado de otra, dale a la primera un "id" y usa {"$ref": "id.campo"} en
+3. Si una operación necesita el resultado de otra, dale a la primera un "id" y usa {"$ref":"id.campo"} en
    "parametros" (en listas, con el índice: "op1.lista.0.campo"). Ejemplo con operaciones inventadas:
-   {"operaciones": [{"id": "op1", "funcion": "proveedor_principal", "parametros": {"rubro": "papelería"}}, {"funcion": "pedidos_proveedor", "parametros": {"proveedor": {"$ref": "op1.proveedor"}}}]}
+   {"operaciones":[{"id":"op1","funcion":"proveedor_principal","parametros":{"rubro":"papelería"}},{"funcion":"pedidos_proveedor","parametros":{"proveedor":{"$ref":"op1.proveedor"}}}]}
 4. Resuelve las referencias ("ese proveedor", "el mismo mes") con el estado, la memoria y el último
    intercambio, y las fechas relativas con la fecha de hoy.
-5. Si el mensaje no necesita ninguna operación (saludo, charla), devuelve
-   {"operaciones": [], "respuesta_directa": "texto breve y cordial"}.
-6. Si ninguna operación del catálogo sirve, devuelve "operaciones" vacío y di en "respuesta_directa" que no
-   puedes consultar ese dato.\
+5. Si el mensaje no necesita ninguna operación (saludo, charla), devuelve solo la respuesta, sin
+   "operaciones", así: {"respuesta_directa":"texto breve y cordial"}
+6. Si ninguna operación del catálogo sirve, devuelve solo "respuesta_directa", diciendo que no puedes
+   consultar ese dato. Un plan tiene "operaciones" o "respuesta_directa", nunca las dos.\
 """)
     assert human.content == snapshot("""\
 Fecha de hoy: 2026-11-30
@@ -123,7 +123,7 @@ def test_the_answer_call_reads_state_and_memory_but_not_the_last_exchange() -> N
 
 def test_answer_prompt_asks_for_the_answer_first_and_only_what_the_erp_cannot_derive() -> None:
     system = str(answer_messages("¿Y cuánto compró?", [], CONTEXT)[0].content)
-    assert system.index('{"respuesta"') < system.index('"memoria"') < system.index('"estado": {')
+    assert system.index('{"respuesta"') < system.index('"memoria"') < system.index('"estado":{')
     assert "cliente_actual" not in system and "anio" not in system  # the ERP derives those
     assert '"tema"' in system
 
@@ -142,8 +142,8 @@ def test_answer_prompt() -> None:
     assert system.content == snapshot("""\
 Eres el asistente de un ERP. El ERP ya ejecutó las operaciones: redacta la respuesta solo con los resultados.
 
-Salida, solo el JSON, empezando por "respuesta":
-{"respuesta": "texto para el usuario", "memoria": [{"contenido": "hecho", "importancia": 0.5}], "estado": {"tema": "tema actual"}}
+Salida, solo el JSON compacto (sin espacios fuera de los textos), empezando por "respuesta":
+{"respuesta":"texto para el usuario","memoria":[{"contenido":"hecho","importancia":0.5}],"estado":{"tema":"tema actual"}}
 
 Reglas:
 1. "respuesta": en español, breve, con las cifras exactas de los resultados; importes en guaraníes con

@@ -51,10 +51,15 @@ class Draft:
     invalid_calls: list[tuple[str, str]] = field(default_factory=list)
     repeat: str = ""
     """A runaway reply: ``content`` is followed by this text, over and over, until the output cap cuts it."""
+    compact: bool = False
+    """``content`` is JSON written without spaces (as the prompt's examples are; see
+    :attr:`~._prompt.PromptView.compact_json`); a fault that rewrites the payload keeps the style."""
 
     @classmethod
-    def json(cls, payload: Any) -> Draft:
-        return cls(content=json.dumps(payload, ensure_ascii=False), payload=payload)
+    def json(cls, payload: Any, *, compact: bool = False) -> Draft:
+        separators = (",", ":") if compact else (", ", ": ")
+        text = json.dumps(payload, ensure_ascii=False, separators=separators)
+        return cls(content=text, payload=payload, compact=compact)
 
 
 @dataclass(frozen=True)
@@ -187,7 +192,7 @@ def inject(draft: Draft, mode: FaultMode, site: FaultSite) -> Draft:
         payload_kind = _payload_kind(draft.payload) or fallback
         reshaped = _reshape(draft.payload, payload_kind, mode, site)
         if reshaped is not None:
-            return Draft.json(reshaped)
+            return Draft.json(reshaped, compact=draft.compact)
         return Draft(content=draft.content, payload=draft.payload, tool_calls=calls)
     if draft.tool_calls:
         return _inject_tool_calls(draft, mode)
@@ -210,7 +215,7 @@ def inject(draft: Draft, mode: FaultMode, site: FaultSite) -> Draft:
         payload["memoria"] = [dict(m, importancia="alta") for m in payload.get("memoria") or []]
         if isinstance(payload.get("estado"), dict):
             payload["estado"] = wrong_types(payload["estado"])
-    return Draft.json(payload)
+    return Draft.json(payload, compact=draft.compact)
 
 
 def _inject_tool_calls(draft: Draft, mode: FaultMode) -> Draft:

@@ -13,6 +13,12 @@ chooses one of three behaviours from what it is asked:
 3. **Answer** (a schema with ``respuesta``, or a system prompt with ``"respuesta"``): ``respuesta``,
    ``memoria`` and ``estado`` written from the ``Resultados:`` block.
 
+JSON is written the way the prompt shows it: compact when the system prompt's examples are compact
+(:attr:`~._prompt.PromptView.compact_json`), with spaces otherwise; keys in the requested schema's order (a
+grammar built from it would allow no other), or without a schema in the order the prompt names them; a direct
+answer without ``"operaciones": []`` when the prompt shows one alone. Tool calls are counted as compact JSON,
+so a compact plan and a tool call are measured with the same ruler.
+
 Token counts follow :mod:`shared.llm.tokens`; ``usage_metadata["input_token_details"]["cache_read"]``
 reports what a prefix cache would have served (:mod:`shared.llm.offline._cache`: a model of a cache over the
 instance's recent prompts, by whole blocks; not a measurement); ``max_tokens`` cuts a longer reply as a real
@@ -543,17 +549,18 @@ def _decide(view: PromptView, request: _Request) -> Draft:
     if request.tools and request.tool_choice != "none":
         return _tool_step(view, request)
     kind = schema_kind(request.schema) if request.schema is not None else prompt_kind(view)
+    compact = view.compact_json
     if kind == "plan":
-        return Draft.json(_conformed(_plan(view, request.schema), request.schema))
+        return Draft.json(_conformed(_plan(view, request.schema), request.schema), compact=compact)
     if kind == "answer":
-        return Draft.json(_conformed(_answer(view), request.schema))
+        return Draft.json(_conformed(_answer(view), request.schema), compact=compact)
     if request.schema is not None:
-        return Draft.json(fill(request.schema, request.schema))
+        return Draft.json(fill(request.schema, request.schema), compact=compact)
     if request.json_mode:
         keys = re.findall(r"['\"](\w+)['\"]", view.human)
         if keys:
-            return Draft.json({key: f"(offline) {key}" for key in dict.fromkeys(keys)})
-        return Draft.json({"respuesta": _plain_reply(view)})
+            return Draft.json({key: f"(offline) {key}" for key in dict.fromkeys(keys)}, compact=compact)
+        return Draft.json({"respuesta": _plain_reply(view)}, compact=compact)
     return Draft(content=_plain_reply(view))
 
 
@@ -575,12 +582,37 @@ def _plan(view: PromptView, schema: dict[str, Any] | None) -> dict[str, Any]:
         ({"id": s.key} if s.key in referenced else {}) | {"funcion": s.funcion, "parametros": s.parametros}
         for s in steps
     ]
-    plan: dict[str, Any] = {"operaciones": operations}
+    direct = not operations and (
+        "respuesta_directa" in view.all_text or mentions(schema, "respuesta_directa")
+    )
+    plan: dict[str, Any] = {}
+    if not direct or not _direct_answer_alone(view, schema):
+        plan["operaciones"] = operations
     if mentions(schema, "pregunta"):  # the article's key, written only when the schema asks for it
         plan["pregunta"] = view.question
-    if not operations and ("respuesta_directa" in view.all_text or mentions(schema, "respuesta_directa")):
+    if direct:
         plan["respuesta_directa"] = understanding.reply or "¿En qué puedo ayudarte con las ventas?"
+    if schema is None:  # no schema to follow (it would order the keys): the order the prompt names them in
+        plan = dict(sorted(plan.items(), key=lambda item: _first_mention(view.system, item[0])))
     return plan
+
+
+_DIRECT_ALONE = re.compile(r'\{\s*"respuesta_directa"\s*:')
+
+
+def _direct_answer_alone(view: PromptView, schema: dict[str, Any] | None) -> bool:
+    """Whether a direct answer is written without ``"operaciones": []``: the prompt shows one alone
+    (``{"respuesta_directa": …}``) and the schema, if any, does not require ``operaciones``."""
+    required = resolve(schema, schema).get("required") if schema else None
+    if isinstance(required, list) and "operaciones" in required:
+        return False
+    return _DIRECT_ALONE.search(view.all_text) is not None
+
+
+def _first_mention(text: str, key: str) -> int:
+    """Where ``text`` first names the quoted ``key`` (after every named key when it does not)."""
+    found = text.find(f'"{key}"')
+    return found if found >= 0 else len(text)
 
 
 def _operation_items(schema: dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -662,7 +694,7 @@ def _tool_step(view: PromptView, request: _Request) -> Draft:
     if forced is not None and (forced is not answer_tool or not data_tools):
         return _forced_call(view, forced)
     if answer_tool is not None and view.results is not None:
-        return _final(_answer(view), request, answer_tool)
+        return _final(_answer(view), request, answer_tool, compact=view.compact_json)
 
     understanding = understand(view.question, view.conversation, sales)
     if understanding.kind == "operations":
@@ -672,7 +704,10 @@ def _tool_step(view: PromptView, request: _Request) -> Draft:
             return Draft(tool_calls=[(s.funcion, _fit(s.parametros, by_name[s.funcion])) for s in batch])
         items = [_executed(issued[s.key]) for s in understanding.steps if s.key in issued]
         return _final(
-            compose_answer(items, view.conversation, understanding.reply or None), request, answer_tool
+            compose_answer(items, view.conversation, understanding.reply or None),
+            request,
+            answer_tool,
+            compact=view.compact_json,
         )
 
     if not data_calls:
@@ -684,12 +719,14 @@ def _tool_step(view: PromptView, request: _Request) -> Draft:
             found = (spec, arguments(spec, view.question)) if spec else None
         if found is not None:
             return Draft(tool_calls=[(found[0].name, found[1])])
-        return _final(compose_answer([], view.conversation, understanding.reply), request, answer_tool)
+        reply = compose_answer([], view.conversation, understanding.reply)
+        return _final(reply, request, answer_tool, compact=view.compact_json)
     text = " ".join(
         describe(_executed(c)) if c.name in KNOWN_OPERATIONS else f"Resultado de {c.name}: {c.result}"
         for c in data_calls
     )
-    return _final({"respuesta": text, "memoria": [], "estado": {}}, request, answer_tool)
+    payload = {"respuesta": text, "memoria": [], "estado": {}}
+    return _final(payload, request, answer_tool, compact=view.compact_json)
 
 
 def _forced_call(view: PromptView, spec: ToolSpec) -> Draft:
@@ -708,17 +745,21 @@ def _forced_call(view: PromptView, spec: ToolSpec) -> Draft:
     return Draft(tool_calls=[(spec.name, args)])
 
 
-def _final(payload: dict[str, Any], request: _Request, answer_tool: ToolSpec | None) -> Draft:
+def _final(
+    payload: dict[str, Any], request: _Request, answer_tool: ToolSpec | None, *, compact: bool
+) -> Draft:
+    """The turn's answer: a call to the answer tool, JSON (``compact`` when the prompt's examples are), or
+    the plain ``respuesta`` text."""
     if answer_tool is not None:
         return Draft(
             tool_calls=[(answer_tool.name, conform(payload, answer_tool.parameters, answer_tool.parameters))]
         )
     if request.schema is not None:
         if schema_kind(request.schema) == "answer":
-            return Draft.json(conform(payload, request.schema, request.schema))
-        return Draft.json(fill(request.schema, request.schema))
+            return Draft.json(conform(payload, request.schema, request.schema), compact=compact)
+        return Draft.json(fill(request.schema, request.schema), compact=compact)
     if request.json_mode:
-        return Draft.json(payload)
+        return Draft.json(payload, compact=compact)
     return Draft(content=str(payload["respuesta"]))
 
 

@@ -118,6 +118,9 @@ class PromptView:
     results: list[dict[str, Any]] | None
     turn_calls: tuple[TurnCall, ...]
     all_text: str
+    compact_json: bool = False
+    """The instructions' JSON examples are written without spaces (``{"a":1,"b":[]}``): a model copies the
+    style of the examples it is shown, so the JSON it writes is compact too (:func:`compact_examples`)."""
 
     @property
     def has_results_block(self) -> bool:
@@ -161,7 +164,21 @@ def read_prompt(messages: list[BaseMessage]) -> PromptView:
         results=_results(human),
         turn_calls=_turn_calls(turn),
         all_text=context_text,
+        compact_json=compact_examples(system),
     )
+
+
+_JSON_MEMBER = re.compile(r'"[^"\n]{1,60}"([ \t]*):([ \t]*)(?=["\[{0-9-]|true\b|false\b|null\b)')
+"""A key of a JSON object and its colon, with the spaces around the colon, followed by a value on the same
+line (a quoted word ending a sentence with a colon, ``… por "respuesta":`` and a line break, is no member)."""
+
+
+def compact_examples(instructions: str) -> bool:
+    """Whether the JSON examples in ``instructions`` (a system prompt) are written compact: at least one
+    ``"key":value`` member, none with whitespace around its colon. Without examples a model writes JSON its
+    usual way (with spaces: ``False``)."""
+    gaps = [match.group(1) + match.group(2) for match in _JSON_MEMBER.finditer(instructions)]
+    return bool(gaps) and not any(gaps)
 
 
 def extract_question(text: str) -> str:

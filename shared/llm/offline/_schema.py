@@ -6,7 +6,9 @@ arguments of tools the model does not know (the langchain-tests adder, weather a
 A union (``anyOf``/``oneOf``) is conformed to the alternative the value is meant for: the first whose type
 fits the value and whose one-value ``enum``/``const`` properties the value matches (the planner's schema
 ties each ``funcion`` to its own ``parametros`` that way, :mod:`planner_mode.plan_schema`). A value no
-alternative fits is left as it is, as a model's output would be.
+alternative fits is left as it is, as a model's output would be. A conformed object has its keys in the
+schema's ``properties`` order, the order a grammar built from the schema (llama.cpp's, Ollama's) makes a
+model write them in.
 """
 
 from __future__ import annotations
@@ -168,7 +170,8 @@ def alternatives(schema: dict[str, Any], root: dict[str, Any]) -> list[dict[str,
 
 
 def conform(value: Any, schema: dict[str, Any], root: dict[str, Any]) -> Any:
-    """Adapt a payload to a schema: fill missing required keys, drop extras the schema forbids, recurse."""
+    """Adapt a payload to a schema: keys in the schema's order, missing required keys filled, extras the
+    schema forbids dropped, recursively."""
     schema = resolve(schema, root)
     if any(isinstance(schema.get(key), list) for key in ("anyOf", "oneOf")):
         if value is None:
@@ -178,16 +181,17 @@ def conform(value: Any, schema: dict[str, Any], root: dict[str, Any]) -> Any:
             return value
         schema = chosen
     if isinstance(value, dict) and isinstance(schema.get("properties"), dict):
+        # In the schema's order, as a grammar built from it makes a model write; extras last.
         props: dict[str, Any] = schema["properties"]
+        required = set(schema.get("required") or [])
         result: dict[str, Any] = {}
-        for name, item in value.items():
-            if name in props:
-                result[name] = conform(item, props[name], root)
-            elif schema.get("additionalProperties") is not False:
-                result[name] = item
-        for name in schema.get("required") or []:
-            if name not in result and name in props:
-                result[name] = fill(props[name], root, hint=name)
+        for name, sub in props.items():
+            if name in value:
+                result[name] = conform(value[name], sub, root)
+            elif name in required:
+                result[name] = fill(sub, root, hint=name)
+        if schema.get("additionalProperties") is not False:
+            result.update((name, item) for name, item in value.items() if name not in props)
         return result
     if isinstance(value, list) and isinstance(schema.get("items"), dict):
         return [conform(item, schema["items"], root) for item in value]
