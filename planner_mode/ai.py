@@ -6,14 +6,16 @@ structured output (``with_structured_output(..., method="json_schema")``) and, w
 fails or the model has no structured-output support, recovers the JSON from the raw text with
 :mod:`planner_mode.parsing`. It never makes a second attempt: one method call is one model call.
 
-Each call exists three ways, sharing one request and one reading of the reply: synchronous (``analyze``,
-``respond``: the model's ``invoke``), asynchronous (``aanalyze``, ``arespond``: ``ainvoke``) and, for call 2,
-streamed (``astream_respond``: ``astream``, yielding the answer's text as the model writes it, decoded by
-:class:`~shared.json_stream.AnswerTextStream`, then the strictly parsed :class:`Answer`). A streamed call is
-reported to callbacks like any other: LangChain's ``BaseChatModel.astream`` ends the run with
-``on_llm_end`` carrying the merged chunks (their ``usage_metadata`` and ``response_metadata``), so a
-``UsageTracker`` counts it. ``config`` is a LangChain ``RunnableConfig`` passed to the model call
-(callbacks, tags, metadata).
+Each call exists four ways, sharing one request and one reading of the reply: synchronous (``analyze``,
+``respond``: the model's ``invoke``), asynchronous (``aanalyze``, ``arespond``: ``ainvoke``) and streamed
+(``astream_analyze``, ``astream_respond``: ``astream``), yielding the text for the user as the model writes
+it, decoded by :class:`~shared.json_stream.AnswerTextStream`, then the strictly parsed :class:`Plan` or
+:class:`Answer`. Call 1's text for the user is a direct answer (``respuesta_directa``), streamed only when it
+is the first key of the reply (:class:`DirectAnswerText`: the plan schema puts it first, so a model that
+writes it has chosen to answer directly before writing anything else). A streamed call is reported to
+callbacks like any other: LangChain's ``BaseChatModel.astream`` ends the run with ``on_llm_end`` carrying the
+merged chunks (their ``usage_metadata`` and ``response_metadata``), so a ``UsageTracker`` counts it.
+``config`` is a LangChain ``RunnableConfig`` passed to the model call (callbacks, tags, metadata).
 
 **Constrained plans.** Call 1's schema is built for the catalog it is given
 (:func:`planner_mode.plan_schema.plan_json_schema`: the operations the caller may run as an ``enum``, each
@@ -48,11 +50,12 @@ anything else a ``ProviderError``.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, Callable, Hashable, Iterator, Sequence
 from contextlib import aclosing, contextmanager
-from typing import Any, Final, Generic, Literal, TypeVar, cast
+from typing import Any, Final, Generic, Literal, Protocol, TypeVar, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
@@ -67,8 +70,9 @@ from shared.errors import ModelOutputError, OutputLimitError
 from shared.json_stream import AnswerTextStream
 from shared.memory.context import ConversationContext
 from shared.operations.registry import OperationSpec
+from shared.text import strip_reasoning
 
-__all__ = ["PLAN_SCHEMA_CACHE_SIZE", "PlanSchemaStyle", "PlannerAI"]
+__all__ = ["PLAN_SCHEMA_CACHE_SIZE", "DirectAnswerText", "PlanSchemaStyle", "PlannerAI", "TextDecoder"]
 
 M = TypeVar("M", bound=BaseModel)
 K = TypeVar("K", bound=Hashable)
@@ -81,6 +85,75 @@ only) or ``free`` (the :class:`Plan` model's schema, any operation name). See th
 PLAN_SCHEMA_CACHE_SIZE: Final = 32
 """Catalogs whose bound call-1 runnable a :class:`PlannerAI` keeps (least recently used dropped first): one
 per distinct set of permissions in practice (the demo has two), more behind an AI server shared by ERPs."""
+
+
+class TextDecoder(Protocol):
+    """Reads a streamed reply chunk by chunk and returns the text for the user each chunk completed
+    (:class:`~shared.json_stream.AnswerTextStream`, :class:`DirectAnswerText`)."""
+
+    @property
+    def text(self) -> str:
+        """Everything returned so far."""
+        ...
+
+    def feed(self, chunk: str) -> str:
+        """Read the next raw chunk; return the text it completed (possibly ``""``)."""
+        ...
+
+
+_LEADING_DIRECT_ANSWER = re.compile(r'(?:```(?:json)?\s*)?\{\s*"respuesta_directa"\s*:\s*"')
+"""What a reply writes before its direct answer's text when ``respuesta_directa`` is its first key (reasoning
+blocks removed; a code fence allowed)."""
+
+
+class DirectAnswerText:
+    """Call 1's direct answer (``respuesta_directa``) as the model writes it, only when it is the reply's
+    first key; nothing otherwise.
+
+    The rule, so that what a streaming reader is shown is the answer: a reply that starts with its direct
+    answer has chosen to answer directly (the plan schema and the prompt put ``respuesta_directa`` first and
+    alone, :mod:`planner_mode.plan_schema`). A reply that writes ``operaciones`` first has chosen a plan: its
+    ``respuesta_directa`` (if any) is not the turn's answer and is never shown. Whitespace around the text
+    is held back (the engine shows the answer stripped). The rare reply that starts with a direct answer and
+    then lists operations anyway contradicts the prompt: its operations run and call 2's answer follows what
+    was shown (see :meth:`planner_mode.engine.PlannerEngine.astream`).
+    """
+
+    def __init__(self) -> None:
+        self._decoder = AnswerTextStream("respuesta_directa")
+        self._raw: list[str] = []
+        self._leading: bool | None = None
+        """Unknown until the answer's first character, then whether ``respuesta_directa`` came first."""
+        self._shown: list[str] = []
+        self._space = ""
+        """Whitespace held back until visible text follows it."""
+
+    @property
+    def text(self) -> str:
+        return "".join(self._shown)
+
+    def feed(self, chunk: str) -> str:
+        if self._leading is False:
+            return ""
+        if self._leading is None:
+            self._raw.append(chunk)
+        decoded = self._decoder.feed(chunk)
+        if not decoded:
+            return ""
+        if self._leading is None:
+            prefix = "".join(self._raw)[: self._decoder.prefix_chars]
+            self._leading = _LEADING_DIRECT_ANSWER.fullmatch(strip_reasoning(prefix)) is not None
+            self._raw = []
+            if not self._leading:
+                return ""
+        if not self._shown:
+            decoded = decoded.lstrip()
+        text = self._space + decoded
+        body = text.rstrip()
+        self._space = text[len(body) :]
+        if body:
+            self._shown.append(body)
+        return body
 
 
 class _StructuredCall(Generic[M]):
@@ -120,7 +193,7 @@ class _StructuredCall(Generic[M]):
         return self._read(output)
 
     async def astream(
-        self, messages: list[BaseMessage], config: RunnableConfig | None, text: AnswerTextStream
+        self, messages: list[BaseMessage], config: RunnableConfig | None, text: TextDecoder
     ) -> AsyncGenerator[str | M, None]:
         """The reply's text deltas as ``text`` decodes them, then the whole reply read like ``invoke``'s.
 
@@ -330,6 +403,34 @@ class PlannerAI:
         call = self._plan_calls.get(catalog)
         plan = await call.ainvoke(plan_messages(message, context, catalog), config)
         return _with_question(plan, message)
+
+    async def astream_analyze(
+        self,
+        message: str,
+        context: ConversationContext,
+        catalog: Sequence[OperationSpec],
+        *,
+        config: RunnableConfig | None = None,
+    ) -> AsyncGenerator[str | Plan, None]:
+        """:meth:`analyze` streamed: a direct answer's text in deltas as the model writes it (only when
+        ``respuesta_directa`` is the reply's first key, :class:`DirectAnswerText`), then the :class:`Plan`,
+        parsed from the whole reply exactly as :meth:`analyze` parses it.
+
+        When the plan is a direct answer and the deltas are a start of it (stripped, as the engine shows
+        it), the rest comes as one last delta (e.g. an answer found only inside reasoning). A failure raises
+        after the deltas already yielded: the caller shows the final result, not the partial text.
+        """
+        call = self._plan_calls.get(catalog)
+        text = DirectAnswerText()
+        async for item in call.astream(plan_messages(message, context, catalog), config, text):
+            if isinstance(item, str):
+                yield item
+                continue
+            plan = _with_question(item, message)
+            direct = (plan.respuesta_directa or "").strip() if plan.is_direct else ""
+            if text.text and direct.startswith(text.text) and len(direct) > len(text.text):
+                yield direct[len(text.text) :]
+            yield plan
 
     def respond(
         self,

@@ -2,10 +2,12 @@
 
 Both clients implement :class:`AIClient`: ``analyze`` returns the plan and ``respond`` the answer, each with
 the :class:`~planner_mode.wire.CallUsage` it cost, in a synchronous and an asynchronous form
-(``aanalyze``/``arespond``), and ``astream_respond`` yields the answer's text as call 2 writes it, then the
-whole :class:`~planner_mode.wire.RespondResponse`. A failed call raises :class:`AICallError`, which wraps the
-:class:`~shared.errors.ModelOutputError` or :class:`~shared.errors.ProviderError` and still carries the usage,
-so the engine's per-turn counts include failed calls.
+(``aanalyze``/``arespond``); ``astream_respond`` yields the answer's text as call 2 writes it, then the
+whole :class:`~planner_mode.wire.RespondResponse`, and ``astream_analyze`` a direct answer's text as call 1
+writes it (when the reply starts with one), then the whole :class:`~planner_mode.wire.AnalyzeResponse`.
+A failed call raises :class:`AICallError`, which wraps the :class:`~shared.errors.ModelOutputError` or
+:class:`~shared.errors.ProviderError` and still carries the usage, so the engine's per-turn counts include
+failed calls.
 """
 
 from __future__ import annotations
@@ -26,16 +28,18 @@ from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, ValidationError
 
 from planner_mode.ai import PlannerAI
-from planner_mode.plan import Answer, OperationOutcome
+from planner_mode.plan import Answer, OperationOutcome, Plan
 from planner_mode.wire import (
     NDJSON,
     AnalyzeRequest,
     AnalyzeResponse,
     AnswerDeltaLine,
     CallUsage,
+    ErrorLine,
     ErrorResponse,
     RespondRequest,
     RespondResponse,
+    parse_analyze_stream_line,
     parse_stream_line,
 )
 from shared.errors import (
@@ -55,6 +59,7 @@ if TYPE_CHECKING:
 __all__ = ["AICallError", "AIClient", "HttpAIClient", "InProcessAIClient"]
 
 R = TypeVar("R", bound=BaseModel)
+P = TypeVar("P", bound=BaseModel)
 
 DEFAULT_TIMEOUT_S = 120.0
 """Default bound of one AI-server request, the model's time included (the providers' default too)."""
@@ -119,6 +124,19 @@ class AIClient(Protocol):
         config: RunnableConfig | None = None,
     ) -> RespondResponse:
         """Call 2 without blocking the event loop."""
+        ...
+
+    def astream_analyze(
+        self,
+        message: str,
+        context: ConversationContext,
+        catalog: Sequence[OperationSpec],
+        *,
+        config: RunnableConfig | None = None,
+    ) -> AsyncIterator[str | AnalyzeResponse]:
+        """Call 1 streamed: a direct answer's text in deltas as the model writes it (only when the reply
+        starts with its ``respuesta_directa``: :class:`planner_mode.ai.DirectAnswerText`), then exactly one
+        :class:`AnalyzeResponse` (the parsed plan and the call's usage) as the last item."""
         ...
 
     def astream_respond(
@@ -230,7 +248,22 @@ class InProcessAIClient:
             answer = await self.ai.arespond(question, results, context, config=measured)
         return RespondResponse(answer=answer, usage=CallUsage.from_tracker(tracker))
 
-    async def astream_respond(
+    def astream_analyze(
+        self,
+        message: str,
+        context: ConversationContext,
+        catalog: Sequence[OperationSpec],
+        *,
+        config: RunnableConfig | None = None,
+    ) -> AsyncGenerator[str | AnalyzeResponse, None]:
+        """Call 1 in process, streamed with the model's ``astream``."""
+
+        def start(measured: RunnableConfig) -> AsyncGenerator[str | Plan, None]:
+            return self.ai.astream_analyze(message, context, catalog, config=measured)
+
+        return _measured_stream(config, start, lambda plan, usage: AnalyzeResponse(plan=plan, usage=usage))
+
+    def astream_respond(
         self,
         question: str,
         results: Sequence[OperationOutcome],
@@ -239,16 +272,32 @@ class InProcessAIClient:
         config: RunnableConfig | None = None,
     ) -> AsyncGenerator[str | RespondResponse, None]:
         """Call 2 in process, streamed with the model's ``astream``."""
-        with _measured(config) as (tracker, measured):
-            stream = self.ai.astream_respond(question, results, context, config=measured)
-            async with aclosing(stream):
-                async for item in stream:
-                    if isinstance(item, Answer):
-                        # The model's run has ended (the tracker has its usage) once the answer is parsed.
-                        yield RespondResponse(answer=item, usage=CallUsage.from_tracker(tracker))
-                        return
-                    yield item
-            raise ModelOutputError("The answer stream ended without an answer.")
+
+        def start(measured: RunnableConfig) -> AsyncGenerator[str | Answer, None]:
+            return self.ai.astream_respond(question, results, context, config=measured)
+
+        return _measured_stream(
+            config, start, lambda answer, usage: RespondResponse(answer=answer, usage=usage)
+        )
+
+
+async def _measured_stream(
+    config: RunnableConfig | None,
+    start: Callable[[RunnableConfig], AsyncGenerator[str | P, None]],
+    respond: Callable[[P, CallUsage], R],
+) -> AsyncGenerator[str | R, None]:
+    """One streamed :class:`PlannerAI` call measured by its own tracker: its text deltas, then its parsed
+    result (the last item the call yields) with the call's usage, as ``respond(result, usage)``."""
+    with _measured(config) as (tracker, measured):
+        stream = start(measured)
+        async with aclosing(stream):
+            async for item in stream:
+                if not isinstance(item, str):
+                    # The model's run has ended (the tracker has its usage) once the reply is parsed.
+                    yield respond(item, CallUsage.from_tracker(tracker))
+                    return
+                yield item
+        raise ModelOutputError("The model's stream ended without a result.")
 
 
 # -- over HTTP ---------------------------------------------------------------------------------------------
@@ -377,17 +426,23 @@ class _Exchange:
             ProviderError(f"AI server {self.url} answered HTTP {response.status_code}: {detail}")
         )
 
-    def line(self, text: str) -> str | RespondResponse:
-        """One NDJSON line of a streamed respond: a delta, the final response, or the error it carries."""
+    def line(
+        self,
+        text: str,
+        parse: Callable[[str], AnswerDeltaLine | ErrorLine | BaseModel],
+        response_model: type[R],
+    ) -> str | R:
+        """One NDJSON line of a stream (read by ``parse``): a delta, the final response (as
+        ``response_model``), or the error it carries."""
         try:
-            item = parse_stream_line(text)
+            item = parse(text)
         except ValidationError as exc:
             failed = ProviderError(f"AI server {self.url} sent an unexpected stream line: {exc}")
             raise AICallError(failed, self.waited()) from exc
         if isinstance(item, AnswerDeltaLine):
             return item.text
-        if item.type == "response":
-            return RespondResponse(answer=item.answer, usage=item.usage)
+        if not isinstance(item, ErrorLine):  # the response line: the response's fields and its ``type``
+            return response_model.model_validate(dict(item))
         if item.kind in ("model_output", "provider", "timeout"):
             raise AICallError(_cause(item), item.usage or self.waited())
         failed = ProviderError(f"AI server {self.url} failed while streaming: {item.error}")
@@ -395,7 +450,7 @@ class _Exchange:
 
     def ended_early(self) -> AICallError:
         """The stream ended without its final line (the server went away while writing)."""
-        failed = ProviderError(f"AI server {self.url} ended the answer stream without a response.")
+        failed = ProviderError(f"AI server {self.url} ended the {self.path} stream without a response.")
         return AICallError(failed, self.waited())
 
 
@@ -570,7 +625,20 @@ class HttpAIClient:
         exchange = _Exchange(self, "/ai/respond", _respond_body(question, results, context))
         return exchange.read(await self._asend(exchange), RespondResponse)
 
-    async def astream_respond(
+    def astream_analyze(
+        self,
+        message: str,
+        context: ConversationContext,
+        catalog: Sequence[OperationSpec],
+        *,
+        config: RunnableConfig | None = None,
+    ) -> AsyncGenerator[str | AnalyzeResponse, None]:
+        """``POST /ai/analyze`` with ``Accept: application/x-ndjson``, read line by line (see
+        :meth:`astream_respond`)."""
+        exchange = _Exchange(self, "/ai/analyze", _analyze_body(message, context, catalog), stream=True)
+        return self._astream(exchange, parse_analyze_stream_line, AnalyzeResponse)
+
+    def astream_respond(
         self,
         question: str,
         results: Sequence[OperationOutcome],
@@ -586,18 +654,27 @@ class HttpAIClient:
         line raise :class:`AICallError` too, counting the call.
         """
         exchange = _Exchange(self, "/ai/respond", _respond_body(question, results, context), stream=True)
+        return self._astream(exchange, parse_stream_line, RespondResponse)
+
+    async def _astream(
+        self,
+        exchange: _Exchange,
+        parse: Callable[[str], AnswerDeltaLine | ErrorLine | BaseModel],
+        response_model: type[R],
+    ) -> AsyncGenerator[str | R, None]:
+        """Send a streamed ``exchange``; yield its deltas, then its response (see :meth:`astream_respond`)."""
         response = await self._asend(exchange)
         try:
             if not exchange.is_stream(response):
                 await response.aread()
-                yield exchange.read(response, RespondResponse)
+                yield exchange.read(response, response_model)
                 return
             async for text in response.aiter_lines():
                 if not text.strip():
                     continue
-                item = exchange.line(text)
+                item = exchange.line(text, parse, response_model)
                 yield item
-                if isinstance(item, RespondResponse):
+                if not isinstance(item, str):
                     return
             raise exchange.ended_early()
         except httpx.HTTPError as exc:

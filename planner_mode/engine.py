@@ -6,7 +6,8 @@ Flow of one turn:
    memory store (state, relevant memories, last exchange, today);
 2. call 1, ``analyze`` → a :class:`~planner_mode.plan.Plan` (small talk with ``respuesta_directa`` stops
    here: one call);
-3. validate the whole plan before executing anything;
+3. validate the whole plan before executing anything (``TurnResult.plan_valid``: call 1's output parsed and
+   passed validation; ``None`` when call 1 failed in the provider, so no output was read);
 4. execute it (independent operations concurrently, dependent ones in order);
 5. call 2, ``respond``, with every result and every error (invalid plans included);
 6. record the turn atomically: user message, assistant message (metadata ``plan`` and ``operations``),
@@ -15,10 +16,11 @@ Flow of one turn:
 Three entry points run that one flow: :meth:`PlannerEngine.ask` (blocking), :meth:`~PlannerEngine.aask`
 (the models' ``ainvoke``, handlers and storage in threads) and :meth:`~PlannerEngine.astream` (the turn as
 :mod:`shared.events`: ``PlanReady``, one ``OperationDone`` per operation as it finishes, the answer in
-``AnswerDelta`` events as call 2 writes it, ``TurnDone`` last). The steps that do not touch a model or run an
-operation are shared synchronous methods; the entry points differ only in how they call the model and run
-the operations. Each opens one parent LangChain run per turn (:mod:`shared.tracing`) whose children are the
-turn's model calls, and logs the finished turn once (:func:`shared.logs.log_turn`, logger ``planner_mode``).
+``AnswerDelta`` events as call 2 writes it, or as call 1 writes a direct answer, before ``PlanReady``;
+``TurnDone`` last). The steps that do not touch a model or run an operation are shared synchronous methods;
+the entry points differ only in how they call the model and run the operations. Each opens one parent
+LangChain run per turn (:mod:`shared.tracing`) whose children are the turn's model calls, and logs the
+finished turn once (:func:`shared.logs.log_turn`, logger ``planner_mode``).
 
 Failures never raise out of a turn: every turn ends in a :class:`TurnResult` whose ``failure`` is ``None`` or
 one kind of the contract in :mod:`shared.failures` (``input``, ``storage``, ``provider``, ``timeout``,
@@ -50,7 +52,6 @@ from planner_mode.ai import PlannerAI
 from planner_mode.client import AICallError, AIClient, InProcessAIClient
 from planner_mode.executor import aexecute_plan, astream_plan, execute_plan
 from planner_mode.plan import Answer, OperationOutcome, Plan
-from shared.state import turn_state
 from planner_mode.validation import ValidatedPlan, validate_plan
 from planner_mode.wire import AnalyzeResponse, CallUsage, RespondResponse
 from shared.bounds import RESULT_MAX_CHARS, RESULT_MAX_ITEMS, clip_json
@@ -64,6 +65,7 @@ from shared.memory.context import ConversationContext
 from shared.memory.store import MemoryStore, MessageIn, TurnRecord
 from shared.operations.registry import OperationRegistry, OperationSpec
 from shared.security import DEMO_CALLER, Caller
+from shared.state import turn_state
 from shared.tracing import TurnRun, aturn_run, turn_run
 from shared.turn import ExecutedOperation, FailureKind, TurnResult
 
@@ -71,11 +73,14 @@ __all__ = ["PlannerEngine", "PlannerLimits"]
 
 logger = logging.getLogger("planner_mode")
 
-ANSWER_PREFIX = '{"respuesta": "'
+ANSWER_PREFIX = '{"respuesta":"'
 """What a model writes before the first character of its answer when ``respuesta`` is the first key, as the
-answer schema and the prompt's example order it: the prefix of the simulated time to the first answer token.
-(The raw reply does not cross the AI client, so a model that writes other keys or reasoning first is
+answer schema and the prompt's compact example order it: the prefix of the simulated time to the first answer
+token. (The raw reply does not cross the AI client, so a model that writes other keys or reasoning first is
 simulated as if it did not.)"""
+DIRECT_ANSWER_PREFIX = '{"respuesta_directa":"'
+"""The same for a direct answer of call 1: ``respuesta_directa`` is the plan schema's first key and the
+prompt's example writes it alone and compact."""
 
 
 class PlannerLimits(BaseModel):
@@ -173,8 +178,18 @@ class PlannerEngine:
     ) -> AsyncGenerator[TurnEvent, None]:
         """:meth:`aask` as events (:mod:`shared.events`): ``PlanReady`` once call 1 is parsed, one
         ``OperationDone`` per operation as it finishes (each operation of a rejected plan, too), the answer in
-        ``AnswerDelta`` events as call 2 writes it (a direct answer of call 1 as one delta), and ``TurnDone``
-        last, with the same result :meth:`ask` returns plus ``first_answer_ms``.
+        ``AnswerDelta`` events as call 2 writes it, and ``TurnDone`` last, with the same result :meth:`ask`
+        returns plus ``first_answer_ms``.
+
+        A direct answer (small talk, a refusal: call 1's ``respuesta_directa``) streams as call 1 writes it,
+        so its ``AnswerDelta`` events come *before* ``PlanReady``; the plan is still parsed and validated
+        from call 1's whole reply. **What is streamed from call 1**: only a reply whose first key is
+        ``respuesta_directa`` (:class:`planner_mode.ai.DirectAnswerText`; the plan schema puts it first and
+        the prompt shows it alone), so a reply that starts with operations never shows its text. A reply
+        that starts with a direct answer and then lists operations contradicts the prompt; its operations run
+        as any plan's do, call 2's answer follows what was shown after a blank line, and ``TurnDone``'s
+        answer (call 2's) is the one to keep, as :mod:`shared.events` says of any mismatch. A direct answer
+        not written first arrives as one delta once call 1 is parsed.
 
         A call that fails (even midway through its stream) ends the turn unrecorded: ``TurnDone`` carries
         the failure kind, ``recorded=False`` and the failure message, which supersedes any text shown.
@@ -232,15 +247,27 @@ class PlannerEngine:
         self, turn: _Turn, config: RunnableConfig
     ) -> AsyncGenerator[PlanReady | OperationDone | AnswerDelta | TurnResult, None]:
         """:meth:`_arun` yielding the turn's events, then its result."""
+        analyzed: AnalyzeResponse | None = None
+        shown = False  # call 1 streamed some of a direct answer (see astream)
         try:
-            analyzed = await self.ai.aanalyze(turn.question, turn.context, turn.catalog, config=config)
+            async for item in _closing(
+                self.ai.astream_analyze(turn.question, turn.context, turn.catalog, config=config)
+            ):
+                if isinstance(item, AnalyzeResponse):
+                    analyzed = item
+                elif item:
+                    shown = True
+                    yield turn.delta(item)
+            if analyzed is None:
+                raise AICallError(ModelOutputError("The plan stream ended without a plan."))
         except AICallError as exc:
             yield self._call_failed(turn, exc)
             return
         direct = self._planned(turn, analyzed)
         yield PlanReady(plan=analyzed.plan.model_dump(mode="json"))
         if direct is not None:
-            yield turn.delta(direct.respuesta)
+            if not shown:  # written after other keys: not streamed, shown whole now
+                yield turn.delta(direct.respuesta)
             yield await asyncio.to_thread(self._record, turn, direct)
             return
         if turn.runnable is not None:
@@ -255,13 +282,15 @@ class PlannerEngine:
                 yield OperationDone(operation=operation)
         responded: RespondResponse | None = None
         try:
+            separator = "\n\n" if shown else ""  # after a direct answer that turned out a preamble
             async for item in _closing(
                 self.ai.astream_respond(turn.question, turn.outcomes, turn.context, config=config)
             ):
                 if isinstance(item, RespondResponse):
                     responded = item
                 elif item:
-                    yield turn.delta(item)
+                    yield turn.delta(separator + item)
+                    separator = ""
             if responded is None:
                 raise AICallError(ModelOutputError("The answer stream ended without an answer."))
         except AICallError as exc:
@@ -303,10 +332,12 @@ class PlannerEngine:
         turn.usages.append(analyzed.usage)
         plan = turn.plan = analyzed.plan
         if plan.is_direct:
+            turn.plan_valid = True  # an empty plan is a valid one
             return Answer(respuesta=(plan.respuesta_directa or "").strip())
         validated = validate_plan(
             plan, self.registry, max_operations=self.limits.max_operations, caller=turn.caller
         )
+        turn.plan_valid = validated.ok
         if validated.ok:
             turn.runnable = validated
         else:
@@ -349,8 +380,14 @@ class PlannerEngine:
         return responded.answer
 
     def _call_failed(self, turn: _Turn, error: AICallError) -> TurnResult:
-        """Call 1 or call 2 failed: counted, explained, nothing written."""
+        """Call 1 or call 2 failed: counted, explained, nothing written.
+
+        Call 1 failing on its output (unparseable, not a plan, cut at the output cap) is an invalid plan
+        (``plan_valid=False``); failing in the provider, no output was read (``plan_valid`` stays ``None``).
+        """
         turn.usages.append(error.usage)
+        if turn.plan is None and isinstance(error.cause, ModelOutputError):
+            turn.plan_valid = False
         which = "Call 1 (plan)" if turn.plan is None else "Call 2 (answer)"
         turn.errors.append(f"{which} failed: {error}")
         return self._unrecorded(turn, error.cause)
@@ -460,6 +497,8 @@ class _Turn:
         self.caller = caller
         self.started = time.perf_counter()
         self.plan: Plan | None = None
+        self.plan_valid: bool | None = None
+        """Call 1's output parsed and passed validation (``TurnResult.plan_valid``); ``None`` until read."""
         self.runnable: ValidatedPlan | None = None
         """The validated plan to execute; ``None`` for a direct answer or a rejected plan."""
         self.operations: list[ExecutedOperation] = []
@@ -504,6 +543,7 @@ class _Turn:
             answer=answer,
             plan=self.plan.model_dump(mode="json") if self.plan else None,
             operations=self.operations,
+            plan_valid=self.plan_valid,
             memories=memories,
             state=state,
             model_calls=usage.model_calls,
@@ -526,14 +566,15 @@ class _Turn:
         """When the first answer token would reach a streaming reader under the model's latency profile.
 
         The simulated time of the calls before the answering one, plus the answering call's time to its first
-        token and to the end of :data:`ANSWER_PREFIX`. A direct answer of call 1 is read once call 1 is
-        parsed (it is not streamed): its whole simulated time. ``None`` without a profile or a written answer.
+        token and to the end of what it writes before the answer's text: :data:`ANSWER_PREFIX` for call 2,
+        :data:`DIRECT_ANSWER_PREFIX` for a direct answer of call 1 (streamed as written, no call before it).
+        ``None`` without a profile or a written answer.
         """
         if not self.answered or not self.usages:
             return None
         *before, answering = self.usages
-        if self.plan is not None and self.plan.is_direct:
-            return answering.simulated_model_ms
+        direct = self.plan is not None and self.plan.is_direct
+        prefix = DIRECT_ANSWER_PREFIX if direct else ANSWER_PREFIX
         earlier = [usage.simulated_model_ms for usage in before]
         first_token: float | None = answering.simulated_first_token_ms
         per_token: float | None = answering.simulated_ms_per_token
@@ -541,11 +582,7 @@ class _Turn:
             return None
         from shared.llm.tokens import approx_tokens  # on use: ``shared.llm`` loads the offline model
 
-        return (
-            sum(ms for ms in earlier if ms is not None)
-            + first_token
-            + approx_tokens(ANSWER_PREFIX) * per_token
-        )
+        return sum(ms for ms in earlier if ms is not None) + first_token + approx_tokens(prefix) * per_token
 
 
 def _in_plan_order(finished: Sequence[tuple[int, ExecutedOperation]]) -> list[ExecutedOperation]:

@@ -29,7 +29,10 @@ characters::
     {"type": "response", "answer": {...}, "usage": {...}}   # last: the RespondResponse
     {"type": "error", "error": "...", "kind": "...", "usage": {...}}  # last instead, if the model failed
 
-The answer deltas concatenated are ``answer.respuesta``. Everything found before the first line keeps its
+The answer deltas concatenated are ``answer.respuesta``. ``POST /ai/analyze`` streams the same way
+(:data:`~planner_mode.wire.AnalyzeStreamLine`): its deltas are a direct answer (``plan.respuesta_directa``)
+as call 1 writes it, when the reply starts with one, and its ``response`` line carries ``plan`` and ``usage``;
+a plan with operations streams no delta, only its last line. Everything found before the first line keeps its
 status code and JSON error body: the token, the size, an invalid body and a model failure before the first
 delta. A failure after it is the ``error`` line (model failures with their kind and usage; an unexpected error
 as ``internal`` with only its reference, the traceback going to the log as above).
@@ -86,8 +89,10 @@ from planner_mode.ai import PlannerAI
 from planner_mode.client import AICallError, InProcessAIClient
 from planner_mode.wire import (
     NDJSON,
+    AnalyzeLine,
     AnalyzeRequest,
     AnalyzeResponse,
+    AnalyzeStreamLine,
     AnswerDeltaLine,
     CallUsage,
     ErrorKind,
@@ -136,17 +141,30 @@ _STREAM_LINE_SCHEMA = TypeAdapter(RespondStreamLine).json_schema(
     mode="serialization", ref_template="#/components/schemas/{model}"
 )
 """JSON schema of one NDJSON line; its ``$defs`` go to the OpenAPI components (see ``_document_stream``)."""
-_RESPOND_RESPONSES: dict[int | str, dict[str, Any]] = {
-    200: {
-        "description": (
-            "The answer and its usage (`application/json`), or with `Accept: application/x-ndjson` the "
-            "answer streamed: one JSON object per line, `answer_delta` lines then one `response` or `error` "
-            "line."
-        ),
-        "content": {NDJSON: {"schema": {k: v for k, v in _STREAM_LINE_SCHEMA.items() if k != "$defs"}}},
-    },
-    **_ERROR_RESPONSES,
-}
+_ANALYZE_LINE_SCHEMA = TypeAdapter(AnalyzeStreamLine).json_schema(
+    mode="serialization", ref_template="#/components/schemas/{model}"
+)
+
+
+def _streamed_responses(what: str, schema: dict[str, Any]) -> dict[int | str, dict[str, Any]]:
+    """The documented responses of an endpoint that streams on ``Accept: application/x-ndjson``."""
+    return {
+        200: {
+            "description": (
+                f"{what} and its usage (`application/json`), or with `Accept: application/x-ndjson` "
+                "streamed: one JSON object per line, `answer_delta` lines then one `response` or `error` "
+                "line."
+            ),
+            "content": {NDJSON: {"schema": {k: v for k, v in schema.items() if k != "$defs"}}},
+        },
+        **_ERROR_RESPONSES,
+    }
+
+
+_RESPOND_RESPONSES = _streamed_responses("The answer", _STREAM_LINE_SCHEMA)
+_ANALYZE_RESPONSES = _streamed_responses(
+    "The plan (a direct answer's text in the deltas)", _ANALYZE_LINE_SCHEMA
+)
 
 
 def _effective_token(token: str | None) -> str | None:
@@ -519,9 +537,17 @@ def create_app(
         """Liveness probe; needs no token."""
         return {"status": "ok"}
 
-    @app.post("/ai/analyze", response_model=AnalyzeResponse, responses=_ERROR_RESPONSES)
-    async def analyze(body: AnalyzeRequest, request: Request) -> AnalyzeResponse:
-        """Call 1: plan the operations that answer ``message`` given ``context`` and ``catalog``."""
+    @app.post("/ai/analyze", response_model=AnalyzeResponse, responses=_ANALYZE_RESPONSES)
+    async def analyze(body: AnalyzeRequest, request: Request) -> Response | AnalyzeResponse:
+        """Call 1: plan the operations that answer ``message`` given ``context`` and ``catalog``.
+
+        With `Accept: application/x-ndjson` the reply streams as NDJSON like `/ai/respond`'s: a direct
+        answer (`respuesta_directa`) in `answer_delta` lines as the model writes it (when the reply starts
+        with one), then `{"type": "response", "plan": ..., "usage": ...}`, or `{"type": "error", ...}`.
+        """
+        if NDJSON in request.headers.get("accept", ""):
+            stream = ai_client.astream_analyze(body.message, body.context, body.catalog)
+            return await _stream_call(stream, request, AnalyzeLine)
         try:
             analyzed = await ai_client.aanalyze(body.message, body.context, body.catalog)
         except AICallError as exc:
@@ -542,7 +568,8 @@ def create_app(
         the first line (token, size, invalid body, a model failure before any text) keep their status codes.
         """
         if NDJSON in request.headers.get("accept", ""):
-            return await _stream_respond(ai_client, body, request)
+            stream = ai_client.astream_respond(body.question, body.results, body.context)
+            return await _stream_call(stream, request, RespondLine)
         try:
             responded = await ai_client.arespond(body.question, body.results, body.context)
         except AICallError as exc:
@@ -555,11 +582,17 @@ def create_app(
     return app
 
 
-async def _stream_respond(ai_client: InProcessAIClient, body: RespondRequest, request: Request) -> Response:
-    """Start call 2 streamed; answer with its status once the first line is known (see the module doc)."""
+_Final = AnalyzeResponse | RespondResponse
+"""The last item of a streamed call: its whole response."""
+
+
+async def _stream_call(
+    stream: AsyncGenerator[str | _Final, None], request: Request, final_line: type[AnalyzeLine | RespondLine]
+) -> Response:
+    """Start a streamed call; answer with its status once the first line is known (see the module doc).
+    ``final_line`` is the line type of the call's response (the ``response`` line)."""
     outcome = _outcome(request)
     outcome.streamed = True
-    stream = ai_client.astream_respond(body.question, body.results, body.context)
     try:
         first = await anext(stream)
     except AICallError as exc:
@@ -568,20 +601,23 @@ async def _stream_respond(ai_client: InProcessAIClient, body: RespondRequest, re
     except Exception as exc:  # StopAsyncIteration included: the stream promises a last line
         await stream.aclose()
         raise _internal_error(exc) from exc
-    return StreamingResponse(_stream_lines(first, stream, outcome), media_type=NDJSON)
+    return StreamingResponse(_stream_lines(first, stream, outcome, final_line), media_type=NDJSON)
 
 
 async def _stream_lines(
-    first: str | RespondResponse, stream: AsyncGenerator[str | RespondResponse, None], outcome: _Outcome
+    first: str | _Final,
+    stream: AsyncGenerator[str | _Final, None],
+    outcome: _Outcome,
+    final_line: type[AnalyzeLine | RespondLine],
 ) -> AsyncIterator[bytes]:
     """The NDJSON lines of a started stream; a failure becomes the last line (the status is sent already)."""
     async with aclosing(stream):
         item = first
         try:
             while True:
-                if isinstance(item, RespondResponse):
+                if not isinstance(item, str):
                     outcome.usage = item.usage
-                    yield _line(RespondLine(answer=item.answer, usage=item.usage))
+                    yield _line(final_line.model_validate(dict(item)))
                     return
                 yield _line(AnswerDeltaLine(text=item))
                 item = await anext(stream)
@@ -594,20 +630,22 @@ async def _stream_lines(
         yield _line(ErrorLine(**error.model_dump()))
 
 
-def _line(line: AnswerDeltaLine | RespondLine | ErrorLine) -> bytes:
+def _line(line: AnswerDeltaLine | AnalyzeLine | RespondLine | ErrorLine) -> bytes:
     return line.model_dump_json().encode() + b"\n"
 
 
 def _document_stream(app: FastAPI) -> None:
-    """Add the NDJSON line models to the app's OpenAPI components (the 200 of ``/ai/respond`` names them)."""
+    """Add the NDJSON line models to the app's OpenAPI components (the 200 of ``/ai/respond`` and of
+    ``/ai/analyze`` name them)."""
     build = app.openapi
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
             schema = build()
             components = schema.setdefault("components", {}).setdefault("schemas", {})
-            for name, definition in _STREAM_LINE_SCHEMA.get("$defs", {}).items():
-                components.setdefault(name, definition)
+            for line_schema in (_STREAM_LINE_SCHEMA, _ANALYZE_LINE_SCHEMA):
+                for name, definition in line_schema.get("$defs", {}).items():
+                    components.setdefault(name, definition)
         return build()
 
     app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's documented way to extend the schema

@@ -12,6 +12,10 @@ line a :data:`RespondStreamLine` told apart by ``type``::
     {"type": "response", "answer": {...}, "usage": {...}}         # last line on success: a RespondResponse
     {"type": "error", "error": "...", "kind": "provider", ...}    # last line instead, when the model failed
 
+``POST /ai/analyze`` streams the same way (:data:`AnalyzeStreamLine`): ``answer_delta`` lines carry a direct
+answer (``respuesta_directa``) as call 1 writes it, when the reply starts with one (none for a plan with
+operations), and the ``response`` line is the :class:`AnalyzeResponse` (``plan`` and ``usage``).
+
 New fields are only ever added as optional ones, so older clients and servers keep understanding each other.
 """
 
@@ -28,8 +32,10 @@ from shared.operations.registry import OperationSpec
 
 __all__ = [
     "NDJSON",
+    "AnalyzeLine",
     "AnalyzeRequest",
     "AnalyzeResponse",
+    "AnalyzeStreamLine",
     "AnswerDeltaLine",
     "CallUsage",
     "ErrorKind",
@@ -40,11 +46,13 @@ __all__ = [
     "RespondRequest",
     "RespondResponse",
     "RespondStreamLine",
+    "parse_analyze_stream_line",
     "parse_stream_line",
 ]
 
 NDJSON = "application/x-ndjson"
-"""Media type of a streamed ``/ai/respond``: send it in ``Accept`` to get the answer in deltas."""
+"""Media type of a streamed ``/ai/respond`` or ``/ai/analyze``: send it in ``Accept`` to get the answer in
+deltas."""
 
 
 class _CallTiming(Protocol):
@@ -204,11 +212,12 @@ class ErrorResponse(BaseModel):
     """For a reply cut at the output cap (502, ``model_output``): the cap it was cut at."""
 
 
-# -- the NDJSON stream of /ai/respond -----------------------------------------------------------------------
+# -- the NDJSON streams of /ai/respond and /ai/analyze ------------------------------------------------------
 
 
 class AnswerDeltaLine(BaseModel):
-    """The next piece of ``answer.respuesta``, as the model writes it."""
+    """The next piece of ``answer.respuesta`` (or of call 1's ``plan.respuesta_directa``), as the model
+    writes it."""
 
     type: Literal["answer_delta"] = "answer_delta"
     text: str
@@ -226,12 +235,26 @@ class ErrorLine(ErrorResponse):
     type: Literal["error"] = "error"
 
 
+class AnalyzeLine(AnalyzeResponse):
+    """The last line of a successful ``/ai/analyze`` stream: the whole :class:`AnalyzeResponse`."""
+
+    type: Literal["response"] = "response"
+
+
 RespondStreamLine = Annotated[AnswerDeltaLine | RespondLine | ErrorLine, Field(discriminator="type")]
 """One line of a streamed ``/ai/respond``."""
+AnalyzeStreamLine = Annotated[AnswerDeltaLine | AnalyzeLine | ErrorLine, Field(discriminator="type")]
+"""One line of a streamed ``/ai/analyze``."""
 
 _STREAM_LINE: TypeAdapter[AnswerDeltaLine | RespondLine | ErrorLine] = TypeAdapter(RespondStreamLine)
+_ANALYZE_STREAM_LINE: TypeAdapter[AnswerDeltaLine | AnalyzeLine | ErrorLine] = TypeAdapter(AnalyzeStreamLine)
 
 
 def parse_stream_line(line: str | bytes) -> AnswerDeltaLine | RespondLine | ErrorLine:
-    """Read one NDJSON line; raises ``pydantic.ValidationError`` for anything else."""
+    """Read one NDJSON line of ``/ai/respond``; raises ``pydantic.ValidationError`` for anything else."""
     return _STREAM_LINE.validate_json(line)
+
+
+def parse_analyze_stream_line(line: str | bytes) -> AnswerDeltaLine | AnalyzeLine | ErrorLine:
+    """Read one NDJSON line of ``/ai/analyze``; raises ``pydantic.ValidationError`` for anything else."""
+    return _ANALYZE_STREAM_LINE.validate_json(line)

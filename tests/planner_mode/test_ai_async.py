@@ -2,6 +2,7 @@
 
 ``astream_respond`` yields the ``respuesta`` text as the model writes it, then the strictly parsed answer; the
 streamed call is reported to callbacks like any other (usage included), and fails like ``respond`` does.
+``astream_analyze`` does the same for call 1's direct answer, only when it is the reply's first key.
 """
 
 from __future__ import annotations
@@ -14,13 +15,13 @@ import pytest
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 
-from planner_mode.ai import PlannerAI
-from planner_mode.plan import Answer, OperationOutcome
+from planner_mode.ai import DirectAnswerText, PlannerAI
+from planner_mode.plan import Answer, OperationOutcome, Plan
 from shared.errors import ModelOutputError, OutputLimitError, ProviderError, ProviderTimeoutError
 from shared.llm import FaultConfig, build_chat_model
 from shared.llm.usage import UsageTracker
 from shared.memory.context import ConversationContext
-from shared.operations.registry import OperationRegistry
+from shared.operations.registry import OperationRegistry, OperationSpec
 from shared.security import DEMO_CALLER
 from tests.planner_mode.planner_fakes import scripted, text_model
 
@@ -139,3 +140,78 @@ async def test_a_model_that_cannot_stream_gives_its_whole_answer_as_one_delta() 
     reply = json.dumps({"respuesta": "Vendimos ₲850.000.000.", "memoria": [], "estado": {}})
     deltas, answer = await stream_answer(PlannerAI(text_model(lambda _m, _i: reply)))
     assert deltas == [answer.respuesta] == ["Vendimos ₲850.000.000."]
+
+
+# -- call 1 streamed: a direct answer as the model writes it ------------------------------------------------
+
+
+async def stream_plan(ai: PlannerAI, message: str, catalog: list[OperationSpec]) -> tuple[list[str], Plan]:
+    """The deltas of ``astream_analyze`` and its last item, which must be the one and only ``Plan``."""
+    items = [item async for item in ai.astream_analyze(message, CONTEXT, catalog)]
+    *deltas, plan = items
+    assert all(isinstance(delta, str) and delta for delta in deltas)
+    assert isinstance(plan, Plan)
+    return [str(delta) for delta in deltas], plan
+
+
+async def test_a_direct_answer_streams_in_deltas_then_the_plan_arrives_parsed_as_analyze_parses_it(
+    toy_registry: OperationRegistry,
+) -> None:
+    catalog = toy_registry.catalog(DEMO_CALLER)
+    deltas, plan = await stream_plan(PlannerAI(offline()), "Hola", catalog)
+    assert len(deltas) >= 2 and "".join(deltas) == plan.respuesta_directa
+    assert plan == PlannerAI(offline()).analyze("Hola", CONTEXT, catalog)
+
+
+async def test_a_plan_with_operations_streams_no_text(toy_registry: OperationRegistry) -> None:
+    catalog = toy_registry.catalog(DEMO_CALLER)
+    deltas, plan = await stream_plan(PlannerAI(offline()), QUESTION, catalog)
+    assert deltas == [] and [op.funcion for op in plan.operaciones] == ["ventas_anuales", "mejor_cliente"]
+
+
+async def test_a_direct_answer_whose_connection_drops_raises_after_its_deltas(
+    toy_registry: OperationRegistry,
+) -> None:
+    seen: list[str] = []
+    ai = PlannerAI(offline(faults=FaultConfig(mode="stream_break")))
+    with pytest.raises(ProviderError):
+        async for item in ai.astream_analyze("Hola", CONTEXT, toy_registry.catalog(DEMO_CALLER)):
+            assert isinstance(item, str)
+            seen.append(item)
+    assert seen
+
+
+def every_split(reply: str) -> set[str]:
+    """What :class:`DirectAnswerText` shows of ``reply`` fed in two pieces, for every cut."""
+    shown: set[str] = set()
+    for cut in range(len(reply) + 1):
+        decoder = DirectAnswerText()
+        text = decoder.feed(reply[:cut]) + decoder.feed(reply[cut:])
+        assert text == decoder.text
+        shown.add(text)
+    return shown
+
+
+@pytest.mark.parametrize(
+    "reply, shown",
+    [
+        ('{"respuesta_directa":"¡Hola!"}', "¡Hola!"),
+        ('{ "respuesta_directa" : "  ¡Hola!  ¿Qué tal? \\n" }', "¡Hola!  ¿Qué tal?"),
+        ('<think>{"operaciones": []}</think>{"respuesta_directa":"¡Hola!"}', "¡Hola!"),
+        ('```json\n{"respuesta_directa":"¡Hola!"}\n```', "¡Hola!"),
+        ('{"operaciones":[],"respuesta_directa":"¡Hola!"}', ""),
+        ('{"operaciones":[{"funcion":"x"}],"respuesta_directa":"No."}', ""),
+        ('{"pregunta":"Hola","respuesta_directa":"¡Hola!"}', ""),
+    ],
+    ids=[
+        "first-key",
+        "spaces",
+        "after-reasoning",
+        "code-fence",
+        "after-operations",
+        "after-a-plan",
+        "after-x",
+    ],
+)
+def test_only_a_direct_answer_written_first_is_shown_whatever_the_chunks(reply: str, shown: str) -> None:
+    assert every_split(reply) == {shown}

@@ -25,7 +25,7 @@ from langchain_core.runnables import RunnableConfig
 
 from benchmarks.scenario import Scenario, default_scenarios_dir, load_file
 from planner_mode import AIClient, PlannerAI, PlannerEngine
-from planner_mode.engine import ANSWER_PREFIX
+from planner_mode.engine import ANSWER_PREFIX, DIRECT_ANSWER_PREFIX
 from planner_mode.plan import Answer, OperationOutcome, Plan
 from planner_mode.wire import AnalyzeResponse, CallUsage, RespondResponse
 from shared.engine import AssistantEngine
@@ -193,13 +193,112 @@ async def test_astream_yields_the_plan_each_operation_then_the_answer_in_deltas(
     assert [m.content for m in memory_store.history("s1")] == [TWO_OPERATIONS, result.answer]
 
 
-async def test_a_direct_answer_streams_as_one_delta_after_the_plan(
+class CallEnds(BaseCallbackHandler):
+    """Counts the model calls that have ended (LangChain reports a streamed call once its stream ends)."""
+
+    def __init__(self) -> None:
+        self.ended = 0
+
+    def on_llm_end(self, *args: Any, **kwargs: Any) -> None:
+        self.ended += 1
+
+
+async def test_a_direct_answer_streams_as_call_one_writes_it_before_the_plan(
     registry: OperationRegistry, erp: Erp, memory_store: MemoryStore
 ) -> None:
-    events, result = await streamed(offline_engine(registry, erp, memory_store), "s1", "Hola")
-    assert [event.type for event in events] == ["plan", "answer_delta", "turn"]
-    assert deltas(events) == [result.answer] and result.answer.startswith("¡Hola!")
-    assert result.model_calls == 1 and result.recorded
+    ends = CallEnds()
+    engine = offline_engine(registry, erp, memory_store)
+    events: list[TurnEvent] = []
+    calls_ended_at_first_delta: int | None = None
+    async for event in engine.astream("s1", "Hola", config={"callbacks": [ends]}):
+        if isinstance(event, AnswerDelta) and calls_ended_at_first_delta is None:
+            calls_ended_at_first_delta = ends.ended
+        events.append(event)
+    assert calls_ended_at_first_delta == 0, "the first delta comes while call 1 is still being written"
+    types = [event.type for event in events]
+    assert types[-2:] == ["plan", "turn"] and set(types[:-2]) == {"answer_delta"} and len(types) >= 4
+    result = events[-1].result if isinstance(events[-1], TurnDone) else None
+    assert result is not None and result.answer.startswith("¡Hola!")
+    assert "".join(deltas(events)) == result.answer
+    assert result.model_calls == 1 and result.recorded and result.plan_valid is True
+
+
+@pytest.mark.parametrize(
+    "reply, before_plan",
+    [
+        ('{"respuesta_directa": "  ¡Hola! ¿Qué consultamos?  "}', ["¡Hola! ¿Qué consultamos?"]),
+        (
+            '<think>saludo</think>```json\n{"respuesta_directa":"¡Hola! ¿Qué consultamos?"}\n```',
+            ["¡Hola! ¿Qué consultamos?"],
+        ),
+        ('{"operaciones": [], "respuesta_directa": "¡Hola! ¿Qué consultamos?"}', []),
+    ],
+    ids=["first-key", "after-reasoning-and-fence", "after-empty-operations"],
+)
+async def test_only_a_reply_that_starts_with_its_direct_answer_streams_it_before_the_plan(
+    toy_registry: OperationRegistry,
+    toy_erp: Erp,
+    memory_store: MemoryStore,
+    reply: str,
+    before_plan: list[str],
+) -> None:
+    """A direct answer written after another key is not streamed: it arrives whole once call 1 is parsed."""
+    engine = PlannerEngine(toy_registry, toy_erp, memory_store, PlannerAI(text_model(lambda _m, _i: reply)))
+    events, result = await streamed(engine, "s1", "Hola")
+    plan_at = [event.type for event in events].index("plan")
+    assert deltas(events[:plan_at]) == before_plan
+    assert "".join(deltas(events)) == result.answer == "¡Hola! ¿Qué consultamos?"
+    assert result.model_calls == 1 and result.recorded and result.plan_valid is True
+
+
+def answering_si(plan: str, registry: OperationRegistry, erp: Erp, store: MemoryStore) -> PlannerEngine:
+    """An engine whose call 1 writes ``plan`` and whose call 2 answers "Sí."."""
+    model = text_model(scripted(plan, lambda _results: '{"respuesta":"Sí."}'))
+    return PlannerEngine(registry, erp, store, PlannerAI(model))
+
+
+async def test_the_direct_answer_of_a_reply_that_starts_with_operations_is_never_shown(
+    toy_registry: OperationRegistry, toy_erp: Erp, memory_store: MemoryStore
+) -> None:
+    plan = (
+        '{"operaciones":[{"funcion":"ventas_anuales","parametros":{"anio":2025}}],"respuesta_directa":"NO"}'
+    )
+    engine = answering_si(plan, toy_registry, toy_erp, memory_store)
+    events, result = await streamed(engine, "s1", "¿Cuánto vendimos en 2025?")
+    assert [e.type for e in events] == ["plan", "operation", "answer_delta", "turn"]
+    assert deltas(events) == ["Sí."] == [result.answer]
+
+
+async def test_a_direct_answer_followed_by_operations_is_a_preamble_call_twos_answer_supersedes(
+    toy_registry: OperationRegistry, toy_erp: Erp, memory_store: MemoryStore
+) -> None:
+    """The prompt forbids both; a reply that writes its direct answer first and then operations anyway has
+    shown that text already: the operations run, call 2's answer follows it, and is the turn's answer."""
+    plan = json.dumps(
+        {
+            "respuesta_directa": "Consulto.",
+            "operaciones": [{"funcion": "ventas_anuales", "parametros": {"anio": 2025}}],
+        }
+    )
+    engine = answering_si(plan, toy_registry, toy_erp, memory_store)
+    events, result = await streamed(engine, "s1", "¿Cuánto vendimos en 2025?")
+    assert [e.type for e in events] == ["answer_delta", "plan", "operation", "answer_delta", "turn"]
+    assert deltas(events) == ["Consulto.", "\n\nSí."]
+    assert result.answer == "Sí." and result.model_calls == 2 and result.plan_valid is True
+    assert [op.funcion for op in result.operations] == ["ventas_anuales"] and result.recorded
+    assert [m.content for m in memory_store.history("s1")] == ["¿Cuánto vendimos en 2025?", "Sí."]
+
+
+async def test_a_direct_answer_whose_stream_breaks_midway_records_nothing(
+    registry: OperationRegistry, erp: Erp, memory_store: MemoryStore
+) -> None:
+    engine = offline_engine(registry, erp, memory_store, faults=FaultConfig(mode="stream_break"))
+    events, result = await streamed(engine, "s1", "Hola")
+    assert deltas(events), "some of the direct answer was shown before the connection dropped"
+    assert [e.type for e in events][-1] == "turn" and "plan" not in [e.type for e in events]
+    assert result.failure == "provider" and not result.recorded and result.plan_valid is None
+    assert result.answer != "".join(deltas(events))  # the failure message supersedes the partial text
+    assert memory_store.history("s1") == []
 
 
 async def test_a_rejected_plan_streams_its_refused_operations_then_the_explanation(
@@ -527,6 +626,11 @@ class FixedClient:
     async def arespond(self, *args: Any, **kwargs: Any) -> RespondResponse:
         return self.respond(*args, **kwargs)
 
+    async def astream_analyze(self, *args: Any, **kwargs: Any) -> AsyncIterator[str | AnalyzeResponse]:
+        if self.plan.is_direct:
+            yield self.plan.respuesta_directa or ""
+        yield self.analyze(*args, **kwargs)
+
     async def astream_respond(self, *args: Any, **kwargs: Any) -> AsyncIterator[str | RespondResponse]:
         yield "Vendimos "
         yield "₲850.000.000."
@@ -543,13 +647,17 @@ SIMULATED = CallUsage(
     "plan, usages, expected",
     [
         (ONE_OPERATION, (SIMULATED, SIMULATED), 1000 + 300 + approx_tokens(ANSWER_PREFIX) * 20),
-        ({"operaciones": [], "respuesta_directa": "¡Hola!"}, (SIMULATED, SIMULATED), 1000),
+        (
+            {"respuesta_directa": "¡Hola!"},
+            (SIMULATED, SIMULATED),
+            300 + approx_tokens(DIRECT_ANSWER_PREFIX) * 20,
+        ),
         (ONE_OPERATION, (CallUsage(model_calls=1), CallUsage(model_calls=1)), None),
         (ONE_OPERATION, (CallUsage(model_calls=1), SIMULATED), None),
     ],
     ids=[
         "call-1-then-call-2-to-its-first-answer-token",
-        "direct-answer-whole-call-1",
+        "direct-answer-call-1-to-its-first-answer-token",
         "no-profile",
         "partial",
     ],
