@@ -5,6 +5,12 @@ the answer's text in deltas as the model writes it, and last the turn's :class:`
 Concatenating the deltas gives the answer the model wrote; the final ``TurnResult.answer`` is what the user
 should be shown in the end (equal to the deltas on success; a failure message when the turn failed, which
 then supersedes any partial text already shown). Nothing is recorded before :class:`TurnDone`.
+
+One planner exception to that order: when call 1 writes a direct answer (``respuesta_directa``) as the first
+key of its reply, its text streams as :class:`AnswerDelta` events *before* :class:`PlanReady`, as the model
+writes it (small talk and refusals read as fast as in tool calling). Should that reply go on to plan
+operations anyway, they run, call 2's answer follows the text already shown, and ``TurnDone``'s
+``TurnResult.answer`` (call 2's) is the one to keep.
 """
 
 from __future__ import annotations
