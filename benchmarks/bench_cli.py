@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from benchmarks.modes import ALL_MODES, parse_modes
 from benchmarks.report import Summary, print_summary, write_reports
@@ -16,6 +17,7 @@ from benchmarks.report.readme import block_name, readme_block, update_readme
 from benchmarks.results import RESULTS_FILE, RunResults, read_results
 from benchmarks.runner import RunConfig, run_suite
 from benchmarks.scenario import load_scenarios
+from benchmarks.targets import TARGET_SYNTAX, BenchTarget, load_targets_file, parse_targets, unique_targets
 from shared.errors import ConfigurationError
 from shared.llm.factory import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S
 
@@ -74,7 +76,7 @@ def point_latest(out_dir: Path, root: Path = REPORTS_DIR) -> Path:
 
 
 def _fail(console: Console, message: str) -> typer.Exit:
-    console.print(f"[red]error:[/red] {message}")
+    console.print(f"[red]error:[/red] {escape(message)}")
     return typer.Exit(code=2)
 
 
@@ -83,10 +85,39 @@ def bench(
         str, typer.Option(help=f"Comma-separated modes to compare: {', '.join(ALL_MODES)}.")
     ] = ",".join(ALL_MODES),
     provider: Annotated[
-        str, typer.Option(help="Model provider: offline, ollama, gemini or openai.")
-    ] = "offline",
-    model: Annotated[str | None, typer.Option(help="Model name (each provider has a default).")] = None,
-    base_url: Annotated[str | None, typer.Option(help="Provider base URL (e.g. a local Ollama).")] = None,
+        str | None,
+        typer.Option(help="Model provider: offline (default), ollama, gemini or openai. Not with --target."),
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option(help="Model name (each provider has a default). Not with --target.")
+    ] = None,
+    base_url: Annotated[
+        str | None, typer.Option(help="Provider base URL (e.g. a local Ollama). Not with --target.")
+    ] = None,
+    target: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--target",
+            help=f"A model of the matrix, {escape(TARGET_SYNTAX)}; repeat for several: every target runs "
+            "every mode into one results.jsonl and one report (a grid: targets × modes). provider alone uses "
+            "its default model. Example: --target a=offline --target "
+            "llama=ollama:llama3.1:8b@http://127.0.0.1:11434",
+        ),
+    ] = None,
+    targets_file: Annotated[
+        Path | None,
+        typer.Option(
+            help="YAML run file listing targets ('targets:' with specs or name/provider/model/base_url "
+            "mappings); adds to --target."
+        ),
+    ] = None,
+    prompt_cache: Annotated[
+        bool,
+        typer.Option(
+            help="Offline provider: model a prefix cache (cached input tokens, faster simulated prefill). "
+            "--no-prompt-cache measures without it."
+        ),
+    ] = True,
     scenarios: Annotated[
         list[Path] | None,
         typer.Option(
@@ -113,7 +144,9 @@ def bench(
     ] = None,
     resume: Annotated[
         bool,
-        typer.Option(help="Keep finished (mode, scenario, repetition) units in --out (default: latest)."),
+        typer.Option(
+            help="Keep finished (target, mode, scenario, repetition) units in --out (default: latest)."
+        ),
     ] = False,
     fail_under: Annotated[
         float | None, typer.Option(help="Exit with code 1 if any mode's accuracy is below this (0–1 or %).")
@@ -137,10 +170,14 @@ def bench(
 
     Writes results.jsonl (streamed), report.md and a self-contained report.html to --out, and prints a
     summary table. Example: erp-ai bench --modes planner,toolcalling --repeat 3 --latency-profile gpu-8b
+
+    Model matrix: erp-ai bench --target a=offline --target b=offline:offline-sales --latency-profile gpu-8b
+    --repeat 2 runs both targets in every mode (each with its own model and conversations) into one report.
     """
     console = Console()
     try:
         mode_list = parse_modes(modes)
+        targets = _targets(target or [], targets_file, provider, model, base_url)
         suite = load_scenarios(scenarios or None, tags=tag or ())
     except ConfigurationError as exc:
         raise _fail(console, str(exc)) from None
@@ -155,9 +192,11 @@ def bench(
         repeat=repeat,
         concurrency=concurrency,
         resume=resume,
-        provider=provider,
+        provider=provider or "offline",
         model=model,
         base_url=base_url,
+        targets=targets,
+        prompt_cache=prompt_cache,
         latency_profile=latency_profile,
         structured=structured,
         max_tokens=max_tokens,
@@ -186,10 +225,36 @@ def bench(
     )
     if fail_under is not None:
         threshold = fail_under / 100 if fail_under > 1 else fail_under
-        below = [m.mode for m in files.summary.modes if m.accuracy < threshold]
+        below = [
+            f"{name} · {m.mode}" if name is not None else m.mode
+            for name, m in files.summary.cells()
+            if m.accuracy < threshold
+        ]
         if below:
             console.print(f"[red]accuracy below {threshold:.0%}:[/red] {', '.join(below)}")
             raise typer.Exit(code=1)
+
+
+def _targets(
+    specs: list[str],
+    targets_file: Path | None,
+    provider: str | None,
+    model: str | None,
+    base_url: str | None,
+) -> list[BenchTarget]:
+    """The run's targets from ``--targets-file`` then ``--target``; neither goes with ``--provider``,
+    ``--model`` or ``--base-url``."""
+    if not specs and targets_file is None:
+        return []
+    options = {"--provider": provider, "--model": model, "--base-url": base_url}
+    used = [name for name, value in options.items() if value is not None]
+    if used:
+        raise ConfigurationError(
+            f"{' and '.join(used)} cannot be combined with --target/--targets-file: put the model in each "
+            f"target ({TARGET_SYNTAX}), e.g. --target a=ollama:llama3.1:8b@http://127.0.0.1:11434."
+        )
+    from_file = load_targets_file(targets_file) if targets_file is not None else []
+    return unique_targets([*from_file, *parse_targets(specs)])
 
 
 def report(
@@ -285,8 +350,10 @@ def compare(
 ) -> None:
     """Compare two benchmark runs per mode and category, regressions first, and write compare.md.
 
-    Accuracy (with Wilson 95% intervals), model calls, tokens and latency p50 per mode and category; the
-    turns that flipped between the runs. Example: erp-ai compare reports/before reports/latest
+    Accuracy (with Wilson 95% intervals), model calls, tokens, latency p50, time to the first answer p50
+    (simulated and measured) and valid-plan rate per mode and category (per target and mode when the runs
+    have targets); the turns that flipped between the runs. Example: erp-ai compare reports/before
+    reports/latest
     """
     from benchmarks.compare import compare_runs, render_comparison_markdown, write_comparison
 

@@ -2,15 +2,19 @@
 
 :func:`compare_runs` reads two ``results.jsonl`` files (or their directories) and compares, for every mode and
 for every (mode, category): accuracy with its Wilson 95% interval, model calls per turn, input and output
-tokens per turn and latency p50 (simulated when both runs were profiled, since measured milliseconds of two
-runs on a shared machine are noisy). It also lists the turns that flipped (same scenario, turn and
-repetition in both runs), newly failing first, with an exact McNemar test of the flips per mode.
+tokens per turn, latency p50 (simulated when both runs were profiled, since measured milliseconds of two
+runs on a shared machine are noisy), time to the first answer token p50 (simulated and measured) and the
+valid-plan rate. Runs with several targets (models) are compared per (target, mode) and category: a group
+of run A is set against the group of run B with the same target name. It also lists the turns that flipped
+(same target, scenario, turn and repetition in both runs), newly failing first, with an exact McNemar test of
+the flips per target and mode.
 
 A group is a **regression** when, from A to B, accuracy dropped, or calls per turn rose by more than
 :data:`CALLS_TOLERANCE`, or input or output tokens per turn rose by more than :data:`TOKENS_TOLERANCE`, or
-latency p50 rose by more than :data:`LATENCY_TOLERANCE` (relative; simulated latency in any group, measured
-latency only in a mode's overall figures, where there are enough turns for a p50 to mean something).
-Regressions come first, the largest accuracy drop first. Warm-up turns are left out of both runs.
+latency p50 or time to the first answer p50 rose by more than :data:`LATENCY_TOLERANCE` (relative; simulated
+figures in any group, measured ones only in a mode's overall figures, where there are enough turns for a p50
+to mean something), or the valid-plan rate dropped (when both runs recorded it). Regressions come first, the
+largest accuracy drop first. Warm-up turns are left out of both runs.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from benchmarks.report.aggregate import percentile
 from benchmarks.report.markdown import render_table
 from benchmarks.results import RESULTS_FILE, RunMeta, RunResults, TurnRow, read_results
 from benchmarks.stats import Interval, mcnemar_exact, wilson_interval
+from benchmarks.targets import DEFAULT_TARGET
 
 __all__ = [
     "CALLS_TOLERANCE",
@@ -65,11 +70,24 @@ class GroupFigures(BaseModel):
     latency_p50: float
     """Simulated latency p50 when the run has it, else measured."""
     simulated: bool
+    first_answer_p50: float | None = None
+    """Measured time to the first answer token, p50 ms (``None``: no turn streamed answer text)."""
+    simulated_first_answer_p50: float | None = None
+    """The same under the latency profile (``None``: no profile)."""
+    plans_valid: int = 0
+    plans_checked: int = 0
+    """Turns whose request for operations was valid, out of those that recorded it."""
+
+    @property
+    def valid_plan_rate(self) -> float | None:
+        """``plans_valid / plans_checked`` (``None``: not recorded)."""
+        return self.plans_valid / self.plans_checked if self.plans_checked else None
 
 
 class GroupChange(BaseModel):
-    """One mode (``category`` :data:`ALL`) or one (mode, category), in run A and run B."""
+    """One mode (``category`` :data:`ALL`) or one (mode, category) of one target, in run A and run B."""
 
+    target: str = DEFAULT_TARGET
     mode: str
     category: str
     a: GroupFigures | None
@@ -87,6 +105,7 @@ class GroupChange(BaseModel):
 class TurnFlip(BaseModel):
     """A turn that passed in one run and failed in the other."""
 
+    target: str = DEFAULT_TARGET
     mode: str
     scenario: str
     turn: int
@@ -120,7 +139,10 @@ class Comparison(BaseModel):
     newly_failing: list[TurnFlip] = Field(default_factory=list)
     newly_passing: list[TurnFlip] = Field(default_factory=list)
     flips_p_value: dict[str, float] = Field(default_factory=dict)
-    """Per mode: exact McNemar p of the flips (newly passing vs newly failing turns)."""
+    """Per mode (``"target · mode"`` when the runs have targets): exact McNemar p of the flips (newly
+    passing vs newly failing turns)."""
+    targets: bool = False
+    """Whether either run named its targets (then every group and flip is shown with its target)."""
 
     @property
     def regressions(self) -> list[GroupChange]:
@@ -133,6 +155,9 @@ def _figures(rows: Sequence[TurnRow]) -> GroupFigures:
     simulated = [v for row in rows if (v := row.simulated_latency_ms) is not None]
     latency = simulated if simulated and len(simulated) == len(rows) else [row.latency_ms for row in rows]
     n = len(rows)
+    first = [v for row in rows if (v := row.first_answer_ms) is not None]
+    simulated_first = [v for row in rows if (v := row.simulated_first_answer_ms) is not None]
+    checked = [row.plan_valid for row in rows if row.plan_valid is not None]
     return GroupFigures(
         turns=n,
         passed=passed,
@@ -143,14 +168,22 @@ def _figures(rows: Sequence[TurnRow]) -> GroupFigures:
         output_tokens_mean=sum(row.output_tokens for row in rows) / n,
         latency_p50=percentile(latency, 50),
         simulated=latency is simulated,
+        first_answer_p50=percentile(first, 50) if first else None,
+        simulated_first_answer_p50=percentile(simulated_first, 50) if simulated_first else None,
+        plans_valid=sum(checked),
+        plans_checked=len(checked),
     )
 
 
-def _groups(rows: Sequence[TurnRow]) -> dict[tuple[str, str], list[TurnRow]]:
-    groups: dict[tuple[str, str], list[TurnRow]] = defaultdict(list)
+GroupKey = tuple[str, str, str]
+"""(target, mode, category)."""
+
+
+def _groups(rows: Sequence[TurnRow]) -> dict[GroupKey, list[TurnRow]]:
+    groups: dict[GroupKey, list[TurnRow]] = defaultdict(list)
     for row in rows:
-        groups[(row.mode, ALL)].append(row)
-        groups[(row.mode, row.category)].append(row)
+        groups[(row.target, row.mode, ALL)].append(row)
+        groups[(row.target, row.mode, row.category)].append(row)
     return groups
 
 
@@ -178,6 +211,15 @@ def _judge(change: GroupChange) -> GroupChange:
     if comparable and _rose(a.latency_p50, b.latency_p50, LATENCY_TOLERANCE):
         kind = "simulated " if b.simulated else ""
         change.reasons.append(f"{kind}latency p50 {a.latency_p50:.1f} → {b.latency_p50:.1f} ms")
+    first_pairs = [("simulated ", a.simulated_first_answer_p50, b.simulated_first_answer_p50)]
+    if change.category == ALL:
+        first_pairs.append(("", a.first_answer_p50, b.first_answer_p50))
+    for kind, before, after in first_pairs:
+        if before is not None and after is not None and _rose(before, after, LATENCY_TOLERANCE):
+            change.reasons.append(f"{kind}first answer p50 {before:.1f} → {after:.1f} ms")
+    rate_a, rate_b = a.valid_plan_rate, b.valid_plan_rate
+    if rate_a is not None and rate_b is not None and rate_b < rate_a:
+        change.reasons.append(f"valid plans {rate_a:.1%} → {rate_b:.1%}")
     change.regression = bool(change.reasons)
     return change
 
@@ -203,7 +245,17 @@ _SETTINGS = (
     "max_tokens",
     "repeat",
     "turns",
+    "prompt_cache",
 )
+
+
+def _target_settings(a: RunMeta, b: RunMeta) -> list[str]:
+    """What changed in the runs' targets: names only in one run, or a name that stands for another model."""
+    if not a.targets and not b.targets:
+        return []
+    specs_a = [t.spec for t in a.run_targets]
+    specs_b = [t.spec for t in b.run_targets]
+    return [] if specs_a == specs_b else [f"targets {specs_a} → {specs_b}"]
 
 
 def compare_results(
@@ -213,20 +265,35 @@ def compare_results(
     rows_a, rows_b = a.scored_rows, b.scored_rows
     groups_a, groups_b = _groups(rows_a), _groups(rows_b)
     modes = list(
-        dict.fromkeys([*a.meta.modes, *b.meta.modes, *(k[0] for k in groups_a), *(k[0] for k in groups_b)])
+        dict.fromkeys([*a.meta.modes, *b.meta.modes, *(k[1] for k in groups_a), *(k[1] for k in groups_b)])
     )
-    keys = sorted(groups_a.keys() | groups_b.keys(), key=lambda k: (modes.index(k[0]), k[1] != ALL, k[1]))
+    targets = list(
+        dict.fromkeys(
+            [
+                *(t.name for t in a.meta.run_targets),
+                *(t.name for t in b.meta.run_targets),
+                *(k[0] for k in groups_a),
+                *(k[0] for k in groups_b),
+            ]
+        )
+    )
+    keys = sorted(
+        groups_a.keys() | groups_b.keys(),
+        key=lambda k: (targets.index(k[0]), modes.index(k[1]), k[2] != ALL, k[2]),
+    )
     changes = [
         _judge(
             GroupChange(
+                target=target,
                 mode=mode,
                 category=category,
-                a=_figures(groups_a[(mode, category)]) if (mode, category) in groups_a else None,
-                b=_figures(groups_b[(mode, category)]) if (mode, category) in groups_b else None,
+                a=_figures(groups_a[key]) if (key := (target, mode, category)) in groups_a else None,
+                b=_figures(groups_b[key]) if key in groups_b else None,
             )
         )
-        for mode, category in keys
+        for target, mode, category in keys
     ]
+    named = bool(a.meta.targets or b.meta.targets) or targets != [DEFAULT_TARGET]
     order = {id(change): i for i, change in enumerate(changes)}
     changes.sort(
         key=lambda c: (
@@ -235,14 +302,15 @@ def compare_results(
             order[id(c)],
         )
     )
-    before = {(r.mode, r.scenario, r.turn, r.repetition): r for r in rows_a}
+    before = {(r.target, r.mode, r.scenario, r.turn, r.repetition): r for r in rows_a}
     newly_failing: list[TurnFlip] = []
     newly_passing: list[TurnFlip] = []
     for row in rows_b:
-        old = before.get((row.mode, row.scenario, row.turn, row.repetition))
+        old = before.get((row.target, row.mode, row.scenario, row.turn, row.repetition))
         if old is None or old.passed == row.passed:
             continue
         flip = TurnFlip(
+            target=row.target,
             mode=row.mode,
             scenario=row.scenario,
             turn=row.turn,
@@ -252,18 +320,21 @@ def compare_results(
             why="" if row.passed else "; ".join(row.score.details or row.errors) or "failed",
         )
         (newly_passing if row.passed else newly_failing).append(flip)
+    flips = [*newly_passing, *newly_failing]
     p_values = {
-        mode: mcnemar_exact(
-            sum(f.mode == mode for f in newly_passing), sum(f.mode == mode for f in newly_failing)
+        _group_name(named, target, mode): mcnemar_exact(
+            sum((f.target, f.mode) == (target, mode) for f in newly_passing),
+            sum((f.target, f.mode) == (target, mode) for f in newly_failing),
         )
+        for target in targets
         for mode in modes
-        if any(f.mode == mode for f in [*newly_passing, *newly_failing])
+        if any((f.target, f.mode) == (target, mode) for f in flips)
     }
     changed = [
         f"{name} {getattr(a.meta, name)!r} → {getattr(b.meta, name)!r}"
         for name in _SETTINGS
         if getattr(a.meta, name) != getattr(b.meta, name)
-    ]
+    ] + _target_settings(a.meta, b.meta)
     return Comparison(
         a=_label(path_a or Path("A"), a.meta),
         b=_label(path_b or Path("B"), b.meta),
@@ -272,7 +343,13 @@ def compare_results(
         newly_failing=newly_failing,
         newly_passing=newly_passing,
         flips_p_value=p_values,
+        targets=named,
     )
+
+
+def _group_name(named: bool, target: str, mode: str) -> str:
+    """``mode``, or ``target · mode`` when the runs have targets."""
+    return f"{target} · {mode}" if named else mode
 
 
 def _results_path(path: Path) -> Path:
@@ -325,15 +402,20 @@ def render_comparison_markdown(comparison: Comparison) -> str:
     if comparison.settings_changed:
         lines.append(f"- Settings that differ: {'; '.join(comparison.settings_changed)}.")
     regressions = comparison.regressions
+    named = comparison.targets
     lines += ["", "## Regressions", ""]
     if regressions:
-        lines += [f"- **{g.mode} · {g.category}**: {', '.join(g.reasons)}." for g in regressions]
+        lines += [
+            f"- **{_group_name(named, g.target, g.mode)} · {g.category}**: {', '.join(g.reasons)}."
+            for g in regressions
+        ]
     else:
         lines.append(
             "None: no mode or category lost accuracy or got more expensive or slower beyond tolerance."
         )
-    lines += ["", "## Per mode and category", ""]
+    lines += ["", "## Per target, mode and category" if named else "## Per mode and category", ""]
     header = [
+        *(["target"] if named else []),
         "mode",
         "category",
         "turns A / B",
@@ -343,6 +425,9 @@ def render_comparison_markdown(comparison: Comparison) -> str:
         "input tok/turn",
         "output tok/turn",
         "latency p50 ms",
+        "first answer p50 ms, simulated",
+        "first answer p50 ms, measured",
+        "valid plans",
         "regression",
     ]
     rows = []
@@ -350,6 +435,7 @@ def render_comparison_markdown(comparison: Comparison) -> str:
         simulated = g.b.simulated if g.b is not None else g.a.simulated if g.a is not None else False
         rows.append(
             [
+                *([g.target] if named else []),
                 g.mode,
                 g.category,
                 f"{g.a.turns if g.a else 0} / {g.b.turns if g.b else 0}",
@@ -360,15 +446,24 @@ def render_comparison_markdown(comparison: Comparison) -> str:
                 _pair(g.a.output_tokens_mean if g.a else None, g.b.output_tokens_mean if g.b else None, 0),
                 _pair(g.a.latency_p50 if g.a else None, g.b.latency_p50 if g.b else None, 1)
                 + (" (sim.)" if simulated else ""),
+                _pair(
+                    g.a.simulated_first_answer_p50 if g.a else None,
+                    g.b.simulated_first_answer_p50 if g.b else None,
+                    1,
+                ),
+                _pair(g.a.first_answer_p50 if g.a else None, g.b.first_answer_p50 if g.b else None, 1),
+                _rate_pair(g.a, g.b),
                 "yes" if g.regression else "",
             ]
         )
-    lines += render_table(header, rows, align="llrrrrrrrl")
+    lines += render_table(header, rows, align=("l" if named else "") + "llrrrrrrrrrrl")
     lines += [
         "",
-        f"Tolerances: calls/turn +{CALLS_TOLERANCE}, tokens +{TOKENS_TOLERANCE:.0%}, latency "
-        f"+{LATENCY_TOLERANCE:.0%} (measured latency only for a mode overall); any accuracy drop counts. "
-        "Latency is simulated (sim.) when both runs were profiled.",
+        f"Tolerances: calls/turn +{CALLS_TOLERANCE}, tokens +{TOKENS_TOLERANCE:.0%}, latency and first "
+        f"answer +{LATENCY_TOLERANCE:.0%} (measured figures only for a mode overall); any accuracy or "
+        "valid-plan drop counts. Latency is simulated (sim.) when both runs were profiled. Valid plans: "
+        "turns whose request for operations was valid as written, out of those that recorded it (n/a: none "
+        "did)." + (" Groups are matched by target name." if named else ""),
     ]
     lines += ["", "## Turns that flipped", ""]
     if not comparison.newly_failing and not comparison.newly_passing:
@@ -379,10 +474,11 @@ def render_comparison_markdown(comparison: Comparison) -> str:
         lines.append("")
         flips = [*comparison.newly_failing, *comparison.newly_passing]
         lines += render_table(
-            ["now", "mode", "scenario", "turn", "rep", "why it fails now"],
+            ["now", *(["target"] if named else []), "mode", "scenario", "turn", "rep", "why it fails now"],
             [
                 [
                     "passes" if f.now_passes else "fails",
+                    *([f.target] if named else []),
                     f.mode,
                     f.scenario,
                     str(f.turn),
@@ -391,9 +487,22 @@ def render_comparison_markdown(comparison: Comparison) -> str:
                 ]
                 for f in flips
             ],
-            align="lllrrl",
+            align="lll" + ("l" if named else "") + "rrl",
         )
     return "\n".join(lines) + "\n"
+
+
+def _rate_pair(a: GroupFigures | None, b: GroupFigures | None) -> str:
+    """``"98.5% (130/132) → 100.0% (132/132)"``; ``n/a`` for a side that did not record it."""
+
+    def one(figures: GroupFigures | None) -> str:
+        rate = figures.valid_plan_rate if figures is not None else None
+        if figures is None or rate is None:
+            return "n/a"
+        return f"{rate:.1%} ({figures.plans_valid}/{figures.plans_checked})"
+
+    left, right = one(a), one(b)
+    return left if left == right == "n/a" else f"{left} → {right}"
 
 
 def write_comparison(comparison: Comparison, out_dir: Path) -> Path:

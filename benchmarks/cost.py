@@ -1,5 +1,8 @@
 """What a run's turns would cost: USD per 1,000 turns per mode, from its token sums and a pricing table.
 
+A run with several targets (models) is priced per target, each at its own model's prices
+(:func:`estimate_costs`).
+
 The table is ``benchmarks/pricing.yaml`` (per model: input, cached input and output USD per million tokens,
 with a source and date); a user file of the same shape replaces or adds entries (:func:`load_pricing`).
 Uncached input, cached input (rows' ``cached_input_tokens`` when the runner records it) and output tokens are
@@ -19,6 +22,7 @@ import yaml
 from pydantic import BaseModel, Field, ValidationError
 
 from benchmarks.results import RunResults, TurnRow
+from benchmarks.targets import BenchTarget
 from shared.errors import ConfigurationError
 
 __all__ = [
@@ -28,6 +32,7 @@ __all__ = [
     "ModelPrice",
     "PricingTable",
     "estimate_cost",
+    "estimate_costs",
     "load_pricing",
 ]
 
@@ -137,6 +142,12 @@ class CostEstimate(BaseModel):
     modes: list[ModeCost]
     reference: list[str] = Field(default_factory=list)
     """The reference models priced in ``ModeCost.reference_usd`` (those with a price)."""
+    target: str | None = None
+    """The target priced, in a run with several; ``None``: the run's only one."""
+
+    def mode(self, name: str) -> ModeCost | None:
+        """The cost of mode ``name``, if it ran."""
+        return next((m for m in self.modes if m.mode == name), None)
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -154,18 +165,33 @@ def _usd(price: ModelPrice, inputs: list[float], cached: list[float], outputs: l
     return _mean(per_turn) * TURNS
 
 
-def estimate_cost(results: RunResults, pricing: PricingTable | None = None) -> CostEstimate:
-    """USD per 1,000 turns per mode of ``results`` (warm-up turns left out)."""
+def estimate_costs(results: RunResults, pricing: PricingTable | None = None) -> list[CostEstimate]:
+    """One estimate per target of a run with several (each at its model's prices), else the run's one."""
+    table = pricing or load_pricing()
+    if not results.meta.matrix:
+        return [estimate_cost(results, table)]
+    return [estimate_cost(results, table, target=target) for target in results.meta.targets]
+
+
+def estimate_cost(
+    results: RunResults, pricing: PricingTable | None = None, *, target: BenchTarget | None = None
+) -> CostEstimate:
+    """USD per 1,000 turns per mode of ``results`` (warm-up turns left out); with ``target``, of that
+    target's turns at its model's prices."""
     from shared.llm.factory import DEFAULT_MODELS
 
     table = pricing or load_pricing()
     meta = results.meta
-    model = meta.model or DEFAULT_MODELS.get(meta.provider)
+    provider = target.provider if target is not None else meta.provider
+    chosen = target.model if target is not None else meta.model
+    base_url = target.base_url if target is not None else meta.base_url
+    model = chosen or DEFAULT_MODELS.get(provider)
     by_mode: dict[str, list[TurnRow]] = defaultdict(list)
     for row in results.scored_rows:
-        by_mode[row.mode].append(row)
+        if target is None or row.target == target.name:
+            by_mode[row.mode].append(row)
     order = [m for m in meta.modes if m in by_mode] + [m for m in by_mode if m not in meta.modes]
-    local = table.is_local(meta.provider, meta.base_url)
+    local = table.is_local(provider, base_url)
     found = None if local or model is None else table.price(model)
     if local:
         note = table.local.note
@@ -203,8 +229,9 @@ def estimate_cost(results: RunResults, pricing: PricingTable | None = None) -> C
             )
         )
     return CostEstimate(
-        provider=meta.provider,
+        provider=provider,
         model=model,
+        target=target.name if target is not None else None,
         priced_as=found[0] if found else None,
         price=found[1] if found else None,
         local=local,

@@ -37,6 +37,7 @@ import httpx
 from pydantic import BaseModel, Field
 
 if TYPE_CHECKING:
+    from benchmarks.targets import BenchTarget
     from shared.erp.database import Erp
     from shared.operations.registry import OperationRegistry
     from shared.security import Caller
@@ -120,6 +121,10 @@ class Provenance(BaseModel):
     tool_schema_hash: str | None = None
     """SHA-256 of the LangChain tool schemas tool calling binds for the demo caller (JSON)."""
     model: ModelIdentity | None = None
+    """The model of the run's (first) target."""
+    models: dict[str, ModelIdentity] = Field(default_factory=dict)
+    """Target name → its model's identity, for every target of the run (empty in files that predate
+    targets)."""
     notes: list[str] = Field(default_factory=list)
     """What could not be collected, and why."""
 
@@ -335,11 +340,13 @@ def collect_provenance(
     timeout: float = DEFAULT_TIMEOUT_S,
     transport: httpx.BaseTransport | None = None,
     repo_dir: Path | None = None,
+    targets: Sequence[BenchTarget] = (),
 ) -> Provenance:
     """Collect the provenance of a run with ``provider``/``model``/``base_url`` (never raises).
 
     ``registry`` defaults to the sales registry and ``caller`` to the demo caller; ``repo_dir`` to the
-    checkout this code runs from.
+    checkout this code runs from. With ``targets``, each target's provider is asked for its model's identity
+    (``models``, by target name; a note per target that does not answer) and ``model`` is the first's.
     """
     from shared.security import DEMO_CALLER
 
@@ -361,11 +368,27 @@ def collect_provenance(
         prompts = prompt_hashes()
     except Exception as exc:
         notes.append(f"prompt hashes: {type(exc).__name__}: {exc}")
-    identity, note = model_identity(
-        provider, model, base_url, api_key=api_key, timeout=timeout, transport=transport
-    )
-    if note:
-        notes.append(note)
+    models: dict[str, ModelIdentity] = {}
+    for target in targets:
+        found, note = model_identity(
+            target.provider,
+            target.model,
+            target.base_url,
+            api_key=api_key,
+            timeout=timeout,
+            transport=transport,
+        )
+        models[target.name] = found
+        if note:
+            notes.append(f"target {target.name}: {note}")
+    if targets:
+        identity = models[targets[0].name]
+    else:
+        identity, note = model_identity(
+            provider, model, base_url, api_key=api_key, timeout=timeout, transport=transport
+        )
+        if note:
+            notes.append(note)
     return Provenance(
         git_commit=commit,
         git_dirty=dirty,
@@ -374,5 +397,6 @@ def collect_provenance(
         catalog_hash=catalog_hash,
         tool_schema_hash=tool_hash,
         model=identity,
+        models=models,
         notes=notes,
     )

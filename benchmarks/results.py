@@ -4,6 +4,10 @@ The file holds one JSON object per line: a ``run`` line with the run's settings 
 several, the last one would win), then one ``turn`` line per scored turn, appended as turns finish. On
 ``--resume`` the file is rewritten with the new ``run`` line and the turns kept.
 ``erp-ai report results.jsonl`` re-renders every report from this file alone.
+
+A run with several targets (models, ``--target``) lists them in its ``run`` line and names one on every
+``turn`` line; files written before targets (or before ``plan_valid``, ``prompt_cache``) still load: their
+rows belong to the one implicit target and say nothing about plan validity.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from benchmarks.provenance import Provenance, describe_host
 from benchmarks.scoring.turn import TurnScore
+from benchmarks.targets import DEFAULT_TARGET, BenchTarget, implicit_target
 from shared.failures import FailureKind
 
 __all__ = [
@@ -74,17 +79,42 @@ class RunMeta(BaseModel):
     :mod:`benchmarks.provenance`); ``None`` in files that predate it."""
     warmup: int = 0
     """Warm-up turns run before the measured ones (recorded with ``warmup`` set, left out of every figure)."""
+    targets: list[BenchTarget] = Field(default_factory=list)
+    """The models of the matrix (``--target``), in order; empty for a run with one implicit target (then
+    ``provider``, ``model`` and ``base_url`` describe it). With targets, those three repeat the first
+    target's, for readers that predate targets."""
+    prompt_cache: bool | None = None
+    """Whether the offline model modelled a prefix cache (``--prompt-cache``, the default); ``None`` in files
+    that predate the switch. Real providers cache (or not) on their own."""
+
+    @property
+    def run_targets(self) -> list[BenchTarget]:
+        """The run's targets: ``targets``, or the one implicit target (:data:`DEFAULT_TARGET`)."""
+        return list(self.targets) or [implicit_target(self.provider, self.model, self.base_url)]
+
+    @property
+    def matrix(self) -> bool:
+        """Whether the run measured more than one target."""
+        return len(self.targets) > 1
 
     @property
     def offline(self) -> bool:
-        """Whether the deterministic offline stand-in produced the figures."""
-        return self.provider == "offline"
+        """Whether the deterministic offline stand-in produced every figure."""
+        return all(target.offline for target in self.run_targets)
+
+    @property
+    def any_offline(self) -> bool:
+        """Whether some target is the offline stand-in (so the prefix-cache switch applied to it)."""
+        return any(target.offline for target in self.run_targets)
 
 
 class TurnRow(BaseModel):
     """Everything recorded about one turn of one scenario, in one mode and repetition."""
 
     kind: Literal["turn"] = "turn"
+    target: str = DEFAULT_TARGET
+    """The target (model) that ran the turn; :data:`DEFAULT_TARGET` in runs without ``--target`` and in files
+    that predate targets."""
     mode: str
     scenario: str
     category: str
@@ -133,6 +163,10 @@ class TurnRow(BaseModel):
     score: TurnScore
     warmup: bool = False
     """A warm-up turn (caches, connections, model load): recorded for the record, left out of every figure."""
+    plan_valid: bool | None = None
+    """Whether the model's request for operations was valid as written (``TurnResult.plan_valid``: the plan
+    parsed and validated, or every tool call named a known operation with valid arguments); ``None`` when no
+    model output was read, the engine did not say, or in files that predate it."""
 
     @property
     def passed(self) -> bool:
@@ -140,9 +174,9 @@ class TurnRow(BaseModel):
         return self.score.passed
 
     @property
-    def unit(self) -> tuple[str, str, int]:
-        """The (mode, scenario, repetition) unit this turn belongs to."""
-        return (self.mode, self.scenario, self.repetition)
+    def unit(self) -> tuple[str, str, str, int]:
+        """The (target, mode, scenario, repetition) unit this turn belongs to."""
+        return (self.target, self.mode, self.scenario, self.repetition)
 
     @property
     def latency_ms(self) -> float:

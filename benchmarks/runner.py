@@ -1,11 +1,17 @@
-"""The benchmark run: every scenario, in a fresh conversation per mode and repetition, scored as it goes.
+"""The benchmark run: every scenario, in a fresh conversation per target, mode and repetition, scored as it
+goes.
 
-One seeded ERP database, one model and one memory store (in the output directory) are shared by every mode, so
-the modes differ only in their architecture. Turns are scored against the ERP as they finish and streamed to
-``results.jsonl``; a turn that raises, or whose provider fails, is recorded as failed and the run goes on.
-``resume`` keeps the units (mode, scenario, repetition) of this run that are complete in an existing results
-file, drops everything else (a half-finished unit is redone from its first turn, never counted twice), and
-runs only the rest; it refuses a file written with another provider, model or latency profile.
+One seeded ERP database (read only) is shared by every target and mode. Each target (a model of the matrix,
+:mod:`benchmarks.targets`; one implicit target without ``--target``) gets its own model, built by the factory,
+and its own memory store in the output directory (``memory.sqlite3`` for the implicit target,
+``memory-NAME.sqlite3`` per named one), so targets never see each other's conversations; within a target every
+mode shares the model and the store, so the modes differ only in their architecture. Turns are scored against
+the ERP as they finish and streamed to ``results.jsonl``, each row naming its target; a turn that raises, or
+whose provider fails, is recorded as failed and the run goes on. ``resume`` keeps the units (target, mode,
+scenario, repetition) of this run that are complete in an existing results file, drops everything else (a
+half-finished unit is redone from its first turn, never counted twice), and runs only the rest; it refuses a
+file written with another latency profile, prefix-cache setting, or another provider, model or base URL under
+a target name this run also uses.
 
 **Every turn is streamed.** The runner drives each turn through the engine's ``astream`` and reads every
 event to the last, so each row carries the time to the first answer token the engine measured
@@ -24,14 +30,14 @@ import functools
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -56,6 +62,7 @@ from benchmarks.results import (
 )
 from benchmarks.scenario import Scenario, ScenarioTurn
 from benchmarks.scoring.turn import TurnScore, TurnScorer
+from benchmarks.targets import DEFAULT_TARGET, BenchTarget, implicit_target
 from shared.engine import AssistantEngine
 from shared.errors import ConfigurationError, ConversationAccessDenied
 from shared.events import TurnDone
@@ -68,7 +75,9 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
 EngineFactory = Callable[[str], AssistantEngine]
-"""Builds the engine of a mode (called once per mode and worker)."""
+"""Builds the engine of a mode (called once per target, mode and worker)."""
+EngineFactories = EngineFactory | Mapping[str, EngineFactory]
+"""One factory per target name, or one factory that serves every target."""
 CallerResolver = Callable[[str | None], Caller]
 """The caller a scenario's user name stands for (``None``: the demo default)."""
 
@@ -103,8 +112,25 @@ class RunConfig(BaseModel):
     scenario_paths: list[str] = Field(default_factory=list)
     tags: list[str] = Field(default_factory=list)
     warmup: int = Field(default=0, ge=0)
-    """Warm-up turns per mode, run before the measured ones: recorded with ``warmup`` set (repetition 0),
-    left out of every figure."""
+    """Warm-up turns per target and mode, run before the measured ones: recorded with ``warmup`` set
+    (repetition 0), left out of every figure."""
+    targets: list[BenchTarget] = Field(default_factory=list)
+    """The models of the matrix (``--target``); empty: one implicit target from ``provider``, ``model`` and
+    ``base_url``."""
+    prompt_cache: bool = True
+    """Offline targets model a prefix cache; ``False`` builds them with ``prompt_cache_size=0``."""
+
+    @model_validator(mode="after")
+    def _unique_targets(self) -> Self:
+        names = [target.name for target in self.targets]
+        if len(set(names)) != len(names):
+            raise ValueError(f"target names must be unique, got {names}")
+        return self
+
+    @property
+    def run_targets(self) -> list[BenchTarget]:
+        """``targets``, or the one implicit target."""
+        return list(self.targets) or [implicit_target(self.provider, self.model, self.base_url)]
 
     @property
     def results_path(self) -> Path:
@@ -114,16 +140,17 @@ class RunConfig(BaseModel):
 
 @dataclass(frozen=True)
 class Unit:
-    """One scenario run in one mode and repetition: a fresh conversation."""
+    """One scenario run by one target in one mode and repetition: a fresh conversation."""
 
     mode: str
     scenario: Scenario
     repetition: int
+    target: str = DEFAULT_TARGET
 
     @property
-    def key(self) -> tuple[str, str, int]:
-        """(mode, scenario id, repetition)."""
-        return (self.mode, self.scenario.id, self.repetition)
+    def key(self) -> tuple[str, str, str, int]:
+        """(target, mode, scenario id, repetition)."""
+        return (self.target, self.mode, self.scenario.id, self.repetition)
 
 
 @dataclass(frozen=True)
@@ -139,45 +166,88 @@ class RunOutcome:
     elapsed_s: float
 
 
-def plan_units(scenarios: Sequence[Scenario], modes: Sequence[str], repeat: int) -> list[Unit]:
-    """Every (mode, scenario, repetition), repetition-major so partial runs cover every scenario early."""
+UnitKey = tuple[str, str, str, int]
+"""(target, mode, scenario id, repetition)."""
+
+
+def plan_units(
+    scenarios: Sequence[Scenario],
+    modes: Sequence[str],
+    repeat: int,
+    targets: Sequence[str] = (DEFAULT_TARGET,),
+) -> list[Unit]:
+    """Every (target, mode, scenario, repetition), repetition-major so partial runs cover every scenario
+    early, and the targets side by side within a scenario."""
     return [
-        Unit(mode=mode, scenario=scenario, repetition=rep)
+        Unit(mode=mode, scenario=scenario, repetition=rep, target=target)
         for rep in range(1, repeat + 1)
         for scenario in scenarios
+        for target in targets
         for mode in modes
     ]
 
 
-def warmup_units(scenarios: Sequence[Scenario], modes: Sequence[str], turns: int) -> list[Unit]:
-    """The first ``turns`` turns of the suite per mode (scenarios in order, the last cut short), as rep. 0."""
+def warmup_units(
+    scenarios: Sequence[Scenario],
+    modes: Sequence[str],
+    turns: int,
+    targets: Sequence[str] = (DEFAULT_TARGET,),
+) -> list[Unit]:
+    """The first ``turns`` turns of the suite per target and mode (scenarios in order, the last cut short),
+    as repetition 0."""
     units = []
-    for mode in modes:
-        left = turns
-        for scenario in scenarios:
-            if left <= 0:
-                break
-            head = scenario.model_copy(update={"turns": scenario.turns[:left]})
-            units.append(Unit(mode=mode, scenario=head, repetition=0))
-            left -= len(head.turns)
+    for target in targets:
+        for mode in modes:
+            left = turns
+            for scenario in scenarios:
+                if left <= 0:
+                    break
+                head = scenario.model_copy(update={"turns": scenario.turns[:left]})
+                units.append(Unit(mode=mode, scenario=head, repetition=0, target=target))
+                left -= len(head.turns)
     return units
 
 
-def completed_units(rows: Sequence[TurnRow], scenarios: Sequence[Scenario]) -> set[tuple[str, str, int]]:
+def completed_units(rows: Sequence[TurnRow], scenarios: Sequence[Scenario]) -> set[UnitKey]:
     """Units whose turns are exactly the scenario's turns (1 … n), each recorded."""
     lengths = {s.id: len(s.turns) for s in scenarios}
-    seen: dict[tuple[str, str, int], set[int]] = defaultdict(set)
+    seen: dict[UnitKey, set[int]] = defaultdict(set)
     for row in rows:
         seen[row.unit].add(row.turn)
     return {
         unit
         for unit, turns in seen.items()
-        if unit[1] in lengths and turns == set(range(1, lengths[unit[1]] + 1))
+        if unit[2] in lengths and turns == set(range(1, lengths[unit[2]] + 1))
     }
 
 
-_RESUME_SETTINGS = ("provider", "model", "base_url", "latency_profile", "structured")
+_RESUME_SETTINGS = ("latency_profile", "structured")
 """Run settings that change the figures: a resumed run must keep them."""
+_TARGET_SETTINGS = ("provider", "model", "base_url")
+"""What a target name stands for: a resumed run must keep it for every target name both runs use."""
+
+
+def _changed_settings(previous: RunMeta, config: RunConfig) -> list[str]:
+    """The settings ``config`` changes from ``previous`` that would mix figures (empty: safe to resume)."""
+    changed = [
+        f"{name} {getattr(previous, name)!r} → {getattr(config, name)!r}"
+        for name in _RESUME_SETTINGS
+        if getattr(previous, name) != getattr(config, name)
+    ]
+    if previous.prompt_cache is not None and previous.prompt_cache != config.prompt_cache:
+        changed.append(f"prompt_cache {previous.prompt_cache!r} → {config.prompt_cache!r}")
+    before = {target.name: target for target in previous.run_targets}
+    for target in config.run_targets:
+        old = before.get(target.name)
+        if old is None:
+            continue
+        prefix = "" if target.name == DEFAULT_TARGET else f"target {target.name}: "
+        changed += [
+            f"{prefix}{name} {getattr(old, name)!r} → {getattr(target, name)!r}"
+            for name in _TARGET_SETTINGS
+            if getattr(old, name) != getattr(target, name)
+        ]
+    return changed
 
 
 def _resumable_rows(previous: RunResults, config: RunConfig, units: Sequence[Unit]) -> list[TurnRow]:
@@ -186,18 +256,14 @@ def _resumable_rows(previous: RunResults, config: RunConfig, units: Sequence[Uni
     Raises :class:`ConfigurationError` when ``previous`` was written with other settings, whose rows would
     be mixed into figures they do not belong to.
     """
-    changed = [
-        f"{name} {getattr(previous.meta, name)!r} → {getattr(config, name)!r}"
-        for name in _RESUME_SETTINGS
-        if getattr(previous.meta, name) != getattr(config, name)
-    ]
+    changed = _changed_settings(previous.meta, config)
     if changed:
         raise ConfigurationError(
             f"Cannot resume {config.results_path}: it was run with other settings ({'; '.join(changed)}). "
             "Use another --out, or run without --resume."
         )
     planned = {unit.key for unit in units}
-    latest: dict[tuple[str, str, int, int], TurnRow] = {}
+    latest: dict[tuple[str, str, str, int, int], TurnRow] = {}
     for row in previous.rows:
         if row.unit in planned:
             latest[(*row.unit, row.turn)] = row
@@ -209,21 +275,26 @@ def run_benchmark(
     scenarios: Sequence[Scenario],
     config: RunConfig,
     *,
-    engine_factory: EngineFactory,
+    engine_factory: EngineFactories,
     scorer: TurnScorer,
     callers: CallerResolver = demo_callers,
     console: Console | None = None,
     show_progress: bool = True,
     provenance: Provenance | None = None,
 ) -> RunOutcome:
-    """Run ``scenarios`` in every mode of ``config`` and stream scored turns to ``results.jsonl``.
+    """Run ``scenarios`` for every target in every mode of ``config`` and stream scored turns to
+    ``results.jsonl``.
 
-    ``provenance`` is recorded in the run line (see :mod:`benchmarks.provenance`). With ``config.warmup``,
-    that many turns per mode run first (sequentially) and are recorded as warm-up rows.
+    ``engine_factory`` is one factory per target name (:func:`open_suite` gives them), or one factory for
+    every target. ``provenance`` is recorded in the run line (see :mod:`benchmarks.provenance`). With
+    ``config.warmup``, that many turns per target and mode run first (sequentially) and are recorded as
+    warm-up rows.
     """
     started = time.perf_counter()
     writer = ResultsWriter(config.results_path)
-    units = plan_units(scenarios, config.modes, config.repeat)
+    targets = config.run_targets
+    names = [target.name for target in targets]
+    units = plan_units(scenarios, config.modes, config.repeat, names)
     kept: list[TurnRow] = []
     if config.resume and config.results_path.exists():
         try:
@@ -232,11 +303,14 @@ def run_benchmark(
             raise ConfigurationError(f"Cannot resume: {exc}") from None
         kept = _resumable_rows(previous, config, units)
     done = {row.unit for row in kept}
+    first = targets[0]
     meta = RunMeta(
         host=describe_host(),
-        provider=config.provider,
-        model=config.model,
-        base_url=config.base_url,
+        provider=first.provider,
+        model=first.model,
+        base_url=first.base_url,
+        targets=list(config.targets),
+        prompt_cache=config.prompt_cache,
         latency_profile=config.latency_profile,
         structured=config.structured,
         max_tokens=config.max_tokens,
@@ -253,7 +327,7 @@ def run_benchmark(
     )
     writer.rewrite([meta, *kept])
     todo = [unit for unit in units if unit.key not in done]
-    warm = warmup_units(scenarios, config.modes, config.warmup) if todo else []
+    warm = warmup_units(scenarios, config.modes, config.warmup, names) if todo else []
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -270,7 +344,8 @@ def run_benchmark(
 
         def advance(row: TurnRow) -> None:
             writer.write(row)
-            progress.update(task, advance=1, description=f"{row.mode} · {row.scenario}")
+            where = f"{row.target} · {row.mode}" if config.targets else row.mode
+            progress.update(task, advance=1, description=f"{where} · {row.scenario}")
 
         async def run_one(unit: Unit, engines: _EngineCache, warmup: bool = False) -> None:
             stateful = produces_state(unit.mode, structured=config.structured)
@@ -307,20 +382,26 @@ def run_benchmark(
 
 
 class _EngineCache:
-    """One worker's engines, one per mode, built on first use.
+    """One worker's engines, one per target and mode, built on first use.
 
     A factory that raises is called again on the next turn; :func:`arun_unit` records each such turn as
-    failed.
+    failed (as it does for a target that has no factory).
     """
 
-    def __init__(self, factory: EngineFactory) -> None:
+    def __init__(self, factory: EngineFactories) -> None:
         self._factory = factory
-        self._engines: dict[str, AssistantEngine] = {}
+        self._engines: dict[tuple[str, str], AssistantEngine] = {}
 
-    def get(self, mode: str) -> AssistantEngine:
-        if mode not in self._engines:
-            self._engines[mode] = self._factory(mode)
-        return self._engines[mode]
+    def get(self, mode: str, target: str = DEFAULT_TARGET) -> AssistantEngine:
+        key = (target, mode)
+        if key not in self._engines:
+            factory = self._factory
+            if isinstance(factory, Mapping):
+                if target not in factory:
+                    raise ConfigurationError(f"No engine factory for target {target!r}.")
+                factory = factory[target]
+            self._engines[key] = factory(mode)
+        return self._engines[key]
 
 
 async def stream_turn(
@@ -373,7 +454,9 @@ async def arun_unit(
         caller = DEMO_CALLER  # scored as the demo default if the user cannot even be resolved
         try:
             caller = callers(user)
-            result = await stream_turn(engines.get(unit.mode), conversation_id, turn.user, caller)
+            result = await stream_turn(
+                engines.get(unit.mode, unit.target), conversation_id, turn.user, caller
+            )
         except Exception as exc:  # a failing turn is data, not the end of the run
             error = exc
         elapsed_ms = (time.perf_counter() - started) * 1000
@@ -417,6 +500,7 @@ def _row(
     elapsed_ms: float,
 ) -> TurnRow:
     base = {
+        "target": unit.target,
         "mode": unit.mode,
         "scenario": unit.scenario.id,
         "category": unit.scenario.category,
@@ -459,56 +543,124 @@ def _row(
         errors=list(result.errors),
         failure=result.failure,
         failed=result.failed,
+        plan_valid=result.plan_valid,
     )
 
 
 @dataclass(frozen=True)
 class SuitePieces:
-    """What :func:`open_suite` opened for a run: engines over one ERP, store and model, and how to score."""
+    """What :func:`open_suite` opened for a run: engines per target over one ERP, and how to score."""
 
-    engine_factory: EngineFactory
+    engine_factories: dict[str, EngineFactory]
+    """Target name → the factory of its engines (its own model and memory store)."""
     scorer: TurnScorer
     callers: CallerResolver
     provenance: Provenance
 
+    @property
+    def engine_factory(self) -> EngineFactory:
+        """The factory of the run's first target (the only one without ``--target``)."""
+        return next(iter(self.engine_factories.values()))
+
+
+def build_target_model(target: BenchTarget, config: RunConfig) -> BaseChatModel:
+    """The model of ``target``, built by the factory with the run's cap and timeout; offline targets also get
+    the latency profile, and no modelled prefix cache (``prompt_cache_size=0``) when ``config.prompt_cache``
+    is off."""
+    from shared.llm.factory import build_chat_model
+
+    offline = target.offline
+    return build_chat_model(
+        target.provider,
+        model=target.model,
+        base_url=target.base_url,
+        latency_profile=config.latency_profile if offline else None,
+        max_tokens=config.max_tokens,
+        timeout=config.timeout,
+        prompt_cache_size=0 if offline and not config.prompt_cache else None,
+    )
+
+
+def _check_offline_only(config: RunConfig) -> None:
+    """Offline-only settings need an offline target: say so rather than ignore them."""
+    if any(target.offline for target in config.run_targets):
+        return
+    providers = ", ".join(sorted({target.provider for target in config.run_targets}))
+    if config.latency_profile is not None:
+        raise ConfigurationError(
+            f"Latency profiles only apply to the offline provider, not {providers}: drop --latency-profile."
+        )
+    if not config.prompt_cache:
+        raise ConfigurationError(
+            "--no-prompt-cache only applies to the offline provider's modelled prefix cache, not "
+            f"{providers}: drop it (a real provider caches on its own)."
+        )
+
+
+def _memory_file(config: RunConfig, target: BenchTarget) -> Path:
+    """``memory.sqlite3`` for the implicit target, ``memory-NAME.sqlite3`` for a named one."""
+    return config.out_dir / ("memory.sqlite3" if not config.targets else f"memory-{target.name}.sqlite3")
+
+
+def _record_prompt_cache(provenance: Provenance, models: Mapping[str, BaseChatModel], first: str) -> None:
+    """Note each offline model's prefix-cache size in its identity (what actually ran)."""
+    for name, model in models.items():
+        size = getattr(model, "prompt_cache_size", None)
+        if not isinstance(size, int):
+            continue
+        identities = [provenance.models.get(name)]
+        if name == first:
+            identities.append(provenance.model)
+        for identity in identities:
+            if identity is not None:
+                identity.details["prompt_cache_size"] = size
+
 
 @contextmanager
 def open_suite(
-    config: RunConfig, *, db_url: str | None = None, model: BaseChatModel | None = None
+    config: RunConfig,
+    *,
+    db_url: str | None = None,
+    model: BaseChatModel | Mapping[str, BaseChatModel] | None = None,
 ) -> Iterator[SuitePieces]:
-    """Open the shared pieces of a run (seeded ERP, registry, fresh memory store in ``out_dir``, one model)
-    and close them when the block ends.
+    """Open the shared pieces of a run (seeded ERP, registry) and each target's own (model, fresh memory
+    store in ``out_dir``), and close them when the block ends.
 
-    ``model`` overrides the provider in ``config`` (tests pass a fake); otherwise it is built with
-    :func:`shared.llm.factory.build_chat_model`.
+    ``model`` overrides the providers in ``config`` (tests pass a fake): one model for every target, or one
+    per target name; otherwise each target's model is built by :func:`build_target_model`.
     """
     from shared.erp.database import open_demo_erp
     from shared.erp.users import DEFAULT_USER, caller_for
     from shared.memory.store import MemoryStore
     from shared.operations.sales import sales_registry
 
+    _check_offline_only(config)
     config.out_dir.mkdir(parents=True, exist_ok=True)
-    if model is None:
-        from shared.llm.factory import build_chat_model
-
-        model = build_chat_model(
-            config.provider,
-            model=config.model,
-            base_url=config.base_url,
-            latency_profile=config.latency_profile,
-            max_tokens=config.max_tokens,
-            timeout=config.timeout,
-        )
-    chat_model = model
+    targets = config.run_targets
+    models: dict[str, BaseChatModel] = {}
+    for target in targets:
+        given = model.get(target.name) if isinstance(model, Mapping) else model
+        models[target.name] = given if given is not None else build_target_model(target, config)
     erp = open_demo_erp(db_url)
     registry = sales_registry()
-    provenance = collect_provenance(config.provider, config.model, config.base_url, registry=registry)
-    store = MemoryStore(f"sqlite:///{config.out_dir / 'memory.sqlite3'}")
+    first = targets[0]
+    provenance = collect_provenance(
+        first.provider, first.model, first.base_url, registry=registry, targets=config.targets
+    )
+    _record_prompt_cache(provenance, models, first.name)
+    stores: list[MemoryStore] = []
     try:
-
-        def factory(mode: str) -> AssistantEngine:
-            return build_engine(
-                mode, registry=registry, erp=erp, store=store, model=chat_model, structured=config.structured
+        factories: dict[str, EngineFactory] = {}
+        for target in targets:
+            store = MemoryStore(f"sqlite:///{_memory_file(config, target)}")
+            stores.append(store)
+            factories[target.name] = functools.partial(
+                build_engine,
+                registry=registry,
+                erp=erp,
+                store=store,
+                model=models[target.name],
+                structured=config.structured,
             )
 
         @functools.cache
@@ -516,10 +668,14 @@ def open_suite(
             return caller_for(erp, name or DEFAULT_USER)
 
         yield SuitePieces(
-            engine_factory=factory, scorer=TurnScorer(registry, erp), callers=callers, provenance=provenance
+            engine_factories=factories,
+            scorer=TurnScorer(registry, erp),
+            callers=callers,
+            provenance=provenance,
         )
     finally:
-        store.close()
+        for store in stores:
+            store.close()
         erp.engine.dispose()
 
 
@@ -528,7 +684,7 @@ def run_suite(
     config: RunConfig,
     *,
     db_url: str | None = None,
-    model: BaseChatModel | None = None,
+    model: BaseChatModel | Mapping[str, BaseChatModel] | None = None,
     console: Console | None = None,
     show_progress: bool = True,
 ) -> RunOutcome:
@@ -537,7 +693,7 @@ def run_suite(
         return run_benchmark(
             scenarios,
             config,
-            engine_factory=suite.engine_factory,
+            engine_factory=suite.engine_factories,
             scorer=suite.scorer,
             callers=suite.callers,
             console=console,

@@ -5,13 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.cost import estimate_cost, load_pricing
+from benchmarks.cost import estimate_costs, load_pricing
 from benchmarks.report.aggregate import (
     CategorySummary,
     GrowthCurve,
     ModeSummary,
     PairedComparison,
     Summary,
+    TargetSummary,
     pass_hat_k,
     summarize,
 )
@@ -29,12 +30,14 @@ __all__ = [
     "PairedComparison",
     "ReportFiles",
     "Summary",
+    "TargetSummary",
     "findings",
     "pass_hat_k",
     "print_summary",
     "render_html",
     "render_markdown",
     "summarize",
+    "summarize_run",
     "write_reports",
 ]
 
@@ -46,6 +49,18 @@ class ReportFiles:
     markdown: Path
     html: Path
     summary: Summary
+
+
+def summarize_run(results: RunResults) -> Summary:
+    """The summary of a run as its reports show it: per target when it has several, with the run's
+    prefix-cache setting (when an offline model ran)."""
+    meta = results.meta
+    return summarize(
+        results.rows,
+        meta.modes,
+        targets=meta.run_targets,
+        prompt_cache=meta.prompt_cache if meta.any_offline else None,
+    )
 
 
 def write_reports(
@@ -61,8 +76,8 @@ def write_reports(
     else:
         target = out_dir or Path(".")
     target.mkdir(parents=True, exist_ok=True)
-    summary = summarize(results.rows, results.meta.modes)
-    cost = estimate_cost(results, load_pricing(pricing))
+    summary = summarize_run(results)
+    cost = estimate_costs(results, load_pricing(pricing))
     markdown = target / "report.md"
     html = target / "report.html"
     markdown.write_text(render_markdown(results, summary, cost), encoding="utf-8")

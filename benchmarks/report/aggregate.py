@@ -1,10 +1,13 @@
 """Aggregating turn records into the figures a reader compares: per mode, per category, and over turns.
 
-Warm-up turns (``TurnRow.warmup``) are left out of every figure. Accuracy carries a Wilson 95% interval
-(turns counted as independent trials); modes are compared on the turns both ran (:class:`PairedComparison`:
-exact McNemar and a bootstrap interval over conversations); with more than one repetition, latency and token
-means carry bootstrap intervals over turns (each turn's repetitions resampled together). See
-:mod:`benchmarks.stats`.
+A run with several targets (models, ``--target``) is summarised per target (:class:`TargetSummary`), each
+exactly as a one-target run: every statistic that compares modes is computed within one target, never across
+targets. Warm-up turns (``TurnRow.warmup``) are left out of every figure. Accuracy carries a Wilson 95%
+interval (turns counted as independent trials); modes are compared on the turns both ran
+(:class:`PairedComparison`: exact McNemar and a bootstrap interval over conversations); with more than one
+repetition, latency and token means carry bootstrap intervals over turns (each turn's repetitions resampled
+together); the valid-plan rate counts the turns whose engine said whether its request for operations was
+valid. See :mod:`benchmarks.stats`.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from benchmarks.stats import (
     wilson_interval,
 )
 from benchmarks.stats import median as _median
+from benchmarks.targets import BenchTarget
 from shared.failures import FAILURE_KINDS
 
 LONG_CONVERSATION_MIN_TURNS = 10
@@ -103,6 +107,15 @@ class ModeSummary(BaseModel):
     """Bootstrap 95% intervals when the run has repetitions: ``latency_mean``, ``latency_p50``,
     ``simulated_p50``, ``first_answer_p50``, ``simulated_first_answer_p50``, ``input_tokens_mean``,
     ``output_tokens_mean``."""
+    plans_valid: int = 0
+    """Turns whose request for operations was valid as written (``TurnRow.plan_valid`` true)."""
+    plans_checked: int = 0
+    """Turns that say whether it was (``plan_valid`` not ``None``)."""
+
+    @property
+    def valid_plan_rate(self) -> float | None:
+        """``plans_valid / plans_checked``; ``None`` when no turn says (the engines did not record it)."""
+        return self.plans_valid / self.plans_checked if self.plans_checked else None
 
 
 class CategorySummary(BaseModel):
@@ -161,8 +174,20 @@ class GrowthCurve(BaseModel):
         return values[-1] / values[0]
 
 
+class TargetSummary(BaseModel):
+    """The figures of one target of a matrix run: a whole :class:`Summary` of its turns."""
+
+    target: BenchTarget
+    summary: Summary
+
+
 class Summary(BaseModel):
-    """Everything the reports show."""
+    """Everything the reports show.
+
+    For a run with more than one target, ``targets`` holds one summary per target and the per-mode fields
+    (``modes``, ``categories``, ``paired``, ``growth``) are empty: figures of different models are never
+    pooled.
+    """
 
     modes: list[ModeSummary]
     categories: list[CategorySummary]
@@ -172,10 +197,26 @@ class Summary(BaseModel):
     """The base mode (planner, else the first) against each other mode."""
     warmup_turns: int = 0
     """Warm-up rows left out of every figure."""
+    prompt_cache: bool | None = None
+    """Whether the offline model modelled a prefix cache in this run (``None``: not recorded, or no offline
+    model); the latency targets' findings say which."""
+    targets: list[TargetSummary] = Field(default_factory=list)
+    """One summary per target when the run has more than one (see the class docstring)."""
+
+    @property
+    def matrix(self) -> bool:
+        """Whether this summarises several targets."""
+        return bool(self.targets)
 
     def mode(self, name: str) -> ModeSummary | None:
         """The summary of mode ``name``, if it ran."""
         return next((m for m in self.modes if m.mode == name), None)
+
+    def cells(self) -> list[tuple[str | None, ModeSummary]]:
+        """Every (target name, mode summary); the name is ``None`` in a one-target summary."""
+        if self.targets:
+            return [(t.target.name, m) for t in self.targets for m in t.summary.modes]
+        return [(None, m) for m in self.modes]
 
 
 def _optional(rows: Sequence[TurnRow], name: str) -> list[float]:
@@ -239,6 +280,7 @@ def summarize_mode(mode: str, rows: Sequence[TurnRow], *, seed: int = DEFAULT_SE
     first = [v for row in rows if (v := row.first_answer_ms) is not None]
     simulated_first = [v for row in rows if (v := row.simulated_first_answer_ms) is not None]
     input_total = sum(row.input_tokens for row in rows)
+    checked = [row.plan_valid for row in rows if row.plan_valid is not None]
     return ModeSummary(
         mode=mode,
         turns=len(rows),
@@ -267,6 +309,8 @@ def summarize_mode(mode: str, rows: Sequence[TurnRow], *, seed: int = DEFAULT_SE
         simulated_first_answer_p50=percentile(simulated_first, 50) if simulated_first else None,
         simulated_first_answer_p95=percentile(simulated_first, 95) if simulated_first else None,
         intervals=_intervals(rows, seed) if repetitions > 1 else {},
+        plans_valid=sum(checked),
+        plans_checked=len(checked),
     )
 
 
@@ -342,12 +386,49 @@ def base_mode(modes: Sequence[str]) -> str | None:
 
 
 def summarize(
-    rows: Sequence[TurnRow], modes: Sequence[str] | None = None, *, seed: int = DEFAULT_SEED
+    rows: Sequence[TurnRow],
+    modes: Sequence[str] | None = None,
+    *,
+    seed: int = DEFAULT_SEED,
+    targets: Sequence[BenchTarget] = (),
+    prompt_cache: bool | None = None,
 ) -> Summary:
     """Aggregate turn records; ``modes`` fixes the order (default: order of first appearance).
 
     Warm-up rows are left out. ``seed`` seeds every bootstrap, so the same rows give the same intervals.
+    ``targets`` are the run's targets (order and identity; rows naming another target are added after them):
+    with more than one target in the rows, each gets its own summary (see :class:`Summary`).
     """
+    order = list(targets)
+    for name in dict.fromkeys(row.target for row in rows):
+        if name not in {t.name for t in order}:
+            order.append(BenchTarget.model_construct(name=name, provider="unknown"))  # not in the run line
+    present = [t for t in order if any(row.target == t.name for row in rows)]
+    if len(present) > 1:
+        per_target = [
+            TargetSummary(
+                target=target,
+                summary=_summarize_one(
+                    [row for row in rows if row.target == target.name], modes, seed, prompt_cache
+                ),
+            )
+            for target in present
+        ]
+        return Summary(
+            modes=[],
+            categories=[],
+            repetitions=max(t.summary.repetitions for t in per_target),
+            warmup_turns=sum(t.summary.warmup_turns for t in per_target),
+            prompt_cache=prompt_cache,
+            targets=per_target,
+        )
+    return _summarize_one(rows, modes, seed, prompt_cache)
+
+
+def _summarize_one(
+    rows: Sequence[TurnRow], modes: Sequence[str] | None, seed: int, prompt_cache: bool | None
+) -> Summary:
+    """The summary of one target's rows."""
     warmup = sum(row.warmup for row in rows)
     rows = [row for row in rows if not row.warmup]
     order = list(modes or [])
@@ -392,4 +473,8 @@ def summarize(
         repetitions=repetitions,
         paired=paired,
         warmup_turns=warmup,
+        prompt_cache=prompt_cache,
     )
+
+
+TargetSummary.model_rebuild()

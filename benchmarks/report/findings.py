@@ -6,7 +6,11 @@ time to the first answer token, simulated under a latency profile and measured, 
 accuracy difference is stated only when the paired comparison establishes it (its 95% interval excludes zero
 and the exact McNemar test agrees); otherwise the sentence says the run cannot tell the modes apart and gives
 the interval. A figure measured against a target says plainly whether the target was met: "target not met
-(3.3 ms vs 2 ms)"."""
+(3.3 ms vs 2 ms)"; a latency target also says whether the offline model's prefix cache was modelled, since
+issue 11's targets were set before the cache model existed.
+
+A run with several targets (models) gets a matrix headline (structure and accuracy per target and mode) and
+each target's own findings, prefixed with its name: modes are compared within a target, never across."""
 
 from __future__ import annotations
 
@@ -164,7 +168,10 @@ def _structure(mode: ModeSummary, *, first: bool) -> str:
 
 
 def headline(summary: Summary) -> str | None:
-    """The sentence a reader should take away: structure per mode first, then what accuracy shows."""
+    """The sentence a reader should take away: structure per mode first, then what accuracy shows (for a
+    matrix, :func:`matrix_headline`)."""
+    if summary.targets:
+        return matrix_headline(summary)
     if not summary.modes:
         return None
     base = summary.mode("planner") or summary.modes[0]
@@ -208,6 +215,8 @@ class Target:
     source: str
     measure: Callable[[Summary], tuple[float, float] | None]
     """``(measured, target)`` in ms, ``None`` when the run lacks the figures; met when measured <= target."""
+    cache_sensitive: bool = False
+    """Whether the figure depends on the modelled prefix cache (the sentence says which setting ran)."""
 
 
 def _figure(mode: str, attribute: str) -> Callable[[Summary], float | None]:
@@ -239,6 +248,7 @@ TARGETS: tuple[Target, ...] = (
         "planner simulated p50 at most toolcalling's",
         "issue 11",
         _against(_figure("planner", "simulated_p50"), _figure("toolcalling", "simulated_p50")),
+        cache_sensitive=True,
     ),
     Target(
         "planner time to first answer at most toolcalling's",
@@ -247,6 +257,7 @@ TARGETS: tuple[Target, ...] = (
             _figure("planner", "simulated_first_answer_p50"),
             _figure("toolcalling", "simulated_first_answer_p50"),
         ),
+        cache_sensitive=True,
     ),
 )
 """The targets findings check whenever the run has their figures."""
@@ -257,8 +268,17 @@ def _ms(value: float) -> str:
     return text.removesuffix(".0")
 
 
+CACHE_SETTINGS = {
+    True: "measured with the offline model's prefix cache modelled (--prompt-cache)",
+    False: "measured without a modelled prefix cache (--no-prompt-cache)",
+    None: "prefix-cache setting not recorded",
+}
+"""How a latency target's sentence says under which cache setting it was measured."""
+
+
 def target_sentences(summary: Summary) -> list[str]:
-    """One plain sentence per target the run can check: "target met" / "target not met (3.3 ms vs 2 ms)"."""
+    """One plain sentence per target the run can check: "target met" / "target not met (3.3 ms vs 2 ms)";
+    latency targets say under which prefix-cache setting they were measured."""
     sentences = []
     for target in TARGETS:
         figures = target.measure(summary)
@@ -266,14 +286,61 @@ def target_sentences(summary: Summary) -> list[str]:
             continue
         measured, wanted = figures
         verdict = "target met" if measured <= wanted else "target not met"
+        cache = f", {CACHE_SETTINGS[summary.prompt_cache]}" if target.cache_sensitive else ""
         sentences.append(
-            f"Target {target.name} ({target.source}): {verdict} ({_ms(measured)} ms vs {_ms(wanted)} ms)."
+            f"Target {target.name} ({target.source}): {verdict} ({_ms(measured)} ms vs {_ms(wanted)} ms)"
+            f"{cache}."
         )
     return sentences
 
 
+def valid_plan_sentence(summary: Summary) -> str | None:
+    """The valid-plan rate of every mode that recorded it (``None`` when none did)."""
+    recorded = [m for m in summary.modes if m.valid_plan_rate is not None]
+    if not recorded:
+        return None
+    rates = ", ".join(
+        f"{m.mode} {m.valid_plan_rate:.1%} ({m.plans_valid}/{m.plans_checked})"
+        for m in recorded
+        if m.valid_plan_rate is not None
+    )
+    return f"Valid-plan rate (requests for operations valid as written): {rates}."
+
+
+def matrix_headline(summary: Summary) -> str | None:
+    """The headline of a run with several targets: per target, each mode's structure, then its accuracy."""
+    if not summary.targets:
+        return None
+    modes = len({m.mode for _, m in summary.cells()})
+    parts = []
+    for entry in summary.targets:
+        cells = ", ".join(
+            f"{m.mode} ({m.calls_mean:.2f} calls, {m.input_tokens_mean:,.0f} input tokens, "
+            f"{m.accuracy:.0%} passed)"
+            for m in entry.summary.modes
+        )
+        parts.append(f"{entry.target.name}: {cells}")
+    return (
+        f"Model matrix, {len(summary.targets)} targets × {modes} modes, per turn: {'; '.join(parts)}. "
+        "Modes are compared within each target only."
+    )
+
+
+def _matrix_findings(summary: Summary, meta: RunMeta | None) -> list[str]:
+    """Each target's headline and findings, prefixed with the target's name."""
+    sentences = []
+    for entry in summary.targets:
+        own = [text for text in [headline(entry.summary)] if text] + findings(entry.summary, None)
+        sentences += [f"Target {entry.target.name}: {sentence}" for sentence in own]
+    if meta is not None and meta.offline:
+        sentences.append(OFFLINE_NOTICE)
+    return sentences
+
+
 def findings(summary: Summary, meta: RunMeta | None = None) -> list[str]:
-    """Sentences comparing the modes, computed from ``summary``."""
+    """Sentences comparing the modes, computed from ``summary`` (per target for a matrix)."""
+    if summary.targets:
+        return _matrix_findings(summary, meta)
     if not summary.modes:
         return ["No turns were recorded."]
     base = summary.mode("planner") or summary.modes[0]
@@ -299,6 +366,9 @@ def findings(summary: Summary, meta: RunMeta | None = None) -> list[str]:
         sentences.append(
             "Time to the first answer token, p50 / p95: " + "; ".join(f"{m} {t}" for m, t in first) + "."
         )
+    valid = valid_plan_sentence(summary)
+    if valid is not None:
+        sentences.append(valid)
     harness = ", ".join(f"{m.mode} {m.harness_p50:.1f} ms" for m in summary.modes)
     sentences.append(f"Harness overhead p50: {harness}.")
     sentences += target_sentences(summary)

@@ -4,6 +4,11 @@ Reading order: the headline and one card per mode, the findings, the summary tab
 per-mode charts (one colour per mode throughout), the context-growth curve, accuracy per category, pass^k,
 intervals over repetitions, cost per 1,000 turns, the run's provenance, then every turn side by side with
 failures in red and the plan or tool calls folded into ``<details>``.
+
+A run with several targets (models) shows each target's findings and cards under its own heading, adds the
+model matrix (one grid per figure, targets as rows and modes as columns) after the findings, groups the charts
+and the category table by target, gives the other tables a target column, and puts every (target, mode) side
+by side in the turn-by-turn table.
 """
 
 from __future__ import annotations
@@ -15,24 +20,32 @@ from collections.abc import Callable, Sequence
 from html import escape
 from typing import Any
 
-from benchmarks.cost import CostEstimate, estimate_cost
+from benchmarks.cost import CostEstimate, estimate_costs
 from benchmarks.report.aggregate import ModeSummary, Summary
 from benchmarks.report.findings import OFFLINE_NOTICE, findings, headline
 from benchmarks.report.markdown import (
+    CONVERSATION_STATE_POLICY,
     LATENCY_CAPTION,
+    MATRIX_CAPTION,
     PAIRED_CAPTION,
+    VALID_PLAN_CAPTION,
     cost_caption,
     cost_rows,
     failure_rows,
     interval_rows,
+    matrix_grids,
     paired_rows,
     pass_k_rows,
     percent_interval,
+    prefix_cache_text,
     provenance_rows,
     summary_rows,
+    targets_table,
+    valid_plan_cell,
 )
 from benchmarks.report.svg import bar_chart, grouped, line_chart, mode_colours
-from benchmarks.results import RunResults, TurnRow
+from benchmarks.results import RunMeta, RunResults, TurnRow
+from benchmarks.targets import DEFAULT_TARGET, BenchTarget
 
 _CSS = """
 :root{--ink:#1f2937;--muted:#6b7280;--line:#e5e7eb;--soft:#f9fafb;--fail:#fde2e2;--fail-ink:#b91c1c;
@@ -86,6 +99,7 @@ td.fail{background:var(--fail)}
 .pass .verdict{color:var(--pass-ink)}.fail .verdict{color:var(--fail-ink)}
 .why{color:var(--fail-ink);font-size:.78rem;margin-top:.2rem}
 .cost{color:var(--muted);font-size:.76rem;margin-top:.2rem;font-variant-numeric:tabular-nums}
+h3.target{margin:1.4rem 0 .4rem;font-size:1.05rem}h3.target .caption{font-weight:400;margin-left:.4rem}
 details{margin-top:.2rem;font-size:.78rem}summary{cursor:pointer;color:#374151}
 details pre{white-space:pre-wrap;overflow-wrap:anywhere;font-size:.74rem;background:#f3f4f6;padding:.4rem;
 margin:.2rem 0 0;border-radius:4px}
@@ -111,6 +125,7 @@ a{color:inherit;text-decoration:none}
 
 _SECTIONS = (
     ("findings-section", "Findings"),
+    ("matrix", "Model matrix"),
     ("summary", "Summary"),
     ("paired", "Paired comparison"),
     ("per-mode", "Per mode"),
@@ -139,14 +154,22 @@ def _table(
     *,
     colours: dict[str, str] | None = None,
     cell_style: Callable[[int, int], str] | None = None,
+    labels: int | None = None,
 ) -> str:
-    """A table whose first column names a row (a mode gets its swatch) and whose other columns are figures."""
-    head = "".join(f'<th class="{"num" if i else ""}">{escape(h)}</th>' for i, h in enumerate(header))
+    """A table whose first column names a row (a mode gets its swatch) and whose other columns are figures.
+
+    ``labels`` is how many leading columns name the row (default: 2 when the header starts with ``target``,
+    whose rows the next column names, else 1)."""
+    if labels is None:
+        labels = 2 if header[0] == "target" and len(header) > 2 else 1
+    head = "".join(
+        f'<th class="{"num" if i >= labels else ""}">{escape(h)}</th>' for i, h in enumerate(header)
+    )
     body = []
     for r, row in enumerate(rows):
         cells = []
         for i, cell in enumerate(row):
-            if i == 0:
+            if i < labels:
                 text = _mode_label(cell, colours) if colours and cell in colours else escape(cell)
                 cells.append(f'<td class="mode">{text}</td>')
             else:
@@ -165,6 +188,10 @@ def _heat(accuracy: float) -> str:
 
 
 def _category_table(summary: Summary, colours: dict[str, str]) -> str:
+    if summary.matrix:
+        return "".join(
+            _target_heading(t.target) + _category_table(t.summary, colours) for t in summary.targets
+        )
     modes = [m.mode for m in summary.modes]
     by_category: dict[str, dict[str, tuple[float, int]]] = defaultdict(dict)
     for c in summary.categories:
@@ -209,6 +236,7 @@ def _cards(modes: Sequence[ModeSummary], colours: dict[str, str]) -> str:
             rows.append(("first answer token p50, simulated", f"{grouped(m.simulated_first_answer_p50)} ms"))
         if m.first_answer_p50 is not None:
             rows.append(("first answer token p50, measured", f"{m.first_answer_p50:.1f} ms"))
+        rows.append(("valid plans", valid_plan_cell(m)))
         details = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in rows)
         interval = percent_interval(m.accuracy_interval, 0)
         ci = f" (95% CI {interval}%)" if interval else ""
@@ -226,7 +254,8 @@ def _legend(modes: Sequence[str], colours: dict[str, str]) -> str:
     return f'<ul class="mode-legend" id="mode-legend">{items}</ul>'
 
 
-def _charts(summary: Summary, colours: dict[str, str]) -> str:
+def _charts(summary: Summary, colours: dict[str, str], suffix: str = "") -> str:
+    """The per-mode bar charts of one target (``suffix`` keeps chart ids unique when there are several)."""
     modes = summary.modes
     simulated = bool(modes) and all(m.simulated_p50 is not None for m in modes)
     latency_title = "Latency p50, simulated" if simulated else "Latency p50, measured"
@@ -237,7 +266,7 @@ def _charts(summary: Summary, colours: dict[str, str]) -> str:
             y_label="model calls / turn",
             fmt=lambda v: f"{v:.2f}",
             colours=colours,
-            chart_id="chart-calls",
+            chart_id="chart-calls" + suffix,
         ),
         bar_chart(
             "Input tokens per turn (mean)",
@@ -245,7 +274,7 @@ def _charts(summary: Summary, colours: dict[str, str]) -> str:
             y_label="input tokens / turn",
             fmt=grouped,
             colours=colours,
-            chart_id="chart-input-tokens",
+            chart_id="chart-input-tokens" + suffix,
         ),
         bar_chart(
             "Output tokens per turn (mean)",
@@ -253,7 +282,7 @@ def _charts(summary: Summary, colours: dict[str, str]) -> str:
             y_label="output tokens / turn",
             fmt=grouped,
             colours=colours,
-            chart_id="chart-output-tokens",
+            chart_id="chart-output-tokens" + suffix,
         ),
         bar_chart(
             latency_title,
@@ -261,16 +290,16 @@ def _charts(summary: Summary, colours: dict[str, str]) -> str:
             y_label="milliseconds per turn",
             fmt=(lambda v: f"{grouped(v)} ms") if simulated else (lambda v: f"{v:.1f} ms"),
             colours=colours,
-            chart_id="chart-latency",
+            chart_id="chart-latency" + suffix,
         ),
-        *_first_answer_chart(modes, colours),
+        *_first_answer_chart(modes, colours, suffix),
         bar_chart(
             "Harness overhead p50",
             [(m.mode, m.harness_p50) for m in modes],
             y_label="milliseconds per turn",
             fmt=lambda v: f"{v:.1f} ms",
             colours=colours,
-            chart_id="chart-harness",
+            chart_id="chart-harness" + suffix,
         ),
         bar_chart(
             "Accuracy",
@@ -279,13 +308,13 @@ def _charts(summary: Summary, colours: dict[str, str]) -> str:
             fmt=lambda v: f"{v:.0f}%",
             y_max=100,
             colours=colours,
-            chart_id="chart-accuracy",
+            chart_id="chart-accuracy" + suffix,
         ),
     ]
     return '<div class="chart-grid">' + "".join(charts) + "</div>"
 
 
-def _first_answer_chart(modes: Sequence[ModeSummary], colours: dict[str, str]) -> list[str]:
+def _first_answer_chart(modes: Sequence[ModeSummary], colours: dict[str, str], suffix: str = "") -> list[str]:
     """Time to the first answer token p50 beside the latency chart: simulated when every mode has it, else
     measured when every mode has it, else no chart."""
     simulated = [m.simulated_first_answer_p50 for m in modes]
@@ -307,12 +336,26 @@ def _first_answer_chart(modes: Sequence[ModeSummary], colours: dict[str, str]) -
             y_label="milliseconds per turn",
             fmt=fmt,
             colours=colours,
-            chart_id="chart-first-answer",
+            chart_id="chart-first-answer" + suffix,
         )
     ]
 
 
 def _growth(summary: Summary, colours: dict[str, str]) -> str:
+    """The context-growth section: one line chart, or one per target (under a heading each) for a matrix."""
+    if summary.matrix:
+        charts = [
+            _growth_chart(t.summary, colours, f"Target {t.target.name}", f"-{t.target.name}")
+            for t in summary.targets
+        ]
+        if not any(charts):
+            return ""
+        return '<h2 id="growth">Context growth</h2>' + "".join(charts)
+    return _growth_chart(summary, colours)
+
+
+def _growth_chart(summary: Summary, colours: dict[str, str], target: str = "", suffix: str = "") -> str:
+    """One target's growth chart, under an ``h2`` (one target) or an ``h3`` named ``target`` (a matrix)."""
     growth = summary.growth
     if growth is None:
         return ""
@@ -322,18 +365,24 @@ def _growth(summary: Summary, colours: dict[str, str]) -> str:
     turns = max((len(v) for v in series.values()), default=0)
     ratios = ", ".join(f"{mode} ×{ratio:.2f}" for mode in order if (ratio := growth.ratio(mode)) is not None)
     mean = " (mean over repetitions)" if summary.repetitions > 1 else ""
+    title = f"Context growth over {turns} turns: {growth.scenario}"
+    heading = (
+        f'<h3 class="target">{escape(target)} · {escape(title)}</h3>'
+        if target
+        else f'<h2 id="growth">{escape(title)}</h2>'
+    )
     return (
         '<section class="growth">'
-        f'<h2 id="growth">Context growth over {turns} turns: {escape(growth.scenario)}</h2>'
-        f'<p class="caption">Input tokens the model was sent at each turn of the longest conversation{mean}. '
-        f"Last turn vs first: {escape(ratios)}. Hover a point for its value.</p>"
+        + heading
+        + '<p class="caption">Input tokens the model was sent at each turn of the longest conversation'
+        f"{mean}. Last turn vs first: {escape(ratios)}. Hover a point for its value.</p>"
         + line_chart(
             f"Input tokens per turn · {growth.scenario}",
             series,
             x_label="turn",
             y_label="input tokens per turn",
             colours=colours,
-            chart_id="chart-growth",
+            chart_id="chart-growth" + suffix,
         )
         + "</section>"
     )
@@ -409,8 +458,15 @@ def _anchor(scenario: str, turn: int) -> str:
     return "turn-" + re.sub(r"[^A-Za-z0-9_-]+", "-", scenario) + f"-{turn}"
 
 
-def _turn_table(results: RunResults, modes: list[str], colours: dict[str, str]) -> str:
-    cells: dict[tuple[str, int], dict[str, TurnRow]] = defaultdict(dict)
+Column = tuple[str, str]
+"""A turn-by-turn column: (target, mode)."""
+
+
+def _turn_table(results: RunResults, columns: list[Column], colours: dict[str, str]) -> str:
+    """Repetition 1, every turn in a row and every (target, mode) in a column (the target named only in a
+    matrix)."""
+    matrix = len({target for target, _ in columns}) > 1
+    cells: dict[tuple[str, int], dict[Column, TurnRow]] = defaultdict(dict)
     users: dict[tuple[str, int], str] = {}
     categories: dict[str, str] = {}
     scenario_order: dict[str, int] = {}
@@ -420,38 +476,47 @@ def _turn_table(results: RunResults, modes: list[str], colours: dict[str, str]) 
         scenario_order.setdefault(row.scenario, len(scenario_order))
         categories.setdefault(row.scenario, row.category)
         users.setdefault((row.scenario, row.turn), row.user)
-        cells[(row.scenario, row.turn)][row.mode] = row
+        cells[(row.scenario, row.turn)][(row.target, row.mode)] = row
+
+    def name(column: Column) -> str:
+        return f"{column[0]} · {column[1]}" if matrix else column[1]
+
     order = sorted(users, key=lambda key: (scenario_order[key[0]], key[1]))
     failing = [key for key in order if any(not r.passed for r in cells[key].values())]
     links = []
     for s, t in failing:
-        failed = [m for m in modes if (r := cells[(s, t)].get(m)) is not None and not r.passed]
+        failed = [name(c) for c in columns if (r := cells[(s, t)].get(c)) is not None and not r.passed]
         which = "" if len(failed) == len(cells[(s, t)]) else " (" + ", ".join(failed) + ")"
         links.append(
             f'<a href="#{_anchor(s, t)}" title="failed in {escape(", ".join(failed))}">'
             f"{escape(s)} · {t}{escape(which)}</a>"
         )
+    side = "targets and modes" if matrix else "modes"
     intro = (
-        f'<p class="caption">Repetition 1 of {max(1, results.meta.repeat)}, modes side by side: ✓ passed, '
+        f'<p class="caption">Repetition 1 of {max(1, results.meta.repeat)}, {side} side by side: ✓ passed, '
         "✗ failed (red, with the reason). Open a cell's ▸ line for the plan or the tool calls.</p>"
         f'<p class="caption failing" id="failing-turns"><b>{len(failing)} of {len(order)} turns</b> '
-        f"failed in at least one mode{':' if failing else '.'} {''.join(links)}</p>"
+        f"failed in at least one {'target and mode' if matrix else 'mode'}{':' if failing else '.'} "
+        f"{''.join(links)}</p>"
     )
-    cols = '<col class="turn"><col class="user">' + "".join("<col>" for _ in modes)
-    head = "<th>turn</th><th>question</th>" + "".join(f"<th>{_mode_label(m, colours)}</th>" for m in modes)
+    cols = '<col class="turn"><col class="user">' + "".join("<col>" for _ in columns)
+    head = "<th>turn</th><th>question</th>" + "".join(
+        f"<th>{escape(target + ' · ') if matrix else ''}{_mode_label(mode, colours)}</th>"
+        for target, mode in columns
+    )
     body = []
     previous = None
     for scenario, turn in order:
         if scenario != previous:
             previous = scenario
             body.append(
-                f'<tr class="scenario"><th colspan="{2 + len(modes)}">{escape(scenario)}'
+                f'<tr class="scenario"><th colspan="{2 + len(columns)}">{escape(scenario)}'
                 f'<span class="category">{escape(categories[scenario])}</span></th></tr>'
             )
         body.append(
             f'<tr id="{_anchor(scenario, turn)}"><td class="num">{turn}</td>'
             f'<td class="user">{escape(users[(scenario, turn)])}</td>'
-            + "".join(_turn_cell(cells[(scenario, turn)].get(mode)) for mode in modes)
+            + "".join(_turn_cell(cells[(scenario, turn)].get(column)) for column in columns)
             + "</tr>"
         )
     return (
@@ -472,16 +537,121 @@ def _provenance(results: RunResults) -> str:
     )
 
 
-def render_html(results: RunResults, summary: Summary, cost: CostEstimate | None = None) -> str:
-    """The whole HTML report as one string (``cost`` defaults to the packaged pricing table's estimate)."""
+def _header_meta(meta: RunMeta, summary: Summary) -> str:
+    """The line under the title: provider (or targets), latency profile, prefix cache, size and start."""
+    cache = prefix_cache_text(meta)
+    if meta.matrix:
+        who = "targets " + ", ".join(f"<b>{escape(t.name)}</b> ({escape(t.label)})" for t in meta.targets)
+        per = "turns per target and mode"
+    else:
+        who = f"provider <b>{escape(meta.provider)}</b>" + (
+            f", model <b>{escape(meta.model)}</b>" if meta.model else ""
+        )
+        per = "turns per mode"
+    return (
+        f'<p class="meta">{who}'
+        + (f", latency profile <b>{escape(meta.latency_profile)}</b>" if meta.latency_profile else "")
+        + (f', <span id="prefix-cache">{escape(cache)}</span>' if cache else "")
+        + f" · {meta.scenarios} scenarios · {meta.turns} {per} · {meta.repeat} repetition(s)"
+        + (f" · {summary.warmup_turns} warm-up turn(s) left out" if summary.warmup_turns else "")
+        + f" · started {escape(meta.started_at)}</p>"
+    )
+
+
+def _findings_section(summary: Summary, colours: dict[str, str]) -> list[str]:
+    """The headline, the cards and the findings; for a matrix, each target's under its own heading."""
+    parts = ['<section id="findings-section"><h2>Findings</h2>']
+    top = headline(summary)
+    if top:
+        parts.append(f'<p class="headline" id="headline">{escape(top)}</p>')
+    if not summary.matrix:
+        parts.append(_cards(summary.modes, colours))
+        items = "".join(f"<li>{escape(s)}</li>" for s in findings(summary, None))
+        parts.append(f'<ul class="findings" id="findings">{items}</ul></section>')
+        return parts
+    for entry in summary.targets:
+        name = entry.target.name
+        parts.append(_target_heading(entry.target, f"target-{name}"))
+        own = headline(entry.summary)
+        if own:
+            parts.append(f'<p class="headline">{escape(own)}</p>')
+        parts.append(_cards(entry.summary.modes, colours))
+        items = "".join(f"<li>{escape(s)}</li>" for s in findings(entry.summary, None))
+        parts.append(f'<ul class="findings" data-target="{escape(name)}">{items}</ul>')
+    parts.append("</section>")
+    return parts
+
+
+def _accuracy_style(
+    accuracy: dict[tuple[str, str], float], header: list[str], rows: list[list[str]]
+) -> Callable[[int, int], str]:
+    """Tint each cell of the accuracy grid (target row, mode column) from red to green."""
+
+    def style(r: int, i: int) -> str:
+        value = accuracy.get((rows[r][0], header[i]))
+        return _heat(value) if value is not None else ""
+
+    return style
+
+
+def _matrix(meta: RunMeta, summary: Summary, costs: Sequence[CostEstimate]) -> str:
+    """The model matrix: the targets, then one grid per figure (accuracy cells tinted red to green)."""
+    accuracy = {(t.target.name, m.mode): m.accuracy for t in summary.targets for m in t.summary.modes}
+    grids = "".join(
+        f"<h3>{escape(title)}</h3>"
+        + _table(
+            header,
+            rows,
+            css_class="matrix",
+            cell_style=_accuracy_style(accuracy, header, rows) if title.startswith("Accuracy") else None,
+            labels=1,
+        )
+        for title, header, rows in matrix_grids(summary, costs)
+    )
+    return (
+        '<h2 id="matrix">Model matrix</h2>'
+        + _table(*targets_table(meta), css_class="targets", labels=4)
+        + f'<p class="caption">{escape(MATRIX_CAPTION)}</p>'
+        + grids
+    )
+
+
+def _target_heading(target: BenchTarget, anchor: str | None = None) -> str:
+    """``Target a  offline offline-sales`` as an ``h3``."""
+    ident = f' id="{escape(anchor)}"' if anchor else ""
+    return (
+        f'<h3 class="target"{ident}>Target {escape(target.name)} '
+        f'<span class="caption">{escape(target.label)}</span></h3>'
+    )
+
+
+def _per_mode_charts(summary: Summary, modes: list[str], colours: dict[str, str]) -> str:
+    """The per-mode charts, grouped by target (a heading and a row of charts each) for a matrix."""
+    if not summary.matrix:
+        return '<h2 id="per-mode">Per mode</h2>' + _legend(modes, colours) + _charts(summary, colours)
+    groups = "".join(
+        _target_heading(t.target) + _charts(t.summary, colours, f"-{t.target.name}") for t in summary.targets
+    )
+    return '<h2 id="per-mode">Per target and mode</h2>' + _legend(modes, colours) + groups
+
+
+def render_html(
+    results: RunResults, summary: Summary, cost: CostEstimate | Sequence[CostEstimate] | None = None
+) -> str:
+    """The whole HTML report as one string (``cost`` defaults to the packaged pricing table's estimate, one
+    per target)."""
     meta = results.meta
-    cost = cost or estimate_cost(results)
-    modes = [m.mode for m in summary.modes]
+    costs = ([cost] if isinstance(cost, CostEstimate) else list(cost)) if cost is not None else None
+    costs = costs or estimate_costs(results)
+    cells = summary.cells()
+    modes = list(dict.fromkeys(m.mode for _, m in cells))
     colours = mode_colours(modes)
     paired = paired_rows(summary)
     intervals = interval_rows(summary)
+    growth = summary.growth is not None or any(t.summary.growth is not None for t in summary.targets)
     present = {
-        "growth": summary.growth is not None,
+        "matrix": summary.matrix,
+        "growth": growth,
         "paired": paired is not None,
         "intervals": intervals is not None,
         "provenance": meta.provenance is not None,
@@ -496,39 +666,33 @@ def render_html(results: RunResults, summary: Summary, cost: CostEstimate | None
         "<title>erp-ai-harness benchmark</title>",
         f"<style>{_CSS}</style></head><body>",
         "<header><h1>erp-ai-harness benchmark</h1>",
-        f'<p class="meta">provider <b>{escape(meta.provider)}</b>'
-        + (f", model <b>{escape(meta.model)}</b>" if meta.model else "")
-        + (f", latency profile <b>{escape(meta.latency_profile)}</b>" if meta.latency_profile else "")
-        + f" · {meta.scenarios} scenarios · {meta.turns} turns per mode · {meta.repeat} repetition(s)"
-        + (f" · {summary.warmup_turns} warm-up turn(s) left out" if summary.warmup_turns else "")
-        + f" · started {escape(meta.started_at)}</p>",
+        _header_meta(meta, summary),
     ]
     if meta.offline:
         parts.append(
             '<p class="notice" id="offline-notice"><b>Offline stand-in model.</b> '
             f"{escape(OFFLINE_NOTICE)}</p>"
         )
+    parts.append(f'<p class="meta" id="state-policy">{escape(CONVERSATION_STATE_POLICY)}</p>')
     parts.append(f'<nav class="toc">{toc}</nav></header>')
-    parts.append('<section id="findings-section"><h2>Findings</h2>')
-    top = headline(summary)
-    if top:
-        parts.append(f'<p class="headline" id="headline">{escape(top)}</p>')
-    parts.append(_cards(summary.modes, colours))
-    items = "".join(f"<li>{escape(s)}</li>" for s in findings(summary, None))
-    parts.append(f'<ul class="findings" id="findings">{items}</ul></section>')
+    parts += _findings_section(summary, colours)
+    if summary.matrix:
+        parts.append(_matrix(meta, summary, costs))
     parts.append(
         '<h2 id="summary">Summary</h2>'
         + _table(*summary_rows(summary), css_class="summary", colours=colours)
         + f'<p class="caption">{escape(LATENCY_CAPTION)} Harness = everything but model time. '
-        "Means and percentiles are per turn. Accuracy intervals are Wilson 95% intervals.</p>"
+        "Means and percentiles are per turn. Accuracy intervals are Wilson 95% intervals. "
+        f"{escape(VALID_PLAN_CAPTION)}</p>"
     )
     if paired is not None:
+        within = " Each target's modes are paired within that target." if summary.matrix else ""
         parts.append(
             '<h2 id="paired">Paired comparison</h2>'
             + _table(*paired, css_class="paired")
-            + f'<p class="caption">{escape(PAIRED_CAPTION)}</p>'
+            + f'<p class="caption">{escape(PAIRED_CAPTION + within)}</p>'
         )
-    parts.append('<h2 id="per-mode">Per mode</h2>' + _legend(modes, colours) + _charts(summary, colours))
+    parts.append(_per_mode_charts(summary, modes, colours))
     parts.append(_growth(summary, colours))
     failures = failure_rows(summary)
     if failures is not None:
@@ -555,10 +719,15 @@ def render_html(results: RunResults, summary: Summary, cost: CostEstimate | None
         )
     parts.append(
         '<h2 id="cost">Cost per 1,000 turns</h2>'
-        + _table(*cost_rows(cost), css_class="cost", colours=colours)
-        + f'<p class="caption">{escape(cost_caption(cost))}</p>'
+        + _table(*cost_rows(costs), css_class="cost", colours=colours)
+        + f'<p class="caption">{escape(cost_caption(costs))}</p>'
     )
     parts.append(_provenance(results))
-    parts.append('<h2 id="turn-by-turn">Turn by turn</h2>' + _turn_table(results, modes, colours))
+    if summary.matrix:
+        columns = [(t.target.name, mode) for t in summary.targets for mode in modes]
+    else:
+        present = list(dict.fromkeys(row.target for row in results.scored_rows)) or [DEFAULT_TARGET]
+        columns = [(present[0], mode) for mode in modes]
+    parts.append('<h2 id="turn-by-turn">Turn by turn</h2>' + _turn_table(results, columns, colours))
     parts.append("</body></html>")
     return "\n".join(parts)

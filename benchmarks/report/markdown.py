@@ -1,15 +1,36 @@
 """``report.md``: the findings, the summary with accuracy intervals, the paired comparison, per-category
 accuracy, pass^k, intervals over repetitions, cost per 1,000 turns, the growth curve's ends, the run's
-provenance and the failing turns."""
+provenance and the failing turns.
+
+A run with several targets (models) adds the model matrix (one grid per figure: targets as rows, modes as
+columns) and gives every per-mode table a ``target`` column; each target's findings and paired comparisons
+are its own (modes are compared within a target, never across)."""
 
 from __future__ import annotations
 
-from benchmarks.cost import CostEstimate, estimate_cost
+from collections.abc import Callable, Sequence
+
+from benchmarks.cost import CostEstimate, estimate_costs
 from benchmarks.report.aggregate import ModeSummary, Summary
 from benchmarks.report.findings import OFFLINE_NOTICE, findings, headline
 from benchmarks.results import RunMeta, RunResults
 from benchmarks.stats import Interval
 from shared.failures import FAILURE_KINDS
+
+Table = tuple[list[str], list[list[str]]]
+"""A table's header and rows."""
+
+CONVERSATION_STATE_POLICY = (
+    "Conversation state: every mode stores the state the ERP derives from the operations it ran (year, "
+    "customer, product, last operations); the planner's call 2 may add its own `estado`/`memoria`; tool "
+    "calling adds them only with --structured."
+)
+"""What each mode keeps between turns, said in every report (issue 13: like for like)."""
+
+MATRIX_CAPTION = (
+    "Targets as rows, modes as columns. Every figure is computed from one target's turns; statistics that "
+    "compare modes (the paired comparison) are computed within a target, never across targets."
+)
 
 
 def _ms(value: float | None) -> str:
@@ -30,9 +51,18 @@ def clip(text: str, limit: int) -> str:
     return head.rstrip(" ;,") + "…"
 
 
+_LABELS = frozenset({"mode", "category", "failure kind", "base vs other"})
+"""Columns that name a row when they follow a ``target`` column."""
+
+
 def render_table(header: list[str], rows: list[list[str]], align: str = "") -> list[str]:
-    """A Markdown table; ``align`` has one ``l``/``r`` per column (default: the first left, figures right)."""
-    align = align or "l" + "r" * (len(header) - 1)
+    """A Markdown table; ``align`` has one ``l``/``r`` per column (default: the columns that name a row, such
+    as ``target`` then ``mode``, left; figures right)."""
+    if not align:
+        labels = 1
+        while labels < len(header) - 1 and header[labels - 1] == "target" and header[labels] in _LABELS:
+            labels += 1
+        align = "l" * labels + "r" * (len(header) - labels)
     rule = "|" + "|".join("--:" if a == "r" else "---" for a in align) + "|"
     lines = ["| " + " | ".join(cell(h) for h in header) + " |", rule]
     lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
@@ -50,6 +80,65 @@ def accuracy_cell(mode: ModeSummary) -> str:
     """``"99.2% (95.8–99.9)"``: accuracy and its Wilson 95% interval."""
     interval = percent_interval(mode.accuracy_interval)
     return f"{mode.accuracy:.1%}" + (f" ({interval})" if interval else "")
+
+
+NOT_RECORDED = "n/a"
+"""What a figure the rows do not carry shows (e.g. the valid-plan rate before the engines record it)."""
+
+
+def valid_plan_cell(mode: ModeSummary) -> str:
+    """``"98.5% (130/132)"``: the share of turns whose request for operations was valid, with its count;
+    :data:`NOT_RECORDED` when no turn says."""
+    rate = mode.valid_plan_rate
+    if rate is None:
+        return NOT_RECORDED
+    return f"{rate:.1%} ({mode.plans_valid}/{mode.plans_checked})"
+
+
+VALID_PLAN_CAPTION = (
+    "Valid plans: turns whose request for operations was valid as written (planner: the plan parsed and "
+    "passed validation; tool calling: every tool call named a known operation with valid arguments), out "
+    f"of the turns whose engine recorded it ({NOT_RECORDED}: not recorded)."
+)
+
+
+def prefix_cache_text(meta: RunMeta) -> str | None:
+    """``"prefix cache modelled: yes"`` (or ``no``, ``not recorded``) when an offline model ran."""
+    if not meta.any_offline:
+        return None
+    value = {True: "yes", False: "no", None: "not recorded"}[meta.prompt_cache]
+    return f"prefix cache modelled: {value}"
+
+
+def targets_text(meta: RunMeta) -> str:
+    """``"`a` (offline offline-sales), `b` (ollama llama3.1:8b at http://…)"``."""
+    return ", ".join(f"`{t.name}` ({t.label})" for t in meta.targets)
+
+
+def lead_header(summary: Summary) -> list[str]:
+    """The columns naming a row of a per-mode table: ``mode``, or ``target`` and ``mode`` for a matrix."""
+    return ["target", "mode"] if summary.matrix else ["mode"]
+
+
+def _lead(target: str | None, mode: ModeSummary) -> list[str]:
+    return [mode.mode] if target is None else [target, mode.mode]
+
+
+def per_target(summary: Summary, table: Callable[[Summary], Table | None]) -> Table | None:
+    """``table`` of a one-target summary; for a matrix, each target's table stacked with a ``target``
+    column first (the header of the widest). ``None`` when no target has the table."""
+    if not summary.matrix:
+        return table(summary)
+    header: list[str] = []
+    rows: list[list[str]] = []
+    for entry in summary.targets:
+        found = table(entry.summary)
+        if found is None:
+            continue
+        if len(found[0]) + 1 > len(header):
+            header = ["target", *found[0]]
+        rows += [[entry.target.name, *row] for row in found[1]]
+    return (header, rows) if header else None
 
 
 LATENCY_CAPTION = (
@@ -73,11 +162,13 @@ def summary_rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
     Time to the first answer token sits beside total latency, measured then simulated; the cached-input and
     first-answer columns appear only when some mode has the figure.
     """
-    cached = any(m.cached_share is not None for m in summary.modes)
-    first = any(m.first_answer_p50 is not None for m in summary.modes)
-    simulated_first = any(m.simulated_first_answer_p50 is not None for m in summary.modes)
+    cells = summary.cells()
+    modes = [m for _, m in cells]
+    cached = any(m.cached_share is not None for m in modes)
+    first = any(m.first_answer_p50 is not None for m in modes)
+    simulated_first = any(m.simulated_first_answer_p50 is not None for m in modes)
     header = [
-        "mode",
+        *lead_header(summary),
         "turns",
         "accuracy (95% CI)",
         "calls/turn (mean / max)",
@@ -89,11 +180,12 @@ def summary_rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
         "simulated p50 / p95 ms",
         *(["simulated first answer p50 / p95 ms"] if simulated_first else []),
         "harness p50 / p95 ms",
+        "valid plans",
         "failed",
     ]
     rows = [
         [
-            m.mode,
+            *_lead(target, m),
             str(m.turns),
             accuracy_cell(m),
             f"{m.calls_mean:.2f} / {m.calls_max}",
@@ -105,15 +197,18 @@ def summary_rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
             _pair(m.simulated_p50, m.simulated_p95),
             *([_pair(m.simulated_first_answer_p50, m.simulated_first_answer_p95)] if simulated_first else []),
             f"{m.harness_p50:.2f} / {m.harness_p95:.2f}",
+            valid_plan_cell(m),
             str(m.failed_turns),
         ]
-        for m in summary.modes
+        for target, m in cells
     ]
     return header, rows
 
 
 def category_rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
-    """Accuracy per category (rows) and mode (columns): ``"92% [65–99] (12)"``."""
+    """Accuracy per category (rows) and mode (columns): ``"92% [65–99] (12)"``; per target for a matrix."""
+    if summary.matrix:
+        return per_target(summary, category_rows) or (["target", "category"], [])
     modes = [m.mode for m in summary.modes]
     cells: dict[str, dict[str, str]] = {}
     for c in summary.categories:
@@ -131,7 +226,10 @@ def _signed_points(value: float) -> str:
 
 
 def paired_rows(summary: Summary) -> tuple[list[str], list[list[str]]] | None:
-    """The base mode against each other mode on the turns both ran; ``None`` with a single mode."""
+    """The base mode against each other mode on the turns both ran (within each target of a matrix);
+    ``None`` with a single mode."""
+    if summary.matrix:
+        return per_target(summary, paired_rows)
     if not summary.paired:
         return None
     header = [
@@ -185,8 +283,10 @@ PAIRED_CAPTION = (
 
 
 def interval_rows(summary: Summary) -> tuple[list[str], list[list[str]]] | None:
-    """Bootstrap intervals of latency and tokens per mode; ``None`` without repetitions."""
-    if not any(m.intervals for m in summary.modes):
+    """Bootstrap intervals of latency and tokens per mode (and target); ``None`` without repetitions."""
+    cells = summary.cells()
+    modes = [m for _, m in cells]
+    if not any(m.intervals for m in modes):
         return None
 
     def cell(mode: ModeSummary, name: str, value: float | None, decimals: int) -> str:
@@ -195,10 +295,10 @@ def interval_rows(summary: Summary) -> tuple[list[str], list[list[str]]] | None:
             return "–"
         return f"{value:.{decimals}f} ({interval.low:.{decimals}f}–{interval.high:.{decimals}f})"
 
-    first = any("first_answer_p50" in m.intervals for m in summary.modes)
-    simulated_first = any("simulated_first_answer_p50" in m.intervals for m in summary.modes)
+    first = any("first_answer_p50" in m.intervals for m in modes)
+    simulated_first = any("simulated_first_answer_p50" in m.intervals for m in modes)
     header = [
-        "mode",
+        *lead_header(summary),
         "latency mean ms",
         "latency p50 ms",
         *(["first answer p50 ms"] if first else []),
@@ -209,7 +309,7 @@ def interval_rows(summary: Summary) -> tuple[list[str], list[list[str]]] | None:
     ]
     rows = [
         [
-            m.mode,
+            *_lead(target, m),
             cell(m, "latency_mean", m.latency_mean, 1),
             cell(m, "latency_p50", m.latency_p50, 1),
             *([cell(m, "first_answer_p50", m.first_answer_p50, 1)] if first else []),
@@ -222,16 +322,28 @@ def interval_rows(summary: Summary) -> tuple[list[str], list[list[str]]] | None:
             cell(m, "input_tokens_mean", m.input_tokens_mean, 0),
             cell(m, "output_tokens_mean", m.output_tokens_mean, 0),
         ]
-        for m in summary.modes
+        for target, m in cells
     ]
     return header, rows
 
 
-def cost_rows(cost: CostEstimate) -> tuple[list[str], list[list[str]]]:
-    """Token means and USD per 1,000 turns per mode."""
-    references = [name for name in cost.reference if name != cost.priced_as]
+def _costs(cost: CostEstimate | Sequence[CostEstimate]) -> list[CostEstimate]:
+    return [cost] if isinstance(cost, CostEstimate) else list(cost)
+
+
+def usd_cell(value: float | None) -> str:
+    """USD per 1,000 turns, or ``–`` for a model without a price."""
+    return "–" if value is None else f"{value:.2f}"
+
+
+def cost_rows(cost: CostEstimate | Sequence[CostEstimate]) -> tuple[list[str], list[list[str]]]:
+    """Token means and USD per 1,000 turns per mode (and target, when given one estimate per target)."""
+    costs = _costs(cost)
+    matrix = any(c.target is not None for c in costs)
+    priced = {c.priced_as for c in costs}
+    references = [name for name in costs[0].reference if name not in priced] if costs else []
     header = [
-        "mode",
+        *(["target", "mode"] if matrix else ["mode"]),
         "input tok/turn",
         "cached input tok/turn",
         "output tok/turn",
@@ -240,22 +352,31 @@ def cost_rows(cost: CostEstimate) -> tuple[list[str], list[list[str]]]:
     ]
     rows = [
         [
+            *([c.target or ""] if matrix else []),
             m.mode,
             f"{m.input_tokens_mean:.0f}",
             f"{m.cached_input_tokens_mean:.0f}",
             f"{m.output_tokens_mean:.0f}",
-            "–" if m.usd_per_1000_turns is None else f"{m.usd_per_1000_turns:.2f}",
+            usd_cell(m.usd_per_1000_turns),
             *(f"{m.reference_usd[name]:.2f}" if name in m.reference_usd else "–" for name in references),
         ]
-        for m in cost.modes
+        for c in costs
+        for m in c.modes
     ]
     return header, rows
 
 
-def cost_caption(cost: CostEstimate) -> str:
-    """The prices' source, and what the reference columns are."""
-    text = f"Prices: {cost.note}."
-    references = [name for name in cost.reference if name != cost.priced_as]
+def cost_caption(cost: CostEstimate | Sequence[CostEstimate]) -> str:
+    """The prices' source (per target in a matrix), and what the reference columns are."""
+    costs = _costs(cost)
+    if any(c.target is not None for c in costs) and len({c.note for c in costs}) > 1:
+        text = "Prices: " + "; ".join(f"{c.target}: {c.note}" for c in costs) + "."
+    elif len(costs) > 1:
+        text = f"Prices (every target): {costs[0].note}."
+    else:
+        text = f"Prices: {costs[0].note}." if costs else "Prices: none."
+    priced = {c.priced_as for c in costs}
+    references = [name for name in costs[0].reference if name not in priced] if costs else []
     if references:
         text += (
             f" The {', '.join(references)} columns price the same tokens at those hosted models' prices "
@@ -276,8 +397,14 @@ def provenance_rows(meta: RunMeta) -> list[tuple[str, str]]:
         ("host", p.host),
         ("packages", ", ".join(f"{name} {version}" for name, version in p.packages.items())),
     ]
-    if p.model is not None:
-        identity = p.model
+    identities = (
+        [(f"model {name}", identity) for name, identity in p.models.items()]
+        if meta.matrix and p.models
+        else [("model", p.model)]
+        if p.model is not None
+        else []
+    )
+    for what, identity in identities:
         model = f"{identity.provider} {identity.model or ''}".strip()
         if identity.base_url:
             model += f" at {identity.base_url}"
@@ -286,7 +413,7 @@ def provenance_rows(meta: RunMeta) -> list[tuple[str, str]]:
         if identity.modified_at:
             model += f", modified {identity.modified_at}"
         details = ", ".join(f"{k} {v}" for k, v in identity.details.items() if not isinstance(v, dict))
-        rows.append(("model", model + (f" ({details})" if details else "")))
+        rows.append((what, model + (f" ({details})" if details else "")))
     rows += [(f"prompt {name}", digest[:12]) for name, digest in p.prompt_hashes.items()]
     if p.catalog_hash:
         rows.append(("operations catalog", p.catalog_hash[:12]))
@@ -297,7 +424,10 @@ def provenance_rows(meta: RunMeta) -> list[tuple[str, str]]:
 
 
 def failure_rows(summary: Summary) -> tuple[list[str], list[list[str]]] | None:
-    """Failed turns per failure kind (rows) and mode (columns); ``None`` when no turn failed."""
+    """Failed turns per failure kind (rows) and mode (columns), per target for a matrix; ``None`` when no
+    turn failed."""
+    if summary.matrix:
+        return per_target(summary, failure_rows)
     kinds = [kind for kind in FAILURE_KINDS if any(kind in m.failures for m in summary.modes)]
     if not kinds:
         return None
@@ -307,16 +437,87 @@ def failure_rows(summary: Summary) -> tuple[list[str], list[list[str]]] | None:
 
 
 def pass_k_rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
-    """pass^1 … pass^k per mode."""
+    """pass^1 … pass^k per mode (and target)."""
     ks = list(range(1, summary.repetitions + 1))
-    header = ["mode", *(f"pass^{k}" for k in ks)]
-    rows = [[m.mode, *(f"{m.pass_k[k]:.1%}" if k in m.pass_k else "–" for k in ks)] for m in summary.modes]
+    header = [*lead_header(summary), *(f"pass^{k}" for k in ks)]
+    rows = [
+        [*_lead(target, m), *(f"{m.pass_k[k]:.1%}" if k in m.pass_k else "–" for k in ks)]
+        for target, m in summary.cells()
+    ]
     return header, rows
 
 
+def matrix_grids(
+    summary: Summary, cost: CostEstimate | Sequence[CostEstimate]
+) -> list[tuple[str, list[str], list[list[str]]]]:
+    """The model matrix: ``(title, header, rows)`` per figure, targets as rows and modes as columns; a figure
+    no cell has (cached share, simulated latency, first answer) is left out. Empty for one target."""
+    if not summary.matrix:
+        return []
+    modes = list(dict.fromkeys(m.mode for _, m in summary.cells()))
+    costs = {c.target: c for c in _costs(cost)}
+
+    def ms(value: float | None) -> str:
+        return "–" if value is None else f"{value:,.0f}" if value >= 100 else f"{value:.1f}"
+
+    def usd(target: str, mode: str) -> str:
+        found = costs.get(target)
+        cell = found.mode(mode) if found is not None else None
+        return usd_cell(cell.usd_per_1000_turns) if cell is not None else "–"
+
+    figures: list[tuple[str, Callable[[ModeSummary], str | None]]] = [
+        ("Accuracy (95% CI)", accuracy_cell),
+        ("Model calls per turn (mean)", lambda m: f"{m.calls_mean:.2f}"),
+        ("Input tokens per turn (mean)", lambda m: f"{m.input_tokens_mean:,.0f}"),
+        ("Output tokens per turn (mean)", lambda m: f"{m.output_tokens_mean:,.0f}"),
+        ("Cached share of input", lambda m: None if m.cached_share is None else f"{m.cached_share:.0%}"),
+        ("Latency p50 ms, simulated", lambda m: None if m.simulated_p50 is None else ms(m.simulated_p50)),
+        ("Latency p50 ms, measured", lambda m: ms(m.latency_p50)),
+        (
+            "First answer p50 ms, simulated",
+            lambda m: None if m.simulated_first_answer_p50 is None else ms(m.simulated_first_answer_p50),
+        ),
+        (
+            "First answer p50 ms, measured",
+            lambda m: None if m.first_answer_p50 is None else ms(m.first_answer_p50),
+        ),
+        ("Valid plans", valid_plan_cell),
+    ]
+    grids = []
+    for title, read in figures:
+        rows = []
+        for entry in summary.targets:
+            row = [entry.target.name]
+            for mode in modes:
+                found = entry.summary.mode(mode)
+                value = read(found) if found is not None else None
+                row.append("–" if value is None else value)
+            rows.append(row)
+        if any(cell != "–" for row in rows for cell in row[1:]):
+            grids.append((title, ["target", *modes], rows))
+    grids.append(
+        (
+            "USD per 1,000 turns",
+            ["target", *modes],
+            [[t.target.name, *(usd(t.target.name, mode) for mode in modes)] for t in summary.targets],
+        )
+    )
+    return grids
+
+
+def targets_table(meta: RunMeta) -> Table:
+    """One row per target: name, provider, model (the provider's default when none was given), base URL."""
+    return (
+        ["target", "provider", "model", "base URL"],
+        [[t.name, t.provider, t.model_name, t.base_url or "–"] for t in meta.targets],
+    )
+
+
 def _failing_turns(results: RunResults, limit: int = 50) -> list[str]:
-    """Failing turns, one row per (scenario, turn, repetition, reason) naming every mode that failed so."""
-    groups: dict[tuple[str, int, int, str], list[str]] = {}
+    """Failing turns, one row per (target, scenario, turn, repetition, reason) naming every mode that failed
+    so (the target column only in a matrix)."""
+    matrix = results.meta.matrix
+    groups: dict[tuple[str, str, int, int, str], list[str]] = {}
     scenario_order: dict[str, int] = {}
     for r in results.scored_rows:
         scenario_order.setdefault(r.scenario, len(scenario_order))
@@ -324,10 +525,14 @@ def _failing_turns(results: RunResults, limit: int = 50) -> list[str]:
             why = "; ".join(r.score.details or r.errors) or "failed"
             if r.failure is not None:
                 why = f"[{r.failure}] {why}"
-            groups.setdefault((r.scenario, r.turn, r.repetition, why), []).append(r.mode)
+            groups.setdefault((r.target, r.scenario, r.turn, r.repetition, why), []).append(r.mode)
     if not groups:
         return []
-    ordered = sorted(groups.items(), key=lambda kv: (scenario_order[kv[0][0]], kv[0][2], kv[0][1]))
+    targets = {t.name: i for i, t in enumerate(results.meta.run_targets)}
+    ordered = sorted(
+        groups.items(),
+        key=lambda kv: (scenario_order[kv[0][1]], kv[0][3], kv[0][2], targets.get(kv[0][0], len(targets))),
+    )
     shown = ordered[:limit]
     every = set(results.meta.modes or {r.mode for r in results.rows})
 
@@ -336,50 +541,113 @@ def _failing_turns(results: RunResults, limit: int = 50) -> list[str]:
 
     lines = ["", "## Failing turns", ""]
     lines += render_table(
-        ["mode", "scenario", "turn", "rep", "why"],
-        [[who(modes), s, str(t), str(rep), clip(why, 200)] for (s, t, rep, why), modes in shown],
-        align="llrrl",
+        [*(["target"] if matrix else []), "mode", "scenario", "turn", "rep", "why"],
+        [
+            [*([target] if matrix else []), who(modes), s, str(t), str(rep), clip(why, 200)]
+            for (target, s, t, rep, why), modes in shown
+        ],
+        align=("l" if matrix else "") + "llrrl",
     )
     if len(groups) > len(shown):
         lines += ["", f"… and {len(groups) - len(shown)} more (see report.html)."]
     return lines
 
 
-def render_markdown(results: RunResults, summary: Summary, cost: CostEstimate | None = None) -> str:
-    """The whole Markdown report (``cost`` defaults to the packaged pricing table's estimate)."""
-    meta = results.meta
-    cost = cost or estimate_cost(results)
+def header_text(meta: RunMeta, summary: Summary) -> str:
+    """The line under the title: who ran (provider, or the targets), latency profile, prefix cache, size."""
     warmup = f", {meta.warmup} warm-up turn(s) left out" if summary.warmup_turns else ""
-    lines = [
-        "# erp-ai-harness benchmark",
-        "",
-        f"Provider `{meta.provider}`"
-        + (f", model `{meta.model}`" if meta.model else "")
+    cache = prefix_cache_text(meta)
+    if meta.matrix:
+        who, per = f"Targets {targets_text(meta)}", "turns per target and mode"
+    else:
+        who = f"Provider `{meta.provider}`" + (f", model `{meta.model}`" if meta.model else "")
+        per = "turns per mode"
+    return (
+        who
         + (f", latency profile `{meta.latency_profile}`" if meta.latency_profile else "")
-        + f"; {meta.scenarios} scenarios, {meta.turns} turns per mode, {meta.repeat} repetition(s){warmup}; "
-        f"started {meta.started_at}.",
-        "",
-    ]
-    if meta.offline:
-        lines += [f"> **Note.** {OFFLINE_NOTICE}", ""]
-    lines += ["## Findings", ""]
+        + (f", {cache}" if cache else "")
+        + f"; {meta.scenarios} scenarios, {meta.turns} {per}, {meta.repeat} repetition(s){warmup}; "
+        f"started {meta.started_at}."
+    )
+
+
+def growth_rows(summary: Summary) -> Table | None:
+    """Input tokens at the first and last turn of the long conversation per mode (and target)."""
+    if summary.matrix:
+        return per_target(summary, growth_rows)
+    if summary.growth is None:
+        return None
+    header = ["mode", "input tokens turn 1", "input tokens last turn", "ratio"]
+    rows = []
+    series = summary.growth.series
+    order = [m.mode for m in summary.modes if m.mode in series]
+    for mode in order + [m for m in series if m not in order]:
+        values = series[mode]
+        ratio = summary.growth.ratio(mode)
+        rows.append(
+            [mode, f"{values[0]:.0f}", f"{values[-1]:.0f}", "–" if ratio is None else f"×{ratio:.2f}"]
+        )
+    return header, rows
+
+
+def growth_scenarios(summary: Summary) -> list[str]:
+    """The long conversation(s) the growth figures come from."""
+    growths = [t.summary.growth for t in summary.targets] if summary.matrix else [summary.growth]
+    return list(dict.fromkeys(g.scenario for g in growths if g is not None))
+
+
+def _findings_lines(summary: Summary) -> list[str]:
+    """The headline in bold and the findings as a list; per target (a subsection each) for a matrix."""
+    lines: list[str] = []
     top = headline(summary)
     if top:
         lines += [f"**{top}**", ""]
-    lines += [f"- {sentence}" for sentence in findings(summary, None)]
+    if not summary.matrix:
+        return lines + [f"- {sentence}" for sentence in findings(summary, None)]
+    for entry in summary.targets:
+        lines += [f"### Target `{entry.target.name}` ({entry.target.label})", ""]
+        own = headline(entry.summary)
+        if own:
+            lines += [f"**{own}**", ""]
+        lines += [f"- {sentence}" for sentence in findings(entry.summary, None)]
+        lines.append("")
+    return lines[:-1]
+
+
+def render_markdown(
+    results: RunResults, summary: Summary, cost: CostEstimate | Sequence[CostEstimate] | None = None
+) -> str:
+    """The whole Markdown report (``cost`` defaults to the packaged pricing table's estimate, one per
+    target)."""
+    meta = results.meta
+    costs = _costs(cost) if cost is not None else estimate_costs(results)
+    lines = ["# erp-ai-harness benchmark", "", header_text(meta, summary), ""]
+    if meta.offline:
+        lines += [f"> **Note.** {OFFLINE_NOTICE}", ""]
+    lines += [CONVERSATION_STATE_POLICY, ""]
+    lines += ["## Findings", ""]
+    lines += _findings_lines(summary)
+    if summary.matrix:
+        lines += ["", "## Model matrix", ""]
+        lines += render_table(*targets_table(meta), align="llll")
+        lines += ["", MATRIX_CAPTION]
+        for title, header, rows in matrix_grids(summary, costs):
+            lines += ["", f"### {title}", ""]
+            lines += render_table(header, rows)
     lines += ["", "## Summary", ""]
     lines += render_table(*summary_rows(summary))
     lines += [
         "",
         f"{LATENCY_CAPTION} Accuracy intervals are Wilson 95% intervals, counting turns as independent "
-        "trials.",
+        f"trials. {VALID_PLAN_CAPTION}",
         "",
     ]
     paired = paired_rows(summary)
     if paired is not None:
         lines += ["## Paired comparison", ""]
         lines += render_table(*paired)
-        lines += ["", PAIRED_CAPTION, ""]
+        within = " Each target's modes are paired within that target." if summary.matrix else ""
+        lines += ["", PAIRED_CAPTION + within, ""]
     failures = failure_rows(summary)
     if failures is not None:
         lines += ["## Failures per kind", ""]
@@ -399,21 +667,13 @@ def render_markdown(results: RunResults, summary: Summary, cost: CostEstimate | 
             "Bootstrap 95% intervals (2,000 draws, fixed seed) resampling turns with all their repetitions.",
         ]
     lines += ["", "## Cost per 1,000 turns", ""]
-    lines += render_table(*cost_rows(cost))
-    lines += ["", cost_caption(cost)]
-    if summary.growth is not None:
-        lines += ["", f"## Context growth on `{summary.growth.scenario}`", ""]
-        header = ["mode", "input tokens turn 1", "input tokens last turn", "ratio"]
-        rows = []
-        series = summary.growth.series
-        order = [m.mode for m in summary.modes if m.mode in series]
-        for mode in order + [m for m in series if m not in order]:
-            values = series[mode]
-            ratio = summary.growth.ratio(mode)
-            rows.append(
-                [mode, f"{values[0]:.0f}", f"{values[-1]:.0f}", "–" if ratio is None else f"×{ratio:.2f}"]
-            )
-        lines += render_table(header, rows)
+    lines += render_table(*cost_rows(costs))
+    lines += ["", cost_caption(costs)]
+    growth = growth_rows(summary)
+    if growth is not None:
+        names = ", ".join(f"`{name}`" for name in growth_scenarios(summary))
+        lines += ["", f"## Context growth on {names}", ""]
+        lines += render_table(*growth)
     provenance = provenance_rows(meta)
     if provenance:
         lines += ["", "## Provenance", ""]

@@ -16,7 +16,13 @@ from pathlib import Path
 
 from benchmarks.report.aggregate import Summary
 from benchmarks.report.findings import OFFLINE_NOTICE, findings, headline
-from benchmarks.report.markdown import LATENCY_CAPTION, render_table, summary_rows
+from benchmarks.report.markdown import (
+    LATENCY_CAPTION,
+    prefix_cache_text,
+    render_table,
+    summary_rows,
+    targets_text,
+)
 from benchmarks.results import RunResults
 
 
@@ -42,11 +48,19 @@ def readme_block(results: RunResults, summary: Summary) -> str:
         code = f", code at commit `{commit[:12]}`" + (
             " with uncommitted changes" if meta.provenance.git_dirty else ""
         )
+    cache = prefix_cache_text(meta)
+    who = (
+        f"targets {targets_text(meta)}"
+        if meta.matrix
+        else f"provider `{meta.provider}`" + (f", model `{meta.model}`" if meta.model else "")
+    )
     source = (
-        f"Measured by `erp-ai bench` on {meta.started_at[:10]} with provider `{meta.provider}`"
-        + (f", model `{meta.model}`" if meta.model else "")
+        f"Measured by `erp-ai bench` on {meta.started_at[:10]} with {who}"
         + (f", latency profile `{meta.latency_profile}`" if meta.latency_profile else ", no latency profile")
-        + f": {meta.scenarios} scenarios, {meta.turns} turns per mode, {meta.repeat} repetition(s)"
+        + (f", {cache}" if cache else "")
+        + f": {meta.scenarios} scenarios, {meta.turns} turns per "
+        + ("target and mode" if meta.matrix else "mode")
+        + f", {meta.repeat} repetition(s)"
         + (
             f" after {summary.warmup_turns} warm-up turn(s) left out of the figures"
             if summary.warmup_turns

@@ -104,3 +104,19 @@ class FakeEngine:
             for piece in (result.answer[:half], result.answer[half:]):
                 yield AnswerDelta(text=piece)
         yield TurnDone(result=result)
+
+
+class Engines:
+    """An engine factory that keeps the engines it built."""
+
+    def __init__(self, script: Script = good_script) -> None:
+        self.script = script
+        self.built: list[FakeEngine] = []
+
+    def __call__(self, mode: str) -> FakeEngine:
+        engine = FakeEngine(mode, self.script)
+        self.built.append(engine)
+        return engine
+
+    def calls(self) -> list[tuple[str, str]]:
+        return [call for engine in self.built for call in engine.calls]

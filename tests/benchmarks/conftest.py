@@ -1,5 +1,6 @@
-"""Fixtures for the benchmark tests: a tiny scenario suite on disk, a scorer over the session ERP, and the
-demo ERP on each backend for the packaged suite's facts (``test_default_suite.py``)."""
+"""Fixtures for the benchmark tests: the bench commands on a bare app, a tiny scenario suite on disk, a scorer
+over the session ERP, and the demo ERP on each backend for the packaged suite's facts
+(``test_default_suite.py``)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import typer
 
+from benchmarks.bench_cli import register
 from benchmarks.scenario import Scenario, load_scenarios
 from benchmarks.scoring.turn import TurnScorer
 from shared.erp.database import Erp, open_demo_erp
 from tests.benchmarks.bench_fakes import TINY_SUITE
 from tests.postgres import BACKENDS, demo_erp_url
+
+
+@pytest.fixture
+def app() -> typer.Typer:
+    """A bare Typer app with the ``bench``, ``report``, ``reliability`` and ``compare`` commands (the lead's
+    root app is tested in test_cli.py)."""
+    application = typer.Typer()
+    register(application)
+    return application
 
 
 @pytest.fixture

@@ -12,20 +12,12 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from benchmarks.bench_cli import register
 from benchmarks.results import read_results
 from benchmarks.runner import RunConfig, run_suite
 from benchmarks.scenario import Scenario
 from shared.llm.factory import build_chat_model
 
 runner = CliRunner()
-
-
-@pytest.fixture
-def app() -> typer.Typer:
-    application = typer.Typer()
-    register(application)
-    return application
 
 
 def bench_args(suite: Path, out: Path, db_url: str, *extra: str) -> list[str]:

@@ -16,6 +16,7 @@ from benchmarks.compare import (
 )
 from benchmarks.results import ResultsWriter, RunMeta, RunResults, TurnRow
 from benchmarks.scoring.turn import TurnScore
+from benchmarks.targets import parse_targets
 
 
 def _row(mode: str, category: str, scenario: str, turn: int, passed: bool = True, **kw: Any) -> TurnRow:
@@ -169,3 +170,73 @@ def test_the_compare_command_prints_and_writes_the_comparison(tmp_path: Path) ->
     assert failing.exit_code == 1
     missing = runner.invoke(app, ["compare", str(tmp_path / "a"), str(tmp_path / "nothing")])
     assert missing.exit_code == 2
+
+
+def _targeted(run: RunResults, specs: list[str], failing_b: frozenset[int] = frozenset()) -> RunResults:
+    """``run``'s rows once per target (target b failing ``failing_b`` in toolcalling)."""
+    rows = []
+    for name in ("a", "b"):
+        for row in run.rows:
+            failed = name == "b" and row.mode == "toolcalling" and row.turn in failing_b
+            score = TurnScore(passed=False, details=["wrong"]) if failed else row.score
+            rows.append(row.model_copy(update={"target": name, "score": score}))
+    meta = run.meta.model_copy(update={"targets": parse_targets(specs)})
+    return RunResults(meta=meta, rows=rows)
+
+
+def test_runs_with_targets_are_compared_per_target_and_mode() -> None:
+    specs = ["a=offline", "b=offline:offline-sales"]
+    comparison = compare_results(_targeted(_run(set()), specs), _targeted(_run(set()), specs, frozenset({6})))
+    assert comparison.targets
+    [regression] = [g for g in comparison.regressions if g.category == ALL]
+    assert (regression.target, regression.mode) == ("b", "toolcalling")
+    assert not any(g.regression for g in comparison.groups if g.target == "a")
+    assert [(f.target, f.mode, f.turn) for f in comparison.newly_failing] == [("b", "toolcalling", 6)]
+    assert set(comparison.flips_p_value) == {"b · toolcalling"}
+    text = render_comparison_markdown(comparison)
+    assert "## Per target, mode and category" in text
+    assert "- **b · toolcalling · (all)**: accuracy 100.0% → 90.0%." in text
+    assert "| b | toolcalling | (all) | 10 / 10 |" in text and "| a | planner | (all) | 10 / 10 |" in text
+    assert "| fails | b | toolcalling | s | 6 | 1 | wrong |" in text
+
+
+def test_a_target_that_now_stands_for_another_model_is_named_in_the_settings() -> None:
+    a = _targeted(_run(set()), ["a=offline", "b=offline"])
+    b = _targeted(_run(set()), ["a=offline", "b=ollama"])
+    assert compare_results(a, b).settings_changed == [
+        "targets ['a=offline', 'b=offline'] → ['a=offline', 'b=ollama']"
+    ]
+    assert compare_results(_run(set()), _run(set())).targets is False, "no targets: no target column"
+
+
+def test_time_to_first_answer_and_valid_plans_are_compared() -> None:
+    def run(first: float, simulated_first: float, valid: int) -> RunResults:
+        base = _run(set())
+        rows = [
+            row.model_copy(
+                update={
+                    "first_answer_ms": first,
+                    "simulated_first_answer_ms": simulated_first,
+                    "plan_valid": row.turn <= valid,
+                }
+            )
+            for row in base.rows
+        ]
+        return RunResults(meta=base.meta, rows=rows)
+
+    comparison = compare_results(run(10.0, 500.0, 10), run(20.0, 600.0, 9))
+    planner = next(g for g in comparison.groups if (g.mode, g.category) == ("planner", ALL))
+    assert planner.a is not None and planner.a.valid_plan_rate == 1.0
+    assert planner.reasons == [
+        "simulated first answer p50 500.0 → 600.0 ms",
+        "first answer p50 10.0 → 20.0 ms",
+        "valid plans 100.0% → 90.0%",
+    ]
+    single = next(g for g in comparison.groups if (g.mode, g.category) == ("planner", "single"))
+    assert "first answer p50 10.0 → 20.0 ms" not in single.reasons, "measured only for a mode overall"
+    text = render_comparison_markdown(comparison)
+    header = next(line for line in text.splitlines() if line.startswith("| mode | category |"))
+    assert "first answer p50 ms, simulated | first answer p50 ms, measured | valid plans" in header
+    assert "| 500.0 → 600.0 (+100.0) | 10.0 → 20.0 (+10.0) | 100.0% (10/10) → 90.0% (9/10) |" in text
+    unrecorded = render_comparison_markdown(compare_results(_run(set()), _run(set())))
+    assert "| – | – | n/a |" in unrecorded

@@ -120,14 +120,32 @@ def test_latency_targets_between_modes_need_both_figures() -> None:
         ],
         categories=[],
     )
-    sentences = target_sentences(profiled)
+    sentences = target_sentences(profiled.model_copy(update={"prompt_cache": True}))
     assert (
         "Target planner simulated p50 at most toolcalling's (issue 11): "
-        "target not met (2,432 ms vs 1,123 ms)." in sentences
+        "target not met (2,432 ms vs 1,123 ms), "
+        "measured with the offline model's prefix cache modelled (--prompt-cache)." in sentences
     )
     assert any("time to first answer" in s and "target met (900 ms vs 1,000 ms)" in s for s in sentences)
     alone = Summary(modes=[_mode("planner", simulated_p50=2431.7)], categories=[])
     assert all("simulated p50" not in s for s in target_sentences(alone))
+
+
+def test_latency_targets_say_under_which_prefix_cache_setting_they_were_measured() -> None:
+    modes = [
+        _mode("planner", harness_p50=1.0, simulated_p50=900.0),
+        _mode("toolcalling", simulated_p50=1000.0),
+    ]
+    by_setting = {
+        setting: target_sentences(Summary(modes=modes, categories=[], prompt_cache=setting))
+        for setting in (True, False, None)
+    }
+    assert by_setting[False][1].endswith(
+        "target met (900 ms vs 1,000 ms), measured without a modelled prefix cache (--no-prompt-cache)."
+    )
+    assert by_setting[True][1].endswith("prefix cache modelled (--prompt-cache).")
+    assert by_setting[None][1].endswith("prefix-cache setting not recorded.")
+    assert all(s[0].endswith("target met (1 ms vs 2 ms).") for s in by_setting.values()), "harness: no clause"
 
 
 def test_cached_share_and_first_answer_join_the_structure_when_present() -> None:
