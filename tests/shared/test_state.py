@@ -5,6 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from planner_mode import PlannerAI, PlannerEngine
+from shared.erp.database import Erp
+from shared.llm import build_chat_model
+from shared.llm.offline._prompt import parse_calls
+from shared.memory.store import MemoryStore
+from shared.operations.registry import OperationRegistry
 from shared.state import (
     ERP_STATE_KEYS,
     MAX_NAME_CHARS,
@@ -14,11 +19,6 @@ from shared.state import (
     operation_call,
     turn_state,
 )
-from shared.erp.database import Erp
-from shared.llm import build_chat_model
-from shared.llm.offline._prompt import parse_calls
-from shared.memory.store import MemoryStore
-from shared.operations.registry import OperationRegistry
 from shared.turn import ExecutedOperation
 
 
