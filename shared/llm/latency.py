@@ -46,6 +46,12 @@ class LatencyProfile(BaseModel):
         description="Fixed cost per call (request handling, scheduling): the part of the time to first token "
         "that does not grow with the prompt.",
     )
+    schema_as_grammar: bool = Field(
+        default=False,
+        description="The server turns a structured-output JSON schema (OpenAI-style response_format, Ollama "
+        "format) into a decoding grammar and does not show it to the model, so the schema is no prompt "
+        "token (llama.cpp server, Ollama). False: it counts as prompt, as hosted APIs bill it.",
+    )
 
     @property
     def ms_per_output_token(self) -> float:
@@ -86,14 +92,26 @@ LATENCY_PROFILES: dict[str, LatencyProfile] = {
     # tables (github.com/XiongjieDai/GPU-Benchmarks-on-LLM-Inference, "Llama 3 8B Q4_K_M" rows) report a few
     # thousand tok/s prompt processing and ~100–130 tok/s generation on these cards; we take the conservative
     # end, ~3,000 / ~90 tok/s, plus ~50 ms per request for HTTP and scheduling.
+    # llama.cpp's server converts a `response_format` JSON schema into a GBNF grammar that constrains
+    # sampling, and Ollama does the same with `format`; neither adds the schema to the prompt (Ollama's
+    # structured-outputs docs advise putting it in the prompt yourself "to ground the model"). So under the
+    # local presets a plan schema costs no prompt tokens: `schema_as_grammar=True`.
     "gpu-8b": LatencyProfile(
-        name="gpu-8b", prefill_tokens_per_s=3000, decode_tokens_per_s=90, overhead_ms=50
+        name="gpu-8b",
+        prefill_tokens_per_s=3000,
+        decode_tokens_per_s=90,
+        overhead_ms=50,
+        schema_as_grammar=True,
     ),
     # The same 8B Q4 model on a desktop CPU only (8–16 cores, dual-channel DDR4/DDR5): the same llama.cpp
     # benchmark tables and llama.cpp CPU discussions show ~100–200 tok/s prompt processing and ~8–12 tok/s
     # generation (memory-bandwidth bound). Preset: ~150 / ~10, plus ~100 ms per request.
     "cpu-8b": LatencyProfile(
-        name="cpu-8b", prefill_tokens_per_s=150, decode_tokens_per_s=10, overhead_ms=100
+        name="cpu-8b",
+        prefill_tokens_per_s=150,
+        decode_tokens_per_s=10,
+        overhead_ms=100,
+        schema_as_grammar=True,
     ),
     # Gemini Flash through the public API: Artificial Analysis (artificialanalysis.ai, Gemini 2.x Flash model
     # pages) measures about 0.3 s to first token for short prompts and ~150+ output tok/s. The first-token

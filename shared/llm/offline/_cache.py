@@ -62,15 +62,19 @@ def block_text(message: BaseMessage) -> str:
     return text
 
 
-def prompt_blocks(messages: Sequence[BaseMessage], options: dict[str, Any]) -> list[PromptBlock]:
+def prompt_blocks(
+    messages: Sequence[BaseMessage], options: dict[str, Any], *, schema_in_prompt: bool = True
+) -> list[PromptBlock]:
     """The blocks of one call's prompt: tools and response format (from the call's ``options``), then the
     messages. ``sum(block.tokens)`` is the call's input tokens: per message its text plus
     :data:`~shared.llm.tokens.MESSAGE_OVERHEAD_TOKENS`, the tools and a dict ``response_format``/``format``
-    as compact JSON."""
+    as compact JSON. ``schema_in_prompt=False``: the server uses the response format as a decoding grammar
+    only (llama.cpp, Ollama; :attr:`~shared.llm.latency.LatencyProfile.schema_as_grammar`), so it is no
+    block of the prompt."""
     blocks: list[PromptBlock] = []
     if options.get("tools"):
         blocks.append(_json_block("tools", options["tools"]))
-    for name in ("response_format", "format"):
+    for name in ("response_format", "format") if schema_in_prompt else ():
         if isinstance(options.get(name), dict):
             blocks.append(_json_block(name, options[name]))
     for message in messages:

@@ -266,7 +266,10 @@ class OfflineSalesModel(BaseChatModel):
     """Accepted for compatibility (``invoke`` and ``stream`` give the same reply; ``stream`` in chunks)."""
     latency_profile: LatencyProfile | None = None
     """When set, ``response_metadata`` reports the call's modelled time: ``simulated_latency_ms`` (the whole
-    call), ``simulated_first_token_ms`` (overhead, prefill, one output token), ``simulated_ms_per_token``."""
+    call), ``simulated_first_token_ms`` (overhead, prefill, one output token), ``simulated_ms_per_token``.
+    A profile whose server uses a response-format schema as a grammar only
+    (:attr:`~shared.llm.latency.LatencyProfile.schema_as_grammar`: the local presets) also leaves that schema
+    out of ``input_tokens``, as llama.cpp and Ollama report them."""
     faults: FaultConfig | None = None
     """When set, calls selected by the config misbehave."""
     prompt_cache_size: int = Field(default=DEFAULT_PROMPT_CACHE_SIZE, ge=0)
@@ -496,7 +499,10 @@ class OfflineSalesModel(BaseChatModel):
             invalid_tool_call(name=name, args=args, id=f"call_{index}_{len(calls) + i}", error=None)
             for i, (name, args) in enumerate(invalid_calls)
         ]
-        blocks = prompt_blocks(messages, kwargs)
+        profile = self.latency_profile
+        blocks = prompt_blocks(
+            messages, kwargs, schema_in_prompt=profile is None or not profile.schema_as_grammar
+        )
         input_tokens = sum(block.tokens for block in blocks)
         cached_tokens = self._prompt_cache.read(blocks)  # the prompt was sent: the cache has seen it
         output_tokens = _output_tokens(content, tool_calls, invalid_calls)
@@ -507,7 +513,6 @@ class OfflineSalesModel(BaseChatModel):
             "model_provider": "offline",
             "finish_reason": finish_reason,
         }
-        profile = self.latency_profile
         if profile is not None:
             metadata["simulated_latency_ms"] = profile.latency_ms(input_tokens, output_tokens, cached_tokens)
             metadata["simulated_first_token_ms"] = profile.first_token_ms(input_tokens, cached_tokens)

@@ -177,3 +177,36 @@ def test_a_negative_cache_size_is_refused() -> None:
         PrefixCache(size=-1)
     with pytest.raises(ValueError):
         OfflineSalesModel(prompt_cache_size=-1)
+
+
+_PLAN_FORMAT: dict[str, Any] = {
+    "type": "json_schema",
+    "json_schema": {
+        "name": "Plan",
+        "schema": {
+            "type": "object",
+            "properties": {"operaciones": {"type": "array", "items": {"type": "object"}}},
+            "required": ["operaciones"],
+        },
+    },
+}
+
+
+def test_a_response_format_schema_is_prompt_for_hosted_apis_and_grammar_for_local_servers() -> None:
+    """Without a profile (and under gemini-flash) the schema is a prompt block, as hosted APIs bill it; the
+    local presets (llama.cpp, Ollama) compile it into a grammar, so it adds no input token."""
+    messages = plan_messages("¿Cuánto vendimos en 2025?")
+    schema_tokens = sum(b.tokens for b in prompt_blocks([], {"response_format": _PLAN_FORMAT}))
+    assert schema_tokens > 0
+
+    def input_tokens(profile: str | None) -> int:
+        model = OfflineSalesModel(latency_profile=profile, prompt_cache_size=0)
+        return _usage(model.invoke(messages, response_format=_PLAN_FORMAT))[0]
+
+    hosted = input_tokens(None)
+    assert input_tokens("gemini-flash") == hosted
+    assert input_tokens("gpu-8b") == input_tokens("cpu-8b") == hosted - schema_tokens
+    assert (
+        LATENCY_PROFILES["gpu-8b"].schema_as_grammar
+        and not LATENCY_PROFILES["gemini-flash"].schema_as_grammar
+    )
