@@ -3,8 +3,9 @@
 ``erp-ai report RESULTS --readme README.md`` replaces what stands between a pair of markers with the summary
 table (total latency and time to the first answer token, each measured and, under a latency profile,
 simulated), what those columns are, the computed findings and a line saying how and when the figures were
-measured. Each latency profile
-has its own block (``offline`` for runs without one), so a README can show several runs side by side::
+measured. Each latency profile has its own block (``measured`` for runs without one;
+``<name>-no-prompt-cache`` for a run without the modelled prefix cache), so a README can show several runs
+side by side::
 
     <!-- BENCH-FIGURES:gpu-8b:START … -->
     <!-- BENCH-FIGURES:gpu-8b:END -->
@@ -27,8 +28,10 @@ from benchmarks.results import RunResults
 
 
 def block_name(results: RunResults) -> str:
-    """The README block a run writes to: its latency profile, or ``measured`` without one."""
-    return results.meta.latency_profile or "measured"
+    """The README block a run writes to: its latency profile, or ``measured`` without one; a run without the
+    offline model's prefix cache (``--no-prompt-cache``) gets its own block, ``<name>-no-prompt-cache``."""
+    name = results.meta.latency_profile or "measured"
+    return f"{name}-no-prompt-cache" if results.meta.prompt_cache is False else name
 
 
 def start_marker(name: str, writer: str = "erp-ai report … --readme README.md") -> str:

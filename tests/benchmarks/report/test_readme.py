@@ -61,3 +61,15 @@ def test_each_latency_profile_writes_its_own_block(tmp_path: Path) -> None:
     update_readme(readme, "gpu-8b", f"{gpu[0]}\nnew\n{gpu[1]}")
 
     assert readme.read_text(encoding="utf-8") == f"{START}\nmeasured\n{END}\n{gpu[0]}\nnew\n{gpu[1]}\n"
+
+
+def test_a_run_without_the_modelled_prefix_cache_writes_its_own_block(results_path: Path) -> None:
+    from benchmarks.report.readme import block_name
+
+    results = read_results(results_path)
+    profiled = results.model_copy(
+        update={"meta": results.meta.model_copy(update={"latency_profile": "gpu-8b"})}
+    )
+    uncached = profiled.model_copy(update={"meta": profiled.meta.model_copy(update={"prompt_cache": False})})
+
+    assert block_name(profiled) != block_name(uncached) == "gpu-8b-no-prompt-cache"
