@@ -576,13 +576,15 @@ class _Turn:
         direct = self.plan is not None and self.plan.is_direct
         prefix = DIRECT_ANSWER_PREFIX if direct else ANSWER_PREFIX
         earlier = [usage.simulated_model_ms for usage in before]
-        first_token: float | None = answering.simulated_first_token_ms
-        per_token: float | None = answering.simulated_ms_per_token
-        if first_token is None or per_token is None or None in earlier:
+        total, first_token = answering.simulated_model_ms, answering.simulated_first_token_ms
+        per_token = answering.simulated_ms_per_token
+        if total is None or first_token is None or per_token is None or None in earlier:
             return None
-        from shared.llm.tokens import approx_tokens  # on use: ``shared.llm`` loads the offline model
+        # On use: importing ``shared.llm`` loads the offline model.
+        from shared.llm.usage import SimulatedCall, first_text_ms
 
-        return sum(ms for ms in earlier if ms is not None) + first_token + approx_tokens(prefix) * per_token
+        timing = SimulatedCall(total_ms=total, first_token_ms=first_token, ms_per_output_token=per_token)
+        return first_text_ms((ms for ms in earlier if ms is not None), timing, prefix)
 
 
 def _in_plan_order(finished: Sequence[tuple[int, ExecutedOperation]]) -> list[ExecutedOperation]:

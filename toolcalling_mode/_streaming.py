@@ -34,8 +34,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 
 from shared.json_stream import AnswerTextStream
-from shared.llm.tokens import approx_tokens
-from shared.llm.usage import SimulatedCall
+from shared.llm.usage import SimulatedCall, first_text_ms
 
 STEP_SEPARATOR = "\n\n"
 """Put before the text of a step when an earlier step of the turn already showed some (a preamble)."""
@@ -174,6 +173,4 @@ def simulated_first_answer_ms(
     """
     if first is None or not calls or len(calls) != model_calls or first.step >= len(calls):
         return None
-    answering = calls[first.step]
-    before = sum(call.total_ms for call in calls[: first.step])
-    return before + answering.first_token_ms + approx_tokens(first.prefix) * answering.ms_per_output_token
+    return first_text_ms((call.total_ms for call in calls[: first.step]), calls[first.step], first.prefix)

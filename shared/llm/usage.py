@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
@@ -32,6 +32,7 @@ from langchain_core.outputs import ChatGeneration, LLMResult
 from pydantic import BaseModel, ConfigDict, Field
 
 from shared.llm.provider_errors import usage_from_error
+from shared.llm.tokens import approx_tokens
 
 
 class SimulatedCall(BaseModel):
@@ -46,6 +47,14 @@ class SimulatedCall(BaseModel):
     ms_per_output_token: float = Field(
         description="``simulated_ms_per_token``: decode time of each further output token."
     )
+
+
+def first_text_ms(earlier_ms: Iterable[float], answering: SimulatedCall, prefix: str) -> float:
+    """Simulated time until a reader sees the first answer text: the whole of each earlier call
+    (``earlier_ms``), the answering call's time to its first token, then the tokens it writes before the
+    answer's first character (``prefix``, e.g. ``{"respuesta":"``; empty for prose) at its decode rate.
+    The one formula both modes use for ``TurnResult.simulated_first_answer_ms``."""
+    return sum(earlier_ms) + answering.first_token_ms + approx_tokens(prefix) * answering.ms_per_output_token
 
 
 class UsageSnapshot(BaseModel):
