@@ -22,7 +22,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 typecheck: $(STAMP)
-	$(BIN)/mypy shared planner_mode
+	$(BIN)/mypy shared planner_mode toolcalling_mode benchmarks
 
 test: $(STAMP) lint typecheck
 	bash scripts/ensure_postgres.sh

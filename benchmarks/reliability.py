@@ -350,7 +350,7 @@ def matrix_markdown(cells: Sequence[MatrixCell]) -> str:
         )
         return f"{kind} · {kept} · {tokens} · {bench}"
 
-    by_key = {(c.path, c.fault, c.mode): c for c in cells}
+    by_key: dict[tuple[str, str, str], MatrixCell] = {(c.path, c.fault, c.mode): c for c in cells}
     rows: list[list[str]] = []
     seen: list[tuple[str, str]] = []
     for cell in cells:

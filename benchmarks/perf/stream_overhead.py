@@ -16,10 +16,11 @@ import argparse
 import statistics
 import tempfile
 from collections import defaultdict
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from langchain_core.runnables import RunnableConfig
 from rich.console import Console
 from rich.table import Table
 
@@ -42,18 +43,35 @@ class AskDriven:
         self.engine = engine
         self.mode = engine.mode
 
-    def ask(self, conversation_id: str, message: str, caller: Caller = DEMO_CALLER, **kw: Any) -> TurnResult:
-        return self.engine.ask(conversation_id, message, caller, **kw)
+    def ask(
+        self,
+        conversation_id: str,
+        message: str,
+        caller: Caller = DEMO_CALLER,
+        *,
+        config: RunnableConfig | None = None,
+    ) -> TurnResult:
+        return self.engine.ask(conversation_id, message, caller, config=config)
 
     async def aask(
-        self, conversation_id: str, message: str, caller: Caller = DEMO_CALLER, **kw: Any
+        self,
+        conversation_id: str,
+        message: str,
+        caller: Caller = DEMO_CALLER,
+        *,
+        config: RunnableConfig | None = None,
     ) -> TurnResult:
-        return self.ask(conversation_id, message, caller, **kw)
+        return self.ask(conversation_id, message, caller, config=config)
 
     async def astream(
-        self, conversation_id: str, message: str, caller: Caller = DEMO_CALLER, **kw: Any
-    ) -> AsyncIterator[TurnEvent]:
-        yield TurnDone(result=self.ask(conversation_id, message, caller, **kw))
+        self,
+        conversation_id: str,
+        message: str,
+        caller: Caller = DEMO_CALLER,
+        *,
+        config: RunnableConfig | None = None,
+    ) -> AsyncGenerator[TurnEvent, None]:
+        yield TurnDone(result=self.ask(conversation_id, message, caller, config=config))
 
 
 def run_once(scenarios: Sequence[Scenario], driving: Driving, out_dir: Path, db_url: str) -> list[TurnRow]:

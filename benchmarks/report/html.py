@@ -726,8 +726,8 @@ def render_html(
     if summary.matrix:
         columns = [(t.target.name, mode) for t in summary.targets for mode in modes]
     else:
-        present = list(dict.fromkeys(row.target for row in results.scored_rows)) or [DEFAULT_TARGET]
-        columns = [(present[0], mode) for mode in modes]
+        targets = list(dict.fromkeys(row.target for row in results.scored_rows)) or [DEFAULT_TARGET]
+        columns = [(targets[0], mode) for mode in modes]
     parts.append('<h2 id="turn-by-turn">Turn by turn</h2>' + _turn_table(results, columns, colours))
     parts.append("</body></html>")
     return "\n".join(parts)
