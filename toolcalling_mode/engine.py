@@ -501,13 +501,18 @@ class ToolCallingEngine:
             stop = "model_calls"
             new = new[:-1]
         structured = state.get("structured_response")  # an Answer: both strategies parse into the schema
+        plan_valid = self._plan_valid(new, prepared.context.caller)
+        if plan_valid is None and isinstance(error, ModelOutputError):
+            # A reply was read but was unusable (cut at the output cap: the agent never kept it), as the
+            # planner counts a call 1 it could not read as a plan: an invalid request, not an unknown one.
+            plan_valid = False
         return _AgentRun(
             messages=new,
             structured=structured if isinstance(structured, Answer) else None,
             stop=stop,
             error=error,
             operations=self._operations(new, prepared.context),
-            plan_valid=self._plan_valid(new, prepared.context.caller),
+            plan_valid=plan_valid,
         )
 
     def _operations(self, messages: Sequence[BaseMessage], context: TurnContext) -> list[ExecutedOperation]:
@@ -531,8 +536,8 @@ class ToolCallingEngine:
         (a limit or a failure ended the turn first). A permitted call the ERP refused on its data or the
         caller's scope (no such customer, a customer of another salesperson) was a valid request. The
         structured answer's own tool (``ToolStrategy``) is not a request for an operation. ``True`` for
-        replies without tool calls; ``None`` when there is no reply (the first model call failed, or was
-        refused because the output cap cut it).
+        replies without tool calls; ``None`` when there is no reply (the first model call failed; a first
+        reply cut at the output cap counts as invalid instead, see :meth:`_agent_run`).
         """
         replies = [message for message in messages if isinstance(message, AIMessage)]
         if not replies:

@@ -108,7 +108,7 @@ FAULT_VERDICTS: dict[FaultMode, bool | None] = {
     "wrong_types": False,
     "no_tool_calls": True,  # a wrong answer, but no invalid request
     "provider_error": None,  # no reply read
-    "runaway": None,  # the first reply cut at the output cap, refused before any of its calls ran
+    "runaway": False,  # the first reply cut at the output cap: read, unusable (as the planner counts it)
 }
 
 
