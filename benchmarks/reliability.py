@@ -217,7 +217,7 @@ def _cell(
     _seed_conversation(store, conversation_id)
     before = _snapshot(store, conversation_id)
     with _path_engines(path, fault, registry, erp, store) as engines:
-        result = engines(mode).ask(conversation_id, QUESTION)
+        result = engines(mode).ask(conversation_id, QUESTION, DEMO_CALLER)
         after = _snapshot(store, conversation_id)
         config = RunConfig(modes=[mode], out_dir=work_dir / f"{path}-{mode}-{fault}")
         outcome = run_benchmark(

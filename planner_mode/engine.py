@@ -17,10 +17,11 @@ Three entry points run that one flow: :meth:`PlannerEngine.ask` (blocking), :met
 (the models' ``ainvoke``, handlers and storage in threads) and :meth:`~PlannerEngine.astream` (the turn as
 :mod:`shared.events`: ``PlanReady``, one ``OperationDone`` per operation as it finishes, the answer in
 ``AnswerDelta`` events as call 2 writes it, or as call 1 writes a direct answer, before ``PlanReady``;
-``TurnDone`` last). The steps that do not touch a model or run an operation are shared synchronous methods;
-the entry points differ only in how they call the model and run the operations. Each opens one parent
-LangChain run per turn (:mod:`shared.tracing`) whose children are the turn's model calls, and logs the
-finished turn once (:func:`shared.logs.log_turn`, logger ``planner_mode``).
+``TurnDone`` last). Each takes the turn's :class:`~shared.security.Caller` as a required argument: the
+engine never guesses who is asking. The steps that do not touch a model or run an operation are shared
+synchronous methods; the entry points differ only in how they call the model and run the operations. Each
+opens one parent LangChain run per turn (:mod:`shared.tracing`) whose children are the turn's model calls,
+and logs the finished turn once (:func:`shared.logs.log_turn`, logger ``planner_mode``).
 
 Failures never raise out of a turn: every turn ends in a :class:`TurnResult` whose ``failure`` is ``None`` or
 one kind of the contract in :mod:`shared.failures` (``input``, ``storage``, ``provider``, ``timeout``,
@@ -64,7 +65,7 @@ from shared.logs import log_turn
 from shared.memory.context import ConversationContext
 from shared.memory.store import MemoryStore, MessageIn, TurnRecord
 from shared.operations.registry import OperationRegistry, OperationSpec
-from shared.security import DEMO_CALLER, Caller
+from shared.security import Caller, require_caller
 from shared.state import turn_state
 from shared.tracing import TurnRun, aturn_run, turn_run
 from shared.turn import ExecutedOperation, FailureKind, TurnResult
@@ -130,7 +131,7 @@ class PlannerEngine:
         self,
         conversation_id: str,
         message: str,
-        caller: Caller = DEMO_CALLER,
+        caller: Caller,
         *,
         config: RunnableConfig | None = None,
     ) -> TurnResult:
@@ -139,10 +140,16 @@ class PlannerEngine:
         within the caller's data scope. ``config`` (callbacks, tags, metadata, ``run_name``) applies to the
         turn's parent run, whose children are the turn's model calls (:mod:`shared.tracing`).
 
+        ``caller`` is required, in every entry point: the user the embedding application authenticated. It
+        decides what the model is offered and which rows the ERP shows, so the engine never guesses who is
+        asking (there is no default user; the single-user demo passes ``shared.security.DEMO_CALLER``).
+
         Raises:
             ConversationAccessDenied: the conversation belongs to another user. Checked before the context is
                 read or a model is called: nothing is paid, nothing is written. The only exception ``ask``
-                raises on purpose; every other failure ends in the returned result.
+                raises on purpose for a turn; every other failure ends in the returned result.
+            TypeError: ``caller`` is not a :class:`~shared.security.Caller` (a user id string, ``None``): a
+                misuse of the API, refused before anything runs.
         """
         turn = _Turn(conversation_id, message, caller)
         with turn_run(config, mode=self.mode, inputs=turn.inputs) as run:
@@ -155,12 +162,13 @@ class PlannerEngine:
         self,
         conversation_id: str,
         message: str,
-        caller: Caller = DEMO_CALLER,
+        caller: Caller,
         *,
         config: RunnableConfig | None = None,
     ) -> TurnResult:
         """:meth:`ask` without blocking the event loop: the models' ``ainvoke``, independent operations
-        gathered concurrently with their (synchronous) handlers in threads, storage in a thread."""
+        gathered concurrently with their (synchronous) handlers in threads, storage in a thread. ``caller``
+        is required, as in :meth:`ask`."""
         turn = _Turn(conversation_id, message, caller)
         async with aturn_run(config, mode=self.mode, inputs=turn.inputs) as run:
             result = await asyncio.to_thread(self._prepare, turn)
@@ -172,7 +180,7 @@ class PlannerEngine:
         self,
         conversation_id: str,
         message: str,
-        caller: Caller = DEMO_CALLER,
+        caller: Caller,
         *,
         config: RunnableConfig | None = None,
     ) -> AsyncGenerator[TurnEvent, None]:
@@ -193,7 +201,8 @@ class PlannerEngine:
 
         A call that fails (even midway through its stream) ends the turn unrecorded: ``TurnDone`` carries
         the failure kind, ``recorded=False`` and the failure message, which supersedes any text shown.
-        Raises ``ConversationAccessDenied`` before the first event.
+        ``caller`` is required, as in :meth:`ask`. Raises ``ConversationAccessDenied`` (or ``TypeError`` for
+        a ``caller`` that is not a ``Caller``) before the first event.
         """
         turn = _Turn(conversation_id, message, caller)
         async with aturn_run(config, mode=self.mode, inputs=turn.inputs) as run:
@@ -494,7 +503,7 @@ class _Turn:
     def __init__(self, conversation_id: str, question: str, caller: Caller) -> None:
         self.conversation_id = conversation_id
         self.question = question
-        self.caller = caller
+        self.caller = require_caller(caller)  # before anything reads it (the trace inputs, the access check)
         self.started = time.perf_counter()
         self.plan: Plan | None = None
         self.plan_valid: bool | None = None

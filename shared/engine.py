@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from shared.security import DEMO_CALLER, Caller
+from shared.security import Caller
 from shared.turn import TurnResult
 
 if TYPE_CHECKING:
@@ -21,6 +21,12 @@ class AssistantEngine(Protocol):
     ``ask``, ``aask`` and ``astream`` run the same turn (same calls, same recording, same result); ``config``
     is a LangChain ``RunnableConfig`` (``callbacks``, ``tags``, ``metadata``, ``run_name``) applied to one
     parent run per turn that contains every model call of the turn (:mod:`shared.tracing`).
+
+    ``caller`` is required in all three: the user the embedding application authenticated, who decides what
+    the model is offered and which rows the ERP shows. An engine never guesses who is asking, so forgetting
+    it is a ``TypeError``, never a turn run as some default user (the single-user demo passes
+    :data:`shared.security.DEMO_CALLER` explicitly); a ``caller`` that is not a ``Caller`` is refused with a
+    ``TypeError`` too (:func:`shared.security.require_caller`).
     """
 
     mode: str
@@ -29,19 +35,20 @@ class AssistantEngine(Protocol):
         self,
         conversation_id: str,
         message: str,
-        caller: Caller = DEMO_CALLER,
+        caller: Caller,
         *,
         config: RunnableConfig | None = None,
     ) -> TurnResult:
         """Run one turn as ``caller``. Raises only ``ConversationAccessDenied`` (the conversation belongs to
-        another user); input, storage, model, plan, operation and provider failures land in the result."""
+        another user) or, for a misuse of the API, ``TypeError`` (``caller`` is not a ``Caller``); input,
+        storage, model, plan, operation and provider failures land in the result."""
         ...
 
     async def aask(
         self,
         conversation_id: str,
         message: str,
-        caller: Caller = DEMO_CALLER,
+        caller: Caller,
         *,
         config: RunnableConfig | None = None,
     ) -> TurnResult:
@@ -52,7 +59,7 @@ class AssistantEngine(Protocol):
         self,
         conversation_id: str,
         message: str,
-        caller: Caller = DEMO_CALLER,
+        caller: Caller,
         *,
         config: RunnableConfig | None = None,
     ) -> AsyncGenerator[TurnEvent, None]:

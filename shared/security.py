@@ -29,6 +29,7 @@ __all__ = [
     "Caller",
     "OperationContext",
     "RolePolicy",
+    "require_caller",
 ]
 
 ALL_CUSTOMERS = "clientes:todos"
@@ -47,8 +48,23 @@ class Caller(BaseModel):
 
 
 DEMO_CALLER = Caller(user_id="gerente", roles=frozenset({"gerencia"}), name="Gerencia")
-"""The documented default of the single-user demo: the manager, who sees every customer (the article's
-figures)."""
+"""The single-user demo's caller: the manager, who sees every customer (the article's figures). The CLI and
+the benchmark pass it explicitly; the engines never fall back to it (a turn always names its caller)."""
+
+
+def require_caller(caller: object) -> Caller:
+    """``caller`` itself when it is a :class:`Caller`; else a ``TypeError`` that says what to pass.
+
+    The engines call it first thing in every turn: who asks decides what the model is offered and which rows
+    the ERP shows, so a turn never runs for a guessed or half-built caller (a user id string, ``None``).
+    """
+    if isinstance(caller, Caller):
+        return caller
+    raise TypeError(
+        f"caller must be a shared.security.Caller (the authenticated user: "
+        f"Caller(user_id=..., roles=frozenset({{...}}))), not {type(caller).__name__} {caller!r:.60}. "
+        "The engine never guesses who is asking; the single-user demo passes shared.security.DEMO_CALLER."
+    )
 
 
 @dataclass(frozen=True)

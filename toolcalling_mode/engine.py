@@ -1,7 +1,9 @@
 """The same sales assistant as a native LangChain tool-calling agent (the article's §16 alternative).
 
-One :func:`langchain.agents.create_agent` graph is compiled per caller, over the registry's LangChain tools
-bound to the ERP, and reused for every turn. Each turn:
+One :func:`langchain.agents.create_agent` graph is compiled per caller on their first turn, over the
+registry's LangChain tools bound to the ERP, and reused for their later turns. Each entry point takes the
+turn's :class:`~shared.security.Caller` as a required argument: the engine never guesses who is asking, and
+compiles no agent for a default user. Each turn:
 
 1. builds the turn's input from the ERP-owned memory, stable part first so that a provider's prompt (prefix)
    cache can reuse it (:mod:`toolcalling_mode.prompts`): the system prompt holds the instructions, the same
@@ -76,6 +78,7 @@ from langgraph.errors import GraphRecursionError
 
 from shared.answer import Answer, MemoryItem
 from shared.errors import (
+    ConfigurationError,
     ConversationAccessDenied,
     ErpAiError,
     ModelOutputError,
@@ -91,7 +94,7 @@ from shared.llm.usage import UsageTracker
 from shared.logs import log_turn
 from shared.memory.context import ConversationContext, render_context
 from shared.memory.store import MessageIn, TurnRecord, VersionedState
-from shared.security import DEMO_CALLER, Caller
+from shared.security import Caller, require_caller
 from shared.state import turn_state
 from shared.text import strip_reasoning
 from shared.tracing import TurnRun, aturn_run, turn_run
@@ -142,6 +145,9 @@ class _Turn:
     """Measured time to the first answer text (``astream`` only)."""
     steps: AnswerSteps | None = None
     """The answer decoders ``astream`` fed live; ``None`` for ``ask``/``aask`` (replayed from the run)."""
+
+    def __post_init__(self) -> None:
+        self.caller = require_caller(self.caller)  # before anything reads it (trace inputs, access check)
 
     @property
     def trace_inputs(self) -> dict[str, Any]:
@@ -194,7 +200,8 @@ class ToolCallingEngine:
         limits: ToolCallingLimits | None = None,
         structured_strategy: StructuredStrategy = "auto",
     ) -> None:
-        """Configure the engine; agents are compiled per caller (see :meth:`_agent_for`).
+        """Configure the engine; each caller's agent is compiled on the caller's first turn (see
+        :meth:`_agent_for`): the engine has no default caller, so it compiles none up front.
 
         Args:
             registry: The operations offered as tools (``registry.langchain_tools(erp, caller=...)``).
@@ -207,9 +214,14 @@ class ToolCallingEngine:
             structured_strategy: ``auto`` lets LangChain pick ``ProviderStrategy`` when the model's
                 profile declares native structured output and ``ToolStrategy`` otherwise;
                 ``provider`` or ``tool`` forces one.
+
+        Raises:
+            ValueError: an unknown ``policy``.
+            ConfigurationError: ``model`` is a chat model that cannot bind tools.
         """
         if policy not in ("windowed", "full_history"):
             raise ValueError(f"Unknown context policy {policy!r}; use 'windowed' or 'full_history'.")
+        _check_tool_calling(model)
         self.mode: str = "toolcalling" if policy == "windowed" else "toolcalling-full"
         self.policy: ContextPolicy = policy
         self.structured = structured
@@ -226,9 +238,6 @@ class ToolCallingEngine:
         self._response_format: Any = _response_format(structured_strategy) if structured else None
         self._agents: OrderedDict[tuple[str, frozenset[str]], Any] = OrderedDict()
         self._agents_lock = threading.Lock()
-        self._agent_for(
-            DEMO_CALLER
-        )  # compile the default caller's agent now: configuration errors surface here
 
     # -- public -----------------------------------------------------------------------------------------
 
@@ -236,7 +245,7 @@ class ToolCallingEngine:
         self,
         conversation_id: str,
         message: str,
-        caller: Caller = DEMO_CALLER,
+        caller: Caller,
         *,
         config: RunnableConfig | None = None,
     ) -> TurnResult:
@@ -247,6 +256,12 @@ class ToolCallingEngine:
         run, which contains every model call of the turn. Raises
         :class:`~shared.errors.ConversationAccessDenied` (before any context read or model call) when the
         conversation belongs to another user; every other failure ends in the result.
+
+        ``caller`` is required, in every entry point: the user the embedding application authenticated. It
+        decides which tools the agent is offered and which rows they show, so the engine never guesses who
+        is asking (there is no default user; the single-user demo passes ``shared.security.DEMO_CALLER``).
+        A ``caller`` that is not a :class:`~shared.security.Caller` (a user id string, ``None``) raises
+        ``TypeError`` before anything runs.
         """
         turn = _Turn(conversation_id, message, caller)
         with turn_run(config, mode=self.mode, inputs=turn.trace_inputs) as trace:
@@ -272,11 +287,12 @@ class ToolCallingEngine:
         self,
         conversation_id: str,
         message: str,
-        caller: Caller = DEMO_CALLER,
+        caller: Caller,
         *,
         config: RunnableConfig | None = None,
     ) -> TurnResult:
-        """:meth:`ask` without blocking the event loop: the same turn, driven with ``agent.astream``."""
+        """:meth:`ask` without blocking the event loop: the same turn, driven with ``agent.astream``.
+        ``caller`` is required, as in :meth:`ask`."""
         result: TurnResult | None = None
         async with aclosing(self._aturn(conversation_id, message, caller, config, stream=False)) as events:
             async for event in events:
@@ -289,13 +305,15 @@ class ToolCallingEngine:
         self,
         conversation_id: str,
         message: str,
-        caller: Caller = DEMO_CALLER,
+        caller: Caller,
         *,
         config: RunnableConfig | None = None,
     ) -> AsyncGenerator[TurnEvent, None]:
         """The turn of :meth:`ask` as events: ``OperationDone`` per tool result as it arrives,
         ``AnswerDelta`` s of the answer as the model writes it, then ``TurnDone`` (always last; the turn is
-        recorded just before it). Raises ``ConversationAccessDenied`` before the first event.
+        recorded just before it). ``caller`` is required, as in :meth:`ask`. Raises
+        ``ConversationAccessDenied`` (or ``TypeError`` for a ``caller`` that is not a ``Caller``) before the
+        first event.
 
         A consumer that stops early should close the generator (``contextlib.aclosing``): the agent run
         stops at once and nothing is recorded."""
@@ -454,8 +472,10 @@ class ToolCallingEngine:
     def _agent_for(self, caller: Caller) -> Any:
         """The compiled agent of ``caller``: only their permitted tools, each running in their data scope.
 
-        Compiling costs a few milliseconds, so agents are kept for the most recent callers
-        (:data:`AGENT_CACHE_SIZE`).
+        Compiled on the caller's first turn (none at construction: the engine has no default caller) and
+        kept for the most recent callers (:data:`AGENT_CACHE_SIZE`), since compiling costs a few
+        milliseconds. The cache is shared by threads: two first turns of one caller at once may both
+        compile, and both use the agent cached first. A compilation error raises out of that first turn.
         """
         key = (caller.user_id, caller.roles)  # what the tools depend on (not the display name)
         with self._agents_lock:
@@ -475,7 +495,8 @@ class ToolCallingEngine:
             name=self.mode,
         )
         with self._agents_lock:
-            self._agents[key] = agent
+            agent = self._agents.setdefault(key, agent)  # a concurrent first turn's agent, if it won
+            self._agents.move_to_end(key)
             while len(self._agents) > AGENT_CACHE_SIZE:
                 self._agents.popitem(last=False)
         return agent
@@ -749,6 +770,21 @@ def _operations_failure(operations: Sequence[ExecutedOperation]) -> FailureKind 
     if operations and all(op.error_kind == "invalid" for op in operations):
         return "invalid_plan"
     return None
+
+
+def _check_tool_calling(model: BaseChatModel) -> None:
+    """Refuse a chat model that cannot bind tools, before any turn: it would otherwise fail every turn, as
+    an unexplained provider failure (``BaseChatModel.bind_tools`` raises a bare ``NotImplementedError``).
+
+    Cheap, so checked at construction. Anything that is not a ``BaseChatModel`` (a configurable model, a
+    binding) is left to its first turn.
+    """
+    if isinstance(model, BaseChatModel) and type(model).bind_tools is BaseChatModel.bind_tools:
+        raise ConfigurationError(
+            f"{type(model).__name__} does not support tool calling (it does not implement bind_tools). "
+            "Tool-calling mode needs a chat model that does (the offline model, ChatOpenAI, ChatOllama, "
+            "ChatGoogleGenerativeAI); planner mode needs none."
+        )
 
 
 def _response_format(strategy: StructuredStrategy) -> Any:

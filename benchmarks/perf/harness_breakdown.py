@@ -182,7 +182,7 @@ def run(scenarios: Sequence[Scenario], repeat: int = 1, warmup: int = 1) -> _Rec
                 for scenario in scenarios[:warmup]:
                     conversation = store.create_conversation(user_id=DEMO_CALLER.user_id)
                     for turn in scenario.turns:
-                        engine.ask(conversation, turn.user)
+                        engine.ask(conversation, turn.user, DEMO_CALLER)
                         recorder.discard_turn()
                 recorder.ms.clear()
                 recorder.statements.clear()
@@ -190,7 +190,7 @@ def run(scenarios: Sequence[Scenario], repeat: int = 1, warmup: int = 1) -> _Rec
                     for scenario in scenarios:
                         conversation = store.create_conversation(user_id=DEMO_CALLER.user_id)
                         for turn in scenario.turns:
-                            result = engine.ask(conversation, turn.user)
+                            result = engine.ask(conversation, turn.user, DEMO_CALLER)
                             recorder.end_turn(result.harness_ms)
         finally:
             store.close()

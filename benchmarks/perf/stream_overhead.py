@@ -30,7 +30,7 @@ from benchmarks.runner import RunConfig, open_suite, run_benchmark
 from benchmarks.scenario import Scenario, load_scenarios
 from shared.engine import AssistantEngine
 from shared.events import TurnDone, TurnEvent
-from shared.security import DEMO_CALLER, Caller
+from shared.security import Caller
 from shared.turn import TurnResult
 
 Driving = Literal["astream", "ask"]
@@ -47,7 +47,7 @@ class AskDriven:
         self,
         conversation_id: str,
         message: str,
-        caller: Caller = DEMO_CALLER,
+        caller: Caller,
         *,
         config: RunnableConfig | None = None,
     ) -> TurnResult:
@@ -57,7 +57,7 @@ class AskDriven:
         self,
         conversation_id: str,
         message: str,
-        caller: Caller = DEMO_CALLER,
+        caller: Caller,
         *,
         config: RunnableConfig | None = None,
     ) -> TurnResult:
@@ -67,7 +67,7 @@ class AskDriven:
         self,
         conversation_id: str,
         message: str,
-        caller: Caller = DEMO_CALLER,
+        caller: Caller,
         *,
         config: RunnableConfig | None = None,
     ) -> AsyncGenerator[TurnEvent, None]:

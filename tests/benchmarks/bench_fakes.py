@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from shared.events import AnswerDelta, TurnDone, TurnEvent
-from shared.security import DEMO_CALLER, Caller
+from shared.security import Caller
 from shared.turn import ExecutedOperation, TurnResult
 
 Script = Callable[[str, str, str], TurnResult]
@@ -84,18 +84,16 @@ class FakeEngine:
 
         self.streamed = 0
 
-    def ask(self, conversation_id: str, message: str, caller: Caller = DEMO_CALLER, **_: Any) -> TurnResult:
+    def ask(self, conversation_id: str, message: str, caller: Caller, **_: Any) -> TurnResult:
         self.calls.append((conversation_id, message))
         self.callers.append(caller)
         return self.script(self.mode, conversation_id, message)
 
-    async def aask(
-        self, conversation_id: str, message: str, caller: Caller = DEMO_CALLER, **_: Any
-    ) -> TurnResult:
+    async def aask(self, conversation_id: str, message: str, caller: Caller, **_: Any) -> TurnResult:
         return self.ask(conversation_id, message, caller)
 
     async def astream(
-        self, conversation_id: str, message: str, caller: Caller = DEMO_CALLER, **_: Any
+        self, conversation_id: str, message: str, caller: Caller, **_: Any
     ) -> AsyncIterator[TurnEvent]:
         result = self.ask(conversation_id, message, caller)  # raises before the first event, like engines
         self.streamed += 1

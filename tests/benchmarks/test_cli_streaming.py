@@ -53,7 +53,7 @@ class ScriptedEngine:
         self.before_done = ""
 
     async def astream(
-        self, conversation_id: str, message: str, caller: Caller = DEMO_CALLER, **_: Any
+        self, conversation_id: str, message: str, caller: Caller, **_: Any
     ) -> AsyncIterator[TurnEvent]:
         yield OperationDone(operation=ExecutedOperation(funcion="ventas_anuales", parametros={"anio": 2025}))
         for text in self.deltas:

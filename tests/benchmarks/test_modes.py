@@ -9,6 +9,7 @@ import pytest
 from benchmarks.modes import ALL_MODES, build_engine, parse_modes, produces_state
 from shared.errors import ConfigurationError
 from shared.llm.factory import build_chat_model
+from shared.security import DEMO_CALLER
 
 
 def test_modes_parse_from_a_comma_list() -> None:
@@ -28,9 +29,9 @@ def test_every_mode_builds_an_engine_that_reports_its_name_and_stores_state(
         mode, registry=registry, erp=erp, store=memory_store, model=build_chat_model("offline")
     )
     assert engine.mode == mode
-    result = engine.ask("conv-modes", "¿Cuánto vendimos en 2025?")
+    result = engine.ask("conv-modes", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
     assert result.mode == mode and "850.000.000" in result.answer
-    result = engine.ask("conv-modes", "¿Cuál fue nuestro mejor cliente en 2025?")
+    result = engine.ask("conv-modes", "¿Cuál fue nuestro mejor cliente en 2025?", DEMO_CALLER)
     assert result.state["cliente_actual"] == "Empresa ABC"  # what a scenario's state expectation checks
     assert memory_store.get_state("conv-modes") == result.state
 

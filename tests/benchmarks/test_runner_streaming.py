@@ -19,7 +19,7 @@ from benchmarks.scoring.turn import TurnScorer
 from shared.errors import ConversationAccessDenied
 from shared.events import AnswerDelta, TurnEvent
 from shared.llm.factory import build_chat_model
-from shared.security import DEMO_CALLER, Caller
+from shared.security import Caller
 from shared.turn import TurnResult
 from tests.benchmarks.bench_fakes import FakeEngine, good_script
 
@@ -74,7 +74,7 @@ class _Unfinished(FakeEngine):
     """An engine whose stream stops before ``TurnDone`` (a bug the run must survive)."""
 
     async def astream(
-        self, conversation_id: str, message: str, caller: Caller = DEMO_CALLER, **_: Any
+        self, conversation_id: str, message: str, caller: Caller, **_: Any
     ) -> AsyncIterator[TurnEvent]:
         yield AnswerDelta(text="a medias")
 
@@ -121,7 +121,7 @@ class _Gathering(FakeEngine):
         self.barrier = barrier
 
     async def astream(
-        self, conversation_id: str, message: str, caller: Caller = DEMO_CALLER, **_: Any
+        self, conversation_id: str, message: str, caller: Caller, **_: Any
     ) -> AsyncIterator[TurnEvent]:
         if not self.calls:  # a runner running one unit at a time never gets past this
             await asyncio.wait_for(self.barrier.wait(), timeout=5)

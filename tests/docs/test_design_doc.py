@@ -61,6 +61,7 @@ OUTSIDE_NAMES = {
     "RunnableConfig",
     "StreamingResponse",
     "NullHandler",
+    "TypeError",
 }
 """Names from Python, LangChain and FastAPI the page mentions."""
 

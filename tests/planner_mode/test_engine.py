@@ -21,6 +21,7 @@ from shared.failures import user_message
 from shared.memory.store import MemoryStore
 from shared.memory.tables import Conversation
 from shared.operations.registry import OperationRegistry
+from shared.security import DEMO_CALLER
 from shared.turn import TurnResult
 from tests.fakes import CallInfo, FunctionChatModel, ModelFunction
 from tests.planner_mode.planner_fakes import is_plan_request, results_of, scripted, text_model
@@ -87,7 +88,7 @@ def test_two_operations_one_plan_two_calls_and_an_atomic_record(
     toy_registry: OperationRegistry, toy_erp: Erp, memory_store: MemoryStore
 ) -> None:
     engine, model = make_engine(scripted(TWO_OPS, answer_from), toy_registry, toy_erp, memory_store)
-    result = engine.ask("c1", "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?")
+    result = engine.ask("c1", "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?", DEMO_CALLER)
 
     assert model.call_count == result.model_calls == 2
     assert result.answer == "ventas_anuales=850000000; mejor_cliente=120000000"
@@ -115,8 +116,8 @@ def test_the_next_turn_sees_the_stored_context(
     toy_registry: OperationRegistry, toy_erp: Erp, memory_store: MemoryStore
 ) -> None:
     engine, model = make_engine(scripted(TWO_OPS, answer_from), toy_registry, toy_erp, memory_store)
-    engine.ask("c1", "¿Cuál fue mi mejor cliente?")
-    engine.ask("c1", "¿Y cuánto compró?")
+    engine.ask("c1", "¿Cuál fue mi mejor cliente?", DEMO_CALLER)
+    engine.ask("c1", "¿Y cuánto compró?", DEMO_CALLER)
     human = str(model.prompts[2][1].content)  # call 1 of turn 2
     assert "- cliente_actual: Empresa ABC" in human
     assert "Usuario: ¿Cuál fue mi mejor cliente?" in human
@@ -128,7 +129,7 @@ def test_dependent_plan_with_ref_still_costs_two_calls(
     toy_registry: OperationRegistry, toy_erp: Erp, memory_store: MemoryStore
 ) -> None:
     engine, model = make_engine(scripted(DEPENDENT, answer_from), toy_registry, toy_erp, memory_store)
-    result = engine.ask("c1", "¿Cuánto compró nuestro mejor cliente de 2025?")
+    result = engine.ask("c1", "¿Cuánto compró nuestro mejor cliente de 2025?", DEMO_CALLER)
     assert model.call_count == result.model_calls == 2
     assert result.operations[1].parametros == {"cliente": "Empresa ABC", "anio": 2025}
     assert result.answer == "mejor_cliente=120000000; compras_cliente=120000000"
@@ -145,7 +146,7 @@ def test_small_talk_costs_one_call_and_keeps_the_state(
         toy_erp,
         memory_store,
     )
-    result = engine.ask("c1", "Hola")
+    result = engine.ask("c1", "Hola", DEMO_CALLER)
     assert model.call_count == result.model_calls == 1
     assert result.answer == "¡Hola! ¿En qué puedo ayudarle?"
     assert result.operations == [] and result.recorded
@@ -159,7 +160,7 @@ def test_a_plan_without_operations_or_direct_answer_still_gets_an_answer(
     engine, model = make_engine(
         scripted({"operaciones": []}, answer_from), toy_registry, toy_erp, memory_store
     )
-    result = engine.ask("c1", "¿Qué tiempo hace?")
+    result = engine.ask("c1", "¿Qué tiempo hace?", DEMO_CALLER)
     assert model.call_count == 2
     assert result.answer == "Nada que consultar."
 
@@ -212,7 +213,7 @@ def test_invalid_plans_run_nothing_and_reach_call_two_as_errors(
     engine, model = make_engine(
         scripted(plan, answer_from), toy_registry, toy_erp, memory_store, max_operations=2
     )
-    result = engine.ask("c1", "pregunta")
+    result = engine.ask("c1", "pregunta", DEMO_CALLER)
     assert toy.log == []  # nothing executed
     assert model.call_count == result.model_calls == 2
     assert result.answer.startswith("ERROR") and expected_error in result.answer
@@ -226,7 +227,7 @@ def test_operation_errors_reach_call_two(
 ) -> None:
     plan = {"operaciones": [{"funcion": "compras_cliente", "parametros": {"cliente": "Nadie", "anio": 2025}}]}
     engine, model = make_engine(scripted(plan, answer_from), toy_registry, toy_erp, memory_store)
-    result = engine.ask("c1", "¿Cuánto compró Nadie?")
+    result = engine.ask("c1", "¿Cuánto compró Nadie?", DEMO_CALLER)
     assert model.call_count == 2
     assert "Nadie" in result.answer and result.answer.startswith("ERROR")
     assert result.errors == ["compras_cliente: No customer matches 'Nadie'."]
@@ -276,11 +277,11 @@ def test_model_failures_answer_clearly_and_leave_the_store_untouched(
     kind: str,
 ) -> None:
     good, _ = make_engine(scripted(TWO_OPS, answer_from), toy_registry, toy_erp, memory_store)
-    good.ask("c1", "primera pregunta")
+    good.ask("c1", "primera pregunta", DEMO_CALLER)
     before = snapshot_store(memory_store, "c1")
 
     engine, model = make_engine(reply(), toy_registry, toy_erp, memory_store)
-    result = engine.ask("c1", "segunda pregunta")
+    result = engine.ask("c1", "segunda pregunta", DEMO_CALLER)
 
     assert model.call_count == result.model_calls == calls
     assert (result.failure, result.answer) == (kind, user_message(kind))  # type: ignore[arg-type]
@@ -294,7 +295,7 @@ def test_unknown_conversation_is_created(
 ) -> None:
     engine, _ = make_engine(scripted(TWO_OPS, answer_from), toy_registry, toy_erp, memory_store)
     assert memory_store.get_conversation("nueva") is None
-    assert engine.ask("nueva", "x").conversation_id == "nueva"
+    assert engine.ask("nueva", "x", DEMO_CALLER).conversation_id == "nueva"
     assert memory_store.get_conversation("nueva") is not None
 
 
@@ -303,7 +304,7 @@ def test_a_planner_ai_is_accepted_directly(
 ) -> None:
     model = text_model(scripted(TWO_OPS, answer_from))
     engine = PlannerEngine(toy_registry, toy_erp, memory_store, PlannerAI(model))
-    assert engine.ask("c1", "x").model_calls == 2
+    assert engine.ask("c1", "x", DEMO_CALLER).model_calls == 2
 
 
 def one_operation(parametros: str) -> str:
@@ -331,7 +332,7 @@ def test_hostile_plans_get_a_clean_answer_within_two_calls(
     toy_registry: OperationRegistry, toy_erp: Erp, memory_store: MemoryStore, plan_text: str
 ) -> None:
     engine, model = make_engine(scripted(plan_text, answer_from), toy_registry, toy_erp, memory_store)
-    result = engine.ask("c1", "pregunta")
+    result = engine.ask("c1", "pregunta", DEMO_CALLER)
     assert model.call_count == result.model_calls <= 2
     assert result.answer.strip()
     result.model_dump_json()  # the turn record stays serialisable (CLI --json, benchmark results)
@@ -358,7 +359,7 @@ def test_concurrent_conversations_on_one_engine_do_not_mix(
     engine, model = make_engine(reply, toy_registry, toy_erp, memory_store)
 
     def turn(index: int) -> tuple[int, TurnResult]:
-        return index, engine.ask(f"c{index % 4}", f"ventas de {2000 + index}")
+        return index, engine.ask(f"c{index % 4}", f"ventas de {2000 + index}", DEMO_CALLER)
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         turns = list(pool.map(turn, range(40)))
@@ -395,7 +396,9 @@ def test_over_http_unreachable_servers_cost_no_call_and_record_nothing(
     def refuse(request: httpx.Request) -> httpx.Response:
         raise httpx.ConnectError("connection refused", request=request)
 
-    result = http_engine(refuse, toy_registry, toy_erp, memory_store).ask("c1", "¿Cuánto vendimos?")
+    result = http_engine(refuse, toy_registry, toy_erp, memory_store).ask(
+        "c1", "¿Cuánto vendimos?", DEMO_CALLER
+    )
     assert (result.model_calls, result.answer, result.failure) == (0, user_message("provider"), "provider")
     assert not result.recorded and memory_store.history("c1") == []
 
@@ -408,7 +411,9 @@ def test_over_http_a_failed_call_two_counts_both_calls_and_records_nothing(
             return httpx.Response(200, json=PLAN_BODY)
         return httpx.Response(502, json={"error": "bad JSON", "kind": "model_output", "usage": USAGE})
 
-    result = http_engine(serve, toy_registry, toy_erp, memory_store).ask("c1", "¿Cuánto vendimos?")
+    result = http_engine(serve, toy_registry, toy_erp, memory_store).ask(
+        "c1", "¿Cuánto vendimos?", DEMO_CALLER
+    )
     expected = (2, user_message("model_output"), "model_output")
     assert (result.model_calls, result.answer, result.failure) == expected
     assert result.operations[0].ok
@@ -431,7 +436,7 @@ def test_bad_input_is_refused_with_no_model_call_and_nothing_written(
     question: str,
 ) -> None:
     engine, model = make_engine(scripted(TWO_OPS, answer_from), toy_registry, toy_erp, memory_store)
-    result = engine.ask(conversation_id, question)
+    result = engine.ask(conversation_id, question, DEMO_CALLER)
 
     assert (result.failure, result.recorded, model.call_count) == ("input", False, 0)
     assert result.answer.startswith("No pude procesar el mensaje:") and result.errors
@@ -447,7 +452,7 @@ def test_a_store_that_cannot_be_read_costs_no_model_call(
 
     monkeypatch.setattr(memory_store, "build_context", locked)
     engine, model = make_engine(scripted(TWO_OPS, answer_from), toy_registry, toy_erp, memory_store)
-    result = engine.ask("c1", "¿Cuánto vendimos?")
+    result = engine.ask("c1", "¿Cuánto vendimos?", DEMO_CALLER)
 
     assert (result.failure, result.recorded, model.call_count) == ("storage", False, 0)
     assert result.answer == user_message("storage") and "locked" in result.errors[0]
@@ -461,7 +466,7 @@ def test_an_answer_the_store_could_not_record_is_still_shown_with_a_note(
 
     monkeypatch.setattr(memory_store, "record_turn", full)
     engine, _ = make_engine(scripted(TWO_OPS, answer_from), toy_registry, toy_erp, memory_store)
-    result = engine.ask("c1", "¿Cuánto vendimos?")
+    result = engine.ask("c1", "¿Cuánto vendimos?", DEMO_CALLER)
 
     assert (result.failure, result.recorded, result.model_calls) == ("storage", False, 2)
     assert result.answer.startswith("ventas_anuales=850000000") and result.answer.endswith(NOT_RECORDED_NOTE)
@@ -475,7 +480,7 @@ def test_an_operation_that_breaks_is_an_operation_error_whose_text_never_reaches
 
     toy_registry.get("ventas_anuales").__dict__["handler"] = corrupt  # frozen dataclass: patch for this test
     engine, model = make_engine(scripted(TWO_OPS, answer_from), toy_registry, toy_erp, memory_store)
-    result = engine.ask("c1", "¿Cuánto vendimos?")
+    result = engine.ask("c1", "¿Cuánto vendimos?", DEMO_CALLER)
 
     prompts = " ".join(str(m.content) for call in model.calls for m in call.messages)
     assert "SELECT" not in prompts and "malformed" not in prompts
@@ -489,7 +494,7 @@ def test_a_plan_with_a_placeholder_operation_is_an_invalid_plan_that_runs_nothin
 ) -> None:
     placeholder = {"operaciones": [{"funcion": "nombre_de_operacion", "parametros": {"parametro": "valor"}}]}
     engine, _ = make_engine(scripted(placeholder, answer_from), toy_registry, toy_erp, memory_store)
-    result = engine.ask("c1", "¿Cuánto vendimos?")
+    result = engine.ask("c1", "¿Cuánto vendimos?", DEMO_CALLER)
 
     assert (result.failure, result.recorded) == ("invalid_plan", True)
     assert toy.log == [] and [op.error_kind for op in result.operations] == ["invalid"]

@@ -163,7 +163,7 @@ async def test_concurrent_aask_turns_on_one_engine_do_not_mix(
         "Hola",
         "¿Cuánto compró Empresa ABC en 2025?",
     ] * 2
-    results = await asyncio.gather(*(engine.aask(f"c{i}", q) for i, q in enumerate(questions)))
+    results = await asyncio.gather(*(engine.aask(f"c{i}", q, DEMO_CALLER) for i, q in enumerate(questions)))
     for index, (question, result) in enumerate(zip(questions, results, strict=True)):
         assert result.conversation_id == f"c{index}" and result.question == question and result.recorded
         assert [m.content for m in memory_store.history(f"c{index}")] == [question, result.answer]
@@ -210,7 +210,7 @@ async def test_a_direct_answer_streams_as_call_one_writes_it_before_the_plan(
     engine = offline_engine(registry, erp, memory_store)
     events: list[TurnEvent] = []
     calls_ended_at_first_delta: int | None = None
-    async for event in engine.astream("s1", "Hola", config={"callbacks": [ends]}):
+    async for event in engine.astream("s1", "Hola", DEMO_CALLER, config={"callbacks": [ends]}):
         if isinstance(event, AnswerDelta) and calls_ended_at_first_delta is None:
             calls_ended_at_first_delta = ends.ended
         events.append(event)
@@ -452,7 +452,7 @@ async def test_the_offline_models_dropped_connection_midway_records_nothing(
     assert deltas(events) and result.failure == "provider" and not result.recorded
     assert result.model_calls == 2 and result.output_tokens > 0  # the broken call still counts
     assert memory_store.history("s1") == []
-    healthy = await offline_engine(registry, erp, memory_store).aask("s1", TWO_OPERATIONS)
+    healthy = await offline_engine(registry, erp, memory_store).aask("s1", TWO_OPERATIONS, DEMO_CALLER)
     assert healthy.recorded and [m.content for m in memory_store.history("s1")] == [
         TWO_OPERATIONS,
         healthy.answer,
@@ -464,7 +464,7 @@ async def test_a_stream_its_reader_abandons_records_nothing_and_ends_its_runs(
 ) -> None:
     recorder = Recorder()
     engine = offline_engine(registry, erp, memory_store)
-    stream = engine.astream("s1", TWO_OPERATIONS, config={"callbacks": [recorder]})
+    stream = engine.astream("s1", TWO_OPERATIONS, DEMO_CALLER, config={"callbacks": [recorder]})
     async for event in stream:
         if isinstance(event, AnswerDelta):
             break
@@ -689,7 +689,10 @@ async def test_under_a_latency_profile_the_first_answer_token_comes_before_the_w
     assert 0 < result.simulated_first_answer_ms < result.simulated_model_ms
     # A fresh engine (a fresh model, its prompt cache empty) gives ask the same turn to simulate.
     cold = offline_engine(registry, erp, memory_store, latency_profile="gpu-8b")
-    assert cold.ask("u", TWO_OPERATIONS).simulated_first_answer_ms == result.simulated_first_answer_ms
+    assert (
+        cold.ask("u", TWO_OPERATIONS, DEMO_CALLER).simulated_first_answer_ms
+        == result.simulated_first_answer_ms
+    )
 
 
 def test_the_fixed_client_is_an_ai_client() -> None:
@@ -707,7 +710,7 @@ async def test_over_http_each_entry_point_gives_the_in_process_turn(
     from planner_mode import HttpAIClient, create_app
 
     in_process = offline_engine(registry, erp, MemoryStore(f"sqlite:///{tmp_path / 'local.sqlite3'}"))
-    expected = comparable(in_process.ask("h", TWO_OPERATIONS))
+    expected = comparable(in_process.ask("h", TWO_OPERATIONS, DEMO_CALLER))
     with ServerThread(create_app(build_chat_model("offline"), token="k")) as server:
         client = HttpAIClient([server.url], token="k", timeout=30)
         try:
@@ -752,12 +755,12 @@ async def test_a_turn_planned_before_another_turn_was_recorded_is_flagged_stale(
 ) -> None:
     engine = offline_engine(registry, erp, memory_store)
     question = "¿Cuánto vendimos en 2025?"
-    engine.ask("c1", question)
+    engine.ask("c1", question, DEMO_CALLER)
 
-    events = engine.astream("c1", question)
+    events = engine.astream("c1", question, DEMO_CALLER)
     first = await anext(events)  # call 1 planned on the context it read; now another turn lands first
     assert isinstance(first, PlanReady)
-    other = await asyncio.to_thread(engine.ask, "c1", question)
+    other = await asyncio.to_thread(engine.ask, "c1", question, DEMO_CALLER)
     late = [event async for event in events][-1].result
 
     assert not other.stale_state
@@ -771,6 +774,6 @@ async def test_turns_in_sequence_are_not_stale(
 ) -> None:
     engine = offline_engine(registry, erp, memory_store)
 
-    results = [await engine.aask("c1", "¿Cuánto vendimos en 2025?") for _ in range(3)]
+    results = [await engine.aask("c1", "¿Cuánto vendimos en 2025?", DEMO_CALLER) for _ in range(3)]
 
     assert [result.stale_state for result in results] == [False, False, False]

@@ -18,6 +18,7 @@ from planner_mode import PlannerAI, PlannerEngine
 from planner_mode.wire import CallUsage
 from shared.llm.offline import OfflineSalesModel
 from shared.llm.usage import UsageTracker
+from shared.security import DEMO_CALLER
 
 FIRST = "¿Cuánto vendimos en 2025?"
 SECOND = "¿Y en 2024?"
@@ -42,8 +43,8 @@ def test_the_second_turn_reuses_both_calls_system_messages(
 ) -> None:
     engine = PlannerEngine(registry, erp, memory_store, PlannerAI(OfflineSalesModel()))
     usages = CallUsages()
-    first = engine.ask("c", FIRST, config={"callbacks": [usages]})
-    second = engine.ask("c", SECOND, config={"callbacks": [usages]})
+    first = engine.ask("c", FIRST, DEMO_CALLER, config={"callbacks": [usages]})
+    second = engine.ask("c", SECOND, DEMO_CALLER, config={"callbacks": [usages]})
 
     assert [cached for _, cached in usages.calls[:2]] == [0, 0]  # call 1 and call 2 share no prefix
     assert first.cached_input_tokens == 0
@@ -54,7 +55,7 @@ def test_the_second_turn_reuses_both_calls_system_messages(
 
 def test_no_cache_no_cached_tokens(registry: Any, erp: Any, memory_store: Any) -> None:
     engine = PlannerEngine(registry, erp, memory_store, PlannerAI(OfflineSalesModel(prompt_cache_size=0)))
-    assert [engine.ask("c", q).cached_input_tokens for q in (FIRST, SECOND)] == [0, 0]
+    assert [engine.ask("c", q, DEMO_CALLER).cached_input_tokens for q in (FIRST, SECOND)] == [0, 0]
 
 
 def test_call_usage_carries_the_trackers_cached_tokens_and_adds_them_up() -> None:

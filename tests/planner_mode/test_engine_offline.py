@@ -16,6 +16,7 @@ from shared.failures import is_recorded
 from shared.llm import FaultConfig, FaultMode, build_chat_model
 from shared.memory.store import MemoryStore
 from shared.operations.registry import OperationRegistry
+from shared.security import DEMO_CALLER
 
 
 def offline_engine(
@@ -29,7 +30,7 @@ def test_the_articles_dialogue_verbatim(
 ) -> None:
     engine = offline_engine(registry, erp, memory_store)
 
-    first = engine.ask("articulo", "¿Cuánto vendimos en 2025?")
+    first = engine.ask("articulo", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
     assert first.plan is not None
     assert first.plan["operaciones"] == [
         {"id": first.plan["operaciones"][0]["id"], "funcion": "ventas_anuales", "parametros": {"anio": 2025}}
@@ -37,17 +38,17 @@ def test_the_articles_dialogue_verbatim(
     assert "₲850.000.000" in first.answer
     assert first.model_calls == 2
 
-    second = engine.ask("articulo", "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?")
+    second = engine.ask("articulo", "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?", DEMO_CALLER)
     assert [op.funcion for op in second.operations] == ["ventas_anuales", "mejor_cliente"]
     assert all(op.ok for op in second.operations)
     assert "₲850.000.000" in second.answer and "Empresa ABC" in second.answer
     assert second.model_calls == 2
 
-    third = engine.ask("articulo", "¿Cuál fue mi mejor cliente?")
+    third = engine.ask("articulo", "¿Cuál fue mi mejor cliente?", DEMO_CALLER)
     assert "Empresa ABC" in third.answer
     assert memory_store.get_state("articulo")["cliente_actual"] == "Empresa ABC"
 
-    fourth = engine.ask("articulo", "¿Y cuánto compró?")
+    fourth = engine.ask("articulo", "¿Y cuánto compró?", DEMO_CALLER)
     [operation] = fourth.operations
     assert operation.funcion == "compras_cliente"
     assert operation.parametros == {"cliente": "Empresa ABC", "anio": 2025}  # from the stored state, no $ref
@@ -60,7 +61,7 @@ def test_a_dependent_question_uses_a_ref_and_still_two_calls(
     registry: OperationRegistry, erp: Erp, memory_store: MemoryStore
 ) -> None:
     result = offline_engine(registry, erp, memory_store).ask(
-        "dep", "¿Cuánto compró nuestro mejor cliente de 2025?"
+        "dep", "¿Cuánto compró nuestro mejor cliente de 2025?", DEMO_CALLER
     )
     assert result.plan is not None
     refs = [op["parametros"].get("cliente") for op in result.plan["operaciones"]]
@@ -71,7 +72,7 @@ def test_a_dependent_question_uses_a_ref_and_still_two_calls(
 
 
 def test_small_talk_costs_one_call(registry: OperationRegistry, erp: Erp, memory_store: MemoryStore) -> None:
-    result = offline_engine(registry, erp, memory_store).ask("hola", "Hola")
+    result = offline_engine(registry, erp, memory_store).ask("hola", "Hola", DEMO_CALLER)
     assert result.model_calls == 1
     assert result.operations == [] and result.answer
     assert result.recorded
@@ -81,7 +82,7 @@ def test_a_latency_profile_reports_simulated_model_time(
     registry: OperationRegistry, erp: Erp, memory_store: MemoryStore
 ) -> None:
     result = offline_engine(registry, erp, memory_store, latency_profile="gpu-8b").ask(
-        "lat", "¿Cuánto vendimos en 2025?"
+        "lat", "¿Cuánto vendimos en 2025?", DEMO_CALLER
     )
     assert result.simulated_model_ms is not None and result.simulated_model_ms > 0
     assert result.input_tokens > 0 and result.output_tokens > 0
@@ -91,12 +92,12 @@ def test_a_latency_profile_reports_simulated_model_time(
 def test_every_fault_mode_gives_a_clean_answer_within_two_calls_and_a_consistent_store(
     registry: OperationRegistry, erp: Erp, memory_store: MemoryStore, mode: FaultMode
 ) -> None:
-    offline_engine(registry, erp, memory_store).ask("f", "¿Cuánto vendimos en 2025?")
+    offline_engine(registry, erp, memory_store).ask("f", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
     before = [(m.role, m.content) for m in memory_store.history("f")]
     state_before = memory_store.get_state("f")
 
     faulty = offline_engine(registry, erp, memory_store, faults=FaultConfig(mode=mode))
-    result = faulty.ask("f", "¿Cuál fue nuestro mejor cliente en 2024?")
+    result = faulty.ask("f", "¿Cuál fue nuestro mejor cliente en 2024?", DEMO_CALLER)
 
     assert 1 <= result.model_calls <= 2
     assert result.answer.strip() and "Traceback" not in result.answer
@@ -113,7 +114,7 @@ def test_every_fault_mode_gives_a_clean_answer_within_two_calls_and_a_consistent
         assert result.errors
         assert after == before and memory_store.get_state("f") == state_before
 
-    healthy = offline_engine(registry, erp, memory_store).ask("f", "¿Cuánto vendimos en 2025?")
+    healthy = offline_engine(registry, erp, memory_store).ask("f", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
     assert "₲850.000.000" in healthy.answer
 
 
@@ -132,6 +133,6 @@ def test_intermittent_faults_never_exceed_two_calls(
             registry, erp, memory_store, faults=FaultConfig(mode=mode, rate=0.5, seed=seed)
         )
         for question in questions:
-            result = engine.ask(f"intermitente-{mode}", question)
+            result = engine.ask(f"intermitente-{mode}", question, DEMO_CALLER)
             assert 1 <= result.model_calls <= 2, (mode, question, result)
             assert result.answer.strip()

@@ -25,6 +25,7 @@ from shared.llm import FaultConfig, build_chat_model
 from shared.memory.store import MemoryStore
 from shared.operations import sales_registry
 from shared.operations.registry import OperationRegistry
+from shared.security import DEMO_CALLER
 from tests.fakes import CallInfo, ModelFunction
 from tests.planner_mode.planner_fakes import is_plan_request, scripted, text_model
 from tests.planner_mode.test_engine_async import ENTRIES, Entry, run_turn
@@ -174,4 +175,4 @@ def test_the_offline_planner_writes_valid_plans_on_small_talk_and_questions(
 ) -> None:
     engine = PlannerEngine(toy_registry, toy_erp, store, PlannerAI(build_chat_model("offline")))
     for question in ("Hola", "¿Cuánto vendimos en 2025?", "¿Qué tiempo hará mañana?"):
-        assert engine.ask("c1", question).plan_valid is True, question
+        assert engine.ask("c1", question, DEMO_CALLER).plan_valid is True, question

@@ -12,6 +12,7 @@ from planner_mode import HttpAIClient, PlannerEngine, create_app
 from shared.erp.database import Erp
 from shared.memory.store import MemoryStore
 from shared.operations.registry import OperationRegistry
+from shared.security import DEMO_CALLER
 from tests.fakes import CallInfo, FunctionChatModel
 from tests.planner_mode.planner_fakes import is_plan_request, results_of, text_model
 
@@ -48,7 +49,7 @@ def test_two_servers_serve_alternate_calls_of_one_conversation_and_survive_a_res
         try:
             engine = PlannerEngine(toy_registry, toy_erp, memory_store, client)
 
-            first = engine.ask("c1", "¿Cuál fue mi mejor cliente?")
+            first = engine.ask("c1", "¿Cuál fue mi mejor cliente?", DEMO_CALLER)
             assert first.answer == "Empresa ABC: 120000000"
             assert (model_a.call_count, model_b.call_count) == (1, 1)  # call 1 on A, call 2 on B
             assert first.model_calls == 2 and first.input_tokens == 200
@@ -59,7 +60,7 @@ def test_two_servers_serve_alternate_calls_of_one_conversation_and_survive_a_res
             model_b = context_reading_model()
             server_b = ServerThread(create_app(model_b, token="k"), port=port).start()
 
-            second = engine.ask("c1", "¿Y cuánto compró?")
+            second = engine.ask("c1", "¿Y cuánto compró?", DEMO_CALLER)
             assert second.answer == "Empresa ABC: 120000000"
             assert second.operations[0].parametros == {"cliente": "Empresa ABC", "anio": 2025}
             assert (model_a.call_count, model_b.call_count) == (2, 1)
@@ -81,10 +82,10 @@ def test_a_dead_server_is_skipped_and_a_wrong_token_is_a_clean_error(
         HttpAIClient([live.url], token="x", timeout=30) as wrong_token,
     ):
         ok = PlannerEngine(toy_registry, toy_erp, memory_store, right_token)
-        assert ok.ask("c1", "¿Cuál fue mi mejor cliente?").answer == "Empresa ABC: 120000000"
+        assert ok.ask("c1", "¿Cuál fue mi mejor cliente?", DEMO_CALLER).answer == "Empresa ABC: 120000000"
 
         wrong = PlannerEngine(toy_registry, toy_erp, memory_store, wrong_token)
-        result = wrong.ask("c2", "¿Cuál fue mi mejor cliente?")
+        result = wrong.ask("c2", "¿Cuál fue mi mejor cliente?", DEMO_CALLER)
         assert not result.recorded and "token" in result.errors[0]
         assert memory_store.history("c2") == []
 
@@ -101,10 +102,10 @@ def test_the_articles_dialogue_over_two_offline_ai_servers(
     ):
         engine = PlannerEngine(registry, erp, memory_store, client)
         turns = [
-            engine.ask("http", "¿Cuánto vendimos en 2025?"),
-            engine.ask("http", "Hola"),  # one call: shifts which server plans the next turn
-            engine.ask("http", "¿Cuál fue mi mejor cliente?"),
-            engine.ask("http", "¿Y cuánto compró?"),
+            engine.ask("http", "¿Cuánto vendimos en 2025?", DEMO_CALLER),
+            engine.ask("http", "Hola", DEMO_CALLER),  # one call: shifts which server plans the next turn
+            engine.ask("http", "¿Cuál fue mi mejor cliente?", DEMO_CALLER),
+            engine.ask("http", "¿Y cuánto compró?", DEMO_CALLER),
         ]
     assert "₲850.000.000" in turns[0].answer
     assert [t.model_calls for t in turns] == [2, 1, 2, 2]
@@ -154,8 +155,8 @@ def test_no_stored_data_can_make_a_request_to_the_ai_server_oversized(
         client = HttpAIClient([server.url], timeout=30)
         try:
             engine = PlannerEngine(toy_registry, toy_erp, memory_store, client)
-            first = engine.ask("big", "¿Cuál fue mi mejor cliente?")
-            second = engine.ask("big", "¿Cuál fue mi mejor cliente?")
+            first = engine.ask("big", "¿Cuál fue mi mejor cliente?", DEMO_CALLER)
+            second = engine.ask("big", "¿Cuál fue mi mejor cliente?", DEMO_CALLER)
         finally:
             client.close()
 

@@ -168,10 +168,10 @@ def test_the_engine_streams_a_turn_through_http_with_the_same_result_and_simulat
     model = uncached_offline_model(latency_profile="gpu-8b")
     with ServerThread(create_app(model)) as server, HttpAIClient([server.url], timeout=30) as client:
         engine = PlannerEngine(registry, erp, memory_store, client)
-        asked = engine.ask("sync", QUESTION)
+        asked = engine.ask("sync", QUESTION, DEMO_CALLER)
 
         async def stream() -> list[Any]:
-            return [event async for event in engine.astream("streamed", QUESTION)]
+            return [event async for event in engine.astream("streamed", QUESTION, DEMO_CALLER)]
 
         events = asyncio.run(stream())
     deltas = [event.text for event in events if isinstance(event, AnswerDelta)]

@@ -157,7 +157,7 @@ def test_over_http_the_engine_streams_a_direct_answer_before_the_plan(
         engine = PlannerEngine(toy_registry, toy_erp, memory_store, client)
 
         async def run() -> list[Any]:
-            return [event async for event in engine.astream("c1", "Hola")]
+            return [event async for event in engine.astream("c1", "Hola", DEMO_CALLER)]
 
         events = asyncio.run(run())
     types = [type(event) for event in events]

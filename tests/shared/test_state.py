@@ -10,6 +10,7 @@ from shared.llm import build_chat_model
 from shared.llm.offline._prompt import parse_calls
 from shared.memory.store import MemoryStore
 from shared.operations.registry import OperationRegistry
+from shared.security import DEMO_CALLER
 from shared.state import (
     ERP_STATE_KEYS,
     MAX_NAME_CHARS,
@@ -140,7 +141,7 @@ def test_the_state_the_model_no_longer_writes_is_still_there_for_the_next_turn(
 ) -> None:
     """The offline model writes only ``tema``; the ERP adds the customer, so "¿y cuánto compró?" resolves."""
     engine = PlannerEngine(registry, erp, memory_store, PlannerAI(build_chat_model("offline")))
-    first = engine.ask("c", "¿Cuál fue el mejor cliente de 2024?")
+    first = engine.ask("c", "¿Cuál fue el mejor cliente de 2024?", DEMO_CALLER)
     customer = first.operations[0].result["cliente"]
     assert first.state == {
         "tema": "ventas",
@@ -148,7 +149,7 @@ def test_the_state_the_model_no_longer_writes_is_still_there_for_the_next_turn(
         "cliente_actual": customer,
         "ultimas_operaciones": "mejor_cliente(anio=2024)",
     }
-    second = engine.ask("c", "¿Y cuánto compró?")
+    second = engine.ask("c", "¿Y cuánto compró?", DEMO_CALLER)
     assert [(op.funcion, op.parametros) for op in second.operations] == [
         ("compras_cliente", {"cliente": customer, "anio": 2024})
     ]

@@ -9,14 +9,24 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 import toolcalling_mode.engine as engine_module
-from shared.errors import ProviderError, StorageError
+from shared.errors import ConfigurationError, ProviderError, StorageError
 from shared.failures import user_message
+from shared.memory.store import MemoryStore
 from shared.operations.registry import Operation, OperationRegistry
+from shared.security import DEMO_CALLER, Caller
 from tests.fakes import CallInfo, FunctionChatModel
-from tests.toolcalling_mode.toolcalling_fakes import YEAR_TOTALS, YearParams, YearTotal, ask_tools, call
+from tests.toolcalling_mode.toolcalling_fakes import (
+    YEAR_TOTALS,
+    YearParams,
+    YearTotal,
+    ask_tools,
+    call,
+    toy_registry,
+)
 from toolcalling_mode import ToolCallingEngine, ToolCallingLimits
 from toolcalling_mode.engine import NOT_RECORDED_NOTE
 from toolcalling_mode.prompts import system_prompt
@@ -47,7 +57,7 @@ def dependent_tools(messages: list[BaseMessage], info: CallInfo) -> AIMessage | 
 def test_parallel_tool_calls_take_two_model_calls(make_engine: Any) -> None:
     engine, model = make_engine(two_parallel_tools)
 
-    result = engine.ask("c1", "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?")
+    result = engine.ask("c1", "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?", DEMO_CALLER)
 
     assert result.model_calls == 2
     assert len(model.calls) == 2
@@ -69,7 +79,7 @@ def test_parallel_tool_calls_take_two_model_calls(make_engine: Any) -> None:
 def test_dependent_tool_calls_take_three_model_calls(make_engine: Any) -> None:
     engine, _ = make_engine(dependent_tools)
 
-    result = engine.ask("c1", "¿Cuánto compró nuestro mejor cliente en 2025?")
+    result = engine.ask("c1", "¿Cuánto compró nuestro mejor cliente en 2025?", DEMO_CALLER)
 
     assert result.model_calls == 3
     assert [op.funcion for op in result.operations] == ["mejor_cliente", "compras_cliente"]
@@ -81,7 +91,7 @@ def test_the_turn_is_recorded_with_steps_tool_results_and_final_answer(
 ) -> None:
     engine, _ = make_engine(two_parallel_tools)
 
-    result = engine.ask("c1", "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?")
+    result = engine.ask("c1", "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?", DEMO_CALLER)
 
     history = memory_store.history("c1")
     assert [m.role for m in history] == ["user", "assistant", "tool", "tool", "assistant"]
@@ -96,12 +106,14 @@ def test_the_turn_is_recorded_with_steps_tool_results_and_final_answer(
 def test_an_unknown_conversation_is_created(make_engine: Any, memory_store: Any) -> None:
     engine, _ = make_engine(lambda messages, info: "Hola.")
 
-    engine.ask("nueva", "hola")
+    engine.ask("nueva", "hola", DEMO_CALLER)
 
     assert memory_store.get_conversation("nueva") is not None
 
 
-def test_the_agent_is_compiled_once_and_reused(make_engine: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_each_callers_agent_is_compiled_on_their_first_turn_and_reused(
+    make_engine: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     built: list[Any] = []
 
     def counting(*args: Any, **kwargs: Any) -> Any:
@@ -110,12 +122,30 @@ def test_the_agent_is_compiled_once_and_reused(make_engine: Any, monkeypatch: py
 
     monkeypatch.setattr(engine_module, "create_agent", counting)
     engine, _ = make_engine(two_parallel_tools)
-    engine.ask("c1", "una")
-    engine.ask("c1", "dos")
-    engine.ask("c2", "tres")
+    assert built == []  # no default caller, so no agent compiled up front
 
+    engine.ask("c1", "una", DEMO_CALLER)
+    engine.ask("c1", "dos", DEMO_CALLER)
+    engine.ask("c2", "tres", DEMO_CALLER)
     assert len(built) == 1
     assert built[0]["context_schema"] is not None
+
+    ana = Caller(user_id="ana", roles=frozenset({"ventas"}))
+    engine.ask("c3", "cuatro", ana)
+    engine.ask("c3", "cinco", ana)
+    engine.ask("c4", "seis", DEMO_CALLER)
+    assert len(built) == 2  # one more for ana's first turn; both agents kept
+
+
+def test_a_model_that_cannot_bind_tools_is_refused_at_construction(toy_erp: Any, tmp_path: Any) -> None:
+    model = FakeListChatModel(responses=["Hola."])  # BaseChatModel.bind_tools: NotImplementedError
+    refusal = r"FakeListChatModel does not support tool calling \(it does not implement bind_tools\)"
+
+    with (
+        MemoryStore(f"sqlite:///{tmp_path / 'memory.sqlite3'}") as store,
+        pytest.raises(ConfigurationError, match=refusal),
+    ):
+        ToolCallingEngine(toy_registry(), toy_erp, store, model)
 
 
 def test_mode_names_follow_the_policy(make_engine: Any) -> None:
@@ -130,10 +160,10 @@ def test_mode_names_follow_the_policy(make_engine: Any) -> None:
 
 def test_windowed_sends_the_bounded_context_and_only_the_new_question(make_engine: Any) -> None:
     engine, model = make_engine(two_parallel_tools)
-    first = engine.ask("c1", "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?")
+    first = engine.ask("c1", "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?", DEMO_CALLER)
     first_calls = len(model.calls)
 
-    engine.ask("c1", "¿Y en 2024?")
+    engine.ask("c1", "¿Y en 2024?", DEMO_CALLER)
 
     second = model.calls[first_calls]
     assert second.system == system_prompt()  # the same instructions every turn: a cacheable prefix
@@ -149,7 +179,7 @@ def test_windowed_sends_the_bounded_context_and_only_the_new_question(make_engin
 def test_windowed_first_turn_has_only_todays_date(make_engine: Any) -> None:
     engine, model = make_engine(lambda messages, info: "Hola.")
 
-    engine.ask("c1", "hola")
+    engine.ask("c1", "hola", DEMO_CALLER)
 
     assert model.calls[0].system == system_prompt()
     assert model.calls[0].messages[-1].content == "Fecha de hoy: 2026-11-30\n\nNueva pregunta:\nhola"
@@ -157,10 +187,10 @@ def test_windowed_first_turn_has_only_todays_date(make_engine: Any) -> None:
 
 def test_full_history_replays_every_stored_message(make_engine: Any) -> None:
     engine, model = make_engine(two_parallel_tools, policy="full_history")
-    first = engine.ask("c1", "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?")
+    first = engine.ask("c1", "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?", DEMO_CALLER)
     first_calls = len(model.calls)
 
-    engine.ask("c1", "¿Y en 2024?")
+    engine.ask("c1", "¿Y en 2024?", DEMO_CALLER)
 
     second = model.calls[first_calls]
     replay = second.messages[1:]
@@ -180,8 +210,8 @@ def test_full_history_replays_every_stored_message(make_engine: Any) -> None:
 
 def test_full_history_records_only_the_new_turn(make_engine: Any, memory_store: Any) -> None:
     engine, _ = make_engine(two_parallel_tools, policy="full_history")
-    engine.ask("c1", "uno")
-    engine.ask("c1", "dos")
+    engine.ask("c1", "uno", DEMO_CALLER)
+    engine.ask("c1", "dos", DEMO_CALLER)
 
     assert [m.content for m in memory_store.history("c1") if m.role == "user"] == ["uno", "dos"]
     assert len(memory_store.history("c1")) == 10
@@ -198,7 +228,7 @@ def forever(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
 def test_model_call_limit_ends_the_turn_with_a_clear_answer(make_engine: Any, memory_store: Any) -> None:
     engine, model = make_engine(forever, limits=ToolCallingLimits(model_calls=3, recursion_limit=100))
 
-    result = engine.ask("c1", "¿Cuánto vendimos?")
+    result = engine.ask("c1", "¿Cuánto vendimos?", DEMO_CALLER)
 
     assert len(model.calls) == 3
     assert result.model_calls == 3
@@ -212,7 +242,7 @@ def test_model_call_limit_ends_the_turn_with_a_clear_answer(make_engine: Any, me
 def test_default_limits_stop_a_looping_model_at_six_calls(make_engine: Any) -> None:
     engine, model = make_engine(forever)
 
-    result = engine.ask("c1", "¿Cuánto vendimos?")
+    result = engine.ask("c1", "¿Cuánto vendimos?", DEMO_CALLER)
 
     assert len(model.calls) == 6
     assert result.answer == user_message("limit")  # the same words in both modes; errors name the limit
@@ -222,7 +252,7 @@ def test_default_limits_stop_a_looping_model_at_six_calls(make_engine: Any) -> N
 def test_recursion_limit_ends_the_turn_with_a_clear_answer(make_engine: Any, memory_store: Any) -> None:
     engine, model = make_engine(forever, limits=ToolCallingLimits(model_calls=100, recursion_limit=10))
 
-    result = engine.ask("c1", "¿Cuánto vendimos?")
+    result = engine.ask("c1", "¿Cuánto vendimos?", DEMO_CALLER)
 
     assert 1 <= len(model.calls) < 100
     assert result.answer == user_message("limit")  # the same words in both modes; errors name the limit
@@ -233,10 +263,10 @@ def test_recursion_limit_ends_the_turn_with_a_clear_answer(make_engine: Any, mem
 
 def test_a_turn_after_a_limit_replays_cleanly(make_engine: Any) -> None:
     engine, model = make_engine(forever, policy="full_history", limits=ToolCallingLimits(recursion_limit=10))
-    engine.ask("c1", "uno")
+    engine.ask("c1", "uno", DEMO_CALLER)
     model.function = lambda messages, info: "Listo."
 
-    result = engine.ask("c1", "dos")
+    result = engine.ask("c1", "dos", DEMO_CALLER)
 
     replay = model.calls[-1].messages[1:]
     # The limited turn left nothing behind, so nothing half-finished is replayed (and no state was stored).
@@ -259,7 +289,7 @@ def test_invalid_arguments_go_back_to_the_model_which_recovers(make_engine: Any)
 
     engine, model = make_engine(fix_after_error)
 
-    result = engine.ask("c1", "¿Cuánto vendimos en 2025?")
+    result = engine.ask("c1", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
 
     assert result.answer == "Vendimos 850000000."
     assert result.model_calls == 3
@@ -278,7 +308,7 @@ def test_an_unknown_customer_is_a_tool_error_the_model_sees(make_engine: Any) ->
 
     engine, _ = make_engine(unknown_customer)
 
-    result = engine.ask("c1", "¿Cuánto compró Zeta?")
+    result = engine.ask("c1", "¿Cuánto compró Zeta?", DEMO_CALLER)
 
     assert result.operations[0].error is not None
     assert "No customer matches 'Zeta'" in result.operations[0].error
@@ -294,7 +324,7 @@ def test_a_hallucinated_tool_name_is_answered_with_an_error_and_counted(make_eng
 
     engine, model = make_engine(hallucinate)
 
-    result = engine.ask("c1", "¿Cuánto vendimos?")
+    result = engine.ask("c1", "¿Cuánto vendimos?", DEMO_CALLER)
 
     assert result.answer == "No tengo esa herramienta."
     assert result.operations[0].funcion == "ventas_totales"
@@ -314,7 +344,7 @@ def test_a_provider_exception_ends_the_turn_and_leaves_the_conversation_untouche
 
     engine, _ = make_engine(broken)
 
-    result = engine.ask("c1", "¿Cuánto vendimos?")
+    result = engine.ask("c1", "¿Cuánto vendimos?", DEMO_CALLER)
 
     assert result.answer == user_message("provider")
     assert result.errors == ["ProviderError: connection refused"]
@@ -332,7 +362,7 @@ def test_a_timeout_after_tool_calls_reports_the_operations_and_records_nothing(
 
     engine, _ = make_engine(fails_second)
 
-    result = engine.ask("c1", "¿Cuánto vendimos?")
+    result = engine.ask("c1", "¿Cuánto vendimos?", DEMO_CALLER)
 
     assert (result.failure, result.answer) == ("timeout", user_message("timeout"))
     assert len(result.errors) == 1 and result.errors[0].startswith("ProviderTimeoutError:")
@@ -344,7 +374,7 @@ def test_a_timeout_after_tool_calls_reports_the_operations_and_records_nothing(
 def test_an_empty_final_answer_is_a_model_output_failure(make_engine: Any, memory_store: Any) -> None:
     engine, _ = make_engine(lambda messages, info: "")
 
-    result = engine.ask("c1", "hola")
+    result = engine.ask("c1", "hola", DEMO_CALLER)
 
     assert result.answer == user_message("model_output")
     assert "ModelOutputError: The model's final answer is empty." in result.errors
@@ -371,7 +401,7 @@ def answer_with_tool(messages: list[BaseMessage], info: CallInfo) -> AIMessage |
 def test_structured_tool_strategy_stores_memories_and_state(make_engine: Any, memory_store: Any) -> None:
     engine, model = make_engine(answer_with_tool, structured=True, structured_strategy="tool")
 
-    result = engine.ask("c1", "¿Cuánto vendimos en 2025?")
+    result = engine.ask("c1", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
 
     assert "Answer" in model.calls[0].tool_names
     assert model.calls[0].tool_choice == "any"
@@ -393,7 +423,7 @@ def test_structured_tool_strategy_stores_memories_and_state(make_engine: Any, me
 def test_structured_auto_strategy_uses_tool_strategy_without_a_provider_profile(make_engine: Any) -> None:
     engine, model = make_engine(answer_with_tool, structured=True)
 
-    result = engine.ask("c1", "¿Cuánto vendimos en 2025?")
+    result = engine.ask("c1", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
 
     assert "Answer" in model.calls[0].tool_names
     assert result.answer == STRUCTURED["respuesta"]
@@ -407,7 +437,7 @@ def test_structured_provider_strategy_parses_the_json_reply(make_engine: Any) ->
 
     engine, model = make_engine(answer_in_json, structured=True, structured_strategy="provider")
 
-    result = engine.ask("c1", "¿Cuánto vendimos en 2025?")
+    result = engine.ask("c1", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
 
     assert model.calls[0].response_format["type"] == "json_schema"
     assert "respuesta" in json.dumps(model.calls[0].response_format)
@@ -423,7 +453,7 @@ def test_structured_provider_strategy_with_unparsable_reply_is_a_model_output_fa
         lambda messages, info: "no es JSON", structured=True, structured_strategy="provider"
     )
 
-    result = engine.ask("c1", "hola")
+    result = engine.ask("c1", "hola", DEMO_CALLER)
 
     assert result.answer == user_message("model_output")
     assert result.errors and result.errors[0].startswith("ModelOutputError")
@@ -434,7 +464,7 @@ def test_structured_provider_strategy_with_unparsable_reply_is_a_model_output_fa
 def test_structured_mode_without_a_structured_answer_is_a_model_output_failure(make_engine: Any) -> None:
     engine, _ = make_engine(lambda messages, info: "Hola.", structured=True, structured_strategy="tool")
 
-    result = engine.ask("c1", "hola")
+    result = engine.ask("c1", "hola", DEMO_CALLER)
 
     assert (result.failure, result.recorded) == ("model_output", False)
     assert "ModelOutputError: The model ended the turn without a structured answer." in result.errors
@@ -448,7 +478,7 @@ def test_invalid_arguments_error_names_the_parameter(make_engine: Any) -> None:
 
     engine, _ = make_engine(wrong_type)
 
-    result = engine.ask("c1", "¿Cuánto vendimos?")
+    result = engine.ask("c1", "¿Cuánto vendimos?", DEMO_CALLER)
 
     assert result.answer.startswith("Invalid parameters for 'ventas_anuales': anio:")
     assert result.operations[0].error == result.answer
@@ -466,7 +496,7 @@ def test_a_storage_failure_is_reported_not_raised(
 
     monkeypatch.setattr(memory_store, "record_turn", fail)
 
-    result = engine.ask("c1", "¿Cuánto vendimos en 2025?")
+    result = engine.ask("c1", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
 
     assert not result.recorded
     assert result.failure == "storage"
@@ -493,7 +523,7 @@ def test_an_unexpected_tool_exception_is_an_operation_error_whose_text_never_rea
     model = FunctionChatModel(report)
     engine = ToolCallingEngine(registry, toy_erp, memory_store, model)
 
-    result = engine.ask("c1", "¿Cuánto vendimos en 2025?")
+    result = engine.ask("c1", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
 
     [operation] = result.operations
     error = operation.error or ""
@@ -530,7 +560,10 @@ def test_one_engine_serves_concurrent_conversations_without_mixing_them(
     def converse(conversation_id: str) -> list[Any]:
         start.wait()
         year = years[conversation_id]
-        return [engine.ask(conversation_id, f"{conversation_id} turno {turn} {year}") for turn in range(3)]
+        return [
+            engine.ask(conversation_id, f"{conversation_id} turno {turn} {year}", DEMO_CALLER)
+            for turn in range(3)
+        ]
 
     with ThreadPoolExecutor(max_workers=len(years)) as pool:
         results = dict(zip(years, pool.map(converse, years), strict=True))
@@ -558,7 +591,7 @@ def test_no_tool_of_a_step_cut_at_the_output_cap_runs(make_engine: Any, memory_s
         return reply
 
     engine, _ = make_engine(cut_mid_step)
-    result = engine.ask("c1", "¿Cuánto vendimos y quién fue el mejor cliente?")
+    result = engine.ask("c1", "¿Cuánto vendimos y quién fue el mejor cliente?", DEMO_CALLER)
 
     assert (result.failure, result.recorded, result.operations) == ("model_output", False, [])
     assert any(error.startswith("OutputLimitError") for error in result.errors)

@@ -21,7 +21,7 @@ from shared.failures import user_message
 from shared.llm.faults import FaultConfig
 from shared.llm.offline import OfflineSalesModel
 from shared.operations.registry import Operation, OperationRegistry
-from shared.security import Caller
+from shared.security import DEMO_CALLER, Caller
 from shared.turn import TurnResult
 from tests.fakes import CallInfo
 from tests.toolcalling_mode.toolcalling_fakes import (
@@ -54,8 +54,10 @@ def streaming_engine(toy_erp: Any, memory_store: Any, **options: Any) -> ToolCal
     return ToolCallingEngine(toy_registry(), toy_erp, memory_store, model, **options)
 
 
-async def events_of(engine: ToolCallingEngine, conversation_id: str, question: str, **kw: Any) -> list[Any]:
-    return [event async for event in engine.astream(conversation_id, question, **kw)]
+async def events_of(
+    engine: ToolCallingEngine, conversation_id: str, question: str, caller: Caller = DEMO_CALLER, **kw: Any
+) -> list[Any]:
+    return [event async for event in engine.astream(conversation_id, question, caller, **kw)]
 
 
 def comparable(result: TurnResult) -> dict[str, Any]:
@@ -79,9 +81,9 @@ async def test_aask_and_astream_give_the_result_of_ask(toy_erp: Any, fresh_db_ur
         store = MemoryStore(fresh_db_url())
         engine = streaming_engine(toy_erp, store, structured=False)
         if driver == "ask":
-            result = engine.ask("c1", QUESTION)
+            result = engine.ask("c1", QUESTION, DEMO_CALLER)
         elif driver == "aask":
-            result = await engine.aask("c1", QUESTION)
+            result = await engine.aask("c1", QUESTION, DEMO_CALLER)
         else:
             result = (await events_of(engine, "c1", QUESTION))[-1].result
         results.append((comparable(result), [(m.role, m.content) for m in store.history("c1")]))
@@ -152,8 +154,8 @@ async def test_events_serialise_as_the_shared_turn_event_union(toy_erp: Any, mem
 async def test_ask_and_aask_measure_no_first_answer_time(toy_erp: Any, memory_store: Any) -> None:
     engine = streaming_engine(toy_erp, memory_store)
 
-    assert engine.ask("c1", QUESTION).first_answer_ms is None
-    assert (await engine.aask("c2", QUESTION)).first_answer_ms is None
+    assert engine.ask("c1", QUESTION, DEMO_CALLER).first_answer_ms is None
+    assert (await engine.aask("c2", QUESTION, DEMO_CALLER)).first_answer_ms is None
 
 
 async def test_the_offline_model_streams_its_answer_in_several_deltas(
@@ -214,9 +216,9 @@ async def test_a_dropped_connection_of_the_offline_model_ends_every_driver_alike
     engine = ToolCallingEngine(registry, erp, memory_store, OfflineSalesModel(faults="stream_break"))
 
     if driver == "ask":
-        result = engine.ask("c1", "¿Cuánto vendimos en 2025?")
+        result = engine.ask("c1", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
     elif driver == "aask":
-        result = await engine.aask("c1", "¿Cuánto vendimos en 2025?")
+        result = await engine.aask("c1", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
     else:
         result = (await events_of(engine, "c1", "¿Cuánto vendimos en 2025?"))[-1].result
 
@@ -275,12 +277,12 @@ async def test_limits_and_cut_replies_end_async_turns_as_they_end_ask(
     )
 
     if driver == "aask":
-        result = await engine.aask("c1", "¿Cuánto vendimos?")
+        result = await engine.aask("c1", "¿Cuánto vendimos?", DEMO_CALLER)
     else:
         result = (await events_of(engine, "c1", "¿Cuánto vendimos?"))[-1].result
 
     assert (result.failure, result.model_calls, result.recorded) == (failure, calls, False)
-    assert result.answer == engine.ask("c2", "¿Cuánto vendimos?").answer
+    assert result.answer == engine.ask("c2", "¿Cuánto vendimos?", DEMO_CALLER).answer
     assert memory_store.get_conversation("c1") is None
 
 
@@ -289,7 +291,7 @@ async def test_a_consumer_that_stops_reading_before_the_result_records_nothing(
 ) -> None:
     engine = streaming_engine(toy_erp, memory_store)
 
-    async with aclosing(engine.astream("c1", QUESTION)) as events:
+    async with aclosing(engine.astream("c1", QUESTION, DEMO_CALLER)) as events:
         async for event in events:
             if isinstance(event, AnswerDelta):
                 break
@@ -303,12 +305,12 @@ async def test_another_users_conversation_is_refused_before_the_first_event(
     model = StreamingFunctionModel(sales_and_best_customer)
     engine = ToolCallingEngine(toy_registry(), toy_erp, memory_store, model)
     memory_store.ensure_conversation("c1", user_id="otro")
-    events = engine.astream("c1", QUESTION)
+    events = engine.astream("c1", QUESTION, DEMO_CALLER)
 
     with pytest.raises(ConversationAccessDenied):
         await anext(events)
     with pytest.raises(ConversationAccessDenied):
-        await engine.aask("c1", QUESTION)
+        await engine.aask("c1", QUESTION, DEMO_CALLER)
     assert model.call_count == 0
 
 
@@ -349,7 +351,7 @@ async def test_tools_and_storage_run_outside_the_event_loop_thread(
 
     engine = ToolCallingEngine(registry, toy_erp, memory_store, StreamingFunctionModel(reply))
 
-    result = await engine.aask("c1", "¿Cuánto vendimos en 2025?")
+    result = await engine.aask("c1", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
 
     assert result.recorded and result.operations[0].ok
     loop_thread = threading.get_ident()
@@ -366,7 +368,7 @@ async def test_concurrent_turns_on_one_loop_do_not_mix(toy_erp: Any, memory_stor
     engine = ToolCallingEngine(toy_registry(), toy_erp, memory_store, StreamingFunctionModel(yearly))
 
     results = await asyncio.gather(
-        *(engine.aask(f"c{year}", f"Ventas de {year}") for year in (2024, 2025, 2024, 2025))
+        *(engine.aask(f"c{year}", f"Ventas de {year}", DEMO_CALLER) for year in (2024, 2025, 2024, 2025))
     )
 
     assert [r.answer for r in results] == [f"Total: {YEAR_TOTALS[y]}" for y in (2024, 2025, 2024, 2025)]
@@ -421,9 +423,9 @@ async def test_callbacks_see_exactly_the_turns_model_calls_under_one_turn_run(
     question = "¿Cuánto compró nuestro mejor cliente en 2025?"  # two dependent steps: three model calls
 
     if driver == "ask":
-        result = engine.ask("c1", question, config=config)
+        result = engine.ask("c1", question, DEMO_CALLER, config=config)
     elif driver == "aask":
-        result = await engine.aask("c1", question, config=config)
+        result = await engine.aask("c1", question, DEMO_CALLER, config=config)
     else:
         result = (await events_of(engine, "c1", question, config=config))[-1].result
 
@@ -442,7 +444,7 @@ async def test_run_name_names_the_turn_run(toy_erp: Any, memory_store: Any) -> N
     engine = streaming_engine(toy_erp, memory_store)
     tree = RunTree()
 
-    await engine.aask("c1", QUESTION, config={"callbacks": [tree], "run_name": "pedido 42"})
+    await engine.aask("c1", QUESTION, DEMO_CALLER, config={"callbacks": [tree], "run_name": "pedido 42"})
 
     assert [chain["name"] for chain in tree.chains.values() if chain["parent"] is None] == ["pedido 42"]
 
@@ -494,12 +496,12 @@ async def test_a_turn_planned_before_another_turn_was_recorded_is_flagged_stale(
     toy_erp: Any, memory_store: Any
 ) -> None:
     engine = streaming_engine(toy_erp, memory_store)
-    engine.ask("c1", QUESTION)  # the conversation exists
+    engine.ask("c1", QUESTION, DEMO_CALLER)  # the conversation exists
 
-    async with aclosing(engine.astream("c1", QUESTION)) as events:
+    async with aclosing(engine.astream("c1", QUESTION, DEMO_CALLER)) as events:
         first = await anext(events)  # this turn read its context; now another turn lands first
         assert isinstance(first, OperationDone)
-        other = await asyncio.to_thread(engine.ask, "c1", QUESTION)
+        other = await asyncio.to_thread(engine.ask, "c1", QUESTION, DEMO_CALLER)
         rest = [event async for event in events]
 
     late = rest[-1].result
@@ -512,6 +514,6 @@ async def test_a_turn_planned_before_another_turn_was_recorded_is_flagged_stale(
 async def test_turns_in_sequence_are_not_stale(toy_erp: Any, memory_store: Any) -> None:
     engine = streaming_engine(toy_erp, memory_store)
 
-    results = [await engine.aask("c1", QUESTION) for _ in range(3)]
+    results = [await engine.aask("c1", QUESTION, DEMO_CALLER) for _ in range(3)]
 
     assert [result.stale_state for result in results] == [False, False, False]

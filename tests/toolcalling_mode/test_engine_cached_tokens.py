@@ -15,6 +15,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import ChatGeneration, LLMResult
 
 from shared.llm.offline import OfflineSalesModel
+from shared.security import DEMO_CALLER
 from toolcalling_mode import ToolCallingEngine
 
 FIRST = "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?"
@@ -39,9 +40,9 @@ class CallUsages(BaseCallbackHandler):
 def two_turns(engine: ToolCallingEngine) -> tuple[Any, Any, CallUsages, int]:
     """Both turns, the usage of every call, and how many calls the first turn made."""
     usages = CallUsages()
-    first = engine.ask("c", FIRST, config={"callbacks": [usages]})
+    first = engine.ask("c", FIRST, DEMO_CALLER, config={"callbacks": [usages]})
     calls_in_first = len(usages.calls)
-    second = engine.ask("c", SECOND, config={"callbacks": [usages]})
+    second = engine.ask("c", SECOND, DEMO_CALLER, config={"callbacks": [usages]})
     return first, second, usages, calls_in_first
 
 
@@ -77,7 +78,7 @@ def test_full_history_reuses_the_replay_up_to_the_previous_turn(
     openings: list[tuple[int, int]] = []  # (input, cached) of each turn's first call
     for question in (FIRST, SECOND, THIRD):
         calls_before = len(usages.calls)
-        engine.ask("c", question, config={"callbacks": [usages]})
+        engine.ask("c", question, DEMO_CALLER, config={"callbacks": [usages]})
         openings.append(usages.calls[calls_before])
     (second_input, second_cached), (third_input, third_cached) = openings[1:]
     # The second turn reuses the tools and the instructions: the first question was sent after today's date

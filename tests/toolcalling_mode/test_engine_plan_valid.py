@@ -11,6 +11,7 @@ from shared.erp.users import caller_for
 from shared.errors import ProviderError
 from shared.llm.faults import FaultMode
 from shared.llm.offline import OfflineSalesModel
+from shared.security import DEMO_CALLER
 from tests.fakes import CallInfo, FunctionChatModel
 from tests.toolcalling_mode.toolcalling_fakes import ask_tools, call
 from toolcalling_mode import ToolCallingEngine
@@ -31,7 +32,7 @@ def tools_then_answer(*calls: dict[str, Any]) -> Any:
 def test_a_turn_without_tool_calls_is_valid(make_engine: Any) -> None:
     engine, _ = make_engine(lambda messages, info: "¡Hola!")
 
-    assert engine.ask("c1", "hola").plan_valid is True
+    assert engine.ask("c1", "hola", DEMO_CALLER).plan_valid is True
 
 
 def test_valid_tool_calls_are_valid_even_when_the_erp_refuses_one(make_engine: Any) -> None:
@@ -41,7 +42,7 @@ def test_valid_tool_calls_are_valid_even_when_the_erp_refuses_one(make_engine: A
         )
     )
 
-    result = engine.ask("c1", "¿Cuánto vendimos y cuánto compró Zeta?")
+    result = engine.ask("c1", "¿Cuánto vendimos y cuánto compró Zeta?", DEMO_CALLER)
 
     assert [op.error_kind for op in result.operations] == [None, "refused"]  # no such customer
     assert result.plan_valid is True
@@ -53,7 +54,7 @@ def test_the_structured_answers_own_tool_is_not_a_request_for_an_operation(make_
 
     engine, _ = make_engine(answer, structured=True, structured_strategy="tool")
 
-    result = engine.ask("c1", "hola")
+    result = engine.ask("c1", "hola", DEMO_CALLER)
 
     assert (result.failure, result.plan_valid) == (None, True)
 
@@ -75,7 +76,7 @@ def test_one_invalid_call_makes_the_turn_invalid_even_next_to_a_valid_one(
 ) -> None:
     engine, _ = make_engine(tools_then_answer(call("mejor_cliente", anio=2025), bad_call))
 
-    result = engine.ask("c1", "¿Cuánto vendimos?")
+    result = engine.ask("c1", "¿Cuánto vendimos?", DEMO_CALLER)
 
     assert [op.error_kind for op in result.operations] == [None, "invalid"]
     assert result.plan_valid is False
@@ -93,7 +94,7 @@ def test_a_model_that_corrects_its_invalid_call_still_made_an_invalid_request(ma
 
     engine, _ = make_engine(fix_after_error)
 
-    result = engine.ask("c1", "¿Cuánto vendimos en 2025?")
+    result = engine.ask("c1", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
 
     assert [op.ok for op in result.operations] == [False, True]
     assert result.plan_valid is False
@@ -121,9 +122,9 @@ async def test_the_offline_models_faults(
         engine = ToolCallingEngine(registry, erp, memory_store, OfflineSalesModel(faults=fault))
         question = "¿Cuánto vendimos en 2025?"
         if driver == "ask":
-            result = engine.ask(driver, question)
+            result = engine.ask(driver, question, DEMO_CALLER)
         else:
-            result = await engine.aask(driver, question)
+            result = await engine.aask(driver, question, DEMO_CALLER)
         verdicts.append(result.plan_valid)
 
     assert verdicts == [FAULT_VERDICTS[fault]] * 2
@@ -133,7 +134,7 @@ def test_an_undeclared_parameter_is_invalid(erp: Any, registry: Any, memory_stor
     model = FunctionChatModel(tools_then_answer(call("ventas_anuales", anio=2025, moneda="USD")))
     engine = ToolCallingEngine(registry, erp, memory_store, model)
 
-    result = engine.ask("c1", "¿Cuánto vendimos en 2025, en dólares?")
+    result = engine.ask("c1", "¿Cuánto vendimos en 2025, en dólares?", DEMO_CALLER)
 
     assert [op.error_kind for op in result.operations] == ["invalid"]  # the tool refused it too
     assert result.plan_valid is False
@@ -166,8 +167,8 @@ def test_no_reply_read_is_none(make_engine: Any, memory_store: Any) -> None:
 
     engine, _ = make_engine(broken)
 
-    failed = engine.ask("c1", "¿Cuánto vendimos?")
-    refused = engine.ask("c1", "")  # refused before any model call
+    failed = engine.ask("c1", "¿Cuánto vendimos?", DEMO_CALLER)
+    refused = engine.ask("c1", "", DEMO_CALLER)  # refused before any model call
 
     assert (failed.failure, failed.plan_valid) == ("provider", None)
     assert (refused.failure, refused.plan_valid) == ("input", None)

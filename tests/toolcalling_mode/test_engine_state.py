@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage
 
+from shared.security import DEMO_CALLER
 from shared.turn import TurnResult
 from tests.fakes import CallInfo
 from tests.toolcalling_mode.toolcalling_fakes import ask_tools, call
@@ -37,10 +38,10 @@ def best_customer_then_purchases(messages: list[BaseMessage], info: CallInfo) ->
 
 async def run(engine: ToolCallingEngine, driver: str, conversation_id: str, question: str) -> TurnResult:
     if driver == "ask":
-        return engine.ask(conversation_id, question)
+        return engine.ask(conversation_id, question, DEMO_CALLER)
     if driver == "aask":
-        return await engine.aask(conversation_id, question)
-    events = [event async for event in engine.astream(conversation_id, question)]
+        return await engine.aask(conversation_id, question, DEMO_CALLER)
+    events = [event async for event in engine.astream(conversation_id, question, DEMO_CALLER)]
     result: TurnResult = events[-1].result
     return result
 
@@ -62,10 +63,10 @@ async def test_every_driver_stores_the_state_the_erp_derives_from_the_tools(
 @pytest.mark.parametrize("policy", POLICIES)
 def test_the_next_turn_reads_the_stored_state_before_its_question(make_engine: Any, policy: str) -> None:
     engine, model = make_engine(best_customer_then_purchases, policy=policy)
-    engine.ask("c1", QUESTION)
+    engine.ask("c1", QUESTION, DEMO_CALLER)
     calls_before = len(model.calls)
 
-    engine.ask("c1", "¿Y en 2024?")
+    engine.ask("c1", "¿Y en 2024?", DEMO_CALLER)
 
     human = str(model.calls[calls_before].messages[-1].content)
     state_block = "\n".join(
@@ -77,10 +78,10 @@ def test_the_next_turn_reads_the_stored_state_before_its_question(make_engine: A
 
 def test_a_turn_without_operations_keeps_the_stored_state(make_engine: Any, memory_store: Any) -> None:
     engine, model = make_engine(best_customer_then_purchases)
-    engine.ask("c1", QUESTION)
+    engine.ask("c1", QUESTION, DEMO_CALLER)
     model.function = lambda messages, info: "¡De nada!"
 
-    result = engine.ask("c1", "Gracias.")
+    result = engine.ask("c1", "Gracias.", DEMO_CALLER)
 
     assert result.operations == [] and result.state == DERIVED
     assert memory_store.get_state("c1") == DERIVED
@@ -98,7 +99,7 @@ def test_refused_and_invalid_tool_calls_derive_nothing(make_engine: Any, memory_
 
     engine, _ = make_engine(mixed)
 
-    result = engine.ask("c1", "¿Cuánto vendimos en 2024 y cuánto compró Zeta en 2023?")
+    result = engine.ask("c1", "¿Cuánto vendimos en 2024 y cuánto compró Zeta en 2023?", DEMO_CALLER)
 
     assert [op.error_kind for op in result.operations] == [None, "refused", "invalid"]
     # A later operation overrides an earlier one's keys, but only the one that ran says anything.
@@ -114,7 +115,7 @@ def test_a_turn_whose_only_tool_failed_stores_no_state(make_engine: Any, memory_
 
     engine, _ = make_engine(unknown_customer)
 
-    result = engine.ask("c1", "¿Cuánto compró Zeta?")
+    result = engine.ask("c1", "¿Cuánto compró Zeta?", DEMO_CALLER)
 
     assert result.recorded and result.state == {} and memory_store.get_state("c1") == {}
 
@@ -171,7 +172,7 @@ def test_a_structured_estado_names_what_no_operation_of_the_turn_said(
 
     engine, _ = make_engine(structured_only, structured=True, structured_strategy="tool")
 
-    result = engine.ask("c1", "Hablemos de Distribuidora Norte.")
+    result = engine.ask("c1", "Hablemos de Distribuidora Norte.", DEMO_CALLER)
 
     assert result.operations == []
     assert result.state == {"cliente_actual": "Distribuidora Norte", "tema": "clientes"}

@@ -16,6 +16,7 @@ from langchain_core.messages import BaseMessage
 from shared.failures import is_recorded
 from shared.llm.faults import FaultConfig, FaultMode
 from shared.llm.offline import OfflineSalesModel
+from shared.security import DEMO_CALLER
 from toolcalling_mode import ToolCallingEngine
 
 # (question, model calls, operations, fragments of the answer)
@@ -66,7 +67,7 @@ def test_the_article_dialogue(
     engine, _ = offline_engine(erp, registry, memory_store, policy=policy, structured=structured)
 
     for question, calls, operations, fragments in DIALOGUE:
-        result = engine.ask("articulo", question)
+        result = engine.ask("articulo", question, DEMO_CALLER)
 
         assert result.model_calls == calls, question
         assert [op.funcion for op in result.operations] == operations, question
@@ -86,7 +87,7 @@ def test_structured_answers_store_the_erp_state_and_the_models_topic(
 ) -> None:
     engine, _ = offline_engine(erp, registry, memory_store, structured=True)
 
-    result = engine.ask("c1", "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?")
+    result = engine.ask("c1", "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?", DEMO_CALLER)
 
     assert result.state == {
         "tema": "ventas",  # the model's
@@ -100,10 +101,10 @@ def test_structured_answers_store_the_erp_state_and_the_models_topic(
 
 def test_full_history_prompt_contains_the_first_exchange(erp: Any, registry: Any, memory_store: Any) -> None:
     engine, recorder = offline_engine(erp, registry, memory_store, policy="full_history")
-    first = engine.ask("c1", DIALOGUE[0][0])
+    first = engine.ask("c1", DIALOGUE[0][0], DEMO_CALLER)
     calls_before = len(recorder.prompts)
 
-    engine.ask("c1", DIALOGUE[1][0])
+    engine.ask("c1", DIALOGUE[1][0], DEMO_CALLER)
 
     prompt = recorder.prompts[calls_before]
     texts = [str(m.content) for m in prompt]
@@ -116,8 +117,8 @@ def test_windowed_prompt_is_bounded(erp: Any, registry: Any, memory_store: Any) 
     windowed, w_recorder = offline_engine(erp, registry, memory_store, policy="windowed")
     full, f_recorder = offline_engine(erp, registry, memory_store, policy="full_history")
     for question, *_ in DIALOGUE:
-        last_windowed = windowed.ask("w", question)
-        last_full = full.ask("f", question)
+        last_windowed = windowed.ask("w", question, DEMO_CALLER)
+        last_full = full.ask("f", question, DEMO_CALLER)
 
     first_call_of_last_turn = w_recorder.prompts[-last_windowed.model_calls]
     assert [m.type for m in first_call_of_last_turn] == ["system", "human"]
@@ -147,7 +148,7 @@ def test_every_fault_mode_ends_in_a_clear_answer_recorded_only_if_the_model_fini
         erp, registry, memory_store, faults=FaultConfig(mode=mode), structured=structured
     )
 
-    result = engine.ask("c1", DIALOGUE[1][0])
+    result = engine.ask("c1", DIALOGUE[1][0], DEMO_CALLER)
 
     assert result.errors
     assert result.answer
@@ -166,7 +167,7 @@ def test_faults_at_a_low_rate_leave_most_turns_clean(erp: Any, registry: Any, me
         erp, registry, memory_store, faults=FaultConfig(mode="wrong_types", rate=0.2, seed=3)
     )
 
-    results = [engine.ask("c1", question) for question, *_ in DIALOGUE]
+    results = [engine.ask("c1", question, DEMO_CALLER) for question, *_ in DIALOGUE]
 
     assert all(r.recorded == is_recorded(r.failure) for r in results)
     assert sum(1 for r in results if not r.errors) >= 2
@@ -176,10 +177,10 @@ def test_a_turn_with_malformed_tool_calls_replays_cleanly(erp: Any, registry: An
     faulty, _ = offline_engine(
         erp, registry, memory_store, policy="full_history", faults=FaultConfig(mode="malformed_json")
     )
-    faulty.ask("c1", DIALOGUE[1][0])
+    faulty.ask("c1", DIALOGUE[1][0], DEMO_CALLER)
     clean, recorder = offline_engine(erp, registry, memory_store, policy="full_history")
 
-    result = clean.ask("c1", DIALOGUE[0][0])
+    result = clean.ask("c1", DIALOGUE[0][0], DEMO_CALLER)
 
     assert result.errors == []
     replay = recorder.prompts[0]

@@ -9,6 +9,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_ollama import ChatOllama
 
 from shared.emulators import start_emulator
+from shared.security import DEMO_CALLER
 from tests.fakes import CallInfo, FunctionChatModel
 from tests.toolcalling_mode.toolcalling_fakes import ask_tools, call, toy_registry
 from toolcalling_mode import ToolCallingEngine
@@ -27,8 +28,8 @@ def test_one_multi_tool_turn_through_chat_ollama(toy_erp: Any, memory_store: Any
         client = ChatOllama(model="llama3.1:8b", base_url=base_url, temperature=0)
         engine = ToolCallingEngine(toy_registry(), toy_erp, memory_store, client, policy="full_history")
 
-        first = engine.ask("c1", "¿Cuánto vendimos en 2025 y quién fue el mejor cliente?")
-        second = engine.ask("c1", "Repite eso, por favor.")
+        first = engine.ask("c1", "¿Cuánto vendimos en 2025 y quién fue el mejor cliente?", DEMO_CALLER)
+        second = engine.ask("c1", "Repite eso, por favor.", DEMO_CALLER)
 
     assert first.answer == "Vendimos 850000000; el mejor cliente fue ACME S.A.."
     assert first.model_calls == 2
@@ -56,7 +57,7 @@ def test_the_offline_model_behind_the_emulator_answers_a_multi_tool_turn(
         client = ChatOllama(model="llama3.1:8b", base_url=base_url, temperature=0)
         engine = ToolCallingEngine(registry, erp, memory_store, client)
 
-        result = engine.ask("c1", "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?")
+        result = engine.ask("c1", "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?", DEMO_CALLER)
 
     assert result.model_calls == 2
     assert [op.funcion for op in result.operations] == ["ventas_anuales", "mejor_cliente"]
