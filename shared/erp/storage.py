@@ -22,7 +22,9 @@ may share one database.
 from __future__ import annotations
 
 import re
+import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -156,17 +158,38 @@ def _sqlite_pragmas(*, wal: bool) -> Any:
     def on_connect(dbapi_connection: Any, _record: Any) -> None:
         cursor = dbapi_connection.cursor()
         try:
+            # First, so that every statement below waits for another process's lock instead of failing.
+            cursor.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_SECONDS * 1000)}")
             if wal:
-                cursor.execute("PRAGMA journal_mode=WAL")
+                _switch_to_wal(cursor)
                 # WAL + NORMAL is the pairing SQLite recommends: commits stop waiting for fsync and the
                 # database stays consistent; a power cut (not a crash) can lose only the last commits.
                 cursor.execute("PRAGMA synchronous=NORMAL")
-            cursor.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_SECONDS * 1000)}")
             cursor.execute("PRAGMA foreign_keys=ON")
         finally:
             cursor.close()
 
     return on_connect
+
+
+def _switch_to_wal(cursor: Any) -> None:
+    """``PRAGMA journal_mode=WAL``, retried while another process holds the database.
+
+    The switch needs the database to itself. SQLite does not call the busy handler when waiting could
+    deadlock (this connection's read lock against another's pending write: "the presence of a busy handler
+    does not guarantee that it will be invoked", sqlite3_busy_handler), and answers "database is locked" at
+    once; the other process finishes in moments (a first open seeding the demo), so retry until
+    :data:`BUSY_TIMEOUT_SECONDS` have passed. Seen in CI: 4 processes opening one new database at once.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.02)
 
 
 class SharedConnectionPool(StaticPool):

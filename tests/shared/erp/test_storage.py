@@ -278,3 +278,26 @@ def test_a_thread_waiting_too_long_for_the_in_memory_connection_gets_a_storage_e
             assert nested.scalar(text("SELECT 1")) == 1
     finally:
         erp.engine.dispose()
+
+
+def test_switching_to_wal_waits_out_a_lock_that_sqlite_answers_at_once(tmp_path: Path) -> None:
+    """SQLite answers "database is locked" at once, without its busy handler, when waiting could deadlock;
+    a connection holding the database while another opens it must not fail the open (seen in CI: four
+    processes opening one new database at once)."""
+    path = tmp_path / "db.sqlite3"
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("CREATE TABLE t (x INTEGER)")
+    holder.execute("BEGIN EXCLUSIVE")
+    opener = sqlite3.connect(path, timeout=0)  # no busy handler: every lock conflict fails at once
+    cursor = opener.cursor()
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        cursor.execute("PRAGMA journal_mode=WAL")  # what the open did before it retried
+    release = threading.Timer(0.2, lambda: holder.execute("COMMIT"))
+    release.start()
+    try:
+        storage._switch_to_wal(cursor)
+        assert cursor.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    finally:
+        release.join()
+        opener.close()
+        holder.close()
