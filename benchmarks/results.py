@@ -132,6 +132,13 @@ class TurnRow(BaseModel):
     cached_input_tokens: int | None = None
     """Input tokens served from the provider's prompt cache (modelled by the offline model); ``None`` in files
     that predate it."""
+    usage_reported: bool = True
+    """``False`` when a model call of the turn ended without its provider reporting token usage: the token
+    counts are then unknown (reports print "not reported"), not 0."""
+    connection_retries: int = 0
+    """Requests resent once because their connection failed before the server answered."""
+    recovered_tool_calls: int = 0
+    """Tool calls the model wrote as text that tool-calling mode recovered into real tool calls."""
     model_ms: float = 0.0
     """Measured time inside model calls."""
     simulated_model_ms: float | None = None

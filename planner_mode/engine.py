@@ -559,6 +559,8 @@ class _Turn:
             input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens,
             cached_input_tokens=usage.cached_input_tokens,
+            usage_reported=usage.unreported_calls == 0,
+            connection_retries=usage.connection_retries,
             model_ms=usage.model_ms,
             simulated_model_ms=usage.simulated_model_ms,
             first_answer_ms=self.first_answer_ms,

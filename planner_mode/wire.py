@@ -21,16 +21,30 @@ New fields are only ever added as optional ones, so older clients and servers ke
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Annotated, Literal, Protocol
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Annotated, Any, Final, Literal, Protocol
 
 from pydantic import AfterValidator, BaseModel, Field, TypeAdapter
 
 from planner_mode.plan import Answer, OperationOutcome, Plan
+from shared.bounds import (
+    MAX_CONTEXT_EXCHANGES,
+    MAX_CONTEXT_MEMORIES,
+    MAX_EXCHANGE_CHARS,
+    MAX_MEMORY_CHARS,
+    MAX_STATE_KEY_CHARS,
+    MAX_STATE_KEYS,
+    MAX_STATE_VALUE_CHARS,
+    json_size,
+)
+from shared.errors import InputError
+from shared.inputs import MAX_QUESTION_CHARS, check_question, check_text
 from shared.memory.context import ConversationContext
 from shared.operations.registry import OperationSpec
 
 __all__ = [
+    "MAX_CATALOG_CHARS",
+    "MAX_CATALOG_OPERATIONS",
     "NDJSON",
     "AnalyzeLine",
     "AnalyzeRequest",
@@ -90,6 +104,10 @@ class CallUsage(BaseModel):
     cached_input_tokens: int = 0
     """The part of :attr:`input_tokens` the provider served from its prompt (prefix) cache (0 when it does not
     say, and from servers that predate the field)."""
+    unreported_calls: int = 0
+    """Model calls whose provider reported no token usage: their tokens are unknown, not 0."""
+    connection_retries: int = 0
+    """Requests resent once because their connection failed before the server answered."""
     model_ms: float = 0.0
     """Measured wall time inside the model."""
     simulated_model_ms: float | None = None
@@ -113,6 +131,8 @@ class CallUsage(BaseModel):
             output_tokens=tracker.output_tokens,
             # Optional in the protocol: a tracker-like source that predates the count reports none.
             cached_input_tokens=int(getattr(tracker, "cached_input_tokens", 0)),
+            unreported_calls=int(getattr(tracker, "unreported_calls", 0)),
+            connection_retries=int(getattr(tracker, "connection_retries", 0)),
             model_ms=tracker.model_ms,
             simulated_model_ms=tracker.simulated_model_ms,
             simulated_first_token_ms=last.first_token_ms if last else None,
@@ -136,28 +156,116 @@ class CallUsage(BaseModel):
                 input_tokens=result.input_tokens + usage.input_tokens,
                 output_tokens=result.output_tokens + usage.output_tokens,
                 cached_input_tokens=result.cached_input_tokens + usage.cached_input_tokens,
+                unreported_calls=result.unreported_calls + usage.unreported_calls,
+                connection_retries=result.connection_retries + usage.connection_retries,
                 model_ms=result.model_ms + usage.model_ms,
                 simulated_model_ms=simulated,
             )
         return result
 
 
-def _not_blank(text: str) -> str:
-    if not text.strip():
-        raise ValueError("must not be empty or only whitespace")
-    return text
+# -- what a request may carry: the limits and the text rule the ERP side applies, checked again here ---------
+
+MAX_CATALOG_OPERATIONS: Final = 100
+"""Most operations in one request's catalog (the demo's sales registry has 8)."""
+MAX_CATALOG_CHARS: Final = 100_000
+"""Characters of one request's catalog as compact JSON, about 25,000 tokens (the demo's: about 3,400)."""
 
 
-Question = Annotated[str, Field(min_length=1), AfterValidator(_not_blank)]
-"""A user's question: at least one character that is not whitespace."""
+def _refused(error: InputError) -> ValueError:
+    """An :class:`InputError` as the ``ValueError`` pydantic turns into a validation error (a 422)."""
+    return ValueError(str(error))
+
+
+def _question(text: str) -> str:
+    try:
+        return check_question(text)
+    except InputError as exc:
+        raise _refused(exc) from None
+
+
+def _clean(text: str, what: str) -> None:
+    try:
+        check_text(text, what)
+    except InputError as exc:
+        raise _refused(exc) from None
+
+
+def _at_most(count: int, limit: int, what: str, unit: str) -> None:
+    if count > limit:
+        raise ValueError(f"{what} has {count} {unit}; the limit is {limit}")
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string inside JSON data, dict keys included."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from _strings(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings(item)
+
+
+def _bounded_context(context: ConversationContext) -> ConversationContext:
+    """``context`` if it keeps the bounds :meth:`~shared.memory.store.MemoryStore.build_context` guarantees
+    (:mod:`shared.bounds`) and holds no control character (:data:`shared.inputs.CONTROL_CHARACTERS`, which
+    the store removes from what it returns); else ``ValueError`` naming the part."""
+    _at_most(len(context.memoria), MAX_CONTEXT_MEMORIES, "memoria", "items")
+    for index, item in enumerate(context.memoria):
+        _at_most(len(item), MAX_MEMORY_CHARS, f"memoria[{index}]", "characters")
+        _clean(item, f"memoria[{index}]")
+    _at_most(len(context.estado), MAX_STATE_KEYS, "estado", "keys")
+    for number, (key, value) in enumerate(context.estado.items(), start=1):
+        _at_most(len(key), MAX_STATE_KEY_CHARS, f"estado key {number}", "characters")
+        _at_most(
+            json_size(value), MAX_STATE_VALUE_CHARS, f"estado key {number}'s value", "characters of JSON"
+        )
+        for text in (key, *_strings(value)):
+            _clean(text, f"estado key {number}")
+    _at_most(len(context.ultimos_intercambios), MAX_CONTEXT_EXCHANGES, "ultimos_intercambios", "items")
+    for index, exchange in enumerate(context.ultimos_intercambios):
+        for name in ("usuario", "asistente"):
+            text = getattr(exchange, name)
+            what = f"ultimos_intercambios[{index}].{name}"
+            _at_most(len(text), MAX_EXCHANGE_CHARS, what, "characters")
+            _clean(text, what)
+    return context
+
+
+def _bounded_catalog(catalog: list[OperationSpec]) -> list[OperationSpec]:
+    """``catalog`` if its JSON has at most :data:`MAX_CATALOG_CHARS` characters and no string in it (names,
+    descriptions, the parameters' schemas) holds a control character; else ``ValueError``."""
+    data = [spec.model_dump(mode="json") for spec in catalog]
+    _at_most(json_size(data), MAX_CATALOG_CHARS, "catalog", "characters of JSON")
+    for index, spec in enumerate(data):
+        for text in _strings(spec):
+            _clean(text, f"catalog[{index}] ({str(spec['name'])[:40]!r})")
+    return catalog
+
+
+Question = Annotated[str, Field(min_length=1, max_length=MAX_QUESTION_CHARS), AfterValidator(_question)]
+"""A user's question as the ERP accepts it (:func:`shared.inputs.check_question`): 1 to
+:data:`~shared.inputs.MAX_QUESTION_CHARS` characters, not only whitespace, no control character but tab and
+line ends."""
+Context = Annotated[ConversationContext, AfterValidator(_bounded_context)]
+"""A conversation context within the bounds the memory store builds it to (:mod:`shared.bounds`)."""
+Catalog = Annotated[
+    list[OperationSpec], Field(max_length=MAX_CATALOG_OPERATIONS), AfterValidator(_bounded_catalog)
+]
+"""At most :data:`MAX_CATALOG_OPERATIONS` operations in :data:`MAX_CATALOG_CHARS` characters of JSON."""
 
 
 class AnalyzeRequest(BaseModel):
-    """``POST /ai/analyze``: call 1."""
+    """``POST /ai/analyze``: call 1.
+
+    The HTTP client builds the same model, so the ERP side refuses what the server would refuse (422)."""
 
     message: Question = Field(description="The user's new question.")
-    context: ConversationContext
-    catalog: list[OperationSpec] = Field(description="The operations the ERP can execute.")
+    context: Context
+    catalog: Catalog = Field(description="The operations the ERP can execute.")
 
 
 class AnalyzeResponse(BaseModel):
@@ -172,7 +280,7 @@ class RespondRequest(BaseModel):
 
     question: Question = Field(description="The user's question.")
     results: list[OperationOutcome] = Field(description="One outcome per planned operation.")
-    context: ConversationContext
+    context: Context
 
 
 class RespondResponse(BaseModel):
@@ -183,10 +291,19 @@ class RespondResponse(BaseModel):
 
 
 ErrorKind = Literal[
-    "model_output", "provider", "timeout", "unauthorized", "too_large", "invalid_request", "internal"
+    "model_output",
+    "provider",
+    "timeout",
+    "unauthorized",
+    "not_found",
+    "method_not_allowed",
+    "too_large",
+    "invalid_request",
+    "internal",
 ]
-"""``unauthorized`` 401, ``too_large`` 413, ``invalid_request`` 422, ``model_output``/``provider``/``timeout``
-502, ``internal`` 500."""
+"""``unauthorized`` 401, ``not_found`` 404 (no such path), ``method_not_allowed`` 405 (the path exists, not
+with that method: the ``Allow`` header lists the methods), ``too_large`` 413, ``invalid_request`` 422,
+``model_output``/``provider``/``timeout`` 502, ``internal`` 500."""
 
 
 class FieldError(BaseModel):
@@ -199,7 +316,7 @@ class FieldError(BaseModel):
 
 
 class ErrorResponse(BaseModel):
-    """Body of every error response (401, 413, 422, 500, 502)."""
+    """Body of every error response (401, 404, 405, 413, 422, 500, 502)."""
 
     error: str
     """One sentence for a person or a log."""

@@ -66,6 +66,15 @@ class TurnResult(BaseModel):
     output_tokens: int = 0
     cached_input_tokens: int = 0
     """Input tokens the provider served from its prompt (prefix) cache; part of ``input_tokens``."""
+    usage_reported: bool = True
+    """``False`` when a model call of the turn ended without its provider reporting token usage: the token
+    counts then miss that call (unknown, not 0) and reports say "not reported"."""
+    connection_retries: int = 0
+    """Requests resent once because their connection failed before the server answered a byte
+    (:mod:`shared.llm.connection_retry`); not model calls of their own."""
+    recovered_tool_calls: int = 0
+    """Tool calling: tool calls the model wrote as text (a fenced or bare ``{"name", "arguments"}`` object, a
+    ``<tool_call>`` tag) that the engine recovered into real tool calls; always 0 in planner mode."""
     model_ms: float = 0.0
     """Measured wall time spent inside model calls."""
     simulated_model_ms: float | None = None

@@ -36,6 +36,8 @@ class TurnContext:
     """Who the turn runs for (the tools are already bound to them; used to judge refused calls)."""
     operations: dict[str, ExecutedOperation] = field(default_factory=dict)
     """Executed tool calls, by tool call id (filled by :class:`TurnMiddleware`)."""
+    recovered_tool_calls: int = 0
+    """Tool calls the model wrote as text that were recovered into real ones (:func:`count_recovered`)."""
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     """Tool calls of one step run in parallel: in threads, also in an async run (tools are synchronous)."""
 
@@ -132,6 +134,14 @@ class TurnMiddleware(AgentMiddleware[Any, Any, Any]):
         except OperationError:
             return "invalid"  # unknown or forbidden tool, or invalid arguments: the model's request was wrong
         return "refused"
+
+
+def count_recovered(request: ModelRequest[Any], count: int) -> None:
+    """Count ``count`` recovered text tool calls on the turn of ``request``."""
+    context = request.runtime.context if request.runtime is not None else None
+    if isinstance(context, TurnContext):
+        with context.lock:
+            context.recovered_tool_calls += count
 
 
 def _with_turn_prompt(request: ModelRequest[Any]) -> ModelRequest[Any]:

@@ -20,6 +20,11 @@ provider does write such a preamble, the next step's text is set apart from it (
 the final ``TurnResult.answer`` (the last step's text) supersedes what was shown, as :mod:`shared.events`
 specifies for any mismatch.
 
+**Tool calls written as text.** A plain step whose visible text begins like one (a fence, ``{``, ``[``,
+``<tool_call>``) is held back until the step ends, then shown only if it is not a tool call written as
+text (:func:`~toolcalling_mode.text_tool_calls.looks_like_text_tool_call`): such a step is recovered into
+tool calls, or fails the turn, and is never answer text.
+
 :attr:`AnswerSteps.first` remembers which step wrote the first answer text and what that step wrote before
 it: the inputs of the simulated time to the first answer token (:func:`simulated_first_answer_ms`).
 """
@@ -35,6 +40,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 
 from shared.json_stream import AnswerTextStream
 from shared.llm.usage import SimulatedCall, first_text_ms
+from toolcalling_mode.text_tool_calls import looks_like_text_tool_call
 
 STEP_SEPARATOR = "\n\n"
 """Put before the text of a step when an earlier step of the turn already showed some (a preamble)."""
@@ -50,16 +56,54 @@ class FirstAnswer:
     """What that call wrote before the first answer character (a ``<think>`` block, ``{"respuesta": "``)."""
 
 
+_TOOL_CALL_OPENINGS = ("```", "{", "[", "<tool_call>")
+"""How a tool call written as text begins (see :mod:`toolcalling_mode.text_tool_calls`)."""
+
+
+class _TextCallGuard:
+    """Holds a plain step's text back while it may be a tool call written as text."""
+
+    def __init__(self) -> None:
+        self._held = ""
+        self._open = True  # still undecided
+
+    def feed(self, delta: str) -> str:
+        if not self._open:
+            return delta
+        self._held += delta
+        start = self._held.lstrip()
+        if not start or any(o.startswith(start) or start.startswith(o) for o in _TOOL_CALL_OPENINGS):
+            return ""
+        self._open = False
+        released, self._held = self._held, ""
+        return released
+
+    def finish(self) -> str:
+        released, self._held = self._held, ""
+        if self._open and looks_like_text_tool_call(released):
+            return ""
+        return released
+
+
 @dataclass
 class _Channel:
     """One decoded text inside a step: its content, or the arguments of the structured answer tool."""
 
     stream: AnswerTextStream
     raw: list[str] = field(default_factory=list)
+    guard: _TextCallGuard | None = None
+    """Plain content only: holds back what may be a tool call written as text."""
 
     def feed(self, chunk: str) -> str:
         self.raw.append(chunk)
-        return self.stream.feed(chunk)
+        delta = self.stream.feed(chunk)
+        return self.guard.feed(delta) if self.guard is not None else delta
+
+    def finish(self) -> str:
+        delta = self.stream.finish()
+        if self.guard is None:
+            return delta
+        return self.guard.finish() if not delta else self.guard.feed(delta) + self.guard.finish()
 
     def prefix(self) -> str:
         return "".join(self.raw)[: self.stream.prefix_chars]
@@ -81,9 +125,13 @@ class AnswerSteps:
         self._step_id: str | None = None
         self._shown_step: int | None = None
         """The last step that produced answer text."""
-        self._content = _Channel(AnswerTextStream(json_field))
+        self._content = self._content_channel()
         self._arguments = _Channel(AnswerTextStream(json_field))
         self._tool_names: dict[Any, str] = {}
+
+    def _content_channel(self) -> _Channel:
+        guard = _TextCallGuard() if self._json_field is None else None
+        return _Channel(AnswerTextStream(self._json_field), guard=guard)
 
     def feed(self, message: AIMessage) -> str:
         """The answer text ``message`` adds: a chunk of the current step, or a new step when its id differs
@@ -117,7 +165,7 @@ class AnswerSteps:
     def _begin(self, step_id: str | None) -> None:
         self.step += 1
         self._step_id = step_id
-        self._content = _Channel(AnswerTextStream(self._json_field))
+        self._content = self._content_channel()
         self._arguments = _Channel(AnswerTextStream(self._json_field))
         self._tool_names = {}
 
@@ -131,7 +179,7 @@ class AnswerSteps:
         return delta
 
     def _decoded(self, channel: _Channel, chunk: str = "", *, finish: bool = False) -> str:
-        delta = channel.stream.finish() if finish else channel.feed(chunk)
+        delta = channel.finish() if finish else channel.feed(chunk)
         if not delta:
             return ""
         if self.first is None:

@@ -99,7 +99,7 @@ from shared.state import turn_state
 from shared.text import strip_reasoning
 from shared.tracing import TurnRun, aturn_run, turn_run
 from shared.turn import ExecutedOperation, FailureKind, TurnResult
-from toolcalling_mode._middleware import TurnContext, TurnMiddleware, executed_operation
+from toolcalling_mode._middleware import TurnContext, TurnMiddleware, count_recovered, executed_operation
 from toolcalling_mode._streaming import AnswerSteps, FirstAnswer, simulated_first_answer_ms
 from toolcalling_mode.history import (
     answered_ids,
@@ -110,6 +110,7 @@ from toolcalling_mode.history import (
 )
 from toolcalling_mode.limits import ToolCallingLimits
 from toolcalling_mode.prompts import system_prompt, turn_message
+from toolcalling_mode.text_tool_calls import TextToolCallRecovery, looks_like_text_tool_call
 
 if TYPE_CHECKING:
     from shared.erp.database import Erp
@@ -183,6 +184,8 @@ class _AgentRun:
     operations: list[ExecutedOperation] = field(default_factory=list)
     plan_valid: bool | None = None
     """Whether the model's tool calls were valid requests (``None``: the run holds no model reply)."""
+    recovered_tool_calls: int = 0
+    """Tool calls written as text and recovered into real ones."""
 
 
 class ToolCallingEngine:
@@ -199,6 +202,7 @@ class ToolCallingEngine:
         structured: bool = False,
         limits: ToolCallingLimits | None = None,
         structured_strategy: StructuredStrategy = "auto",
+        recover_text_tool_calls: bool = True,
     ) -> None:
         """Configure the engine; each caller's agent is compiled on the caller's first turn (see
         :meth:`_agent_for`): the engine has no default caller, so it compiles none up front.
@@ -214,6 +218,10 @@ class ToolCallingEngine:
             structured_strategy: ``auto`` lets LangChain pick ``ProviderStrategy`` when the model's
                 profile declares native structured output and ``ToolStrategy`` otherwise;
                 ``provider`` or ``tool`` forces one.
+            recover_text_tool_calls: Recover a reply that is only tool calls written as text (a fenced or
+                bare ``{"name", "arguments"}`` object, ``<tool_call>`` tags) into those tool calls, for the
+                tools offered (:mod:`toolcalling_mode.text_tool_calls`). ``False``: such a reply ends the
+                turn as ``model_output`` with ``plan_valid`` False, as it does anyway for a tool not offered.
 
         Raises:
             ValueError: an unknown ``policy``.
@@ -226,6 +234,7 @@ class ToolCallingEngine:
         self.policy: ContextPolicy = policy
         self.structured = structured
         self.limits = limits or ToolCallingLimits()
+        self.recover_text_tool_calls = recover_text_tool_calls
         self._registry = registry
         self._erp = erp
         self._store = store
@@ -483,13 +492,19 @@ class ToolCallingEngine:
             if agent is not None:
                 self._agents.move_to_end(key)
                 return agent
+        middleware: list[Any] = [
+            TurnMiddleware(self._registry, self._max_tokens),
+            ModelCallLimitMiddleware(run_limit=self.limits.model_calls, exit_behavior="end"),
+        ]
+        if self.recover_text_tool_calls:
+            recovery = TextToolCallRecovery(
+                excluded=self._structured_tool_names, on_recovered=count_recovered
+            )
+            middleware.insert(1, recovery)  # inside TurnMiddleware: the output cap is checked on the reply
         agent = create_agent(
             self._model,
             tools=self._registry.langchain_tools(self._erp, caller=caller),
-            middleware=[
-                TurnMiddleware(self._registry, self._max_tokens),
-                ModelCallLimitMiddleware(run_limit=self.limits.model_calls, exit_behavior="end"),
-            ],
+            middleware=middleware,
             response_format=self._response_format,
             context_schema=TurnContext,
             name=self.mode,
@@ -534,6 +549,7 @@ class ToolCallingEngine:
             error=error,
             operations=self._operations(new, prepared.context),
             plan_valid=plan_valid,
+            recovered_tool_calls=prepared.context.recovered_tool_calls,
         )
 
     def _operations(self, messages: Sequence[BaseMessage], context: TurnContext) -> list[ExecutedOperation]:
@@ -566,6 +582,8 @@ class ToolCallingEngine:
         for reply in replies:
             if any(call.get("name") not in self._structured_tool_names for call in reply.invalid_tool_calls):
                 return False
+            if not reply.tool_calls and looks_like_text_tool_call(message_text(reply)):
+                return False  # a tool call written as text and left so: not a request the agent could run
             for call in reply.tool_calls:
                 if call["name"] in self._structured_tool_names:
                     continue
@@ -668,6 +686,9 @@ class ToolCallingEngine:
             input_tokens=tracker.input_tokens,
             output_tokens=tracker.output_tokens,
             cached_input_tokens=tracker.cached_input_tokens,
+            usage_reported=tracker.unreported_calls == 0,
+            connection_retries=tracker.connection_retries,
+            recovered_tool_calls=run.recovered_tool_calls,
             model_ms=tracker.model_ms,
             simulated_model_ms=tracker.simulated_model_ms,
             first_answer_ms=turn.first_answer_ms,
@@ -716,6 +737,13 @@ class ToolCallingEngine:
             unusable = ModelOutputError("The model ended the turn without a structured answer.", raw=text)
         elif not text:
             unusable = ModelOutputError("The model's final answer is empty.")
+        elif looks_like_text_tool_call(text):
+            why = (
+                "recovery is off" if not self.recover_text_tool_calls else "it names a tool it was not given"
+            )
+            unusable = ModelOutputError(
+                f"The model wrote a tool call as text instead of calling the tool ({why}).", raw=text
+            )
         if unusable is not None:
             errors.append(f"{type(unusable).__name__}: {unusable}")
             return _Outcome(user_message("model_output", unusable), failure="model_output")

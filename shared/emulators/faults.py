@@ -46,6 +46,9 @@ The offline model's reply faults, applied to whatever model backs the server (se
     A plan request gets ``{"respuesta": …}`` or ``{}`` (alternating by request), an answer request ``{}``.
 ``no_tool_calls``
     With tools declared, the model answers in prose with an invented figure and calls none.
+``text_tool_calls``
+    With tools declared, each tool call is written as text (a fenced ``{"name", "arguments"}`` block), none
+    as a native call: what llama.cpp's server returns for a model whose call format it does not parse.
 ``think_wrap``
     The reply starts with a ``<think>…</think>`` block holding a stray ``{``.
 """
@@ -71,12 +74,19 @@ EmulatorFault = Literal[
     "placeholder_plan",
     "schema_ignored",
     "no_tool_calls",
+    "text_tool_calls",
     "think_wrap",
 ]
 """The fault modes every emulator understands."""
 
 ReplyFault = Literal[
-    "runaway", "repeat_memory", "placeholder_plan", "schema_ignored", "no_tool_calls", "think_wrap"
+    "runaway",
+    "repeat_memory",
+    "placeholder_plan",
+    "schema_ignored",
+    "no_tool_calls",
+    "text_tool_calls",
+    "think_wrap",
 ]
 """The modes that rewrite the backing model's reply: the offline model's faults (:mod:`shared.llm.faults`)."""
 REPLY_FAULT_MODES: tuple[ReplyFault, ...] = get_args(ReplyFault)

@@ -325,6 +325,9 @@ def _openai(
         "api_key": key,
         "temperature": temperature,
         "max_retries": max_retries,
+        # Usage in streams (stream_options.include_usage): ChatOpenAI asks for it only without a base_url,
+        # and llama.cpp, vLLM and LM Studio send a stream's token counts only when asked.
+        "stream_usage": True,
     }
     if base_url:
         kwargs["base_url"] = base_url
@@ -337,5 +340,21 @@ def _openai(
             kwargs["max_tokens"] = max_tokens
     if timeout is not None:
         kwargs["timeout"] = timeout
+    kwargs.update(_retrying_http_clients())
     model_instance: BaseChatModel = module.ChatOpenAI(**kwargs)
     return model_instance
+
+
+def _retrying_http_clients() -> dict[str, Any]:
+    """The OpenAI SDK's HTTP clients over transports that resend a request once when its connection failed
+    before the server answered (a keep-alive connection the server had closed): see
+    :mod:`shared.llm.connection_retry`. Timeouts come from the SDK's per-request options, as before."""
+    import openai
+
+    from shared.llm.connection_retry import AsyncRetryingTransport, RetryingTransport
+
+    limits = openai.DEFAULT_CONNECTION_LIMITS
+    return {
+        "http_client": openai.DefaultHttpxClient(transport=RetryingTransport(limits=limits)),
+        "http_async_client": openai.DefaultAsyncHttpxClient(transport=AsyncRetryingTransport(limits=limits)),
+    }

@@ -31,6 +31,10 @@ structured final answer); see docs/design.md "What the offline model reads".
   call indexes and ``{}`` on odd ones; an answer request gets ``{}``.
 - ``no_tool_calls``: with tools bound, the model never calls one: it answers in prose with an invented
   figure (:data:`INVENTED_FIGURE`). Requests without tools are unaffected.
+- ``text_tool_calls``: with tools bound, a reply that would call tools writes each call as text instead, a
+  fenced JSON block ```` ```json {"name": …, "arguments": {…}} ``` ```` (indented, as small local models
+  do behind a server that does not parse their tool-call format), with no native tool call. Replies without
+  tool calls and requests without tools are unaffected.
 - ``think_wrap``: the reply is wrapped like a reasoning model's: :data:`THINK_BLOCK` (a stray ``{`` and a
   small JSON object inside ``<think>…</think>``), then the real reply (JSON or text); tool calls are kept.
 - ``timeout``: the call raises :class:`OfflineProviderTimeout`, a
@@ -68,6 +72,7 @@ FaultMode = Literal[
     "placeholder_plan",
     "schema_ignored",
     "no_tool_calls",
+    "text_tool_calls",
     "think_wrap",
     "timeout",
     "stream_break",

@@ -22,6 +22,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
@@ -65,6 +66,8 @@ class UsageSnapshot(BaseModel):
     output_tokens: int
     model_ms: float
     cached_input_tokens: int = 0
+    unreported_calls: int = 0
+    connection_retries: int = 0
     simulated_model_ms: float | None
     simulated_calls: list[SimulatedCall] = Field(default_factory=list)
 
@@ -78,6 +81,12 @@ class UsageTracker(BaseCallbackHandler):
       generations LangChain passes to ``on_llm_error``).
     - ``cached_input_tokens``: the part of ``input_tokens`` served from the provider's prompt cache, summed
       from ``usage_metadata["input_token_details"]["cache_read"]`` the same way (0 where not reported).
+    - ``unreported_calls``: runs that ended without any generation reporting ``usage_metadata`` (a provider
+      or server that says nothing about tokens, e.g. an OpenAI-compatible stream without
+      ``stream_options.include_usage``): their tokens are unknown, not 0.
+    - ``connection_retries``: requests resent once because their connection failed before the server
+      answered (:mod:`shared.llm.connection_retry`); the tracker is the current one for retries from the
+      moment a run starts, in the run's context.
     - ``model_ms``: measured wall time between a run's start and its end or error, summed over runs.
     - ``simulated_model_ms``: sum of ``response_metadata["simulated_latency_ms"]``; ``None`` until a model
       reports one (only the offline model with a latency profile does).
@@ -97,6 +106,8 @@ class UsageTracker(BaseCallbackHandler):
         self.input_tokens = 0
         self.output_tokens = 0
         self.cached_input_tokens = 0
+        self.unreported_calls = 0
+        self.connection_retries = 0
         self.model_ms = 0.0
         self.simulated_model_ms: float | None = None
         self.simulated_calls: list[SimulatedCall] = []
@@ -125,6 +136,8 @@ class UsageTracker(BaseCallbackHandler):
             self.input_tokens += usage.input_tokens
             self.output_tokens += usage.output_tokens
             self.cached_input_tokens += usage.cached_input_tokens
+            if not usage.reported:
+                self.unreported_calls += 1
             if usage.simulated_ms is not None:
                 self.simulated_model_ms = (self.simulated_model_ms or 0.0) + usage.simulated_ms
             self.simulated_calls.extend(timings)
@@ -168,6 +181,8 @@ class UsageTracker(BaseCallbackHandler):
                 output_tokens=self.output_tokens,
                 model_ms=self.model_ms,
                 cached_input_tokens=self.cached_input_tokens,
+                unreported_calls=self.unreported_calls,
+                connection_retries=self.connection_retries,
                 simulated_model_ms=self.simulated_model_ms,
                 simulated_calls=list(self.simulated_calls),
             )
@@ -179,6 +194,8 @@ class UsageTracker(BaseCallbackHandler):
             self.input_tokens = 0
             self.output_tokens = 0
             self.cached_input_tokens = 0
+            self.unreported_calls = 0
+            self.connection_retries = 0
             self.model_ms = 0.0
             self.simulated_model_ms = None
             self.simulated_calls = []
@@ -186,14 +203,30 @@ class UsageTracker(BaseCallbackHandler):
     # -- helpers ------------------------------------------------------------------------------------------
 
     def _start(self, run_id: UUID) -> None:
+        _active_tracker.set(self)  # the run's HTTP requests happen in this context: retries count here
         with self._lock:
             self.calls += 1
             self._started[run_id] = time.perf_counter()
+
+    def _count_retry(self) -> None:
+        with self._lock:
+            self.connection_retries += 1
 
     def _stop(self, run_id: UUID, now: float) -> None:
         started = self._started.pop(run_id, None)
         if started is not None:
             self.model_ms += (now - started) * 1000.0
+
+
+_active_tracker: ContextVar[UsageTracker | None] = ContextVar("active_usage_tracker", default=None)
+"""The tracker of the model run that started last in this context (see :func:`count_connection_retry`)."""
+
+
+def count_connection_retry() -> None:
+    """Count one connection retry on the tracker of the model run in flight in this context (if any)."""
+    tracker = _active_tracker.get()
+    if tracker is not None:
+        tracker._count_retry()
 
 
 @dataclass(frozen=True)
@@ -204,25 +237,30 @@ class _Usage:
     output_tokens: int = 0
     cached_input_tokens: int = 0
     simulated_ms: float | None = None
+    reported: bool = True
+    """Whether some generation carried ``usage_metadata`` (a response with no generation counts as one)."""
 
 
 def _generation_usage(response: LLMResult) -> _Usage:
     """Input, output and cached input tokens and simulated latency summed over every chat generation."""
     input_tokens = output_tokens = cached = 0
     simulated: float | None = None
+    seen = reported = False
     for generations in response.generations:
         for generation in generations:
             if not isinstance(generation, ChatGeneration):
                 continue
+            seen = True
             usage = getattr(generation.message, "usage_metadata", None)
             if usage:
+                reported = True
                 input_tokens += int(usage.get("input_tokens", 0) or 0)
                 output_tokens += int(usage.get("output_tokens", 0) or 0)
                 cached += _cache_read(usage)
             latency = generation.message.response_metadata.get("simulated_latency_ms")
             if isinstance(latency, int | float):
                 simulated = (simulated or 0.0) + float(latency)
-    return _Usage(input_tokens, output_tokens, cached, simulated)
+    return _Usage(input_tokens, output_tokens, cached, simulated, reported=reported or not seen)
 
 
 def _cache_read(usage: Mapping[str, Any]) -> int:

@@ -29,6 +29,7 @@ OFFLINE_EXPECTED: dict[str, tuple[str | None, str | None]] = {
     "placeholder_plan": ("invalid_plan", None),  # plans only
     "schema_ignored": ("model_output", None),  # plans and structured answers only
     "no_tool_calls": (None, None),  # not a failure kind: the benchmark scores it (see below)
+    "text_tool_calls": (None, None),  # recovered into real tool calls, then answered
     "think_wrap": (None, None),  # the reasoning is dropped, the JSON / answer is used
     "stream_break": ("provider", "provider"),  # the reply breaks off midway: nothing recorded
 }
@@ -45,6 +46,7 @@ EMULATOR_EXPECTED: dict[str, tuple[str | None, str | None]] = {
     "placeholder_plan": ("invalid_plan", None),
     "schema_ignored": ("model_output", None),
     "no_tool_calls": (None, None),
+    "text_tool_calls": (None, None),
     "think_wrap": (None, None),
 }
 

@@ -108,6 +108,7 @@ FAULT_VERDICTS: dict[FaultMode, bool | None] = {
     "unknown_function": False,
     "wrong_types": False,
     "no_tool_calls": True,  # a wrong answer, but no invalid request
+    "text_tool_calls": True,  # written as text, recovered into valid tool calls
     "provider_error": None,  # no reply read
     "runaway": False,  # the first reply cut at the output cap: read, unusable (as the planner counts it)
 }

@@ -177,6 +177,8 @@ def inject(draft: Draft, mode: FaultMode, site: FaultSite) -> Draft:
         return Draft()
     if mode == "no_tool_calls":
         return Draft(content=invented_reply()) if site.tools_bound else draft
+    if mode == "text_tool_calls":
+        return Draft(content=text_tool_calls(draft.tool_calls)) if draft.tool_calls else draft
     if mode == "think_wrap":
         return Draft(
             content=think_wrap(draft.content), tool_calls=draft.tool_calls, invalid_calls=draft.invalid_calls
@@ -218,6 +220,16 @@ def inject(draft: Draft, mode: FaultMode, site: FaultSite) -> Draft:
     return Draft.json(payload, compact=draft.compact)
 
 
+def text_tool_calls(calls: list[tuple[str, dict[str, Any]]]) -> str:
+    """``calls`` written as text, one fenced JSON block each, as a small model behind a server that does not
+    parse its tool-call format replies."""
+    blocks = [
+        "```json\n" + json.dumps({"name": name, "arguments": args}, ensure_ascii=False, indent=2) + "\n```"
+        for name, args in calls
+    ]
+    return "\n".join(blocks)
+
+
 def _inject_tool_calls(draft: Draft, mode: FaultMode) -> Draft:
     first_name, first_args = draft.tool_calls[0]
     rest = draft.tool_calls[1:]
@@ -257,6 +269,7 @@ REPLY_FAULTS: tuple[FaultMode, ...] = (
     "placeholder_plan",
     "schema_ignored",
     "no_tool_calls",
+    "text_tool_calls",
     "think_wrap",
 )
 """The fault modes :func:`misbehave` applies to a finished reply."""

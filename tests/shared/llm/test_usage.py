@@ -85,7 +85,7 @@ def test_reset_and_snapshot() -> None:
     tracker.reset()
     assert tracker.snapshot().model_dump() == {
         "calls": 0, "input_tokens": 0, "output_tokens": 0, "model_ms": 0.0, "cached_input_tokens": 0,
-        "simulated_model_ms": None, "simulated_calls": [],
+        "unreported_calls": 0, "connection_retries": 0, "simulated_model_ms": None, "simulated_calls": [],
     }  # fmt: skip
     assert len(snapshot.simulated_calls) == 1  # a snapshot is a copy: reset does not empty it
 

@@ -1,0 +1,82 @@
+"""One bounded retry for a request whose connection failed before the server answered a single byte.
+
+A local OpenAI-compatible server (llama.cpp's ``llama-server`` among them) closes an idle keep-alive
+connection after a few seconds; a client that picks that connection from its pool a moment later gets
+``RemoteProtocolError: Server disconnected without sending a response`` within milliseconds, and the SDK
+(built with ``max_retries=0`` so that every request is a counted model call) reports "Connection error."
+The model never saw the request. :class:`RetryingTransport` and :class:`AsyncRetryingTransport` wrap the
+HTTP transport of such a client and send the request once more, on a new connection, when the transport
+failed with a connection error (:data:`RETRIED_ERRORS`: refused, reset, disconnected) before any response
+header arrived. Timeouts are never retried (the server is slow, not gone), nor is any HTTP status: those stay
+the provider errors they are, and a failure of the retry is reported as the original would have been.
+
+Each retry is counted on the :class:`~shared.llm.usage.UsageTracker` of the model call that made it (the
+tracker registers itself as the current one when a call starts, in the call's own context), so a turn
+reports ``connection_retries``; it is also logged on the ``shared.llm`` logger.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import httpx2
+
+from shared.llm.usage import count_connection_retry
+
+__all__ = ["RETRIED_ERRORS", "AsyncRetryingTransport", "RetryingTransport"]
+
+logger = logging.getLogger("shared.llm")
+
+RETRIED_ERRORS: tuple[type[Exception], ...] = (
+    httpx2.ConnectError,
+    httpx2.RemoteProtocolError,
+    httpx2.ReadError,
+    httpx2.WriteError,
+)
+"""Transport errors raised before a response header arrived, other than timeouts: the connection failed."""
+
+
+def _note_retry(request: httpx2.Request, error: Exception) -> None:
+    count_connection_retry()
+    logger.warning(
+        "Retrying %s %s once on a new connection: %s: %s",
+        request.method,
+        request.url,
+        type(error).__name__,
+        error,
+    )
+
+
+class RetryingTransport(httpx2.BaseTransport):
+    """A synchronous transport that retries a request once when its connection failed (see the module)."""
+
+    def __init__(self, inner: httpx2.BaseTransport | None = None, **transport_options: Any) -> None:
+        self._inner = inner or httpx2.HTTPTransport(**transport_options)
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        try:
+            return self._inner.handle_request(request)
+        except RETRIED_ERRORS as error:
+            _note_retry(request, error)
+            return self._inner.handle_request(request)
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+class AsyncRetryingTransport(httpx2.AsyncBaseTransport):
+    """:class:`RetryingTransport` for asynchronous clients."""
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport | None = None, **transport_options: Any) -> None:
+        self._inner = inner or httpx2.AsyncHTTPTransport(**transport_options)
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        try:
+            return await self._inner.handle_async_request(request)
+        except RETRIED_ERRORS as error:
+            _note_retry(request, error)
+            return await self._inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()

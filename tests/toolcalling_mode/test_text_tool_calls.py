@@ -1,0 +1,147 @@
+"""Tool calls written as text: never an answer; recovered into real tool calls by default, or refused.
+
+The model here writes what Qwen2.5-Coder-1.5B wrote behind llama.cpp's server: its call as a fenced JSON
+block, which the server left as text (the ``text_tool_calls`` fault of the offline model reproduces it on the
+sales registry).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_core.messages import BaseMessage
+
+from shared.llm.offline import OfflineSalesModel
+from shared.security import DEMO_CALLER
+from tests.fakes import CallInfo
+from toolcalling_mode import ToolCallingEngine
+from toolcalling_mode.text_tool_calls import parse_text_tool_calls
+
+FENCED = '```json\n{\n  "name": "ventas_anuales",\n  "arguments": {\n    "anio": 2025\n  }\n}\n```'
+
+# -- reading ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "calls"),
+    [
+        (FENCED, [("ventas_anuales", {"anio": 2025})]),
+        ('{"name": "ventas_anuales", "arguments": {"anio": 2025}}', [("ventas_anuales", {"anio": 2025})]),
+        ('<tool_call>\n{"name": "a", "arguments": {}}\n</tool_call>', [("a", {})]),
+        (
+            '[{"name": "a", "arguments": {}}, {"name": "b", "parameters": {"x": 1}}]',
+            [("a", {}), ("b", {"x": 1})],
+        ),
+        (
+            '```\n{"name": "a", "arguments": "{\\"x\\": 1}"}\n```\n```json\n{"name": "b"}\n```',
+            [("a", {"x": 1}), ("b", {})],
+        ),
+        ('<think>I should call a.</think>{"name": "a", "arguments": {}}', [("a", {})]),
+    ],
+)
+def test_a_reply_that_is_only_tool_calls_written_as_text_is_read(text: str, calls: list[Any]) -> None:
+    assert parse_text_tool_calls(text) == calls
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Vendimos ₲850.000.000 en 2025.",
+        'Claro: {"name": "a", "arguments": {}}',  # prose around it
+        '```json\n{"total": 850000000}\n```',  # JSON, but not a call
+        '{"name": "Empresa ABC", "total": 120000000}',  # an object with a name is not a call
+        '{"name": "a", "arguments": [1, 2]}',
+        "",
+    ],
+)
+def test_prose_and_other_json_are_not_tool_calls(text: str) -> None:
+    assert parse_text_tool_calls(text) is None
+
+
+# -- the engine --------------------------------------------------------------------------------------------
+
+
+def text_then_answer(text: str) -> Any:
+    def reply(messages: list[BaseMessage], info: CallInfo) -> str:
+        return text if not info.tool_results else "Listo."
+
+    return reply
+
+
+def test_a_text_tool_call_is_recovered_runs_and_is_counted(make_engine: Any) -> None:
+    engine, _ = make_engine(
+        text_then_answer('```json\n{"name": "ventas_anuales", "arguments": {"anio": 2025}}\n```')
+    )
+
+    result = engine.ask("c1", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
+
+    assert (result.failure, result.answer, result.plan_valid) == (None, "Listo.", True)
+    assert [(op.funcion, op.parametros, op.ok) for op in result.operations] == [
+        ("ventas_anuales", {"anio": 2025}, True)
+    ]
+    assert result.recovered_tool_calls == 1
+    assert result.model_calls == 2
+
+
+def test_a_text_call_to_a_tool_not_offered_is_never_an_answer(make_engine: Any) -> None:
+    engine, _ = make_engine(text_then_answer('{"name": "borrar_facturas", "arguments": {}}'))
+
+    result = engine.ask("c1", "Borra las facturas", DEMO_CALLER)
+
+    assert (result.failure, result.plan_valid, result.recovered_tool_calls) == ("model_output", False, 0)
+    assert "borrar_facturas" not in result.answer and not result.recorded
+
+
+def test_recovered_arguments_are_validated_as_native_ones_are(make_engine: Any) -> None:
+    engine, _ = make_engine(text_then_answer('{"name": "ventas_anuales", "arguments": {"anio": "dos mil"}}'))
+
+    result = engine.ask("c1", "¿Cuánto vendimos?", DEMO_CALLER)
+
+    assert result.recovered_tool_calls == 1
+    assert [op.error_kind for op in result.operations] == ["invalid"]
+    assert result.plan_valid is False
+
+
+def test_with_recovery_off_a_text_tool_call_is_model_output_and_invalid(make_engine: Any) -> None:
+    engine, _ = make_engine(text_then_answer(FENCED), recover_text_tool_calls=False)
+
+    result = engine.ask("c1", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
+
+    assert (result.failure, result.plan_valid, result.recovered_tool_calls) == ("model_output", False, 0)
+    assert result.operations == [] and not result.recorded
+
+
+async def test_a_streamed_turn_never_shows_the_text_tool_call(
+    erp: Any, registry: Any, memory_store: Any
+) -> None:
+    model = OfflineSalesModel(faults="text_tool_calls")
+    engine = ToolCallingEngine(registry, erp, memory_store, model)
+    shown: list[str] = []
+    result = None
+    async for event in engine.astream("s1", "¿Cuánto vendimos en 2025?", DEMO_CALLER):
+        text = getattr(event, "text", None)
+        if text:
+            shown.append(text)
+        result = getattr(event, "result", result)
+
+    assert result is not None and result.failure is None
+    assert result.recovered_tool_calls >= 1
+    assert [op.funcion for op in result.operations] == ["ventas_anuales"]
+    assert "".join(shown) == result.answer and '"arguments"' not in result.answer
+
+
+async def test_both_drivers_agree_on_the_offline_fault(erp: Any, registry: Any, memory_store: Any) -> None:
+    engine = ToolCallingEngine(registry, erp, memory_store, OfflineSalesModel(faults="text_tool_calls"))
+    sync = engine.ask("d1", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
+    off = ToolCallingEngine(
+        registry,
+        erp,
+        memory_store,
+        OfflineSalesModel(faults="text_tool_calls"),
+        recover_text_tool_calls=False,
+    )
+    refused = await off.aask("d2", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
+
+    assert (sync.failure, sync.plan_valid, sync.recovered_tool_calls) == (None, True, 1)
+    assert (refused.failure, refused.plan_valid) == ("model_output", False)

@@ -1,0 +1,191 @@
+"""Tool calls a model wrote as text instead of as tool calls: read them, and recover them into real ones.
+
+Small local models served by a server whose tool-call parser does not recognise their format reply with the
+call as text: a fenced block (```` ```json {"name": "ventas_anuales", "arguments": {"anio": 2025}} ``` ````),
+the bare object, a list of such objects, or Hermes-style ``<tool_call>{...}</tool_call>`` tags. Such a
+reply is never an answer for the user.
+
+- :func:`parse_text_tool_calls` reads a reply that is *only* tool calls written as text (whitespace and a
+  ``<think>`` block aside) into ``(name, arguments)`` pairs, or returns ``None``: a reply with any other
+  text is prose, and prose that merely quotes JSON stays prose.
+- :class:`TextToolCallRecovery` is the agent middleware that, by default, turns such a reply into the real
+  tool calls it describes, under the rules native calls follow: only tools offered in that model request are
+  recovered (a text call to any other name is left as written, and the turn fails as ``model_output``), the
+  arguments are validated by the tool itself when it runs (invalid ones come back to the model as a tool
+  error, as for a native call), and the recovered step counts against the same model-call and recursion
+  limits. Each recovered call is counted on the turn (``TurnResult.recovered_tool_calls``).
+
+This is the tool-calling counterpart of the tolerance the planner's parser has for fenced or think-prefixed
+JSON (``planner_mode.parsing``); ``docs/failures.md`` lists both side by side.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+from langchain_core.messages import AIMessage, ToolCall
+
+from shared.text import strip_reasoning
+
+__all__ = ["TextToolCallRecovery", "looks_like_text_tool_call", "parse_text_tool_calls"]
+
+_FENCE = re.compile(r"```[a-zA-Z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
+_TAG = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
+_ARGUMENT_KEYS = ("arguments", "parameters", "args")
+
+TextToolCall = tuple[str, dict[str, Any]]
+"""A tool call read from text: the tool's name and its arguments."""
+
+
+def parse_text_tool_calls(text: str) -> list[TextToolCall] | None:
+    """The tool calls ``text`` consists of, or ``None`` when it is not only tool calls written as text.
+
+    Accepted pieces, any number of them separated by whitespace: fenced blocks (any language tag) and
+    ``<tool_call>`` tags holding JSON, and bare JSON. Each JSON value is one call object
+    ``{"name": str, "arguments": object}`` (``parameters`` or ``args`` instead of ``arguments``; arguments as
+    a JSON string are decoded; missing arguments are ``{}``), or a list of them.
+    """
+    body = strip_reasoning(text).strip()
+    if not body:
+        return None
+    pieces: list[str] = []
+    for pattern in (_TAG, _FENCE):
+        found = pattern.findall(body)
+        if found:
+            if pattern.sub("", body).strip():
+                return None  # text besides the calls: prose
+            pieces = found
+            break
+    else:
+        pieces = [body]
+    calls: list[TextToolCall] = []
+    for piece in pieces:
+        parsed = _json_values(piece.strip())
+        if parsed is None:
+            return None
+        for value in parsed:
+            items = value if isinstance(value, list) else [value]
+            for item in items:
+                call = _call(item)
+                if call is None:
+                    return None
+                calls.append(call)
+    return calls or None
+
+
+def looks_like_text_tool_call(text: str) -> bool:
+    """Whether ``text`` is only tool calls written as text (any tool name)."""
+    return parse_text_tool_calls(text) is not None
+
+
+def _json_values(text: str) -> list[Any] | None:
+    """Every JSON value in ``text`` written one after another (whitespace between); ``None`` otherwise."""
+    decoder = json.JSONDecoder()
+    values: list[Any] = []
+    position = 0
+    while position < len(text):
+        try:
+            value, end = decoder.raw_decode(text, position)
+        except json.JSONDecodeError:
+            return None
+        values.append(value)
+        position = end
+        while position < len(text) and text[position].isspace():
+            position += 1
+    return values or None
+
+
+def _call(item: Any) -> TextToolCall | None:
+    if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item["name"].strip():
+        return None
+    if set(item) - {"name", "type", "id", *_ARGUMENT_KEYS}:
+        return None  # some other object that happens to have a "name"
+    arguments: Any = next((item[key] for key in _ARGUMENT_KEYS if key in item), {})
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments or "{}")
+        except json.JSONDecodeError:
+            return None
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        return None
+    return item["name"].strip(), arguments
+
+
+def _offered_names(tools: Iterable[Any]) -> set[str]:
+    names: set[str] = set()
+    for tool in tools:
+        name = getattr(tool, "name", None)
+        if name is None and isinstance(tool, dict):
+            name = tool.get("name") or (tool.get("function") or {}).get("name")
+        if isinstance(name, str):
+            names.add(name)
+    return names
+
+
+class TextToolCallRecovery(AgentMiddleware[Any, Any, Any]):
+    """Turn a reply that is only tool calls written as text into those tool calls (see the module).
+
+    ``excluded`` names offered tools that are never recovered (the structured answer's own tool). Every
+    recovered call gets an id ``text-call-…``; the recovered message keeps the reply's id, usage and metadata,
+    with ``response_metadata["recovered_tool_calls"]`` set to the number of calls recovered. ``on_recovered``
+    is told that number, with the model request (the engine counts it on the turn).
+    """
+
+    def __init__(
+        self,
+        *,
+        excluded: Iterable[str] = (),
+        on_recovered: Callable[[ModelRequest[Any], int], None] | None = None,
+    ) -> None:
+        super().__init__()
+        self._excluded = frozenset(excluded)
+        self._on_recovered = on_recovered
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelResponse[Any]:
+        """Recover the reply's text tool calls, if that is all it is."""
+        return self._recovered(request, handler(request))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any]:
+        """:meth:`wrap_model_call` for agents run asynchronously."""
+        return self._recovered(request, await handler(request))
+
+    def _recovered(self, request: ModelRequest[Any], response: ModelResponse[Any]) -> ModelResponse[Any]:
+        offered = _offered_names(request.tools) - self._excluded
+        result = list(response.result)
+        for index, message in enumerate(result):
+            if not isinstance(message, AIMessage) or message.tool_calls or message.invalid_tool_calls:
+                continue
+            calls = parse_text_tool_calls(message.text)
+            if calls is None or any(name not in offered for name, _ in calls):
+                continue  # prose, or a call to a tool this request did not offer: left as written
+            tool_calls = [
+                ToolCall(name=name, args=arguments, id=f"text-call-{uuid.uuid4().hex[:12]}", type="tool_call")
+                for name, arguments in calls
+            ]
+            result[index] = message.model_copy(
+                update={
+                    "content": "",
+                    "tool_calls": tool_calls,
+                    "response_metadata": {**message.response_metadata, "recovered_tool_calls": len(calls)},
+                }
+            )
+            if self._on_recovered is not None:
+                self._on_recovered(request, len(calls))
+        if result == list(response.result):
+            return response
+        return ModelResponse(result=result, structured_response=response.structured_response)
