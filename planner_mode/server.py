@@ -12,11 +12,18 @@ never a stack trace. In the order a request meets them:
   the token; fetch the schema with the header instead). Without a token everything is open: bind a loopback
   address, or see :func:`bind_warning`.
 - **Body size**: more than ``max_body_bytes``: 413.
+- **Unknown path or method**: 404, kind ``not_found``; 405, kind ``method_not_allowed``, with an ``Allow``
+  header (after the token: without it, any path but ``/healthz`` is a 401).
 - **Invalid body**: 422, kind ``invalid_request``, ``detail`` naming the fields. That covers bodies that are
   not UTF-8, not JSON (FastAPI's own 400 for these is replaced), JSON that Python accepts but JSON does not
   (``NaN``, a lone surrogate escape such as ``"\\ud800"``, which no UTF-8 text can hold), nesting deeper than
-  200 levels, a body not sent as ``application/json``, and bodies that fail the request model, such as an
-  empty or blank question.
+  200 levels, a body not sent as ``application/json``, and bodies that fail the request model: a question
+  the ERP would refuse (empty or blank, over :data:`~shared.inputs.MAX_QUESTION_CHARS` characters, a control
+  character but tab and line ends: :func:`shared.inputs.check_question`), a context beyond the bounds the
+  memory store builds it to (:mod:`shared.bounds`) or holding a control character, a catalog over
+  :data:`~planner_mode.wire.MAX_CATALOG_OPERATIONS` operations or
+  :data:`~planner_mode.wire.MAX_CATALOG_CHARS` characters. The HTTP client builds the same request models,
+  so the ERP side and the server refuse the same requests; none of them reaches the model.
 - **Model or provider failures**: 502 with the failed call's ``usage``.
 - **Unexpected errors**: 500 ``Internal error in the AI server (ref XXXXXXXX).``; the traceback is logged
   under that reference to the ``planner_mode.server`` logger, never sent.
@@ -43,6 +50,9 @@ error kind, or ``None``), ``streamed``, ``model_calls``, ``input_tokens``, ``out
 ``ms`` (wall time of the whole request). No question, result or answer text is logged.
 
 The endpoints are ``async``: the model is called with ``ainvoke``/``astream``, not from a thread per request.
+A body larger than :data:`INLINE_PARSE_BYTES` is parsed in a worker thread, so that reading it does not hold
+up the other requests (``/healthz`` included); every request's text is bounded (above), so what is left on
+the event loop per request (validation, prompt rendering) is bounded too.
 
 **Garbage collection.** Served by :func:`app_from_env` (``erp-ai serve``), the app tunes Python's cyclic
 garbage collector for its lifetime (:func:`serving_gc`): the objects that exist once the server has started
@@ -83,6 +93,8 @@ from fastapi.routing import APIRoute
 from langchain_core.language_models import BaseChatModel
 from pydantic import TypeAdapter
 from pydantic_core import from_json
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from planner_mode.ai import PlannerAI
@@ -108,6 +120,7 @@ from shared.errors import ConfigurationError, ModelOutputError, OutputLimitError
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
+    "INLINE_PARSE_BYTES",
     "BearerAuth",
     "BodySizeLimit",
     "RequestLog",
@@ -119,6 +132,9 @@ __all__ = [
 
 DEFAULT_MAX_BODY_BYTES = 1_000_000
 """Default request body limit: far above any real context + catalog, far below a memory problem."""
+
+INLINE_PARSE_BYTES = 64_000
+"""Bodies up to this size are parsed on the event loop (well under a millisecond); larger ones in a thread."""
 
 SERVING_GC_THRESHOLD = 10_000
 """Net container allocations between two young-generation collections while serving (Python: 700)."""
@@ -298,6 +314,8 @@ class _Outcome:
 _OUTCOME_KEY = "erp_ai_outcome"
 _KIND_BY_STATUS: dict[int, ErrorKind] = {
     401: "unauthorized",
+    404: "not_found",
+    405: "method_not_allowed",
     413: "too_large",
     422: "invalid_request",
     500: "internal",
@@ -399,7 +417,11 @@ class _StrictJSONRequest(Request):
 
     async def json(self) -> Any:
         if self._parsed is _UNPARSED:
-            self._parsed = _strict_json(await self.body())
+            body = await self.body()
+            if len(body) > INLINE_PARSE_BYTES:
+                self._parsed = await run_in_threadpool(_strict_json, body)
+            else:
+                self._parsed = _strict_json(body)
         return self._parsed
 
 
@@ -527,6 +549,12 @@ def create_app(
         )
         return JSONResponse(body.model_dump(mode="json"), status_code=422)
 
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        body = _http_error_body(exc, request.method)
+        _outcome(request).kind = body.kind
+        return JSONResponse(body.model_dump(mode="json"), status_code=exc.status_code, headers=exc.headers)
+
     @app.exception_handler(Exception)
     async def _internal(_request: Request, exc: Exception) -> JSONResponse:
         reply = _internal_error(exc)
@@ -649,6 +677,27 @@ def _document_stream(app: FastAPI) -> None:
         return build()
 
     app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's documented way to extend the schema
+
+
+_ENDPOINTS = "POST /ai/analyze, POST /ai/respond and GET /healthz"
+
+
+def _http_error_body(exc: StarletteHTTPException, method: str) -> ErrorResponse:
+    """The :class:`ErrorResponse` of a routing error (404, 405) or of another HTTP error FastAPI raises.
+
+    The path is not echoed back: it may hold anything a client percent-encoded into it."""
+    if exc.status_code == 404:
+        return ErrorResponse(
+            error=f"No such path on the AI server; it serves {_ENDPOINTS}.", kind="not_found"
+        )
+    if exc.status_code == 405:
+        allow = (exc.headers or {}).get("Allow")
+        return ErrorResponse(
+            error=f"Method {method} is not allowed on this path" + (f"; use {allow}." if allow else "."),
+            kind="method_not_allowed",
+        )
+    fallback: ErrorKind = "invalid_request" if exc.status_code < 500 else "internal"
+    return ErrorResponse(error=str(exc.detail), kind=_KIND_BY_STATUS.get(exc.status_code, fallback))
 
 
 def _model_failure(exc: AICallError) -> _ErrorReply:

@@ -36,6 +36,8 @@ from typing import Any, Final
 
 from pydantic import BaseModel
 
+from shared.inputs import CONTROL_CHARACTERS
+
 __all__ = [
     "CONTEXT_MAX_CHARS",
     "MAX_CONTEXT_EXCHANGES",
@@ -166,11 +168,7 @@ def clean_text(text: str) -> str:
 
 
 def _clean_table() -> dict[int, str | None]:
-    table: dict[int, str | None] = {}
-    for code in (*range(0x20), *range(0x7F, 0xA0)):
-        char = chr(code)
-        if char not in "\n\t\r":
-            table[code] = " " if char.isspace() else None
+    table: dict[int, str | None] = {ord(char): " " if char.isspace() else None for char in CONTROL_CHARACTERS}
     table.update(dict.fromkeys(range(0xD800, 0xE000), "\ufffd"))
     return table
 

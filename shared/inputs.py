@@ -2,23 +2,88 @@
 
 Both engines call :func:`check_turn_input` first, so a bad conversation id or question costs no model call
 and leaves nothing behind (failure kind ``input``); the CLI refuses it with one line before opening a model.
+The AI server's request models (:mod:`planner_mode.wire`) apply the same rules to what crosses the wire, so
+a question the ERP would refuse is a 422 there.
+
+**Control characters.** A question may hold tab, line feed and carriage return (a pasted table, several
+lines, Windows line ends); every other character of Unicode category ``Cc`` is refused
+(:data:`CONTROL_CHARACTERS`):
+
+- the rest of C0, U+0000–U+001F: NUL cannot be stored in a PostgreSQL text column at all (SQLite stores it,
+  so the two backends would disagree), and ESC, BEL and the like drive a terminal: a question or a customer
+  name that carried them would repeat them to every screen that shows the conversation;
+- DEL, U+007F: invisible, and nobody types it into a question;
+- C1, U+0080–U+009F: CSI (U+009B) and OSC (U+009D) are the 8-bit forms of ``ESC [`` and ``ESC ]`` and some
+  terminals obey them; otherwise they are mojibake (cp1252 text decoded as Latin-1), never meant text.
+
+This is the set :func:`shared.bounds.clean_text` removes from stored text (it uses this table), and a
+conversation id refuses every ``Cc`` character, tab and line ends included
+(:func:`shared.memory.store.check_conversation_id`). Format characters (``Cf``: zero-width joiners,
+bidirectional marks) stay allowed: real text uses them and they drive no terminal.
 """
 
 from __future__ import annotations
 
+import re
+from typing import Final
+
 from shared.errors import InputError
 
-__all__ = ["MAX_QUESTION_CHARS", "check_question", "check_turn_input"]
+__all__ = [
+    "ALLOWED_CONTROLS",
+    "CONTROL_CHARACTERS",
+    "MAX_QUESTION_CHARS",
+    "check_question",
+    "check_text",
+    "check_turn_input",
+    "find_control_character",
+]
 
-MAX_QUESTION_CHARS = 4000
+MAX_QUESTION_CHARS: Final = 4000
 """Longest question accepted, in characters: several paragraphs, far below any model's context."""
+
+ALLOWED_CONTROLS: Final = "\t\n\r"
+"""The control characters text may hold: tab, line feed, carriage return."""
+CONTROL_CHARACTERS: Final = frozenset(map(chr, (*range(0x20), *range(0x7F, 0xA0)))) - frozenset(
+    ALLOWED_CONTROLS
+)
+"""The control characters refused in a question (and in the AI server's request text): C0 but
+:data:`ALLOWED_CONTROLS`, DEL and C1 (see the module docstring)."""
+_CONTROL: Final = re.compile("[" + "".join(re.escape(char) for char in sorted(CONTROL_CHARACTERS)) + "]")
+
+
+def find_control_character(text: str) -> int | None:
+    """The index of the first of :data:`CONTROL_CHARACTERS` in ``text``, or ``None`` when it has none."""
+    match = _CONTROL.search(text)
+    return None if match is None else match.start()
+
+
+def check_text(text: str, what: str) -> str:
+    """Return ``text`` if it holds no control character (:data:`CONTROL_CHARACTERS`) and is valid Unicode;
+    raise :class:`InputError` naming ``what`` (``"The question"``) and where, never echoing the character.
+    """
+    position = find_control_character(text)
+    if position is not None:
+        raise InputError(
+            f"{what} contains a control character (U+{ord(text[position]):04X} at position {position + 1}), "
+            "which is not text: remove it."
+        )
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError(
+            f"{what} is not valid UTF-8 text (it contains undecodable bytes); check the terminal's "
+            "encoding or the input file."
+        ) from None
+    return text
 
 
 def check_question(message: str) -> str:
     """Return ``message`` if it is a usable question; raise :class:`InputError` saying what is wrong.
 
     Refused: a non-string, an empty or whitespace-only text, more than :data:`MAX_QUESTION_CHARS` characters,
-    and text that is not valid Unicode (lone surrogates, which a terminal sends for undecodable bytes).
+    a control character other than tab and line ends (:data:`CONTROL_CHARACTERS`), and text that is not valid
+    Unicode (lone surrogates, which a terminal sends for undecodable bytes).
     """
     if not isinstance(message, str):
         raise InputError(f"The question must be text, not {type(message).__name__}.")
@@ -28,14 +93,7 @@ def check_question(message: str) -> str:
         raise InputError(
             f"The question has {len(message)} characters; the limit is {MAX_QUESTION_CHARS}. Shorten it."
         )
-    try:
-        message.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InputError(
-            "The question is not valid UTF-8 text (it contains undecodable bytes); check the terminal's "
-            "encoding or the input file."
-        ) from None
-    return message
+    return check_text(message, "The question")
 
 
 def check_turn_input(conversation_id: str, message: str) -> None:
