@@ -157,6 +157,14 @@ def bench(
     structured: Annotated[
         bool, typer.Option(help="Tool calling ends with a structured answer (respuesta/memoria/estado).")
     ] = False,
+    tool_call_recovery: Annotated[
+        bool,
+        typer.Option(
+            help="Tool calling recovers a reply that is only a tool call written as text (fenced or bare "
+            "JSON, <tool_call> tags) into that call. --no-tool-call-recovery: such a reply is a model_output "
+            "failure."
+        ),
+    ] = True,
     max_tokens: MaxTokensOpt = DEFAULT_MAX_TOKENS,
     timeout: TimeoutOpt = DEFAULT_TIMEOUT_S,
     progress: Annotated[bool, typer.Option(help="Show the progress bar.")] = True,
@@ -199,6 +207,7 @@ def bench(
         prompt_cache=prompt_cache,
         latency_profile=latency_profile,
         structured=structured,
+        tool_call_recovery=tool_call_recovery,
         max_tokens=max_tokens,
         timeout=timeout,
         scenario_paths=[str(p) for p in scenarios or []],

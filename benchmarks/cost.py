@@ -124,7 +124,9 @@ class ModeCost(BaseModel):
     cached_input_tokens_mean: float
     output_tokens_mean: float
     usd_per_1000_turns: float | None
-    """``None`` when the model has no price."""
+    """``None`` when the model has no price, or no turn reported its tokens."""
+    tokens_reported: bool = True
+    """``False`` when no turn of the mode reported its token usage: the figures are unknown."""
     reference_usd: dict[str, float] = Field(default_factory=dict)
     """USD per 1,000 turns of the same tokens at each reference model's prices."""
 
@@ -209,16 +211,20 @@ def estimate_cost(
     references = [name for name in table.reference if name in table.models]
     modes = []
     for mode in order:
-        rows = by_mode[mode]
+        every = by_mode[mode]
+        rows = [row for row in every if getattr(row, "usage_reported", True)]  # unknown tokens, not 0
         cached = [float(getattr(row, "cached_input_tokens", 0) or 0) for row in rows]
         inputs = [float(row.input_tokens) for row in rows]
         outputs = [float(row.output_tokens) for row in rows]
 
         usd = 0.0 if local else _usd(found[1], inputs, cached, outputs) if found is not None else None
+        if not rows:
+            usd = None  # no turn reported its tokens: the cost is not known
         modes.append(
             ModeCost(
                 mode=mode,
-                turns=len(rows),
+                turns=len(every),
+                tokens_reported=bool(rows),
                 input_tokens_mean=_mean(inputs),
                 cached_input_tokens_mean=_mean(cached),
                 output_tokens_mean=_mean(outputs),

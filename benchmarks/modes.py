@@ -57,11 +57,13 @@ def build_engine(
     store: MemoryStore,
     model: BaseChatModel,
     structured: bool = False,
+    tool_call_recovery: bool = True,
 ) -> AssistantEngine:
     """The engine for ``mode``, over the given shared pieces.
 
     ``structured`` asks tool calling for a structured final answer (``respuesta``/``memoria``/``estado``);
-    the planner always produces one.
+    the planner always produces one. ``tool_call_recovery`` lets tool calling recover tool calls written as
+    text (``ToolCallingEngine(recover_text_tool_calls=...)``).
     """
     if mode == "planner":
         from planner_mode import InProcessAIClient, PlannerAI, PlannerEngine
@@ -71,5 +73,13 @@ def build_engine(
         from toolcalling_mode import ToolCallingEngine
 
         policy: Literal["windowed", "full_history"] = "windowed" if mode == "toolcalling" else "full_history"
-        return ToolCallingEngine(registry, erp, store, model, policy=policy, structured=structured)
+        return ToolCallingEngine(
+            registry,
+            erp,
+            store,
+            model,
+            policy=policy,
+            structured=structured,
+            recover_text_tool_calls=tool_call_recovery,
+        )
     raise ConfigurationError(f"Unknown mode {mode!r}. Valid modes: {', '.join(ALL_MODES)}.")

@@ -60,6 +60,8 @@ class RunMeta(BaseModel):
     latency_profile: str | None = None
     structured: bool = False
     """Whether tool calling ended with a structured answer (``--structured``)."""
+    tool_call_recovery: bool = True
+    """Whether tool calling recovered tool calls written as text (``--no-tool-call-recovery``: off)."""
     max_tokens: int | None = None
     """Output cap of every model call (``None``: none, or a file that predates the setting)."""
     timeout: float | None = None

@@ -105,6 +105,8 @@ class RunConfig(BaseModel):
     latency_profile: str | None = None
     structured: bool = False
     """Ask tool calling for a structured final answer (so it produces state too)."""
+    tool_call_recovery: bool = True
+    """Tool calling recovers tool calls written as text (``--no-tool-call-recovery`` turns it off)."""
     max_tokens: int | None = Field(default=DEFAULT_MAX_TOKENS, ge=1)
     """Output cap of every model call (``None``: no cap)."""
     timeout: float | None = Field(default=DEFAULT_TIMEOUT_S, gt=0)
@@ -221,7 +223,7 @@ def completed_units(rows: Sequence[TurnRow], scenarios: Sequence[Scenario]) -> s
     }
 
 
-_RESUME_SETTINGS = ("latency_profile", "structured")
+_RESUME_SETTINGS = ("latency_profile", "structured", "tool_call_recovery")
 """Run settings that change the figures: a resumed run must keep them."""
 _TARGET_SETTINGS = ("provider", "model", "base_url")
 """What a target name stands for: a resumed run must keep it for every target name both runs use."""
@@ -313,6 +315,7 @@ def run_benchmark(
         prompt_cache=config.prompt_cache,
         latency_profile=config.latency_profile,
         structured=config.structured,
+        tool_call_recovery=config.tool_call_recovery,
         max_tokens=config.max_tokens,
         timeout=config.timeout,
         modes=list(config.modes),
@@ -664,6 +667,7 @@ def open_suite(
                 store=store,
                 model=models[target.name],
                 structured=config.structured,
+                tool_call_recovery=config.tool_call_recovery,
             )
 
         @functools.cache

@@ -111,11 +111,36 @@ class ModeSummary(BaseModel):
     """Turns whose request for operations was valid as written (``TurnRow.plan_valid`` true)."""
     plans_checked: int = 0
     """Turns that say whether it was (``plan_valid`` not ``None``)."""
+    usage_unreported: int = 0
+    """Turns that called a model whose provider did not report token usage (``TurnRow.usage_reported``
+    false): left out of the token means, which cover the other turns."""
+    usage_reported_turns: int = 0
+    """Turns that called a model and whose token usage was reported."""
+    recovered_tool_calls: int = 0
+    """Tool calls written as text that tool calling recovered into real tool calls, over all turns."""
+    connection_retries: int = 0
+    """Requests resent once because their connection failed before the server answered."""
+
+    @property
+    def tokens_reported(self) -> bool:
+        """Whether the token figures mean anything: some turn reported usage, or none lacked it."""
+        return self.usage_reported_turns > 0 or self.usage_unreported == 0
 
     @property
     def valid_plan_rate(self) -> float | None:
         """``plans_valid / plans_checked``; ``None`` when no turn says (the engines did not record it)."""
         return self.plans_valid / self.plans_checked if self.plans_checked else None
+
+
+NOT_REPORTED = "not reported"
+"""What a report prints for token figures when the provider reported no usage."""
+
+
+def tokens_text(mode: ModeSummary, value: float | None, spec: str = ".0f") -> str:
+    """A token figure of ``mode`` formatted with ``spec``, or :data:`NOT_REPORTED`."""
+    if not mode.tokens_reported:
+        return NOT_REPORTED
+    return "–" if value is None else format(value, spec)
 
 
 class CategorySummary(BaseModel):
@@ -281,6 +306,8 @@ def summarize_mode(mode: str, rows: Sequence[TurnRow], *, seed: int = DEFAULT_SE
     simulated_first = [v for row in rows if (v := row.simulated_first_answer_ms) is not None]
     input_total = sum(row.input_tokens for row in rows)
     checked = [row.plan_valid for row in rows if row.plan_valid is not None]
+    counted = [row for row in rows if row.usage_reported]  # unreported usage is unknown, not 0
+    unreported = sum(1 for row in rows if row.model_calls and not row.usage_reported)
     return ModeSummary(
         mode=mode,
         turns=len(rows),
@@ -292,8 +319,8 @@ def summarize_mode(mode: str, rows: Sequence[TurnRow], *, seed: int = DEFAULT_SE
         pass_k=pass_k,
         calls_mean=_mean(calls),
         calls_max=max(calls, default=0),
-        input_tokens_mean=_mean([row.input_tokens for row in rows]),
-        output_tokens_mean=_mean([row.output_tokens for row in rows]),
+        input_tokens_mean=_mean([row.input_tokens for row in counted]),
+        output_tokens_mean=_mean([row.output_tokens for row in counted]),
         latency_mean=_mean(latencies),
         latency_p50=percentile(latencies, 50),
         latency_p95=percentile(latencies, 95),
@@ -311,6 +338,10 @@ def summarize_mode(mode: str, rows: Sequence[TurnRow], *, seed: int = DEFAULT_SE
         intervals=_intervals(rows, seed) if repetitions > 1 else {},
         plans_valid=sum(checked),
         plans_checked=len(checked),
+        usage_unreported=unreported,
+        usage_reported_turns=sum(1 for row in counted if row.model_calls),
+        recovered_tool_calls=sum(row.recovered_tool_calls for row in rows),
+        connection_retries=sum(row.connection_retries for row in rows),
     )
 
 

@@ -14,7 +14,7 @@ each target's own findings, prefixed with its name: modes are compared within a 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from benchmarks.report.aggregate import ModeSummary, PairedComparison, Summary
@@ -99,10 +99,15 @@ def _compare(summary: Summary, base: ModeSummary, other: ModeSummary) -> str:
         else f"accuracy {base.accuracy:.0%} vs {other.accuracy:.0%} (no turns in common to compare)"
     )
     first = first_answer_comparison(base, other)
-    return (
-        f"{base.mode}: {base.calls_mean:.1f} calls/turn vs {other.calls_mean:.1f} for {other.mode}; "
+    tokens = (
         f"{_relative(base.input_tokens_mean, other.input_tokens_mean, 'input tokens')} per turn "
         f"({base.input_tokens_mean:.0f} vs {other.input_tokens_mean:.0f}); "
+        if base.tokens_reported and other.tokens_reported
+        else "tokens not reported by the provider; "
+    )
+    return (
+        f"{base.mode}: {base.calls_mean:.1f} calls/turn vs {other.calls_mean:.1f} for {other.mode}; "
+        + tokens
         + (f"first answer token {first}; " if first else "")
         + f"{accuracy}."
     )
@@ -155,7 +160,9 @@ def _first_answer_figures(mode: ModeSummary) -> str | None:
 def _structure(mode: ModeSummary, *, first: bool) -> str:
     calls = f"{mode.calls_mean:.2f} model calls" if first else f"{mode.calls_mean:.2f} calls"
     tokens = (
-        f"{mode.input_tokens_mean:.0f} input / {mode.output_tokens_mean:.0f} output tokens"
+        "tokens not reported by the provider"
+        if not mode.tokens_reported
+        else f"{mode.input_tokens_mean:.0f} input / {mode.output_tokens_mean:.0f} output tokens"
         if first
         else f"{mode.input_tokens_mean:.0f} / {mode.output_tokens_mean:.0f} tokens"
     )
@@ -337,6 +344,27 @@ def _matrix_findings(summary: Summary, meta: RunMeta | None) -> list[str]:
     return sentences
 
 
+def measurement_sentences(modes: Sequence[ModeSummary]) -> list[str]:
+    """What the provider did not report, what tool calling recovered, what was retried (none: no sentence)."""
+    sentences = []
+    unreported = [m for m in modes if m.usage_unreported]
+    if unreported:
+        parts = ", ".join(f"{m.mode} {m.usage_unreported}" for m in unreported)
+        sentences.append(
+            "Turns whose provider did not report token usage (left out of the token figures, not counted "
+            f"as 0): {parts}."
+        )
+    calling = [m for m in modes if m.mode.startswith("toolcalling")]
+    if calling:
+        parts = ", ".join(f"{m.mode} {m.recovered_tool_calls}" for m in calling)
+        sentences.append(f"Tool calls written as text and recovered into real tool calls: {parts}.")
+    retried = [m for m in modes if m.connection_retries]
+    if retried:
+        parts = ", ".join(f"{m.mode} {m.connection_retries}" for m in retried)
+        sentences.append(f"Requests resent once after a connection failed before any answer: {parts}.")
+    return sentences
+
+
 def findings(summary: Summary, meta: RunMeta | None = None) -> list[str]:
     """Sentences comparing the modes, computed from ``summary`` (per target for a matrix)."""
     if summary.targets:
@@ -369,6 +397,7 @@ def findings(summary: Summary, meta: RunMeta | None = None) -> list[str]:
     valid = valid_plan_sentence(summary)
     if valid is not None:
         sentences.append(valid)
+    sentences += measurement_sentences(summary.modes)
     harness = ", ".join(f"{m.mode} {m.harness_p50:.1f} ms" for m in summary.modes)
     sentences.append(f"Harness overhead p50: {harness}.")
     sentences += target_sentences(summary)

@@ -21,7 +21,7 @@ from html import escape
 from typing import Any
 
 from benchmarks.cost import CostEstimate, estimate_costs
-from benchmarks.report.aggregate import ModeSummary, Summary
+from benchmarks.report.aggregate import NOT_REPORTED, ModeSummary, Summary
 from benchmarks.report.findings import OFFLINE_NOTICE, findings, headline
 from benchmarks.report.markdown import (
     CONVERSATION_STATE_POLICY,
@@ -222,8 +222,8 @@ def _cards(modes: Sequence[ModeSummary], colours: dict[str, str]) -> str:
     for m in modes:
         rows = [
             ("model calls / turn", f"{m.calls_mean:.2f} (max {m.calls_max})"),
-            ("input tokens / turn", grouped(m.input_tokens_mean)),
-            ("output tokens / turn", grouped(m.output_tokens_mean)),
+            ("input tokens / turn", grouped(m.input_tokens_mean) if m.tokens_reported else NOT_REPORTED),
+            ("output tokens / turn", grouped(m.output_tokens_mean) if m.tokens_reported else NOT_REPORTED),
             ("harness p50", f"{m.harness_p50:.1f} ms"),
         ]
         if m.simulated_p50 is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from benchmarks.cost import CostEstimate, estimate_costs
-from benchmarks.report.aggregate import ModeSummary, Summary
+from benchmarks.report.aggregate import ModeSummary, Summary, tokens_text
 from benchmarks.report.findings import OFFLINE_NOTICE, findings, headline
 from benchmarks.results import RunMeta, RunResults
 from benchmarks.stats import Interval
@@ -189,9 +189,9 @@ def summary_rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
             str(m.turns),
             accuracy_cell(m),
             f"{m.calls_mean:.2f} / {m.calls_max}",
-            f"{m.input_tokens_mean:.0f}",
-            *([f"{m.cached_share:.0%}" if m.cached_share is not None else "–"] if cached else []),
-            f"{m.output_tokens_mean:.0f}",
+            tokens_text(m, m.input_tokens_mean),
+            *([tokens_text(m, m.cached_share, ".0%")] if cached else []),
+            tokens_text(m, m.output_tokens_mean),
             _pair(m.latency_p50, m.latency_p95),
             *([_pair(m.first_answer_p50, m.first_answer_p95)] if first else []),
             _pair(m.simulated_p50, m.simulated_p95),
@@ -354,10 +354,16 @@ def cost_rows(cost: CostEstimate | Sequence[CostEstimate]) -> tuple[list[str], l
         [
             *([c.target or ""] if matrix else []),
             m.mode,
-            f"{m.input_tokens_mean:.0f}",
-            f"{m.cached_input_tokens_mean:.0f}",
-            f"{m.output_tokens_mean:.0f}",
-            usd_cell(m.usd_per_1000_turns),
+            *(
+                [
+                    f"{m.input_tokens_mean:.0f}",
+                    f"{m.cached_input_tokens_mean:.0f}",
+                    f"{m.output_tokens_mean:.0f}",
+                ]
+                if m.tokens_reported
+                else ["not reported"] * 3
+            ),
+            usd_cell(m.usd_per_1000_turns) if m.tokens_reported else "not reported",
             *(f"{m.reference_usd[name]:.2f}" if name in m.reference_usd else "–" for name in references),
         ]
         for c in costs
@@ -468,9 +474,12 @@ def matrix_grids(
     figures: list[tuple[str, Callable[[ModeSummary], str | None]]] = [
         ("Accuracy (95% CI)", accuracy_cell),
         ("Model calls per turn (mean)", lambda m: f"{m.calls_mean:.2f}"),
-        ("Input tokens per turn (mean)", lambda m: f"{m.input_tokens_mean:,.0f}"),
-        ("Output tokens per turn (mean)", lambda m: f"{m.output_tokens_mean:,.0f}"),
-        ("Cached share of input", lambda m: None if m.cached_share is None else f"{m.cached_share:.0%}"),
+        ("Input tokens per turn (mean)", lambda m: tokens_text(m, m.input_tokens_mean, ",.0f")),
+        ("Output tokens per turn (mean)", lambda m: tokens_text(m, m.output_tokens_mean, ",.0f")),
+        (
+            "Cached share of input",
+            lambda m: None if m.cached_share is None else tokens_text(m, m.cached_share, ".0%"),
+        ),
         ("Latency p50 ms, simulated", lambda m: None if m.simulated_p50 is None else ms(m.simulated_p50)),
         ("Latency p50 ms, measured", lambda m: ms(m.latency_p50)),
         (

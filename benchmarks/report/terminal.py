@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from benchmarks.report.aggregate import Summary
+from benchmarks.report.aggregate import Summary, tokens_text
 from benchmarks.report.findings import OFFLINE_NOTICE, findings, headline
 from benchmarks.results import RunMeta
 
@@ -60,8 +60,8 @@ def summary_table(summary: Summary, meta: RunMeta) -> Table:
             f"{m.accuracy:.0%}",
             f"{m.calls_mean:.2f}",
             str(m.calls_max),
-            f"{m.input_tokens_mean:.0f}",
-            f"{m.output_tokens_mean:.0f}",
+            tokens_text(m, m.input_tokens_mean),
+            tokens_text(m, m.output_tokens_mean),
             f"{m.latency_p50:.1f}",
             f"{m.latency_p95:.1f}",
         ]
