@@ -52,7 +52,7 @@ from pydantic import BaseModel, Field
 from planner_mode.ai import PlannerAI
 from planner_mode.client import AICallError, AIClient, InProcessAIClient
 from planner_mode.executor import aexecute_plan, astream_plan, execute_plan
-from planner_mode.plan import Answer, OperationOutcome, Plan
+from planner_mode.plan import MAX_PLAN_OPERATIONS, Answer, OperationOutcome, Plan
 from planner_mode.validation import ValidatedPlan, validate_plan
 from planner_mode.wire import AnalyzeResponse, CallUsage, RespondResponse
 from shared.bounds import RESULT_MAX_CHARS, RESULT_MAX_ITEMS, clip_json
@@ -88,7 +88,10 @@ class PlannerLimits(BaseModel):
     """Bounds of a planner turn."""
 
     max_operations: int = Field(
-        default=8, ge=1, description="Largest plan accepted; larger plans are rejected."
+        default=MAX_PLAN_OPERATIONS,
+        ge=1,
+        description="Largest plan accepted; larger plans are rejected (the call-1 schema allows "
+        "MAX_PLAN_OPERATIONS whatever this is).",
     )
     max_workers: int = Field(default=4, ge=1, description="Threads running independent operations at once.")
     memory_limit: int = Field(default=5, ge=0, description="Memory items included in the context.")

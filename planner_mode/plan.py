@@ -22,6 +22,7 @@ from shared.answer import Answer, MemoryItem, ProviderSchemaModel
 
 __all__ = [
     "MAX_NESTING_DEPTH",
+    "MAX_PLAN_OPERATIONS",
     "Answer",
     "MemoryItem",
     "OperationOutcome",
@@ -77,6 +78,12 @@ class PlannedOperation(ProviderSchemaModel):
         if nesting_depth(value) > MAX_NESTING_DEPTH:
             raise ValueError(f"parametros nest more than {MAX_NESTING_DEPTH} levels deep")
         return value
+
+
+MAX_PLAN_OPERATIONS = 8
+"""Most operations one plan may hold: validation refuses more (``PlannerLimits.max_operations`` by default)
+and the call-1 schema says so (``maxItems``), so a grammar-constrained model cannot repeat operations until
+its output cap."""
 
 
 class Plan(ProviderSchemaModel):

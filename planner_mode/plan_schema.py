@@ -30,7 +30,7 @@ Choices, each for a provider or a token budget:
   Ollama, which uses its grammar converter) takes either. The branches are told apart by ``funcion``.
 - **``funcion`` as a one-value ``enum``**, not ``const``: an ``enum`` of strings is in every provider's
   subset (Gemini's JSON-schema subset does not list ``const``).
-- **A ``$ref`` value is "an object of strings"** (``$defs.ref``), each parameter's alternative to its own
+- **A ``$ref`` value is "an object of one string"** (``$defs.ref``), each parameter's alternative to its own
   type. The schema cannot declare the key ``"$ref"`` as a property: llama.cpp's converter (Ollama's too)
   reads any object holding a ``"$ref"`` key as a schema reference and fails on
   ``{"properties": {"$ref": {…}}}``. The key is named in the description and the prompt;
@@ -46,6 +46,10 @@ Choices, each for a provider or a token budget:
   is written (:meth:`planner_mode.engine.PlannerEngine.astream`); a plan's operations come after a direct
   answer the model did not write. Neither property is required (small talk has no operations, a plan no
   direct answer); the prompt shows each alone.
+- **At most :data:`~planner_mode.plan.MAX_PLAN_OPERATIONS` operations** (``maxItems``), the limit validation
+  applies: a grammar-constrained small model otherwise repeats operations until its output cap.
+- **A ``$ref`` object holds exactly one key** (``minProperties``/``maxProperties`` 1), so ``{}`` never passes
+  as a reference. Validation still checks that the key is ``"$ref"`` and the path resolves.
 - **An empty catalog** allows no operation (``maxItems: 0``): only ``respuesta_directa``.
 
 ``union=False`` gives the plain variant: ``funcion`` is an ``enum`` of every name and ``parametros`` any
@@ -64,7 +68,7 @@ import json
 from collections.abc import Sequence
 from typing import Any, Final
 
-from planner_mode.plan import Plan, PlannedOperation
+from planner_mode.plan import MAX_PLAN_OPERATIONS, Plan, PlannedOperation
 from shared.operations.registry import OperationSpec
 
 __all__ = ["CatalogKey", "catalog_key", "plan_json_schema"]
@@ -109,14 +113,18 @@ def plan_json_schema(catalog: Sequence[OperationSpec], *, union: bool = True) ->
             "type": "object",
             "description": '{"$ref":"id.campo"}: un campo del resultado de otra operación.',
             "additionalProperties": {"type": "string"},
+            "minProperties": 1,
+            "maxProperties": 1,
         }
         parameters = [_parameters(spec, definitions) for spec in catalog]
         _share_repeated_parameters(parameters, definitions)
         operations["items"] = {
             "anyOf": [_branch(spec.name, params) for spec, params in zip(catalog, parameters, strict=True)]
         }
+        operations["maxItems"] = MAX_PLAN_OPERATIONS
     else:
         operations["items"] = _any_operation([spec.name for spec in catalog])
+        operations["maxItems"] = MAX_PLAN_OPERATIONS
     schema: dict[str, Any] = {
         "title": "Plan",
         "description": Plan.schema_description,

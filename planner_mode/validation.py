@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from planner_mode.plan import Plan
+from planner_mode.plan import MAX_PLAN_OPERATIONS, Plan
 from shared.errors import InvalidParametersError, OperationForbiddenError, UnknownOperationError
 from shared.operations.registry import OperationRegistry
 from shared.security import Caller
@@ -282,7 +282,11 @@ def _waves(count: int, dependencies: dict[int, set[int]]) -> tuple[list[list[int
 
 
 def validate_plan(
-    plan: Plan, registry: OperationRegistry, *, caller: Caller, max_operations: int = 8
+    plan: Plan,
+    registry: OperationRegistry,
+    *,
+    caller: Caller,
+    max_operations: int = MAX_PLAN_OPERATIONS,
 ) -> ValidatedPlan:
     """Check ``plan`` against ``registry`` without executing anything.
 

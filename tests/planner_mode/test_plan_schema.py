@@ -427,7 +427,8 @@ def test_the_managers_plan_schema_is_pinned() -> None:
       ]
      }
     ]
-   }
+   },
+   "maxItems": 8
   }
  },
  "$defs": {
@@ -440,7 +441,9 @@ def test_the_managers_plan_schema_is_pinned() -> None:
    "description": "{\\"$ref\\":\\"id.campo\\"}: un campo del resultado de otra operación.",
    "additionalProperties": {
     "type": "string"
-   }
+   },
+   "minProperties": 1,
+   "maxProperties": 1
   },
   "anio": {
    "anyOf": [

@@ -61,6 +61,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
 _KNOWN = {
     "$ref", "$defs", "anyOf", "enum", "const", "type", "properties", "required", "additionalProperties",
     "items", "maxItems", "minItems", "minimum", "maximum", "minLength", "maxLength", "title", "description",
+    "minProperties", "maxProperties",
 }  # fmt: skip
 
 
@@ -101,6 +102,10 @@ def violations(instance: Any, schema: dict[str, Any], root: dict[str, Any] | Non
                 problems.append(f"unexpected key {name!r}")
             elif isinstance(extra, dict):
                 problems += violations(value, extra, root)
+        if len(instance) < schema.get("minProperties", 0):
+            problems.append(f"fewer than {schema['minProperties']} keys")
+        if len(instance) > schema.get("maxProperties", len(instance)):
+            problems.append(f"more than {schema['maxProperties']} keys")
     if isinstance(instance, list):
         if len(instance) > schema.get("maxItems", len(instance)):
             problems.append(f"more than {schema['maxItems']} items")
@@ -447,3 +452,24 @@ def test_the_ai_server_builds_the_schema_from_the_catalog_in_the_request(
             )
             assert response.status_code == 200, response.text
             assert server.requests[-1].body["format"] == plan_json_schema(catalog_of(user_id))
+
+
+def test_a_reference_must_hold_its_key_and_a_plan_at_most_the_validation_limit() -> None:
+    from planner_mode.plan import MAX_PLAN_OPERATIONS
+
+    schema = plan_json_schema(REGISTRY.catalog(CALLERS["gerente"]))
+    empty_reference = {
+        "operaciones": [{"funcion": "compras_cliente", "parametros": {"cliente": {}, "anio": 2025}}]
+    }
+    reference = {
+        "funcion": "compras_cliente",
+        "parametros": {"cliente": {"$ref": "op1.cliente"}, "anio": 2025},
+    }
+    too_many = {
+        "operaciones": [{"funcion": "ventas_anuales", "parametros": {"anio": 2025}}]
+        * (MAX_PLAN_OPERATIONS + 1)
+    }
+
+    assert violations(empty_reference, schema)
+    assert not violations({"operaciones": [DEPENDENT_PLAN["operaciones"][0], reference]}, schema)
+    assert any("more than" in problem for problem in violations(too_many, schema))
