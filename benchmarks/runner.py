@@ -479,11 +479,13 @@ def _score(
 ) -> TurnScore:
     """The row's score as ``caller`` sees the ERP; a scoring bug fails this turn, not the whole run."""
     executed = [op.model_dump() for op in row.operations if op.error is None]
+    refused = [op.model_dump() for op in row.operations if op.error is not None]
     try:
         return scorer.as_caller(caller).score(
             turn.expect,
             answer=row.answer,
             operations=executed,
+            refused=refused,
             state=row.state if score_state else None,
             failed=row.failed,
             failure=row.failure,

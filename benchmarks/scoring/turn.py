@@ -19,6 +19,7 @@ from benchmarks.scoring.numbers import mentions_number
 from benchmarks.scoring.operations import match_operations, normalize_value
 from benchmarks.scoring.reply import reply_problems
 from shared.erp.database import Erp
+from shared.errors import INTERNAL_ERROR_PREFIX
 from shared.operations.registry import OperationRegistry
 from shared.security import Caller
 from shared.text import fold
@@ -100,8 +101,10 @@ class TurnScorer:
         failure: str | None = None,
         denied: bool = False,
         refusal: bool | None = None,
+        refused: Sequence[Mapping[str, Any]] = (),
     ) -> TurnScore:
-        """Score a turn. ``operations`` are the calls the ERP executed successfully.
+        """Score a turn. ``operations`` are the calls the ERP executed successfully; ``refused`` the ones it
+        refused or that failed (each with its ``error``), which only explain a failed operations check.
 
         ``state`` is ``None`` when the mode produces no state: the state check is then skipped. A mode that
         does produce state is checked even when its state is empty (an empty state lacks the expected keys).
@@ -121,7 +124,7 @@ class TurnScorer:
             return TurnScore(passed=ok, details=why)
         details: list[str] = []
         try:
-            ops_ok = self._check_operations(expect, operations, details)
+            ops_ok = self._check_operations(expect, operations, details, refused)
             facts_ok = self._check_facts(expect, answer, details)
             state_ok = self._check_state(expect, state, details)
         except FactEvaluationError as exc:
@@ -145,7 +148,11 @@ class TurnScorer:
         )
 
     def _check_operations(
-        self, expect: Expectation, operations: Sequence[Mapping[str, Any]], details: list[str]
+        self,
+        expect: Expectation,
+        operations: Sequence[Mapping[str, Any]],
+        details: list[str],
+        refused: Sequence[Mapping[str, Any]] = (),
     ) -> bool | None:
         if expect.operations is None:
             return None
@@ -154,7 +161,8 @@ class TurnScorer:
         ]
         match = match_operations(expected, operations, self.registry)
         if not match.ok:
-            if expected and not operations:
+            details += [_refusal_detail(op) for op in refused]
+            if expected and not operations and not refused:
                 details.append("no operation ran: the model answered without calling the ERP")
             details.append(match.describe())
         return match.ok
@@ -210,3 +218,12 @@ class TurnScorer:
             details.append(f"answer has none of {expect.answer_contains_any!r}")
             ok = False
         return ok
+
+
+def _refusal_detail(operation: Mapping[str, Any]) -> str:
+    """What happened to an operation the model asked for that did not run to a result."""
+    error = str(operation.get("error") or "")
+    name = operation.get("funcion", "?")
+    if error.startswith(INTERNAL_ERROR_PREFIX):
+        return f"operation {name} failed in the ERP ({error})"
+    return f"the ERP refused operation {name}: {error}"
