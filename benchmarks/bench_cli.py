@@ -277,7 +277,12 @@ def report(
     ] = None,
     pricing: PricingOpt = None,
 ) -> None:
-    """Re-render the terminal summary, report.md and report.html from a results file."""
+    """Re-render the terminal summary, report.md and report.html from a results file.
+
+    A file cut short (its last line incomplete) or holding fewer turns than its run planned is reported
+    from the turns read, with a warning on the terminal and in each report's header (and is not written
+    into a README); a file with no complete record is an error (exit 2).
+    """
     console = Console()
     if results.is_dir():
         results = results / RESULTS_FILE
@@ -287,6 +292,12 @@ def report(
         run = read_results(results)
     except (OSError, ValueError) as exc:  # ValueError: not UTF-8, or a line that is not a record
         raise _fail(console, f"cannot read {results}: {exc}") from None
+    if run.empty:
+        raise _fail(console, f"{results} holds no complete record: nothing to report")
+    if readme is not None and run.read_warnings:  # published figures must come from a whole run
+        raise _fail(console, f"not writing {readme} from an incomplete results file: {run.read_warnings[0]}")
+    for warning in run.read_warnings:  # the reports' headers say the same
+        console.print(f"[yellow]warning:[/yellow] {escape(warning)}")
     try:
         files = write_reports(run, out or results.parent, pricing=pricing)
     except ConfigurationError as exc:  # a pricing file that cannot be read

@@ -15,6 +15,12 @@ latency p50 or time to the first answer p50 rose by more than :data:`LATENCY_TOL
 figures in any group, measured ones only in a mode's overall figures, where there are enough turns for a p50
 to mean something), or the valid-plan rate dropped (when both runs recorded it). Regressions come first, the
 largest accuracy drop first. Warm-up turns are left out of both runs.
+
+A group that only one run has (a mode one run did not run, a target or category only one run has: different
+``--modes``, ``--target`` or ``--tag``) is **not compared**: listed as such, with the run that has it, and
+never a regression, so ``--fail-on-regression`` fails only on what both runs measured. A run read from a
+file whose last line was cut short, or that holds fewer turns than its settings plan, is named in the
+comparison's warnings (:attr:`Comparison.warnings`).
 """
 
 from __future__ import annotations
@@ -94,7 +100,12 @@ class GroupChange(BaseModel):
     b: GroupFigures | None
     regression: bool = False
     reasons: list[str] = Field(default_factory=list)
-    """Why this group is a regression (or changed notably), in words."""
+    """Why this group is a regression, or why it was not compared (``"only in run A"``), in words."""
+
+    @property
+    def compared(self) -> bool:
+        """Whether both runs have this group (only then can it be a regression)."""
+        return self.a is not None and self.b is not None
 
     @property
     def accuracy_delta(self) -> float | None:
@@ -138,6 +149,8 @@ class Comparison(BaseModel):
     """Regressions first, then every other group in mode and category order."""
     newly_failing: list[TurnFlip] = Field(default_factory=list)
     newly_passing: list[TurnFlip] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    """What reading the runs left out (``"run B: results file ends in an incomplete line: 14 rows read"``)."""
     flips_p_value: dict[str, float] = Field(default_factory=dict)
     """Per mode (``"target · mode"`` when the runs have targets): exact McNemar p of the flips (newly
     passing vs newly failing turns)."""
@@ -148,6 +161,11 @@ class Comparison(BaseModel):
     def regressions(self) -> list[GroupChange]:
         """The groups that got worse."""
         return [g for g in self.groups if g.regression]
+
+    @property
+    def not_compared(self) -> list[GroupChange]:
+        """The groups only one run has."""
+        return [g for g in self.groups if not g.compared]
 
 
 def _figures(rows: Sequence[TurnRow]) -> GroupFigures:
@@ -195,8 +213,7 @@ def _judge(change: GroupChange) -> GroupChange:
     a, b = change.a, change.b
     if a is None or b is None:
         change.reasons.append("only in run A" if b is None else "only in run B")
-        change.regression = b is None
-        return change
+        return change  # not compared, so never a regression
     if b.accuracy < a.accuracy:
         change.reasons.append(f"accuracy {a.accuracy:.1%} → {b.accuracy:.1%}")
     if b.calls_mean > a.calls_mean + CALLS_TOLERANCE:
@@ -237,6 +254,7 @@ def _label(path: Path, meta: RunMeta) -> RunLabel:
 
 
 _SETTINGS = (
+    "modes",
     "provider",
     "model",
     "base_url",
@@ -335,10 +353,12 @@ def compare_results(
         for name in _SETTINGS
         if getattr(a.meta, name) != getattr(b.meta, name)
     ] + _target_settings(a.meta, b.meta)
+    warnings = [f"run {name}: {text}" for name, run in (("A", a), ("B", b)) for text in run.read_warnings]
     return Comparison(
         a=_label(path_a or Path("A"), a.meta),
         b=_label(path_b or Path("B"), b.meta),
         settings_changed=changed,
+        warnings=warnings,
         groups=changes,
         newly_failing=newly_failing,
         newly_passing=newly_passing,
@@ -365,7 +385,11 @@ def compare_runs(path_a: Path, path_b: Path) -> Comparison:
     for file in (file_a, file_b):
         if not file.exists():
             raise FileNotFoundError(f"{file} does not exist")
-    return compare_results(read_results(file_a), read_results(file_b), path_a=file_a, path_b=file_b)
+    run_a, run_b = read_results(file_a), read_results(file_b)
+    for file, run in ((file_a, run_a), (file_b, run_b)):
+        if run.empty:
+            raise ValueError(f"{file} holds no complete record: nothing to compare")
+    return compare_results(run_a, run_b, path_a=file_a, path_b=file_b)
 
 
 def _pct(figures: GroupFigures | None) -> str:
@@ -401,6 +425,7 @@ def render_comparison_markdown(comparison: Comparison) -> str:
     ]
     if comparison.settings_changed:
         lines.append(f"- Settings that differ: {'; '.join(comparison.settings_changed)}.")
+    lines += [f"- **Warning:** {warning}." for warning in comparison.warnings]
     regressions = comparison.regressions
     named = comparison.targets
     lines += ["", "## Regressions", ""]
@@ -411,8 +436,10 @@ def render_comparison_markdown(comparison: Comparison) -> str:
         ]
     else:
         lines.append(
-            "None: no mode or category lost accuracy or got more expensive or slower beyond tolerance."
+            "None: no mode or category lost accuracy or got more expensive or slower beyond tolerance "
+            "(of those both runs measured)."
         )
+    lines += _not_compared_lines(comparison)
     lines += ["", "## Per target, mode and category" if named else "## Per mode and category", ""]
     header = [
         *(["target"] if named else []),
@@ -453,7 +480,7 @@ def render_comparison_markdown(comparison: Comparison) -> str:
                 ),
                 _pair(g.a.first_answer_p50 if g.a else None, g.b.first_answer_p50 if g.b else None, 1),
                 _rate_pair(g.a, g.b),
-                "yes" if g.regression else "",
+                "yes" if g.regression else "" if g.compared else "not compared",
             ]
         )
     lines += render_table(header, rows, align=("l" if named else "") + "llrrrrrrrrrrl")
@@ -490,6 +517,24 @@ def render_comparison_markdown(comparison: Comparison) -> str:
             align="lll" + ("l" if named else "") + "rrl",
         )
     return "\n".join(lines) + "\n"
+
+
+def _not_compared_lines(comparison: Comparison) -> list[str]:
+    """The ``Not compared`` section: each group only one run has; a mode's categories are folded into the
+    mode when the whole mode is missing."""
+    groups = comparison.not_compared
+    if not groups:
+        return []
+    whole = {(g.target, g.mode) for g in groups if g.category == ALL}
+    note = "Only one run has these, so they are not compared and never count as regressions:"
+    lines = ["", "## Not compared", "", note, ""]
+    for g in groups:
+        name = _group_name(comparison.targets, g.target, g.mode)
+        if g.category == ALL:
+            lines.append(f"- **{name}** (every category): {', '.join(g.reasons)}.")
+        elif (g.target, g.mode) not in whole:
+            lines.append(f"- **{name} · {g.category}**: {', '.join(g.reasons)}.")
+    return lines
 
 
 def _rate_pair(a: GroupFigures | None, b: GroupFigures | None) -> str:

@@ -3,7 +3,10 @@
 The file holds one JSON object per line: a ``run`` line with the run's settings (written first; were there
 several, the last one would win), then one ``turn`` line per scored turn, appended as turns finish. On
 ``--resume`` the file is rewritten with the new ``run`` line and the turns kept.
-``erp-ai report results.jsonl`` re-renders every report from this file alone.
+``erp-ai report results.jsonl`` re-renders every report from this file alone. A file cut short (an
+interrupted run, a truncated copy) is read up to its last whole line and says so
+(:attr:`RunResults.read_warnings`: the cut line, and the run's planned turns against those read), so a report
+never presents part of a run as the whole.
 
 A run with several targets (models, ``--target``) lists them in its ``run`` line and names one on every
 ``turn`` line; files written before targets (or before ``plan_valid``, ``prompt_cache``) still load: their
@@ -201,15 +204,65 @@ class TurnRow(BaseModel):
 
 
 class RunResults(BaseModel):
-    """A results file read back."""
+    """A results file read back (or a run's records in memory), and what reading it left out."""
 
     meta: RunMeta
     rows: list[TurnRow]
+    meta_recorded: bool = True
+    """Whether the file had a ``run`` line; without one, :attr:`meta` only lists the rows' modes."""
+    incomplete_last_line: bool = False
+    """The file ends in a line cut short (a run interrupted while writing, a truncated copy): the rows before
+    it were read, that one was not."""
+    skipped_lines: list[int] = Field(default_factory=list)
+    """Numbers of other lines that were not JSON records and were skipped."""
 
     @property
     def scored_rows(self) -> list[TurnRow]:
         """The rows every figure is computed from: all but warm-up turns."""
         return [row for row in self.rows if not row.warmup]
+
+    @property
+    def empty(self) -> bool:
+        """Whether there is nothing to report: no ``run`` line and no turn."""
+        return not self.meta_recorded and not self.rows
+
+    @property
+    def planned_turns(self) -> int | None:
+        """Scored turns the run's settings call for (turns x repetitions x modes x targets); ``None`` when the
+        ``run`` line does not say (no ``run`` line, or one that predates the counts)."""
+        meta = self.meta
+        if not self.meta_recorded or meta.turns <= 0 or not meta.modes:
+            return None
+        return meta.turns * meta.repeat * len(meta.modes) * len(meta.run_targets)
+
+    @property
+    def read_warnings(self) -> list[str]:
+        """What a report must say before its figures: a cut last line, skipped lines, and fewer turns read
+        than the run's settings plan (then the header's planned counts and the counts read differ, and both
+        are stated). Empty for a complete file."""
+        warnings: list[str] = []
+        if self.incomplete_last_line:
+            warnings.append(f"results file ends in an incomplete line: {len(self.rows)} rows read")
+        if self.skipped_lines:
+            numbers = ", ".join(map(str, self.skipped_lines[:10]))
+            more = f" and {len(self.skipped_lines) - 10} more" if len(self.skipped_lines) > 10 else ""
+            warnings.append(
+                f"lines {numbers}{more} of the results file are not JSON records and were skipped"
+            )
+        planned, scored = self.planned_turns, self.scored_rows
+        if planned is not None and len(scored) != planned:
+            per_group: dict[str, int] = {}
+            for row in scored:
+                group = f"{row.target} · {row.mode}" if self.meta.matrix else row.mode
+                per_group[group] = per_group.get(group, 0) + 1
+            read = ", ".join(f"{group} {count}" for group, count in per_group.items()) or "none"
+            per = "target and mode" if self.meta.matrix else "mode"
+            warnings.append(
+                f"the header gives the run's plan, {planned} scored turns ({self.meta.turns} per {per} and "
+                f"repetition); the file holds {len(scored)} of them ({read}), and every figure is computed "
+                "from those"
+            )
+        return warnings
 
 
 class ResultsWriter:
@@ -236,27 +289,48 @@ class ResultsWriter:
 
 
 def read_results(path: Path) -> RunResults:
-    """Read a results file; lines that are cut short (an interrupted run) are skipped.
+    """Read a results file; lines that are not JSON are skipped, and said so (``read_warnings``).
 
-    Raises ``ValueError`` naming the line when a complete JSON line is not a valid record.
+    A last line cut short (an interrupted run, a truncated copy, even one cut inside a UTF-8 character) sets
+    :attr:`RunResults.incomplete_last_line`; other lines that are not JSON are listed in
+    :attr:`RunResults.skipped_lines`. Raises ``ValueError`` naming the line when a complete JSON line is not a
+    valid record or not UTF-8.
     """
     meta: RunMeta | None = None
     rows: list[TurnRow] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
+    incomplete = False
+    skipped: list[int] = []
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
             continue
+        last = number == len(lines)  # no newline after it: what an interrupted write leaves
         try:
-            data = json.loads(line)
+            line = raw.decode("utf-8")
+            record = json.loads(line)
+        except UnicodeDecodeError as exc:
+            if last:
+                incomplete = True
+                continue
+            raise ValueError(f"{path}:{number}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
         except json.JSONDecodeError:
+            if last:
+                incomplete = True
+            else:
+                skipped.append(number)
             continue
-        kind = data.get("kind") if isinstance(data, dict) else None
+        kind = record.get("kind") if isinstance(record, dict) else None
         try:
             if kind == "run":
-                meta = RunMeta.model_validate(data)
+                meta = RunMeta.model_validate(record)
             elif kind == "turn":
-                rows.append(TurnRow.model_validate(data))
+                rows.append(TurnRow.model_validate(record))
         except ValidationError as exc:
             raise ValueError(f"{path}:{number}: not a valid {kind} record: {exc}") from None
+    recorded = meta is not None
     if meta is None:
         meta = RunMeta(modes=sorted({row.mode for row in rows}))
-    return RunResults(meta=meta, rows=rows)
+    return RunResults(
+        meta=meta, rows=rows, meta_recorded=recorded, incomplete_last_line=incomplete, skipped_lines=skipped
+    )

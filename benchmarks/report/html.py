@@ -667,6 +667,7 @@ def render_html(
         f"<style>{_CSS}</style></head><body>",
         "<header><h1>erp-ai-harness benchmark</h1>",
         _header_meta(meta, summary),
+        *(f'<p class="notice read-warning"><b>Warning:</b> {escape(w)}.</p>' for w in results.read_warnings),
     ]
     if meta.offline:
         parts.append(

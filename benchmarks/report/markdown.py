@@ -631,6 +631,7 @@ def render_markdown(
     meta = results.meta
     costs = _costs(cost) if cost is not None else estimate_costs(results)
     lines = ["# erp-ai-harness benchmark", "", header_text(meta, summary), ""]
+    lines += [line for warning in results.read_warnings for line in (f"> **Warning:** {warning}.", "")]
     if meta.offline:
         lines += [f"> **Note.** {OFFLINE_NOTICE}", ""]
     lines += [CONVERSATION_STATE_POLICY, ""]

@@ -93,7 +93,7 @@ def test_simulated_latency_is_compared_when_both_runs_have_it() -> None:
     assert planner.reasons == ["simulated latency p50 1001.0 → 1501.0 ms"]
 
 
-def test_a_mode_missing_from_the_later_run_is_a_regression() -> None:
+def test_a_mode_missing_from_the_later_run_is_not_compared_and_no_regression() -> None:
     before = _run(set())
     after = RunResults(
         meta=RunMeta(provider="offline", modes=["planner"]),
@@ -101,7 +101,7 @@ def test_a_mode_missing_from_the_later_run_is_a_regression() -> None:
     )
     comparison = compare_results(before, after)
     gone = next(g for g in comparison.groups if (g.mode, g.category) == ("toolcalling", ALL))
-    assert gone.regression and gone.b is None and gone.reasons == ["only in run A"]
+    assert not gone.regression and not gone.compared and gone.reasons == ["only in run A"]
 
 
 def test_warm_up_rows_are_not_compared() -> None:
