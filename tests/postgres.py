@@ -16,8 +16,9 @@ uses, so an ``ORDER BY`` on text means the same thing on both backends (a server
 collation may order accented and mixed-case names differently).
 
 Missing PostgreSQL. Locally the PostgreSQL variants are skipped with a message naming
-``scripts/ensure_postgres.sh``; in CI (``CI`` set) or with ``ERP_AI_REQUIRE_POSTGRES=1`` they fail with that
-message instead, so a machine without PostgreSQL can never pass by skipping them.
+``scripts/ensure_postgres.sh``, and the session ends with a summary line saying how many did not run and why
+(:func:`pytest_terminal_summary`); in CI (``CI`` set) or with ``ERP_AI_REQUIRE_POSTGRES=1`` they fail with
+that message instead, so a machine without PostgreSQL can never pass by skipping them.
 
 Fixtures (import them into a ``conftest.py``; the server is one per session whichever conftests import them):
 
@@ -202,7 +203,7 @@ def _acquire_server() -> PostgresServer:
             if bin_dir is None:
                 raise PostgresUnavailable(
                     f"PostgreSQL server programs (initdb, pg_ctl) are not installed: run {ENSURE_SCRIPT} "
-                    "(as root it installs Debian's 'postgresql' package)"
+                    "(as root it installs Debian's 'postgresql' package; otherwise it says what to install)"
                 )
             server = PostgresServer(bin_dir)
             try:
@@ -225,13 +226,17 @@ def _release_server() -> None:
             _server = None
 
 
+_UNAVAILABLE: Final = "PostgreSQL unavailable: "
+"""How the skip (or failure) of every PostgreSQL variant begins when the server cannot be started."""
+
+
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[PostgresServer]:
     """The session's PostgreSQL server (started on first use). Skips, or fails in CI, when unavailable."""
     try:
         server = _acquire_server()
     except PostgresUnavailable as exc:
-        message = f"PostgreSQL unavailable: {exc}"
+        message = f"{_UNAVAILABLE}{exc}"
         if postgres_required():
             pytest.fail(message, pytrace=False)
         pytest.skip(message)
@@ -239,6 +244,31 @@ def postgres_server() -> Iterator[PostgresServer]:
         yield server
     finally:
         _release_server()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """End a session that skipped PostgreSQL variants with a line saying so: how many, and why.
+
+    Skips are easy to miss in a long run (``s`` among the dots); a developer without PostgreSQL should know
+    that part of the suite did not run, and what to install to run it.
+    """
+    reasons = [_skip_reason(report) for report in terminalreporter.stats.get("skipped", [])]
+    unavailable = [reason for reason in reasons if reason.startswith(_UNAVAILABLE)]
+    if not unavailable:
+        return
+    why = unavailable[0].removeprefix(_UNAVAILABLE)
+    terminalreporter.write_sep("=", "PostgreSQL", yellow=True)
+    terminalreporter.write_line(
+        f"PostgreSQL variants did not run: {len(unavailable)} tests skipped ({why}). CI never skips them.",
+        yellow=True,
+    )
+
+
+def _skip_reason(report: Any) -> str:
+    """The reason of a skipped test's report (``"Skipped: "`` removed), or ``""``."""
+    longrepr = getattr(report, "longrepr", None)
+    text = str(longrepr[2]) if isinstance(longrepr, tuple) and len(longrepr) == 3 else ""
+    return text.removeprefix("Skipped: ")
 
 
 def fresh_url(request: pytest.FixtureRequest, backend: str, directory: Path) -> str:
