@@ -24,12 +24,65 @@ The split follows pydantic-ai's three families: "the model should do better" (``
 ``OperationError`` when the request came from a model), "you used the API wrongly"
 (``ConfigurationError``, ``InputError``), and "the run failed" (``ProviderError``, ``StorageError``).
 How each becomes a turn's failure kind is :mod:`shared.failures`.
+
+**Operation errors speak the assistant's language.** The message of every :class:`OperationError` reaches
+the model (call 2's results, a tool result) and through it the user, so it is written in Spanish, from the
+one catalog below (:data:`OPERATION_ERROR_TEXTS`, :func:`parameter_problem`); a model repeating it verbatim
+still answers in the user's language. Log and CLI messages of the other families stay in English.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+OPERATION_ERROR_TEXTS: dict[str, str] = {
+    "unknown_operation": "La operación {name!r} no existe. Operaciones válidas: {available}.",
+    "invalid_parameters": "Parámetros inválidos para {operation!r}: {details}.",
+    "customer_not_found": "Ningún cliente coincide con {query!r}.{hint}",
+    "customer_suggestions": " Clientes más parecidos: {names}.",
+    "customer_out_of_scope": (
+        "No tiene acceso a los datos del cliente {customer!r}: no es uno de sus clientes."
+    ),
+    "forbidden": "No tiene permiso para la operación {operation!r}; no se ejecutó.",
+    "no_sales": "No hay ventas en {anio}, así que no hay mejor cliente.",
+}
+"""The texts of the ERP's operation errors, in the assistant's language (Spanish), by error."""
+
+_PARAMETER_PROBLEMS: dict[str, str] = {
+    "missing": "falta este parámetro",
+    "extra_forbidden": "parámetro desconocido",
+    "int_parsing": "debe ser un número entero",
+    "int_type": "debe ser un número entero",
+    "int_from_float": "debe ser un número entero",
+    "float_parsing": "debe ser un número",
+    "float_type": "debe ser un número",
+    "string_type": "debe ser un texto",
+    "bool_type": "debe ser verdadero o falso",
+    "bool_parsing": "debe ser verdadero o falso",
+    "greater_than_equal": "debe ser mayor o igual que {ge}",
+    "greater_than": "debe ser mayor que {gt}",
+    "less_than_equal": "debe ser menor o igual que {le}",
+    "less_than": "debe ser menor que {lt}",
+    "string_too_short": "debe tener al menos {min_length} caracteres",
+    "string_too_long": "debe tener como mucho {max_length} caracteres",
+    "literal_error": "debe ser uno de: {expected}",
+    "enum": "debe ser uno de: {expected}",
+    "date_from_datetime_parsing": "debe ser una fecha AAAA-MM-DD",
+    "date_parsing": "debe ser una fecha AAAA-MM-DD",
+}
+"""pydantic's error types in the catalog's language; an error type not listed keeps pydantic's message."""
+
+
+def parameter_problem(error: Mapping[str, Any]) -> str:
+    """One parameter error (pydantic's ``type``, ``msg`` and ``ctx``) in the catalog's language."""
+    template = _PARAMETER_PROBLEMS.get(str(error.get("type", "")))
+    if template is None:
+        return str(error.get("msg", ""))
+    try:
+        return template.format(**dict(error.get("ctx") or {}))
+    except (KeyError, IndexError, ValueError):
+        return str(error.get("msg", ""))
 
 
 class ErpAiError(Exception):
@@ -46,8 +99,9 @@ class UnknownOperationError(OperationError):
     def __init__(self, name: str, available: Sequence[str]) -> None:
         self.name = name
         self.available = list(available)
+        available_text = ", ".join(self.available) or "(ninguna)"
         super().__init__(
-            f"Unknown operation {name!r}. Valid operations: {', '.join(self.available) or '(none)'}."
+            OPERATION_ERROR_TEXTS["unknown_operation"].format(name=name, available=available_text)
         )
 
 
@@ -61,10 +115,12 @@ class InvalidParametersError(OperationError):
         else:
             self.errors = [dict(e) for e in errors]
         details = "; ".join(
-            f"{'.'.join(str(p) for p in e.get('loc', ())) or 'parametros'}: {e.get('msg', '')}"
+            f"{'.'.join(str(p) for p in e.get('loc', ())) or 'parametros'}: {parameter_problem(e)}"
             for e in self.errors
         )
-        super().__init__(f"Invalid parameters for {operation!r}: {details}.")
+        super().__init__(
+            OPERATION_ERROR_TEXTS["invalid_parameters"].format(operation=operation, details=details)
+        )
 
 
 class DomainError(OperationError):
@@ -81,8 +137,11 @@ class CustomerNotFoundError(DomainError):
     def __init__(self, operation: str, query: str, suggestions: Sequence[str]) -> None:
         self.query = query
         self.suggestions = list(suggestions)
-        hint = f" Closest customers: {', '.join(self.suggestions)}." if self.suggestions else ""
-        super().__init__(operation, f"No customer matches {query!r}.{hint}")
+        names = ", ".join(self.suggestions)
+        hint = OPERATION_ERROR_TEXTS["customer_suggestions"].format(names=names) if self.suggestions else ""
+        super().__init__(
+            operation, OPERATION_ERROR_TEXTS["customer_not_found"].format(query=query, hint=hint)
+        )
 
 
 class CustomerOutOfScopeError(DomainError):
@@ -90,9 +149,7 @@ class CustomerOutOfScopeError(DomainError):
 
     def __init__(self, operation: str, customer: str) -> None:
         self.customer = customer
-        super().__init__(
-            operation, f"No tiene acceso a los datos del cliente {customer!r}: no es uno de sus clientes."
-        )
+        super().__init__(operation, OPERATION_ERROR_TEXTS["customer_out_of_scope"].format(customer=customer))
 
 
 class OperationForbiddenError(OperationError):
@@ -102,7 +159,7 @@ class OperationForbiddenError(OperationError):
         self.operation = operation
         self.missing = sorted(missing)
         # The permission names stay in ``missing`` (for logs): this text reaches the model and the AI server.
-        super().__init__(f"No tiene permiso para la operación {operation!r}; no se ejecutó.")
+        super().__init__(OPERATION_ERROR_TEXTS["forbidden"].format(operation=operation))
 
 
 INTERNAL_ERROR_PREFIX = "error interno (ref "

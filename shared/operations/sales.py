@@ -45,7 +45,7 @@ from sqlalchemy.orm import Session
 
 from shared.erp.customers import resolve_customer, search_customers
 from shared.erp.models import SALE_STATUSES, Customer, Invoice, InvoiceLine, Product
-from shared.errors import DomainError
+from shared.errors import OPERATION_ERROR_TEXTS, DomainError
 from shared.operations.registry import OperationRegistry
 from shared.security import DEMO_POLICY, OperationContext, RolePolicy
 
@@ -186,7 +186,7 @@ def mejor_cliente(ctx: OperationContext, anio: Anio) -> MejorClienteResult:
     # A salesperson's ranking holds only their customers: another's best customer is never named.
     row = _BEST_CUSTOMER.execute(ctx, _period(anio)).first()
     if row is None:
-        raise DomainError("mejor_cliente", f"There are no sales in {anio}, so no best customer.")
+        raise DomainError("mejor_cliente", OPERATION_ERROR_TEXTS["no_sales"].format(anio=anio))
     return MejorClienteResult(anio=anio, cliente=row[0], total=int(row[1]))
 
 

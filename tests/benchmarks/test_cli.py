@@ -44,7 +44,7 @@ def test_ops_call_with_unknown_operation_says_what_is_valid(cli_env: dict[str, s
     result = runner.invoke(app, ["ops", "call", "borrar_facturas", "{}"], env=cli_env)
 
     assert result.exit_code == 2
-    assert "Unknown operation 'borrar_facturas'" in result.output
+    assert "La operación 'borrar_facturas' no existe" in result.output
     assert "ventas_anuales" in result.output
 
 

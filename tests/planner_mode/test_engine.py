@@ -168,7 +168,7 @@ def test_a_plan_without_operations_or_direct_answer_still_gets_an_answer(
 @pytest.mark.parametrize(
     ("plan", "expected_error"),
     [
-        ({"operaciones": [{"funcion": "consultar_ventas_totales", "parametros": {}}]}, "Unknown operation"),
+        ({"operaciones": [{"funcion": "consultar_ventas_totales", "parametros": {}}]}, "no existe"),
         ({"operaciones": [{"funcion": "ventas_anuales", "parametros": {"anio": "dos mil"}}]}, "anio"),
         (
             {

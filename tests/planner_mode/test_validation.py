@@ -254,7 +254,7 @@ def test_the_prompts_placeholder_operation_is_refused_listing_the_real_ones(
 ) -> None:
     p = plan({"id": "op1", "funcion": "nombre_de_operacion", "parametros": {"parametro": "valor"}})
     [message] = messages(toy_registry, p)
-    assert "Unknown operation 'nombre_de_operacion'" in message
+    assert "La operación 'nombre_de_operacion' no existe" in message
     assert "ventas_anuales, mejor_cliente, compras_cliente" in message
 
 

@@ -76,7 +76,7 @@ def test_a_typo_suggests_the_closest_names(session: Session) -> None:
     with pytest.raises(CustomerNotFoundError) as info:
         resolve_customer(session, "Ferreteria San Lorenso", "op")
     assert info.value.suggestions[0] == "Ferretería San Lorenzo"
-    assert "Closest customers: Ferretería San Lorenzo" in str(info.value)
+    assert "Clientes más parecidos: Ferretería San Lorenzo" in str(info.value)
 
 
 def test_underscore_is_not_a_wildcard(session: Session) -> None:

@@ -101,7 +101,7 @@ def test_mejor_cliente_breaks_a_tie_by_name(ops: OperationRegistry, db_url: str)
 
 
 def test_mejor_cliente_without_sales_is_a_domain_error(run: Any) -> None:
-    with pytest.raises(DomainError, match="no sales in 2023") as info:
+    with pytest.raises(DomainError, match="No hay ventas en 2023") as info:
         run("mejor_cliente", anio=2023)
     assert info.value.operation == "mejor_cliente"
 
@@ -140,7 +140,7 @@ def test_compras_cliente_unknown_customer_suggests_the_closest_names(run: Any) -
         run("compras_cliente", cliente="Empresa ABD", anio=2025)
     assert info.value.query == "Empresa ABD"
     assert info.value.suggestions == ["Empresa ABC"]
-    assert "Closest customers: Empresa ABC" in str(info.value)
+    assert "Clientes más parecidos: Empresa ABC" in str(info.value)
 
 
 def test_compras_cliente_with_nothing_similar_has_no_suggestions(run: Any) -> None:

@@ -222,7 +222,7 @@ def test_unknown_operation_lists_the_valid_ones(registry: OperationRegistry, erp
         registry.execute(erp, "ventas_totales", {"anio": 2025}, caller=DEMO_CALLER)
     assert info.value.name == "ventas_totales"
     assert "ventas_anuales" in info.value.available
-    assert "Valid operations: ventas_anuales, mejor_cliente" in str(info.value)
+    assert "Operaciones válidas: ventas_anuales, mejor_cliente" in str(info.value)
 
 
 @pytest.mark.parametrize(
@@ -341,7 +341,7 @@ def test_a_tool_call_with_a_missing_customer_yields_an_error_message_not_an_exce
     )
     assert isinstance(message, ToolMessage)
     assert message.status == "error"
-    assert "No customer matches 'Empresa ABD'" in str(message.content)
+    assert "Ningún cliente coincide con 'Empresa ABD'" in str(message.content)
     assert "Empresa ABC" in str(message.content)
 
 
@@ -352,4 +352,4 @@ def test_a_tool_call_with_invalid_arguments_yields_an_error_message(
     output = tool.invoke({"anio": 1990})
     # The model is told which field was wrong, not LangChain's generic "Tool input validation error".
     assert isinstance(output, str)
-    assert output.startswith("Invalid parameters for 'ventas_anuales': anio:")
+    assert output.startswith("Parámetros inválidos para 'ventas_anuales': anio:")

@@ -51,7 +51,7 @@ def test_a_caller_without_customers_sees_zero(run: Any) -> None:
     assert run(CARLA, "ventas_anuales", anio=2025) == {"anio": 2025, "total": 0, "facturas": 0}
     assert run(CARLA, "facturas_pendientes") == {"cliente": None, "cantidad": 0, "total": 0, "facturas": []}
     assert run(CARLA, "buscar_cliente", texto="Empresa") == {"texto": "Empresa", "clientes": []}
-    with pytest.raises(DomainError, match="no sales in 2025"):
+    with pytest.raises(DomainError, match="No hay ventas en 2025"):
         run(CARLA, "mejor_cliente", anio=2025)
 
 
