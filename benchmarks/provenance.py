@@ -101,6 +101,13 @@ class ModelIdentity(BaseModel):
     details: dict[str, Any] = Field(default_factory=dict)
     """Whatever else the provider reports: family, size, quantization, created, owned_by, version."""
 
+    @property
+    def stand_in(self) -> bool:
+        """Whether the server said it is one of this project's emulators (the offline model answered)."""
+        from shared.emulators._backing import STAND_IN_MARKER
+
+        return any(STAND_IN_MARKER in str(value) for value in self.details.values())
+
 
 class Provenance(BaseModel):
     """Everything needed to tell whether two runs measured the same code, prompts, tools and model."""
@@ -286,7 +293,7 @@ def _gemini_identity(
     shown = client.get(f"{url}/v1beta/models/{model}", headers={"x-goog-api-key": key})
     shown.raise_for_status()
     body = shown.json()
-    identity.details = {k: body[k] for k in ("name", "version", "displayName") if k in body}
+    identity.details = {k: body[k] for k in ("name", "version", "displayName", "description") if k in body}
     return identity
 
 

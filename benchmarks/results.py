@@ -104,8 +104,13 @@ class RunMeta(BaseModel):
 
     @property
     def offline(self) -> bool:
-        """Whether the deterministic offline stand-in produced every figure."""
-        return all(target.offline for target in self.run_targets)
+        """Whether the deterministic offline stand-in produced every figure: in process, or behind one of
+        the project's emulators (the model identity the server reported says so)."""
+        models = self.provenance.models if self.provenance is not None else {}
+        return all(
+            target.offline or (target.name in models and models[target.name].stand_in)
+            for target in self.run_targets
+        )
 
     @property
     def any_offline(self) -> bool:

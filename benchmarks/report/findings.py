@@ -21,7 +21,8 @@ from benchmarks.report.aggregate import ModeSummary, PairedComparison, Summary
 from benchmarks.results import RunMeta
 
 OFFLINE_NOTICE = (
-    "The provider is offline: the offline model is a deterministic stand-in, so these figures measure each "
+    "The offline model answered (in process, or behind an emulator of a provider's protocol): it is a "
+    "deterministic stand-in, so these figures measure each "
     "architecture's structure and overhead (calls, tokens, harness time), not a language model's accuracy."
 )
 

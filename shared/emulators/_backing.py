@@ -22,6 +22,16 @@ from shared.emulators.faults import ReplyFault
 from shared.llm.faults import RUNAWAY_CONTEXT_TOKENS, cut_to_tokens, grow
 from shared.llm.tokens import approx_json_tokens, approx_tokens
 
+STAND_IN_MARKER = "erp-ai emulator"
+"""How every emulator marks the model identity it reports (``/api/tags``, ``/v1/models``, Gemini's model
+resource), so that a run against it is never taken for a real model (see :func:`stand_in_label`)."""
+
+
+def stand_in_label(model: BaseChatModel) -> str:
+    """What an emulator says answers behind it: ``erp-ai emulator: OfflineSalesModel answers, not the model
+    named``."""
+    return f"{STAND_IN_MARKER}: {type(model).__name__} answers, not the model named"
+
 
 @dataclass(frozen=True)
 class BackingRequest:

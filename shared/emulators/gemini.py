@@ -43,6 +43,7 @@ from shared.emulators._backing import (
     call_backing_model,
     schema_invalid_text,
     shape_reply,
+    stand_in_label,
 )
 from shared.emulators._http import (
     HttpRequest,
@@ -298,12 +299,12 @@ class GeminiProtocol:
             stream=method == "streamGenerateContent",
         )
 
-    @staticmethod
-    def _model_entry(name: str) -> dict[str, Any]:
+    def _model_entry(self, name: str) -> dict[str, Any]:
         return {
             "name": f"models/{name}",
             "version": "001",
             "displayName": name,
+            "description": stand_in_label(self.model),
             "inputTokenLimit": 1_048_576,
             "outputTokenLimit": 65_536,
             "supportedGenerationMethods": ["generateContent", "countTokens"],

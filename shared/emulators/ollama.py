@@ -37,6 +37,7 @@ from shared.emulators._backing import (
     call_backing_model,
     schema_invalid_text,
     shape_reply,
+    stand_in_label,
 )
 from shared.emulators._http import (
     BadRequestError,
@@ -233,9 +234,9 @@ class OllamaProtocol:
             "details": self._details(),
         }
 
-    @staticmethod
-    def _details() -> dict[str, Any]:
+    def _details(self) -> dict[str, Any]:
         return {
+            "stand_in": stand_in_label(self.model),
             "parent_model": "",
             "format": "gguf",
             "family": "llama",

@@ -45,6 +45,7 @@ from shared.emulators._backing import (
     call_backing_model,
     schema_invalid_text,
     shape_reply,
+    stand_in_label,
 )
 from shared.emulators._http import (
     BadRequestError,
@@ -214,9 +215,13 @@ class OpenAIProtocol:
             return self._chat(request, log, faults)
         return self.error_reply(404, f"Unknown request URL: {request.method} {request.path}.")
 
-    @staticmethod
-    def _model_entry(name: str) -> dict[str, Any]:
-        return {"id": name, "object": "model", "created": 1_735_689_600, "owned_by": "erp-ai-emulator"}
+    def _model_entry(self, name: str) -> dict[str, Any]:
+        return {
+            "id": name,
+            "object": "model",
+            "created": 1_735_689_600,
+            "owned_by": stand_in_label(self.model),
+        }
 
     def _chat(self, request: HttpRequest, log: LoggedRequest, faults: FaultSelector) -> Reply:
         try:
