@@ -48,7 +48,8 @@ def parse_text_tool_calls(text: str) -> list[TextToolCall] | None:
     Accepted pieces, any number of them separated by whitespace: fenced blocks (any language tag) and
     ``<tool_call>`` tags holding JSON, and bare JSON. Each JSON value is one call object
     ``{"name": str, "arguments": object}`` (``parameters`` or ``args`` instead of ``arguments``; arguments as
-    a JSON string are decoded; missing arguments are ``{}``), or a list of them.
+    a JSON string are decoded; missing arguments are ``{}``), or a list of them; a call wrapped in doubled
+    braces (``{{"name": …}}``, a template's escaping copied) is read as the call inside.
     """
     body = strip_reasoning(text).strip()
     if not body:
@@ -65,7 +66,7 @@ def parse_text_tool_calls(text: str) -> list[TextToolCall] | None:
         pieces = [body]
     calls: list[TextToolCall] = []
     for piece in pieces:
-        parsed = _json_values(piece.strip())
+        parsed = _json_values(piece.strip()) or _json_values(_undoubled(piece.strip()))
         if parsed is None:
             return None
         for value in parsed:
@@ -76,6 +77,13 @@ def parse_text_tool_calls(text: str) -> list[TextToolCall] | None:
                     return None
                 calls.append(call)
     return calls or None
+
+
+def _undoubled(text: str) -> str:
+    """``{{…}}`` as ``{…}``: a small model copying a template's escaped braces writes its call that way."""
+    if text.startswith("{{") and text.endswith("}}"):
+        return text[1:-1]
+    return ""
 
 
 def looks_like_text_tool_call(text: str) -> bool:

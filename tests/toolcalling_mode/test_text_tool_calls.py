@@ -38,6 +38,10 @@ FENCED = '```json\n{\n  "name": "ventas_anuales",\n  "arguments": {\n    "anio":
             [("a", {"x": 1}), ("b", {})],
         ),
         ('<think>I should call a.</think>{"name": "a", "arguments": {}}', [("a", {})]),
+        (
+            '{{"name": "facturas_pendientes", "arguments": {"cliente": null}}}',
+            [("facturas_pendientes", {"cliente": None})],
+        ),
     ],
 )
 def test_a_reply_that_is_only_tool_calls_written_as_text_is_read(text: str, calls: list[Any]) -> None:
