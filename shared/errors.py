@@ -7,8 +7,8 @@
     │   ├── UnknownOperationError      no operation has that name            (.name, .available)
     │   ├── InvalidParametersError     parameters fail the operation's model (.operation, .errors)
     │   └── DomainError                valid request, but the data says no   (.operation)
-    │   │   ├── CustomerNotFoundError  no customer matches                   (.query, .suggestions)
-    │   │   └── CustomerOutOfScopeError the customer is not the caller's     (.customer)
+    │   │   └── CustomerNotFoundError  no customer matches                   (.query, .suggestions)
+    │   │       └── CustomerOutOfScopeError not the caller's, said as not found (.customer)
     │   ├── OperationForbiddenError    the caller may not run it             (.operation, .missing)
     │   └── OperationInternalError     the operation broke unexpectedly      (.operation, .reference)
     ├── ModelOutputError               the model produced something unusable (.raw)
@@ -39,11 +39,8 @@ from typing import Any
 OPERATION_ERROR_TEXTS: dict[str, str] = {
     "unknown_operation": "La operación {name!r} no existe. Operaciones válidas: {available}.",
     "invalid_parameters": "Parámetros inválidos para {operation!r}: {details}.",
-    "customer_not_found": "Ningún cliente coincide con {query!r}.{hint}",
+    "customer_not_found": "Ningún cliente al que usted tenga acceso coincide con {query!r}.{hint}",
     "customer_suggestions": " Clientes más parecidos: {names}.",
-    "customer_out_of_scope": (
-        "No tiene acceso a los datos del cliente {customer!r}: no es uno de sus clientes."
-    ),
     "forbidden": "No tiene permiso para la operación {operation!r}; no se ejecutó.",
     "no_sales": "No hay ventas en {anio}, así que no hay mejor cliente.",
 }
@@ -144,12 +141,17 @@ class CustomerNotFoundError(DomainError):
         )
 
 
-class CustomerOutOfScopeError(DomainError):
-    """The customer exists but is outside the caller's data scope (not one of their customers)."""
+class CustomerOutOfScopeError(CustomerNotFoundError):
+    """The customer exists but is outside the caller's data scope (not one of their customers).
 
-    def __init__(self, operation: str, customer: str) -> None:
+    Its message is exactly a :class:`CustomerNotFoundError`'s for the same name and suggestions (from the
+    caller's own customers): a caller who may not see a customer cannot tell it from one that does not exist.
+    The class (and :attr:`customer`) tells the ERP's own code and logs which it was.
+    """
+
+    def __init__(self, operation: str, customer: str, suggestions: Sequence[str] = ()) -> None:
         self.customer = customer
-        super().__init__(operation, OPERATION_ERROR_TEXTS["customer_out_of_scope"].format(customer=customer))
+        super().__init__(operation, customer, suggestions)
 
 
 class OperationForbiddenError(OperationError):

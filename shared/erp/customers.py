@@ -10,9 +10,10 @@ lookup is a plain indexed query on any database):
 
 Every function takes ``vendedor``: ``None`` searches every customer (a caller who sees all of them);
 a salesperson's user id restricts matches, suggestions and search results to that salesperson's customers,
-so another salesperson's customer names never come back. A name that designates only customers outside the
-scope (exactly, or as a part) is :class:`~shared.errors.CustomerOutOfScopeError`, which repeats only what the
-caller wrote; a name that matches no customer at all is still ``CustomerNotFoundError``.
+so another salesperson's customer names never come back. A customer outside the scope named exactly raises
+:class:`~shared.errors.CustomerOutOfScopeError`, a ``CustomerNotFoundError`` whose message (and suggestions,
+from the caller's own customers) is exactly the one a name matching nobody gets: the caller cannot tell a
+customer they may not see from one that does not exist.
 """
 
 from __future__ import annotations
@@ -86,14 +87,14 @@ def resolve_customer(session: Session, text: str, operation: str, *, vendedor: s
     mine = [customer for customer in exact if vendedor is None or customer.vendedor == vendedor]
     if mine:
         return mine[0]
-    if exact:
-        raise CustomerOutOfScopeError(operation, text)
     partial = _partial_matches(session, folded, limit=MAX_SUGGESTIONS + 1, vendedor=vendedor)
-    if len(partial) == 1:
+    if len(partial) == 1 and not exact:
         return partial[0]
     suggestions = [c.name for c in partial[:MAX_SUGGESTIONS]] or closest_names(
         session, text, vendedor=vendedor
     )
+    if exact:  # someone else's customer: said exactly as a name that matches nobody would be
+        raise CustomerOutOfScopeError(operation, text, suggestions)
     raise CustomerNotFoundError(operation, text, suggestions)
 
 

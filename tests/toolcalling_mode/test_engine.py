@@ -311,7 +311,7 @@ def test_an_unknown_customer_is_a_tool_error_the_model_sees(make_engine: Any) ->
     result = engine.ask("c1", "¿Cuánto compró Zeta?", DEMO_CALLER)
 
     assert result.operations[0].error is not None
-    assert "Ningún cliente coincide con 'Zeta'" in result.operations[0].error
+    assert "Ningún cliente al que usted tenga acceso coincide con 'Zeta'" in result.operations[0].error
     assert "ACME S.A." in result.answer
     assert result.errors == [f"Tool 'compras_cliente' failed: {result.operations[0].error}"]
 

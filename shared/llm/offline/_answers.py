@@ -44,6 +44,8 @@ DESCRIPTIONS = {
 """What each operation consults, as a sentence's object ("No pude consultar las ventas del año")."""
 _QUOTED_CUSTOMER = re.compile(r"cliente (['\"])(.+?)\1")
 """The customer an ERP refusal names: ``… datos del cliente 'Empresa ABC': …``."""
+_MATCHED_CUSTOMER = re.compile(r"coincide con (['\"])(.+?)\1")
+"""The name a customer-not-found error quotes: ``… coincide con 'Empresa ABC'.``"""
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,11 @@ def _refusal(item: Executed, what: str, detail: str) -> str | None:
     may not run (it was not executed).
     """
     folded = fold(detail)
+    if "ningun cliente al que usted tenga acceso" in folded:
+        quoted = _MATCHED_CUSTOMER.search(detail)
+        customer = quoted.group(2) if quoted else item.parametros.get("cliente")
+        who = customer.strip() if isinstance(customer, str) and customer.strip() else "ese cliente"
+        return f"No encontré a {who} entre sus clientes: no existe o no es uno de sus clientes."
     if "no tiene acceso" in folded:
         quoted = _QUOTED_CUSTOMER.search(detail)
         customer = quoted.group(2) if quoted else item.parametros.get("cliente")

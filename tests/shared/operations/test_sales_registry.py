@@ -341,7 +341,7 @@ def test_a_tool_call_with_a_missing_customer_yields_an_error_message_not_an_exce
     )
     assert isinstance(message, ToolMessage)
     assert message.status == "error"
-    assert "Ningún cliente coincide con 'Empresa ABD'" in str(message.content)
+    assert "Ningún cliente al que usted tenga acceso coincide con 'Empresa ABD'" in str(message.content)
     assert "Empresa ABC" in str(message.content)
 
 
