@@ -106,7 +106,9 @@ class RunMeta(BaseModel):
     def offline(self) -> bool:
         """Whether the deterministic offline stand-in produced every figure: in process, or behind one of
         the project's emulators (the model identity the server reported says so)."""
-        models = self.provenance.models if self.provenance is not None else {}
+        models = dict(self.provenance.models) if self.provenance is not None else {}
+        if self.provenance is not None and self.provenance.model is not None and not self.targets:
+            models.setdefault(DEFAULT_TARGET, self.provenance.model)  # one implicit target: ``model`` only
         return all(
             target.offline or (target.name in models and models[target.name].stand_in)
             for target in self.run_targets

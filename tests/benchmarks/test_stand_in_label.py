@@ -34,7 +34,7 @@ def test_a_report_of_an_emulator_run_keeps_the_stand_in_banner() -> None:
         provider="ollama",
         model="llama3.1:8b",
         base_url="http://127.0.0.1:11434",
-        provenance=Provenance(model=identity, models={DEFAULT_TARGET: identity}),
+        provenance=Provenance(model=identity),  # a run without --target records the one model only
     )
 
     assert meta.offline
