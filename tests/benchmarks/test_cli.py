@@ -185,9 +185,9 @@ def test_serve_runs_the_ai_server_that_ask_uses_over_http(cli_env: dict[str, str
     assert answered.exit_code == 0, answered.output
     turn = json.loads(answered.stdout)
     assert turn["model_calls"] == 2 and "₲850.000.000" in turn["answer"]
-    assert refused.exit_code == 1
-    unauthorised = json.loads(refused.stdout)
-    assert unauthorised["failure"] == "provider" and unauthorised["operations"] == []
+    assert refused.exit_code == 2  # a token to set, not a provider failure to retry
+    unauthorised = json.loads(refused.stdout)["error"]
+    assert unauthorised["kind"] == "configuration" and "ERP_AI_SERVER_TOKEN" in unauthorised["message"]
 
 
 def test_emulate_serves_the_ollama_protocol(cli_env: dict[str, str]) -> None:

@@ -1,0 +1,97 @@
+"""`erp-ai serve` refuses what cannot run before uvicorn starts, and starts uvicorn with bounds for slow
+clients (``uvicorn.run`` is replaced: nothing listens in these tests unless a test binds a port itself)."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+import benchmarks.cli as cli
+from benchmarks.cli import app
+
+runner = CliRunner()
+
+SERVE_SETTINGS = (
+    "ERP_AI_PROVIDER",
+    "ERP_AI_MODEL",
+    "ERP_AI_PLAN_MODEL",
+    "ERP_AI_ANSWER_MODEL",
+    "ERP_AI_BASE_URL",
+    "ERP_AI_SERVER_TOKEN",
+    "ERP_AI_MAX_TOKENS",
+    "ERP_AI_TIMEOUT",
+)
+
+
+@pytest.fixture
+def uvicorn_runs(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """The keyword arguments of every ``uvicorn.run`` call (none is started)."""
+    import uvicorn
+
+    calls: list[dict[str, Any]] = []
+    monkeypatch.setattr(uvicorn, "run", lambda *args, **kwargs: calls.append(kwargs))
+    for name in SERVE_SETTINGS:  # serve writes its settings into the environment: undo that afterwards
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
+    return calls
+
+
+@pytest.fixture
+def busy_port() -> Iterator[int]:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        yield int(sock.getsockname()[1])
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [(["--port", "99999"], "--port"), (["--port", "0"], "--port"), (["--workers", "0"], "--workers")],
+    ids=["port-too-high", "port-zero", "no-workers"],
+)
+def test_a_port_or_worker_count_out_of_range_is_a_usage_error(
+    args: list[str], option: str, uvicorn_runs: list[dict[str, Any]]
+) -> None:
+    result = runner.invoke(app, ["serve", *args])
+
+    assert result.exit_code == 2
+    assert option in result.output and "Traceback" not in result.output
+    assert uvicorn_runs == []
+
+
+def test_a_port_in_use_is_one_line_and_exit_2_before_uvicorn_starts(
+    busy_port: int, uvicorn_runs: list[dict[str, Any]]
+) -> None:
+    result = runner.invoke(app, ["serve", "--port", str(busy_port)])
+
+    assert result.exit_code == 2
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and f"port {busy_port}" in lines[0] and "already in use" in lines[0], lines
+    assert uvicorn_runs == []
+
+
+def test_a_free_port_starts_uvicorn_with_bounds_for_slow_clients(uvicorn_runs: list[dict[str, Any]]) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+
+    result = runner.invoke(app, ["serve", "--port", str(port), "--workers", "2"])
+
+    assert result.exit_code == 0, result.output
+    [options] = uvicorn_runs
+    assert options["port"] == port and options["workers"] == 2
+    assert options["timeout_keep_alive"] == cli.SERVE_KEEP_ALIVE_S
+    assert options["h11_max_incomplete_event_size"] == cli.SERVE_MAX_HEADER_BYTES
+    assert options["limit_concurrency"] == cli.SERVE_MAX_CONCURRENCY
+    assert options["timeout_graceful_shutdown"] == cli.SERVE_SHUTDOWN_S
+
+
+def test_serve_help_names_the_server_extra_and_the_bounds() -> None:
+    result = runner.invoke(app, ["serve", "--help"], env={"COLUMNS": "300"})
+
+    assert "pip install 'erp-ai-harness[server]'" in result.output
+    assert "keep-alive" in result.output and "503" in result.output
