@@ -47,6 +47,7 @@ __all__ = [
     "MATRIX_TIMEOUT_S",
     "MatrixCell",
     "ModelPath",
+    "matrix_limits",
     "matrix_markdown",
     "matrix_plan",
     "readme_block",
@@ -318,8 +319,8 @@ def readme_block(cells: Sequence[MatrixCell]) -> str:
         [
             start_marker(README_BLOCK, "erp-ai reliability --readme README.md"),
             "",
-            f"Measured by `erp-ai reliability` on {date.today().isoformat()}: {len(cells)} cells, output cap "
-            f"{MATRIX_MAX_TOKENS} tokens, request timeout {MATRIX_TIMEOUT_S:g} s, on {describe_host()}. "
+            f"Measured by `erp-ai reliability` on {date.today().isoformat()}: {len(cells)} cells, "
+            f"{matrix_limits()}, on {describe_host()}. "
             "Each cell: the failure kind the turn ended in (or *answered*), whether the conversation was "
             "recorded or left untouched, the model calls and input+output tokens counted, and whether a "
             "two-turn benchmark run with the same fault went on to its end (and how many of its turns "
@@ -329,6 +330,16 @@ def readme_block(cells: Sequence[MatrixCell]) -> str:
             "",
             end_marker(README_BLOCK),
         ]
+    )
+
+
+def matrix_limits() -> str:
+    """The bounds every cell ran with, the faults with their own output cap named: "output cap 400 tokens
+    (8,192 for `repeat_memory`), request timeout 0.5 s"."""
+    own = ", ".join(f"{cap:,} for `{fault}`" for fault, cap in _FAULT_MAX_TOKENS.items())
+    return (
+        f"output cap {MATRIX_MAX_TOKENS:,} tokens{f' ({own})' if own else ''}, "
+        f"request timeout {MATRIX_TIMEOUT_S:g} s"
     )
 
 
