@@ -9,6 +9,13 @@
 
 A database is the demo when ``erp_settings`` holds a ``seed_version``; :func:`open_erp` on the demo also
 reads its stored ``today``.
+
+Reading needs no write access: an existing SQLite file that this process may not write (the file or its
+directory is read-only) is opened read-only by both functions (:func:`read_only_sqlite_url`), so nothing is
+created, switched to WAL, seeded or written next to it; :func:`open_demo_erp` then checks that the file is
+already the seeded demo instead of seeding it. The ERP's data is only ever read after opening (the
+conversation memory is a store of its own), so every command works on such a file but those that write the
+memory into it.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
+from urllib.parse import quote, unquote
 
 from sqlalchemy import Engine, inspect, select
 from sqlalchemy.engine import URL
@@ -37,6 +45,7 @@ __all__ = [
     "missing_erp_tables",
     "open_demo_erp",
     "open_erp",
+    "read_only_sqlite_url",
     "read_today",
 ]
 
@@ -131,6 +140,10 @@ def open_erp(url: str | None = None) -> Erp:
     engine = make_engine(url or default_db_url())
     try:
         _require_existing_sqlite_file(engine.url)
+        read_only = read_only_sqlite_url(engine.url)
+        if read_only is not None:
+            engine.dispose()
+            engine = make_engine(read_only)
         with storage_errors(engine.url, "open the ERP database", DB_URL_ENV):
             today = read_today(engine)
     except BaseException:  # do not leak the connection pool
@@ -149,16 +162,23 @@ def open_demo_erp(url: str | None = None) -> Erp:
 
     Raises :class:`~shared.errors.ConfigurationError` for a bad URL, a missing driver, a database that is not
     the demo or was seeded by another seed version, and :class:`~shared.errors.StorageError` (one line: what
-    is wrong, what to do) when the database cannot be opened, created or read: read-only, corrupt, missing
-    directory, locked, down.
+    is wrong, what to do) when the database cannot be opened, created or read: corrupt, missing directory,
+    locked, down, or read-only and not the seeded demo (a read-only demo is opened read-only).
     """
     # Imported here: the seed module reads DEMO_TODAY from this module.
     from shared.erp.seed import seed_erp
 
     engine = make_engine(url or default_db_url())
     try:
+        read_only = read_only_sqlite_url(engine.url)
+        if read_only is not None:
+            engine.dispose()
+            engine = make_engine(read_only)
         with storage_errors(engine.url, "open the ERP database", DB_URL_ENV):
-            seed_erp(engine)
+            if read_only is None:
+                seed_erp(engine)
+            else:
+                _require_seeded(engine)
             today = read_today(engine)
     except BaseException:  # e.g. a database seeded by another version: do not leak the connection pool
         engine.dispose()
@@ -166,14 +186,57 @@ def open_demo_erp(url: str | None = None) -> Erp:
     return Erp(engine=engine, today=today or DEMO_TODAY)
 
 
+def read_only_sqlite_url(url: URL) -> URL | None:
+    """``url`` opened read-only, when it names an existing SQLite file this process may not write (the file
+    or its directory); ``None`` otherwise (another database, a URI that chose its own mode, a writable file).
+
+    The URL is SQLite's URI form with ``mode=ro``. When no ``-wal``, ``-shm`` or ``-journal`` file lies next
+    to the database, it also says ``immutable=1``: SQLite cannot otherwise read a WAL database in a directory
+    where it may not create the ``-shm`` file, and with none of these files no writer has it open. A writer
+    that starts later while this handle reads is not seen (SQLite takes no lock on an immutable file).
+    """
+    if url.get_backend_name() != "sqlite" or is_memory_sqlite(url):
+        return None
+    database = url.database or ""
+    if database.startswith("file:") or url.query.get("uri"):
+        return None
+    path = Path(database).absolute()
+    if not path.is_file() or (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
+        return None
+    query = {"mode": "ro", "uri": "true"}
+    if not any(path.with_name(path.name + suffix).exists() for suffix in ("-wal", "-shm", "-journal")):
+        query["immutable"] = "1"
+    return url.set(database=f"file:{quote(str(path))}", query=query)
+
+
+def _require_seeded(engine: Engine) -> None:
+    """Refuse a read-only database that is not the seeded demo: it cannot be seeded."""
+    from shared.erp.seed import SEED_VERSION, seeded_version
+
+    with engine.connect() as connection:
+        seeded = inspect(connection).has_table(ErpSetting.__tablename__) and seeded_version(connection)
+    if seeded != SEED_VERSION:
+        path = _sqlite_file(engine.url)
+        state = f"seeded by seed version {seeded!r}" if seeded else "not the seeded demo ERP"
+        raise StorageError(
+            f"Cannot open the demo ERP: {path} is read-only and {state}, so it cannot be seeded. Make the "
+            f"file and its directory writable, or set {DB_URL_ENV} to another database."
+        )
+
+
+def _sqlite_file(url: URL) -> Path:
+    """The file of a SQLite URL, also in URI form (``sqlite:///file:/path/erp.sqlite3?mode=ro&uri=true``)."""
+    database = url.database or ""
+    if database.startswith("file:"):
+        database = unquote(database.removeprefix("file:").split("?", 1)[0])
+    return Path(database)
+
+
 def _require_existing_sqlite_file(url: URL) -> None:
     """Refuse a SQLite file that does not exist: connecting would create it, empty."""
     if url.get_backend_name() != "sqlite" or is_memory_sqlite(url):
         return
-    database = url.database or ""
-    if database.startswith("file:"):  # URI form: sqlite:///file:/path/erp.sqlite3?mode=ro&uri=true
-        database = database.removeprefix("file:").split("?", 1)[0]
-    path = Path(database)
+    path = _sqlite_file(url)
     if not path.exists():
         raise StorageError(
             f"Cannot open the ERP database: {path} does not exist. Set {DB_URL_ENV} to an existing ERP "
