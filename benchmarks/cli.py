@@ -890,8 +890,8 @@ SERVE_KEEP_ALIVE_S = 5
 """``erp-ai serve``: an idle keep-alive connection is closed after this many seconds (uvicorn's
 ``timeout_keep_alive``)."""
 SERVE_MAX_HEADER_BYTES = 8 * 1024
-"""``erp-ai serve``: the most a request's line and headers may hold (uvicorn's
-``h11_max_incomplete_event_size``); more is answered 400."""
+"""``erp-ai serve``: how much of a request's line and headers is buffered while they arrive (uvicorn's
+``h11_max_incomplete_event_size``, h11 only); a client that sends more without ending them is answered 400."""
 SERVE_MAX_CONCURRENCY = 1024
 """``erp-ai serve``: connections and requests one worker holds at once (uvicorn's ``limit_concurrency``);
 beyond it a request is answered 503. Above ``erp-ai loadtest``'s 512 conversations on one server."""
@@ -902,11 +902,12 @@ SERVE_HELP = f"""Run the stateless AI server (POST /ai/analyze, POST /ai/respond
 
 Needs the 'server' extra (FastAPI, uvicorn): pip install 'erp-ai-harness\\[server]'.
 
-Slow and idle clients: a keep-alive connection idle for {SERVE_KEEP_ALIVE_S} s is closed; a request line and
-its headers may hold {SERVE_MAX_HEADER_BYTES // 1024} KiB (more is answered 400); each worker holds at most
-{SERVE_MAX_CONCURRENCY:,} connections and requests at once (more are answered 503); Ctrl+C waits at most
-{SERVE_SHUTDOWN_S} s for open connections. uvicorn has no timeout for reading a request's headers or body: in
-front of untrusted clients, put a reverse proxy that has them (nginx: client_header_timeout,
+Slow and idle clients: a keep-alive connection idle for {SERVE_KEEP_ALIVE_S} s is closed; a request's line
+and headers are buffered up to {SERVE_MAX_HEADER_BYTES // 1024} KiB while they arrive (a client that sends
+more without ending them is answered 400); each worker holds at most {SERVE_MAX_CONCURRENCY:,} connections
+and requests at once (more are answered 503); Ctrl+C waits at most {SERVE_SHUTDOWN_S} s for open connections.
+uvicorn has no timeout for reading a request's headers or body (a client that stalls mid-request holds its
+connection): in front of untrusted clients, put a reverse proxy that has them (nginx: client_header_timeout,
 client_body_timeout).
 
 A port outside 1-65535, no worker, or an address that cannot be bound (a port in use, a port below 1024
