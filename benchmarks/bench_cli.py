@@ -218,7 +218,9 @@ def bench(
         warmup=warmup,
     )
     try:
-        outcome = run_suite(suite, config, db_url=db_url, console=console, show_progress=progress)
+        outcome = run_suite(
+            suite, config, db_url=db_url, console=console, show_progress=progress and console.is_terminal
+        )
     except ConfigurationError as exc:
         raise _fail(console, str(exc)) from None
     run = RunResults(meta=outcome.meta, rows=outcome.rows)
