@@ -345,10 +345,18 @@ def _openai(
     return model_instance
 
 
+_PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy")
+
+
 def _retrying_http_clients() -> dict[str, Any]:
     """The OpenAI SDK's HTTP clients over transports that resend a request once when its connection failed
     before the server answered (a keep-alive connection the server had closed): see
-    :mod:`shared.llm.connection_retry`. Timeouts come from the SDK's per-request options, as before."""
+    :mod:`shared.llm.connection_retry`. Timeouts come from the SDK's per-request options, as before.
+
+    None when the environment names a proxy: a client with its own transport ignores the proxy variables,
+    so the SDK's default client (which honours them) is kept, without the retry."""
+    if any(os.environ.get(name) for name in _PROXY_VARIABLES):
+        return {}
     import openai
 
     from shared.llm.connection_retry import AsyncRetryingTransport, RetryingTransport

@@ -101,3 +101,10 @@ def test_a_second_dropped_connection_is_a_provider_error_after_exactly_one_retry
     assert seen["connections"] == 2
     assert tracker.connection_retries == 1
     assert isinstance(as_erp_error(raised.value), ProviderError)
+
+
+def test_a_proxy_in_the_environment_keeps_the_sdks_own_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    model = build_chat_model("openai", api_key="k", base_url="http://127.0.0.1:9/v1")
+
+    assert getattr(model, "http_client", None) is None  # the SDK's default client, which honours the proxy
