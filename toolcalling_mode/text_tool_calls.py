@@ -37,6 +37,7 @@ __all__ = ["TextToolCallRecovery", "looks_like_text_tool_call", "parse_text_tool
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
 _TAG = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
 _ARGUMENT_KEYS = ("arguments", "parameters", "args")
+_TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
 
 TextToolCall = tuple[str, dict[str, Any]]
 """A tool call read from text: the tool's name and its arguments."""
@@ -109,8 +110,10 @@ def _json_values(text: str) -> list[Any] | None:
 
 
 def _call(item: Any) -> TextToolCall | None:
-    if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item["name"].strip():
+    if not isinstance(item, dict) or not isinstance(item.get("name"), str):
         return None
+    if not _TOOL_NAME.fullmatch(item["name"].strip()):
+        return None  # "Empresa ABC" is data, not a tool: tool names are identifiers
     if set(item) - {"name", "type", "id", *_ARGUMENT_KEYS}:
         return None  # some other object that happens to have a "name"
     arguments: Any = next((item[key] for key in _ARGUMENT_KEYS if key in item), {})

@@ -55,6 +55,7 @@ def test_a_reply_that_is_only_tool_calls_written_as_text_is_read(text: str, call
         'Claro: {"name": "a", "arguments": {}}',  # prose around it
         '```json\n{"total": 850000000}\n```',  # JSON, but not a call
         '{"name": "Empresa ABC", "total": 120000000}',  # an object with a name is not a call
+        '```json\n[{"name": "Empresa ABC"}, {"name": "Comercial Sur"}]\n```',  # names that are data
         '{"name": "a", "arguments": [1, 2]}',
         "",
     ],
