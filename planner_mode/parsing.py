@@ -32,13 +32,12 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from shared.errors import ModelOutputError
-from shared.text import split_reasoning
+from shared.text import MARKDOWN_FENCE, split_reasoning
 
 __all__ = ["extract_json_object", "json_value_problem", "message_text", "parse_model_output"]
 
 M = TypeVar("M", bound=BaseModel)
 
-_FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
 _STRUCTURE = re.compile(r'[{}"\\\n]')
 """The characters the span scan reacts to; everything else is skipped at C speed."""
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -280,7 +279,7 @@ class _Search:
             skip.add((0, len(source)))
         if value is not None:
             yield value
-        for fence in _FENCE.finditer(source):
+        for fence in MARKDOWN_FENCE.finditer(source):
             content = fence.group(1)
             start = fence.start(1) + len(content) - len(content.lstrip())
             content = content.strip()

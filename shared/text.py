@@ -7,6 +7,9 @@ import unicodedata
 
 _THINK_TAG = re.compile(r"<(/?)think(?:ing)?>", re.IGNORECASE)
 
+MARKDOWN_FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
+"""A Markdown code fence (any language tag); group 1 is its contents. Small models wrap JSON in one."""
+
 
 def fold(text: str) -> str:
     """Case- and accent-insensitive form of ``text``: ``"Compañía Ñandú"`` → ``"compania nandu"``."""

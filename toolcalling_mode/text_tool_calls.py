@@ -30,11 +30,10 @@ from typing import Any
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, ToolCall
 
-from shared.text import strip_reasoning
+from shared.text import MARKDOWN_FENCE, strip_reasoning
 
 __all__ = ["TextToolCallRecovery", "looks_like_text_tool_call", "parse_text_tool_calls"]
 
-_FENCE = re.compile(r"```[a-zA-Z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
 _TAG = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
 _ARGUMENT_KEYS = ("arguments", "parameters", "args")
 _TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
@@ -56,7 +55,7 @@ def parse_text_tool_calls(text: str) -> list[TextToolCall] | None:
     if not body:
         return None
     pieces: list[str] = []
-    for pattern in (_TAG, _FENCE):
+    for pattern in (_TAG, MARKDOWN_FENCE):
         found = pattern.findall(body)
         if found:
             if pattern.sub("", body).strip():

@@ -18,8 +18,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import LLMResult
 from pydantic import BaseModel
 
-from shared.emulators.faults import ReplyFault
-from shared.llm.faults import RUNAWAY_CONTEXT_TOKENS, cut_to_tokens, grow
+from shared.llm.faults import RUNAWAY_CONTEXT_TOKENS, ReplyFault, cut_to_tokens, grow
 from shared.llm.tokens import approx_json_tokens, approx_tokens
 
 STAND_IN_MARKER = "erp-ai emulator"

@@ -61,6 +61,8 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from shared.llm.faults import REPLY_FAULTS, ReplyFault
+
 EmulatorFault = Literal[
     "http_500",
     "stream_error",
@@ -69,27 +71,12 @@ EmulatorFault = Literal[
     "schema_invalid",
     "slow",
     "stall",
-    "runaway",
-    "repeat_memory",
-    "placeholder_plan",
-    "schema_ignored",
-    "no_tool_calls",
-    "text_tool_calls",
-    "think_wrap",
+    ReplyFault,
 ]
-"""The fault modes every emulator understands."""
+"""The fault modes every emulator understands: its own transport faults, then the reply faults
+(:data:`~shared.llm.faults.ReplyFault`, which rewrite the backing model's reply as the offline model's do)."""
 
-ReplyFault = Literal[
-    "runaway",
-    "repeat_memory",
-    "placeholder_plan",
-    "schema_ignored",
-    "no_tool_calls",
-    "text_tool_calls",
-    "think_wrap",
-]
-"""The modes that rewrite the backing model's reply: the offline model's faults (:mod:`shared.llm.faults`)."""
-REPLY_FAULT_MODES: tuple[ReplyFault, ...] = get_args(ReplyFault)
+REPLY_FAULT_MODES: tuple[ReplyFault, ...] = REPLY_FAULTS
 
 FAULT_MODES: tuple[EmulatorFault, ...] = get_args(EmulatorFault)
 FAULT_HEADER = "X-Emulator-Fault"

@@ -80,6 +80,19 @@ FaultMode = Literal[
 """The closed set of fault modes."""
 
 FAULT_MODES: tuple[FaultMode, ...] = get_args(FaultMode)
+
+ReplyFault = Literal[
+    "runaway",
+    "repeat_memory",
+    "placeholder_plan",
+    "schema_ignored",
+    "no_tool_calls",
+    "text_tool_calls",
+    "think_wrap",
+]
+"""The fault modes that rewrite a finished reply (the offline model's ``misbehave``, the emulators' reply
+faults): the one list both use."""
+REPLY_FAULTS: tuple[ReplyFault, ...] = get_args(ReplyFault)
 """Every fault mode, in declaration order."""
 
 HALLUCINATED_FUNCTION = "consultar_ventas_totales"

@@ -3,7 +3,8 @@
 ``misbehave`` applies the offline model's reply faults to any model's reply (the protocol emulators use it).
 """
 
-from shared.llm.offline._faults import REPLY_FAULTS, Misbehaviour, misbehave
+from shared.llm.faults import REPLY_FAULTS
+from shared.llm.offline._faults import Misbehaviour, misbehave
 from shared.llm.offline._model import OfflineSalesModel
 
 __all__ = ["REPLY_FAULTS", "Misbehaviour", "OfflineSalesModel", "misbehave"]

@@ -17,6 +17,7 @@ from langchain_core.messages import BaseMessage
 
 from shared.llm.faults import (
     HALLUCINATED_FUNCTION,
+    REPLY_FAULTS,
     FaultMode,
     break_arguments,
     invented_reply,
@@ -261,18 +262,6 @@ class Misbehaviour:
     def runaway(self) -> bool:
         """Whether the reply never ends on its own (the caller cuts it at its output cap)."""
         return bool(self.repeat)
-
-
-REPLY_FAULTS: tuple[FaultMode, ...] = (
-    "runaway",
-    "repeat_memory",
-    "placeholder_plan",
-    "schema_ignored",
-    "no_tool_calls",
-    "text_tool_calls",
-    "think_wrap",
-)
-"""The fault modes :func:`misbehave` applies to a finished reply."""
 
 
 def misbehave(
