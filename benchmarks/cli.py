@@ -29,7 +29,7 @@ from rich.table import Table
 from typer.core import TyperCommand, TyperGroup
 
 from benchmarks.bench_cli import MaxTokensOpt, TimeoutOpt
-from shared.emulators.faults import FAULT_MODES
+from benchmarks.stand_ins.emulators.faults import FAULT_MODES
 from shared.errors import (
     ConfigurationError,
     ConversationAccessDenied,
@@ -1029,7 +1029,7 @@ def emulate(
     service. Output caps are honoured (Ollama `num_predict`, Gemini `maxOutputTokens`, OpenAI `max_tokens`);
     `--fault` reproduces what real models and servers do wrong.
     """
-    from shared.emulators import DEFAULT_PORTS, EmulatorFaults, run_emulator
+    from benchmarks.stand_ins.emulators import DEFAULT_PORTS, EmulatorFaults, run_emulator
 
     try:
         faults = EmulatorFaults.from_specs(fault or [])

@@ -7,7 +7,8 @@ field ``None`` (or absent) with a line in ``notes``; collecting provenance never
 
 What identifies the model, per provider:
 
-- ``offline``: the SHA-256 of the offline model's source files (``shared/llm/offline/*.py``): the stand-in
+- ``offline``: the SHA-256 of the offline model's source files (``benchmarks/stand_ins/offline/*.py``): the
+  stand-in
   has no weights, its code is its version.
 - ``ollama``: ``GET /api/tags`` gives the model's ``digest`` (the weights' SHA-256); ``POST /api/show`` gives
   ``modified_at``, the ``details`` (family, parameter size, quantization) and a few ``model_info`` keys.
@@ -104,7 +105,7 @@ class ModelIdentity(BaseModel):
     @property
     def stand_in(self) -> bool:
         """Whether the server said it is one of this project's emulators (the offline model answered)."""
-        from shared.emulators._backing import STAND_IN_MARKER
+        from benchmarks.stand_ins.emulators._backing import STAND_IN_MARKER
 
         return any(STAND_IN_MARKER in str(value) for value in self.details.values())
 
@@ -218,7 +219,7 @@ def registry_hashes(registry: OperationRegistry, caller: Caller) -> tuple[str, s
 
 
 def _offline_identity(model: str | None) -> ModelIdentity:
-    folder = resources.files("shared.llm").joinpath("offline")
+    folder = resources.files("benchmarks.stand_ins").joinpath("offline")
     sources = sorted(
         (item for item in folder.iterdir() if item.is_file() and item.name.endswith(".py")),
         key=lambda entry: entry.name,
@@ -230,7 +231,7 @@ def _offline_identity(model: str | None) -> ModelIdentity:
         provider="offline",
         model=model or "offline-sales",
         digest=digest.hexdigest(),
-        details={"version": "source hash of shared/llm/offline/*.py", "files": len(sources)},
+        details={"version": "source hash of benchmarks/stand_ins/offline/*.py", "files": len(sources)},
     )
 
 

@@ -2,12 +2,13 @@
 
 Paths:
 
-- ``in-process``: the offline model with an offline fault mode (:mod:`shared.llm.faults`), in the engine's
+- ``in-process``: the offline model with an offline fault mode (:mod:`benchmarks.stand_ins.faults`), in the
+  engine's
   process;
 - ``ai-server``: planner only (``--server``): the engine reaches a stateless AI server over HTTP whose model
   has the fault;
 - ``ollama-http``: the real ``ChatOllama`` client over HTTP against the Ollama emulator with an emulator
-  fault (:mod:`shared.emulators.faults`).
+  fault (:mod:`benchmarks.stand_ins.emulators.faults`).
 
 Each cell runs one turn, "¿Cuánto vendimos en 2025?", in a conversation that already holds one exchange, and
 records what the turn ended in (its failure kind), whether the conversation changed, the calls and tokens
@@ -116,14 +117,14 @@ class MatrixCell(BaseModel):
 
 def offline_faults() -> list[str]:
     """Every offline fault mode."""
-    from shared.llm.faults import FaultMode
+    from benchmarks.stand_ins.faults import FaultMode
 
     return list(get_args(FaultMode))
 
 
 def emulator_faults() -> list[str]:
     """Every emulator fault mode."""
-    from shared.emulators.faults import EmulatorFault
+    from benchmarks.stand_ins.emulators.faults import EmulatorFault
 
     return list(get_args(EmulatorFault))
 
@@ -165,7 +166,7 @@ def _path_engines(
             finally:
                 client.close()
         return
-    from shared.emulators import EmulatorFaults, start_emulator
+    from benchmarks.stand_ins.emulators import EmulatorFaults, start_emulator
     from shared.llm.factory import build_chat_model
 
     faults = EmulatorFaults(mode=fault, slow_seconds=SLOW_FAULT_S)  # type: ignore[arg-type]

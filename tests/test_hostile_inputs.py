@@ -29,6 +29,7 @@ from typer.testing import CliRunner
 from benchmarks.cli import app as cli_app
 from benchmarks.modes import build_engine
 from benchmarks.serving import ServerThread
+from benchmarks.stand_ins.offline import OfflineSalesModel
 from planner_mode import HttpAIClient, PlannerEngine, create_app
 from planner_mode.wire import MAX_CATALOG_CHARS, MAX_CATALOG_OPERATIONS, AnalyzeRequest, ErrorResponse
 from shared.answer import MemoryItem
@@ -44,7 +45,6 @@ from shared.engine import AssistantEngine
 from shared.erp.database import Erp
 from shared.inputs import ALLOWED_CONTROLS, CONTROL_CHARACTERS, MAX_QUESTION_CHARS, find_control_character
 from shared.llm import build_chat_model
-from shared.llm.offline import OfflineSalesModel
 from shared.memory.context import ConversationContext
 from shared.memory.store import MemoryStore, MessageIn, TurnRecord
 from shared.memory.tables import Conversation

@@ -1,4 +1,9 @@
-"""The model layer: the provider factory, the offline model, token and latency accounting, fault injection."""
+"""The model layer: the provider factory, token accounting, provider errors.
+
+Stand-in models (the deterministic offline model, fault and latency simulation, protocol emulators) are not
+part of it: they live in :mod:`benchmarks.stand_ins`, and :func:`build_chat_model` reaches the offline one
+through the ``erp_ai_harness.chat_models`` entry point, so importing this package loads no stand-in.
+"""
 
 from shared.llm.factory import (
     DEFAULT_MAX_TOKENS,
@@ -7,9 +12,6 @@ from shared.llm.factory import (
     configured_max_tokens,
     configured_timeout,
 )
-from shared.llm.faults import FaultConfig, FaultMode
-from shared.llm.latency import LATENCY_PROFILES, LatencyProfile
-from shared.llm.offline import OfflineSalesModel
 from shared.llm.provider_errors import as_erp_error, stopped_at_limit
 from shared.llm.tokens import approx_tokens
 from shared.llm.usage import UsageTracker
@@ -17,11 +19,6 @@ from shared.llm.usage import UsageTracker
 __all__ = [
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_TIMEOUT_S",
-    "LATENCY_PROFILES",
-    "FaultConfig",
-    "FaultMode",
-    "LatencyProfile",
-    "OfflineSalesModel",
     "UsageTracker",
     "approx_tokens",
     "as_erp_error",

@@ -45,13 +45,11 @@ from typing import TYPE_CHECKING, Any, Literal, TypeGuard, get_args
 
 from shared.errors import ConfigurationError
 from shared.extras import require
-from shared.llm.faults import FaultConfig, FaultMode
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
     from langchain_core.runnables import Runnable
 
-    from shared.llm.latency import LatencyProfile
 
 ProviderName = Literal["offline", "ollama", "gemini", "openai"]
 """The providers :func:`build_chat_model` knows."""
@@ -91,8 +89,8 @@ def build_chat_model(
     max_tokens: int | None = DEFAULT_MAX_TOKENS,
     timeout: float | None = DEFAULT_TIMEOUT_S,
     max_retries: int = 0,
-    latency_profile: LatencyProfile | str | None = None,
-    faults: FaultConfig | FaultMode | None = None,
+    latency_profile: Any = None,
+    faults: Any = None,
     prompt_cache_size: int | None = None,
 ) -> BaseChatModel:
     """Build the chat model for ``provider``.
@@ -119,7 +117,7 @@ def build_chat_model(
         faults: Offline only: a :class:`FaultConfig` or a bare fault mode (rate 1.0, seed 0).
         prompt_cache_size: Offline only: prompts its modelled prefix cache keeps (``0`` = no cache modelled,
             every input token processed; ``None`` = the model's default). See
-            :mod:`shared.llm.offline._cache`.
+            :mod:`benchmarks.stand_ins.offline._cache`.
 
     Raises:
         ConfigurationError: unknown provider, the provider's extra not installed, missing key, ``max_tokens``
@@ -214,35 +212,40 @@ def _check_limits(max_tokens: int | None, timeout: float | None) -> None:
         )
 
 
+OFFLINE_ENTRY_POINT_GROUP = "erp_ai_harness.chat_models"
+"""Where :func:`build_chat_model` finds the ``offline`` provider: the stand-in model is benchmark code
+(:mod:`benchmarks.stand_ins.offline`), registered as an entry point so that this ERP-side package never
+imports it."""
+
+
 def _offline(
     model: str | None,
     temperature: float,
     max_tokens: int | None,
     timeout: float | None,
-    latency_profile: LatencyProfile | str | None,
-    faults: FaultConfig | FaultMode | None,
+    latency_profile: Any,
+    faults: Any,
     prompt_cache_size: int | None,
 ) -> BaseChatModel:
-    from shared.llm.latency import resolve_latency_profile
-    from shared.llm.offline import OfflineSalesModel
+    from importlib.metadata import entry_points
 
-    try:
-        profile = resolve_latency_profile(latency_profile)
-    except ValueError as exc:
-        raise ConfigurationError(str(exc)) from None
-    if prompt_cache_size is not None and prompt_cache_size < 0:
-        raise ConfigurationError(f"prompt_cache_size must be 0 or more, not {prompt_cache_size}.")
-    fault_config = FaultConfig(mode=faults) if isinstance(faults, str) else faults
-    cache: dict[str, int] = {} if prompt_cache_size is None else {"prompt_cache_size": prompt_cache_size}
-    return OfflineSalesModel(
-        model_name=model or DEFAULT_MODELS["offline"],
+    found = entry_points(group=OFFLINE_ENTRY_POINT_GROUP, name="offline")
+    if not found:
+        raise ConfigurationError(
+            "The offline stand-in model is not installed: it ships with the erp-ai-harness distribution "
+            "(benchmarks.stand_ins); reinstall it, e.g. `pip install -e .`."
+        )
+    build = next(iter(found)).load()
+    model_instance: BaseChatModel = build(
+        model=model or DEFAULT_MODELS["offline"],
         temperature=temperature,
         max_tokens=max_tokens,
         timeout=timeout,
-        latency_profile=profile,
-        faults=fault_config,
-        **cache,
+        latency_profile=latency_profile,
+        faults=faults,
+        prompt_cache_size=prompt_cache_size,
     )
+    return model_instance
 
 
 def _import_provider(name: str) -> Any:

@@ -8,7 +8,7 @@ It also sums the prompt tokens a provider served from its prompt (prefix) cache,
 ``usage_metadata["input_token_details"]["cache_read"]``: LangChain's standard field, filled by
 ``langchain-openai`` from ``prompt_tokens_details.cached_tokens`` (OpenAI, and OpenAI-compatible servers
 that report it, llama.cpp's among them), by ``langchain-google-genai`` from ``cached_content_token_count``,
-and by the offline model from its model of a prefix cache (:mod:`shared.llm.offline._cache`).
+and by the offline model from its model of a prefix cache (:mod:`benchmarks.stand_ins.offline._cache`).
 ``langchain-ollama`` reports none (Ollama's API has no such count), so Ollama turns show 0 cached tokens.
 
 It also keeps one :class:`SimulatedCall` per call whose reply reports simulated timing (the offline model

@@ -222,7 +222,7 @@ def test_bench_runs_through_a_real_provider_client_over_http(
 ) -> None:
     """The whole benchmark through the real ChatOllama / ChatGoogleGenerativeAI client and an emulator."""
     from benchmarks.results import read_results
-    from shared.emulators import start_emulator
+    from benchmarks.stand_ins.emulators import start_emulator
 
     out = tmp_path / "run"
     with start_emulator(kind) as base_url:  # type: ignore[arg-type]

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 import benchmarks.cli as cli
 from benchmarks.cli import app
-from shared.emulators import EmulatorFaults, start_emulator
+from benchmarks.stand_ins.emulators import EmulatorFaults, start_emulator
 
 runner = CliRunner()
 

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from benchmarks.cli import app
-from shared.emulators import FAULT_MODES
+from benchmarks.stand_ins.emulators import FAULT_MODES
 
 runner = CliRunner()
 CHAT = {"model": "llama3.1:8b", "stream": False, "messages": [{"role": "user", "content": "Hola"}]}

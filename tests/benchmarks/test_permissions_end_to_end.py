@@ -16,12 +16,12 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from benchmarks.modes import build_engine
 from benchmarks.serving import ServerThread
+from benchmarks.stand_ins.offline import OfflineSalesModel
 from planner_mode import HttpAIClient, PlannerEngine, create_app
 from shared.engine import AssistantEngine
 from shared.erp.database import Erp
 from shared.erp.users import caller_for
 from shared.errors import ConversationAccessDenied
-from shared.llm.offline import OfflineSalesModel
 from shared.memory.store import MemoryStore
 from shared.operations.registry import OperationRegistry
 from shared.security import Caller

@@ -23,7 +23,7 @@ from benchmarks.provenance import (
     registry_hashes,
 )
 from benchmarks.results import ResultsWriter, RunMeta, read_results
-from shared.emulators import start_emulator
+from benchmarks.stand_ins.emulators import start_emulator
 from shared.operations.sales import sales_registry
 from shared.security import DEMO_CALLER, Caller
 

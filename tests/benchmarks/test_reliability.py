@@ -12,8 +12,8 @@ from typing import get_args
 import pytest
 
 from benchmarks.reliability import MatrixCell, emulator_faults, matrix_markdown, offline_faults, run_matrix
+from benchmarks.stand_ins.faults import FaultMode
 from shared.failures import is_recorded, user_message
-from shared.llm.faults import FaultMode
 
 # fault -> (planner, toolcalling); None means the turn is answered normally.
 OFFLINE_EXPECTED: dict[str, tuple[str | None, str | None]] = {

@@ -9,8 +9,8 @@ from benchmarks.report.aggregate import summarize
 from benchmarks.report.findings import OFFLINE_NOTICE
 from benchmarks.report.markdown import render_markdown
 from benchmarks.results import RunMeta, RunResults
+from benchmarks.stand_ins.emulators import EmulatorKind, create_emulator
 from benchmarks.targets import DEFAULT_TARGET
-from shared.emulators import EmulatorKind, create_emulator
 
 MODELS = {"ollama": "llama3.1:8b", "openai": "gpt-4o-mini", "gemini": "gemini-2.5-flash"}
 

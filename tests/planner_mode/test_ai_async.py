@@ -15,10 +15,11 @@ import pytest
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 
+from benchmarks.stand_ins.faults import FaultConfig
 from planner_mode.ai import DirectAnswerText, PlannerAI
 from planner_mode.plan import Answer, OperationOutcome, Plan
 from shared.errors import ModelOutputError, OutputLimitError, ProviderError, ProviderTimeoutError
-from shared.llm import FaultConfig, build_chat_model
+from shared.llm import build_chat_model
 from shared.llm.usage import UsageTracker
 from shared.memory.context import ConversationContext
 from shared.operations.registry import OperationRegistry, OperationSpec

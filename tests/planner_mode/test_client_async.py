@@ -140,8 +140,8 @@ def test_call_usage_without_simulated_calls_has_no_token_times() -> None:
 
 
 async def test_a_latency_profile_gives_each_call_its_simulated_token_times() -> None:
+    from benchmarks.stand_ins.latency import resolve_latency_profile
     from shared.llm import build_chat_model
-    from shared.llm.latency import resolve_latency_profile
 
     profile = resolve_latency_profile("gpu-8b")
     client = InProcessAIClient(PlannerAI(build_chat_model("offline", latency_profile="gpu-8b")))

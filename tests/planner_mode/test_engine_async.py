@@ -24,6 +24,7 @@ from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_core.runnables import RunnableConfig
 
 from benchmarks.scenario import Scenario, default_scenarios_dir, load_file
+from benchmarks.stand_ins.faults import FaultConfig, FaultMode
 from planner_mode import AIClient, PlannerAI, PlannerEngine
 from planner_mode.engine import ANSWER_PREFIX, DIRECT_ANSWER_PREFIX
 from planner_mode.plan import Answer, OperationOutcome, Plan
@@ -33,7 +34,7 @@ from shared.erp.database import Erp
 from shared.erp.users import caller_for
 from shared.errors import ConversationAccessDenied
 from shared.events import AnswerDelta, OperationDone, PlanReady, TurnDone, TurnEvent
-from shared.llm import FaultConfig, FaultMode, build_chat_model
+from shared.llm import build_chat_model
 from shared.llm.tokens import approx_tokens
 from shared.memory.context import ConversationContext
 from shared.memory.store import MemoryStore

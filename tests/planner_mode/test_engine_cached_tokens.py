@@ -2,7 +2,8 @@
 for call 1, the catalog) is the same every turn, so the next turn's calls reuse it.
 
 Driven by the offline model, whose ``cache_read`` models a prefix cache by whole blocks (response format,
-system prompt, messages): see ``shared.llm.offline._cache``. Also: ``CallUsage`` carries the count, and
+system prompt, messages): see ``benchmarks.stand_ins.offline._cache``. Also: ``CallUsage`` carries the
+count, and
 older bodies without it still load.
 """
 
@@ -14,9 +15,9 @@ from uuid import UUID
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import ChatGeneration, LLMResult
 
+from benchmarks.stand_ins.offline import OfflineSalesModel
 from planner_mode import PlannerAI, PlannerEngine
 from planner_mode.wire import CallUsage
-from shared.llm.offline import OfflineSalesModel
 from shared.llm.usage import UsageTracker
 from shared.security import DEMO_CALLER
 

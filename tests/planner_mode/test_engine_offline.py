@@ -10,10 +10,11 @@ from typing import Any, get_args
 
 import pytest
 
+from benchmarks.stand_ins.faults import FaultConfig, FaultMode
 from planner_mode import PlannerAI, PlannerEngine
 from shared.erp.database import Erp
 from shared.failures import is_recorded
-from shared.llm import FaultConfig, FaultMode, build_chat_model
+from shared.llm import build_chat_model
 from shared.memory.store import MemoryStore
 from shared.operations.registry import OperationRegistry
 from shared.security import DEMO_CALLER

@@ -18,10 +18,11 @@ from typing import Any
 import pytest
 from langchain_core.messages import BaseMessage
 
+from benchmarks.stand_ins.faults import FaultConfig
 from planner_mode import PlannerAI, PlannerEngine, PlannerLimits
 from shared.erp.database import Erp
 from shared.erp.users import caller_for
-from shared.llm import FaultConfig, build_chat_model
+from shared.llm import build_chat_model
 from shared.memory.store import MemoryStore
 from shared.operations import sales_registry
 from shared.operations.registry import OperationRegistry

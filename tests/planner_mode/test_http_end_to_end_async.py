@@ -38,7 +38,7 @@ RESULTS = [
 def uncached_offline_model(**options: Any) -> Any:
     """The offline model without its modelled prompt cache: the same call reports the same usage each time
     (these tests compare transports, not what a server's cache saw before)."""
-    from shared.llm.offline import OfflineSalesModel
+    from benchmarks.stand_ins.offline import OfflineSalesModel
 
     return OfflineSalesModel(prompt_cache_size=0, **options)
 

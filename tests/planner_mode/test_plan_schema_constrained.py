@@ -18,14 +18,14 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import LLMResult
 from pydantic import BaseModel, Field
 
+from benchmarks.stand_ins.emulators import EmulatorKind, EmulatorServer, create_emulator
+from benchmarks.stand_ins.offline import OfflineSalesModel
 from planner_mode.ai import PlannerAI
 from planner_mode.plan_schema import catalog_key, plan_json_schema
 from planner_mode.server import create_app
 from planner_mode.wire import AnalyzeRequest
-from shared.emulators import EmulatorKind, EmulatorServer, create_emulator
 from shared.erp.users import DEMO_USERS
 from shared.llm.factory import build_chat_model
-from shared.llm.offline import OfflineSalesModel
 from shared.memory.context import ConversationContext
 from shared.operations import sales_registry
 from shared.operations.registry import Operation, OperationSpec

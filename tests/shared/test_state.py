@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from benchmarks.stand_ins.offline._prompt import parse_calls
 from planner_mode import PlannerAI, PlannerEngine
 from shared.erp.database import Erp
 from shared.llm import build_chat_model
-from shared.llm.offline._prompt import parse_calls
 from shared.memory.store import MemoryStore
 from shared.operations.registry import OperationRegistry
 from shared.security import DEMO_CALLER

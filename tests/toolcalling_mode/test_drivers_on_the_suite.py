@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 
 from benchmarks.scenario import default_scenarios_dir, load_file
+from benchmarks.stand_ins.offline import OfflineSalesModel
 from shared.erp.users import DEFAULT_USER, caller_for
 from shared.errors import ConversationAccessDenied
 from shared.events import AnswerDelta, TurnDone
-from shared.llm.offline import OfflineSalesModel
 from shared.memory.store import MemoryStore
 from shared.security import Caller
 from shared.turn import TurnResult

@@ -15,11 +15,11 @@ import pytest
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage
 
+from benchmarks.stand_ins.faults import FaultConfig
+from benchmarks.stand_ins.offline import OfflineSalesModel
 from shared.errors import ConversationAccessDenied
 from shared.events import AnswerDelta, OperationDone, TurnDone, TurnEvent
 from shared.failures import user_message
-from shared.llm.faults import FaultConfig
-from shared.llm.offline import OfflineSalesModel
 from shared.operations.registry import Operation, OperationRegistry
 from shared.security import DEMO_CALLER, Caller
 from shared.turn import TurnResult

@@ -2,7 +2,7 @@
 (and day), so what a prefix cache keeps from one turn serves the next.
 
 Driven by the offline model, whose ``cache_read`` models a prefix cache by whole blocks (tools, system
-prompt, messages): see ``shared.llm.offline._cache``.
+prompt, messages): see ``benchmarks.stand_ins.offline._cache``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import ChatGeneration, LLMResult
 
-from shared.llm.offline import OfflineSalesModel
+from benchmarks.stand_ins.offline import OfflineSalesModel
 from shared.security import DEMO_CALLER
 from toolcalling_mode import ToolCallingEngine
 

@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage
 
+from benchmarks.stand_ins.faults import FaultMode
+from benchmarks.stand_ins.offline import OfflineSalesModel
 from shared.erp.users import caller_for
 from shared.errors import ProviderError
-from shared.llm.faults import FaultMode
-from shared.llm.offline import OfflineSalesModel
 from shared.security import DEMO_CALLER
 from tests.fakes import CallInfo, FunctionChatModel
 from tests.toolcalling_mode.toolcalling_fakes import ask_tools, call

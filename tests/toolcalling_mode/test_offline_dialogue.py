@@ -13,9 +13,9 @@ import pytest
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage
 
+from benchmarks.stand_ins.faults import FaultConfig, FaultMode
+from benchmarks.stand_ins.offline import OfflineSalesModel
 from shared.failures import is_recorded
-from shared.llm.faults import FaultConfig, FaultMode
-from shared.llm.offline import OfflineSalesModel
 from shared.security import DEMO_CALLER
 from toolcalling_mode import ToolCallingEngine
 

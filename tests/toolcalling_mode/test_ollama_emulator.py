@@ -8,7 +8,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_ollama import ChatOllama
 
-from shared.emulators import start_emulator
+from benchmarks.stand_ins.emulators import start_emulator
 from shared.security import DEMO_CALLER
 from tests.fakes import CallInfo, FunctionChatModel
 from tests.toolcalling_mode.toolcalling_fakes import ask_tools, call, toy_registry

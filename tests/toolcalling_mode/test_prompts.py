@@ -81,7 +81,7 @@ def test_the_structured_answer_asks_only_for_what_the_erp_does_not_keep_as_the_p
     """The ERP records the years, customers, products and operations of the turn in both modes: the
     structured answer, like the planner's call 2, keeps ``estado`` for the rest (``tema``) and ``memoria``
     for what neither the results nor the state say. Read as the offline model reads instructions."""
-    from shared.llm.offline._prompt import answer_instructions
+    from benchmarks.stand_ins.offline._prompt import answer_instructions
 
     planner_answer = resources.files("planner_mode.prompts").joinpath("answer_system.md").read_text("utf-8")
     tool_calling = answer_instructions(system_prompt(structured=True))

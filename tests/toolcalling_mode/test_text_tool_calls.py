@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import BaseMessage
 
-from shared.llm.offline import OfflineSalesModel
+from benchmarks.stand_ins.offline import OfflineSalesModel
 from shared.security import DEMO_CALLER
 from tests.fakes import CallInfo
 from toolcalling_mode import ToolCallingEngine

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from langchain_core.tools import StructuredTool
 
-from tests.shared.llm.offline_prompts import sales_tools
+from tests.benchmarks.stand_ins.offline.offline_prompts import sales_tools
 
 
 @pytest.fixture

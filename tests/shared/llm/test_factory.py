@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
+from benchmarks.stand_ins.faults import FaultConfig
+from benchmarks.stand_ins.latency import LATENCY_PROFILES
+from benchmarks.stand_ins.offline import OfflineSalesModel
 from shared.errors import ConfigurationError
 from shared.llm.factory import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S, build_chat_model
-from shared.llm.faults import FaultConfig
-from shared.llm.latency import LATENCY_PROFILES
-from shared.llm.offline import OfflineSalesModel
 
 
 @pytest.fixture(autouse=True)

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 from langchain_core.language_models import BaseChatModel
 
-from shared.emulators import EmulatorKind, EmulatorServer, create_emulator
+from benchmarks.stand_ins.emulators import EmulatorKind, EmulatorServer, create_emulator
 from shared.llm.factory import build_chat_model
 from shared.llm.usage import UsageTracker
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from shared.llm.offline import OfflineSalesModel
+from benchmarks.stand_ins.offline import OfflineSalesModel
 from shared.llm.tokens import (
     MESSAGE_OVERHEAD_TOKENS,
     approx_json_tokens,

@@ -13,10 +13,10 @@ from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.tools import StructuredTool
 from openai import LengthFinishReasonError
 
+from benchmarks.stand_ins.faults import FaultConfig
+from benchmarks.stand_ins.offline import OfflineSalesModel
 from shared.errors import ProviderError
 from shared.llm.factory import build_chat_model
-from shared.llm.faults import FaultConfig
-from shared.llm.offline import OfflineSalesModel
 from shared.llm.provider_errors import usage_from_error
 from shared.llm.usage import SimulatedCall, UsageTracker
 from tests.fakes import CallInfo, FunctionChatModel

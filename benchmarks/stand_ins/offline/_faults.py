@@ -1,0 +1,304 @@
+"""How a fault mode changes a reply: the offline model's drafts, and any model's reply behind an emulator.
+
+:func:`inject` rewrites a :class:`Draft` (the reply before output caps and metadata) for one
+:data:`~benchmarks.stand_ins.faults.FaultMode`; :func:`misbehave` does the same to a finished reply of
+*any* chat
+model, which is how the protocol emulators reproduce the offline model's faults whatever model backs them.
+What each mode does is documented once, in :mod:`benchmarks.stand_ins.faults`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from langchain_core.messages import BaseMessage
+
+from benchmarks.stand_ins.faults import (
+    HALLUCINATED_FUNCTION,
+    REPLY_FAULTS,
+    FaultMode,
+    break_arguments,
+    invented_reply,
+    malform_json,
+    placeholder_plan,
+    repeat_memory,
+    schema_ignored,
+    think_wrap,
+    truncate_json,
+    wrong_types,
+)
+from benchmarks.stand_ins.offline._prompt import PromptView, read_prompt
+from benchmarks.stand_ins.offline._schema import schema_kind
+from benchmarks.stand_ins.offline._understand import KNOWN_OPERATIONS
+
+RequestKind = Literal["plan", "answer"]
+
+_SCHEMA_IGNORED_REPLY = "Claro, consulté el ERP y aquí está la respuesta a su pregunta."
+"""The ``respuesta`` a ``schema_ignored`` plan request gets instead of a plan."""
+_PLACEHOLDER_PREFERENCE = ("compras_cliente", "facturas_pendientes")
+"""Real operations a placeholder plan prefers for its ``cliente`` ``$ref`` (both take a customer)."""
+
+
+@dataclass
+class Draft:
+    """A reply before faults, limits and metadata: text, the JSON behind it, and tool calls."""
+
+    content: str = ""
+    payload: Any = None
+    """The JSON value ``content`` serialises, when the reply is JSON."""
+    tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    invalid_calls: list[tuple[str, str]] = field(default_factory=list)
+    repeat: str = ""
+    """A runaway reply: ``content`` is followed by this text, over and over, until the output cap cuts it."""
+    compact: bool = False
+    """``content`` is JSON written without spaces (as the prompt's examples are; see
+    :attr:`~._prompt.PromptView.compact_json`); a fault that rewrites the payload keeps the style."""
+
+    @classmethod
+    def json(cls, payload: Any, *, compact: bool = False) -> Draft:
+        separators = (",", ":") if compact else (", ", ": ")
+        text = json.dumps(payload, ensure_ascii=False, separators=separators)
+        return cls(content=text, payload=payload, compact=compact)
+
+
+@dataclass(frozen=True)
+class FaultSite:
+    """What the faulty call was asked, so a fault can misbehave convincingly."""
+
+    call_index: int
+    """The call's index (per model instance, or per emulator)."""
+    kind: RequestKind | None
+    """Whether the request is a plan or an answer request (``None``: neither)."""
+    tools_bound: bool
+    """Whether tools were bound (and ``tool_choice`` is not ``none``)."""
+    catalog: tuple[str, ...] = ()
+    """Operation names the prompt mentions, in the order they first appear."""
+
+
+def prompt_kind(view: PromptView) -> RequestKind | None:
+    """Plan or answer request, from the quoted keys the system prompt (or the whole prompt) asks for."""
+    text = view.system or view.all_text
+    if '"respuesta"' in text:
+        return "answer"
+    if '"operaciones"' in text:
+        return "plan"
+    return None
+
+
+def request_kind(view: PromptView, schema: dict[str, Any] | None) -> RequestKind | None:
+    """Plan or answer request: from the requested schema when there is one, else from the prompt."""
+    if schema is None:
+        return prompt_kind(view)
+    kind = schema_kind(schema)
+    return kind if kind != "other" else None
+
+
+def catalog_names(view: PromptView) -> tuple[str, ...]:
+    """The known operations the prompt's catalog offers, in order of first appearance.
+
+    Read from :attr:`~._prompt.PromptView.catalog_text` (the system prompt), never from the question. An
+    operation is offered where the catalog declares it (``- compras_cliente(cliente, anio): …``); a catalog
+    that declares none offers the ones it names outside quotes. A name that only appears elsewhere (quoted in
+    the planner's plan example, in a user's "ejecuta ventas_por_categoria") is not an offer.
+    """
+    text = view.catalog_text
+    for pattern in (r"\b{name}\(", r"(?<![\"'])\b{name}\b(?![\"'])"):
+        found = {
+            name: match.start()
+            for name in KNOWN_OPERATIONS
+            if (match := re.search(pattern.format(name=name), text)) is not None
+        }
+        if found:
+            return tuple(sorted(found, key=found.__getitem__))
+    return ()
+
+
+def _payload_kind(value: Any) -> RequestKind | None:
+    if not isinstance(value, dict):
+        return None
+    if "operaciones" in value:
+        return "plan"
+    if "respuesta" in value:
+        return "answer"
+    return None
+
+
+def _reshape(value: Any, kind: RequestKind | None, mode: FaultMode, site: FaultSite) -> Any | None:
+    """The plan/answer object a payload-level fault turns ``value`` into, or ``None`` to leave it alone."""
+    if kind == "plan" and mode == "placeholder_plan":
+        operation = next((n for n in _PLACEHOLDER_PREFERENCE if n in site.catalog), None)
+        return placeholder_plan(operation or (site.catalog[0] if site.catalog else "compras_cliente"))
+    if mode == "schema_ignored" and kind is not None:
+        return schema_ignored(kind, site.call_index, _SCHEMA_IGNORED_REPLY)
+    if kind == "answer" and mode == "repeat_memory":
+        return repeat_memory(value if isinstance(value, dict) else {})
+    return None
+
+
+def _runaway(draft: Draft, site: FaultSite) -> Draft:
+    """A reply that keeps repeating itself: the cap applied later cuts it."""
+    if draft.tool_calls:
+        unit = "".join(
+            json.dumps({"name": name, "arguments": args}, ensure_ascii=False) + "\n"
+            for name, args in draft.tool_calls
+        )
+        return Draft(content=draft.content + ("\n" if draft.content else "") + unit, repeat=unit)
+    payload = draft.payload
+    if _payload_kind(payload) == "plan":
+        operations = payload.get("operaciones")
+        first = operations[0] if isinstance(operations, list) and operations else None
+        if first is None:
+            name = site.catalog[0] if site.catalog else KNOWN_OPERATIONS[0]
+            first = {"funcion": name, "parametros": {}}
+        item = json.dumps(first, ensure_ascii=False)
+        return Draft(content='{"operaciones": [' + item, repeat=", " + item)
+    if _payload_kind(payload) == "answer":
+        respuesta = str(payload.get("respuesta") or "")
+        memoria = payload.get("memoria")
+        memory = (
+            memoria[0]
+            if isinstance(memoria, list) and memoria
+            else {"contenido": respuesta, "importancia": 0.5}
+        )
+        item = json.dumps(memory, ensure_ascii=False)
+        prefix = '{"respuesta": ' + json.dumps(respuesta, ensure_ascii=False) + ', "memoria": [' + item
+        return Draft(content=prefix, repeat=", " + item)
+    text = draft.content or "Lo siento."
+    return Draft(content=text, repeat=" " + text)
+
+
+def inject(draft: Draft, mode: FaultMode, site: FaultSite) -> Draft:
+    """``draft`` as a model suffering ``mode`` would have written it (see :mod:`benchmarks.stand_ins.faults`).
+
+    ``provider_error`` and ``timeout`` raise before any reply exists, so they leave the draft alone here.
+    """
+    if mode == "empty":
+        return Draft()
+    if mode == "no_tool_calls":
+        return Draft(content=invented_reply()) if site.tools_bound else draft
+    if mode == "text_tool_calls":
+        return Draft(content=text_tool_calls(draft.tool_calls)) if draft.tool_calls else draft
+    if mode == "think_wrap":
+        return Draft(
+            content=think_wrap(draft.content), tool_calls=draft.tool_calls, invalid_calls=draft.invalid_calls
+        )
+    if mode == "runaway":
+        return _runaway(draft, site)
+    if mode in ("placeholder_plan", "schema_ignored", "repeat_memory"):
+        calls = []
+        for name, args in draft.tool_calls:
+            reshaped = _reshape(args, _payload_kind(args), mode, site)
+            calls.append((name, reshaped if reshaped is not None else args))
+        fallback = site.kind if not draft.tool_calls and not site.tools_bound else None
+        payload_kind = _payload_kind(draft.payload) or fallback
+        reshaped = _reshape(draft.payload, payload_kind, mode, site)
+        if reshaped is not None:
+            return Draft.json(reshaped, compact=draft.compact)
+        return Draft(content=draft.content, payload=draft.payload, tool_calls=calls)
+    if draft.tool_calls:
+        return _inject_tool_calls(draft, mode)
+    if draft.payload is None:
+        if mode == "truncated_json":
+            return Draft(content=truncate_json(draft.content))
+        return draft
+    payload = json.loads(json.dumps(draft.payload))
+    if mode == "malformed_json":
+        return Draft(content=malform_json(draft.content))
+    if mode == "truncated_json":
+        return Draft(content=truncate_json(draft.content))
+    operations = payload.get("operaciones") if isinstance(payload, dict) else None
+    if mode == "unknown_function" and isinstance(operations, list) and operations:
+        operations[0]["funcion"] = HALLUCINATED_FUNCTION
+    elif mode == "wrong_types" and isinstance(operations, list):
+        for operation in operations:
+            operation["parametros"] = wrong_types(operation.get("parametros") or {})
+    elif mode == "wrong_types" and isinstance(payload, dict) and "memoria" in payload:
+        payload["memoria"] = [dict(m, importancia="alta") for m in payload.get("memoria") or []]
+        if isinstance(payload.get("estado"), dict):
+            payload["estado"] = wrong_types(payload["estado"])
+    return Draft.json(payload, compact=draft.compact)
+
+
+def text_tool_calls(calls: list[tuple[str, dict[str, Any]]]) -> str:
+    """``calls`` written as text, one fenced JSON block each, as a small model behind a server that does not
+    parse its tool-call format replies."""
+    blocks = [
+        "```json\n" + json.dumps({"name": name, "arguments": args}, ensure_ascii=False, indent=2) + "\n```"
+        for name, args in calls
+    ]
+    return "\n".join(blocks)
+
+
+def _inject_tool_calls(draft: Draft, mode: FaultMode) -> Draft:
+    first_name, first_args = draft.tool_calls[0]
+    rest = draft.tool_calls[1:]
+    if mode in ("malformed_json", "truncated_json"):
+        text = json.dumps(first_args, ensure_ascii=False)
+        broken = break_arguments(text, mode)
+        return Draft(content=draft.content, tool_calls=rest, invalid_calls=[(first_name, broken)])
+    if mode == "unknown_function":
+        return Draft(content=draft.content, tool_calls=[(HALLUCINATED_FUNCTION, first_args), *rest])
+    if mode == "wrong_types":
+        return Draft(
+            content=draft.content, tool_calls=[(name, wrong_types(args)) for name, args in draft.tool_calls]
+        )
+    return draft
+
+
+# -- any model's reply (the emulators) ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Misbehaviour:
+    """A reply rewritten by a fault: text, tool calls, and the runaway repeat unit (``""`` when none)."""
+
+    text: str
+    tool_calls: list[tuple[str, dict[str, Any]]]
+    repeat: str = ""
+
+    @property
+    def runaway(self) -> bool:
+        """Whether the reply never ends on its own (the caller cuts it at its output cap)."""
+        return bool(self.repeat)
+
+
+def misbehave(
+    mode: FaultMode,
+    messages: list[BaseMessage],
+    *,
+    text: str,
+    tool_calls: list[tuple[str, dict[str, Any]]],
+    tools_bound: bool,
+    schema: dict[str, Any] | None,
+    call_index: int,
+) -> Misbehaviour:
+    """Rewrite a finished reply (``text``, ``tool_calls``) to ``messages`` as a model suffering ``mode``.
+
+    ``schema`` is the structured-output schema of the request, if any; JSON text is parsed so plan and
+    answer faults see the object. A ``runaway`` result carries ``repeat``: the caller appends it until its
+    output cap (``max_tokens``, else :data:`~benchmarks.stand_ins.faults.RUNAWAY_CONTEXT_TOKENS`) and cuts
+    there.
+
+    Raises:
+        ValueError: ``mode`` is not one of :data:`REPLY_FAULTS`.
+    """
+    if mode not in REPLY_FAULTS:
+        raise ValueError(
+            f"Fault mode {mode!r} does not rewrite replies; use one of {', '.join(REPLY_FAULTS)}."
+        )
+    view = read_prompt(messages)
+    try:
+        payload: Any = json.loads(text) if text.strip() else None
+    except json.JSONDecodeError:
+        payload = None
+    site = FaultSite(
+        call_index=call_index,
+        kind=request_kind(view, schema),
+        tools_bound=tools_bound,
+        catalog=catalog_names(view),
+    )
+    draft = inject(Draft(content=text, payload=payload, tool_calls=list(tool_calls)), mode, site)
+    return Misbehaviour(text=draft.content, tool_calls=draft.tool_calls, repeat=draft.repeat)

@@ -1,0 +1,456 @@
+"""Reading a prompt: everything the offline model knows comes from the messages it is sent.
+
+The labels are the ones :func:`shared.memory.context.render_context` writes and docs/design.md fixes
+("Fecha de hoy:", "Estado de la conversación:", "Memoria relevante:", "Último intercambio:",
+"Nueva pregunta:", "Pregunta:", "Resultados:"). Full-history tool calling adds earlier messages: earlier
+tool calls and results are read as conversation context too.
+
+The state's ``ultimas_operaciones`` may be call notation (``mejor_cliente(anio=2025); compras_cliente(…)``,
+what the planner's ERP derives), a list of ``{"funcion", "parametros"}`` objects, or operation names. The
+system prompt's instructions (not the context rendered into it) also say what an answer should keep: which
+state keys it names, and whether ``memoria`` is only for what the results do not say
+(:class:`AnswerInstructions`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field, replace
+from datetime import date
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+
+from benchmarks.stand_ins.offline._names import name_in_answer
+from shared.text import fold
+
+_DATE = re.compile(r"Fecha de hoy:\s*(\d{4})-(\d{2})-(\d{2})")
+_STATE_LABEL = "Estado de la conversación:"
+_MEMORY_LABEL = "Memoria relevante:"
+_EXCHANGE_LABEL = "Último intercambio:"
+_CUSTOMER_MENTIONS = re.compile(
+    r"(?:mejor cliente|best customer)(?: (?:de|del|of|in) (?:19|20)\d{2})?(?: fue| es| was| is|:)\s+"
+    r"|(?:facturas pendientes|pending invoices|unpaid invoices) (?:de|del|of|from)\s+"
+    r"|(?:^|(?<=[.!?]\s))(?=[A-ZÁÉÍÓÚÑ][^!?\n]{0,80}? (?:nos )?(?:compró|bought) ₲)",
+    re.IGNORECASE,
+)
+"""Where an earlier message names a customer: "el mejor cliente de 2025 fue X", "facturas pendientes de X",
+"X compró ₲…"."""
+_YEAR = re.compile(r"\b(?:19|20)\d{2}\b")
+_CALL = re.compile(r"([A-Za-z_]\w*)\(")
+_ARGUMENT = re.compile(r"\s*([A-Za-z_]\w*)\s*=\s*")
+STATE_KEYS = ("tema", "anio", "cliente_actual", "ultima_operacion", "ultimas_operaciones")
+"""The state keys the offline model knows how to write."""
+ARTICLE_STATE_KEYS = ("tema", "anio", "cliente_actual")
+"""What it keeps when the instructions name none: the article's example state (§9, §11)."""
+_RESULTS_NOT_REMEMBERED = re.compile(
+    r"memoria\W.{0,120}?\bno (?:esten|este|figuren|aparezcan) en los resultados"
+    r"|memory\W.{0,120}?\bnot (?:already )?in the results"
+)
+"""Instructions that keep ``memoria`` for what the results do not already say."""
+_ERROR_STARTS = ("error", "no tiene permiso", "no tiene acceso")
+"""How a tool result that is an error starts, when its message does not say ``status="error"``: the ERP's
+refusals (an operation the caller may not run, a customer outside their scope) are errors too."""
+
+
+@dataclass(frozen=True)
+class TurnCall:
+    """A tool call the model made earlier in the current turn, with its result when one came back."""
+
+    id: str
+    name: str
+    args: dict[str, Any]
+    result: str | None = None
+    is_error: bool = False
+
+
+@dataclass(frozen=True)
+class AnswerInstructions:
+    """What the system prompt's instructions ask an answer to keep, read as a model would read them."""
+
+    state_keys: tuple[str, ...] = ARTICLE_STATE_KEYS
+    """The state keys of :data:`STATE_KEYS` the instructions name (the article's keys when they name none)."""
+    remember_results: bool = True
+    """Whether ``memoria`` may restate the results (``False`` when the instructions keep it for the rest)."""
+
+
+def answer_instructions(system: str) -> AnswerInstructions:
+    """Read :class:`AnswerInstructions` from a system prompt, skipping the context rendered into it.
+
+    Context lines (``- clave: valor`` items, ``Usuario:``/``Asistente:`` exchange lines) are not
+    instructions: a state that already holds ``cliente_actual`` does not ask for it.
+    """
+    lines = [line for line in system.splitlines() if not line.startswith(("- ", "Usuario: ", "Asistente: "))]
+    text = "\n".join(lines)
+    named = tuple(key for key in STATE_KEYS if re.search(rf"(?<!\w){key}(?!\w)", text))
+    folded = fold(text)
+    return AnswerInstructions(
+        state_keys=named or ARTICLE_STATE_KEYS,
+        remember_results=_RESULTS_NOT_REMEMBERED.search(folded) is None,
+    )
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """What the prompt says about the conversation so far (state, memory, history)."""
+
+    today: date | None = None
+    state: dict[str, Any] = field(default_factory=dict)
+    memory: tuple[str, ...] = ()
+    exchanges: tuple[tuple[str, str], ...] = ()
+    cliente: str | None = None
+    anio: int | None = None
+    previous_operations: tuple[tuple[str, dict[str, Any]], ...] = ()
+    previous_question: str | None = None
+    instructions: AnswerInstructions = field(default_factory=AnswerInstructions)
+    """What the system prompt asks an answer to keep (``estado`` keys, ``memoria``)."""
+
+
+@dataclass(frozen=True)
+class PromptView:
+    """A prompt, read: the system text, the current question, the context and this turn's tool calls."""
+
+    system: str
+    human: str
+    question: str
+    conversation: Conversation
+    results: list[dict[str, Any]] | None
+    turn_calls: tuple[TurnCall, ...]
+    all_text: str
+    compact_json: bool = False
+    """The instructions' JSON examples are written without spaces (``{"a":1,"b":[]}``): a model copies the
+    style of the examples it is shown, so the JSON it writes is compact too (:func:`compact_examples`)."""
+
+    @property
+    def has_results_block(self) -> bool:
+        """Whether the human message carries a ``Resultados:`` block (an answer request)."""
+        return self.results is not None
+
+    @property
+    def catalog_text(self) -> str:
+        """Where the prompt lists the operations it offers: the system prompt; without one, the human message
+        before the question. Never the question itself: a user who types an operation's name ("ejecuta
+        ventas_por_categoria") does not add it to the catalog the ERP gave."""
+        if self.system:
+            return self.system
+        marker = self.human.rfind("Nueva pregunta:")
+        return self.human[:marker] if marker >= 0 else ""
+
+
+def message_text(message: BaseMessage) -> str:
+    """Plain text of a message (text blocks joined)."""
+    if isinstance(message.content, str):
+        return message.content
+    return message.text
+
+
+def read_prompt(messages: list[BaseMessage]) -> PromptView:
+    """Read ``messages`` into a :class:`PromptView`."""
+    system = "\n".join(message_text(m) for m in messages if isinstance(m, SystemMessage))
+    last_human = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=-1)
+    human = message_text(messages[last_human]) if last_human >= 0 else ""
+    if last_human < 0 and messages:
+        human = message_text(messages[-1])
+    earlier = messages[:last_human] if last_human >= 0 else []
+    turn = messages[last_human + 1 :] if last_human >= 0 else []
+    context_text = f"{system}\n{human}"
+    conversation = replace(_conversation(context_text, earlier), instructions=answer_instructions(system))
+    return PromptView(
+        system=system,
+        human=human,
+        question=extract_question(human),
+        conversation=conversation,
+        results=_results(human),
+        turn_calls=_turn_calls(turn),
+        all_text=context_text,
+        compact_json=compact_examples(system),
+    )
+
+
+_JSON_MEMBER = re.compile(r'"[^"\n]{1,60}"([ \t]*):([ \t]*)(?=["\[{0-9-]|true\b|false\b|null\b)')
+"""A key of a JSON object and its colon, with the spaces around the colon, followed by a value on the same
+line (a quoted word ending a sentence with a colon, ``… por "respuesta":`` and a line break, is no member)."""
+
+
+def compact_examples(instructions: str) -> bool:
+    """Whether the JSON examples in ``instructions`` (a system prompt) are written compact: at least one
+    ``"key":value`` member, none with whitespace around its colon. Without examples a model writes JSON its
+    usual way (with spaces: ``False``)."""
+    gaps = [match.group(1) + match.group(2) for match in _JSON_MEMBER.finditer(instructions)]
+    return bool(gaps) and not any(gaps)
+
+
+def extract_question(text: str) -> str:
+    """The question inside a human message (after ``Nueva pregunta:`` / ``Pregunta:``), else all of it.
+
+    An answer request (call 2) puts the context first, then ``Pregunta:``, then ``Resultados:``: the question
+    is the last ``Pregunta:`` line before the results, so a context item that happens to contain such a line
+    (a remembered text with a line break) is not read as the question.
+    """
+    marker = text.rfind("Nueva pregunta:")
+    if marker >= 0:
+        rest = text[marker + len("Nueva pregunta:") :].strip()
+        rest = re.sub(r"^Usuario:\s*", "", rest)
+        return rest.split("\n\n")[0].strip()
+    results = text.rfind("Resultados:")
+    lines = (text[:results] if results >= 0 else text).splitlines()
+    for index in reversed(range(len(lines))):
+        match = re.match(r"\s*Pregunta:\s*(.*)$", lines[index])
+        if match:
+            if match.group(1).strip():
+                return match.group(1).strip()
+            for following in lines[index + 1 :]:
+                if following.strip():
+                    return following.strip()
+    return text.strip()
+
+
+def _results(text: str) -> list[dict[str, Any]] | None:
+    marker = text.rfind("Resultados:")
+    if marker < 0:
+        return None
+    start = text.find("[", marker)
+    if start < 0:
+        return []
+    try:
+        value, _ = json.JSONDecoder().raw_decode(text[start:])
+    except json.JSONDecodeError:
+        return []
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+def _block(text: str, label: str) -> list[str]:
+    """The ``- item`` lines following the last occurrence of ``label``."""
+    marker = text.rfind(label)
+    if marker < 0:
+        return []
+    items: list[str] = []
+    for line in text[marker + len(label) :].splitlines()[1:]:
+        if not line.startswith("- "):
+            break
+        items.append(line[2:])
+    return items
+
+
+def _exchanges(text: str) -> list[tuple[str, str]]:
+    marker = text.rfind(_EXCHANGE_LABEL)
+    if marker < 0:
+        return []
+    pairs: list[tuple[str, str]] = []
+    user: str | None = None
+    for line in text[marker + len(_EXCHANGE_LABEL) :].splitlines()[1:]:
+        if line.startswith("Usuario: "):
+            user = line[len("Usuario: ") :]
+        elif line.startswith("Asistente: ") and user is not None:
+            pairs.append((user, line[len("Asistente: ") :]))
+            user = None
+        elif line.strip() and not line.startswith(("Usuario", "Asistente")):
+            break
+    return pairs
+
+
+def _parse_value(raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return raw.strip()
+
+
+def _state(text: str) -> dict[str, Any]:
+    state: dict[str, Any] = {}
+    for line in _block(text, _STATE_LABEL):
+        key, sep, value = line.partition(": ")
+        if sep:
+            state[key.strip()] = _parse_value(value)
+    return state
+
+
+def _as_year(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int) and 1900 <= value <= 2100:
+        return value
+    if isinstance(value, str) and re.fullmatch(r"(?:19|20)\d{2}", value.strip()):
+        return int(value)
+    return None
+
+
+def parse_calls(text: str) -> list[tuple[str, dict[str, Any]]]:
+    """Operations in call notation, ``f(a=1, b="x"); g()`` (values as JSON), up to the first malformed one."""
+    decoder = json.JSONDecoder()
+    calls: list[tuple[str, dict[str, Any]]] = []
+    position = 0
+    while (start := _CALL.search(text, position)) is not None:
+        position = start.end()
+        arguments: dict[str, Any] = {}
+        while True:
+            rest = text[position:]
+            position += len(rest) - len(rest.lstrip(" ,"))
+            if text.startswith(")", position):
+                position += 1
+                break
+            argument = _ARGUMENT.match(text, position)
+            if argument is None:
+                return calls
+            try:
+                value, position = decoder.raw_decode(text, argument.end())
+            except json.JSONDecodeError:
+                return calls
+            arguments[argument.group(1)] = value
+        calls.append((start.group(1), arguments))
+    return calls
+
+
+def _operations(value: Any) -> list[tuple[str, dict[str, Any]]]:
+    """Operations from a state value: call notation, a name, ``{"funcion", "parametros"}``, or a list."""
+    items = value if isinstance(value, list) else [value]
+    operations: list[tuple[str, dict[str, Any]]] = []
+    for item in items:
+        if isinstance(item, str) and "(" in item:
+            operations.extend(parse_calls(item))
+        elif isinstance(item, str) and item.strip():
+            operations.append((item.strip(), {}))
+        elif isinstance(item, dict) and isinstance(item.get("funcion"), str):
+            params = item.get("parametros")
+            operations.append((item["funcion"], dict(params) if isinstance(params, dict) else {}))
+    return operations
+
+
+def _conversation(text: str, earlier: list[BaseMessage]) -> Conversation:
+    dates = list(_DATE.finditer(text))
+    match = dates[-1] if dates else None
+    today: date | None = None
+    if match is not None:
+        try:
+            today = date(int(match.group(1)), int(match.group(2)), int(match.group(3)))
+        except ValueError:
+            today = None
+    history = _history(earlier)
+    state = {**history.state, **_state(text)}
+    memory = tuple(_block(text, _MEMORY_LABEL))
+    exchanges = tuple(_exchanges(text))
+
+    cliente = state.get("cliente_actual") or state.get("cliente")
+    if not isinstance(cliente, str) or not cliente.strip():
+        cliente = history.cliente or _cliente_from_text([*memory, *(a for _, a in exchanges)])
+    anio = (
+        _as_year(state.get("anio")) or history.anio or _year_from_text([*memory, *(a for _, a in exchanges)])
+    )
+
+    operations: list[tuple[str, dict[str, Any]]] = []
+    for key in ("ultimas_operaciones", "operaciones", "ultima_operacion"):
+        if key in state:
+            operations = _operations(state[key])
+            if operations:
+                break
+    if not operations:
+        operations = list(history.operations)
+    previous_question = exchanges[-1][0] if exchanges else history.question
+    return Conversation(
+        today=today,
+        state=state,
+        memory=memory,
+        exchanges=exchanges,
+        cliente=cliente.strip() if isinstance(cliente, str) and cliente.strip() else None,
+        anio=anio,
+        previous_operations=tuple(operations),
+        previous_question=previous_question,
+    )
+
+
+def _cliente_from_text(texts: list[str]) -> str | None:
+    for text in reversed(texts):
+        found = name_in_answer(text, _CUSTOMER_MENTIONS)
+        if found:
+            return found
+    return None
+
+
+def _year_from_text(texts: list[str]) -> int | None:
+    for text in reversed(texts):
+        found = _YEAR.findall(text)
+        if found:
+            return int(found[-1])
+    return None
+
+
+@dataclass
+class _History:
+    state: dict[str, Any] = field(default_factory=dict)
+    cliente: str | None = None
+    anio: int | None = None
+    operations: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    question: str | None = None
+
+
+def _history(earlier: list[BaseMessage]) -> _History:
+    """Context recovered from earlier messages (full-history tool calling)."""
+    history = _History()
+    last_turn: list[tuple[str, dict[str, Any]]] = []
+    for message in earlier:
+        if isinstance(message, HumanMessage):
+            history.question = extract_question(message_text(message))
+            if last_turn:
+                history.operations = last_turn
+            last_turn = []
+        elif isinstance(message, AIMessage):
+            for call in message.tool_calls:
+                args = dict(call.get("args") or {})
+                if isinstance(args.get("estado"), dict):
+                    history.state.update(args["estado"])
+                    continue
+                last_turn.append((call["name"], args))
+                if isinstance(args.get("cliente"), str) and args["cliente"].strip():
+                    history.cliente = args["cliente"].strip()
+                year = _as_year(args.get("anio"))
+                if year:
+                    history.anio = year
+        elif isinstance(message, ToolMessage):
+            data = _parse_value(message_text(message))
+            if isinstance(data, dict):
+                if isinstance(data.get("cliente"), str) and data["cliente"].strip():
+                    history.cliente = data["cliente"].strip()
+                year = _as_year(data.get("anio"))
+                if year:
+                    history.anio = year
+    if last_turn:
+        history.operations = last_turn
+    return history
+
+
+def _turn_calls(turn: list[BaseMessage]) -> tuple[TurnCall, ...]:
+    results: dict[str, tuple[str, bool]] = {}
+    for message in turn:
+        if isinstance(message, ToolMessage):
+            content = message_text(message)
+            is_error = message.status == "error" or content.lstrip().lower().startswith(_ERROR_STARTS)
+            results[message.tool_call_id] = (content, is_error)
+    calls: list[TurnCall] = []
+    for message in turn:
+        if isinstance(message, AIMessage):
+            for call in message.tool_calls:
+                call_id = call.get("id") or ""
+                result = results.get(call_id)
+                calls.append(
+                    TurnCall(
+                        id=call_id,
+                        name=call["name"],
+                        args=dict(call.get("args") or {}),
+                        result=result[0] if result else None,
+                        is_error=result[1] if result else False,
+                    )
+                )
+            for invalid in message.invalid_tool_calls:
+                call_id = invalid.get("id") or ""
+                result = results.get(call_id)
+                calls.append(
+                    TurnCall(
+                        id=call_id,
+                        name=invalid.get("name") or "",
+                        args={},
+                        result=result[0] if result else None,
+                        is_error=True,
+                    )
+                )
+    return tuple(calls)

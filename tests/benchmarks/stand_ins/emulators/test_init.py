@@ -1,0 +1,99 @@
+"""The package's public face: ``create_emulator``, ``start_emulator``, ``run_emulator``."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import httpx
+import pytest
+
+import benchmarks.stand_ins.emulators as emulators
+from benchmarks.stand_ins.emulators import EmulatorFaults, create_emulator, run_emulator, start_emulator
+from tests.benchmarks.stand_ins.emulators.emulator_fakes import scripted_responder
+from tests.fakes import FunctionChatModel
+
+
+def test_public_names_are_pinned() -> None:
+    assert set(emulators.__all__) == {
+        "DEFAULT_PORTS",
+        "DELAY_HEADER",
+        "FAULT_HEADER",
+        "FAULT_MODES",
+        "EmulatorFault",
+        "EmulatorFaults",
+        "EmulatorKind",
+        "EmulatorServer",
+        "FaultStep",
+        "LoggedRequest",
+        "create_emulator",
+        "parse_fault_spec",
+        "run_emulator",
+        "start_emulator",
+    }
+
+
+@pytest.mark.parametrize(("kind", "probe"), [("ollama", "/api/version"), ("gemini", "/v1beta/models?key=k")])
+def test_start_emulator_yields_a_live_base_url_and_stops_after(kind: str, probe: str) -> None:
+    with start_emulator(kind, model=FunctionChatModel(scripted_responder)) as base_url:  # type: ignore[arg-type]
+        assert base_url.startswith("http://127.0.0.1:")
+        assert httpx.get(base_url + probe).status_code == 200
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(base_url + probe)
+
+
+def test_create_emulator_takes_faults() -> None:
+    with create_emulator(
+        "ollama", model=FunctionChatModel(scripted_responder), faults=EmulatorFaults(mode="http_500")
+    ) as server:
+        reply = httpx.post(
+            f"{server.base_url}/api/chat",
+            json={"model": "m", "messages": [{"role": "user", "content": "hola"}]},
+        )
+    assert reply.status_code == 500
+    assert "error" in reply.json()
+
+
+def test_unknown_kind_is_refused() -> None:
+    with pytest.raises(ValueError, match="Unknown emulator kind"):
+        create_emulator("anthropic", model=FunctionChatModel(scripted_responder))  # type: ignore[arg-type]
+
+
+def test_run_emulator_serves_in_the_foreground_until_interrupted(monkeypatch: pytest.MonkeyPatch) -> None:
+    servers: list[emulators.EmulatorServer] = []
+    real_create = emulators.create_emulator
+
+    def spying_create(*args: object, **kwargs: object) -> emulators.EmulatorServer:
+        server = real_create(*args, **kwargs)  # type: ignore[arg-type]
+        servers.append(server)
+        return server
+
+    monkeypatch.setattr(emulators, "create_emulator", spying_create)
+    thread = threading.Thread(
+        target=run_emulator,
+        args=("ollama", "127.0.0.1", 0),
+        kwargs={"model": FunctionChatModel(scripted_responder)},
+    )
+    thread.start()
+    try:
+        for _ in range(200):  # wait (bounded) for the server object to exist
+            if servers:
+                break
+            time.sleep(0.01)
+        assert httpx.get(f"{servers[0].base_url}/api/version").status_code == 200
+    finally:
+        servers[0]._httpd.shutdown()
+        thread.join(timeout=5)
+    assert not thread.is_alive()
+
+
+def test_the_default_backing_model_is_the_offline_model() -> None:
+    offline = pytest.importorskip("benchmarks.stand_ins.offline")
+    if not hasattr(offline, "OfflineSalesModel"):
+        pytest.skip("benchmarks.stand_ins.offline.OfflineSalesModel is not written yet")
+
+    server = create_emulator("ollama")
+    try:
+        assert isinstance(server.protocol.model, offline.OfflineSalesModel)  # type: ignore[attr-defined]
+    finally:
+        server.stop()

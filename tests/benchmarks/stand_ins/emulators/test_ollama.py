@@ -1,0 +1,322 @@
+"""The Ollama emulator, exercised through the real ``ChatOllama`` / ``ollama`` clients over loopback HTTP."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import ollama
+import pytest
+from langchain_core.exceptions import OutputParserException
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_ollama import ChatOllama
+from pydantic import BaseModel
+
+from benchmarks.stand_ins.emulators import FAULT_HEADER, EmulatorFaults, EmulatorServer, create_emulator
+from benchmarks.stand_ins.emulators.ollama import OllamaMessage, to_langchain_messages
+from tests.fakes import CallInfo, FunctionChatModel
+
+MODEL = "llama3.1:8b"
+
+
+class Plan(BaseModel):
+    """A miniature plan schema for structured output."""
+
+    operaciones: list[str]
+    anio: int
+
+
+def ventas_anuales(anio: int) -> dict[str, Any]:
+    """Total de ventas de un año.
+
+    Args:
+        anio: El año.
+    """
+    return {"anio": anio}
+
+
+def chat(
+    server: EmulatorServer, *, fault: str | None = None, timeout: float | None = None, **kw: Any
+) -> ChatOllama:
+    client_kwargs: dict[str, Any] = {}
+    if fault:
+        client_kwargs["headers"] = {FAULT_HEADER: fault, "X-Emulator-Delay": "0.5"}
+    if timeout is not None:
+        client_kwargs["timeout"] = timeout
+    return ChatOllama(model=MODEL, base_url=server.base_url, client_kwargs=client_kwargs, **kw)
+
+
+def chat_bodies(server: EmulatorServer) -> list[dict[str, Any]]:
+    return [r.body for r in server.requests if r.path == "/api/chat"]
+
+
+def test_invoke_returns_the_backing_models_text_with_usage_and_model_name(
+    ollama_server: EmulatorServer,
+) -> None:
+    reply = chat(ollama_server).invoke([SystemMessage("Sé breve."), HumanMessage("hola que tal")])
+
+    assert reply.content == "Hola. Dijiste: hola que tal"
+    assert reply.response_metadata["model_name"] == MODEL
+    assert reply.response_metadata["done_reason"] == "stop"
+    # The fake counts words: "Sé breve." + "hola que tal" = 5 prompt tokens, 5 output words.
+    assert reply.usage_metadata is not None
+    assert reply.usage_metadata["input_tokens"] == 5
+    assert reply.usage_metadata["output_tokens"] == 5
+    assert reply.response_metadata["prompt_eval_count"] == 5
+    assert reply.response_metadata["total_duration"] > 0
+
+
+def test_chat_invoke_streams_ndjson_with_the_role_in_every_chunk(ollama_server: EmulatorServer) -> None:
+    chat(ollama_server).invoke("uno dos tres cuatro cinco seis")
+
+    body = chat_bodies(ollama_server)[0]
+    assert body["stream"] is True  # ChatOllama streams even for invoke
+    with httpx.stream("POST", f"{ollama_server.base_url}/api/chat", json=body) as response:
+        assert response.headers["content-type"] == "application/x-ndjson"
+        lines = [json.loads(line) for line in response.iter_lines() if line]
+    assert len(lines) > 2
+    assert all(line["message"]["role"] == "assistant" for line in lines)
+    assert [line["done"] for line in lines] == [False] * (len(lines) - 1) + [True]
+    final = lines[-1]
+    assert {"prompt_eval_count", "eval_count", "total_duration", "eval_duration", "done_reason"} <= set(final)
+    assert (
+        "".join(line["message"]["content"] for line in lines)
+        == "Hola. Dijiste: uno dos tres cuatro cinco seis"
+    )
+
+
+def test_stream_yields_the_reply_in_several_chunks(ollama_server: EmulatorServer) -> None:
+    chunks = list(chat(ollama_server).stream("uno dos tres cuatro cinco seis"))
+
+    texts = [c.text for c in chunks if c.text]
+    assert len(texts) > 1
+    assert "".join(texts) == "Hola. Dijiste: uno dos tres cuatro cinco seis"
+    usage = [c.usage_metadata for c in chunks if c.usage_metadata]
+    assert usage and usage[-1]["output_tokens"] == 8
+
+
+def test_stream_false_returns_one_object(ollama_server: EmulatorServer) -> None:
+    client = ollama.Client(host=ollama_server.base_url)
+
+    response = client.chat(model=MODEL, messages=[{"role": "user", "content": "hola"}], stream=False)
+
+    assert response.done is True
+    assert response.message.role == "assistant"
+    assert response.message.content == "Hola. Dijiste: hola"
+    assert response.eval_count == 3
+
+
+def test_validate_model_on_init_reads_the_tags(ollama_server: EmulatorServer) -> None:
+    ChatOllama(model="llama3.1", base_url=ollama_server.base_url, validate_model_on_init=True)
+
+    assert [r.path for r in ollama_server.requests] == ["/api/tags"]
+    with pytest.raises(ValueError, match="not found in Ollama"):
+        ChatOllama(model="mistral", base_url=ollama_server.base_url, validate_model_on_init=True)
+
+
+def test_show_and_version_answer_like_ollama(ollama_server: EmulatorServer) -> None:
+    client = ollama.Client(host=ollama_server.base_url)
+
+    shown = client.show(MODEL)
+    version = httpx.get(f"{ollama_server.base_url}/api/version").json()
+
+    assert shown.capabilities == ["completion", "tools"]
+    assert shown.details is not None and shown.details.family == "llama"
+    assert version["version"].count(".") == 2
+
+
+def test_bind_tools_round_trip(ollama_server: EmulatorServer, fake_model: FunctionChatModel) -> None:
+    model = chat(ollama_server).bind_tools([ventas_anuales])
+    question = HumanMessage("¿Cuánto vendimos en 2025?")
+
+    first = model.invoke([question])
+    assert isinstance(first, AIMessage)
+    assert [(c["name"], c["args"]) for c in first.tool_calls] == [("ventas_anuales", {"anio": 2025})]
+    result = ToolMessage('{"anio": 2025, "total": 850000000}', tool_call_id=first.tool_calls[0]["id"])
+    final = model.invoke([question, first, result])
+
+    assert final.content == 'Resultado de ventas_anuales: {"anio": 2025, "total": 850000000}'
+    sent_tools = chat_bodies(ollama_server)[0]["tools"]
+    assert sent_tools[0]["function"]["name"] == "ventas_anuales"
+    # The backing model saw a proper tool-calling conversation: the result is paired with the call's id.
+    info = fake_model.calls[-1]
+    seen = info.messages
+    assert isinstance(seen[1], AIMessage) and isinstance(seen[2], ToolMessage)
+    assert seen[2].tool_call_id == seen[1].tool_calls[0]["id"]
+    assert seen[2].name == "ventas_anuales"
+    assert [t["function"]["name"] for t in info.tools] == ["ventas_anuales"]
+
+
+def test_structured_output_sends_the_schema_in_format(ollama_server: EmulatorServer) -> None:
+    plan = chat(ollama_server).with_structured_output(Plan, method="json_schema").invoke("plan")
+
+    assert plan == Plan(operaciones=["Empresa ABC"], anio=2025)
+    sent = chat_bodies(ollama_server)[0]["format"]
+    assert sent["required"] == ["operaciones", "anio"]
+    assert sent["properties"]["anio"]["type"] == "integer"
+
+
+def test_format_json_reaches_the_server(ollama_server: EmulatorServer) -> None:
+    chat(ollama_server, format="json").invoke("hola")
+
+    assert chat_bodies(ollama_server)[0]["format"] == "json"
+
+
+def test_missing_model_is_a_400_error_body(ollama_server: EmulatorServer) -> None:
+    response = httpx.post(f"{ollama_server.base_url}/api/chat", json={"messages": []})
+
+    assert response.status_code == 400
+    assert response.json() == {"error": "model is required"}
+
+
+def test_a_failing_backing_model_becomes_a_500() -> None:
+    def explode(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
+        raise RuntimeError("provider exploded")
+
+    with (
+        create_emulator("ollama", model=FunctionChatModel(explode)) as server,
+        pytest.raises(ollama.ResponseError) as caught,
+    ):
+        chat(server).invoke("hola")
+    assert caught.value.status_code == 500
+    assert "provider exploded" in caught.value.error
+
+
+def test_assistant_tool_calls_get_ids_and_results_pair_by_order() -> None:
+    messages = to_langchain_messages(
+        [
+            OllamaMessage(role="user", content="q"),
+            OllamaMessage.model_validate(
+                {
+                    "role": "assistant",
+                    "tool_calls": [
+                        {"function": {"name": "a", "arguments": {"x": 1}}},
+                        {"function": {"name": "b", "arguments": '{"y": 2}'}},
+                    ],
+                }
+            ),
+            OllamaMessage(role="tool", content="rb", tool_name="b"),
+            OllamaMessage(role="tool", content="ra"),
+        ]
+    )
+
+    call_a, call_b = messages[1].tool_calls  # type: ignore[attr-defined]
+    assert call_b["args"] == {"y": 2}
+    assert [(m.tool_call_id, m.content) for m in messages[2:]] == [(call_b["id"], "rb"), (call_a["id"], "ra")]  # type: ignore[attr-defined]
+
+
+# -- faults -------------------------------------------------------------------------------------------
+
+
+def test_http_500_fault_raises_response_error(ollama_server: EmulatorServer) -> None:
+    with pytest.raises(ollama.ResponseError) as caught:
+        chat(ollama_server, fault="http_500").invoke("hola")
+
+    assert caught.value.status_code == 500
+    assert ollama_server.requests[-1].fault == "http_500"
+
+
+def test_stream_error_fault_fails_mid_stream(ollama_server: EmulatorServer) -> None:
+    received: list[str] = []
+    with pytest.raises(ollama.ResponseError) as caught:
+        for chunk in chat(ollama_server, fault="stream_error").stream("uno dos tres cuatro cinco seis"):
+            received.append(chunk.text)
+
+    assert caught.value.status_code == -1  # an error line inside a 200 stream
+    assert "unexpected EOF" in caught.value.error
+    assert "".join(received).startswith("Hola.")
+
+
+def test_stream_error_without_streaming_is_a_500(ollama_server: EmulatorServer) -> None:
+    client = ollama.Client(host=ollama_server.base_url, headers={FAULT_HEADER: "stream_error"})
+
+    with pytest.raises(ollama.ResponseError) as caught:
+        client.chat(model=MODEL, messages=[{"role": "user", "content": "hola"}], stream=False)
+    assert caught.value.status_code == 500
+
+
+def test_malformed_tool_call_fault_is_ollamas_tool_parsing_error(ollama_server: EmulatorServer) -> None:
+    # langchain#34746: Ollama cannot parse the model's tool-call JSON and reports it in the stream.
+    with pytest.raises(ollama.ResponseError, match="error parsing tool call") as caught:
+        chat(ollama_server, fault="malformed_tool_call").bind_tools([ventas_anuales]).invoke("ventas 2025")
+
+    assert "unexpected end of JSON input" in caught.value.error
+    assert "ventas_anuales" in caught.value.error
+
+
+def test_schema_invalid_fault_fails_structured_output_parsing(ollama_server: EmulatorServer) -> None:
+    # ollama#8063: the reply ignores the schema given in `format`.
+    structured = chat(ollama_server, fault="schema_invalid").with_structured_output(
+        Plan, method="json_schema"
+    )
+
+    with pytest.raises(OutputParserException, match="Failed to parse Plan"):
+        structured.invoke("plan")
+
+
+def test_schema_invalid_fault_in_json_mode_fences_the_json(ollama_server: EmulatorServer) -> None:
+    reply = chat(ollama_server, fault="schema_invalid", format="json").invoke("hola")
+
+    assert reply.text.startswith("```json\n")
+
+
+def test_slow_fault_trips_the_client_timeout(ollama_server: EmulatorServer) -> None:
+    with pytest.raises(httpx.ReadTimeout):
+        chat(ollama_server, fault="slow", timeout=0.1).invoke("hola")
+
+
+def test_server_wide_fault_applies_count_times_then_stops(ollama_server: EmulatorServer) -> None:
+    ollama_server.faults = EmulatorFaults(mode="http_500", count=1)
+    model = chat(ollama_server)
+
+    with pytest.raises(ollama.ResponseError):
+        model.invoke("hola")
+    assert model.invoke("hola").content == "Hola. Dijiste: hola"
+
+
+def test_a_bad_request_does_not_use_up_a_counted_fault(ollama_server: EmulatorServer) -> None:
+    ollama_server.faults = EmulatorFaults(mode="http_500", count=1)
+    bad_arguments = {"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": "{"}}]}
+
+    rejected = httpx.post(
+        f"{ollama_server.base_url}/api/chat", json={"model": MODEL, "messages": [bad_arguments]}
+    )
+
+    assert rejected.status_code == 400 and "invalid tool call arguments" in rejected.json()["error"]
+    assert ollama_server.faults.count == 1
+    with pytest.raises(ollama.ResponseError):
+        chat(ollama_server).invoke("hola")
+
+
+def test_header_none_overrides_a_server_wide_fault(ollama_server: EmulatorServer) -> None:
+    ollama_server.faults = EmulatorFaults(mode="http_500")
+
+    assert chat(ollama_server, fault="none").invoke("hola").content == "Hola. Dijiste: hola"
+
+
+def test_unknown_fault_header_is_a_400(ollama_server: EmulatorServer) -> None:
+    with pytest.raises(ollama.ResponseError) as caught:
+        chat(ollama_server, fault="meteor").invoke("hola")
+
+    assert caught.value.status_code == 400
+
+
+async def test_async_client_works_too(ollama_server: EmulatorServer) -> None:
+    reply = await chat(ollama_server).ainvoke("hola")
+    chunks = [chunk.text async for chunk in chat(ollama_server).astream("uno dos tres cuatro")]
+
+    assert reply.content == "Hola. Dijiste: hola"
+    assert "".join(chunks) == "Hola. Dijiste: uno dos tres cuatro"
+
+
+def test_durations_report_the_models_simulated_latency() -> None:
+    def timed(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
+        return AIMessage(content="listo", response_metadata={"simulated_latency_ms": 1234.0})
+
+    with create_emulator("ollama", model=FunctionChatModel(timed)) as server:
+        reply = chat(server).invoke("hola")
+
+    assert reply.response_metadata["total_duration"] == 1_234_000_000
+    meta = reply.response_metadata
+    assert meta["prompt_eval_duration"] + meta["eval_duration"] == meta["total_duration"]

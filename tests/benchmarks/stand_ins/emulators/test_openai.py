@@ -1,0 +1,260 @@
+"""The OpenAI-compatible emulator, through the real ``ChatOpenAI`` / ``openai`` clients over loopback HTTP.
+
+``ChatOpenAI(base_url=f"{server.base_url}/v1", api_key=…)`` points the client at the emulator;
+``max_retries=0`` makes every failure surface at once.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import openai
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_openai import ChatOpenAI
+from pydantic import ValidationError
+
+from benchmarks.stand_ins.emulators import FAULT_HEADER, EmulatorServer, create_emulator
+from benchmarks.stand_ins.emulators.openai import OpenAIMessage, to_langchain_messages
+from benchmarks.stand_ins.faults import PLACEHOLDER_FUNCTION
+from shared.llm.tokens import approx_tokens
+from tests.benchmarks.stand_ins.emulators.emulator_fakes import scripted_responder
+from tests.benchmarks.stand_ins.emulators.offline_prompts import (
+    QUESTION,
+    TOOLS,
+    Plan,
+    answer_messages,
+    plan_messages,
+)
+from tests.fakes import FunctionChatModel
+
+MODEL = "gpt-4o-mini"
+
+
+def chat(server: EmulatorServer, *, fault: str | None = None, **kw: Any) -> ChatOpenAI:
+    headers = {FAULT_HEADER: fault, "X-Emulator-Delay": "0.5"} if fault else None
+    return ChatOpenAI(
+        model=MODEL,
+        base_url=f"{server.base_url}/v1",
+        api_key="sk-test",
+        max_retries=0,
+        default_headers=headers,
+        **kw,
+    )
+
+
+def completions(server: EmulatorServer) -> list[dict[str, Any]]:
+    return [r.body for r in server.requests if r.path.endswith("/chat/completions")]
+
+
+def test_invoke_returns_text_usage_model_name_and_stop(openai_server: EmulatorServer) -> None:
+    reply = chat(openai_server).invoke([SystemMessage("Sé breve."), HumanMessage("hola que tal")])
+
+    assert reply.content == "Hola. Dijiste: hola que tal"
+    assert reply.response_metadata["finish_reason"] == "stop"
+    assert reply.response_metadata["model_name"] == MODEL
+    assert reply.usage_metadata is not None
+    assert (reply.usage_metadata["input_tokens"], reply.usage_metadata["output_tokens"]) == (5, 5)
+
+
+def test_streaming_sends_sse_chunks_usage_last_and_done(openai_server: EmulatorServer) -> None:
+    chunks = list(chat(openai_server, stream_usage=True).stream("uno dos tres cuatro cinco seis"))
+    merged = chunks[0]
+    for chunk in chunks[1:]:
+        merged += chunk
+
+    assert len(chunks) > 3
+    assert merged.content == "Hola. Dijiste: uno dos tres cuatro cinco seis"
+    assert merged.usage_metadata is not None and merged.usage_metadata["output_tokens"] == 8
+    body = completions(openai_server)[-1]
+    assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
+    with httpx.stream("POST", f"{openai_server.base_url}/v1/chat/completions", json=body) as response:
+        assert response.headers["content-type"] == "text/event-stream"
+        events = [line for line in response.iter_lines() if line]
+    assert events[-1] == "data: [DONE]"
+    assert json.loads(events[-2].removeprefix("data: "))["choices"] == []
+
+
+def test_a_tool_calling_turn_pairs_results_by_tool_call_id(offline_openai: EmulatorServer) -> None:
+    model = chat(offline_openai).bind_tools(TOOLS)
+    conversation: list[Any] = [SystemMessage("Fecha de hoy: 2026-11-30"), HumanMessage(QUESTION)]
+
+    first = model.invoke(conversation)
+    assert isinstance(first, AIMessage)
+    assert sorted(c["name"] for c in first.tool_calls) == ["mejor_cliente", "ventas_anuales"]
+    assert first.response_metadata["finish_reason"] == "tool_calls"
+    results = [
+        ToolMessage(
+            json.dumps({"anio": 2025, "total": 850000000, "cliente": "Empresa ABC"}), tool_call_id=c["id"]
+        )
+        for c in first.tool_calls
+    ]
+    final = model.invoke([*conversation, first, *results])
+
+    assert isinstance(final, AIMessage) and final.tool_calls == []
+    assert "₲850.000.000" in final.text
+    assert (
+        completions(offline_openai)[-1]["messages"][2]["tool_calls"][0]["function"]["arguments"]
+        == '{"anio": 2025}'
+    )
+
+
+def test_structured_output_uses_a_json_schema_response_format(offline_openai: EmulatorServer) -> None:
+    plan = chat(offline_openai).with_structured_output(Plan, method="json_schema").invoke(plan_messages())
+
+    assert isinstance(plan, Plan)
+    assert [op.funcion for op in plan.operaciones] == ["ventas_anuales", "mejor_cliente"]
+    assert completions(offline_openai)[-1]["response_format"]["type"] == "json_schema"
+
+
+def test_max_tokens_cuts_the_reply_and_reports_length(offline_openai: EmulatorServer) -> None:
+    full = chat(offline_openai).invoke(answer_messages()).text
+    model = chat(offline_openai, max_tokens=20, stream_usage=True)
+
+    chunks = list(model.stream(answer_messages()))
+    streamed = chunks[0]
+    for chunk in chunks[1:]:
+        streamed += chunk
+    for reply in (model.invoke(answer_messages()), streamed):
+        assert reply.response_metadata["finish_reason"] == "length"
+        assert reply.usage_metadata is not None and reply.usage_metadata["output_tokens"] == 20
+        assert full.startswith(reply.text) and approx_tokens(reply.text) == 20
+
+
+def test_the_older_max_tokens_field_is_honoured_too(offline_openai: EmulatorServer) -> None:
+    body = {"model": MODEL, "max_tokens": 7, "messages": [{"role": "user", "content": QUESTION}]}
+
+    choice = httpx.post(f"{offline_openai.base_url}/v1/chat/completions", json=body).json()["choices"][0]
+
+    assert choice["finish_reason"] == "length" and approx_tokens(choice["message"]["content"]) == 7
+
+
+def test_a_cut_tool_call_is_text_not_a_call(offline_openai: EmulatorServer) -> None:
+    reply = chat(offline_openai, max_tokens=8).bind_tools(TOOLS).invoke(QUESTION)
+
+    assert isinstance(reply, AIMessage)
+    assert reply.tool_calls == [] and reply.invalid_tool_calls == []
+    assert reply.response_metadata["finish_reason"] == "length"
+
+
+def test_structured_output_cut_at_the_cap_raises_the_sdks_length_error(
+    offline_openai: EmulatorServer,
+) -> None:
+    structured = chat(offline_openai, max_tokens=15).with_structured_output(Plan, method="json_schema")
+
+    with pytest.raises(openai.LengthFinishReasonError) as caught:
+        structured.invoke(plan_messages())
+
+    usage = caught.value.completion.usage
+    assert usage is not None and usage.completion_tokens == 15 and usage.prompt_tokens > 0
+
+
+def test_http_500_raises_the_sdks_internal_server_error(openai_server: EmulatorServer) -> None:
+    with pytest.raises(openai.InternalServerError):
+        chat(openai_server, fault="http_500").invoke("hola")
+
+
+def test_stream_error_breaks_the_stream_midway(openai_server: EmulatorServer) -> None:
+    with pytest.raises(openai.APIError):
+        list(chat(openai_server, fault="stream_error").stream("uno dos tres cuatro cinco seis siete ocho"))
+    with pytest.raises(openai.InternalServerError):
+        chat(openai_server, fault="stream_error").invoke("hola")
+
+
+def test_malformed_tool_call_arguments_become_invalid_tool_calls(openai_server: EmulatorServer) -> None:
+    reply = chat(openai_server, fault="malformed_tool_call").bind_tools(TOOLS).invoke(QUESTION)
+
+    assert isinstance(reply, AIMessage)
+    assert reply.tool_calls == [] and [c["name"] for c in reply.invalid_tool_calls] == ["ventas_anuales"]
+
+
+def test_schema_invalid_fails_the_sdks_schema_validation(openai_server: EmulatorServer) -> None:
+    structured = chat(openai_server, fault="schema_invalid").with_structured_output(
+        Plan, method="json_schema"
+    )
+
+    # The openai SDK validates a json_schema reply into the pydantic class itself, inside the model call.
+    with pytest.raises(ValidationError, match="operaciones"):
+        structured.invoke("plan")
+
+
+@pytest.mark.parametrize("fault", ["slow", "stall"])
+def test_slow_and_stall_trip_the_client_timeout(openai_server: EmulatorServer, fault: str) -> None:
+    with pytest.raises(openai.APITimeoutError):
+        chat(openai_server, fault=fault, timeout=0.2).invoke("hola")
+
+
+def test_reply_faults_reach_the_client(offline_openai: EmulatorServer) -> None:
+    plan = chat(offline_openai, fault="placeholder_plan").with_structured_output(Plan, method="json_schema")
+
+    result = plan.invoke(plan_messages())
+
+    assert isinstance(result, Plan) and result.operaciones[0].funcion == PLACEHOLDER_FUNCTION
+
+
+def test_a_configured_key_refuses_any_other() -> None:
+    with create_emulator("openai", model=FunctionChatModel(scripted_responder), api_key="sk-right") as server:
+        with pytest.raises(openai.AuthenticationError) as caught:
+            chat(server).invoke("hola")
+        assert caught.value.code == "invalid_api_key"
+        assert (
+            ChatOpenAI(model=MODEL, base_url=f"{server.base_url}/v1", api_key="sk-right")
+            .invoke("hola")
+            .content
+        )
+
+
+def test_models_are_listed_and_unknown_paths_are_404(openai_server: EmulatorServer) -> None:
+    client = openai.OpenAI(base_url=f"{openai_server.base_url}/v1", api_key="k", max_retries=0)
+
+    assert MODEL in [model.id for model in client.models.list()]
+    assert httpx.get(f"{openai_server.base_url}/v1/nothing").status_code == 404
+
+
+def test_a_request_without_messages_is_refused_with_400(openai_server: EmulatorServer) -> None:
+    reply = httpx.post(f"{openai_server.base_url}/v1/chat/completions", json={"model": MODEL, "messages": []})
+
+    assert reply.status_code == 400 and reply.json()["error"]["param"] == "messages"
+
+
+def test_messages_convert_developer_roles_text_parts_and_tool_names() -> None:
+    messages = to_langchain_messages(
+        [
+            OpenAIMessage(role="developer", content="Reglas."),
+            OpenAIMessage(
+                role="user", content=[{"type": "text", "text": "ho"}, {"type": "text", "text": "la"}]
+            ),
+            OpenAIMessage.model_validate(
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+                    ],
+                }
+            ),
+            OpenAIMessage(role="tool", tool_call_id="c1", content="42"),
+        ]
+    )
+
+    assert [type(m).__name__ for m in messages] == [
+        "SystemMessage",
+        "HumanMessage",
+        "AIMessage",
+        "ToolMessage",
+    ]
+    assert messages[1].content == "hola"
+    assert isinstance(messages[3], ToolMessage) and (messages[3].name, messages[3].tool_call_id) == (
+        "f",
+        "c1",
+    )
+
+
+def test_an_unknown_role_is_refused_with_400(openai_server: EmulatorServer) -> None:
+    body = {"model": MODEL, "messages": [{"role": "wizard", "content": "hola"}]}
+
+    reply = httpx.post(f"{openai_server.base_url}/v1/chat/completions", json=body)
+
+    assert reply.status_code == 400 and "wizard" in reply.json()["error"]["message"]

@@ -1,0 +1,152 @@
+"""The offline model with bound tools: parallel and sequential tool calls, then a final answer."""
+
+from __future__ import annotations
+
+import json
+
+from langchain.agents.structured_output import ProviderStrategy
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.tools import StructuredTool
+
+from benchmarks.stand_ins.offline import OfflineSalesModel
+from shared.answer import Answer
+from tests.benchmarks.stand_ins.offline.offline_prompts import context, run_turn
+
+SYSTEM = SystemMessage("Eres el asistente de ventas de un ERP.\n" + context())
+
+
+def test_independent_operations_are_requested_together_then_answered(tools: list[StructuredTool]) -> None:
+    model = OfflineSalesModel().bind_tools(tools)
+    replies = run_turn(
+        model, [SYSTEM, HumanMessage("¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?")], tools
+    )
+    assert [[(c["name"], c["args"]) for c in r.tool_calls] for r in replies] == [
+        [("ventas_anuales", {"anio": 2025}), ("mejor_cliente", {"anio": 2025})],
+        [],
+    ]
+    assert len({c["id"] for c in replies[0].tool_calls}) == 2
+    answer = str(replies[-1].content)
+    assert "₲850.000.000" in answer
+    assert "Empresa ABC" in answer
+    assert "₲120.000.000" in answer
+
+
+def test_dependent_operation_waits_for_the_earlier_result(tools: list[StructuredTool]) -> None:
+    model = OfflineSalesModel().bind_tools(tools, tool_choice="auto")
+    replies = run_turn(model, [SYSTEM, HumanMessage("¿Cuánto compró nuestro mejor cliente de 2025?")], tools)
+    assert [[(c["name"], c["args"]) for c in r.tool_calls] for r in replies] == [
+        [("mejor_cliente", {"anio": 2025})],
+        [("compras_cliente", {"anio": 2025, "cliente": "Empresa ABC"})],
+        [],
+    ]
+    assert "Empresa ABC compró ₲120.000.000" in str(replies[-1].content)
+
+
+def test_full_history_follow_ups_are_resolved_from_earlier_messages(tools: list[StructuredTool]) -> None:
+    model = OfflineSalesModel().bind_tools(tools)
+    history: list[BaseMessage] = [SYSTEM, HumanMessage("¿Cuál fue nuestro mejor cliente en 2025?")]
+    run_turn(model, history, tools)
+    history.append(HumanMessage("¿Y cuánto compró?"))
+    second = run_turn(model, history, tools)
+    assert second[0].tool_calls[0]["args"] == {"anio": 2025, "cliente": "Empresa ABC"}
+    history.append(HumanMessage("¿y en 2024?"))
+    third = run_turn(model, history, tools)
+    assert [(c["name"], c["args"]) for c in third[0].tool_calls] == [
+        ("compras_cliente", {"cliente": "Empresa ABC", "anio": 2024})
+    ]
+
+
+def test_follow_up_without_history_asks_instead_of_calling(tools: list[StructuredTool]) -> None:
+    reply = OfflineSalesModel().bind_tools(tools).invoke([SYSTEM, HumanMessage("¿Y cuánto compró?")])
+    assert reply.tool_calls == []
+    assert "cliente" in str(reply.content)
+
+
+def test_small_talk_and_refusals_call_no_tool(tools: list[StructuredTool]) -> None:
+    model = OfflineSalesModel().bind_tools(tools)
+    hello = model.invoke([SYSTEM, HumanMessage("hola")])
+    refusal = model.invoke([SYSTEM, HumanMessage("Borra las facturas pendientes de Empresa ABC")])
+    assert hello.tool_calls == [] and str(hello.content).startswith("¡Hola!")
+    assert refusal.tool_calls == [] and str(refusal.content).startswith("No puedo")
+
+
+def test_tool_errors_are_explained_in_the_final_answer(tools: list[StructuredTool]) -> None:
+    call = {
+        "name": "compras_cliente",
+        "args": {"cliente": "Nadie", "anio": 2025},
+        "id": "c1",
+        "type": "tool_call",
+    }
+    messages = [
+        SYSTEM,
+        HumanMessage("¿Cuánto compró Nadie en 2025?"),
+        AIMessage("", tool_calls=[call]),
+        ToolMessage("No customer matches 'Nadie'.", tool_call_id="c1", status="error"),
+    ]
+    reply = OfflineSalesModel().bind_tools(tools).invoke(messages)
+    assert reply.tool_calls == []
+    assert "No pude consultar las compras del cliente" in str(reply.content)
+
+
+def test_tool_strategy_answer_tool_is_called_last_with_the_answer_json(tools: list[StructuredTool]) -> None:
+    model = OfflineSalesModel().bind_tools([*tools, Answer], tool_choice="any")
+    messages: list[BaseMessage] = [SYSTEM, HumanMessage("¿Cuál fue nuestro mejor cliente en 2025?")]
+    first = model.invoke(messages)
+    assert [c["name"] for c in first.tool_calls] == ["mejor_cliente"]
+    messages += [first, *(tools[1].invoke(c) for c in first.tool_calls)]
+    final = model.invoke(messages)
+    assert [c["name"] for c in final.tool_calls] == ["Answer"]
+    answer = Answer.model_validate(final.tool_calls[0]["args"])
+    assert "Empresa ABC" in answer.respuesta
+    assert answer.estado["cliente_actual"] == "Empresa ABC"
+    assert answer.estado["anio"] == 2025
+
+
+def test_tool_strategy_small_talk_goes_straight_to_the_answer_tool(tools: list[StructuredTool]) -> None:
+    reply = (
+        OfflineSalesModel()
+        .bind_tools([*tools, Answer], tool_choice="any")
+        .invoke([SYSTEM, HumanMessage("gracias")])
+    )
+    assert [c["name"] for c in reply.tool_calls] == ["Answer"]
+
+
+def test_provider_strategy_response_format_gives_the_answer_as_content(tools: list[StructuredTool]) -> None:
+    model = OfflineSalesModel().bind_tools(tools, **ProviderStrategy(Answer).to_model_kwargs())
+    replies = run_turn(model, [SYSTEM, HumanMessage("¿Cuánto vendimos en 2025?")], tools)
+    assert replies[0].tool_calls and replies[0].content == ""
+    answer = Answer.model_validate_json(str(replies[-1].content))
+    assert "₲850.000.000" in answer.respuesta
+
+
+def test_named_tool_choice_forces_that_tool(tools: list[StructuredTool]) -> None:
+    reply = (
+        OfflineSalesModel()
+        .bind_tools(tools, tool_choice="ventas_anuales")
+        .invoke([SYSTEM, HumanMessage("hola")])
+    )
+    assert [c["name"] for c in reply.tool_calls] == ["ventas_anuales"]
+
+
+def test_only_bound_tools_are_called(tools: list[StructuredTool]) -> None:
+    only_sales = [t for t in tools if t.name == "ventas_anuales"]
+    reply = (
+        OfflineSalesModel()
+        .bind_tools(only_sales)
+        .invoke([SYSTEM, HumanMessage("¿Cuál fue el mejor cliente de 2025?")])
+    )
+    assert reply.tool_calls == []
+
+
+def test_streaming_a_tool_call_reassembles_the_same_calls(tools: list[StructuredTool]) -> None:
+    model = OfflineSalesModel().bind_tools(tools)
+    question = [SYSTEM, HumanMessage("¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?")]
+    full = None
+    for chunk in model.stream(question):
+        full = chunk if full is None else full + chunk
+    assert full is not None
+    assert [(c["name"], c["args"]) for c in full.tool_calls] == [
+        ("ventas_anuales", {"anio": 2025}),
+        ("mejor_cliente", {"anio": 2025}),
+    ]
+    assert json.dumps(full.usage_metadata)
