@@ -1,0 +1,154 @@
+"""The steps of a turn that both modes take the same way, whatever their model calls are.
+
+Each engine drives one turn as an async generator of :mod:`shared.events` and calls these steps in order:
+
+1. :func:`admit_turn` — the input check (:func:`shared.inputs.check_turn_input`) and the caller's access to
+   the conversation (:meth:`~shared.memory.store.MemoryStore.check_access`), then, for the planner's windowed
+   context, :func:`read_context` (:meth:`~shared.memory.store.MemoryStore.build_context`, bounded by
+   construction). :func:`open_turn` is both in one call, returning the refusal instead of raising it (an
+   input or storage refusal ends the turn unrecorded before any model call; ``ConversationAccessDenied``
+   still raises: the only exception a turn raises on purpose).
+2. :class:`AnswerClock` — when the first piece of the answer reached a streaming reader
+   (``TurnResult.first_answer_ms``), and the turn's total time.
+3. :func:`finish_turn` — the end of every turn: the parent run's outputs (:mod:`shared.tracing`) and the
+   turn's one log record (:func:`shared.logs.log_turn`).
+
+:func:`text_of` is how a refused non-text input is recorded, and :func:`run_until_complete` how an engine's
+blocking ``ask`` runs its ``aask`` (pydantic-ai's ``run_sync``), from a plain thread or from one that already
+runs an event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import logging
+import time
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any, TypeVar
+
+from shared.errors import ConversationAccessDenied, ErpAiError
+from shared.events import AnswerDelta
+from shared.inputs import check_turn_input
+from shared.logs import log_turn
+from shared.memory.context import ConversationContext
+from shared.memory.store import MemoryStore
+from shared.security import Caller
+from shared.tracing import TurnRun
+from shared.turn import TurnResult
+
+__all__ = [
+    "AnswerClock",
+    "admit_turn",
+    "finish_turn",
+    "open_turn",
+    "read_context",
+    "run_until_complete",
+    "text_of",
+]
+
+T = TypeVar("T")
+
+
+def text_of(value: object) -> str:
+    """``value`` if it is text; a refused non-text input (``None``, bytes) is recorded by its ``repr``."""
+    return value if isinstance(value, str) else repr(value)
+
+
+@dataclass
+class AnswerClock:
+    """The turn's clock: started when the turn starts, stamped by the first piece of answer a reader sees.
+
+    ``reading`` is whether a reader sees the deltas (``astream``); a turn run for its result only (``ask``,
+    ``aask``) keeps :attr:`first_answer_ms` ``None``, as nobody saw text arrive.
+    """
+
+    reading: bool = True
+    started: float = field(default_factory=time.perf_counter)
+    """``time.perf_counter()`` at the start of the turn."""
+    first_answer_ms: float | None = None
+    """Milliseconds from the start to the first :class:`AnswerDelta`, once there was one (and a reader)."""
+
+    def elapsed_ms(self) -> float:
+        """Milliseconds since the turn started."""
+        return (time.perf_counter() - self.started) * 1000
+
+    def delta(self, text: str) -> AnswerDelta:
+        """The next piece of the answer; the first one stamps :attr:`first_answer_ms`."""
+        if self.reading and self.first_answer_ms is None:
+            self.first_answer_ms = self.elapsed_ms()
+        return AnswerDelta(text=text)
+
+
+def admit_turn(store: MemoryStore, conversation_id: str, question: str, caller: Caller) -> None:
+    """Check the turn's input and that ``caller`` may use the conversation (before any model call).
+
+    Raises:
+        InputError: the conversation id or the question is refused.
+        ConversationAccessDenied: the conversation belongs to another user.
+        StorageError: the store could not be read.
+    """
+    check_turn_input(conversation_id, question)
+    store.check_access(conversation_id, caller.user_id)
+
+
+def read_context(
+    store: MemoryStore, conversation_id: str, today: date, *, memory_limit: int = 5, exchanges: int = 1
+) -> ConversationContext:
+    """The conversation's bounded context for the next model call (no write: a turn's recording creates an
+    unknown conversation in its own transaction, so a failed first turn leaves nothing behind)."""
+    return store.build_context(conversation_id, today, memory_limit=memory_limit, exchanges=exchanges)
+
+
+def open_turn(
+    store: MemoryStore,
+    conversation_id: str,
+    question: str,
+    caller: Caller,
+    today: date,
+    *,
+    memory_limit: int = 5,
+    exchanges: int = 1,
+) -> ConversationContext | ErpAiError:
+    """:func:`admit_turn` then :func:`read_context`: the context, or the input or storage error that refused
+    the turn (to end it unrecorded). Blocking (storage): async drivers call it in a thread.
+
+    Raises:
+        ConversationAccessDenied: the conversation belongs to another user.
+    """
+    try:
+        admit_turn(store, conversation_id, question, caller)
+        return read_context(store, conversation_id, today, memory_limit=memory_limit, exchanges=exchanges)
+    except ConversationAccessDenied:
+        raise
+    except ErpAiError as exc:  # InputError or StorageError: refused before any model call
+        return exc
+
+
+def finish_turn(
+    run: TurnRun, logger: logging.Logger, result: TurnResult, user_id: str, **outputs: Any
+) -> TurnResult:
+    """End a turn, whichever mode ran it: the answer and the failure kind (and any further ``outputs``) as
+    the parent run's outputs, and the turn's log record. Returns ``result``."""
+    run.outputs.update(answer=result.answer, failure=result.failure, **outputs)
+    log_turn(logger, result, user_id)
+    return result
+
+
+def run_until_complete(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run ``coroutine`` to its end and return its result, blocking the calling thread.
+
+    From a thread without a running event loop: ``asyncio.run``. From one that already runs a loop (a
+    notebook, a synchronous call inside async code): in a worker thread with its own loop, the caller's
+    context variables copied, so the running loop is never re-entered.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    context = contextvars.copy_context()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="run-sync") as pool:
+        return pool.submit(context.run, asyncio.run, coroutine).result()
