@@ -8,9 +8,10 @@ Concurrency (the same on SQLite and PostgreSQL, pinned by ``tests/shared/memory/
 Each call runs on its own connection, so a store can be shared by threads, processes and servers.
 
 - Every write to a conversation starts with an ``UPDATE`` of its state row that also bumps its ``version``
-  (:func:`_lock_conversation`): on SQLite (WAL, busy timeout) that takes the database write lock before
-  anything is read; on PostgreSQL it locks the row until the commit. Writes to one conversation therefore
-  run one after another, and writes to different conversations never touch the same rows.
+  (:func:`~shared.memory.writing.lock_conversation`): on SQLite (WAL, busy timeout) that takes the database
+  write lock before anything is read; on PostgreSQL it locks the row until the commit. Writes to one
+  conversation therefore run one after another, and writes to different conversations never touch the
+  same rows.
 - A new conversation is created with ``INSERT … ON CONFLICT DO NOTHING``: any number of first turns racing on
   one id make exactly one conversation and no error, and the ownership check runs after it, under the lock,
   so a second user racing for the same id is refused (nothing written).
@@ -30,20 +31,15 @@ in three.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import re
-import unicodedata
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from contextlib import AbstractContextManager
-from datetime import UTC, date, datetime
+from datetime import date
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import Connection, Engine, Executable, bindparam, false, insert, inspect, select, text, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
 
 from shared.answer import MemoryItem, bound_memories
@@ -52,176 +48,37 @@ from shared.bounds import (
     MAX_CONTEXT_MEMORIES,
     MAX_EXCHANGE_CHARS,
     MAX_MEMORY_CHARS,
-    MAX_STATE_KEYS,
     clean_text,
     clip_line,
     clip_state,
     clip_text,
 )
 from shared.erp.database import default_db_url, make_engine
-from shared.erp.storage import setup_transaction, storage_errors
-from shared.errors import ConversationAccessDenied, InputError
+from shared.erp.storage import storage_errors
+from shared.errors import InputError
+from shared.memory import reading, writing
 from shared.memory.context import ConversationContext, Exchange
-from shared.memory.tables import (
-    ADDED_COLUMNS,
-    CONVERSATION_ID_LENGTH,
-    Conversation,
-    ConversationState,
-    MemoryBase,
-    MemoryRecord,
-    Message,
-    utc_now,
+from shared.memory.records import (
+    ConversationInfo,
+    MessageIn,
+    StoredMessage,
+    TurnRecord,
+    VersionedState,
+    check_conversation_id,
 )
-from shared.text import fold
+
+__all__ = [
+    "ConversationInfo",
+    "MemoryStore",
+    "MessageIn",
+    "StoredMessage",
+    "TurnRecord",
+    "VersionedState",
+    "check_conversation_id",
+    "open_memory_store",
+]
 
 MEMORY_URL_ENV = "ERP_AI_MEMORY_URL"
-
-Role = Literal["user", "assistant", "tool", "system"]
-
-_MESSAGES_PER_EXCHANGE = 8
-"""How many recent messages per requested exchange :meth:`MemoryStore.build_context` reads at first."""
-_WIDER_WINDOW_FACTOR = 8
-"""If that window holds too few exchanges (long tool-calling turns), one retry reads this many times more."""
-
-# -- statements, built once (parameters: ``cid`` is always the conversation id) ------------------------------
-_CONVERSATION = select(Conversation.id, Conversation.user_id, Conversation.created_at).where(
-    Conversation.id == bindparam("cid")
-)
-_INSERT_CONVERSATION = insert(Conversation)
-_STATE = select(ConversationState.state, ConversationState.version).where(
-    ConversationState.conversation_id == bindparam("cid")
-)
-_INSERT_STATE = insert(ConversationState)
-_CREATE_IF_MISSING: dict[str, tuple[Executable, Executable]] = {
-    "sqlite": (
-        sqlite.insert(Conversation).on_conflict_do_nothing(),
-        sqlite.insert(ConversationState).on_conflict_do_nothing(),
-    ),
-    "postgresql": (
-        postgresql.insert(Conversation).on_conflict_do_nothing(),
-        postgresql.insert(ConversationState).on_conflict_do_nothing(),
-    ),
-}
-"""Upserts of a conversation's two rows, per dialect: see :func:`_create_if_missing`."""
-_BUMP_VERSION = (
-    update(ConversationState)
-    .where(ConversationState.conversation_id == bindparam("cid"))
-    .values(updated_at=bindparam("now"), version=ConversationState.version + 1)
-)
-"""The first statement of every write to a conversation: see :func:`_lock_conversation`."""
-_BUMP_VERSION_RETURNING = _BUMP_VERSION.returning(ConversationState.state, ConversationState.version)
-_WRITE_STATE = (
-    update(ConversationState)
-    .where(ConversationState.conversation_id == bindparam("cid"))
-    .values(state=bindparam("new_state"))
-)
-_INSERT_MESSAGES = insert(Message)
-_HISTORY = (
-    select(Message.id, Message.role, Message.content, Message.meta, Message.created_at)
-    .where(Message.conversation_id == bindparam("cid"))
-    .order_by(Message.id)
-)
-_NEWEST_MESSAGES = (
-    select(Message.role, Message.content, Message.meta)
-    .where(Message.conversation_id == bindparam("cid"))
-    .order_by(Message.id.desc())
-    .limit(bindparam("limit"))
-)
-_RANKED_MEMORIES = (
-    select(MemoryRecord.content, MemoryRecord.importance)
-    .where(MemoryRecord.conversation_id == bindparam("cid"))
-    .order_by(MemoryRecord.importance.desc(), MemoryRecord.id.desc())
-)
-_TOP_MEMORIES = _RANKED_MEMORIES.limit(bindparam("limit"))
-_STORED_MEMORIES = select(MemoryRecord.id, MemoryRecord.content_key, MemoryRecord.importance).where(
-    MemoryRecord.conversation_id == bindparam("cid"),
-    MemoryRecord.content_key.in_(bindparam("keys", expanding=True)),
-)
-_RAISE_IMPORTANCE = (
-    update(MemoryRecord)
-    .where(MemoryRecord.id == bindparam("record_id"))
-    .values(importance=bindparam("new_importance"))
-)
-_INSERT_MEMORIES = insert(MemoryRecord)
-_PROBE_WRITE = update(ConversationState).where(false()).values(updated_at=ConversationState.updated_at)
-"""Changes nothing, but only a writable database runs it: see :func:`_create_tables`."""
-
-
-class MessageIn(BaseModel):
-    """A message to record. An assistant message whose ``metadata`` has ``tool_calls`` is an intermediate
-    tool-calling step; the final assistant message of a turn has none."""
-
-    model_config = ConfigDict(frozen=True)
-
-    role: Role
-    content: str
-    metadata: dict[str, Any] = Field(default_factory=dict)
-
-
-class StoredMessage(BaseModel):
-    """A message as stored, in conversation order (``id`` is monotonic)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    id: int
-    conversation_id: str
-    role: Role
-    content: str
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    created_at: datetime
-
-    @property
-    def is_final_answer(self) -> bool:
-        """True for an assistant message that is not an intermediate tool-calling step."""
-        return _is_final_answer(self.role, self.metadata)
-
-
-class TurnRecord(BaseModel):
-    """Everything one turn adds to a conversation; :meth:`MemoryStore.record_turn` stores it atomically."""
-
-    messages: list[MessageIn] = Field(default_factory=list)
-    """In order: the user message, any tool-calling steps, the final assistant message."""
-    memories: list[MemoryItem] = Field(default_factory=list)
-    """Facts to remember; a content already stored in the conversation keeps the higher importance."""
-    state: dict[str, Any] = Field(default_factory=dict)
-    """State updates, merged key by key into the stored state; a ``None`` value deletes the key."""
-
-
-class VersionedState(dict[str, Any]):
-    """A conversation's state, which is a plain ``dict`` to code that wants only the state, and its version.
-
-    Returned by :meth:`MemoryStore.get_state`, :meth:`MemoryStore.merge_state` and
-    :meth:`MemoryStore.record_turn`. Equality is the ``dict``'s (the version is not compared), and
-    ``dict(state)`` drops the version.
-    """
-
-    version: int
-    """How many writes (turns, state merges) the conversation had when this state was read or written: 0 for
-    a conversation never written, ``n`` after its ``n``-th write."""
-    stale: bool
-    """Set by :meth:`MemoryStore.record_turn` given ``expected_version``: another write was committed to the
-    conversation after that version was read, so the turn was planned on stale context. The turn is recorded
-    all the same, its state updates merged key by key over the newer state (the last writer wins)."""
-
-    def __init__(
-        self, state: Mapping[str, Any] | None = None, *, version: int = 0, stale: bool = False
-    ) -> None:
-        super().__init__(state or {})
-        self.version = version
-        self.stale = stale
-
-    def __repr__(self) -> str:
-        return f"VersionedState({dict.__repr__(self)}, version={self.version}, stale={self.stale})"
-
-
-class ConversationInfo(BaseModel):
-    """A conversation's identity."""
-
-    model_config = ConfigDict(frozen=True)
-
-    id: str
-    user_id: str | None
-    created_at: datetime
 
 
 class MemoryStore:
@@ -254,7 +111,7 @@ class MemoryStore:
             self._owns_engine = False
         try:
             with self._storage("open the conversation memory"):
-                _create_tables(self._engine)
+                writing.create_tables(self._engine)
         except BaseException:
             self.close()
             raise
@@ -276,7 +133,7 @@ class MemoryStore:
         with self._storage("write the conversation memory"):
             try:
                 with self._engine.begin() as connection:
-                    _insert_conversation(connection, new_id, user_id)
+                    writing.insert_conversation(connection, new_id, user_id)
             except IntegrityError:  # the primary key: checking first would still race with another creator
                 raise InputError(f"Conversation {new_id!r} already exists.") from None
         return new_id
@@ -285,16 +142,13 @@ class MemoryStore:
         """The conversation with that id, or ``None`` if there is none."""
         check_conversation_id(conversation_id)
         with self._storage("read the conversation memory"), self._engine.connect() as connection:
-            row = connection.execute(_CONVERSATION, {"cid": conversation_id}).first()
-        if row is None:
-            return None
-        return ConversationInfo(id=row.id, user_id=row.user_id, created_at=_aware(row.created_at))
+            return reading.conversation(connection, conversation_id)
 
     def ensure_conversation(self, conversation_id: str, user_id: str | None = None) -> str:
         """Create the conversation unless it exists (an existing one keeps its user); return its id."""
         check_conversation_id(conversation_id)
         with self._storage("write the conversation memory"), self._engine.begin() as connection:
-            _create_if_missing(connection, conversation_id, user_id)
+            writing.create_if_missing(connection, conversation_id, user_id)
         return conversation_id
 
     # -- writing -------------------------------------------------------------------------------------------
@@ -309,7 +163,7 @@ class MemoryStore:
         """
         check_conversation_id(conversation_id)
         with self._storage("read the conversation memory"), self._engine.connect() as connection:
-            _check_owner(connection, conversation_id, user_id)
+            writing.check_owner(connection, conversation_id, user_id)
 
     def record_turn(
         self,
@@ -342,28 +196,12 @@ class MemoryStore:
         memories = bound_memories(turn.memories)
         updates = clip_state(turn.state)
         with self._storage("write the conversation memory"), self._engine.begin() as connection:
-            state, previous = _lock_conversation(connection, conversation_id, user_id)
+            state, previous = writing.lock_conversation(connection, conversation_id, user_id)
             if user_id is not None:
-                _check_owner(connection, conversation_id, user_id)
-            if turn.messages:
-                now = utc_now()
-                connection.execute(
-                    _INSERT_MESSAGES,
-                    [
-                        {
-                            "conversation_id": conversation_id,
-                            "role": message.role,
-                            "content": _storable(message.content),
-                            "meta": dict(message.metadata),
-                            "created_at": now,
-                        }
-                        for message in turn.messages
-                    ],
-                )
-            _store_memories(connection, conversation_id, memories)
-            merged = _merge(state, updates)
-            if merged != state:  # an unchanged state costs no write (the lock already bumped the version)
-                _write_state(connection, conversation_id, merged)
+                writing.check_owner(connection, conversation_id, user_id)
+            writing.insert_messages(connection, conversation_id, turn.messages)
+            writing.store_memories(connection, conversation_id, memories)
+            merged = writing.merge_state(connection, conversation_id, state, updates)
         stale = expected_version is not None and expected_version != previous
         return VersionedState(merged, version=previous + 1, stale=stale)
 
@@ -376,10 +214,8 @@ class MemoryStore:
         check_conversation_id(conversation_id)
         bounded = clip_state(updates)
         with self._storage("write the conversation memory"), self._engine.begin() as connection:
-            state, previous = _lock_conversation(connection, conversation_id)
-            merged = _merge(state, bounded)
-            if merged != state:
-                _write_state(connection, conversation_id, merged)
+            state, previous = writing.lock_conversation(connection, conversation_id)
+            merged = writing.merge_state(connection, conversation_id, state, bounded)
         return VersionedState(merged, version=previous + 1)
 
     # -- reading -------------------------------------------------------------------------------------------
@@ -392,31 +228,19 @@ class MemoryStore:
         """
         check_conversation_id(conversation_id)
         with self._storage("read the conversation memory"), self._engine.connect() as connection:
-            return _read_state(connection, conversation_id)
+            return reading.state(connection, conversation_id)
 
     def history(self, conversation_id: str) -> list[StoredMessage]:
         """Every message of the conversation, oldest first, with its metadata (``[]`` if unknown)."""
         check_conversation_id(conversation_id)
         with self._storage("read the conversation memory"), self._engine.connect() as connection:
-            rows = connection.execute(_HISTORY, {"cid": conversation_id}).all()
-        return [
-            StoredMessage(
-                id=message_id,
-                conversation_id=conversation_id,
-                role=role,
-                content=content,
-                metadata=dict(meta or {}),
-                created_at=_aware(created_at),
-            )
-            for message_id, role, content, meta, created_at in rows
-        ]
+            return reading.history(connection, conversation_id)
 
     def memories(self, conversation_id: str, limit: int | None = None) -> list[MemoryItem]:
         """The conversation's memory items, most relevant first (importance, then the most recent)."""
         check_conversation_id(conversation_id)
         with self._storage("read the conversation memory"), self._engine.connect() as connection:
-            rows = _ranked_memories(connection, conversation_id, limit)
-        return [MemoryItem(contenido=content, importancia=importance) for content, importance in rows]
+            return reading.ranked_memories(connection, conversation_id, limit)
 
     def build_context(
         self, conversation_id: str, today: date, memory_limit: int = 5, exchanges: int = 1
@@ -440,17 +264,18 @@ class MemoryStore:
         memory_limit = min(memory_limit, MAX_CONTEXT_MEMORIES)
         exchanges = min(exchanges, MAX_CONTEXT_EXCHANGES)
         with self._storage("read the conversation memory"), self._engine.connect() as connection:
-            state = _read_state(connection, conversation_id)
-            memories = _ranked_memories(connection, conversation_id, memory_limit) if memory_limit > 0 else []
-            recent = _last_exchanges(connection, conversation_id, exchanges) if exchanges > 0 else []
+            state = reading.state(connection, conversation_id)
+            memories = (
+                reading.ranked_memories(connection, conversation_id, memory_limit) if memory_limit > 0 else []
+            )
+            recent = reading.last_exchanges(connection, conversation_id, exchanges) if exchanges > 0 else []
         return ConversationContext(
             hoy=today,
             version=state.version,
-            memoria=[clip_line(content, MAX_MEMORY_CHARS) for content, _ in memories],
+            memoria=[clip_line(item.contenido, MAX_MEMORY_CHARS) for item in memories],
             estado=clip_state(state),
             ultimos_intercambios=[
-                Exchange(usuario=_exchange_text(item.usuario), asistente=_exchange_text(item.asistente))
-                for item in recent
+                Exchange(usuario=_clip(item.usuario), asistente=_clip(item.asistente)) for item in recent
             ],
         )
 
@@ -482,259 +307,6 @@ def open_memory_store(url: str | None = None) -> MemoryStore:
     return MemoryStore(url or os.environ.get(MEMORY_URL_ENV) or default_db_url())
 
 
-def check_conversation_id(conversation_id: str) -> str:
-    """Return ``conversation_id`` if it can name a conversation; raise :class:`InputError` saying why not.
-
-    A conversation id is text of 1 to :data:`~shared.memory.tables.CONVERSATION_ID_LENGTH` (64) characters
-    without control characters (``\\n``, NUL, …) or lone surrogates (undecodable bytes from a terminal, or a
-    ``"\\ud800"`` escape in JSON), which no database column can store faithfully. Engines call it before any
-    model call; every :class:`MemoryStore` method that takes an id calls it too.
-    """
-    if not isinstance(conversation_id, str):
-        raise InputError(f"A conversation id must be text, not {type(conversation_id).__name__}.")
-    if not conversation_id:
-        raise InputError("The conversation id is empty: give 1 to 64 characters, or none for a new one.")
-    if len(conversation_id) > CONVERSATION_ID_LENGTH:
-        raise InputError(
-            f"A conversation id must have 1 to {CONVERSATION_ID_LENGTH} characters, "
-            f"got {len(conversation_id)} ({conversation_id[:20]!r}…)."
-        )
-    for position, char in enumerate(conversation_id):
-        category = unicodedata.category(char)
-        if category == "Cc":
-            raise InputError(
-                f"A conversation id may not contain a control character "
-                f"(U+{ord(char):04X} at position {position + 1})."
-            )
-        if category == "Cs":
-            raise InputError(
-                f"A conversation id may not contain a lone surrogate "
-                f"(U+{ord(char):04X} at position {position + 1}): it is not valid Unicode text."
-            )
-    return conversation_id
-
-
-def _lock_conversation(
-    connection: Connection, conversation_id: str, user_id: str | None = None
-) -> tuple[dict[str, Any], int]:
-    """Start a write to the conversation, creating it if needed: return its state and version before it.
-
-    The first statement is an ``UPDATE`` of the state row that bumps its version: SQLite takes its write lock
-    there (even when no row matches), PostgreSQL locks the row (waiting for a writer that holds it), so what
-    is read and written next cannot change before the commit. Where the database supports
-    ``UPDATE … RETURNING`` (SQLite 3.35+, PostgreSQL) the same statement reads the state; elsewhere a
-    ``SELECT`` follows. When no row matched, the conversation is created (or found created by a concurrent
-    writer: :func:`_create_if_missing`) and the ``UPDATE`` runs again, now locking the row.
-    """
-    params = {"cid": conversation_id, "now": utc_now()}
-    bumped = _bump_version(connection, params)
-    if bumped is None:
-        _create_if_missing(connection, conversation_id, user_id)
-        bumped = _bump_version(connection, params)
-        if bumped is None:  # pragma: no cover - only if the conversation is deleted between the statements
-            raise RuntimeError(f"conversation {conversation_id!r} vanished while it was being written")
-    state, version = bumped
-    return state, version - 1
-
-
-def _bump_version(connection: Connection, params: dict[str, Any]) -> tuple[dict[str, Any], int] | None:
-    """Bump the conversation's version: its state and new version, or ``None`` if it has no state row."""
-    if connection.dialect.update_returning:
-        row = connection.execute(_BUMP_VERSION_RETURNING, params).first()
-    elif connection.execute(_BUMP_VERSION, params).rowcount > 0:
-        row = connection.execute(_STATE, params).first()
-    else:
-        row = None
-    return None if row is None else (dict(row.state or {}), int(row.version))
-
-
-def _create_if_missing(connection: Connection, conversation_id: str, user_id: str | None) -> None:
-    """Create the conversation's row (owned by ``user_id``) and its state row, each unless it exists.
-
-    SQLite and PostgreSQL run ``INSERT … ON CONFLICT DO NOTHING``: a concurrent creator's uncommitted row
-    makes PostgreSQL wait for its commit, then do nothing, so racing creators never fail and exactly one row
-    is made. Other databases check first, then insert: a creator losing that race fails on the primary key.
-    """
-    now = utc_now()
-    conversation = {"id": conversation_id, "user_id": user_id, "created_at": now}
-    state = {"conversation_id": conversation_id, "state": {}, "updated_at": now, "version": 0}
-    upserts = _CREATE_IF_MISSING.get(connection.dialect.name)
-    if upserts is not None:
-        connection.execute(upserts[0], conversation)
-        connection.execute(upserts[1], state)
-        return
-    if connection.execute(_CONVERSATION, {"cid": conversation_id}).first() is None:
-        connection.execute(_INSERT_CONVERSATION, conversation)
-    if connection.execute(_STATE, {"cid": conversation_id}).first() is None:
-        connection.execute(_INSERT_STATE, state)
-
-
-def _create_tables(engine: Engine) -> None:
-    """Create the memory tables if missing, race-free across processes, and check that the store can write.
-
-    Inside :func:`~shared.erp.storage.setup_transaction`, so concurrent first opens run one after another.
-    The ``UPDATE … WHERE false`` changes nothing but needs write access, so a read-only database fails here,
-    before any model call is paid, rather than when the first turn is recorded.
-    """
-    with setup_transaction(engine) as connection:
-        MemoryBase.metadata.create_all(connection)
-        _add_missing_columns(connection)
-        connection.execute(_PROBE_WRITE)
-
-
-def _add_missing_columns(connection: Connection) -> None:
-    """Add the :data:`~shared.memory.tables.ADDED_COLUMNS` that tables made by an earlier version lack.
-
-    ``ALTER TABLE … ADD COLUMN … NOT NULL DEFAULT <constant>``: every existing row gets the default (for
-    ``conversation_state.version``, 0: such a conversation has never been written with a version yet).
-    """
-    inspector = inspect(connection)
-    quote = connection.dialect.identifier_preparer.quote
-    for table_name, column_names in ADDED_COLUMNS.items():
-        present = {column["name"] for column in inspector.get_columns(table_name)}
-        for name in column_names:
-            if name in present:
-                continue
-            column = MemoryBase.metadata.tables[table_name].c[name]
-            default = column.server_default.arg.text  # type: ignore[union-attr]
-            kind = column.type.compile(dialect=connection.dialect)
-            add = f"ADD COLUMN {quote(name)} {kind} NOT NULL DEFAULT {default}"
-            connection.execute(text(f"ALTER TABLE {quote(table_name)} {add}"))
-
-
-def _check_owner(connection: Connection, conversation_id: str, user_id: str) -> None:
-    row = connection.execute(_CONVERSATION, {"cid": conversation_id}).first()
-    if row is not None and row.user_id != user_id:  # an ownerless conversation is nobody's to continue
-        raise ConversationAccessDenied(conversation_id)
-
-
-def _insert_conversation(connection: Connection, conversation_id: str, user_id: str | None) -> None:
-    """A new conversation's row and its empty state row (an existing id fails on the primary key)."""
-    now = utc_now()
-    connection.execute(_INSERT_CONVERSATION, {"id": conversation_id, "user_id": user_id, "created_at": now})
-    connection.execute(
-        _INSERT_STATE, {"conversation_id": conversation_id, "state": {}, "updated_at": now, "version": 0}
-    )
-
-
-def _read_state(connection: Connection, conversation_id: str) -> VersionedState:
-    row = connection.execute(_STATE, {"cid": conversation_id}).first()
-    return VersionedState() if row is None else VersionedState(row.state or {}, version=int(row.version))
-
-
-def _write_state(connection: Connection, conversation_id: str, state: dict[str, Any]) -> None:
-    connection.execute(_WRITE_STATE, {"cid": conversation_id, "new_state": state})
-
-
-def _merge(state: Mapping[str, Any], updates: Mapping[str, Any]) -> dict[str, Any]:
-    """Shallow merge: each key of ``updates`` replaces the stored value; ``None`` removes the key.
-
-    At most :data:`~shared.bounds.MAX_STATE_KEYS` keys stay: beyond that, the oldest keys this update does not
-    touch are dropped (``updates`` itself is already bounded by :func:`~shared.bounds.clip_state`).
-    """
-    merged = dict(state)
-    for key, value in updates.items():
-        if value is None:
-            merged.pop(key, None)
-        else:
-            merged[key] = value
-    excess = len(merged) - MAX_STATE_KEYS
-    if excess > 0:
-        for key in [key for key in merged if key not in updates][:excess]:
-            del merged[key]
-    return merged
-
-
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _storable(text: str) -> str:
-    """``text`` with lone surrogates (not valid Unicode, e.g. a model's ``"\\ud800"``) replaced by U+FFFD."""
-    return text if text.isascii() else _LONE_SURROGATE.sub("\ufffd", text)
-
-
-def _exchange_text(text: str) -> str:
+def _clip(message: str) -> str:
     """One message of an exchange as a context shows it: clipped, without stray control characters."""
-    return clean_text(clip_text(text, MAX_EXCHANGE_CHARS))
-
-
-def _memory_key(content: str) -> str:
-    """Identity of a memory within a conversation: case-, accent- and whitespace-insensitive."""
-    return hashlib.sha256(fold(content).encode("utf-8")).hexdigest()
-
-
-def _store_memories(connection: Connection, conversation_id: str, items: Sequence[MemoryItem]) -> None:
-    """Insert new memory items; an already-stored content keeps the higher of its two importances.
-
-    ``items`` come from :func:`~shared.answer.bound_memories`: one-line, non-empty, without repeats.
-    """
-    best = {_memory_key(item.contenido): (item.contenido, item.importancia) for item in items}
-    if not best:
-        return
-    existing = connection.execute(_STORED_MEMORIES, {"cid": conversation_id, "keys": list(best)}).all()
-    raised: list[dict[str, Any]] = []
-    for record_id, key, importance in existing:
-        _, new_importance = best.pop(key)
-        if new_importance > importance:
-            raised.append({"record_id": record_id, "new_importance": new_importance})
-    if raised:
-        connection.execute(_RAISE_IMPORTANCE, raised)
-    if best:
-        now = utc_now()
-        connection.execute(
-            _INSERT_MEMORIES,
-            [
-                {
-                    "conversation_id": conversation_id,
-                    "content": content,
-                    "content_key": key,
-                    "importance": importance,
-                    "created_at": now,
-                }
-                for key, (content, importance) in best.items()
-            ],
-        )
-
-
-def _ranked_memories(
-    connection: Connection, conversation_id: str, limit: int | None
-) -> list[tuple[str, float]]:
-    """``(content, importance)`` of the conversation's memories: by importance, then the most recent."""
-    if limit is None:
-        rows = connection.execute(_RANKED_MEMORIES, {"cid": conversation_id})
-    else:
-        rows = connection.execute(_TOP_MEMORIES, {"cid": conversation_id, "limit": limit})
-    return [(content, importance) for content, importance in rows]
-
-
-def _last_exchanges(connection: Connection, conversation_id: str, count: int) -> list[Exchange]:
-    """The last ``count`` exchanges, oldest first, read from a bounded window of the newest messages."""
-    window = count * _MESSAGES_PER_EXCHANGE
-    for limit in (window, window * _WIDER_WINDOW_FACTOR):
-        rows = connection.execute(_NEWEST_MESSAGES, {"cid": conversation_id, "limit": limit}).all()
-        exchanges = _pair_exchanges((role, content, meta) for role, content, meta in reversed(rows))
-        if len(exchanges) >= count or len(rows) < limit:
-            break
-    return exchanges[-count:]
-
-
-def _pair_exchanges(messages: Iterable[tuple[str, str, dict[str, Any] | None]]) -> list[Exchange]:
-    """Pair each final assistant message with the latest unanswered user message before it (oldest first)."""
-    exchanges: list[Exchange] = []
-    pending_user: str | None = None
-    for role, content, meta in messages:
-        if role == "user":
-            pending_user = content
-        elif _is_final_answer(role, meta) and pending_user is not None:
-            exchanges.append(Exchange(usuario=pending_user, asistente=content))
-            pending_user = None
-    return exchanges
-
-
-def _is_final_answer(role: str, metadata: Mapping[str, Any] | None) -> bool:
-    return role == "assistant" and not (metadata or {}).get("tool_calls")
-
-
-def _aware(moment: datetime) -> datetime:
-    """SQLite returns naive datetimes; they were stored in UTC."""
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    return clean_text(clip_text(message, MAX_EXCHANGE_CHARS))

@@ -13,7 +13,7 @@ from sqlalchemy.exc import IntegrityError
 
 from shared.answer import MemoryItem
 from shared.errors import InputError, StorageError
-from shared.memory import store as store_module
+from shared.memory import writing
 from shared.memory.context import Exchange, render_context
 from shared.memory.store import (
     MemoryStore,
@@ -505,7 +505,7 @@ def test_a_turn_failing_at_the_state_step_leaves_the_conversation_as_it_was(
     def explode(*_args: Any) -> dict[str, Any]:
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(store_module, "_write_state", explode)
+    monkeypatch.setattr(writing, "write_state", explode)
     with pytest.raises(RuntimeError, match="disk full"):
         memory_store.record_turn(cid, turn("u2", "a2", memories=[("después", 0.9)], state={"anio": 2024}))
 

@@ -1,0 +1,125 @@
+"""What the memory store takes and returns: messages, turns, versioned state, conversation ids."""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shared.answer import MemoryItem
+from shared.errors import InputError
+from shared.memory.tables import CONVERSATION_ID_LENGTH
+
+Role = Literal["user", "assistant", "tool", "system"]
+
+
+class MessageIn(BaseModel):
+    """A message to record. An assistant message whose ``metadata`` has ``tool_calls`` is an intermediate
+    tool-calling step; the final assistant message of a turn has none."""
+
+    model_config = ConfigDict(frozen=True)
+
+    role: Role
+    content: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class StoredMessage(BaseModel):
+    """A message as stored, in conversation order (``id`` is monotonic)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: int
+    conversation_id: str
+    role: Role
+    content: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime
+
+    @property
+    def is_final_answer(self) -> bool:
+        """True for an assistant message that is not an intermediate tool-calling step."""
+        return is_final_answer(self.role, self.metadata)
+
+
+class TurnRecord(BaseModel):
+    """Everything one turn adds to a conversation; :meth:`MemoryStore.record_turn` stores it atomically."""
+
+    messages: list[MessageIn] = Field(default_factory=list)
+    """In order: the user message, any tool-calling steps, the final assistant message."""
+    memories: list[MemoryItem] = Field(default_factory=list)
+    """Facts to remember; a content already stored in the conversation keeps the higher importance."""
+    state: dict[str, Any] = Field(default_factory=dict)
+    """State updates, merged key by key into the stored state; a ``None`` value deletes the key."""
+
+
+class VersionedState(dict[str, Any]):
+    """A conversation's state, which is a plain ``dict`` to code that wants only the state, and its version.
+
+    Returned by :meth:`MemoryStore.get_state`, :meth:`MemoryStore.merge_state` and
+    :meth:`MemoryStore.record_turn`. Equality is the ``dict``'s (the version is not compared), and
+    ``dict(state)`` drops the version.
+    """
+
+    version: int
+    """How many writes (turns, state merges) the conversation had when this state was read or written: 0 for
+    a conversation never written, ``n`` after its ``n``-th write."""
+    stale: bool
+    """Set by :meth:`MemoryStore.record_turn` given ``expected_version``: another write was committed to the
+    conversation after that version was read, so the turn was planned on stale context. The turn is recorded
+    all the same, its state updates merged key by key over the newer state (the last writer wins)."""
+
+    def __init__(
+        self, state: Mapping[str, Any] | None = None, *, version: int = 0, stale: bool = False
+    ) -> None:
+        super().__init__(state or {})
+        self.version = version
+        self.stale = stale
+
+    def __repr__(self) -> str:
+        return f"VersionedState({dict.__repr__(self)}, version={self.version}, stale={self.stale})"
+
+
+class ConversationInfo(BaseModel):
+    """A conversation's identity."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    user_id: str | None
+    created_at: datetime
+
+
+def is_final_answer(role: str, metadata: Mapping[str, Any] | None) -> bool:
+    """An assistant message that is not an intermediate tool-calling step (no ``tool_calls``)."""
+    return role == "assistant" and not (metadata or {}).get("tool_calls")
+
+
+def check_conversation_id(conversation_id: str) -> str:
+    """Return ``conversation_id`` if it can name a conversation; raise :class:`InputError` saying why not.
+
+    A conversation id is text of 1 to :data:`~shared.memory.tables.CONVERSATION_ID_LENGTH` (64) characters
+    without control characters (``\\n``, NUL, …) or lone surrogates (undecodable bytes from a terminal, or a
+    ``"\\ud800"`` escape in JSON), which no database column can store faithfully. Engines call it before any
+    model call; every :class:`MemoryStore` method that takes an id calls it too.
+    """
+    if not isinstance(conversation_id, str):
+        raise InputError(f"A conversation id must be text, not {type(conversation_id).__name__}.")
+    if not conversation_id:
+        raise InputError("The conversation id is empty: give 1 to 64 characters, or none for a new one.")
+    if len(conversation_id) > CONVERSATION_ID_LENGTH:
+        raise InputError(
+            f"A conversation id must have 1 to {CONVERSATION_ID_LENGTH} characters, "
+            f"got {len(conversation_id)} ({conversation_id[:20]!r}…)."
+        )
+    for position, char in enumerate(conversation_id):
+        category = unicodedata.category(char)
+        if category in ("Cc", "Cs"):
+            what = "a control character" if category == "Cc" else "a lone surrogate"
+            why = "" if category == "Cc" else ": it is not valid Unicode text"
+            where = f"U+{ord(char):04X} at position {position + 1}"
+            raise InputError(f"A conversation id may not contain {what} ({where}){why}.")
+    return conversation_id
