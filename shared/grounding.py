@@ -1,0 +1,141 @@
+"""Grounded answers: every figure an answer states must come from what the ERP knows.
+
+A model that writes the answer (the planner's call 2 or a direct answer, tool calling's final text) may state
+a figure that no operation returned: "hay 1429 facturas pendientes", "₲798.530.000" where the ERP said
+79.853.000. The ERP checks the figures of the answer (and of the memory items it would store) against its own
+sources before it shows or remembers them:
+
+- every number in the results of the operations that ran (nested values, numbers written inside text such as
+  "caja x 12", the length of every list, the sum of every numeric column of a list of rows) and in their
+  parameters;
+- every number in the texts the ERP sent: the question, the rendered context (state, memories, the last
+  exchange) and the catalog;
+- today's date (its year, the year before and after, its month and day);
+- figures derived from two of those numbers: their sum, their difference, one as a percentage of the other and
+  the percentage change between them.
+
+Figures are read by :mod:`shared.figures` (``850.000.000``, ``850,000,000``, ``₲850.000.000``, ``850
+millones``, ``12,5 %``) and compared by value with the rounding a person uses: half a unit of the last written
+digit, and for a whole number ending in zeros half a unit of its last non-zero digit (``850.000.000`` stands
+for 849.850.000), never more than :data:`~shared.figures.MAX_RELATIVE_ERROR` of the value. Dates, times, list
+numbering ("1. Empresa ABC") and codes glued to letters ("F-001", "A-1", a RUC "80000001-1") are not figures.
+
+:func:`ungrounded_figures` returns the figures of a text that no source supports; :data:`GroundingPolicy`
+says what an engine does with them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import date
+from itertools import combinations
+from typing import Any, Literal
+
+from shared.figures import NumberMention, extract_numbers
+
+__all__ = ["GroundingPolicy", "grounding_sources", "ungrounded_figures"]
+
+GroundingPolicy = Literal["refuse", "flag", "off"]
+"""What an engine does with an answer that states ungrounded figures: ``refuse`` (default) shows the user a
+clear message instead and stores neither the answer nor its memories; ``flag`` shows and stores the answer but
+reports the figures in the turn's result; ``off`` does not check."""
+
+MAX_DERIVED_SOURCES = 120
+"""Sources combined pairwise for derived figures (the largest ones; 120 numbers are 7,140 pairs)."""
+
+_NOT_FIGURES = re.compile(
+    r"\d{4}-\d{1,2}-\d{1,2}"  # ISO dates
+    r"|\d{1,2}/\d{1,2}/\d{2,4}"  # 30/11/2026
+    r"|\b\d{1,2}:\d{2}(?::\d{2})?\b"  # times
+    r"|(?m:^\s*(?:[-*]\s*)?\d{1,2}[.)](?=\s))"  # list numbering
+    r"|[A-Za-zÁÉÍÓÚÑáéíóúñ]+[-_]?\d+(?:[-/]\d+)*"  # codes glued to letters: F-001, A-1, SKU12
+    r"|\d+-\d+"  # RUC 80000001-1
+)
+
+
+def ungrounded_figures(text: str, sources: Sequence[float]) -> list[str]:
+    """The figures ``text`` states that none of ``sources`` (see :func:`grounding_sources`) supports, as
+    written, in order; ``[]`` when every figure is grounded (or the text states none)."""
+    derived: list[float] | None = None
+    missing: list[str] = []
+    for mention in _figures(text):
+        if any(mention.matches(value) for value in sources):
+            continue
+        if derived is None:
+            derived = _derived(sources)
+        if not any(mention.matches(value) for value in derived):
+            missing.append(mention.text.strip())
+    return missing
+
+
+def grounding_sources(results: Iterable[Any], texts: Iterable[str], today: date) -> list[float]:
+    """Every value an answer may state: the numbers of ``results`` (operation results and parameters, any
+    JSON), of ``texts`` (the question, the rendered context, the catalog) and of ``today``. Derived figures
+    (sums, differences, percentages of two result numbers) are added by :func:`ungrounded_figures`."""
+    values: set[float] = set()
+    for result in results:
+        values.update(_numbers_in(result))
+    for text in texts:
+        values.update(mention.value for mention in extract_numbers(text))
+    values.update(
+        {
+            float(today.year),
+            float(today.year - 1),
+            float(today.year + 1),
+            float(today.month),
+            float(today.day),
+        }
+    )
+    return sorted(values, key=abs, reverse=True)  # the largest first: derived figures combine those
+
+
+def _figures(text: str) -> Iterator[NumberMention]:
+    blanked = _NOT_FIGURES.sub(lambda match: " " * len(match.group(0)), text)
+    for mention in extract_numbers(blanked):
+        yield _rounded(mention)
+
+
+def _rounded(mention: NumberMention) -> NumberMention:
+    """A whole number ending in zeros stands for any value that rounds to it (``850.000.000`` for
+    849.850.000): half a unit of its last non-zero digit."""
+    value = mention.value
+    if mention.tolerance or value < 1000 or not value.is_integer():
+        return mention
+    zeros = len(str(int(value))) - len(str(int(value)).rstrip("0"))
+    return NumberMention(value=value, tolerance=0.5 * 10.0**zeros, text=mention.text)
+
+
+def _numbers_in(value: Any) -> Iterator[float]:
+    """Numbers of a JSON value: numbers, numbers inside strings, list lengths, numeric column sums."""
+    if isinstance(value, bool) or value is None:
+        return
+    if isinstance(value, int | float):
+        if math.isfinite(value):
+            yield float(value)
+    elif isinstance(value, str):
+        yield from (mention.value for mention in extract_numbers(value))
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _numbers_in(item)
+    elif isinstance(value, list | tuple):
+        yield float(len(value))
+        columns: dict[str, float] = {}
+        for item in value:
+            yield from _numbers_in(item)
+            if isinstance(item, dict):
+                for key, cell in item.items():
+                    if isinstance(cell, int | float) and not isinstance(cell, bool):
+                        columns[key] = columns.get(key, 0.0) + float(cell)
+        yield from columns.values()
+
+
+def _derived(sources: Sequence[float]) -> list[float]:
+    """Sums, differences, percentages and percentage changes of pairs of the largest sources."""
+    base = [value for value in sources if value][:MAX_DERIVED_SOURCES]
+    derived: list[float] = []
+    for a, b in combinations(base, 2):
+        derived.extend((a + b, abs(a - b), a / b * 100, b / a * 100))
+        derived.extend((abs(a - b) / abs(b) * 100, abs(a - b) / abs(a) * 100))
+    return derived
