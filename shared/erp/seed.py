@@ -31,6 +31,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from shared.erp.database import DEMO_TODAY
+from shared.erp.demo_catalog import CUSTOMERS, FIRST_DAY, PRODUCTS, CustomerSpec, salesperson_of
 from shared.erp.models import Customer, ErpBase, ErpSetting, ErpUser, Invoice, InvoiceLine, Product
 from shared.erp.storage import setup_transaction
 from shared.erp.users import DEMO_USERS
@@ -42,7 +43,6 @@ SEED_VERSION: Final = "2"
 """Bump when the generated data changes; a database seeded by another version is refused.
 
 2: users (``erp_users``) and each customer's salesperson (``customers.vendedor``); every figure as in 1."""
-FIRST_DAY: Final = date(2023, 1, 1)
 
 SALES_2025: Final = 850_000_000
 BEST_CUSTOMER_2025: Final = "Empresa ABC"
@@ -58,152 +58,6 @@ _TIER_QUANTITY: Final = {"L": (1, 5), "M": (1, 3), "S": (1, 2)}
 _TAIL_MIN: Final = 100_000
 _LINE_MIN: Final = 20_000
 _CANCELLED_RATE: Final = 0.03
-
-ALMACEN, BEBIDAS, LACTEOS = "Almacén", "Bebidas", "Lácteos"
-LIMPIEZA, HIGIENE, LIBRERIA, FERRETERIA = "Limpieza", "Higiene personal", "Librería", "Ferretería"
-FOOD = (ALMACEN, BEBIDAS, LACTEOS)
-
-
-@dataclass(frozen=True)
-class _CustomerSpec:
-    name: str
-    city: str
-    tier: str
-    preferred: tuple[str, ...]
-    start: date = FIRST_DAY
-    end: date = DEMO_TODAY
-
-
-_GRAN_ASUNCION: Final = frozenset(
-    {
-        "Asunción",
-        "Areguá",
-        "Capiatá",
-        "Fernando de la Mora",
-        "Itauguá",
-        "Itá",
-        "Lambaré",
-        "Limpio",
-        "Luque",
-        "Mariano Roque Alonso",
-        "San Lorenzo",
-        "Ñemby",
-    }
-)
-"""The capital and the cities of Central around it: ana's territory. Every other city is bruno's."""
-
-
-def salesperson_of(city: str) -> str:
-    """The ``user_id`` of the salesperson in charge of customers in ``city``."""
-    return "ana" if city in _GRAN_ASUNCION else "bruno"
-
-
-_CUSTOMERS: Final = (
-    _CustomerSpec("Empresa ABC", "Asunción", "L", (*FOOD, LIMPIEZA)),
-    _CustomerSpec("Distribuidora Ñandutí S.A.", "Itauguá", "L", (ALMACEN, LIMPIEZA, HIGIENE)),
-    _CustomerSpec("Supermercado La Asunción S.R.L.", "Asunción", "L", (*FOOD, HIGIENE)),
-    _CustomerSpec("Comercial Guaraní S.A.", "San Lorenzo", "L", (ALMACEN, BEBIDAS)),
-    _CustomerSpec("Importadora del Este S.A.", "Ciudad del Este", "L", (BEBIDAS, HIGIENE, FERRETERIA)),
-    _CustomerSpec("Ferretería San Lorenzo", "San Lorenzo", "M", (FERRETERIA, LIMPIEZA)),
-    _CustomerSpec("Autoservicio Itá", "Itá", "M", (*FOOD, LIMPIEZA)),
-    _CustomerSpec("Almacén Don Ramón", "Luque", "S", (ALMACEN, BEBIDAS)),
-    _CustomerSpec("Despensa María Auxiliadora", "Lambaré", "S", (ALMACEN, LACTEOS)),
-    _CustomerSpec("Hotel Paraná S.A.", "Encarnación", "M", (BEBIDAS, LIMPIEZA, HIGIENE)),
-    _CustomerSpec("Restaurante El Mburucuyá", "Asunción", "M", (ALMACEN, BEBIDAS, LACTEOS)),
-    _CustomerSpec("Panadería Santa Librada", "Fernando de la Mora", "S", (ALMACEN, LACTEOS)),
-    _CustomerSpec("Farmacia Itapúa", "Encarnación", "M", (HIGIENE, LIMPIEZA)),
-    _CustomerSpec("Agroganadera Chaco Boreal S.A.", "Filadelfia", "M", (FERRETERIA, ALMACEN)),
-    _CustomerSpec("Mercado Concepción S.R.L.", "Concepción", "M", (*FOOD,)),
-    _CustomerSpec("Constructora Yacyretá S.A.", "Ayolas", "M", (FERRETERIA,)),
-    _CustomerSpec("Estación de Servicio Ruta 2", "Coronel Oviedo", "S", (BEBIDAS, ALMACEN)),
-    _CustomerSpec("Librería Cervantes", "Villarrica", "S", (LIBRERIA,)),
-    _CustomerSpec("Distribuidora Caaguazú S.R.L.", "Caaguazú", "M", (ALMACEN, BEBIDAS, LIMPIEZA)),
-    _CustomerSpec("Supermercado Tupí", "Capiatá", "M", (*FOOD, LIMPIEZA, HIGIENE)),
-    _CustomerSpec("Cooperativa Yvapovõ Ltda.", "Caaguazú", "M", (ALMACEN, FERRETERIA)),
-    _CustomerSpec("Comercial Pedro Juan S.A.", "Pedro Juan Caballero", "M", (BEBIDAS, HIGIENE)),
-    _CustomerSpec("Hospedaje Cerro Corá", "Pedro Juan Caballero", "S", (LIMPIEZA, HIGIENE)),
-    _CustomerSpec("Ferretería Hernandarias", "Hernandarias", "S", (FERRETERIA,)),
-    _CustomerSpec("Minimercado Ñemby", "Ñemby", "S", (*FOOD,)),
-    _CustomerSpec("Servicios Gastronómicos Ypacaraí", "San Bernardino", "S", (ALMACEN, BEBIDAS)),
-    _CustomerSpec("Bodega Villa Morra S.R.L.", "Asunción", "M", (BEBIDAS,)),
-    _CustomerSpec("Carnicería Don Benítez", "Limpio", "S", (ALMACEN, LIMPIEZA)),
-    _CustomerSpec("Tienda Mariscal López", "Asunción", "S", (HIGIENE, LIBRERIA)),
-    _CustomerSpec("Panificadora Caacupé", "Caacupé", "S", (ALMACEN, LACTEOS)),
-    _CustomerSpec("Comercial Pilar S.A.", "Pilar", "M", (ALMACEN, LIMPIEZA)),
-    _CustomerSpec("Supermercado Areguá", "Areguá", "S", (*FOOD,)),
-    _CustomerSpec("Distribuidora Mariano Roque Alonso S.A.", "Mariano Roque Alonso", "M", (BEBIDAS, ALMACEN)),
-    _CustomerSpec("Agroveterinaria Santaní", "San Estanislao", "S", (FERRETERIA, LIMPIEZA)),
-    _CustomerSpec("Heladería Kurupí", "Lambaré", "S", (LACTEOS,), start=date(2024, 6, 1)),
-    _CustomerSpec("Colegio San José", "Asunción", "S", (LIBRERIA, LIMPIEZA)),
-    _CustomerSpec("Clínica Santa Clara S.A.", "Fernando de la Mora", "M", (HIGIENE, LIMPIEZA)),
-    _CustomerSpec("Transporte Amambay S.R.L.", "Pedro Juan Caballero", "S", (FERRETERIA, BEBIDAS)),
-    _CustomerSpec("Lavadero Central", "Luque", "S", (LIMPIEZA,), end=date(2024, 8, 31)),
-    _CustomerSpec("Cafetería Plaza Uruguaya", "Asunción", "S", (ALMACEN, LACTEOS), start=date(2025, 3, 1)),
-)
-
-_PRODUCTS: Final = (
-    # (sku, name, category, 2025 list price in guaraníes)
-    ("ALM-001", "Yerba mate tradicional 1 kg (caja x 10)", ALMACEN, 245_000),
-    ("ALM-002", "Azúcar blanca 1 kg (bolsa x 10)", ALMACEN, 92_000),
-    ("ALM-003", "Arroz tipo 1, 1 kg (bolsa x 10)", ALMACEN, 98_000),
-    ("ALM-004", "Aceite de soja 900 ml (caja x 12)", ALMACEN, 186_000),
-    ("ALM-005", "Fideo tallarín 500 g (caja x 20)", ALMACEN, 124_000),
-    ("ALM-006", "Harina de trigo 000, 1 kg (bolsa x 10)", ALMACEN, 78_000),
-    ("ALM-007", "Poroto rojo 1 kg (bolsa x 10)", ALMACEN, 135_000),
-    ("ALM-008", "Café molido 500 g (caja x 6)", ALMACEN, 210_000),
-    ("ALM-009", "Sal fina 1 kg (bolsa x 20)", ALMACEN, 54_000),
-    ("ALM-010", "Galletitas surtidas (caja x 24)", ALMACEN, 132_000),
-    ("ALM-011", "Almidón de mandioca 1 kg (bolsa x 10)", ALMACEN, 69_000),
-    ("BEB-001", "Agua mineral 2 L (pack x 6)", BEBIDAS, 27_000),
-    ("BEB-002", "Gaseosa cola 2 L (pack x 6)", BEBIDAS, 58_000),
-    ("BEB-003", "Jugo de naranja 1 L (caja x 12)", BEBIDAS, 96_000),
-    ("BEB-004", "Cerveza en lata 473 ml (pack x 12)", BEBIDAS, 84_000),
-    ("BEB-005", "Caña paraguaya 1 L (caja x 12)", BEBIDAS, 168_000),
-    ("BEB-006", "Bebida energizante 250 ml (pack x 24)", BEBIDAS, 192_000),
-    ("BEB-007", "Agua tónica 1,5 L (pack x 6)", BEBIDAS, 45_000),
-    ("BEB-008", "Vino tinto 750 ml (caja x 6)", BEBIDAS, 198_000),
-    ("BEB-009", "Té frío 500 ml (pack x 12)", BEBIDAS, 54_000),
-    ("LAC-001", "Leche entera 1 L (caja x 12)", LACTEOS, 84_000),
-    ("LAC-002", "Queso Paraguay 1 kg", LACTEOS, 42_000),
-    ("LAC-003", "Yogur bebible 1 L (pack x 6)", LACTEOS, 51_000),
-    ("LAC-004", "Manteca 200 g (caja x 20)", LACTEOS, 156_000),
-    ("LAC-005", "Dulce de leche 1 kg (caja x 6)", LACTEOS, 114_000),
-    ("LAC-006", "Leche en polvo 800 g (caja x 6)", LACTEOS, 228_000),
-    ("LAC-007", "Crema de leche 200 ml (caja x 12)", LACTEOS, 66_000),
-    ("LAC-008", "Queso mozzarella 1 kg", LACTEOS, 58_000),
-    ("LIM-001", "Detergente 750 ml (caja x 12)", LIMPIEZA, 96_000),
-    ("LIM-002", "Lavandina 2 L (pack x 6)", LIMPIEZA, 48_000),
-    ("LIM-003", "Jabón en polvo 5 kg", LIMPIEZA, 118_000),
-    ("LIM-004", "Desinfectante de pisos 5 L", LIMPIEZA, 64_000),
-    ("LIM-005", "Papel higiénico (fardo x 48)", LIMPIEZA, 142_000),
-    ("LIM-006", "Bolsas de residuos 80x110 (paquete x 50)", LIMPIEZA, 36_000),
-    ("LIM-007", "Esponja multiuso (pack x 24)", LIMPIEZA, 39_000),
-    ("LIM-008", "Toalla de papel (fardo x 12)", LIMPIEZA, 88_000),
-    ("LIM-009", "Suavizante 2 L (pack x 6)", LIMPIEZA, 81_000),
-    ("HIG-001", "Jabón de tocador (caja x 48)", HIGIENE, 168_000),
-    ("HIG-002", "Shampoo 400 ml (caja x 12)", HIGIENE, 216_000),
-    ("HIG-003", "Pasta dental 90 g (caja x 24)", HIGIENE, 192_000),
-    ("HIG-004", "Desodorante en aerosol (caja x 12)", HIGIENE, 204_000),
-    ("HIG-005", "Alcohol en gel 500 ml (caja x 12)", HIGIENE, 108_000),
-    ("HIG-006", "Pañales talle M (fardo x 4 paquetes)", HIGIENE, 236_000),
-    ("HIG-007", "Toallitas húmedas (caja x 24)", HIGIENE, 174_000),
-    ("LIB-001", "Resma de papel A4 75 g (caja x 5)", LIBRERIA, 165_000),
-    ("LIB-002", "Cuaderno universitario 100 hojas (paquete x 10)", LIBRERIA, 85_000),
-    ("LIB-003", "Bolígrafo azul (caja x 50)", LIBRERIA, 60_000),
-    ("LIB-004", "Tóner para impresora láser", LIBRERIA, 385_000),
-    ("LIB-005", "Carpeta archivadora (paquete x 10)", LIBRERIA, 95_000),
-    ("LIB-006", "Marcador permanente (caja x 12)", LIBRERIA, 42_000),
-    ("LIB-007", "Cinta adhesiva (paquete x 12)", LIBRERIA, 33_000),
-    ("FER-001", "Cemento portland 50 kg", FERRETERIA, 62_000),
-    ("FER-002", "Pintura látex blanca 18 L", FERRETERIA, 345_000),
-    ("FER-003", "Caño PVC 100 mm x 4 m", FERRETERIA, 98_000),
-    ("FER-004", "Cable eléctrico 2,5 mm (rollo 100 m)", FERRETERIA, 298_000),
-    ("FER-005", "Tornillos autoperforantes (caja x 500)", FERRETERIA, 58_000),
-    ("FER-006", "Lámpara LED 12 W (caja x 10)", FERRETERIA, 115_000),
-    ("FER-007", "Candado de acero 50 mm", FERRETERIA, 47_000),
-    ("FER-008", "Taladro percutor 650 W", FERRETERIA, 420_000),
-    ("FER-009", "Disco de corte 115 mm (caja x 25)", FERRETERIA, 128_000),
-)
 
 
 def ruc_check_digit(number: str) -> int:
@@ -236,16 +90,16 @@ class _Generator:
 
     def __init__(self) -> None:
         self.rng = random.Random(RNG_SEED)
-        self.product_ids = list(range(1, len(_PRODUCTS) + 1))
-        self.base_price = {i: p[3] for i, p in enumerate(_PRODUCTS, start=1)}
-        self.category = {i: p[2] for i, p in enumerate(_PRODUCTS, start=1)}
+        self.product_ids = list(range(1, len(PRODUCTS) + 1))
+        self.base_price = {i: p[3] for i, p in enumerate(PRODUCTS, start=1)}
+        self.category = {i: p[2] for i, p in enumerate(PRODUCTS, start=1)}
         self._cum_weights: dict[str, list[float]] = {}
 
     # -- rows ------------------------------------------------------------------------------------------------
     def customers(self) -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = []
         used: set[str] = set()
-        for i, spec in enumerate(_CUSTOMERS, start=1):
+        for i, spec in enumerate(CUSTOMERS, start=1):
             number = f"800{self.rng.randrange(10_000, 99_999)}"
             while number in used:
                 number = f"800{self.rng.randrange(10_000, 99_999)}"
@@ -265,11 +119,11 @@ class _Generator:
     def products(self) -> list[dict[str, Any]]:
         return [
             {"id": i, "sku": sku, "name": name, "category": category, "unit_price": _price(price, 2026)}
-            for i, (sku, name, category, price) in enumerate(_PRODUCTS, start=1)
+            for i, (sku, name, category, price) in enumerate(PRODUCTS, start=1)
         ]
 
     # -- targets ---------------------------------------------------------------------------------------------
-    def _active_days(self, spec: _CustomerSpec, year: int) -> tuple[date, date] | None:
+    def _active_days(self, spec: CustomerSpec, year: int) -> tuple[date, date] | None:
         start = max(spec.start, date(year, 1, 1))
         end = min(spec.end, date(year, 12, 31), DEMO_TODAY)
         return (start, end) if start <= end else None
@@ -277,7 +131,7 @@ class _Generator:
     def yearly_targets(self, year: int) -> dict[int, int]:
         """Sales target per customer id (multiples of ₲1.000, a single maximum)."""
         weights: dict[int, float] = {}
-        for cid, spec in enumerate(_CUSTOMERS, start=1):
+        for cid, spec in enumerate(CUSTOMERS, start=1):
             noise = self.rng.lognormvariate(0.0, 0.3)
             span = self._active_days(spec, year)
             if span is None:
@@ -285,7 +139,7 @@ class _Generator:
             share = ((span[1] - span[0]).days + 1) / 365
             weights[cid] = _TIER_WEIGHT[spec.tier] * noise * share
         if year == 2025:
-            best = next(i for i, s in enumerate(_CUSTOMERS, start=1) if s.name == BEST_CUSTOMER_2025)
+            best = next(i for i, s in enumerate(CUSTOMERS, start=1) if s.name == BEST_CUSTOMER_2025)
             targets = {best: BEST_CUSTOMER_2025_TOTAL}
             del weights[best]
             targets |= self._split(SALES_2025 - BEST_CUSTOMER_2025_TOTAL, weights)
@@ -317,14 +171,14 @@ class _Generator:
             if self.rng.random() * max(_MONTH_WEIGHT) <= _MONTH_WEIGHT[day.month - 1]:
                 return day
 
-    def _pick_product(self, spec: _CustomerSpec) -> int:
+    def _pick_product(self, spec: CustomerSpec) -> int:
         cumulative = self._cum_weights.get(spec.name)
         if cumulative is None:
             weights = [5.0 if self.category[p] in spec.preferred else 0.4 for p in self.product_ids]
             cumulative = self._cum_weights[spec.name] = list(itertools.accumulate(weights))
         return self.rng.choices(self.product_ids, cum_weights=cumulative)[0]
 
-    def _random_lines(self, spec: _CustomerSpec, year: int) -> list[tuple[int, int, int]]:
+    def _random_lines(self, spec: CustomerSpec, year: int) -> list[tuple[int, int, int]]:
         count = self.rng.choices((1, 2, 3, 4, 5), (40, 30, 16, 9, 5))[0]
         low, high = _TIER_QUANTITY[spec.tier]
         lines: list[tuple[int, int, int]] = []
@@ -337,7 +191,7 @@ class _Generator:
             lines.append((product, self.rng.randint(low, high), _price(self.base_price[product], year)))
         return lines
 
-    def _closing_lines(self, spec: _CustomerSpec, year: int, remaining: int) -> list[tuple[int, int, int]]:
+    def _closing_lines(self, spec: CustomerSpec, year: int, remaining: int) -> list[tuple[int, int, int]]:
         """Lines worth exactly ``remaining`` (>= _LINE_MIN): list-price lines, then one negotiated line."""
         prices = {p: _price(self.base_price[p], year) for p in self.product_ids}
         top = max(prices.values())
@@ -357,7 +211,7 @@ class _Generator:
         return lines
 
     def customer_year(self, cid: int, year: int, target: int) -> list[_DraftInvoice]:
-        spec = _CUSTOMERS[cid - 1]
+        spec = CUSTOMERS[cid - 1]
         span = self._active_days(spec, year)
         if span is None or target < _TAIL_MIN:
             raise AssertionError(f"seed data: bad target {target} for customer {cid} in {year}")
@@ -387,8 +241,8 @@ class _Generator:
         for draft in drafts:
             draft.status = self._status(draft.issue_date)
         for _ in range(round(len(drafts) * _CANCELLED_RATE)):
-            cid = self.rng.randint(1, len(_CUSTOMERS))
-            spec = _CUSTOMERS[cid - 1]
+            cid = self.rng.randint(1, len(CUSTOMERS))
+            spec = CUSTOMERS[cid - 1]
             day = self._date(max(spec.start, FIRST_DAY), min(spec.end, DEMO_TODAY))
             drafts.append(_DraftInvoice(cid, day, "cancelled", self._random_lines(spec, day.year)))
         # Stable order: by date, then generation order (sorted() is stable), so numbers follow dates.
