@@ -31,10 +31,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from benchmarks.report.aggregate import percentile
 from benchmarks.report.markdown import render_table
 from benchmarks.results import RESULTS_FILE, RunMeta, RunResults, TurnRow, read_results
-from benchmarks.stats import Interval, mcnemar_exact, wilson_interval
+from benchmarks.stats import Interval, mcnemar_exact, percentile, wilson_interval
 from benchmarks.targets import DEFAULT_TARGET
 
 __all__ = [

@@ -13,7 +13,6 @@ note saying so; a hosted model without a price gets no figure and a note naming 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from urllib.parse import urlparse
@@ -22,6 +21,7 @@ import yaml
 from pydantic import BaseModel, Field, ValidationError
 
 from benchmarks.results import RunResults, TurnRow
+from benchmarks.stats import mean
 from benchmarks.targets import BenchTarget
 from shared.errors import ConfigurationError
 
@@ -152,10 +152,6 @@ class CostEstimate(BaseModel):
         return next((m for m in self.modes if m.mode == name), None)
 
 
-def _mean(values: Sequence[float]) -> float:
-    return sum(values) / len(values) if values else 0.0
-
-
 def _cost_per_turn(price: ModelPrice, uncached: float, cached: float, output: float) -> float:
     cached_price = price.input if price.cached_input is None else price.cached_input
     return (uncached * price.input + cached * cached_price + output * price.output) / 1_000_000
@@ -164,7 +160,7 @@ def _cost_per_turn(price: ModelPrice, uncached: float, cached: float, output: fl
 def _usd(price: ModelPrice, inputs: list[float], cached: list[float], outputs: list[float]) -> float:
     """USD per 1,000 turns of turns with these input (of which cached) and output tokens."""
     per_turn = [_cost_per_turn(price, i - c, c, o) for i, c, o in zip(inputs, cached, outputs, strict=True)]
-    return _mean(per_turn) * TURNS
+    return mean(per_turn) * TURNS
 
 
 def estimate_costs(results: RunResults, pricing: PricingTable | None = None) -> list[CostEstimate]:
@@ -225,9 +221,9 @@ def estimate_cost(
                 mode=mode,
                 turns=len(every),
                 tokens_reported=bool(rows),
-                input_tokens_mean=_mean(inputs),
-                cached_input_tokens_mean=_mean(cached),
-                output_tokens_mean=_mean(outputs),
+                input_tokens_mean=mean(inputs),
+                cached_input_tokens_mean=mean(cached),
+                output_tokens_mean=mean(outputs),
                 usd_per_1000_turns=usd,
                 reference_usd={
                     name: _usd(table.models[name], inputs, cached, outputs) for name in references

@@ -25,7 +25,6 @@ Bounded: at most :data:`MAX_SERVERS` servers, :data:`MAX_CONVERSATIONS` conversa
 from __future__ import annotations
 
 import asyncio
-import math
 import os
 import tempfile
 import time
@@ -41,6 +40,7 @@ from sqlalchemy.engine import make_url
 
 from benchmarks.loadtest_audit import Audit, TurnOutcome, audit_memory
 from benchmarks.loadtest_fleet import Fleet, FleetError, Launcher, ServeOptions, serve_command
+from benchmarks.stats import percentile
 from planner_mode import HttpAIClient, PlannerEngine
 from shared.erp.database import Erp
 from shared.events import TurnDone
@@ -143,7 +143,7 @@ class LoadtestConfig(BaseModel):
 
 
 class LatencySummary(BaseModel):
-    """Wall time of the turns, as their callers saw it (nearest-rank percentiles), in milliseconds."""
+    """Wall time of the turns as their callers saw it, in ms (see :func:`benchmarks.stats.percentile`)."""
 
     count: int = 0
     p50_ms: float = 0.0
@@ -227,12 +227,6 @@ class LoadtestResult(BaseModel):
     def killed(self) -> bool:
         """Whether a server was actually killed (a kill due after the load ended never happens)."""
         return any(event.kind == "killed" for event in self.events)
-
-
-def percentile(ordered: Sequence[float], pct: float) -> float:
-    """The nearest-rank ``pct`` percentile of ``ordered`` (sorted, not empty)."""
-    rank = max(1, math.ceil(pct / 100 * len(ordered)))
-    return ordered[min(rank, len(ordered)) - 1]
 
 
 ProgressCallback = Callable[[LoadProgress], None]

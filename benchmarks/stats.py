@@ -13,6 +13,8 @@ intervals.
   conversation are not independent (a wrong customer at turn 2 can fail turns 3 to 6).
 - :func:`bootstrap_interval`: a percentile bootstrap interval of any statistic (mean, median) of values,
   resampling clusters of values (e.g. all repetitions of one turn).
+- :func:`percentile`, :func:`median`, :func:`mean`: the one definition of each that every figure of the
+  benchmark uses. Percentiles interpolate linearly between the closest ranks (numpy's default, "type 7").
 
 Statistical caveat the reports repeat: the scenarios are a fixed, hand-written suite, not a random sample of
 what users ask, so an interval describes run-to-run and turn-to-turn variation on *this* suite.
@@ -38,6 +40,7 @@ __all__ = [
     "mean",
     "median",
     "paired_bootstrap_difference",
+    "percentile",
     "wilson_interval",
 ]
 
@@ -114,24 +117,20 @@ def mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
-def median(values: Sequence[float]) -> float:
-    """The median, i.e. the 50th percentile with linear interpolation (0.0 for no values)."""
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0–100), interpolating linearly between the closest ranks (0.0 for no
+    values): rank ``(n - 1) · q / 100`` of the sorted values."""
     if not values:
         return 0.0
     ordered = sorted(values)
-    middle = (len(ordered) - 1) / 2
-    low, high = math.floor(middle), math.ceil(middle)
-    return (ordered[low] + ordered[high]) / 2
+    rank = (len(ordered) - 1) * q / 100
+    low, high = math.floor(rank), math.ceil(rank)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
-def _percentile_bounds(estimates: list[float], level: float) -> tuple[float, float]:
-    """The ``(1-level)/2`` and ``(1+level)/2`` quantiles of ``estimates`` (nearest-rank on sorted draws)."""
-    estimates.sort()
-    tail = (1 - level) / 2
-    last = len(estimates) - 1
-    low = estimates[max(0, min(last, math.floor(tail * len(estimates))))]
-    high = estimates[max(0, min(last, math.ceil((1 - tail) * len(estimates)) - 1))]
-    return low, high
+def median(values: Sequence[float]) -> float:
+    """The 50th :func:`percentile` (0.0 for no values)."""
+    return percentile(values, 50)
 
 
 def bootstrap_interval(
@@ -158,8 +157,8 @@ def bootstrap_interval(
         for group in rng.choices(groups, k=len(groups)):
             pooled.extend(group)
         estimates.append(statistic(pooled))
-    low, high = _percentile_bounds(estimates, level)
-    return Interval(low=low, high=high, level=level)
+    tail = (1 - level) / 2 * 100
+    return Interval(low=percentile(estimates, tail), high=percentile(estimates, 100 - tail), level=level)
 
 
 def paired_bootstrap_difference(

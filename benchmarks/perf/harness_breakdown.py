@@ -21,7 +21,6 @@ runs on the same one.
 from __future__ import annotations
 
 import argparse
-import statistics
 import tempfile
 import time
 from collections import defaultdict
@@ -38,6 +37,7 @@ from rich.table import Table
 from sqlalchemy import Engine, event
 
 from benchmarks.scenario import Scenario, load_scenarios
+from benchmarks.stats import mean, median, percentile
 from planner_mode import InProcessAIClient, PlannerAI, PlannerEngine
 from planner_mode.executor import execute_plan
 from planner_mode.validation import validate_plan
@@ -215,24 +215,19 @@ def render(recorder: _Recorder) -> Table:
         table.add_row(
             name,
             str(len(values)),
-            f"{statistics.median(values):.3f}",
-            f"{_percentile(values, 0.9):.3f}",
-            f"{statistics.mean(statements):.1f}" if statements else "–",
+            f"{median(values):.3f}",
+            f"{percentile(values, 90):.3f}",
+            f"{mean(statements):.1f}" if statements else "–",
         )
     table.add_row(
         "harness total",
         str(turns),
-        f"{statistics.median(recorder.harness_ms):.3f}",
-        f"{_percentile(recorder.harness_ms, 0.9):.3f}",
+        f"{median(recorder.harness_ms):.3f}",
+        f"{percentile(recorder.harness_ms, 90):.3f}",
         "",
         style="bold",
     )
     return table
-
-
-def _percentile(values: Sequence[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

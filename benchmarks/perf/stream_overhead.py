@@ -13,7 +13,6 @@ answers, calls and tokens. Absolute milliseconds depend on the machine; compare 
 from __future__ import annotations
 
 import argparse
-import statistics
 import tempfile
 from collections import defaultdict
 from collections.abc import AsyncGenerator, Sequence
@@ -28,6 +27,7 @@ from benchmarks.modes import ALL_MODES
 from benchmarks.results import TurnRow
 from benchmarks.runner import RunConfig, open_suite, run_benchmark
 from benchmarks.scenario import Scenario, load_scenarios
+from benchmarks.stats import median
 from shared.engine import AssistantEngine
 from shared.events import TurnDone, TurnEvent
 from shared.security import Caller
@@ -136,11 +136,11 @@ def measure(scenarios: Sequence[Scenario], rounds: int) -> tuple[Table, bool]:
     drivings: tuple[Driving, Driving] = ("ask", "astream")
     for mode in ALL_MODES:
         cells = [
-            f"{statistics.median(values[(mode, d)]):.2f}" if values.get((mode, d)) else "–"
+            f"{median(values[(mode, d)]):.2f}" if values.get((mode, d)) else "–"
             for values in (totals, harness)
             for d in drivings
         ]
-        cells.append(f"{statistics.median(first[mode]):.2f}" if first.get(mode) else "–")
+        cells.append(f"{median(first[mode]):.2f}" if first.get(mode) else "–")
         table.add_row(mode, *cells)
     return table, matched
 

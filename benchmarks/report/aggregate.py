@@ -25,29 +25,17 @@ from benchmarks.stats import (
     Interval,
     bootstrap_interval,
     mcnemar_exact,
+    mean,
+    median,
     paired_bootstrap_difference,
+    percentile,
     wilson_interval,
 )
-from benchmarks.stats import median as _median
 from benchmarks.targets import BenchTarget
 from shared.failures import FAILURE_KINDS
 
 LONG_CONVERSATION_MIN_TURNS = 10
 """A scenario with at least this many turns can be the context-growth conversation (the longest one is)."""
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """The ``q``-th percentile (0–100) with linear interpolation; 0.0 for no values."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    rank = (len(ordered) - 1) * q / 100
-    low, high = math.floor(rank), math.ceil(rank)
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
-
-
-def _mean(values: Sequence[float]) -> float:
-    return sum(values) / len(values) if values else 0.0
 
 
 def pass_hat_k(outcomes: Iterable[Sequence[bool]], k: int) -> float | None:
@@ -59,7 +47,7 @@ def pass_hat_k(outcomes: Iterable[Sequence[bool]], k: int) -> float | None:
     scores = [
         math.comb(sum(trials), k) / math.comb(len(trials), k) for trials in outcomes if len(trials) >= k
     ]
-    return _mean(scores) if scores else None
+    return mean(scores) if scores else None
 
 
 class ModeSummary(BaseModel):
@@ -260,10 +248,10 @@ def _by_task(rows: Sequence[TurnRow], value: Iterable[float]) -> list[list[float
 def _intervals(rows: Sequence[TurnRow], seed: int) -> dict[str, Interval]:
     """Bootstrap intervals of latency and token figures, resampling tasks with their repetitions."""
     figures = {
-        "latency_mean": ([row.latency_ms for row in rows], _mean),
-        "latency_p50": ([row.latency_ms for row in rows], _median),
-        "input_tokens_mean": ([float(row.input_tokens) for row in rows], _mean),
-        "output_tokens_mean": ([float(row.output_tokens) for row in rows], _mean),
+        "latency_mean": ([row.latency_ms for row in rows], mean),
+        "latency_p50": ([row.latency_ms for row in rows], median),
+        "input_tokens_mean": ([float(row.input_tokens) for row in rows], mean),
+        "output_tokens_mean": ([float(row.output_tokens) for row in rows], mean),
     }
     intervals: dict[str, Interval] = {}
     for name, (values, statistic) in figures.items():
@@ -280,7 +268,7 @@ def _intervals(rows: Sequence[TurnRow], seed: int) -> dict[str, Interval]:
         if not having:
             continue
         values = [float(read(row) or 0.0) for row in having]
-        interval = bootstrap_interval(_by_task(having, values), _median, seed=seed)
+        interval = bootstrap_interval(_by_task(having, values), median, seed=seed)
         if interval is not None:
             intervals[name] = interval
     return intervals
@@ -314,22 +302,22 @@ def summarize_mode(mode: str, rows: Sequence[TurnRow], *, seed: int = DEFAULT_SE
         passed=passed,
         failed_turns=sum(row.failed for row in rows),
         failures=_failures_by_kind(rows),
-        accuracy=_mean([float(row.passed) for row in rows]),
+        accuracy=mean([float(row.passed) for row in rows]),
         accuracy_interval=wilson_interval(passed, len(rows)) if rows else None,
         pass_k=pass_k,
-        calls_mean=_mean(calls),
+        calls_mean=mean(calls),
         calls_max=max(calls, default=0),
-        input_tokens_mean=_mean([row.input_tokens for row in counted]),
-        output_tokens_mean=_mean([row.output_tokens for row in counted]),
-        latency_mean=_mean(latencies),
+        input_tokens_mean=mean([row.input_tokens for row in counted]),
+        output_tokens_mean=mean([row.output_tokens for row in counted]),
+        latency_mean=mean(latencies),
         latency_p50=percentile(latencies, 50),
         latency_p95=percentile(latencies, 95),
         simulated_p50=percentile(simulated, 50) if simulated else None,
         simulated_p95=percentile(simulated, 95) if simulated else None,
         harness_p50=percentile(harness, 50),
         harness_p95=percentile(harness, 95),
-        no_operation_calls_mean=_mean(no_operation_calls) if no_operation_calls else None,
-        cached_input_tokens_mean=_mean(cached) if cached else None,
+        no_operation_calls_mean=mean(no_operation_calls) if no_operation_calls else None,
+        cached_input_tokens_mean=mean(cached) if cached else None,
         cached_share=sum(cached) / input_total if cached and input_total > 0 else None,
         first_answer_p50=percentile(first, 50) if first else None,
         first_answer_p95=percentile(first, 95) if first else None,
@@ -405,7 +393,7 @@ def growth_curve(rows: Sequence[TurnRow]) -> GrowthCurve | None:
         if row.scenario == scenario:
             tokens[row.mode][row.turn].append(row.input_tokens)
     series = {
-        mode: [_mean(per_turn.get(turn, [])) for turn in range(1, length + 1)]
+        mode: [mean(per_turn.get(turn, [])) for turn in range(1, length + 1)]
         for mode, per_turn in tokens.items()
     }
     return GrowthCurve(scenario=scenario, series=series)
@@ -482,9 +470,9 @@ def _summarize_one(
                 mode=mode,
                 turns=len(group),
                 passed=passed,
-                accuracy=_mean([float(r.passed) for r in group]),
+                accuracy=mean([float(r.passed) for r in group]),
                 accuracy_interval=wilson_interval(passed, len(group)),
-                calls_mean=_mean([r.model_calls for r in group]),
+                calls_mean=mean([r.model_calls for r in group]),
             )
         )
     summaries = [summarize_mode(mode, by_mode[mode], seed=seed) for mode in order if by_mode.get(mode)]

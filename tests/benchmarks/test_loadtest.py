@@ -104,10 +104,10 @@ def test_a_run_is_bounded(options: dict[str, object], message: str) -> None:
         LoadtestConfig.model_validate(options)
 
 
-def test_percentiles_are_nearest_rank() -> None:
+def test_latency_percentiles_interpolate_between_ranks() -> None:
     values = [float(v) for v in range(1, 101)]
-    assert [percentile(values, p) for p in (50, 95, 99, 100)] == [50.0, 95.0, 99.0, 100.0]
+    assert [percentile(values, p) for p in (50, 95, 99, 100)] == pytest.approx([50.5, 95.05, 99.01, 100.0])
     assert percentile([7.0], 99) == 7.0
     summary = LatencySummary.of([30.0, 10.0, 20.0])
-    assert (summary.count, summary.p50_ms, summary.p99_ms, summary.max_ms) == (3, 20.0, 30.0, 30.0)
+    assert (summary.count, summary.p50_ms, summary.p99_ms, summary.max_ms) == (3, 20.0, 29.8, 30.0)
     assert LatencySummary.of([]).count == 0
