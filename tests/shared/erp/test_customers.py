@@ -1,5 +1,9 @@
 """Customer lookup: exact, accent/case-insensitive, unique partial match, ambiguity and typos; within one
-salesperson's customers (``vendedor=``) without revealing anyone else's."""
+salesperson's customers (``vendedor=``) without revealing anyone else's.
+
+Every test runs on SQLite and on PostgreSQL (``db_url``): ``LIKE`` differs between them (SQLite's is
+case-insensitive for ASCII, PostgreSQL's is not; both need the escape for ``%`` and ``_``).
+"""
 
 from __future__ import annotations
 
@@ -24,8 +28,8 @@ NAMES = [
 
 
 @pytest.fixture
-def session() -> Iterator[Session]:
-    engine = make_engine("sqlite://")
+def session(db_url: str) -> Iterator[Session]:
+    engine = make_engine(db_url)
     ErpBase.metadata.create_all(engine)
     with Session(engine) as session:
         session.add_all(ErpUser(user_id=u, name=u.title(), role="ventas") for u in ("ana", "bruno", "carla"))
@@ -79,9 +83,11 @@ def test_a_typo_suggests_the_closest_names(session: Session) -> None:
     assert "Clientes más parecidos: Ferretería San Lorenzo" in str(info.value)
 
 
-def test_underscore_is_not_a_wildcard(session: Session) -> None:
+def test_wildcards_are_literal(session: Session) -> None:
     with pytest.raises(CustomerNotFoundError):
         resolve_customer(session, "Empresa_ABC", "op")
+    with pytest.raises(CustomerNotFoundError):
+        resolve_customer(session, "Empresa%", "op")
 
 
 def test_closest_names_are_ranked_by_similarity(session: Session) -> None:

@@ -16,7 +16,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from shared.erp import database, storage
 from shared.erp.database import open_demo_erp, open_erp
 from shared.erp.models import Customer, Invoice
-from shared.erp.storage import BUSY_TIMEOUT_SECONDS, SharedConnectionPool, is_memory_sqlite, make_engine
+from shared.erp.storage import SharedConnectionPool, is_memory_sqlite, make_engine
 from shared.errors import ConfigurationError, StorageError
 
 SQL_WORDS = ("SELECT", "INSERT", "CREATE", "PRAGMA", "BEGIN", "[SQL", "parameters")
@@ -55,10 +55,6 @@ def write_lock(tmp_path: Path, seeded_url: str) -> Iterator[None]:
     holder.close()
 
 
-def test_the_busy_timeout_is_thirty_seconds() -> None:
-    assert BUSY_TIMEOUT_SECONDS == 30
-
-
 # -- URLs and drivers: ConfigurationError --------------------------------------------------------------------
 
 
@@ -74,25 +70,6 @@ def test_a_bad_url_is_a_configuration_error(url: str, expected: str) -> None:
     with pytest.raises(ConfigurationError) as caught:
         open_demo_erp(url)
     assert_one_clear_line(caught.value, expected, "sqlite:///")
-
-
-def test_a_missing_driver_says_what_to_install_and_hides_the_password(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    import builtins
-
-    real_import = builtins.__import__
-
-    def no_psycopg(name: str, *args: object, **kwargs: object) -> object:
-        if name.split(".")[0] == "psycopg":
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-        return real_import(name, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(builtins, "__import__", no_psycopg)
-    with pytest.raises(ConfigurationError) as caught:
-        make_engine("postgresql+psycopg://ana:s3cret@db.example/erp")
-    assert_one_clear_line(caught.value, "'psycopg'", "pip install psycopg[binary]", "ana:***@")
-    assert "s3cret" not in str(caught.value)
 
 
 def test_an_unparsable_url_does_not_echo_its_password() -> None:

@@ -124,7 +124,9 @@ def test_the_lock_timeout_joins_the_urls_own_options(postgres_url: str) -> None:
         engine.dispose()
 
 
-def test_a_missing_psycopg_names_the_postgres_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_missing_psycopg_says_what_to_install_and_hides_the_password(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     real_import = builtins.__import__
 
     def no_psycopg(name: str, *args: object, **kwargs: object) -> object:
@@ -136,8 +138,9 @@ def test_a_missing_psycopg_names_the_postgres_extra(monkeypatch: pytest.MonkeyPa
     with pytest.raises(ConfigurationError) as caught:
         make_engine("postgresql+psycopg://ana:s3cret@db.example/erp")
     assert_one_clear_line(
-        caught.value, "pip install 'erp-ai-harness[postgres]'", "psycopg[binary]", "ana:***@"
+        caught.value, "'psycopg'", "pip install 'erp-ai-harness[postgres]'", "psycopg[binary]", "ana:***@"
     )
+    assert "s3cret" not in str(caught.value)
 
 
 @pytest.mark.parametrize(

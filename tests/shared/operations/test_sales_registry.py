@@ -22,160 +22,18 @@ from shared.security import DEMO_CALLER
 
 
 def test_catalog_snapshot(registry: OperationRegistry) -> None:
-    assert [spec.model_dump() for spec in registry.catalog(DEMO_CALLER)] == snapshot(
+    # One operation a line, as compact JSON: every description and schema a model reads.
+    catalog = [json.dumps(spec.model_dump(), ensure_ascii=False) for spec in registry.catalog(DEMO_CALLER)]
+    assert catalog == snapshot(
         [
-            {
-                "name": "ventas_anuales",
-                "description": "Total de ventas de un año (facturas no anuladas) y cantidad de facturas.",
-                "parameters": {
-                    "additionalProperties": False,
-                    "properties": {
-                        "anio": {
-                            "description": "Año calendario de las ventas, con cuatro cifras.",
-                            "maximum": 2100,
-                            "minimum": 2000,
-                            "type": "integer",
-                        }
-                    },
-                    "required": ["anio"],
-                    "type": "object",
-                },
-            },
-            {
-                "name": "mejor_cliente",
-                "description": "Cliente con el mayor total de compras en un año, con ese total.",
-                "parameters": {
-                    "additionalProperties": False,
-                    "properties": {
-                        "anio": {
-                            "description": "Año calendario de las ventas, con cuatro cifras.",
-                            "maximum": 2100,
-                            "minimum": 2000,
-                            "type": "integer",
-                        }
-                    },
-                    "required": ["anio"],
-                    "type": "object",
-                },
-            },
-            {
-                "name": "compras_cliente",
-                "description": "Total comprado por un cliente en un año y cantidad de facturas.",
-                "parameters": {
-                    "additionalProperties": False,
-                    "properties": {
-                        "cliente": {
-                            "description": "Nombre del cliente; no distingue mayúsculas ni acentos y acepta una parte única del nombre.",
-                            "maxLength": 120,
-                            "minLength": 1,
-                            "type": "string",
-                        },
-                        "anio": {
-                            "description": "Año calendario de las ventas, con cuatro cifras.",
-                            "maximum": 2100,
-                            "minimum": 2000,
-                            "type": "integer",
-                        },
-                    },
-                    "required": ["cliente", "anio"],
-                    "type": "object",
-                },
-            },
-            {
-                "name": "ventas_mensuales",
-                "description": "Ventas de un año mes por mes, o de un solo mes si se indica.",
-                "parameters": {
-                    "additionalProperties": False,
-                    "properties": {
-                        "anio": {
-                            "description": "Año calendario de las ventas, con cuatro cifras.",
-                            "maximum": 2100,
-                            "minimum": 2000,
-                            "type": "integer",
-                        },
-                        "mes": {
-                            "anyOf": [{"maximum": 12, "minimum": 1, "type": "integer"}, {"type": "null"}],
-                            "default": None,
-                            "description": "Mes (1 a 12); si se omite, se devuelven los doce meses.",
-                        },
-                    },
-                    "required": ["anio"],
-                    "type": "object",
-                },
-            },
-            {
-                "name": "top_productos",
-                "description": "Productos más vendidos de un año por monto, con unidades y categoría.",
-                "parameters": {
-                    "additionalProperties": False,
-                    "properties": {
-                        "anio": {
-                            "description": "Año calendario de las ventas, con cuatro cifras.",
-                            "maximum": 2100,
-                            "minimum": 2000,
-                            "type": "integer",
-                        },
-                        "limite": {
-                            "default": 5,
-                            "description": "Cantidad de productos a devolver (1 a 50).",
-                            "maximum": 50,
-                            "minimum": 1,
-                            "type": "integer",
-                        },
-                    },
-                    "required": ["anio"],
-                    "type": "object",
-                },
-            },
-            {
-                "name": "ventas_por_categoria",
-                "description": "Ventas de un año agrupadas por categoría de producto.",
-                "parameters": {
-                    "additionalProperties": False,
-                    "properties": {
-                        "anio": {
-                            "description": "Año calendario de las ventas, con cuatro cifras.",
-                            "maximum": 2100,
-                            "minimum": 2000,
-                            "type": "integer",
-                        }
-                    },
-                    "required": ["anio"],
-                    "type": "object",
-                },
-            },
-            {
-                "name": "facturas_pendientes",
-                "description": "Facturas pendientes de cobro, de todos o de un cliente: cantidad, monto y las más antiguas.",
-                "parameters": {
-                    "additionalProperties": False,
-                    "properties": {
-                        "cliente": {
-                            "anyOf": [{"maxLength": 120, "minLength": 1, "type": "string"}, {"type": "null"}],
-                            "default": None,
-                            "description": "Nombre del cliente (opcional); si se omite, se consideran todos los clientes.",
-                        }
-                    },
-                    "type": "object",
-                },
-            },
-            {
-                "name": "buscar_cliente",
-                "description": "Busca clientes por parte del nombre o del RUC; devuelve nombre, RUC y ciudad.",
-                "parameters": {
-                    "additionalProperties": False,
-                    "properties": {
-                        "texto": {
-                            "description": "Parte del nombre del cliente (sin mayúsculas ni acentos) o el comienzo de su RUC.",
-                            "maxLength": 120,
-                            "minLength": 1,
-                            "type": "string",
-                        }
-                    },
-                    "required": ["texto"],
-                    "type": "object",
-                },
-            },
+            '{"name": "ventas_anuales", "description": "Total de ventas de un año (facturas no anuladas) y cantidad de facturas.", "parameters": {"additionalProperties": false, "properties": {"anio": {"description": "Año calendario de las ventas, con cuatro cifras.", "maximum": 2100, "minimum": 2000, "type": "integer"}}, "required": ["anio"], "type": "object"}}',
+            '{"name": "mejor_cliente", "description": "Cliente con el mayor total de compras en un año, con ese total.", "parameters": {"additionalProperties": false, "properties": {"anio": {"description": "Año calendario de las ventas, con cuatro cifras.", "maximum": 2100, "minimum": 2000, "type": "integer"}}, "required": ["anio"], "type": "object"}}',
+            '{"name": "compras_cliente", "description": "Total comprado por un cliente en un año y cantidad de facturas.", "parameters": {"additionalProperties": false, "properties": {"cliente": {"description": "Nombre del cliente; no distingue mayúsculas ni acentos y acepta una parte única del nombre.", "maxLength": 120, "minLength": 1, "type": "string"}, "anio": {"description": "Año calendario de las ventas, con cuatro cifras.", "maximum": 2100, "minimum": 2000, "type": "integer"}}, "required": ["cliente", "anio"], "type": "object"}}',
+            '{"name": "ventas_mensuales", "description": "Ventas de un año mes por mes, o de un solo mes si se indica.", "parameters": {"additionalProperties": false, "properties": {"anio": {"description": "Año calendario de las ventas, con cuatro cifras.", "maximum": 2100, "minimum": 2000, "type": "integer"}, "mes": {"anyOf": [{"maximum": 12, "minimum": 1, "type": "integer"}, {"type": "null"}], "default": null, "description": "Mes (1 a 12); si se omite, se devuelven los doce meses."}}, "required": ["anio"], "type": "object"}}',
+            '{"name": "top_productos", "description": "Productos más vendidos de un año por monto, con unidades y categoría.", "parameters": {"additionalProperties": false, "properties": {"anio": {"description": "Año calendario de las ventas, con cuatro cifras.", "maximum": 2100, "minimum": 2000, "type": "integer"}, "limite": {"default": 5, "description": "Cantidad de productos a devolver (1 a 50).", "maximum": 50, "minimum": 1, "type": "integer"}}, "required": ["anio"], "type": "object"}}',
+            '{"name": "ventas_por_categoria", "description": "Ventas de un año agrupadas por categoría de producto.", "parameters": {"additionalProperties": false, "properties": {"anio": {"description": "Año calendario de las ventas, con cuatro cifras.", "maximum": 2100, "minimum": 2000, "type": "integer"}}, "required": ["anio"], "type": "object"}}',
+            '{"name": "facturas_pendientes", "description": "Facturas pendientes de cobro, de todos o de un cliente: cantidad, monto y las más antiguas.", "parameters": {"additionalProperties": false, "properties": {"cliente": {"anyOf": [{"maxLength": 120, "minLength": 1, "type": "string"}, {"type": "null"}], "default": null, "description": "Nombre del cliente (opcional); si se omite, se consideran todos los clientes."}}, "type": "object"}}',
+            '{"name": "buscar_cliente", "description": "Busca clientes por parte del nombre o del RUC; devuelve nombre, RUC y ciudad.", "parameters": {"additionalProperties": false, "properties": {"texto": {"description": "Parte del nombre del cliente (sin mayúsculas ni acentos) o el comienzo de su RUC.", "maxLength": 120, "minLength": 1, "type": "string"}}, "required": ["texto"], "type": "object"}}',
         ]
     )
 
@@ -290,33 +148,8 @@ def test_langchain_tools_mirror_the_catalog(registry: OperationRegistry, erp: Er
 def test_tool_schema_sent_to_a_model(registry: OperationRegistry, erp: Erp) -> None:
     tools = {t.name: t for t in registry.langchain_tools(erp, caller=DEMO_CALLER)}
     schema = convert_to_openai_tool(tools["top_productos"])
-    assert schema == snapshot(
-        {
-            "type": "function",
-            "function": {
-                "name": "top_productos",
-                "description": "Productos más vendidos de un año por monto, con unidades y categoría.",
-                "parameters": {
-                    "properties": {
-                        "anio": {
-                            "description": "Año calendario de las ventas, con cuatro cifras.",
-                            "maximum": 2100,
-                            "minimum": 2000,
-                            "type": "integer",
-                        },
-                        "limite": {
-                            "default": 5,
-                            "description": "Cantidad de productos a devolver (1 a 50).",
-                            "maximum": 50,
-                            "minimum": 1,
-                            "type": "integer",
-                        },
-                    },
-                    "required": ["anio"],
-                    "type": "object",
-                },
-            },
-        }
+    assert json.dumps(schema, ensure_ascii=False) == snapshot(
+        '{"type": "function", "function": {"name": "top_productos", "description": "Productos más vendidos de un año por monto, con unidades y categoría.", "parameters": {"properties": {"anio": {"description": "Año calendario de las ventas, con cuatro cifras.", "maximum": 2100, "minimum": 2000, "type": "integer"}, "limite": {"default": 5, "description": "Cantidad de productos a devolver (1 a 50).", "maximum": 50, "minimum": 1, "type": "integer"}}, "required": ["anio"], "type": "object"}}}'
     )
 
 
