@@ -15,15 +15,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from benchmarks.report.about import prefix_cache_text, targets_text
 from benchmarks.report.aggregate import Summary
 from benchmarks.report.findings import OFFLINE_NOTICE, findings, headline
-from benchmarks.report.markdown import (
-    LATENCY_CAPTION,
-    prefix_cache_text,
-    render_table,
-    summary_rows,
-    targets_text,
-)
+from benchmarks.report.markdown import render_table
+from benchmarks.report.tables import LATENCY_CAPTION, summary_rows
 from benchmarks.results import RunResults
 
 

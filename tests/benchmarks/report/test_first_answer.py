@@ -11,8 +11,8 @@ from rich.console import Console
 
 from benchmarks.report import summarize, write_reports
 from benchmarks.report.findings import findings
-from benchmarks.report.markdown import LATENCY_CAPTION, interval_rows, summary_rows
 from benchmarks.report.readme import readme_block
+from benchmarks.report.tables import LATENCY_CAPTION, interval_rows, summary_rows
 from benchmarks.report.terminal import summary_table
 from benchmarks.results import ResultsWriter, RunMeta, TurnRow, read_results
 from benchmarks.scoring.turn import TurnScore

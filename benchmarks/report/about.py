@@ -1,0 +1,74 @@
+"""What a report says about the run itself: who ran (provider, model or targets), the prefix-cache
+setting, what each mode keeps between turns, and the run's provenance (code, packages, host, model identity,
+prompt and schema hashes)."""
+
+from __future__ import annotations
+
+from benchmarks.report.tables import Table
+from benchmarks.results import RunMeta
+
+CONVERSATION_STATE_POLICY = (
+    "Conversation state: every mode stores the state the ERP derives from the operations it ran (year, "
+    "customer, product, last operations); the planner's call 2 may add its own `estado`/`memoria`; tool "
+    "calling adds them only with --structured."
+)
+"""What each mode keeps between turns, said in every report (like for like)."""
+
+
+def prefix_cache_text(meta: RunMeta) -> str | None:
+    """``"prefix cache modelled: yes"`` (or ``no``, ``not recorded``) when an offline model ran."""
+    if not meta.any_offline:
+        return None
+    value = {True: "yes", False: "no", None: "not recorded"}[meta.prompt_cache]
+    return f"prefix cache modelled: {value}"
+
+
+def targets_text(meta: RunMeta) -> str:
+    """``"`a` (offline offline-sales), `b` (ollama llama3.1:8b at http://…)"``."""
+    return ", ".join(f"`{t.name}` ({t.label})" for t in meta.targets)
+
+
+def targets_table(meta: RunMeta) -> Table:
+    """One row per target: name, provider, model (the provider's default when none was given), base URL."""
+    return (
+        ["target", "provider", "model", "base URL"],
+        [[t.name, t.provider, t.model_name, t.base_url or "–"] for t in meta.targets],
+    )
+
+
+def provenance_rows(meta: RunMeta) -> list[tuple[str, str]]:
+    """``(what, value)`` pairs of the run's provenance (empty for files that predate it)."""
+    p = meta.provenance
+    if p is None:
+        return []
+    commit = "unknown" if p.git_commit is None else p.git_commit[:12] + (" (dirty)" if p.git_dirty else "")
+    rows = [
+        ("code", f"git {commit}"),
+        ("python", f"{p.python} on {p.platform}"),
+        ("host", p.host),
+        ("packages", ", ".join(f"{name} {version}" for name, version in p.packages.items())),
+    ]
+    identities = (
+        [(f"model {name}", identity) for name, identity in p.models.items()]
+        if meta.matrix and p.models
+        else [("model", p.model)]
+        if p.model is not None
+        else []
+    )
+    for what, identity in identities:
+        model = f"{identity.provider} {identity.model or ''}".strip()
+        if identity.base_url:
+            model += f" at {identity.base_url}"
+        if identity.digest:
+            model += f", digest {identity.digest[:12]}"
+        if identity.modified_at:
+            model += f", modified {identity.modified_at}"
+        details = ", ".join(f"{k} {v}" for k, v in identity.details.items() if not isinstance(v, dict))
+        rows.append((what, model + (f" ({details})" if details else "")))
+    rows += [(f"prompt {name}", digest[:12]) for name, digest in p.prompt_hashes.items()]
+    if p.catalog_hash:
+        rows.append(("operations catalog", p.catalog_hash[:12]))
+    if p.tool_schema_hash:
+        rows.append(("tool schemas", p.tool_schema_hash[:12]))
+    rows += [("note", note) for note in p.notes]
+    return rows
