@@ -19,7 +19,7 @@ from shared.erp.models import Customer, Invoice
 from shared.erp.storage import SharedConnectionPool, is_memory_sqlite, make_engine
 from shared.errors import ConfigurationError, StorageError
 
-SQL_WORDS = ("SELECT", "INSERT", "CREATE", "PRAGMA", "BEGIN", "[SQL", "parameters")
+SQL_WORDS = ("SELECT", "INSERT", "UPDATE", "CREATE", "PRAGMA", "BEGIN", "[SQL", "parameters")
 
 
 def assert_one_clear_line(error: BaseException, *expected: str) -> None:

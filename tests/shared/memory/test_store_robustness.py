@@ -34,18 +34,10 @@ from shared.errors import ConfigurationError, StorageError
 from shared.memory.context import render_context
 from shared.memory.store import MemoryStore, MessageIn, TurnRecord, open_memory_store
 from shared.memory.tables import ConversationState, MemoryRecord, Message
+from tests.shared.erp.test_storage import assert_one_clear_line
 
 TODAY = date(2026, 11, 30)
 MEGABYTE = 1_000_000
-SQL_WORDS = ("SELECT", "INSERT", "UPDATE", "CREATE", "PRAGMA", "[SQL", "parameters")
-
-
-def assert_one_clear_line(error: BaseException, *expected: str) -> None:
-    message = str(error)
-    assert "\n" not in message and len(message) < 300, message
-    assert not any(word in message for word in SQL_WORDS), message
-    for part in expected:
-        assert part in message, message
 
 
 def wall(seed: str) -> str:
@@ -77,36 +69,12 @@ def test_a_missing_directory_is_named(tmp_path: Path) -> None:
     assert isinstance(caught.value.__cause__, SQLAlchemyError)
 
 
-def test_a_corrupt_file_is_named(tmp_path: Path) -> None:
-    corrupt = tmp_path / "memory.sqlite3"
-    corrupt.write_bytes(b"\x07" * 10_000)
-    with pytest.raises(StorageError) as caught:
-        MemoryStore(f"sqlite:///{corrupt}")
-    assert_one_clear_line(caught.value, "not a SQLite database, or it is corrupt")
-
-
 def test_a_read_only_database_is_refused_when_opened_not_when_a_turn_is_recorded(tmp_path: Path) -> None:
     path = tmp_path / "memory.sqlite3"
     MemoryStore(f"sqlite:///{path}").close()  # tables exist: only a write can tell
     with pytest.raises(StorageError) as caught:
         MemoryStore(f"sqlite:///file:{path}?mode=ro&uri=true")
     assert_one_clear_line(caught.value, "is read-only", "writable")
-
-
-def test_a_database_locked_at_open_past_the_busy_timeout_is_named(
-    tmp_path: Path, quick_busy_timeout: None
-) -> None:
-    path = tmp_path / "memory.sqlite3"
-    MemoryStore(f"sqlite:///{path}").close()
-    holder = sqlite3.connect(path, isolation_level=None)
-    holder.execute("BEGIN IMMEDIATE")
-    try:
-        with pytest.raises(StorageError) as caught:
-            MemoryStore(f"sqlite:///{path}")
-    finally:
-        holder.execute("ROLLBACK")
-        holder.close()
-    assert_one_clear_line(caught.value, "stayed locked by another process")
 
 
 # -- reading and writing -------------------------------------------------------------------------------------
@@ -214,10 +182,6 @@ def test_an_in_memory_store_is_shared_by_worker_threads(url: str) -> None:
 
 
 # -- bounds --------------------------------------------------------------------------------------------------
-
-
-def test_the_context_bound_is_documented_and_below_64_kb() -> None:
-    assert CONTEXT_MAX_CHARS < 64 * 1024
 
 
 def test_walls_of_text_recorded_through_the_store_are_bounded_on_write(memory_store: MemoryStore) -> None:
