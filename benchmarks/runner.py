@@ -28,16 +28,13 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-import uuid
-from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -51,108 +48,60 @@ from rich.progress import (
 from benchmarks.modes import build_engine, produces_state
 from benchmarks.provenance import Provenance, collect_provenance
 from benchmarks.results import (
-    RESULTS_FILE,
-    OperationRecord,
     ResultsWriter,
     RunMeta,
-    RunResults,
     TurnRow,
     describe_host,
     read_results,
 )
-from benchmarks.scenario import Scenario, ScenarioTurn
-from benchmarks.scoring.turn import TurnScore, TurnScorer
-from benchmarks.targets import DEFAULT_TARGET, BenchTarget, implicit_target
-from shared.engine import AssistantEngine
-from shared.errors import ConfigurationError, ConversationAccessDenied
-from shared.events import TurnDone
-from shared.failures import failure_kind_of
-from shared.llm.factory import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S
-from shared.security import DEMO_CALLER, Caller
-from shared.turn import TurnResult
+from benchmarks.scenario import Scenario
+from benchmarks.scoring.turn import TurnScorer
+from benchmarks.targets import BenchTarget
+from shared.errors import ConfigurationError
+from shared.security import Caller
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
-EngineFactory = Callable[[str], AssistantEngine]
-"""Builds the engine of a mode (called once per target, mode and worker)."""
-EngineFactories = EngineFactory | Mapping[str, EngineFactory]
-"""One factory per target name, or one factory that serves every target."""
-CallerResolver = Callable[[str | None], Caller]
-"""The caller a scenario's user name stands for (``None``: the demo default)."""
+from benchmarks.run_plan import (
+    RunConfig,
+    Unit,
+    UnitKey,
+    completed_units,
+    plan_units,
+    resumable_rows,
+    warmup_units,
+)
+from benchmarks.run_turns import (
+    CallerResolver,
+    EngineCache,
+    EngineFactories,
+    EngineFactory,
+    arun_unit,
+    demo_callers,
+    stream_turn,
+)
 
-
-def demo_callers(name: str | None) -> Caller:
-    """The demo default only: scenarios that name a user need the ERP's resolver (see :func:`run_suite`)."""
-    if name is None or name == DEMO_CALLER.user_id:
-        return DEMO_CALLER
-    raise ConfigurationError(f"Scenario user {name!r}: pass callers= to resolve the ERP's users.")
-
-
-class RunConfig(BaseModel):
-    """What to run and where to write it."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    modes: list[str] = Field(min_length=1)
-    out_dir: Path
-    repeat: int = Field(default=1, ge=1)
-    concurrency: int = Field(default=1, ge=1)
-    resume: bool = False
-    provider: str = "offline"
-    model: str | None = None
-    base_url: str | None = None
-    latency_profile: str | None = None
-    structured: bool = False
-    """Ask tool calling for a structured final answer (so it produces state too)."""
-    tool_call_recovery: bool = True
-    """Tool calling recovers tool calls written as text (``--no-tool-call-recovery`` turns it off)."""
-    max_tokens: int | None = Field(default=DEFAULT_MAX_TOKENS, ge=1)
-    """Output cap of every model call (``None``: no cap)."""
-    timeout: float | None = Field(default=DEFAULT_TIMEOUT_S, gt=0)
-    """Timeout of every model request in seconds (``None``: none)."""
-    scenario_paths: list[str] = Field(default_factory=list)
-    tags: list[str] = Field(default_factory=list)
-    warmup: int = Field(default=0, ge=0)
-    """Warm-up turns per target and mode, run before the measured ones: recorded with ``warmup`` set
-    (repetition 0), left out of every figure."""
-    targets: list[BenchTarget] = Field(default_factory=list)
-    """The models of the matrix (``--target``); empty: one implicit target from ``provider``, ``model`` and
-    ``base_url``."""
-    prompt_cache: bool = True
-    """Offline targets model a prefix cache; ``False`` builds them with ``prompt_cache_size=0``."""
-
-    @model_validator(mode="after")
-    def _unique_targets(self) -> Self:
-        names = [target.name for target in self.targets]
-        if len(set(names)) != len(names):
-            raise ValueError(f"target names must be unique, got {names}")
-        return self
-
-    @property
-    def run_targets(self) -> list[BenchTarget]:
-        """``targets``, or the one implicit target."""
-        return list(self.targets) or [implicit_target(self.provider, self.model, self.base_url)]
-
-    @property
-    def results_path(self) -> Path:
-        """Where turn records are streamed."""
-        return self.out_dir / RESULTS_FILE
-
-
-@dataclass(frozen=True)
-class Unit:
-    """One scenario run by one target in one mode and repetition: a fresh conversation."""
-
-    mode: str
-    scenario: Scenario
-    repetition: int
-    target: str = DEFAULT_TARGET
-
-    @property
-    def key(self) -> tuple[str, str, str, int]:
-        """(target, mode, scenario id, repetition)."""
-        return (self.target, self.mode, self.scenario.id, self.repetition)
+__all__ = [
+    "CallerResolver",
+    "EngineFactories",
+    "EngineFactory",
+    "RunConfig",
+    "RunOutcome",
+    "SuitePieces",
+    "Unit",
+    "UnitKey",
+    "arun_unit",
+    "build_target_model",
+    "completed_units",
+    "demo_callers",
+    "open_suite",
+    "plan_units",
+    "run_benchmark",
+    "run_suite",
+    "stream_turn",
+    "warmup_units",
+]
 
 
 @dataclass(frozen=True)
@@ -166,111 +115,6 @@ class RunOutcome:
     units_run: int
     units_skipped: int
     elapsed_s: float
-
-
-UnitKey = tuple[str, str, str, int]
-"""(target, mode, scenario id, repetition)."""
-
-
-def plan_units(
-    scenarios: Sequence[Scenario],
-    modes: Sequence[str],
-    repeat: int,
-    targets: Sequence[str] = (DEFAULT_TARGET,),
-) -> list[Unit]:
-    """Every (target, mode, scenario, repetition), repetition-major so partial runs cover every scenario
-    early, and the targets side by side within a scenario."""
-    return [
-        Unit(mode=mode, scenario=scenario, repetition=rep, target=target)
-        for rep in range(1, repeat + 1)
-        for scenario in scenarios
-        for target in targets
-        for mode in modes
-    ]
-
-
-def warmup_units(
-    scenarios: Sequence[Scenario],
-    modes: Sequence[str],
-    turns: int,
-    targets: Sequence[str] = (DEFAULT_TARGET,),
-) -> list[Unit]:
-    """The first ``turns`` turns of the suite per target and mode (scenarios in order, the last cut short),
-    as repetition 0."""
-    units = []
-    for target in targets:
-        for mode in modes:
-            left = turns
-            for scenario in scenarios:
-                if left <= 0:
-                    break
-                head = scenario.model_copy(update={"turns": scenario.turns[:left]})
-                units.append(Unit(mode=mode, scenario=head, repetition=0, target=target))
-                left -= len(head.turns)
-    return units
-
-
-def completed_units(rows: Sequence[TurnRow], scenarios: Sequence[Scenario]) -> set[UnitKey]:
-    """Units whose turns are exactly the scenario's turns (1 … n), each recorded."""
-    lengths = {s.id: len(s.turns) for s in scenarios}
-    seen: dict[UnitKey, set[int]] = defaultdict(set)
-    for row in rows:
-        seen[row.unit].add(row.turn)
-    return {
-        unit
-        for unit, turns in seen.items()
-        if unit[2] in lengths and turns == set(range(1, lengths[unit[2]] + 1))
-    }
-
-
-_RESUME_SETTINGS = ("latency_profile", "structured", "tool_call_recovery")
-"""Run settings that change the figures: a resumed run must keep them."""
-_TARGET_SETTINGS = ("provider", "model", "base_url")
-"""What a target name stands for: a resumed run must keep it for every target name both runs use."""
-
-
-def _changed_settings(previous: RunMeta, config: RunConfig) -> list[str]:
-    """The settings ``config`` changes from ``previous`` that would mix figures (empty: safe to resume)."""
-    changed = [
-        f"{name} {getattr(previous, name)!r} → {getattr(config, name)!r}"
-        for name in _RESUME_SETTINGS
-        if getattr(previous, name) != getattr(config, name)
-    ]
-    if previous.prompt_cache is not None and previous.prompt_cache != config.prompt_cache:
-        changed.append(f"prompt_cache {previous.prompt_cache!r} → {config.prompt_cache!r}")
-    before = {target.name: target for target in previous.run_targets}
-    for target in config.run_targets:
-        old = before.get(target.name)
-        if old is None:
-            continue
-        prefix = "" if target.name == DEFAULT_TARGET else f"target {target.name}: "
-        changed += [
-            f"{prefix}{name} {getattr(old, name)!r} → {getattr(target, name)!r}"
-            for name in _TARGET_SETTINGS
-            if getattr(old, name) != getattr(target, name)
-        ]
-    return changed
-
-
-def _resumable_rows(previous: RunResults, config: RunConfig, units: Sequence[Unit]) -> list[TurnRow]:
-    """The rows of ``previous`` to keep: complete units of this run, one row per turn.
-
-    Raises :class:`ConfigurationError` when ``previous`` was written with other settings, whose rows would
-    be mixed into figures they do not belong to.
-    """
-    changed = _changed_settings(previous.meta, config)
-    if changed:
-        raise ConfigurationError(
-            f"Cannot resume {config.results_path}: it was run with other settings ({'; '.join(changed)}). "
-            "Use another --out, or run without --resume."
-        )
-    planned = {unit.key for unit in units}
-    latest: dict[tuple[str, str, str, int, int], TurnRow] = {}
-    for row in previous.rows:
-        if row.unit in planned:
-            latest[(*row.unit, row.turn)] = row
-    done = completed_units(list(latest.values()), [unit.scenario for unit in units])
-    return [row for row in latest.values() if row.unit in done]
 
 
 def run_benchmark(
@@ -303,7 +147,7 @@ def run_benchmark(
             previous = read_results(config.results_path)
         except ValueError as exc:
             raise ConfigurationError(f"Cannot resume: {exc}") from None
-        kept = _resumable_rows(previous, config, units)
+        kept = resumable_rows(previous, config, units)
     done = {row.unit for row in kept}
     first = targets[0]
     meta = RunMeta(
@@ -350,14 +194,14 @@ def run_benchmark(
             where = f"{row.target} · {row.mode}" if config.targets else row.mode
             progress.update(task, advance=1, description=f"{where} · {row.scenario}")
 
-        async def run_one(unit: Unit, engines: _EngineCache, warmup: bool = False) -> None:
+        async def run_one(unit: Unit, engines: EngineCache, warmup: bool = False) -> None:
             stateful = produces_state(unit.mode, structured=config.structured)
             await arun_unit(
                 unit, engines, scorer, advance, score_state=stateful, callers=callers, warmup=warmup
             )
 
         async def worker(queue: list[Unit]) -> None:
-            engines = _EngineCache(engine_factory)
+            engines = EngineCache(engine_factory)
             while queue:
                 await run_one(queue.pop(0), engines)
 
@@ -366,7 +210,7 @@ def run_benchmark(
             asyncio.get_running_loop().set_default_executor(
                 ThreadPoolExecutor(max_workers=config.concurrency + 4, thread_name_prefix="bench")
             )
-            warm_engines = _EngineCache(engine_factory)
+            warm_engines = EngineCache(engine_factory)
             for unit in warm:  # before any measurement, one at a time: caches, connections, a loaded model
                 await run_one(unit, warm_engines, warmup=True)
             queue = list(todo)
@@ -381,177 +225,6 @@ def run_benchmark(
         units_run=len(todo),
         units_skipped=len(units) - len(todo),
         elapsed_s=time.perf_counter() - started,
-    )
-
-
-class _EngineCache:
-    """One worker's engines, one per target and mode, built on first use.
-
-    A factory that raises is called again on the next turn; :func:`arun_unit` records each such turn as
-    failed (as it does for a target that has no factory).
-    """
-
-    def __init__(self, factory: EngineFactories) -> None:
-        self._factory = factory
-        self._engines: dict[tuple[str, str], AssistantEngine] = {}
-
-    def get(self, mode: str, target: str = DEFAULT_TARGET) -> AssistantEngine:
-        key = (target, mode)
-        if key not in self._engines:
-            factory = self._factory
-            if isinstance(factory, Mapping):
-                if target not in factory:
-                    raise ConfigurationError(f"No engine factory for target {target!r}.")
-                factory = factory[target]
-            self._engines[key] = factory(mode)
-        return self._engines[key]
-
-
-async def stream_turn(
-    engine: AssistantEngine, conversation_id: str, message: str, caller: Caller
-) -> TurnResult:
-    """Run one turn through ``engine.astream``, reading every event: the result of its ``TurnDone``.
-
-    Raises what ``astream`` raises (``ConversationAccessDenied`` before the first event), and
-    ``RuntimeError`` if the stream ends without a ``TurnDone`` (an engine bug, recorded as a failed turn).
-    """
-    result: TurnResult | None = None
-    stream = engine.astream(conversation_id, message, caller=caller)
-    try:
-        async for event in stream:
-            if isinstance(event, TurnDone):
-                result = event.result
-    finally:
-        close = getattr(stream, "aclose", None)  # an async generator: let it clean up however we left it
-        if close is not None:
-            await close()
-    if result is None:
-        raise RuntimeError(f"{engine.mode}: the event stream ended without TurnDone")
-    return result
-
-
-async def arun_unit(
-    unit: Unit,
-    engines: _EngineCache,
-    scorer: TurnScorer,
-    emit: Callable[[TurnRow], None],
-    *,
-    score_state: bool = True,
-    callers: CallerResolver = demo_callers,
-    warmup: bool = False,
-) -> list[TurnRow]:
-    """Run one scenario in a fresh conversation, each turn streamed (:func:`stream_turn`); every turn is
-    emitted as soon as it is scored.
-
-    Each turn runs as the scenario's user (or the turn's ``as_user``), resolved by ``callers``, and is scored
-    as that user sees the ERP. ``score_state`` is whether the mode produces conversation state, so that
-    ``state`` expectations apply. ``warmup`` marks every row as a warm-up turn (left out of the figures).
-    """
-    conversation_id = f"bench-{unit.mode}-{unit.repetition}-{uuid.uuid4().hex[:16]}"
-    rows: list[TurnRow] = []
-    for index, turn in enumerate(unit.scenario.turns, start=1):
-        started = time.perf_counter()
-        result: TurnResult | None = None
-        error: Exception | None = None
-        user = turn.as_user or unit.scenario.user
-        caller = DEMO_CALLER  # scored as the demo default if the user cannot even be resolved
-        try:
-            caller = callers(user)
-            result = await stream_turn(
-                engines.get(unit.mode, unit.target), conversation_id, turn.user, caller
-            )
-        except Exception as exc:  # a failing turn is data, not the end of the run
-            error = exc
-        elapsed_ms = (time.perf_counter() - started) * 1000
-        row = _row(unit, index, conversation_id, turn.user, result, error, elapsed_ms)
-        row.caller = user
-        row.warmup = warmup
-        row.score = await asyncio.to_thread(_score, scorer, caller, turn, row, score_state)
-        if row.denied and turn.expect.denied:  # the refusal the scenario asked for is the right outcome
-            row.failed, row.failure = False, None
-        rows.append(row)
-        emit(row)
-    return rows
-
-
-def _score(
-    scorer: TurnScorer, caller: Caller, turn: ScenarioTurn, row: TurnRow, score_state: bool
-) -> TurnScore:
-    """The row's score as ``caller`` sees the ERP; a scoring bug fails this turn, not the whole run."""
-    executed = [op.model_dump() for op in row.operations if op.error is None]
-    refused = [op.model_dump() for op in row.operations if op.error is not None]
-    try:
-        return scorer.as_caller(caller).score(
-            turn.expect,
-            answer=row.answer,
-            operations=executed,
-            refused=refused,
-            state=row.state if score_state else None,
-            failed=row.failed,
-            failure=row.failure,
-            denied=row.denied,
-        )
-    except Exception as exc:
-        return TurnScore(passed=False, details=[f"scoring error: {type(exc).__name__}: {exc}"])
-
-
-def _row(
-    unit: Unit,
-    index: int,
-    conversation_id: str,
-    user: str,
-    result: TurnResult | None,
-    error: Exception | None,
-    elapsed_ms: float,
-) -> TurnRow:
-    base = {
-        "target": unit.target,
-        "mode": unit.mode,
-        "scenario": unit.scenario.id,
-        "category": unit.scenario.category,
-        "tags": unit.scenario.tags,
-        "turn": index,
-        "repetition": unit.repetition,
-        "user": user,
-        "conversation_id": conversation_id,
-        "score": TurnScore(passed=False),
-    }
-    if result is None:  # the ERP refused the conversation, or the engine raised or could not be built
-        return TurnRow(
-            **base,
-            failure=failure_kind_of(error) if error is not None else "provider",
-            failed=True,
-            denied=isinstance(error, ConversationAccessDenied),
-            errors=[f"{type(error).__name__}: {error}" if error is not None else "unknown error"],
-            total_ms=elapsed_ms,
-            harness_ms=elapsed_ms,
-        )
-    return TurnRow(
-        **base,
-        answer=result.answer,
-        model_calls=result.model_calls,
-        input_tokens=result.input_tokens,
-        output_tokens=result.output_tokens,
-        cached_input_tokens=result.cached_input_tokens,
-        usage_reported=result.usage_reported,
-        connection_retries=result.connection_retries,
-        recovered_tool_calls=result.recovered_tool_calls,
-        model_ms=result.model_ms,
-        simulated_model_ms=result.simulated_model_ms,
-        first_answer_ms=result.first_answer_ms,
-        simulated_first_answer_ms=result.simulated_first_answer_ms,
-        harness_ms=result.harness_ms,
-        total_ms=result.total_ms or elapsed_ms,
-        operations=[
-            OperationRecord(funcion=op.funcion, parametros=op.parametros, id=op.id, error=op.error)
-            for op in result.operations
-        ],
-        plan=result.plan,
-        state=result.state,
-        errors=list(result.errors),
-        failure=result.failure,
-        failed=result.failed,
-        plan_valid=result.plan_valid,
     )
 
 

@@ -1,0 +1,217 @@
+"""One unit of a run, turn by turn: each turn streamed through the engine's ``astream`` (every event read to
+the last), recorded as a :class:`~benchmarks.results.TurnRow` and scored against the ERP as the scenario's
+user sees it. A turn that raises, or whose provider fails, is recorded as failed and the unit goes on."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+from benchmarks.results import (
+    OperationRecord,
+    TurnRow,
+)
+from benchmarks.run_plan import Unit
+from benchmarks.scenario import ScenarioTurn
+from benchmarks.scoring.turn import TurnScore, TurnScorer
+from benchmarks.targets import DEFAULT_TARGET
+from shared.engine import AssistantEngine
+from shared.errors import ConfigurationError, ConversationAccessDenied
+from shared.events import TurnDone
+from shared.failures import failure_kind_of
+from shared.security import DEMO_CALLER, Caller
+from shared.turn import TurnResult
+
+if TYPE_CHECKING:
+    pass
+
+
+EngineFactory = Callable[[str], AssistantEngine]
+"""Builds the engine of a mode (called once per target, mode and worker)."""
+
+EngineFactories = EngineFactory | Mapping[str, EngineFactory]
+"""One factory per target name, or one factory that serves every target."""
+
+CallerResolver = Callable[[str | None], Caller]
+"""The caller a scenario's user name stands for (``None``: the demo default)."""
+
+
+def demo_callers(name: str | None) -> Caller:
+    """The demo default only: scenarios that name a user need the ERP's resolver (see :func:`run_suite`)."""
+    if name is None or name == DEMO_CALLER.user_id:
+        return DEMO_CALLER
+    raise ConfigurationError(f"Scenario user {name!r}: pass callers= to resolve the ERP's users.")
+
+
+class EngineCache:
+    """One worker's engines, one per target and mode, built on first use.
+
+    A factory that raises is called again on the next turn; :func:`arun_unit` records each such turn as
+    failed (as it does for a target that has no factory).
+    """
+
+    def __init__(self, factory: EngineFactories) -> None:
+        self._factory = factory
+        self._engines: dict[tuple[str, str], AssistantEngine] = {}
+
+    def get(self, mode: str, target: str = DEFAULT_TARGET) -> AssistantEngine:
+        key = (target, mode)
+        if key not in self._engines:
+            factory = self._factory
+            if isinstance(factory, Mapping):
+                if target not in factory:
+                    raise ConfigurationError(f"No engine factory for target {target!r}.")
+                factory = factory[target]
+            self._engines[key] = factory(mode)
+        return self._engines[key]
+
+
+async def stream_turn(
+    engine: AssistantEngine, conversation_id: str, message: str, caller: Caller
+) -> TurnResult:
+    """Run one turn through ``engine.astream``, reading every event: the result of its ``TurnDone``.
+
+    Raises what ``astream`` raises (``ConversationAccessDenied`` before the first event), and
+    ``RuntimeError`` if the stream ends without a ``TurnDone`` (an engine bug, recorded as a failed turn).
+    """
+    result: TurnResult | None = None
+    stream = engine.astream(conversation_id, message, caller=caller)
+    try:
+        async for event in stream:
+            if isinstance(event, TurnDone):
+                result = event.result
+    finally:
+        close = getattr(stream, "aclose", None)  # an async generator: let it clean up however we left it
+        if close is not None:
+            await close()
+    if result is None:
+        raise RuntimeError(f"{engine.mode}: the event stream ended without TurnDone")
+    return result
+
+
+async def arun_unit(
+    unit: Unit,
+    engines: EngineCache,
+    scorer: TurnScorer,
+    emit: Callable[[TurnRow], None],
+    *,
+    score_state: bool = True,
+    callers: CallerResolver = demo_callers,
+    warmup: bool = False,
+) -> list[TurnRow]:
+    """Run one scenario in a fresh conversation, each turn streamed (:func:`stream_turn`); every turn is
+    emitted as soon as it is scored.
+
+    Each turn runs as the scenario's user (or the turn's ``as_user``), resolved by ``callers``, and is scored
+    as that user sees the ERP. ``score_state`` is whether the mode produces conversation state, so that
+    ``state`` expectations apply. ``warmup`` marks every row as a warm-up turn (left out of the figures).
+    """
+    conversation_id = f"bench-{unit.mode}-{unit.repetition}-{uuid.uuid4().hex[:16]}"
+    rows: list[TurnRow] = []
+    for index, turn in enumerate(unit.scenario.turns, start=1):
+        started = time.perf_counter()
+        result: TurnResult | None = None
+        error: Exception | None = None
+        user = turn.as_user or unit.scenario.user
+        caller = DEMO_CALLER  # scored as the demo default if the user cannot even be resolved
+        try:
+            caller = callers(user)
+            result = await stream_turn(
+                engines.get(unit.mode, unit.target), conversation_id, turn.user, caller
+            )
+        except Exception as exc:  # a failing turn is data, not the end of the run
+            error = exc
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        row = _row(unit, index, conversation_id, turn.user, result, error, elapsed_ms)
+        row.caller = user
+        row.warmup = warmup
+        row.score = await asyncio.to_thread(_score, scorer, caller, turn, row, score_state)
+        if row.denied and turn.expect.denied:  # the refusal the scenario asked for is the right outcome
+            row.failed, row.failure = False, None
+        rows.append(row)
+        emit(row)
+    return rows
+
+
+def _score(
+    scorer: TurnScorer, caller: Caller, turn: ScenarioTurn, row: TurnRow, score_state: bool
+) -> TurnScore:
+    """The row's score as ``caller`` sees the ERP; a scoring bug fails this turn, not the whole run."""
+    executed = [op.model_dump() for op in row.operations if op.error is None]
+    refused = [op.model_dump() for op in row.operations if op.error is not None]
+    try:
+        return scorer.as_caller(caller).score(
+            turn.expect,
+            answer=row.answer,
+            operations=executed,
+            refused=refused,
+            state=row.state if score_state else None,
+            failed=row.failed,
+            failure=row.failure,
+            denied=row.denied,
+        )
+    except Exception as exc:
+        return TurnScore(passed=False, details=[f"scoring error: {type(exc).__name__}: {exc}"])
+
+
+def _row(
+    unit: Unit,
+    index: int,
+    conversation_id: str,
+    user: str,
+    result: TurnResult | None,
+    error: Exception | None,
+    elapsed_ms: float,
+) -> TurnRow:
+    base = {
+        "target": unit.target,
+        "mode": unit.mode,
+        "scenario": unit.scenario.id,
+        "category": unit.scenario.category,
+        "tags": unit.scenario.tags,
+        "turn": index,
+        "repetition": unit.repetition,
+        "user": user,
+        "conversation_id": conversation_id,
+        "score": TurnScore(passed=False),
+    }
+    if result is None:  # the ERP refused the conversation, or the engine raised or could not be built
+        return TurnRow(
+            **base,
+            failure=failure_kind_of(error) if error is not None else "provider",
+            failed=True,
+            denied=isinstance(error, ConversationAccessDenied),
+            errors=[f"{type(error).__name__}: {error}" if error is not None else "unknown error"],
+            total_ms=elapsed_ms,
+            harness_ms=elapsed_ms,
+        )
+    return TurnRow(
+        **base,
+        answer=result.answer,
+        model_calls=result.model_calls,
+        input_tokens=result.input_tokens,
+        output_tokens=result.output_tokens,
+        cached_input_tokens=result.cached_input_tokens,
+        usage_reported=result.usage_reported,
+        connection_retries=result.connection_retries,
+        recovered_tool_calls=result.recovered_tool_calls,
+        model_ms=result.model_ms,
+        simulated_model_ms=result.simulated_model_ms,
+        first_answer_ms=result.first_answer_ms,
+        simulated_first_answer_ms=result.simulated_first_answer_ms,
+        harness_ms=result.harness_ms,
+        total_ms=result.total_ms or elapsed_ms,
+        operations=[
+            OperationRecord(funcion=op.funcion, parametros=op.parametros, id=op.id, error=op.error)
+            for op in result.operations
+        ],
+        plan=result.plan,
+        state=result.state,
+        errors=list(result.errors),
+        failure=result.failure,
+        failed=result.failed,
+        plan_valid=result.plan_valid,
+    )
