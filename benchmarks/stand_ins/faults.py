@@ -1,52 +1,40 @@
 """Fault injection for reliability tests: the offline model misbehaves like real models and providers do.
 
-A :class:`FaultConfig` picks one :data:`FaultMode` and how often it strikes. Decisions are deterministic:
-the model numbers its calls, and call ``n`` is faulty when ``Random(f"{seed}:{n}").random() < rate``. The
-same seed and the same sequence of calls therefore give the same faults on every run and every machine.
+A :class:`FaultConfig` picks one :data:`FaultMode` and how often it strikes: call ``n`` (numbered per model)
+is faulty when ``Random(f"{seed}:{n}").random() < rate``, the same on every run and machine. A *plan
+request* is planner call 1, an *answer request* call 2 or a structured final answer.
 
-Modes and what they do to a reply. A *plan request* is planner call 1, an *answer request* call 2 (or a
-structured final answer); see docs/design.md "What the offline model reads".
-
-- ``malformed_json``: JSON text (a plan, an answer, tool-call arguments) becomes syntactically invalid.
-- ``truncated_json``: JSON text is cut in the middle, as when a model hits its output-token limit.
-  Broken tool-call arguments stay balanced (:func:`break_arguments`) so that they are an invalid tool call
-  streamed or not: LangChain's reassembly of streamed arguments would complete any prefix into a valid call.
-- ``unknown_function``: a plan names an operation that does not exist; a tool call uses a hallucinated name.
+- ``malformed_json``: JSON text (plan, answer, tool-call arguments) becomes syntactically invalid.
+- ``truncated_json``: JSON text is cut in the middle, as at an output-token limit. Broken tool-call arguments
+  stay balanced (:func:`break_arguments`), so they are invalid streamed or not.
+- ``unknown_function``: a plan or a tool call names an operation that does not exist
+  (:data:`HALLUCINATED_FUNCTION`).
 - ``wrong_types``: parameters have the wrong JSON type, e.g. ``"anio": "dos mil veinticinco"``.
-- ``empty``: the reply has no content and no tool calls.
+- ``empty``: no content and no tool calls.
 - ``provider_error``: the call raises :class:`OfflineProviderError` (a :class:`~shared.errors.ProviderError`).
-- ``runaway``: the model never stops. A plan repeats its first operation, an answer its first memory item,
-  a tool-call step its calls, a text reply itself, until the output cap cuts it: ``max_tokens``, or
-  :data:`RUNAWAY_CONTEXT_TOKENS` when there is none (a full context). The reply always ends with
-  ``finish_reason="length"`` and ``output_tokens`` equal to that cap.
-- ``repeat_memory``: an answer request gets a *complete, valid* answer whose ``memoria`` holds the same item
-  :data:`REPEATED_MEMORY_ITEMS` times and whose ``estado`` gains a ``detalle`` string of
-  :data:`WALL_OF_TEXT_CHARS` characters: about 5,000 output tokens in all, so a ``max_tokens`` below that
-  cuts it (``finish_reason="length"``) instead.
-  Plan requests are unaffected.
-- ``placeholder_plan``: a plan request is answered with the prompt's placeholders copied
-  (:func:`placeholder_plan`): an operation called :data:`PLACEHOLDER_FUNCTION`, and a real operation whose
-  ``cliente`` is a ``$ref`` to ``op1.campo_inexistente``. Answer requests are unaffected.
-- ``schema_ignored``: valid JSON that ignores the schema. A plan request gets ``{"respuesta": "…"}`` on even
+- ``runaway``: the model never stops: a plan repeats its first operation, an answer its first memory item,
+  a tool-call step its calls, a text itself, until the cap (``max_tokens``, else
+  :data:`RUNAWAY_CONTEXT_TOKENS`) cuts it with ``finish_reason="length"`` and ``output_tokens`` at the cap.
+- ``repeat_memory``: an answer request gets a complete, valid answer whose ``memoria`` repeats one item
+  :data:`REPEATED_MEMORY_ITEMS` times and whose ``estado`` gains a ``detalle`` of :data:`WALL_OF_TEXT_CHARS`
+  characters (about 5,000 tokens; a lower ``max_tokens`` cuts it). Plan requests are unaffected.
+- ``placeholder_plan``: a plan request copies the prompt's placeholders (:func:`placeholder_plan`). Answer
+  requests are unaffected.
+- ``schema_ignored``: valid JSON that ignores the schema: a plan request gets ``{"respuesta": "…"}`` on even
   call indexes and ``{}`` on odd ones; an answer request gets ``{}``.
-- ``no_tool_calls``: with tools bound, the model never calls one: it answers in prose with an invented
-  figure (:data:`INVENTED_FIGURE`). Requests without tools are unaffected.
-- ``text_tool_calls``: with tools bound, a reply that would call tools writes each call as text instead, a
-  fenced JSON block ```` ```json {"name": …, "arguments": {…}} ``` ```` (indented, as small local models
-  do behind a server that does not parse their tool-call format), with no native tool call. Replies without
-  tool calls and requests without tools are unaffected.
-- ``think_wrap``: the reply is wrapped like a reasoning model's: :data:`THINK_BLOCK` (a stray ``{`` and a
-  small JSON object inside ``<think>…</think>``), then the real reply (JSON or text); tool calls are kept.
+- ``no_tool_calls``: with tools bound, prose with an invented figure (:data:`INVENTED_FIGURE`) instead of a
+  tool call.
+- ``text_tool_calls``: with tools bound, each tool call is written as a fenced, indented JSON block
+  ``{"name": …, "arguments": {…}}`` instead of a native call.
+- ``think_wrap``: the reply (tool calls kept) starts with :data:`THINK_BLOCK`, a reasoning model's
+  ``<think>…</think>`` with a stray ``{`` and a small JSON object inside.
 - ``timeout``: the call raises :class:`OfflineProviderTimeout`, a
-  :class:`~shared.errors.ProviderTimeoutError`, as when a request timed out.
-- ``stream_break``: the connection drops midway through the reply. A streamed call delivers the first half
-  of its chunks (at least one; none when the reply is empty), then raises :class:`OfflineStreamBreak` (a
-  :class:`~shared.errors.ProviderError`); a call that is not streamed raises the same error and returns
-  nothing. The error carries the tokens used up to the break in ``usage_metadata``; no finish reason or
-  usage chunk is ever streamed.
+  :class:`~shared.errors.ProviderTimeoutError`.
+- ``stream_break``: the connection drops midway: a stream delivers the first half of its chunks (at least
+  one), then raises :class:`OfflineStreamBreak`; unstreamed, the call raises it and returns nothing. The
+  error's ``usage_metadata`` counts the tokens sent up to the break.
 
-Output caps are not a fault: ``OfflineSalesModel(max_tokens=N)`` cuts any longer reply at ``N`` tokens, as a
-real model does (``finish_reason="length"``).
+Output caps are not a fault: ``OfflineSalesModel(max_tokens=N)`` cuts any longer reply at ``N`` tokens.
 """
 
 from __future__ import annotations
@@ -90,10 +78,8 @@ ReplyFault = Literal[
     "text_tool_calls",
     "think_wrap",
 ]
-"""The fault modes that rewrite a finished reply (the offline model's ``misbehave``, the emulators' reply
-faults): the one list both use."""
+"""The fault modes that rewrite a finished reply (``misbehave``, the emulators' reply faults)."""
 REPLY_FAULTS: tuple[ReplyFault, ...] = get_args(ReplyFault)
-"""Every fault mode, in declaration order."""
 
 HALLUCINATED_FUNCTION = "consultar_ventas_totales"
 """The operation / tool name the ``unknown_function`` fault invents (it is in no catalog)."""
