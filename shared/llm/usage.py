@@ -102,12 +102,11 @@ class UsageTracker(BaseCallbackHandler):
         super().__init__()
         self._lock = threading.Lock()
         self._started: dict[UUID, float] = {}
-        self.calls = 0
-        self.input_tokens = 0
-        self.output_tokens = 0
-        self.cached_input_tokens = 0
-        self.unreported_calls = 0
-        self.connection_retries = 0
+        self._zero()
+
+    def _zero(self) -> None:
+        self.calls = self.input_tokens = self.output_tokens = self.cached_input_tokens = 0
+        self.unreported_calls = self.connection_retries = 0
         self.model_ms = 0.0
         self.simulated_model_ms: float | None = None
         self.simulated_calls: list[SimulatedCall] = []
@@ -130,7 +129,6 @@ class UsageTracker(BaseCallbackHandler):
         """A run ended: stop its clock and add the usage of every generation."""
         now = time.perf_counter()
         usage = _generation_usage(response)
-        timings = _simulated_calls(response)
         with self._lock:
             self._stop(run_id, now)
             self.input_tokens += usage.input_tokens
@@ -140,7 +138,7 @@ class UsageTracker(BaseCallbackHandler):
                 self.unreported_calls += 1
             if usage.simulated_ms is not None:
                 self.simulated_model_ms = (self.simulated_model_ms or 0.0) + usage.simulated_ms
-            self.simulated_calls.extend(timings)
+            self.simulated_calls.extend(usage.simulated_calls)
 
     def on_llm_error(
         self, error: BaseException, *, run_id: UUID, response: LLMResult | None = None, **kwargs: Any
@@ -173,32 +171,14 @@ class UsageTracker(BaseCallbackHandler):
         return self.input_tokens + self.output_tokens
 
     def snapshot(self) -> UsageSnapshot:
-        """The current totals as one consistent record."""
+        """The current totals as one consistent record (a copy: later calls do not change it)."""
         with self._lock:
-            return UsageSnapshot(
-                calls=self.calls,
-                input_tokens=self.input_tokens,
-                output_tokens=self.output_tokens,
-                model_ms=self.model_ms,
-                cached_input_tokens=self.cached_input_tokens,
-                unreported_calls=self.unreported_calls,
-                connection_retries=self.connection_retries,
-                simulated_model_ms=self.simulated_model_ms,
-                simulated_calls=list(self.simulated_calls),
-            )
+            return UsageSnapshot(**{name: getattr(self, name) for name in UsageSnapshot.model_fields})
 
     def reset(self) -> None:
         """Zero every counter (runs still in flight keep their clocks)."""
         with self._lock:
-            self.calls = 0
-            self.input_tokens = 0
-            self.output_tokens = 0
-            self.cached_input_tokens = 0
-            self.unreported_calls = 0
-            self.connection_retries = 0
-            self.model_ms = 0.0
-            self.simulated_model_ms = None
-            self.simulated_calls = []
+            self._zero()
 
     # -- helpers ------------------------------------------------------------------------------------------
 
@@ -237,6 +217,8 @@ class _Usage:
     output_tokens: int = 0
     cached_input_tokens: int = 0
     simulated_ms: float | None = None
+    simulated_calls: tuple[SimulatedCall, ...] = ()
+    """One per generation that reports all three simulated timings (:data:`_TIMING_KEYS`)."""
     reported: bool = True
     """Whether some generation carried ``usage_metadata`` (a response with no generation counts as one)."""
 
@@ -245,6 +227,7 @@ def _generation_usage(response: LLMResult) -> _Usage:
     """Input, output and cached input tokens and simulated latency summed over every chat generation."""
     input_tokens = output_tokens = cached = 0
     simulated: float | None = None
+    calls: list[SimulatedCall] = []
     seen = reported = False
     for generations in response.generations:
         for generation in generations:
@@ -257,10 +240,15 @@ def _generation_usage(response: LLMResult) -> _Usage:
                 input_tokens += int(usage.get("input_tokens", 0) or 0)
                 output_tokens += int(usage.get("output_tokens", 0) or 0)
                 cached += _cache_read(usage)
-            latency = generation.message.response_metadata.get("simulated_latency_ms")
-            if isinstance(latency, int | float):
-                simulated = (simulated or 0.0) + float(latency)
-    return _Usage(input_tokens, output_tokens, cached, simulated, reported=reported or not seen)
+            metadata = generation.message.response_metadata
+            total, first, per_token = (_number(metadata.get(key)) for key in _TIMING_KEYS)
+            if total is not None:
+                simulated = (simulated or 0.0) + total
+                if first is not None and per_token is not None:
+                    calls.append(
+                        SimulatedCall(total_ms=total, first_token_ms=first, ms_per_output_token=per_token)
+                    )
+    return _Usage(input_tokens, output_tokens, cached, simulated, tuple(calls), reported=reported or not seen)
 
 
 def _cache_read(usage: Mapping[str, Any]) -> int:
@@ -268,22 +256,6 @@ def _cache_read(usage: Mapping[str, Any]) -> int:
     details = usage.get("input_token_details")
     value = details.get("cache_read") if isinstance(details, Mapping) else None
     return int(value) if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-
-
-def _simulated_calls(response: LLMResult) -> list[SimulatedCall]:
-    """One :class:`SimulatedCall` per chat generation of ``response`` that reports all three timings."""
-    calls: list[SimulatedCall] = []
-    for generations in response.generations:
-        for generation in generations:
-            if not isinstance(generation, ChatGeneration):
-                continue
-            metadata = generation.message.response_metadata
-            total, first, per_token = (_number(metadata.get(key)) for key in _TIMING_KEYS)
-            if total is not None and first is not None and per_token is not None:
-                calls.append(
-                    SimulatedCall(total_ms=total, first_token_ms=first, ms_per_output_token=per_token)
-                )
-    return calls
 
 
 def _number(value: Any) -> float | None:

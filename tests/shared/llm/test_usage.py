@@ -23,6 +23,23 @@ from tests.fakes import CallInfo, FunctionChatModel
 from tests.shared.llm.provider_fakes import ReplyServer, json_reply, length_error, openai_completion
 
 
+def _usage(input_tokens: int, output_tokens: int, cache_read: int | None = None) -> UsageMetadata:
+    usage = UsageMetadata(
+        input_tokens=input_tokens, output_tokens=output_tokens, total_tokens=input_tokens + output_tokens
+    )
+    if cache_read is not None:
+        usage["input_token_details"] = {"cache_read": cache_read}
+    return usage
+
+
+def _ended(tracker: UsageTracker, *usages: UsageMetadata) -> None:
+    """One finished run whose generations report ``usages``."""
+    run_id = uuid4()
+    tracker.on_chat_model_start({}, [[]], run_id=run_id)
+    generations = [[ChatGeneration(message=AIMessage("a", usage_metadata=usage))] for usage in usages]
+    tracker.on_llm_end(LLMResult(generations=generations), run_id=run_id)  # type: ignore[arg-type]
+
+
 def test_counts_calls_and_sums_tokens_over_calls() -> None:
     tracker = UsageTracker()
     model = OfflineSalesModel()
@@ -67,21 +84,41 @@ def test_works_for_models_without_usage_metadata() -> None:
     assert (tracker.calls, tracker.input_tokens, tracker.output_tokens) == (1, 0, 0)
 
 
-def test_every_generation_is_counted() -> None:
+def test_every_generation_is_counted_and_cache_reads_are_a_part_of_the_input() -> None:
+    # cached_input_tokens: usage_metadata["input_token_details"]["cache_read"], a part of input_tokens.
     tracker = UsageTracker()
+    _ended(tracker, _usage(1000, 20, cache_read=800), _usage(1200, 30, cache_read=1024))
+    _ended(tracker, _usage(900, 10, cache_read=0), _usage(500, 5))
     run_id = uuid4()
     tracker.on_chat_model_start({}, [[]], run_id=run_id)
-    usage = {"input_tokens": 3, "output_tokens": 2, "total_tokens": 5}
-    generations = [[ChatGeneration(message=AIMessage("a", usage_metadata=usage))] * 2]
-    tracker.on_llm_end(LLMResult(generations=generations), run_id=run_id)  # type: ignore[arg-type]
-    assert (tracker.input_tokens, tracker.output_tokens) == (6, 4)
+    odd = AIMessage("a", usage_metadata=_usage(10, 1))
+    odd.usage_metadata["input_token_details"] = {"cache_read": None}  # type: ignore[index,typeddict-item]
+    tracker.on_llm_end(LLMResult(generations=[[ChatGeneration(message=odd)]]), run_id=run_id)
+    assert (tracker.input_tokens, tracker.output_tokens, tracker.cached_input_tokens) == (3610, 66, 1824)
+
+
+def test_reads_cached_tokens_an_openai_compatible_server_reports() -> None:
+    """llama.cpp's server and OpenAI send ``usage.prompt_tokens_details.cached_tokens``; ``ChatOpenAI`` maps
+    it to ``cache_read``."""
+
+    def reply(path: str, body: dict[str, Any]) -> tuple[int, str, bytes]:
+        completion = openai_completion("Hola.", prompt_tokens=1314, completion_tokens=7)
+        completion["usage"]["prompt_tokens_details"] = {"cached_tokens": 1280}
+        return json_reply(completion)
+
+    tracker = UsageTracker()
+    with ReplyServer(reply) as server:
+        model = build_chat_model("openai", api_key="k", base_url=f"{server.url}/v1")
+        model.invoke("Hola", config={"callbacks": [tracker]})
+    assert (tracker.input_tokens, tracker.cached_input_tokens) == (1314, 1280)
 
 
 def test_reset_and_snapshot() -> None:
     tracker = UsageTracker()
     OfflineSalesModel(latency_profile="gpu-8b").invoke("hola", config={"callbacks": [tracker]})
+    _ended(tracker, _usage(100, 5, cache_read=64))
     snapshot = tracker.snapshot()
-    assert snapshot.calls == 1 and len(snapshot.simulated_calls) == 1
+    assert snapshot.calls == 2 and len(snapshot.simulated_calls) == 1 and snapshot.cached_input_tokens == 64
     tracker.reset()
     assert tracker.snapshot().model_dump() == {
         "calls": 0, "input_tokens": 0, "output_tokens": 0, "model_ms": 0.0, "cached_input_tokens": 0,
@@ -199,14 +236,13 @@ def test_a_length_stop_through_a_real_chat_openai_counts_prompt_and_completion_t
 
 
 def test_a_failed_call_without_usage_in_the_error_counts_its_partial_generations_once() -> None:
-    usage = UsageMetadata(input_tokens=40, output_tokens=9, total_tokens=49)
-    chunk = ChatGeneration(message=AIMessage("Vendi", usage_metadata=usage))
+    chunk = ChatGeneration(message=AIMessage("Vendi", usage_metadata=_usage(40, 9, cache_read=32)))
     partial = LLMResult(generations=[[chunk], []])  # what LangChain passes when a stream breaks
     tracker = UsageTracker()
     run_id = uuid4()
     tracker.on_chat_model_start({}, [[]], run_id=run_id)
     tracker.on_llm_error(ConnectionError("stream broke"), run_id=run_id, response=partial)
-    assert (tracker.input_tokens, tracker.output_tokens) == (40, 9)
+    assert (tracker.input_tokens, tracker.output_tokens, tracker.cached_input_tokens) == (40, 9, 32)
     run_id = uuid4()  # the error's own usage wins: the partial generations are not added on top
     tracker.on_chat_model_start({}, [[]], run_id=run_id)
     tracker.on_llm_error(
