@@ -29,14 +29,26 @@ from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, Field
-
-from benchmarks.report.markdown import render_table
+from benchmarks.compare_models import (
+    ALL,
+    CALLS_TOLERANCE,
+    LATENCY_TOLERANCE,
+    TOKENS_TOLERANCE,
+    Comparison,
+    GroupChange,
+    GroupFigures,
+    GroupKey,
+    RunLabel,
+    TurnFlip,
+    group_name,
+)
+from benchmarks.compare_report import render_comparison_markdown, write_comparison
 from benchmarks.results import RESULTS_FILE, RunMeta, RunResults, TurnRow, read_results
-from benchmarks.stats import Interval, mcnemar_exact, percentile, wilson_interval
+from benchmarks.stats import mcnemar_exact, percentile, wilson_interval
 from benchmarks.targets import DEFAULT_TARGET
 
 __all__ = [
+    "ALL",
     "CALLS_TOLERANCE",
     "LATENCY_TOLERANCE",
     "TOKENS_TOLERANCE",
@@ -50,121 +62,6 @@ __all__ = [
     "render_comparison_markdown",
     "write_comparison",
 ]
-
-ALL = "(all)"
-"""The category name of a mode's overall figures."""
-CALLS_TOLERANCE = 0.01
-"""Model calls per turn may rise this much (absolute) before it counts as a regression."""
-TOKENS_TOLERANCE = 0.02
-"""Input or output tokens per turn may rise this share before it counts as a regression."""
-LATENCY_TOLERANCE = 0.10
-"""Latency p50 may rise this share before it counts as a regression."""
-COMPARISON_FILE = "compare.md"
-
-
-class GroupFigures(BaseModel):
-    """The figures of one mode (and category) in one run."""
-
-    turns: int
-    passed: int
-    accuracy: float
-    accuracy_interval: Interval
-    calls_mean: float
-    input_tokens_mean: float
-    output_tokens_mean: float
-    latency_p50: float
-    """Simulated latency p50 when the run has it, else measured."""
-    simulated: bool
-    first_answer_p50: float | None = None
-    """Measured time to the first answer token, p50 ms (``None``: no turn streamed answer text)."""
-    simulated_first_answer_p50: float | None = None
-    """The same under the latency profile (``None``: no profile)."""
-    plans_valid: int = 0
-    plans_checked: int = 0
-    """Turns whose request for operations was valid, out of those that recorded it."""
-
-    @property
-    def valid_plan_rate(self) -> float | None:
-        """``plans_valid / plans_checked`` (``None``: not recorded)."""
-        return self.plans_valid / self.plans_checked if self.plans_checked else None
-
-
-class GroupChange(BaseModel):
-    """One mode (``category`` :data:`ALL`) or one (mode, category) of one target, in run A and run B."""
-
-    target: str = DEFAULT_TARGET
-    mode: str
-    category: str
-    a: GroupFigures | None
-    b: GroupFigures | None
-    regression: bool = False
-    reasons: list[str] = Field(default_factory=list)
-    """Why this group is a regression, or why it was not compared (``"only in run A"``), in words."""
-
-    @property
-    def compared(self) -> bool:
-        """Whether both runs have this group (only then can it be a regression)."""
-        return self.a is not None and self.b is not None
-
-    @property
-    def accuracy_delta(self) -> float | None:
-        """B's accuracy minus A's (``None`` when one side is missing)."""
-        return None if self.a is None or self.b is None else self.b.accuracy - self.a.accuracy
-
-
-class TurnFlip(BaseModel):
-    """A turn that passed in one run and failed in the other."""
-
-    target: str = DEFAULT_TARGET
-    mode: str
-    scenario: str
-    turn: int
-    repetition: int
-    category: str
-    now_passes: bool
-    why: str = ""
-    """Why it fails now (B's score details), for newly failing turns."""
-
-
-class RunLabel(BaseModel):
-    """What identifies a run in the comparison."""
-
-    path: str
-    started_at: str
-    provider: str
-    model: str | None
-    latency_profile: str | None
-    commit: str | None = None
-
-
-class Comparison(BaseModel):
-    """Run A (before) against run B (after)."""
-
-    a: RunLabel
-    b: RunLabel
-    settings_changed: list[str] = Field(default_factory=list)
-    """Settings that differ between the runs (provider, model, latency profile, repeat …)."""
-    groups: list[GroupChange]
-    """Regressions first, then every other group in mode and category order."""
-    newly_failing: list[TurnFlip] = Field(default_factory=list)
-    newly_passing: list[TurnFlip] = Field(default_factory=list)
-    warnings: list[str] = Field(default_factory=list)
-    """What reading the runs left out (``"run B: results file ends in an incomplete line: 14 rows read"``)."""
-    flips_p_value: dict[str, float] = Field(default_factory=dict)
-    """Per mode (``"target · mode"`` when the runs have targets): exact McNemar p of the flips (newly
-    passing vs newly failing turns)."""
-    targets: bool = False
-    """Whether either run named its targets (then every group and flip is shown with its target)."""
-
-    @property
-    def regressions(self) -> list[GroupChange]:
-        """The groups that got worse."""
-        return [g for g in self.groups if g.regression]
-
-    @property
-    def not_compared(self) -> list[GroupChange]:
-        """The groups only one run has."""
-        return [g for g in self.groups if not g.compared]
 
 
 def _figures(rows: Sequence[TurnRow]) -> GroupFigures:
@@ -190,10 +87,6 @@ def _figures(rows: Sequence[TurnRow]) -> GroupFigures:
         plans_valid=sum(checked),
         plans_checked=len(checked),
     )
-
-
-GroupKey = tuple[str, str, str]
-"""(target, mode, category)."""
 
 
 def _groups(rows: Sequence[TurnRow]) -> dict[GroupKey, list[TurnRow]]:
@@ -339,7 +232,7 @@ def compare_results(
         (newly_passing if row.passed else newly_failing).append(flip)
     flips = [*newly_passing, *newly_failing]
     p_values = {
-        _group_name(named, target, mode): mcnemar_exact(
+        group_name(named, target, mode): mcnemar_exact(
             sum((f.target, f.mode) == (target, mode) for f in newly_passing),
             sum((f.target, f.mode) == (target, mode) for f in newly_failing),
         )
@@ -366,11 +259,6 @@ def compare_results(
     )
 
 
-def _group_name(named: bool, target: str, mode: str) -> str:
-    """``mode``, or ``target · mode`` when the runs have targets."""
-    return f"{target} · {mode}" if named else mode
-
-
 def _results_path(path: Path) -> Path:
     return path / RESULTS_FILE if path.is_dir() else path
 
@@ -389,169 +277,3 @@ def compare_runs(path_a: Path, path_b: Path) -> Comparison:
         if run.empty:
             raise ValueError(f"{file} holds no complete record: nothing to compare")
     return compare_results(run_a, run_b, path_a=file_a, path_b=file_b)
-
-
-def _pct(figures: GroupFigures | None) -> str:
-    if figures is None:
-        return "–"
-    i = figures.accuracy_interval
-    return f"{figures.accuracy:.1%} ({i.low * 100:.0f}–{i.high * 100:.0f})"
-
-
-def _pair(a: float | None, b: float | None, decimals: int) -> str:
-    if a is None or b is None:
-        shown = a if a is not None else b
-        return "–" if shown is None else f"{shown:.{decimals}f}"
-    delta = b - a
-    sign = "+" if delta > 0 else "−" if delta < 0 else "±"
-    return f"{a:.{decimals}f} → {b:.{decimals}f} ({sign}{abs(delta):.{decimals}f})"
-
-
-def _describe(label: RunLabel) -> str:
-    text = f"`{label.path}`: {label.provider}" + (f" {label.model}" if label.model else "")
-    text += f", latency profile {label.latency_profile}" if label.latency_profile else ""
-    text += f", started {label.started_at}"
-    return text + (f", commit {label.commit[:12]}" if label.commit else "")
-
-
-def render_comparison_markdown(comparison: Comparison) -> str:
-    """The comparison as Markdown: what was compared, regressions first, then every group and the flips."""
-    lines = [
-        "# erp-ai-harness: comparison of two runs",
-        "",
-        f"- A (before): {_describe(comparison.a)}",
-        f"- B (after): {_describe(comparison.b)}",
-    ]
-    if comparison.settings_changed:
-        lines.append(f"- Settings that differ: {'; '.join(comparison.settings_changed)}.")
-    lines += [f"- **Warning:** {warning}." for warning in comparison.warnings]
-    regressions = comparison.regressions
-    named = comparison.targets
-    lines += ["", "## Regressions", ""]
-    if regressions:
-        lines += [
-            f"- **{_group_name(named, g.target, g.mode)} · {g.category}**: {', '.join(g.reasons)}."
-            for g in regressions
-        ]
-    else:
-        lines.append(
-            "None: no mode or category lost accuracy or got more expensive or slower beyond tolerance "
-            "(of those both runs measured)."
-        )
-    lines += _not_compared_lines(comparison)
-    lines += ["", "## Per target, mode and category" if named else "## Per mode and category", ""]
-    header = [
-        *(["target"] if named else []),
-        "mode",
-        "category",
-        "turns A / B",
-        "accuracy A (95% CI)",
-        "accuracy B (95% CI)",
-        "calls/turn",
-        "input tok/turn",
-        "output tok/turn",
-        "latency p50 ms",
-        "first answer p50 ms, simulated",
-        "first answer p50 ms, measured",
-        "valid plans",
-        "regression",
-    ]
-    rows = []
-    for g in comparison.groups:
-        simulated = g.b.simulated if g.b is not None else g.a.simulated if g.a is not None else False
-        rows.append(
-            [
-                *([g.target] if named else []),
-                g.mode,
-                g.category,
-                f"{g.a.turns if g.a else 0} / {g.b.turns if g.b else 0}",
-                _pct(g.a),
-                _pct(g.b),
-                _pair(g.a.calls_mean if g.a else None, g.b.calls_mean if g.b else None, 2),
-                _pair(g.a.input_tokens_mean if g.a else None, g.b.input_tokens_mean if g.b else None, 0),
-                _pair(g.a.output_tokens_mean if g.a else None, g.b.output_tokens_mean if g.b else None, 0),
-                _pair(g.a.latency_p50 if g.a else None, g.b.latency_p50 if g.b else None, 1)
-                + (" (sim.)" if simulated else ""),
-                _pair(
-                    g.a.simulated_first_answer_p50 if g.a else None,
-                    g.b.simulated_first_answer_p50 if g.b else None,
-                    1,
-                ),
-                _pair(g.a.first_answer_p50 if g.a else None, g.b.first_answer_p50 if g.b else None, 1),
-                _rate_pair(g.a, g.b),
-                "yes" if g.regression else "" if g.compared else "not compared",
-            ]
-        )
-    lines += render_table(header, rows, align=("l" if named else "") + "llrrrrrrrrrrl")
-    lines += [
-        "",
-        f"Tolerances: calls/turn +{CALLS_TOLERANCE}, tokens +{TOKENS_TOLERANCE:.0%}, latency and first "
-        f"answer +{LATENCY_TOLERANCE:.0%} (measured figures only for a mode overall); any accuracy or "
-        "valid-plan drop counts. Latency is simulated (sim.) when both runs were profiled. Valid plans: "
-        "turns whose request for operations was valid as written, out of those that recorded it (n/a: none "
-        "did)." + (" Groups are matched by target name." if named else ""),
-    ]
-    lines += ["", "## Turns that flipped", ""]
-    if not comparison.newly_failing and not comparison.newly_passing:
-        lines.append("None: every turn both runs ran has the same outcome.")
-    else:
-        tests = ", ".join(f"{mode} p = {p:.3f}" for mode, p in comparison.flips_p_value.items())
-        lines.append(f"Exact McNemar test of newly passing vs newly failing turns per mode: {tests}.")
-        lines.append("")
-        flips = [*comparison.newly_failing, *comparison.newly_passing]
-        lines += render_table(
-            ["now", *(["target"] if named else []), "mode", "scenario", "turn", "rep", "why it fails now"],
-            [
-                [
-                    "passes" if f.now_passes else "fails",
-                    *([f.target] if named else []),
-                    f.mode,
-                    f.scenario,
-                    str(f.turn),
-                    str(f.repetition),
-                    f.why,
-                ]
-                for f in flips
-            ],
-            align="lll" + ("l" if named else "") + "rrl",
-        )
-    return "\n".join(lines) + "\n"
-
-
-def _not_compared_lines(comparison: Comparison) -> list[str]:
-    """The ``Not compared`` section: each group only one run has; a mode's categories are folded into the
-    mode when the whole mode is missing."""
-    groups = comparison.not_compared
-    if not groups:
-        return []
-    whole = {(g.target, g.mode) for g in groups if g.category == ALL}
-    note = "Only one run has these, so they are not compared and never count as regressions:"
-    lines = ["", "## Not compared", "", note, ""]
-    for g in groups:
-        name = _group_name(comparison.targets, g.target, g.mode)
-        if g.category == ALL:
-            lines.append(f"- **{name}** (every category): {', '.join(g.reasons)}.")
-        elif (g.target, g.mode) not in whole:
-            lines.append(f"- **{name} · {g.category}**: {', '.join(g.reasons)}.")
-    return lines
-
-
-def _rate_pair(a: GroupFigures | None, b: GroupFigures | None) -> str:
-    """``"98.5% (130/132) → 100.0% (132/132)"``; ``n/a`` for a side that did not record it."""
-
-    def one(figures: GroupFigures | None) -> str:
-        rate = figures.valid_plan_rate if figures is not None else None
-        if figures is None or rate is None:
-            return "n/a"
-        return f"{rate:.1%} ({figures.plans_valid}/{figures.plans_checked})"
-
-    left, right = one(a), one(b)
-    return left if left == right == "n/a" else f"{left} → {right}"
-
-
-def write_comparison(comparison: Comparison, out_dir: Path) -> Path:
-    """Write ``compare.md`` into ``out_dir`` and return its path."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / COMPARISON_FILE
-    path.write_text(render_comparison_markdown(comparison), encoding="utf-8")
-    return path
