@@ -33,17 +33,8 @@ from types import TracebackType
 from typing import Any, Protocol
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = [
-    "Fleet",
-    "FleetError",
-    "Launcher",
-    "ServeOptions",
-    "ServerProcess",
-    "forked_server",
-    "serve_command",
-]
+from benchmarks.modes import ModelOptions
 
 HOST = "127.0.0.1"
 """Every server of a fleet listens here, and only here."""
@@ -56,43 +47,8 @@ class FleetError(RuntimeError):
     """A server of the fleet did not start; the message carries the end of its log."""
 
 
-class ServeOptions(BaseModel):
-    """What every server of a fleet runs: the ``erp-ai serve`` options of the model behind it."""
-
-    model_config = ConfigDict(frozen=True)
-
-    provider: str = Field(default="offline", description="Model provider (offline, ollama, gemini, openai).")
-    model: str | None = Field(default=None, description="Model name; the provider's default if None.")
-    plan_model: str | None = Field(default=None, description="Model of call 1 (default: model).")
-    answer_model: str | None = Field(default=None, description="Model of call 2 (default: model).")
-    base_url: str | None = Field(default=None, description="Provider base URL (Ollama host, …).")
-    max_tokens: int | None = Field(default=None, ge=1, description="Output cap of each model call.")
-    timeout: float | None = Field(default=None, gt=0, description="Timeout of each model request (s).")
-
-    def serve_args(self) -> list[str]:
-        """The options as ``erp-ai serve`` arguments."""
-        pairs = {
-            "--provider": self.provider,
-            "--model": self.model,
-            "--plan-model": self.plan_model,
-            "--answer-model": self.answer_model,
-            "--base-url": self.base_url,
-            "--max-tokens": None if self.max_tokens is None else str(self.max_tokens),
-            "--timeout": None if self.timeout is None else str(self.timeout),
-        }
-        return [part for option, value in pairs.items() if value is not None for part in (option, value)]
-
-    def environment(self) -> dict[str, str | None]:
-        """The options as the variables :func:`planner_mode.server.app_from_env` reads (``None``: unset)."""
-        return {
-            "ERP_AI_PROVIDER": self.provider,
-            "ERP_AI_MODEL": self.model,
-            "ERP_AI_PLAN_MODEL": self.plan_model,
-            "ERP_AI_ANSWER_MODEL": self.answer_model,
-            "ERP_AI_BASE_URL": self.base_url,
-            "ERP_AI_MAX_TOKENS": None if self.max_tokens is None else str(self.max_tokens),
-            "ERP_AI_TIMEOUT": None if self.timeout is None else str(self.timeout),
-        }
+ServeOptions = ModelOptions
+"""What every server of a fleet runs: the ``erp-ai serve`` options of the model behind it."""
 
 
 class ServerProcess(Protocol):

@@ -1,12 +1,20 @@
-"""Building the engine of each architecture from the same registry, ERP, memory store and model."""
+"""The one engine factory: each architecture's engine from the same registry, ERP, memory store and model.
+
+:class:`ModelOptions` is the model behind an engine or an AI server (the ``--provider`` … ``--timeout``
+options of ``ask``, ``chat``, ``serve`` and ``loadtest``); :func:`build_engine` builds the engine of a mode
+from a model or, for the planner, from an AI client (an AI server reached over HTTP).
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from shared.engine import AssistantEngine
 from shared.erp.database import Erp
 from shared.errors import ConfigurationError
+from shared.llm.factory import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S, build_chat_model
 from shared.operations.registry import OperationRegistry
 
 if TYPE_CHECKING:
@@ -23,14 +31,11 @@ ALL_MODES: tuple[BenchMode, ...] = get_args(BenchMode)
 def parse_modes(text: str) -> list[BenchMode]:
     """``"planner,toolcalling"`` → ``["planner", "toolcalling"]``; unknown names raise ConfigurationError."""
     modes: list[BenchMode] = []
-    for raw in text.split(","):
-        name = raw.strip()
-        if not name:
-            continue
-        if name not in ALL_MODES:
+    for name in (raw.strip() for raw in text.split(",")):
+        if name and name not in ALL_MODES:
             raise ConfigurationError(f"Unknown mode {name!r}. Valid modes: {', '.join(ALL_MODES)}.")
-        if name not in modes:
-            modes.append(name)
+        if name and name not in modes:
+            modes.append(name)  # type: ignore[arg-type]
     if not modes:
         raise ConfigurationError(f"No mode selected. Valid modes: {', '.join(ALL_MODES)}.")
     return modes
@@ -40,13 +45,56 @@ def produces_state(mode: str, *, structured: bool = False) -> bool:
     """Whether ``mode`` produces conversation state (so a scenario's ``state`` expectations are checked).
 
     Every mode does, structured or not: each records the state the ERP derives from the turn's executed
-    operations (``anio``, ``cliente_actual``, ``producto_actual``, ``ultimas_operaciones``:
-    :func:`shared.state.turn_state`), merged with the model's ``estado`` when it writes one (the planner's
-    call 2, tool calling's structured answer). The scenarios' ``state`` expectations name those derived
-    keys, so they hold in every mode. The arguments stay so that callers need not change if a mode without
-    state is ever added.
+    operations (:func:`shared.state.turn_state`), merged with the model's ``estado`` when it writes one. The
+    arguments stay so that callers need not change if a mode without state is ever added.
     """
     return True
+
+
+class ModelOptions(BaseModel):
+    """The model behind an engine or an AI server: provider, model names, base URL and per-call bounds."""
+
+    model_config = ConfigDict(frozen=True)
+
+    provider: str = Field(default="offline", description="Model provider (offline, ollama, gemini, openai).")
+    model: str | None = Field(default=None, description="Model name; the provider's default if None.")
+    plan_model: str | None = Field(default=None, description="Model of call 1 (default: model).")
+    answer_model: str | None = Field(default=None, description="Model of call 2 (default: model).")
+    base_url: str | None = Field(default=None, description="Provider base URL (Ollama host, …).")
+    latency_profile: str | None = Field(default=None, description="Offline model only: simulated latency.")
+    max_tokens: int = Field(default=DEFAULT_MAX_TOKENS, ge=1, description="Output cap of each model call.")
+    timeout: float = Field(default=DEFAULT_TIMEOUT_S, gt=0, description="Timeout of each model request (s).")
+
+    def chat_model(self, name: str | None = None) -> BaseChatModel:
+        """The chat model ``name`` (default: :attr:`model`) of the provider, with these bounds."""
+        return build_chat_model(
+            self.provider,
+            model=name or self.model,
+            base_url=self.base_url,
+            latency_profile=self.latency_profile,
+            max_tokens=self.max_tokens,
+            timeout=self.timeout,
+        )
+
+    def environment(self) -> dict[str, str | None]:
+        """The options as the variables :func:`planner_mode.server.app_from_env` reads (``None``: unset)."""
+        return {
+            "ERP_AI_PROVIDER": self.provider,
+            "ERP_AI_MODEL": self.model,
+            "ERP_AI_PLAN_MODEL": self.plan_model,
+            "ERP_AI_ANSWER_MODEL": self.answer_model,
+            "ERP_AI_BASE_URL": self.base_url,
+            "ERP_AI_MAX_TOKENS": str(self.max_tokens),
+            "ERP_AI_TIMEOUT": str(self.timeout),
+        }
+
+    def serve_args(self) -> list[str]:
+        """The options as ``erp-ai serve`` arguments (which has no latency profile)."""
+        names = ("provider", "model", "plan_model", "answer_model", "base_url", "max_tokens", "timeout")
+        values = {f"--{name.replace('_', '-')}": getattr(self, name) for name in names}
+        return [
+            part for option, value in values.items() if value is not None for part in (option, str(value))
+        ]
 
 
 def build_engine(
@@ -55,31 +103,37 @@ def build_engine(
     registry: OperationRegistry,
     erp: Erp,
     store: MemoryStore,
-    model: BaseChatModel,
+    model: BaseChatModel | None = None,
+    answer_model: BaseChatModel | None = None,
+    ai: Any = None,
     structured: bool = False,
     tool_call_recovery: bool = True,
 ) -> AssistantEngine:
     """The engine for ``mode``, over the given shared pieces.
 
-    ``structured`` asks tool calling for a structured final answer (``respuesta``/``memoria``/``estado``);
-    the planner always produces one. ``tool_call_recovery`` lets tool calling recover tool calls written as
-    text (``ToolCallingEngine(recover_text_tool_calls=...)``).
+    The planner reaches its model through ``ai`` (e.g. an :class:`~planner_mode.HttpAIClient` to AI
+    servers) or, without one, in process: ``model`` for call 1 and ``answer_model`` (default: ``model``) for
+    call 2. ``structured`` asks tool calling for a structured final answer (``respuesta``/``memoria``/
+    ``estado``); ``tool_call_recovery`` lets it recover tool calls written as text.
     """
+    if mode not in ALL_MODES:
+        raise ConfigurationError(f"Unknown mode {mode!r}. Valid modes: {', '.join(ALL_MODES)}.")
     if mode == "planner":
         from planner_mode import InProcessAIClient, PlannerAI, PlannerEngine
 
-        return PlannerEngine(registry, erp, store, InProcessAIClient(PlannerAI(model)))
-    if mode in ("toolcalling", "toolcalling-full"):
-        from toolcalling_mode import ToolCallingEngine
+        if ai is None:
+            assert model is not None, "the planner needs a model or an AI client"
+            ai = InProcessAIClient(PlannerAI(model, answer_model))
+        return PlannerEngine(registry, erp, store, ai)
+    from toolcalling_mode import ToolCallingEngine
 
-        policy: Literal["windowed", "full_history"] = "windowed" if mode == "toolcalling" else "full_history"
-        return ToolCallingEngine(
-            registry,
-            erp,
-            store,
-            model,
-            policy=policy,
-            structured=structured,
-            recover_text_tool_calls=tool_call_recovery,
-        )
-    raise ConfigurationError(f"Unknown mode {mode!r}. Valid modes: {', '.join(ALL_MODES)}.")
+    assert model is not None, "tool calling needs a model"
+    return ToolCallingEngine(
+        registry,
+        erp,
+        store,
+        model,
+        policy="windowed" if mode == "toolcalling" else "full_history",
+        structured=structured,
+        recover_text_tool_calls=tool_call_recovery,
+    )

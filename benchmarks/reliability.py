@@ -29,6 +29,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel
 
+from benchmarks.modes import build_engine
 from benchmarks.results import describe_host
 from benchmarks.runner import RunConfig, run_benchmark
 from benchmarks.scenario import Scenario
@@ -42,18 +43,6 @@ from shared.memory.store import MemoryStore, MessageIn, TurnRecord
 from shared.operations.registry import OperationRegistry
 from shared.operations.sales import sales_registry
 from shared.security import DEMO_CALLER
-
-__all__ = [
-    "MATRIX_MAX_TOKENS",
-    "MATRIX_TIMEOUT_S",
-    "MatrixCell",
-    "ModelPath",
-    "matrix_limits",
-    "matrix_markdown",
-    "matrix_plan",
-    "readme_block",
-    "run_matrix",
-]
 
 ModelPath = Literal["in-process", "ai-server", "ollama-http"]
 """How the engine reaches the faulty model."""
@@ -140,11 +129,9 @@ def _offline_model(fault: str) -> Any:
 
 
 def _engine(
-    mode: str, model: Any, registry: OperationRegistry, erp: Erp, store: MemoryStore
+    mode: str, model: Any, registry: OperationRegistry, erp: Erp, store: MemoryStore, ai: Any = None
 ) -> AssistantEngine:
-    from benchmarks.modes import build_engine
-
-    return build_engine(mode, registry=registry, erp=erp, store=store, model=model)
+    return build_engine(mode, registry=registry, erp=erp, store=store, model=model, ai=ai)
 
 
 @contextmanager
@@ -157,12 +144,12 @@ def _path_engines(
         return
     if path == "ai-server":
         from benchmarks.serving import ServerThread
-        from planner_mode import HttpAIClient, PlannerEngine, create_app
+        from planner_mode import HttpAIClient, create_app
 
         with ServerThread(create_app(_offline_model(fault))) as server:
             client = HttpAIClient([server.url], timeout=MATRIX_TIMEOUT_S, retries=0)
             try:
-                yield lambda _mode: PlannerEngine(registry, erp, store, client)
+                yield lambda _mode: _engine("planner", None, registry, erp, store, ai=client)
             finally:
                 client.close()
         return

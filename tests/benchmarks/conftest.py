@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 import typer
 
-from benchmarks.bench_cli import register
 from benchmarks.scenario import Scenario, load_scenarios
 from benchmarks.scoring.turn import TurnScorer
 from shared.erp.database import Erp, open_demo_erp
@@ -21,11 +20,10 @@ from tests.postgres import BACKENDS, demo_erp_url
 
 @pytest.fixture
 def app() -> typer.Typer:
-    """A bare Typer app with the ``bench``, ``report``, ``reliability`` and ``compare`` commands (the lead's
-    root app is tested in test_cli.py)."""
-    application = typer.Typer()
-    register(application)
-    return application
+    """The ``erp-ai`` app, for its ``bench``, ``report``, ``reliability``, ``compare`` and ``loadtest``."""
+    from benchmarks.cli import app as erp_ai
+
+    return erp_ai
 
 
 @pytest.fixture

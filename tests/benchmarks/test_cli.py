@@ -12,8 +12,8 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-import benchmarks.cli as cli
 from benchmarks.cli import app
+from benchmarks.commands import turns
 from shared.turn import ExecutedOperation, TurnResult
 
 runner = CliRunner()
@@ -250,9 +250,9 @@ def test_model_text_that_looks_like_rich_markup_is_printed_verbatim(monkeypatch:
         errors=["[/] raro"],
     )
     recorder = Console(record=True, width=200)
-    monkeypatch.setattr(cli, "console", recorder)
+    monkeypatch.setattr(turns, "console", recorder)
 
-    cli._print_turn(turn, show_details=True)
+    turns._print_turn(turn, show_details=True)
 
     text = recorder.export_text()
     assert "Total [/] [bold]sin formato[/bold]" in text

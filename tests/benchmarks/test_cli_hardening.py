@@ -22,8 +22,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-import benchmarks.cli as cli
+from benchmarks import modes
 from benchmarks.cli import PACKAGE_LOGGERS, app, configure_logging
+from benchmarks.commands import turns
+from benchmarks.commands.ops import ops_app
 
 runner = CliRunner()
 
@@ -49,7 +51,7 @@ def no_engine(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         built.append("engine")
         raise AssertionError("an engine was built for a command that must be refused")
 
-    monkeypatch.setattr(cli, "_assemble_engine", refuse)
+    monkeypatch.setattr(turns, "_assemble_engine", refuse)
     return built
 
 
@@ -295,7 +297,7 @@ def test_chat_answers_an_unknown_command_without_asking_the_model(
     async def turn(_engine: Any, _conversation: str, message: str, _caller: Any, **_: Any) -> None:
         asked.append(message)
 
-    monkeypatch.setattr(cli, "_astream_turn", turn)
+    monkeypatch.setattr(turns, "_astream_turn", turn)
     result = runner.invoke(app, ["chat"], input="/foo\n/help\n/quit\n", env=cli_env)
 
     assert result.exit_code == 0, result.output
@@ -311,7 +313,7 @@ def test_a_failed_first_turn_does_not_offer_a_conversation_to_continue(
     from shared.llm.factory import build_chat_model
 
     monkeypatch.setattr(
-        cli, "_build_model", lambda *_, **__: build_chat_model("offline", faults="provider_error")
+        modes, "build_chat_model", lambda *_, **__: build_chat_model("offline", faults="provider_error")
     )
     result = runner.invoke(app, ["ask", QUESTION], env=cli_env)
 
@@ -338,7 +340,7 @@ HELP_COMMANDS = ["ask", "chat", "serve", "bench", "reliability", "ops list"]
 def source_help(command: str) -> str:
     """The help text of ``command`` as its source wrote it (``help=`` or the docstring)."""
     *group, name = command.split()
-    typers = {(): app, ("ops",): cli.ops_app}
+    typers = {(): app, ("ops",): ops_app}
     for info in typers[tuple(group)].registered_commands:
         assert info.callback is not None
         if (info.name or info.callback.__name__.replace("_", "-")) in (name, f"{'-'.join(group)}-{name}"):

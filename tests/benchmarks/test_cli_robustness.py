@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 import benchmarks.cli as cli
 from benchmarks.cli import app
+from benchmarks.commands import ops, turns
 from benchmarks.stand_ins.emulators import EmulatorFaults, start_emulator
 
 runner = CliRunner()
@@ -45,7 +46,7 @@ def test_bad_input_is_refused_with_one_line_and_exit_2_before_anything_opens(
     args: list[str], says: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     opened: list[str] = []
-    monkeypatch.setattr(cli, "_assemble_engine", lambda **_: opened.append("engine"))
+    monkeypatch.setattr(turns, "_assemble_engine", lambda **_: opened.append("engine"))
     result = runner.invoke(app, args, env={"ERP_AI_DB_URL": f"sqlite:///{tmp_path / 'erp.sqlite3'}"})
 
     assert result.exit_code == 2
@@ -129,7 +130,7 @@ def test_unexpected_errors_are_one_line_unless_debug(
     def broken(_url: str | None, _demo: bool = False) -> None:
         raise RuntimeError("page 7 is corrupt")
 
-    monkeypatch.setattr(cli, "_open_erp", broken)
+    monkeypatch.setattr(ops, "open_erp", broken)
     for key, value in cli_env.items():
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("ERP_AI_DEBUG", raising=False)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-import benchmarks.cli as cli
+import benchmarks.commands.servers as cli
 from benchmarks.cli import app
 
 runner = CliRunner()

@@ -17,8 +17,10 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-import benchmarks.cli as cli
-from benchmarks.cli import FINAL_ANSWER_RULE, app
+from benchmarks import modes
+from benchmarks.cli import app
+from benchmarks.commands import turns
+from benchmarks.commands.turns import FINAL_ANSWER_RULE
 from shared.events import AnswerDelta, OperationDone, TurnDone, TurnEvent
 from shared.security import DEMO_CALLER, Caller
 from shared.turn import ExecutedOperation, TurnResult
@@ -37,7 +39,7 @@ def cli_env(erp_db_url: str, erp: object, tmp_path: Path) -> dict[str, str]:
 def screen(monkeypatch: pytest.MonkeyPatch) -> Console:
     """The CLI's console, recorded."""
     recorder = Console(record=True, width=200, force_terminal=False)
-    monkeypatch.setattr(cli, "console", recorder)
+    monkeypatch.setattr(turns, "console", recorder)
     return recorder
 
 
@@ -63,7 +65,7 @@ class ScriptedEngine:
 
 
 def _stream(engine: ScriptedEngine) -> TurnResult:
-    return asyncio.run(cli._astream_turn(engine, "c", "q", DEMO_CALLER))  # type: ignore[arg-type]
+    return asyncio.run(turns._astream_turn(engine, "c", "q", DEMO_CALLER))  # type: ignore[arg-type]
 
 
 def test_each_delta_is_on_screen_before_the_turn_ends(screen: Console) -> None:
@@ -117,14 +119,14 @@ def test_ask_streams_the_answer_with_the_offline_model(
     cli_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pieces: list[str] = []
-    print_text = cli._print_text
+    print_text = turns._print_text
 
     def recording(text: str, *, end: str = "\n") -> None:
         if end == "":
             pieces.append(text)
         print_text(text, end=end)
 
-    monkeypatch.setattr(cli, "_print_text", recording)
+    monkeypatch.setattr(turns, "_print_text", recording)
     streamed = runner.invoke(app, ["ask", QUESTION], env=cli_env)
     whole = runner.invoke(app, ["ask", QUESTION, "--no-stream"], env=cli_env)
 
@@ -148,14 +150,12 @@ def test_ask_prints_the_failure_after_the_partial_answer_and_exits_1(
     """Call 2 (the --answer-model) drops its connection midway: the text so far, then the failure message."""
     from shared.llm.factory import build_chat_model
 
-    build = cli._build_model
-
-    def models(provider: Any, model: str | None, *args: Any, **kw: Any) -> Any:
+    def models(provider: str, *, model: str | None, **kw: Any) -> Any:
         if model == "roto":
             return build_chat_model("offline", faults="stream_break")
-        return build(provider, model, *args, **kw)
+        return build_chat_model(provider, model=model, **kw)
 
-    monkeypatch.setattr(cli, "_build_model", models)
+    monkeypatch.setattr(modes, "build_chat_model", models)
     result = runner.invoke(app, ["ask", QUESTION, "--answer-model", "roto"], env=cli_env)
 
     assert result.exit_code == 1, result.output
@@ -192,14 +192,14 @@ def test_ask_through_the_ai_server_streams_the_answer(
     from shared.llm.factory import build_chat_model
 
     pieces: list[str] = []
-    print_text = cli._print_text
+    print_text = turns._print_text
 
     def recording(text: str, *, end: str = "\n") -> None:
         if end == "":
             pieces.append(text)
         print_text(text, end=end)
 
-    monkeypatch.setattr(cli, "_print_text", recording)
+    monkeypatch.setattr(turns, "_print_text", recording)
     with ServerThread(create_app(build_chat_model("offline"))) as server:
         result = runner.invoke(app, ["ask", QUESTION, "--server", server.url], env=cli_env)
 

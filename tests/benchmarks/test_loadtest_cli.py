@@ -1,6 +1,6 @@
 """``erp-ai loadtest``: it starts real ``erp-ai serve`` processes, prints JSON, writes the README block.
 
-The command is registered on a bare typer app here, as :mod:`benchmarks.cli` registers it on ``erp-ai``.
+The command on the ``erp-ai`` app (the ``app`` fixture of conftest.py).
 """
 
 from __future__ import annotations
@@ -14,21 +14,8 @@ from typer.testing import CliRunner
 
 from benchmarks.loadtest import FleetEvent, LatencySummary, LoadtestResult
 from benchmarks.loadtest_audit import Audit
-from benchmarks.loadtest_cli import register
 from benchmarks.loadtest_report import BLOCK, scaling_block
 from benchmarks.report.readme import end_marker, start_marker, update_readme
-
-
-@pytest.fixture
-def app() -> typer.Typer:
-    app = typer.Typer()
-    register(app)
-
-    @app.callback()
-    def _root() -> None:  # a group, so that the command is called by its name as under erp-ai
-        pass
-
-    return app
 
 
 def readme_with_block(path: Path) -> Path:

@@ -1,11 +1,8 @@
-"""The ``bench`` and ``report`` commands, registered on the root ``erp-ai`` app by :mod:`benchmarks.cli`."""
+"""``erp-ai bench``, ``report`` and ``compare``: run the scenario suite, render its reports, compare runs."""
 
 from __future__ import annotations
 
-import logging
 import shutil
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated
@@ -14,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from benchmarks.commands.common import MaxTokensOpt, TimeoutOpt
 from benchmarks.modes import ALL_MODES, parse_modes
 from benchmarks.report import Summary, print_summary, write_reports
 from benchmarks.report.readme import block_name, readme_block, update_readme
@@ -23,25 +21,6 @@ from benchmarks.scenario import load_scenarios
 from benchmarks.targets import TARGET_SYNTAX, BenchTarget, load_targets_file, parse_targets, unique_targets
 from shared.errors import ConfigurationError
 from shared.llm.factory import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S
-
-MaxTokensOpt = Annotated[
-    int,
-    typer.Option(
-        "--max-tokens",
-        envvar="ERP_AI_MAX_TOKENS",
-        min=1,
-        help="Output cap of every model call (plan, answer, each agent step), in tokens.",
-    ),
-]
-TimeoutOpt = Annotated[
-    float,
-    typer.Option(
-        "--timeout",
-        envvar="ERP_AI_TIMEOUT",
-        min=0.001,
-        help="Timeout of every model request, in seconds (a timed-out turn fails with kind 'timeout').",
-    ),
-]
 
 REPORTS_DIR = Path("reports")
 PricingOpt = Annotated[
@@ -78,7 +57,7 @@ def point_latest(out_dir: Path, root: Path = REPORTS_DIR) -> Path:
     return latest
 
 
-def _fail(console: Console, message: str) -> typer.Exit:
+def bench_error(console: Console, message: str) -> typer.Exit:
     console.print(f"[red]error:[/red] {escape(message)}")
     return typer.Exit(code=2)
 
@@ -191,9 +170,9 @@ def bench(
         targets = _targets(target or [], targets_file, provider, model, base_url)
         suite = load_scenarios(scenarios or None, tags=tag or ())
     except ConfigurationError as exc:
-        raise _fail(console, str(exc)) from None
+        raise bench_error(console, str(exc)) from None
     if not suite:
-        raise _fail(console, "no scenario matches the selection")
+        raise bench_error(console, "no scenario matches the selection")
     if out is None:
         latest = REPORTS_DIR / LATEST
         out = latest.resolve() if resume and latest.exists() else default_out_dir()
@@ -222,12 +201,12 @@ def bench(
             suite, config, db_url=db_url, console=console, show_progress=progress and console.is_terminal
         )
     except ConfigurationError as exc:
-        raise _fail(console, str(exc)) from None
+        raise bench_error(console, str(exc)) from None
     run = RunResults(meta=outcome.meta, rows=outcome.rows)
     try:
         files = write_reports(run, outcome.results_path.parent, pricing=pricing)
     except ConfigurationError as exc:  # a pricing file that cannot be read
-        raise _fail(console, str(exc)) from None
+        raise bench_error(console, str(exc)) from None
     if out.resolve().parent == REPORTS_DIR.resolve():
         point_latest(out)
     print_summary(console, files.summary, run.meta)
@@ -292,21 +271,23 @@ def report(
     if results.is_dir():
         results = results / RESULTS_FILE
     if not results.exists():
-        raise _fail(console, f"{results} does not exist")
+        raise bench_error(console, f"{results} does not exist")
     try:
         run = read_results(results)
     except (OSError, ValueError) as exc:  # ValueError: not UTF-8, or a line that is not a record
-        raise _fail(console, f"cannot read {results}: {exc}") from None
+        raise bench_error(console, f"cannot read {results}: {exc}") from None
     if run.empty:
-        raise _fail(console, f"{results} holds no complete record: nothing to report")
+        raise bench_error(console, f"{results} holds no complete record: nothing to report")
     if readme is not None and run.read_warnings:  # published figures must come from a whole run
-        raise _fail(console, f"not writing {readme} from an incomplete results file: {run.read_warnings[0]}")
+        raise bench_error(
+            console, f"not writing {readme} from an incomplete results file: {run.read_warnings[0]}"
+        )
     for warning in run.read_warnings:  # the reports' headers say the same
         console.print(f"[yellow]warning:[/yellow] {escape(warning)}")
     try:
         files = write_reports(run, out or results.parent, pricing=pricing)
     except ConfigurationError as exc:  # a pricing file that cannot be read
-        raise _fail(console, str(exc)) from None
+        raise bench_error(console, str(exc)) from None
     print_summary(console, files.summary, run.meta)
     if readme is not None:
         _write_readme(console, run, files.summary, readme)
@@ -317,94 +298,8 @@ def _write_readme(console: Console, run: RunResults, summary: Summary, readme: P
     try:
         update_readme(readme, block_name(run), readme_block(run, summary))
     except (OSError, ValueError) as exc:
-        raise _fail(console, str(exc)) from None
+        raise bench_error(console, str(exc)) from None
     console.print(f"benchmark figures written to {readme}")
-
-
-def reliability(
-    ctx: typer.Context,
-    readme: Annotated[
-        Path | None,
-        typer.Option(help="Also write the matrix into this README's marked reliability block."),
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print every cell as one JSON line.")] = False,
-    progress: Annotated[
-        bool, typer.Option(help="Show the progress bar (on stderr, when it is a terminal).")
-    ] = True,
-) -> None:
-    """Run the fault matrix: every offline and emulator fault × both modes × in process, AI server, Ollama.
-
-    Each cell asks one question in a conversation with history and reports the failure kind, whether the
-    conversation was left untouched, the calls and tokens counted, and whether a benchmark run with the
-    same fault went on. Offline and loopback only; about half a minute. The faults make turns fail on
-    purpose, so their per-turn warnings are not logged unless --log-level is given.
-    """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-    from benchmarks.reliability import (
-        README_BLOCK,
-        matrix_limits,
-        matrix_markdown,
-        matrix_plan,
-        readme_block,
-        run_matrix,
-    )
-
-    console = Console()
-    status = Console(stderr=True)
-    total = len(matrix_plan())
-    with (
-        _quiet_logs(unless=_log_level_given(ctx)),
-        Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            console=status,
-            disable=not progress or not status.is_terminal,  # off a terminal a bar is only noise
-        ) as bar,
-    ):
-        task = bar.add_task("fault matrix", total=total)
-        cells = run_matrix(on_cell=lambda cell: bar.advance(task))
-    if as_json:
-        for cell in cells:
-            typer.echo(cell.model_dump_json())
-    else:
-        # soft_wrap: a Markdown table row is one line, whatever the terminal's width (or a pipe's 80 columns)
-        console.print(
-            f"{len(cells)} cells, {matrix_limits()}.", markup=False, highlight=False, soft_wrap=True
-        )
-        console.print(matrix_markdown(cells), markup=False, highlight=False, soft_wrap=True)
-    if readme is not None:
-        try:
-            update_readme(readme, README_BLOCK, readme_block(cells))
-        except (OSError, ValueError) as exc:
-            raise _fail(console, str(exc)) from None
-        console.print(f"reliability matrix written to {readme}")
-
-
-_PROJECT_LOGGERS = ("planner_mode", "toolcalling_mode", "shared", "benchmarks")
-"""The loggers ``erp-ai --log-level`` configures (``benchmarks.cli.PACKAGE_LOGGERS``)."""
-
-
-def _log_level_given(ctx: typer.Context) -> bool:
-    """Whether ``erp-ai --log-level`` (or ``ERP_AI_LOG_LEVEL``) chose a level, rather than its default."""
-    source = ctx.find_root().get_parameter_source("log_level")
-    return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")
-
-
-@contextmanager
-def _quiet_logs(*, unless: bool) -> Iterator[None]:
-    """Raise the project's loggers to ERROR inside the block (``unless`` the user chose a level): a failing
-    turn logs a WARNING, and the fault matrix fails dozens of turns on purpose."""
-    loggers = [] if unless else [logging.getLogger(name) for name in _PROJECT_LOGGERS]
-    levels = [logger.level for logger in loggers]
-    for logger in loggers:
-        logger.setLevel(max(logger.getEffectiveLevel(), logging.ERROR))
-    try:
-        yield
-    finally:
-        for logger, level in zip(loggers, levels, strict=True):
-            logger.setLevel(level)
 
 
 def compare(
@@ -436,11 +331,3 @@ def compare(
     console.print(f"written to {write_comparison(comparison, out or Path(comparison.b.path).parent)}")
     if fail_on_regression and comparison.regressions:
         raise typer.Exit(code=1)
-
-
-def register(app: typer.Typer) -> None:
-    """Add the ``bench``, ``report`` and ``reliability`` commands to ``app``."""
-    app.command("bench")(bench)
-    app.command("report")(report)
-    app.command("reliability")(reliability)
-    app.command("compare")(compare)

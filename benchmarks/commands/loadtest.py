@@ -1,4 +1,4 @@
-"""The ``loadtest`` command, registered on the root ``erp-ai`` app by :mod:`benchmarks.cli` (``register``).
+"""``erp-ai loadtest``: a fleet of AI servers under load, one killed, and the database audited.
 
 ``erp-ai loadtest`` starts the AI servers itself, on loopback ports only, and everything it does is bounded
 (servers, conversations, turns, seconds): see :mod:`benchmarks.loadtest`. A progress bar runs on stderr, so
@@ -17,13 +17,12 @@ from typing import Annotated
 
 import typer
 from pydantic import ValidationError
-from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from sqlalchemy.engine import make_url
 
-from benchmarks.bench_cli import MaxTokensOpt, TimeoutOpt
+from benchmarks.commands.common import MaxTokensOpt, TimeoutOpt, console, err_console, fail
 from benchmarks.loadtest import (
     MAX_CONVERSATIONS,
     MAX_SECONDS,
@@ -35,17 +34,13 @@ from benchmarks.loadtest import (
     LoadtestResult,
     run_loadtest,
 )
-from benchmarks.loadtest_fleet import Fleet, FleetError, ServeOptions, serve_command
+from benchmarks.loadtest_fleet import Fleet, FleetError, serve_command
 from benchmarks.loadtest_report import BLOCK, scaling_block
+from benchmarks.modes import ModelOptions
 from benchmarks.report.readme import update_readme
 from shared.errors import ErpAiError
 from shared.llm.factory import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S
 from shared.security import DEMO_CALLER
-
-__all__ = ["loadtest", "register"]
-
-console = Console()
-err_console = Console(stderr=True)
 
 DEFAULT_MATRIX_KILL_AT = 2.0
 """When ``--matrix`` is given without ``--kill-one-at``: when its "killed" runs kill a server."""
@@ -122,7 +117,7 @@ def loadtest(
     conversations whose state is inconsistent. Prints turns/s and latency p50/p95/p99. Example:
     erp-ai loadtest --servers 3 --conversations 24 --turns 5 --kill-one-at 2 --json
     """
-    options = ServeOptions(
+    options = ModelOptions(
         provider=provider,
         model=model,
         plan_model=plan_model,
@@ -146,12 +141,12 @@ def loadtest(
             max_seconds=max_seconds,
         )
     except ValidationError as exc:
-        raise _fail(str(exc.errors()[0]["msg"])) from None
+        raise fail(str(exc.errors()[0]["msg"])) from None
     configs = _matrix(base) if matrix else [base]
     try:
         results = _run_all(configs, base, show_progress=progress)
     except (FleetError, ErpAiError, ValueError) as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     if as_json:
         payload = (
             [result.model_dump(mode="json") for result in results]
@@ -166,20 +161,10 @@ def loadtest(
         try:
             update_readme(readme, BLOCK, scaling_block(results))
         except (OSError, ValueError) as exc:
-            raise _fail(str(exc)) from None
+            raise fail(str(exc)) from None
         err_console.print(f"[dim]wrote the '{BLOCK}' block of {escape(str(readme))}[/]")
     if not all(result.ok for result in results):
         raise typer.Exit(code=1)
-
-
-def register(app: typer.Typer) -> None:
-    """Add the ``loadtest`` command to ``app``."""
-    app.command("loadtest")(loadtest)
-
-
-def _fail(message: str) -> typer.Exit:
-    err_console.print(f"[bold red]Error:[/] {escape(message)}", soft_wrap=True)
-    return typer.Exit(code=2)
 
 
 def _matrix(base: LoadtestConfig) -> list[LoadtestConfig]:

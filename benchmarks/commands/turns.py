@@ -1,0 +1,479 @@
+"""``erp-ai ask`` and ``erp-ai chat``: one turn, or a conversation, printed as the model writes it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import uuid
+from collections.abc import Callable
+from enum import StrEnum
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from benchmarks.commands.common import (
+    SERVER_TOKEN_ENV,
+    AnswerModelOpt,
+    BaseUrlOpt,
+    DbUrl,
+    DemoOpt,
+    MaxTokensOpt,
+    ModelOpt,
+    PlanModelOpt,
+    Provider,
+    ProviderOpt,
+    TimeoutOpt,
+    UserOpt,
+    console,
+    err_console,
+    errors_as_json,
+    fail,
+    given,
+    open_erp,
+    refuse,
+)
+from benchmarks.modes import ModelOptions, build_engine
+from shared.errors import ConversationAccessDenied, ErpAiError, InputError
+from shared.events import AnswerDelta, TurnDone
+from shared.llm.factory import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S
+from shared.security import DEMO_CALLER, Caller
+
+if TYPE_CHECKING:
+    from shared.engine import AssistantEngine
+    from shared.turn import TurnResult
+
+
+class Mode(StrEnum):
+    planner = "planner"
+    toolcalling = "toolcalling"
+
+
+class ContextPolicy(StrEnum):
+    windowed = "windowed"
+    full_history = "full_history"
+
+
+MemoryUrl = Annotated[
+    str | None,
+    typer.Option(
+        "--memory-url",
+        envvar="ERP_AI_MEMORY_URL",
+        help="Conversation memory URL (default: the ERP database).",
+    ),
+]
+ModeOpt = Annotated[Mode, typer.Option("--mode", help="Architecture that answers.")]
+ContextOpt = Annotated[
+    ContextPolicy, typer.Option("--context", help="Tool calling only: what context the agent gets.")
+]
+StructuredOpt = Annotated[
+    bool, typer.Option("--structured", help="Tool calling only: structured final answer with memory/state.")
+]
+ServerOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--server",
+        help="Planner only: remote AI server URL (repeat for round-robin). The server's own model answers, "
+        "so --provider, --model, --plan-model, --answer-model, --base-url, --latency-profile and "
+        f"--max-tokens do not apply; its bearer token is read from ${SERVER_TOKEN_ENV}.",
+    ),
+]
+LatencyOpt = Annotated[
+    str | None,
+    typer.Option("--latency-profile", help="Offline model only: simulate gpu-8b, cpu-8b or gemini-flash."),
+]
+NoStreamOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-stream",
+        help="Print the answer once the turn has ended, instead of as the model writes it.",
+    ),
+]
+
+FINAL_ANSWER_RULE = "── final answer (it replaces the text above) ──"
+"""Printed before the final answer when it differs from the text streamed (a failure after partial text)."""
+
+_TOOLCALLING_ONLY = {"context": "--context", "structured": "--structured"}
+_PLANNER_ONLY = {"plan_model": "--plan-model", "answer_model": "--answer-model"}
+_LOCAL_MODEL_OPTIONS = {
+    "provider": "--provider",
+    "model": "--model",
+    **_PLANNER_ONLY,
+    "base_url": "--base-url",
+    "latency_profile": "--latency-profile",
+    "max_tokens": "--max-tokens",
+}
+"""The options that build a model in this process: with ``--server`` the AI server's model answers instead."""
+
+
+def _check_mode_options(ctx: typer.Context) -> None:
+    """Refuse, with exit 2 and one line, an option the chosen mode would silently ignore."""
+    mode, servers = ctx.params["mode"], ctx.params["server"]
+    if mode is Mode.toolcalling:
+        if servers:
+            raise fail(
+                "--server applies to --mode planner only: the stateless AI server runs the planner's calls.",
+                kind="usage",
+            )
+        for option in (option for name, option in _PLANNER_ONLY.items() if given(ctx, name)):
+            raise fail(
+                f"{option} applies to --mode planner only: tool calling uses --model for every call.",
+                kind="usage",
+            )
+        return
+    for option in (option for name, option in _TOOLCALLING_ONLY.items() if given(ctx, name)):
+        raise fail(f"{option} applies to --mode toolcalling only; the planner ignores it.", kind="usage")
+    for option in (option for name, option in _LOCAL_MODEL_OPTIONS.items() if servers and given(ctx, name)):
+        raise fail(
+            f"{option} does not apply with --server: the AI server's own model answers (choose it when "
+            "starting the server, erp-ai serve).",
+            kind="usage",
+        )
+
+
+def _conversation_id(conversation: str | None) -> str:
+    """The ``--conversation`` to continue, or a new id when the option is absent; an empty or blank id names
+    nothing, so it is refused rather than replaced by a new conversation the user never hears of."""
+    if conversation is None:
+        return uuid.uuid4().hex
+    if not conversation.strip():
+        raise fail(
+            "--conversation is empty: give the id of the conversation to continue, or leave the option out "
+            "to start a new one.",
+            kind="input",
+        )
+    return conversation
+
+
+_TOKEN_REFUSED = ("rejected the request: missing or wrong token", "answered HTTP 403")
+"""How :class:`planner_mode.HttpAIClient` reports a 401 and a 403 of the AI server in a turn's errors."""
+
+
+def _check_server_refusal(result: TurnResult) -> None:
+    """A turn the AI server refused for its bearer token is a configuration error to fix (exit 2), not a
+    provider failure to retry."""
+    if result.failure == "provider" and any(
+        mark in error for error in result.errors for mark in _TOKEN_REFUSED
+    ):
+        raise fail(
+            f"The AI server refused the request (missing or wrong bearer token): set {SERVER_TOKEN_ENV} to "
+            "the token the server was started with (erp-ai serve --token).",
+            kind="configuration",
+        )
+
+
+def _open_engine(params: dict[str, Any]) -> tuple[AssistantEngine, Caller]:
+    """The engine ``ask`` and ``chat`` use (from their options) and the ERP user they run as; a configuration,
+    storage or unknown user problem, or a conversation of another user, exits 2 with one sentence."""
+    try:
+        return _assemble_engine(**params)
+    except ErpAiError as exc:
+        raise refuse(exc) from None
+
+
+def _assemble_engine(**params: Any) -> tuple[AssistantEngine, Caller]:
+    from shared.erp.users import caller_for
+    from shared.memory.store import open_memory_store
+    from shared.operations.sales import sales_registry
+
+    erp = open_erp(params["db_url"], params["demo"])
+    caller = caller_for(erp, params["user"])
+    store = open_memory_store(params["memory_url"] or params["db_url"])
+    if params["conversation"] is not None:  # another user's conversation is refused before anything else
+        store.check_access(params["conversation"], caller.user_id)
+    options = ModelOptions.model_validate({**params, "provider": params["provider"].value})
+    pieces: dict[str, Any] = {"registry": sales_registry(), "erp": erp, "store": store}
+    if params["mode"] is Mode.toolcalling:
+        mode = "toolcalling" if params["context"] is ContextPolicy.windowed else "toolcalling-full"
+        engine = build_engine(mode, model=options.chat_model(), structured=params["structured"], **pieces)
+    elif params["server"]:
+        from planner_mode import HttpAIClient
+
+        # The server answers when its model is done, and the model's own timeout bounds each read of a
+        # streamed reply, not the whole call: give the request room beyond one model timeout.
+        token = os.environ.get(SERVER_TOKEN_ENV)
+        ai = HttpAIClient(params["server"], token=token, timeout=2 * options.timeout)
+        engine = build_engine("planner", ai=ai, **pieces)
+    else:
+        answer = options.chat_model(options.answer_model) if options.answer_model else None
+        engine = build_engine(
+            "planner", model=options.chat_model(options.plan_model), answer_model=answer, **pieces
+        )
+    return engine, caller
+
+
+def _print_text(text: str, *, end: str = "\n") -> None:
+    """Model text, verbatim: never rich markup, emoji codes or highlighting, never re-wrapped."""
+    console.print(text, end=end, markup=False, highlight=False, emoji=False, soft_wrap=True)
+
+
+def _print_turn(result: TurnResult, *, show_details: bool) -> None:
+    _print_text(result.answer)
+    if show_details:
+        _print_details(result)
+
+
+async def _astream_turn(
+    engine: AssistantEngine,
+    conversation_id: str,
+    message: str,
+    caller: Caller,
+    *,
+    check: Callable[[TurnResult], None] | None = None,
+) -> TurnResult:
+    """Run one turn through ``engine.astream``, printing the answer's text as it arrives; return the result.
+
+    When the turn ends, the reader must be looking at its final answer (:mod:`shared.events`): if the text
+    shown is that answer (or ends with it, after a tool-calling preamble), a newline ends it; if it differs
+    (the turn failed after some text was shown), the final answer follows :data:`FINAL_ANSWER_RULE`; if no
+    text was shown, the answer is printed whole. Raises ``ConversationAccessDenied`` before printing anything.
+    ``check`` sees the result before its end is printed, and may raise to replace that end with an error.
+    """
+    shown: list[str] = []
+    result: TurnResult | None = None
+    stream = engine.astream(conversation_id, message, caller=caller)
+    try:
+        async for event in stream:
+            if isinstance(event, AnswerDelta) and event.text:
+                _print_text(event.text, end="")
+                shown.append(event.text)
+            elif isinstance(event, TurnDone):
+                result = event.result
+    finally:
+        close = getattr(stream, "aclose", None)
+        if close is not None:
+            await close()
+    if result is None:  # an engine bug: say so rather than leave the reader with half an answer
+        raise RuntimeError(f"{engine.mode}: the event stream ended without the turn's result")
+    if check is not None:
+        check(result)
+    _end_streamed_answer("".join(shown), result.answer)
+    return result
+
+
+def _end_streamed_answer(shown: str, answer: str) -> None:
+    if not shown:
+        _print_text(answer)
+        return
+    console.print()
+    final = answer.strip()
+    if shown.strip() == final or (final and shown.rstrip().endswith(final)):
+        return
+    console.print(f"[dim]{FINAL_ANSWER_RULE}[/]")
+    _print_text(answer)
+
+
+def _print_details(result: TurnResult) -> None:
+    table = Table(title="Turn details", show_lines=False)
+    table.add_column("operation")
+    table.add_column("parameters")
+    table.add_column("result / error", overflow="fold")
+    for op in result.operations:
+        outcome = op.error if op.error else json.dumps(op.result, ensure_ascii=False)[:200]
+        table.add_row(
+            *(escape(cell) for cell in (op.funcion, json.dumps(op.parametros, ensure_ascii=False), outcome))
+        )
+    if result.plan is not None:
+        console.print_json(json.dumps(result.plan, ensure_ascii=False))
+    if result.operations:
+        console.print(table)
+    simulated = (
+        "" if result.simulated_model_ms is None else f", simulated model {result.simulated_model_ms:.0f} ms"
+    )
+    console.print(
+        f"[dim]{result.mode}: {result.model_calls} model call(s), {result.input_tokens} in / "
+        f"{result.output_tokens} out tokens, model {result.model_ms:.1f} ms{simulated}, "
+        f"harness {result.harness_ms:.1f} ms[/]"
+    )
+    for error in result.errors:
+        console.print(f"[yellow]warning:[/] {escape(error)}")
+
+
+def ask(
+    ctx: typer.Context,
+    message: Annotated[str, typer.Argument(help='The user\'s question, e.g. "¿Cuánto vendimos en 2025?".')],
+    mode: ModeOpt = Mode.planner,
+    conversation: Annotated[
+        str | None,
+        typer.Option("--conversation", "-c", help="Continue this conversation id (new one if omitted)."),
+    ] = None,
+    context: ContextOpt = ContextPolicy.windowed,
+    structured: StructuredOpt = False,
+    provider: ProviderOpt = Provider.offline,
+    model: ModelOpt = None,
+    plan_model: PlanModelOpt = None,
+    answer_model: AnswerModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    latency_profile: LatencyOpt = None,
+    server: ServerOpt = None,
+    db_url: DbUrl = None,
+    demo: DemoOpt = False,
+    memory_url: MemoryUrl = None,
+    max_tokens: MaxTokensOpt = DEFAULT_MAX_TOKENS,
+    timeout: TimeoutOpt = DEFAULT_TIMEOUT_S,
+    user: UserOpt = DEMO_CALLER.user_id,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="Print the whole TurnResult as JSON when the turn ends (no stream)."),
+    ] = False,
+    details: Annotated[
+        bool, typer.Option("--details", help="Show plan, operations and call counts.")
+    ] = False,
+    no_stream: NoStreamOpt = False,
+) -> None:
+    """Answer one question (one turn) in planner or tool-calling mode.
+
+    The answer is printed as the model writes it (--no-stream: when the turn ends); should the turn fail
+    after part of it was shown, the final message follows a separator. The conversation lives in the ERP's
+    SQLite memory, so a later `erp-ai ask --conversation ID "¿Y cuánto compró?"` in a new process continues
+    it. The ERP is the demo in ./.erp-ai/ (seeded on first use), or --db-url as it is (--demo seeds a new
+    database there). Exit codes: 0 answered, 1 the turn failed (the model, the provider or an operation),
+    2 bad input, an option the mode ignores, configuration or storage (no model was asked); with --json a
+    refusal is {"error": {"kind": ..., "message": ...}} on stdout.
+    """
+    with errors_as_json(as_json):
+        _check_mode_options(ctx)  # before anything is opened or paid for
+        conversation_id = _conversation_id(conversation)
+        try:
+            from shared.inputs import check_turn_input
+
+            check_turn_input(conversation_id, message)
+        except InputError as exc:
+            raise refuse(exc) from None
+        engine, caller = _open_engine(ctx.params)
+        check = _check_server_refusal if server else None
+        try:
+            if as_json or no_stream:
+                result = engine.ask(conversation_id, message, caller=caller)
+            else:
+                result = asyncio.run(_astream_turn(engine, conversation_id, message, caller, check=check))
+        except ConversationAccessDenied as exc:
+            raise refuse(exc) from None
+        if check is not None:
+            check(result)
+    if as_json:
+        typer.echo(result.model_dump_json(indent=2))
+    else:
+        if no_stream:
+            _print_turn(result, show_details=details)
+        elif details:
+            _print_details(result)
+        if conversation is None and result.recorded:  # a turn that recorded nothing left nothing to continue
+            hint = f"conversation: {conversation_id} (continue with --conversation {conversation_id})"
+            err_console.print(f"[dim]{escape(hint)}[/]", soft_wrap=True)  # never wrapped: a command to copy
+    if result.failure is not None:  # the answer is an apology: let scripts notice
+        err_console.print(
+            f"[yellow]The turn failed ({result.failure}): {escape('; '.join(result.errors))}[/]",
+            soft_wrap=True,
+        )
+        raise typer.Exit(2 if result.failure in ("input", "storage") else 1)
+
+
+CHAT_COMMANDS = {
+    "/details": "show or hide the plan, operations and call counts after each answer",
+    "/new": "start a new conversation",
+    "/help": "list these commands",
+    "/quit": "leave (also /exit, /salir, Ctrl+D)",
+}
+"""The chat's commands; any other message that starts with ``/`` is refused, not sent to the model."""
+_QUIT = ("/quit", "/exit", "/salir")
+
+
+def chat(
+    ctx: typer.Context,
+    mode: ModeOpt = Mode.planner,
+    conversation: Annotated[
+        str | None, typer.Option("--conversation", "-c", help="Continue this conversation id.")
+    ] = None,
+    context: ContextOpt = ContextPolicy.windowed,
+    structured: StructuredOpt = False,
+    provider: ProviderOpt = Provider.offline,
+    model: ModelOpt = None,
+    plan_model: PlanModelOpt = None,
+    answer_model: AnswerModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    latency_profile: LatencyOpt = None,
+    server: ServerOpt = None,
+    db_url: DbUrl = None,
+    demo: DemoOpt = False,
+    memory_url: MemoryUrl = None,
+    max_tokens: MaxTokensOpt = DEFAULT_MAX_TOKENS,
+    timeout: TimeoutOpt = DEFAULT_TIMEOUT_S,
+    user: UserOpt = DEMO_CALLER.user_id,
+    details: Annotated[bool, typer.Option("--details", help="Show details after every answer.")] = False,
+    no_stream: NoStreamOpt = False,
+) -> None:
+    """Chat interactively with the assistant; answers are printed as the model writes them.
+
+    Type /details to toggle the plan, operations and call counts, /new for a new conversation, /help for the
+    commands, /quit to leave. A conversation of another user, an option the mode ignores or an empty
+    --conversation is refused before the chat starts (exit 2).
+    """
+    _check_mode_options(ctx)
+    conversation_id = _conversation_id(conversation)
+    engine, caller = _open_engine(ctx.params)
+    console.print(
+        f"[bold]erp-ai chat[/] ({engine.mode}) — conversation {conversation_id}. "
+        f"Commands: {', '.join(CHAT_COMMANDS)}.",
+        soft_wrap=True,
+    )
+    check = _check_server_refusal if server else None
+    # One event loop for the whole session: an HTTP AI client keeps its connections to the loop it opened.
+    with asyncio.Runner() as loop:
+        _chat_loop(engine, caller, conversation_id, loop, details=details, stream=not no_stream, check=check)
+
+
+def _chat_loop(
+    engine: AssistantEngine,
+    caller: Caller,
+    conversation_id: str,
+    loop: asyncio.Runner,
+    *,
+    details: bool,
+    stream: bool,
+    check: Callable[[TurnResult], None] | None = None,
+) -> None:
+    while True:
+        try:
+            message = console.input("[bold cyan]tú>[/] ").strip()
+        except (EOFError, KeyboardInterrupt):
+            console.print()
+            break
+        if not message:
+            continue
+        if message.startswith("/"):
+            command = message.split()[0]
+            if command in _QUIT:
+                break
+            if command == "/details":
+                details = not details
+                console.print(f"[dim]details {'on' if details else 'off'}[/]")
+            elif command == "/new":
+                conversation_id = uuid.uuid4().hex
+                console.print(f"[dim]new conversation {conversation_id}[/]", soft_wrap=True)
+            elif command == "/help":
+                for name, what in CHAT_COMMANDS.items():
+                    console.print(f"  {name}  {escape(what)}", highlight=False)
+            else:
+                console.print(f"unknown command {escape(command)}, /help lists them", highlight=False)
+            continue
+        console.print("[bold green]erp>[/] ", end="")
+        try:
+            if stream:
+                result = loop.run(_astream_turn(engine, conversation_id, message, caller, check=check))
+            else:
+                result = engine.ask(conversation_id, message, caller=caller)
+                if check is not None:
+                    check(result)
+        except ConversationAccessDenied as exc:
+            console.print()
+            raise refuse(exc) from None
+        except typer.Exit:  # the AI server refused the token: end the prompt's line, then leave
+            console.print()
+            raise
+        if not stream:
+            _print_text(result.answer)
+        if details:
+            _print_details(result)
