@@ -135,69 +135,55 @@ def test_a_name_and_description_can_be_given_explicitly() -> None:
 
 
 # -- refused at definition time ------------------------------------------------------------------------------
-def _declare(function: Any, **options: Any) -> None:
-    OperationRegistry().operation(**{"requires": set(), **options})(function)
+def _undocumented(ctx: OperationContext, anio: int) -> Total:
+    """Ventas."""
+    return Total(anio=anio, total=0)
 
 
-def test_an_undocumented_parameter_is_refused_at_definition() -> None:
-    def ventas(ctx: OperationContext, anio: int) -> Total:
-        """Ventas."""
-        return Total(anio=anio, total=0)
-
-    with pytest.raises(TypeError, match=r"'ventas'.*parameters without a description: \['anio'\]"):
-        _declare(ventas)
+def _field_without_description(ctx: OperationContext, anio: Annotated[int, Field(ge=2000)]) -> Total:
+    """Ventas."""
+    return Total(anio=anio, total=0)
 
 
-def test_a_field_without_description_is_refused_too() -> None:
-    def ventas(ctx: OperationContext, anio: Annotated[int, Field(ge=2000)]) -> Total:
-        """Ventas."""
-        return Total(anio=anio, total=0)
-
-    with pytest.raises(TypeError, match=r"parameters without a description: \['anio'\]"):
-        _declare(ventas)
+def _no_return_model(ctx: OperationContext, anio: Anio):  # type: ignore[no-untyped-def]
+    """Ventas."""
 
 
-def test_a_missing_return_model_is_refused_at_definition() -> None:
-    def ventas(ctx: OperationContext, anio: Anio):  # type: ignore[no-untyped-def]
-        """Ventas."""
-
-    with pytest.raises(TypeError, match=r"'ventas'.*return annotation.*pydantic model"):
-        _declare(ventas)
+def _returns_a_dict(ctx: OperationContext, anio: Anio) -> dict[str, int]:
+    """Ventas."""
+    return {}
 
 
-def test_a_return_type_that_is_not_a_model_is_refused_at_definition() -> None:
-    def ventas(ctx: OperationContext, anio: Anio) -> dict[str, int]:
-        """Ventas."""
-        return {}
-
-    with pytest.raises(TypeError, match=r"'ventas'.*pydantic model"):
-        _declare(ventas)
+def _no_docstring(ctx: OperationContext, anio: Anio) -> Total:
+    return Total(anio=anio, total=0)
 
 
-def test_a_missing_description_is_refused_at_definition() -> None:
-    def ventas(ctx: OperationContext, anio: Anio) -> Total:
-        return Total(anio=anio, total=0)
-
-    with pytest.raises(TypeError, match=r"'ventas'.*docstring"):
-        _declare(ventas)
+def _no_context() -> Total:
+    """Ventas."""
+    return Total(anio=2025, total=0)
 
 
-def test_a_function_without_the_context_parameter_is_refused() -> None:
-    def ventas() -> Total:
-        """Ventas."""
-        return Total(anio=2025, total=0)
-
-    with pytest.raises(TypeError, match=r"'ventas'.*OperationContext"):
-        _declare(ventas)
+def _variadic(ctx: OperationContext, **anio: int) -> Total:
+    """Ventas."""
+    return Total(anio=2025, total=0)
 
 
-def test_variadic_parameters_are_refused() -> None:
-    def ventas(ctx: OperationContext, **anio: int) -> Total:
-        """Ventas."""
-        return Total(anio=2025, total=0)
-
-    with pytest.raises(TypeError, match=r"'ventas'.*\*\*anio"):
-        _declare(ventas)
+@pytest.mark.parametrize(
+    ("function", "message"),
+    [
+        (_undocumented, r"'ventas'.*parameters without a description: \['anio'\]"),
+        (_field_without_description, r"'ventas'.*parameters without a description: \['anio'\]"),
+        (_no_return_model, r"'ventas'.*return annotation.*pydantic model"),
+        (_returns_a_dict, r"'ventas'.*pydantic model"),
+        (_no_docstring, r"'ventas'.*docstring"),
+        (_no_context, r"'ventas'.*OperationContext"),
+        (_variadic, r"'ventas'.*\*\*anio"),
+    ],
+    ids=lambda value: value.__name__.strip("_") if callable(value) else "",
+)
+def test_a_function_that_cannot_be_an_operation_is_refused_at_definition(function: Any, message: str) -> None:
+    with pytest.raises(TypeError, match=message):
+        OperationRegistry().operation(requires=set(), name="ventas")(function)
 
 
 def test_a_duplicate_name_is_refused() -> None:

@@ -55,40 +55,27 @@ def broken_registry() -> OperationRegistry:
     )
 
 
-def test_a_database_error_becomes_an_internal_error_without_sql(
-    broken_registry: OperationRegistry, erp: Erp
-) -> None:
-    with pytest.raises(OperationInternalError) as raised:
-        broken_registry.execute(erp, "ventas_corruptas", {"anio": 2025}, caller=DEMO_CALLER)
-    error = raised.value
-    assert str(error) == f"error interno (ref {error.reference})"
-    assert re.fullmatch(r"[0-9a-f]{8}", error.reference)
-    assert error.operation == "ventas_corruptas"
-    assert "SELECT" not in str(error) and "80000001-3" not in str(error)
-
-
-def test_the_full_exception_is_logged_under_the_reference(
+def test_a_database_error_becomes_an_internal_error_without_sql_logged_under_its_own_reference(
     broken_registry: OperationRegistry, erp: Erp, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with (
-        caplog.at_level(logging.ERROR, logger="shared.operations"),
-        pytest.raises(OperationInternalError) as raised,
-    ):
-        broken_registry.execute(erp, "ventas_corruptas", {"anio": 2025}, caller=DEMO_CALLER)
-    [record] = [r for r in caplog.records if r.name == "shared.operations"]
-    assert record.levelno == logging.ERROR
-    assert raised.value.reference in record.getMessage()
-    assert record.exc_info is not None and isinstance(record.exc_info[1], DatabaseError)
-    assert SQL in caplog.text and "database disk image is malformed" in caplog.text
-
-
-def test_each_failure_gets_its_own_reference(broken_registry: OperationRegistry, erp: Erp) -> None:
     references = set()
     for _ in range(3):
-        with pytest.raises(OperationInternalError) as raised:
+        caplog.clear()
+        with (
+            caplog.at_level(logging.ERROR, logger="shared.operations"),
+            pytest.raises(OperationInternalError) as raised,
+        ):
             broken_registry.execute(erp, "ventas_corruptas", {"anio": 2025}, caller=DEMO_CALLER)
-        references.add(raised.value.reference)
-    assert len(references) == 3
+        error = raised.value
+        assert str(error) == f"error interno (ref {error.reference})"
+        assert re.fullmatch(r"[0-9a-f]{8}", error.reference) and error.operation == "ventas_corruptas"
+        assert "SELECT" not in str(error) and "80000001-3" not in str(error)
+        [record] = [r for r in caplog.records if r.name == "shared.operations"]
+        assert record.levelno == logging.ERROR and error.reference in record.getMessage()
+        assert record.exc_info is not None and isinstance(record.exc_info[1], DatabaseError)
+        assert SQL in caplog.text and "database disk image is malformed" in caplog.text
+        references.add(error.reference)
+    assert len(references) == 3  # each failure gets its own
 
 
 def test_only_unexpected_errors_become_internal_expected_refusals_keep_their_message(
