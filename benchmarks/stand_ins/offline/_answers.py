@@ -21,16 +21,8 @@ from benchmarks.stand_ins.offline._prompt import Conversation
 from benchmarks.stand_ins.offline._years import MONTHS_ES
 from shared.text import fold, format_guaranies
 
-_TOPICS = {
-    "ventas_anuales": "ventas",
-    "mejor_cliente": "ventas",
-    "compras_cliente": "ventas",
-    "ventas_mensuales": "ventas",
-    "ventas_por_categoria": "ventas",
-    "top_productos": "productos",
-    "facturas_pendientes": "facturas",
-    "buscar_cliente": "clientes",
-}
+_TOPICS = {"top_productos": "productos", "facturas_pendientes": "facturas", "buscar_cliente": "clientes"}
+"""The conversation's topic after an operation, when it is not "ventas"."""
 DESCRIPTIONS = {
     "ventas_anuales": "las ventas del año",
     "mejor_cliente": "el mejor cliente",

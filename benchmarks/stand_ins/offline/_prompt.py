@@ -123,11 +123,6 @@ class PromptView:
     style of the examples it is shown, so the JSON it writes is compact too (:func:`compact_examples`)."""
 
     @property
-    def has_results_block(self) -> bool:
-        """Whether the human message carries a ``Resultados:`` block (an answer request)."""
-        return self.results is not None
-
-    @property
     def catalog_text(self) -> str:
         """Where the prompt lists the operations it offers: the system prompt; without one, the human message
         before the question. Never the question itself: a user who types an operation's name ("ejecuta
@@ -428,29 +423,11 @@ def _turn_calls(turn: list[BaseMessage]) -> tuple[TurnCall, ...]:
             results[message.tool_call_id] = (content, is_error)
     calls: list[TurnCall] = []
     for message in turn:
-        if isinstance(message, AIMessage):
-            for call in message.tool_calls:
-                call_id = call.get("id") or ""
-                result = results.get(call_id)
-                calls.append(
-                    TurnCall(
-                        id=call_id,
-                        name=call["name"],
-                        args=dict(call.get("args") or {}),
-                        result=result[0] if result else None,
-                        is_error=result[1] if result else False,
-                    )
-                )
-            for invalid in message.invalid_tool_calls:
-                call_id = invalid.get("id") or ""
-                result = results.get(call_id)
-                calls.append(
-                    TurnCall(
-                        id=call_id,
-                        name=invalid.get("name") or "",
-                        args={},
-                        result=result[0] if result else None,
-                        is_error=True,
-                    )
-                )
+        if not isinstance(message, AIMessage):
+            continue
+        made = [(c.get("id") or "", c["name"], dict(c.get("args") or {}), False) for c in message.tool_calls]
+        made += [(c.get("id") or "", c.get("name") or "", {}, True) for c in message.invalid_tool_calls]
+        for call_id, name, args, invalid in made:
+            result, is_error = results.get(call_id, (None, False))
+            calls.append(TurnCall(call_id, name, args, result=result, is_error=invalid or is_error))
     return tuple(calls)

@@ -10,7 +10,7 @@ named in the prompt.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from benchmarks.stand_ins.offline._answers import DESCRIPTIONS
@@ -19,16 +19,7 @@ from benchmarks.stand_ins.offline._prompt import Conversation
 from benchmarks.stand_ins.offline._years import find_limit, find_month, find_years, year_spans
 from shared.text import fold
 
-KNOWN_OPERATIONS: tuple[str, ...] = (
-    "ventas_anuales",
-    "mejor_cliente",
-    "compras_cliente",
-    "ventas_mensuales",
-    "top_productos",
-    "ventas_por_categoria",
-    "facturas_pendientes",
-    "buscar_cliente",
-)
+KNOWN_OPERATIONS: tuple[str, ...] = tuple(DESCRIPTIONS)
 """The sales operations the offline model understands (it uses only those its prompt offers)."""
 
 YEAR_OPERATIONS = frozenset(
@@ -170,7 +161,6 @@ class Understanding:
     kind: Kind
     steps: tuple[Step, ...] = ()
     reply: str = ""
-    intents: tuple[str, ...] = field(default=())
 
 
 REPLIES = {
@@ -395,7 +385,7 @@ def _build(
 ) -> Understanding:
     usable = [name for name in intents if name in available]
     if not usable:
-        return Understanding("unsupported", reply=not_offered(intents), intents=tuple(intents))
+        return Understanding("unsupported", reply=not_offered(intents))
     years = find_years(folded, conversation.today, conversation.anio)
     month, month_year = find_month(folded, conversation.today)
     needs_year = any(name in YEAR_OPERATIONS for name in usable)
@@ -404,10 +394,10 @@ def _build(
         year_values = [month_year]
     if needs_year and not year_values:
         if years.unresolved:
-            return Understanding("clarify", reply=REPLIES["which_year"], intents=tuple(usable))
+            return Understanding("clarify", reply=REPLIES["which_year"])
         fallback = conversation.anio or (conversation.today.year if conversation.today else None)
         if fallback is None:
-            return Understanding("clarify", reply=REPLIES["which_year"], intents=tuple(usable))
+            return Understanding("clarify", reply=REPLIES["which_year"])
         year_values = [fallback]
 
     customers = extract_customers(question)
@@ -455,19 +445,19 @@ def _build(
             elif name == "compras_cliente":
                 chosen: list[str | None] = list(customers) or [base.get("cliente") or conversation.cliente]
                 if not all(chosen):
-                    return Understanding("clarify", reply=REPLIES["which_customer"], intents=tuple(usable))
+                    return Understanding("clarify", reply=REPLIES["which_customer"])
                 variants = [(base | {"cliente": who}, None) for who in chosen]
             elif name == "facturas_pendientes":
                 chosen = list(customers) or [
                     (conversation.cliente if refers else None) or base.get("cliente")
                 ]
                 if not all(chosen) and refers and not _GENERAL_SUBJECT.search(folded):
-                    return Understanding("clarify", reply=REPLIES["which_debtor"], intents=tuple(usable))
+                    return Understanding("clarify", reply=REPLIES["which_debtor"])
                 variants = [(base | {"cliente": who} if who else base, None) for who in chosen]
             elif name == "buscar_cliente":
                 chosen = list(customers) or [base.get("texto")]
                 if not all(chosen):
-                    return Understanding("clarify", reply=REPLIES["which_text"], intents=tuple(usable))
+                    return Understanding("clarify", reply=REPLIES["which_text"])
                 variants = [(base | {"texto": text}, None) for text in chosen]
             elif name == "ventas_mensuales" and month:
                 base["mes"] = month
@@ -484,4 +474,4 @@ def _build(
                 if name == "mejor_cliente":
                     best_key = key
                 steps.append(Step(key=key, funcion=name, parametros=params, needs=needs))
-    return Understanding("operations", steps=tuple(steps), intents=tuple(usable))
+    return Understanding("operations", steps=tuple(steps))
