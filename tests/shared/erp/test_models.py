@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import date
+from typing import Any
 
 import pytest
 from sqlalchemy.exc import IntegrityError
@@ -68,46 +69,26 @@ def test_an_invoice_with_lines_round_trips(session: Session) -> None:
     assert stored.issue_date == date(2025, 5, 2)
 
 
-def test_unknown_status_is_rejected_by_the_database(session: Session) -> None:
-    session.add(
-        Invoice(id=2, number="X", customer_id=1, issue_date=date(2025, 1, 1), status="refunded", total=0)
-    )
-    with pytest.raises(IntegrityError):
-        session.commit()
+def _customer(id: int, name: str, **changes: Any) -> Customer:
+    fields = {"name_folded": name.lower(), "ruc": f"8000000{id}-0", "city": "Luque", "vendedor": "ana"}
+    return Customer(id=id, name=name, **(fields | changes))
 
 
-def test_invoice_of_a_missing_customer_is_rejected(session: Session) -> None:
-    session.add(
-        Invoice(id=3, number="Y", customer_id=42, issue_date=date(2025, 1, 1), status="paid", total=0)
-    )
-    with pytest.raises(IntegrityError):
-        session.commit()
+REFUSED_ROWS = {
+    "an unknown invoice status": lambda: Invoice(
+        id=2, number="X", customer_id=1, issue_date=date(2025, 1, 1), status="refunded", total=0
+    ),
+    "an invoice of a missing customer": lambda: Invoice(
+        id=3, number="Y", customer_id=42, issue_date=date(2025, 1, 1), status="paid", total=0
+    ),
+    "a second customer of the same name": lambda: _customer(2, "Empresa ABC"),
+    "a customer of an unknown salesperson": lambda: _customer(3, "Otra", vendedor="zoe"),
+    "a customer without a salesperson": lambda: _customer(4, "Sin", vendedor=None),
+}
 
 
-def test_customer_names_are_unique(session: Session) -> None:
-    session.add(
-        Customer(
-            id=2,
-            name="Empresa ABC",
-            name_folded="empresa abc",
-            ruc="80000002-1",
-            city="Luque",
-            vendedor="ana",
-        )
-    )
-    with pytest.raises(IntegrityError):
-        session.commit()
-
-
-def test_a_customer_of_an_unknown_salesperson_is_rejected(session: Session) -> None:
-    session.add(
-        Customer(id=3, name="Otra", name_folded="otra", ruc="80000003-8", city="Luque", vendedor="zoe")
-    )
-    with pytest.raises(IntegrityError):
-        session.commit()
-
-
-def test_a_customer_without_a_salesperson_is_rejected(session: Session) -> None:
-    session.add(Customer(id=4, name="Sin", name_folded="sin", ruc="80000004-6", city="Luque"))
+@pytest.mark.parametrize("row", REFUSED_ROWS.values(), ids=REFUSED_ROWS.keys())
+def test_the_database_refuses(session: Session, row: Callable[[], ErpBase]) -> None:
+    session.add(row())
     with pytest.raises(IntegrityError):
         session.commit()

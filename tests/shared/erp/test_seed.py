@@ -9,7 +9,7 @@ from datetime import date
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, func, insert, select
+from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
 from shared.erp import seed as seed_module
@@ -246,18 +246,6 @@ def test_a_concurrent_seeder_that_lost_the_race_reports_already_seeded(
     assert seed_erp(erp.engine) is False
     assert len(calls) == 2
     assert _dump(erp.engine) == before
-
-
-def test_a_database_seeded_by_another_version_is_refused() -> None:
-    engine = make_engine("sqlite://")
-    try:
-        ErpBase.metadata.create_all(engine)
-        with engine.begin() as conn:
-            conn.execute(insert(ErpSetting), [{"key": "seed_version", "value": "0"}])
-        with pytest.raises(ConfigurationError, match="seed version '0'"):
-            seed_erp(engine)
-    finally:
-        engine.dispose()
 
 
 def test_a_database_of_seed_version_1_is_refused_with_what_to_do(tmp_path: Any) -> None:
