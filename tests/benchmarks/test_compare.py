@@ -1,4 +1,5 @@
-"""benchmarks.compare: two runs per mode and category, regressions first (``erp-ai compare A B``)."""
+"""benchmarks.compare: two runs per (target,) mode and category, regressions first; what only one run has is
+listed as not compared, never as a regression (``erp-ai compare A B``)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import typer
+from typer.testing import CliRunner
 
 from benchmarks.compare import (
     ALL,
@@ -14,31 +17,26 @@ from benchmarks.compare import (
     render_comparison_markdown,
     write_comparison,
 )
-from benchmarks.results import ResultsWriter, RunMeta, RunResults, TurnRow
+from benchmarks.results import RunMeta, RunResults, TurnRow
 from benchmarks.scoring.turn import TurnScore
 from benchmarks.targets import parse_targets
+from tests.benchmarks.report.sample_results import turn_row, write_results
+
+ALL_MODES = ["planner", "toolcalling", "toolcalling-full"]
+WHY = "answer lacks ventas_anuales(anio=2025).total"
 
 
 def _row(mode: str, category: str, scenario: str, turn: int, passed: bool = True, **kw: Any) -> TurnRow:
-    values: dict[str, Any] = {
-        "user": "u",
-        "model_calls": 2,
-        "input_tokens": 1000,
-        "output_tokens": 100,
-        "model_ms": 10.0,
-        "harness_ms": 1.0,
-    }
-    values.update(kw)
-    return TurnRow(
-        mode=mode,
+    values: dict[str, Any] = {"model_calls": 2, "input_tokens": 1000, "output_tokens": 100, "model_ms": 10.0}
+    return turn_row(
+        mode,
+        passed=passed,
+        why=WHY,
         category=category,
         scenario=scenario,
         turn=turn,
-        repetition=1,
-        score=TurnScore(
-            passed=passed, details=[] if passed else ["answer lacks ventas_anuales(anio=2025).total"]
-        ),
-        **values,
+        harness_ms=1.0,
+        **{**values, **kw},
     )
 
 
@@ -53,6 +51,24 @@ def _run(
         )
         rows.append(_row("toolcalling", category, "s", turn, passed=turn not in tools_failing, model_calls=3))
     return RunResults(meta=RunMeta(provider="offline", modes=["planner", "toolcalling"], turns=10), rows=rows)
+
+
+def _modes_run(
+    modes: list[str], categories: tuple[str, ...] = ("single", "follow_up"), failing: int = 0
+) -> RunResults:
+    """Four turns per mode and category; the first ``failing`` planner turns fail."""
+    rows = [
+        _row(mode, category, f"s-{category}", turn, passed=not (mode == "planner" and turn <= failing))
+        for mode in modes
+        for category in categories
+        for turn in range(1, 5)
+    ]
+    return RunResults(meta=RunMeta(provider="offline", modes=modes, turns=4 * len(categories)), rows=rows)
+
+
+def _write(directory: Path, results: RunResults) -> Path:
+    write_results(directory / "results.jsonl", results.meta, results.rows)
+    return directory
 
 
 def test_an_accuracy_drop_is_a_regression_listed_first() -> None:
@@ -93,17 +109,6 @@ def test_simulated_latency_is_compared_when_both_runs_have_it() -> None:
     assert planner.reasons == ["simulated latency p50 1001.0 → 1501.0 ms"]
 
 
-def test_a_mode_missing_from_the_later_run_is_not_compared_and_no_regression() -> None:
-    before = _run(set())
-    after = RunResults(
-        meta=RunMeta(provider="offline", modes=["planner"]),
-        rows=[r for r in _run(set()).rows if r.mode == "planner"],
-    )
-    comparison = compare_results(before, after)
-    gone = next(g for g in comparison.groups if (g.mode, g.category) == ("toolcalling", ALL))
-    assert not gone.regression and not gone.compared and gone.reasons == ["only in run A"]
-
-
 def test_warm_up_rows_are_not_compared() -> None:
     after = _run(set())
     after.rows.append(_row("planner", "single", "s", 1, passed=False, warmup=True))
@@ -134,10 +139,11 @@ def test_no_change_says_so() -> None:
 def test_compare_runs_reads_files_or_directories_and_names_changed_settings(tmp_path: Path) -> None:
     for name, failing, profile in (("a", set(), None), ("b", {6}, "gpu-8b")):
         run = _run(failing)
-        writer = ResultsWriter(tmp_path / name / "results.jsonl")
-        writer.write(run.meta.model_copy(update={"latency_profile": profile}))
-        for row in run.rows:
-            writer.write(row)
+        write_results(
+            tmp_path / name / "results.jsonl",
+            run.meta.model_copy(update={"latency_profile": profile}),
+            run.rows,
+        )
     comparison = compare_runs(tmp_path / "a", tmp_path / "b" / "results.jsonl")
     assert comparison.a.path.endswith("a/results.jsonl")
     assert comparison.settings_changed == ["latency_profile None → 'gpu-8b'"]
@@ -146,30 +152,35 @@ def test_compare_runs_reads_files_or_directories_and_names_changed_settings(tmp_
         compare_runs(tmp_path / "a", tmp_path / "missing")
 
 
-def test_the_compare_command_prints_and_writes_the_comparison(tmp_path: Path) -> None:
-    from typer.testing import CliRunner
-
-    from benchmarks.cli import app
-
-    if "compare" not in {command.name for command in app.registered_commands}:
-        pytest.skip("erp-ai compare is not registered yet (benchmarks/cli.py)")
-    for name, failing in (("a", set()), ("b", {6})):
-        run = _run(failing)
-        writer = ResultsWriter(tmp_path / name / "results.jsonl")
-        writer.write(run.meta)
-        for row in run.rows:
-            writer.write(row)
+def test_the_compare_command_prints_writes_and_fails_only_on_what_both_runs_measured(
+    app: typer.Typer, tmp_path: Path
+) -> None:
     runner = CliRunner()
-    result = runner.invoke(app, ["compare", str(tmp_path / "a"), str(tmp_path / "b")])
+    a = _write(tmp_path / "a", _run(set()))
+    b = _write(tmp_path / "b", _run({6}))
+    result = runner.invoke(app, ["compare", str(a), str(b)])
     assert result.exit_code == 0, result.output
-    assert "toolcalling · follow_up" in result.output
-    assert (tmp_path / "b" / "compare.md").exists()
-    failing = runner.invoke(
-        app, ["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--fail-on-regression"]
-    )
-    assert failing.exit_code == 1
-    missing = runner.invoke(app, ["compare", str(tmp_path / "a"), str(tmp_path / "nothing")])
-    assert missing.exit_code == 2
+    assert "toolcalling · follow_up" in result.output and (b / "compare.md").exists()
+    assert runner.invoke(app, ["compare", str(a), str(b), "--fail-on-regression"]).exit_code == 1
+    assert runner.invoke(app, ["compare", str(a), str(tmp_path / "nothing")]).exit_code == 2
+    every = _write(tmp_path / "make-bench", _modes_run(ALL_MODES))
+    two = _write(tmp_path / "two-modes", _modes_run(["planner", "toolcalling"]))
+    args = ["compare", str(every), str(two), "--fail-on-regression"]
+    assert runner.invoke(app, args, env={"COLUMNS": "200"}).exit_code == 0, "a mode only one run ran"
+
+
+def test_compare_names_a_cut_file_and_refuses_an_empty_one(app: typer.Typer, tmp_path: Path) -> None:
+    runner = CliRunner()
+    a = _write(tmp_path / "a", _modes_run(["planner"]))
+    b = _write(tmp_path / "b", _modes_run(["planner"]))
+    data = (b / "results.jsonl").read_bytes()
+    (b / "results.jsonl").write_bytes(data[:-20])
+    cut = runner.invoke(app, ["compare", str(a), str(b)], env={"COLUMNS": "300"})
+    assert cut.exit_code == 0
+    assert "**Warning:** run B: results file ends in an incomplete line: 7 rows read." in cut.output
+    (b / "results.jsonl").write_bytes(b"")
+    empty = runner.invoke(app, ["compare", str(a), str(b)], env={"COLUMNS": "300"})
+    assert empty.exit_code == 2 and "holds no complete record" in empty.output
 
 
 def _targeted(run: RunResults, specs: list[str], failing_b: frozenset[int] = frozenset()) -> RunResults:
@@ -240,3 +251,59 @@ def test_time_to_first_answer_and_valid_plans_are_compared() -> None:
     assert "| 500.0 → 600.0 (+100.0) | 10.0 → 20.0 (+10.0) | 100.0% (10/10) → 90.0% (9/10) |" in text
     unrecorded = render_comparison_markdown(compare_results(_run(set()), _run(set())))
     assert "| – | – | n/a |" in unrecorded
+
+
+def test_a_mode_only_the_earlier_run_has_is_not_compared_and_no_regression() -> None:
+    comparison = compare_results(_modes_run(ALL_MODES), _modes_run(["planner", "toolcalling"]))
+
+    assert comparison.regressions == []
+    missing = [(g.mode, g.category) for g in comparison.not_compared]
+    assert missing == [
+        ("toolcalling-full", ALL),
+        ("toolcalling-full", "follow_up"),
+        ("toolcalling-full", "single"),
+    ]
+    assert all(g.reasons == ["only in run A"] and not g.regression for g in comparison.not_compared)
+    assert "modes ['planner', 'toolcalling', 'toolcalling-full'] → ['planner', 'toolcalling']" in (
+        comparison.settings_changed
+    )
+    text = render_comparison_markdown(comparison)
+    assert "## Not compared" in text
+    assert "- **toolcalling-full** (every category): only in run A." in text
+    assert "toolcalling-full · single" not in text  # folded into the mode's line
+    assert "| toolcalling-full | (all) | 8 / 0 |" in text and "not compared |" in text
+
+
+def test_a_category_or_a_target_only_one_run_has_is_not_compared() -> None:
+    extra = compare_results(
+        _modes_run(["planner"]), _modes_run(["planner"], categories=("single", "follow_up", "nueva"))
+    )
+    assert extra.regressions == []
+    assert [(g.mode, g.category, g.reasons) for g in extra.not_compared] == [
+        ("planner", "nueva", ["only in run B"])
+    ]
+    assert "- **planner · nueva**: only in run B." in render_comparison_markdown(extra)
+
+    a = _modes_run(["planner"]).model_copy(
+        update={"meta": RunMeta(modes=["planner"], targets=parse_targets(["x=offline"]))}
+    )
+    a.rows[:] = [r.model_copy(update={"target": "x"}) for r in a.rows]
+    b_meta = RunMeta(modes=["planner"], targets=parse_targets(["x=offline", "y=offline"]))
+    b_rows = [r.model_copy(update={"target": t}) for t in ("x", "y") for r in _modes_run(["planner"]).rows]
+    targets = compare_results(a, RunResults(meta=b_meta, rows=b_rows))
+    assert targets.regressions == []
+    assert {(g.target, g.category) for g in targets.not_compared} == {
+        ("y", ALL),
+        ("y", "single"),
+        ("y", "follow_up"),
+    }
+
+
+def test_what_both_runs_measured_is_still_judged() -> None:
+    comparison = compare_results(_modes_run(ALL_MODES), _modes_run(["planner", "toolcalling"], failing=2))
+    assert {(g.mode, g.category) for g in comparison.regressions} == {
+        ("planner", ALL),
+        ("planner", "single"),
+        ("planner", "follow_up"),
+    }
+    assert all(g.compared for g in comparison.regressions)

@@ -6,14 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.results import ResultsWriter, RunMeta
-from tests.benchmarks.report.sample_results import MODES, rows
+from benchmarks.results import RunMeta
+from tests.benchmarks.report.sample_results import MODES, rows, write_results
 
 
 @pytest.fixture
 def results_path(tmp_path: Path) -> Path:
-    writer = ResultsWriter(tmp_path / "results.jsonl")
-    writer.write(RunMeta(provider="offline", modes=MODES, scenarios=1, turns=12))
-    for record in rows():
-        writer.write(record)
-    return writer.path
+    return write_results(
+        tmp_path / "results.jsonl", RunMeta(provider="offline", modes=MODES, scenarios=1, turns=12), rows()
+    )

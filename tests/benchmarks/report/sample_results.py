@@ -1,8 +1,13 @@
-"""A small results set that exercises every part of the reports: three modes, 12 turns, growth, a failure."""
+"""A small results set that exercises every part of the reports (three modes, 12 turns, growth, a failure),
+and the turn records and results files the benchmark tests build."""
 
 from __future__ import annotations
 
-from benchmarks.results import OperationRecord, TurnRow
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from benchmarks.results import OperationRecord, ResultsWriter, RunMeta, TurnRow
 from benchmarks.scoring.turn import TurnScore
 
 MODES = ["planner", "toolcalling", "toolcalling-full"]
@@ -38,3 +43,24 @@ def rows() -> list[TurnRow]:
                 )
             )
     return out
+
+
+def turn_row(mode: str = "planner", *, passed: bool = True, why: str | None = None, **values: Any) -> TurnRow:
+    """A scored turn of ``mode``: scenario ``s``, category ``c``, turn 1 of repetition 1, user text ``u``,
+    unless ``values`` say otherwise; a failed turn's score says ``why``."""
+    fields: dict[str, Any] = {
+        "scenario": "s",
+        "category": "c",
+        "turn": 1,
+        "repetition": 1,
+        "user": "u",
+        **values,
+    }
+    details = [why] if why is not None and not passed else []
+    return TurnRow(mode=mode, score=TurnScore(passed=passed, details=details), **fields)
+
+
+def write_results(path: Path, meta: RunMeta, records: Iterable[TurnRow]) -> Path:
+    """A results file at ``path``: the run line, then ``records``."""
+    ResultsWriter(path).rewrite([meta, *records])
+    return path

@@ -1,4 +1,5 @@
-"""Aggregation: accuracy, pass^k, calls, tokens, percentiles, growth (benchmarks/report/aggregate.py)."""
+"""Aggregation: accuracy, pass^k, calls, tokens (reported or not), growth, intervals, the paired comparison
+(benchmarks/report/aggregate.py)."""
 
 from __future__ import annotations
 
@@ -6,17 +7,15 @@ from typing import Any
 
 import pytest
 
-from benchmarks.report.aggregate import pass_hat_k, percentile, summarize
-from benchmarks.results import TurnRow
-from benchmarks.scoring.turn import TurnScore
+from benchmarks.report.aggregate import NOT_REPORTED, pass_hat_k, summarize, summarize_mode, tokens_text
+from benchmarks.report.findings import measurement_sentences
+from benchmarks.results import OperationRecord, TurnRow
+from tests.benchmarks.report.sample_results import turn_row
 
 
 def row(mode: str, scenario: str, turn: int, rep: int = 1, passed: bool = True, **kw: Any) -> TurnRow:
-    values: dict[str, Any] = {"category": "c", "user": "u", "model_calls": 2, "input_tokens": 100}
-    values.update(kw)
-    return TurnRow(
-        mode=mode, scenario=scenario, turn=turn, repetition=rep, score=TurnScore(passed=passed), **values
-    )
+    values: dict[str, Any] = {"model_calls": 2, "input_tokens": 100, **kw}
+    return turn_row(mode, passed=passed, scenario=scenario, turn=turn, repetition=rep, **values)
 
 
 def test_pass_hat_k_follows_tau_bench() -> None:
@@ -26,13 +25,6 @@ def test_pass_hat_k_follows_tau_bench() -> None:
     assert pass_hat_k(outcomes, 2) == pytest.approx((1 / 3 + 1) / 2)
     assert pass_hat_k(outcomes, 3) == pytest.approx(0.5)  # all k passed only in the second task
     assert pass_hat_k(outcomes, 4) is None
-
-
-def test_percentiles_interpolate() -> None:
-    assert percentile([1, 2, 3, 4], 50) == 2.5
-    assert percentile([5], 95) == 5
-    assert percentile([], 50) == 0.0
-    assert percentile(list(range(1, 101)), 95) == pytest.approx(95.05)
 
 
 def test_modes_categories_and_pass_k_are_summarised() -> None:
@@ -84,8 +76,6 @@ def test_the_growth_curve_follows_the_longest_conversation() -> None:
 
 
 def test_calls_on_turns_without_operations_are_averaged_apart() -> None:
-    from benchmarks.results import OperationRecord
-
     ran = [OperationRecord(funcion="ventas_anuales", parametros={"anio": 2025})]
     rows = [
         row("planner", "a", 1, model_calls=1),
@@ -194,3 +184,34 @@ def test_optional_fields_of_newer_runners_are_read_when_present() -> None:
     planner = summarize(rows).modes[0]
     assert planner.cached_share == pytest.approx(0.5) and planner.cached_input_tokens_mean == 500
     assert planner.simulated_first_answer_p50 == 400 and planner.first_answer_p50 is None
+
+
+def _usage(turn: int, *, reported: bool, tokens: int = 0, recovered: int = 0) -> TurnRow:
+    return turn_row(
+        "toolcalling",
+        turn=turn,
+        model_calls=1,
+        input_tokens=tokens,
+        output_tokens=tokens // 10,
+        usage_reported=reported,
+        recovered_tool_calls=recovered,
+    )
+
+
+def test_unreported_usage_is_not_reported_never_zero_and_means_cover_the_turns_that_reported() -> None:
+    mode = summarize_mode("toolcalling", [_usage(1, reported=False), _usage(2, reported=False)])
+    assert not mode.tokens_reported and tokens_text(mode, mode.input_tokens_mean) == NOT_REPORTED
+    sentences = measurement_sentences([mode])
+    assert any("did not report token usage" in s and "toolcalling 2" in s for s in sentences)
+    mode = summarize_mode("toolcalling", [_usage(1, reported=True, tokens=1000), _usage(2, reported=False)])
+    assert mode.tokens_reported and mode.usage_unreported == 1
+    assert tokens_text(mode, mode.input_tokens_mean) == "1000"
+
+
+def test_recovered_tool_calls_are_summed_and_said() -> None:
+    rows = [_usage(1, reported=True, recovered=2), _usage(2, reported=True, recovered=1)]
+    mode = summarize_mode("toolcalling", rows)
+    assert mode.recovered_tool_calls == 3
+    assert "Tool calls written as text and recovered into real tool calls: toolcalling 3." in (
+        measurement_sentences([mode])
+    )
