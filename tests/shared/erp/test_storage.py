@@ -207,25 +207,17 @@ def test_threads_take_turns_on_the_shared_in_memory_connection() -> None:
     try:
         with engine.begin() as connection:
             connection.execute(text("CREATE TABLE t (n INTEGER)"))
-        errors: list[BaseException] = []
 
         def worker(n: int) -> None:
-            try:
-                for _ in range(20):
-                    with engine.begin() as connection:
-                        connection.execute(text("INSERT INTO t VALUES (:n)"), {"n": n})
-                        count = connection.scalar(text("SELECT count(*) FROM t WHERE n = :n"), {"n": n})
-                        connection.execute(text("DELETE FROM t WHERE n = :n"), {"n": n})
-                        assert count == 1
-            except BaseException as error:  # pragma: no cover - reported below
-                errors.append(error)
+            for _ in range(20):
+                with engine.begin() as connection:
+                    connection.execute(text("INSERT INTO t VALUES (:n)"), {"n": n})
+                    count = connection.scalar(text("SELECT count(*) FROM t WHERE n = :n"), {"n": n})
+                    connection.execute(text("DELETE FROM t WHERE n = :n"), {"n": n})
+                    assert count == 1
 
-        threads = [threading.Thread(target=worker, args=(n,)) for n in range(6)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        assert errors == []
+        with ThreadPoolExecutor(max_workers=6) as pool:
+            list(pool.map(worker, range(6)))  # re-raises what a thread raised
     finally:
         engine.dispose()
 

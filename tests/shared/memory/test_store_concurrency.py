@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from datetime import date
 from typing import Any, NamedTuple
 
@@ -192,23 +193,15 @@ def test_threads_racing_to_create_one_conversation_make_one_row_without_error(
     memory_store: MemoryStore,
 ) -> None:
     start = threading.Barrier(WRITERS)
-    errors: list[BaseException] = []
 
     def first_turn(writer: int) -> None:
-        try:
-            start.wait(timeout=WAIT_SECONDS)
-            memory_store.ensure_conversation("hilos", user_id="ana")
-            memory_store.record_turn("hilos", writer_turn(writer, 0), user_id="ana")
-        except BaseException as error:  # pragma: no cover - reported below
-            errors.append(error)
+        start.wait(timeout=WAIT_SECONDS)
+        memory_store.ensure_conversation("hilos", user_id="ana")
+        memory_store.record_turn("hilos", writer_turn(writer, 0), user_id="ana")
 
-    threads = [threading.Thread(target=first_turn, args=(writer,)) for writer in range(WRITERS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    with ThreadPoolExecutor(WRITERS) as pool:
+        list(pool.map(first_turn, range(WRITERS)))  # re-raises what a thread raised
 
-    assert errors == []
     assert len(memory_store.history("hilos")) == WRITERS * MESSAGES_PER_TURN
     assert memory_store.get_state("hilos").version == WRITERS
 
@@ -221,23 +214,14 @@ def test_eight_threads_sharing_one_conversation_lose_duplicate_and_interleave_no
 ) -> None:
     turns = 4
     start = threading.Barrier(WRITERS)
-    recorded: list[Recorded] = []
-    errors: list[BaseException] = []
+    with ThreadPoolExecutor(WRITERS) as pool:
+        outcomes = list(
+            pool.map(lambda writer: write_turns(memory_store, writer, turns, start), range(WRITERS))
+        )
 
-    def writer(number: int) -> None:
-        try:
-            recorded.extend(write_turns(memory_store, number, turns, start))
-        except BaseException as error:  # pragma: no cover - reported below
-            errors.append(error)
-
-    threads = [threading.Thread(target=writer, args=(number,)) for number in range(WRITERS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-
-    assert errors == []
-    assert_shared_conversation_is_consistent(memory_store, recorded, turns)
+    assert_shared_conversation_is_consistent(
+        memory_store, [r for outcome in outcomes for r in outcome], turns
+    )
 
 
 def test_eight_processes_sharing_one_conversation_lose_duplicate_and_interleave_nothing(

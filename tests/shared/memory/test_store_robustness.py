@@ -7,8 +7,8 @@ model receives stays under :data:`shared.bounds.CONTEXT_MAX_CHARS`.
 from __future__ import annotations
 
 import sqlite3
-import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -150,35 +150,17 @@ def test_text_that_is_not_valid_unicode_is_stored_with_replacement_characters(
 
 @pytest.mark.parametrize("url", ["sqlite://", "sqlite:///:memory:"])
 def test_an_in_memory_store_is_shared_by_worker_threads(url: str) -> None:
-    store = MemoryStore(url)
-    errors: list[BaseException] = []
-
     def worker(n: int) -> None:
-        try:
-            for i in range(10):
-                record = TurnRecord(
-                    messages=[
-                        MessageIn(role="user", content=f"u{n}.{i}"),
-                        MessageIn(role="assistant", content="a"),
-                    ],
-                    state={f"t{n}": i},
-                )
-                store.record_turn("compartida", record)
-                store.build_context("compartida", TODAY)
-        except BaseException as error:  # pragma: no cover - reported below
-            errors.append(error)
+        for i in range(10):
+            messages = [MessageIn(role="user", content=f"u{n}.{i}"), MessageIn(role="assistant", content="a")]
+            store.record_turn("compartida", TurnRecord(messages=messages, state={f"t{n}": i}))
+            store.build_context("compartida", TODAY)
 
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range(6)]
-    try:
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        assert errors == []
+    with MemoryStore(url) as store:
+        with ThreadPoolExecutor(6) as pool:
+            list(pool.map(worker, range(6)))  # re-raises what a thread raised
         assert len(store.history("compartida")) == 6 * 10 * 2
         assert store.get_state("compartida") == {f"t{n}": 9 for n in range(6)}
-    finally:
-        store.close()
 
 
 # -- bounds --------------------------------------------------------------------------------------------------
