@@ -24,12 +24,12 @@ The backing model defaults to :class:`benchmarks.stand_ins.offline.OfflineSalesM
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Literal
 
 from langchain_core.language_models import BaseChatModel
 
-from benchmarks.stand_ins.emulators._http import EmulatorServer, LoggedRequest, Protocol
+from benchmarks.stand_ins.emulators._app import EmulatorServer, LoggedRequest, Protocol
 from benchmarks.stand_ins.emulators.faults import (
     DELAY_HEADER,
     FAULT_HEADER,
@@ -67,22 +67,16 @@ DEFAULT_PORTS: dict[EmulatorKind, int] = {"ollama": 11434, "gemini": 8089, "open
 """Ports ``run_emulator`` uses when none is given (11434 is Ollama's own, 8080 llama.cpp server's)."""
 
 
-def _default_model() -> BaseChatModel:
-    from benchmarks.stand_ins.offline import (
-        OfflineSalesModel,  # imported late: the offline model is heavier to load
-    )
+def _protocol(kind: EmulatorKind, model: BaseChatModel | None, api_key: str | None) -> Protocol:
+    if kind not in DEFAULT_PORTS:
+        raise ValueError(f"Unknown emulator kind {kind!r}; use 'ollama', 'gemini' or 'openai'.")
+    if model is None:
+        from benchmarks.stand_ins.offline import OfflineSalesModel  # late: heavier to load
 
-    return OfflineSalesModel()
-
-
-def _protocol(kind: EmulatorKind, model: BaseChatModel, api_key: str | None) -> Protocol:
+        model = OfflineSalesModel()
     if kind == "ollama":
         return OllamaProtocol(model)
-    if kind == "gemini":
-        return GeminiProtocol(model, api_key=api_key)
-    if kind == "openai":
-        return OpenAIProtocol(model, api_key=api_key)
-    raise ValueError(f"Unknown emulator kind {kind!r}; use 'ollama', 'gemini' or 'openai'.")
+    return (GeminiProtocol if kind == "gemini" else OpenAIProtocol)(model, api_key=api_key)
 
 
 def create_emulator(
@@ -100,8 +94,7 @@ def create_emulator(
     server reject any other key; without it Gemini accepts any non-empty ``x-goog-api-key`` and OpenAI any
     bearer key.
     """
-    protocol = _protocol(kind, model if model is not None else _default_model(), api_key)
-    return EmulatorServer(protocol, host=host, port=port, faults=faults)
+    return EmulatorServer(_protocol(kind, model, api_key), host=host, port=port, faults=faults)
 
 
 @contextmanager
@@ -129,17 +122,7 @@ def run_emulator(
     api_key: str | None = None,
 ) -> None:
     """Serve an emulator in the foreground until interrupted (Ctrl-C); for ``erp-ai emulate``."""
-    server = create_emulator(
-        kind,
-        model=model,
-        host=host,
-        port=DEFAULT_PORTS[kind] if port is None else port,
-        faults=faults,
-        api_key=api_key,
-    )
-    try:
+    port = DEFAULT_PORTS[kind] if port is None else port
+    server = create_emulator(kind, model=model, host=host, port=port, faults=faults, api_key=api_key)
+    with suppress(KeyboardInterrupt):  # uvicorn shuts down gracefully, then re-raises the signal
         server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.stop()

@@ -8,20 +8,21 @@ import httpx
 import pytest
 
 from benchmarks.stand_ins.emulators import EmulatorServer, create_emulator
-from benchmarks.stand_ins.emulators._http import before_break
+from benchmarks.stand_ins.emulators._app import before_break
 from tests.benchmarks.stand_ins.emulators.emulator_fakes import scripted_responder
 from tests.fakes import FunctionChatModel
 
 
 def test_accepted_sockets_have_tcp_nodelay() -> None:
-    server = create_emulator("ollama", model=FunctionChatModel(scripted_responder))
-    try:
-        with socket.create_connection((server.host, server.port)):
-            accepted, _ = server._httpd.get_request()
-            with accepted:
-                assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
-    finally:
-        server.stop()
+    with (
+        create_emulator("ollama", model=FunctionChatModel(scripted_responder)) as server,
+        socket.create_connection((server.host, server.port)) as client,
+    ):
+        client.sendall(b"GET /api/version HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert client.recv(4096).startswith(b"HTTP/1.1 200")
+        (connection,) = server._uvicorn.server_state.connections
+        accepted = connection.transport.get_extra_info("socket")  # type: ignore[union-attr]
+        assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
 
 
 def test_base_url_uses_the_bound_free_port(ollama_server: EmulatorServer) -> None:
@@ -63,7 +64,6 @@ def test_an_invalid_content_length_gets_a_400_instead_of_a_hang(
             reply += chunk
 
     assert reply.startswith(b"HTTP/1.1 400")
-    assert b"invalid Content-Length header" in reply
 
 
 def test_unknown_paths_are_404(ollama_server: EmulatorServer) -> None:

@@ -82,7 +82,7 @@ def test_run_emulator_serves_in_the_foreground_until_interrupted(monkeypatch: py
             time.sleep(0.01)
         assert httpx.get(f"{servers[0].base_url}/api/version").status_code == 200
     finally:
-        servers[0]._httpd.shutdown()
+        servers[0].stop()
         thread.join(timeout=5)
     assert not thread.is_alive()
 

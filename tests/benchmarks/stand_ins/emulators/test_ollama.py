@@ -14,7 +14,7 @@ from langchain_ollama import ChatOllama
 from pydantic import BaseModel
 
 from benchmarks.stand_ins.emulators import FAULT_HEADER, EmulatorFaults, EmulatorServer, create_emulator
-from benchmarks.stand_ins.emulators.ollama import OllamaMessage, to_langchain_messages
+from benchmarks.stand_ins.emulators._backing import WireMessage, to_messages
 from tests.fakes import CallInfo, FunctionChatModel
 
 MODEL = "llama3.1:8b"
@@ -184,10 +184,10 @@ def test_a_failing_backing_model_becomes_a_500() -> None:
 
 
 def test_assistant_tool_calls_get_ids_and_results_pair_by_order() -> None:
-    messages = to_langchain_messages(
+    messages = to_messages(
         [
-            OllamaMessage(role="user", content="q"),
-            OllamaMessage.model_validate(
+            WireMessage(role="user", content="q"),
+            WireMessage.model_validate(
                 {
                     "role": "assistant",
                     "tool_calls": [
@@ -196,8 +196,8 @@ def test_assistant_tool_calls_get_ids_and_results_pair_by_order() -> None:
                     ],
                 }
             ),
-            OllamaMessage(role="tool", content="rb", tool_name="b"),
-            OllamaMessage(role="tool", content="ra"),
+            WireMessage.model_validate({"role": "tool", "content": "rb", "tool_name": "b"}),
+            WireMessage(role="tool", content="ra"),
         ]
     )
 

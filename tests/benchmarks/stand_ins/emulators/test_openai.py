@@ -17,7 +17,7 @@ from langchain_openai import ChatOpenAI
 from pydantic import ValidationError
 
 from benchmarks.stand_ins.emulators import FAULT_HEADER, EmulatorServer, create_emulator
-from benchmarks.stand_ins.emulators.openai import OpenAIMessage, to_langchain_messages
+from benchmarks.stand_ins.emulators._backing import WireMessage, to_messages
 from benchmarks.stand_ins.faults import PLACEHOLDER_FUNCTION
 from shared.llm.tokens import approx_tokens
 from tests.benchmarks.stand_ins.emulators.emulator_fakes import scripted_responder
@@ -220,13 +220,13 @@ def test_a_request_without_messages_is_refused_with_400(openai_server: EmulatorS
 
 
 def test_messages_convert_developer_roles_text_parts_and_tool_names() -> None:
-    messages = to_langchain_messages(
+    messages = to_messages(
         [
-            OpenAIMessage(role="developer", content="Reglas."),
-            OpenAIMessage(
+            WireMessage(role="developer", content="Reglas."),
+            WireMessage(
                 role="user", content=[{"type": "text", "text": "ho"}, {"type": "text", "text": "la"}]
             ),
-            OpenAIMessage.model_validate(
+            WireMessage.model_validate(
                 {
                     "role": "assistant",
                     "content": None,
@@ -235,7 +235,7 @@ def test_messages_convert_developer_roles_text_parts_and_tool_names() -> None:
                     ],
                 }
             ),
-            OpenAIMessage(role="tool", tool_call_id="c1", content="42"),
+            WireMessage(role="tool", tool_call_id="c1", content="42"),
         ]
     )
 
