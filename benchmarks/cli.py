@@ -17,7 +17,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from benchmarks.commands import bench, loadtest, reliability, servers, turns
+from benchmarks.commands import bench, chat, loadtest, reliability, servers, turns
 from benchmarks.commands.common import PACKAGE_LOGGERS, Command, Group, err_console
 from benchmarks.commands.ops import ops_app
 from shared.errors import ErpAiError
@@ -156,7 +156,7 @@ def _root(
 
 COMMANDS: dict[str, Callable[..., None]] = {
     "ask": turns.ask,
-    "chat": turns.chat,
+    "chat": chat.chat,
     "serve": servers.serve,
     "emulate": servers.emulate,
     "bench": bench.bench,

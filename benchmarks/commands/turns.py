@@ -108,7 +108,7 @@ _LOCAL_MODEL_OPTIONS = {
 """The options that build a model in this process: with ``--server`` the AI server's model answers instead."""
 
 
-def _check_mode_options(ctx: typer.Context) -> None:
+def check_mode_options(ctx: typer.Context) -> None:
     """Refuse, with exit 2 and one line, an option the chosen mode would silently ignore."""
     mode, servers = ctx.params["mode"], ctx.params["server"]
     if mode is Mode.toolcalling:
@@ -133,7 +133,7 @@ def _check_mode_options(ctx: typer.Context) -> None:
         )
 
 
-def _conversation_id(conversation: str | None) -> str:
+def new_or_given(conversation: str | None) -> str:
     """The ``--conversation`` to continue, or a new id when the option is absent; an empty or blank id names
     nothing, so it is refused rather than replaced by a new conversation the user never hears of."""
     if conversation is None:
@@ -151,7 +151,7 @@ _TOKEN_REFUSED = ("rejected the request: missing or wrong token", "answered HTTP
 """How :class:`planner_mode.HttpAIClient` reports a 401 and a 403 of the AI server in a turn's errors."""
 
 
-def _check_server_refusal(result: TurnResult) -> None:
+def check_server_refusal(result: TurnResult) -> None:
     """A turn the AI server refused for its bearer token is a configuration error to fix (exit 2), not a
     provider failure to retry."""
     if result.failure == "provider" and any(
@@ -164,7 +164,7 @@ def _check_server_refusal(result: TurnResult) -> None:
         )
 
 
-def _open_engine(params: dict[str, Any]) -> tuple[AssistantEngine, Caller]:
+def open_engine(params: dict[str, Any]) -> tuple[AssistantEngine, Caller]:
     """The engine ``ask`` and ``chat`` use (from their options) and the ERP user they run as; a configuration,
     storage or unknown user problem, or a conversation of another user, exits 2 with one sentence."""
     try:
@@ -204,18 +204,18 @@ def _assemble_engine(**params: Any) -> tuple[AssistantEngine, Caller]:
     return engine, caller
 
 
-def _print_text(text: str, *, end: str = "\n") -> None:
+def print_text(text: str, *, end: str = "\n") -> None:
     """Model text, verbatim: never rich markup, emoji codes or highlighting, never re-wrapped."""
     console.print(text, end=end, markup=False, highlight=False, emoji=False, soft_wrap=True)
 
 
-def _print_turn(result: TurnResult, *, show_details: bool) -> None:
-    _print_text(result.answer)
+def print_turn(result: TurnResult, *, show_details: bool) -> None:
+    print_text(result.answer)
     if show_details:
-        _print_details(result)
+        print_details(result)
 
 
-async def _astream_turn(
+async def astream_turn(
     engine: AssistantEngine,
     conversation_id: str,
     message: str,
@@ -237,7 +237,7 @@ async def _astream_turn(
     try:
         async for event in stream:
             if isinstance(event, AnswerDelta) and event.text:
-                _print_text(event.text, end="")
+                print_text(event.text, end="")
                 shown.append(event.text)
             elif isinstance(event, TurnDone):
                 result = event.result
@@ -255,17 +255,17 @@ async def _astream_turn(
 
 def _end_streamed_answer(shown: str, answer: str) -> None:
     if not shown:
-        _print_text(answer)
+        print_text(answer)
         return
     console.print()
     final = answer.strip()
     if shown.strip() == final or (final and shown.rstrip().endswith(final)):
         return
     console.print(f"[dim]{FINAL_ANSWER_RULE}[/]")
-    _print_text(answer)
+    print_text(answer)
 
 
-def _print_details(result: TurnResult) -> None:
+def print_details(result: TurnResult) -> None:
     table = Table(title="Turn details", show_lines=False)
     table.add_column("operation")
     table.add_column("parameters")
@@ -334,21 +334,21 @@ def ask(
     refusal is {"error": {"kind": ..., "message": ...}} on stdout.
     """
     with errors_as_json(as_json):
-        _check_mode_options(ctx)  # before anything is opened or paid for
-        conversation_id = _conversation_id(conversation)
+        check_mode_options(ctx)  # before anything is opened or paid for
+        conversation_id = new_or_given(conversation)
         try:
             from shared.inputs import check_turn_input
 
             check_turn_input(conversation_id, message)
         except InputError as exc:
             raise refuse(exc) from None
-        engine, caller = _open_engine(ctx.params)
-        check = _check_server_refusal if server else None
+        engine, caller = open_engine(ctx.params)
+        check = check_server_refusal if server else None
         try:
             if as_json or no_stream:
                 result = engine.ask(conversation_id, message, caller=caller)
             else:
-                result = asyncio.run(_astream_turn(engine, conversation_id, message, caller, check=check))
+                result = asyncio.run(astream_turn(engine, conversation_id, message, caller, check=check))
         except ConversationAccessDenied as exc:
             raise refuse(exc) from None
         if check is not None:
@@ -357,9 +357,9 @@ def ask(
         typer.echo(result.model_dump_json(indent=2))
     else:
         if no_stream:
-            _print_turn(result, show_details=details)
+            print_turn(result, show_details=details)
         elif details:
-            _print_details(result)
+            print_details(result)
         if conversation is None and result.recorded:  # a turn that recorded nothing left nothing to continue
             hint = f"conversation: {conversation_id} (continue with --conversation {conversation_id})"
             err_console.print(f"[dim]{escape(hint)}[/]", soft_wrap=True)  # never wrapped: a command to copy
@@ -369,111 +369,3 @@ def ask(
             soft_wrap=True,
         )
         raise typer.Exit(2 if result.failure in ("input", "storage") else 1)
-
-
-CHAT_COMMANDS = {
-    "/details": "show or hide the plan, operations and call counts after each answer",
-    "/new": "start a new conversation",
-    "/help": "list these commands",
-    "/quit": "leave (also /exit, /salir, Ctrl+D)",
-}
-"""The chat's commands; any other message that starts with ``/`` is refused, not sent to the model."""
-_QUIT = ("/quit", "/exit", "/salir")
-
-
-def chat(
-    ctx: typer.Context,
-    mode: ModeOpt = Mode.planner,
-    conversation: Annotated[
-        str | None, typer.Option("--conversation", "-c", help="Continue this conversation id.")
-    ] = None,
-    context: ContextOpt = ContextPolicy.windowed,
-    structured: StructuredOpt = False,
-    provider: ProviderOpt = Provider.offline,
-    model: ModelOpt = None,
-    plan_model: PlanModelOpt = None,
-    answer_model: AnswerModelOpt = None,
-    base_url: BaseUrlOpt = None,
-    latency_profile: LatencyOpt = None,
-    server: ServerOpt = None,
-    db_url: DbUrl = None,
-    demo: DemoOpt = False,
-    memory_url: MemoryUrl = None,
-    max_tokens: MaxTokensOpt = DEFAULT_MAX_TOKENS,
-    timeout: TimeoutOpt = DEFAULT_TIMEOUT_S,
-    user: UserOpt = DEMO_CALLER.user_id,
-    details: Annotated[bool, typer.Option("--details", help="Show details after every answer.")] = False,
-    no_stream: NoStreamOpt = False,
-) -> None:
-    """Chat interactively with the assistant; answers are printed as the model writes them.
-
-    Type /details to toggle the plan, operations and call counts, /new for a new conversation, /help for the
-    commands, /quit to leave. A conversation of another user, an option the mode ignores or an empty
-    --conversation is refused before the chat starts (exit 2).
-    """
-    _check_mode_options(ctx)
-    conversation_id = _conversation_id(conversation)
-    engine, caller = _open_engine(ctx.params)
-    console.print(
-        f"[bold]erp-ai chat[/] ({engine.mode}) — conversation {conversation_id}. "
-        f"Commands: {', '.join(CHAT_COMMANDS)}.",
-        soft_wrap=True,
-    )
-    check = _check_server_refusal if server else None
-    # One event loop for the whole session: an HTTP AI client keeps its connections to the loop it opened.
-    with asyncio.Runner() as loop:
-        _chat_loop(engine, caller, conversation_id, loop, details=details, stream=not no_stream, check=check)
-
-
-def _chat_loop(
-    engine: AssistantEngine,
-    caller: Caller,
-    conversation_id: str,
-    loop: asyncio.Runner,
-    *,
-    details: bool,
-    stream: bool,
-    check: Callable[[TurnResult], None] | None = None,
-) -> None:
-    while True:
-        try:
-            message = console.input("[bold cyan]tú>[/] ").strip()
-        except (EOFError, KeyboardInterrupt):
-            console.print()
-            break
-        if not message:
-            continue
-        if message.startswith("/"):
-            command = message.split()[0]
-            if command in _QUIT:
-                break
-            if command == "/details":
-                details = not details
-                console.print(f"[dim]details {'on' if details else 'off'}[/]")
-            elif command == "/new":
-                conversation_id = uuid.uuid4().hex
-                console.print(f"[dim]new conversation {conversation_id}[/]", soft_wrap=True)
-            elif command == "/help":
-                for name, what in CHAT_COMMANDS.items():
-                    console.print(f"  {name}  {escape(what)}", highlight=False)
-            else:
-                console.print(f"unknown command {escape(command)}, /help lists them", highlight=False)
-            continue
-        console.print("[bold green]erp>[/] ", end="")
-        try:
-            if stream:
-                result = loop.run(_astream_turn(engine, conversation_id, message, caller, check=check))
-            else:
-                result = engine.ask(conversation_id, message, caller=caller)
-                if check is not None:
-                    check(result)
-        except ConversationAccessDenied as exc:
-            console.print()
-            raise refuse(exc) from None
-        except typer.Exit:  # the AI server refused the token: end the prompt's line, then leave
-            console.print()
-            raise
-        if not stream:
-            _print_text(result.answer)
-        if details:
-            _print_details(result)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -118,3 +120,26 @@ class Engines:
 
     def calls(self) -> list[tuple[str, str]]:
         return [call for engine in self.built for call in engine.calls]
+
+
+def one_line(output: str) -> str:
+    """The one line of an error output (never a traceback)."""
+    lines = [line for line in output.splitlines() if line.strip()]
+    assert "Traceback" not in output
+    assert len(lines) == 1, output
+    return lines[0]
+
+
+def json_error(stdout: str) -> dict[str, str]:
+    """The ``{"error": {"kind", "message"}}`` a refused command prints under ``--json``."""
+    document = json.loads(stdout)
+    assert set(document) == {"error"}, document
+    error: dict[str, str] = document["error"]
+    assert set(error) == {"kind", "message"} and error["message"], error
+    return error
+
+
+def subprocess_env(env: dict[str, str | None]) -> dict[str, str]:
+    """This process's environment with ``env`` applied (``None`` unsets), for a child process."""
+    merged = {**os.environ, **env}
+    return {key: value for key, value in merged.items() if value is not None}

@@ -51,3 +51,14 @@ def demo_erp(request: pytest.FixtureRequest) -> Iterator[Erp]:
     handle = open_demo_erp(demo_erp_url(request, request.param))
     yield handle
     handle.engine.dispose()
+
+
+@pytest.fixture
+def cli_env(erp_db_url: str, erp: object, tmp_path: Path) -> dict[str, str | None]:
+    """The CLI's environment: the session's seeded ERP, a fresh memory database, no token, no log level."""
+    return {
+        "ERP_AI_DB_URL": erp_db_url,
+        "ERP_AI_MEMORY_URL": f"sqlite:///{tmp_path / 'memory.sqlite3'}",
+        "ERP_AI_SERVER_TOKEN": None,
+        "ERP_AI_LOG_LEVEL": None,
+    }

@@ -1,38 +1,38 @@
-"""The `erp-ai` command line: ops, ask (one turn, JSON output, continuation across processes), errors."""
+"""The `erp-ai` command line: ops, ask (one turn, JSON output, continuation across processes), chat, serve,
+bench through a real provider client, and what every command's help says."""
 
 from __future__ import annotations
 
 import json
-import os
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
 from benchmarks.cli import app
 from benchmarks.commands import turns
+from benchmarks.stand_ins.emulators import FAULT_MODES
 from shared.turn import ExecutedOperation, TurnResult
+from tests.benchmarks.bench_fakes import subprocess_env
 
 runner = CliRunner()
+CLI = [sys.executable, "-m", "benchmarks.cli"]
 
 
-@pytest.fixture
-def cli_env(erp_db_url: str, erp: object, tmp_path: Path) -> dict[str, str]:
-    """Environment pointing the CLI at the session's seeded ERP and a fresh memory database."""
-    return {"ERP_AI_DB_URL": erp_db_url, "ERP_AI_MEMORY_URL": f"sqlite:///{tmp_path / 'memory.sqlite3'}"}
-
-
-def test_ops_call_prints_the_articles_2025_sales(cli_env: dict[str, str]) -> None:
+def test_ops_call_prints_the_articles_2025_sales(cli_env: dict[str, str | None]) -> None:
     result = runner.invoke(app, ["ops", "call", "ventas_anuales", '{"anio": 2025}'], env=cli_env)
 
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["total"] == 850_000_000
 
 
-def test_ops_list_shows_every_operation(cli_env: dict[str, str]) -> None:
+def test_ops_list_shows_every_operation(cli_env: dict[str, str | None]) -> None:
     result = runner.invoke(app, ["ops", "list", "--json"], env=cli_env)
 
     assert result.exit_code == 0, result.output
@@ -40,62 +40,46 @@ def test_ops_list_shows_every_operation(cli_env: dict[str, str]) -> None:
     assert {"ventas_anuales", "mejor_cliente", "compras_cliente", "buscar_cliente"} <= names
 
 
-def test_ops_call_with_unknown_operation_says_what_is_valid(cli_env: dict[str, str]) -> None:
-    result = runner.invoke(app, ["ops", "call", "borrar_facturas", "{}"], env=cli_env)
+@pytest.mark.parametrize(
+    ("call", "says"),
+    [
+        (["borrar_facturas", "{}"], ["La operación 'borrar_facturas' no existe", "ventas_anuales"]),
+        (["ventas_anuales", "{anio: 2025"], ["not valid JSON"]),
+        (["ventas_anuales", '{"anio": ' + "[" * 100_000 + "]" * 100_000 + "}"], ["nests too deeply"]),
+    ],
+    ids=["unknown-operation", "bad-json", "deeply-nested"],
+)
+def test_ops_call_refuses_with_what_to_pass_instead(
+    call: list[str], says: list[str], cli_env: dict[str, str | None]
+) -> None:
+    result = runner.invoke(app, ["ops", "call", *call], env=cli_env)
 
     assert result.exit_code == 2
-    assert "La operación 'borrar_facturas' no existe" in result.output
-    assert "ventas_anuales" in result.output
+    error = json.loads(result.stdout)["error"]["message"]  # a refusal of ops call is JSON too
+    assert all(text in error for text in says) and "Traceback" not in result.output
 
 
-def test_ops_call_with_bad_json_explains_the_expected_format(cli_env: dict[str, str]) -> None:
-    result = runner.invoke(app, ["ops", "call", "ventas_anuales", "{anio: 2025"], env=cli_env)
-
-    assert result.exit_code == 2
-    assert "not valid JSON" in result.output
-
-
-def test_ask_json_prints_a_turn_result(cli_env: dict[str, str]) -> None:
-    result = runner.invoke(app, ["ask", "¿Cuánto vendimos en 2025?", "--json"], env=cli_env)
+@pytest.mark.parametrize("mode", ["planner", "toolcalling"])
+def test_ask_json_prints_the_turn_result_alone(mode: str, cli_env: dict[str, str | None]) -> None:
+    result = runner.invoke(app, ["ask", "¿Cuánto vendimos en 2025?", "--mode", mode, "--json"], env=cli_env)
 
     assert result.exit_code == 0, result.output
-    turn = json.loads(result.stdout)
-    assert turn["mode"] == "planner"
-    assert turn["model_calls"] == 2
+    turn = json.loads(result.stdout)  # nothing but the JSON document on stdout
+    assert turn["mode"] == mode and "₲850.000.000" in turn["answer"] and turn["first_answer_ms"] is None
     assert [op["funcion"] for op in turn["operations"]] == ["ventas_anuales"]
-    assert "₲850.000.000" in turn["answer"]
+    if mode == "planner":
+        assert turn["model_calls"] == 2
 
 
-def test_ask_toolcalling_mode_uses_the_agent(cli_env: dict[str, str]) -> None:
-    result = runner.invoke(
-        app, ["ask", "¿Cuánto vendimos en 2025?", "--mode", "toolcalling", "--json"], env=cli_env
-    )
-
-    assert result.exit_code == 0, result.output
-    turn = json.loads(result.stdout)
-    assert turn["mode"] == "toolcalling"
-    assert "₲850.000.000" in turn["answer"]
-
-
-def test_a_conversation_continues_in_a_new_process(cli_env: dict[str, str]) -> None:
+def test_a_conversation_continues_in_a_new_process(cli_env: dict[str, str | None]) -> None:
     """App-owned memory: the second process knows nothing but the conversation id and the database."""
-    env = {**os.environ, **cli_env}
-    command = [
-        sys.executable,
-        "-m",
-        "benchmarks.cli",
-        "ask",
-        "--json",
-        "--conversation",
-        "conv-two-processes",
-    ]
+    ask = [*CLI, "ask", "--json", "--conversation", "conv-two-processes"]
+    env = subprocess_env(cli_env)
 
     first = subprocess.run(
-        [*command, "¿Cuál fue mi mejor cliente en 2025?"], env=env, capture_output=True, text=True, check=True
+        [*ask, "¿Cuál fue mi mejor cliente en 2025?"], env=env, capture_output=True, check=True
     )
-    second = subprocess.run(
-        [*command, "¿Y cuánto compró?"], env=env, capture_output=True, text=True, check=True
-    )
+    second = subprocess.run([*ask, "¿Y cuánto compró?"], env=env, capture_output=True, text=True, check=True)
 
     assert "Empresa ABC" in json.loads(first.stdout)["answer"]
     follow_up = json.loads(second.stdout)
@@ -104,23 +88,16 @@ def test_a_conversation_continues_in_a_new_process(cli_env: dict[str, str]) -> N
     assert "₲120.000.000" in follow_up["answer"]
 
 
-def test_unknown_provider_configuration_is_one_clear_sentence(cli_env: dict[str, str]) -> None:
-    env = {**cli_env, "GOOGLE_API_KEY": ""}
-    result = runner.invoke(app, ["ask", "hola", "--provider", "gemini"], env=env)
+def test_unknown_provider_configuration_is_one_clear_sentence(cli_env: dict[str, str | None]) -> None:
+    result = runner.invoke(
+        app, ["ask", "hola", "--provider", "gemini"], env={**cli_env, "GOOGLE_API_KEY": ""}
+    )
 
     assert result.exit_code == 2
     assert "GOOGLE_API_KEY" in result.output
 
 
-def test_help_lists_every_command() -> None:
-    result = runner.invoke(app, ["--help"])
-
-    assert result.exit_code == 0
-    for command in ("bench", "report", "ask", "chat", "serve", "ops", "emulate"):
-        assert command in result.output
-
-
-def test_chat_answers_until_quit_and_toggles_details(cli_env: dict[str, str]) -> None:
+def test_chat_answers_until_quit_and_toggles_details(cli_env: dict[str, str | None]) -> None:
     result = runner.invoke(
         app, ["chat"], input="¿Cuánto vendimos en 2025?\n/details\nhola\n/quit\n", env=cli_env
     )
@@ -131,53 +108,37 @@ def test_chat_answers_until_quit_and_toggles_details(cli_env: dict[str, str]) ->
     assert "model call(s)" in result.output
 
 
-def _free_port() -> int:
-    import socket
-
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
 
-def _wait_until_up(url: str, process: subprocess.Popen[str], timeout_s: float = 30.0) -> None:
-    import time
-
-    import httpx
-
+def wait_until_up(url: str, process: subprocess.Popen[str], timeout_s: float = 30.0) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise AssertionError(f"server exited early: {process.stderr.read() if process.stderr else ''}")
+            raise AssertionError(f"exited early: {process.stderr.read() if process.stderr else ''}")
         try:
-            httpx.get(url, timeout=1.0)
+            httpx.get(url, timeout=1.0)  # not a model request: no emulator fault is used up
             return
         except httpx.TransportError:
             time.sleep(0.1)
     raise AssertionError(f"{url} did not come up in {timeout_s} s")
 
 
-def test_serve_runs_the_ai_server_that_ask_uses_over_http(cli_env: dict[str, str]) -> None:
-    port = _free_port()
-    env = {**os.environ, **cli_env, "ERP_AI_SERVER_TOKEN": "s3cret"}
+def test_serve_runs_the_ai_server_that_ask_uses_over_http(cli_env: dict[str, str | None]) -> None:
+    port = free_port()
+    env = {**cli_env, "ERP_AI_SERVER_TOKEN": "s3cret"}
     server = subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.cli", "serve", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+        [*CLI, "serve", "--port", str(port)], env=subprocess_env(env), stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
     try:
-        _wait_until_up(f"http://127.0.0.1:{port}/healthz", server)
-        url = f"http://127.0.0.1:{port}"
-
-        answered = runner.invoke(
-            app, ["ask", "¿Cuánto vendimos en 2025?", "--server", url, "--json"], env=env
-        )
-        refused = runner.invoke(
-            app,
-            ["ask", "¿Cuánto vendimos en 2025?", "--server", url, "--json"],
-            env={**env, "ERP_AI_SERVER_TOKEN": ""},
-        )
+        wait_until_up(f"http://127.0.0.1:{port}/healthz", server)
+        ask = ["ask", "¿Cuánto vendimos en 2025?", "--server", f"http://127.0.0.1:{port}", "--json"]
+        answered = runner.invoke(app, ask, env=env)
+        refused = runner.invoke(app, ask, env={**env, "ERP_AI_SERVER_TOKEN": "wrong"})
     finally:
         server.terminate()
         server.wait(timeout=10)
@@ -190,35 +151,45 @@ def test_serve_runs_the_ai_server_that_ask_uses_over_http(cli_env: dict[str, str
     assert unauthorised["kind"] == "configuration" and "ERP_AI_SERVER_TOKEN" in unauthorised["message"]
 
 
-def test_emulate_serves_the_ollama_protocol(cli_env: dict[str, str]) -> None:
-    import httpx
-
-    port = _free_port()
+def test_emulate_serves_the_ollama_protocol_with_a_counted_fault() -> None:
+    port = free_port()
     emulator = subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.cli", "emulate", "ollama", "--port", str(port)],
-        env={**os.environ, **cli_env},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+        [*CLI, "emulate", "ollama", "--port", str(port), "--fault", "http_500:1"], stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    chat = {"model": "llama3.1:8b", "stream": False, "messages": [{"role": "user", "content": "Hola"}]}
     try:
-        _wait_until_up(f"http://127.0.0.1:{port}/api/version", emulator)
-        reply = httpx.post(
-            f"http://127.0.0.1:{port}/api/chat",
-            json={"model": "offline", "stream": False, "messages": [{"role": "user", "content": "Hola"}]},
-            timeout=10.0,
-        )
+        wait_until_up(f"http://127.0.0.1:{port}/api/version", emulator)
+        first, second = (httpx.post(f"http://127.0.0.1:{port}/api/chat", json=chat, timeout=10) for _ in "12")
     finally:
         emulator.terminate()
         emulator.wait(timeout=10)
 
-    assert reply.status_code == 200
-    assert reply.json()["message"]["role"] == "assistant"
+    assert first.status_code == 500 and "error" in first.json()  # the fault, for the first request only
+    assert second.status_code == 200 and second.json()["message"]["role"] == "assistant"
+
+
+@pytest.mark.parametrize(
+    ("specs", "message"),
+    [
+        (["meteor"], "Unknown emulator fault 'meteor'"),
+        (["http_500:0"], "COUNT must be a whole number, 1 or more"),
+        (["slow", "http_500:1"], "'slow' has no COUNT"),
+    ],
+)
+def test_an_invalid_fault_spec_exits_2_with_one_clear_error(specs: list[str], message: str) -> None:
+    result = runner.invoke(app, ["emulate", "ollama", "--port", "1", *(f"--fault={spec}" for spec in specs)])
+
+    assert result.exit_code == 2
+    error = " ".join(result.stderr.split())
+    assert error.startswith("Error: --fault:") and message in error and "Traceback" not in result.output
+    if specs == ["meteor"]:
+        assert all(mode in error for mode in FAULT_MODES)
 
 
 @pytest.mark.parametrize("kind", ["ollama", "gemini"])
 def test_bench_runs_through_a_real_provider_client_over_http(
-    cli_env: dict[str, str], tmp_path: Path, kind: str
+    cli_env: dict[str, str | None], tmp_path: Path, kind: str
 ) -> None:
     """The whole benchmark through the real ChatOllama / ChatGoogleGenerativeAI client and an emulator."""
     from benchmarks.results import read_results
@@ -252,8 +223,30 @@ def test_model_text_that_looks_like_rich_markup_is_printed_verbatim(monkeypatch:
     recorder = Console(record=True, width=200)
     monkeypatch.setattr(turns, "console", recorder)
 
-    turns._print_turn(turn, show_details=True)
+    turns.print_turn(turn, show_details=True)
 
     text = recorder.export_text()
     assert "Total [/] [bold]sin formato[/bold]" in text
     assert "[red]no[/]" in text and "[/] raro" in text
+
+
+@pytest.mark.parametrize(
+    ("command", "says"),
+    [
+        ([], ["bench", "report", "ask", "chat", "serve", "ops", "emulate", "loadtest", "compare"]),
+        ([], ["Exit codes: 0 done", "2 refused before any model call"]),
+        (["ask"], ["ERP_AI_SERVER_TOKEN", "should the turn fail after part of it was shown"]),
+        (["ask"], ["opened as it is", "--demo", "seeded on first use"]),
+        (["serve"], ["pip install 'erp-ai-harness[server]'", "keep-alive", "503"]),
+        (["emulate"], ["--fault", *FAULT_MODES]),
+        (["bench"], ["--modes", "--provider", "--repeat", "--concurrency", "--latency-profile", "--resume"]),
+        (["bench"], ["--fail-under", "--target", "--targets-file"]),
+    ],
+    ids=["commands", "exit-codes", "ask-token", "ask-database", "serve", "emulate", "bench", "bench-matrix"],
+)
+def test_help_says(command: list[str], says: list[str]) -> None:
+    result = runner.invoke(app, [*command, "--help"], env={"COLUMNS": "300", "TERM": "dumb"})
+
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert [phrase for phrase in says if phrase not in text] == []

@@ -1,14 +1,19 @@
-"""Which ERP a command opens: the demo by default, ``--db-url`` as it is, ``--demo`` to seed a new database.
+"""Which ERP a command opens: the demo by default, ``--db-url`` as it is, ``--demo`` to seed a new database;
+and reading needs no write access.
 
 The rule (``erp-ai ask --help``): without ``--db-url`` (or ``ERP_AI_DB_URL``) the ERP is the demo in
 ``./.erp-ai/erp.sqlite3``, created and seeded on first use; with one, the database is opened as it is and
 nothing is created in it; ``--demo`` creates and seeds the demo there if the database is new. A database
-that holds other tables is never seeded.
+that holds other tables is never seeded. A database file (and directory) the process may not write is opened
+read-only, without creating tables, switching to WAL, seeding or leaving a -wal/-shm file; the tests run as
+any user, root included, so they make ``os.access`` answer as it would for a user without write permission.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import sqlite3
 from pathlib import Path
 
@@ -16,6 +21,8 @@ import pytest
 from typer.testing import CliRunner
 
 from benchmarks.cli import app
+from shared.erp.database import open_demo_erp, open_erp
+from shared.errors import ErpAiError
 
 runner = CliRunner()
 
@@ -94,8 +101,73 @@ def test_an_existing_database_of_yours_is_never_seeded(
     assert tables(path) == ["pedidos"]
 
 
-def test_the_rule_is_in_the_help() -> None:
-    result = runner.invoke(app, ["ask", "--help"], env={"COLUMNS": "200"})
+@pytest.fixture
+def read_only_copy(erp_db_url: str, erp: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A consistent copy of the demo ERP (WAL mode, no -wal/-shm file) in a directory nobody may write."""
+    directory = tmp_path / "ro"
+    directory.mkdir()
+    copy = directory / "erp.sqlite3"
+    source, target = sqlite3.connect(erp_db_url.removeprefix("sqlite:///")), sqlite3.connect(copy)
+    with source, target:
+        source.backup(target)
+    source.close()
+    target.close()
+    assert not list(directory.glob("*-*"))
+    real_access = os.access
 
-    text = " ".join(result.output.split())
-    assert "opened as it is" in text and "--demo" in text and "seeded on first use" in text
+    def access(path: str | os.PathLike[str], mode: int, **kwargs: object) -> bool:
+        if mode & os.W_OK and Path(path).resolve() in (directory.resolve(), copy.resolve()):
+            return False
+        return real_access(path, mode, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "access", access)
+    return copy
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_ops_list_and_call_read_a_database_they_may_not_write(read_only_copy: Path) -> None:
+    before = digest(read_only_copy)
+    url = f"sqlite:///{read_only_copy}"
+
+    listed = runner.invoke(app, ["ops", "list", "--json", "--db-url", url])
+    called = runner.invoke(app, ["ops", "call", "ventas_anuales", '{"anio": 2025}', "--db-url", url])
+
+    assert listed.exit_code == 0, listed.output
+    assert "ventas_anuales" in {spec["name"] for spec in json.loads(listed.stdout)}
+    assert called.exit_code == 0, called.output
+    assert json.loads(called.stdout)["total"] == 850_000_000
+    assert digest(read_only_copy) == before
+    assert sorted(p.name for p in read_only_copy.parent.iterdir()) == ["erp.sqlite3"]
+
+
+def test_the_demo_opens_read_only_when_it_is_already_seeded(read_only_copy: Path) -> None:
+    before = digest(read_only_copy)
+
+    erp = open_demo_erp(f"sqlite:///{read_only_copy}")
+    try:
+        assert erp.today.isoformat() == "2026-11-30"  # the seed's stored today
+        assert erp.engine.url.query.get("mode") == "ro"
+    finally:
+        erp.engine.dispose()
+    assert digest(read_only_copy) == before
+
+
+def test_a_writable_database_is_opened_as_it_is(erp_db_url: str, erp: object) -> None:
+    handle = open_erp(erp_db_url)
+    try:
+        assert handle.engine.url.render_as_string() == erp_db_url
+    finally:
+        handle.engine.dispose()
+
+
+def test_a_read_only_file_that_is_not_the_seeded_demo_is_refused_not_seeded(read_only_copy: Path) -> None:
+    connection = sqlite3.connect(read_only_copy)
+    with connection:
+        connection.execute("DELETE FROM erp_settings")
+    connection.close()
+
+    with pytest.raises(ErpAiError, match="read-only"):
+        open_demo_erp(f"sqlite:///{read_only_copy}")

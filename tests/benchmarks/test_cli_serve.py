@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-import benchmarks.commands.servers as cli
+import benchmarks.commands.servers as servers
 from benchmarks.cli import app
 
 runner = CliRunner()
@@ -74,24 +74,34 @@ def test_a_port_in_use_is_one_line_and_exit_2_before_uvicorn_starts(
     assert uvicorn_runs == []
 
 
-def test_a_free_port_starts_uvicorn_with_bounds_for_slow_clients(uvicorn_runs: list[dict[str, Any]]) -> None:
+@pytest.fixture
+def port() -> int:
+    """A port nothing listens on."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
+        return int(probe.getsockname()[1])
 
+
+def test_a_free_port_starts_uvicorn_with_bounds_for_slow_clients(
+    port: int, uvicorn_runs: list[dict[str, Any]]
+) -> None:
     result = runner.invoke(app, ["serve", "--port", str(port), "--workers", "2"])
 
     assert result.exit_code == 0, result.output
     [options] = uvicorn_runs
     assert options["port"] == port and options["workers"] == 2
-    assert options["timeout_keep_alive"] == cli.SERVE_KEEP_ALIVE_S
-    assert options["h11_max_incomplete_event_size"] == cli.SERVE_MAX_HEADER_BYTES
-    assert options["limit_concurrency"] == cli.SERVE_MAX_CONCURRENCY
-    assert options["timeout_graceful_shutdown"] == cli.SERVE_SHUTDOWN_S
+    assert options["timeout_keep_alive"] == servers.SERVE_KEEP_ALIVE_S
+    assert options["h11_max_incomplete_event_size"] == servers.SERVE_MAX_HEADER_BYTES
+    assert options["limit_concurrency"] == servers.SERVE_MAX_CONCURRENCY
+    assert options["timeout_graceful_shutdown"] == servers.SERVE_SHUTDOWN_S
 
 
-def test_serve_help_names_the_server_extra_and_the_bounds() -> None:
-    result = runner.invoke(app, ["serve", "--help"], env={"COLUMNS": "300"})
+def test_serve_warns_when_it_binds_beyond_loopback_without_a_token(
+    port: int, uvicorn_runs: list[dict[str, Any]]
+) -> None:
+    exposed = runner.invoke(app, ["serve", "--host", "0.0.0.0", "--port", str(port)])
+    local = runner.invoke(app, ["serve", "--host", "127.0.0.1", "--port", str(port)])
 
-    assert "pip install 'erp-ai-harness[server]'" in result.output
-    assert "keep-alive" in result.output and "503" in result.output
+    assert exposed.exit_code == local.exit_code == 0
+    assert "Warning" in exposed.output and "Warning" not in local.output
+    assert len(uvicorn_runs) == 2

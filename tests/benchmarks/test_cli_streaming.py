@@ -1,4 +1,4 @@
-"""`erp-ai ask` and `erp-ai chat` print the answer as the model writes it (benchmarks/cli.py).
+"""`erp-ai ask` and `erp-ai chat` print the answer as the model writes it (benchmarks/commands/turns.py).
 
 Each answer delta is printed when it arrives, verbatim; when the turn ends, the reader is left looking at the
 final answer: nothing more when the text shown is it, the final answer after a separator when it differs (a
@@ -8,9 +8,7 @@ failure after partial text). ``--no-stream`` and ``--json`` print when the turn 
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,12 +25,6 @@ from shared.turn import ExecutedOperation, TurnResult
 
 runner = CliRunner()
 QUESTION = "¿Cuánto vendimos en 2025?"
-
-
-@pytest.fixture
-def cli_env(erp_db_url: str, erp: object, tmp_path: Path) -> dict[str, str]:
-    """Environment pointing the CLI at the session's seeded ERP and a fresh memory database."""
-    return {"ERP_AI_DB_URL": erp_db_url, "ERP_AI_MEMORY_URL": f"sqlite:///{tmp_path / 'memory.sqlite3'}"}
 
 
 @pytest.fixture
@@ -64,69 +56,78 @@ class ScriptedEngine:
         yield TurnDone(result=self.result)
 
 
-def _stream(engine: ScriptedEngine) -> TurnResult:
-    return asyncio.run(turns._astream_turn(engine, "c", "q", DEMO_CALLER))  # type: ignore[arg-type]
+ANSWER = "En 2025 vendimos ₲850.000.000."
+PROVIDER_FAILED = "No pude completar la respuesta: el proveedor del modelo falló. Intenta de nuevo."
+MARKUP = "Total [bold]sin formato[/bold] [/] :smile:"
 
 
-def test_each_delta_is_on_screen_before_the_turn_ends(screen: Console) -> None:
-    engine = ScriptedEngine(
-        screen, ["En 2025 ", "vendimos ", "₲850.000.000."], "En 2025 vendimos ₲850.000.000."
-    )
-
-    result = _stream(engine)
-
-    assert engine.before_done == "En 2025 vendimos ₲850.000.000."
-    assert screen.export_text() == "En 2025 vendimos ₲850.000.000.\n"  # printed once, then a newline
-    assert result is engine.result
-
-
-def test_a_turn_that_fails_after_partial_text_ends_with_the_failure_message_after_a_separator(
-    screen: Console,
+@pytest.mark.parametrize(
+    ("deltas", "answer", "result", "screen_shows"),
+    [
+        (
+            ["En 2025 ", "vendimos ", "₲850.000.000."],
+            ANSWER,
+            {},
+            f"{ANSWER}\n",
+        ),  # printed once, then a newline
+        (
+            ["En 2025 ", "vend"],
+            PROVIDER_FAILED,
+            {"failure": "provider", "recorded": False},
+            f"En 2025 vend\n{FINAL_ANSWER_RULE}\n{PROVIDER_FAILED}\n",
+        ),
+        (
+            [],
+            "No pude entender la respuesta.",
+            {"failure": "model_output"},
+            "No pude entender la respuesta.\n",
+        ),
+        (
+            ["Voy a consultar las ventas.", "\n\n", ANSWER],
+            ANSWER,
+            {},
+            f"Voy a consultar las ventas.\n\n{ANSWER}\n",
+        ),
+        ([MARKUP[:12], MARKUP[12:]], MARKUP, {}, f"{MARKUP}\n"),  # never markup or emoji
+    ],
+    ids=[
+        "answer",
+        "failure-after-partial-text",
+        "failure-before-any-text",
+        "tool-calling-preamble",
+        "markup",
+    ],
+)
+def test_each_delta_is_on_screen_before_the_turn_ends_and_the_final_answer_is_shown_once(
+    deltas: list[str], answer: str, result: dict[str, Any], screen_shows: str, screen: Console
 ) -> None:
-    failure = "No pude completar la respuesta: el proveedor del modelo falló. Intenta de nuevo."
-    engine = ScriptedEngine(screen, ["En 2025 ", "vend"], failure, failure="provider", recorded=False)
+    engine = ScriptedEngine(screen, deltas, answer, **result)
 
-    _stream(engine)
+    returned = asyncio.run(turns.astream_turn(engine, "c", "q", DEMO_CALLER))  # type: ignore[arg-type]
 
-    assert screen.export_text() == f"En 2025 vend\n{FINAL_ANSWER_RULE}\n{failure}\n"
-
-
-def test_a_turn_that_fails_before_any_text_prints_its_message_once(screen: Console) -> None:
-    failure = "No pude entender la respuesta del modelo. Intenta de nuevo."
-    _stream(ScriptedEngine(screen, [], failure, failure="model_output"))
-
-    assert screen.export_text() == f"{failure}\n"
+    assert engine.before_done == "".join(deltas)
+    assert screen.export_text() == screen_shows
+    assert returned is engine.result
 
 
-def test_a_tool_calling_preamble_before_the_answer_is_not_followed_by_the_answer_again(
-    screen: Console,
-) -> None:
-    answer = "En 2025 vendimos ₲850.000.000."
-    _stream(ScriptedEngine(screen, ["Voy a consultar las ventas.", "\n\n", answer], answer))
-
-    assert screen.export_text() == f"Voy a consultar las ventas.\n\n{answer}\n"
-    assert FINAL_ANSWER_RULE not in screen.export_text()
-
-
-def test_streamed_model_text_is_never_markup_or_emoji(screen: Console) -> None:
-    text = "Total [bold]sin formato[/bold] [/] :smile:"
-    _stream(ScriptedEngine(screen, [text[:12], text[12:]], text))
-
-    assert screen.export_text() == f"{text}\n"
-
-
-def test_ask_streams_the_answer_with_the_offline_model(
-    cli_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    pieces: list[str] = []
-    print_text = turns._print_text
+@pytest.fixture
+def pieces(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The pieces of text printed without a line end (as they stream), also printed as usual."""
+    printed: list[str] = []
+    print_text = turns.print_text
 
     def recording(text: str, *, end: str = "\n") -> None:
         if end == "":
-            pieces.append(text)
+            printed.append(text)
         print_text(text, end=end)
 
-    monkeypatch.setattr(turns, "_print_text", recording)
+    monkeypatch.setattr(turns, "print_text", recording)
+    return printed
+
+
+def test_ask_streams_the_answer_with_the_offline_model(
+    cli_env: dict[str, str | None], pieces: list[str]
+) -> None:
     streamed = runner.invoke(app, ["ask", QUESTION], env=cli_env)
     whole = runner.invoke(app, ["ask", QUESTION, "--no-stream"], env=cli_env)
 
@@ -136,7 +137,7 @@ def test_ask_streams_the_answer_with_the_offline_model(
     assert streamed.stdout == whole.stdout  # the same screen in the end
 
 
-def test_ask_toolcalling_streams_and_shows_details_after_the_answer(cli_env: dict[str, str]) -> None:
+def test_ask_toolcalling_streams_and_shows_details_after_the_answer(cli_env: dict[str, str | None]) -> None:
     result = runner.invoke(app, ["ask", QUESTION, "--mode", "toolcalling", "--details"], env=cli_env)
 
     assert result.exit_code == 0, result.output
@@ -145,7 +146,7 @@ def test_ask_toolcalling_streams_and_shows_details_after_the_answer(cli_env: dic
 
 
 def test_ask_prints_the_failure_after_the_partial_answer_and_exits_1(
-    cli_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+    cli_env: dict[str, str | None], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Call 2 (the --answer-model) drops its connection midway: the text so far, then the failure message."""
     from shared.llm.factory import build_chat_model
@@ -165,15 +166,7 @@ def test_ask_prints_the_failure_after_the_partial_answer_and_exits_1(
     assert "The turn failed (provider)" in result.output
 
 
-def test_json_output_is_the_turn_result_alone(cli_env: dict[str, str]) -> None:
-    result = runner.invoke(app, ["ask", QUESTION, "--json"], env=cli_env)
-
-    assert result.exit_code == 0, result.output
-    turn = json.loads(result.stdout)  # nothing but the JSON document on stdout
-    assert "₲850.000.000" in turn["answer"] and turn["first_answer_ms"] is None
-
-
-def test_chat_streams_each_answer_and_no_stream_prints_the_same(cli_env: dict[str, str]) -> None:
+def test_chat_streams_each_answer_and_no_stream_prints_the_same(cli_env: dict[str, str | None]) -> None:
     session = f"{QUESTION}\nhola\n/quit\n"
     streamed = runner.invoke(app, ["chat"], input=session, env=cli_env)
     whole = runner.invoke(app, ["chat", "--no-stream"], input=session, env=cli_env)
@@ -185,21 +178,12 @@ def test_chat_streams_each_answer_and_no_stream_prints_the_same(cli_env: dict[st
 
 
 def test_ask_through_the_ai_server_streams_the_answer(
-    cli_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+    cli_env: dict[str, str | None], pieces: list[str]
 ) -> None:
     from benchmarks.serving import ServerThread
     from planner_mode import create_app
     from shared.llm.factory import build_chat_model
 
-    pieces: list[str] = []
-    print_text = turns._print_text
-
-    def recording(text: str, *, end: str = "\n") -> None:
-        if end == "":
-            pieces.append(text)
-        print_text(text, end=end)
-
-    monkeypatch.setattr(turns, "_print_text", recording)
     with ServerThread(create_app(build_chat_model("offline"))) as server:
         result = runner.invoke(app, ["ask", QUESTION, "--server", server.url], env=cli_env)
 

@@ -1,0 +1,154 @@
+"""``erp-ai chat``: a conversation at a prompt, each answer printed as the model writes it."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.markup import escape
+
+from benchmarks.commands import turns
+from benchmarks.commands.common import (
+    AnswerModelOpt,
+    BaseUrlOpt,
+    DbUrl,
+    DemoOpt,
+    MaxTokensOpt,
+    ModelOpt,
+    PlanModelOpt,
+    Provider,
+    ProviderOpt,
+    TimeoutOpt,
+    UserOpt,
+    console,
+    refuse,
+)
+from benchmarks.commands.turns import (
+    ContextOpt,
+    ContextPolicy,
+    LatencyOpt,
+    MemoryUrl,
+    Mode,
+    ModeOpt,
+    NoStreamOpt,
+    ServerOpt,
+    StructuredOpt,
+)
+from shared.errors import ConversationAccessDenied
+from shared.llm.factory import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S
+from shared.security import DEMO_CALLER, Caller
+
+if TYPE_CHECKING:
+    from shared.engine import AssistantEngine
+    from shared.turn import TurnResult
+
+
+CHAT_COMMANDS = {
+    "/details": "show or hide the plan, operations and call counts after each answer",
+    "/new": "start a new conversation",
+    "/help": "list these commands",
+    "/quit": "leave (also /exit, /salir, Ctrl+D)",
+}
+"""The chat's commands; any other message that starts with ``/`` is refused, not sent to the model."""
+_QUIT = ("/quit", "/exit", "/salir")
+
+
+def chat(
+    ctx: typer.Context,
+    mode: ModeOpt = Mode.planner,
+    conversation: Annotated[
+        str | None, typer.Option("--conversation", "-c", help="Continue this conversation id.")
+    ] = None,
+    context: ContextOpt = ContextPolicy.windowed,
+    structured: StructuredOpt = False,
+    provider: ProviderOpt = Provider.offline,
+    model: ModelOpt = None,
+    plan_model: PlanModelOpt = None,
+    answer_model: AnswerModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    latency_profile: LatencyOpt = None,
+    server: ServerOpt = None,
+    db_url: DbUrl = None,
+    demo: DemoOpt = False,
+    memory_url: MemoryUrl = None,
+    max_tokens: MaxTokensOpt = DEFAULT_MAX_TOKENS,
+    timeout: TimeoutOpt = DEFAULT_TIMEOUT_S,
+    user: UserOpt = DEMO_CALLER.user_id,
+    details: Annotated[bool, typer.Option("--details", help="Show details after every answer.")] = False,
+    no_stream: NoStreamOpt = False,
+) -> None:
+    """Chat interactively with the assistant; answers are printed as the model writes them.
+
+    Type /details to toggle the plan, operations and call counts, /new for a new conversation, /help for the
+    commands, /quit to leave. A conversation of another user, an option the mode ignores or an empty
+    --conversation is refused before the chat starts (exit 2).
+    """
+    turns.check_mode_options(ctx)
+    conversation_id = turns.new_or_given(conversation)
+    engine, caller = turns.open_engine(ctx.params)
+    console.print(
+        f"[bold]erp-ai chat[/] ({engine.mode}) — conversation {conversation_id}. "
+        f"Commands: {', '.join(CHAT_COMMANDS)}.",
+        soft_wrap=True,
+    )
+    check = turns.check_server_refusal if server else None
+    # One event loop for the whole session: an HTTP AI client keeps its connections to the loop it opened.
+    with asyncio.Runner() as loop:
+        _chat_loop(engine, caller, conversation_id, loop, details=details, stream=not no_stream, check=check)
+
+
+def _chat_loop(
+    engine: AssistantEngine,
+    caller: Caller,
+    conversation_id: str,
+    loop: asyncio.Runner,
+    *,
+    details: bool,
+    stream: bool,
+    check: Callable[[TurnResult], None] | None = None,
+) -> None:
+    while True:
+        try:
+            message = console.input("[bold cyan]tú>[/] ").strip()
+        except (EOFError, KeyboardInterrupt):
+            console.print()
+            break
+        if not message:
+            continue
+        if message.startswith("/"):
+            command = message.split()[0]
+            if command in _QUIT:
+                break
+            if command == "/details":
+                details = not details
+                console.print(f"[dim]details {'on' if details else 'off'}[/]")
+            elif command == "/new":
+                conversation_id = uuid.uuid4().hex
+                console.print(f"[dim]new conversation {conversation_id}[/]", soft_wrap=True)
+            elif command == "/help":
+                for name, what in CHAT_COMMANDS.items():
+                    console.print(f"  {name}  {escape(what)}", highlight=False)
+            else:
+                console.print(f"unknown command {escape(command)}, /help lists them", highlight=False)
+            continue
+        console.print("[bold green]erp>[/] ", end="")
+        try:
+            if stream:
+                result = loop.run(turns.astream_turn(engine, conversation_id, message, caller, check=check))
+            else:
+                result = engine.ask(conversation_id, message, caller=caller)
+                if check is not None:
+                    check(result)
+        except ConversationAccessDenied as exc:
+            console.print()
+            raise refuse(exc) from None
+        except typer.Exit:  # the AI server refused the token: end the prompt's line, then leave
+            console.print()
+            raise
+        if not stream:
+            turns.print_text(result.answer)
+        if details:
+            turns.print_details(result)
