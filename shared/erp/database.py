@@ -21,18 +21,24 @@ memory into it.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
-from urllib.parse import quote, unquote
+from urllib.parse import quote
 
 from sqlalchemy import Engine, inspect, select
 from sqlalchemy.engine import URL
 from sqlalchemy.orm import Session, sessionmaker
 
 from shared.erp.models import ErpBase, ErpSetting
-from shared.erp.storage import BUSY_TIMEOUT_SECONDS, is_memory_sqlite, make_engine, storage_errors
+from shared.erp.storage import (
+    BUSY_TIMEOUT_SECONDS,
+    is_memory_sqlite,
+    make_engine,
+    sqlite_file,
+    storage_errors,
+)
 from shared.errors import StorageError
 
 __all__ = [
@@ -137,19 +143,7 @@ def open_erp(url: str | None = None) -> Erp:
     :class:`~shared.errors.StorageError` (one line: what is wrong, what to do) when the database does not
     exist or cannot be read: missing file, corrupt, locked, down.
     """
-    engine = make_engine(url or default_db_url())
-    try:
-        _require_existing_sqlite_file(engine.url)
-        read_only = read_only_sqlite_url(engine.url)
-        if read_only is not None:
-            engine.dispose()
-            engine = make_engine(read_only)
-        with storage_errors(engine.url, "open the ERP database", DB_URL_ENV):
-            today = read_today(engine)
-    except BaseException:  # do not leak the connection pool
-        engine.dispose()
-        raise
-    return Erp(engine=engine, today=today)
+    return _open(url, lambda engine, read_only: _require_existing_sqlite_file(engine.url), None)
 
 
 def open_demo_erp(url: str | None = None) -> Erp:
@@ -168,6 +162,19 @@ def open_demo_erp(url: str | None = None) -> Erp:
     # Imported here: the seed module reads DEMO_TODAY from this module.
     from shared.erp.seed import seed_erp
 
+    def seed(engine: Engine, read_only: bool) -> None:
+        if read_only:
+            _require_seeded(engine)
+        else:
+            seed_erp(engine)
+
+    return _open(url, seed, DEMO_TODAY)
+
+
+def _open(url: str | None, setup: Callable[[Engine, bool], None], default_today: date | None) -> Erp:
+    """An :class:`Erp` on ``url`` (read-only when it is a SQLite file this process may not write), after
+    ``setup(engine, read_only)``; its today is the stored one, else ``default_today``. Failures of the
+    database become :class:`StorageError`; the engine is disposed on any failure."""
     engine = make_engine(url or default_db_url())
     try:
         read_only = read_only_sqlite_url(engine.url)
@@ -175,15 +182,12 @@ def open_demo_erp(url: str | None = None) -> Erp:
             engine.dispose()
             engine = make_engine(read_only)
         with storage_errors(engine.url, "open the ERP database", DB_URL_ENV):
-            if read_only is None:
-                seed_erp(engine)
-            else:
-                _require_seeded(engine)
+            setup(engine, read_only is not None)
             today = read_today(engine)
     except BaseException:  # e.g. a database seeded by another version: do not leak the connection pool
         engine.dispose()
         raise
-    return Erp(engine=engine, today=today or DEMO_TODAY)
+    return Erp(engine=engine, today=today or default_today)
 
 
 def read_only_sqlite_url(url: URL) -> URL | None:
@@ -216,7 +220,7 @@ def _require_seeded(engine: Engine) -> None:
     with engine.connect() as connection:
         seeded = inspect(connection).has_table(ErpSetting.__tablename__) and seeded_version(connection)
     if seeded != SEED_VERSION:
-        path = _sqlite_file(engine.url)
+        path = sqlite_file(engine.url)
         state = f"seeded by seed version {seeded!r}" if seeded else "not the seeded demo ERP"
         raise StorageError(
             f"Cannot open the demo ERP: {path} is read-only and {state}, so it cannot be seeded. Make the "
@@ -224,19 +228,11 @@ def _require_seeded(engine: Engine) -> None:
         )
 
 
-def _sqlite_file(url: URL) -> Path:
-    """The file of a SQLite URL, also in URI form (``sqlite:///file:/path/erp.sqlite3?mode=ro&uri=true``)."""
-    database = url.database or ""
-    if database.startswith("file:"):
-        database = unquote(database.removeprefix("file:").split("?", 1)[0])
-    return Path(database)
-
-
 def _require_existing_sqlite_file(url: URL) -> None:
     """Refuse a SQLite file that does not exist: connecting would create it, empty."""
     if url.get_backend_name() != "sqlite" or is_memory_sqlite(url):
         return
-    path = _sqlite_file(url)
+    path = sqlite_file(url)
     if not path.exists():
         raise StorageError(
             f"Cannot open the ERP database: {path} does not exist. Set {DB_URL_ENV} to an existing ERP "

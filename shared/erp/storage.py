@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
+from urllib.parse import unquote
 
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import URL, make_url
@@ -45,6 +46,7 @@ __all__ = [
     "is_memory_sqlite",
     "make_engine",
     "setup_transaction",
+    "sqlite_file",
     "storage_error",
     "storage_errors",
 ]
@@ -288,7 +290,7 @@ def storage_error(error: BaseException, url: str | URL, *, action: str, setting:
     original = getattr(error, "orig", None) or error
     reason = _first_line(str(original)) or type(original).__name__
     sqlite = parsed.get_backend_name() == "sqlite"
-    path = None if not sqlite or is_memory_sqlite(parsed) else _sqlite_path(parsed.database or "")
+    path = None if not sqlite or is_memory_sqlite(parsed) else sqlite_file(parsed)
     subject = str(path) if path is not None else ("the in-memory database" if sqlite else _server_url(parsed))
     elsewhere = f"or set {setting} to another database"
     code = getattr(original, "sqlite_errorcode", None)
@@ -390,10 +392,11 @@ def _sqlstate_from_text(reason: str) -> str:
     return next((code for needle, code in _PG_CONNECT_TEXTS if needle in reason), "")
 
 
-def _sqlite_path(database: str) -> Path:
-    """The file of a SQLite URL's database, also in URI form (``file:/path/erp.sqlite3?mode=ro``)."""
+def sqlite_file(url: URL) -> Path:
+    """The file of a SQLite URL, also in URI form (``sqlite:///file:/path/erp.sqlite3?mode=ro&uri=true``)."""
+    database = url.database or ""
     if database.startswith("file:"):
-        database = database.removeprefix("file:").split("?", 1)[0]
+        database = unquote(database.removeprefix("file:").split("?", 1)[0])
     return Path(database)
 
 
