@@ -240,7 +240,16 @@ def test_model_text_that_looks_like_rich_markup_is_printed_verbatim(monkeypatch:
         (["serve"], ["pip install 'erp-ai-harness[server]'", "keep-alive", "503"]),
         (["emulate"], ["--fault", *FAULT_MODES]),
         (["bench"], ["--modes", "--provider", "--repeat", "--concurrency", "--latency-profile", "--resume"]),
-        (["bench"], ["--fail-under", "--target", "--targets-file"]),
+        (
+            ["bench"],
+            [
+                "--fail-under",
+                "--target a=offline",
+                "--targets-file",
+                "--no-prompt-cache",
+                "NAME=provider[:model][@base_url]",
+            ],
+        ),
     ],
     ids=["commands", "exit-codes", "ask-token", "ask-database", "serve", "emulate", "bench", "bench-matrix"],
 )

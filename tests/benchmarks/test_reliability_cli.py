@@ -56,19 +56,17 @@ def stub_matrix(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ERP_AI_LOG_LEVEL", raising=False)
 
 
-def test_the_per_turn_warnings_stay_quiet_by_default(stub_matrix: None) -> None:
-    result = runner.invoke(app, ["reliability"])
-
-    assert result.exit_code == 0, result.output
-    assert "WARNING" not in result.stderr
-
-
-@pytest.mark.parametrize("level", [["--log-level", "WARNING"], ["--log-level", "info"]])
-def test_an_explicit_log_level_shows_them(stub_matrix: None, level: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("level", "warnings"),
+    [([], 0), (["--log-level", "WARNING"], len(CELLS)), (["--log-level", "info"], len(CELLS))],
+)
+def test_the_per_turn_warnings_stay_quiet_unless_a_log_level_is_given(
+    stub_matrix: None, level: list[str], warnings: int
+) -> None:
     result = runner.invoke(app, [*level, "reliability"])
 
     assert result.exit_code == 0, result.output
-    assert result.stderr.count("WARNING planner_mode: turn") == len(CELLS)
+    assert result.stderr.count("WARNING") == result.stderr.count("WARNING planner_mode: turn") == warnings
 
 
 def test_the_table_is_never_wrapped_and_no_progress_is_drawn_off_a_terminal(stub_matrix: None) -> None:
