@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, create_engine, event, func, insert, inspect, select
+from sqlalchemy import Engine, create_engine, func, insert, inspect, select
 from sqlalchemy.exc import IntegrityError
 
 from shared.answer import MemoryItem
@@ -22,6 +22,7 @@ from shared.memory.store import (
     open_memory_store,
 )
 from shared.memory.tables import Conversation, ConversationState, MemoryRecord, Message
+from tests.shared.memory.conftest import statements_run
 
 TODAY = date(2026, 11, 30)
 
@@ -60,24 +61,6 @@ def all_counts(engine: Engine) -> dict[str, int]:
     return {table.__tablename__: count_rows(engine, table) for table in tables}
 
 
-class StatementCounter:
-    """Counts the SQL statements an engine executes while active."""
-
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-        self.statements: list[str] = []
-
-    def _record(self, *args: Any) -> None:
-        self.statements.append(args[2])
-
-    def __enter__(self) -> StatementCounter:
-        event.listen(self.engine, "before_cursor_execute", self._record)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        event.remove(self.engine, "before_cursor_execute", self._record)
-
-
 # -- conversations -------------------------------------------------------------------------------------------
 
 
@@ -94,9 +77,6 @@ def test_create_conversation_returns_a_new_uuid4_hex_and_remembers_the_user(
     assert (info.id, info.user_id) == (first, "ana")
     assert info.created_at.tzinfo is not None
     assert abs((datetime.now(UTC) - info.created_at).total_seconds()) < 3600
-
-
-def test_create_conversation_accepts_a_chosen_id_once(memory_store: MemoryStore) -> None:
     assert memory_store.create_conversation(conversation_id="demo-1") == "demo-1"
     with pytest.raises(InputError, match="already exists"):
         memory_store.create_conversation(conversation_id="demo-1")
@@ -168,9 +148,15 @@ def test_ensure_conversation_creates_once_and_keeps_the_first_user(memory_store:
 # -- recording turns and history -----------------------------------------------------------------------------
 
 
-def test_record_turn_creates_an_unknown_conversation(memory_store: MemoryStore) -> None:
-    memory_store.record_turn("nueva", turn("¿Cuánto vendimos en 2025?", "₲850.000.000"))
+def test_record_turn_creates_an_unknown_conversation_and_returns_the_merged_state(
+    memory_store: MemoryStore,
+) -> None:
+    memory_store.merge_state("nueva", {"tema": "ventas"})
+    state = memory_store.record_turn(
+        "nueva", turn("¿Cuánto vendimos en 2025?", "₲850.000.000", state={"anio": 2025})
+    )
 
+    assert state == {"tema": "ventas", "anio": 2025}
     assert memory_store.get_conversation("nueva") is not None
     assert [m.content for m in memory_store.history("nueva")] == ["¿Cuánto vendimos en 2025?", "₲850.000.000"]
 
@@ -198,16 +184,6 @@ def test_history_returns_every_message_in_order_with_its_metadata(memory_store: 
     assert [m.is_final_answer for m in history] == [False, False, False, True, False, True]
     assert [m.id for m in history] == sorted(m.id for m in history)
     assert all(m.conversation_id == cid and m.created_at.tzinfo is not None for m in history)
-
-
-def test_record_turn_returns_the_merged_state(memory_store: MemoryStore) -> None:
-    cid = memory_store.create_conversation()
-    memory_store.merge_state(cid, {"tema": "ventas"})
-
-    assert memory_store.record_turn(cid, turn("u", "a", state={"anio": 2025})) == {
-        "tema": "ventas",
-        "anio": 2025,
-    }
 
 
 # -- state ---------------------------------------------------------------------------------------------------
@@ -242,13 +218,11 @@ def test_a_turn_that_leaves_the_state_as_it_was_does_not_rewrite_it(memory_store
     cid = memory_store.create_conversation()
     memory_store.record_turn(cid, turn("u1", "a1", state={"tema": "ventas"}))
 
-    with StatementCounter(memory_store.engine) as counter:
+    with statements_run(memory_store.engine) as run:
         state = memory_store.record_turn(cid, turn("u2", "a2", state={"tema": "ventas", "ausente": None}))
 
     assert state == {"tema": "ventas"}
-    state_writes = [
-        sql for sql in counter.statements if sql.startswith("UPDATE conversation_state SET state")
-    ]
+    state_writes = [sql for sql, _ in run if sql.startswith("UPDATE conversation_state SET state")]
     assert state_writes == []
     assert [m.content for m in memory_store.history(cid)] == ["u1", "a1", "u2", "a2"]
 
@@ -292,15 +266,11 @@ def test_a_repeated_memory_is_stored_once_with_the_higher_importance(memory_stor
         MemoryItem(contenido="El mejor cliente es Empresa ABC.", importancia=0.8)
     ]
     assert count_rows(memory_store.engine, MemoryRecord) == 1
-
-
-def test_duplicates_within_one_turn_are_merged(memory_store: MemoryStore) -> None:
-    cid = memory_store.create_conversation()
+    # Within one turn too; an empty item is no memory.
     memory_store.record_turn(
-        cid, turn("u", "a", memories=[("Año 2025", 0.3), ("año 2025", 0.7), ("  ", 1.0)])
+        "c2", turn("u", "a", memories=[("Año 2025", 0.3), ("año 2025", 0.7), ("  ", 1.0)])
     )
-
-    assert memory_store.memories(cid) == [MemoryItem(contenido="Año 2025", importancia=0.7)]
+    assert memory_store.memories("c2") == [MemoryItem(contenido="Año 2025", importancia=0.7)]
 
 
 # -- build_context -------------------------------------------------------------------------------------------
@@ -372,10 +342,9 @@ def test_an_unanswered_question_is_not_an_exchange(memory_store: MemoryStore) ->
 
 
 def test_a_turn_longer_than_the_first_window_is_still_found(memory_store: MemoryStore) -> None:
-    cid = memory_store.create_conversation()
-    memory_store.record_turn(cid, turn("pregunta larga", "respuesta final", tool_steps=12))
+    memory_store.record_turn("c", turn("pregunta larga", "respuesta final", tool_steps=12))
 
-    assert memory_store.build_context(cid, TODAY).ultimos_intercambios == [
+    assert memory_store.build_context("c", TODAY).ultimos_intercambios == [
         Exchange(usuario="pregunta larga", asistente="respuesta final")
     ]
 
@@ -414,10 +383,10 @@ def test_context_at_10000_messages_is_right_and_costs_three_queries(memory_store
     memory_store.record_turn(other, turn("otra", "conversación", memories=[("ajeno", 1.0)]))
     assert count_rows(memory_store.engine, Message) == 10_000 + 4 + 2
 
-    with StatementCounter(memory_store.engine) as counter:
+    with statements_run(memory_store.engine) as run:
         context = memory_store.build_context(cid, TODAY, memory_limit=3, exchanges=2)
 
-    assert len(counter.statements) == 3
+    assert len(run) == 3
     assert context.estado == {"cliente_actual": "Empresa ABC"}
     assert context.memoria == ["Empresa ABC compró ₲120.000.000 en 2025.", "viejo 1999", "viejo 1998"]
     assert context.ultimos_intercambios == [

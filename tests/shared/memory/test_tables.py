@@ -6,11 +6,12 @@ from datetime import date
 from typing import Any
 
 import pytest
-from sqlalchemy import event, insert, inspect
+from sqlalchemy import insert, inspect
 from sqlalchemy.exc import IntegrityError
 
 from shared.memory.store import MemoryStore, MessageIn, TurnRecord
 from shared.memory.tables import MemoryBase, MemoryRecord, Message
+from tests.shared.memory.conftest import statements_run
 
 
 def test_the_memory_has_its_own_metadata_with_the_four_tables() -> None:
@@ -64,16 +65,8 @@ def test_memory_importance_must_be_between_0_and_1(memory_store: MemoryStore, im
 def test_build_context_queries_search_indexes_without_scans_or_sorts(memory_store: MemoryStore) -> None:
     cid = memory_store.create_conversation()
     memory_store.record_turn(cid, TurnRecord(messages=[MessageIn(role="user", content="hola")]))
-    captured: list[tuple[str, Any]] = []
-
-    def capture(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_rest: Any) -> None:
-        captured.append((statement, parameters))
-
-    event.listen(memory_store.engine, "before_cursor_execute", capture)
-    try:
+    with statements_run(memory_store.engine) as captured:
         memory_store.build_context(cid, date(2026, 11, 30))
-    finally:
-        event.remove(memory_store.engine, "before_cursor_execute", capture)
 
     assert len(captured) == 3
     if memory_store.engine.dialect.name == "sqlite":
