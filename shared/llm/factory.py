@@ -252,6 +252,16 @@ def _import_provider(name: str) -> Any:
     return require(_PROVIDER_MODULES[name], name, f"The {name!r} model provider")
 
 
+def _api_key(provider: str, given: str | None, variables: tuple[str, ...], note: str = "") -> str:
+    """``given``, else the first of the environment ``variables`` that is set; else a clear error."""
+    key = given or next((os.environ[name] for name in variables if os.environ.get(name)), None)
+    if not key:
+        raise ConfigurationError(
+            f"The {provider} provider needs an API key: set {variables[0]} or pass api_key{note}."
+        )
+    return key
+
+
 def _ollama(
     model: str,
     base_url: str | None,
@@ -286,9 +296,7 @@ def _gemini(
     max_retries: int,
 ) -> BaseChatModel:
     module = _import_provider("gemini")
-    key = api_key or os.environ.get("GOOGLE_API_KEY") or os.environ.get("GEMINI_API_KEY")
-    if not key:
-        raise ConfigurationError("The gemini provider needs an API key: set GOOGLE_API_KEY or pass api_key.")
+    key = _api_key("gemini", api_key, ("GOOGLE_API_KEY", "GEMINI_API_KEY"))
     kwargs: dict[str, Any] = {
         "model": model,
         "google_api_key": key,
@@ -317,12 +325,7 @@ def _openai(
     max_retries: int,
 ) -> BaseChatModel:
     module = _import_provider("openai")
-    key = api_key or os.environ.get("OPENAI_API_KEY")
-    if not key:
-        raise ConfigurationError(
-            "The openai provider needs an API key: set OPENAI_API_KEY or pass api_key "
-            "(any non-empty value works for local servers that ignore it)."
-        )
+    key = _api_key("openai", api_key, ("OPENAI_API_KEY",), " (any non-empty value works for local servers)")
     kwargs: dict[str, Any] = {
         "model": model,
         "api_key": key,

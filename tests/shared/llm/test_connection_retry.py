@@ -20,15 +20,9 @@ from shared.errors import ProviderError
 from shared.llm.factory import build_chat_model
 from shared.llm.provider_errors import as_erp_error
 from shared.llm.usage import UsageTracker
+from tests.shared.llm.provider_fakes import openai_completion
 
-REPLY = {
-    "id": "c1",
-    "object": "chat.completion",
-    "created": 0,
-    "model": "m",
-    "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hola"}, "finish_reason": "stop"}],
-    "usage": {"prompt_tokens": 7, "completion_tokens": 1, "total_tokens": 8},
-}
+REPLY = openai_completion("Hola", prompt_tokens=7, completion_tokens=1)
 
 
 @contextmanager
