@@ -12,8 +12,6 @@ import sys
 from shared.errors import ConfigurationError
 from shared.extras import require_extra
 
-__all__ = ["main"]
-
 
 def main(argv: list[str] | None = None) -> None:
     """Run ``erp-ai``; without the ``bench`` extra, print one line naming it and exit with code 2."""

@@ -33,32 +33,21 @@ from collections.abc import Callable, Sequence
 from contextlib import ExitStack, suppress
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from sqlalchemy.engine import make_url
 
 from benchmarks.loadtest_audit import Audit, TurnOutcome, audit_memory
 from benchmarks.loadtest_fleet import Fleet, FleetError, Launcher, ServeOptions, serve_command
+from benchmarks.modes import build_engine
 from benchmarks.stats import percentile
-from planner_mode import HttpAIClient, PlannerEngine
+from planner_mode import HttpAIClient
+from shared.engine import AssistantEngine
 from shared.erp.database import Erp
 from shared.events import TurnDone
 from shared.memory.store import MemoryStore
 from shared.security import DEMO_CALLER, Caller
-
-__all__ = [
-    "MAX_CONVERSATIONS",
-    "MAX_SERVERS",
-    "QUESTIONS",
-    "FleetEvent",
-    "LatencySummary",
-    "LoadProgress",
-    "LoadtestConfig",
-    "LoadtestResult",
-    "percentile",
-    "run_loadtest",
-]
 
 MAX_SERVERS = 16
 MAX_CONVERSATIONS = 512
@@ -335,7 +324,7 @@ class _Load:
             token=os.environ.get(TOKEN_ENV),
             timeout=self.config.request_timeout,
         )
-        engine = PlannerEngine(sales_registry(), erp, store, client)
+        engine = build_engine("planner", registry=sales_registry(), erp=erp, store=store, ai=client)
         self._kill_due = asyncio.Event()
         async with serving_gc():
             self._started = time.perf_counter()
@@ -351,7 +340,7 @@ class _Load:
                 await client.aclose()
         return self.outcomes, elapsed
 
-    async def _conversation(self, engine: PlannerEngine, caller: Caller, index: int) -> None:
+    async def _conversation(self, engine: AssistantEngine, caller: Caller, index: int) -> None:
         """One conversation's turns, one after another, until done or past ``max_seconds``."""
         conversation_id = f"lt-{self.run_id}-{index:04d}"
         for turn in range(self.config.turns):
@@ -362,43 +351,37 @@ class _Load:
             self._report()
 
     async def _turn(
-        self, engine: PlannerEngine, caller: Caller, conversation_id: str, index: int, question: str
+        self, engine: AssistantEngine, caller: Caller, conversation_id: str, index: int, question: str
     ) -> TurnOutcome:
         started = time.perf_counter()
-        offset = started - self._started
+        turn: dict[str, Any] = {"conversation_id": conversation_id, "index": index, "question": question}
+        turn["started_s"] = round(started - self._started, 4)
         try:
             result = None
-            async for event in engine.astream(conversation_id, question, caller):
+            async for event in engine.astream(conversation_id, question, caller):  # call 2 streams
                 if isinstance(event, TurnDone):
                     result = event.result
             if result is None:  # pragma: no cover - astream always ends with TurnDone
                 raise RuntimeError("the turn's stream ended without TurnDone")
         except Exception as exc:  # the engine promises a result; anything else is a finding, not a crash
             self._note_error(f"{type(exc).__name__}: {exc}")
-            return TurnOutcome(
-                conversation_id=conversation_id,
-                index=index,
-                question=question,
-                recorded=False,
-                failure="crash",
-                started_s=round(offset, 4),
-                latency_ms=(time.perf_counter() - started) * 1000,
-            )
+            return TurnOutcome(**turn, recorded=False, failure="crash", latency_ms=self._since(started))
         if result.failure is not None and result.errors:
             self._note_error(result.errors[-1])
         return TurnOutcome(
-            conversation_id=conversation_id,
-            index=index,
-            question=question,
+            **turn,
             recorded=result.recorded,
             failure=result.failure,
             stale_state=result.stale_state,
             state=dict(result.state),
-            started_s=round(offset, 4),
-            latency_ms=(time.perf_counter() - started) * 1000,
+            latency_ms=self._since(started),
             model_ms=result.model_ms,
             harness_ms=result.harness_ms,
         )
+
+    @staticmethod
+    def _since(started: float) -> float:
+        return (time.perf_counter() - started) * 1000
 
     def _report(self, event: FleetEvent | None = None) -> None:
         done = len(self.outcomes)

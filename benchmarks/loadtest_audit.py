@@ -32,8 +32,6 @@ from sqlalchemy import Engine, select
 
 from shared.memory.tables import Conversation, ConversationState, Message
 
-__all__ = ["Audit", "TurnOutcome", "audit_memory"]
-
 _MESSAGES_PER_TURN = 2
 """A planner turn stores the user's question and the assistant's answer."""
 _BATCH = 200

@@ -43,20 +43,6 @@ if TYPE_CHECKING:
     from shared.operations.registry import OperationRegistry
     from shared.security import Caller
 
-__all__ = [
-    "PACKAGES",
-    "PROMPT_PACKAGES",
-    "ModelIdentity",
-    "Provenance",
-    "collect_provenance",
-    "describe_host",
-    "git_state",
-    "model_identity",
-    "package_versions",
-    "prompt_hashes",
-    "registry_hashes",
-]
-
 PACKAGES: tuple[str, ...] = (
     "erp-ai-harness",
     "langchain",

@@ -33,17 +33,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from shared.errors import ConfigurationError
 from shared.llm.factory import DEFAULT_MODELS, PROVIDERS
 
-__all__ = [
-    "DEFAULT_TARGET",
-    "TARGET_SYNTAX",
-    "BenchTarget",
-    "implicit_target",
-    "load_targets_file",
-    "parse_target",
-    "parse_targets",
-    "unique_targets",
-]
-
 DEFAULT_TARGET = "default"
 """The name of a run's implicit target (no ``--target``), and of rows written before targets existed."""
 
