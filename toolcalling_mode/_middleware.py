@@ -1,8 +1,9 @@
 """Per-turn agent middleware: the turn's system prompt and a timed record of every tool call.
 
-The agent graph is compiled once per engine; what changes per turn travels in the runtime context
-(:class:`TurnContext`, passed as ``agent.invoke(..., context=...)``), so one compiled agent serves every
-conversation without shared mutable state.
+The agent graph is compiled once per caller; what changes per turn travels in the runtime context
+(:class:`TurnContext`, passed as ``agent.astream(..., context=...)``), so one compiled agent serves every
+conversation without shared mutable state. The engine runs its agents asynchronously only, so the hooks are
+the async ones.
 """
 
 from __future__ import annotations
@@ -57,56 +58,35 @@ class TurnMiddleware(AgentMiddleware[Any, Any, Any]):
         self._registry = registry
         self._max_tokens = max_tokens
 
-    def wrap_model_call(
-        self,
-        request: ModelRequest[Any],
-        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
-    ) -> ModelResponse[Any]:
-        """Set the turn's system prompt; refuse any reply cut at the output cap (its tool calls or text are
-        incomplete), so that no tool of a cut step runs: the turn ends as ``model_output``."""
-        return self._checked(handler(_with_turn_prompt(request)))
-
     async def awrap_model_call(
         self,
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any]:
-        """:meth:`wrap_model_call` for agents run with ``astream``/``ainvoke``."""
-        return self._checked(await handler(_with_turn_prompt(request)))
-
-    def _checked(self, response: ModelResponse[Any]) -> ModelResponse[Any]:
+        """Set the turn's system prompt; refuse any reply cut at the output cap (its tool calls or text are
+        incomplete), so that no tool of a cut step runs: the turn ends as ``model_output``."""
+        context = request.runtime.context if request.runtime is not None else None
+        if isinstance(context, TurnContext):
+            request = request.override(system_message=context.system_message)
+        response = await handler(request)
         if any(isinstance(m, AIMessage) and stopped_at_limit(m) for m in response.result):
             raise OutputLimitError(self._max_tokens)
         return response
-
-    def wrap_tool_call(
-        self,
-        request: ToolCallRequest,
-        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
-    ) -> ToolMessage | Command[Any]:
-        """Run the tool; record it (timed, with its error kind) in the turn's context."""
-        started = perf_counter()
-        try:
-            outcome = handler(request)
-        except GraphBubbleUp:  # LangGraph control flow (interrupts), not a tool failure
-            raise
-        except Exception as exc:  # an ERP bug must not abort the turn; its text must not reach the model
-            outcome = _internal_error_result(request, exc)
-        return self._record(request, outcome, started)
 
     async def awrap_tool_call(
         self,
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
     ) -> ToolMessage | Command[Any]:
-        """:meth:`wrap_tool_call` for agents run asynchronously. The registry's tools are synchronous:
-        LangChain runs each in the event loop's default executor, so an ERP query never blocks the loop."""
+        """Run the tool; record it (timed, with its error kind) in the turn's context. The registry's tools
+        are synchronous: LangChain runs each in the event loop's default executor, so an ERP query never
+        blocks the loop."""
         started = perf_counter()
         try:
             outcome = await handler(request)
-        except GraphBubbleUp:
+        except GraphBubbleUp:  # LangGraph control flow (interrupts), not a tool failure
             raise
-        except Exception as exc:
+        except Exception as exc:  # an ERP bug must not abort the turn; its text must not reach the model
             outcome = _internal_error_result(request, exc)
         return self._record(request, outcome, started)
 
@@ -142,13 +122,6 @@ def count_recovered(request: ModelRequest[Any], count: int) -> None:
     if isinstance(context, TurnContext):
         with context.lock:
             context.recovered_tool_calls += count
-
-
-def _with_turn_prompt(request: ModelRequest[Any]) -> ModelRequest[Any]:
-    context = request.runtime.context if request.runtime is not None else None
-    if isinstance(context, TurnContext):
-        return request.override(system_message=context.system_message)
-    return request
 
 
 def _internal_error_result(request: ToolCallRequest, error: Exception) -> ToolMessage:

@@ -3,11 +3,15 @@
 A tool-calling turn is a sequence of model calls ("steps"). :class:`AnswerSteps` is fed the AI messages of
 those steps, either as the streamed chunks ``astream`` receives (a new message id starts a new step) or, after
 ``ask``/``aask``, as the whole messages of the run (:meth:`AnswerSteps.replay`), and returns the answer text
-each one adds. Each step gets fresh decoders (:class:`shared.json_stream.AnswerTextStream`):
+each one adds. Each step gets fresh decoders, which reread what the step wrote so far and return only what
+is new (text already shown is never retracted):
 
-- plain answers: the step's text with ``<think>…</think>`` removed;
-- ``structured=True``: the decoded ``respuesta`` of the answer JSON, read from the step's text
-  (``ProviderStrategy``: the JSON is the reply) and from the arguments of the structured answer tool
+- plain answers: the step's text with ``<think>…</think>`` removed and stripped (:func:`shared.text.
+  strip_reasoning`); what may be the start of a tag, and trailing whitespace, wait for what follows;
+- ``structured=True``: the ``respuesta`` of the answer JSON, read by pydantic
+  (``pydantic_core.from_json(..., allow_partial="trailing-strings")``), from the step's text
+  (``ProviderStrategy``: the JSON is the reply; text before the object and ``<think>`` blocks are skipped, as
+  is a complete object without the field) and from the arguments of the structured answer tool
   (``ToolStrategy``: the JSON is a tool call). Arguments of every other tool call are never answer text.
 
 **Text in a step that also calls tools.** A step's text is decoded as it arrives, before the step's tool
@@ -32,14 +36,16 @@ it: the inputs of the simulated time to the first answer token (:func:`simulated
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from pydantic_core import from_json
 
-from shared.json_stream import AnswerTextStream
 from shared.llm.usage import SimulatedCall, first_text_ms
+from shared.text import split_reasoning, strip_reasoning
 from toolcalling_mode.text_tool_calls import looks_like_text_tool_call
 
 STEP_SEPARATOR = "\n\n"
@@ -58,55 +64,84 @@ class FirstAnswer:
 
 _TOOL_CALL_OPENINGS = ("```", "{", "[", "<tool_call>")
 """How a tool call written as text begins (see :mod:`toolcalling_mode.text_tool_calls`)."""
+_TAGS = ("<think>", "<thinking>", "</think>", "</thinking>")
+_DECODER = json.JSONDecoder()
 
 
-class _TextCallGuard:
-    """Holds a plain step's text back while it may be a tool call written as text."""
-
-    def __init__(self) -> None:
-        self._held = ""
-        self._open = True  # still undecided
-
-    def feed(self, delta: str) -> str:
-        if not self._open:
-            return delta
-        self._held += delta
-        start = self._held.lstrip()
-        if not start or any(o.startswith(start) or start.startswith(o) for o in _TOOL_CALL_OPENINGS):
-            return ""
-        self._open = False
-        released, self._held = self._held, ""
-        return released
-
-    def finish(self) -> str:
-        released, self._held = self._held, ""
-        if self._open and looks_like_text_tool_call(released):
-            return ""
-        return released
-
-
-@dataclass
 class _Channel:
-    """One decoded text inside a step: its content, or the arguments of the structured answer tool."""
+    """One text inside a step (its content, or the structured answer tool's arguments), reread as it grows.
 
-    stream: AnswerTextStream
-    raw: list[str] = field(default_factory=list)
-    guard: _TextCallGuard | None = None
-    """Plain content only: holds back what may be a tool call written as text."""
+    ``json_field`` names the answer's field in a JSON object; ``None`` reads plain text, held back while it
+    may be a tool call written as text (``guard``)."""
 
-    def feed(self, chunk: str) -> str:
-        self.raw.append(chunk)
-        delta = self.stream.feed(chunk)
-        return self.guard.feed(delta) if self.guard is not None else delta
+    def __init__(self, json_field: str | None, *, guard: bool = False) -> None:
+        self._field = json_field
+        self._guard = guard and json_field is None
+        self._raw = ""
+        self._shown = ""
+        self._object = 0
+        """Where the JSON object being read starts (the search for one, until found)."""
+        self.prefix: str | None = None
+        """What was written before the first answer character, once there was one."""
 
-    def finish(self) -> str:
-        delta = self.stream.finish()
-        if self.guard is None:
-            return delta
-        return self.guard.finish() if not delta else self.guard.feed(delta) + self.guard.finish()
+    def feed(self, chunk: str = "", *, final: bool = False) -> str:
+        """The answer text ``chunk`` adds (``final``: the step ended, release what was held back)."""
+        self._raw += chunk
+        text = self._json() if self._field is not None else _visible(self._raw, final)
+        if not text or not text.startswith(self._shown):
+            return ""
+        if self._guard and not self._shown and self._may_be_a_call(text, final):
+            return ""
+        if self.prefix is None:
+            self.prefix = self._prefix()
+        delta, self._shown = text[len(self._shown) :], text
+        return delta
 
-    def prefix(self) -> str:
-        return "".join(self.raw)[: self.stream.prefix_chars]
+    @staticmethod
+    def _may_be_a_call(text: str, final: bool) -> bool:
+        """Whether the step's first visible ``text`` is (still) possibly a tool call written as text."""
+        if any(opening.startswith(text) or text.startswith(opening) for opening in _TOOL_CALL_OPENINGS):
+            return not final or looks_like_text_tool_call(text)
+        return False
+
+    def _json(self) -> str:
+        """The answer field of the first object outside reasoning that has it, as far as it is written."""
+        while True:
+            start = self._raw.find("{", self._object)
+            while start != -1 and split_reasoning(self._raw[:start] + ".")[1]:  # inside <think>
+                start = self._raw.find("{", start + 1)
+            if start == -1:
+                return ""
+            self._object = start
+            try:
+                data, end = _DECODER.raw_decode(self._raw, start)
+            except ValueError:  # still being written (or no JSON at all)
+                try:
+                    data, end = from_json(self._raw[start:], allow_partial="trailing-strings"), -1
+                except ValueError:
+                    data, end = None, start + 1
+            value = data.get(self._field) if isinstance(data, dict) else None
+            if isinstance(value, str) or end == -1:
+                return value if isinstance(value, str) else ""
+            self._object = end  # a complete object without the field (or no JSON): read the next one
+
+    def _prefix(self) -> str:
+        if self._field is not None:
+            opening = re.compile(rf'"{re.escape(self._field)}"\s*:\s*"')
+            match = opening.search(self._raw, self._object)
+            return self._raw[: match.end()] if match else self._raw
+        for index, char in enumerate(self._raw):  # the first character the reader sees
+            if not char.isspace() and _visible(self._raw[: index + 1], final=False):
+                return self._raw[:index]
+        return self._raw
+
+
+def _visible(raw: str, final: bool) -> str:
+    """What a reader sees of plain text ``raw``; unless ``final``, what may start a tag waits."""
+    tag_at = raw.rfind("<")
+    if not final and tag_at != -1 and any(tag.startswith(raw[tag_at:].lower()) for tag in _TAGS):
+        raw = raw[:tag_at]
+    return strip_reasoning(raw)
 
 
 class AnswerSteps:
@@ -125,13 +160,9 @@ class AnswerSteps:
         self._step_id: str | None = None
         self._shown_step: int | None = None
         """The last step that produced answer text."""
-        self._content = self._content_channel()
-        self._arguments = _Channel(AnswerTextStream(json_field))
+        self._content = _Channel(json_field, guard=True)
+        self._arguments = _Channel(json_field)
         self._tool_names: dict[Any, str] = {}
-
-    def _content_channel(self) -> _Channel:
-        guard = _TextCallGuard() if self._json_field is None else None
-        return _Channel(AnswerTextStream(self._json_field), guard=guard)
 
     def feed(self, message: AIMessage) -> str:
         """The answer text ``message`` adds: a chunk of the current step, or a new step when its id differs
@@ -165,8 +196,8 @@ class AnswerSteps:
     def _begin(self, step_id: str | None) -> None:
         self.step += 1
         self._step_id = step_id
-        self._content = self._content_channel()
-        self._arguments = _Channel(AnswerTextStream(self._json_field))
+        self._content = _Channel(self._json_field, guard=True)
+        self._arguments = _Channel(self._json_field)
         self._tool_names = {}
 
     def _feed(self, message: AIMessage) -> str:
@@ -179,11 +210,11 @@ class AnswerSteps:
         return delta
 
     def _decoded(self, channel: _Channel, chunk: str = "", *, finish: bool = False) -> str:
-        delta = channel.finish() if finish else channel.feed(chunk)
+        delta = channel.feed(chunk, final=finish)
         if not delta:
             return ""
         if self.first is None:
-            self.first = FirstAnswer(step=self.step, prefix=channel.prefix())
+            self.first = FirstAnswer(step=self.step, prefix=channel.prefix or "")
         if self._shown_step is not None and self._shown_step != self.step:
             delta = STEP_SEPARATOR + delta
         self._shown_step = self.step

@@ -158,23 +158,13 @@ class TextToolCallRecovery(AgentMiddleware[Any, Any, Any]):
         self._excluded = frozenset(excluded)
         self._on_recovered = on_recovered
 
-    def wrap_model_call(
-        self,
-        request: ModelRequest[Any],
-        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
-    ) -> ModelResponse[Any]:
-        """Recover the reply's text tool calls, if that is all it is."""
-        return self._recovered(request, handler(request))
-
     async def awrap_model_call(
         self,
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any]:
-        """:meth:`wrap_model_call` for agents run asynchronously."""
-        return self._recovered(request, await handler(request))
-
-    def _recovered(self, request: ModelRequest[Any], response: ModelResponse[Any]) -> ModelResponse[Any]:
+        """Recover the reply's text tool calls, if that is all it is (agents run asynchronously)."""
+        response = await handler(request)
         offered = _offered_names(request.tools) - self._excluded
         result = list(response.result)
         for index, message in enumerate(result):

@@ -1,17 +1,17 @@
-"""ask, aask and astream run the same turns: the default benchmark suite through each, offline.
+"""A turn with a reader (astream) and without one (aask; ask runs aask) is the same turn: the default
+benchmark suite through both, offline.
 
-Every scenario file of ``benchmarks/scenarios`` runs through the three drivers of one engine configuration,
+Every scenario file of ``benchmarks/scenarios`` runs through both entry points of one engine configuration,
 each with a fresh memory store and a fresh offline model (its call counter names the tool calls), as the
 scenario's users; a conversation longer than :data:`TURNS_PER_SCENARIO` runs its first turns only (the long
 conversation of ``06_conversacion_larga`` would take most of the time and test nothing the others do not).
 The turns' records must be equal except for measured times, and so must the stored conversations. The
 simulated times are deterministic, so they are compared too: the first answer found while streaming
-(``astream``) and the one replayed from the run (``ask``/``aask``) come from the same model call.
+(``astream``) and the one read from the run afterwards (``aask``) come from the same model call.
 """
 
 from __future__ import annotations
 
-import asyncio
 import functools
 from collections.abc import Callable
 from pathlib import Path
@@ -63,8 +63,6 @@ async def run_file(
 async def drive(
     engine: ToolCallingEngine, driver: str, conversation: str, question: str, caller: Caller
 ) -> Any:
-    if driver == "ask":
-        return comparable(await asyncio.to_thread(engine.ask, conversation, question, caller))
     if driver == "aask":
         return comparable(await engine.aask(conversation, question, caller))
     events = [event async for event in engine.astream(conversation, question, caller)]
@@ -78,11 +76,11 @@ async def drive(
 
 @pytest.mark.parametrize("policy", ["windowed", "full_history"])
 @pytest.mark.parametrize("path", SCENARIO_FILES, ids=[path.stem for path in SCENARIO_FILES])
-async def test_aask_and_astream_give_the_turns_of_ask(
+async def test_astream_gives_the_turns_of_aask(
     erp: Any, registry: Any, fresh_db_url: Callable[[], str], path: Path, policy: ContextPolicy
 ) -> None:
     runs: dict[str, tuple[list[Any], list[Any]]] = {}
-    for driver in ("ask", "aask", "astream"):
+    for driver in ("aask", "astream"):
         store = MemoryStore(fresh_db_url())
         try:
             outcomes = await run_file(path, driver, erp, registry, store, policy)
@@ -94,6 +92,5 @@ async def test_aask_and_astream_give_the_turns_of_ask(
             store.close()
         runs[driver] = (outcomes, stored)
 
-    assert any(outcome != "denied" for outcome in runs["ask"][0])
-    assert runs["aask"] == runs["ask"]
-    assert runs["astream"] == runs["ask"]
+    assert any(outcome != "denied" for outcome in runs["aask"][0])
+    assert runs["astream"] == runs["aask"]

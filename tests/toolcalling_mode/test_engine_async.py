@@ -4,6 +4,7 @@ callbacks and logging."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
 import threading
@@ -17,12 +18,11 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from benchmarks.stand_ins.faults import FaultConfig
 from benchmarks.stand_ins.offline import OfflineSalesModel
-from shared.errors import ConversationAccessDenied
+from shared.errors import ConversationAccessDenied, OutputLimitError
 from shared.events import AnswerDelta, OperationDone, TurnDone, TurnEvent
 from shared.failures import user_message
 from shared.operations.registry import Operation, OperationRegistry
 from shared.security import DEMO_CALLER, Caller
-from shared.turn import TurnResult
 from tests.fakes import CallInfo
 from tests.toolcalling_mode.toolcalling_fakes import (
     YEAR_TOTALS,
@@ -31,6 +31,7 @@ from tests.toolcalling_mode.toolcalling_fakes import (
     YearTotal,
     ask_tools,
     call,
+    run_turn,
     toy_registry,
 )
 from toolcalling_mode import ToolCallingEngine, ToolCallingLimits
@@ -60,38 +61,7 @@ async def events_of(
     return [event async for event in engine.astream(conversation_id, question, caller, **kw)]
 
 
-def comparable(result: TurnResult) -> dict[str, Any]:
-    """A turn's record without what depends on the clock."""
-    data = result.model_dump(
-        exclude={"model_ms", "harness_ms", "total_ms", "first_answer_ms", "simulated_first_answer_ms"}
-    )
-    for operation in data["operations"]:
-        operation.pop("duration_ms")
-    return data
-
-
-# -- the same turn -------------------------------------------------------------------------------------------
-
-
-async def test_aask_and_astream_give_the_result_of_ask(toy_erp: Any, fresh_db_url: Any) -> None:
-    from shared.memory.store import MemoryStore
-
-    results = []
-    for driver in ("ask", "aask", "astream"):
-        store = MemoryStore(fresh_db_url())
-        engine = streaming_engine(toy_erp, store, structured=False)
-        if driver == "ask":
-            result = engine.ask("c1", QUESTION, DEMO_CALLER)
-        elif driver == "aask":
-            result = await engine.aask("c1", QUESTION, DEMO_CALLER)
-        else:
-            result = (await events_of(engine, "c1", QUESTION))[-1].result
-        results.append((comparable(result), [(m.role, m.content) for m in store.history("c1")]))
-        store.close()
-
-    assert results[0][0]["answer"] == "En 2025 vendimos 850000000; ganó ACME S.A."
-    assert results[1] == results[0]
-    assert results[2] == results[0]
+# -- events ------------------------------------------------------------------------------------------------
 
 
 async def test_astream_yields_operations_then_the_answer_in_deltas_then_the_result(
@@ -209,18 +179,13 @@ async def test_a_stream_that_breaks_midway_through_the_answer_records_nothing(
     assert len(result.operations) == 2 and result.model_calls == 2
 
 
-@pytest.mark.parametrize("driver", ["ask", "aask", "astream"])
-async def test_a_dropped_connection_of_the_offline_model_ends_every_driver_alike(
+@pytest.mark.parametrize("driver", ["ask", "astream"])
+async def test_a_dropped_connection_of_the_offline_model_ends_the_turn_with_or_without_a_reader(
     erp: Any, registry: Any, memory_store: Any, driver: str
 ) -> None:
     engine = ToolCallingEngine(registry, erp, memory_store, OfflineSalesModel(faults="stream_break"))
 
-    if driver == "ask":
-        result = engine.ask("c1", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
-    elif driver == "aask":
-        result = await engine.aask("c1", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
-    else:
-        result = (await events_of(engine, "c1", "¿Cuánto vendimos en 2025?"))[-1].result
+    result = await run_turn(engine, driver, "c1", "¿Cuánto vendimos en 2025?")
 
     assert result.failure == "provider" and not result.recorded
     assert result.model_calls == 1 and result.input_tokens > 0
@@ -259,11 +224,11 @@ def cut_at_the_cap(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
     [
         (looping, ToolCallingLimits(), "limit", 6),  # the model-call limit
         (looping, ToolCallingLimits(model_calls=100, recursion_limit=10), "limit", 3),  # the recursion limit
-        (cut_at_the_cap, ToolCallingLimits(), "model_output", 1),  # the async middleware refuses a cut step
+        (cut_at_the_cap, ToolCallingLimits(), "model_output", 1),  # the middleware refuses a cut step
     ],
 )
-@pytest.mark.parametrize("driver", ["aask", "astream"])
-async def test_limits_and_cut_replies_end_async_turns_as_they_end_ask(
+@pytest.mark.parametrize("driver", ["ask", "astream"])
+async def test_limits_and_cut_replies_end_the_turn_unrecorded(
     toy_erp: Any,
     memory_store: Any,
     driver: str,
@@ -276,13 +241,11 @@ async def test_limits_and_cut_replies_end_async_turns_as_they_end_ask(
         toy_registry(), toy_erp, memory_store, StreamingFunctionModel(function), limits=limits
     )
 
-    if driver == "aask":
-        result = await engine.aask("c1", "¿Cuánto vendimos?", DEMO_CALLER)
-    else:
-        result = (await events_of(engine, "c1", "¿Cuánto vendimos?"))[-1].result
+    result = await run_turn(engine, driver, "c1", "¿Cuánto vendimos?")
 
     assert (result.failure, result.model_calls, result.recorded) == (failure, calls, False)
-    assert result.answer == engine.ask("c2", "¿Cuánto vendimos?", DEMO_CALLER).answer
+    cut = OutputLimitError(None) if failure == "model_output" else None
+    assert result.answer == user_message(failure, cut)  # the same words in both modes
     assert memory_store.get_conversation("c1") is None
 
 
@@ -324,6 +287,22 @@ async def test_an_invalid_question_ends_in_one_event(toy_erp: Any, memory_store:
 
 
 # -- the event loop is never blocked -----------------------------------------------------------------------
+
+TENANT: contextvars.ContextVar[str] = contextvars.ContextVar("tenant", default="none")
+
+
+async def test_ask_inside_a_running_event_loop_runs_the_turn_elsewhere_with_the_callers_context(
+    make_engine: Any,
+) -> None:
+    engine, _ = make_engine(lambda messages, info: f"Inquilino {TENANT.get()}.")
+    TENANT.set("acme")
+
+    results = [
+        engine.ask("c1", "hola", DEMO_CALLER),
+        await asyncio.to_thread(engine.ask, "c1", "hola", DEMO_CALLER),
+    ]
+
+    assert [result.answer for result in results] == ["Inquilino acme.", "Inquilino acme."]
 
 
 async def test_tools_and_storage_run_outside_the_event_loop_thread(
@@ -422,12 +401,7 @@ async def test_callbacks_see_exactly_the_turns_model_calls_under_one_turn_run(
     config: Any = {"callbacks": [tree], "tags": ["erp-web"], "metadata": {"tenant": "acme"}}
     question = "¿Cuánto compró nuestro mejor cliente en 2025?"  # two dependent steps: three model calls
 
-    if driver == "ask":
-        result = engine.ask("c1", question, DEMO_CALLER, config=config)
-    elif driver == "aask":
-        result = await engine.aask("c1", question, DEMO_CALLER, config=config)
-    else:
-        result = (await events_of(engine, "c1", question, config=config))[-1].result
+    result = await run_turn(engine, driver, "c1", question, config=config)
 
     assert result.model_calls == 3 and len(tree.models) == 3
     [root] = [run for run, chain in tree.chains.items() if chain["parent"] is None]
@@ -452,7 +426,7 @@ async def test_run_name_names_the_turn_run(toy_erp: Any, memory_store: Any) -> N
 # -- logging -------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("driver", ["ask", "aask", "astream"])
+@pytest.mark.parametrize("driver", ["ask", "astream"])
 async def test_every_finished_turn_is_logged_once(
     toy_erp: Any, memory_store: Any, caplog: pytest.LogCaptureFixture, driver: str
 ) -> None:
@@ -460,12 +434,7 @@ async def test_every_finished_turn_is_logged_once(
     ana = Caller(user_id="ana", roles=frozenset({"gerente"}), name="Ana")
     caplog.set_level(logging.INFO, logger="toolcalling_mode")
 
-    if driver == "ask":
-        engine.ask("c1", QUESTION, ana)
-    elif driver == "aask":
-        await engine.aask("c1", QUESTION, ana)
-    else:
-        await events_of(engine, "c1", QUESTION, caller=ana)
+    await run_turn(engine, driver, "c1", QUESTION, ana)
 
     [record] = [r for r in caplog.records if r.name == "toolcalling_mode"]
     assert record.levelno == logging.INFO

@@ -9,10 +9,8 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage
 
 from shared.security import DEMO_CALLER
-from shared.turn import TurnResult
 from tests.fakes import CallInfo
-from tests.toolcalling_mode.toolcalling_fakes import ask_tools, call
-from toolcalling_mode import ToolCallingEngine
+from tests.toolcalling_mode.toolcalling_fakes import ask_tools, call, run_turn
 
 QUESTION = "¿Cuánto nos compró nuestro mejor cliente de 2025?"
 DERIVED = {
@@ -21,7 +19,7 @@ DERIVED = {
     "ultimas_operaciones": 'mejor_cliente(anio=2025); compras_cliente(cliente="acme", anio=2025)',
 }
 """What the ERP derives from :func:`best_customer_then_purchases`'s operations (the calls as requested)."""
-DRIVERS = ("ask", "aask", "astream")
+DRIVERS = ("ask", "astream")
 POLICIES = ("windowed", "full_history")
 
 
@@ -36,16 +34,6 @@ def best_customer_then_purchases(messages: list[BaseMessage], info: CallInfo) ->
     return "ACME S.A. compró 120000000 en 2025."
 
 
-async def run(engine: ToolCallingEngine, driver: str, conversation_id: str, question: str) -> TurnResult:
-    if driver == "ask":
-        return engine.ask(conversation_id, question, DEMO_CALLER)
-    if driver == "aask":
-        return await engine.aask(conversation_id, question, DEMO_CALLER)
-    events = [event async for event in engine.astream(conversation_id, question, DEMO_CALLER)]
-    result: TurnResult = events[-1].result
-    return result
-
-
 @pytest.mark.parametrize("policy", POLICIES)
 async def test_every_driver_stores_the_state_the_erp_derives_from_the_tools(
     make_engine: Any, memory_store: Any, policy: str
@@ -53,7 +41,7 @@ async def test_every_driver_stores_the_state_the_erp_derives_from_the_tools(
     for driver in DRIVERS:  # one conversation each, in one store
         engine, _ = make_engine(best_customer_then_purchases, policy=policy)
 
-        result = await run(engine, driver, driver, QUESTION)
+        result = await run_turn(engine, driver, driver, QUESTION)
 
         assert (driver, result.recorded, result.state) == (driver, True, DERIVED)
         assert memory_store.get_state(driver) == DERIVED
@@ -157,7 +145,7 @@ async def test_a_structured_estado_merges_under_the_erps_keys_in_every_driver(
         memory_store.merge_state(conversation, {"ultima_operacion": "ventas_anuales"})  # an older version's
         engine, _ = make_engine(best_customer_then_structured, structured=True, structured_strategy="tool")
 
-        result = await run(engine, driver, conversation, "¿Quién fue el mejor cliente de 2025?")
+        result = await run_turn(engine, driver, conversation, "¿Quién fue el mejor cliente de 2025?")
 
         assert (driver, result.state) == (driver, expected)  # ultima_operacion deleted: superseded
         assert memory_store.get_state(conversation) == expected

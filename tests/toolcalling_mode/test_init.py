@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-import toolcalling_mode
 from shared.engine import AssistantEngine
 from toolcalling_mode import ToolCallingLimits
-
-
-def test_public_names_are_pinned() -> None:
-    assert toolcalling_mode.__all__ == ["ContextPolicy", "ToolCallingEngine", "ToolCallingLimits"]
 
 
 def test_default_limits_let_the_model_call_limit_fire_before_the_recursion_limit() -> None:

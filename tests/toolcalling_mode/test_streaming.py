@@ -57,6 +57,18 @@ def test_structured_answers_stream_the_respuesta_field_of_the_json_content() -> 
     assert steps.first == FirstAnswer(step=0, prefix='{"respuesta": "')
 
 
+def test_structured_answers_decode_escapes_split_across_chunks_and_skip_objects_without_the_field() -> None:
+    steps = AnswerSteps("respuesta")
+    pieces = ['<think>{"x": 1}</think>{"tema": "ventas"} ', '{"respuesta": "\\u20b', '2850 \\"neto\\""}']
+
+    text = "".join(steps.feed(chunk(piece)) for piece in pieces)
+
+    assert text == '₲850 "neto"'
+    assert steps.first == FirstAnswer(
+        step=0, prefix='<think>{"x": 1}</think>{"tema": "ventas"} {"respuesta": "'
+    )
+
+
 def test_structured_answers_stream_the_arguments_of_the_answer_tool_followed_by_index() -> None:
     steps = AnswerSteps("respuesta", answer_tools={"Answer"})
     first = chunk(

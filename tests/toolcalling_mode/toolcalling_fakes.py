@@ -4,7 +4,7 @@ Tests drive the shared :class:`~tests.fakes.FunctionChatModel` with a function `
 ``info`` says which tools were bound and which tool results this turn has so far; :func:`call` and
 :func:`ask_tools` build the assistant steps that request tools. Every call is recorded in ``model.calls``.
 :class:`StreamingFunctionModel` is the same model streaming its replies word by word, and breaking midway
-on request.
+on request. :func:`run_turn` runs one turn through a named entry point (``ask``, ``aask`` or ``astream``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,10 @@ from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
 from shared.errors import CustomerNotFoundError, ProviderError
+from shared.events import TurnDone
 from shared.operations.registry import Operation, OperationRegistry
+from shared.security import DEMO_CALLER, Caller
+from shared.turn import TurnResult
 from tests.fakes import FunctionChatModel
 
 _ids = itertools.count(1)
@@ -37,6 +40,20 @@ def call(name: str, **args: Any) -> dict[str, Any]:
 def ask_tools(*calls: dict[str, Any], text: str = "") -> AIMessage:
     """An assistant step that requests ``calls`` (in parallel)."""
     return AIMessage(content=text, tool_calls=list(calls))
+
+
+async def run_turn(
+    engine: Any, driver: str, conversation_id: str, question: str, caller: Caller = DEMO_CALLER, **kw: Any
+) -> TurnResult:
+    """One turn through ``engine.<driver>``; for ``astream``, the result of its last event (``TurnDone``)."""
+    if driver == "ask":
+        result: TurnResult = engine.ask(conversation_id, question, caller, **kw)
+        return result
+    if driver == "aask":
+        return await engine.aask(conversation_id, question, caller, **kw)  # type: ignore[no-any-return]
+    events = [event async for event in engine.astream(conversation_id, question, caller, **kw)]
+    assert isinstance(events[-1], TurnDone)
+    return events[-1].result
 
 
 class StreamingFunctionModel(FunctionChatModel):
