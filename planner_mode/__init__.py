@@ -4,8 +4,9 @@ The ERP owns the state; each user turn costs at most two model calls: call 1 tur
 conversation context into a :class:`Plan` of catalog operations, the ERP validates and executes it, and call 2
 turns the results into an :class:`Answer` (``respuesta`` + ``memoria`` + ``estado``).
 
-- :class:`PlannerEngine` — the ERP side: ``ask(conversation_id, message) -> TurnResult``.
-- :class:`PlannerAI` — the stateless AI side (``analyze`` / ``respond``) around one or two chat models.
+- :class:`PlannerEngine` — the ERP side: ``ask(conversation_id, message, caller) -> TurnResult``
+  (``aask``, ``astream``).
+- :class:`PlannerAI` — the stateless AI side (``plan`` / ``answer``) around one or two chat models.
 - :class:`InProcessAIClient`, :class:`HttpAIClient` — how the engine reaches the AI.
 - :func:`create_app` — the AI side as a FastAPI server (the ``server`` extra:
   ``pip install 'erp-ai-harness[server]'``). It is loaded on first access, so ``import planner_mode`` imports
@@ -18,8 +19,9 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from planner_mode.ai import PlannerAI
-from planner_mode.client import AICallError, AIClient, HttpAIClient, InProcessAIClient
+from planner_mode.client import AICallError, AIClient, InProcessAIClient
 from planner_mode.engine import PlannerEngine, PlannerLimits
+from planner_mode.http_client import HttpAIClient
 from planner_mode.plan import Answer, MemoryItem, OperationOutcome, Plan, PlannedOperation
 from planner_mode.wire import CallUsage
 

@@ -1,68 +1,43 @@
-"""How the ERP-side engine reaches the AI: in process, or over HTTP to stateless AI servers.
+"""How the ERP-side engine reaches the AI: the :class:`AIClient` interface, and the client in this process.
 
-Both clients implement :class:`AIClient`: ``analyze`` returns the plan and ``respond`` the answer, each with
-the :class:`~planner_mode.wire.CallUsage` it cost, in a synchronous and an asynchronous form
-(``aanalyze``/``arespond``); ``astream_respond`` yields the answer's text as call 2 writes it, then the
-whole :class:`~planner_mode.wire.RespondResponse`, and ``astream_analyze`` a direct answer's text as call 1
-writes it (when the reply starts with one), then the whole :class:`~planner_mode.wire.AnalyzeResponse`.
-A failed call raises :class:`AICallError`, which wraps the :class:`~shared.errors.ModelOutputError` or
-:class:`~shared.errors.ProviderError` and still carries the usage, so the engine's per-turn counts include
-failed calls.
+An :class:`AIClient` makes the turn's two calls, each an async stream: :meth:`~AIClient.plan` (call 1)
+yields a direct answer's text as the model writes it (when the reply starts with one), then the whole
+:class:`~planner_mode.wire.AnalyzeResponse`; :meth:`~AIClient.answer` (call 2) yields the answer's text as
+the model writes it, then the whole :class:`~planner_mode.wire.RespondResponse`. Each response carries the
+:class:`~planner_mode.wire.CallUsage` its call cost. A failed call raises :class:`AICallError`, which wraps
+the :class:`~shared.errors.ModelOutputError` or :class:`~shared.errors.ProviderError` and still carries the
+usage, so the engine's per-turn counts include failed calls. A caller that wants only the result keeps the
+last item (:func:`last_item`).
+
+:class:`InProcessAIClient` calls a :class:`~planner_mode.ai.PlannerAI` here;
+:class:`~planner_mode.http_client.HttpAIClient` calls the AI server (:mod:`planner_mode.server`).
 """
 
 from __future__ import annotations
 
-import asyncio
-import functools
-import ssl
-import threading
-import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
-from contextlib import aclosing, contextmanager, suppress
-from types import TracebackType
+from contextlib import aclosing, contextmanager
 from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 
-import httpx
 from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
 from langchain_core.runnables import RunnableConfig
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from planner_mode.ai import PlannerAI
-from planner_mode.plan import Answer, OperationOutcome, Plan
-from planner_mode.wire import (
-    NDJSON,
-    AnalyzeRequest,
-    AnalyzeResponse,
-    AnswerDeltaLine,
-    CallUsage,
-    ErrorLine,
-    ErrorResponse,
-    RespondRequest,
-    RespondResponse,
-    parse_analyze_stream_line,
-    parse_stream_line,
-)
-from shared.errors import (
-    ConfigurationError,
-    ErpAiError,
-    ModelOutputError,
-    OutputLimitError,
-    ProviderError,
-    ProviderTimeoutError,
-)
+from planner_mode.plan import OperationOutcome
+from planner_mode.wire import AnalyzeResponse, CallUsage, RespondResponse
+from shared.errors import ErpAiError, ModelOutputError, ProviderError
 from shared.memory.context import ConversationContext
 from shared.operations.registry import OperationSpec
 
 if TYPE_CHECKING:
     from shared.llm.usage import UsageTracker
 
-__all__ = ["AICallError", "AIClient", "HttpAIClient", "InProcessAIClient"]
+__all__ = ["AICallError", "AIClient", "InProcessAIClient", "closing_iter", "last_item"]
 
 R = TypeVar("R", bound=BaseModel)
 P = TypeVar("P", bound=BaseModel)
-
-DEFAULT_TIMEOUT_S = 120.0
-"""Default bound of one AI-server request, the model's time included (the providers' default too)."""
+T = TypeVar("T")
 
 
 class AICallError(ErpAiError):
@@ -79,67 +54,23 @@ class AIClient(Protocol):
     """The two calls of a planner turn. Implementations hold no conversation state.
 
     ``config`` is the LangChain config of the model call (the turn's child config: callbacks, tags,
-    metadata); every method raises :class:`AICallError` when the call fails.
+    metadata); both calls raise :class:`AICallError` when they fail, even midway through their stream.
     """
 
-    def analyze(
-        self,
-        message: str,
-        context: ConversationContext,
-        catalog: Sequence[OperationSpec],
-        *,
-        config: RunnableConfig | None = None,
-    ) -> AnalyzeResponse:
-        """Call 1: plan the question."""
-        ...
-
-    def respond(
+    def plan(
         self,
         question: str,
-        results: Sequence[OperationOutcome],
-        context: ConversationContext,
-        *,
-        config: RunnableConfig | None = None,
-    ) -> RespondResponse:
-        """Call 2: phrase the results."""
-        ...
-
-    async def aanalyze(
-        self,
-        message: str,
-        context: ConversationContext,
-        catalog: Sequence[OperationSpec],
-        *,
-        config: RunnableConfig | None = None,
-    ) -> AnalyzeResponse:
-        """Call 1 without blocking the event loop."""
-        ...
-
-    async def arespond(
-        self,
-        question: str,
-        results: Sequence[OperationOutcome],
-        context: ConversationContext,
-        *,
-        config: RunnableConfig | None = None,
-    ) -> RespondResponse:
-        """Call 2 without blocking the event loop."""
-        ...
-
-    def astream_analyze(
-        self,
-        message: str,
         context: ConversationContext,
         catalog: Sequence[OperationSpec],
         *,
         config: RunnableConfig | None = None,
     ) -> AsyncIterator[str | AnalyzeResponse]:
-        """Call 1 streamed: a direct answer's text in deltas as the model writes it (only when the reply
-        starts with its ``respuesta_directa``: :class:`planner_mode.ai.DirectAnswerText`), then exactly one
+        """Call 1: a direct answer's text in deltas as the model writes it (only when the reply starts with
+        its ``respuesta_directa``: :class:`planner_mode.streamed_text.DirectAnswerText`), then exactly one
         :class:`AnalyzeResponse` (the parsed plan and the call's usage) as the last item."""
         ...
 
-    def astream_respond(
+    def answer(
         self,
         question: str,
         results: Sequence[OperationOutcome],
@@ -147,12 +78,29 @@ class AIClient(Protocol):
         *,
         config: RunnableConfig | None = None,
     ) -> AsyncIterator[str | RespondResponse]:
-        """Call 2 streamed: the answer's text in deltas as the model writes it, then exactly one
+        """Call 2: the answer's text in deltas as the model writes it, then exactly one
         :class:`RespondResponse` (the parsed answer and the call's usage) as the last item."""
         ...
 
 
-# -- in process --------------------------------------------------------------------------------------------
+async def last_item(stream: AsyncIterator[str | T]) -> T:
+    """The result of a call's stream (its last item), the text before it dropped; the stream is closed."""
+    async with aclosing(closing_iter(stream)) as items:
+        async for item in items:
+            if not isinstance(item, str):
+                return item
+    raise AICallError(ModelOutputError("The call's stream ended without a result."))
+
+
+async def closing_iter(stream: AsyncIterator[T]) -> AsyncGenerator[T, None]:
+    """``stream`` as a generator that closes it (when it can be closed) however the iteration ends."""
+    try:
+        async for item in stream:
+            yield item
+    finally:
+        close = getattr(stream, "aclose", None)
+        if close is not None:
+            await close()
 
 
 def _with_handler(config: RunnableConfig | None, handler: BaseCallbackHandler) -> RunnableConfig:
@@ -196,74 +144,22 @@ class InProcessAIClient:
     def __init__(self, ai: PlannerAI) -> None:
         self.ai = ai
 
-    def analyze(
-        self,
-        message: str,
-        context: ConversationContext,
-        catalog: Sequence[OperationSpec],
-        *,
-        config: RunnableConfig | None = None,
-    ) -> AnalyzeResponse:
-        """Call 1 in process."""
-        with _measured(config) as (tracker, measured):
-            plan = self.ai.analyze(message, context, catalog, config=measured)
-        return AnalyzeResponse(plan=plan, usage=CallUsage.from_tracker(tracker))
-
-    def respond(
+    def plan(
         self,
         question: str,
-        results: Sequence[OperationOutcome],
-        context: ConversationContext,
-        *,
-        config: RunnableConfig | None = None,
-    ) -> RespondResponse:
-        """Call 2 in process."""
-        with _measured(config) as (tracker, measured):
-            answer = self.ai.respond(question, results, context, config=measured)
-        return RespondResponse(answer=answer, usage=CallUsage.from_tracker(tracker))
-
-    async def aanalyze(
-        self,
-        message: str,
-        context: ConversationContext,
-        catalog: Sequence[OperationSpec],
-        *,
-        config: RunnableConfig | None = None,
-    ) -> AnalyzeResponse:
-        """Call 1 in process, with the model's ``ainvoke``."""
-        with _measured(config) as (tracker, measured):
-            plan = await self.ai.aanalyze(message, context, catalog, config=measured)
-        return AnalyzeResponse(plan=plan, usage=CallUsage.from_tracker(tracker))
-
-    async def arespond(
-        self,
-        question: str,
-        results: Sequence[OperationOutcome],
-        context: ConversationContext,
-        *,
-        config: RunnableConfig | None = None,
-    ) -> RespondResponse:
-        """Call 2 in process, with the model's ``ainvoke``."""
-        with _measured(config) as (tracker, measured):
-            answer = await self.ai.arespond(question, results, context, config=measured)
-        return RespondResponse(answer=answer, usage=CallUsage.from_tracker(tracker))
-
-    def astream_analyze(
-        self,
-        message: str,
         context: ConversationContext,
         catalog: Sequence[OperationSpec],
         *,
         config: RunnableConfig | None = None,
     ) -> AsyncGenerator[str | AnalyzeResponse, None]:
         """Call 1 in process, streamed with the model's ``astream``."""
+        return _measured_stream(
+            config,
+            lambda measured: self.ai.plan(question, context, catalog, config=measured),
+            lambda plan, usage: AnalyzeResponse(plan=plan, usage=usage),
+        )
 
-        def start(measured: RunnableConfig) -> AsyncGenerator[str | Plan, None]:
-            return self.ai.astream_analyze(message, context, catalog, config=measured)
-
-        return _measured_stream(config, start, lambda plan, usage: AnalyzeResponse(plan=plan, usage=usage))
-
-    def astream_respond(
+    def answer(
         self,
         question: str,
         results: Sequence[OperationOutcome],
@@ -272,12 +168,10 @@ class InProcessAIClient:
         config: RunnableConfig | None = None,
     ) -> AsyncGenerator[str | RespondResponse, None]:
         """Call 2 in process, streamed with the model's ``astream``."""
-
-        def start(measured: RunnableConfig) -> AsyncGenerator[str | Answer, None]:
-            return self.ai.astream_respond(question, results, context, config=measured)
-
         return _measured_stream(
-            config, start, lambda answer, usage: RespondResponse(answer=answer, usage=usage)
+            config,
+            lambda measured: self.ai.answer(question, results, context, config=measured),
+            lambda answer, usage: RespondResponse(answer=answer, usage=usage),
         )
 
 
@@ -298,454 +192,3 @@ async def _measured_stream(
                     return
                 yield item
         raise ModelOutputError("The model's stream ended without a result.")
-
-
-# -- over HTTP ---------------------------------------------------------------------------------------------
-
-
-def _cause(error: ErrorResponse) -> ModelOutputError | ProviderError:
-    """The exception a 502 stands for, as the model's own process raised it (same kind, same cap)."""
-    if error.kind == "timeout":
-        return ProviderTimeoutError(error.error)
-    if error.kind == "model_output":
-        if error.max_tokens is not None:
-            return OutputLimitError(error.max_tokens)
-        return ModelOutputError(error.error)
-    return ProviderError(error.error)
-
-
-def _server_url(url: str) -> str:
-    """``url`` without a trailing slash; a ``ConfigurationError`` unless it is ``http(s)://host[:port][/path]``."""
-    try:
-        parsed = httpx.URL(url)
-    except httpx.InvalidURL as exc:
-        raise ConfigurationError(f"Invalid AI server URL {url!r}: {exc}") from None
-    if parsed.scheme not in ("http", "https") or not parsed.host:
-        raise ConfigurationError(f"An AI server URL looks like http://host:port, not {url!r}.")
-    return url.rstrip("/")
-
-
-@functools.cache
-def _tls_context() -> ssl.SSLContext:
-    """httpx's default verifying TLS context, made once per process: loading the CA bundle costs tens of
-    milliseconds, which every client (and every event loop's async client) paid again."""
-    return httpx.create_ssl_context()
-
-
-_CONNECTION_FAILURES = (httpx.ConnectError, httpx.ConnectTimeout)
-"""Nothing reached a server: the only failures retried (on the next URL)."""
-
-
-class _Exchange:
-    """One AI request over HTTP, from choosing a server to reading the reply: everything but the sending.
-
-    The synchronous and asynchronous paths of :class:`HttpAIClient` share it, so they cannot drift apart:
-    which server each attempt goes to (round-robin), that only connection failures are tried again, what a
-    request that reached a server and then failed costs, and how each reply (status, JSON body, NDJSON line)
-    becomes a result or an :class:`AICallError`. The two paths only send the requests it builds.
-    """
-
-    def __init__(self, client: HttpAIClient, path: str, body: BaseModel, *, stream: bool = False) -> None:
-        self.client = client
-        self.path = path
-        self.content = body.model_dump_json().encode()
-        self.stream = stream
-        self.headers = {"Content-Type": "application/json"}
-        if stream:
-            self.headers["Accept"] = f"{NDJSON}, application/json;q=0.5"
-        self.url = ""
-        self.started = 0.0
-        self._last_error: Exception | None = None
-
-    def attempts(self, build: Callable[..., httpx.Request]) -> Iterator[httpx.Request]:
-        """The request of each attempt, at most ``retries + 1``: the first to the server whose turn it is,
-        each retry to the one after the previous attempt's in the list (whatever other requests took
-        meanwhile, so that concurrent requests cannot send one request's retries back to the same dead
-        server)."""
-        urls = self.client.urls
-        first = self.client._take_turn()
-        for attempt in range(self.client.retries + 1):
-            self.url = urls[(first + attempt) % len(urls)]
-            self.started = time.perf_counter()
-            yield build("POST", self.url + self.path, content=self.content, headers=self.headers)
-
-    def refused(self, exc: Exception) -> None:
-        """An attempt could not connect: remember why, for when no attempt is left."""
-        self._last_error = exc
-
-    def unreachable(self) -> AICallError:
-        """No attempt reached a server: no model was called, nothing is counted."""
-        return AICallError(
-            ProviderError(
-                f"Could not connect to any AI server ({', '.join(self.client.urls)}) after "
-                f"{self.client.retries + 1} attempt(s): {self._last_error}"
-            )
-        )
-
-    def waited(self) -> CallUsage:
-        """What a request that reached a server cost when no usage came back: one call, the time waited."""
-        return CallUsage(model_calls=1, model_ms=(time.perf_counter() - self.started) * 1000)
-
-    def broke_off(self, exc: httpx.HTTPError) -> AICallError:
-        """The request reached a server, which was calling its model when the exchange timed out or broke
-        off: count that call and the wait as model time (its tokens are unknown: no usage came back)."""
-        if isinstance(exc, httpx.TimeoutException):
-            timeout = self.client.timeout.read
-            message = f"AI server {self.url} did not answer within {timeout} s ({type(exc).__name__})."
-            return AICallError(ProviderTimeoutError(message, timeout), self.waited())
-        return AICallError(
-            ProviderError(f"AI server {self.url} failed: {type(exc).__name__}: {exc}"), self.waited()
-        )
-
-    def is_stream(self, response: httpx.Response) -> bool:
-        """A 200 in NDJSON; anything else has one JSON body (an error, or a server that does not stream)."""
-        media_type = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-        return response.status_code == 200 and media_type == NDJSON
-
-    def read(self, response: httpx.Response, response_model: type[R]) -> R:
-        """The result of a read response, or the :class:`AICallError` its status and body stand for."""
-        if response.status_code == 200:
-            try:
-                return response_model.model_validate_json(response.content)
-            except ValidationError as exc:
-                raise AICallError(
-                    ProviderError(f"AI server {self.url} sent an unexpected body: {exc}")
-                ) from exc
-        try:
-            error = ErrorResponse.model_validate_json(response.content)
-        except ValidationError:
-            error = None
-        if response.status_code == 502 and error is not None:
-            raise AICallError(_cause(error), error.usage)
-        if response.status_code == 401:
-            raise AICallError(
-                ProviderError(f"AI server {self.url} rejected the request: missing or wrong token.")
-            )
-        detail = error.error if error is not None else response.text[:300]
-        raise AICallError(
-            ProviderError(f"AI server {self.url} answered HTTP {response.status_code}: {detail}")
-        )
-
-    def line(
-        self,
-        text: str,
-        parse: Callable[[str], AnswerDeltaLine | ErrorLine | BaseModel],
-        response_model: type[R],
-    ) -> str | R:
-        """One NDJSON line of a stream (read by ``parse``): a delta, the final response (as
-        ``response_model``), or the error it carries."""
-        try:
-            item = parse(text)
-        except ValidationError as exc:
-            failed = ProviderError(f"AI server {self.url} sent an unexpected stream line: {exc}")
-            raise AICallError(failed, self.waited()) from exc
-        if isinstance(item, AnswerDeltaLine):
-            return item.text
-        if not isinstance(item, ErrorLine):  # the response line: the response's fields and its ``type``
-            return response_model.model_validate(dict(item))
-        if item.kind in ("model_output", "provider", "timeout"):
-            raise AICallError(_cause(item), item.usage or self.waited())
-        failed = ProviderError(f"AI server {self.url} failed while streaming: {item.error}")
-        raise AICallError(failed, item.usage or self.waited())
-
-    def ended_early(self) -> AICallError:
-        """The stream ended without its final line (the server went away while writing)."""
-        failed = ProviderError(f"AI server {self.url} ended the {self.path} stream without a response.")
-        return AICallError(failed, self.waited())
-
-
-async def _close_when_loop_ends(http: httpx.AsyncClient, forget: Callable[[], None]) -> AsyncGenerator[None]:
-    """Held suspended for the life of one event loop; closing it closes ``http`` on that loop.
-
-    Event loops close the async generators still open when they shut down (``asyncio.run`` and
-    ``asyncio.Runner`` call ``loop.shutdown_asyncgens()`` before closing the loop), so a client made for a
-    loop is closed on that loop, while it still can be, without the caller having to.
-    """
-    try:
-        yield
-    finally:
-        forget()
-        await http.aclose()
-
-
-class HttpAIClient:
-    """Calls stateless AI servers over HTTP, round-robin over ``urls`` (article §14).
-
-    Each request goes to the next URL. Only connection failures (nothing reached a server) are retried, each
-    on the URL after the request's previous attempt, up to ``retries`` times: a request that reached a server
-    is never repeated, so a turn never makes more model calls than planned. ``timeout`` bounds each request,
-    the model's time included (for a stream: each wait for the next line); ``connect_timeout`` (at most
-    ``timeout``) bounds opening a connection, so that an unreachable server is skipped quickly.
-    ``transport`` is for tests (``httpx.MockTransport``, which serves the asynchronous methods too).
-
-    The ``config`` argument of every method is accepted for the :class:`AIClient` interface and not sent: the
-    model calls happen in the server's process, so callbacks and tracing handlers of this process do not see
-    them (the server's usage comes back in each response instead).
-
-    The synchronous methods share one connection pool and are safe to use from many threads. The
-    asynchronous ones need an ``asyncio`` loop: each loop gets its own ``httpx.AsyncClient`` (its connections
-    belong to the loop that opened them), which is closed when that loop shuts down, or by :meth:`aclose`.
-    So one client may serve one long-lived loop, several loops in threads, or ``asyncio.run`` calls in
-    sequence.
-    """
-
-    def __init__(
-        self,
-        urls: Sequence[str],
-        *,
-        token: str | None = None,
-        timeout: float = DEFAULT_TIMEOUT_S,
-        connect_timeout: float = 5.0,
-        retries: int = 2,
-        transport: httpx.BaseTransport | None = None,
-    ) -> None:
-        if not urls:
-            raise ConfigurationError("HttpAIClient needs at least one AI server URL.")
-        if retries < 0:
-            raise ConfigurationError("retries must be >= 0.")
-        if timeout <= 0 or connect_timeout <= 0:
-            raise ConfigurationError("timeout and connect_timeout must be > 0 seconds.")
-        self.urls = [_server_url(url) for url in urls]
-        self.retries = retries
-        self.timeout = httpx.Timeout(timeout, connect=min(connect_timeout, timeout))
-        self._headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._http = httpx.Client(
-            timeout=self.timeout, headers=self._headers, transport=transport, verify=_tls_context()
-        )
-        self._async_transport = transport if isinstance(transport, httpx.AsyncBaseTransport) else None
-        self._lock = threading.Lock()
-        self._next = 0
-        self._async: dict[asyncio.AbstractEventLoop, tuple[httpx.AsyncClient, AsyncGenerator[None]]] = {}
-        self._closed = False
-
-    def _take_turn(self) -> int:
-        """The index of the server the next request goes to first (round-robin, one turn per request)."""
-        with self._lock:
-            index = self._next % len(self.urls)
-            self._next += 1
-        return index
-
-    # -- sending: the only part the synchronous and asynchronous paths do not share -----------------------
-
-    def _send(self, exchange: _Exchange) -> httpx.Response:
-        for request in exchange.attempts(self._http.build_request):
-            try:
-                return self._http.send(request, stream=exchange.stream)
-            except _CONNECTION_FAILURES as exc:
-                exchange.refused(exc)
-            except httpx.HTTPError as exc:
-                raise exchange.broke_off(exc) from exc
-        raise exchange.unreachable()
-
-    async def _asend(self, exchange: _Exchange) -> httpx.Response:
-        http = await self._async_http()
-        for request in exchange.attempts(http.build_request):
-            try:
-                return await http.send(request, stream=exchange.stream)
-            except _CONNECTION_FAILURES as exc:
-                exchange.refused(exc)
-            except httpx.HTTPError as exc:
-                raise exchange.broke_off(exc) from exc
-        raise exchange.unreachable()
-
-    async def _async_http(self) -> httpx.AsyncClient:
-        """The running loop's ``AsyncClient``, made on the loop's first request."""
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            if self._closed:
-                raise RuntimeError("This HttpAIClient has been closed.")
-            # Loops closed without shutting down their async generators leave entries: drop them.
-            for stale in [other for other in self._async if other.is_closed()]:
-                del self._async[stale]
-            entry = self._async.get(loop)
-            if entry is not None:
-                return entry[0]
-            http = httpx.AsyncClient(
-                timeout=self.timeout,
-                headers=self._headers,
-                transport=self._async_transport,
-                verify=_tls_context(),
-            )
-            keeper = _close_when_loop_ends(http, lambda: self._forget(loop))
-            self._async[loop] = (http, keeper)
-        await anext(keeper)  # started on this loop: the loop now closes it when it shuts down
-        return http
-
-    def _forget(self, loop: asyncio.AbstractEventLoop) -> None:
-        with self._lock:
-            self._async.pop(loop, None)
-
-    # -- the calls ------------------------------------------------------------------------------------------
-
-    def analyze(
-        self,
-        message: str,
-        context: ConversationContext,
-        catalog: Sequence[OperationSpec],
-        *,
-        config: RunnableConfig | None = None,
-    ) -> AnalyzeResponse:
-        """``POST /ai/analyze``."""
-        exchange = _Exchange(self, "/ai/analyze", _analyze_body(message, context, catalog))
-        return exchange.read(self._send(exchange), AnalyzeResponse)
-
-    def respond(
-        self,
-        question: str,
-        results: Sequence[OperationOutcome],
-        context: ConversationContext,
-        *,
-        config: RunnableConfig | None = None,
-    ) -> RespondResponse:
-        """``POST /ai/respond``."""
-        exchange = _Exchange(self, "/ai/respond", _respond_body(question, results, context))
-        return exchange.read(self._send(exchange), RespondResponse)
-
-    async def aanalyze(
-        self,
-        message: str,
-        context: ConversationContext,
-        catalog: Sequence[OperationSpec],
-        *,
-        config: RunnableConfig | None = None,
-    ) -> AnalyzeResponse:
-        """``POST /ai/analyze`` without blocking the event loop."""
-        exchange = _Exchange(self, "/ai/analyze", _analyze_body(message, context, catalog))
-        return exchange.read(await self._asend(exchange), AnalyzeResponse)
-
-    async def arespond(
-        self,
-        question: str,
-        results: Sequence[OperationOutcome],
-        context: ConversationContext,
-        *,
-        config: RunnableConfig | None = None,
-    ) -> RespondResponse:
-        """``POST /ai/respond`` without blocking the event loop."""
-        exchange = _Exchange(self, "/ai/respond", _respond_body(question, results, context))
-        return exchange.read(await self._asend(exchange), RespondResponse)
-
-    def astream_analyze(
-        self,
-        message: str,
-        context: ConversationContext,
-        catalog: Sequence[OperationSpec],
-        *,
-        config: RunnableConfig | None = None,
-    ) -> AsyncGenerator[str | AnalyzeResponse, None]:
-        """``POST /ai/analyze`` with ``Accept: application/x-ndjson``, read line by line (see
-        :meth:`astream_respond`)."""
-        exchange = _Exchange(self, "/ai/analyze", _analyze_body(message, context, catalog), stream=True)
-        return self._astream(exchange, parse_analyze_stream_line, AnalyzeResponse)
-
-    def astream_respond(
-        self,
-        question: str,
-        results: Sequence[OperationOutcome],
-        context: ConversationContext,
-        *,
-        config: RunnableConfig | None = None,
-    ) -> AsyncGenerator[str | RespondResponse, None]:
-        """``POST /ai/respond`` with ``Accept: application/x-ndjson``, read line by line.
-
-        A server that answers with plain JSON instead (one that does not stream) gives just the final
-        response. Errors the server found before streaming keep their status and are mapped like
-        :meth:`respond`'s; an ``error`` line, a broken or timed-out stream, or a stream without its final
-        line raise :class:`AICallError` too, counting the call.
-        """
-        exchange = _Exchange(self, "/ai/respond", _respond_body(question, results, context), stream=True)
-        return self._astream(exchange, parse_stream_line, RespondResponse)
-
-    async def _astream(
-        self,
-        exchange: _Exchange,
-        parse: Callable[[str], AnswerDeltaLine | ErrorLine | BaseModel],
-        response_model: type[R],
-    ) -> AsyncGenerator[str | R, None]:
-        """Send a streamed ``exchange``; yield its deltas, then its response (see :meth:`astream_respond`)."""
-        response = await self._asend(exchange)
-        try:
-            if not exchange.is_stream(response):
-                await response.aread()
-                yield exchange.read(response, response_model)
-                return
-            async for text in response.aiter_lines():
-                if not text.strip():
-                    continue
-                item = exchange.line(text, parse, response_model)
-                yield item
-                if not isinstance(item, str):
-                    return
-            raise exchange.ended_early()
-        except httpx.HTTPError as exc:
-            raise exchange.broke_off(exc) from exc
-        finally:
-            await response.aclose()
-
-    # -- closing --------------------------------------------------------------------------------------------
-
-    def close(self) -> None:
-        """Close the connection pools: the synchronous one now, each event loop's on that loop.
-
-        A loop that is running (in another thread) closes its client soon; one that has ended has closed its
-        client already. Call :meth:`aclose` instead from inside a running loop to wait for that loop's client.
-        """
-        self._http.close()
-        with self._lock:
-            self._closed = True
-            entries, self._async = list(self._async.items()), {}
-        for loop, (_http, keeper) in entries:
-            with suppress(RuntimeError):  # a loop that has closed meanwhile refuses: nothing left to do
-                loop.call_soon_threadsafe(_close_soon, loop, keeper)
-
-    async def aclose(self) -> None:
-        """Close the connection pools, awaiting the running loop's client."""
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            entry = self._async.pop(loop, None)
-        self.close()
-        if entry is not None:
-            await entry[1].aclose()
-
-    def __enter__(self) -> HttpAIClient:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    async def __aenter__(self) -> HttpAIClient:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
-
-
-_closing: set[asyncio.Task[None]] = set()
-"""Closing tasks started by :meth:`HttpAIClient.close` on other loops, held until done."""
-
-
-def _close_soon(loop: asyncio.AbstractEventLoop, keeper: AsyncGenerator[None]) -> None:
-    """On ``loop``: close ``keeper`` (and with it the loop's client) in a task."""
-
-    async def close() -> None:
-        await keeper.aclose()
-
-    task = loop.create_task(close())
-    _closing.add(task)
-    task.add_done_callback(_closing.discard)
-
-
-def _analyze_body(
-    message: str, context: ConversationContext, catalog: Sequence[OperationSpec]
-) -> AnalyzeRequest:
-    return AnalyzeRequest(message=message, context=context, catalog=list(catalog))
-
-
-def _respond_body(
-    question: str, results: Sequence[OperationOutcome], context: ConversationContext
-) -> RespondRequest:
-    return RespondRequest(question=question, results=list(results), context=context)

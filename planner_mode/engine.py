@@ -13,15 +13,14 @@ Flow of one turn:
 6. record the turn atomically: user message, assistant message (metadata ``plan`` and ``operations``),
    memories and the state update.
 
-Three entry points run that one flow: :meth:`PlannerEngine.ask` (blocking), :meth:`~PlannerEngine.aask`
-(the models' ``ainvoke``, handlers and storage in threads) and :meth:`~PlannerEngine.astream` (the turn as
-:mod:`shared.events`: ``PlanReady``, one ``OperationDone`` per operation as it finishes, the answer in
-``AnswerDelta`` events as call 2 writes it, or as call 1 writes a direct answer, before ``PlanReady``;
-``TurnDone`` last). Each takes the turn's :class:`~shared.security.Caller` as a required argument: the
-engine never guesses who is asking. The steps that do not touch a model or run an operation are shared
-synchronous methods; the entry points differ only in how they call the model and run the operations. Each
-opens one parent LangChain run per turn (:mod:`shared.tracing`) whose children are the turn's model calls,
-and logs the finished turn once (:func:`shared.logs.log_turn`, logger ``planner_mode``).
+One driver runs that flow as :mod:`shared.events` (:meth:`PlannerEngine.astream`: ``PlanReady``, one
+``OperationDone`` per operation as it finishes, the answer in ``AnswerDelta`` events as call 2 writes it, or
+as call 1 writes a direct answer, before ``PlanReady``; ``TurnDone`` last), on the event loop, with the
+handlers and the storage in threads. :meth:`~PlannerEngine.aask` drains it and returns ``TurnDone``'s result;
+:meth:`~PlannerEngine.ask` runs ``aask`` to completion (:func:`shared.turn_steps.run_until_complete`). Each
+takes the turn's :class:`~shared.security.Caller` as a required argument: the engine never guesses who is
+asking. Each turn opens one parent LangChain run (:mod:`shared.tracing`) whose children are the turn's model
+calls, and logs the finished turn once (:func:`shared.turn_steps.finish_turn`, logger ``planner_mode``).
 
 Failures never raise out of a turn: every turn ends in a :class:`TurnResult` whose ``failure`` is ``None`` or
 one kind of the contract in :mod:`shared.failures` (``input``, ``storage``, ``provider``, ``timeout``,
@@ -41,8 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from typing import Any
 
@@ -50,38 +48,28 @@ from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field
 
 from planner_mode.ai import PlannerAI
-from planner_mode.client import AICallError, AIClient, InProcessAIClient
-from planner_mode.executor import aexecute_plan, astream_plan, execute_plan
-from planner_mode.plan import MAX_PLAN_OPERATIONS, Answer, OperationOutcome, Plan
-from planner_mode.validation import ValidatedPlan, validate_plan
-from planner_mode.wire import AnalyzeResponse, CallUsage, RespondResponse
+from planner_mode.bookkeeping import PlannerTurn, rejected
+from planner_mode.client import AICallError, AIClient, InProcessAIClient, closing_iter
+from planner_mode.executor import astream_plan
+from planner_mode.plan import MAX_PLAN_OPERATIONS, Answer, OperationOutcome
+from planner_mode.validation import validate_plan
+from planner_mode.wire import AnalyzeResponse, RespondResponse
 from shared.bounds import RESULT_MAX_CHARS, RESULT_MAX_ITEMS, clip_json
 from shared.erp.database import Erp
-from shared.errors import ConversationAccessDenied, ErpAiError, ModelOutputError, StorageError
+from shared.errors import ConversationAccessDenied, ModelOutputError, StorageError
 from shared.events import AnswerDelta, OperationDone, PlanReady, TurnDone, TurnEvent
 from shared.failures import NOT_RECORDED_NOTE, failure_kind_of, user_message
-from shared.inputs import check_turn_input
-from shared.logs import log_turn
 from shared.memory.context import ConversationContext
-from shared.memory.store import MemoryStore, MessageIn, TurnRecord
-from shared.operations.registry import OperationRegistry, OperationSpec
-from shared.security import Caller, require_caller
-from shared.state import turn_state
-from shared.tracing import TurnRun, aturn_run, turn_run
-from shared.turn import ExecutedOperation, FailureKind, TurnResult
+from shared.memory.store import MemoryStore
+from shared.operations.registry import OperationRegistry
+from shared.security import Caller
+from shared.tracing import aturn_run
+from shared.turn import ExecutedOperation, TurnResult
+from shared.turn_steps import AnswerClock, finish_turn, open_turn, run_until_complete
 
 __all__ = ["PlannerEngine", "PlannerLimits"]
 
 logger = logging.getLogger("planner_mode")
-
-ANSWER_PREFIX = '{"respuesta":"'
-"""What a model writes before the first character of its answer when ``respuesta`` is the first key, as the
-answer schema and the prompt's compact example order it: the prefix of the simulated time to the first answer
-token. (The raw reply does not cross the AI client, so a model that writes other keys or reasoning first is
-simulated as if it did not.)"""
-DIRECT_ANSWER_PREFIX = '{"respuesta_directa":"'
-"""The same for a direct answer of call 1: ``respuesta_directa`` is the plan schema's first key and the
-prompt's example writes it alone and compact."""
 
 
 class PlannerLimits(BaseModel):
@@ -154,12 +142,7 @@ class PlannerEngine:
             TypeError: ``caller`` is not a :class:`~shared.security.Caller` (a user id string, ``None``): a
                 misuse of the API, refused before anything runs.
         """
-        turn = _Turn(conversation_id, message, caller)
-        with turn_run(config, mode=self.mode, inputs=turn.inputs) as run:
-            result = self._prepare(turn)
-            if result is None:
-                result = self._run(turn, run.child_config())
-            return self._finish(run, turn, result)
+        return run_until_complete(self.aask(conversation_id, message, caller, config=config))
 
     async def aask(
         self,
@@ -169,15 +152,14 @@ class PlannerEngine:
         *,
         config: RunnableConfig | None = None,
     ) -> TurnResult:
-        """:meth:`ask` without blocking the event loop: the models' ``ainvoke``, independent operations
-        gathered concurrently with their (synchronous) handlers in threads, storage in a thread. ``caller``
-        is required, as in :meth:`ask`."""
-        turn = _Turn(conversation_id, message, caller)
-        async with aturn_run(config, mode=self.mode, inputs=turn.inputs) as run:
-            result = await asyncio.to_thread(self._prepare, turn)
-            if result is None:
-                result = await self._arun(turn, run.child_config())
-            return self._finish(run, turn, result)
+        """:meth:`ask` without blocking the event loop: :meth:`astream`'s turn, drained, its ``TurnDone``
+        result returned (with ``first_answer_ms`` ``None``: no reader saw the text arrive). ``caller`` is
+        required, as in :meth:`ask`."""
+        async with aclosing(self._turn(conversation_id, message, caller, config, reading=False)) as events:
+            async for event in events:
+                if isinstance(event, TurnDone):
+                    return event.result
+        raise AssertionError("a turn always ends in TurnDone")
 
     async def astream(
         self,
@@ -207,69 +189,52 @@ class PlannerEngine:
         ``caller`` is required, as in :meth:`ask`. Raises ``ConversationAccessDenied`` (or ``TypeError`` for
         a ``caller`` that is not a ``Caller``) before the first event.
         """
-        turn = _Turn(conversation_id, message, caller)
+        async with aclosing(self._turn(conversation_id, message, caller, config, reading=True)) as events:
+            async for event in events:
+                yield event
+
+    # -- the turn ------------------------------------------------------------------------------------------
+
+    async def _turn(
+        self,
+        conversation_id: str,
+        message: str,
+        caller: Caller,
+        config: RunnableConfig | None,
+        *,
+        reading: bool,
+    ) -> AsyncGenerator[TurnEvent, None]:
+        """The one driver of every entry point; ``reading``: a reader sees the deltas (``first_answer_ms``
+        is stamped)."""
+        turn = PlannerTurn(conversation_id, message, caller, AnswerClock(reading=reading))
         async with aturn_run(config, mode=self.mode, inputs=turn.inputs) as run:
             result = await asyncio.to_thread(self._prepare, turn)
             if result is None:
-                async with aclosing(self._stream(turn, run.child_config())) as events:
+                async with aclosing(self._calls(turn, run.child_config())) as events:
                     async for event in events:
                         if isinstance(event, TurnResult):
                             result = event
                         else:
                             yield event
-            assert result is not None, "a streamed turn always ends in a result"
-            result = self._finish(run, turn, result)
+            assert result is not None, "a turn always ends in a result"
+            result = finish_turn(run, logger, result, turn.caller.user_id)
         yield TurnDone(result=result)
 
-    # -- how each entry point calls the models and runs the operations --------------------------------------
-
-    def _run(self, turn: _Turn, config: RunnableConfig) -> TurnResult:
-        try:
-            analyzed = self.ai.analyze(turn.question, turn.context, turn.catalog, config=config)
-        except AICallError as exc:
-            return self._call_failed(turn, exc)
-        direct = self._planned(turn, analyzed)
-        if direct is not None:
-            return self._record(turn, direct)
-        if turn.runnable is not None:
-            self._executed(turn, execute_plan(turn.runnable, **self._execution(turn)))
-        try:
-            responded = self.ai.respond(turn.question, turn.outcomes, turn.context, config=config)
-        except AICallError as exc:
-            return self._call_failed(turn, exc)
-        return self._record(turn, self._answered(turn, responded))
-
-    async def _arun(self, turn: _Turn, config: RunnableConfig) -> TurnResult:
-        try:
-            analyzed = await self.ai.aanalyze(turn.question, turn.context, turn.catalog, config=config)
-        except AICallError as exc:
-            return self._call_failed(turn, exc)
-        direct = self._planned(turn, analyzed)
-        if direct is not None:
-            return await asyncio.to_thread(self._record, turn, direct)
-        if turn.runnable is not None:
-            self._executed(turn, await aexecute_plan(turn.runnable, **self._execution(turn)))
-        try:
-            responded = await self.ai.arespond(turn.question, turn.outcomes, turn.context, config=config)
-        except AICallError as exc:
-            return self._call_failed(turn, exc)
-        return await asyncio.to_thread(self._record, turn, self._answered(turn, responded))
-
-    async def _stream(
-        self, turn: _Turn, config: RunnableConfig
+    async def _calls(
+        self, turn: PlannerTurn, config: RunnableConfig
     ) -> AsyncGenerator[PlanReady | OperationDone | AnswerDelta | TurnResult, None]:
-        """:meth:`_arun` yielding the turn's events, then its result."""
+        """Call 1, the plan's execution and call 2, yielding the turn's events, then its result."""
         analyzed: AnalyzeResponse | None = None
         shown = False  # call 1 streamed some of a direct answer (see astream)
         try:
-            async for item in _closing(
-                self.ai.astream_analyze(turn.question, turn.context, turn.catalog, config=config)
+            async for item in closing_iter(
+                self.ai.plan(turn.question, turn.context, turn.catalog, config=config)
             ):
                 if isinstance(item, AnalyzeResponse):
                     analyzed = item
                 elif item:
                     shown = True
-                    yield turn.delta(item)
+                    yield turn.clock.delta(item)
             if analyzed is None:
                 raise AICallError(ModelOutputError("The plan stream ended without a plan."))
         except AICallError as exc:
@@ -279,7 +244,7 @@ class PlannerEngine:
         yield PlanReady(plan=analyzed.plan.model_dump(mode="json"))
         if direct is not None:
             if not shown:  # written after other keys: not streamed, shown whole now
-                yield turn.delta(direct.respuesta)
+                yield turn.clock.delta(direct.respuesta)
             yield await asyncio.to_thread(self._record, turn, direct)
             return
         if turn.runnable is not None:
@@ -295,13 +260,13 @@ class PlannerEngine:
         responded: RespondResponse | None = None
         try:
             separator = "\n\n" if shown else ""  # after a direct answer that turned out a preamble
-            async for item in _closing(
-                self.ai.astream_respond(turn.question, turn.outcomes, turn.context, config=config)
+            async for written in closing_iter(
+                self.ai.answer(turn.question, turn.outcomes, turn.context, config=config)
             ):
-                if isinstance(item, RespondResponse):
-                    responded = item
-                elif item:
-                    yield turn.delta(separator + item)
+                if isinstance(written, RespondResponse):
+                    responded = written
+                elif written:
+                    yield turn.clock.delta(separator + written)
                     separator = ""
             if responded is None:
                 raise AICallError(ModelOutputError("The answer stream ended without an answer."))
@@ -312,33 +277,30 @@ class PlannerEngine:
 
     # -- the shared steps ------------------------------------------------------------------------------------
 
-    def _prepare(self, turn: _Turn) -> TurnResult | None:
+    def _prepare(self, turn: PlannerTurn) -> TurnResult | None:
         """Check the input and the caller's access, read the context: ``None`` when the turn may proceed,
         else its unrecorded result (input or storage refused it before any model call).
 
         Raises:
             ConversationAccessDenied: the conversation belongs to another user.
         """
-        try:
-            check_turn_input(turn.conversation_id, turn.question)
-            self.store.check_access(turn.conversation_id, turn.caller.user_id)
-            # No ensure_conversation() here: record_turn creates an unknown conversation in the turn's own
-            # transaction, so a failed first turn leaves nothing behind, and a turn costs one write, not two.
-            turn.context = self.store.build_context(
-                turn.conversation_id,
-                self.erp.today,
-                memory_limit=self.limits.memory_limit,
-                exchanges=self.limits.exchanges,
-            )
-        except ConversationAccessDenied:
-            raise
-        except ErpAiError as exc:  # InputError or StorageError: refused before any model call
-            return self._unrecorded(turn, exc)
+        context = open_turn(
+            self.store,
+            turn.conversation_id,
+            turn.question,
+            turn.caller,
+            self.erp.today,
+            memory_limit=self.limits.memory_limit,
+            exchanges=self.limits.exchanges,
+        )
+        if not isinstance(context, ConversationContext):  # refused before any model call
+            return self._unrecorded(turn, context)
+        turn.context = context
         turn.state = turn.context.estado
         turn.catalog = self.registry.catalog(turn.caller)
         return None
 
-    def _planned(self, turn: _Turn, analyzed: AnalyzeResponse) -> Answer | None:
+    def _planned(self, turn: PlannerTurn, analyzed: AnalyzeResponse) -> Answer | None:
         """Take call 1's plan: its direct answer (small talk: the turn's last call), or ``None`` once the plan
         is validated (``turn.runnable`` to execute, or rejected with ``turn.outcomes`` explaining why)."""
         turn.usages.append(analyzed.usage)
@@ -355,10 +317,10 @@ class PlannerEngine:
         else:
             turn.failure = "invalid_plan"
             turn.errors.extend(f"Invalid plan: {issue.message}" for issue in validated.issues)
-            turn.operations, turn.outcomes = _rejected(validated, self.limits.max_operations)
+            turn.operations, turn.outcomes = rejected(validated, self.limits.max_operations)
         return None
 
-    def _execution(self, turn: _Turn) -> dict[str, Any]:
+    def _execution(self, turn: PlannerTurn) -> dict[str, Any]:
         """The keyword arguments of every plan runner for this turn."""
         return {
             "registry": self.registry,
@@ -367,7 +329,7 @@ class PlannerEngine:
             "max_workers": self.limits.max_workers,
         }
 
-    def _executed(self, turn: _Turn, operations: list[ExecutedOperation]) -> None:
+    def _executed(self, turn: PlannerTurn, operations: list[ExecutedOperation]) -> None:
         """Take the executed plan: what call 2 reads (results clipped, errors explained); an operation that
         broke inside the ERP makes the turn an ``operation_error``."""
         turn.operations = operations
@@ -387,11 +349,11 @@ class PlannerEngine:
         ]
 
     @staticmethod
-    def _answered(turn: _Turn, responded: RespondResponse) -> Answer:
+    def _answered(turn: PlannerTurn, responded: RespondResponse) -> Answer:
         turn.usages.append(responded.usage)
         return responded.answer
 
-    def _call_failed(self, turn: _Turn, error: AICallError) -> TurnResult:
+    def _call_failed(self, turn: PlannerTurn, error: AICallError) -> TurnResult:
         """Call 1 or call 2 failed: counted, explained, nothing written.
 
         Call 1 failing on its output (unparseable, not a plan, cut at the output cap) is an invalid plan
@@ -404,24 +366,9 @@ class PlannerEngine:
         turn.errors.append(f"{which} failed: {error}")
         return self._unrecorded(turn, error.cause)
 
-    def _record(self, turn: _Turn, answer: Answer) -> TurnResult:
-        """Store the whole turn in one transaction (blocking: the async entry points call it in a thread)."""
-        metadata: dict[str, Any] = {
-            "plan": turn.plan.model_dump(mode="json") if turn.plan else None,
-            "operations": [op.model_dump(mode="json") for op in turn.operations],
-        }
-        if turn.errors:
-            metadata["errors"] = list(turn.errors)
-        if turn.failure is not None:
-            metadata["failure"] = turn.failure
-        record = TurnRecord(
-            messages=[
-                MessageIn(role="user", content=turn.question, metadata={}),
-                MessageIn(role="assistant", content=answer.respuesta, metadata=metadata),
-            ],
-            memories=list(answer.memoria),
-            state=turn_state(turn.state, turn.operations, answer.estado),
-        )
+    def _record(self, turn: PlannerTurn, answer: Answer) -> TurnResult:
+        """Store the whole turn in one transaction (blocking: the driver calls it in a thread)."""
+        record = turn.record(answer)
         turn.answered = True
         try:
             state = self.store.record_turn(
@@ -449,7 +396,7 @@ class PlannerEngine:
             stale_state=state.stale,
         )
 
-    def _unrecorded(self, turn: _Turn, error: BaseException) -> TurnResult:
+    def _unrecorded(self, turn: PlannerTurn, error: BaseException) -> TurnResult:
         """A turn that ends without a model-written answer: classified, explained, nothing written."""
         kind = failure_kind_of(error)
         turn.failure = kind
@@ -458,164 +405,6 @@ class PlannerEngine:
             turn.errors.append(str(error))
         return turn.result(answer=user_message(kind, error), memories=[], state=turn.state, recorded=False)
 
-    @staticmethod
-    def _finish(run: TurnRun, turn: _Turn, result: TurnResult) -> TurnResult:
-        """End of every turn, whichever entry point ran it: the parent run's outputs and the turn's log."""
-        run.outputs.update(answer=result.answer, failure=result.failure)
-        log_turn(logger, result, turn.caller.user_id)
-        return result
-
-
-def _rejected(
-    validated: ValidatedPlan, max_operations: int
-) -> tuple[list[ExecutedOperation], list[OperationOutcome]]:
-    """The operations of a rejected plan, none executed, each with the reason call 2 will explain."""
-    operations = validated.plan.operaciones
-    plan_level = [issue.message for issue in validated.issues if issue.index is None]
-    if len(operations) > max_operations:
-        # Do not flood call 2 with one entry per operation of an oversized plan: one entry says it all.
-        return [], [OperationOutcome(funcion="plan", error="; ".join(plan_level))]
-    summary = "; ".join(issue.message for issue in validated.issues)
-    executed: list[ExecutedOperation] = []
-    for index, op in enumerate(operations):
-        own = [issue.message for issue in validated.issues if issue.index == index]
-        reason = (
-            "; ".join(own + plan_level)
-            if own or plan_level
-            else f"Not executed: the plan was rejected ({summary})"
-        )
-        executed.append(
-            ExecutedOperation(
-                funcion=op.funcion, parametros=op.parametros, id=op.id, error=reason, error_kind="invalid"
-            )
-        )
-    outcomes = [
-        OperationOutcome(funcion=op.funcion, parametros=op.parametros, error=op.error) for op in executed
-    ]
-    return executed, outcomes
-
-
-class _Turn:
-    """Mutable bookkeeping of one turn in progress."""
-
-    context: ConversationContext
-    """The conversation's bounded context (set by ``_prepare`` before any model call)."""
-    catalog: list[OperationSpec]
-    """The operations the caller may run (set by ``_prepare``)."""
-
-    def __init__(self, conversation_id: str, question: str, caller: Caller) -> None:
-        self.conversation_id = conversation_id
-        self.question = question
-        self.caller = require_caller(caller)  # before anything reads it (the trace inputs, the access check)
-        self.started = time.perf_counter()
-        self.plan: Plan | None = None
-        self.plan_valid: bool | None = None
-        """Call 1's output parsed and passed validation (``TurnResult.plan_valid``); ``None`` until read."""
-        self.runnable: ValidatedPlan | None = None
-        """The validated plan to execute; ``None`` for a direct answer or a rejected plan."""
-        self.operations: list[ExecutedOperation] = []
-        self.outcomes: list[OperationOutcome] = []
-        """What call 2 reads: one outcome per operation (results clipped)."""
-        self.errors: list[str] = []
-        self.usages: list[CallUsage] = []
-        """One per model call, in order."""
-        self.failure: FailureKind | None = None
-        self.state: dict[str, Any] = {}
-        """The conversation's state as read for this turn's context (unchanged unless recorded)."""
-        self.answered = False
-        """A model wrote the answer (whether or not it could be recorded)."""
-        self.first_answer_ms: float | None = None
-
-    @property
-    def inputs(self) -> dict[str, Any]:
-        """The inputs of the turn's parent run."""
-        return {"conversation_id": _text(self.conversation_id), "question": _text(self.question)}
-
-    def delta(self, text: str) -> AnswerDelta:
-        """The next piece of the answer for the reader; the first one stamps ``first_answer_ms``."""
-        if self.first_answer_ms is None:
-            self.first_answer_ms = (time.perf_counter() - self.started) * 1000
-        return AnswerDelta(text=text)
-
-    def result(
-        self,
-        *,
-        answer: str,
-        memories: list[str],
-        state: dict[str, Any],
-        recorded: bool,
-        stale_state: bool = False,
-    ) -> TurnResult:
-        usage = CallUsage.total(self.usages)
-        total_ms = (time.perf_counter() - self.started) * 1000
-        return TurnResult(
-            mode=PlannerEngine.mode,
-            conversation_id=_text(self.conversation_id),
-            question=_text(self.question),
-            answer=answer,
-            plan=self.plan.model_dump(mode="json") if self.plan else None,
-            operations=self.operations,
-            plan_valid=self.plan_valid,
-            memories=memories,
-            state=state,
-            model_calls=usage.model_calls,
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            cached_input_tokens=usage.cached_input_tokens,
-            usage_reported=usage.unreported_calls == 0,
-            connection_retries=usage.connection_retries,
-            model_ms=usage.model_ms,
-            simulated_model_ms=usage.simulated_model_ms,
-            first_answer_ms=self.first_answer_ms,
-            simulated_first_answer_ms=self._simulated_first_answer_ms(),
-            harness_ms=max(0.0, total_ms - usage.model_ms),
-            total_ms=total_ms,
-            errors=self.errors,
-            failure=self.failure,
-            recorded=recorded,
-            stale_state=stale_state,
-        )
-
-    def _simulated_first_answer_ms(self) -> float | None:
-        """When the first answer token would reach a streaming reader under the model's latency profile.
-
-        The simulated time of the calls before the answering one, plus the answering call's time to its first
-        token and to the end of what it writes before the answer's text: :data:`ANSWER_PREFIX` for call 2,
-        :data:`DIRECT_ANSWER_PREFIX` for a direct answer of call 1 (streamed as written, no call before it).
-        ``None`` without a profile or a written answer.
-        """
-        if not self.answered or not self.usages:
-            return None
-        *before, answering = self.usages
-        direct = self.plan is not None and self.plan.is_direct
-        prefix = DIRECT_ANSWER_PREFIX if direct else ANSWER_PREFIX
-        earlier = [usage.simulated_model_ms for usage in before]
-        total, first_token = answering.simulated_model_ms, answering.simulated_first_token_ms
-        per_token = answering.simulated_ms_per_token
-        if total is None or first_token is None or per_token is None or None in earlier:
-            return None
-        # On use: importing ``shared.llm`` loads the offline model.
-        from shared.llm.usage import SimulatedCall, first_text_ms
-
-        timing = SimulatedCall(total_ms=total, first_token_ms=first_token, ms_per_output_token=per_token)
-        return first_text_ms((ms for ms in earlier if ms is not None), timing, prefix)
-
 
 def _in_plan_order(finished: Sequence[tuple[int, ExecutedOperation]]) -> list[ExecutedOperation]:
     return [outcome for _index, outcome in sorted(finished, key=lambda item: item[0])]
-
-
-async def _closing(stream: AsyncIterator[Any]) -> AsyncGenerator[Any, None]:
-    """Iterate ``stream``, closing it however the iteration ends (if it is a generator: it has ``aclose``)."""
-    try:
-        async for item in stream:
-            yield item
-    finally:
-        close = getattr(stream, "aclose", None)
-        if close is not None:
-            await close()
-
-
-def _text(value: object) -> str:
-    """``value`` if it is text; a refused non-text input (``None``, bytes) is recorded by its ``repr``."""
-    return value if isinstance(value, str) else repr(value)

@@ -5,10 +5,9 @@ starts when the previous one has finished, so every ``$ref`` is resolved from re
 operation whose dependency failed is not run and reports why. Nothing here raises for an operation's failure:
 each outcome carries its result or its error.
 
-Three runners share that bookkeeping (:class:`_PlanRun`) and differ only in how a wave runs:
-:func:`execute_plan` in a small thread pool; :func:`astream_plan` on the event loop, each (synchronous)
-handler in a thread (``asyncio.to_thread``), at most ``max_workers`` at once, yielding each outcome as it
-finishes; :func:`aexecute_plan` collects those outcomes in plan order.
+One runner, :func:`astream_plan`, runs the waves on the event loop, each (synchronous) handler in a thread
+(``asyncio.to_thread``), at most ``max_workers`` at once, and yields each outcome as it finishes; the
+dependency bookkeeping is :class:`_PlanRun`'s.
 """
 
 from __future__ import annotations
@@ -16,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncGenerator
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from planner_mode.validation import UnresolvedReferenceError, ValidatedPlan, resolve_refs
@@ -26,7 +24,7 @@ from shared.operations.registry import OperationRegistry, internal_error
 from shared.security import Caller
 from shared.turn import ExecutedOperation, OperationErrorKind
 
-__all__ = ["aexecute_plan", "astream_plan", "execute_plan"]
+__all__ = ["astream_plan"]
 
 
 def _run_one(
@@ -105,7 +103,7 @@ class _PlanRun:
     def run(
         self, registry: OperationRegistry, erp: Erp, caller: Caller, index: int, params: dict[str, Any]
     ) -> ExecutedOperation:
-        """Run one operation (blocking; called in a thread by the concurrent runners)."""
+        """Run one operation (blocking; the runner calls it in a thread)."""
         op = self.operations[index]
         return _run_one(registry, erp, caller, op.funcion, op.id, params)
 
@@ -116,38 +114,6 @@ class _PlanRun:
         if op_id is not None and outcome.ok:
             self._results_by_id[op_id] = outcome.result
 
-    def outcomes(self) -> list[ExecutedOperation]:
-        """Every outcome, in plan order."""
-        return [self.done[index] for index in range(len(self.operations))]
-
-
-def execute_plan(
-    validated: ValidatedPlan,
-    registry: OperationRegistry,
-    erp: Erp,
-    *,
-    caller: Caller,
-    max_workers: int = 4,
-) -> list[ExecutedOperation]:
-    """Execute a valid plan as ``caller`` (whose permissions and data scope the ERP applies); return one
-    :class:`ExecutedOperation` per planned operation, in plan order. Blocks until every operation ended."""
-    run = _PlanRun(validated)
-    workers = max(1, min(max_workers, max((len(w) for w in validated.waves), default=1)))
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="planner-op") as pool:
-        for wave in validated.waves:
-            _settled, runnable = run.start(wave)
-            if len(runnable) == 1:  # nothing to run beside it: no thread hop
-                index, params = runnable[0]
-                run.finish(index, run.run(registry, erp, caller, index, params))
-                continue
-            futures = {
-                index: pool.submit(run.run, registry, erp, caller, index, params)
-                for index, params in runnable
-            }
-            for index, future in futures.items():
-                run.finish(index, future.result())
-    return run.outcomes()
-
 
 async def astream_plan(
     validated: ValidatedPlan,
@@ -157,8 +123,9 @@ async def astream_plan(
     caller: Caller,
     max_workers: int = 4,
 ) -> AsyncGenerator[tuple[int, ExecutedOperation], None]:
-    """Execute a valid plan like :func:`execute_plan` without blocking the event loop, yielding each
-    operation's ``(plan index, outcome)`` as soon as it is known (one per planned operation).
+    """Execute a valid plan as ``caller`` (whose permissions and data scope the ERP applies) without blocking
+    the event loop, yielding each operation's ``(plan index, outcome)`` as soon as it is known (one per
+    planned operation). ``ValueError`` for a plan that is not valid (check ``ValidatedPlan.ok`` first).
 
     Operations of a wave run concurrently, each handler in a thread, at most ``max_workers`` at a time.
     Closing the iterator early stops starting operations (those already in a thread finish there).
@@ -183,23 +150,3 @@ async def astream_plan(
         finally:
             for task in tasks:
                 task.cancel()
-
-
-async def aexecute_plan(
-    validated: ValidatedPlan,
-    registry: OperationRegistry,
-    erp: Erp,
-    *,
-    caller: Caller,
-    max_workers: int = 4,
-) -> list[ExecutedOperation]:
-    """:func:`execute_plan` without blocking the event loop (see :func:`astream_plan`); plan order."""
-    if not validated.ok:
-        raise ValueError("aexecute_plan() needs a valid plan; check ValidatedPlan.ok first")
-    done = dict(
-        [
-            item
-            async for item in astream_plan(validated, registry, erp, caller=caller, max_workers=max_workers)
-        ]
-    )
-    return [done[index] for index in range(len(validated.plan.operaciones))]

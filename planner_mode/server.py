@@ -70,15 +70,9 @@ Run it with ``uvicorn --factory planner_mode.server:app_from_env`` (configuratio
 from __future__ import annotations
 
 import gc
-import ipaddress
-import json
-import logging
 import os
-import secrets
-import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Sequence
-from contextlib import aclosing, asynccontextmanager
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 from shared.extras import require
@@ -86,41 +80,40 @@ from shared.extras import require
 # Without the [server] extra: one line naming it, not a ModuleNotFoundError traceback.
 require("fastapi", "server", "The AI server (planner_mode.server)")
 
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, StreamingResponse
-from fastapi.routing import APIRoute
+from fastapi.responses import JSONResponse
 from langchain_core.language_models import BaseChatModel
-from pydantic import TypeAdapter
-from pydantic_core import from_json
-from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from planner_mode.ai import PlannerAI
-from planner_mode.client import AICallError, InProcessAIClient
-from planner_mode.wire import (
-    NDJSON,
-    AnalyzeLine,
-    AnalyzeRequest,
-    AnalyzeResponse,
-    AnalyzeStreamLine,
-    AnswerDeltaLine,
-    CallUsage,
-    ErrorKind,
-    ErrorLine,
-    ErrorResponse,
-    FieldError,
-    RespondLine,
-    RespondRequest,
-    RespondResponse,
-    RespondStreamLine,
+from planner_mode.client import InProcessAIClient
+from planner_mode.server_endpoints import (
+    ErrorReply,
+    StrictJSONRoute,
+    add_endpoints,
+    document_stream,
+    internal_error,
 )
-from shared.errors import ConfigurationError, ModelOutputError, OutputLimitError, ProviderTimeoutError
+from planner_mode.server_limits import (
+    DEFAULT_MAX_BODY_BYTES,
+    INLINE_PARSE_BYTES,
+    KIND_BY_STATUS,
+    TOKEN_ENV,
+    BearerAuth,
+    BodySizeLimit,
+    RequestLog,
+    bind_warning,
+    effective_token,
+    outcome_of,
+)
+from planner_mode.wire import ErrorKind, ErrorResponse, FieldError
+from shared.errors import ConfigurationError
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
     "INLINE_PARSE_BYTES",
+    "SERVING_GC_THRESHOLD",
     "BearerAuth",
     "BodySizeLimit",
     "RequestLog",
@@ -130,354 +123,10 @@ __all__ = [
     "serving_gc",
 ]
 
-DEFAULT_MAX_BODY_BYTES = 1_000_000
-"""Default request body limit: far above any real context + catalog, far below a memory problem."""
-
-INLINE_PARSE_BYTES = 64_000
-"""Bodies up to this size are parsed on the event loop (well under a millisecond); larger ones in a thread."""
-
 SERVING_GC_THRESHOLD = 10_000
 """Net container allocations between two young-generation collections while serving (Python: 700)."""
 
-TOKEN_ENV = "ERP_AI_SERVER_TOKEN"
-PUBLIC_PATHS = frozenset({"/healthz"})
-"""Paths served without the token."""
-
-logger = logging.getLogger("planner_mode.server")
-
 _MAX_FIELD_ERRORS = 20
-_ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
-    401: {"model": ErrorResponse, "description": "Missing or wrong bearer token (checked before the body)."},
-    413: {"model": ErrorResponse, "description": "Request body too large."},
-    422: {"model": ErrorResponse, "description": "Invalid request body; `detail` names the fields."},
-    500: {"model": ErrorResponse, "description": "Unexpected server error; the log has it under `ref`."},
-    502: {"model": ErrorResponse, "description": "The model or its provider failed."},
-}
-_STREAM_LINE_SCHEMA = TypeAdapter(RespondStreamLine).json_schema(
-    mode="serialization", ref_template="#/components/schemas/{model}"
-)
-"""JSON schema of one NDJSON line; its ``$defs`` go to the OpenAPI components (see ``_document_stream``)."""
-_ANALYZE_LINE_SCHEMA = TypeAdapter(AnalyzeStreamLine).json_schema(
-    mode="serialization", ref_template="#/components/schemas/{model}"
-)
-
-
-def _streamed_responses(what: str, schema: dict[str, Any]) -> dict[int | str, dict[str, Any]]:
-    """The documented responses of an endpoint that streams on ``Accept: application/x-ndjson``."""
-    return {
-        200: {
-            "description": (
-                f"{what} and its usage (`application/json`), or with `Accept: application/x-ndjson` "
-                "streamed: one JSON object per line, `answer_delta` lines then one `response` or `error` "
-                "line."
-            ),
-            "content": {NDJSON: {"schema": {k: v for k, v in schema.items() if k != "$defs"}}},
-        },
-        **_ERROR_RESPONSES,
-    }
-
-
-_RESPOND_RESPONSES = _streamed_responses("The answer", _STREAM_LINE_SCHEMA)
-_ANALYZE_RESPONSES = _streamed_responses(
-    "The plan (a direct answer's text in the deltas)", _ANALYZE_LINE_SCHEMA
-)
-
-
-def _effective_token(token: str | None) -> str | None:
-    """``token``, or ``$ERP_AI_SERVER_TOKEN`` when it is ``None``; an empty value means no token."""
-    return (token if token is not None else os.environ.get(TOKEN_ENV)) or None
-
-
-def _is_loopback(host: str) -> bool:
-    name = host.strip().strip("[]").split("%", 1)[0].rstrip(".").lower()
-    if name == "localhost" or name.endswith(".localhost"):
-        return True
-    try:
-        address = ipaddress.ip_address(name)
-    except ValueError:
-        return False  # a host name other than localhost: it may resolve to anything
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return address.ipv4_mapped.is_loopback
-    return address.is_loopback
-
-
-def bind_warning(host: str, token: str | None) -> str | None:
-    """A warning to print when the server would listen beyond this machine without a token, else ``None``.
-
-    ``token`` is read like :func:`create_app` reads it (``None``: ``$ERP_AI_SERVER_TOKEN``; empty: none).
-    Loopback means ``localhost``, ``127.0.0.0/8`` or ``::1``; any other host, including ``0.0.0.0``, ``::``
-    and the empty host (all interfaces), gets the warning.
-    """
-    if _effective_token(token) is not None or _is_loopback(host):
-        return None
-    where = host or "all interfaces"
-    return (
-        f"The AI server will listen on {where}, which is not a loopback address, without a bearer token: "
-        "anyone who can reach it can use your model. Set a token (--token or ERP_AI_SERVER_TOKEN) or bind "
-        "127.0.0.1."
-    )
-
-
-async def _send_error(send: Send, status_code: int, body: ErrorResponse, headers: dict[str, str]) -> None:
-    response = JSONResponse(status_code=status_code, content=body.model_dump(mode="json"), headers=headers)
-    await response({"type": "http"}, _no_receive, send)
-
-
-async def _no_receive() -> Message:  # pragma: no cover - JSONResponse never reads the request
-    return {"type": "http.disconnect"}
-
-
-_UNAUTHORIZED = ErrorResponse(error="Missing or wrong bearer token.", kind="unauthorized")
-
-
-class BearerAuth:
-    """ASGI middleware: answer 401 unless ``Authorization: Bearer <token>`` matches; runs before the body.
-
-    As the outermost middleware it refuses a request from its headers alone: nothing of the body is read,
-    so a wrong token is a 401 whatever the body is (invalid, oversized, never sent). ``public_paths`` pass.
-    """
-
-    def __init__(self, app: ASGIApp, token: str, public_paths: frozenset[str] = PUBLIC_PATHS) -> None:
-        self.app = app
-        self._expected = token.encode()
-        self.public_paths = public_paths
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in self.public_paths or self._authorised(scope):
-            await self.app(scope, receive, send)
-            return
-        await _send_error(send, 401, _UNAUTHORIZED, {"WWW-Authenticate": "Bearer"})
-
-    def _authorised(self, scope: Scope) -> bool:
-        header = dict(scope.get("headers", [])).get(b"authorization", b"")
-        scheme, _, credentials = header.partition(b" ")
-        # Compare even when the scheme is wrong, so that the time taken says nothing about the token.
-        matches = secrets.compare_digest(credentials.strip(), self._expected)
-        return scheme.lower() == b"bearer" and matches
-
-
-class BodySizeLimit:
-    """ASGI middleware: answer 413 when a request body exceeds ``max_body_bytes``.
-
-    A declared ``Content-Length`` above the limit is refused before anything is read. Every body, declared or
-    not (chunked), is then read into memory, counting bytes up to the limit, before the app sees it: the app
-    reads whole bodies anyway, and a missing, malformed or lying header cannot get a larger body through.
-    """
-
-    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
-        self.app = app
-        self.max_body_bytes = max_body_bytes
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        declared = dict(scope.get("headers", [])).get(b"content-length", b"")
-        if declared.isdigit() and int(declared) > self.max_body_bytes:
-            await self._reject(send)
-            return
-        buffered: list[Message] = []
-        size = 0
-        while True:
-            message = await receive()
-            buffered.append(message)
-            if message["type"] != "http.request":
-                break
-            size += len(message.get("body", b""))
-            if size > self.max_body_bytes:
-                await self._reject(send)
-                return
-            if not message.get("more_body", False):
-                break
-
-        async def replay() -> Message:
-            return buffered.pop(0) if buffered else await receive()
-
-        await self.app(scope, replay, send)
-
-    async def _reject(self, send: Send) -> None:
-        body = ErrorResponse(
-            error=f"Request body too large (limit {self.max_body_bytes} bytes).", kind="too_large"
-        )
-        await _send_error(send, 413, body, {})
-
-
-@dataclass
-class _Outcome:
-    """What an endpoint tells :class:`RequestLog` about its request (kept in ``request.state``)."""
-
-    usage: CallUsage | None = None
-    kind: ErrorKind | None = None
-    streamed: bool = False
-
-
-_OUTCOME_KEY = "erp_ai_outcome"
-_KIND_BY_STATUS: dict[int, ErrorKind] = {
-    401: "unauthorized",
-    404: "not_found",
-    405: "method_not_allowed",
-    413: "too_large",
-    422: "invalid_request",
-    500: "internal",
-    502: "provider",
-}
-
-
-def _outcome(request: Request) -> _Outcome:
-    """The request's :class:`_Outcome`, created on first use."""
-    outcome: _Outcome | None = getattr(request.state, _OUTCOME_KEY, None)
-    if outcome is None:
-        outcome = _Outcome()
-        setattr(request.state, _OUTCOME_KEY, outcome)
-    return outcome
-
-
-class RequestLog:
-    """ASGI middleware: log each request once, after its response (a stream included) has been sent.
-
-    INFO on ``planner_mode.server`` (DEBUG for ``public_paths``, the liveness probe), fields in
-    ``record.erp_ai``: method, path, status, kind, streamed, model calls, tokens, model and wall time. Only
-    what the endpoints note (usage, error kind) and the status are read: no body, question or answer.
-    """
-
-    def __init__(self, app: ASGIApp, public_paths: frozenset[str] = PUBLIC_PATHS) -> None:
-        self.app = app
-        self.public_paths = public_paths
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = time.perf_counter()
-        status = 500  # what the client gets when the app raises before answering
-
-        async def sending(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = int(message["status"])
-            await send(message)
-
-        state = scope.setdefault("state", {})
-        try:
-            await self.app(scope, receive, sending)
-        finally:
-            self._log(scope, status, state.get(_OUTCOME_KEY) or _Outcome(), started)
-
-    def _log(self, scope: Scope, status: int, outcome: _Outcome, started: float) -> None:
-        level = logging.DEBUG if scope["path"] in self.public_paths else logging.INFO
-        if not logger.isEnabledFor(level):
-            return
-        usage = outcome.usage or CallUsage()
-        fields: dict[str, Any] = {
-            "method": scope.get("method", ""),
-            "path": scope["path"],
-            "status": status,
-            "kind": outcome.kind or (_KIND_BY_STATUS.get(status) if status >= 400 else None),
-            "streamed": outcome.streamed,
-            "model_calls": usage.model_calls,
-            "input_tokens": usage.input_tokens,
-            "output_tokens": usage.output_tokens,
-            "model_ms": round(usage.model_ms, 1),
-            "ms": round((time.perf_counter() - started) * 1000, 1),
-        }
-        text = " ".join(f"{key}={value}" for key, value in fields.items())
-        logger.log(level, "request %s", text, extra={"erp_ai": fields})
-
-
-# -- strict JSON bodies --------------------------------------------------------------------------------------
-
-
-def _strict_json(body: bytes) -> Any:
-    """Parse a request body as strict JSON, raising ``json.JSONDecodeError`` for anything else.
-
-    ``json.loads`` accepts ``NaN`` and lone surrogate escapes (``"\\ud800"``, a string no UTF-8 text can
-    hold: it broke the server later, as a 500); pydantic's parser refuses both, and nesting deeper than 200
-    levels, with a message saying where. ``JSONDecodeError`` is what FastAPI turns into a 422.
-    """
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise json.JSONDecodeError(f"the body is not valid UTF-8 (byte {exc.start})", "", 0) from None
-    try:
-        return from_json(text, allow_inf_nan=False)
-    except ValueError as exc:
-        message = str(exc)
-        if "surrogate" in message or "end of hex escape" in message:  # pydantic-core's two wordings
-            message = f"a lone UTF-16 surrogate escape (such as \\ud800) is not text ({message})"
-        raise json.JSONDecodeError(message, "", 0) from None
-
-
-_UNPARSED = object()
-
-
-class _StrictJSONRequest(Request):
-    """A request whose ``json()`` is :func:`_strict_json` (FastAPI reads JSON bodies through it)."""
-
-    _parsed: Any = _UNPARSED
-
-    async def json(self) -> Any:
-        if self._parsed is _UNPARSED:
-            body = await self.body()
-            if len(body) > INLINE_PARSE_BYTES:
-                self._parsed = await run_in_threadpool(_strict_json, body)
-            else:
-                self._parsed = _strict_json(body)
-        return self._parsed
-
-
-class _StrictJSONRoute(APIRoute):
-    """FastAPI's documented hook for a custom ``Request`` class: every route parses JSON strictly."""
-
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        handler = super().get_route_handler()
-
-        async def strict_handler(request: Request) -> Response:
-            return await handler(_StrictJSONRequest(request.scope, request.receive))
-
-        return strict_handler
-
-
-def _field_errors(errors: Sequence[Any]) -> list[FieldError]:
-    fields: list[FieldError] = []
-    for error in errors[:_MAX_FIELD_ERRORS]:
-        loc = [part if isinstance(part, int) else str(part) for part in error.get("loc", ())]
-        msg = str(error.get("msg", ""))
-        kind = str(error.get("type", ""))
-        if kind == "json_invalid":
-            loc, msg = ["body"], f"not valid JSON: {error.get('ctx', {}).get('error', msg)}"
-        elif loc == ["body"] and kind == "missing":
-            msg = "the request has no body: send a JSON object"
-        fields.append(FieldError(loc=loc, msg=msg, type=kind))
-    return fields
-
-
-def _summary(fields: list[FieldError], total: int, request: Request) -> str:
-    content_type = request.headers.get("content-type", "")
-    if any(f.loc == ["body"] and f.type == "model_attributes_type" for f in fields) and "json" not in (
-        content_type.lower()
-    ):
-        return "Invalid request body: send a JSON object with Content-Type: application/json."
-    parts = [f"{'.'.join(str(p) for p in f.loc[1:]) + ': ' if len(f.loc) > 1 else ''}{f.msg}" for f in fields]
-    more = f" (and {total - 5} more)" if total > 5 else ""
-    return f"Invalid request body: {'; '.join(parts[:5])}{more}."
-
-
-class _ErrorReply(Exception):
-    """Turned into a JSON :class:`ErrorResponse` by the app's exception handler."""
-
-    def __init__(self, status_code: int, body: ErrorResponse) -> None:
-        self.status_code = status_code
-        self.body = body
-        super().__init__(body.error)
-
-
-def _internal_error(exc: BaseException) -> _ErrorReply:
-    """Log ``exc`` with its traceback under a fresh reference; the reply names only the reference."""
-    reference = secrets.token_hex(4)
-    logger.error("Unexpected error in the AI server (ref %s)", reference, exc_info=exc)
-    return _ErrorReply(
-        500, ErrorResponse(error=f"Internal error in the AI server (ref {reference}).", kind="internal")
-    )
 
 
 @asynccontextmanager
@@ -514,8 +163,7 @@ def create_app(
     disables auth. With a token, ``/docs`` and ``/redoc`` are off and ``/openapi.json`` needs the token.
     ``tune_gc`` runs the app under :func:`serving_gc` (from its startup to its shutdown).
     """
-    ai_client = InProcessAIClient(PlannerAI(plan_model, answer_model))
-    expected = _effective_token(token)
+    expected = effective_token(token)
 
     app = FastAPI(
         title="erp-ai-harness AI server",
@@ -525,18 +173,18 @@ def create_app(
         redoc_url=None if expected else "/redoc",
         lifespan=serving_gc if tune_gc else None,
     )
-    app.router.route_class = _StrictJSONRoute
+    app.router.route_class = StrictJSONRoute
     # Starlette runs the middleware added last first: every request is logged, the token is checked before
     # the body size is counted.
     app.add_middleware(BodySizeLimit, max_body_bytes=max_body_bytes)
     if expected is not None:
         app.add_middleware(BearerAuth, token=expected)
     app.add_middleware(RequestLog)
-    _document_stream(app)
+    document_stream(app)
 
-    @app.exception_handler(_ErrorReply)
-    async def _error_reply(request: Request, exc: _ErrorReply) -> JSONResponse:
-        outcome = _outcome(request)
+    @app.exception_handler(ErrorReply)
+    async def _error_reply(request: Request, exc: ErrorReply) -> JSONResponse:
+        outcome = outcome_of(request)
         outcome.usage, outcome.kind = exc.body.usage, exc.body.kind
         return JSONResponse(exc.body.model_dump(mode="json"), status_code=exc.status_code)
 
@@ -552,12 +200,12 @@ def create_app(
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         body = _http_error_body(exc, request.method)
-        _outcome(request).kind = body.kind
+        outcome_of(request).kind = body.kind
         return JSONResponse(body.model_dump(mode="json"), status_code=exc.status_code, headers=exc.headers)
 
     @app.exception_handler(Exception)
     async def _internal(_request: Request, exc: Exception) -> JSONResponse:
-        reply = _internal_error(exc)
+        reply = internal_error(exc)
         return JSONResponse(reply.body.model_dump(mode="json"), status_code=reply.status_code)
 
     @app.get("/healthz")
@@ -565,118 +213,33 @@ def create_app(
         """Liveness probe; needs no token."""
         return {"status": "ok"}
 
-    @app.post("/ai/analyze", response_model=AnalyzeResponse, responses=_ANALYZE_RESPONSES)
-    async def analyze(body: AnalyzeRequest, request: Request) -> Response | AnalyzeResponse:
-        """Call 1: plan the operations that answer ``message`` given ``context`` and ``catalog``.
-
-        With `Accept: application/x-ndjson` the reply streams as NDJSON like `/ai/respond`'s: a direct
-        answer (`respuesta_directa`) in `answer_delta` lines as the model writes it (when the reply starts
-        with one), then `{"type": "response", "plan": ..., "usage": ...}`, or `{"type": "error", ...}`.
-        """
-        if NDJSON in request.headers.get("accept", ""):
-            stream = ai_client.astream_analyze(body.message, body.context, body.catalog)
-            return await _stream_call(stream, request, AnalyzeLine)
-        try:
-            analyzed = await ai_client.aanalyze(body.message, body.context, body.catalog)
-        except AICallError as exc:
-            raise _model_failure(exc) from exc
-        except Exception as exc:
-            raise _internal_error(exc) from exc
-        _outcome(request).usage = analyzed.usage
-        return analyzed
-
-    @app.post("/ai/respond", response_model=RespondResponse, responses=_RESPOND_RESPONSES)
-    async def respond(body: RespondRequest, request: Request) -> Response | RespondResponse:
-        """Call 2: phrase ``results`` as the answer, memory and state for ``question``.
-
-        With `Accept: application/x-ndjson` the reply streams as NDJSON, one JSON object per line:
-        `{"type": "answer_delta", "text": ...}` for each piece of the answer as the model writes it, then
-        `{"type": "response", "answer": ..., "usage": ...}` (the `RespondResponse`), or, when the model fails
-        after the first line, `{"type": "error", ...}` with the `ErrorResponse` fields. Failures found before
-        the first line (token, size, invalid body, a model failure before any text) keep their status codes.
-        """
-        if NDJSON in request.headers.get("accept", ""):
-            stream = ai_client.astream_respond(body.question, body.results, body.context)
-            return await _stream_call(stream, request, RespondLine)
-        try:
-            responded = await ai_client.arespond(body.question, body.results, body.context)
-        except AICallError as exc:
-            raise _model_failure(exc) from exc
-        except Exception as exc:
-            raise _internal_error(exc) from exc
-        _outcome(request).usage = responded.usage
-        return responded
-
+    add_endpoints(app, InProcessAIClient(PlannerAI(plan_model, answer_model)))
     return app
 
 
-_Final = AnalyzeResponse | RespondResponse
-"""The last item of a streamed call: its whole response."""
+def _field_errors(errors: Sequence[Any]) -> list[FieldError]:
+    fields: list[FieldError] = []
+    for error in errors[:_MAX_FIELD_ERRORS]:
+        loc = [part if isinstance(part, int) else str(part) for part in error.get("loc", ())]
+        msg = str(error.get("msg", ""))
+        kind = str(error.get("type", ""))
+        if kind == "json_invalid":
+            loc, msg = ["body"], f"not valid JSON: {error.get('ctx', {}).get('error', msg)}"
+        elif loc == ["body"] and kind == "missing":
+            msg = "the request has no body: send a JSON object"
+        fields.append(FieldError(loc=loc, msg=msg, type=kind))
+    return fields
 
 
-async def _stream_call(
-    stream: AsyncGenerator[str | _Final, None], request: Request, final_line: type[AnalyzeLine | RespondLine]
-) -> Response:
-    """Start a streamed call; answer with its status once the first line is known (see the module doc).
-    ``final_line`` is the line type of the call's response (the ``response`` line)."""
-    outcome = _outcome(request)
-    outcome.streamed = True
-    try:
-        first = await anext(stream)
-    except AICallError as exc:
-        await stream.aclose()
-        raise _model_failure(exc) from exc
-    except Exception as exc:  # StopAsyncIteration included: the stream promises a last line
-        await stream.aclose()
-        raise _internal_error(exc) from exc
-    return StreamingResponse(_stream_lines(first, stream, outcome, final_line), media_type=NDJSON)
-
-
-async def _stream_lines(
-    first: str | _Final,
-    stream: AsyncGenerator[str | _Final, None],
-    outcome: _Outcome,
-    final_line: type[AnalyzeLine | RespondLine],
-) -> AsyncIterator[bytes]:
-    """The NDJSON lines of a started stream; a failure becomes the last line (the status is sent already)."""
-    async with aclosing(stream):
-        item = first
-        try:
-            while True:
-                if not isinstance(item, str):
-                    outcome.usage = item.usage
-                    yield _line(final_line.model_validate(dict(item)))
-                    return
-                yield _line(AnswerDeltaLine(text=item))
-                item = await anext(stream)
-        except AICallError as exc:
-            error = _model_failure(exc).body
-        except Exception as exc:
-            # A bug: logged with its traceback under a reference; the line names only the reference.
-            error = _internal_error(exc).body
-        outcome.usage, outcome.kind = error.usage, error.kind
-        yield _line(ErrorLine(**error.model_dump()))
-
-
-def _line(line: AnswerDeltaLine | AnalyzeLine | RespondLine | ErrorLine) -> bytes:
-    return line.model_dump_json().encode() + b"\n"
-
-
-def _document_stream(app: FastAPI) -> None:
-    """Add the NDJSON line models to the app's OpenAPI components (the 200 of ``/ai/respond`` and of
-    ``/ai/analyze`` name them)."""
-    build = app.openapi
-
-    def openapi() -> dict[str, Any]:
-        if app.openapi_schema is None:
-            schema = build()
-            components = schema.setdefault("components", {}).setdefault("schemas", {})
-            for line_schema in (_STREAM_LINE_SCHEMA, _ANALYZE_LINE_SCHEMA):
-                for name, definition in line_schema.get("$defs", {}).items():
-                    components.setdefault(name, definition)
-        return build()
-
-    app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's documented way to extend the schema
+def _summary(fields: list[FieldError], total: int, request: Request) -> str:
+    content_type = request.headers.get("content-type", "")
+    if any(f.loc == ["body"] and f.type == "model_attributes_type" for f in fields) and "json" not in (
+        content_type.lower()
+    ):
+        return "Invalid request body: send a JSON object with Content-Type: application/json."
+    parts = [f"{'.'.join(str(p) for p in f.loc[1:]) + ': ' if len(f.loc) > 1 else ''}{f.msg}" for f in fields]
+    more = f" (and {total - 5} more)" if total > 5 else ""
+    return f"Invalid request body: {'; '.join(parts[:5])}{more}."
 
 
 _ENDPOINTS = "POST /ai/analyze, POST /ai/respond and GET /healthz"
@@ -697,22 +260,7 @@ def _http_error_body(exc: StarletteHTTPException, method: str) -> ErrorResponse:
             kind="method_not_allowed",
         )
     fallback: ErrorKind = "invalid_request" if exc.status_code < 500 else "internal"
-    return ErrorResponse(error=str(exc.detail), kind=_KIND_BY_STATUS.get(exc.status_code, fallback))
-
-
-def _model_failure(exc: AICallError) -> _ErrorReply:
-    """502 with the failure's kind, so the ERP side classifies it as if the model ran in its own process."""
-    cause = exc.cause
-    kind: ErrorKind = (
-        "timeout"
-        if isinstance(cause, ProviderTimeoutError)
-        else "model_output"
-        if isinstance(cause, ModelOutputError)
-        else "provider"
-    )
-    max_tokens = cause.max_tokens if isinstance(cause, OutputLimitError) else None
-    body = ErrorResponse(error=str(exc), kind=kind, usage=exc.usage, max_tokens=max_tokens)
-    return _ErrorReply(502, body)
+    return ErrorResponse(error=str(exc.detail), kind=KIND_BY_STATUS.get(exc.status_code, fallback))
 
 
 def app_from_env() -> FastAPI:

@@ -61,7 +61,7 @@ OPTIONAL_MODULES = {
 }
 """Modules of the extras (``shared/extras.py``) plus the provider SDKs under them."""
 
-LOADED_ON_DEMAND = {"planner_mode/server.py"}
+LOADED_ON_DEMAND = {"planner_mode/server.py", "planner_mode/server_endpoints.py"}
 """Modules no package ``__init__`` imports (``planner_mode.create_app`` loads the server on first access)."""
 
 

@@ -358,16 +358,16 @@ def test_six_oversized_requests_at_once_are_all_refused_without_a_model_call(
 def test_a_large_body_is_parsed_off_the_event_loop(
     monkeypatch: pytest.MonkeyPatch, registry: OperationRegistry
 ) -> None:
-    from planner_mode import server as server_module
+    from planner_mode import server_endpoints as server_module
 
     threads: list[int] = []
-    real = server_module._strict_json
+    real = server_module.strict_json
 
     def spy(body: bytes) -> Any:
         threads.append(threading.get_ident())
         return real(body)
 
-    monkeypatch.setattr(server_module, "_strict_json", spy)
+    monkeypatch.setattr(server_module, "strict_json", spy)
     loop_threads: list[int] = []
     app = create_app(build_chat_model("offline"))
     small = valid_analyze_body(registry)

@@ -10,7 +10,7 @@ wrapping its collaborators:
 - ``build_context`` and ``record_turn``: :class:`~shared.memory.store.MemoryStore` methods;
 - ``call-1 plumbing`` and ``call-2 plumbing``: the AI client's ``analyze`` / ``respond`` minus the model time
   the usage tracker measured (prompt rendering, LangChain's runnable and callback machinery, parsing);
-- ``validation`` and ``execution``: ``validate_plan`` and ``execute_plan`` as the engine calls them;
+- ``validation`` and ``execution``: ``validate_plan`` and ``astream_plan`` as the engine calls them;
 - ``other``: the turn's ``harness_ms`` minus the stages above (the engine's own bookkeeping).
 
 It prints the median milliseconds of each stage (over the turns that ran it) and the SQL statements each
@@ -24,7 +24,7 @@ import argparse
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date
@@ -39,7 +39,7 @@ from sqlalchemy import Engine, event
 from benchmarks.scenario import Scenario, load_scenarios
 from benchmarks.stats import mean, median, percentile
 from planner_mode import InProcessAIClient, PlannerAI, PlannerEngine
-from planner_mode.executor import execute_plan
+from planner_mode.executor import astream_plan
 from planner_mode.validation import validate_plan
 from planner_mode.wire import AnalyzeResponse, RespondResponse
 from shared.erp.database import open_demo_erp
@@ -129,23 +129,40 @@ class _TimedClient(InProcessAIClient):
         super().__init__(ai)
         self._recorder = recorder
 
-    def analyze(self, *args: Any, **kwargs: Any) -> AnalyzeResponse:
+    async def plan(self, *args: Any, **kwargs: Any) -> AsyncGenerator[str | AnalyzeResponse, None]:
+        model_ms = 0.0
         with self._recorder.stage("call-1 plumbing", sql=False):
-            response = super().analyze(*args, **kwargs)
-        self._recorder.subtract("call-1 plumbing", response.usage.model_ms)
-        return response
+            async for item in super().plan(*args, **kwargs):
+                if not isinstance(item, str):
+                    model_ms = item.usage.model_ms
+                yield item
+        self._recorder.subtract("call-1 plumbing", model_ms)
 
-    def respond(self, *args: Any, **kwargs: Any) -> RespondResponse:
+    async def answer(self, *args: Any, **kwargs: Any) -> AsyncGenerator[str | RespondResponse, None]:
+        model_ms = 0.0
         with self._recorder.stage("call-2 plumbing", sql=False):
-            response = super().respond(*args, **kwargs)
-        self._recorder.subtract("call-2 plumbing", response.usage.model_ms)
-        return response
+            async for item in super().answer(*args, **kwargs):
+                if not isinstance(item, str):
+                    model_ms = item.usage.model_ms
+                yield item
+        self._recorder.subtract("call-2 plumbing", model_ms)
 
 
 def _timed(recorder: _Recorder, name: str, function: Callable[..., T]) -> Callable[..., T]:
     def wrapper(*args: Any, **kwargs: Any) -> T:
         with recorder.stage(name):
             return function(*args, **kwargs)
+
+    return wrapper
+
+
+def _timed_stream(
+    recorder: _Recorder, name: str, function: Callable[..., AsyncIterator[T]]
+) -> Callable[..., AsyncIterator[T]]:
+    async def wrapper(*args: Any, **kwargs: Any) -> AsyncIterator[T]:
+        with recorder.stage(name):
+            async for item in function(*args, **kwargs):
+                yield item
 
     return wrapper
 
@@ -175,7 +192,7 @@ def run(scenarios: Sequence[Scenario], repeat: int = 1, warmup: int = 1) -> _Rec
             f"{PlannerEngine.__module__}.validate_plan", _timed(recorder, "validation", validate_plan)
         )
         execution = mock.patch(
-            f"{PlannerEngine.__module__}.execute_plan", _timed(recorder, "execution", execute_plan)
+            f"{PlannerEngine.__module__}.astream_plan", _timed_stream(recorder, "execution", astream_plan)
         )
         try:
             with validation, execution, _counting(recorder, [erp.engine, store.engine]):

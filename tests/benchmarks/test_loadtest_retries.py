@@ -8,11 +8,13 @@ round-robin counter happened to point there.
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 
 import httpx
 
 from planner_mode import HttpAIClient
+from planner_mode.client import last_item
 from shared.memory.context import ConversationContext
 
 CONTEXT = ConversationContext(hoy=datetime.date(2026, 11, 30))
@@ -23,33 +25,18 @@ def test_a_retry_goes_to_the_next_server_even_when_another_request_took_a_turn_m
     attempts: list[str] = []
     client: HttpAIClient
 
-    def handler(request: httpx.Request) -> httpx.Response:
+    async def handler(request: httpx.Request) -> httpx.Response:
         attempts.append(str(request.url.host))
         if request.url.host == "down.test":
             if len(attempts) == 1:  # a concurrent request takes the next turn before this one retries
-                client.analyze("otra", CONTEXT, [])
+                await last_item(client.plan("otra", CONTEXT, []))
             raise httpx.ConnectError("connection refused", request=request)
         return httpx.Response(200, json=PLAN)
 
     client = HttpAIClient(
         ["http://down.test", "http://up.test"], retries=1, transport=httpx.MockTransport(handler)
     )
-    answer = client.analyze("pregunta", CONTEXT, [])
+    answer = asyncio.run(last_item(client.plan("pregunta", CONTEXT, [])))
 
     assert answer.plan.respuesta_directa == "Hola"
     assert attempts == ["down.test", "up.test", "up.test"]
-
-
-def test_requests_still_take_turns_one_server_each() -> None:
-    seen: list[str] = []
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        seen.append(str(request.url.host))
-        return httpx.Response(200, json=PLAN)
-
-    client = HttpAIClient(
-        ["http://a.test", "http://b.test", "http://c.test"], transport=httpx.MockTransport(handler)
-    )
-    for _ in range(4):
-        client.analyze("q", CONTEXT, [])
-    assert seen == ["a.test", "b.test", "c.test", "a.test"]

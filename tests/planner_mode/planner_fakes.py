@@ -17,8 +17,13 @@ from langchain_core.messages import BaseMessage, UsageMetadata
 from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
+from planner_mode.ai import PlannerAI
+from planner_mode.client import last_item
+from planner_mode.plan import Answer, Plan
 from shared.errors import DomainError
+from shared.memory.context import ConversationContext
 from shared.operations.registry import Operation
+from shared.turn_steps import run_until_complete
 from tests.fakes import CallInfo, FunctionChatModel, ModelFunction
 
 CALL_USAGE = UsageMetadata(input_tokens=100, output_tokens=10, total_tokens=110)
@@ -135,3 +140,18 @@ def toy_operations(toy: Toy) -> list[Operation[Any, Any]]:
             toy.compras,
         ),
     ]
+
+
+# -- the two calls run to their result --------------------------------------------------------------------
+
+
+def plan_of(ai: PlannerAI, question: str, context: ConversationContext, catalog: Any, **options: Any) -> Plan:
+    """Call 1 of ``ai`` run to completion: its :class:`Plan` (the streamed text dropped)."""
+    return run_until_complete(last_item(ai.plan(question, context, catalog, **options)))
+
+
+def answer_of(
+    ai: PlannerAI, question: str, results: Any, context: ConversationContext, **options: Any
+) -> Answer:
+    """Call 2 of ``ai`` run to completion: its :class:`Answer` (the streamed text dropped)."""
+    return run_until_complete(last_item(ai.answer(question, results, context, **options)))

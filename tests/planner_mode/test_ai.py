@@ -1,4 +1,9 @@
-"""PlannerAI: one model call per method, native structured output first, tolerant parsing as a fallback."""
+"""PlannerAI: one model call per method, native structured output first, tolerant parsing as a fallback.
+
+Each call streams: ``answer`` yields the ``respuesta`` text as the model writes it, then the strictly parsed
+answer; ``plan`` does the same for call 1's direct answer, only when it is the reply's first key. A streamed
+call is reported to callbacks like any other (usage included).
+"""
 
 from __future__ import annotations
 
@@ -7,20 +12,24 @@ from datetime import date
 from typing import Any
 
 import pytest
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.runnables import Runnable, RunnableLambda
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from pydantic import Field
 
+from benchmarks.stand_ins.faults import FaultConfig
 from planner_mode.ai import PLAN_SCHEMA_CACHE_SIZE, PlannerAI, PlanSchemaStyle
-from planner_mode.plan import MAX_NESTING_DEPTH, OperationOutcome, Plan, nesting_depth
+from planner_mode.plan import MAX_NESTING_DEPTH, Answer, OperationOutcome, Plan, nesting_depth
 from planner_mode.plan_schema import plan_json_schema
-from shared.answer import Answer
-from shared.errors import ModelOutputError, ProviderError
+from planner_mode.streamed_text import DirectAnswerText
+from shared.errors import ModelOutputError, OutputLimitError, ProviderError, ProviderTimeoutError
+from shared.llm import build_chat_model
+from shared.llm.usage import UsageTracker
 from shared.memory.context import ConversationContext
 from shared.operations.registry import OperationRegistry, OperationSpec
 from shared.security import DEMO_CALLER
 from tests.fakes import CallInfo, FunctionChatModel
-from tests.planner_mode.planner_fakes import scripted, text_model
+from tests.planner_mode.planner_fakes import answer_of, plan_of, scripted, text_model
 
 CONTEXT = ConversationContext(hoy=date(2026, 11, 30))
 PLAN = {"operaciones": [{"funcion": "ventas_anuales", "parametros": {"anio": 2025}}], "pregunta": "¿Cuánto?"}
@@ -28,7 +37,7 @@ PLAN = {"operaciones": [{"funcion": "ventas_anuales", "parametros": {"anio": 202
 
 def test_analyze_returns_the_plan_with_one_call(toy_registry: OperationRegistry) -> None:
     model = text_model(scripted(PLAN))
-    plan = PlannerAI(model).analyze("¿Cuánto vendimos en 2025?", CONTEXT, toy_registry.catalog(DEMO_CALLER))
+    plan = plan_of(PlannerAI(model), "¿Cuánto vendimos en 2025?", CONTEXT, toy_registry.catalog(DEMO_CALLER))
     assert plan == Plan.model_validate(PLAN)
     assert model.call_count == 1
     assert str(model.prompts[0][1].content).endswith("Nueva pregunta:\n¿Cuánto vendimos en 2025?")
@@ -36,14 +45,14 @@ def test_analyze_returns_the_plan_with_one_call(toy_registry: OperationRegistry)
 
 def test_missing_pregunta_is_filled_with_the_message(toy_registry: OperationRegistry) -> None:
     model = text_model(scripted({"operaciones": []}))
-    assert PlannerAI(model).analyze("Hola", CONTEXT, toy_registry.catalog(DEMO_CALLER)).pregunta == "Hola"
+    assert plan_of(PlannerAI(model), "Hola", CONTEXT, toy_registry.catalog(DEMO_CALLER)).pregunta == "Hola"
 
 
 def test_json_wrapped_in_prose_and_fences_is_recovered(toy_registry: OperationRegistry) -> None:
     text = "Este es el plan:\n```json\n" + json.dumps(PLAN)[:-1] + ",}\n```\nListo."
     model = text_model(scripted(text))
     assert (
-        PlannerAI(model).analyze("x", CONTEXT, toy_registry.catalog(DEMO_CALLER)).operaciones[0].funcion
+        plan_of(PlannerAI(model), "x", CONTEXT, toy_registry.catalog(DEMO_CALLER)).operaciones[0].funcion
         == "ventas_anuales"
     )
 
@@ -56,7 +65,7 @@ def test_unusable_output_raises_model_output_error_after_one_call(
 ) -> None:
     model = text_model(lambda _messages, _info: text)
     with pytest.raises(ModelOutputError):
-        PlannerAI(model).analyze("x", CONTEXT, toy_registry.catalog(DEMO_CALLER))
+        plan_of(PlannerAI(model), "x", CONTEXT, toy_registry.catalog(DEMO_CALLER))
     assert model.call_count == 1
 
 
@@ -66,7 +75,7 @@ def test_any_provider_exception_becomes_provider_error(toy_registry: OperationRe
 
     model = text_model(boom)
     with pytest.raises(ProviderError, match="ConnectionError: connection refused"):
-        PlannerAI(model).analyze("x", CONTEXT, toy_registry.catalog(DEMO_CALLER))
+        plan_of(PlannerAI(model), "x", CONTEXT, toy_registry.catalog(DEMO_CALLER))
     assert model.call_count == 1
 
 
@@ -77,7 +86,7 @@ def test_respond_uses_the_answer_model_and_sees_the_results() -> None:
     )
     ai = PlannerAI(plan_model, answer_model)
     results = [OperationOutcome(funcion="ventas_anuales", parametros={"anio": 2025}, resultado={"total": 1})]
-    answer = ai.respond("¿Cuánto vendimos?", results, CONTEXT)
+    answer = answer_of(ai, "¿Cuánto vendimos?", results, CONTEXT)
     assert answer == Answer(respuesta="Vendimos ₲850.000.000.", estado={"anio": 2025})
     assert (plan_model.call_count, answer_model.call_count) == (0, 1)
     assert '"resultado": {"total": 1}' in str(answer_model.prompts[0][1].content)
@@ -86,7 +95,7 @@ def test_respond_uses_the_answer_model_and_sees_the_results() -> None:
 def test_blank_respuesta_is_a_model_output_error() -> None:
     model = text_model(lambda _m, _i: '{"respuesta": "  "}')
     with pytest.raises(ModelOutputError, match="empty"):
-        PlannerAI(model).respond("x", [], CONTEXT)
+        answer_of(PlannerAI(model), "x", [], CONTEXT)
 
 
 class StructuredFake(FunctionChatModel):
@@ -113,7 +122,7 @@ def test_native_structured_output_is_requested_as_json_schema(toy_registry: Oper
         (Answer.model_json_schema(), "json_schema", False)
     ]
     catalog = toy_registry.catalog(DEMO_CALLER)
-    assert ai.analyze("x", CONTEXT, catalog) == Plan.model_validate(PLAN)
+    assert plan_of(ai, "x", CONTEXT, catalog) == Plan.model_validate(PLAN)
     assert model.call_count == 1
     assert [(r["schema"], r["method"]) for r in model.requested[1:]] == [
         (plan_json_schema(catalog), "json_schema")
@@ -126,11 +135,11 @@ def test_call_one_is_bound_once_per_catalog(toy_registry: OperationRegistry) -> 
     model = StructuredFake(function=scripted(PLAN))
     ai = PlannerAI(model)
     catalog = toy_registry.catalog(DEMO_CALLER)
-    ai.analyze("x", CONTEXT, catalog)
-    ai.analyze("y", CONTEXT, catalog)
-    ai.analyze("z", CONTEXT, [OperationSpec.model_validate(spec.model_dump()) for spec in catalog])
+    plan_of(ai, "x", CONTEXT, catalog)
+    plan_of(ai, "y", CONTEXT, catalog)
+    plan_of(ai, "z", CONTEXT, [OperationSpec.model_validate(spec.model_dump()) for spec in catalog])
     assert len(model.requested) == 2  # the answer's, then this catalog's
-    ai.analyze("x", CONTEXT, catalog[:1])
+    plan_of(ai, "x", CONTEXT, catalog[:1])
     assert len(model.requested) == 3
     assert model.requested[2]["schema"] == plan_json_schema(catalog[:1])
 
@@ -144,11 +153,11 @@ def test_the_bound_runnables_are_a_bounded_lru() -> None:
         for i in range(PLAN_SCHEMA_CACHE_SIZE + 1)
     ]
     for catalog in catalogs:
-        ai.analyze("x", CONTEXT, catalog)
+        plan_of(ai, "x", CONTEXT, catalog)
     assert len(model.requested) == 1 + len(catalogs)
-    ai.analyze("x", CONTEXT, catalogs[-1])  # recent: kept
+    plan_of(ai, "x", CONTEXT, catalogs[-1])  # recent: kept
     assert len(model.requested) == 1 + len(catalogs)
-    ai.analyze("x", CONTEXT, catalogs[0])  # the oldest: dropped when the last one came in
+    plan_of(ai, "x", CONTEXT, catalogs[0])  # the oldest: dropped when the last one came in
     assert len(model.requested) == 2 + len(catalogs)
     assert model.requested[-1]["schema"] == plan_json_schema(catalogs[0])
 
@@ -163,7 +172,7 @@ def test_the_plain_schemas_can_be_chosen(
     model = StructuredFake(function=scripted(PLAN))
     ai = PlannerAI(model, plan_schema=style)
     catalog = toy_registry.catalog(DEMO_CALLER)
-    assert ai.analyze("x", CONTEXT, catalog) == Plan.model_validate(PLAN)
+    assert plan_of(ai, "x", CONTEXT, catalog) == Plan.model_validate(PLAN)
     sent = model.requested[-1]["schema"]
     item = sent["properties"]["operaciones"]["items"]
     if names is None:
@@ -177,7 +186,7 @@ def test_structured_parse_failure_falls_back_to_the_raw_text_without_a_second_ca
     toy_registry: OperationRegistry,
 ) -> None:
     model = StructuredFake(function=scripted("```json\n" + json.dumps(PLAN) + "\n```"))
-    assert PlannerAI(model).analyze("x", CONTEXT, toy_registry.catalog(DEMO_CALLER)).operaciones[
+    assert plan_of(PlannerAI(model), "x", CONTEXT, toy_registry.catalog(DEMO_CALLER)).operaciones[
         0
     ].parametros == {"anio": 2025}
     assert model.call_count == 1
@@ -196,8 +205,11 @@ def test_function_calling_structured_output_is_read_from_tool_call_args(
 
             return RunnableLambda(run) | RunnableLambda(parse)
 
-    plan = PlannerAI(ToolCallingFake(function=lambda _m, _i: "")).analyze(
-        "x", CONTEXT, toy_registry.catalog(DEMO_CALLER)
+    plan = plan_of(
+        PlannerAI(ToolCallingFake(function=lambda _m, _i: "")),
+        "x",
+        CONTEXT,
+        toy_registry.catalog(DEMO_CALLER),
     )
     assert plan == Plan.model_validate(PLAN)
 
@@ -207,7 +219,7 @@ def test_a_state_nested_too_deeply_is_clipped_before_the_erp_stores_it() -> None
     for _ in range(300):  # past pydantic's serialisation depth: the turn record could not even be written out
         estado = [estado]
     model = text_model(lambda _m, _i: json.dumps({"respuesta": "ok", "estado": {"x": estado}}))
-    answer = PlannerAI(model).respond("x", [], CONTEXT)
+    answer = answer_of(PlannerAI(model), "x", [], CONTEXT)
     assert answer.respuesta == "ok" and nesting_depth(answer.estado) <= MAX_NESTING_DEPTH
     assert len(json.dumps(answer.estado)) < 1000
     assert model.call_count == 1
@@ -220,5 +232,189 @@ def test_parameters_nested_too_deeply_make_the_plan_unreadable(
     text = '{"operaciones": [{"funcion": "ventas_anuales", "parametros": {"x": ' + "[" * depth + "]" * depth
     model = text_model(scripted(text + "}}]}"))
     with pytest.raises(ModelOutputError):
-        PlannerAI(model).analyze("x", CONTEXT, toy_registry.catalog(DEMO_CALLER))
+        plan_of(PlannerAI(model), "x", CONTEXT, toy_registry.catalog(DEMO_CALLER))
     assert model.call_count == 1
+
+
+# -- streamed ----------------------------------------------------------------------------------------------
+
+QUESTION = "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?"
+RESULTS = [
+    OperationOutcome(
+        funcion="ventas_anuales", parametros={"anio": 2025}, resultado={"anio": 2025, "total": 850_000_000}
+    ),
+    OperationOutcome(
+        funcion="mejor_cliente",
+        parametros={"anio": 2025},
+        resultado={"anio": 2025, "cliente": "Empresa ABC", "total": 120_000_000},
+    ),
+]
+
+
+async def stream_answer(ai: PlannerAI, config: RunnableConfig | None = None) -> tuple[list[str], Answer]:
+    """The deltas of ``astream_respond`` and its last item, which must be the one and only ``Answer``."""
+    items = [item async for item in ai.answer(QUESTION, RESULTS, CONTEXT, config=config)]
+    *deltas, answer = items
+    assert all(isinstance(delta, str) and delta for delta in deltas)
+    assert isinstance(answer, Answer)
+    return [str(delta) for delta in deltas], answer
+
+
+def offline(**options: Any) -> BaseChatModel:
+    return build_chat_model("offline", **options)
+
+
+async def test_the_answer_streams_in_deltas_then_arrives_parsed_as_respond_parses_it() -> None:
+    deltas, answer = await stream_answer(PlannerAI(offline()))
+    assert len(deltas) >= 2
+    assert "".join(deltas) == answer.respuesta
+    assert answer == answer_of(PlannerAI(offline()), QUESTION, RESULTS, CONTEXT)
+    assert "₲850.000.000" in answer.respuesta and "Empresa ABC" in answer.respuesta
+
+
+async def test_a_streamed_call_is_reported_to_callbacks_with_its_usage() -> None:
+    tracker, reference = UsageTracker(), UsageTracker()
+    # Two models: one model's second identical prompt would be served from its prefix cache.
+    answer_of(
+        PlannerAI(offline(latency_profile="gpu-8b")),
+        QUESTION,
+        RESULTS,
+        CONTEXT,
+        config={"callbacks": [reference]},
+    )
+
+    answers: list[Answer] = []
+    async for item in PlannerAI(offline(latency_profile="gpu-8b")).answer(
+        QUESTION, RESULTS, CONTEXT, config={"callbacks": [tracker]}
+    ):
+        if isinstance(item, Answer):  # the model's run has ended by then: its usage is counted
+            assert (tracker.calls, tracker.output_tokens) == (1, reference.output_tokens)
+            answers.append(item)
+    assert len(answers) == 1
+    assert tracker.snapshot() == reference.snapshot().model_copy(update={"model_ms": tracker.model_ms})
+    assert tracker.simulated_model_ms is not None and tracker.simulated_model_ms > 0
+
+
+def test_provider_failures_keep_their_kind(toy_registry: OperationRegistry) -> None:
+    catalog = toy_registry.catalog(DEMO_CALLER)
+    with pytest.raises(ProviderTimeoutError):
+        plan_of(PlannerAI(offline(faults=FaultConfig(mode="timeout"))), QUESTION, CONTEXT, catalog)
+    with pytest.raises(ProviderError):
+        answer_of(PlannerAI(offline(faults=FaultConfig(mode="provider_error"))), QUESTION, RESULTS, CONTEXT)
+
+
+async def test_a_reply_cut_at_the_cap_raises_after_the_deltas_already_streamed() -> None:
+    seen: list[str] = []
+    with pytest.raises(OutputLimitError) as raised:
+        async for item in PlannerAI(offline(max_tokens=12)).answer(QUESTION, RESULTS, CONTEXT):
+            assert isinstance(item, str), "a cut reply never becomes an answer"
+            seen.append(item)
+    assert seen and raised.value.max_tokens == 12
+
+
+async def test_a_connection_dropped_midway_raises_a_provider_error_after_the_deltas() -> None:
+    seen: list[str] = []
+    tracker = UsageTracker()
+    with pytest.raises(ProviderError):
+        async for item in PlannerAI(offline(faults=FaultConfig(mode="stream_break"))).answer(
+            QUESTION, RESULTS, CONTEXT, config={"callbacks": [tracker]}
+        ):
+            assert isinstance(item, str)
+            seen.append(item)
+    assert seen and tracker.calls == 1 and tracker.output_tokens > 0  # the broken call still counts
+
+
+async def test_an_answer_the_stream_could_not_decode_arrives_as_one_last_delta() -> None:
+    # An unclosed <think> hides everything from the stream; the strict parser still finds the answer there.
+    reply = '<think>{"respuesta": "Vendimos ₲850.000.000."}'
+    deltas, answer = await stream_answer(PlannerAI(text_model(lambda _m, _i: reply)))
+    assert deltas == ["Vendimos ₲850.000.000."] == [answer.respuesta]
+
+
+async def test_when_the_parser_picks_another_object_the_streamed_text_is_not_completed() -> None:
+    # The stream shows the first object's text; the strict parser refuses it (memoria is no list) and takes
+    # the next one. No delta can turn one text into the other: the final answer supersedes what was shown.
+    reply = json.dumps({"respuesta": "Borrador", "memoria": "x"}) + json.dumps({"respuesta": "Final"})
+    deltas, answer = await stream_answer(PlannerAI(text_model(lambda _m, _i: reply)))
+    assert deltas == ["Borrador"] and answer.respuesta == "Final"
+
+
+async def test_a_model_that_cannot_stream_gives_its_whole_answer_as_one_delta() -> None:
+    reply = json.dumps({"respuesta": "Vendimos ₲850.000.000.", "memoria": [], "estado": {}})
+    deltas, answer = await stream_answer(PlannerAI(text_model(lambda _m, _i: reply)))
+    assert deltas == [answer.respuesta] == ["Vendimos ₲850.000.000."]
+
+
+# -- call 1 streamed: a direct answer as the model writes it ------------------------------------------------
+
+
+async def stream_plan(ai: PlannerAI, message: str, catalog: list[OperationSpec]) -> tuple[list[str], Plan]:
+    """The deltas of ``astream_analyze`` and its last item, which must be the one and only ``Plan``."""
+    items = [item async for item in ai.plan(message, CONTEXT, catalog)]
+    *deltas, plan = items
+    assert all(isinstance(delta, str) and delta for delta in deltas)
+    assert isinstance(plan, Plan)
+    return [str(delta) for delta in deltas], plan
+
+
+async def test_a_direct_answer_streams_in_deltas_then_the_plan_arrives_parsed_as_analyze_parses_it(
+    toy_registry: OperationRegistry,
+) -> None:
+    catalog = toy_registry.catalog(DEMO_CALLER)
+    deltas, plan = await stream_plan(PlannerAI(offline()), "Hola", catalog)
+    assert len(deltas) >= 2 and "".join(deltas) == plan.respuesta_directa
+    assert plan == plan_of(PlannerAI(offline()), "Hola", CONTEXT, catalog)
+
+
+async def test_a_plan_with_operations_streams_no_text(toy_registry: OperationRegistry) -> None:
+    catalog = toy_registry.catalog(DEMO_CALLER)
+    deltas, plan = await stream_plan(PlannerAI(offline()), QUESTION, catalog)
+    assert deltas == [] and [op.funcion for op in plan.operaciones] == ["ventas_anuales", "mejor_cliente"]
+
+
+async def test_a_direct_answer_whose_connection_drops_raises_after_its_deltas(
+    toy_registry: OperationRegistry,
+) -> None:
+    seen: list[str] = []
+    ai = PlannerAI(offline(faults=FaultConfig(mode="stream_break")))
+    with pytest.raises(ProviderError):
+        async for item in ai.plan("Hola", CONTEXT, toy_registry.catalog(DEMO_CALLER)):
+            assert isinstance(item, str)
+            seen.append(item)
+    assert seen
+
+
+def every_split(reply: str) -> set[str]:
+    """What :class:`DirectAnswerText` shows of ``reply`` fed in two pieces, for every cut."""
+    shown: set[str] = set()
+    for cut in range(len(reply) + 1):
+        decoder = DirectAnswerText()
+        text = decoder.feed(reply[:cut]) + decoder.feed(reply[cut:])
+        assert text == decoder.text
+        shown.add(text)
+    return shown
+
+
+@pytest.mark.parametrize(
+    "reply, shown",
+    [
+        ('{"respuesta_directa":"¡Hola!"}', "¡Hola!"),
+        ('{ "respuesta_directa" : "  ¡Hola!  ¿Qué tal? \\n" }', "¡Hola!  ¿Qué tal?"),
+        ('<think>{"operaciones": []}</think>{"respuesta_directa":"¡Hola!"}', "¡Hola!"),
+        ('```json\n{"respuesta_directa":"¡Hola!"}\n```', "¡Hola!"),
+        ('{"operaciones":[],"respuesta_directa":"¡Hola!"}', ""),
+        ('{"operaciones":[{"funcion":"x"}],"respuesta_directa":"No."}', ""),
+        ('{"pregunta":"Hola","respuesta_directa":"¡Hola!"}', ""),
+    ],
+    ids=[
+        "first-key",
+        "spaces",
+        "after-reasoning",
+        "code-fence",
+        "after-operations",
+        "after-a-plan",
+        "after-x",
+    ],
+)
+def test_only_a_direct_answer_written_first_is_shown_whatever_the_chunks(reply: str, shown: str) -> None:
+    assert every_split(reply) == {shown}

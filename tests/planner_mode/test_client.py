@@ -1,7 +1,7 @@
 """AI clients: in process, and over HTTP with round-robin, connection-only retries and mapped errors.
 
-The HTTP tests run each behaviour through the synchronous and the asynchronous methods (the ``call`` fixture):
-both share one request/response logic, and these tests hold them to the same results.
+Each test runs a call to its result (the ``call`` fixture); the streams themselves are pinned in
+``test_client_async.py``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ import httpx
 import pytest
 
 from planner_mode.ai import PlannerAI
-from planner_mode.client import AICallError, AIClient, HttpAIClient, InProcessAIClient
+from planner_mode.client import AICallError, AIClient, InProcessAIClient, last_item
+from planner_mode.http_client import HttpAIClient
 from planner_mode.wire import CallUsage
 from shared.errors import ConfigurationError, ModelOutputError, ProviderError, ProviderTimeoutError
 from shared.memory.context import ConversationContext
@@ -28,15 +29,13 @@ USAGE = {"model_calls": 1, "input_tokens": 7, "output_tokens": 3, "model_ms": 1.
 
 
 Call = Callable[..., Any]
-"""``call(client, "analyze", *args)``: the method, or its ``a``-prefixed async twin run to completion."""
+"""``call(client, "plan", *args)``: the client's call run to completion, its result."""
 
 
-@pytest.fixture(params=["sync", "async"])
-def call(request: pytest.FixtureRequest) -> Call:
+@pytest.fixture
+def call() -> Call:
     def run(client: Any, method: str, *args: Any) -> Any:
-        if request.param == "sync":
-            return getattr(client, method)(*args)
-        return asyncio.run(getattr(client, "a" + method)(*args))
+        return asyncio.run(last_item(getattr(client, method)(*args)))
 
     return run
 
@@ -58,20 +57,20 @@ def test_both_clients_implement_the_protocol() -> None:
 
 def test_in_process_client_measures_each_call(call: Call) -> None:
     client = InProcessAIClient(PlannerAI(text_model(scripted(PLAN))))
-    analyzed = call(client, "analyze", "q", CONTEXT, [])
+    analyzed = call(client, "plan", "q", CONTEXT, [])
     assert analyzed.plan.operaciones[0].funcion == "ventas_anuales"
     assert (analyzed.usage.model_calls, analyzed.usage.input_tokens, analyzed.usage.output_tokens) == (
         1,
         100,
         10,
     )
-    assert call(client, "respond", "q", [], CONTEXT).usage.model_calls == 1
+    assert call(client, "answer", "q", [], CONTEXT).usage.model_calls == 1
 
 
 def test_in_process_failures_carry_the_cause_and_the_usage(call: Call) -> None:
     client = InProcessAIClient(PlannerAI(text_model(lambda _m, _i: "nada")))
     with pytest.raises(AICallError) as info:
-        call(client, "analyze", "q", CONTEXT, [])
+        call(client, "plan", "q", CONTEXT, [])
     assert isinstance(info.value.cause, ModelOutputError)
     assert info.value.usage.model_calls == 1
 
@@ -81,9 +80,9 @@ def test_requests_go_round_robin_with_the_token(call: Call) -> None:
     client = HttpAIClient(
         ["http://a.test", "http://b.test/"], token="t0k", transport=httpx.MockTransport(ok_handler(seen))
     )
-    call(client, "analyze", "q", CONTEXT, [])
-    call(client, "respond", "q", [], CONTEXT)
-    call(client, "analyze", "q", CONTEXT, [])
+    call(client, "plan", "q", CONTEXT, [])
+    call(client, "answer", "q", [], CONTEXT)
+    call(client, "plan", "q", CONTEXT, [])
     assert [(r.url.host, r.url.path) for r in seen] == [
         ("a.test", "/ai/analyze"),
         ("b.test", "/ai/respond"),
@@ -108,7 +107,7 @@ def test_connection_errors_are_retried_on_the_next_server(
         return ok(request)
 
     client = HttpAIClient(["http://down.test", "http://up.test"], transport=httpx.MockTransport(handler))
-    result = call(client, "analyze", "q", CONTEXT, [])
+    result = call(client, "plan", "q", CONTEXT, [])
     assert result.usage == CallUsage.model_validate(USAGE)
     assert [r.url.host for r in seen] == ["down.test", "up.test"]
 
@@ -124,7 +123,7 @@ def test_retries_are_bounded(call: Call) -> None:
         ["http://a.test", "http://b.test"], retries=2, transport=httpx.MockTransport(handler)
     )
     with pytest.raises(AICallError, match="Could not connect to any AI server") as info:
-        call(client, "analyze", "q", CONTEXT, [])
+        call(client, "plan", "q", CONTEXT, [])
     assert isinstance(info.value.cause, ProviderError)
     assert attempts == ["a.test", "b.test", "a.test"]
 
@@ -138,7 +137,7 @@ def test_a_request_that_reached_a_server_is_never_repeated(call: Call) -> None:
 
     client = HttpAIClient(["http://a.test", "http://b.test"], transport=httpx.MockTransport(handler))
     with pytest.raises(AICallError, match="did not answer within") as failed:
-        call(client, "analyze", "q", CONTEXT, [])
+        call(client, "plan", "q", CONTEXT, [])
     assert attempts == ["a.test"]
     assert isinstance(failed.value.cause, ProviderTimeoutError)
     assert failed.value.usage.model_calls == 1  # the server was calling its model: the call is counted
@@ -164,7 +163,7 @@ def test_error_responses_map_to_ai_call_errors(
 
     client = HttpAIClient(["http://a.test"], transport=httpx.MockTransport(handler))
     with pytest.raises(AICallError, match=text) as info:
-        call(client, "respond", "q", [], CONTEXT)
+        call(client, "answer", "q", [], CONTEXT)
     assert type(info.value.cause) is cause
     assert info.value.usage.model_calls == usage_calls
 
@@ -174,7 +173,7 @@ def test_an_unexpected_success_body_is_a_provider_error(call: Call) -> None:
         ["http://a.test"], transport=httpx.MockTransport(lambda _r: httpx.Response(200, json={}))
     )
     with pytest.raises(AICallError, match="unexpected body"):
-        call(client, "analyze", "q", CONTEXT, [])
+        call(client, "plan", "q", CONTEXT, [])
 
 
 def test_bad_configuration_is_refused() -> None:
@@ -197,10 +196,10 @@ def test_malformed_server_urls_are_refused_up_front(url: str) -> None:
 def test_requests_carry_the_request_and_connect_timeouts(call: Call) -> None:
     seen: list[httpx.Request] = []
     transport = httpx.MockTransport(ok_handler(seen))
-    call(HttpAIClient(["http://a.test"], timeout=30, transport=transport), "analyze", "q", CONTEXT, [])
+    call(HttpAIClient(["http://a.test"], timeout=30, transport=transport), "plan", "q", CONTEXT, [])
     call(
         HttpAIClient(["http://a.test"], timeout=2, connect_timeout=3, transport=transport),
-        "analyze",
+        "plan",
         "q",
         CONTEXT,
         [],

@@ -22,7 +22,8 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
 from planner_mode.ai import PlannerAI
-from planner_mode.client import AICallError, HttpAIClient, InProcessAIClient
+from planner_mode.client import AICallError, InProcessAIClient, last_item
+from planner_mode.http_client import HttpAIClient
 from planner_mode.plan import OperationOutcome
 from planner_mode.wire import NDJSON, CallUsage, RespondResponse
 from shared.errors import ModelOutputError, OutputLimitError, ProviderError, ProviderTimeoutError
@@ -73,7 +74,7 @@ async def test_handlers_in_a_config_list_see_the_call_and_the_list_is_left_alone
     recorder = Recorder()
     callbacks: list[BaseCallbackHandler] = [recorder]
     config: RunnableConfig = {"callbacks": callbacks, "tags": ["erp"], "metadata": {"tenant": "t1"}}
-    analyzed = await in_process().aanalyze("q", CONTEXT, [], config=config)
+    analyzed = await last_item(in_process().plan("q", CONTEXT, [], config=config))
     assert analyzed.usage.model_calls == 1  # the client's own tracker counted it too
     [(_parent, tags, metadata)] = recorder.models
     assert "erp" in tags and metadata["tenant"] == "t1"
@@ -88,27 +89,16 @@ async def test_calls_made_with_a_turns_child_config_are_children_of_the_turn_run
         manager = child["callbacks"]
         assert isinstance(manager, BaseCallbackManager)
         handlers_before = list(manager.handlers)
-        await client.aanalyze("q", CONTEXT, [], config=child)
-        client.respond("q", [], CONTEXT, config=child)
+        await last_item(client.plan("q", CONTEXT, [], config=child))
+        await last_item(client.answer("q", [], CONTEXT, config=child))
     [turn_id] = recorder.chains
     assert [parent for parent, _tags, _metadata in recorder.models] == [turn_id, turn_id]
     assert manager.handlers == handlers_before  # the tracker went into a copy
 
 
 async def test_without_a_config_the_call_is_still_measured() -> None:
-    responded = await in_process().arespond("q", [], CONTEXT, config=None)
+    responded = await last_item(in_process().answer("q", [], CONTEXT, config=None))
     assert (responded.usage.model_calls, responded.usage.input_tokens) == (1, 100)
-
-
-def test_async_and_sync_in_process_calls_give_equal_results() -> None:
-    client = in_process()
-    sync = (client.analyze("q", CONTEXT, []).plan, client.respond("q", [], CONTEXT).answer)
-    asynchronous = asyncio.run(_both(client))
-    assert asynchronous == sync
-
-
-async def _both(client: InProcessAIClient | HttpAIClient) -> tuple[Any, Any]:
-    return (await client.aanalyze("q", CONTEXT, [])).plan, (await client.arespond("q", [], CONTEXT)).answer
 
 
 # -- usage on the wire ---------------------------------------------------------------------------------------
@@ -146,7 +136,7 @@ async def test_a_latency_profile_gives_each_call_its_simulated_token_times() -> 
     profile = resolve_latency_profile("gpu-8b")
     client = InProcessAIClient(PlannerAI(build_chat_model("offline", latency_profile="gpu-8b")))
     results = [OperationOutcome(funcion="ventas_anuales", parametros={"anio": 2025}, resultado={"total": 5})]
-    streamed = [item async for item in client.astream_respond("¿Cuánto vendimos en 2025?", results, CONTEXT)]
+    streamed = [item async for item in client.answer("¿Cuánto vendimos en 2025?", results, CONTEXT)]
     usage = streamed[-1].usage
     assert isinstance(streamed[-1], RespondResponse)
     # (the offline model reports its times rounded to the microsecond)
@@ -184,7 +174,7 @@ def stream_client(
 
 async def drain(client: HttpAIClient, into: list[str | RespondResponse] | None = None) -> list[Any]:
     items = into if into is not None else []
-    async for item in client.astream_respond("q", [], CONTEXT):
+    async for item in client.answer("q", [], CONTEXT):
         items.append(item)
     return items
 
@@ -306,7 +296,7 @@ async def test_a_stream_that_breaks_off_counts_the_call_and_keeps_the_deltas(
 async def test_a_consumer_that_stops_early_closes_the_response() -> None:
     body = BrokenStream(ndjson(*DELTAS, {"type": "response", **RESPONSE}), None)
     client = stream_client(lambda _r: httpx.Response(200, headers={"content-type": NDJSON}, stream=body), [])
-    stream = client.astream_respond("q", [], CONTEXT)
+    stream = client.answer("q", [], CONTEXT)
     assert await anext(stream) == "En 2025: "
     await stream.aclose()
     assert body.closed
@@ -353,8 +343,8 @@ def test_each_event_loop_gets_its_own_pool_closed_when_the_loop_ends(
     )
 
     async def twice() -> None:
-        await client.arespond("q", [], CONTEXT)
-        await client.arespond("q", [], CONTEXT)
+        await last_item(client.answer("q", [], CONTEXT))
+        await last_item(client.answer("q", [], CONTEXT))
 
     asyncio.run(twice())
     asyncio.run(twice())
@@ -369,12 +359,10 @@ async def test_aclose_closes_the_running_loops_pool_and_the_client(
         ["http://a.test"], transport=httpx.MockTransport(lambda _r: httpx.Response(200, json=RESPONSE))
     )
     async with client:
-        await client.arespond("q", [], CONTEXT)
+        await last_item(client.answer("q", [], CONTEXT))
     assert [http.is_closed for http in async_clients] == [True]
     with pytest.raises(RuntimeError, match="closed"):
-        await client.arespond("q", [], CONTEXT)
-    with pytest.raises(RuntimeError, match="closed"):
-        client.respond("q", [], CONTEXT)
+        await last_item(client.answer("q", [], CONTEXT))
 
 
 def test_close_asks_a_loop_running_in_another_thread_to_close_its_pool(
@@ -386,7 +374,7 @@ def test_close_asks_a_loop_running_in_another_thread_to_close_its_pool(
     called, closed_seen = threading.Event(), threading.Event()
 
     async def serve() -> None:
-        await client.arespond("q", [], CONTEXT)
+        await last_item(client.answer("q", [], CONTEXT))
         called.set()
         for _ in range(500):  # the loop keeps running while the main thread closes the client
             if async_clients[0].is_closed:

@@ -26,8 +26,8 @@ from langchain_core.runnables import RunnableConfig
 from benchmarks.scenario import Scenario, default_scenarios_dir, load_file
 from benchmarks.stand_ins.faults import FaultConfig, FaultMode
 from planner_mode import AIClient, PlannerAI, PlannerEngine
-from planner_mode.engine import ANSWER_PREFIX, DIRECT_ANSWER_PREFIX
-from planner_mode.plan import Answer, OperationOutcome, Plan
+from planner_mode.bookkeeping import ANSWER_PREFIX, DIRECT_ANSWER_PREFIX
+from planner_mode.plan import Answer, Plan
 from planner_mode.wire import AnalyzeResponse, CallUsage, RespondResponse
 from shared.engine import AssistantEngine
 from shared.erp.database import Erp
@@ -36,9 +36,8 @@ from shared.errors import ConversationAccessDenied
 from shared.events import AnswerDelta, OperationDone, PlanReady, TurnDone, TurnEvent
 from shared.llm import build_chat_model
 from shared.llm.tokens import approx_tokens
-from shared.memory.context import ConversationContext
 from shared.memory.store import MemoryStore
-from shared.operations.registry import OperationRegistry, OperationSpec
+from shared.operations.registry import OperationRegistry
 from shared.security import DEMO_CALLER, Caller
 from shared.turn import TurnResult
 from tests.planner_mode.planner_fakes import scripted, text_model
@@ -608,34 +607,17 @@ class FixedClient:
     """An AI client that answers with a fixed plan and answer, each call costing a fixed usage."""
 
     def __init__(self, plan: Plan, plan_usage: CallUsage, answer_usage: CallUsage) -> None:
-        self.plan, self.plan_usage, self.answer_usage = plan, plan_usage, answer_usage
-        self.answer = Answer(respuesta="Vendimos ₲850.000.000.")
+        self.fixed_plan, self.plan_usage, self.answer_usage = plan, plan_usage, answer_usage
 
-    def analyze(
-        self, message: str, context: ConversationContext, catalog: Sequence[OperationSpec], **_: Any
-    ) -> AnalyzeResponse:
-        return AnalyzeResponse(plan=self.plan, usage=self.plan_usage)
+    async def plan(self, *_args: Any, **_kwargs: Any) -> AsyncIterator[str | AnalyzeResponse]:
+        if self.fixed_plan.is_direct:
+            yield self.fixed_plan.respuesta_directa or ""
+        yield AnalyzeResponse(plan=self.fixed_plan, usage=self.plan_usage)
 
-    def respond(
-        self, question: str, results: Sequence[OperationOutcome], context: ConversationContext, **_: Any
-    ) -> RespondResponse:
-        return RespondResponse(answer=self.answer, usage=self.answer_usage)
-
-    async def aanalyze(self, *args: Any, **kwargs: Any) -> AnalyzeResponse:
-        return self.analyze(*args, **kwargs)
-
-    async def arespond(self, *args: Any, **kwargs: Any) -> RespondResponse:
-        return self.respond(*args, **kwargs)
-
-    async def astream_analyze(self, *args: Any, **kwargs: Any) -> AsyncIterator[str | AnalyzeResponse]:
-        if self.plan.is_direct:
-            yield self.plan.respuesta_directa or ""
-        yield self.analyze(*args, **kwargs)
-
-    async def astream_respond(self, *args: Any, **kwargs: Any) -> AsyncIterator[str | RespondResponse]:
+    async def answer(self, *_args: Any, **_kwargs: Any) -> AsyncIterator[str | RespondResponse]:
         yield "Vendimos "
         yield "₲850.000.000."
-        yield self.respond(*args, **kwargs)
+        yield RespondResponse(answer=Answer(respuesta="Vendimos ₲850.000.000."), usage=self.answer_usage)
 
 
 SIMULATED = CallUsage(

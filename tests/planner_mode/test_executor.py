@@ -1,7 +1,7 @@
 """Plan execution: independent operations concurrently, dependent ones in order, failures as outcomes.
 
-Every behaviour holds for both runners (the thread pool of ``execute_plan`` and the event loop of
-``aexecute_plan``); ``astream_plan`` also yields each outcome as it finishes.
+``astream_plan`` runs the plan on the event loop, each handler in a thread, and yields each outcome as it
+finishes.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from planner_mode.executor import aexecute_plan, astream_plan, execute_plan
+from planner_mode.executor import astream_plan
 from planner_mode.plan import Plan
 from planner_mode.validation import ValidatedPlan, validate_plan
 from shared.erp.database import Erp
@@ -26,14 +26,20 @@ from tests.planner_mode.planner_fakes import Toy
 Runner = Callable[..., list[ExecutedOperation]]
 
 
-def run_async(validated: ValidatedPlan, registry: OperationRegistry, erp: Erp, **options: Any) -> Any:
-    return asyncio.run(aexecute_plan(validated, registry, erp, **options))
+async def aexecute(validated: ValidatedPlan, registry: OperationRegistry, erp: Erp, **options: Any) -> Any:
+    """Every outcome of ``astream_plan``, in plan order."""
+    done = dict([item async for item in astream_plan(validated, registry, erp, **options)])
+    return [done[index] for index in range(len(validated.plan.operaciones))]
 
 
-@pytest.fixture(params=[execute_plan, run_async], ids=["sync", "async"])
-def runner(request: pytest.FixtureRequest) -> Runner:
-    """``execute_plan``, or ``aexecute_plan`` run to completion on a fresh event loop."""
-    return request.param  # type: ignore[no-any-return]
+def execute(validated: ValidatedPlan, registry: OperationRegistry, erp: Erp, **options: Any) -> Any:
+    """:func:`aexecute` run to completion on a fresh event loop."""
+    return asyncio.run(aexecute(validated, registry, erp, **options))
+
+
+@pytest.fixture
+def runner() -> Runner:
+    return execute
 
 
 def validated_plan(registry: OperationRegistry, *operations: dict[str, Any]) -> ValidatedPlan:
@@ -202,9 +208,7 @@ async def test_handlers_run_in_threads_so_the_event_loop_keeps_running(
         loop_ran.set()
 
     validated = validated_plan(toy_registry, YEARS[0])
-    ops, _ = await asyncio.gather(
-        aexecute_plan(validated, toy_registry, toy_erp, caller=DEMO_CALLER), meanwhile()
-    )
+    ops, _ = await asyncio.gather(aexecute(validated, toy_registry, toy_erp, caller=DEMO_CALLER), meanwhile())
     assert [op.result for op in ops] == [{"anio": 2025, "total": 850_000_000}]
 
 
@@ -231,7 +235,7 @@ async def test_max_workers_bounds_the_operations_running_at_once(
 
     toy_registry.get("ventas_anuales").__dict__["handler"] = ventas
     years = [{"funcion": "ventas_anuales", "parametros": {"anio": year}} for year in (2023, 2024, 2025)]
-    ops = await aexecute_plan(
+    ops = await aexecute(
         validated_plan(toy_registry, *years),
         toy_registry,
         toy_erp,

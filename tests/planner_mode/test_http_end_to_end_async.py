@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 from benchmarks.serving import ServerThread
-from planner_mode.client import HttpAIClient
+from planner_mode.client import last_item
 from planner_mode.engine import PlannerEngine
+from planner_mode.http_client import HttpAIClient
 from planner_mode.plan import OperationOutcome
 from planner_mode.server import create_app
 from planner_mode.wire import AnalyzeResponse, RespondResponse
@@ -62,39 +63,19 @@ def comparable(response: AnalyzeResponse | RespondResponse) -> dict[str, Any]:
     return response.model_dump(exclude={"usage": {"model_ms"}})
 
 
-def test_async_calls_give_the_sync_calls_results(
+def test_the_calls_stream_over_http_and_end_in_their_results(
     offline_servers: list[str], catalog: list[OperationSpec]
 ) -> None:
-    with HttpAIClient(offline_servers, timeout=30) as client:
-        sync = [
-            client.analyze(QUESTION, CONTEXT, catalog),
-            client.respond(QUESTION, RESULTS, CONTEXT),
-        ]
-
-        async def both() -> list[AnalyzeResponse | RespondResponse]:
-            return [
-                await client.aanalyze(QUESTION, CONTEXT, catalog),
-                await client.arespond(QUESTION, RESULTS, CONTEXT),
-            ]
-
-        asynchronous = asyncio.run(both())
-    assert [comparable(r) for r in asynchronous] == [comparable(r) for r in sync]
-    plan = asynchronous[0]
-    assert isinstance(plan, AnalyzeResponse) and plan.plan.operaciones[0].funcion == "ventas_anuales"
-    assert "₲850.000.000" in sync[1].answer.respuesta  # type: ignore[union-attr]
-
-
-def test_the_offline_answer_streams_in_several_deltas(offline_servers: list[str]) -> None:
-    async def stream(client: HttpAIClient) -> list[str | RespondResponse]:
-        return [item async for item in client.astream_respond(QUESTION, RESULTS, CONTEXT)]
+    async def both(client: HttpAIClient) -> tuple[AnalyzeResponse, list[str | RespondResponse]]:
+        analyzed = await last_item(client.plan(QUESTION, CONTEXT, catalog))
+        return analyzed, [item async for item in client.answer(QUESTION, RESULTS, CONTEXT)]
 
     with HttpAIClient(offline_servers, timeout=30) as client:
-        *deltas, last = asyncio.run(stream(client))
-        whole = client.respond(QUESTION, RESULTS, CONTEXT)
+        analyzed, (*deltas, last) = asyncio.run(both(client))
+    assert analyzed.plan.operaciones[0].funcion == "ventas_anuales"
     assert len(deltas) >= 2 and all(isinstance(delta, str) for delta in deltas)
-    assert isinstance(last, RespondResponse)
+    assert isinstance(last, RespondResponse) and "₲850.000.000" in last.answer.respuesta
     assert "".join(str(delta) for delta in deltas) == last.answer.respuesta
-    assert comparable(last) == comparable(whole)
 
 
 def test_one_client_serves_asyncio_run_calls_in_sequence_and_leaves_no_socket_open(
@@ -103,8 +84,8 @@ def test_one_client_serves_asyncio_run_calls_in_sequence_and_leaves_no_socket_op
     client = HttpAIClient(offline_servers, timeout=30)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ResourceWarning)
-        first = asyncio.run(client.aanalyze(QUESTION, CONTEXT, catalog))
-        second = asyncio.run(client.aanalyze(QUESTION, CONTEXT, catalog))  # a new loop: a new pool
+        first = asyncio.run(last_item(client.plan(QUESTION, CONTEXT, catalog)))
+        second = asyncio.run(last_item(client.plan(QUESTION, CONTEXT, catalog)))  # a new loop: a new pool
         client.close()
         gc.collect()
     assert comparable(first) == comparable(second)
@@ -121,7 +102,7 @@ def test_one_client_serves_loops_in_several_threads_at_once(
     async def turns(client: HttpAIClient) -> None:
         barrier.wait(10)  # every thread's loop is running before any call
         for _ in range(3):
-            results.append(await client.aanalyze(QUESTION, CONTEXT, catalog))
+            results.append(await last_item(client.plan(QUESTION, CONTEXT, catalog)))
 
     def run(client: HttpAIClient) -> None:
         try:
@@ -142,20 +123,9 @@ def test_one_client_serves_loops_in_several_threads_at_once(
 def test_the_simulated_token_times_of_a_call_travel_over_http() -> None:
     model = uncached_offline_model(latency_profile="gpu-8b")
     with ServerThread(create_app(model)) as server, HttpAIClient([server.url], timeout=30) as client:
-        streamed = asyncio.run(_last(client))
-        whole = client.respond(QUESTION, RESULTS, CONTEXT)
-    for usage in (streamed.usage, whole.usage):
-        assert usage.simulated_first_token_ms is not None and usage.simulated_ms_per_token is not None
-        assert (
-            usage.simulated_model_ms is not None and usage.simulated_model_ms > usage.simulated_first_token_ms
-        )
-    assert streamed.usage.simulated_first_token_ms == whole.usage.simulated_first_token_ms
-
-
-async def _last(client: HttpAIClient) -> RespondResponse:
-    items = [item async for item in client.astream_respond(QUESTION, RESULTS, CONTEXT)]
-    assert isinstance(items[-1], RespondResponse)
-    return items[-1]
+        usage = asyncio.run(last_item(client.answer(QUESTION, RESULTS, CONTEXT))).usage
+    assert usage.simulated_first_token_ms is not None and usage.simulated_ms_per_token is not None
+    assert usage.simulated_model_ms is not None and usage.simulated_model_ms > usage.simulated_first_token_ms
 
 
 def test_the_engine_streams_a_turn_through_http_with_the_same_result_and_simulated_first_token(

@@ -30,6 +30,7 @@ from shared.memory.context import ConversationContext
 from shared.operations import sales_registry
 from shared.operations.registry import Operation, OperationSpec
 from shared.security import Caller, OperationContext
+from tests.planner_mode.planner_fakes import plan_of
 
 REGISTRY = sales_registry()
 CALLERS = {user.user_id: Caller(user_id=user.user_id, roles=frozenset({user.role})) for user in DEMO_USERS}
@@ -262,8 +263,8 @@ def test_the_offline_planner_writes_the_schemas_order_compactly_and_a_direct_ans
     replies = Replies()
     ai = PlannerAI(OfflineSalesModel())
     catalog = catalog_of("gerente")
-    ai.analyze("Hola", CONTEXT, catalog, config={"callbacks": [replies]})
-    ai.analyze(DEPENDENT, CONTEXT, catalog, config={"callbacks": [replies]})
+    plan_of(ai, "Hola", CONTEXT, catalog, config={"callbacks": [replies]})
+    plan_of(ai, DEPENDENT, CONTEXT, catalog, config={"callbacks": [replies]})
     greeting, dependent = replies.texts
     assert greeting.startswith('{"respuesta_directa":"') and "operaciones" not in greeting
     assert dependent.startswith('{"operaciones":[{"id":"') and ": " not in dependent
@@ -370,7 +371,7 @@ class Replies(BaseCallbackHandler):
 def test_the_offline_planner_writes_plans_that_follow_the_schema(user_id: str, question: str) -> None:
     replies = Replies()
     catalog = catalog_of(user_id)
-    PlannerAI(OfflineSalesModel()).analyze(question, CONTEXT, catalog, config={"callbacks": [replies]})
+    plan_of(PlannerAI(OfflineSalesModel()), question, CONTEXT, catalog, config={"callbacks": [replies]})
     written = json.loads(replies.texts[-1])
     assert violations(written, plan_json_schema(catalog)) == []
     # A direct answer leaves out "operaciones", as the prompt's example shows it alone.
@@ -382,10 +383,10 @@ def test_the_offline_planner_keeps_its_plans_under_the_schema() -> None:
     """The same plans as with the unconstrained schema: a dependent question still uses a ``$ref``."""
     catalog = catalog_of("gerente")
     for question in QUESTIONS:
-        constrained = PlannerAI(OfflineSalesModel()).analyze(question, CONTEXT, catalog)
-        free = PlannerAI(OfflineSalesModel(), plan_schema="free").analyze(question, CONTEXT, catalog)
+        constrained = plan_of(PlannerAI(OfflineSalesModel()), question, CONTEXT, catalog)
+        free = plan_of(PlannerAI(OfflineSalesModel(), plan_schema="free"), question, CONTEXT, catalog)
         assert constrained == free, question
-    dependent = PlannerAI(OfflineSalesModel()).analyze(DEPENDENT, CONTEXT, catalog)
+    dependent = plan_of(PlannerAI(OfflineSalesModel()), DEPENDENT, CONTEXT, catalog)
     assert dependent.model_dump(exclude_none=True, exclude={"pregunta"}) == DEPENDENT_PLAN
 
 
@@ -430,7 +431,7 @@ def test_each_provider_receives_the_callers_schema_verbatim_and_the_plan_comes_b
     server = emulators[kind]
     server.clear_requests()
     catalog = catalog_of("ana")
-    planned = PlannerAI(provider_model(kind, server)).analyze(DEPENDENT, CONTEXT, catalog)
+    planned = plan_of(PlannerAI(provider_model(kind, server)), DEPENDENT, CONTEXT, catalog)
     (body,) = [request.body for request in server.requests if request.body]
     assert sent_schema(kind, body) == plan_json_schema(catalog)
     assert planned.model_dump(exclude_none=True, exclude={"pregunta"}) == DEPENDENT_PLAN

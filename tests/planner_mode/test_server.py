@@ -6,7 +6,7 @@ import asyncio
 import json
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import date
 from typing import Any
 
@@ -177,10 +177,11 @@ def test_model_failures_get_502_with_a_json_error_and_the_usage(
 def broken_server_code(monkeypatch: pytest.MonkeyPatch) -> None:
     """A bug in the server itself (not in the model: whatever a model raises is a 502 provider failure)."""
 
-    async def broken(*_args: Any, **_kwargs: Any) -> Any:
+    async def broken(*_args: Any, **_kwargs: Any) -> AsyncIterator[Any]:
         raise RuntimeError("secret detail")
+        yield  # an async generator, as the client's calls are
 
-    monkeypatch.setattr(InProcessAIClient, "aanalyze", broken)
+    monkeypatch.setattr(InProcessAIClient, "plan", broken)
 
 
 def test_unexpected_errors_get_500_without_a_stack_trace(

@@ -104,7 +104,7 @@ def test_the_openapi_schema_documents_the_analyze_stream() -> None:
 
 def collect(client: HttpAIClient | InProcessAIClient, catalog: Any) -> list[str | AnalyzeResponse]:
     async def run() -> list[str | AnalyzeResponse]:
-        return [item async for item in client.astream_analyze("Hola", CONTEXT, catalog)]
+        return [item async for item in client.plan("Hola", CONTEXT, catalog)]
 
     return asyncio.run(run())
 
@@ -134,7 +134,7 @@ def test_a_broken_analyze_stream_is_an_ai_call_error_after_its_deltas(
     seen: list[str | AnalyzeResponse] = []
 
     async def run(client: HttpAIClient) -> None:
-        async for item in client.astream_analyze("Hola", CONTEXT, catalog):
+        async for item in client.plan("Hola", CONTEXT, catalog):
             seen.append(item)
 
     with (

@@ -22,7 +22,8 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGenerationChunk
 
 from benchmarks.serving import ServerThread
-from planner_mode.client import AICallError, HttpAIClient, InProcessAIClient
+from planner_mode.client import AICallError, InProcessAIClient
+from planner_mode.http_client import HttpAIClient
 from planner_mode.plan import OperationOutcome
 from planner_mode.server import create_app
 from planner_mode.wire import NDJSON, RespondResponse
@@ -162,7 +163,7 @@ def broken_stream(monkeypatch: pytest.MonkeyPatch) -> None:
         yield "En 2025 "
         raise RuntimeError("secret detail")
 
-    monkeypatch.setattr(InProcessAIClient, "astream_respond", broken)
+    monkeypatch.setattr(InProcessAIClient, "answer", broken)
 
 
 def test_an_unexpected_error_mid_stream_sends_only_a_reference_and_logs_the_traceback(
@@ -262,7 +263,7 @@ def test_the_openapi_schema_documents_the_ndjson_stream() -> None:
 
 def collect(client: HttpAIClient) -> list[str | RespondResponse]:
     async def run() -> list[str | RespondResponse]:
-        return [item async for item in client.astream_respond(QUESTION, RESULTS, CONTEXT)]
+        return [item async for item in client.answer(QUESTION, RESULTS, CONTEXT)]
 
     return asyncio.run(run())
 
@@ -273,12 +274,10 @@ def test_the_http_client_streams_the_answer_from_a_real_server() -> None:
         HttpAIClient([server.url], timeout=30) as client,
     ):
         *deltas, last = collect(client)
-        whole = client.respond(QUESTION, RESULTS, CONTEXT)
     assert len(deltas) >= 2 and all(isinstance(delta, str) for delta in deltas)
     assert isinstance(last, RespondResponse)
     assert "".join(str(delta) for delta in deltas) == last.answer.respuesta == ANSWER_TEXT
-    assert last.answer == whole.answer
-    assert last.usage.model_calls == whole.usage.model_calls == 1
+    assert last.usage.model_calls == 1
 
 
 @pytest.mark.parametrize(
@@ -296,7 +295,7 @@ def test_a_model_failing_mid_stream_is_an_ai_call_error_of_its_kind_in_the_http_
     seen: list[str | RespondResponse] = []
 
     async def run(client: HttpAIClient) -> None:
-        async for item in client.astream_respond(QUESTION, RESULTS, CONTEXT):
+        async for item in client.answer(QUESTION, RESULTS, CONTEXT):
             seen.append(item)
 
     with (
@@ -316,7 +315,7 @@ def test_the_in_process_client_streams_like_the_server() -> None:
     client = InProcessAIClient(PlannerAI(streaming_model()))
 
     async def run() -> list[str | RespondResponse]:
-        return [item async for item in client.astream_respond(QUESTION, RESULTS, CONTEXT)]
+        return [item async for item in client.answer(QUESTION, RESULTS, CONTEXT)]
 
     *deltas, last = asyncio.run(run())
     assert len(deltas) >= 2 and isinstance(last, RespondResponse)
@@ -331,7 +330,7 @@ def test_the_in_process_stream_failure_carries_the_usage() -> None:
     seen: list[str | RespondResponse] = []
 
     async def run() -> None:
-        async for item in client.astream_respond(QUESTION, RESULTS, CONTEXT):
+        async for item in client.answer(QUESTION, RESULTS, CONTEXT):
             seen.append(item)
 
     with pytest.raises(AICallError) as failed:

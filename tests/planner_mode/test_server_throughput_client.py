@@ -19,13 +19,8 @@ def test_clients_and_their_event_loops_share_one_verifying_tls_context() -> None
         http = await client._async_http()
         return http._transport._pool._ssl_context  # type: ignore[attr-defined,no-any-return]
 
-    contexts = {
-        id(first._http._transport._pool._ssl_context),  # type: ignore[attr-defined]
-        id(second._http._transport._pool._ssl_context),  # type: ignore[attr-defined]
-        id(asyncio.run(async_context(first))),
-        id(asyncio.run(async_context(second))),
-    }
-    assert len(contexts) == 1
-    context = first._http._transport._pool._ssl_context  # type: ignore[attr-defined]
+    contexts = [asyncio.run(async_context(client)) for client in (first, second, first)]
+    assert len({id(context) for context in contexts}) == 1
+    context = contexts[0]
     assert context.verify_mode == ssl.CERT_REQUIRED
     assert context.check_hostname

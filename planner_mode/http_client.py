@@ -1,0 +1,421 @@
+"""The HTTP client of the stateless AI servers (:mod:`planner_mode.server`), an ``AIClient``.
+
+Both calls stream (``Accept: application/x-ndjson``, :mod:`planner_mode.wire`); a server that answers with
+one JSON body instead gives just the final response. Every failure, before or during the stream, is an
+:class:`~planner_mode.client.AICallError` carrying what the call cost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import ssl
+import threading
+import time
+from collections.abc import AsyncGenerator, Callable, Iterator, Sequence
+from contextlib import suppress
+from types import TracebackType
+from typing import TypeVar
+
+import httpx
+from langchain_core.runnables import RunnableConfig
+from pydantic import BaseModel, ValidationError
+
+from planner_mode.client import AICallError
+from planner_mode.plan import OperationOutcome
+from planner_mode.wire import (
+    NDJSON,
+    AnalyzeRequest,
+    AnalyzeResponse,
+    AnswerDeltaLine,
+    CallUsage,
+    ErrorLine,
+    ErrorResponse,
+    RespondRequest,
+    RespondResponse,
+    parse_analyze_stream_line,
+    parse_stream_line,
+)
+from shared.errors import (
+    ConfigurationError,
+    ModelOutputError,
+    OutputLimitError,
+    ProviderError,
+    ProviderTimeoutError,
+)
+from shared.memory.context import ConversationContext
+from shared.operations.registry import OperationSpec
+
+__all__ = ["DEFAULT_TIMEOUT_S", "HttpAIClient"]
+
+R = TypeVar("R", bound=BaseModel)
+
+DEFAULT_TIMEOUT_S = 120.0
+"""Default bound of one AI-server request, the model's time included (the providers' default too)."""
+
+
+def _cause(error: ErrorResponse) -> ModelOutputError | ProviderError:
+    """The exception a 502 stands for, as the model's own process raised it (same kind, same cap)."""
+    if error.kind == "timeout":
+        return ProviderTimeoutError(error.error)
+    if error.kind == "model_output":
+        if error.max_tokens is not None:
+            return OutputLimitError(error.max_tokens)
+        return ModelOutputError(error.error)
+    return ProviderError(error.error)
+
+
+def _server_url(url: str) -> str:
+    """``url`` without a trailing slash; a ``ConfigurationError`` unless it is ``http(s)://host[:port][/path]``."""
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        raise ConfigurationError(f"Invalid AI server URL {url!r}: {exc}") from None
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise ConfigurationError(f"An AI server URL looks like http://host:port, not {url!r}.")
+    return url.rstrip("/")
+
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """httpx's default verifying TLS context, made once per process: loading the CA bundle costs tens of
+    milliseconds, which every client (and every event loop's async client) paid again."""
+    return httpx.create_ssl_context()
+
+
+_CONNECTION_FAILURES = (httpx.ConnectError, httpx.ConnectTimeout)
+"""Nothing reached a server: the only failures retried (on the next URL)."""
+
+
+class _Exchange:
+    """One AI request over HTTP, from choosing a server to reading the reply: everything but the sending.
+
+    Which server each attempt goes to (round-robin), that only connection failures are tried again, what a
+    request that reached a server and then failed costs, and how each reply (status, JSON body, NDJSON line)
+    becomes a result or an :class:`AICallError`.
+    """
+
+    def __init__(self, client: HttpAIClient, path: str, body: BaseModel) -> None:
+        self.client = client
+        self.path = path
+        self.content = body.model_dump_json().encode()
+        self.headers = {"Content-Type": "application/json", "Accept": f"{NDJSON}, application/json;q=0.5"}
+        self.url = ""
+        self.started = 0.0
+        self._last_error: Exception | None = None
+
+    def attempts(self, build: Callable[..., httpx.Request]) -> Iterator[httpx.Request]:
+        """The request of each attempt, at most ``retries + 1``: the first to the server whose turn it is,
+        each retry to the one after the previous attempt's in the list (whatever other requests took
+        meanwhile, so that concurrent requests cannot send one request's retries back to the same dead
+        server)."""
+        urls = self.client.urls
+        first = self.client._take_turn()
+        for attempt in range(self.client.retries + 1):
+            self.url = urls[(first + attempt) % len(urls)]
+            self.started = time.perf_counter()
+            yield build("POST", self.url + self.path, content=self.content, headers=self.headers)
+
+    def refused(self, exc: Exception) -> None:
+        """An attempt could not connect: remember why, for when no attempt is left."""
+        self._last_error = exc
+
+    def unreachable(self) -> AICallError:
+        """No attempt reached a server: no model was called, nothing is counted."""
+        return AICallError(
+            ProviderError(
+                f"Could not connect to any AI server ({', '.join(self.client.urls)}) after "
+                f"{self.client.retries + 1} attempt(s): {self._last_error}"
+            )
+        )
+
+    def waited(self) -> CallUsage:
+        """What a request that reached a server cost when no usage came back: one call, the time waited."""
+        return CallUsage(model_calls=1, model_ms=(time.perf_counter() - self.started) * 1000)
+
+    def broke_off(self, exc: httpx.HTTPError) -> AICallError:
+        """The request reached a server, which was calling its model when the exchange timed out or broke
+        off: count that call and the wait as model time (its tokens are unknown: no usage came back)."""
+        if isinstance(exc, httpx.TimeoutException):
+            timeout = self.client.timeout.read
+            message = f"AI server {self.url} did not answer within {timeout} s ({type(exc).__name__})."
+            return AICallError(ProviderTimeoutError(message, timeout), self.waited())
+        return AICallError(
+            ProviderError(f"AI server {self.url} failed: {type(exc).__name__}: {exc}"), self.waited()
+        )
+
+    def is_stream(self, response: httpx.Response) -> bool:
+        """A 200 in NDJSON; anything else has one JSON body (an error, or a server that does not stream)."""
+        media_type = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        return response.status_code == 200 and media_type == NDJSON
+
+    def read(self, response: httpx.Response, response_model: type[R]) -> R:
+        """The result of a read response, or the :class:`AICallError` its status and body stand for."""
+        if response.status_code == 200:
+            try:
+                return response_model.model_validate_json(response.content)
+            except ValidationError as exc:
+                raise AICallError(
+                    ProviderError(f"AI server {self.url} sent an unexpected body: {exc}")
+                ) from exc
+        try:
+            error = ErrorResponse.model_validate_json(response.content)
+        except ValidationError:
+            error = None
+        if response.status_code == 502 and error is not None:
+            raise AICallError(_cause(error), error.usage)
+        if response.status_code == 401:
+            raise AICallError(
+                ProviderError(f"AI server {self.url} rejected the request: missing or wrong token.")
+            )
+        detail = error.error if error is not None else response.text[:300]
+        raise AICallError(
+            ProviderError(f"AI server {self.url} answered HTTP {response.status_code}: {detail}")
+        )
+
+    def line(
+        self,
+        text: str,
+        parse: Callable[[str], AnswerDeltaLine | ErrorLine | BaseModel],
+        response_model: type[R],
+    ) -> str | R:
+        """One NDJSON line of a stream (read by ``parse``): a delta, the final response (as
+        ``response_model``), or the error it carries."""
+        try:
+            item = parse(text)
+        except ValidationError as exc:
+            failed = ProviderError(f"AI server {self.url} sent an unexpected stream line: {exc}")
+            raise AICallError(failed, self.waited()) from exc
+        if isinstance(item, AnswerDeltaLine):
+            return item.text
+        if not isinstance(item, ErrorLine):  # the response line: the response's fields and its ``type``
+            return response_model.model_validate(dict(item))
+        if item.kind in ("model_output", "provider", "timeout"):
+            raise AICallError(_cause(item), item.usage or self.waited())
+        failed = ProviderError(f"AI server {self.url} failed while streaming: {item.error}")
+        raise AICallError(failed, item.usage or self.waited())
+
+    def ended_early(self) -> AICallError:
+        """The stream ended without its final line (the server went away while writing)."""
+        failed = ProviderError(f"AI server {self.url} ended the {self.path} stream without a response.")
+        return AICallError(failed, self.waited())
+
+
+async def _close_when_loop_ends(http: httpx.AsyncClient, forget: Callable[[], None]) -> AsyncGenerator[None]:
+    """Held suspended for the life of one event loop; closing it closes ``http`` on that loop.
+
+    Event loops close the async generators still open when they shut down (``asyncio.run`` and
+    ``asyncio.Runner`` call ``loop.shutdown_asyncgens()`` before closing the loop), so a client made for a
+    loop is closed on that loop, while it still can be, without the caller having to.
+    """
+    try:
+        yield
+    finally:
+        forget()
+        await http.aclose()
+
+
+class HttpAIClient:
+    """Calls stateless AI servers over HTTP, round-robin over ``urls`` (article §14).
+
+    Each request goes to the next URL. Only connection failures (nothing reached a server) are retried, each
+    on the URL after the request's previous attempt, up to ``retries`` times: a request that reached a server
+    is never repeated, so a turn never makes more model calls than planned. ``timeout`` bounds each request,
+    the model's time included (for a stream: each wait for the next line); ``connect_timeout`` (at most
+    ``timeout``) bounds opening a connection, so that an unreachable server is skipped quickly.
+    ``transport`` is for tests (``httpx.MockTransport``).
+
+    The ``config`` argument of every method is accepted for the :class:`AIClient` interface and not sent: the
+    model calls happen in the server's process, so callbacks and tracing handlers of this process do not see
+    them (the server's usage comes back in each response instead).
+
+    Each ``asyncio`` loop gets its own ``httpx.AsyncClient`` (its connections belong to the loop that opened
+    them), which is closed when that loop shuts down, or by :meth:`aclose`. So one client may serve one
+    long-lived loop, several loops in threads, or ``asyncio.run`` calls in sequence (the engine's blocking
+    ``ask``).
+    """
+
+    def __init__(
+        self,
+        urls: Sequence[str],
+        *,
+        token: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        connect_timeout: float = 5.0,
+        retries: int = 2,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        if not urls:
+            raise ConfigurationError("HttpAIClient needs at least one AI server URL.")
+        if retries < 0:
+            raise ConfigurationError("retries must be >= 0.")
+        if timeout <= 0 or connect_timeout <= 0:
+            raise ConfigurationError("timeout and connect_timeout must be > 0 seconds.")
+        self.urls = [_server_url(url) for url in urls]
+        self.retries = retries
+        self.timeout = httpx.Timeout(timeout, connect=min(connect_timeout, timeout))
+        self._headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._transport = transport
+        self._lock = threading.Lock()
+        self._next = 0
+        self._async: dict[asyncio.AbstractEventLoop, tuple[httpx.AsyncClient, AsyncGenerator[None]]] = {}
+        self._closed = False
+
+    def _take_turn(self) -> int:
+        """The index of the server the next request goes to first (round-robin, one turn per request)."""
+        with self._lock:
+            index = self._next % len(self.urls)
+            self._next += 1
+        return index
+
+    async def _send(self, exchange: _Exchange) -> httpx.Response:
+        http = await self._async_http()
+        for request in exchange.attempts(http.build_request):
+            try:
+                return await http.send(request, stream=True)
+            except _CONNECTION_FAILURES as exc:
+                exchange.refused(exc)
+            except httpx.HTTPError as exc:
+                raise exchange.broke_off(exc) from exc
+        raise exchange.unreachable()
+
+    async def _async_http(self) -> httpx.AsyncClient:
+        """The running loop's ``AsyncClient``, made on the loop's first request."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("This HttpAIClient has been closed.")
+            # Loops closed without shutting down their async generators leave entries: drop them.
+            for stale in [other for other in self._async if other.is_closed()]:
+                del self._async[stale]
+            entry = self._async.get(loop)
+            if entry is not None:
+                return entry[0]
+            http = httpx.AsyncClient(
+                timeout=self.timeout,
+                headers=self._headers,
+                transport=self._transport,
+                verify=_tls_context(),
+            )
+            keeper = _close_when_loop_ends(http, lambda: self._forget(loop))
+            self._async[loop] = (http, keeper)
+        await anext(keeper)  # started on this loop: the loop now closes it when it shuts down
+        return http
+
+    def _forget(self, loop: asyncio.AbstractEventLoop) -> None:
+        with self._lock:
+            self._async.pop(loop, None)
+
+    # -- the calls ------------------------------------------------------------------------------------------
+
+    def plan(
+        self,
+        question: str,
+        context: ConversationContext,
+        catalog: Sequence[OperationSpec],
+        *,
+        config: RunnableConfig | None = None,
+    ) -> AsyncGenerator[str | AnalyzeResponse, None]:
+        """``POST /ai/analyze`` with ``Accept: application/x-ndjson``, read line by line (see
+        :meth:`answer`)."""
+        body = AnalyzeRequest(message=question, context=context, catalog=list(catalog))
+        return self._stream(_Exchange(self, "/ai/analyze", body), parse_analyze_stream_line, AnalyzeResponse)
+
+    def answer(
+        self,
+        question: str,
+        results: Sequence[OperationOutcome],
+        context: ConversationContext,
+        *,
+        config: RunnableConfig | None = None,
+    ) -> AsyncGenerator[str | RespondResponse, None]:
+        """``POST /ai/respond`` with ``Accept: application/x-ndjson``, read line by line.
+
+        A server that answers with plain JSON instead (one that does not stream) gives just the final
+        response. Errors the server found before streaming keep their status and are mapped to
+        :class:`AICallError` (a 502 as the failure its kind names); an ``error`` line, a broken or timed-out
+        stream, or a stream without its final line raise :class:`AICallError` too, counting the call.
+        """
+        body = RespondRequest(question=question, results=list(results), context=context)
+        return self._stream(_Exchange(self, "/ai/respond", body), parse_stream_line, RespondResponse)
+
+    async def _stream(
+        self,
+        exchange: _Exchange,
+        parse: Callable[[str], AnswerDeltaLine | ErrorLine | BaseModel],
+        response_model: type[R],
+    ) -> AsyncGenerator[str | R, None]:
+        """Send ``exchange``; yield its deltas, then its response (see :meth:`answer`)."""
+        response = await self._send(exchange)
+        try:
+            if not exchange.is_stream(response):
+                await response.aread()
+                yield exchange.read(response, response_model)
+                return
+            async for text in response.aiter_lines():
+                if not text.strip():
+                    continue
+                item = exchange.line(text, parse, response_model)
+                yield item
+                if not isinstance(item, str):
+                    return
+            raise exchange.ended_early()
+        except httpx.HTTPError as exc:
+            raise exchange.broke_off(exc) from exc
+        finally:
+            await response.aclose()
+
+    # -- closing --------------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the connection pools, each event loop's on that loop.
+
+        A loop that is running (in another thread) closes its client soon; one that has ended has closed its
+        client already. Call :meth:`aclose` instead from inside a running loop to wait for that loop's client.
+        """
+        with self._lock:
+            self._closed = True
+            entries, self._async = list(self._async.items()), {}
+        for loop, (_http, keeper) in entries:
+            with suppress(RuntimeError):  # a loop that has closed meanwhile refuses: nothing left to do
+                loop.call_soon_threadsafe(_close_soon, loop, keeper)
+
+    async def aclose(self) -> None:
+        """Close the connection pools, awaiting the running loop's client."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            entry = self._async.pop(loop, None)
+        self.close()
+        if entry is not None:
+            await entry[1].aclose()
+
+    def __enter__(self) -> HttpAIClient:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self) -> HttpAIClient:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+
+_closing: set[asyncio.Task[None]] = set()
+"""Closing tasks started by :meth:`HttpAIClient.close` on other loops, held until done."""
+
+
+def _close_soon(loop: asyncio.AbstractEventLoop, keeper: AsyncGenerator[None]) -> None:
+    """On ``loop``: close ``keeper`` (and with it the loop's client) in a task."""
+
+    async def close() -> None:
+        await keeper.aclose()
+
+    task = loop.create_task(close())
+    _closing.add(task)
+    task.add_done_callback(_closing.discard)

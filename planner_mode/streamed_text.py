@@ -1,0 +1,131 @@
+"""The user's text inside a model's JSON reply, read while the reply streams.
+
+Call 2 writes ``{"respuesta": "...", "memoria": [...], "estado": {...}}`` and the user reads ``respuesta`` as
+it grows; call 1 may write a direct answer (``respuesta_directa``). :class:`FieldText` is fed the raw chunks
+in order and returns, each time, the text they added to one top-level string field. The reading is
+pydantic's (``pydantic_core.from_json(..., allow_partial="trailing-strings")``): escapes and surrogate pairs
+split across chunks are decoded once complete, never guessed.
+
+Text before the JSON (prose, a code fence, ``<think>`` blocks) is skipped; a complete top-level object
+without the field is skipped too, and the next one read, as :func:`planner_mode.parsing.parse_model_output`
+does. Text is never retracted: the final, strictly parsed reply is authoritative, the stream is only what the
+user reads meanwhile.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from pydantic_core import from_json
+
+from shared.text import split_reasoning, strip_reasoning
+
+__all__ = ["DirectAnswerText", "FieldText"]
+
+_DECODER = json.JSONDecoder()
+_OPENING = re.compile(r"(?:```(?:json)?)?")
+"""What may come before a direct answer's object (reasoning removed, whitespace stripped)."""
+
+
+def _in_reasoning(prefix: str) -> bool:
+    """Whether the text after ``prefix`` is inside an open ``<think>`` block."""
+    return split_reasoning(prefix + ".")[1] != ""
+
+
+class FieldText:
+    """The text of the top-level string field ``field`` of a streamed JSON reply, chunk by chunk.
+
+    ``first_key``: read the field only when it is its object's first key and nothing but a code fence comes
+    before the object (see :class:`DirectAnswerText`). ``strip``: the text as the engine shows it, without
+    leading whitespace, trailing whitespace held back until visible text follows it. Not thread-safe: one
+    instance per streamed reply.
+    """
+
+    def __init__(self, field: str, *, first_key: bool = False, strip: bool = False) -> None:
+        self.field = field
+        self.first_key = first_key
+        self.strip = strip
+        self._buffer = ""
+        self._shown = ""
+        self._start: int | None = None
+        """Where the object being read starts, once one was found."""
+        self._searched = 0
+        """Where the search for the next object starts."""
+
+    @property
+    def text(self) -> str:
+        """Everything returned so far."""
+        return self._shown
+
+    def feed(self, chunk: str) -> str:
+        """Read the next raw chunk; return the text it added (possibly ``""``)."""
+        self._buffer += chunk
+        value = self._value()
+        if value is None:
+            return ""
+        if self.strip:
+            value = value.strip()
+        if not value.startswith(self._shown):  # never retract what was shown
+            return ""
+        delta, self._shown = value[len(self._shown) :], value
+        return delta
+
+    def _value(self) -> str | None:
+        """The field's text so far in the object being read, moving past objects that lack it."""
+        while True:
+            if self._start is None:
+                self._start = self._next_object()
+                if self._start is None:
+                    return None
+            if self.first_key and _OPENING.fullmatch(strip_reasoning(self._buffer[: self._start])) is None:
+                return None
+            data: object
+            try:
+                data, end = _DECODER.raw_decode(self._buffer, self._start)
+            except (ValueError, RecursionError):  # incomplete (still streaming), not JSON, or too deep
+                try:
+                    data = from_json(self._buffer[self._start :], allow_partial="trailing-strings")
+                except ValueError:
+                    data, end = None, self._start + 1
+                else:
+                    return self._field(data)
+            found = self._field(data)
+            if found is not None or self.first_key:
+                return found
+            self._start, self._searched = None, end
+
+    def _field(self, data: object) -> str | None:
+        if not isinstance(data, dict) or not data:
+            return None
+        if self.first_key and next(iter(data)) != self.field:
+            return None
+        value = data.get(self.field)
+        return value if isinstance(value, str) else None
+
+    def _next_object(self) -> int | None:
+        """The next ``{`` outside reasoning, from where the search stands."""
+        position = self._buffer.find("{", self._searched)
+        while position != -1 and _in_reasoning(self._buffer[:position]):
+            position = self._buffer.find("{", position + 1)
+        if position == -1:
+            self._searched = len(self._buffer)  # whether a later brace is in reasoning depends on its prefix
+            return None
+        return position
+
+
+class DirectAnswerText(FieldText):
+    """Call 1's direct answer (``respuesta_directa``) as the model writes it, only when it is the reply's
+    first key; nothing otherwise.
+
+    The rule, so that what a streaming reader is shown is the answer: a reply that starts with its direct
+    answer has chosen to answer directly (the plan schema and the prompt put ``respuesta_directa`` first and
+    alone, :mod:`planner_mode.plan_schema`). A reply that writes ``operaciones`` first has chosen a plan: its
+    ``respuesta_directa`` (if any) is not the turn's answer and is never shown. Whitespace around the text
+    is held back (the engine shows the answer stripped). The rare reply that starts with a direct answer and
+    then lists operations anyway contradicts the prompt: its operations run and call 2's answer follows what
+    was shown (see :meth:`planner_mode.engine.PlannerEngine.astream`).
+    """
+
+    def __init__(self) -> None:
+        super().__init__("respuesta_directa", first_key=True, strip=True)
