@@ -63,18 +63,6 @@ def test_without_a_url_the_demo_is_created_in_dot_erp_ai_on_first_use(
     assert "invoices" in tables(tmp_path / ".erp-ai" / "erp.sqlite3")
 
 
-def test_a_url_to_a_missing_database_is_refused_and_nothing_is_created(
-    tmp_path: Path, no_db_env: dict[str, str | None]
-) -> None:
-    path = tmp_path / "nueva.sqlite3"
-    result = runner.invoke(app, [*SALES_2025, "--db-url", f"sqlite:///{path}"], env=no_db_env)
-
-    assert result.exit_code == 2
-    message = " ".join(result.output.split())
-    assert "does not exist" in message and "--demo" in message and "Traceback" not in result.output
-    assert not path.exists()
-
-
 def test_demo_seeds_a_new_database_at_the_url(tmp_path: Path, no_db_env: dict[str, str | None]) -> None:
     path = tmp_path / "nueva.sqlite3"
     result = runner.invoke(app, [*SALES_2025, "--db-url", f"sqlite:///{path}", "--demo"], env=no_db_env)
@@ -86,19 +74,26 @@ def test_demo_seeds_a_new_database_at_the_url(tmp_path: Path, no_db_env: dict[st
     assert json.loads(again.stdout)["total"] == 850_000_000
 
 
-@pytest.mark.parametrize("demo", [[], ["--demo"]], ids=["as-is", "demo"])
-def test_an_existing_database_of_yours_is_never_seeded(
-    demo: list[str], tmp_path: Path, no_db_env: dict[str, str | None]
+@pytest.mark.parametrize(
+    ("own_tables", "demo", "says"),
+    [
+        (False, [], ["does not exist", "--demo"]),
+        (True, [], ["has no ERP sales tables"]),
+        (True, ["--demo"], ["not the demo ERP"]),
+    ],
+    ids=["missing", "yours-as-is", "yours-with-demo"],
+)
+def test_a_database_that_is_missing_or_yours_is_refused_and_never_created_or_seeded(
+    own_tables: bool, demo: list[str], says: list[str], tmp_path: Path, no_db_env: dict[str, str | None]
 ) -> None:
     path = tmp_path / "mia.sqlite3"
-    url = own_database(path)
+    url = own_database(path) if own_tables else f"sqlite:///{path}"
     result = runner.invoke(app, [*SALES_2025, "--db-url", url, *demo], env=no_db_env)
 
     assert result.exit_code == 2
     message = " ".join(result.output.split())
-    assert "Traceback" not in result.output
-    assert ("not the demo ERP" if demo else "has no ERP sales tables") in message
-    assert tables(path) == ["pedidos"]
+    assert all(text in message for text in says) and "Traceback" not in result.output
+    assert (tables(path) if own_tables else path.exists()) == (["pedidos"] if own_tables else False)
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -83,45 +83,47 @@ def test_failed_turns_are_counted_by_kind_and_a_failed_first_turn_leaves_nothing
     assert (audit.failed, audit.recorded, audit.stale_turns) == (3, 1, 1)
 
 
-def test_a_turn_reported_recorded_but_missing_is_lost(store: MemoryStore) -> None:
+def lost(store: MemoryStore) -> list[TurnOutcome]:
     state = record(store, "c1", QUESTIONS[0], {})
-    audit = audit_memory(store.engine, [outcome("c1", 0, state=state), outcome("c1", 1, state=state)])
-    assert audit.lost == 2
-    assert not audit.clean
+    return [outcome("c1", 0, state=state), outcome("c1", 1, state=state)]  # turn 1 was never stored
 
 
-def test_a_question_stored_twice_is_duplicated(store: MemoryStore) -> None:
+def duplicated(store: MemoryStore) -> list[TurnOutcome]:
     record(store, "c1", QUESTIONS[0], {})
+    return [outcome("c1", 0, state=record(store, "c1", QUESTIONS[0], {}))]
+
+
+def half_recorded(store: MemoryStore) -> list[TurnOutcome]:
     state = record(store, "c1", QUESTIONS[0], {})
-    audit = audit_memory(store.engine, [outcome("c1", 0, state=state)])
-    assert audit.duplicated == 1
+    add_message(store, "c1", "user", QUESTIONS[1])  # a question without its answer
+    return [outcome("c1", 0, state=state), outcome("c1", 1, recorded=False, failure="provider")]
 
 
-def test_a_question_without_its_answer_is_half_recorded(store: MemoryStore) -> None:
+def phantom(store: MemoryStore) -> list[TurnOutcome]:
     state = record(store, "c1", QUESTIONS[0], {})
-    add_message(store, "c1", "user", QUESTIONS[1])
-    audit = audit_memory(
-        store.engine, [outcome("c1", 0, state=state), outcome("c1", 1, recorded=False, failure="provider")]
-    )
-    assert audit.half_recorded == 1
-    assert audit.phantom == 0
+    record(store, "c1", QUESTIONS[1], {})  # stored, although reported failed
+    return [outcome("c1", 0, state=state), outcome("c1", 1, recorded=False, failure="provider")]
 
 
-def test_a_turn_reported_failed_but_stored_is_a_phantom(store: MemoryStore) -> None:
-    state = record(store, "c1", QUESTIONS[0], {})
+def out_of_order(store: MemoryStore) -> list[TurnOutcome]:
     record(store, "c1", QUESTIONS[1], {})
-    audit = audit_memory(
-        store.engine, [outcome("c1", 0, state=state), outcome("c1", 1, recorded=False, failure="provider")]
-    )
-    assert audit.phantom == 1
+    state = record(store, "c1", QUESTIONS[0], {})
+    return [outcome("c1", 0, state=state), outcome("c1", 1, state=state)]
+
+
+@pytest.mark.parametrize(
+    ("damage", "count"), [(lost, 2), (duplicated, 1), (half_recorded, 1), (phantom, 1), (out_of_order, 1)]
+)
+def test_each_kind_of_damage_is_counted_alone_and_fails_the_audit(
+    damage: Callable[[MemoryStore], list[TurnOutcome]], count: int, store: MemoryStore
+) -> None:
+    audit = audit_memory(store.engine, damage(store))
+
+    kinds = ("lost", "duplicated", "half_recorded", "phantom", "out_of_order")
+    assert audit.model_dump(include=set(kinds)) == {
+        kind: count if kind == damage.__name__ else 0 for kind in kinds
+    }
     assert not audit.clean
-
-
-def test_turns_stored_in_another_order_than_sent_are_out_of_order(store: MemoryStore) -> None:
-    record(store, "c1", QUESTIONS[1], {})
-    state = record(store, "c1", QUESTIONS[0], {})
-    audit = audit_memory(store.engine, [outcome("c1", 0, state=state), outcome("c1", 1, state=state)])
-    assert audit.out_of_order == 1
 
 
 @pytest.mark.parametrize("damage", ["version", "state"])
