@@ -7,6 +7,7 @@ demo's manager); ``Plan.model_json_schema()`` is the unconstrained schema (``Pla
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from inline_snapshot import snapshot
 
@@ -16,459 +17,181 @@ from shared.operations import sales_registry
 from shared.security import DEMO_CALLER
 
 
+def pinned(value: Any, path: str = "") -> list[str]:
+    """``value`` as ``path = compact JSON`` lines: a subtree on one line when short, else its parts (key
+    order kept: a grammar writes the keys in the schema's order)."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    if len(path) + len(text) <= 96 or not isinstance(value, dict | list) or not value:
+        return [f"{path} = {text}"]
+    items = value.items() if isinstance(value, dict) else enumerate(value)
+    return [line for key, item in items for line in pinned(item, f"{path}.{key}" if path else str(key))]
+
+
+def sorted_keys(value: Any) -> Any:
+    return json.loads(json.dumps(value, sort_keys=True))
+
+
 def test_the_schemas_sent_to_providers_are_pinned() -> None:
     """What call 1 and call 2 ask the provider for: a silent change (a long docstring becoming the schema's
     description, say) changes every prompt's token count and every benchmark figure."""
-    assert json.dumps(Plan.model_json_schema(), ensure_ascii=False, indent=1, sort_keys=True) == snapshot(
-        """\
-{
- "$defs": {
-  "PlannedOperation": {
-   "additionalProperties": false,
-   "description": "Una operación del catálogo.",
-   "properties": {
-    "funcion": {
-     "description": "Nombre exacto en el catálogo.",
-     "type": "string"
-    },
-    "id": {
-     "description": "Solo si otra operación usa su resultado con $ref.",
-     "type": "string"
-    },
-    "parametros": {
-     "additionalProperties": true,
-     "description": "Un valor puede ser {\\"$ref\\":\\"op1.campo\\"}.",
-     "type": "object"
-    }
-   },
-   "required": [
-    "funcion"
-   ],
-   "title": "PlannedOperation",
-   "type": "object"
-  }
- },
- "additionalProperties": false,
- "description": "Plan de ejecución para el ERP, no una respuesta.",
- "properties": {
-  "operaciones": {
-   "description": "En orden.",
-   "items": {
-    "$ref": "#/$defs/PlannedOperation"
-   },
-   "type": "array"
-  },
-  "respuesta_directa": {
-   "description": "Solo sin operaciones: respuesta breve (saludo, charla, imposible).",
-   "type": "string"
-  }
- },
- "title": "Plan",
- "type": "object"
-}\
-"""
-    )
-    assert json.dumps(Answer.model_json_schema(), ensure_ascii=False, indent=1, sort_keys=True) == snapshot(
-        """\
-{
- "$defs": {
-  "MemoryItem": {
-   "additionalProperties": false,
-   "description": "Un hecho a recordar, en una frase.",
-   "properties": {
-    "contenido": {
-     "maxLength": 300,
-     "type": "string"
-    },
-    "importancia": {
-     "maximum": 1.0,
-     "minimum": 0.0,
-     "type": "number"
-    }
-   },
-   "required": [
-    "contenido",
-    "importancia"
-   ],
-   "title": "MemoryItem",
-   "type": "object"
-  }
- },
- "additionalProperties": false,
- "description": "Respuesta al usuario; memoria y estado son opcionales.",
- "properties": {
-  "estado": {
-   "additionalProperties": true,
-   "description": "Solo las claves del estado de la conversación que cambian.",
-   "type": "object"
-  },
-  "memoria": {
-   "description": "Hechos a recordar.",
-   "items": {
-    "$ref": "#/$defs/MemoryItem"
-   },
-   "maxItems": 5,
-   "type": "array"
-  },
-  "respuesta": {
-   "description": "Texto para el usuario, en español.",
-   "type": "string"
-  }
- },
- "required": [
-  "respuesta"
- ],
- "title": "Answer",
- "type": "object"
-}\
-"""
-    )
+    assert "\n".join(pinned(sorted_keys(Plan.model_json_schema()))) == snapshot("""\
+$defs.PlannedOperation.additionalProperties = false
+$defs.PlannedOperation.description = "Una operación del catálogo."
+$defs.PlannedOperation.properties.funcion.description = "Nombre exacto en el catálogo."
+$defs.PlannedOperation.properties.funcion.type = "string"
+$defs.PlannedOperation.properties.id.description = "Solo si otra operación usa su resultado con $ref."
+$defs.PlannedOperation.properties.id.type = "string"
+$defs.PlannedOperation.properties.parametros.additionalProperties = true
+$defs.PlannedOperation.properties.parametros.description = "Un valor puede ser {\\"$ref\\":\\"op1.campo\\"}."
+$defs.PlannedOperation.properties.parametros.type = "object"
+$defs.PlannedOperation.required = ["funcion"]
+$defs.PlannedOperation.title = "PlannedOperation"
+$defs.PlannedOperation.type = "object"
+additionalProperties = false
+description = "Plan de ejecución para el ERP, no una respuesta."
+properties.operaciones.description = "En orden."
+properties.operaciones.items = {"$ref":"#/$defs/PlannedOperation"}
+properties.operaciones.type = "array"
+properties.respuesta_directa.description = "Solo sin operaciones: respuesta breve (saludo, charla, imposible)."
+properties.respuesta_directa.type = "string"
+title = "Plan"
+type = "object"\
+""")  # noqa: E501
+    assert "\n".join(pinned(sorted_keys(Answer.model_json_schema()))) == snapshot("""\
+$defs.MemoryItem.additionalProperties = false
+$defs.MemoryItem.description = "Un hecho a recordar, en una frase."
+$defs.MemoryItem.properties.contenido = {"maxLength":300,"type":"string"}
+$defs.MemoryItem.properties.importancia = {"maximum":1.0,"minimum":0.0,"type":"number"}
+$defs.MemoryItem.required = ["contenido","importancia"]
+$defs.MemoryItem.title = "MemoryItem"
+$defs.MemoryItem.type = "object"
+additionalProperties = false
+description = "Respuesta al usuario; memoria y estado son opcionales."
+properties.estado.additionalProperties = true
+properties.estado.description = "Solo las claves del estado de la conversación que cambian."
+properties.estado.type = "object"
+properties.memoria.description = "Hechos a recordar."
+properties.memoria.items = {"$ref":"#/$defs/MemoryItem"}
+properties.memoria.maxItems = 5
+properties.memoria.type = "array"
+properties.respuesta = {"description":"Texto para el usuario, en español.","type":"string"}
+required = ["respuesta"]
+title = "Answer"
+type = "object"\
+""")
 
 
 def test_the_managers_plan_schema_is_pinned() -> None:
     """What call 1 asks the provider for, for the demo's manager: key order included (a grammar writes the
     keys in the schema's order)."""
     schema = plan_json_schema(sales_registry().catalog(DEMO_CALLER))
-    assert json.dumps(schema, ensure_ascii=False, indent=1) == snapshot("""\
-{
- "title": "Plan",
- "description": "Plan de ejecución para el ERP, no una respuesta.",
- "type": "object",
- "additionalProperties": false,
- "properties": {
-  "respuesta_directa": {
-   "type": "string",
-   "description": "Solo sin operaciones: respuesta breve (saludo, charla, imposible)."
-  },
-  "operaciones": {
-   "type": "array",
-   "description": "En orden.",
-   "items": {
-    "anyOf": [
-     {
-      "type": "object",
-      "additionalProperties": false,
-      "properties": {
-       "id": {
-        "$ref": "#/$defs/id"
-       },
-       "funcion": {
-        "type": "string",
-        "enum": [
-         "ventas_anuales"
-        ]
-       },
-       "parametros": {
-        "additionalProperties": false,
-        "properties": {
-         "anio": {
-          "$ref": "#/$defs/anio"
-         }
-        },
-        "required": [
-         "anio"
-        ],
-        "type": "object"
-       }
-      },
-      "required": [
-       "funcion",
-       "parametros"
-      ]
-     },
-     {
-      "type": "object",
-      "additionalProperties": false,
-      "properties": {
-       "id": {
-        "$ref": "#/$defs/id"
-       },
-       "funcion": {
-        "type": "string",
-        "enum": [
-         "mejor_cliente"
-        ]
-       },
-       "parametros": {
-        "additionalProperties": false,
-        "properties": {
-         "anio": {
-          "$ref": "#/$defs/anio"
-         }
-        },
-        "required": [
-         "anio"
-        ],
-        "type": "object"
-       }
-      },
-      "required": [
-       "funcion",
-       "parametros"
-      ]
-     },
-     {
-      "type": "object",
-      "additionalProperties": false,
-      "properties": {
-       "id": {
-        "$ref": "#/$defs/id"
-       },
-       "funcion": {
-        "type": "string",
-        "enum": [
-         "compras_cliente"
-        ]
-       },
-       "parametros": {
-        "additionalProperties": false,
-        "properties": {
-         "cliente": {
-          "$ref": "#/$defs/cliente"
-         },
-         "anio": {
-          "$ref": "#/$defs/anio"
-         }
-        },
-        "required": [
-         "cliente",
-         "anio"
-        ],
-        "type": "object"
-       }
-      },
-      "required": [
-       "funcion",
-       "parametros"
-      ]
-     },
-     {
-      "type": "object",
-      "additionalProperties": false,
-      "properties": {
-       "id": {
-        "$ref": "#/$defs/id"
-       },
-       "funcion": {
-        "type": "string",
-        "enum": [
-         "ventas_mensuales"
-        ]
-       },
-       "parametros": {
-        "additionalProperties": false,
-        "properties": {
-         "anio": {
-          "$ref": "#/$defs/anio"
-         },
-         "mes": {
-          "anyOf": [
-           {
-            "maximum": 12,
-            "minimum": 1,
-            "type": "integer"
-           },
-           {
-            "$ref": "#/$defs/ref"
-           }
-          ]
-         }
-        },
-        "required": [
-         "anio"
-        ],
-        "type": "object"
-       }
-      },
-      "required": [
-       "funcion",
-       "parametros"
-      ]
-     },
-     {
-      "type": "object",
-      "additionalProperties": false,
-      "properties": {
-       "id": {
-        "$ref": "#/$defs/id"
-       },
-       "funcion": {
-        "type": "string",
-        "enum": [
-         "top_productos"
-        ]
-       },
-       "parametros": {
-        "additionalProperties": false,
-        "properties": {
-         "anio": {
-          "$ref": "#/$defs/anio"
-         },
-         "limite": {
-          "anyOf": [
-           {
-            "maximum": 50,
-            "minimum": 1,
-            "type": "integer"
-           },
-           {
-            "$ref": "#/$defs/ref"
-           }
-          ]
-         }
-        },
-        "required": [
-         "anio"
-        ],
-        "type": "object"
-       }
-      },
-      "required": [
-       "funcion",
-       "parametros"
-      ]
-     },
-     {
-      "type": "object",
-      "additionalProperties": false,
-      "properties": {
-       "id": {
-        "$ref": "#/$defs/id"
-       },
-       "funcion": {
-        "type": "string",
-        "enum": [
-         "ventas_por_categoria"
-        ]
-       },
-       "parametros": {
-        "additionalProperties": false,
-        "properties": {
-         "anio": {
-          "$ref": "#/$defs/anio"
-         }
-        },
-        "required": [
-         "anio"
-        ],
-        "type": "object"
-       }
-      },
-      "required": [
-       "funcion",
-       "parametros"
-      ]
-     },
-     {
-      "type": "object",
-      "additionalProperties": false,
-      "properties": {
-       "id": {
-        "$ref": "#/$defs/id"
-       },
-       "funcion": {
-        "type": "string",
-        "enum": [
-         "facturas_pendientes"
-        ]
-       },
-       "parametros": {
-        "additionalProperties": false,
-        "properties": {
-         "cliente": {
-          "$ref": "#/$defs/cliente"
-         }
-        },
-        "type": "object"
-       }
-      },
-      "required": [
-       "funcion"
-      ]
-     },
-     {
-      "type": "object",
-      "additionalProperties": false,
-      "properties": {
-       "id": {
-        "$ref": "#/$defs/id"
-       },
-       "funcion": {
-        "type": "string",
-        "enum": [
-         "buscar_cliente"
-        ]
-       },
-       "parametros": {
-        "additionalProperties": false,
-        "properties": {
-         "texto": {
-          "anyOf": [
-           {
-            "maxLength": 120,
-            "minLength": 1,
-            "type": "string"
-           },
-           {
-            "$ref": "#/$defs/ref"
-           }
-          ]
-         }
-        },
-        "required": [
-         "texto"
-        ],
-        "type": "object"
-       }
-      },
-      "required": [
-       "funcion",
-       "parametros"
-      ]
-     }
-    ]
-   },
-   "maxItems": 8
-  }
- },
- "$defs": {
-  "id": {
-   "type": "string",
-   "description": "Solo si otra operación usa su resultado con $ref."
-  },
-  "ref": {
-   "type": "object",
-   "description": "{\\"$ref\\":\\"id.campo\\"}: un campo del resultado de otra operación.",
-   "additionalProperties": {
-    "type": "string"
-   },
-   "minProperties": 1,
-   "maxProperties": 1
-  },
-  "anio": {
-   "anyOf": [
-    {
-     "maximum": 2100,
-     "minimum": 2000,
-     "type": "integer"
-    },
-    {
-     "$ref": "#/$defs/ref"
-    }
-   ]
-  },
-  "cliente": {
-   "anyOf": [
-    {
-     "maxLength": 120,
-     "minLength": 1,
-     "type": "string"
-    },
-    {
-     "$ref": "#/$defs/ref"
-    }
-   ]
-  }
- }
-}\
-""")
+    assert "\n".join(pinned(schema)) == snapshot("""\
+title = "Plan"
+description = "Plan de ejecución para el ERP, no una respuesta."
+type = "object"
+additionalProperties = false
+properties.respuesta_directa.type = "string"
+properties.respuesta_directa.description = "Solo sin operaciones: respuesta breve (saludo, charla, imposible)."
+properties.operaciones.type = "array"
+properties.operaciones.description = "En orden."
+properties.operaciones.items.anyOf.0.type = "object"
+properties.operaciones.items.anyOf.0.additionalProperties = false
+properties.operaciones.items.anyOf.0.properties.id = {"$ref":"#/$defs/id"}
+properties.operaciones.items.anyOf.0.properties.funcion.type = "string"
+properties.operaciones.items.anyOf.0.properties.funcion.enum = ["ventas_anuales"]
+properties.operaciones.items.anyOf.0.properties.parametros.additionalProperties = false
+properties.operaciones.items.anyOf.0.properties.parametros.properties.anio.$ref = "#/$defs/anio"
+properties.operaciones.items.anyOf.0.properties.parametros.required = ["anio"]
+properties.operaciones.items.anyOf.0.properties.parametros.type = "object"
+properties.operaciones.items.anyOf.0.required = ["funcion","parametros"]
+properties.operaciones.items.anyOf.1.type = "object"
+properties.operaciones.items.anyOf.1.additionalProperties = false
+properties.operaciones.items.anyOf.1.properties.id = {"$ref":"#/$defs/id"}
+properties.operaciones.items.anyOf.1.properties.funcion.type = "string"
+properties.operaciones.items.anyOf.1.properties.funcion.enum = ["mejor_cliente"]
+properties.operaciones.items.anyOf.1.properties.parametros.additionalProperties = false
+properties.operaciones.items.anyOf.1.properties.parametros.properties.anio.$ref = "#/$defs/anio"
+properties.operaciones.items.anyOf.1.properties.parametros.required = ["anio"]
+properties.operaciones.items.anyOf.1.properties.parametros.type = "object"
+properties.operaciones.items.anyOf.1.required = ["funcion","parametros"]
+properties.operaciones.items.anyOf.2.type = "object"
+properties.operaciones.items.anyOf.2.additionalProperties = false
+properties.operaciones.items.anyOf.2.properties.id = {"$ref":"#/$defs/id"}
+properties.operaciones.items.anyOf.2.properties.funcion.type = "string"
+properties.operaciones.items.anyOf.2.properties.funcion.enum = ["compras_cliente"]
+properties.operaciones.items.anyOf.2.properties.parametros.additionalProperties = false
+properties.operaciones.items.anyOf.2.properties.parametros.properties.cliente.$ref = "#/$defs/cliente"
+properties.operaciones.items.anyOf.2.properties.parametros.properties.anio.$ref = "#/$defs/anio"
+properties.operaciones.items.anyOf.2.properties.parametros.required = ["cliente","anio"]
+properties.operaciones.items.anyOf.2.properties.parametros.type = "object"
+properties.operaciones.items.anyOf.2.required = ["funcion","parametros"]
+properties.operaciones.items.anyOf.3.type = "object"
+properties.operaciones.items.anyOf.3.additionalProperties = false
+properties.operaciones.items.anyOf.3.properties.id = {"$ref":"#/$defs/id"}
+properties.operaciones.items.anyOf.3.properties.funcion.type = "string"
+properties.operaciones.items.anyOf.3.properties.funcion.enum = ["ventas_mensuales"]
+properties.operaciones.items.anyOf.3.properties.parametros.additionalProperties = false
+properties.operaciones.items.anyOf.3.properties.parametros.properties.anio.$ref = "#/$defs/anio"
+properties.operaciones.items.anyOf.3.properties.parametros.properties.mes.anyOf.0.maximum = 12
+properties.operaciones.items.anyOf.3.properties.parametros.properties.mes.anyOf.0.minimum = 1
+properties.operaciones.items.anyOf.3.properties.parametros.properties.mes.anyOf.0.type = "integer"
+properties.operaciones.items.anyOf.3.properties.parametros.properties.mes.anyOf.1.$ref = "#/$defs/ref"
+properties.operaciones.items.anyOf.3.properties.parametros.required = ["anio"]
+properties.operaciones.items.anyOf.3.properties.parametros.type = "object"
+properties.operaciones.items.anyOf.3.required = ["funcion","parametros"]
+properties.operaciones.items.anyOf.4.type = "object"
+properties.operaciones.items.anyOf.4.additionalProperties = false
+properties.operaciones.items.anyOf.4.properties.id = {"$ref":"#/$defs/id"}
+properties.operaciones.items.anyOf.4.properties.funcion.type = "string"
+properties.operaciones.items.anyOf.4.properties.funcion.enum = ["top_productos"]
+properties.operaciones.items.anyOf.4.properties.parametros.additionalProperties = false
+properties.operaciones.items.anyOf.4.properties.parametros.properties.anio.$ref = "#/$defs/anio"
+properties.operaciones.items.anyOf.4.properties.parametros.properties.limite.anyOf.0.maximum = 50
+properties.operaciones.items.anyOf.4.properties.parametros.properties.limite.anyOf.0.minimum = 1
+properties.operaciones.items.anyOf.4.properties.parametros.properties.limite.anyOf.0.type = "integer"
+properties.operaciones.items.anyOf.4.properties.parametros.properties.limite.anyOf.1.$ref = "#/$defs/ref"
+properties.operaciones.items.anyOf.4.properties.parametros.required = ["anio"]
+properties.operaciones.items.anyOf.4.properties.parametros.type = "object"
+properties.operaciones.items.anyOf.4.required = ["funcion","parametros"]
+properties.operaciones.items.anyOf.5.type = "object"
+properties.operaciones.items.anyOf.5.additionalProperties = false
+properties.operaciones.items.anyOf.5.properties.id = {"$ref":"#/$defs/id"}
+properties.operaciones.items.anyOf.5.properties.funcion.type = "string"
+properties.operaciones.items.anyOf.5.properties.funcion.enum = ["ventas_por_categoria"]
+properties.operaciones.items.anyOf.5.properties.parametros.additionalProperties = false
+properties.operaciones.items.anyOf.5.properties.parametros.properties.anio.$ref = "#/$defs/anio"
+properties.operaciones.items.anyOf.5.properties.parametros.required = ["anio"]
+properties.operaciones.items.anyOf.5.properties.parametros.type = "object"
+properties.operaciones.items.anyOf.5.required = ["funcion","parametros"]
+properties.operaciones.items.anyOf.6.type = "object"
+properties.operaciones.items.anyOf.6.additionalProperties = false
+properties.operaciones.items.anyOf.6.properties.id = {"$ref":"#/$defs/id"}
+properties.operaciones.items.anyOf.6.properties.funcion.type = "string"
+properties.operaciones.items.anyOf.6.properties.funcion.enum = ["facturas_pendientes"]
+properties.operaciones.items.anyOf.6.properties.parametros.additionalProperties = false
+properties.operaciones.items.anyOf.6.properties.parametros.properties.cliente.$ref = "#/$defs/cliente"
+properties.operaciones.items.anyOf.6.properties.parametros.type = "object"
+properties.operaciones.items.anyOf.6.required = ["funcion"]
+properties.operaciones.items.anyOf.7.type = "object"
+properties.operaciones.items.anyOf.7.additionalProperties = false
+properties.operaciones.items.anyOf.7.properties.id = {"$ref":"#/$defs/id"}
+properties.operaciones.items.anyOf.7.properties.funcion.type = "string"
+properties.operaciones.items.anyOf.7.properties.funcion.enum = ["buscar_cliente"]
+properties.operaciones.items.anyOf.7.properties.parametros.additionalProperties = false
+properties.operaciones.items.anyOf.7.properties.parametros.properties.texto.anyOf.0.maxLength = 120
+properties.operaciones.items.anyOf.7.properties.parametros.properties.texto.anyOf.0.minLength = 1
+properties.operaciones.items.anyOf.7.properties.parametros.properties.texto.anyOf.0.type = "string"
+properties.operaciones.items.anyOf.7.properties.parametros.properties.texto.anyOf.1.$ref = "#/$defs/ref"
+properties.operaciones.items.anyOf.7.properties.parametros.required = ["texto"]
+properties.operaciones.items.anyOf.7.properties.parametros.type = "object"
+properties.operaciones.items.anyOf.7.required = ["funcion","parametros"]
+properties.operaciones.maxItems = 8
+$defs.id = {"type":"string","description":"Solo si otra operación usa su resultado con $ref."}
+$defs.ref.type = "object"
+$defs.ref.description = "{\\"$ref\\":\\"id.campo\\"}: un campo del resultado de otra operación."
+$defs.ref.additionalProperties = {"type":"string"}
+$defs.ref.minProperties = 1
+$defs.ref.maxProperties = 1
+$defs.anio = {"anyOf":[{"maximum":2100,"minimum":2000,"type":"integer"},{"$ref":"#/$defs/ref"}]}
+$defs.cliente = {"anyOf":[{"maxLength":120,"minLength":1,"type":"string"},{"$ref":"#/$defs/ref"}]}\
+""")  # noqa: E501
