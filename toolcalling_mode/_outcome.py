@@ -16,7 +16,6 @@ from shared.operations.registry import OperationRegistry
 from shared.text import strip_reasoning
 from shared.turn import ExecutedOperation, FailureKind
 from toolcalling_mode._run import AgentRun
-from toolcalling_mode.history import message_text
 from toolcalling_mode.limits import ToolCallingLimits
 from toolcalling_mode.text_tool_calls import looks_like_text_tool_call
 
@@ -68,7 +67,7 @@ def outcome(
         )
     final = next((m for m in reversed(run.messages) if isinstance(m, AIMessage) and not m.tool_calls), None)
     # A reasoning model's <think>…</think> is not part of the answer the user reads or the ERP stores.
-    text = strip_reasoning(message_text(final)) if final is not None else ""
+    text = strip_reasoning(final.text) if final is not None else ""
     unusable: ModelOutputError | None = None  # (a reply cut at the cap already failed in TurnMiddleware)
     if structured:
         unusable = ModelOutputError("The model ended the turn without a structured answer.", raw=text)

@@ -3,11 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from shared.errors import ConversationAccessDenied, StorageError
 from shared.events import AnswerDelta
@@ -21,7 +18,7 @@ from shared.turn_steps import AnswerClock, text_of
 from toolcalling_mode._outcome import Outcome
 from toolcalling_mode._run import AgentRun
 from toolcalling_mode._streaming import AnswerSteps, simulated_first_answer_ms
-from toolcalling_mode.history import answered_ids, message_text, tool_call_metadata, tool_result_metadata
+from toolcalling_mode.history import step_rows
 
 if TYPE_CHECKING:
     from shared.memory.store import MemoryStore
@@ -85,7 +82,7 @@ def record_turn(
         return Kept(end.answer, end.failure, dict(stored_state))
     rows = [
         MessageIn(role="user", content=turn.message, metadata={}),
-        *_step_rows(run.messages, answer_tools),
+        *step_rows(run.messages, answer_tools),
         MessageIn(role="assistant", content=end.answer, metadata=end.metadata),
     ]
     # The same state update the planner records: ERP-derived keys from the operations that ran, over the
@@ -151,25 +148,3 @@ def turn_result(
         recorded=kept.recorded,
         stale_state=kept.stale_state,
     )
-
-
-def _step_rows(messages: Sequence[BaseMessage], answer_tools: frozenset[str]) -> list[MessageIn]:
-    """Rows for the tool-calling steps: assistant messages with ``tool_calls`` and their tool results."""
-    answered = answered_ids(messages)
-    rows: list[MessageIn] = []
-    open_calls: set[str] = set()
-    for message in messages:
-        if isinstance(message, AIMessage):
-            calls = [
-                call for call in tool_call_metadata(message, answered) if call["name"] not in answer_tools
-            ]
-            if calls:
-                rows.append(
-                    MessageIn(role="assistant", content=message_text(message), metadata={"tool_calls": calls})
-                )
-                open_calls.update(str(call["id"]) for call in calls)
-        elif isinstance(message, ToolMessage) and message.tool_call_id in open_calls:
-            rows.append(
-                MessageIn(role="tool", content=message_text(message), metadata=tool_result_metadata(message))
-            )
-    return rows

@@ -18,7 +18,6 @@ from shared.operations.registry import OperationRegistry
 from shared.security import Caller
 from shared.turn import ExecutedOperation
 from toolcalling_mode._middleware import TurnContext, executed_operation
-from toolcalling_mode.history import message_text
 from toolcalling_mode.text_tool_calls import looks_like_text_tool_call
 
 StopReason = Literal["done", "model_calls", "recursion", "failed"]
@@ -112,7 +111,7 @@ def _plan_valid(
     for reply in replies:
         if any(call.get("name") not in answer_tools for call in reply.invalid_tool_calls):
             return False
-        if not reply.tool_calls and looks_like_text_tool_call(message_text(reply)):
+        if not reply.tool_calls and looks_like_text_tool_call(reply.text):
             return False
         for call in reply.tool_calls:
             if call["name"] in answer_tools:
@@ -128,7 +127,7 @@ def _is_limit_message(message: BaseMessage) -> bool:
     return (
         isinstance(message, AIMessage)
         and not message.tool_calls
-        and message_text(message).startswith(_LIMIT_MESSAGE_PREFIX)
+        and message.text.startswith(_LIMIT_MESSAGE_PREFIX)
     )
 
 

@@ -1,36 +1,26 @@
 """The answer text inside the agent's model calls, decoded as the model writes it.
 
-A tool-calling turn is a sequence of model calls ("steps"). :class:`AnswerSteps` is fed the AI messages of
-those steps, either as the streamed chunks ``astream`` receives (a new message id starts a new step) or, after
-``ask``/``aask``, as the whole messages of the run (:meth:`AnswerSteps.replay`), and returns the answer text
-each one adds. Each step gets fresh decoders, which reread what the step wrote so far and return only what
-is new (text already shown is never retracted):
+A turn is a sequence of model calls ("steps"). :class:`AnswerSteps` is fed the AI messages of those steps,
+as the chunks ``astream`` receives (a new message id starts a new step) or, without a reader, as the whole
+messages of the run (:meth:`AnswerSteps.replay`), and returns the answer text each one adds. Each step's
+decoders reread what it wrote so far and return only what is new (shown text is never retracted):
 
-- plain answers: the step's text with ``<think>…</think>`` removed and stripped (:func:`shared.text.
-  strip_reasoning`); what may be the start of a tag, and trailing whitespace, wait for what follows;
-- ``structured=True``: the ``respuesta`` of the answer JSON, read by pydantic
-  (``pydantic_core.from_json(..., allow_partial="trailing-strings")``), from the step's text
-  (``ProviderStrategy``: the JSON is the reply; text before the object and ``<think>`` blocks are skipped, as
-  is a complete object without the field) and from the arguments of the structured answer tool
-  (``ToolStrategy``: the JSON is a tool call). Arguments of every other tool call are never answer text.
+- plain answers: the text without ``<think>`` blocks, stripped (:func:`shared.text.strip_reasoning`); what may
+  start a tag, and trailing whitespace, wait for what follows;
+- ``structured=True``: the ``respuesta`` of the answer JSON, read by pydantic (``pydantic_core.from_json(...,
+  allow_partial="trailing-strings")``) from the step's text (``ProviderStrategy``; text before the object,
+  ``<think>`` blocks and complete objects without the field are skipped) and from the arguments of the
+  structured answer tool (``ToolStrategy``). Arguments of every other tool call are never answer text.
 
-**Text in a step that also calls tools.** A step's text is decoded as it arrives, before the step's tool
-calls are known (the offline model and most providers send text first, tool calls last), so a text that
-a provider writes before its tool calls ("Voy a consultar las ventas…") is streamed like any answer text.
-Holding every step's text until the step ends would stream no answer at all until the last call finished.
-The offline model's tool-call steps carry no visible text (at most a ``<think>`` block, removed), and most
-providers send empty content with tool calls, so the streamed text is then exactly the final answer. When a
-provider does write such a preamble, the next step's text is set apart from it (:data:`STEP_SEPARATOR`), and
-the final ``TurnResult.answer`` (the last step's text) supersedes what was shown, as :mod:`shared.events`
-specifies for any mismatch.
+Text a provider writes before its tool calls ("Voy a consultar…") is streamed like any answer text (holding
+each step's text until it ends would stream nothing before the last call finished); a later step's text is
+set apart from it (:data:`STEP_SEPARATOR`), and ``TurnResult.answer`` supersedes what was shown
+(:mod:`shared.events`). A plain step whose text begins like a tool call written as text (a fence, ``{``,
+``[``, ``<tool_call>``) is held back until the step ends, and shown only if it is not one
+(:func:`~toolcalling_mode.text_tool_calls.looks_like_text_tool_call`).
 
-**Tool calls written as text.** A plain step whose visible text begins like one (a fence, ``{``, ``[``,
-``<tool_call>``) is held back until the step ends, then shown only if it is not a tool call written as
-text (:func:`~toolcalling_mode.text_tool_calls.looks_like_text_tool_call`): such a step is recovered into
-tool calls, or fails the turn, and is never answer text.
-
-:attr:`AnswerSteps.first` remembers which step wrote the first answer text and what that step wrote before
-it: the inputs of the simulated time to the first answer token (:func:`simulated_first_answer_ms`).
+:attr:`AnswerSteps.first` keeps which step wrote the first answer text and what it wrote before: the inputs
+of the simulated time to the first answer token (:func:`simulated_first_answer_ms`).
 """
 
 from __future__ import annotations

@@ -1,54 +1,39 @@
 """The same sales assistant as a native LangChain tool-calling agent (the article's §16 alternative).
 
-One :func:`langchain.agents.create_agent` graph is compiled per caller on their first turn
-(:mod:`toolcalling_mode._agent`), over the registry's LangChain tools bound to the ERP, and reused for their
-later turns. Each entry point takes the turn's :class:`~shared.security.Caller` as a required argument: the
-engine never guesses who is asking, and compiles no agent for a default user. Each turn:
+Each turn, for the :class:`~shared.security.Caller` every entry point requires (there is no default user):
 
-1. builds the turn's input from the ERP-owned memory, stable part first so that a provider's prompt (prefix)
-   cache can reuse it (:mod:`toolcalling_mode.prompts`): the system prompt holds the instructions, the same
-   every turn; ``windowed`` renders the bounded context (today, state, memories, last exchange) into the
-   turn's human message, before the question; ``full_history`` replays every stored message after the
-   system prompt, then a human message with today and the state before the question (see
-   :meth:`ToolCallingEngine._turn_input` for why the state too);
-2. runs the agent inside the turn's parent LangChain run (:mod:`shared.tracing`), with one
-   :class:`~shared.llm.usage.UsageTracker` as callback, a model-call limit (``ModelCallLimitMiddleware``) and
-   a recursion limit; what the run left is read in the project's terms (:mod:`toolcalling_mode._run`),
-   including ``plan_valid``: whether every tool call the model wrote was a valid request;
-3. records the turn's messages (question, tool-calling steps, tool results, final answer) atomically, with
-   the conversation state the planner records too (:func:`shared.state.turn_state`): what the ERP derives
-   from the operations the tools ran, merged with the structured :class:`~shared.answer.Answer`'s
-   ``estado`` when ``structured=True`` (a prose answer has none); only a structured answer writes memories
-   (:mod:`toolcalling_mode._outcome`, :mod:`toolcalling_mode._record`);
-4. logs the finished turn once on the ``toolcalling_mode`` logger (:func:`shared.logs.log_turn`).
+1. builds the input from the ERP-owned memory, stable part first so that a provider's prefix cache reuses
+   it (:mod:`toolcalling_mode.prompts`): the system prompt holds only the instructions; ``windowed`` renders
+   the bounded context (today, state, memories, last exchange) into the human message before the question;
+   ``full_history`` replays every stored message, then today and the state before the question;
+2. runs the caller's compiled agent (:mod:`toolcalling_mode._agent`) inside the turn's parent LangChain run
+   (:mod:`shared.tracing`), with a usage tracker, a model-call limit and a recursion limit, and reads what the
+   run left in the project's terms (:mod:`toolcalling_mode._run`), ``plan_valid`` included;
+3. records the question, the tool-calling steps, their results and the final answer atomically, with the
+   state the planner records too (:func:`shared.state.turn_state`), merged with a structured answer's
+   ``estado``; only a structured answer writes memories (:mod:`~toolcalling_mode._outcome`,
+   :mod:`~toolcalling_mode._record`);
+4. logs the finished turn once on the ``toolcalling_mode`` logger.
 
-**One turn, one driver.** :meth:`ToolCallingEngine.astream` is the turn: it iterates ``agent.astream``
-(models called with their async API; the registry's tools are synchronous and LangChain runs each in the
-event loop's default executor; the memory store is read and written through ``asyncio.to_thread``), with
-LangGraph's ``messages`` stream mode so that it yields :mod:`shared.events` as they happen: an
-``OperationDone`` when each tool result arrives, the answer's text in ``AnswerDelta`` s as the model writes
-it (:mod:`toolcalling_mode._streaming` says what counts as answer text), then ``TurnDone``. ``aask`` drains
-the same turn without a reader (the models are not asked to stream, and the answer text is read from the run
-afterwards) and returns ``TurnDone.result``; ``ask`` runs ``aask`` to completion, also from a thread that
-already runs an event loop. ``astream`` sets ``first_answer_ms`` (when some answer text reached the reader);
-every entry point sets ``simulated_first_answer_ms`` for a turn whose answer the model wrote, when every
-model call reported simulated timings (the offline model under a latency profile).
+**One turn, one driver.** :meth:`ToolCallingEngine.astream` is the turn, over ``agent.astream`` (models
+called with their async API, the registry's synchronous tools and the memory store in threads) with
+LangGraph's ``messages`` stream, so that it yields :mod:`shared.events` as they happen: ``OperationDone`` per
+tool result, the answer in ``AnswerDelta`` s (:mod:`toolcalling_mode._streaming`), then ``TurnDone``.
+``aask`` drains the same turn without a reader (models not asked to stream; the answer text is read from the
+run afterwards) and returns ``TurnDone.result``; ``ask`` runs ``aask`` to completion. Only ``astream`` sets
+``first_answer_ms``; every entry point sets ``simulated_first_answer_ms`` for a turn whose answer the model
+wrote, when every model call reported simulated timings.
 
-**Callbacks.** Each entry point takes a LangChain ``RunnableConfig`` (``callbacks``, ``tags``, ``metadata``,
-``run_name``): one chain run named ``"<mode> turn"`` (or ``run_name``) is the parent of the whole turn; the
-compiled agent is its child (a chain run named after the mode), and every model call and tool run of the
-turn descends from it. Other config keys (``recursion_limit``, ``configurable``, …) are not passed on: the
-engine's own limits bound the turn.
+**Callbacks.** ``config`` (``callbacks``, ``tags``, ``metadata``, ``run_name``) applies to one chain run
+named ``"<mode> turn"`` (or ``run_name``), parent of the compiled agent's run and so of every model call and
+tool run of the turn; other keys are not passed on (the engine's own limits bound the turn).
 
-No entry point raises for input, storage, model, tool or provider failures: every turn ends in a
-:class:`TurnResult` whose ``failure`` is ``None`` or one kind of the contract in :mod:`shared.failures`, the
-same as planner mode's. Only :class:`~shared.errors.ConversationAccessDenied` is raised (before any context
-read, model call or event). **Recording policy** (the same in both modes): a turn is recorded only when the
-model wrote its final answer, including ``invalid_plan`` (every tool call it made was refused as invalid and
-none ran) and ``operation_error`` (a tool broke inside the ERP) turns. A turn that ends on a provider failure,
-a timeout, unusable output (empty, cut at the output cap, no structured answer when one was asked for), a
-limit, a refused input or a storage error leaves the conversation untouched; so does a stream that fails
-midway, or whose consumer stops reading before ``TurnDone`` (recording happens just before it).
+**Failures.** Every turn ends in a :class:`TurnResult` whose ``failure`` is ``None`` or a kind of
+:mod:`shared.failures`, as in planner mode; only :class:`~shared.errors.ConversationAccessDenied` is raised
+(before any context read, model call or event). A turn is recorded only when the model wrote its final
+answer (``invalid_plan`` and ``operation_error`` turns included); a provider failure, a timeout, unusable
+output, a limit, a refused input or a storage error leaves the conversation untouched, and so does a stream
+that fails midway or whose consumer stops reading before ``TurnDone`` (recording happens just before it).
 """
 
 from __future__ import annotations
@@ -126,9 +111,7 @@ class ToolCallingEngine:
         structured_strategy: StructuredStrategy = "auto",
         recover_text_tool_calls: bool = True,
     ) -> None:
-        """Configure the engine; each caller's agent is compiled on the caller's first turn
-        (:class:`toolcalling_mode._agent.Agents`): the engine has no default caller, so it compiles none up
-        front.
+        """Configure the engine (each caller's agent is compiled on their first turn).
 
         Args:
             registry: The operations offered as tools (``registry.langchain_tools(erp, caller=...)``).
@@ -186,20 +169,14 @@ class ToolCallingEngine:
         config: RunnableConfig | None = None,
     ) -> TurnResult:
         """Answer ``message`` in ``conversation_id`` (created for ``caller`` if unknown) and record the turn:
-        :meth:`aask` run to completion, blocking (:mod:`toolcalling_mode._blocking`: on one event loop
-        kept in a worker thread, also when the calling thread already runs one).
+        :meth:`aask` run to completion, blocking (:mod:`toolcalling_mode._blocking`), also from a thread that
+        runs an event loop.
 
-        The agent is offered only the tools ``caller`` may run, and each tool runs within the caller's data
-        scope. ``config`` (``callbacks``, ``tags``, ``metadata``, ``run_name``) applies to the turn's parent
-        run, which contains every model call of the turn. Raises
-        :class:`~shared.errors.ConversationAccessDenied` (before any context read or model call) when the
-        conversation belongs to another user; every other failure ends in the result.
-
-        ``caller`` is required, in every entry point: the user the embedding application authenticated. It
-        decides which tools the agent is offered and which rows they show, so the engine never guesses who
-        is asking (there is no default user; the single-user demo passes ``shared.security.DEMO_CALLER``).
-        A ``caller`` that is not a :class:`~shared.security.Caller` (a user id string, ``None``) raises
-        ``TypeError`` before anything runs.
+        ``caller`` (required in every entry point: the user the embedding application authenticated; the
+        demo passes ``shared.security.DEMO_CALLER``) decides which tools the agent is offered and which rows
+        they show; anything but a :class:`~shared.security.Caller` raises ``TypeError`` before anything runs.
+        Raises :class:`~shared.errors.ConversationAccessDenied` (before any context read or model call) when
+        the conversation belongs to another user; every other failure ends in the result.
         """
         return run_blocking(self.aask(conversation_id, message, caller, config=config))
 
@@ -378,17 +355,12 @@ class ToolCallingEngine:
         """The system message, the replayed messages, the text of the turn's human message (for this turn's
         policy; the store records ``message`` itself) and the stored state.
 
-        Both policies show the stored conversation state before the question, as the planner's call 1 does.
-        ``full_history`` replays every message, so the ERP-derived keys repeat facts its replayed tool calls
-        already show; it gets the state anyway, so that every mode's model reads the same kind of state and
-        the two policies differ only in how they give the rest (the replay, or memories and the last
-        exchange): without it, the keys only the model writes (``tema``, with ``structured=True``) would be
-        stored and never read, and a follow-up ("¿y en 2024?") would have to find the last operations in the
-        whole history. The cost, measured on the default suite with the offline model: input tokens +0.8%,
-        and a smaller prefix-cache hit (cached share of input 97.2% → 96.6%): the store keeps the question
-        as the user wrote it, so the previous turn, sent after its own context, is re-read once; everything
-        before it stays a cached prefix. Today's date travels with the state, so the system prompt is the
-        same every day.
+        Both policies show the stored state before the question, as the planner's call 1 does: in
+        ``full_history`` the ERP-derived keys repeat what the replay shows, but without them the keys only
+        the model writes (``tema``) would never be read, and a follow-up ("¿y en 2024?") would have to find
+        the last operations in the whole history. Measured on the default suite (offline model): input
+        tokens +0.8%, cached share of input 97.2% → 96.6% (the previous turn, sent after its own context, is
+        re-read once). Today's date travels with the state, so the system prompt is the same every day.
         """
         if self.policy == "windowed":
             context = read_context(self._store, conversation_id, self._erp.today)

@@ -1,8 +1,9 @@
 """Stored conversation messages ↔ LangChain messages.
 
 The memory store keeps plain rows (``role``, ``content``, ``metadata``). Tool calling needs them back as
-LangChain messages to replay a conversation (``full_history`` policy), and needs each turn's LangChain
-messages turned into rows to record the turn. Metadata conventions, shared with :mod:`shared.memory.store`:
+LangChain messages to replay a conversation (``full_history`` policy, :func:`to_langchain_messages`), and
+each turn's steps turned into rows to record the turn (:func:`step_rows`). Metadata conventions, shared
+with :mod:`shared.memory.store`:
 
 - an intermediate assistant step carries ``tool_calls``: ``[{"id", "name", "args"}, …]``;
 - a tool result carries ``tool_call_id``, ``name`` and ``status`` (``success`` or ``error``);
@@ -18,25 +19,17 @@ offline model may restart their numbering) cannot pair across turns.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall, ToolMessage
 
+from shared.memory.store import MessageIn
 
-class StoredMessageLike(Protocol):
-    """What replay needs from a stored message (``shared.memory.store.StoredMessage`` satisfies it)."""
-
-    @property
-    def role(self) -> str: ...
-
-    @property
-    def content(self) -> str: ...
-
-    @property
-    def metadata(self) -> dict[str, Any]: ...
+if TYPE_CHECKING:
+    from shared.memory.store import StoredMessage
 
 
-def to_langchain_messages(stored: Iterable[StoredMessageLike]) -> list[BaseMessage]:
+def to_langchain_messages(stored: Iterable[StoredMessage]) -> list[BaseMessage]:
     """Rebuild the LangChain messages of a stored conversation, oldest first.
 
     ``system`` rows are skipped: the agent always supplies its own system prompt.
@@ -70,7 +63,7 @@ def to_langchain_messages(stored: Iterable[StoredMessageLike]) -> list[BaseMessa
     return messages
 
 
-def _tool_message(row: StoredMessageLike) -> ToolMessage:
+def _tool_message(row: StoredMessage) -> ToolMessage:
     metadata = row.metadata or {}
     return ToolMessage(
         content=row.content,
@@ -97,35 +90,31 @@ def _tool_calls(metadata: dict[str, Any]) -> list[ToolCall]:
     return calls
 
 
-def tool_call_metadata(message: AIMessage, answered: set[str]) -> list[dict[str, Any]]:
-    """The ``tool_calls`` metadata of an assistant step: only the calls that got a tool result.
-
-    Malformed calls (``invalid_tool_calls``, args that were not valid JSON) are kept with empty ``args`` so
-    that their error results still have a call to answer on replay.
-    """
-    calls: list[dict[str, Any]] = [
-        {"id": call["id"], "name": call["name"], "args": dict(call["args"])}
-        for call in message.tool_calls
-        if call.get("id") in answered
-    ]
-    calls.extend(
-        {"id": call.get("id"), "name": call.get("name") or "", "args": {}, "invalid": True}
-        for call in message.invalid_tool_calls
-        if call.get("id") in answered
-    )
-    return calls
-
-
-def tool_result_metadata(message: ToolMessage) -> dict[str, Any]:
-    """The metadata of a tool result row."""
-    return {"tool_call_id": message.tool_call_id, "name": message.name, "status": message.status}
-
-
-def message_text(message: BaseMessage) -> str:
-    """The plain text of a message whose content may be a string or a list of content blocks."""
-    return str(message.text)
-
-
-def answered_ids(messages: Sequence[BaseMessage]) -> set[str]:
-    """Ids of the tool calls that a ``ToolMessage`` in ``messages`` answers."""
-    return {message.tool_call_id for message in messages if isinstance(message, ToolMessage)}
+def step_rows(messages: Sequence[BaseMessage], excluded: frozenset[str] = frozenset()) -> list[MessageIn]:
+    """The rows of a turn's tool-calling steps: each assistant step with its calls that got a result (a
+    malformed call, ``invalid_tool_calls``, kept with empty ``args`` so that its error result still has a
+    call on replay), then those results. ``excluded``: tools that are no step (the structured answer's)."""
+    answered = {message.tool_call_id for message in messages if isinstance(message, ToolMessage)}
+    rows: list[MessageIn] = []
+    open_calls: set[str] = set()
+    for message in messages:
+        if isinstance(message, AIMessage):
+            calls: list[dict[str, Any]] = [
+                {"id": call["id"], "name": call["name"], "args": dict(call["args"])}
+                for call in message.tool_calls
+                if call.get("id") in answered and call["name"] not in excluded
+            ]
+            calls.extend(
+                {"id": call.get("id"), "name": call.get("name") or "", "args": {}, "invalid": True}
+                for call in message.invalid_tool_calls
+                if call.get("id") in answered and call.get("name") not in excluded
+            )
+            if calls:
+                rows.append(
+                    MessageIn(role="assistant", content=str(message.text), metadata={"tool_calls": calls})
+                )
+                open_calls.update(str(call["id"]) for call in calls)
+        elif isinstance(message, ToolMessage) and message.tool_call_id in open_calls:
+            metadata = {"tool_call_id": message.tool_call_id, "name": message.name, "status": message.status}
+            rows.append(MessageIn(role="tool", content=str(message.text), metadata=metadata))
+    return rows

@@ -1,22 +1,15 @@
 """Tool calls a model wrote as text instead of as tool calls: read them, and recover them into real ones.
 
-Small local models served by a server whose tool-call parser does not recognise their format reply with the
-call as text: a fenced block (```` ```json {"name": "ventas_anuales", "arguments": {"anio": 2025}} ``` ````),
-the bare object, a list of such objects, or Hermes-style ``<tool_call>{...}</tool_call>`` tags. Such a
-reply is never an answer for the user.
-
-- :func:`parse_text_tool_calls` reads a reply that is *only* tool calls written as text (whitespace and a
-  ``<think>`` block aside) into ``(name, arguments)`` pairs, or returns ``None``: a reply with any other
-  text is prose, and prose that merely quotes JSON stays prose.
-- :class:`TextToolCallRecovery` is the agent middleware that, by default, turns such a reply into the real
-  tool calls it describes, under the rules native calls follow: only tools offered in that model request are
-  recovered (a text call to any other name is left as written, and the turn fails as ``model_output``), the
-  arguments are validated by the tool itself when it runs (invalid ones come back to the model as a tool
-  error, as for a native call), and the recovered step counts against the same model-call and recursion
-  limits. Each recovered call is counted on the turn (``TurnResult.recovered_tool_calls``).
-
-This is the tool-calling counterpart of the tolerance the planner's parser has for fenced or think-prefixed
-JSON (``planner_mode.parsing``); ``docs/failures.md`` lists both side by side.
+Small local models behind a server whose tool-call parser does not know their format reply with the call as
+text: a fenced block (```` ```json {"name": "ventas_anuales", "arguments": {"anio": 2025}} ``` ````), the bare
+object, a list of them, or Hermes-style ``<tool_call>{...}</tool_call>`` tags. Such a reply is never an
+answer. :func:`parse_text_tool_calls` reads a reply that is *only* such calls (a ``<think>`` block aside);
+prose that merely quotes JSON stays prose. :class:`TextToolCallRecovery` is the agent middleware that turns
+such a reply into the tool calls it describes, under the rules of native calls: only tools offered in that
+request (any other name is left as written, and the turn fails as ``model_output``), arguments validated by
+the tool when it runs, the same model-call and recursion limits; each recovered call is counted
+(``TurnResult.recovered_tool_calls``). The planner's parser has the matching tolerance for fenced or
+think-prefixed JSON; ``docs/failures.md`` lists both.
 """
 
 from __future__ import annotations

@@ -8,13 +8,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from shared.memory.store import StoredMessage
-from toolcalling_mode.history import (
-    answered_ids,
-    message_text,
-    to_langchain_messages,
-    tool_call_metadata,
-    tool_result_metadata,
-)
+from toolcalling_mode.history import step_rows, to_langchain_messages
 
 
 def row(role: str, content: str, **metadata: Any) -> StoredMessage:
@@ -83,38 +77,38 @@ def test_unanswered_calls_orphan_results_and_system_rows_are_dropped() -> None:
     assert [c["id"] for c in messages[1].tool_calls] == ["a"]
 
 
-def test_tool_call_metadata_keeps_answered_and_malformed_calls() -> None:
-    message = AIMessage(
+def test_step_rows_keep_answered_and_malformed_calls_and_their_results() -> None:
+    step = AIMessage(
         content="",
         tool_calls=[
             {"name": "ventas_anuales", "args": {"anio": 2025}, "id": "a", "type": "tool_call"},
-            {"name": "mejor_cliente", "args": {"anio": 2025}, "id": "b", "type": "tool_call"},
+            {"name": "mejor_cliente", "args": {"anio": 2025}, "id": "b", "type": "tool_call"},  # no result
+            {"name": "Answer", "args": {"respuesta": "x"}, "id": "d", "type": "tool_call"},  # excluded
         ],
         invalid_tool_calls=[
             {
                 "name": "ventas_anuales",
                 "args": "{anio:",
                 "id": "c",
-                "error": "bad json",
+                "error": "bad",
                 "type": "invalid_tool_call",
             }
         ],
     )
+    results = [
+        ToolMessage(content="1", tool_call_id="a", name="ventas_anuales"),
+        ToolMessage(content="boom", tool_call_id="c", name="ventas_anuales", status="error"),
+        ToolMessage(content="ok", tool_call_id="d", name="Answer"),
+    ]
 
-    metadata = tool_call_metadata(message, {"a", "c"})
+    rows = step_rows([HumanMessage("q"), step, *results], frozenset({"Answer"}))
 
-    assert metadata == [
+    assert [(r.role, r.content) for r in rows] == [("assistant", ""), ("tool", "1"), ("tool", "boom")]
+    assert rows[0].metadata["tool_calls"] == [
         {"id": "a", "name": "ventas_anuales", "args": {"anio": 2025}},
         {"id": "c", "name": "ventas_anuales", "args": {}, "invalid": True},
     ]
-
-
-def test_tool_results_and_text_helpers() -> None:
-    result = ToolMessage(content="x", tool_call_id="a", name="ventas_anuales", status="error")
-
-    assert tool_result_metadata(result) == {"tool_call_id": "a", "name": "ventas_anuales", "status": "error"}
-    assert answered_ids([HumanMessage("q"), result]) == {"a"}
-    assert message_text(AIMessage(content=[{"type": "text", "text": "Hola"}])) == "Hola"
+    assert rows[2].metadata == {"tool_call_id": "c", "name": "ventas_anuales", "status": "error"}
 
 
 def test_tool_call_ids_reused_by_a_later_turn_do_not_pair_across_turns() -> None:
