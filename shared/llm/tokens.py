@@ -5,7 +5,7 @@ English text"): ``approx_tokens(text) == ceil(len(text) / 4)``. Real tokenizers 
 vocabulary, so the counts are approximate; that is enough for the benchmark, which compares the two
 architectures with the same ruler and is not a bill.
 
-Chat messages add a fixed framing cost per message (role markers, separators):
+A chat message adds a fixed framing cost (role markers, separators):
 :data:`MESSAGE_OVERHEAD_TOKENS`, following OpenAI's cookbook "How to count tokens with tiktoken"
 (3–4 tokens per message).
 """
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
 from typing import Any
 
 CHARS_PER_TOKEN = 4
@@ -32,8 +31,3 @@ def approx_tokens(text: str) -> int:
 def approx_json_tokens(value: Any) -> int:
     """Approximate tokens of a JSON-serialisable value as compact UTF-8 JSON text."""
     return approx_tokens(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str))
-
-
-def approx_message_tokens(texts: Iterable[str]) -> int:
-    """Approximate tokens of a chat prompt made of messages with these texts, framing included."""
-    return sum(approx_tokens(text) + MESSAGE_OVERHEAD_TOKENS for text in texts)

@@ -34,8 +34,6 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 CONVERSATION_ID_LENGTH = 64
 """Longest conversation id accepted (generated ids are 32-character uuid4 hex strings)."""
 
-MESSAGE_ROLES = ("user", "assistant", "tool", "system")
-
 
 def utc_now() -> datetime:
     """The current time in UTC, for ``created_at``/``updated_at`` only (never used for ordering)."""

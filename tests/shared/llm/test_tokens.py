@@ -3,21 +3,12 @@
 from __future__ import annotations
 
 from benchmarks.stand_ins.offline import OfflineSalesModel
-from shared.llm.tokens import (
-    MESSAGE_OVERHEAD_TOKENS,
-    approx_json_tokens,
-    approx_message_tokens,
-    approx_tokens,
-)
+from shared.llm.tokens import MESSAGE_OVERHEAD_TOKENS, approx_json_tokens, approx_tokens
 
 
 def test_approx_tokens_is_ceil_of_a_quarter_of_the_characters() -> None:
     assert [approx_tokens("x" * n) for n in (0, 1, 4, 5, 8, 9)] == [0, 1, 1, 2, 2, 3]
     assert approx_tokens("₲850.000.000") == 3
-
-
-def test_messages_add_a_fixed_overhead_each() -> None:
-    assert approx_message_tokens(["abcd", ""]) == 1 + 2 * MESSAGE_OVERHEAD_TOKENS
 
 
 def test_json_is_counted_compactly() -> None:
