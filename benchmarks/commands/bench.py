@@ -63,6 +63,7 @@ def bench_error(console: Console, message: str) -> typer.Exit:
 
 
 def bench(
+    ctx: typer.Context,
     modes: Annotated[
         str, typer.Option(help=f"Comma-separated modes to compare: {', '.join(ALL_MODES)}.")
     ] = ",".join(ALL_MODES),
@@ -176,26 +177,9 @@ def bench(
     if out is None:
         latest = REPORTS_DIR / LATEST
         out = latest.resolve() if resume and latest.exists() else default_out_dir()
-    config = RunConfig(
-        modes=list(mode_list),
-        out_dir=out,
-        repeat=repeat,
-        concurrency=concurrency,
-        resume=resume,
-        provider=provider or "offline",
-        model=model,
-        base_url=base_url,
-        targets=targets,
-        prompt_cache=prompt_cache,
-        latency_profile=latency_profile,
-        structured=structured,
-        tool_call_recovery=tool_call_recovery,
-        max_tokens=max_tokens,
-        timeout=timeout,
-        scenario_paths=[str(p) for p in scenarios or []],
-        tags=list(tag or []),
-        warmup=warmup,
-    )
+    given = {**ctx.params, "modes": list(mode_list), "out_dir": out, "provider": provider or "offline"}
+    chosen = {"targets": targets, "scenario_paths": [str(p) for p in scenarios or []], "tags": tag or []}
+    config = RunConfig.model_validate({**given, **chosen})
     try:
         outcome = run_suite(
             suite, config, db_url=db_url, console=console, show_progress=progress and console.is_terminal

@@ -3,43 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
 
 from benchmarks.commands import turns
-from benchmarks.commands.common import (
-    AnswerModelOpt,
-    BaseUrlOpt,
-    DbUrl,
-    DemoOpt,
-    MaxTokensOpt,
-    ModelOpt,
-    PlanModelOpt,
-    Provider,
-    ProviderOpt,
-    TimeoutOpt,
-    UserOpt,
-    console,
-    refuse,
-)
-from benchmarks.commands.turns import (
-    ContextOpt,
-    ContextPolicy,
-    LatencyOpt,
-    MemoryUrl,
-    Mode,
-    ModeOpt,
-    NoStreamOpt,
-    ServerOpt,
-    StructuredOpt,
-)
+from benchmarks.commands.common import console, refuse
 from shared.errors import ConversationAccessDenied
-from shared.llm.factory import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S
-from shared.security import DEMO_CALLER, Caller
+from shared.security import Caller
 
 if TYPE_CHECKING:
     from shared.engine import AssistantEngine
@@ -56,30 +31,7 @@ CHAT_COMMANDS = {
 _QUIT = ("/quit", "/exit", "/salir")
 
 
-def chat(
-    ctx: typer.Context,
-    mode: ModeOpt = Mode.planner,
-    conversation: Annotated[
-        str | None, typer.Option("--conversation", "-c", help="Continue this conversation id.")
-    ] = None,
-    context: ContextOpt = ContextPolicy.windowed,
-    structured: StructuredOpt = False,
-    provider: ProviderOpt = Provider.offline,
-    model: ModelOpt = None,
-    plan_model: PlanModelOpt = None,
-    answer_model: AnswerModelOpt = None,
-    base_url: BaseUrlOpt = None,
-    latency_profile: LatencyOpt = None,
-    server: ServerOpt = None,
-    db_url: DbUrl = None,
-    demo: DemoOpt = False,
-    memory_url: MemoryUrl = None,
-    max_tokens: MaxTokensOpt = DEFAULT_MAX_TOKENS,
-    timeout: TimeoutOpt = DEFAULT_TIMEOUT_S,
-    user: UserOpt = DEMO_CALLER.user_id,
-    details: Annotated[bool, typer.Option("--details", help="Show details after every answer.")] = False,
-    no_stream: NoStreamOpt = False,
-) -> None:
+def chat(ctx: typer.Context, **options: Any) -> None:
     """Chat interactively with the assistant; answers are printed as the model writes them.
 
     Type /details to toggle the plan, operations and call counts, /new for a new conversation, /help for the
@@ -87,17 +39,36 @@ def chat(
     --conversation is refused before the chat starts (exit 2).
     """
     turns.check_mode_options(ctx)
-    conversation_id = turns.new_or_given(conversation)
+    conversation_id = turns.new_or_given(options["conversation"])
     engine, caller = turns.open_engine(ctx.params)
     console.print(
         f"[bold]erp-ai chat[/] ({engine.mode}) — conversation {conversation_id}. "
         f"Commands: {', '.join(CHAT_COMMANDS)}.",
         soft_wrap=True,
     )
-    check = turns.check_server_refusal if server else None
+    check = turns.check_server_refusal if options["server"] else None
     # One event loop for the whole session: an HTTP AI client keeps its connections to the loop it opened.
     with asyncio.Runner() as loop:
-        _chat_loop(engine, caller, conversation_id, loop, details=details, stream=not no_stream, check=check)
+        stream = not options["no_stream"]
+        _chat_loop(
+            engine, caller, conversation_id, loop, details=options["details"], stream=stream, check=check
+        )
+
+
+_OWN_OPTIONS: dict[str, Any] = {
+    "conversation": Annotated[
+        str | None, typer.Option("--conversation", "-c", help="Continue this conversation id.")
+    ],
+    "details": Annotated[bool, typer.Option("--details", help="Show details after every answer.")],
+}
+chat.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    [
+        parameter.replace(annotation=_OWN_OPTIONS.get(name, parameter.annotation))
+        for name, parameter in inspect.signature(turns.ask, eval_str=True).parameters.items()
+        if name not in ("message", "as_json")
+    ]
+)
+"""``ask``'s options, in its order, but for the question and ``--json``; its own help for two of them."""
 
 
 def _chat_loop(

@@ -47,6 +47,7 @@ DEFAULT_MATRIX_KILL_AT = 2.0
 
 
 def loadtest(
+    ctx: typer.Context,
     servers: Annotated[
         int, typer.Option(min=1, max=MAX_SERVERS, help="AI server processes (erp-ai serve) on loopback.")
     ] = 3,
@@ -117,29 +118,15 @@ def loadtest(
     conversations whose state is inconsistent. Prints turns/s and latency p50/p95/p99. Example:
     erp-ai loadtest --servers 3 --conversations 24 --turns 5 --kill-one-at 2 --json
     """
-    options = ModelOptions(
-        provider=provider,
-        model=model,
-        plan_model=plan_model,
-        answer_model=answer_model,
-        base_url=base_url,
-        max_tokens=max_tokens,
-        timeout=timeout,
-    )
+    restart = None if no_restart else restart_after
+    # request_timeout as `erp-ai ask --server`: room beyond one model timeout
+    chosen = {
+        "restart_after": restart,
+        "serve": ModelOptions.model_validate(ctx.params),
+        "request_timeout": 2 * timeout,
+    }
     try:
-        base = LoadtestConfig(
-            servers=servers,
-            conversations=conversations,
-            turns=turns,
-            kill_one_at=kill_one_at,
-            restart_after=None if no_restart else restart_after,
-            db_url=db_url,
-            memory_url=memory_url,
-            serve=options,
-            user=user,
-            request_timeout=2 * timeout,  # as `erp-ai ask --server`: room beyond one model timeout
-            max_seconds=max_seconds,
-        )
+        base = LoadtestConfig.model_validate({**ctx.params, **chosen})
     except ValidationError as exc:
         raise fail(str(exc.errors()[0]["msg"])) from None
     configs = _matrix(base) if matrix else [base]

@@ -82,6 +82,7 @@ def _bind_problem(host: str, port: int) -> str | None:
 
 
 def serve(
+    ctx: typer.Context,
     host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535, help="TCP port.")] = 8000,
     workers: Annotated[
@@ -110,15 +111,7 @@ def serve(
         raise fail(problem)
     import uvicorn
 
-    options = ModelOptions(
-        provider=provider.value,
-        model=model,
-        plan_model=plan_model,
-        answer_model=answer_model,
-        base_url=base_url,
-        max_tokens=max_tokens,
-        timeout=timeout,
-    )
+    options = ModelOptions.model_validate({**ctx.params, "provider": provider.value})
     for key, value in {**options.environment(), SERVER_TOKEN_ENV: token}.items():
         if value is not None:
             os.environ[key] = value
