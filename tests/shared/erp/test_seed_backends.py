@@ -3,7 +3,8 @@
 The seed runs in :func:`shared.erp.storage.setup_transaction`: ``BEGIN IMMEDIATE`` on SQLite, a
 transaction-level advisory lock (``pg_advisory_xact_lock``) on PostgreSQL, so the first process creates and
 seeds while the others wait, then find everything in place. Half the processes open the conversation memory
-first, so its table creation races with the seed too (both take the same lock).
+first, so its table creation races with the seed too (both take the same lock, and ``open_memory_store``
+switches SQLite to WAL while others seed); each then opens the demo as an application does.
 """
 
 from __future__ import annotations
@@ -16,24 +17,26 @@ from shared.erp.database import open_demo_erp
 from shared.erp.models import Customer, ErpSetting, ErpUser, Invoice, InvoiceLine, Product
 from shared.erp.seed import generate_rows, seed_erp
 from shared.erp.storage import make_engine
-from shared.memory.store import MemoryStore
+from shared.memory.store import MemoryStore, open_memory_store
 from shared.memory.tables import MemoryBase
 from tests.postgres import run_processes
 
-PROCESSES = 4
+PROCESSES = 8
 
 
 def _open_fresh(index: int, url: str, start: Any) -> bool:
-    """Child: seed the demo and open the memory store, in an order that depends on ``index``; return
-    whether this process seeded."""
+    """Child: seed the demo and open the memory store, in an order that depends on ``index``, then open both
+    as an application does; return whether this process seeded."""
     engine = make_engine(url)
     try:
         start.wait(timeout=60)
         if index % 2:
+            open_memory_store(url).close()
+            seeded = seed_erp(engine)
+        else:
+            seeded = seed_erp(engine)
             MemoryStore(engine).close()
-            return seed_erp(engine)
-        seeded = seed_erp(engine)
-        MemoryStore(engine).close()
+        open_demo_erp(url).engine.dispose()
         return seeded
     finally:
         engine.dispose()
