@@ -9,23 +9,12 @@ import pytest
 
 from benchmarks.cost import ModelPrice, PricingTable, estimate_cost, load_pricing
 from benchmarks.results import RunMeta, RunResults, TurnRow
-from benchmarks.scoring.turn import TurnScore
 from shared.errors import ConfigurationError
+from tests.benchmarks.report.sample_results import turn_row
 
 
 def _row(mode: str, turn: int, input_tokens: int, output_tokens: int, **extra: Any) -> TurnRow:
-    return TurnRow(
-        mode=mode,
-        scenario="s",
-        category="c",
-        turn=turn,
-        repetition=1,
-        user="u",
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        score=TurnScore(passed=True),
-        **extra,
-    )
+    return turn_row(mode, turn=turn, input_tokens=input_tokens, output_tokens=output_tokens, **extra)
 
 
 def _results(provider: str, model: str | None = None, base_url: str | None = None) -> RunResults:
@@ -71,10 +60,11 @@ def test_cached_input_tokens_are_priced_at_the_cached_rate() -> None:
     assert planner.usd_per_1000_turns == pytest.approx(0.345)
 
 
-def test_a_dated_snapshot_uses_its_models_price() -> None:
+def test_a_dated_snapshot_uses_its_models_price_and_no_model_the_providers_default() -> None:
     estimate = estimate_cost(_results("openai", "gpt-4o-mini-2024-07-18"))
     assert estimate.priced_as == "gpt-4o-mini"
     assert "priced as gpt-4o-mini" in estimate.note
+    assert estimate_cost(_results("gemini")).priced_as == "gemini-2.5-flash"
 
 
 @pytest.mark.parametrize(
@@ -102,10 +92,6 @@ def test_a_hosted_model_without_a_price_has_no_figure_and_says_where_to_add_one(
     assert "some-new-model" in estimate.note and "--pricing" in estimate.note
 
 
-def test_the_default_model_of_the_provider_is_priced() -> None:
-    assert estimate_cost(_results("gemini")).priced_as == "gemini-2.5-flash"
-
-
 def test_a_user_file_replaces_and_adds_entries(tmp_path: Path) -> None:
     override = tmp_path / "prices.yaml"
     override.write_text(
@@ -125,13 +111,6 @@ def test_a_user_file_replaces_and_adds_entries(tmp_path: Path) -> None:
     assert planner.usd_per_1000_turns == pytest.approx(2.4)
 
 
-def test_a_user_file_can_change_the_local_rule(tmp_path: Path) -> None:
-    override = tmp_path / "prices.yaml"
-    override.write_text("local: {providers: [offline], hosts: []}\n", encoding="utf-8")
-    table = load_pricing(override)
-    assert not table.is_local("ollama", None)
-
-
 def test_a_broken_pricing_file_is_a_configuration_error(tmp_path: Path) -> None:
     broken = tmp_path / "prices.yaml"
     broken.write_text("models:\n  x: {input: -1, output: 1, source: s, as_of: d}\n", encoding="utf-8")
@@ -141,7 +120,10 @@ def test_a_broken_pricing_file_is_a_configuration_error(tmp_path: Path) -> None:
         load_pricing(tmp_path / "missing.yaml")
 
 
-def test_pricing_table_is_local_reads_hosts_not_substrings() -> None:
+def test_what_is_local_reads_hosts_not_substrings_and_a_user_file_can_change_it(tmp_path: Path) -> None:
+    override = tmp_path / "prices.yaml"
+    override.write_text("local: {providers: [offline], hosts: []}\n", encoding="utf-8")
+    assert not load_pricing(override).is_local("ollama", None)
     table = PricingTable.model_validate({"local": {"providers": [], "hosts": ["localhost"]}})
     assert table.is_local("openai", "http://localhost:8080/v1")
     assert not table.is_local("openai", "https://localhost.example.com/v1")

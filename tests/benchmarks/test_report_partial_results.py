@@ -13,8 +13,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from benchmarks.results import ResultsWriter, RunMeta, TurnRow, read_results
-from benchmarks.scoring.turn import TurnScore
+from benchmarks.results import RunMeta, TurnRow, read_results
+from tests.benchmarks.report.sample_results import turn_row, write_results
 
 runner = CliRunner()
 MODES = ["planner", "toolcalling"]
@@ -23,12 +23,10 @@ TURNS = 3
 
 
 def row(mode: str, turn: int) -> TurnRow:
-    return TurnRow(
-        mode=mode,
-        scenario="s",
+    return turn_row(
+        mode,
         category="single",
         turn=turn,
-        repetition=1,
         user="¿Cuánto vendimos en 2025?",
         answer="En 2025 se vendieron ₲850.000.000.",
         model_calls=2,
@@ -36,20 +34,15 @@ def row(mode: str, turn: int) -> TurnRow:
         output_tokens=50,
         model_ms=10.0,
         harness_ms=1.0,
-        score=TurnScore(passed=True),
     )
 
 
 @pytest.fixture
 def results_file(tmp_path: Path) -> Path:
     """A whole run's file: the run line, then 3 turns of each of 2 modes."""
-    path = tmp_path / "run" / "results.jsonl"
-    writer = ResultsWriter(path)
-    writer.write(RunMeta(provider="offline", modes=MODES, scenarios=1, turns=TURNS))
-    for mode in MODES:
-        for turn in range(1, TURNS + 1):
-            writer.write(row(mode, turn))
-    return path
+    meta = RunMeta(provider="offline", modes=MODES, scenarios=1, turns=TURNS)
+    records = [row(mode, turn) for mode in MODES for turn in range(1, TURNS + 1)]
+    return write_results(tmp_path / "run" / "results.jsonl", meta, records)
 
 
 def cut(path: Path, keep: int) -> Path:
@@ -96,7 +89,7 @@ def test_a_line_that_is_not_json_in_the_middle_is_skipped_and_named(results_file
     assert "lines 3 of the results file are not JSON records and were skipped" in results.read_warnings
 
 
-def test_the_report_of_a_cut_file_warns_on_the_terminal_and_in_both_headers(
+def test_the_report_of_a_cut_file_warns_on_the_terminal_and_in_both_headers_but_is_not_published(
     app: typer.Typer, results_file: Path, tmp_path: Path
 ) -> None:
     partial = cut(results_file, results_file.stat().st_size - 25)
@@ -113,14 +106,8 @@ def test_the_report_of_a_cut_file_warns_on_the_terminal_and_in_both_headers(
     assert "| planner | 3 |" in "\n".join(markdown) and "| toolcalling | 2 |" in "\n".join(markdown)
     html = (out / "report.html").read_text(encoding="utf-8")
     assert "<b>Warning:</b> results file ends in an incomplete line: 5 rows read." in html
-
-
-def test_a_cut_file_is_not_published_into_a_readme(
-    app: typer.Typer, results_file: Path, tmp_path: Path
-) -> None:
     readme = tmp_path / "README.md"
     readme.write_text("# Title\n", encoding="utf-8")
-    partial = cut(results_file, results_file.stat().st_size - 25)
     result = runner.invoke(app, ["report", str(partial), "--readme", str(readme)], env={"COLUMNS": "200"})
     assert result.exit_code == 2 and "incomplete results file" in result.output
     assert readme.read_text(encoding="utf-8") == "# Title\n"
