@@ -30,7 +30,7 @@ from shared.bounds import (
     json_size,
 )
 from shared.erp import storage
-from shared.errors import ConfigurationError, StorageError
+from shared.errors import StorageError
 from shared.memory.context import render_context
 from shared.memory.store import MemoryStore, MessageIn, TurnRecord, open_memory_store
 from shared.memory.tables import ConversationState, MemoryRecord, Message
@@ -51,13 +51,6 @@ def quick_busy_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 # -- opening -------------------------------------------------------------------------------------------------
-
-
-def test_a_bad_url_or_missing_driver_is_a_configuration_error() -> None:
-    with pytest.raises(ConfigurationError, match="is not a database URL"):
-        MemoryStore("::nonsense::")
-    with pytest.raises(ConfigurationError, match="Unknown database kind"):
-        open_memory_store("nosuchdb://x/y")
 
 
 def test_a_missing_directory_is_named(tmp_path: Path) -> None:
