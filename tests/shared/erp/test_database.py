@@ -118,10 +118,11 @@ def test_open_demo_erp_without_url_uses_the_environment(
 # -- open_erp ------------------------------------------------------------------------------------------------
 
 
-def test_open_erp_on_an_empty_sqlite_file_creates_no_table(tmp_path: Path) -> None:
+@pytest.mark.parametrize("in_memory", [False, True], ids=["empty file", "in memory"])
+def test_open_erp_on_an_empty_database_creates_no_table(tmp_path: Path, in_memory: bool) -> None:
     path = tmp_path / "empty.sqlite3"
     sqlite3.connect(path).close()
-    erp = open_erp(f"sqlite:///{path}")
+    erp = open_erp("sqlite://" if in_memory else f"sqlite:///{path}")
     try:
         assert erp.today == date.today()
         assert inspect(erp.engine).get_table_names() == []
@@ -153,15 +154,6 @@ def test_open_erp_never_creates_a_missing_database_file(tmp_path: Path) -> None:
     assert not missing.exists()
 
 
-def test_open_erp_on_an_in_memory_database_is_an_empty_erp() -> None:
-    erp = open_erp("sqlite://")
-    try:
-        assert inspect(erp.engine).get_table_names() == []
-        assert erp.today == date.today()
-    finally:
-        erp.engine.dispose()
-
-
 # -- Erp -----------------------------------------------------------------------------------------------------
 
 
@@ -185,7 +177,7 @@ def test_an_erp_without_a_fixed_date_reads_the_real_date_on_every_access(
     engine.dispose()
 
 
-def test_missing_erp_tables_names_what_the_sales_operations_would_lack(tmp_path: Path) -> None:
+def test_an_own_database_lacks_the_sales_tables_and_has_no_stored_today(tmp_path: Path) -> None:
     own = open_erp(own_database(tmp_path / "mine.sqlite3"))
     demo = open_demo_erp("sqlite://")
     try:
@@ -193,17 +185,10 @@ def test_missing_erp_tables_names_what_the_sales_operations_would_lack(tmp_path:
             ["customers", "erp_settings", "erp_users", "invoice_lines", "invoices", "products"]
         )
         assert missing_erp_tables(demo) == []
+        assert read_today(own.engine) is None  # not the demo: no stored today
     finally:
         own.engine.dispose()
         demo.engine.dispose()
-
-
-def test_read_today_is_none_for_a_database_that_is_not_the_demo(tmp_path: Path) -> None:
-    engine = make_engine(own_database(tmp_path / "mine.sqlite3"))
-    try:
-        assert read_today(engine) is None
-    finally:
-        engine.dispose()
 
 
 def test_default_url_is_a_sqlite_file_under_dot_erp_ai(
