@@ -30,10 +30,10 @@ from benchmarks.report.findings import OFFLINE_NOTICE, findings, headline
 from benchmarks.report.html_charts import growth_section, per_mode_charts
 from benchmarks.report.html_parts import heat, mode_label, table, target_heading
 from benchmarks.report.html_turns import turn_table
+from benchmarks.report.matrix import MATRIX_CAPTION, matrix_grids
 from benchmarks.report.svg import grouped, mode_colours
 from benchmarks.report.tables import (
     LATENCY_CAPTION,
-    MATRIX_CAPTION,
     PAIRED_CAPTION,
     PERCENTILE_CAPTION,
     VALID_PLAN_CAPTION,
@@ -42,7 +42,6 @@ from benchmarks.report.tables import (
     costs_of,
     failure_rows,
     interval_rows,
-    matrix_grids,
     paired_rows,
     pass_k_rows,
     percent_interval,

@@ -20,9 +20,9 @@ from benchmarks.report.about import (
 )
 from benchmarks.report.aggregate import Summary
 from benchmarks.report.findings import OFFLINE_NOTICE, findings, headline
+from benchmarks.report.matrix import MATRIX_CAPTION, matrix_grids
 from benchmarks.report.tables import (
     LATENCY_CAPTION,
-    MATRIX_CAPTION,
     PAIRED_CAPTION,
     PERCENTILE_CAPTION,
     VALID_PLAN_CAPTION,
@@ -34,7 +34,6 @@ from benchmarks.report.tables import (
     growth_rows,
     growth_scenarios,
     interval_rows,
-    matrix_grids,
     paired_rows,
     pass_k_rows,
     summary_rows,
