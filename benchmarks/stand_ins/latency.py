@@ -1,28 +1,13 @@
 """Latency profiles: model time computed from token counts, reported, never slept.
 
-A profile turns ``(input_tokens, output_tokens, cached_tokens)`` into milliseconds::
-
-    overhead_ms + (input_tokens - cached_tokens) / prefill_tokens_per_s * 1000
-                + output_tokens / decode_tokens_per_s * 1000
-
-and the time to the first output token (what a streaming reader waits for) is the same sum with one output
-token::
-
-    overhead_ms + (input_tokens - cached_tokens) / prefill_tokens_per_s * 1000
-                + 1 / decode_tokens_per_s * 1000
-
-so ``latency_ms(i, n, c) == first_token_ms(i, c) + (n - 1) * ms_per_output_token`` for ``n >= 1``.
-
-**Cached tokens skip prefill.** ``cached_tokens`` are the prompt tokens a prefix cache served (llama.cpp's
-slot cache, a provider's automatic prompt caching): their keys and values are already computed, so only the
-rest of the prompt is processed. Reusing them is taken to cost nothing beyond ``overhead_ms``: an
-approximation (restoring a cached prefix is fast next to computing it, not free). Profiles without a prefill
-rate (the first-token time already covers the prompt) are unaffected.
-
-The offline model answers in microseconds; with a profile its ``AIMessage.response_metadata`` carries
-``simulated_latency_ms``, ``simulated_first_token_ms`` and ``simulated_ms_per_token`` so the benchmark can
-show what the same token traffic would cost on real hardware, in total and to the first token.
-The presets are rounded, order-of-magnitude figures from public benchmarks (sources next to each preset).
+A profile turns a call's tokens into milliseconds, ``overhead_ms + (input_tokens - cached_tokens) /
+prefill_tokens_per_s * 1000 + output_tokens / decode_tokens_per_s * 1000``; the time to the first output
+token is the same sum with one output token, so ``latency_ms(i, n, c) == first_token_ms(i, c) + (n - 1) *
+ms_per_output_token``. Cached tokens (served by a prefix cache) skip prefill and are taken to cost nothing
+beyond the overhead, an approximation; a profile without a prefill rate (its first-token time covers the
+prompt) ignores them. With a profile the offline model's ``response_metadata`` carries
+``simulated_latency_ms``, ``simulated_first_token_ms`` and ``simulated_ms_per_token``. The presets are
+rounded, order-of-magnitude figures from public benchmarks (sources next to each).
 """
 
 from __future__ import annotations
@@ -59,28 +44,18 @@ class LatencyProfile(BaseModel):
         return 1000.0 / self.decode_tokens_per_s
 
     def latency_ms(self, input_tokens: int, output_tokens: int, cached_tokens: int = 0) -> float:
-        """Simulated wall time of one call with these token counts, in milliseconds.
-
-        ``cached_tokens`` (part of ``input_tokens``) came from a prefix cache and skip prefill.
-        """
+        """Simulated wall time of one call, in milliseconds (``cached_tokens`` skip prefill)."""
         decode = output_tokens / self.decode_tokens_per_s
         return round(self.overhead_ms + (self._prefill_s(input_tokens, cached_tokens) + decode) * 1000.0, 3)
 
     def first_token_ms(self, input_tokens: int, cached_tokens: int = 0) -> float:
-        """Simulated time until the first output token of a call with ``input_tokens`` arrives, in ms.
-
-        The fixed overhead, the prefill of the prompt tokens the cache did not serve, then the decode of one
-        output token: a streaming client sees nothing before the prompt is processed, then one token per
-        ``ms_per_output_token``.
-        """
+        """Simulated time to the first output token, in milliseconds: overhead, prefill of the uncached
+        prompt tokens, decode of one token."""
         prefill = self._prefill_s(input_tokens, cached_tokens)
         return round(self.overhead_ms + (prefill + 1 / self.decode_tokens_per_s) * 1000.0, 3)
 
     def _prefill_s(self, input_tokens: int, cached_tokens: int) -> float:
-        """Processing time of the uncached prompt tokens in seconds (0 when the overhead covers the prompt).
-
-        ``cached_tokens`` is clamped to ``[0, input_tokens]``: a cache never serves more than the prompt.
-        """
+        """Prefill time of the uncached prompt tokens in seconds (``cached_tokens`` clamped to the prompt)."""
         if self.prefill_tokens_per_s is None:
             return 0.0
         processed = input_tokens - min(max(cached_tokens, 0), input_tokens)

@@ -1,10 +1,7 @@
-"""How a fault mode changes a reply: the offline model's drafts, and any model's reply behind an emulator.
+"""How a fault mode changes a reply (what each mode does: :mod:`benchmarks.stand_ins.faults`).
 
-:func:`inject` rewrites a :class:`Draft` (the reply before output caps and metadata) for one
-:data:`~benchmarks.stand_ins.faults.FaultMode`; :func:`misbehave` does the same to a finished reply of
-*any* chat
-model, which is how the protocol emulators reproduce the offline model's faults whatever model backs them.
-What each mode does is documented once, in :mod:`benchmarks.stand_ins.faults`.
+:func:`inject` rewrites the offline model's :class:`Draft` (a reply before output caps and metadata);
+:func:`misbehave` rewrites a finished reply of any chat model, for the protocol emulators.
 """
 
 from __future__ import annotations
@@ -52,10 +49,9 @@ class Draft:
     tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     invalid_calls: list[tuple[str, str]] = field(default_factory=list)
     repeat: str = ""
-    """A runaway reply: ``content`` is followed by this text, over and over, until the output cap cuts it."""
+    """A runaway reply: ``content`` is followed by this text until the output cap cuts it."""
     compact: bool = False
-    """``content`` is JSON written without spaces (as the prompt's examples are; see
-    :attr:`~._prompt.PromptView.compact_json`); a fault that rewrites the payload keeps the style."""
+    """``content`` is JSON without spaces (as the prompt's examples); a rewritten payload keeps the style."""
 
     @classmethod
     def json(cls, payload: Any, *, compact: bool = False) -> Draft:
@@ -69,13 +65,12 @@ class FaultSite:
     """What the faulty call was asked, so a fault can misbehave convincingly."""
 
     call_index: int
-    """The call's index (per model instance, or per emulator)."""
     kind: RequestKind | None
-    """Whether the request is a plan or an answer request (``None``: neither)."""
+    """A plan or an answer request (``None``: neither)."""
     tools_bound: bool
-    """Whether tools were bound (and ``tool_choice`` is not ``none``)."""
+    """Tools were bound (and ``tool_choice`` is not ``none``)."""
     catalog: tuple[str, ...] = ()
-    """Operation names the prompt mentions, in the order they first appear."""
+    """The operations the prompt's catalog offers (:func:`catalog_names`)."""
 
 
 def prompt_kind(view: PromptView) -> RequestKind | None:
