@@ -7,8 +7,7 @@ the structured answer's format. What changes per turn travels in the runtime con
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
+import functools
 from typing import TYPE_CHECKING, Any, Literal
 
 from langchain.agents import create_agent
@@ -37,9 +36,9 @@ class Agents:
     """Each caller's compiled agent: only their permitted tools, each running in their data scope.
 
     Compiled on the caller's first turn (none up front: there is no default caller) and kept for the most
-    recent callers (:data:`AGENT_CACHE_SIZE`), since compiling costs a few milliseconds. Shared by threads:
-    two first turns of one caller at once may both compile, and both use the agent cached first. A
-    compilation error raises out of that first turn.
+    recent callers (:data:`AGENT_CACHE_SIZE`), since compiling costs a few milliseconds; the cache is shared
+    by threads (two first turns of one caller at once may both compile). A compilation error raises out of
+    that first turn.
     """
 
     def __init__(
@@ -67,26 +66,14 @@ class Agents:
         self._response_format = _response_format(structured_strategy)
         self._answer_tools = answer_tools
         self._recover = recover_text_tool_calls
-        self._agents: OrderedDict[tuple[str, frozenset[str]], Any] = OrderedDict()
-        self._lock = threading.Lock()
+        self._compiled = functools.lru_cache(maxsize=AGENT_CACHE_SIZE)(self._compile)
 
     def for_caller(self, caller: Caller) -> Any:
         """The compiled agent of ``caller`` (see the class)."""
-        key = (caller.user_id, caller.roles)  # what the tools depend on (not the display name)
-        with self._lock:
-            agent = self._agents.get(key)
-            if agent is not None:
-                self._agents.move_to_end(key)
-                return agent
-        agent = self._compile(caller)
-        with self._lock:
-            agent = self._agents.setdefault(key, agent)  # a concurrent first turn's agent, if it won
-            self._agents.move_to_end(key)
-            while len(self._agents) > AGENT_CACHE_SIZE:
-                self._agents.popitem(last=False)
-        return agent
+        return self._compiled(caller.user_id, caller.roles)  # what the tools depend on (not the name)
 
-    def _compile(self, caller: Caller) -> Any:
+    def _compile(self, user_id: str, roles: frozenset[str]) -> Any:
+        caller = Caller(user_id=user_id, roles=roles)
         middleware: list[Any] = [
             TurnMiddleware(self._registry, self._max_tokens),
             ModelCallLimitMiddleware(run_limit=self._limits.model_calls, exit_behavior="end"),

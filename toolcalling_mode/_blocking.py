@@ -1,12 +1,10 @@
 """The blocking ``ask`` over the async turn: every blocking call runs on one event loop, kept in a daemon
-thread for the life of the process.
+thread for the life of the process, with the caller's context variables.
 
 One loop, not one per call (``asyncio.run``): a provider's async client (``ChatOllama``, ``ChatOpenAI``) keeps
-its HTTP connections bound to the loop that opened them, so a second ``ask`` on a fresh loop would fail with
-``Event loop is closed``, and turns from several threads at once would share connections across loops. The
-calling thread blocks until the turn ends, whether or not it runs an event loop itself (a notebook, a
-synchronous call inside async code: that loop is never re-entered); the caller's context variables go with
-the turn.
+its HTTP connections bound to the loop that opened them, so a second ``ask`` on a fresh loop would fail
+(``Event loop is closed``), as would turns from several threads sharing connections across loops. A calling
+thread that runs an event loop itself (a notebook, sync code inside async code) never re-enters it.
 """
 
 from __future__ import annotations

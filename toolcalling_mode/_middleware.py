@@ -1,9 +1,8 @@
 """Per-turn agent middleware: the turn's system prompt and a timed record of every tool call.
 
-The agent graph is compiled once per caller; what changes per turn travels in the runtime context
-(:class:`TurnContext`, passed as ``agent.astream(..., context=...)``), so one compiled agent serves every
-conversation without shared mutable state. The engine runs its agents asynchronously only, so the hooks are
-the async ones.
+What changes per turn travels in the runtime context (:class:`TurnContext`, ``agent.astream(...,
+context=...)``), so one compiled agent serves every conversation. Agents run asynchronously only: the hooks
+are the async ones.
 """
 
 from __future__ import annotations
@@ -46,11 +45,10 @@ class TurnContext:
 class TurnMiddleware(AgentMiddleware[Any, Any, Any]):
     """Sets the turn's system prompt on every model call and times every tool call.
 
-    Operation errors reach the model as error results through the tools' own ``ToolException`` handling;
-    any other exception a tool raises (an ERP bug, a database error) becomes an ``error interno (ref XXXX)``
-    result here, as planner mode reports it, instead of aborting the whole turn as if the model had failed.
-    Each recorded operation says why it failed (``error_kind``), judged against ``registry``: a call to an
-    unknown tool or with invalid arguments is ``invalid``.
+    Operation errors reach the model as error results (the tools' ``ToolException`` handling); any other
+    exception a tool raises (an ERP bug) becomes an ``error interno (ref XXXX)`` result, as in planner mode,
+    instead of aborting the turn. Each recorded operation says why it failed (``error_kind``, judged against
+    ``registry``: an unknown tool or invalid arguments is ``invalid``).
     """
 
     def __init__(self, registry: OperationRegistry, max_tokens: int | None = None) -> None:

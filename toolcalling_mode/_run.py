@@ -93,17 +93,11 @@ def read_run(
 def _plan_valid(
     messages: Sequence[BaseMessage], caller: Caller, registry: OperationRegistry, answer_tools: frozenset[str]
 ) -> bool | None:
-    """Whether every tool call of the model's replies in ``messages`` was a valid request.
-
-    ``False`` as soon as one was not: a malformed call (``invalid_tool_calls``: JSON the provider could not
-    parse), a tool call written as text and left so, or a call the registry's validation refuses for
-    ``caller``: an unknown tool, a tool the caller was not given (the agent offers only the permitted tools,
-    so to the model it is as unknown as a hallucinated one, and the planner's validation refuses it too), or
-    arguments its parameters model rejects. The tools run the same validation, so this is the judgement
-    their errors reflect (``error_kind == "invalid"``), made here on every call as written, including calls
-    that never ran (a limit or a failure ended the turn first). A permitted call the ERP refused on its data
-    or the caller's scope was a valid request. The structured answer's own tool is not a request for an
-    operation. ``True`` for replies without tool calls; ``None`` when there is no reply.
+    """Whether every tool call of the model's replies in ``messages`` was a valid request: ``False`` for a
+    malformed call (``invalid_tool_calls``), a tool call written as text and left so, or a call the
+    registry's validation refuses for ``caller`` (an unknown tool, one the caller was not given, invalid
+    arguments), also when it never ran; a permitted call the ERP refused on its data or the caller's scope
+    was valid. The structured answer's own tool is no request. ``None`` when there is no reply.
     """
     replies = [message for message in messages if isinstance(message, AIMessage)]
     if not replies:

@@ -19,7 +19,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from benchmarks.stand_ins.faults import FaultConfig
 from benchmarks.stand_ins.offline import OfflineSalesModel
 from shared.errors import ConversationAccessDenied, OutputLimitError
-from shared.events import AnswerDelta, OperationDone, TurnDone, TurnEvent
+from shared.events import AnswerDelta, OperationDone, TurnDone
 from shared.failures import user_message
 from shared.operations.registry import Operation, OperationRegistry
 from shared.security import DEMO_CALLER, Caller
@@ -108,17 +108,6 @@ async def test_text_written_before_tool_calls_is_streamed_and_the_result_superse
     assert shown == "Voy a consultar.\n\nVendimos 850000000."  # documented in toolcalling_mode._streaming
     assert events[-1].result.answer == "Vendimos 850000000."
     assert memory_store.history("c1")[-1].content == "Vendimos 850000000."
-
-
-async def test_events_serialise_as_the_shared_turn_event_union(toy_erp: Any, memory_store: Any) -> None:
-    from pydantic import TypeAdapter
-
-    engine = streaming_engine(toy_erp, memory_store)
-    adapter: TypeAdapter[TurnEvent] = TypeAdapter(TurnEvent)
-
-    events = await events_of(engine, "c1", QUESTION)
-
-    assert [adapter.validate_json(adapter.dump_json(event)) for event in events] == events
 
 
 async def test_ask_and_aask_measure_no_first_answer_time(toy_erp: Any, memory_store: Any) -> None:
@@ -283,7 +272,8 @@ async def test_an_invalid_question_ends_in_one_event(toy_erp: Any, memory_store:
     events = await events_of(engine, "c1", "   ")
 
     assert [type(event) for event in events] == [TurnDone]
-    assert events[0].result.failure == "input" and events[0].result.model_calls == 0
+    result = events[0].result
+    assert (result.failure, result.model_calls, result.plan_valid) == ("input", 0, None)
 
 
 # -- the event loop is never blocked -----------------------------------------------------------------------
@@ -335,22 +325,6 @@ async def test_tools_and_storage_run_outside_the_event_loop_thread(
     assert result.recorded and result.operations[0].ok
     loop_thread = threading.get_ident()
     assert threads["tool"] != loop_thread and threads["record_turn"] != loop_thread
-
-
-async def test_concurrent_turns_on_one_loop_do_not_mix(toy_erp: Any, memory_store: Any) -> None:
-    def yearly(messages: list[BaseMessage], info: CallInfo) -> AIMessage | str:
-        year = int(str(messages[-1].content)[-4:]) if not info.tool_results else None
-        if year is not None:
-            return ask_tools(call("ventas_anuales", anio=year))
-        return f"Total: {json.loads(str(info.tool_results[0].content))['total']}"
-
-    engine = ToolCallingEngine(toy_registry(), toy_erp, memory_store, StreamingFunctionModel(yearly))
-
-    results = await asyncio.gather(
-        *(engine.aask(f"c{year}", f"Ventas de {year}", DEMO_CALLER) for year in (2024, 2025, 2024, 2025))
-    )
-
-    assert [r.answer for r in results] == [f"Total: {YEAR_TOTALS[y]}" for y in (2024, 2025, 2024, 2025)]
 
 
 # -- callbacks -----------------------------------------------------------------------------------------------
@@ -478,11 +452,3 @@ async def test_a_turn_planned_before_another_turn_was_recorded_is_flagged_stale(
     assert late.recorded and late.stale_state
     contents = [message.content for message in memory_store.history("c1")]
     assert contents.count(QUESTION) == 3  # nothing lost: both concurrent turns recorded, whole
-
-
-async def test_turns_in_sequence_are_not_stale(toy_erp: Any, memory_store: Any) -> None:
-    engine = streaming_engine(toy_erp, memory_store)
-
-    results = [await engine.aask("c1", QUESTION, DEMO_CALLER) for _ in range(3)]
-
-    assert [result.stale_state for result in results] == [False, False, False]

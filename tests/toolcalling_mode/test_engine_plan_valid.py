@@ -10,7 +10,6 @@ from langchain_core.messages import AIMessage, BaseMessage
 from benchmarks.stand_ins.faults import FaultMode
 from benchmarks.stand_ins.offline import OfflineSalesModel
 from shared.erp.users import caller_for
-from shared.errors import ProviderError
 from shared.security import DEMO_CALLER
 from tests.fakes import CallInfo, FunctionChatModel
 from tests.toolcalling_mode.toolcalling_fakes import ask_tools, call
@@ -83,23 +82,6 @@ def test_one_invalid_call_makes_the_turn_invalid_even_next_to_a_valid_one(
     assert result.recorded  # the model answered: an invalid request is not a failed turn by itself
 
 
-def test_a_model_that_corrects_its_invalid_call_still_made_an_invalid_request(make_engine: Any) -> None:
-    def fix_after_error(messages: list[BaseMessage], info: CallInfo) -> AIMessage | str:
-        results = info.tool_results
-        if not results:
-            return ask_tools(call("ventas_anuales", anio="2025 completo"))
-        if len(results) == 1:
-            return ask_tools(call("ventas_anuales", anio=2025))
-        return "Vendimos 850000000."
-
-    engine, _ = make_engine(fix_after_error)
-
-    result = engine.ask("c1", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
-
-    assert [op.ok for op in result.operations] == [False, True]
-    assert result.plan_valid is False
-
-
 # -- with the offline model's faults and the sales registry --------------------------------------------------
 
 FAULT_VERDICTS: dict[FaultMode, bool | None] = {
@@ -147,20 +129,3 @@ def test_a_tool_the_caller_was_not_given_is_invalid_a_customer_out_of_scope_is_n
     assert out_of_scope.plan_valid is True  # a permitted tool the ERP refused on the caller's scope
     assert [op.error_kind for op in not_given.operations] == ["invalid"]
     assert not_given.plan_valid is False  # not among its tools: to the model, an unknown one
-
-
-# -- no reply read -------------------------------------------------------------------------------------------
-
-
-def test_no_reply_read_is_none(make_engine: Any, memory_store: Any) -> None:
-    def broken(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
-        raise ProviderError("connection refused")
-
-    engine, _ = make_engine(broken)
-
-    failed = engine.ask("c1", "¿Cuánto vendimos?", DEMO_CALLER)
-    refused = engine.ask("c1", "", DEMO_CALLER)  # refused before any model call
-
-    assert (failed.failure, failed.plan_valid) == ("provider", None)
-    assert (refused.failure, refused.plan_valid) == ("input", None)
-    assert memory_store.get_state("c1") == {}

@@ -19,28 +19,17 @@ def test_the_system_prompt_is_only_instructions_the_same_every_turn() -> None:
 
 def test_a_windowed_turn_puts_the_context_before_the_question_as_the_planner_does() -> None:
     assert turn_message("¿Y cuánto compró?", CONTEXT) == f"{CONTEXT}\n\nNueva pregunta:\n¿Y cuánto compró?"
+    context = "Fecha de hoy: 2026-11-30\nMemoria relevante:\n- costo $5 {x}"  # nothing is interpreted
+    assert turn_message("¿$1 {y}?", context) == f"{context}\n\nNueva pregunta:\n¿$1 {{y}}?"
 
 
-def test_system_prompt_avoids_the_words_that_mark_planner_requests() -> None:
-    for structured in (False, True):
-        prompt = system_prompt(structured=structured)
-        assert '"operaciones"' not in prompt
-        assert '"respuesta"' not in prompt
-
-
-def test_structured_prompt_adds_the_final_answer_instructions() -> None:
+def test_structured_prompt_adds_the_final_answer_instructions_and_neither_marks_planner_requests() -> None:
     plain = system_prompt()
     structured = system_prompt(structured=True)
 
     assert structured.startswith(plain)
-    assert "formato estructurado" in structured
-    assert "formato estructurado" not in plain
-
-
-def test_context_with_dollar_signs_and_braces_is_not_interpreted() -> None:
-    context = "Fecha de hoy: 2026-11-30\nMemoria relevante:\n- costo $5 {x}"
-
-    assert turn_message("¿$1 {y}?", context) == f"{context}\n\nNueva pregunta:\n¿$1 {{y}}?"
+    assert "formato estructurado" in structured and "formato estructurado" not in plain
+    assert all('"operaciones"' not in p and '"respuesta"' not in p for p in (plain, structured))
 
 
 def planner_instructions() -> str:
@@ -64,7 +53,7 @@ SAME_GUIDANCE = (
     "no puedes consultar ese dato",  # nothing in the catalog answers
     "₲1.234.567",  # amount format
 )
-"""Guidance both modes get, phrased alike (issue 13, fair prompts)."""
+"""Guidance both modes get, phrased alike (fair prompts)."""
 
 
 def test_both_modes_get_the_same_guidance_and_the_same_invented_example() -> None:
