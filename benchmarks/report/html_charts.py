@@ -3,7 +3,7 @@ context-growth line chart, per target for a matrix."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from html import escape
 
 from benchmarks.report.aggregate import ModeSummary, Summary
@@ -16,91 +16,76 @@ def _legend(modes: Sequence[str], colours: dict[str, str]) -> str:
     return f'<ul class="mode-legend" id="mode-legend">{items}</ul>'
 
 
+def _ms(decimals: int) -> Callable[[float], str]:
+    """Milliseconds grouped and whole (simulated figures) or with one decimal (measured ones)."""
+    return (lambda v: f"{grouped(v)} ms") if decimals == 0 else (lambda v: f"{v:.1f} ms")
+
+
+Figure = tuple[str, str, str, Callable[[ModeSummary], float | None], Callable[[float], str]]
+"""A bar chart: (id, title, y-axis label, the figure of a mode, how a value is written)."""
+
+
+def _latency_figures(modes: Sequence[ModeSummary]) -> list[Figure]:
+    """Latency p50 (simulated when every mode has it), then time to the first answer token p50: simulated when
+    every mode has it, else measured when every mode has it, else no chart."""
+    simulated = bool(modes) and all(m.simulated_p50 is not None for m in modes)
+    figures: list[Figure] = [
+        ("latency", "Latency p50, simulated", "milliseconds per turn", lambda m: m.simulated_p50, _ms(0))
+        if simulated
+        else ("latency", "Latency p50, measured", "milliseconds per turn", lambda m: m.latency_p50, _ms(1))
+    ]
+    if modes and all(m.simulated_first_answer_p50 is not None for m in modes):
+        read, kind, decimals = (lambda m: m.simulated_first_answer_p50), "simulated", 0
+    elif modes and all(m.first_answer_p50 is not None for m in modes):
+        read, kind, decimals = (lambda m: m.first_answer_p50), "measured", 1
+    else:
+        return figures
+    title = f"First answer token p50, {kind}"
+    return [*figures, ("first-answer", title, "milliseconds per turn", read, _ms(decimals))]
+
+
 def _charts(summary: Summary, colours: dict[str, str], suffix: str = "") -> str:
     """The per-mode bar charts of one target (``suffix`` keeps chart ids unique when there are several)."""
     modes = summary.modes
-    simulated = bool(modes) and all(m.simulated_p50 is not None for m in modes)
-    latency_title = "Latency p50, simulated" if simulated else "Latency p50, measured"
+    figures: list[Figure] = [
+        (
+            "calls",
+            "Model calls per turn (mean)",
+            "model calls / turn",
+            lambda m: m.calls_mean,
+            lambda v: f"{v:.2f}",
+        ),
+        (
+            "input-tokens",
+            "Input tokens per turn (mean)",
+            "input tokens / turn",
+            lambda m: m.input_tokens_mean,
+            grouped,
+        ),
+        (
+            "output-tokens",
+            "Output tokens per turn (mean)",
+            "output tokens / turn",
+            lambda m: m.output_tokens_mean,
+            grouped,
+        ),
+        *_latency_figures(modes),
+        ("harness", "Harness overhead p50", "milliseconds per turn", lambda m: m.harness_p50, _ms(1)),
+        ("accuracy", "Accuracy", "% of turns passed", lambda m: m.accuracy * 100, lambda v: f"{v:.0f}%"),
+    ]
     charts = [
         bar_chart(
-            "Model calls per turn (mean)",
-            [(m.mode, m.calls_mean) for m in modes],
-            y_label="model calls / turn",
-            fmt=lambda v: f"{v:.2f}",
+            title,
+            [(m.mode, read(m) or 0.0) for m in modes],
+            y_label=y_label,
+            fmt=fmt,
+            y_max=100 if name == "accuracy" else None,
             colours=colours,
-            chart_id="chart-calls" + suffix,
-        ),
-        bar_chart(
-            "Input tokens per turn (mean)",
-            [(m.mode, m.input_tokens_mean) for m in modes],
-            y_label="input tokens / turn",
-            fmt=grouped,
-            colours=colours,
-            chart_id="chart-input-tokens" + suffix,
-        ),
-        bar_chart(
-            "Output tokens per turn (mean)",
-            [(m.mode, m.output_tokens_mean) for m in modes],
-            y_label="output tokens / turn",
-            fmt=grouped,
-            colours=colours,
-            chart_id="chart-output-tokens" + suffix,
-        ),
-        bar_chart(
-            latency_title,
-            [(m.mode, (m.simulated_p50 if simulated else m.latency_p50) or 0.0) for m in modes],
-            y_label="milliseconds per turn",
-            fmt=(lambda v: f"{grouped(v)} ms") if simulated else (lambda v: f"{v:.1f} ms"),
-            colours=colours,
-            chart_id="chart-latency" + suffix,
-        ),
-        *_first_answer_chart(modes, colours, suffix),
-        bar_chart(
-            "Harness overhead p50",
-            [(m.mode, m.harness_p50) for m in modes],
-            y_label="milliseconds per turn",
-            fmt=lambda v: f"{v:.1f} ms",
-            colours=colours,
-            chart_id="chart-harness" + suffix,
-        ),
-        bar_chart(
-            "Accuracy",
-            [(m.mode, m.accuracy * 100) for m in modes],
-            y_label="% of turns passed",
-            fmt=lambda v: f"{v:.0f}%",
-            y_max=100,
-            colours=colours,
-            chart_id="chart-accuracy" + suffix,
-        ),
+            chart_id=f"chart-{name}{suffix}",
+        )
+        for name, title, y_label, read, fmt in figures
     ]
     return '<div class="chart-grid">' + "".join(charts) + "</div>"
-
-
-def _first_answer_chart(modes: Sequence[ModeSummary], colours: dict[str, str], suffix: str = "") -> list[str]:
-    """Time to the first answer token p50 beside the latency chart: simulated when every mode has it, else
-    measured when every mode has it, else no chart."""
-    simulated = [m.simulated_first_answer_p50 for m in modes]
-    measured = [m.first_answer_p50 for m in modes]
-    if modes and None not in simulated:
-        title, values, decimals = "First answer token p50, simulated", simulated, 0
-    elif modes and None not in measured:
-        title, values, decimals = "First answer token p50, measured", measured, 1
-    else:
-        return []
-
-    def fmt(value: float) -> str:
-        return f"{grouped(value)} ms" if decimals == 0 else f"{value:.1f} ms"
-
-    return [
-        bar_chart(
-            title,
-            [(m.mode, value or 0.0) for m, value in zip(modes, values, strict=True)],
-            y_label="milliseconds per turn",
-            fmt=fmt,
-            colours=colours,
-            chart_id="chart-first-answer" + suffix,
-        )
-    ]
 
 
 def growth_section(summary: Summary, colours: dict[str, str]) -> str:
