@@ -1,8 +1,7 @@
 """Calls the LangChain chat model that stands behind an emulator.
 
-Each protocol reduces a request to a :class:`BackingRequest` (LangChain messages, built by
-:func:`to_messages` from :class:`WireMessage`, the OpenAI-shaped message Ollama's API shares and Gemini's
-contents map onto; OpenAI-style tool dicts; an optional JSON schema or JSON mode), then :func:`answer` calls
+Each protocol reduces a request to a :class:`BackingRequest` (LangChain messages from :func:`to_messages`,
+OpenAI-style tool dicts, an optional JSON schema or JSON mode), then :func:`answer` calls
 the model and applies the request's fault and output cap to the :class:`BackingReply`, which the protocol
 turns back into wire JSON.
 """
@@ -16,9 +15,9 @@ from typing import Any
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, convert_to_messages
 from langchain_core.outputs import LLMResult
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
 from benchmarks.stand_ins.emulators._app import BadRequestError
 from benchmarks.stand_ins.emulators.faults import FaultDecision
@@ -39,92 +38,51 @@ def stand_in_label(model: BaseChatModel) -> str:
     return f"{STAND_IN_MARKER}: {type(model).__name__} answers, not the model named"
 
 
-class _Wire(BaseModel):
-    model_config = ConfigDict(extra="allow")
+def _text(content: Any) -> str:
+    """Text content, or the text of a list of content parts, joined."""
+    if isinstance(content, list):
+        return "".join(
+            str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") == "text"
+        )
+    return str(content or "")
 
 
-class WireFunction(_Wire):
-    """``tool_calls[].function``: the arguments as an object (Ollama) or as JSON text (OpenAI)."""
-
-    name: str
-    arguments: dict[str, Any] | str = Field(default_factory=dict)
-
-
-class WireToolCall(_Wire):
-    """One tool call of an assistant message."""
-
-    id: str | None = None
-    function: WireFunction
-
-
-class WireMessage(_Wire):
-    """A chat message; ``content`` is text or a list of content parts (their text is joined)."""
-
-    role: str
-    content: str | list[dict[str, Any]] | None = None
-    tool_calls: list[WireToolCall] | None = None
-    tool_call_id: str | None = None
-    name: str | None = Field(default=None, validation_alias=AliasChoices("name", "tool_name"))
-    """The tool a result comes from (Ollama: ``tool_name``)."""
-
-    @property
-    def text(self) -> str:
-        """The text of ``content``."""
-        if isinstance(self.content, list):
-            return "".join(str(p.get("text", "")) for p in self.content if p.get("type") == "text")
-        return self.content or ""
-
-
-def _arguments(arguments: dict[str, Any] | str) -> dict[str, Any]:
-    if not isinstance(arguments, str):
-        return dict(arguments)
-    try:
-        parsed = json.loads(arguments or "{}")
-    except json.JSONDecodeError as exc:
-        raise BadRequestError(f"invalid tool call arguments: {exc}") from exc
-    if not isinstance(parsed, dict):
-        raise BadRequestError("invalid tool call arguments: not a JSON object")
-    return parsed
-
-
-def to_messages(messages: Sequence[WireMessage]) -> list[BaseMessage]:
-    """Convert wire messages to LangChain messages.
+def to_messages(messages: Sequence[dict[str, Any]]) -> list[BaseMessage]:
+    """Convert OpenAI-shaped message dicts (Ollama's API shares the shape, Gemini's contents map onto it)
+    to LangChain messages, with :func:`langchain_core.messages.convert_to_messages`.
 
     A tool call without an ``id`` gets one; a tool result pairs with the latest assistant message's calls
-    by ``tool_call_id``, else by tool name, else in order (Ollama's client sends no ids).
+    by ``tool_call_id``, else by tool name (Ollama: ``tool_name``), else in order (Ollama sends no ids).
 
     Raises:
-        BadRequestError: an unknown role, or tool-call arguments that are not a JSON object.
+        BadRequestError: a message without a known role, or tool-call arguments that are not an object.
     """
-    result: list[BaseMessage] = []
+    entries: list[dict[str, Any]] = []
     pending: list[tuple[str, str]] = []  # (id, name) of the calls still waiting for a result
     for n, message in enumerate(messages):
-        if message.role in ("system", "developer"):
-            result.append(SystemMessage(message.text))
-        elif message.role == "user":
-            result.append(HumanMessage(message.text))
-        elif message.role == "assistant":
-            calls: list[dict[str, Any]] = [
-                {
-                    "name": c.function.name,
-                    "args": _arguments(c.function.arguments),
-                    "id": c.id or f"call_{n}_{i}",
-                }
-                for i, c in enumerate(message.tool_calls or [])
+        entry = {**message, "content": _text(message.get("content"))}
+        if entry.get("role") == "assistant":
+            calls = [
+                {**c, "id": c.get("id") or f"call_{n}_{i}"}
+                for i, c in enumerate(entry.get("tool_calls") or [])
             ]
-            pending = [(call["id"], call["name"]) for call in calls]
-            result.append(AIMessage(message.text, tool_calls=calls))  # type: ignore[arg-type]
-        elif message.role == "tool":
-            match = next((p for p in pending if p[0] == message.tool_call_id), None)
-            match = match or next((p for p in pending if p[1] == message.name), None)
-            match = match or (pending[0] if pending else None)
+            pending = [(c["id"], str((c.get("function") or {}).get("name"))) for c in calls]
+            entry["tool_calls"] = calls
+        elif entry.get("role") == "tool":
+            name = entry.pop("tool_name", None) or entry.get("name")
+            match = next((p for p in pending if p[0] == entry.get("tool_call_id")), None)
+            match = (
+                match or next((p for p in pending if p[1] == name), None) or (pending[0] if pending else None)
+            )
             if match is not None:
                 pending.remove(match)
-            call_id, name = match or (message.tool_call_id or f"call_{n}", "tool")
-            result.append(ToolMessage(message.text, tool_call_id=call_id, name=message.name or name))
-        else:
-            raise BadRequestError(f"invalid role: {message.role!r}; use system, user, assistant or tool")
-    return result
+            call_id, paired = match or (entry.get("tool_call_id") or f"call_{n}", "tool")
+            entry.update(tool_call_id=call_id, name=name or paired)
+        entries.append(entry)
+    try:
+        return convert_to_messages(entries)
+    except (ValueError, KeyError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
+        raise BadRequestError(f"invalid message: {str(exc).splitlines()[0]}") from exc
 
 
 @dataclass(frozen=True)

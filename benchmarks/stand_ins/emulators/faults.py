@@ -31,32 +31,18 @@ Each mode reproduces a failure seen in the wild, so a client's real exception pa
     The server accepts the request and never answers: only the client's timeout ends it. The stalled
     connection is dropped when the client hangs up or the server stops (it never blocks shutdown).
 
-The offline model's reply faults, applied to whatever model backs the server (see
-:mod:`benchmarks.stand_ins.faults` for the exact replies):
-
-``runaway``
-    The reply repeats itself until the output cap (Ollama ``options.num_predict``, Gemini
-    ``maxOutputTokens``; 8,192 tokens without one) cuts it: ``done_reason: "length"`` / ``MAX_TOKENS``.
-``repeat_memory``
-    An answer request gets a complete answer whose ``memoria`` repeats one item ~200 times and whose
-    ``estado`` holds a wall of text.
-``placeholder_plan``
-    A plan request gets the prompt's placeholders: ``nombre_de_operacion`` and a ``$ref`` to a missing field.
-``schema_ignored``
-    A plan request gets ``{"respuesta": …}`` or ``{}`` (alternating by request), an answer request ``{}``.
-``no_tool_calls``
-    With tools declared, the model answers in prose with an invented figure and calls none.
-``text_tool_calls``
-    With tools declared, each tool call is written as text (a fenced ``{"name", "arguments"}`` block), none
-    as a native call: what llama.cpp's server returns for a model whose call format it does not parse.
-``think_wrap``
-    The reply starts with a ``<think>…</think>`` block holding a stray ``{``.
+The offline model's reply faults (:data:`~benchmarks.stand_ins.faults.ReplyFault`: ``runaway``,
+``repeat_memory``, ``placeholder_plan``, ``schema_ignored``, ``no_tool_calls``, ``text_tool_calls``,
+``think_wrap``) rewrite whatever model backs the server's reply as :mod:`benchmarks.stand_ins.faults`
+describes; ``runaway`` repeats until the request's output cap (Ollama ``options.num_predict``, Gemini
+``maxOutputTokens``, OpenAI ``max_tokens``; 8,192 tokens without one) cuts it, reported as a length stop.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -115,13 +101,19 @@ def parse_fault_spec(spec: str) -> FaultStep:
         )
     if not sep:
         return FaultStep(mode=kind)  # type: ignore[arg-type]  # checked against FAULT_MODES just above
-    try:
-        count = int(count_text.strip())
-    except ValueError:
-        count = 0
+    count = int(count_text) if count_text.strip().isdigit() else 0
     if count < 1:
         raise ValueError(f"Invalid fault count in {spec!r}: COUNT must be a whole number, 1 or more.")
     return FaultStep(mode=kind, count=count)  # type: ignore[arg-type]
+
+
+def _ends(steps: list[FaultStep]) -> None:
+    for step in steps[:-1]:
+        if step.count is None:
+            raise ValueError(
+                f"Fault {step.mode!r} has no COUNT, so it never ends and the faults after it would never "
+                f"apply: give it one (e.g. {step.mode}:1) or put it last."
+            )
 
 
 class EmulatorFaults(BaseModel):
@@ -148,25 +140,20 @@ class EmulatorFaults(BaseModel):
     def _steps(cls, value: Any) -> Any:
         if not isinstance(value, list | tuple):
             return value
-        steps: list[Any] = []
-        for step in value:
-            if isinstance(step, str):
-                steps.append(parse_fault_spec(step))
-            elif isinstance(step, list | tuple) and len(step) == 2:
-                steps.append({"mode": step[0], "count": step[1]})
-            else:
-                steps.append(step)
-        return steps
+        return [
+            parse_fault_spec(step)
+            if isinstance(step, str)
+            else {"mode": step[0], "count": step[1]}
+            if isinstance(step, list | tuple)
+            else step
+            for step in value
+        ]
 
     @model_validator(mode="after")
     def _one_plan(self) -> EmulatorFaults:
         if self.sequence and self.mode is not None:
             raise ValueError("give either mode (with count) or sequence, not both")
-        for step in self.sequence[:-1]:
-            if step.count is None:
-                raise ValueError(
-                    f"fault {step.mode!r} has no count, so it never ends: only the last may lack one"
-                )
+        _ends(self.sequence)
         return self
 
     @classmethod
@@ -177,12 +164,7 @@ class EmulatorFaults(BaseModel):
             ValueError: a spec does not parse, or a step other than the last has no count; one clear line.
         """
         steps = [parse_fault_spec(spec) for spec in specs]
-        for step in steps[:-1]:
-            if step.count is None:
-                raise ValueError(
-                    f"Fault {step.mode!r} has no COUNT, so it never ends and the faults after it would never "
-                    f"apply: give it one (e.g. {step.mode}:1) or put it last."
-                )
+        _ends(steps)
         return cls(sequence=steps, slow_seconds=slow_seconds)
 
     def describe(self) -> str:
@@ -192,10 +174,9 @@ class EmulatorFaults(BaseModel):
         return ", then ".join(str(step) for step in self.sequence) or "none"
 
 
-class FaultDecision(BaseModel):
+@dataclass(frozen=True)
+class FaultDecision:
     """The fault chosen for one request."""
-
-    model_config = ConfigDict(frozen=True)
 
     mode: EmulatorFault | None = None
     delay_seconds: float = 0.0
@@ -256,19 +237,13 @@ class FaultSelector:
         return FaultDecision(mode=mode, delay_seconds=delay, index=index)
 
     def _take_server_fault(self) -> EmulatorFault | None:
-        with self._lock:
+        with self._lock:  # one ``mode`` with its ``count`` is a sequence of one step
             faults = self.faults
-            if faults.mode is None:
-                for step in faults.sequence:
-                    if step.count is None:
-                        return step.mode
-                    if step.count > 0:
-                        step.count -= 1
-                        return step.mode
-                return None
-            if faults.count is None:
-                return faults.mode
-            if faults.count <= 0:
-                return None
-            faults.count -= 1
-            return faults.mode
+            steps: list[EmulatorFaults | FaultStep] = (
+                [faults] if faults.mode is not None else [*faults.sequence]
+            )
+            for step in steps:
+                if step.count is None or step.count > 0:
+                    step.count = None if step.count is None else step.count - 1
+                    return step.mode
+            return None

@@ -50,9 +50,6 @@ from benchmarks.stand_ins.emulators._backing import (
     MALFORMED_TOOL_ARGUMENTS,
     BackingReply,
     BackingRequest,
-    WireFunction,
-    WireMessage,
-    WireToolCall,
     answer,
     stand_in_label,
     to_messages,
@@ -146,27 +143,22 @@ def to_langchain_messages(
 ) -> list[BaseMessage]:
     """Convert Gemini ``contents`` (and ``systemInstruction``) to LangChain messages; function responses pair
     with the earlier calls by ``id``, then by name, then in order (:func:`to_messages`)."""
-    wire = [WireMessage(role="system", content=system.text)] if system is not None and system.text else []
+    wire: list[dict[str, Any]] = (
+        [{"role": "system", "content": system.text}] if system is not None and system.text else []
+    )
     for content in contents:
-        calls = [part.functionCall for part in content.parts if part.functionCall is not None]
         if content.role == "model":
-            tool_calls = [
-                WireToolCall(id=c.id, function=WireFunction(name=c.name, arguments=c.args)) for c in calls
-            ]
-            wire.append(WireMessage(role="assistant", content=content.text, tool_calls=tool_calls))
+            calls = [p.functionCall for p in content.parts if p.functionCall is not None]
+            functions = [{"id": c.id, "function": {"name": c.name, "arguments": c.args}} for c in calls]
+            wire.append({"role": "assistant", "content": content.text, "tool_calls": functions})
             continue
-        responses = [part.functionResponse for part in content.parts if part.functionResponse is not None]
-        for response in responses:
+        responses = [p.functionResponse for p in content.parts if p.functionResponse is not None]
+        for r in responses:
             wire.append(
-                WireMessage(
-                    role="tool",
-                    tool_call_id=response.id,
-                    name=response.name,
-                    content=_result_text(response.response),
-                )
+                {"role": "tool", "tool_call_id": r.id, "name": r.name, "content": _result_text(r.response)}
             )
         if content.text or not responses:
-            wire.append(WireMessage(role="user", content=content.text))
+            wire.append({"role": "user", "content": content.text})
     return to_messages(wire)
 
 

@@ -45,7 +45,6 @@ from benchmarks.stand_ins.emulators._backing import (
     MALFORMED_TOOL_ARGUMENTS,
     BackingReply,
     BackingRequest,
-    WireMessage,
     answer,
     stand_in_label,
     to_messages,
@@ -65,7 +64,7 @@ class OllamaChatRequest(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     model: str = Field(min_length=1)
-    messages: list[WireMessage] = Field(default_factory=list)
+    messages: list[dict[str, Any]] = Field(default_factory=list)
     tools: list[dict[str, Any]] | None = None
     stream: bool = True
     format: str | dict[str, Any] | None = None

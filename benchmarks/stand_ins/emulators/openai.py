@@ -53,7 +53,6 @@ from benchmarks.stand_ins.emulators._app import (
 from benchmarks.stand_ins.emulators._backing import (
     MALFORMED_TOOL_ARGUMENTS,
     BackingRequest,
-    WireMessage,
     answer,
     stand_in_label,
     to_messages,
@@ -71,7 +70,7 @@ class OpenAIChatRequest(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     model: str = Field(min_length=1)
-    messages: list[WireMessage] = Field(min_length=1)
+    messages: list[dict[str, Any]] = Field(min_length=1)
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None
     response_format: dict[str, Any] = Field(default_factory=dict)

@@ -17,7 +17,6 @@ from langchain_openai import ChatOpenAI
 from pydantic import ValidationError
 
 from benchmarks.stand_ins.emulators import FAULT_HEADER, EmulatorServer, create_emulator
-from benchmarks.stand_ins.emulators._backing import WireMessage, to_messages
 from benchmarks.stand_ins.faults import PLACEHOLDER_FUNCTION
 from shared.llm.tokens import approx_tokens
 from tests.benchmarks.stand_ins.emulators.emulator_fakes import scripted_responder
@@ -217,39 +216,6 @@ def test_a_request_without_messages_is_refused_with_400(openai_server: EmulatorS
     reply = httpx.post(f"{openai_server.base_url}/v1/chat/completions", json={"model": MODEL, "messages": []})
 
     assert reply.status_code == 400 and reply.json()["error"]["param"] == "messages"
-
-
-def test_messages_convert_developer_roles_text_parts_and_tool_names() -> None:
-    messages = to_messages(
-        [
-            WireMessage(role="developer", content="Reglas."),
-            WireMessage(
-                role="user", content=[{"type": "text", "text": "ho"}, {"type": "text", "text": "la"}]
-            ),
-            WireMessage.model_validate(
-                {
-                    "role": "assistant",
-                    "content": None,
-                    "tool_calls": [
-                        {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
-                    ],
-                }
-            ),
-            WireMessage(role="tool", tool_call_id="c1", content="42"),
-        ]
-    )
-
-    assert [type(m).__name__ for m in messages] == [
-        "SystemMessage",
-        "HumanMessage",
-        "AIMessage",
-        "ToolMessage",
-    ]
-    assert messages[1].content == "hola"
-    assert isinstance(messages[3], ToolMessage) and (messages[3].name, messages[3].tool_call_id) == (
-        "f",
-        "c1",
-    )
 
 
 def test_an_unknown_role_is_refused_with_400(openai_server: EmulatorServer) -> None:
