@@ -27,9 +27,13 @@ from benchmarks.commands.common import (
     refuse,
 )
 from benchmarks.modes import ModelOptions
-from benchmarks.stand_ins.emulators.faults import FAULT_MODES
-from shared.errors import ErpAiError
+from shared.errors import ConfigurationError, ErpAiError
 from shared.llm.factory import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S
+
+try:
+    from benchmarks.stand_ins.emulators.faults import FAULT_MODES
+except ConfigurationError:  # no 'server' extra: emulate says so when it runs, and serve still can
+    FAULT_MODES = ()
 
 SERVE_KEEP_ALIVE_S = 5
 """An idle keep-alive connection is closed after this many seconds (uvicorn's ``timeout_keep_alive``)."""
