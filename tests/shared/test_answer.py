@@ -16,12 +16,9 @@ from shared.bounds import (
 )
 
 
-def test_null_memory_and_state_mean_empty() -> None:
+def test_null_memory_and_state_mean_empty_and_an_importance_slightly_out_of_range_is_clamped() -> None:
     answer = Answer.model_validate({"respuesta": "Hola", "memoria": None, "estado": None})
     assert (answer.memoria, answer.estado) == ([], {})
-
-
-def test_importance_slightly_out_of_range_is_clamped() -> None:
     answer = Answer.model_validate(
         {
             "respuesta": "x",
@@ -52,10 +49,7 @@ def test_the_schema_sent_to_providers_keeps_the_bounds() -> None:
     assert (item["importancia"]["minimum"], item["importancia"]["maximum"]) == (0.0, 1.0)
     assert item["contenido"]["maxLength"] == MAX_MEMORY_CHARS
     assert schema["properties"]["memoria"]["maxItems"] == MAX_MEMORY_ITEMS_PER_TURN
-
-
-def test_the_schema_bounds_are_not_validation_limits() -> None:
-    """A reply over the bounds the schema states is clipped, not refused: a good answer is not thrown away."""
+    # They are schema keywords, not validation limits: a reply over them is clipped, not refused.
     answer = Answer.model_validate(
         {
             "respuesta": "x",
