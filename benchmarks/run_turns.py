@@ -157,6 +157,16 @@ def _score(
         return TurnScore(passed=False, details=[f"scoring error: {type(exc).__name__}: {exc}"])
 
 
+_COPIED = (
+    "answer", "model_calls", "input_tokens", "output_tokens", "cached_input_tokens", "usage_reported",
+    "connection_retries", "recovered_tool_calls", "model_ms", "simulated_model_ms", "first_answer_ms",
+    "simulated_first_answer_ms", "harness_ms", "plan", "state", "errors", "failure", "plan_valid",
+)  # fmt: skip
+"""The fields a row takes from the turn's result as they are."""
+_OPERATION = {"funcion", "parametros", "id", "error"}
+"""What a row keeps of each operation (not its result)."""
+
+
 def _row(
     unit: Unit,
     index: int,
@@ -188,30 +198,11 @@ def _row(
             total_ms=elapsed_ms,
             harness_ms=elapsed_ms,
         )
+    copied = {name: getattr(result, name) for name in _COPIED}
     return TurnRow(
         **base,
-        answer=result.answer,
-        model_calls=result.model_calls,
-        input_tokens=result.input_tokens,
-        output_tokens=result.output_tokens,
-        cached_input_tokens=result.cached_input_tokens,
-        usage_reported=result.usage_reported,
-        connection_retries=result.connection_retries,
-        recovered_tool_calls=result.recovered_tool_calls,
-        model_ms=result.model_ms,
-        simulated_model_ms=result.simulated_model_ms,
-        first_answer_ms=result.first_answer_ms,
-        simulated_first_answer_ms=result.simulated_first_answer_ms,
-        harness_ms=result.harness_ms,
-        total_ms=result.total_ms or elapsed_ms,
-        operations=[
-            OperationRecord(funcion=op.funcion, parametros=op.parametros, id=op.id, error=op.error)
-            for op in result.operations
-        ],
-        plan=result.plan,
-        state=result.state,
-        errors=list(result.errors),
-        failure=result.failure,
+        **copied,
         failed=result.failed,
-        plan_valid=result.plan_valid,
+        total_ms=result.total_ms or elapsed_ms,
+        operations=[OperationRecord(**op.model_dump(include=_OPERATION)) for op in result.operations],
     )

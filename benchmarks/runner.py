@@ -117,6 +117,13 @@ class RunOutcome:
     elapsed_s: float
 
 
+_RUN_SETTINGS = {
+    "prompt_cache", "latency_profile", "structured", "tool_call_recovery", "max_tokens", "timeout", "modes",
+    "repeat", "concurrency", "scenario_paths", "tags", "warmup",
+}  # fmt: skip
+"""The settings of the run line taken from :class:`RunConfig` as they are."""
+
+
 def run_benchmark(
     scenarios: Sequence[Scenario],
     config: RunConfig,
@@ -150,26 +157,16 @@ def run_benchmark(
         kept = resumable_rows(previous, config, units)
     done = {row.unit for row in kept}
     first = targets[0]
+    settings = config.model_dump(include=_RUN_SETTINGS)  # model_dump copies the lists
     meta = RunMeta(
+        **settings,
         host=describe_host(),
         provider=first.provider,
         model=first.model,
         base_url=first.base_url,
         targets=list(config.targets),
-        prompt_cache=config.prompt_cache,
-        latency_profile=config.latency_profile,
-        structured=config.structured,
-        tool_call_recovery=config.tool_call_recovery,
-        max_tokens=config.max_tokens,
-        timeout=config.timeout,
-        modes=list(config.modes),
-        repeat=config.repeat,
-        concurrency=config.concurrency,
         scenarios=len(scenarios),
         turns=sum(len(s.turns) for s in scenarios),
-        scenario_paths=list(config.scenario_paths),
-        tags=list(config.tags),
-        warmup=config.warmup,
         provenance=provenance,
     )
     writer.rewrite([meta, *kept])
