@@ -8,16 +8,12 @@ from typing import Any
 from benchmarks.report.aggregate import ModeSummary, PairedComparison, Summary, summarize
 from benchmarks.report.findings import accuracy_statement, findings, headline, target_sentences
 from benchmarks.results import TurnRow
-from benchmarks.scoring.turn import TurnScore
 from benchmarks.stats import Interval
+from tests.benchmarks.report.sample_results import turn_row
 
 
 def _row(mode: str, scenario: str, passed: bool, **kw: Any) -> TurnRow:
-    values: dict[str, Any] = {"category": "c", "user": "u", "model_calls": 2, "input_tokens": 1000}
-    values.update(kw)
-    return TurnRow(
-        mode=mode, scenario=scenario, turn=1, repetition=1, score=TurnScore(passed=passed), **values
-    )
+    return turn_row(mode, passed=passed, scenario=scenario, **{"model_calls": 2, "input_tokens": 1000, **kw})
 
 
 def _rows(tools_fail_every: int | None) -> list[TurnRow]:
@@ -82,22 +78,12 @@ def test_the_statement_needs_both_the_interval_and_mcnemar() -> None:
 
 
 def _mode(name: str, **figures: Any) -> ModeSummary:
-    values: dict[str, Any] = {
-        "turns": 10,
-        "passed": 10,
-        "failed_turns": 0,
-        "accuracy": 1.0,
-        "calls_mean": 2.0,
-        "calls_max": 2,
-        "input_tokens_mean": 1000.0,
-        "output_tokens_mean": 100.0,
-        "latency_p50": 5.0,
-        "latency_p95": 9.0,
-        "harness_p50": 1.0,
-        "harness_p95": 2.0,
-    }
-    values.update(figures)
-    return ModeSummary(mode=name, **values)
+    values: dict[str, Any] = dict(
+        turns=10, passed=10, failed_turns=0, accuracy=1.0, calls_mean=2.0, calls_max=2,
+        input_tokens_mean=1000.0, output_tokens_mean=100.0, latency_p50=5.0, latency_p95=9.0, harness_p50=1.0,
+        harness_p95=2.0,
+    )  # fmt: skip
+    return ModeSummary(mode=name, **{**values, **figures})
 
 
 def test_targets_say_plainly_whether_they_were_met() -> None:

@@ -14,25 +14,16 @@ from benchmarks.report.findings import findings, headline
 from benchmarks.report.matrix import matrix_grids
 from benchmarks.report.tables import summary_rows, valid_plan_cell
 from benchmarks.results import RunMeta, RunResults, TurnRow
-from benchmarks.scoring.turn import TurnScore
 from benchmarks.targets import parse_targets
+from tests.benchmarks.report.sample_results import turn_row
 
 MODES = ["planner", "toolcalling"]
 
 
 def _row(target: str, mode: str, turn: int, passed: bool = True, **values: Any) -> TurnRow:
-    figures: dict[str, Any] = {"model_calls": 2, "input_tokens": 1000, "output_tokens": 100}
-    figures.update(values)
-    return TurnRow(
-        target=target,
-        mode=mode,
-        scenario=f"s{turn}",
-        category="c",
-        turn=1,
-        repetition=1,
-        user="¿Cuánto vendimos?",
-        score=TurnScore(passed=passed, details=[] if passed else ["answer lacks the total"]),
-        **figures,
+    figures: dict[str, Any] = {"model_calls": 2, "input_tokens": 1000, "output_tokens": 100, **values}
+    return turn_row(
+        mode, passed=passed, why="answer lacks the total", target=target, scenario=f"s{turn}", **figures
     )
 
 
