@@ -178,17 +178,17 @@ class InProcessAIClient:
 async def _measured_stream(
     config: RunnableConfig | None,
     start: Callable[[RunnableConfig], AsyncGenerator[str | P, None]],
-    respond: Callable[[P, CallUsage], R],
+    wrap: Callable[[P, CallUsage], R],
 ) -> AsyncGenerator[str | R, None]:
     """One streamed :class:`PlannerAI` call measured by its own tracker: its text deltas, then its parsed
-    result (the last item the call yields) with the call's usage, as ``respond(result, usage)``."""
+    result (the last item the call yields) with the call's usage, as ``wrap(result, usage)``."""
     with _measured(config) as (tracker, measured):
         stream = start(measured)
         async with aclosing(stream):
             async for item in stream:
                 if not isinstance(item, str):
                     # The model's run has ended (the tracker has its usage) once the reply is parsed.
-                    yield respond(item, CallUsage.from_tracker(tracker))
+                    yield wrap(item, CallUsage.from_tracker(tracker))
                     return
                 yield item
         raise ModelOutputError("The model's stream ended without a result.")

@@ -4,12 +4,12 @@ Flow of one turn:
 
 1. check the input and that ``caller`` may use the conversation, and build the bounded context from the
    memory store (state, relevant memories, last exchange, today);
-2. call 1, ``analyze`` → a :class:`~planner_mode.plan.Plan` (small talk with ``respuesta_directa`` stops
+2. call 1, ``plan`` → a :class:`~planner_mode.plan.Plan` (small talk with ``respuesta_directa`` stops
    here: one call);
 3. validate the whole plan before executing anything (``TurnResult.plan_valid``: call 1's output parsed and
    passed validation; ``None`` when call 1 failed in the provider, so no output was read);
 4. execute it (independent operations concurrently, dependent ones in order);
-5. call 2, ``respond``, with every result and every error (invalid plans included);
+5. call 2, ``answer``, with every result and every error (invalid plans included);
 6. record the turn atomically: user message, assistant message (metadata ``plan`` and ``operations``),
    memories and the state update.
 
@@ -177,12 +177,12 @@ class PlannerEngine:
         A direct answer (small talk, a refusal: call 1's ``respuesta_directa``) streams as call 1 writes it,
         so its ``AnswerDelta`` events come *before* ``PlanReady``; the plan is still parsed and validated
         from call 1's whole reply. **What is streamed from call 1**: only a reply whose first key is
-        ``respuesta_directa`` (:class:`planner_mode.ai.DirectAnswerText`; the plan schema puts it first and
-        the prompt shows it alone), so a reply that starts with operations never shows its text. A reply
-        that starts with a direct answer and then lists operations contradicts the prompt; its operations run
-        as any plan's do, call 2's answer follows what was shown after a blank line, and ``TurnDone``'s
-        answer (call 2's) is the one to keep, as :mod:`shared.events` says of any mismatch. A direct answer
-        not written first arrives as one delta once call 1 is parsed.
+        ``respuesta_directa`` (:class:`planner_mode.streamed_text.DirectAnswerText`; the plan schema puts it
+        first and the prompt shows it alone), so a reply that starts with operations never shows its text. A
+        reply that starts with a direct answer and then lists operations contradicts the prompt; its
+        operations run as any plan's do, call 2's answer follows what was shown after a blank line, and
+        ``TurnDone``'s answer (call 2's) is the one to keep, as :mod:`shared.events` says of any mismatch. A
+        direct answer not written first arrives as one delta once call 1 is parsed.
 
         A call that fails (even midway through its stream) ends the turn unrecorded: ``TurnDone`` carries
         the failure kind, ``recorded=False`` and the failure message, which supersedes any text shown.

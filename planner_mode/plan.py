@@ -6,7 +6,7 @@ optional extensions: an ``id`` per operation so that later operations can refere
 
 What the model writes is kept short, because output tokens are the slowest part of a call: the schema sent
 to providers (:class:`~shared.answer.ProviderSchemaModel`) does not offer ``pregunta`` — the ERP already has
-the question and fills it in (:meth:`planner_mode.ai.PlannerAI.analyze`) — and an ``id`` is only needed on an
+the question and fills it in (:meth:`planner_mode.ai.PlannerAI.plan`) — and an ``id`` is only needed on an
 operation another one references. Plans that carry ``pregunta`` (the article's own examples, older clients)
 are still valid, and the plan the ERP stores and returns always has it.
 """

@@ -21,8 +21,8 @@ New fields are only ever added as optional ones, so older clients and servers ke
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Annotated, Any, Final, Literal, Protocol
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal
 
 from pydantic import AfterValidator, BaseModel, Field, TypeAdapter
 
@@ -41,6 +41,9 @@ from shared.errors import InputError
 from shared.inputs import MAX_QUESTION_CHARS, check_question, check_text
 from shared.memory.context import ConversationContext
 from shared.operations.registry import OperationSpec
+
+if TYPE_CHECKING:
+    from shared.llm.usage import UsageTracker
 
 __all__ = [
     "MAX_CATALOG_CHARS",
@@ -69,30 +72,16 @@ NDJSON = "application/x-ndjson"
 deltas."""
 
 
-class _CallTiming(Protocol):
-    """What :class:`shared.llm.usage.SimulatedCall` exposes (one call's simulated timing)."""
-
-    @property
-    def first_token_ms(self) -> float: ...
-    @property
-    def ms_per_output_token(self) -> float: ...
-
-
-class _UsageSource(Protocol):
-    """What :class:`shared.llm.usage.UsageTracker` exposes (a protocol: ``shared.llm`` is imported on use)."""
-
-    @property
-    def calls(self) -> int: ...
-    @property
-    def input_tokens(self) -> int: ...
-    @property
-    def output_tokens(self) -> int: ...
-    @property
-    def model_ms(self) -> float: ...
-    @property
-    def simulated_model_ms(self) -> float | None: ...
-    @property
-    def simulated_calls(self) -> Sequence[_CallTiming]: ...
+_SUMMED = (
+    "model_calls",
+    "input_tokens",
+    "output_tokens",
+    "cached_input_tokens",
+    "unreported_calls",
+    "connection_retries",
+    "model_ms",
+)
+"""The :class:`CallUsage` fields a total adds up."""
 
 
 class CallUsage(BaseModel):
@@ -120,7 +109,7 @@ class CallUsage(BaseModel):
     """Under a latency profile: the call's time per further output token."""
 
     @classmethod
-    def from_tracker(cls, tracker: _UsageSource) -> CallUsage:
+    def from_tracker(cls, tracker: UsageTracker) -> CallUsage:
         """Snapshot a ``UsageTracker``; the simulated token times are those of its last finished call.
 
         ``cached_input_tokens`` is read when the source has it (0 otherwise)."""
@@ -146,22 +135,10 @@ class CallUsage(BaseModel):
         The per-call token times (``simulated_first_token_ms``, ``simulated_ms_per_token``) do not add up:
         the total has none; read them from the answering call's own usage.
         """
-        result = cls()
-        for usage in usages:
-            simulated: float | None = result.simulated_model_ms
-            if usage.simulated_model_ms is not None:
-                simulated = (simulated or 0.0) + usage.simulated_model_ms
-            result = cls(
-                model_calls=result.model_calls + usage.model_calls,
-                input_tokens=result.input_tokens + usage.input_tokens,
-                output_tokens=result.output_tokens + usage.output_tokens,
-                cached_input_tokens=result.cached_input_tokens + usage.cached_input_tokens,
-                unreported_calls=result.unreported_calls + usage.unreported_calls,
-                connection_retries=result.connection_retries + usage.connection_retries,
-                model_ms=result.model_ms + usage.model_ms,
-                simulated_model_ms=simulated,
-            )
-        return result
+        usages = list(usages)
+        simulated = [usage.simulated_model_ms for usage in usages if usage.simulated_model_ms is not None]
+        summed = {name: sum(getattr(usage, name) for usage in usages) for name in _SUMMED}
+        return cls(**summed, simulated_model_ms=sum(simulated) if simulated else None)
 
 
 # -- what a request may carry: the limits and the text rule the ERP side applies, checked again here ---------

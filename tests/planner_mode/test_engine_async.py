@@ -13,7 +13,7 @@ import json
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 from uuid import UUID
 
 import pytest
@@ -24,7 +24,7 @@ from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_core.runnables import RunnableConfig
 
 from benchmarks.scenario import Scenario, default_scenarios_dir, load_file
-from benchmarks.stand_ins.faults import FaultConfig, FaultMode
+from benchmarks.stand_ins.faults import FaultConfig
 from planner_mode import AIClient, PlannerAI, PlannerEngine
 from planner_mode.bookkeeping import ANSWER_PREFIX, DIRECT_ANSWER_PREFIX
 from planner_mode.plan import Answer, Plan
@@ -709,28 +709,6 @@ async def test_over_http_each_entry_point_gives_the_in_process_turn(
 
 
 # -- faults -------------------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("mode", get_args(FaultMode))
-async def test_under_every_fault_mode_aask_and_astream_give_asks_result(
-    registry: OperationRegistry, erp: Erp, tmp_path: Path, mode: FaultMode
-) -> None:
-    results: dict[Entry, dict[str, Any]] = {}
-    for entry in ENTRIES:
-        store = MemoryStore(f"sqlite:///{tmp_path / entry}.sqlite3")
-        try:
-            await run_turn(offline_engine(registry, erp, store), entry, "f", "¿Cuánto vendimos en 2025?")
-            faulty = offline_engine(registry, erp, store, faults=FaultConfig(mode=mode))
-            result = await run_turn(faulty, entry, "f", "¿Cuál fue nuestro mejor cliente en 2024?")
-            assert len(store.history("f")) == (4 if result.recorded else 2)
-            results[entry] = comparable(result)
-        finally:
-            store.close()
-    assert results["aask"] == results["ask"]
-    assert results["astream"] == results["ask"]
-
-
-# -- concurrent turns on one conversation --------------------------------------------------------------------
 
 
 async def test_a_turn_planned_before_another_turn_was_recorded_is_flagged_stale(
