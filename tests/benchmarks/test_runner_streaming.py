@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from benchmarks.results import TurnRow, read_results
+from benchmarks.results import read_results
 from benchmarks.runner import RunConfig, run_benchmark, run_suite
 from benchmarks.scenario import Scenario, load_scenarios
 from benchmarks.scoring.turn import TurnScorer
@@ -53,21 +53,6 @@ def test_every_turn_is_streamed_and_its_first_answer_times_recorded(
     assert all(row.first_answer_ms == 0.25 and row.simulated_first_answer_ms == 420.0 for row in outcome.rows)
     written = read_results(outcome.results_path).rows
     assert [row.first_answer_ms for row in written] == [0.25] * 6
-
-
-def test_results_files_written_before_first_answer_times_still_load() -> None:
-    old = {
-        "kind": "turn",
-        "mode": "planner",
-        "scenario": "ventas",
-        "category": "single_operation",
-        "turn": 1,
-        "repetition": 1,
-        "user": "¿Cuánto vendimos en 2025?",
-        "score": {"passed": True},
-    }
-    row = TurnRow.model_validate(old)
-    assert row.first_answer_ms is None and row.simulated_first_answer_ms is None
 
 
 class _Unfinished(FakeEngine):

@@ -145,7 +145,7 @@ def test_target_names_must_be_unique_in_the_config(tmp_path: Path) -> None:
         )
 
 
-def test_a_results_file_without_targets_or_plan_validity_still_loads_resumes_and_renders(
+def test_a_results_file_without_targets_plan_validity_or_first_answer_times_loads_resumes_and_renders(
     tmp_path: Path, tiny_suite: list[Scenario], scorer: TurnScorer
 ) -> None:
     out = tmp_path / "out"
@@ -159,13 +159,22 @@ def test_a_results_file_without_targets_or_plan_validity_still_loads_resumes_and
     old = []
     for line in first.results_path.read_text().splitlines():  # as a runner before targets wrote it
         record = json.loads(line)
-        for key in ("target", "plan_valid", "targets", "prompt_cache"):
+        for key in (
+            "target",
+            "plan_valid",
+            "targets",
+            "prompt_cache",
+            "first_answer_ms",
+            "simulated_first_answer_ms",
+        ):
             record.pop(key, None)
         old.append(json.dumps(record))
     first.results_path.write_text("\n".join(old) + "\n")
 
     loaded = read_results(first.results_path)
-    assert {(r.target, r.plan_valid) for r in loaded.rows} == {(DEFAULT_TARGET, None)}
+    assert {
+        (r.target, r.plan_valid, r.first_answer_ms, r.simulated_first_answer_ms) for r in loaded.rows
+    } == {(DEFAULT_TARGET, None, None, None)}
     assert loaded.meta.targets == [] and loaded.meta.prompt_cache is None
     assert [t.name for t in loaded.meta.run_targets] == [DEFAULT_TARGET] and not loaded.meta.matrix
 
