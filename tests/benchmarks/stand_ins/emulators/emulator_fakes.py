@@ -1,4 +1,5 @@
-"""Fakes for the emulator tests: a scripted responder for :mod:`tests.fakes`'s ``FunctionChatModel``.
+"""Helpers for the emulator tests: a scripted responder for :mod:`tests.fakes`'s ``FunctionChatModel`` and
+the real client of each protocol.
 
 ``FunctionChatModel(scripted_responder)`` stands behind the emulator servers, so the tests control exactly
 what the server answers, independent of the offline model.
@@ -7,10 +8,15 @@ what the server answers, independent of the offline model.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_google_genai import ChatGoogleGenerativeAI
+from langchain_ollama import ChatOllama
+from langchain_openai import ChatOpenAI
 
+from benchmarks.stand_ins.emulators import DELAY_HEADER, FAULT_HEADER, EmulatorServer
 from tests.fakes import CallInfo
 
 GEMINI_KEY = "test-key"
@@ -45,3 +51,37 @@ def scripted_responder(messages: list[BaseMessage], info: CallInfo) -> AIMessage
     if isinstance(last, ToolMessage):
         return AIMessage(content=f"Resultado de {last.name}: {last.content}")
     return AIMessage(content=f"Hola. Dijiste: {last.text}")
+
+
+MODELS = {"ollama": "llama3.1:8b", "gemini": "gemini-2.5-flash", "openai": "gpt-4o-mini"}
+"""The model each protocol's client asks for."""
+
+
+def client(
+    server: EmulatorServer, *, fault: str | None = None, timeout: float | None = None, **kw: Any
+) -> Any:
+    """The real LangChain client of ``server``'s protocol; a ``fault`` is asked for with the request header
+    (a ``slow`` one waits 0.5 s). OpenAI asks for usage in streams, retries are off."""
+    headers = {FAULT_HEADER: fault, DELAY_HEADER: "0.5"} if fault else {}
+    kind, base_url = server.protocol.name, server.base_url
+    if kind == "ollama":
+        options = {"headers": headers} | ({"timeout": timeout} if timeout is not None else {})
+        return ChatOllama(model=MODELS[kind], base_url=base_url, client_kwargs=options, **kw)
+    if kind == "openai":
+        kw.setdefault("stream_usage", True)
+        return ChatOpenAI(
+            model=MODELS[kind], base_url=f"{base_url}/v1", api_key="sk-test", max_retries=0,
+            default_headers=headers, timeout=timeout, **kw,
+        )  # fmt: skip
+    return ChatGoogleGenerativeAI(
+        model=MODELS[kind], google_api_key=kw.pop("key", GEMINI_KEY), base_url=base_url, max_retries=1,
+        additional_headers=headers or None, timeout=timeout, **kw,
+    )  # fmt: skip
+
+
+def merged(chunks: Iterable[Any]) -> Any:
+    """The chunks of a stream added up into one message."""
+    total = None
+    for chunk in chunks:
+        total = chunk if total is None else total + chunk
+    return total
