@@ -81,16 +81,25 @@ def test_errors_name_file_scenario_and_field(
     assert message in str(error)
 
 
-def test_a_file_without_scenarios_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(ScenarioError, match="scenarios"):
-        load_scenarios([write(tmp_path, "escenarios: []\n")])
-
-
-def test_broken_yaml_names_the_file(tmp_path: Path) -> None:
-    path = write(tmp_path, "scenarios: [\n")
-    with pytest.raises(ScenarioError, match="cannot read YAML") as caught:
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"escenarios: []\n", "scenarios"),
+        (b"scenarios: [\n", "cannot read YAML"),
+        ("scenarios:\n  - id: a\n    category: año\n".encode("latin-1"), "cannot read"),  # not UTF-8
+        (None, "no such file"),
+    ],
+    ids=["no-scenarios", "broken-yaml", "not-utf8", "missing"],
+)
+def test_a_file_that_cannot_be_read_as_scenarios_is_refused_by_name(
+    tmp_path: Path, content: bytes | None, message: str
+) -> None:
+    path = tmp_path / "s.yaml"
+    if content is not None:
+        path.write_bytes(content)
+    with pytest.raises(ScenarioError, match=message) as caught:
         load_scenarios([path])
-    assert caught.value.file == str(path)
+    assert caught.value.file == str(path) or content is None
 
 
 def test_duplicate_ids_across_files_are_refused(tmp_path: Path) -> None:
@@ -100,11 +109,6 @@ def test_duplicate_ids_across_files_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ScenarioError, match="duplicate") as caught:
         load_scenarios([tmp_path])
     assert caught.value.scenario == "same" and caught.value.file.endswith("b.yaml")
-
-
-def test_a_missing_path_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(ScenarioError, match="no such file"):
-        load_scenarios([tmp_path / "nope.yaml"])
 
 
 def test_unknown_operations_are_caught_with_the_registry(tmp_path: Path, registry: Any) -> None:
@@ -127,14 +131,6 @@ def test_unknown_operations_inside_nested_facts_are_caught(tmp_path: Path, regis
     )
     with pytest.raises(ScenarioError, match="top"):
         load_scenarios([path], registry=registry)
-
-
-def test_a_file_that_is_not_utf8_names_the_file(tmp_path: Path) -> None:
-    path = tmp_path / "latin1.yaml"
-    path.write_bytes("scenarios:\n  - id: a\n    category: año\n".encode("latin-1"))
-    with pytest.raises(ScenarioError, match="cannot read") as caught:
-        load_scenarios([path])
-    assert caught.value.file == str(path)
 
 
 def test_tags_select_by_tag_category_or_id(tiny_suite_path: Path) -> None:
