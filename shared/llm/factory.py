@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 import os
-from typing import TYPE_CHECKING, Any, Literal, TypeGuard, get_args
+from typing import TYPE_CHECKING, Any, Literal, TypeGuard, cast, get_args
 
 from shared.errors import ConfigurationError
 from shared.extras import require
@@ -262,6 +262,11 @@ def _api_key(provider: str, given: str | None, variables: tuple[str, ...], note:
     return key
 
 
+def _given(**options: Any) -> dict[str, Any]:
+    """The options that are set (not ``None``): the rest is left to the client's own defaults."""
+    return {name: value for name, value in options.items() if value is not None}
+
+
 def _ollama(
     model: str,
     base_url: str | None,
@@ -271,19 +276,14 @@ def _ollama(
     timeout: float | None,
 ) -> BaseChatModel:
     module = _import_provider("ollama")
-    kwargs: dict[str, Any] = {"model": model, "temperature": temperature}
-    url = base_url or os.environ.get("OLLAMA_HOST") or None
-    if url:
-        kwargs["base_url"] = url
-    if num_ctx is not None:
-        kwargs["num_ctx"] = num_ctx
-    if max_tokens is not None:
-        kwargs["num_predict"] = max_tokens
-    if timeout is not None:
+    options = _given(
+        base_url=base_url or os.environ.get("OLLAMA_HOST") or None,
+        num_ctx=num_ctx,
+        num_predict=max_tokens,
         # ollama.Client passes it to httpx.Client: connect/read/write/pool timeouts (its own default is None).
-        kwargs["client_kwargs"] = {"timeout": timeout}
-    model_instance: BaseChatModel = module.ChatOllama(**kwargs)
-    return model_instance
+        client_kwargs=None if timeout is None else {"timeout": timeout},
+    )
+    return cast("BaseChatModel", module.ChatOllama(model=model, temperature=temperature, **options))
 
 
 def _gemini(
@@ -304,15 +304,13 @@ def _gemini(
         # Gemini's client counts *attempts* (and reads 0 as "the SDK's default"): one attempt = no retry.
         "max_retries": max_retries + 1,
     }
-    if base_url:
-        kwargs["base_url"] = base_url
-    if max_tokens is not None:
-        kwargs["max_output_tokens"] = max_tokens
-    if timeout is not None:
+    kwargs |= _given(
+        base_url=base_url or None,
+        max_output_tokens=max_tokens,
         # Sent as whole milliseconds, and 0 ms means "no timeout": never round a tiny timeout down to 0.
-        kwargs["timeout"] = max(timeout, 0.001)
-    model_instance: BaseChatModel = module.ChatGoogleGenerativeAI(**kwargs)
-    return model_instance
+        timeout=None if timeout is None else max(timeout, 0.001),
+    )
+    return cast("BaseChatModel", module.ChatGoogleGenerativeAI(**kwargs))
 
 
 def _openai(
@@ -335,20 +333,15 @@ def _openai(
         # and llama.cpp, vLLM and LM Studio send a stream's token counts only when asked.
         "stream_usage": True,
     }
-    if base_url:
-        kwargs["base_url"] = base_url
-    if max_tokens is not None:
-        if base_url:
-            # ChatOpenAI would send max_completion_tokens, which older llama.cpp servers and
-            # llama-cpp-python ignore; every OpenAI-compatible server reads max_tokens.
-            kwargs["extra_body"] = {"max_tokens": max_tokens}
-        else:
-            kwargs["max_tokens"] = max_tokens
-    if timeout is not None:
-        kwargs["timeout"] = timeout
+    kwargs |= _given(base_url=base_url or None, timeout=timeout)
+    if max_tokens is not None and base_url:
+        # ChatOpenAI would send max_completion_tokens, which older llama.cpp servers and llama-cpp-python
+        # ignore; every OpenAI-compatible server reads max_tokens.
+        kwargs["extra_body"] = {"max_tokens": max_tokens}
+    elif max_tokens is not None:
+        kwargs["max_tokens"] = max_tokens
     kwargs.update(_retrying_http_clients())
-    model_instance: BaseChatModel = module.ChatOpenAI(**kwargs)
-    return model_instance
+    return cast("BaseChatModel", module.ChatOpenAI(**kwargs))
 
 
 _PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy")
