@@ -31,7 +31,12 @@ from shared.answer import Answer
 from shared.errors import ProviderError, ProviderTimeoutError
 from shared.failures import failure_kind_of
 from shared.llm.tokens import approx_tokens
-from tests.benchmarks.stand_ins.offline.offline_prompts import RESULTS, answer_messages, context, plan_messages
+from tests.benchmarks.stand_ins.offline.offline_prompts import (
+    RESULTS,
+    answer_messages,
+    context,
+    plan_messages,
+)
 
 QUESTION = "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?"
 
@@ -142,7 +147,7 @@ def test_spanish_numbers(value: int, words: str) -> None:
     assert spanish_number(value) == words
 
 
-# -- the failures real models produce (issue 9) ----------------------------------------------------------
+# -- the failures real models produce ---------------------------------------------------------------------
 
 RESULTS_2025 = [
     {"funcion": "ventas_anuales", "parametros": {"anio": 2025}, "resultado": RESULTS["ventas_anuales"]}

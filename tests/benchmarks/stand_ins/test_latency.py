@@ -9,33 +9,25 @@ from benchmarks.stand_ins.offline import OfflineSalesModel
 
 
 @pytest.mark.parametrize(
-    ("name", "input_tokens", "output_tokens", "expected_ms"),
+    ("name", "input_tokens", "output_tokens", "total_ms", "first_token_ms"),
     [
-        ("gpu-8b", 3000, 90, 50 + 1000 + 1000),
-        ("cpu-8b", 150, 10, 100 + 1000 + 1000),
-        ("gemini-flash", 10_000, 150, 300 + 0 + 1000),
+        ("gpu-8b", 3000, 90, 50 + 1000 + 1000, 50 + 1000 + 1000 / 90),
+        ("cpu-8b", 150, 10, 100 + 1000 + 1000, 100 + 1000 + 100),
+        ("gemini-flash", 10_000, 150, 300 + 0 + 1000, 300 + 0 + 1000 / 150),  # the overhead covers prefill
     ],
 )
-def test_presets(name: str, input_tokens: int, output_tokens: int, expected_ms: float) -> None:
-    assert LATENCY_PROFILES[name].latency_ms(input_tokens, output_tokens) == pytest.approx(expected_ms)
+def test_presets_are_overhead_prefill_and_decode(
+    name: str, input_tokens: int, output_tokens: int, total_ms: float, first_token_ms: float
+) -> None:
+    profile = LATENCY_PROFILES[name]
+    assert profile.latency_ms(input_tokens, output_tokens) == pytest.approx(total_ms)
+    assert profile.first_token_ms(input_tokens) == pytest.approx(first_token_ms, abs=1e-3)
 
 
 def test_cpu_is_much_slower_than_gpu_for_the_same_traffic() -> None:
-    gpu = LATENCY_PROFILES["gpu-8b"].latency_ms(1200, 80)
-    cpu = LATENCY_PROFILES["cpu-8b"].latency_ms(1200, 80)
-    assert cpu > 10 * gpu
-
-
-def test_the_model_reports_simulated_latency_from_its_own_token_counts() -> None:
-    reply = OfflineSalesModel(latency_profile="cpu-8b").invoke("hola")
-    usage = reply.usage_metadata
-    assert usage is not None
-    expected = LATENCY_PROFILES["cpu-8b"].latency_ms(usage["input_tokens"], usage["output_tokens"])
-    assert reply.response_metadata["simulated_latency_ms"] == expected
-
-
-def test_no_profile_no_simulated_latency() -> None:
-    assert "simulated_latency_ms" not in OfflineSalesModel().invoke("hola").response_metadata
+    assert LATENCY_PROFILES["cpu-8b"].latency_ms(1200, 80) > 10 * LATENCY_PROFILES["gpu-8b"].latency_ms(
+        1200, 80
+    )
 
 
 def test_resolve_by_name_object_or_none() -> None:
@@ -47,29 +39,17 @@ def test_resolve_by_name_object_or_none() -> None:
         resolve_latency_profile("tpu-1t")
 
 
-@pytest.mark.parametrize(
-    ("name", "input_tokens", "expected_ms"),
-    [
-        ("gpu-8b", 3000, 50 + 1000 + 1000 / 90),
-        ("cpu-8b", 150, 100 + 1000 + 100),
-        ("gemini-flash", 10_000, 300 + 0 + 1000 / 150),  # no prefill rate: the overhead covers the prompt
-    ],
-)
-def test_first_token_is_overhead_prefill_and_one_output_token(
-    name: str, input_tokens: int, expected_ms: float
-) -> None:
-    assert LATENCY_PROFILES[name].first_token_ms(input_tokens) == pytest.approx(expected_ms, abs=1e-3)
-
-
 @pytest.mark.parametrize("name", sorted(LATENCY_PROFILES))
-@pytest.mark.parametrize(("input_tokens", "output_tokens"), [(0, 1), (1314, 64), (2500, 169)])
+@pytest.mark.parametrize(
+    ("input_tokens", "output_tokens", "cached"), [(0, 1, 0), (1314, 64, 0), (2500, 169, 0), (1314, 64, 1000)]
+)
 def test_total_is_first_token_plus_the_other_tokens_decode(
-    name: str, input_tokens: int, output_tokens: int
+    name: str, input_tokens: int, output_tokens: int, cached: int
 ) -> None:
     profile = LATENCY_PROFILES[name]
     rest = (output_tokens - 1) * profile.ms_per_output_token
-    assert profile.latency_ms(input_tokens, output_tokens) == pytest.approx(
-        profile.first_token_ms(input_tokens) + rest, abs=0.01
+    assert profile.latency_ms(input_tokens, output_tokens, cached) == pytest.approx(
+        profile.first_token_ms(input_tokens, cached) + rest, abs=0.01
     )
 
 
@@ -78,12 +58,14 @@ def test_ms_per_output_token_is_the_inverse_of_the_decode_rate() -> None:
     assert LATENCY_PROFILES["gpu-8b"].ms_per_output_token == pytest.approx(11.111, abs=1e-3)
 
 
-def test_the_model_reports_first_token_and_per_token_times_next_to_the_total() -> None:
+def test_the_model_reports_its_simulated_timings_from_its_own_token_counts() -> None:
     reply = OfflineSalesModel(latency_profile="gpu-8b").invoke("hola")
-    usage = reply.usage_metadata
-    metadata = reply.response_metadata
+    usage, metadata = reply.usage_metadata, reply.response_metadata
     assert usage is not None
     profile = LATENCY_PROFILES["gpu-8b"]
+    assert metadata["simulated_latency_ms"] == profile.latency_ms(
+        usage["input_tokens"], usage["output_tokens"]
+    )
     assert metadata["simulated_first_token_ms"] == profile.first_token_ms(usage["input_tokens"])
     assert metadata["simulated_ms_per_token"] == pytest.approx(1000 / 90, abs=1e-3)
     assert metadata["simulated_first_token_ms"] < metadata["simulated_latency_ms"]
@@ -91,7 +73,7 @@ def test_the_model_reports_first_token_and_per_token_times_next_to_the_total() -
 
 def test_no_profile_no_simulated_timings() -> None:
     metadata = OfflineSalesModel().invoke("hola").response_metadata
-    assert not {"simulated_first_token_ms", "simulated_ms_per_token"} & set(metadata)
+    assert not {"simulated_latency_ms", "simulated_first_token_ms", "simulated_ms_per_token"} & set(metadata)
 
 
 def test_cached_tokens_skip_prefill() -> None:
@@ -103,20 +85,12 @@ def test_cached_tokens_skip_prefill() -> None:
 
 @pytest.mark.parametrize(("cached", "prefill_ms"), [(-5, 1000), (0, 1000), (3000, 0), (9999, 0)])
 def test_a_cache_serves_between_none_and_all_of_the_prompt(cached: int, prefill_ms: float) -> None:
-    gpu = LATENCY_PROFILES["gpu-8b"]
-    assert gpu.latency_ms(3000, 0, cached_tokens=cached) == pytest.approx(50 + prefill_ms)
+    assert LATENCY_PROFILES["gpu-8b"].latency_ms(3000, 0, cached_tokens=cached) == pytest.approx(
+        50 + prefill_ms
+    )
 
 
 def test_cached_tokens_change_nothing_without_a_prefill_rate() -> None:
     flash = LATENCY_PROFILES["gemini-flash"]
     assert flash.latency_ms(10_000, 150, cached_tokens=9000) == flash.latency_ms(10_000, 150)
     assert flash.first_token_ms(10_000, cached_tokens=9000) == flash.first_token_ms(10_000)
-
-
-@pytest.mark.parametrize("name", sorted(LATENCY_PROFILES))
-def test_total_is_first_token_plus_the_other_tokens_decode_with_a_cache_hit(name: str) -> None:
-    profile = LATENCY_PROFILES[name]
-    rest = 63 * profile.ms_per_output_token
-    assert profile.latency_ms(1314, 64, cached_tokens=1000) == pytest.approx(
-        profile.first_token_ms(1314, cached_tokens=1000) + rest, abs=0.01
-    )

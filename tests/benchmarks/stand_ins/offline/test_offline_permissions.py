@@ -1,4 +1,4 @@
-"""The offline model under the ERP's access rules (issue 10), from its messages alone.
+"""The offline model under the ERP's access rules, from its messages alone.
 
 The ERP offers each user only the operations their role may run (the planner's catalog, the bound tools) and
 refuses customers outside their scope. The model must not reach for an operation it was not offered, whatever
