@@ -177,9 +177,7 @@ class AnswerSteps:
         steps = cls(json_field, answer_tools)
         for message in messages:
             if isinstance(message, AIMessage):
-                steps.finish()
-                steps._begin(None)
-                steps._feed(message)
+                steps.feed(message)  # a whole message is a step of its own
         steps.finish()
         return steps
 
