@@ -15,9 +15,36 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_google_genai import ChatGoogleGenerativeAI
 from langchain_ollama import ChatOllama
 from langchain_openai import ChatOpenAI
+from pydantic import BaseModel
 
 from benchmarks.stand_ins.emulators import DELAY_HEADER, FAULT_HEADER, EmulatorServer
 from tests.fakes import CallInfo
+
+
+class SamplePlan(BaseModel):
+    """A miniature plan schema for structured output (the scripted responder fills it from the schema)."""
+
+    operaciones: list[str]
+    anio: int
+
+
+def ventas_anuales(anio: int) -> dict[str, Any]:
+    """Total de ventas de un año.
+
+    Args:
+        anio: El año.
+    """
+    return {"anio": anio}
+
+
+def mejor_cliente(anio: int) -> dict[str, Any]:
+    """El cliente que más compró en un año.
+
+    Args:
+        anio: El año.
+    """
+    return {"anio": anio}
+
 
 GEMINI_KEY = "test-key"
 """The only API key the session's Gemini emulator accepts."""

@@ -17,13 +17,11 @@ from langchain_openai import ChatOpenAI
 
 from benchmarks.stand_ins.emulators import FAULT_HEADER, EmulatorServer, create_emulator
 from benchmarks.stand_ins.faults import PLACEHOLDER_FUNCTION
-from shared.llm.tokens import approx_tokens
 from tests.benchmarks.stand_ins.emulators.emulator_fakes import scripted_responder
 from tests.benchmarks.stand_ins.emulators.offline_prompts import (
     QUESTION,
     TOOLS,
     Plan,
-    answer_messages,
     plan_messages,
 )
 from tests.fakes import FunctionChatModel
@@ -95,48 +93,6 @@ def test_structured_output_uses_a_json_schema_response_format(offline_openai: Em
     assert isinstance(plan, Plan)
     assert [op.funcion for op in plan.operaciones] == ["ventas_anuales", "mejor_cliente"]
     assert completions(offline_openai)[-1]["response_format"]["type"] == "json_schema"
-
-
-def test_max_tokens_cuts_the_reply_and_reports_length(offline_openai: EmulatorServer) -> None:
-    full = chat(offline_openai).invoke(answer_messages()).text
-    model = chat(offline_openai, max_tokens=20, stream_usage=True)
-
-    chunks = list(model.stream(answer_messages()))
-    streamed = chunks[0]
-    for chunk in chunks[1:]:
-        streamed += chunk
-    for reply in (model.invoke(answer_messages()), streamed):
-        assert reply.response_metadata["finish_reason"] == "length"
-        assert reply.usage_metadata is not None and reply.usage_metadata["output_tokens"] == 20
-        assert full.startswith(reply.text) and approx_tokens(reply.text) == 20
-
-
-def test_the_older_max_tokens_field_is_honoured_too(offline_openai: EmulatorServer) -> None:
-    body = {"model": MODEL, "max_tokens": 7, "messages": [{"role": "user", "content": QUESTION}]}
-
-    choice = httpx.post(f"{offline_openai.base_url}/v1/chat/completions", json=body).json()["choices"][0]
-
-    assert choice["finish_reason"] == "length" and approx_tokens(choice["message"]["content"]) == 7
-
-
-def test_a_cut_tool_call_is_text_not_a_call(offline_openai: EmulatorServer) -> None:
-    reply = chat(offline_openai, max_tokens=8).bind_tools(TOOLS).invoke(QUESTION)
-
-    assert isinstance(reply, AIMessage)
-    assert reply.tool_calls == [] and reply.invalid_tool_calls == []
-    assert reply.response_metadata["finish_reason"] == "length"
-
-
-def test_structured_output_cut_at_the_cap_raises_the_sdks_length_error(
-    offline_openai: EmulatorServer,
-) -> None:
-    structured = chat(offline_openai, max_tokens=15).with_structured_output(Plan, method="json_schema")
-
-    with pytest.raises(openai.LengthFinishReasonError) as caught:
-        structured.invoke(plan_messages())
-
-    usage = caught.value.completion.usage
-    assert usage is not None and usage.completion_tokens == 15 and usage.prompt_tokens > 0
 
 
 def test_malformed_tool_call_arguments_become_invalid_tool_calls(openai_server: EmulatorServer) -> None:

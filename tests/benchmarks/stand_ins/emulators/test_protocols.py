@@ -3,8 +3,6 @@ backing model's reply with usage, streaming, tool calls, structured output and t
 
 from __future__ import annotations
 
-from typing import Any
-
 import httpx
 import httpx2
 import ollama
@@ -13,10 +11,11 @@ import pytest
 from langchain_core.exceptions import OutputParserException
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_google_genai.chat_models import GoogleAPIError
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from benchmarks.stand_ins.emulators import EmulatorFaults, EmulatorServer
-from tests.benchmarks.stand_ins.emulators.emulator_fakes import MODELS, client, merged
+from tests.benchmarks.stand_ins.emulators.emulator_fakes import MODELS, client, merged, ventas_anuales
+from tests.benchmarks.stand_ins.emulators.emulator_fakes import SamplePlan as Plan
 from tests.fakes import FunctionChatModel
 
 SERVER_ERROR = {
@@ -27,22 +26,6 @@ SERVER_ERROR = {
 TIMEOUT = {"ollama": httpx.ReadTimeout, "gemini": httpx2.ReadTimeout, "openai": openai.APITimeoutError}
 """What each client raises on a 500, and on a read timeout (google-genai talks through httpx2)."""
 SIX = "uno dos tres cuatro cinco seis"
-
-
-class Plan(BaseModel):
-    """A miniature plan schema for structured output."""
-
-    operaciones: list[str]
-    anio: int
-
-
-def ventas_anuales(anio: int) -> dict[str, Any]:
-    """Total de ventas de un año.
-
-    Args:
-        anio: El año.
-    """
-    return {"anio": anio}
 
 
 @pytest.fixture(params=["ollama", "gemini", "openai"])
