@@ -6,9 +6,11 @@ import re
 from pathlib import Path
 
 from benchmarks.report import OFFLINE_NOTICE, findings, summarize, write_reports
-from benchmarks.results import ResultsWriter, RunMeta, read_results
+from benchmarks.results import RunMeta, read_results
 from benchmarks.scoring.turn import TurnScore
-from tests.benchmarks.report.sample_results import MODES, rows
+from tests.benchmarks.report.sample_results import MODES, rows, write_results
+
+SAMPLE_META = RunMeta(provider="offline", modes=MODES, scenarios=1, turns=12)
 
 
 def test_report_html_is_self_contained_and_holds_every_chart_and_table(results_path: Path) -> None:
@@ -29,6 +31,8 @@ def test_report_html_is_self_contained_and_holds_every_chart_and_table(results_p
     assert "<details><summary>plan" in html and "<details><summary>tool calls" in html
     assert 'id="findings"' in html and "calls/turn" in html
     assert 'id="offline-notice"' in html and "deterministic stand-in" in html
+    again = write_reports(results_path, results_path.parent / "again")  # rendered elsewhere, from the file
+    assert again.html.exists() and again.markdown.exists() and again.summary.mode("planner") is not None
 
 
 def test_user_and_model_text_is_escaped(results_path: Path) -> None:
@@ -38,11 +42,10 @@ def test_user_and_model_text_is_escaped(results_path: Path) -> None:
 
 
 def test_the_offline_notice_is_absent_for_real_providers(tmp_path: Path) -> None:
-    writer = ResultsWriter(tmp_path / "results.jsonl")
-    writer.write(RunMeta(provider="ollama", model="llama3.1:8b", modes=MODES))
-    for record in rows():
-        writer.write(record)
-    files = write_reports(writer.path)
+    path = write_results(
+        tmp_path / "results.jsonl", RunMeta(provider="ollama", model="llama3.1:8b", modes=MODES), rows()
+    )
+    files = write_reports(path)
     assert 'id="offline-notice"' not in files.html.read_text(encoding="utf-8")
     assert OFFLINE_NOTICE not in files.markdown.read_text(encoding="utf-8")
 
@@ -74,18 +77,6 @@ def test_findings_are_computed_from_the_data(results_path: Path) -> None:
     assert "planner never exceeded 2 model calls per turn" in text
     assert "toolcalling-full ×12.00" in text
     assert "toolcalling: 1 turn(s) ended in a failure (1 provider)" in text
-
-
-def test_the_report_can_be_re_rendered_elsewhere(results_path: Path, tmp_path: Path) -> None:
-    files = write_reports(results_path, tmp_path / "again")
-    assert files.html.exists() and files.markdown.exists()
-    assert files.summary.mode("planner") is not None
-
-
-def test_an_interrupted_results_file_still_reads(results_path: Path) -> None:
-    with results_path.open("a", encoding="utf-8") as handle:
-        handle.write('{"kind": "turn", "mode": "plan')
-    assert len(read_results(results_path).rows) == 36
 
 
 def test_every_chart_labels_both_axes(results_path: Path) -> None:
@@ -152,15 +143,10 @@ def test_the_page_fits_its_width_and_prints(results_path: Path) -> None:
 
 
 def test_a_mode_whose_every_turn_raised_is_not_compared(tmp_path: Path) -> None:
-    writer = ResultsWriter(tmp_path / "results.jsonl")
-    writer.write(RunMeta(provider="offline", modes=MODES, scenarios=1, turns=12))
-    for record in rows():
-        if record.mode == "planner":
-            record = record.model_copy(
-                update={"failed": True, "model_calls": 0, "input_tokens": 0, "score": TurnScore(passed=False)}
-            )
-        writer.write(record)
-    files = write_reports(writer.path)
+    broken = {"failed": True, "model_calls": 0, "input_tokens": 0, "score": TurnScore(passed=False)}
+    records = [r.model_copy(update=broken) if r.mode == "planner" else r for r in rows()]
+    path = write_results(tmp_path / "results.jsonl", SAMPLE_META, records)
+    files = write_reports(path)
     text = " ".join(findings(files.summary))
     assert "fewer input tokens" not in text and "never exceeded" not in text
     assert "planner: every one of its 12 turns failed" in text
@@ -168,15 +154,10 @@ def test_a_mode_whose_every_turn_raised_is_not_compared(tmp_path: Path) -> None:
 
 
 def test_report_md_reads_as_markdown(results_path: Path, tmp_path: Path) -> None:
-    writer = ResultsWriter(tmp_path / "results.jsonl")
-    writer.write(RunMeta(provider="offline", modes=MODES, scenarios=1, turns=12))
-    for record in rows():
-        if record.turn == 5:
-            record = record.model_copy(
-                update={"score": TurnScore(passed=False, details=["answer lacks a | b\nc " + "x " * 200])}
-            )
-        writer.write(record)
-    text = write_reports(writer.path).markdown.read_text(encoding="utf-8")
+    long_why = {"score": TurnScore(passed=False, details=["answer lacks a | b\nc " + "x " * 200])}
+    records = [r.model_copy(update=long_why) if r.turn == 5 else r for r in rows()]
+    path = write_results(tmp_path / "results.jsonl", SAMPLE_META, records)
+    text = write_reports(path).markdown.read_text(encoding="utf-8")
     assert text.split("## Findings\n\n")[1].startswith("**Per turn: planner 2.00 model calls")
     assert "\n- planner never exceeded 2 model calls per turn" in text
     assert "|---|--:|--:|" in text, "figures are right-aligned"
@@ -206,29 +187,32 @@ def test_reports_show_accuracy_intervals_the_paired_comparison_and_cost(results_
 
 
 def test_a_hosted_model_is_priced_and_a_pricing_file_overrides_it(tmp_path: Path) -> None:
-    writer = ResultsWriter(tmp_path / "results.jsonl")
-    writer.write(RunMeta(provider="openai", model="gpt-4o-mini", modes=MODES))
-    for record in rows():
-        writer.write(record)
-    text = write_reports(writer.path).markdown.read_text(encoding="utf-8")
+    path = write_results(
+        tmp_path / "results.jsonl", RunMeta(provider="openai", model="gpt-4o-mini", modes=MODES), rows()
+    )
+    text = write_reports(path).markdown.read_text(encoding="utf-8")
     # planner: 1000 input, 50 output tokens per turn at 0.15 / 0.60 USD per million → 0.18 per 1,000 turns
     assert "| planner | 1000 | 0 | 50 | 0.18 |" in text
     prices = tmp_path / "prices.yaml"
     prices.write_text("models:\n  gpt-4o-mini: {input: 1, output: 2, source: ours, as_of: '2026'}\n")
-    text = write_reports(writer.path, pricing=prices).markdown.read_text(encoding="utf-8")
+    text = write_reports(path, pricing=prices).markdown.read_text(encoding="utf-8")
     assert "| planner | 1000 | 0 | 50 | 1.10 |" in text and "from ours, as of 2026" in text
 
 
 def test_repetitions_add_bootstrap_intervals_and_warm_up_turns_stay_out(tmp_path: Path) -> None:
-    writer = ResultsWriter(tmp_path / "results.jsonl")
-    writer.write(RunMeta(provider="offline", modes=MODES, scenarios=1, turns=12, repeat=2, warmup=1))
-    for record in rows():
-        writer.write(
-            record.model_copy(update={"turn": 1, "repetition": 1, "warmup": True, "answer": "WARMUP"})
+    warm = {"turn": 1, "repetition": 1, "warmup": True, "answer": "WARMUP"}
+    records = [
+        record
+        for r in rows()
+        for record in (
+            r.model_copy(update=warm),
+            r,
+            r.model_copy(update={"repetition": 2, "model_ms": 1.0 + r.turn}),
         )
-        writer.write(record)
-        writer.write(record.model_copy(update={"repetition": 2, "model_ms": record.model_ms + record.turn}))
-    files = write_reports(writer.path)
+    ]
+    meta = SAMPLE_META.model_copy(update={"repeat": 2, "warmup": 1})
+    path = write_results(tmp_path / "results.jsonl", meta, records)
+    files = write_reports(path)
     text = files.markdown.read_text(encoding="utf-8")
     assert "## Intervals over 2 repetitions" in text
     assert "| planner | 24 | 100.0% (86.2–100.0) |" in text, "warm-up rows are not counted"
@@ -250,11 +234,12 @@ def test_the_provenance_is_shown_when_the_run_recorded_it(tmp_path: Path) -> Non
         model=ModelIdentity(provider="ollama", model="qwen2.5:7b", digest="a" * 64),
         notes=["model identity from ollama: ConnectError"],
     )
-    writer = ResultsWriter(tmp_path / "results.jsonl")
-    writer.write(RunMeta(provider="ollama", model="qwen2.5:7b", modes=MODES, provenance=provenance))
-    for record in rows():
-        writer.write(record)
-    files = write_reports(writer.path)
+    path = write_results(
+        tmp_path / "results.jsonl",
+        RunMeta(provider="ollama", model="qwen2.5:7b", modes=MODES, provenance=provenance),
+        rows(),
+    )
+    files = write_reports(path)
     text = files.markdown.read_text(encoding="utf-8")
     section = text.split("## Provenance")[1].split("## Failing")[0]
     assert "| code | git 0123456789ab (dirty) |" in section
