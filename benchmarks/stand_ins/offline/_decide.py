@@ -75,13 +75,8 @@ def read_request(kwargs: dict[str, Any]) -> Request:
     request = Request(tool_choice=_normalise_tool_choice(kwargs.get("tool_choice")))
     for tool in kwargs.get("tools") or []:
         function = convert_to_openai_tool(tool)["function"]
-        request.tools.append(
-            ToolSpec(
-                name=function["name"],
-                description=function.get("description", ""),
-                parameters=function.get("parameters") or {"type": "object", "properties": {}},
-            )
-        )
+        parameters = function.get("parameters") or {"type": "object", "properties": {}}
+        request.tools.append(ToolSpec(name=function["name"], parameters=parameters))
     for key in ("response_format", "format"):
         schema, json_mode = _schema_from_format(kwargs.get(key))
         if schema is not None or json_mode:

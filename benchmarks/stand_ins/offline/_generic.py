@@ -33,10 +33,9 @@ _GENERIC_WORDS = {
 
 @dataclass(frozen=True)
 class ToolSpec:
-    """A bound tool as the model sees it: name, description and parameters schema."""
+    """A bound tool as the model sees it: its name and parameters schema."""
 
     name: str
-    description: str
     parameters: dict[str, Any]
 
     @property

@@ -1,8 +1,7 @@
 """The offline model's prompt cache: a model of a prefix cache, reported as ``cache_read``.
 
 The rule (``benchmarks.stand_ins.offline._cache``): a prompt is blocks (tools, response format, messages);
-a call's
-cached tokens are those of its longest run of leading blocks equal to one recent prompt's, at most
+a call's cached tokens are those of its longest run of leading blocks equal to one recent prompt's, at most
 ``input_tokens - 1``.
 """
 
@@ -32,23 +31,13 @@ def _system_tokens() -> int:
     return approx_tokens(PLAN_SYSTEM) + MESSAGE_OVERHEAD_TOKENS
 
 
-def test_the_first_call_finds_nothing_cached() -> None:
-    reply = OfflineSalesModel().invoke(plan_messages("¿Cuánto vendimos en 2025?"))
-    assert _usage(reply)[1] == 0
-
-
-def test_a_new_question_after_the_same_system_prompt_reuses_the_system_prompt() -> None:
+def test_a_call_reuses_the_leading_blocks_of_an_earlier_prompt() -> None:
     model = OfflineSalesModel()
-    model.invoke(plan_messages("¿Cuánto vendimos en 2025?"))
+    assert _usage(model.invoke(plan_messages("¿Cuánto vendimos en 2025?")))[1] == 0  # nothing cached yet
     input_tokens, cached = _usage(model.invoke(plan_messages("¿Y en 2024?", state={"anio": 2025})))
-    assert cached == _system_tokens() < input_tokens
-
-
-def test_the_same_prompt_again_is_cached_but_for_its_last_token() -> None:
-    model = OfflineSalesModel()
-    model.invoke(plan_messages("¿Cuánto vendimos en 2025?"))
+    assert cached == _system_tokens() < input_tokens  # a new question after the same system prompt
     input_tokens, cached = _usage(model.invoke(plan_messages("¿Cuánto vendimos en 2025?")))
-    assert cached == input_tokens - 1
+    assert cached == input_tokens - 1  # the same prompt again: all but its last token
 
 
 def test_a_tool_calling_step_reuses_the_whole_prompt_of_the_step_before(tools: list[StructuredTool]) -> None:
@@ -118,18 +107,13 @@ def test_a_cache_of_size_zero_reports_no_hits() -> None:
     assert [_usage(reply)[1] for reply in replies] == [0, 0]
 
 
-def test_the_least_recently_used_prompt_leaves_a_full_cache() -> None:
+def test_the_least_recently_used_prompt_leaves_a_full_cache_and_each_instance_has_its_own() -> None:
     model = OfflineSalesModel(prompt_cache_size=1)
     a = [SystemMessage("Instrucciones A"), HumanMessage("Hola")]
-    b = [SystemMessage("Instrucciones B"), HumanMessage("Hola")]
     model.invoke(a)
-    model.invoke(b)  # pushes a out
+    model.invoke([SystemMessage("Instrucciones B"), HumanMessage("Hola")])  # pushes a out
     assert _usage(model.invoke(a))[1] == 0
-
-
-def test_each_instance_has_its_own_cache() -> None:
-    OfflineSalesModel().invoke(plan_messages("¿Cuánto vendimos en 2025?"))
-    assert _usage(OfflineSalesModel().invoke(plan_messages("¿Cuánto vendimos en 2025?")))[1] == 0
+    assert _usage(OfflineSalesModel().invoke(a))[1] == 0
 
 
 def test_a_streamed_call_reports_what_an_invoked_call_reports() -> None:

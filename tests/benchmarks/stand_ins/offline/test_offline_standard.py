@@ -29,28 +29,22 @@ from langchain_tests.unit_tests import ChatModelUnitTests
 from benchmarks.stand_ins.offline import OfflineSalesModel
 
 
-class TestOfflineSalesModelUnit(ChatModelUnitTests):
+class _OfflineSalesModel:
+    @property
+    def chat_model_class(self) -> type[BaseChatModel]:
+        return OfflineSalesModel
+
+    @property
+    def chat_model_params(self) -> dict[str, Any]:
+        return {"model": "offline-sales"}
+
+
+class TestOfflineSalesModelUnit(_OfflineSalesModel, ChatModelUnitTests):
     """The standard unit suite."""
 
-    @property
-    def chat_model_class(self) -> type[BaseChatModel]:
-        return OfflineSalesModel
 
-    @property
-    def chat_model_params(self) -> dict[str, Any]:
-        return {"model": "offline-sales"}
-
-
-class TestOfflineSalesModelIntegration(ChatModelIntegrationTests):
+class TestOfflineSalesModelIntegration(_OfflineSalesModel, ChatModelIntegrationTests):
     """The standard integration suite, run offline."""
-
-    @property
-    def chat_model_class(self) -> type[BaseChatModel]:
-        return OfflineSalesModel
-
-    @property
-    def chat_model_params(self) -> dict[str, Any]:
-        return {"model": "offline-sales"}
 
     @property
     def supports_json_mode(self) -> bool:
