@@ -264,14 +264,10 @@ def run_loadtest(
         audit = audit_memory(store.engine, outcomes)
     recorded = sum(outcome.recorded for outcome in outcomes)
     return LoadtestResult(
-        servers=config.servers,
-        conversations=config.conversations,
-        turns=config.turns,
+        **config.model_dump(include={"servers", "conversations", "turns", "kill_one_at", "kill_after_turns"}),
         backend=make_url(db_url).get_backend_name(),
         memory_backend=make_url(memory_url).get_backend_name(),
         provider=config.serve.provider,
-        kill_one_at=config.kill_one_at,
-        kill_after_turns=config.kill_after_turns,
         restart_after=config.restart_after if config.kills else None,
         started_at=started_at,
         elapsed_s=round(elapsed, 3),

@@ -23,6 +23,7 @@ mode's package, whatever their names), of the operations catalog the demo caller
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -344,45 +345,32 @@ def collect_provenance(
     """
     from shared.security import DEMO_CALLER
 
-    notes: list[str] = []
     commit, dirty, note = git_state(repo_dir)
-    if note:
-        notes.append(note)
+    notes = [note] if note else []
     catalog_hash = tool_hash = None
+    prompts: dict[str, str] = {}
     try:
-        if registry is None:
-            from shared.operations.sales import sales_registry
+        from shared.operations.sales import sales_registry
 
-            registry = sales_registry()
-        catalog_hash, tool_hash = registry_hashes(registry, caller or DEMO_CALLER)
+        catalog_hash, tool_hash = registry_hashes(
+            sales_registry() if registry is None else registry, caller or DEMO_CALLER
+        )
     except Exception as exc:  # provenance must never abort a run
         notes.append(f"catalog/tool hashes: {type(exc).__name__}: {exc}")
-    prompts: dict[str, str] = {}
     try:
         prompts = prompt_hashes()
     except Exception as exc:
         notes.append(f"prompt hashes: {type(exc).__name__}: {exc}")
+    ask = functools.partial(model_identity, api_key=api_key, timeout=timeout, transport=transport)
     models: dict[str, ModelIdentity] = {}
     for target in targets:
-        found, note = model_identity(
-            target.provider,
-            target.model,
-            target.base_url,
-            api_key=api_key,
-            timeout=timeout,
-            transport=transport,
-        )
-        models[target.name] = found
-        if note:
-            notes.append(f"target {target.name}: {note}")
+        models[target.name], note = ask(target.provider, target.model, target.base_url)
+        notes += [f"target {target.name}: {note}"] if note else []
     if targets:
         identity = models[targets[0].name]
     else:
-        identity, note = model_identity(
-            provider, model, base_url, api_key=api_key, timeout=timeout, transport=transport
-        )
-        if note:
-            notes.append(note)
+        identity, note = ask(provider, model, base_url)
+        notes += [note] if note else []
     return Provenance(
         git_commit=commit,
         git_dirty=dirty,

@@ -21,6 +21,7 @@ table into the README.
 from __future__ import annotations
 
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from datetime import date
@@ -216,28 +217,23 @@ def _cell(
             scorer=scorer,
             show_progress=False,
         )
-    bench_failures: dict[str, int] = {}
-    for row in outcome.rows:
-        if row.failed:
-            bench_failures[row.failure or "provider"] = bench_failures.get(row.failure or "provider", 0) + 1
+    failed = Counter(row.failure or "provider" for row in outcome.rows if row.failed)
     return MatrixCell(
         fault=fault,
         mode=mode,
         path=path,
-        failure=result.failure,
-        recorded=result.recorded,
+        **result.model_dump(include=_FROM_THE_TURN),
         untouched=after == before,
-        model_calls=result.model_calls,
-        input_tokens=result.input_tokens,
-        output_tokens=result.output_tokens,
-        answer=result.answer,
         stored_memories=len(store.memories(conversation_id)),
         stored_chars=_stored_chars(store, conversation_id),
-        errors=list(result.errors),
         bench_turns=len(outcome.rows),
         bench_passed=sum(row.passed for row in outcome.rows),
-        bench_failures=bench_failures,
+        bench_failures=dict(failed),
     )
+
+
+_FROM_THE_TURN = {"failure", "recorded", "model_calls", "input_tokens", "output_tokens", "answer", "errors"}
+"""The fields of a cell that are the turn's own figures."""
 
 
 def matrix_plan(

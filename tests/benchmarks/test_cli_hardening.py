@@ -125,21 +125,23 @@ def anas_conversation(cli_env: dict[str, str | None]) -> str:
 
 
 @pytest.mark.parametrize(
-    ("args", "kind"),
+    ("args", "kind", "says"),
     [
-        (["ask", QUESTION, "--structured"], "usage"),
-        (["ask", ""], "input"),
-        (["ask", "--user", "bruno", "-c", "ana-conv", "hola"], "access"),
-        (["ask", "--user", "carlos", "hola"], "input"),
+        (["ask", QUESTION, "--structured"], "usage", "--structured"),
+        (["ask", ""], "input", "empty"),
+        (["ask", "--user", "bruno", "-c", "ana-conv", "hola"], "access", "belongs to another user"),
+        (["ask", "--user", "carlos", "hola"], "input", "Known users"),
     ],
 )
 def test_a_refusal_with_json_is_an_error_object_of_its_kind(
-    args: list[str], kind: str, cli_env: dict[str, str | None], anas_conversation: str
+    args: list[str], kind: str, says: str, cli_env: dict[str, str | None], anas_conversation: str
 ) -> None:
     result = runner.invoke(app, [*args, "--json"], env=cli_env)
 
     assert result.exit_code == 2
-    assert json_error(result.stdout)["kind"] == kind
+    error = json_error(result.stdout)
+    assert error["kind"] == kind and says in error["message"]
+    assert says in one_line(result.stderr)
 
 
 def test_chat_refuses_another_users_conversation_before_the_banner(
@@ -158,14 +160,10 @@ def test_users_own_their_conversations_and_see_only_their_customers(cli_env: dic
     question = "¿Cuánto compró Empresa ABC en 2025?"
     ana = runner.invoke(app, ["ask", "--user", "ana", "-c", "conv-ana", question], env=cli_env)
     bruno = runner.invoke(app, ["ask", "--user", "bruno", question], env=cli_env)
-    intruder = runner.invoke(app, ["ask", "--user", "bruno", "-c", "conv-ana", "hola"], env=cli_env)
-    unknown = runner.invoke(app, ["ask", "--user", "carlos", "hola"], env=cli_env)
 
     assert ana.exit_code == 0 and "120.000.000" in ana.stdout
     assert bruno.exit_code == 0 and "120.000.000" not in bruno.stdout
     assert "no es uno de sus clientes" in bruno.stdout
-    assert intruder.exit_code == 2 and "belongs to another user" in one_line(intruder.stderr)
-    assert unknown.exit_code == 2 and "Known users" in one_line(unknown.stderr)
 
 
 @pytest.fixture(scope="module")

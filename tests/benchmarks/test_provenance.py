@@ -48,17 +48,13 @@ def test_offline_provenance_has_every_field() -> None:
 
 
 def test_every_prompt_template_of_both_modes_is_hashed() -> None:
-    hashes = prompt_hashes()
-    for package in ("planner_mode", "toolcalling_mode"):
-        folder = Path(str(resources.files(package).joinpath("prompts")))
-        templates = sorted(folder.glob("*.md"))
-        assert templates, package
-        for template in templates:
-            assert hashes[f"{package}/prompts/{template.name}"] == _sha(template)
-    assert len(hashes) == sum(
-        len(list(Path(str(resources.files(p).joinpath("prompts"))).glob("*.md")))
-        for p in ("planner_mode", "toolcalling_mode")
-    )
+    templates = {
+        f"{package}/prompts/{path.name}": _sha(path)
+        for package in ("planner_mode", "toolcalling_mode")
+        for path in Path(str(resources.files(package).joinpath("prompts"))).glob("*.md")
+    }
+    assert {name.split("/")[0] for name in templates} == {"planner_mode", "toolcalling_mode"}
+    assert prompt_hashes() == templates
 
 
 def test_prompt_hashes_find_templates_by_directory_not_by_name(

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from benchmarks.targets import (
-    DEFAULT_TARGET,
     BenchTarget,
     load_targets_file,
     parse_target,
@@ -81,10 +80,6 @@ def test_target_names_must_be_unique() -> None:
     assert [t.name for t in parse_targets(["a=offline", "b=offline:offline-sales"])] == ["a", "b"]
     with pytest.raises(ConfigurationError, match="Target name 'a' is used twice"):
         parse_targets(["a=offline", "a=ollama"])
-
-
-def test_the_implicit_target_has_a_safe_name() -> None:
-    assert BenchTarget(name=DEFAULT_TARGET, provider="offline").name == "default"
 
 
 def test_a_run_file_lists_specs_and_mappings(tmp_path: Path) -> None:
