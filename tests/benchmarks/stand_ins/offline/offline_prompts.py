@@ -13,6 +13,8 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.tools import StructuredTool
 
+from benchmarks.stand_ins.offline import OfflineSalesModel
+
 CATALOG = """Operaciones disponibles (catálogo):
 - ventas_anuales(anio): total vendido en un año.
 - mejor_cliente(anio): el cliente que más compró en un año.
@@ -107,6 +109,17 @@ def context(
 def plan_messages(question: str, **ctx: Any) -> list[BaseMessage]:
     """A planner call-1 prompt."""
     return [SystemMessage(PLAN_SYSTEM), HumanMessage(f"{context(**ctx)}\nNueva pregunta:\n{question}")]
+
+
+def plan(question: str, **ctx: Any) -> dict[str, Any]:
+    """The offline model's plan (call 1) for ``question`` in the context ``ctx`` (see :func:`context`)."""
+    data: dict[str, Any] = json.loads(str(OfflineSalesModel().invoke(plan_messages(question, **ctx)).content))
+    return data
+
+
+def operations(question: str, **ctx: Any) -> list[tuple[str, dict[str, Any]]]:
+    """The ``(funcion, parametros)`` of the plan's operations."""
+    return [(op["funcion"], op["parametros"]) for op in plan(question, **ctx)["operaciones"]]
 
 
 def answer_messages(question: str, results: list[dict[str, Any]], **ctx: Any) -> list[BaseMessage]:

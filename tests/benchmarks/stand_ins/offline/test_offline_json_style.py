@@ -17,7 +17,12 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from benchmarks.stand_ins.offline import OfflineSalesModel
 from benchmarks.stand_ins.offline._prompt import compact_examples
-from tests.benchmarks.stand_ins.offline.offline_prompts import ANSWER_SYSTEM, CATALOG, RESULTS, answer_messages
+from tests.benchmarks.stand_ins.offline.offline_prompts import (
+    ANSWER_SYSTEM,
+    CATALOG,
+    RESULTS,
+    answer_messages,
+)
 
 SPACED_PLAN = (
     'Eres el planificador. Devuelve {"operaciones": [{"funcion": "...", "parametros": {}}]}. '

@@ -12,7 +12,12 @@ from pydantic import BaseModel
 
 from benchmarks.stand_ins.offline import OfflineSalesModel
 from shared.llm.tokens import approx_tokens
-from tests.benchmarks.stand_ins.offline.offline_prompts import RESULTS, answer_messages, context, plan_messages
+from tests.benchmarks.stand_ins.offline.offline_prompts import (
+    RESULTS,
+    answer_messages,
+    context,
+    plan_messages,
+)
 
 QUESTION = "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?"
 RESULTS_2025 = [

@@ -10,19 +10,14 @@ from langchain_core.messages import HumanMessage, SystemMessage
 
 from benchmarks.stand_ins.offline import OfflineSalesModel
 from benchmarks.stand_ins.offline._prompt import parse_calls
-from tests.benchmarks.stand_ins.offline.offline_prompts import CATALOG, PLAN_SYSTEM, plan_messages
+from tests.benchmarks.stand_ins.offline.offline_prompts import (
+    CATALOG,
+    PLAN_SYSTEM,
+    operations,
+    plan,
+)
 
 ARTICLE_QUESTION = "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?"
-
-
-def plan(question: str, **ctx: Any) -> dict[str, Any]:
-    reply = OfflineSalesModel().invoke(plan_messages(question, **ctx))
-    data: dict[str, Any] = json.loads(str(reply.content))
-    return data
-
-
-def operations(question: str, **ctx: Any) -> list[tuple[str, dict[str, Any]]]:
-    return [(op["funcion"], op["parametros"]) for op in plan(question, **ctx)["operaciones"]]
 
 
 def test_article_question_plans_both_operations_for_2025() -> None:

@@ -10,7 +10,12 @@ from pydantic import BaseModel, Field
 
 from benchmarks.stand_ins.offline import OfflineSalesModel
 from shared.answer import Answer
-from tests.benchmarks.stand_ins.offline.offline_prompts import CATALOG, RESULTS, answer_messages, plan_messages
+from tests.benchmarks.stand_ins.offline.offline_prompts import (
+    CATALOG,
+    RESULTS,
+    answer_messages,
+    plan_messages,
+)
 
 METHODS = ["json_schema", "json_mode", "function_calling"]
 

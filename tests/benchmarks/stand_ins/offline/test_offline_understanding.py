@@ -6,7 +6,6 @@ the planner's call-1 prompt; the last tests check the same understanding with bo
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -14,19 +13,14 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.tools import StructuredTool
 
 from benchmarks.stand_ins.offline import OfflineSalesModel
-from tests.benchmarks.stand_ins.offline.offline_prompts import context, plan_messages, run_turn
+from tests.benchmarks.stand_ins.offline.offline_prompts import (
+    context,
+    operations,
+    plan,
+    run_turn,
+)
 
 Operations = list[tuple[str, dict[str, Any]]]
-
-
-def plan(question: str, **ctx: Any) -> dict[str, Any]:
-    reply = OfflineSalesModel().invoke(plan_messages(question, **ctx))
-    data: dict[str, Any] = json.loads(str(reply.content))
-    return data
-
-
-def operations(question: str, **ctx: Any) -> Operations:
-    return [(op["funcion"], op["parametros"]) for op in plan(question, **ctx)["operaciones"]]
 
 
 def state_after(*previous: tuple[str, dict[str, Any]], **extra: Any) -> dict[str, Any]:
