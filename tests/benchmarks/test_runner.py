@@ -256,9 +256,7 @@ def test_every_turn_is_streamed_and_its_first_answer_times_recorded(
         built.append(FakeEngine(mode, timed_script))
         return built[-1]
 
-    outcome = run_benchmark(
-        tiny_suite, config(tmp_path), engine_factory=factory, scorer=scorer, show_progress=False
-    )
+    outcome = run(tiny_suite, config(tmp_path), factory, scorer)
 
     assert sum(engine.streamed for engine in built) == len(outcome.rows) == 6
     assert all(row.first_answer_ms == 0.25 and row.simulated_first_answer_ms == 420.0 for row in outcome.rows)
@@ -281,9 +279,7 @@ def test_a_stream_that_ends_without_its_result_fails_that_turn_only(
     def factory(mode: str) -> FakeEngine:
         return _Unfinished(mode, good_script) if mode == "toolcalling" else FakeEngine(mode, good_script)
 
-    outcome = run_benchmark(
-        tiny_suite, config(tmp_path), engine_factory=factory, scorer=scorer, show_progress=False
-    )
+    outcome = run(tiny_suite, config(tmp_path), factory, scorer)
 
     broken = [row for row in outcome.rows if row.mode == "toolcalling"]
     assert broken and all(row.failed and not row.passed for row in broken)
@@ -336,7 +332,7 @@ def test_concurrency_runs_that_many_units_at_once_each_worker_with_its_own_engin
         return _Gathering(mode, barrier)
 
     cfg = config(tmp_path, concurrency=2, repeat=2, modes=["planner"])
-    outcome = run_benchmark(tiny_suite, cfg, engine_factory=factory, scorer=scorer, show_progress=False)
+    outcome = run(tiny_suite, cfg, factory, scorer)
 
     assert len(outcome.rows) == 6 and not any(row.failed for row in outcome.rows), [
         row.errors for row in outcome.rows
