@@ -13,13 +13,11 @@ from collections.abc import Iterator
 import pytest
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langchain_google_genai import ChatGoogleGenerativeAI
-from langchain_ollama import ChatOllama
-from langchain_openai import ChatOpenAI
 
-from benchmarks.stand_ins.emulators import EmulatorKind, create_emulator
+from benchmarks.stand_ins.emulators import create_emulator
 from shared.llm.tokens import MESSAGE_OVERHEAD_TOKENS, approx_tokens
 from shared.llm.usage import UsageTracker
+from tests.benchmarks.stand_ins.emulators.emulator_fakes import client, merged
 from tests.benchmarks.stand_ins.emulators.offline_prompts import PLAN_SYSTEM, plan_messages
 
 FOLLOW_UP: list[BaseMessage] = [SystemMessage(PLAN_SYSTEM), HumanMessage("Nueva pregunta:\n¿Y en 2024?")]
@@ -27,41 +25,17 @@ FOLLOW_UP: list[BaseMessage] = [SystemMessage(PLAN_SYSTEM), HumanMessage("Nueva 
 SYSTEM_TOKENS = approx_tokens(PLAN_SYSTEM) + MESSAGE_OVERHEAD_TOKENS
 
 
-def client_for(kind: EmulatorKind, base_url: str) -> BaseChatModel:
-    if kind == "openai":
-        return ChatOpenAI(  # stream_usage: the usage-only chunk llama.cpp and OpenAI send when asked
-            model="llama-3.1-8b-instruct",
-            base_url=f"{base_url}/v1",
-            api_key="k",
-            max_retries=0,
-            stream_usage=True,
-        )
-    if kind == "gemini":
-        return ChatGoogleGenerativeAI(
-            model="gemini-2.5-flash", google_api_key="k", base_url=base_url, max_retries=1
-        )
-    return ChatOllama(model="llama3.1:8b", base_url=base_url)
-
-
 @pytest.fixture(params=["openai", "gemini"])
 def caching_client(request: pytest.FixtureRequest) -> Iterator[BaseChatModel]:
     """A real client against a fresh emulator (a fresh offline model: its prompt cache empty)."""
     with create_emulator(request.param) as server:
-        yield client_for(request.param, server.base_url)
+        yield client(server)
 
 
 def cache_read(message: AIMessage) -> int | None:
     usage = message.usage_metadata
     assert usage is not None
     return usage.get("input_token_details", {}).get("cache_read")
-
-
-def merged(model: BaseChatModel, messages: list[BaseMessage]) -> AIMessage:
-    chunks = list(model.stream(messages))
-    total = chunks[0]
-    for chunk in chunks[1:]:
-        total += chunk
-    return total  # type: ignore[return-value]
 
 
 def test_the_second_question_after_the_same_system_prompt_is_reported_cached(
@@ -75,7 +49,7 @@ def test_the_second_question_after_the_same_system_prompt_is_reported_cached(
 
 def test_a_streamed_reply_reports_the_cached_tokens_once(caching_client: BaseChatModel) -> None:
     caching_client.invoke(plan_messages())
-    assert cache_read(merged(caching_client, FOLLOW_UP)) == SYSTEM_TOKENS
+    assert cache_read(merged(caching_client.stream(FOLLOW_UP))) == SYSTEM_TOKENS
 
 
 def test_the_usage_tracker_counts_them_through_the_real_client(caching_client: BaseChatModel) -> None:
@@ -87,7 +61,7 @@ def test_the_usage_tracker_counts_them_through_the_real_client(caching_client: B
 
 def test_ollama_reports_no_cached_tokens() -> None:
     with create_emulator("ollama") as server:
-        client = client_for("ollama", server.base_url)
-        client.invoke(plan_messages())
-        second = client.invoke(FOLLOW_UP)
+        ollama = client(server)
+        ollama.invoke(plan_messages())
+        second = ollama.invoke(FOLLOW_UP)
     assert cache_read(second) is None

@@ -12,56 +12,19 @@ from typing import Any
 
 import httpx
 import pytest
-from langchain_google_genai import ChatGoogleGenerativeAI
 from langchain_google_genai.chat_models import GoogleInvalidRequestError
-from pydantic import BaseModel
 
-from benchmarks.stand_ins.emulators import FAULT_HEADER, EmulatorServer
+from benchmarks.stand_ins.emulators import EmulatorServer
 from benchmarks.stand_ins.emulators.gemini import GeminiContent, openapi_to_json_schema, to_langchain_messages
-from tests.benchmarks.stand_ins.emulators.emulator_fakes import GEMINI_KEY
+from tests.benchmarks.stand_ins.emulators.emulator_fakes import (
+    GEMINI_KEY,
+    client,
+    mejor_cliente,
+    ventas_anuales,
+)
 from tests.fakes import FunctionChatModel
 
 MODEL = "gemini-2.5-flash"
-
-
-class Plan(BaseModel):
-    """A miniature plan schema for structured output."""
-
-    operaciones: list[str]
-    anio: int
-
-
-def ventas_anuales(anio: int) -> dict[str, Any]:
-    """Total de ventas de un año.
-
-    Args:
-        anio: El año.
-    """
-    return {"anio": anio}
-
-
-def mejor_cliente(anio: int) -> dict[str, Any]:
-    """El cliente que más compró en un año.
-
-    Args:
-        anio: El año.
-    """
-    return {"anio": anio}
-
-
-def gemini(
-    server: EmulatorServer, *, fault: str | None = None, key: str = GEMINI_KEY, **kw: Any
-) -> ChatGoogleGenerativeAI:
-    headers = {FAULT_HEADER: fault, "X-Emulator-Delay": "0.5"} if fault else None
-    return ChatGoogleGenerativeAI(
-        model=MODEL,
-        google_api_key=key,
-        base_url=server.base_url,
-        temperature=0,
-        max_retries=1,
-        additional_headers=headers,
-        **kw,
-    )
 
 
 def model_requests(server: EmulatorServer) -> list[Any]:
@@ -84,7 +47,7 @@ def test_raw_stream_is_server_sent_events(gemini_server: EmulatorServer) -> None
 
 
 def test_v1beta_is_served_too(gemini_server: EmulatorServer) -> None:
-    reply = gemini(gemini_server, api_version="v1beta").invoke("hola")
+    reply = client(gemini_server, api_version="v1beta").invoke("hola")
 
     assert reply.content == "Hola. Dijiste: hola"
     assert model_requests(gemini_server)[0].path.startswith("/v1beta/models/")
@@ -93,7 +56,7 @@ def test_v1beta_is_served_too(gemini_server: EmulatorServer) -> None:
 def test_tool_choice_becomes_function_calling_config(
     gemini_server: EmulatorServer, fake_model: FunctionChatModel
 ) -> None:
-    model = gemini(gemini_server).bind_tools([ventas_anuales, mejor_cliente], tool_choice="mejor_cliente")
+    model = client(gemini_server).bind_tools([ventas_anuales, mejor_cliente], tool_choice="mejor_cliente")
 
     reply = model.invoke("¿Quién fue el mejor cliente?")
 
@@ -149,7 +112,7 @@ def test_missing_api_key_is_403_permission_denied(gemini_server: EmulatorServer)
 
 def test_wrong_api_key_is_rejected_like_the_real_api(gemini_server: EmulatorServer) -> None:
     with pytest.raises(GoogleInvalidRequestError, match="API key not valid"):
-        gemini(gemini_server, key="wrong").invoke("hola")
+        client(gemini_server, key="wrong").invoke("hola")
 
 
 # -- faults -------------------------------------------------------------------------------------------
@@ -157,7 +120,7 @@ def test_wrong_api_key_is_rejected_like_the_real_api(gemini_server: EmulatorServ
 
 def test_malformed_tool_call_fault_ends_with_malformed_function_call(gemini_server: EmulatorServer) -> None:
     # The real API does not raise: the candidate ends with MALFORMED_FUNCTION_CALL and carries no call.
-    reply = gemini(gemini_server, fault="malformed_tool_call").bind_tools([ventas_anuales]).invoke("ventas")
+    reply = client(gemini_server, fault="malformed_tool_call").bind_tools([ventas_anuales]).invoke("ventas")
 
     assert reply.response_metadata["finish_reason"] == "MALFORMED_FUNCTION_CALL"
     assert reply.tool_calls == []  # type: ignore[attr-defined]

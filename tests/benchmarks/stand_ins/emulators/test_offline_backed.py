@@ -1,4 +1,4 @@
-"""Both emulators with their default backing model, the offline model, on the article's first question.
+"""Every emulator with their default backing model, the offline model, on the article's first question.
 
 This is what ``erp-ai emulate`` serves: the real clients, the real sales tools and the seeded ERP.
 """
@@ -11,12 +11,11 @@ from typing import Any
 import pytest
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
-from langchain_google_genai import ChatGoogleGenerativeAI
-from langchain_ollama import ChatOllama
 from pydantic import BaseModel
 
-from benchmarks.stand_ins.emulators import EmulatorKind, create_emulator
+from benchmarks.stand_ins.emulators import create_emulator
 from shared.security import DEMO_CALLER
+from tests.benchmarks.stand_ins.emulators.emulator_fakes import client as real_client
 
 QUESTION = "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?"
 SYSTEM = "Eres el asistente de ventas del ERP. Fecha de hoy: 2026-11-30"
@@ -35,20 +34,10 @@ class Plan(BaseModel):
     operaciones: list[PlannedOperation]
 
 
-@pytest.fixture(scope="module", params=["ollama", "gemini"])
+@pytest.fixture(scope="module", params=["ollama", "gemini", "openai"])
 def client(request: pytest.FixtureRequest) -> Iterator[BaseChatModel]:
-    kind: EmulatorKind = request.param
-    with create_emulator(kind) as server:
-        if kind == "ollama":
-            yield ChatOllama(model="llama3.1:8b", base_url=server.base_url, temperature=0)
-        else:
-            yield ChatGoogleGenerativeAI(
-                model="gemini-2.5-flash",
-                google_api_key="any",
-                base_url=server.base_url,
-                temperature=0,
-                max_retries=1,
-            )
+    with create_emulator(request.param) as server:
+        yield real_client(server, temperature=0)
 
 
 def test_tool_calling_turn_answers_from_the_erp(client: BaseChatModel, registry: Any, erp: Any) -> None:

@@ -10,39 +10,12 @@ import ollama
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_ollama import ChatOllama
-from pydantic import BaseModel
 
 from benchmarks.stand_ins.emulators import FAULT_HEADER, EmulatorFaults, EmulatorServer, create_emulator
+from tests.benchmarks.stand_ins.emulators.emulator_fakes import client, ventas_anuales
 from tests.fakes import CallInfo, FunctionChatModel
 
 MODEL = "llama3.1:8b"
-
-
-class Plan(BaseModel):
-    """A miniature plan schema for structured output."""
-
-    operaciones: list[str]
-    anio: int
-
-
-def ventas_anuales(anio: int) -> dict[str, Any]:
-    """Total de ventas de un año.
-
-    Args:
-        anio: El año.
-    """
-    return {"anio": anio}
-
-
-def chat(
-    server: EmulatorServer, *, fault: str | None = None, timeout: float | None = None, **kw: Any
-) -> ChatOllama:
-    client_kwargs: dict[str, Any] = {}
-    if fault:
-        client_kwargs["headers"] = {FAULT_HEADER: fault, "X-Emulator-Delay": "0.5"}
-    if timeout is not None:
-        client_kwargs["timeout"] = timeout
-    return ChatOllama(model=MODEL, base_url=server.base_url, client_kwargs=client_kwargs, **kw)
 
 
 def chat_bodies(server: EmulatorServer) -> list[dict[str, Any]]:
@@ -50,7 +23,7 @@ def chat_bodies(server: EmulatorServer) -> list[dict[str, Any]]:
 
 
 def test_chat_invoke_streams_ndjson_with_the_role_in_every_chunk(ollama_server: EmulatorServer) -> None:
-    chat(ollama_server).invoke("uno dos tres cuatro cinco seis")
+    client(ollama_server).invoke("uno dos tres cuatro cinco seis")
 
     body = chat_bodies(ollama_server)[0]
     assert body["stream"] is True  # ChatOllama streams even for invoke
@@ -69,9 +42,9 @@ def test_chat_invoke_streams_ndjson_with_the_role_in_every_chunk(ollama_server: 
 
 
 def test_stream_false_returns_one_object(ollama_server: EmulatorServer) -> None:
-    client = ollama.Client(host=ollama_server.base_url)
+    api = ollama.Client(host=ollama_server.base_url)
 
-    response = client.chat(model=MODEL, messages=[{"role": "user", "content": "hola"}], stream=False)
+    response = api.chat(model=MODEL, messages=[{"role": "user", "content": "hola"}], stream=False)
 
     assert response.done is True
     assert response.message.role == "assistant"
@@ -88,9 +61,9 @@ def test_validate_model_on_init_reads_the_tags(ollama_server: EmulatorServer) ->
 
 
 def test_show_and_version_answer_like_ollama(ollama_server: EmulatorServer) -> None:
-    client = ollama.Client(host=ollama_server.base_url)
+    api = ollama.Client(host=ollama_server.base_url)
 
-    shown = client.show(MODEL)
+    shown = api.show(MODEL)
     version = httpx.get(f"{ollama_server.base_url}/api/version").json()
 
     assert shown.capabilities == ["completion", "tools"]
@@ -99,7 +72,7 @@ def test_show_and_version_answer_like_ollama(ollama_server: EmulatorServer) -> N
 
 
 def test_format_json_reaches_the_server(ollama_server: EmulatorServer) -> None:
-    chat(ollama_server, format="json").invoke("hola")
+    client(ollama_server, format="json").invoke("hola")
 
     assert chat_bodies(ollama_server)[0]["format"] == "json"
 
@@ -119,7 +92,7 @@ def test_a_failing_backing_model_becomes_a_500() -> None:
         create_emulator("ollama", model=FunctionChatModel(explode)) as server,
         pytest.raises(ollama.ResponseError) as caught,
     ):
-        chat(server).invoke("hola")
+        client(server).invoke("hola")
     assert caught.value.status_code == 500
     assert "provider exploded" in caught.value.error
 
@@ -130,7 +103,7 @@ def test_a_failing_backing_model_becomes_a_500() -> None:
 def test_stream_error_fault_fails_mid_stream(ollama_server: EmulatorServer) -> None:
     received: list[str] = []
     with pytest.raises(ollama.ResponseError) as caught:
-        for chunk in chat(ollama_server, fault="stream_error").stream("uno dos tres cuatro cinco seis"):
+        for chunk in client(ollama_server, fault="stream_error").stream("uno dos tres cuatro cinco seis"):
             received.append(chunk.text)
 
     assert caught.value.status_code == -1  # an error line inside a 200 stream
@@ -139,24 +112,24 @@ def test_stream_error_fault_fails_mid_stream(ollama_server: EmulatorServer) -> N
 
 
 def test_stream_error_without_streaming_is_a_500(ollama_server: EmulatorServer) -> None:
-    client = ollama.Client(host=ollama_server.base_url, headers={FAULT_HEADER: "stream_error"})
+    api = ollama.Client(host=ollama_server.base_url, headers={FAULT_HEADER: "stream_error"})
 
     with pytest.raises(ollama.ResponseError) as caught:
-        client.chat(model=MODEL, messages=[{"role": "user", "content": "hola"}], stream=False)
+        api.chat(model=MODEL, messages=[{"role": "user", "content": "hola"}], stream=False)
     assert caught.value.status_code == 500
 
 
 def test_malformed_tool_call_fault_is_ollamas_tool_parsing_error(ollama_server: EmulatorServer) -> None:
     # langchain#34746: Ollama cannot parse the model's tool-call JSON and reports it in the stream.
     with pytest.raises(ollama.ResponseError, match="error parsing tool call") as caught:
-        chat(ollama_server, fault="malformed_tool_call").bind_tools([ventas_anuales]).invoke("ventas 2025")
+        client(ollama_server, fault="malformed_tool_call").bind_tools([ventas_anuales]).invoke("ventas 2025")
 
     assert "unexpected end of JSON input" in caught.value.error
     assert "ventas_anuales" in caught.value.error
 
 
 def test_schema_invalid_fault_in_json_mode_fences_the_json(ollama_server: EmulatorServer) -> None:
-    reply = chat(ollama_server, fault="schema_invalid", format="json").invoke("hola")
+    reply = client(ollama_server, fault="schema_invalid", format="json").invoke("hola")
 
     assert reply.text.startswith("```json\n")
 
@@ -172,12 +145,12 @@ def test_a_bad_request_does_not_use_up_a_counted_fault(ollama_server: EmulatorSe
     assert rejected.status_code == 400 and "invalid message" in rejected.json()["error"]
     assert ollama_server.faults.count == 1
     with pytest.raises(ollama.ResponseError):
-        chat(ollama_server).invoke("hola")
+        client(ollama_server).invoke("hola")
 
 
 def test_unknown_fault_header_is_a_400(ollama_server: EmulatorServer) -> None:
     with pytest.raises(ollama.ResponseError) as caught:
-        chat(ollama_server, fault="meteor").invoke("hola")
+        client(ollama_server, fault="meteor").invoke("hola")
 
     assert caught.value.status_code == 400
 
@@ -187,7 +160,7 @@ def test_durations_report_the_models_simulated_latency() -> None:
         return AIMessage(content="listo", response_metadata={"simulated_latency_ms": 1234.0})
 
     with create_emulator("ollama", model=FunctionChatModel(timed)) as server:
-        reply = chat(server).invoke("hola")
+        reply = client(server).invoke("hola")
 
     assert reply.response_metadata["total_duration"] == 1_234_000_000
     meta = reply.response_metadata

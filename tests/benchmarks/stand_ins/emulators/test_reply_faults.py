@@ -1,4 +1,4 @@
-"""The offline model's reply faults and the ``stall`` fault, served over the wire to the real clients.
+"""The offline model's reply faults, fault sequences and the ``stall`` fault's shutdown, over the wire.
 
 Faults are picked per request with the ``X-Emulator-Fault`` header, against offline-backed servers; one test
 shows the reply faults apply to any backing model (the scripted fake).
@@ -8,16 +8,12 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any
 
 import httpx
-import httpx2
 import pytest
 from langchain_core.messages import AIMessage
-from langchain_google_genai import ChatGoogleGenerativeAI
-from langchain_ollama import ChatOllama
 
-from benchmarks.stand_ins.emulators import FAULT_HEADER, EmulatorFaults, EmulatorServer, create_emulator
+from benchmarks.stand_ins.emulators import EmulatorFaults, EmulatorServer, create_emulator
 from benchmarks.stand_ins.faults import (
     INVENTED_FIGURE,
     PLACEHOLDER_FUNCTION,
@@ -26,7 +22,7 @@ from benchmarks.stand_ins.faults import (
     THINK_BLOCK,
 )
 from shared.answer import Answer
-from tests.benchmarks.stand_ins.emulators.emulator_fakes import GEMINI_KEY
+from tests.benchmarks.stand_ins.emulators.emulator_fakes import client
 from tests.benchmarks.stand_ins.emulators.offline_prompts import (
     QUESTION,
     TOOLS,
@@ -36,33 +32,11 @@ from tests.benchmarks.stand_ins.emulators.offline_prompts import (
 )
 from tests.fakes import FunctionChatModel
 
-Client = ChatOllama | ChatGoogleGenerativeAI
-
-
-def client(server: EmulatorServer, fault: str | None = None, **kw: Any) -> Client:
-    headers = {FAULT_HEADER: fault} if fault else {}
-    if server.protocol.name == "ollama":
-        return ChatOllama(
-            model="llama3.1:8b", base_url=server.base_url, client_kwargs={"headers": headers}, **kw
-        )
-    return ChatGoogleGenerativeAI(
-        model="gemini-2.5-flash",
-        google_api_key=GEMINI_KEY,
-        base_url=server.base_url,
-        max_retries=1,
-        additional_headers=headers,
-        **kw,
-    )
-
 
 @pytest.fixture(params=["ollama", "gemini"])
 def server(request: pytest.FixtureRequest) -> EmulatorServer:
     """Each offline-backed emulator in turn."""
     return request.getfixturevalue(f"offline_{request.param}")  # type: ignore[no-any-return]
-
-
-def cap_kwargs(server: EmulatorServer, tokens: int) -> dict[str, Any]:
-    return {"num_predict": tokens} if server.protocol.name == "ollama" else {"max_output_tokens": tokens}
 
 
 def is_length_stop(reply: AIMessage) -> bool:
@@ -71,7 +45,8 @@ def is_length_stop(reply: AIMessage) -> bool:
 
 
 def test_runaway_repeats_until_the_clients_cap(server: EmulatorServer) -> None:
-    reply = client(server, "runaway", **cap_kwargs(server, 60)).invoke(plan_messages())
+    cap = {"num_predict": 60} if server.protocol.name == "ollama" else {"max_output_tokens": 60}
+    reply = client(server, fault="runaway", **cap).invoke(plan_messages())
 
     assert is_length_stop(reply)
     assert reply.usage_metadata is not None and reply.usage_metadata["output_tokens"] == 60
@@ -79,7 +54,7 @@ def test_runaway_repeats_until_the_clients_cap(server: EmulatorServer) -> None:
 
 
 def test_runaway_without_a_cap_stops_when_the_context_is_full(offline_ollama: EmulatorServer) -> None:
-    reply = client(offline_ollama, "runaway").invoke(plan_messages())
+    reply = client(offline_ollama, fault="runaway").invoke(plan_messages())
 
     assert reply.response_metadata["done_reason"] == "length"
     assert reply.response_metadata["eval_count"] == RUNAWAY_CONTEXT_TOKENS
@@ -87,7 +62,7 @@ def test_runaway_without_a_cap_stops_when_the_context_is_full(offline_ollama: Em
 
 def test_placeholder_plan_reaches_structured_output_as_parsed_placeholders(server: EmulatorServer) -> None:
     plan = (
-        client(server, "placeholder_plan")
+        client(server, fault="placeholder_plan")
         .with_structured_output(Plan, method="json_schema")
         .invoke(plan_messages())
     )
@@ -98,7 +73,7 @@ def test_placeholder_plan_reaches_structured_output_as_parsed_placeholders(serve
 
 
 def test_schema_ignored_plans_alternate_between_respuesta_and_nothing(offline_ollama: EmulatorServer) -> None:
-    model = client(offline_ollama, "schema_ignored")
+    model = client(offline_ollama, fault="schema_ignored")
     replies = [json.loads(model.invoke(plan_messages()).text) for _ in range(2)]
 
     assert sorted(replies, key=len) == [
@@ -108,11 +83,11 @@ def test_schema_ignored_plans_alternate_between_respuesta_and_nothing(offline_ol
 
 
 def test_schema_ignored_answers_are_empty(offline_gemini: EmulatorServer) -> None:
-    assert json.loads(client(offline_gemini, "schema_ignored").invoke(answer_messages()).text) == {}
+    assert json.loads(client(offline_gemini, fault="schema_ignored").invoke(answer_messages()).text) == {}
 
 
 def test_no_tool_calls_answers_in_prose_with_an_invented_figure(server: EmulatorServer) -> None:
-    reply = client(server, "no_tool_calls").bind_tools(TOOLS).invoke(QUESTION)
+    reply = client(server, fault="no_tool_calls").bind_tools(TOOLS).invoke(QUESTION)
 
     assert isinstance(reply, AIMessage)
     assert reply.tool_calls == [] and INVENTED_FIGURE in reply.text
@@ -120,13 +95,13 @@ def test_no_tool_calls_answers_in_prose_with_an_invented_figure(server: Emulator
 
 def test_think_wrap_puts_a_think_block_before_the_json(server: EmulatorServer) -> None:
     plain = client(server).invoke(plan_messages()).text
-    wrapped = client(server, "think_wrap").invoke(plan_messages()).text
+    wrapped = client(server, fault="think_wrap").invoke(plan_messages()).text
 
     assert wrapped == THINK_BLOCK + plain
 
 
 def test_repeat_memory_is_a_valid_answer_with_a_wall_of_memory(server: EmulatorServer) -> None:
-    data = json.loads(client(server, "repeat_memory").invoke(answer_messages()).text)
+    data = json.loads(client(server, fault="repeat_memory").invoke(answer_messages()).text)
 
     assert len(data["memoria"]) == REPEATED_MEMORY_ITEMS
     assert all(item == data["memoria"][0] for item in data["memoria"])
@@ -134,28 +109,12 @@ def test_repeat_memory_is_a_valid_answer_with_a_wall_of_memory(server: EmulatorS
 
 
 def test_reply_faults_apply_to_any_backing_model(ollama_server: EmulatorServer) -> None:
-    reply = client(ollama_server, "think_wrap").invoke("hola")
+    reply = client(ollama_server, fault="think_wrap").invoke("hola")
 
     assert reply.text == THINK_BLOCK + "Hola. Dijiste: hola"
 
 
 # -- stall ------------------------------------------------------------------------------------------------
-
-
-def test_stall_never_answers_so_the_ollama_clients_timeout_ends_it(offline_ollama: EmulatorServer) -> None:
-    model = ChatOllama(
-        model="llama3.1:8b",
-        base_url=offline_ollama.base_url,
-        client_kwargs={"headers": {FAULT_HEADER: "stall"}, "timeout": 0.2},
-    )
-    with pytest.raises(httpx.ReadTimeout):
-        model.invoke("hola")
-    assert offline_ollama.requests[-1].fault == "stall"
-
-
-def test_stall_never_answers_so_the_gemini_clients_timeout_ends_it(offline_gemini: EmulatorServer) -> None:
-    with pytest.raises(httpx2.ReadTimeout):
-        client(offline_gemini, "stall", timeout=0.2).invoke("hola")
 
 
 def test_a_stalled_request_does_not_block_server_shutdown() -> None:
