@@ -125,14 +125,21 @@ def pieces(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return printed
 
 
-def test_ask_streams_the_answer_with_the_offline_model(
-    cli_env: dict[str, str | None], pieces: list[str]
+@pytest.mark.parametrize("through_the_ai_server", [False, True])
+def test_ask_streams_the_answer_and_ends_with_the_screen_no_stream_shows(
+    through_the_ai_server: bool, cli_env: dict[str, str | None], pieces: list[str]
 ) -> None:
-    streamed = runner.invoke(app, ["ask", QUESTION], env=cli_env)
-    whole = runner.invoke(app, ["ask", QUESTION, "--no-stream"], env=cli_env)
+    from benchmarks.serving import ServerThread
+    from planner_mode import create_app
+    from shared.llm.factory import build_chat_model
+
+    with ServerThread(create_app(build_chat_model("offline"))) as server:
+        server_args = ["--server", server.url] if through_the_ai_server else []
+        streamed = runner.invoke(app, ["ask", QUESTION, *server_args], env=cli_env)
+        whole = runner.invoke(app, ["ask", QUESTION, "--no-stream", *server_args], env=cli_env)
 
     assert streamed.exit_code == whole.exit_code == 0, streamed.output
-    assert len(pieces) >= 2 and "₲850.000.000" in "".join(pieces)
+    assert len(pieces) >= 2 and "".join(pieces).strip() == streamed.stdout.strip()
     assert streamed.stdout.count("₲850.000.000") == 1
     assert streamed.stdout == whole.stdout  # the same screen in the end
 
@@ -175,18 +182,3 @@ def test_chat_streams_each_answer_and_no_stream_prints_the_same(cli_env: dict[st
     answers = [line for line in streamed.stdout.splitlines() if "erp>" in line]
     assert len(answers) == 2 and "₲850.000.000" in answers[0]
     assert answers == [line for line in whole.stdout.splitlines() if "erp>" in line]
-
-
-def test_ask_through_the_ai_server_streams_the_answer(
-    cli_env: dict[str, str | None], pieces: list[str]
-) -> None:
-    from benchmarks.serving import ServerThread
-    from planner_mode import create_app
-    from shared.llm.factory import build_chat_model
-
-    with ServerThread(create_app(build_chat_model("offline"))) as server:
-        result = runner.invoke(app, ["ask", QUESTION, "--server", server.url], env=cli_env)
-
-    assert result.exit_code == 0, result.output
-    assert len(pieces) >= 2 and result.stdout.count("₲850.000.000") == 1
-    assert "".join(pieces).strip() == result.stdout.strip()
