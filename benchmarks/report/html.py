@@ -33,8 +33,8 @@ from benchmarks.report.html_turns import turn_table
 from benchmarks.report.matrix import MATRIX_CAPTION, matrix_grids
 from benchmarks.report.svg import grouped, mode_colours
 from benchmarks.report.tables import (
+    INTERVALS_CAPTION,
     LATENCY_CAPTION,
-    PAIRED_CAPTION,
     PERCENTILE_CAPTION,
     VALID_PLAN_CAPTION,
     cost_caption,
@@ -42,6 +42,7 @@ from benchmarks.report.tables import (
     costs_of,
     failure_rows,
     interval_rows,
+    paired_caption,
     paired_rows,
     pass_k_rows,
     percent_interval,
@@ -70,9 +71,11 @@ _SECTIONS = (
 )
 
 
-def _categorytable(summary: Summary, colours: dict[str, str]) -> str:
+def _category_table(summary: Summary, colours: dict[str, str]) -> str:
     if summary.matrix:
-        return "".join(target_heading(t.target) + _categorytable(t.summary, colours) for t in summary.targets)
+        return "".join(
+            target_heading(t.target) + _category_table(t.summary, colours) for t in summary.targets
+        )
     modes = [m.mode for m in summary.modes]
     by_category: dict[str, dict[str, tuple[float, int]]] = defaultdict(dict)
     for c in summary.categories:
@@ -273,11 +276,10 @@ def render_html(
         f"{escape(VALID_PLAN_CAPTION)}</p>"
     )
     if paired is not None:
-        within = " Each target's modes are paired within that target." if summary.matrix else ""
         parts.append(
             '<h2 id="paired">Paired comparison</h2>'
             + table(*paired, css_class="paired")
-            + f'<p class="caption">{escape(PAIRED_CAPTION + within)}</p>'
+            + f'<p class="caption">{escape(paired_caption(summary))}</p>'
         )
     parts.append(per_mode_charts(summary, modes, colours))
     parts.append(growth_section(summary, colours))
@@ -291,7 +293,7 @@ def render_html(
     parts.append(
         '<h2 id="categories">Accuracy per category</h2>'
         '<p class="caption">Share of turns passed; red is low, green is high.</p>'
-        + _categorytable(summary, colours)
+        + _category_table(summary, colours)
     )
     parts.append(
         '<h2 id="pass-k">pass^k (tau-bench)</h2>'
@@ -301,8 +303,8 @@ def render_html(
     if intervals is not None:
         parts.append(
             f'<h2 id="intervals">Intervals over {summary.repetitions} repetitions</h2>'
-            '<p class="caption">Bootstrap 95% intervals (2,000 draws, fixed seed) resampling turns with all '
-            "their repetitions.</p>" + table(*intervals, css_class="intervals", colours=colours)
+            f'<p class="caption">{escape(INTERVALS_CAPTION)}</p>'
+            + table(*intervals, css_class="intervals", colours=colours)
         )
     parts.append(
         '<h2 id="cost">Cost per 1,000 turns</h2>'

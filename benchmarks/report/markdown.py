@@ -22,8 +22,8 @@ from benchmarks.report.aggregate import Summary
 from benchmarks.report.findings import OFFLINE_NOTICE, findings, headline
 from benchmarks.report.matrix import MATRIX_CAPTION, matrix_grids
 from benchmarks.report.tables import (
+    INTERVALS_CAPTION,
     LATENCY_CAPTION,
-    PAIRED_CAPTION,
     PERCENTILE_CAPTION,
     VALID_PLAN_CAPTION,
     category_rows,
@@ -34,6 +34,7 @@ from benchmarks.report.tables import (
     growth_rows,
     growth_scenarios,
     interval_rows,
+    paired_caption,
     paired_rows,
     pass_k_rows,
     summary_rows,
@@ -182,8 +183,7 @@ def render_markdown(
     if paired is not None:
         lines += ["## Paired comparison", ""]
         lines += render_table(*paired)
-        within = " Each target's modes are paired within that target." if summary.matrix else ""
-        lines += ["", PAIRED_CAPTION + within, ""]
+        lines += ["", paired_caption(summary), ""]
     failures = failure_rows(summary)
     if failures is not None:
         lines += ["## Failures per kind", ""]
@@ -198,10 +198,7 @@ def render_markdown(
     if intervals is not None:
         lines += ["", f"## Intervals over {summary.repetitions} repetitions", ""]
         lines += render_table(*intervals)
-        lines += [
-            "",
-            "Bootstrap 95% intervals (2,000 draws, fixed seed) resampling turns with all their repetitions.",
-        ]
+        lines += ["", INTERVALS_CAPTION]
     lines += ["", "## Cost per 1,000 turns", ""]
     lines += render_table(*cost_rows(costs))
     lines += ["", cost_caption(costs)]

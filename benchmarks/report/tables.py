@@ -216,6 +216,17 @@ def paired_rows(summary: Summary) -> tuple[list[str], list[list[str]]] | None:
     return header, rows
 
 
+INTERVALS_CAPTION = (
+    "Bootstrap 95% intervals (2,000 draws, fixed seed) resampling turns with all their repetitions."
+)
+"""Under the intervals table of every report."""
+
+
+def paired_caption(summary: Summary) -> str:
+    """What the paired comparison is (and, for a matrix, that modes are paired within each target)."""
+    return PAIRED_CAPTION + (" Each target's modes are paired within that target." if summary.matrix else "")
+
+
 PAIRED_CAPTION = (
     "Both modes on the same turns (scenario, turn, repetition). McNemar's exact test counts the turns only "
     "one mode passed; the interval of the accuracy difference is a bootstrap that resamples whole "
