@@ -44,7 +44,7 @@ from benchmarks.compare_models import (
 )
 from benchmarks.compare_report import render_comparison_markdown, write_comparison
 from benchmarks.results import RESULTS_FILE, RunMeta, RunResults, TurnRow, read_results
-from benchmarks.stats import mcnemar_exact, percentile, wilson_interval
+from benchmarks.stats import mcnemar_exact, mean, percentile, wilson_interval
 from benchmarks.targets import DEFAULT_TARGET
 
 __all__ = [
@@ -77,9 +77,9 @@ def _figures(rows: Sequence[TurnRow]) -> GroupFigures:
         passed=passed,
         accuracy=passed / n,
         accuracy_interval=wilson_interval(passed, n),
-        calls_mean=sum(row.model_calls for row in rows) / n,
-        input_tokens_mean=sum(row.input_tokens for row in rows) / n,
-        output_tokens_mean=sum(row.output_tokens for row in rows) / n,
+        calls_mean=mean([row.model_calls for row in rows]),
+        input_tokens_mean=mean([row.input_tokens for row in rows]),
+        output_tokens_mean=mean([row.output_tokens for row in rows]),
         latency_p50=percentile(latency, 50),
         simulated=latency is simulated,
         first_answer_p50=percentile(first, 50) if first else None,
