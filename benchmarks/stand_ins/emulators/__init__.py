@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from typing import Literal
+from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 
@@ -98,31 +98,17 @@ def create_emulator(
 
 
 @contextmanager
-def start_emulator(
-    kind: EmulatorKind,
-    *,
-    model: BaseChatModel | None = None,
-    host: str = "127.0.0.1",
-    port: int = 0,
-    faults: EmulatorFaults | None = None,
-    api_key: str | None = None,
-) -> Iterator[str]:
-    """Run an emulator in a background thread for the ``with`` block; yields its base URL."""
-    with create_emulator(kind, model=model, host=host, port=port, faults=faults, api_key=api_key) as server:
+def start_emulator(kind: EmulatorKind, **options: Any) -> Iterator[str]:
+    """Run an emulator (``options``: those of :func:`create_emulator`) in a background thread for the
+    ``with`` block; yields its base URL."""
+    with create_emulator(kind, **options) as server:
         yield server.base_url
 
 
 def run_emulator(
-    kind: EmulatorKind,
-    host: str = "127.0.0.1",
-    port: int | None = None,
-    *,
-    model: BaseChatModel | None = None,
-    faults: EmulatorFaults | None = None,
-    api_key: str | None = None,
+    kind: EmulatorKind, host: str = "127.0.0.1", port: int | None = None, **options: Any
 ) -> None:
     """Serve an emulator in the foreground until interrupted (Ctrl-C); for ``erp-ai emulate``."""
-    port = DEFAULT_PORTS[kind] if port is None else port
-    server = create_emulator(kind, model=model, host=host, port=port, faults=faults, api_key=api_key)
+    server = create_emulator(kind, host=host, port=DEFAULT_PORTS[kind] if port is None else port, **options)
     with suppress(KeyboardInterrupt):  # uvicorn shuts down gracefully, then re-raises the signal
         server.serve_forever()

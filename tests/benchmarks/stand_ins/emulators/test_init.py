@@ -14,25 +14,6 @@ from tests.benchmarks.stand_ins.emulators.emulator_fakes import scripted_respond
 from tests.fakes import FunctionChatModel
 
 
-def test_public_names_are_pinned() -> None:
-    assert set(emulators.__all__) == {
-        "DEFAULT_PORTS",
-        "DELAY_HEADER",
-        "FAULT_HEADER",
-        "FAULT_MODES",
-        "EmulatorFault",
-        "EmulatorFaults",
-        "EmulatorKind",
-        "EmulatorServer",
-        "FaultStep",
-        "LoggedRequest",
-        "create_emulator",
-        "parse_fault_spec",
-        "run_emulator",
-        "start_emulator",
-    }
-
-
 @pytest.mark.parametrize(("kind", "probe"), [("ollama", "/api/version"), ("gemini", "/v1beta/models?key=k")])
 def test_start_emulator_yields_a_live_base_url_and_stops_after(kind: str, probe: str) -> None:
     with start_emulator(kind, model=FunctionChatModel(scripted_responder)) as base_url:  # type: ignore[arg-type]
