@@ -7,17 +7,17 @@ accuracy difference is stated only when the paired comparison establishes it (it
 and the exact McNemar test agrees); otherwise the sentence says the run cannot tell the modes apart and gives
 the interval. A figure measured against a target says plainly whether the target was met: "target not met
 (3.3 ms vs 2 ms)"; a latency target also says whether the offline model's prefix cache was modelled, since
-issue 11's targets were set before the cache model existed.
+the latency targets were set before the cache model existed (the targets: :mod:`benchmarks.report.goals`).
 
 A run with several targets (models) gets a matrix headline (structure and accuracy per target and mode) and
 each target's own findings, prefixed with its name: modes are compared within a target, never across."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 from benchmarks.report.aggregate import ModeSummary, PairedComparison, Summary
+from benchmarks.report.goals import all_failed, ms_text, target_sentences
 from benchmarks.results import RunMeta
 
 OFFLINE_NOTICE = (
@@ -35,11 +35,6 @@ def _relative(a: float, b: float, noun: str) -> str:
     if abs(change) < 0.5:
         return f"the same {noun}"
     return f"{abs(change):.0f}% {'fewer' if change < 0 else 'more'} {noun}"
-
-
-def _broken(mode: ModeSummary) -> bool:
-    """Every turn of the mode failed: its calls and tokens say nothing."""
-    return mode.turns > 0 and mode.failed_turns == mode.turns
 
 
 def _points(value: float) -> str:
@@ -88,7 +83,7 @@ def _paired(summary: Summary, base: str, other: str) -> PairedComparison | None:
 
 def _compare(summary: Summary, base: ModeSummary, other: ModeSummary) -> str:
     for mode in (base, other):
-        if _broken(mode):
+        if all_failed(mode):
             return (
                 f"{mode.mode}: every one of its {mode.turns} turns failed, so its calls and tokens are not "
                 f"comparable with {(other if mode is base else base).mode}'s."
@@ -133,16 +128,16 @@ def first_answer_comparison(base: ModeSummary, other: ModeSummary) -> str | None
         ("measured", base.first_answer_p50, other.first_answer_p50),
     ):
         if a is not None and b is not None:
-            parts.append(f"{_sooner(a, b)} {label} ({_ms(a)} vs {_ms(b)} ms p50)")
+            parts.append(f"{_sooner(a, b)} {label} ({ms_text(a)} vs {ms_text(b)} ms p50)")
     return ", ".join(parts) or None
 
 
 def _first_answer(mode: ModeSummary) -> str | None:
     """The mode's time to its first answer token for the headline: simulated when profiled, else measured."""
     if mode.simulated_first_answer_p50 is not None:
-        return f"first answer token after {_ms(mode.simulated_first_answer_p50)} ms (simulated p50)"
+        return f"first answer token after {ms_text(mode.simulated_first_answer_p50)} ms (simulated p50)"
     if mode.first_answer_p50 is not None:
-        return f"first answer token after {_ms(mode.first_answer_p50)} ms (measured p50)"
+        return f"first answer token after {ms_text(mode.first_answer_p50)} ms (measured p50)"
     return None
 
 
@@ -151,10 +146,11 @@ def _first_answer_figures(mode: ModeSummary) -> str | None:
     parts = []
     if mode.simulated_first_answer_p50 is not None and mode.simulated_first_answer_p95 is not None:
         parts.append(
-            f"{_ms(mode.simulated_first_answer_p50)} / {_ms(mode.simulated_first_answer_p95)} ms simulated"
+            f"{ms_text(mode.simulated_first_answer_p50)} / {ms_text(mode.simulated_first_answer_p95)} ms "
+            "simulated"
         )
     if mode.first_answer_p50 is not None and mode.first_answer_p95 is not None:
-        parts.append(f"{_ms(mode.first_answer_p50)} / {_ms(mode.first_answer_p95)} ms measured")
+        parts.append(f"{ms_text(mode.first_answer_p50)} / {ms_text(mode.first_answer_p95)} ms measured")
     return ", ".join(parts) or None
 
 
@@ -183,9 +179,9 @@ def headline(summary: Summary) -> str | None:
     if not summary.modes:
         return None
     base = summary.mode("planner") or summary.modes[0]
-    if _broken(base):
+    if all_failed(base):
         return f"{base.mode}: every one of its {base.turns} turns failed, so there is nothing to compare."
-    usable = [base] + [m for m in summary.modes if m.mode != base.mode and not _broken(m)]
+    usable = [base] + [m for m in summary.modes if m.mode != base.mode and not all_failed(m)]
     structure = "Per turn: " + "; ".join(_structure(m, first=i == 0) for i, m in enumerate(usable)) + "."
     comparisons = [c for m in usable[1:] if (c := _paired(summary, base.mode, m.mode)) is not None]
     if not comparisons:
@@ -212,94 +208,6 @@ def _short_accuracy(comparison: PairedComparison) -> str:
         f"{base} {comparison.base_accuracy:.0%} vs {other} {comparison.other_accuracy:.0%}, "
         "not a difference this run can establish"
     )
-
-
-@dataclass(frozen=True)
-class Target:
-    """A figure the project set itself a target for, and how to read it off a summary."""
-
-    name: str
-    """What the target says, e.g. "planner harness p50 under 2 ms"."""
-    source: str
-    measure: Callable[[Summary], tuple[float, float] | None]
-    """``(measured, target)`` in ms, ``None`` when the run lacks the figures; met when measured <= target."""
-    cache_sensitive: bool = False
-    """Whether the figure depends on the modelled prefix cache (the sentence says which setting ran)."""
-
-
-def _figure(mode: str, attribute: str) -> Callable[[Summary], float | None]:
-    def read(summary: Summary) -> float | None:
-        found = summary.mode(mode)
-        value = getattr(found, attribute, None) if found is not None and not _broken(found) else None
-        return float(value) if value is not None else None
-
-    return read
-
-
-def _against(
-    measured: Callable[[Summary], float | None], target: Callable[[Summary], float | None]
-) -> Callable[[Summary], tuple[float, float] | None]:
-    def measure(summary: Summary) -> tuple[float, float] | None:
-        a, b = measured(summary), target(summary)
-        return None if a is None or b is None else (a, b)
-
-    return measure
-
-
-TARGETS: tuple[Target, ...] = (
-    Target(
-        "planner harness p50 under 2 ms",
-        "README, harness overhead",
-        _against(_figure("planner", "harness_p50"), lambda summary: 2.0),
-    ),
-    Target(
-        "planner simulated p50 at most toolcalling's",
-        "issue 11",
-        _against(_figure("planner", "simulated_p50"), _figure("toolcalling", "simulated_p50")),
-        cache_sensitive=True,
-    ),
-    Target(
-        "planner time to first answer at most toolcalling's",
-        "issue 11",
-        _against(
-            _figure("planner", "simulated_first_answer_p50"),
-            _figure("toolcalling", "simulated_first_answer_p50"),
-        ),
-        cache_sensitive=True,
-    ),
-)
-"""The targets findings check whenever the run has their figures."""
-
-
-def _ms(value: float) -> str:
-    text = f"{value:.1f}" if value < 100 else f"{value:,.0f}"
-    return text.removesuffix(".0")
-
-
-CACHE_SETTINGS = {
-    True: "measured with the offline model's prefix cache modelled (--prompt-cache)",
-    False: "measured without a modelled prefix cache (--no-prompt-cache)",
-    None: "prefix-cache setting not recorded",
-}
-"""How a latency target's sentence says under which cache setting it was measured."""
-
-
-def target_sentences(summary: Summary) -> list[str]:
-    """One plain sentence per target the run can check: "target met" / "target not met (3.3 ms vs 2 ms)";
-    latency targets say under which prefix-cache setting they were measured."""
-    sentences = []
-    for target in TARGETS:
-        figures = target.measure(summary)
-        if figures is None:
-            continue
-        measured, wanted = figures
-        verdict = "target met" if measured <= wanted else "target not met"
-        cache = f", {CACHE_SETTINGS[summary.prompt_cache]}" if target.cache_sensitive else ""
-        sentences.append(
-            f"Target {target.name} ({target.source}): {verdict} ({_ms(measured)} ms vs {_ms(wanted)} ms)"
-            f"{cache}."
-        )
-    return sentences
 
 
 def valid_plan_sentence(summary: Summary) -> str | None:
@@ -375,7 +283,7 @@ def findings(summary: Summary, meta: RunMeta | None = None) -> list[str]:
     base = summary.mode("planner") or summary.modes[0]
     others = [m for m in summary.modes if m.mode != base.mode]
     sentences = [_compare(summary, base, other) for other in others]
-    if base.mode == "planner" and not _broken(base):
+    if base.mode == "planner" and not all_failed(base):
         verdict = "never exceeded" if base.calls_max <= 2 else "exceeded"
         sentences.append(f"planner {verdict} 2 model calls per turn (max {base.calls_max}).")
     no_operation = [m for m in summary.modes if m.no_operation_calls_mean is not None]
