@@ -8,6 +8,8 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel
 
+from tests.benchmarks.stand_ins.emulators.emulator_fakes import mejor_cliente, ventas_anuales
+
 QUESTION = "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?"
 CATALOG = (
     "Operaciones disponibles: ventas_anuales(anio), mejor_cliente(anio), compras_cliente(cliente, anio), "
@@ -57,24 +59,6 @@ def answer_messages() -> list[BaseMessage]:
         f"Pregunta: ¿Cuánto vendimos en 2025?\nFecha de hoy: 2026-11-30\nResultados:\n{json.dumps(RESULTS)}"
     )
     return [SystemMessage(ANSWER_SYSTEM), HumanMessage(body)]
-
-
-def ventas_anuales(anio: int) -> dict[str, Any]:
-    """Total de ventas de un año.
-
-    Args:
-        anio: El año.
-    """
-    return {"anio": anio}
-
-
-def mejor_cliente(anio: int) -> dict[str, Any]:
-    """El cliente que más compró en un año.
-
-    Args:
-        anio: El año.
-    """
-    return {"anio": anio}
 
 
 TOOLS = [ventas_anuales, mejor_cliente]

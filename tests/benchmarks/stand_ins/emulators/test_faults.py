@@ -19,31 +19,24 @@ from benchmarks.stand_ins.emulators.faults import (
 )
 
 
-def test_no_configuration_and_no_header_means_no_fault() -> None:
-    assert FaultSelector().decide({}) == FaultDecision()
-
-
 @pytest.mark.parametrize("mode", FAULT_MODES)
 def test_the_header_selects_any_mode_case_insensitively(mode: str) -> None:
-    decision = FaultSelector().decide({FAULT_HEADER.lower(): mode})
-
-    assert decision.mode == mode
+    assert FaultSelector().decide({FAULT_HEADER.lower(): mode}).mode == mode
 
 
-def test_the_header_wins_over_the_server_wide_mode() -> None:
+def test_the_header_wins_over_the_server_wide_mode_and_none_switches_it_off() -> None:
     selector = FaultSelector(EmulatorFaults(mode="http_500"))
 
     assert selector.decide({FAULT_HEADER: "stream_error"}).mode == "stream_error"
     assert selector.decide({FAULT_HEADER: "none"}).mode is None
     assert selector.decide({}).mode == "http_500"
+    assert FaultSelector().decide({}) == FaultDecision(index=0)  # nothing configured: no fault
 
 
 def test_count_limits_how_many_requests_get_the_server_wide_fault() -> None:
     selector = FaultSelector(EmulatorFaults(mode="http_500", count=2))
 
-    modes = [selector.decide({}).mode for _ in range(3)]
-
-    assert modes == ["http_500", "http_500", None]
+    assert [selector.decide({}).mode for _ in range(3)] == ["http_500", "http_500", None]
     assert selector.faults.count == 0
 
 
@@ -63,12 +56,12 @@ def test_unknown_header_values_are_refused() -> None:
 
 
 def test_configuration_is_validated_even_when_changed_live() -> None:
-    faults = EmulatorFaults()
-
     with pytest.raises(ValidationError):
-        faults.mode = "meteor"  # type: ignore[assignment]
+        EmulatorFaults().mode = "meteor"  # type: ignore[assignment]
     with pytest.raises(ValidationError):
         EmulatorFaults(slow_seconds=-1)
+    with pytest.raises(ValidationError, match="either mode"):
+        EmulatorFaults(mode="slow", sequence=["http_500:1"])
 
 
 def test_a_sequence_runs_each_step_for_its_count_then_the_open_ended_last_step() -> None:
@@ -78,26 +71,15 @@ def test_a_sequence_runs_each_step_for_its_count_then_the_open_ended_last_step()
 
     assert [d.mode for d in decisions] == ["http_500", "http_500", "slow", "slow", "slow"]
     assert decisions[2].delay_seconds == 0.5
+    assert [d.index for d in decisions] == [0, 1, 2, 3, 4]  # some faults alternate on it
 
 
-def test_a_sequence_of_counted_steps_ends_with_no_fault() -> None:
+def test_a_sequence_of_counted_steps_ends_with_no_fault_and_headers_use_up_no_step() -> None:
     selector = FaultSelector(EmulatorFaults(sequence=["stall:1", "http_500:1"]))
 
+    assert selector.decide({FAULT_HEADER: "none"}).mode is None
     assert [selector.decide({}).mode for _ in range(3)] == ["stall", "http_500", None]
     assert [step.count for step in selector.faults.sequence] == [0, 0]
-
-
-def test_a_header_fault_does_not_use_up_a_sequence_step() -> None:
-    selector = FaultSelector(EmulatorFaults(sequence=[("http_500", 1)]))
-
-    assert selector.decide({FAULT_HEADER: "none"}).mode is None
-    assert selector.decide({}).mode == "http_500"
-
-
-def test_every_decision_carries_the_model_requests_index() -> None:
-    selector = FaultSelector()
-
-    assert [selector.decide({}).index for _ in range(3)] == [0, 1, 2]
 
 
 def test_only_reply_faults_are_reply_faults() -> None:
@@ -127,16 +109,11 @@ def test_parse_fault_spec_refuses_counts_below_one(spec: str) -> None:
         parse_fault_spec(spec)
 
 
-def test_from_specs_refuses_an_endless_step_before_others() -> None:
+def test_an_endless_step_before_others_is_refused() -> None:
     with pytest.raises(ValueError, match="'slow' has no COUNT"):
         EmulatorFaults.from_specs(["slow", "http_500:1"])
     with pytest.raises(ValidationError, match="never ends"):
         EmulatorFaults(sequence=[("slow", None), ("http_500", 1)])
-
-
-def test_mode_and_sequence_are_exclusive() -> None:
-    with pytest.raises(ValidationError, match="either mode"):
-        EmulatorFaults(mode="slow", sequence=["http_500:1"])
 
 
 def test_describe_says_the_configuration_in_spec_words() -> None:

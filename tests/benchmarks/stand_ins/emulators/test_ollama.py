@@ -100,23 +100,20 @@ def test_a_failing_backing_model_becomes_a_500() -> None:
 # -- faults -------------------------------------------------------------------------------------------
 
 
-def test_stream_error_fault_fails_mid_stream(ollama_server: EmulatorServer) -> None:
+def test_stream_error_is_an_error_line_mid_stream_or_a_500_without_streaming(
+    ollama_server: EmulatorServer,
+) -> None:
     received: list[str] = []
     with pytest.raises(ollama.ResponseError) as caught:
         for chunk in client(ollama_server, fault="stream_error").stream("uno dos tres cuatro cinco seis"):
             received.append(chunk.text)
+    api = ollama.Client(host=ollama_server.base_url, headers={FAULT_HEADER: "stream_error"})
+    with pytest.raises(ollama.ResponseError) as unstreamed:
+        api.chat(model=MODEL, messages=[{"role": "user", "content": "hola"}], stream=False)
 
     assert caught.value.status_code == -1  # an error line inside a 200 stream
-    assert "unexpected EOF" in caught.value.error
-    assert "".join(received).startswith("Hola.")
-
-
-def test_stream_error_without_streaming_is_a_500(ollama_server: EmulatorServer) -> None:
-    api = ollama.Client(host=ollama_server.base_url, headers={FAULT_HEADER: "stream_error"})
-
-    with pytest.raises(ollama.ResponseError) as caught:
-        api.chat(model=MODEL, messages=[{"role": "user", "content": "hola"}], stream=False)
-    assert caught.value.status_code == 500
+    assert "unexpected EOF" in caught.value.error and "".join(received).startswith("Hola.")
+    assert unstreamed.value.status_code == 500
 
 
 def test_malformed_tool_call_fault_is_ollamas_tool_parsing_error(ollama_server: EmulatorServer) -> None:
