@@ -1,4 +1,5 @@
-"""Writing the final answer from operation results: ``respuesta``, ``memoria`` and ``estado``.
+"""Writing the final answer from operation results (``respuesta``, ``memoria``, ``estado``), and the fixed
+replies for questions that need no operation.
 
 Amounts are written with :func:`shared.text.format_guaranies` (``₲850.000.000``) and names verbatim, so a
 scorer can find the key figures in the text. Lists (products, categories, months, invoices) mention every item
@@ -38,6 +39,51 @@ _QUOTED_CUSTOMER = re.compile(r"cliente (['\"])(.+?)\1")
 """The customer an ERP refusal names: ``… datos del cliente 'Empresa ABC': …``."""
 _MATCHED_CUSTOMER = re.compile(r"coincide con (['\"])(.+?)\1")
 """The name a customer-not-found error quotes: ``… coincide con 'Empresa ABC'.``"""
+
+
+REPLIES = {
+    "greeting": "¡Hola! Soy el asistente de ventas del ERP. Puedo consultar ventas anuales y mensuales, el "
+    "mejor cliente, las compras de un cliente, los productos más vendidos, las ventas por categoría, las "
+    "facturas pendientes y buscar clientes. ¿Qué quieres saber?",
+    "thanks": "¡De nada! Si necesitas otra consulta de ventas, aquí estoy.",
+    "bye": "¡Hasta luego! Cuando quieras seguimos con tus consultas de ventas.",
+    "destructive": "No puedo modificar, crear ni borrar datos del ERP: solo puedo consultar información de "
+    "ventas.",
+    "injection": "No puedo cambiar mis instrucciones. Puedo ayudarte con consultas de ventas, clientes, "
+    "productos y facturas del ERP.",
+    "unsupported": "Lo siento, no puedo ayudarte con eso: solo puedo consultar información de ventas del ERP "
+    "(ventas, clientes, productos y facturas).",
+    "no_operation": "No tengo una operación disponible para consultar ese dato en el ERP.",
+    "which_customer": "¿De qué cliente quieres saber las compras? Indícame su nombre.",
+    "which_debtor": "¿De qué cliente quieres ver las facturas pendientes? Indícame su nombre.",
+    "which_year": "¿De qué año quieres la información?",
+    "which_text": "¿Qué cliente quieres buscar? Indícame el nombre o parte de él.",
+    "which_data": "¿Qué quieres consultar? Puedo darte, por ejemplo, las ventas, el mejor cliente, las "
+    "compras de un cliente o los productos más vendidos.",
+}
+"""The fixed replies for questions that need no operation."""
+
+
+def not_offered(intents: list[str]) -> str:
+    """The refusal when every operation a question needs is missing from the operations the prompt offers.
+
+    The ERP offers each user only the operations their role may run, so a missing operation means the user has
+    no access to that data through this assistant; the model says so instead of using another operation.
+    """
+    objects = [_as_object(DESCRIPTIONS.get(name, f"la operación {name}")) for name in dict.fromkeys(intents)]
+    if not objects:
+        return REPLIES["no_operation"]
+    if len(objects) == 1:
+        return f"No tiene acceso {objects[0]}: esa operación no está entre las disponibles para su usuario."
+    return (
+        f"No tiene acceso {' ni '.join(objects)}: esas operaciones no están entre las disponibles para su "
+        "usuario."
+    )
+
+
+def _as_object(description: str) -> str:
+    """ "las ventas del año" → "a las ventas del año"; "el mejor cliente" → "al mejor cliente"."""
+    return f"al {description[3:]}" if description.startswith("el ") else f"a {description}"
 
 
 @dataclass(frozen=True)

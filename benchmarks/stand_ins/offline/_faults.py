@@ -91,24 +91,28 @@ def request_kind(view: PromptView, schema: dict[str, Any] | None) -> RequestKind
     return kind if kind != "other" else None
 
 
-def catalog_names(view: PromptView) -> tuple[str, ...]:
-    """The known operations the prompt's catalog offers, in order of first appearance.
+_DECLARED = re.compile(r"^\s*-\s*([A-Za-z_]\w*)\(", re.MULTILINE)
+"""An operation the catalog declares: a list item ``- compras_cliente(cliente, anio): …``."""
 
-    Read from :attr:`~._prompt.PromptView.catalog_text` (the system prompt), never from the question. An
-    operation is offered where the catalog declares it (``- compras_cliente(cliente, anio): …``); a catalog
-    that declares none offers the ones it names outside quotes. A name that only appears elsewhere (quoted in
-    the planner's plan example, in a user's "ejecuta ventas_por_categoria") is not an offer.
+
+def catalog_names(view: PromptView) -> tuple[str, ...]:
+    """The operations the prompt's catalog offers, in order of appearance.
+
+    Read from :attr:`~._prompt.PromptView.catalog_text` (the system prompt), never from the question: the
+    operations the catalog declares, whatever their names; a catalog that declares none offers the known
+    operations it names outside quotes. A name that only appears elsewhere (quoted in the planner's plan
+    example, in a user's "ejecuta ventas_por_categoria") is not an offer.
     """
     text = view.catalog_text
-    for pattern in (r"\b{name}\(", r"(?<![\"'])\b{name}\b(?![\"'])"):
-        found = {
-            name: match.start()
-            for name in KNOWN_OPERATIONS
-            if (match := re.search(pattern.format(name=name), text)) is not None
-        }
-        if found:
-            return tuple(sorted(found, key=found.__getitem__))
-    return ()
+    declared = _DECLARED.findall(text)
+    if declared:
+        return tuple(dict.fromkeys(declared))
+    found = {
+        name: match.start()
+        for name in KNOWN_OPERATIONS
+        if (match := re.search(rf"(?<![\"'])\b{name}\b(?![\"'])", text)) is not None
+    }
+    return tuple(sorted(found, key=found.__getitem__))
 
 
 def _payload_kind(value: Any) -> RequestKind | None:
