@@ -80,7 +80,6 @@ class Reject(Exception):
     """Ends a request early with ``response``: a bad request, or a fault that answers without the model."""
 
     def __init__(self, response: Response) -> None:
-        super().__init__(response.status_code)
         self.response = response
 
 
@@ -257,7 +256,7 @@ class _Front:
             return await protocol.error(400, f"invalid JSON body: {exc}")(scope, receive, send)
         query, headers = parse_qs(request.url.query), dict(request.headers)
         log = LoggedRequest(request.method, request.url.path, query, headers, body)
-        self.server.record(log)
+        self.server._requests.append(log)
         scope.setdefault("state", {}).update(log=log, faults=self.server.fault_selector)
         await (protocol.guard(request) or self.app)(scope, receive, send)
 
@@ -294,8 +293,7 @@ class EmulatorServer:
     ) -> None:
         self.protocol = protocol
         self.fault_selector = FaultSelector(faults)
-        self._lock = threading.Lock()
-        self._requests: list[LoggedRequest] = []
+        self._requests: list[LoggedRequest] = []  # appended by the event loop's thread only
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self._socket = socket.create_server((host, port), family=family)
         app = Starlette(
@@ -335,18 +333,11 @@ class EmulatorServer:
     @property
     def requests(self) -> list[LoggedRequest]:
         """A snapshot of every request received so far, oldest first."""
-        with self._lock:
-            return list(self._requests)
-
-    def record(self, request: LoggedRequest) -> None:
-        """Append a request to the log."""
-        with self._lock:
-            self._requests.append(request)
+        return list(self._requests)
 
     def clear_requests(self) -> None:
         """Forget the logged requests."""
-        with self._lock:
-            self._requests.clear()
+        self._requests.clear()
 
     def start(self) -> EmulatorServer:
         """Serve in a daemon thread, once uvicorn is up; returns ``self``."""
