@@ -1,10 +1,13 @@
-"""Benchmark test helpers: a scripted fake engine (like pydantic-ai's FunctionModel) and a tiny suite."""
+"""Benchmark test helpers: a scripted fake engine (like pydantic-ai's FunctionModel), a tiny suite, and the
+CLI's error checks."""
 
 from __future__ import annotations
 
 import json
 import os
+import sqlite3
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 from shared.events import AnswerDelta, TurnDone, TurnEvent
@@ -143,3 +146,13 @@ def subprocess_env(env: dict[str, str | None]) -> dict[str, str]:
     """This process's environment with ``env`` applied (``None`` unsets), for a child process."""
     merged = {**os.environ, **env}
     return {key: value for key, value in merged.items() if value is not None}
+
+
+def copy_database(url: str, target: Path) -> Path:
+    """A consistent copy of the SQLite database at ``url`` (SQLite's online backup), at ``target``."""
+    source, copy = sqlite3.connect(url.removeprefix("sqlite:///")), sqlite3.connect(target)
+    with source, copy:
+        source.backup(copy)
+    source.close()
+    copy.close()
+    return target

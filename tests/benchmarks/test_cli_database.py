@@ -23,6 +23,7 @@ from typer.testing import CliRunner
 from benchmarks.cli import app
 from shared.erp.database import open_demo_erp, open_erp
 from shared.errors import ErpAiError
+from tests.benchmarks.bench_fakes import copy_database
 
 runner = CliRunner()
 
@@ -102,11 +103,7 @@ def read_only_copy(erp_db_url: str, erp: object, tmp_path: Path, monkeypatch: py
     directory = tmp_path / "ro"
     directory.mkdir()
     copy = directory / "erp.sqlite3"
-    source, target = sqlite3.connect(erp_db_url.removeprefix("sqlite:///")), sqlite3.connect(copy)
-    with source, target:
-        source.backup(target)
-    source.close()
-    target.close()
+    copy_database(erp_db_url, copy)
     assert not list(directory.glob("*-*"))
     real_access = os.access
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import logging
 import random
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from benchmarks.cli import PACKAGE_LOGGERS, app, configure_logging
+from tests.benchmarks.bench_fakes import copy_database
 
 runner = CliRunner()
 
@@ -111,12 +111,7 @@ def test_a_logged_exception_is_one_line_unless_debug_keeps_its_traceback(
 def test_a_corrupt_data_page_logs_one_line_without_the_sql_or_its_traceback(
     cli_env: dict[str, str | None], erp_db_url: str, tmp_path: Path
 ) -> None:
-    corrupt = tmp_path / "mid.sqlite3"
-    source, copy = sqlite3.connect(erp_db_url.removeprefix("sqlite:///")), sqlite3.connect(corrupt)
-    with source, copy:
-        source.backup(copy)
-    source.close()
-    copy.close()
+    corrupt = copy_database(erp_db_url, tmp_path / "mid.sqlite3")
     with corrupt.open("r+b") as file:  # data pages 100-249 overwritten with noise
         file.seek(4096 * 100)
         file.write(random.Random(0).randbytes(4096 * 150))
