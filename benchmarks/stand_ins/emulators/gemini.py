@@ -70,29 +70,14 @@ class _Wire(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
-class GeminiFunctionCall(_Wire):
-    """A ``functionCall`` part."""
-
-    name: str
-    args: dict[str, Any] = Field(default_factory=dict)
-    id: str | None = None
-
-
-class GeminiFunctionResponse(_Wire):
-    """A ``functionResponse`` part."""
-
-    name: str | None = None
-    response: dict[str, Any] | None = None
-    id: str | None = None
-
-
 class GeminiPart(_Wire):
-    """One part of a content; only the kinds this emulator understands are typed."""
+    """One part of a content: ``text`` (a ``thought`` is left out), a ``functionCall`` (``name``, ``args``,
+    ``id``) or a ``functionResponse`` (``name``, ``response``, ``id``)."""
 
     text: str | None = None
     thought: bool | None = None
-    functionCall: GeminiFunctionCall | None = None
-    functionResponse: GeminiFunctionResponse | None = None
+    functionCall: dict[str, Any] | None = None
+    functionResponse: dict[str, Any] | None = None
 
 
 class GeminiContent(_Wire):
@@ -149,13 +134,21 @@ def to_langchain_messages(
     for content in contents:
         if content.role == "model":
             calls = [p.functionCall for p in content.parts if p.functionCall is not None]
-            functions = [{"id": c.id, "function": {"name": c.name, "arguments": c.args}} for c in calls]
+            functions = [
+                {"id": c.get("id"), "function": {"name": c.get("name"), "arguments": c.get("args") or {}}}
+                for c in calls
+            ]
             wire.append({"role": "assistant", "content": content.text, "tool_calls": functions})
             continue
         responses = [p.functionResponse for p in content.parts if p.functionResponse is not None]
         for r in responses:
             wire.append(
-                {"role": "tool", "tool_call_id": r.id, "name": r.name, "content": _result_text(r.response)}
+                {
+                    "role": "tool",
+                    "tool_call_id": r.get("id"),
+                    "name": r.get("name"),
+                    "content": _result_text(r.get("response")),
+                }
             )
         if content.text or not responses:
             wire.append({"role": "user", "content": content.text})
