@@ -111,20 +111,26 @@ class _StructuredCall(Generic[M]):
         self._bound = _bind(model, json_schema if json_schema is not None else schema.model_json_schema())
 
     async def astream(
-        self, messages: list[BaseMessage], config: RunnableConfig | None, text: FieldText
+        self, messages: list[BaseMessage], config: RunnableConfig | None, text: FieldText, stream: bool
     ) -> AsyncGenerator[str | M, None]:
         """The reply's text deltas as ``text`` reads them, then the whole reply, strictly parsed.
 
         The stream is always read to its end (LangChain reports the call to callbacks only then); an error
-        midway raises after the deltas already yielded.
+        midway raises after the deltas already yielded. ``stream=False``: one ``ainvoke``, no deltas (a
+        long reply costs LangChain's work per chunk otherwise, for nobody to read).
         """
+        if not stream:
+            with self._provider_errors():
+                output = await self._bound.ainvoke(messages, config=config)
+            yield self._read(output)
+            return
         chunks: list[Any] = []
         # Closed however the reading ends, so that a reader who stops early ends the model's run (and its
         # connection) now rather than whenever the generator is collected. Runnable.astream is a generator.
-        stream = cast(AsyncGenerator[Any, None], self._bound.astream(messages, config=config))
+        replies = cast(AsyncGenerator[Any, None], self._bound.astream(messages, config=config))
         with self._provider_errors():
-            async with aclosing(stream):
-                async for chunk in stream:
+            async with aclosing(replies):
+                async for chunk in replies:
                     chunks.append(chunk)
                     if isinstance(chunk, BaseMessage):
                         delta = text.feed(message_text(chunk.content))
@@ -259,18 +265,20 @@ class PlannerAI:
         catalog: Sequence[OperationSpec],
         *,
         config: RunnableConfig | None = None,
+        stream: bool = True,
     ) -> AsyncGenerator[str | Plan, None]:
         """Call 1: the user's question and the conversation context as a :class:`Plan`, the last item.
 
         Before it, a direct answer's text in deltas as the model writes it (only when ``respuesta_directa``
         is the reply's first key, :class:`~planner_mode.streamed_text.DirectAnswerText`). When the plan is a
         direct answer and the deltas are a start of it (stripped, as the engine shows it), the rest comes as
-        one last delta (e.g. an answer found only inside reasoning).
+        one last delta (e.g. an answer found only inside reasoning). ``stream=False``: the model is not
+        asked to stream (one ``ainvoke``), for a caller that reads only the result.
         """
         specs = tuple(catalog)
         call = self._plan_call(_Catalog(specs, catalog_key(specs)))
         text = DirectAnswerText()
-        async for item in call.astream(plan_messages(question, context, catalog), config, text):
+        async for item in call.astream(plan_messages(question, context, catalog), config, text, stream):
             if isinstance(item, str):
                 yield item
                 continue
@@ -287,16 +295,18 @@ class PlannerAI:
         context: ConversationContext,
         *,
         config: RunnableConfig | None = None,
+        stream: bool = True,
     ) -> AsyncGenerator[str | Answer, None]:
         """Call 2: the operations' results (and errors) phrased as an :class:`Answer`, the last item.
 
         Before it, the ``respuesta`` text in deltas as the model writes it; they concatenate to
         ``Answer.respuesta`` whenever the streamed text is a start of it (a remainder the stream could not
-        read, e.g. an answer found only inside reasoning, comes as one last delta).
+        read, e.g. an answer found only inside reasoning, comes as one last delta). ``stream`` as in
+        :meth:`plan`.
         """
         text = FieldText("respuesta")
         messages = answer_messages(question, results, context)
-        async for item in self._answer_call.astream(messages, config, text):
+        async for item in self._answer_call.astream(messages, config, text, stream):
             if isinstance(item, str):
                 yield item
                 continue

@@ -54,7 +54,9 @@ class AIClient(Protocol):
     """The two calls of a planner turn. Implementations hold no conversation state.
 
     ``config`` is the LangChain config of the model call (the turn's child config: callbacks, tags,
-    metadata); both calls raise :class:`AICallError` when they fail, even midway through their stream.
+    metadata); ``stream=False`` tells a call that only its result will be read (the model is not asked to
+    stream; deltas may be missing). Both calls raise :class:`AICallError` when they fail, even midway
+    through their stream.
     """
 
     def plan(
@@ -64,6 +66,7 @@ class AIClient(Protocol):
         catalog: Sequence[OperationSpec],
         *,
         config: RunnableConfig | None = None,
+        stream: bool = True,
     ) -> AsyncIterator[str | AnalyzeResponse]:
         """Call 1: a direct answer's text in deltas as the model writes it (only when the reply starts with
         its ``respuesta_directa``: :class:`planner_mode.streamed_text.DirectAnswerText`), then exactly one
@@ -77,6 +80,7 @@ class AIClient(Protocol):
         context: ConversationContext,
         *,
         config: RunnableConfig | None = None,
+        stream: bool = True,
     ) -> AsyncIterator[str | RespondResponse]:
         """Call 2: the answer's text in deltas as the model writes it, then exactly one
         :class:`RespondResponse` (the parsed answer and the call's usage) as the last item."""
@@ -151,11 +155,12 @@ class InProcessAIClient:
         catalog: Sequence[OperationSpec],
         *,
         config: RunnableConfig | None = None,
+        stream: bool = True,
     ) -> AsyncGenerator[str | AnalyzeResponse, None]:
         """Call 1 in process, streamed with the model's ``astream``."""
         return _measured_stream(
             config,
-            lambda measured: self.ai.plan(question, context, catalog, config=measured),
+            lambda measured: self.ai.plan(question, context, catalog, config=measured, stream=stream),
             lambda plan, usage: AnalyzeResponse(plan=plan, usage=usage),
         )
 
@@ -166,11 +171,12 @@ class InProcessAIClient:
         context: ConversationContext,
         *,
         config: RunnableConfig | None = None,
+        stream: bool = True,
     ) -> AsyncGenerator[str | RespondResponse, None]:
         """Call 2 in process, streamed with the model's ``astream``."""
         return _measured_stream(
             config,
-            lambda measured: self.ai.answer(question, results, context, config=measured),
+            lambda measured: self.ai.answer(question, results, context, config=measured, stream=stream),
             lambda answer, usage: RespondResponse(answer=answer, usage=usage),
         )
 

@@ -228,7 +228,9 @@ class PlannerEngine:
         shown = False  # call 1 streamed some of a direct answer (see astream)
         try:
             async for item in closing_iter(
-                self.ai.plan(turn.question, turn.context, turn.catalog, config=config)
+                self.ai.plan(
+                    turn.question, turn.context, turn.catalog, config=config, stream=turn.clock.reading
+                )
             ):
                 if isinstance(item, AnalyzeResponse):
                     analyzed = item
@@ -261,7 +263,9 @@ class PlannerEngine:
         try:
             separator = "\n\n" if shown else ""  # after a direct answer that turned out a preamble
             async for written in closing_iter(
-                self.ai.answer(turn.question, turn.outcomes, turn.context, config=config)
+                self.ai.answer(
+                    turn.question, turn.outcomes, turn.context, config=config, stream=turn.clock.reading
+                )
             ):
                 if isinstance(written, RespondResponse):
                     responded = written

@@ -95,11 +95,13 @@ class _Exchange:
     becomes a result or an :class:`AICallError`.
     """
 
-    def __init__(self, client: HttpAIClient, path: str, body: BaseModel) -> None:
+    def __init__(self, client: HttpAIClient, path: str, body: BaseModel, *, stream: bool) -> None:
         self.client = client
         self.path = path
         self.content = body.model_dump_json().encode()
-        self.headers = {"Content-Type": "application/json", "Accept": f"{NDJSON}, application/json;q=0.5"}
+        self.headers = {"Content-Type": "application/json"}
+        if stream:
+            self.headers["Accept"] = f"{NDJSON}, application/json;q=0.5"
         self.url = ""
         self.started = 0.0
         self._last_error: Exception | None = None
@@ -315,11 +317,14 @@ class HttpAIClient:
         catalog: Sequence[OperationSpec],
         *,
         config: RunnableConfig | None = None,
+        stream: bool = True,
     ) -> AsyncGenerator[str | AnalyzeResponse, None]:
         """``POST /ai/analyze`` with ``Accept: application/x-ndjson``, read line by line (see
         :meth:`answer`)."""
         body = AnalyzeRequest(message=question, context=context, catalog=list(catalog))
-        return self._stream(_Exchange(self, "/ai/analyze", body), parse_analyze_stream_line, AnalyzeResponse)
+        return self._stream(
+            _Exchange(self, "/ai/analyze", body, stream=stream), parse_analyze_stream_line, AnalyzeResponse
+        )
 
     def answer(
         self,
@@ -328,8 +333,10 @@ class HttpAIClient:
         context: ConversationContext,
         *,
         config: RunnableConfig | None = None,
+        stream: bool = True,
     ) -> AsyncGenerator[str | RespondResponse, None]:
-        """``POST /ai/respond`` with ``Accept: application/x-ndjson``, read line by line.
+        """``POST /ai/respond`` with ``Accept: application/x-ndjson``, read line by line (``stream=False``:
+        without it, one JSON body).
 
         A server that answers with plain JSON instead (one that does not stream) gives just the final
         response. Errors the server found before streaming keep their status and are mapped to
@@ -337,7 +344,9 @@ class HttpAIClient:
         stream, or a stream without its final line raise :class:`AICallError` too, counting the call.
         """
         body = RespondRequest(question=question, results=list(results), context=context)
-        return self._stream(_Exchange(self, "/ai/respond", body), parse_stream_line, RespondResponse)
+        return self._stream(
+            _Exchange(self, "/ai/respond", body, stream=stream), parse_stream_line, RespondResponse
+        )
 
     async def _stream(
         self,

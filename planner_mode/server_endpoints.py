@@ -96,8 +96,9 @@ def add_endpoints(app: FastAPI, ai_client: AIClient) -> None:
         answer (`respuesta_directa`) in `answer_delta` lines as the model writes it (when the reply starts
         with one), then `{"type": "response", "plan": ..., "usage": ...}`, or `{"type": "error", ...}`.
         """
-        stream = ai_client.plan(body.message, body.context, body.catalog)
-        return await _reply(stream, request, AnalyzeLine)
+        streamed = _streamed(request)
+        stream = ai_client.plan(body.message, body.context, body.catalog, stream=streamed)
+        return await _reply(stream, request, AnalyzeLine, streamed)
 
     @app.post("/ai/respond", response_model=RespondResponse, responses=_RESPOND_RESPONSES)
     async def respond(body: RespondRequest, request: Request) -> Response | RespondResponse:
@@ -109,19 +110,28 @@ def add_endpoints(app: FastAPI, ai_client: AIClient) -> None:
         after the first line, `{"type": "error", ...}` with the `ErrorResponse` fields. Failures found before
         the first line (token, size, invalid body, a model failure before any text) keep their status codes.
         """
-        stream = ai_client.answer(body.question, body.results, body.context)
-        return await _reply(stream, request, RespondLine)
+        streamed = _streamed(request)
+        stream = ai_client.answer(body.question, body.results, body.context, stream=streamed)
+        return await _reply(stream, request, RespondLine, streamed)
 
 
 _Final = TypeVar("_Final", AnalyzeResponse, RespondResponse)
 """The last item of a call's stream: its whole response."""
 
 
+def _streamed(request: Request) -> bool:
+    """The request accepts the NDJSON stream."""
+    return NDJSON in request.headers.get("accept", "")
+
+
 async def _reply(
-    stream: AsyncIterator[str | _Final], request: Request, final_line: type[AnalyzeLine | RespondLine]
+    stream: AsyncIterator[str | _Final],
+    request: Request,
+    final_line: type[AnalyzeLine | RespondLine],
+    streamed: bool,
 ) -> Response | _Final:
     """The call's NDJSON stream when the request accepts one, else its whole response (the stream drained)."""
-    if NDJSON in request.headers.get("accept", ""):
+    if streamed:
         return await _stream_call(closing_iter(stream), request, final_line)
     try:
         response = await last_item(stream)

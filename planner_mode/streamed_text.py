@@ -52,6 +52,10 @@ class FieldText:
         """Where the object being read starts, once one was found."""
         self._searched = 0
         """Where the search for the next object starts."""
+        self._settled: str | None = None
+        """The field's whole text once its object is complete (nothing more can change)."""
+        self._refused = False
+        """``first_key``: the reply's object started with another key (nothing will be shown)."""
 
     @property
     def text(self) -> str:
@@ -73,6 +77,8 @@ class FieldText:
 
     def _value(self) -> str | None:
         """The field's text so far in the object being read, moving past objects that lack it."""
+        if self._settled is not None or self._refused:
+            return self._settled
         while True:
             if self._start is None:
                 self._start = self._next_object()
@@ -89,9 +95,13 @@ class FieldText:
                 except ValueError:
                     data, end = None, self._start + 1
                 else:
-                    return self._field(data)
+                    found = self._field(data)
+                    if found is not None and isinstance(data, dict) and list(data)[-1] != self.field:
+                        self._settled = found  # a later key has started: the field's text is whole
+                    return found
             found = self._field(data)
             if found is not None or self.first_key:
+                self._settled, self._refused = found, found is None
                 return found
             self._start, self._searched = None, end
 
@@ -99,6 +109,7 @@ class FieldText:
         if not isinstance(data, dict) or not data:
             return None
         if self.first_key and next(iter(data)) != self.field:
+            self._refused = True
             return None
         value = data.get(self.field)
         return value if isinstance(value, str) else None

@@ -418,3 +418,14 @@ def every_split(reply: str) -> set[str]:
 )
 def test_only_a_direct_answer_written_first_is_shown_whatever_the_chunks(reply: str, shown: str) -> None:
     assert every_split(reply) == {shown}
+
+
+async def test_a_call_not_streamed_is_one_invoke_with_the_same_result(
+    toy_registry: OperationRegistry,
+) -> None:
+    catalog = toy_registry.catalog(DEMO_CALLER)
+    ai = PlannerAI(offline())
+    planned = [item async for item in ai.plan(QUESTION, CONTEXT, catalog, stream=False)]
+    assert planned == [plan_of(ai, QUESTION, CONTEXT, catalog)]
+    *deltas, answer = [item async for item in ai.answer(QUESTION, RESULTS, CONTEXT, stream=False)]
+    assert isinstance(answer, Answer) and deltas == [answer.respuesta] and answer == answer_of(ai, QUESTION, RESULTS, CONTEXT)
