@@ -15,7 +15,7 @@ from typing import Any
 from langchain_core.utils.function_calling import convert_to_json_schema, convert_to_openai_tool
 
 from benchmarks.stand_ins.offline._answers import Executed, compose_answer, describe
-from benchmarks.stand_ins.offline._faults import Draft, catalog_names, prompt_kind
+from benchmarks.stand_ins.offline._faults import Draft, catalog_names, declared_operations, prompt_kind
 from benchmarks.stand_ins.offline._generic import ToolSpec, arguments, explicit_call, named_tool
 from benchmarks.stand_ins.offline._prompt import PromptView, TurnCall
 from benchmarks.stand_ins.offline._schema import (
@@ -28,7 +28,7 @@ from benchmarks.stand_ins.offline._schema import (
     resolve,
     schema_kind,
 )
-from benchmarks.stand_ins.offline._understand import KNOWN_OPERATIONS, Step, understand
+from benchmarks.stand_ins.offline._understand import KNOWN_OPERATIONS, YEAR_OPERATIONS, Step, understand
 
 
 @dataclass
@@ -116,7 +116,11 @@ def _plan(view: PromptView, schema: dict[str, Any] | None) -> dict[str, Any]:
     named = _schema_operations(schema)
     if named is not None:  # a schema that names the operations (the planner's enum) narrows the catalog
         available &= named
-    understanding = understand(view.question, view.conversation, available)
+    declared = declared_operations(view)
+    takes_year = (
+        {n for n, p in declared.items() if re.search(r"\banio\b", p)} if declared else YEAR_OPERATIONS
+    )
+    understanding = understand(view.question, view.conversation, available, takes_year)
     with_ids = "$ref" in view.all_text or _items_have_id(schema)
     steps = [s for s in understanding.steps if with_ids or s.needs is None]
     referenced = {s.needs for s in steps if s.needs is not None}
@@ -239,7 +243,8 @@ def _tool_step(view: PromptView, request: Request) -> Draft:
     if answer_tool is not None and view.results is not None:
         return _final(_answer(view), request, answer_tool, compact=view.compact_json)
 
-    understanding = understand(view.question, view.conversation, sales)
+    takes_year = {t.name for t in data_tools if "anio" in t.property_names}
+    understanding = understand(view.question, view.conversation, sales, takes_year)
     if understanding.kind == "operations":
         issued = _match_calls(list(understanding.steps), data_calls)
         batch = _next_batch(list(understanding.steps), issued)
@@ -279,7 +284,8 @@ def _forced_call(view: PromptView, spec: ToolSpec) -> Draft:
     if kind == "answer":
         return Draft(tool_calls=[(spec.name, _conformed(_answer(view), spec.parameters))])
     if spec.name in KNOWN_OPERATIONS:
-        understanding = understand(view.question, view.conversation, {spec.name})
+        takes_year = {spec.name} if "anio" in spec.property_names else set()
+        understanding = understand(view.question, view.conversation, {spec.name}, takes_year)
         for step in understanding.steps:
             if step.funcion == spec.name and step.needs is None:
                 return Draft(tool_calls=[(spec.name, _fit(step.parametros, spec))])

@@ -91,22 +91,31 @@ def request_kind(view: PromptView, schema: dict[str, Any] | None) -> RequestKind
     return kind if kind != "other" else None
 
 
-_DECLARED = re.compile(r"^\s*-\s*([A-Za-z_]\w*)\(", re.MULTILINE)
-"""An operation the catalog declares: a list item ``- compras_cliente(cliente, anio): …``."""
+_DECLARED = re.compile(r"^\s*-\s*([A-Za-z_]\w*)\(([^)\n]*)", re.MULTILINE)
+"""An operation the catalog declares and its parameters: ``- compras_cliente(cliente, anio): …``."""
+
+
+def declared_operations(view: PromptView) -> dict[str, str]:
+    """The operations the prompt's catalog (:attr:`~._prompt.PromptView.catalog_text`) declares, in order,
+    each with the text of its parameter list."""
+    declared: dict[str, str] = {}
+    for name, parameters in _DECLARED.findall(view.catalog_text):
+        declared.setdefault(name, parameters)
+    return declared
 
 
 def catalog_names(view: PromptView) -> tuple[str, ...]:
     """The operations the prompt's catalog offers, in order of appearance.
 
-    Read from :attr:`~._prompt.PromptView.catalog_text` (the system prompt), never from the question: the
-    operations the catalog declares, whatever their names; a catalog that declares none offers the known
-    operations it names outside quotes. A name that only appears elsewhere (quoted in the planner's plan
-    example, in a user's "ejecuta ventas_por_categoria") is not an offer.
+    Read from the catalog (the system prompt), never from the question: the operations it declares, whatever
+    their names; a catalog that declares none offers the known operations it names outside quotes. A name
+    that only appears elsewhere (quoted in the planner's plan example, in a user's "ejecuta
+    ventas_por_categoria") is not an offer.
     """
-    text = view.catalog_text
-    declared = _DECLARED.findall(text)
+    declared = declared_operations(view)
     if declared:
-        return tuple(dict.fromkeys(declared))
+        return tuple(declared)
+    text = view.catalog_text
     found = {
         name: match.start()
         for name in KNOWN_OPERATIONS

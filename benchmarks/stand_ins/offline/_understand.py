@@ -239,9 +239,13 @@ def _pending_of_best_customer(folded: str) -> bool:
 
 
 def understand(
-    question: str, conversation: Conversation, available: set[str] | frozenset[str]
+    question: str,
+    conversation: Conversation,
+    available: set[str] | frozenset[str],
+    takes_year: set[str] | frozenset[str] = YEAR_OPERATIONS,
 ) -> Understanding:
-    """What ``question`` needs, given the prompt's ``conversation`` and the operations the prompt offers."""
+    """What ``question`` needs, given the prompt's ``conversation``, the operations the prompt offers and
+    those of them that take a year (``anio``), as its catalog or tools declare them."""
     folded = fold(question)
     if _INJECTION.search(folded):
         return Understanding("unsupported", reply=REPLIES["injection"])
@@ -254,9 +258,9 @@ def understand(
             return follow_up
         if follow_up is not None:
             intents, overrides = follow_up
-            return _build(question, folded, intents, conversation, available, overrides)
+            return _build(question, folded, intents, conversation, available, overrides, takes_year)
         return _no_operation(folded)
-    return _build(question, folded, intents, conversation, available, {})
+    return _build(question, folded, intents, conversation, available, {}, takes_year)
 
 
 def _no_operation(folded: str) -> Understanding:
@@ -337,13 +341,14 @@ def _build(
     conversation: Conversation,
     available: set[str] | frozenset[str],
     overrides: dict[str, dict[str, Any]],
+    takes_year: set[str] | frozenset[str],
 ) -> Understanding:
     usable = [name for name in intents if name in available]
     if not usable:
         return Understanding("unsupported", reply=not_offered(intents))
     years = find_years(folded, conversation.today, conversation.anio)
     month, month_year = find_month(folded, conversation.today)
-    needs_year = any(name in YEAR_OPERATIONS for name in usable)
+    needs_year = any(name in takes_year for name in usable)
     year_values: list[int] = list(years.values)
     if month_year and not year_values:
         year_values = [month_year]
@@ -387,12 +392,12 @@ def _build(
     done_once: set[str] = set()
     for year, names in groups:
         for name in names:
-            if name not in YEAR_OPERATIONS:
+            if name not in takes_year:
                 if name in done_once:
                     continue
                 done_once.add(name)
             base: dict[str, Any] = dict(overrides.get(name, {}))
-            if name in YEAR_OPERATIONS and year is not None:
+            if name in takes_year and year is not None:
                 base["anio"] = year
             variants: list[tuple[dict[str, Any], str | None]] = [(base, None)]
             if name in chained and best_key is not None:

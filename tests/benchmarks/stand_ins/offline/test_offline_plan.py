@@ -15,6 +15,7 @@ from tests.benchmarks.stand_ins.offline.offline_prompts import (
     PLAN_SYSTEM,
     operations,
     plan,
+    plan_messages,
 )
 
 ARTICLE_QUESTION = "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?"
@@ -259,3 +260,10 @@ def test_plan_request_is_recognised_by_the_quoted_word_in_the_system_prompt() ->
         [SystemMessage(PLAN_SYSTEM), HumanMessage("¿Cuánto vendimos en 2025?")]
     )
     assert json.loads(str(reply.content))["operaciones"][0]["funcion"] == "ventas_anuales"
+
+
+def test_a_year_is_planned_only_for_operations_whose_catalog_entry_takes_one() -> None:
+    messages = plan_messages("¿Cuánto vendimos en 2025?")
+    messages[0] = SystemMessage(PLAN_SYSTEM.replace("- ventas_anuales(anio)", "- ventas_anuales()"))
+    data = json.loads(str(OfflineSalesModel().invoke(messages).content))
+    assert data["operaciones"] == [{"funcion": "ventas_anuales", "parametros": {}}]
