@@ -212,17 +212,12 @@ class FaultSelector:
             index = self._model_requests
             self._model_requests += 1
         requested = lowered.get(FAULT_HEADER.lower(), "").strip()
-        mode: EmulatorFault | None
-        if requested:
-            if requested == "none":
-                return FaultDecision(index=index)
-            if requested not in FAULT_MODES:
-                raise UnknownFaultError(
-                    f"Unknown emulator fault {requested!r}; use one of {', '.join(FAULT_MODES)} or none."
-                )
-            mode = requested  # type: ignore[assignment]  # checked against FAULT_MODES just above
-        else:
-            mode = self._take_server_fault()
+        if requested not in ("", "none", *FAULT_MODES):
+            raise UnknownFaultError(
+                f"Unknown emulator fault {requested!r}; use one of {', '.join(FAULT_MODES)} or none."
+            )
+        taken = None if requested == "none" else requested or self._take_server_fault()
+        mode: EmulatorFault | None = taken  # type: ignore[assignment]  # checked against FAULT_MODES above
         if mode is None:
             return FaultDecision(index=index)
         delay = 0.0

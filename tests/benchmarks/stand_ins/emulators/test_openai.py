@@ -16,13 +16,10 @@ from langchain_core.messages import AIMessage
 from langchain_openai import ChatOpenAI
 
 from benchmarks.stand_ins.emulators import EmulatorServer, create_emulator
-from benchmarks.stand_ins.faults import PLACEHOLDER_FUNCTION
 from tests.benchmarks.stand_ins.emulators.emulator_fakes import client, scripted_responder
 from tests.benchmarks.stand_ins.emulators.offline_prompts import (
     QUESTION,
     TOOLS,
-    Plan,
-    plan_messages,
 )
 from tests.fakes import FunctionChatModel
 
@@ -50,14 +47,6 @@ def test_malformed_tool_call_arguments_become_invalid_tool_calls(openai_server: 
 
     assert isinstance(reply, AIMessage)
     assert reply.tool_calls == [] and [c["name"] for c in reply.invalid_tool_calls] == ["ventas_anuales"]
-
-
-def test_reply_faults_reach_the_client(offline_openai: EmulatorServer) -> None:
-    plan = client(offline_openai, fault="placeholder_plan").with_structured_output(Plan, method="json_schema")
-
-    result = plan.invoke(plan_messages())
-
-    assert isinstance(result, Plan) and result.operaciones[0].funcion == PLACEHOLDER_FUNCTION
 
 
 def test_a_configured_key_refuses_any_other() -> None:

@@ -1,7 +1,7 @@
 """The offline model's reply faults, fault sequences and the ``stall`` fault's shutdown, over the wire.
 
-Faults are picked per request with the ``X-Emulator-Fault`` header, against offline-backed servers; one test
-shows the reply faults apply to any backing model (the scripted fake).
+Faults are picked per request with the ``X-Emulator-Fault`` header, against offline-backed servers of the
+three protocols; one test shows the reply faults apply to any backing model (the scripted fake).
 """
 
 from __future__ import annotations
@@ -33,20 +33,20 @@ from tests.benchmarks.stand_ins.emulators.offline_prompts import (
 from tests.fakes import FunctionChatModel
 
 
-@pytest.fixture(params=["ollama", "gemini"])
+@pytest.fixture(params=["ollama", "gemini", "openai"])
 def server(request: pytest.FixtureRequest) -> EmulatorServer:
     """Each offline-backed emulator in turn."""
     return request.getfixturevalue(f"offline_{request.param}")  # type: ignore[no-any-return]
 
 
 def is_length_stop(reply: AIMessage) -> bool:
-    metadata = reply.response_metadata
-    return metadata.get("done_reason") == "length" or metadata.get("finish_reason") == "MAX_TOKENS"
+    reason = reply.response_metadata.get("done_reason") or reply.response_metadata.get("finish_reason")
+    return reason in ("length", "MAX_TOKENS")
 
 
 def test_runaway_repeats_until_the_clients_cap(server: EmulatorServer) -> None:
-    cap = {"num_predict": 60} if server.protocol.name == "ollama" else {"max_output_tokens": 60}
-    reply = client(server, fault="runaway", **cap).invoke(plan_messages())
+    option = {"ollama": "num_predict", "gemini": "max_output_tokens", "openai": "max_tokens"}
+    reply = client(server, fault="runaway", **{option[server.protocol.name]: 60}).invoke(plan_messages())
 
     assert is_length_stop(reply)
     assert reply.usage_metadata is not None and reply.usage_metadata["output_tokens"] == 60
