@@ -25,7 +25,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from benchmarks.stand_ins.offline._names import name_in_answer
 from shared.text import fold
 
-_DATE = re.compile(r"Fecha de hoy:\s*(\d{4})-(\d{2})-(\d{2})")
+_DATE = re.compile(r"Fecha de hoy:\s*(\d{4}-\d{2}-\d{2})")
 _STATE_LABEL = "Estado de la conversación:"
 _MEMORY_LABEL = "Memoria relevante:"
 _EXCHANGE_LABEL = "Último intercambio:"
@@ -313,14 +313,11 @@ def _operations(value: Any) -> list[tuple[str, dict[str, Any]]]:
 
 
 def _conversation(text: str, earlier: list[BaseMessage]) -> Conversation:
-    dates = list(_DATE.finditer(text))
-    match = dates[-1] if dates else None
-    today: date | None = None
-    if match is not None:
-        try:
-            today = date(int(match.group(1)), int(match.group(2)), int(match.group(3)))
-        except ValueError:
-            today = None
+    dates = _DATE.findall(text)
+    try:
+        today = date.fromisoformat(dates[-1]) if dates else None
+    except ValueError:
+        today = None
     history = _history(earlier)
     state = {**history.state, **_state(text)}
     memory = tuple(_block(text, _MEMORY_LABEL))
@@ -355,19 +352,15 @@ def _conversation(text: str, earlier: list[BaseMessage]) -> Conversation:
 
 
 def _cliente_from_text(texts: list[str]) -> str | None:
-    for text in reversed(texts):
-        found = name_in_answer(text, _CUSTOMER_MENTIONS)
-        if found:
-            return found
-    return None
+    """The customer the latest text naming one names (memory items, then the exchange's answers)."""
+    return next(
+        (name for text in reversed(texts) if (name := name_in_answer(text, _CUSTOMER_MENTIONS))), None
+    )
 
 
 def _year_from_text(texts: list[str]) -> int | None:
-    for text in reversed(texts):
-        found = _YEAR.findall(text)
-        if found:
-            return int(found[-1])
-    return None
+    """The last year written in the latest text that writes one."""
+    return next((int(years[-1]) for text in reversed(texts) if (years := _YEAR.findall(text))), None)
 
 
 @dataclass
