@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, get_args
+from typing import Any
 
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
@@ -21,7 +21,6 @@ from benchmarks.stand_ins.faults import (
     THINK_BLOCK,
     WALL_OF_TEXT_CHARS,
     FaultConfig,
-    FaultMode,
     OfflineProviderError,
     OfflineProviderTimeout,
     spanish_number,
@@ -166,8 +165,7 @@ def good_answer() -> str:
     return str(OfflineSalesModel().invoke(answer_messages("¿Cuánto vendimos?", RESULTS_2025)).content)
 
 
-def test_every_mode_is_listed_and_documented_in_the_module_docstring() -> None:
-    assert set(FAULT_MODES) == set(get_args(FaultMode))
+def test_every_mode_is_documented_in_the_module_docstring() -> None:
     assert all(f"``{mode}``" in (faults_module.__doc__ or "") for mode in FAULT_MODES)
 
 
