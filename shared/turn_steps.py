@@ -21,9 +21,10 @@ runs an event loop.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextvars
 import logging
+import os
+import threading
 import time
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
@@ -139,16 +140,46 @@ def finish_turn(
 
 
 def run_until_complete(coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run ``coroutine`` to its end and return its result, blocking the calling thread.
+    """Run ``coroutine`` to its end and return its result, blocking the calling thread (pydantic-ai's
+    ``run_sync``); interrupting the wait (Ctrl-C) cancels it.
 
-    From a thread without a running event loop: ``asyncio.run``. From one that already runs a loop (a
-    notebook, a synchronous call inside async code): in a worker thread with its own loop, the caller's
-    context variables copied, so the running loop is never re-entered.
+    Every blocking call runs on one event loop, kept in a daemon thread for the life of the process, with the
+    caller's context variables. One loop, not one per call (``asyncio.run``): a provider's async client
+    (``ChatOllama``, ``ChatOpenAI``) keeps its HTTP connections bound to the loop that opened them, so a
+    second ``ask`` on a fresh loop would fail (``Event loop is closed``). A calling thread that runs an event
+    loop itself (a notebook, sync code inside async code) never re-enters it.
     """
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)
     context = contextvars.copy_context()
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="run-sync") as pool:
-        return pool.submit(context.run, asyncio.run, coroutine).result()
+    future = asyncio.run_coroutine_threadsafe(_in_context(coroutine, context), _blocking_loop())
+    try:
+        return future.result()
+    except BaseException:
+        future.cancel()
+        raise
+
+
+_loop: asyncio.AbstractEventLoop | None = None
+_loop_lock = threading.Lock()
+
+
+def _blocking_loop() -> asyncio.AbstractEventLoop:
+    global _loop
+    with _loop_lock:
+        if _loop is None:
+            _loop = asyncio.new_event_loop()
+            threading.Thread(target=_loop.run_forever, name="erp-ai-blocking-turns", daemon=True).start()
+        return _loop
+
+
+async def _in_context(coroutine: Coroutine[Any, Any, T], context: contextvars.Context) -> T:
+    for variable, value in context.items():  # the task runs in a copy of the loop thread's context
+        variable.set(value)
+    return await coroutine
+
+
+def _forget_loop() -> None:
+    global _loop, _loop_lock
+    _loop, _loop_lock = None, threading.Lock()  # a forked child has no loop thread: it starts its own
+
+
+os.register_at_fork(after_in_child=_forget_loop)

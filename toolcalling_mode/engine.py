@@ -59,9 +59,8 @@ from shared.memory.store import VersionedState
 from shared.security import Caller
 from shared.tracing import TurnRun, aturn_run
 from shared.turn import TurnResult
-from shared.turn_steps import AnswerClock, admit_turn, finish_turn, read_context
+from shared.turn_steps import AnswerClock, admit_turn, finish_turn, read_context, run_until_complete
 from toolcalling_mode._agent import Agents, StructuredStrategy, answer_tool_names
-from toolcalling_mode._blocking import run_blocking
 from toolcalling_mode._middleware import TurnContext
 from toolcalling_mode._outcome import operation_errors, outcome
 from toolcalling_mode._record import Kept, Turn, record_turn, turn_result
@@ -169,8 +168,8 @@ class ToolCallingEngine:
         config: RunnableConfig | None = None,
     ) -> TurnResult:
         """Answer ``message`` in ``conversation_id`` (created for ``caller`` if unknown) and record the turn:
-        :meth:`aask` run to completion, blocking (:mod:`toolcalling_mode._blocking`), also from a thread that
-        runs an event loop.
+        :meth:`aask` run to completion, blocking (:func:`shared.turn_steps.run_until_complete`), also from a
+        thread that runs an event loop.
 
         ``caller`` (required in every entry point: the user the embedding application authenticated; the
         demo passes ``shared.security.DEMO_CALLER``) decides which tools the agent is offered and which rows
@@ -178,7 +177,7 @@ class ToolCallingEngine:
         Raises :class:`~shared.errors.ConversationAccessDenied` (before any context read or model call) when
         the conversation belongs to another user; every other failure ends in the result.
         """
-        return run_blocking(self.aask(conversation_id, message, caller, config=config))
+        return run_until_complete(self.aask(conversation_id, message, caller, config=config))
 
     async def aask(
         self,

@@ -96,11 +96,15 @@ async def _where() -> tuple[str, str]:
     return threading.current_thread().name, REQUEST.get()
 
 
-def test_run_until_complete_runs_a_coroutine_from_a_plain_thread() -> None:
-    assert run_until_complete(_where()) == (threading.current_thread().name, "none")
+def test_run_until_complete_runs_every_call_on_one_loop_so_loop_bound_clients_survive() -> None:
+    async def loop_id() -> int:
+        return id(asyncio.get_running_loop())
+
+    first, second = run_until_complete(loop_id()), run_until_complete(loop_id())
+    assert first == second
 
 
-async def test_run_until_complete_runs_in_a_worker_thread_when_a_loop_is_running() -> None:
+async def test_run_until_complete_never_reenters_a_running_loop_and_keeps_context_variables() -> None:
     REQUEST.set("r-1")
     thread, request = run_until_complete(_where())
     assert thread != threading.current_thread().name and request == "r-1"
