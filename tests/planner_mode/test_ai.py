@@ -428,4 +428,8 @@ async def test_a_call_not_streamed_is_one_invoke_with_the_same_result(
     planned = [item async for item in ai.plan(QUESTION, CONTEXT, catalog, stream=False)]
     assert planned == [plan_of(ai, QUESTION, CONTEXT, catalog)]
     *deltas, answer = [item async for item in ai.answer(QUESTION, RESULTS, CONTEXT, stream=False)]
-    assert isinstance(answer, Answer) and deltas == [answer.respuesta] and answer == answer_of(ai, QUESTION, RESULTS, CONTEXT)
+    assert (
+        isinstance(answer, Answer)
+        and deltas == [answer.respuesta]
+        and answer == answer_of(ai, QUESTION, RESULTS, CONTEXT)
+    )
