@@ -17,7 +17,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from benchmarks.commands import bench, chat, loadtest, reliability, servers, turns
+from benchmarks.commands import bench, chat, loadtest, reliability, rescore, servers, turns
 from benchmarks.commands.common import PACKAGE_LOGGERS, Command, Group, err_console
 from benchmarks.commands.ops import ops_app
 from shared.errors import ErpAiError
@@ -161,6 +161,7 @@ COMMANDS: dict[str, Callable[..., None]] = {
     "emulate": servers.emulate,
     "bench": bench.bench,
     "report": bench.report,
+    "rescore": rescore.rescore_command,
     "reliability": reliability.reliability,
     "compare": bench.compare,
     "loadtest": loadtest.loadtest,

@@ -128,7 +128,7 @@ async def arun_unit(
         row = _row(unit, index, conversation_id, turn.user, result, error, elapsed_ms)
         row.caller = user
         row.warmup = warmup
-        row.score = await asyncio.to_thread(_score, scorer, caller, turn, row, score_state)
+        row.score = await asyncio.to_thread(score_row, scorer, caller, turn, row, score_state)
         if row.denied and turn.expect.denied:  # the refusal the scenario asked for is the right outcome
             row.failed, row.failure = False, None
         rows.append(row)
@@ -136,10 +136,11 @@ async def arun_unit(
     return rows
 
 
-def _score(
-    scorer: TurnScorer, caller: Caller, turn: ScenarioTurn, row: TurnRow, score_state: bool
+def score_row(
+    scorer: TurnScorer, caller: Caller, turn: ScenarioTurn, row: TurnRow, score_state: bool = True
 ) -> TurnScore:
-    """The row's score as ``caller`` sees the ERP; a scoring bug fails this turn, not the whole run."""
+    """The row's score as ``caller`` sees the ERP; a scoring bug fails this turn, not the whole run. The one
+    scoring step of a run and of a re-scoring (:mod:`benchmarks.rescore`)."""
     executed = [op.model_dump() for op in row.operations if op.error is None]
     refused = [op.model_dump() for op in row.operations if op.error is not None]
     try:

@@ -1,0 +1,84 @@
+"""``erp-ai rescore``: score a recorded run again with the current scorer and re-render its reports."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from benchmarks.commands.bench import bench_error
+from benchmarks.commands.common import open_erp
+from benchmarks.report import print_summary, write_reports
+from benchmarks.rescore import ScenarioNotFound, rescore
+from benchmarks.results import RESULTS_FILE, ResultsWriter, read_results
+from benchmarks.scenario import ScenarioError, load_scenarios
+from shared.errors import ErpAiError
+from shared.operations.sales import sales_registry
+
+RESCORED_DIR = "rescored"
+
+
+def rescore_command(
+    results: Annotated[
+        Path, typer.Argument(help=f"A {RESULTS_FILE} written by `erp-ai bench`, or its folder.")
+    ],
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help=f"Where to write the re-scored {RESULTS_FILE} and reports. Default: RESULTS/../rescored."
+        ),
+    ] = None,
+    scenarios: Annotated[
+        list[Path] | None,
+        typer.Option(
+            help="Scenario files the run used. Default: those its run line names, else the packaged suite."
+        ),
+    ] = None,
+    db_url: Annotated[
+        str | None, typer.Option(help="The ERP the run was scored against. Default: the demo ERP.")
+    ] = None,
+) -> None:
+    """Score every recorded turn again with the current scorer, as the turn's user sees the ERP, and write
+    the re-scored results and reports beside them, calling no model.
+
+    A real-model run costs an hour; improving the scorer must not. The answers, operations, state, tokens
+    and timings are kept as recorded; only the scores change. The terminal lists the turns whose verdict
+    changed. Example: erp-ai rescore reports/latest
+    """
+    console = Console()
+    if results.is_dir():
+        results = results / RESULTS_FILE
+    if not results.exists():
+        raise bench_error(console, f"{results} does not exist")
+    try:
+        run = read_results(results)
+    except (OSError, ValueError) as exc:
+        raise bench_error(console, f"cannot read {results}: {exc}") from None
+    if not run.rows:
+        raise bench_error(console, f"{results} holds no turn: nothing to re-score")
+    paths = scenarios or [Path(path) for path in run.meta.scenario_paths] or None
+    erp = open_erp(db_url)
+    try:
+        rescored, summary = rescore(run, load_scenarios(paths), sales_registry(), erp)
+    except (ScenarioError, ScenarioNotFound, ErpAiError) as exc:
+        raise bench_error(console, str(exc)) from None
+    finally:
+        erp.engine.dispose()
+    target = out or results.parent / RESCORED_DIR
+    written = target / RESULTS_FILE
+    target.mkdir(parents=True, exist_ok=True)
+    ResultsWriter(written).rewrite([rescored.meta, *rescored.rows])
+    files = write_reports(rescored, target)
+    print_summary(console, files.summary, rescored.meta)
+    console.print(
+        f"{summary.turns} turns re-scored: {len(summary.now_passing)} now pass, "
+        f"{len(summary.now_failing)} now fail"
+    )
+    for label in summary.now_passing:
+        console.print(f"  [green]now passes[/green] {escape(label)}")
+    for label in summary.now_failing:
+        console.print(f"  [red]now fails[/red]  {escape(label)}")
+    console.print(f"{written} · {files.markdown} · {files.html}")

@@ -1,0 +1,92 @@
+"""Re-scoring a recorded run with the current scorer, calling no model.
+
+A real-model run costs an hour; improving the scorer must not. :func:`rescore` reads the answers, operations
+and state a results file recorded, finds each turn's expectation in the scenario files, and scores the turn
+again against the ERP as the turn's user saw it, exactly as the runner does after a turn (the same
+:class:`~benchmarks.scoring.turn.TurnScorer`, the same inputs). Everything else in the rows (tokens, timings,
+failures) is kept as recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import BaseModel, Field
+
+from benchmarks.results import RunResults, TurnRow
+from benchmarks.run_turns import score_row
+from benchmarks.scenario import Scenario, ScenarioTurn
+from benchmarks.scoring import TurnScorer
+from benchmarks.scoring.turn import TurnScore
+from shared.erp.database import Erp
+from shared.erp.users import caller_for
+from shared.errors import ErpAiError
+from shared.operations.registry import OperationRegistry
+
+__all__ = ["RescoreSummary", "ScenarioNotFound", "rescore"]
+
+
+class RescoreSummary(BaseModel):
+    """What re-scoring changed."""
+
+    turns: int = 0
+    """Turns re-scored (warm-up turns included: they are scored as in a run, and reported apart)."""
+    now_passing: list[str] = Field(default_factory=list)
+    """``scenario#turn (mode)`` of turns that failed before and pass now."""
+    now_failing: list[str] = Field(default_factory=list)
+    """The reverse."""
+
+    @property
+    def changed(self) -> int:
+        return len(self.now_passing) + len(self.now_failing)
+
+
+class ScenarioNotFound(ValueError):
+    """A row names a scenario turn the given scenario files do not hold."""
+
+
+def rescore(
+    results: RunResults, scenarios: Sequence[Scenario], registry: OperationRegistry, erp: Erp
+) -> tuple[RunResults, RescoreSummary]:
+    """``results`` with every turn's score computed again, and what changed.
+
+    Raises:
+        ScenarioNotFound: a row's scenario id or turn number is not in ``scenarios`` (the run used other
+            scenario files: pass those).
+    """
+    by_id = {scenario.id: scenario for scenario in scenarios}
+    scorer = TurnScorer(registry, erp)
+    summary = RescoreSummary()
+    rows: list[TurnRow] = []
+    for row in results.rows:
+        turn = _scenario_turn(by_id, row)
+        try:
+            caller = caller_for(erp, row.caller or "gerente")
+        except ErpAiError as exc:
+            score = TurnScore(passed=False, details=[f"scoring error: {exc}"])
+        else:
+            score = score_row(scorer, caller, turn, row)
+        before = row.score.passed if row.score is not None else None
+        label = f"{row.scenario}#{row.turn} ({row.mode})"
+        if before is False and score.passed:
+            summary.now_passing.append(label)
+        elif before is True and not score.passed:
+            summary.now_failing.append(label)
+        summary.turns += 1
+        rows.append(row.model_copy(update={"score": score}))
+    return results.model_copy(update={"rows": rows}), summary
+
+
+def _scenario_turn(by_id: dict[str, Scenario], row: TurnRow) -> ScenarioTurn:
+    scenario = by_id.get(row.scenario)
+    if scenario is None:
+        raise ScenarioNotFound(
+            f"The results name scenario {row.scenario!r}, which the scenario files given do not hold; pass "
+            "the files the run used with --scenarios."
+        )
+    if not 1 <= row.turn <= len(scenario.turns):
+        raise ScenarioNotFound(
+            f"Scenario {row.scenario!r} has {len(scenario.turns)} turns, the results name turn {row.turn}; "
+            "the scenario file changed since the run."
+        )
+    return scenario.turns[row.turn - 1]

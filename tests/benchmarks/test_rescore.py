@@ -1,0 +1,72 @@
+"""Re-scoring a recorded run reproduces its verdicts and calls no model (benchmarks/rescore.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from benchmarks.rescore import ScenarioNotFound, rescore
+from benchmarks.results import read_results
+from benchmarks.runner import RunConfig, run_suite
+from benchmarks.scenario import load_scenarios
+from benchmarks.scoring.turn import TurnScore
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory, erp_db_url: str) -> Path:
+    """A real offline run over scenarios of several kinds (permissions included), read back from disk."""
+    suite = load_scenarios(tags=["articulo", "permisos"])
+    out = tmp_path_factory.mktemp("run")
+    config = RunConfig(modes=["planner", "toolcalling"], out_dir=out)
+    run_suite(suite, config, db_url=erp_db_url, show_progress=False)
+    return out / "results.jsonl"
+
+
+def test_rescoring_a_run_reproduces_every_verdict(recorded: Path, registry: Any, erp: Any) -> None:
+    results = read_results(recorded)
+    again, summary = rescore(results, load_scenarios(), registry, erp)
+    assert summary.turns == len(results.rows) > 10
+    assert summary.changed == 0
+    before = [(row.score.passed, row.score.details) for row in results.rows if row.score]
+    assert [(row.score.passed, row.score.details) for row in again.rows if row.score] == before
+
+
+def test_a_changed_verdict_is_counted_both_ways(recorded: Path, registry: Any, erp: Any) -> None:
+    results = read_results(recorded)
+    flipped = [
+        row.model_copy(update={"score": TurnScore(passed=not row.score.passed)})
+        for row in results.rows
+        if row.score is not None
+    ]
+    _, summary = rescore(results.model_copy(update={"rows": flipped}), load_scenarios(), registry, erp)
+    passing = sum(1 for row in results.rows if row.score and row.score.passed)
+    assert len(summary.now_passing) == passing > 0  # recorded as failing, passing in fact
+    assert len(summary.now_failing) == len(flipped) - passing
+
+
+def test_results_of_other_scenario_files_are_refused_with_what_to_pass(
+    recorded: Path, registry: Any, erp: Any
+) -> None:
+    results = read_results(recorded)
+    with pytest.raises(ScenarioNotFound, match="--scenarios"):
+        rescore(results, load_scenarios(tags=["small_talk"]), registry, erp)
+
+
+def test_erp_ai_rescore_writes_the_rescored_run_and_its_reports_beside_it(
+    recorded: Path, app: typer.Typer, erp_db_url: str
+) -> None:
+    result = CliRunner().invoke(app, ["rescore", str(recorded.parent), "--db-url", erp_db_url])
+    assert result.exit_code == 0, result.output
+    assert "re-scored: 0 now pass, 0 now fail" in " ".join(result.output.split())
+    rescored = recorded.parent / "rescored"
+    assert (rescored / "report.md").exists() and (rescored / "report.html").exists()
+    assert len(read_results(rescored / "results.jsonl").rows) == len(read_results(recorded).rows)
+
+
+def test_erp_ai_rescore_of_a_missing_file_is_a_one_line_error(app: typer.Typer, tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["rescore", str(tmp_path / "nothing.jsonl")])
+    assert result.exit_code == 2 and "does not exist" in result.output
