@@ -151,6 +151,9 @@ class TurnRow(BaseModel):
     """Requests resent once because their connection failed before the server answered."""
     recovered_tool_calls: int = 0
     """Tool calls the model wrote as text that tool-calling mode recovered into real tool calls."""
+    ungrounded_figures: list[str] = Field(default_factory=list)
+    """Figures of the answer no ERP source supported (``TurnResult.ungrounded_figures``); ``[]`` in files
+    that predate the check."""
     model_ms: float = 0.0
     """Measured time inside model calls."""
     simulated_model_ms: float | None = None

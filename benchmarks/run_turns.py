@@ -162,6 +162,7 @@ _COPIED = (
     "answer", "model_calls", "input_tokens", "output_tokens", "cached_input_tokens", "usage_reported",
     "connection_retries", "recovered_tool_calls", "model_ms", "simulated_model_ms", "first_answer_ms",
     "simulated_first_answer_ms", "harness_ms", "plan", "state", "errors", "failure", "plan_valid",
+    "ungrounded_figures",
 )  # fmt: skip
 """The fields a row takes from the turn's result as they are."""
 _OPERATION = {"funcion", "parametros", "id", "error"}

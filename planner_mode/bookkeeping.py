@@ -90,6 +90,8 @@ class PlannerTurn:
         """The conversation's state as read for this turn's context (unchanged unless recorded)."""
         self.answered = False
         """A model wrote the answer (whether or not it could be recorded)."""
+        self.ungrounded: list[str] = []
+        """Figures of the model's answer no ERP source supports (``TurnResult.ungrounded_figures``)."""
 
     @property
     def inputs(self) -> dict[str, Any]:
@@ -149,6 +151,7 @@ class PlannerTurn:
             simulated_first_answer_ms=self._simulated_first_answer_ms(),
             harness_ms=max(0.0, total_ms - usage.model_ms),
             total_ms=total_ms,
+            ungrounded_figures=self.ungrounded,
             errors=self.errors,
             failure=self.failure,
             recorded=recorded,

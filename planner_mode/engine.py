@@ -59,7 +59,8 @@ from shared.erp.database import Erp
 from shared.errors import ConversationAccessDenied, ModelOutputError, StorageError
 from shared.events import AnswerDelta, OperationDone, PlanReady, TurnDone, TurnEvent
 from shared.failures import NOT_RECORDED_NOTE, failure_kind_of, user_message
-from shared.memory.context import ConversationContext
+from shared.grounding import GroundingPolicy, check_answer, ungrounded_answer
+from shared.memory.context import ConversationContext, render_context
 from shared.memory.store import MemoryStore
 from shared.operations.registry import OperationRegistry
 from shared.security import Caller
@@ -109,7 +110,12 @@ class PlannerEngine:
         store: MemoryStore,
         ai: AIClient | PlannerAI,
         limits: PlannerLimits | None = None,
+        *,
+        grounding: GroundingPolicy = "refuse",
     ) -> None:
+        if grounding not in ("refuse", "flag", "off"):
+            raise ValueError(f"Unknown grounding policy {grounding!r}; use 'refuse', 'flag' or 'off'.")
+        self.grounding: GroundingPolicy = grounding
         self.registry = registry
         self.erp = erp
         self.store = store
@@ -370,8 +376,38 @@ class PlannerEngine:
         turn.errors.append(f"{which} failed: {error}")
         return self._unrecorded(turn, error.cause)
 
+    def _grounded(self, turn: PlannerTurn, answer: Answer) -> Answer | TurnResult:
+        """Check the answer's figures against the ERP's sources (:mod:`shared.grounding`): the answer to
+        record (its memory items with ungrounded figures dropped), or, under ``refuse``, the unrecorded
+        ``ungrounded`` turn whose user reads the ERP's rendering of the results instead."""
+        if self.grounding == "off":
+            return answer
+        texts = [
+            turn.question,
+            render_context(turn.context),
+            *(spec.model_dump_json() for spec in turn.catalog),
+            *(outcome.error for outcome in turn.outcomes if outcome.error),  # e.g. a rejected plan's reason
+        ]
+        check = check_answer(answer.respuesta, answer.memoria, turn.operations, texts, self.erp.today)
+        turn.ungrounded = check.figures
+        if check.figures and self.grounding == "refuse":
+            turn.failure = "ungrounded"
+            turn.errors.append(f"Ungrounded figures in the answer: {', '.join(check.figures)}")
+            return turn.result(
+                answer=ungrounded_answer(check.figures, turn.operations),
+                memories=[],
+                state=turn.state,
+                recorded=False,
+            )
+        return answer.model_copy(update={"memoria": check.memories})
+
     def _record(self, turn: PlannerTurn, answer: Answer) -> TurnResult:
-        """Store the whole turn in one transaction (blocking: the driver calls it in a thread)."""
+        """Store the whole turn in one transaction (blocking: the driver calls it in a thread), once its
+        figures are checked."""
+        grounded = self._grounded(turn, answer)
+        if isinstance(grounded, TurnResult):
+            return grounded
+        answer = grounded
         record = turn.record(answer)
         turn.answered = True
         try:

@@ -6,9 +6,10 @@ same fault reads the same in planner and tool-calling mode. ``docs/failures.md``
 
 **Recording policy (both modes).** A turn is recorded in the conversation only when a model wrote its final
 answer: success, or ``invalid_plan`` / ``operation_error``, where the model's answer explains what the ERP
-refused or could not do. A turn whose model failed (``provider``, ``timeout``, ``model_output``, ``limit``),
-whose storage failed (``storage``) or whose input was refused (``input``) leaves the conversation untouched:
-no message, no memory, no state, not even a new conversation's row. The user can simply ask again.
+refused or could not do. A turn whose model failed (``provider``, ``timeout``, ``model_output``, ``limit``) or
+stated figures the ERP cannot confirm (``ungrounded``), whose storage failed (``storage``) or whose input was
+refused (``input``) leaves the conversation untouched: no message, no memory, no state, not even a new
+conversation's row. The user can simply ask again.
 """
 
 from __future__ import annotations
@@ -37,7 +38,15 @@ __all__ = [
 ]
 
 FailureKind = Literal[
-    "provider", "timeout", "model_output", "invalid_plan", "operation_error", "limit", "storage", "input"
+    "provider",
+    "timeout",
+    "model_output",
+    "invalid_plan",
+    "operation_error",
+    "ungrounded",
+    "limit",
+    "storage",
+    "input",
 ]
 """Why a turn could not be answered normally (see :data:`DESCRIPTIONS`)."""
 
@@ -58,6 +67,10 @@ DESCRIPTIONS: dict[FailureKind, str] = {
         "a `$ref` to nothing, too many operations) and nothing ran."
     ),
     "operation_error": "An operation failed unexpectedly inside the ERP (`error interno (ref XXXX)`).",
+    "ungrounded": (
+        "The model's answer stated figures that no operation result, question, context or date supports "
+        "(:mod:`shared.grounding`), so it is not shown as the ERP's truth (grounding policy `refuse`)."
+    ),
     "limit": "A per-turn bound stopped the turn: model calls or agent steps.",
     "storage": "The ERP database or the memory store could not be read or written.",
     "input": (
@@ -83,6 +96,10 @@ _MESSAGES: dict[FailureKind, str] = {
     ),
     "operation_error": (
         "Lo siento, una consulta del ERP falló por un error interno. Intente de nuevo más tarde."
+    ),
+    "ungrounded": (
+        "Lo siento, la respuesta del modelo citaba cifras que el ERP no puede confirmar, así que no la "
+        "muestro ni la guardo. ¿Puede intentarlo de nuevo?"
     ),
     "limit": (
         "Lo siento, la consulta alcanzó el límite de pasos por turno y no pude completarla. "
@@ -158,6 +175,8 @@ def markdown_table() -> str:
         )
         if kind == "model_output":
             told += f"; a reply cut at the cap: “{_CUT_MESSAGE.format(limit='N tokens')}”"
+        if kind == "ungrounded":
+            told += "; the engines name the figures and, when operations ran, render the ERP's own results"
         if kind == "storage":
             told += f"; after the model answered: the answer, then “{NOT_RECORDED_NOTE}”"
         lines.append(f"| `{kind}` | {DESCRIPTIONS[kind]} | {recorded} | {told} |")

@@ -20,22 +20,35 @@ digit, and for a whole number ending in zeros half a unit of its last non-zero d
 for 849.850.000), never more than :data:`~shared.figures.MAX_RELATIVE_ERROR` of the value. Dates, times, list
 numbering ("1. Empresa ABC") and codes glued to letters ("F-001", "A-1", a RUC "80000001-1") are not figures.
 
-:func:`ungrounded_figures` returns the figures of a text that no source supports; :data:`GroundingPolicy`
-says what an engine does with them.
+:func:`ungrounded_figures` returns the figures of a text that no source supports; :func:`check_answer` is
+the check both engines run on a model-written answer and its memory items, :data:`GroundingPolicy` what they
+do with the result, and :func:`ungrounded_answer` what the user reads instead of a refused answer.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import date
 from itertools import combinations
 from typing import Any, Literal
 
+from shared.answer import MemoryItem
+from shared.bounds import clip_json
 from shared.figures import NumberMention, extract_numbers
+from shared.turn import ExecutedOperation
 
-__all__ = ["GroundingPolicy", "grounding_sources", "ungrounded_figures"]
+__all__ = [
+    "GroundingCheck",
+    "GroundingPolicy",
+    "check_answer",
+    "grounding_sources",
+    "ungrounded_answer",
+    "ungrounded_figures",
+]
 
 GroundingPolicy = Literal["refuse", "flag", "off"]
 """What an engine does with an answer that states ungrounded figures: ``refuse`` (default) shows the user a
@@ -139,3 +152,50 @@ def _derived(sources: Sequence[float]) -> list[float]:
         derived.extend((a + b, abs(a - b), a / b * 100, b / a * 100))
         derived.extend((abs(a - b) / abs(b) * 100, abs(a - b) / abs(a) * 100))
     return derived
+
+
+@dataclass(frozen=True)
+class GroundingCheck:
+    """An answer checked against the ERP's sources."""
+
+    figures: list[str]
+    """The answer's figures no source supports, as written (``[]``: grounded)."""
+    memories: list[MemoryItem]
+    """The memory items to store: those whose figures are all grounded (invented figures are never
+    remembered, whatever the policy)."""
+
+
+def check_answer(
+    answer: str,
+    memories: Sequence[MemoryItem],
+    operations: Sequence[ExecutedOperation],
+    texts: Iterable[str],
+    today: date,
+) -> GroundingCheck:
+    """Check ``answer`` and ``memories`` against the results, parameters and refusals of the turn's
+    ``operations``, the ``texts`` the ERP sent (question, context, catalog) and ``today``."""
+    results: list[Any] = [op.result for op in operations if op.ok]
+    results.extend(op.parametros for op in operations)
+    refusals = [op.error for op in operations if op.error]  # what the ERP said when it refused
+    sources = grounding_sources(results, [*texts, *refusals], today)
+    kept = [item for item in memories if not ungrounded_figures(item.contenido, sources)]
+    return GroundingCheck(figures=ungrounded_figures(answer, sources), memories=kept)
+
+
+def ungrounded_answer(figures: Sequence[str], operations: Sequence[ExecutedOperation]) -> str:
+    """What the user reads instead of an answer with ungrounded ``figures``: which figures, and the ERP's
+    own rendering of the results of the operations that ran (``[]``: a request to ask again)."""
+    shown = ", ".join(figures[:5]) + (" …" if len(figures) > 5 else "")
+    head = (
+        "Lo siento, no puedo confirmar con los datos del ERP algunas cifras de la respuesta del modelo "
+        f"({shown}), así que no la muestro ni la guardo."
+    )
+    ran = [op for op in operations if op.ok]
+    if not ran:
+        return f"{head} ¿Puede intentarlo de nuevo o reformular la pregunta?"
+    lines = [f"{head} Esto es lo que devolvió el ERP:"]
+    for op in ran:
+        params = ", ".join(f"{key}={value}" for key, value in op.parametros.items())
+        result = clip_json(op.result, max_items=10, max_chars=1500)
+        lines.append(f"- {op.funcion}({params}): {json.dumps(result, ensure_ascii=False, default=str)}")
+    return "\n".join(lines)

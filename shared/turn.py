@@ -88,6 +88,10 @@ class TurnResult(BaseModel):
     harness_ms: float = 0.0
     """Everything except measured model time: context building, validation, execution, storage."""
     total_ms: float = 0.0
+    ungrounded_figures: list[str] = Field(default_factory=list)
+    """Figures of the model's answer that no ERP source supports (:mod:`shared.grounding`), as written: with
+    the ``refuse`` policy the turn failed as ``ungrounded`` and the user read the ERP's rendering instead;
+    with ``flag`` the answer was shown and recorded with them (its memory items with them dropped)."""
     errors: list[str] = Field(default_factory=list)
     """Non-fatal problems: invalid plans, refused operations, model output errors, provider errors."""
     failure: FailureKind | None = None

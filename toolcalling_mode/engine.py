@@ -39,6 +39,7 @@ that fails midway or whose consumer stops reading before ``TurnDone`` (recording
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import uuid
 from collections.abc import AsyncGenerator
@@ -52,7 +53,8 @@ from langchain_core.runnables import RunnableConfig
 
 from shared.errors import ConversationAccessDenied, ErpAiError
 from shared.events import OperationDone, TurnDone, TurnEvent
-from shared.failures import failure_kind_of, user_message
+from shared.failures import failure_kind_of, is_recorded, user_message
+from shared.grounding import GroundingPolicy, check_answer, ungrounded_answer
 from shared.llm.factory import configured_max_tokens
 from shared.memory.context import ConversationContext, render_context
 from shared.memory.store import VersionedState
@@ -62,7 +64,7 @@ from shared.turn import TurnResult
 from shared.turn_steps import AnswerClock, admit_turn, finish_turn, read_context, run_until_complete
 from toolcalling_mode._agent import Agents, StructuredStrategy, answer_tool_names
 from toolcalling_mode._middleware import TurnContext
-from toolcalling_mode._outcome import operation_errors, outcome
+from toolcalling_mode._outcome import Outcome, operation_errors, outcome
 from toolcalling_mode._record import Kept, Turn, record_turn, turn_result
 from toolcalling_mode._run import AgentRun, operation_for, read_run, tool_calls_by_id
 from toolcalling_mode._streaming import AnswerSteps
@@ -109,6 +111,7 @@ class ToolCallingEngine:
         limits: ToolCallingLimits | None = None,
         structured_strategy: StructuredStrategy = "auto",
         recover_text_tool_calls: bool = True,
+        grounding: GroundingPolicy = "refuse",
     ) -> None:
         """Configure the engine (each caller's agent is compiled on their first turn).
 
@@ -127,6 +130,9 @@ class ToolCallingEngine:
                 bare ``{"name", "arguments"}`` object, ``<tool_call>`` tags) into those tool calls, for the
                 tools offered (:mod:`toolcalling_mode.text_tool_calls`). ``False``: such a reply ends the
                 turn as ``model_output`` with ``plan_valid`` False, as it does anyway for a tool not offered.
+            grounding: What to do with a final answer stating figures that no tool result, the turn's input or
+                the tools' descriptions support (:mod:`shared.grounding`): ``refuse`` (the turn ends as
+                ``ungrounded``, unrecorded), ``flag`` (shown and recorded, figures in the result) or ``off``.
 
         Raises:
             ValueError: an unknown ``policy``.
@@ -134,6 +140,9 @@ class ToolCallingEngine:
         """
         if policy not in ("windowed", "full_history"):
             raise ValueError(f"Unknown context policy {policy!r}; use 'windowed' or 'full_history'.")
+        if grounding not in ("refuse", "flag", "off"):
+            raise ValueError(f"Unknown grounding policy {grounding!r}; use 'refuse', 'flag' or 'off'.")
+        self.grounding: GroundingPolicy = grounding
         self.mode: str = "toolcalling" if policy == "windowed" else "toolcalling-full"
         self.policy: ContextPolicy = policy
         self.structured = structured
@@ -310,10 +319,30 @@ class ToolCallingEngine:
             structured=self.structured,
             recover_text_tool_calls=self.recover_text_tool_calls,
         )
+        end, ungrounded = self._grounded(turn, prepared, run, end, errors)
         kept = record_turn(self._store, turn, prepared.stored_state, run, end, errors, self._answer_tools)
         if steps is None and kept.answered:
             steps = AnswerSteps.replay(self._answer_field, self._answer_tools, run.messages)
-        return turn_result(self.mode, turn, run, kept, errors, steps)
+        result = turn_result(self.mode, turn, run, kept, errors, steps)
+        return result.model_copy(update={"ungrounded_figures": ungrounded}) if ungrounded else result
+
+    def _grounded(
+        self, turn: Turn, prepared: _Prepared, run: AgentRun, end: Outcome, errors: list[str]
+    ) -> tuple[Outcome, list[str]]:
+        """Check a model-written answer's figures against the tool results, the turn's input and the tools'
+        descriptions (:mod:`shared.grounding`): the outcome to record (memory items with ungrounded figures
+        dropped) and the figures; under ``refuse`` an answer with such figures becomes ``ungrounded``."""
+        if self.grounding == "off" or not is_recorded(end.failure):
+            return end, []
+        texts: list[str] = [str(message.text) for message in prepared.inputs]
+        texts.extend(spec.model_dump_json() for spec in self._registry.catalog(turn.caller))
+        check = check_answer(end.answer, end.memories, run.operations, texts, self._erp.today)
+        if check.figures and self.grounding == "refuse":
+            errors.append(f"Ungrounded figures in the answer: {', '.join(check.figures)}")
+            return Outcome(
+                ungrounded_answer(check.figures, run.operations), failure="ungrounded"
+            ), check.figures
+        return dataclasses.replace(end, memories=check.memories), check.figures
 
     def _finished(self, trace: TurnRun, turn: Turn, result: TurnResult) -> TurnResult:
         """End the turn's bookkeeping: the parent run's outputs and the turn's log record."""

@@ -28,7 +28,7 @@ OFFLINE_EXPECTED: dict[str, tuple[str | None, str | None]] = {
     "repeat_memory": (None, None),  # a complete answer: memory and state are bounded, not refused
     "placeholder_plan": ("invalid_plan", None),  # plans only
     "schema_ignored": ("model_output", None),  # plans and structured answers only
-    "no_tool_calls": (None, None),  # not a failure kind: the benchmark scores it (see below)
+    "no_tool_calls": (None, "ungrounded"),  # the prose answer's figure is nowhere in the ERP
     "text_tool_calls": (None, None),  # recovered into real tool calls, then answered
     "think_wrap": (None, None),  # the reasoning is dropped, the JSON / answer is used
     "stream_break": ("provider", "provider"),  # the reply breaks off midway: nothing recorded
@@ -45,7 +45,7 @@ EMULATOR_EXPECTED: dict[str, tuple[str | None, str | None]] = {
     "repeat_memory": (None, None),
     "placeholder_plan": ("invalid_plan", None),
     "schema_ignored": ("model_output", None),
-    "no_tool_calls": (None, None),
+    "no_tool_calls": (None, "ungrounded"),
     "text_tool_calls": (None, None),
     "think_wrap": (None, None),
 }
@@ -126,12 +126,15 @@ def test_every_call_that_reached_a_model_counts_its_tokens(cells: list[MatrixCel
 def test_a_benchmark_run_goes_on_through_every_fault(cells: list[MatrixCell]) -> None:
     for cell in cells:
         assert cell.bench_turns == 2, cell
+        if expected(cell) not in ("provider", "timeout"):  # the same client serves the cell and its run
+            assert not {"provider", "timeout"} & set(cell.bench_failures), cell
 
 
 def test_an_answer_without_the_erps_data_never_scores_as_a_pass(cells: list[MatrixCell]) -> None:
     for cell in cells:
         if cell.mode == "toolcalling" and cell.fault == "no_tool_calls":
-            assert "987.654.321" in cell.answer  # the invented figure reached the user...
+            # The invented figure is named, never shown as the ERP's truth, and the turn is not stored...
+            assert cell.answer.startswith("Lo siento, no puedo confirmar") and "987.654.321" in cell.answer
             assert cell.bench_passed < cell.bench_turns  # ...and the benchmark scored it as a failure
         if expected(cell) is not None:
             assert cell.bench_passed < cell.bench_turns, cell
