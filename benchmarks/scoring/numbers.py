@@ -123,6 +123,19 @@ def extract_numbers(text: str) -> list[NumberMention]:
     return mentions
 
 
+_FOREIGN_BEFORE = re.compile(r"(?:US\$|U\$S|\$|USD|€|EUR)\s*$", re.IGNORECASE)
+_FOREIGN_AFTER = re.compile(r"^\s*(?:d[oó]lares|dollars|pesos|euros|USD|EUR)\b", re.IGNORECASE)
+
+
 def mentions_number(text: str, value: float) -> bool:
-    """Whether ``text`` mentions ``value`` in any of the accepted notations."""
-    return any(mention.matches(value) for mention in extract_numbers(text))
+    """Whether ``text`` mentions ``value`` in any of the accepted notations, and not as an amount in another
+    currency (``$38.158.000``, ``38.158.000 dólares`` or ``pesos``: the ERP's amounts are guaraníes, so a
+    figure written in dollars or pesos is not the ERP's figure, whatever its digits)."""
+    for match in _TOKEN.finditer(text):
+        if _FOREIGN_BEFORE.search(text[max(0, match.start() - 6) : match.start()]):
+            continue
+        if _FOREIGN_AFTER.match(text[match.end() : match.end() + 12]):
+            continue
+        if any(mention.matches(value) for mention in extract_numbers(match.group(0))):
+            return True
+    return False

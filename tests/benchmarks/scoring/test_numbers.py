@@ -147,3 +147,14 @@ def test_any_text_is_scanned_without_raising(text: str) -> None:
 def test_a_figure_never_matches_inside_a_longer_grouped_figure(n: int) -> None:
     for text in (f"₲1.{es(n)}", f"{es(n)}.000", f"1,{en(n)}"):
         assert not mentions_number(text, n), text
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Vendimos $38.158.000.", "Vendimos US$ 38.158.000", "Vendimos 38.158.000 dólares.", "38.158.000 pesos"],
+)
+def test_an_amount_in_another_currency_is_not_the_erps_figure(text: str) -> None:
+    assert not mentions_number(text, 38_158_000)
+    assert mentions_number(
+        text.replace("$", "₲").replace("dólares", "guaraníes").replace("pesos", "Gs"), 38_158_000
+    )
