@@ -126,8 +126,8 @@ def test_every_call_that_reached_a_model_counts_its_tokens(cells: list[MatrixCel
 def test_a_benchmark_run_goes_on_through_every_fault(cells: list[MatrixCell]) -> None:
     for cell in cells:
         assert cell.bench_turns == 2, cell
-        if expected(cell) not in ("provider", "timeout"):  # the same client serves the cell and its run
-            assert not {"provider", "timeout"} & set(cell.bench_failures), cell
+        if expected(cell) not in ("provider", "timeout"):  # the cell's client still works for its run
+            assert "provider" not in cell.bench_failures, cell
 
 
 def test_an_answer_without_the_erps_data_never_scores_as_a_pass(cells: list[MatrixCell]) -> None:
