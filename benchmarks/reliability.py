@@ -159,16 +159,10 @@ def _path_engines(
 
     faults = EmulatorFaults(mode=fault, slow_seconds=SLOW_FAULT_S)  # type: ignore[arg-type]
     with start_emulator("ollama", faults=faults) as base_url:
-
-        def engine(mode: str) -> AssistantEngine:
-            # One client per engine: the cell's blocking ask and the benchmark run on different event
-            # loops, and an async client's pooled connections belong to the loop that opened them.
-            model = build_chat_model(
-                "ollama", base_url=base_url, max_tokens=_max_tokens(fault), timeout=MATRIX_TIMEOUT_S
-            )
-            return _engine(mode, model, registry, erp, store)
-
-        yield engine
+        model = build_chat_model(
+            "ollama", base_url=base_url, max_tokens=_max_tokens(fault), timeout=MATRIX_TIMEOUT_S
+        )
+        yield lambda mode: _engine(mode, model, registry, erp, store)
 
 
 def _snapshot(store: MemoryStore, conversation_id: str) -> tuple[Any, ...]:

@@ -22,6 +22,7 @@ from typing import Any
 
 import httpx2
 
+from shared.llm.loop_pools import LoopBoundPools
 from shared.llm.usage import count_connection_retry
 
 __all__ = ["RETRIED_ERRORS", "AsyncRetryingTransport", "RetryingTransport"]
@@ -66,10 +67,13 @@ class RetryingTransport(httpx2.BaseTransport):
 
 
 class AsyncRetryingTransport(httpx2.AsyncBaseTransport):
-    """:class:`RetryingTransport` for asynchronous clients."""
+    """:class:`RetryingTransport` for asynchronous clients. By default its connections are pooled per event
+    loop (:class:`~shared.llm.loop_pools.LoopBoundPools`), so the client serves any loop."""
 
-    def __init__(self, inner: httpx2.AsyncBaseTransport | None = None, **transport_options: Any) -> None:
-        self._inner = inner or httpx2.AsyncHTTPTransport(**transport_options)
+    def __init__(
+        self, inner: httpx2.AsyncBaseTransport | LoopBoundPools | None = None, **transport_options: Any
+    ) -> None:
+        self._inner = inner or LoopBoundPools(lambda: httpx2.AsyncHTTPTransport(**transport_options))
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         try:

@@ -282,6 +282,7 @@ def _ollama(
         num_predict=max_tokens,
         # ollama.Client passes it to httpx.Client: connect/read/write/pool timeouts (its own default is None).
         client_kwargs=None if timeout is None else {"timeout": timeout},
+        async_client_kwargs=_loop_bound_ollama_transport(),
     )
     return cast("BaseChatModel", module.ChatOllama(model=model, temperature=temperature, **options))
 
@@ -347,14 +348,33 @@ def _openai(
 _PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy")
 
 
+def _proxy_configured() -> bool:
+    return any(os.environ.get(name) for name in _PROXY_VARIABLES)
+
+
+def _loop_bound_ollama_transport() -> dict[str, Any] | None:
+    """``ollama.AsyncClient``'s transport with a connection pool per event loop
+    (:mod:`shared.llm.loop_pools`), so that one ``ChatOllama`` serves ``ask`` and any ``asyncio.run``.
+    None when the environment names a proxy (a client with its own transport ignores the proxy variables)."""
+    if _proxy_configured():
+        return None
+    import httpx
+
+    from shared.llm.loop_pools import LoopBoundPools
+
+    return {"transport": LoopBoundPools(httpx.AsyncHTTPTransport)}
+
+
 def _retrying_http_clients() -> dict[str, Any]:
     """The OpenAI SDK's HTTP clients over transports that resend a request once when its connection failed
     before the server answered (a keep-alive connection the server had closed): see
-    :mod:`shared.llm.connection_retry`. Timeouts come from the SDK's per-request options, as before.
+    :mod:`shared.llm.connection_retry`. The async one pools its connections per event loop
+    (:mod:`shared.llm.loop_pools`). Timeouts come from the SDK's per-request options, as before.
 
     None when the environment names a proxy: a client with its own transport ignores the proxy variables,
-    so the SDK's default client (which honours them) is kept, without the retry."""
-    if any(os.environ.get(name) for name in _PROXY_VARIABLES):
+    so the SDK's default client (which honours them) is kept, without the retry and bound to the first
+    event loop that uses it."""
+    if _proxy_configured():
         return {}
     import openai
 
