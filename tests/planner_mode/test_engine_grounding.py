@@ -7,7 +7,9 @@ from typing import Any
 
 import pytest
 
-from planner_mode import InProcessAIClient, PlannerAI, PlannerEngine
+from benchmarks.serving import ServerThread
+from planner_mode import HttpAIClient, InProcessAIClient, PlannerAI, PlannerEngine
+from planner_mode.server import create_app
 from shared.security import DEMO_CALLER
 from tests.planner_mode.planner_fakes import scripted, text_model
 
@@ -70,3 +72,16 @@ def test_off_does_not_check(registry: Any, erp: Any, memory_store: Any) -> None:
 def test_an_unknown_policy_is_refused_at_construction(registry: Any, erp: Any, memory_store: Any) -> None:
     with pytest.raises(ValueError, match="grounding policy"):
         engine(answering("x"), registry, erp, memory_store, grounding="maybe")
+
+
+def test_through_the_ai_server_the_erp_still_refuses_an_invented_figure(
+    registry: Any, erp: Any, memory_store: Any
+) -> None:
+    model = text_model(answering("En 2025 vendimos ₲987.654.321.", "Ventas 2025: ₲987.654.321"))
+    with ServerThread(create_app(model)) as server, HttpAIClient([server.url], timeout=30) as client:
+        result = PlannerEngine(registry, erp, memory_store, client).ask(
+            "c1", "¿Cuánto vendimos en 2025?", DEMO_CALLER
+        )
+    assert result.failure == "ungrounded" and result.ungrounded_figures == ["987.654.321"]
+    assert not result.recorded and memory_store.history("c1") == [] and memory_store.memories("c1") == []
+    assert str(result.operations[0].result["total"]) in result.answer
