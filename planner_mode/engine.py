@@ -55,6 +55,7 @@ from planner_mode.plan import MAX_PLAN_OPERATIONS, Answer, OperationOutcome
 from planner_mode.validation import validate_plan
 from planner_mode.wire import AnalyzeResponse, RespondResponse
 from shared.bounds import RESULT_MAX_CHARS, RESULT_MAX_ITEMS, clip_json
+from shared.engine import TurnEngine
 from shared.erp.database import Erp
 from shared.errors import ConversationAccessDenied, ModelOutputError, StorageError
 from shared.events import AnswerDelta, OperationDone, PlanReady, TurnDone, TurnEvent
@@ -66,7 +67,7 @@ from shared.operations.registry import OperationRegistry
 from shared.security import Caller
 from shared.tracing import aturn_run
 from shared.turn import ExecutedOperation, TurnResult
-from shared.turn_steps import AnswerClock, finish_turn, open_turn, run_until_complete
+from shared.turn_steps import AnswerClock, finish_turn, open_turn
 
 __all__ = ["PlannerEngine", "PlannerLimits"]
 
@@ -93,12 +94,30 @@ class PlannerLimits(BaseModel):
     )
 
 
-class PlannerEngine:
+class PlannerEngine(TurnEngine):
     """The article's two-call engine over an ERP, an operation registry and a conversation store.
 
     ``ai`` is an :class:`~planner_mode.client.AIClient` (in process or HTTP); a bare
     :class:`~planner_mode.ai.PlannerAI` is accepted and wrapped in an ``InProcessAIClient``. The engine keeps
     no per-turn state, so one instance may answer many conversations from many threads and event loops.
+
+    ``ask``, ``aask`` and ``astream`` (:class:`~shared.engine.TurnEngine`) answer with at most two model
+    calls, as the turn's ``caller``: call 1 sees only the operations the caller may run, and the ERP runs them
+    within the caller's data scope. ``astream`` yields ``PlanReady`` once call 1 is parsed, one
+    ``OperationDone`` per operation as it finishes (each operation of a rejected plan, too), the answer in
+    ``AnswerDelta`` events as call 2 writes it, and ``TurnDone`` last.
+
+    A direct answer (small talk, a refusal: call 1's ``respuesta_directa``) streams as call 1 writes it, so
+    its ``AnswerDelta`` events come *before* ``PlanReady``; the plan is still parsed and validated from call
+    1's whole reply. **What is streamed from call 1**: only a reply whose first key is ``respuesta_directa``
+    (:class:`planner_mode.streamed_text.DirectAnswerText`; the plan schema puts it first and the prompt shows
+    it alone), so a reply that starts with operations never shows its text. A reply that starts with a direct
+    answer and then lists operations contradicts the prompt; its operations run as any plan's do, call 2's
+    answer follows what was shown after a blank line, and ``TurnDone``'s answer (call 2's) is the one to
+    keep, as :mod:`shared.events` says of any mismatch. A direct answer not written first arrives as one
+    delta once call 1 is parsed. A call that fails (even midway through its stream) ends the turn
+    unrecorded: ``TurnDone`` carries the failure kind, ``recorded=False`` and the failure message, which
+    supersedes any text shown.
     """
 
     mode = "planner"
@@ -122,83 +141,6 @@ class PlannerEngine:
         self.ai: AIClient = InProcessAIClient(ai) if isinstance(ai, PlannerAI) else ai
         self.limits = limits or PlannerLimits()
 
-    # -- entry points --------------------------------------------------------------------------------------
-
-    def ask(
-        self,
-        conversation_id: str,
-        message: str,
-        caller: Caller,
-        *,
-        config: RunnableConfig | None = None,
-    ) -> TurnResult:
-        """Answer ``message`` in ``conversation_id`` (created for ``caller`` if unknown) with at most two
-        model calls, as ``caller``: call 1 sees only the operations the caller may run, and the ERP runs them
-        within the caller's data scope. ``config`` (callbacks, tags, metadata, ``run_name``) applies to the
-        turn's parent run, whose children are the turn's model calls (:mod:`shared.tracing`).
-
-        ``caller`` is required, in every entry point: the user the embedding application authenticated. It
-        decides what the model is offered and which rows the ERP shows, so the engine never guesses who is
-        asking (there is no default user; the single-user demo passes ``shared.security.DEMO_CALLER``).
-
-        Raises:
-            ConversationAccessDenied: the conversation belongs to another user. Checked before the context is
-                read or a model is called: nothing is paid, nothing is written. The only exception ``ask``
-                raises on purpose for a turn; every other failure ends in the returned result.
-            TypeError: ``caller`` is not a :class:`~shared.security.Caller` (a user id string, ``None``): a
-                misuse of the API, refused before anything runs.
-        """
-        return run_until_complete(self.aask(conversation_id, message, caller, config=config))
-
-    async def aask(
-        self,
-        conversation_id: str,
-        message: str,
-        caller: Caller,
-        *,
-        config: RunnableConfig | None = None,
-    ) -> TurnResult:
-        """:meth:`ask` without blocking the event loop: :meth:`astream`'s turn, drained, its ``TurnDone``
-        result returned (with ``first_answer_ms`` ``None``: no reader saw the text arrive). ``caller`` is
-        required, as in :meth:`ask`."""
-        async with aclosing(self._turn(conversation_id, message, caller, config, reading=False)) as events:
-            async for event in events:
-                if isinstance(event, TurnDone):
-                    return event.result
-        raise AssertionError("a turn always ends in TurnDone")
-
-    async def astream(
-        self,
-        conversation_id: str,
-        message: str,
-        caller: Caller,
-        *,
-        config: RunnableConfig | None = None,
-    ) -> AsyncGenerator[TurnEvent, None]:
-        """:meth:`aask` as events (:mod:`shared.events`): ``PlanReady`` once call 1 is parsed, one
-        ``OperationDone`` per operation as it finishes (each operation of a rejected plan, too), the answer in
-        ``AnswerDelta`` events as call 2 writes it, and ``TurnDone`` last, with the same result :meth:`ask`
-        returns plus ``first_answer_ms``.
-
-        A direct answer (small talk, a refusal: call 1's ``respuesta_directa``) streams as call 1 writes it,
-        so its ``AnswerDelta`` events come *before* ``PlanReady``; the plan is still parsed and validated
-        from call 1's whole reply. **What is streamed from call 1**: only a reply whose first key is
-        ``respuesta_directa`` (:class:`planner_mode.streamed_text.DirectAnswerText`; the plan schema puts it
-        first and the prompt shows it alone), so a reply that starts with operations never shows its text. A
-        reply that starts with a direct answer and then lists operations contradicts the prompt; its
-        operations run as any plan's do, call 2's answer follows what was shown after a blank line, and
-        ``TurnDone``'s answer (call 2's) is the one to keep, as :mod:`shared.events` says of any mismatch. A
-        direct answer not written first arrives as one delta once call 1 is parsed.
-
-        A call that fails (even midway through its stream) ends the turn unrecorded: ``TurnDone`` carries
-        the failure kind, ``recorded=False`` and the failure message, which supersedes any text shown.
-        ``caller`` is required, as in :meth:`ask`. Raises ``ConversationAccessDenied`` (or ``TypeError`` for
-        a ``caller`` that is not a ``Caller``) before the first event.
-        """
-        async with aclosing(self._turn(conversation_id, message, caller, config, reading=True)) as events:
-            async for event in events:
-                yield event
-
     # -- the turn ------------------------------------------------------------------------------------------
 
     async def _turn(
@@ -210,8 +152,6 @@ class PlannerEngine:
         *,
         reading: bool,
     ) -> AsyncGenerator[TurnEvent, None]:
-        """The one driver of every entry point; ``reading``: a reader sees the deltas (``first_answer_ms``
-        is stamped)."""
         turn = PlannerTurn(conversation_id, message, caller, AnswerClock(reading=reading))
         async with aturn_run(config, mode=self.mode, inputs=turn.inputs) as run:
             result = await asyncio.to_thread(self._prepare, turn)

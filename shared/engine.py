@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator
+from contextlib import aclosing
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from shared.events import TurnDone
 from shared.security import Caller
 from shared.turn import TurnResult
+from shared.turn_steps import run_until_complete
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
 
     from shared.events import TurnEvent
+
+__all__ = ["AssistantEngine", "TurnEngine"]
 
 
 @runtime_checkable
@@ -68,3 +74,76 @@ class AssistantEngine(Protocol):
         generator, so a reader that stops early (a client hung up) can close it (``contextlib.aclosing``):
         nothing is recorded then."""
         ...
+
+
+class TurnEngine(ABC):
+    """The three entry points of :class:`AssistantEngine` over a mode's one turn driver, :meth:`_turn`.
+
+    :meth:`astream` is the turn, read as it happens; :meth:`aask` drains it without a reader and returns
+    ``TurnDone``'s result (``first_answer_ms`` is ``None``: no reader saw the text arrive); :meth:`ask` runs
+    ``aask`` to completion, blocking (:func:`shared.turn_steps.run_until_complete`, as pydantic-ai's
+    ``run_sync``), also from a thread that runs an event loop. A mode implements only :meth:`_turn`.
+
+    ``caller`` is required in every entry point (see :class:`AssistantEngine`). ``ConversationAccessDenied``
+    (the conversation belongs to another user) and ``TypeError`` (``caller`` is not a ``Caller``) are raised
+    before anything runs (by ``astream``: before its first event); every other failure ends in the result.
+    A reader of :meth:`astream` that stops early should close the generator (``contextlib.aclosing``):
+    nothing is recorded then.
+    """
+
+    mode: str
+
+    @abstractmethod
+    def _turn(
+        self,
+        conversation_id: str,
+        message: str,
+        caller: Caller,
+        config: RunnableConfig | None,
+        *,
+        reading: bool,
+    ) -> AsyncGenerator[TurnEvent, None]:
+        """The turn as events, ``TurnDone`` last. ``reading``: a reader takes the answer as it is written (the
+        deltas are decoded live and ``first_answer_ms`` is stamped)."""
+
+    def ask(
+        self,
+        conversation_id: str,
+        message: str,
+        caller: Caller,
+        *,
+        config: RunnableConfig | None = None,
+    ) -> TurnResult:
+        """Answer ``message`` in ``conversation_id`` (created for ``caller`` if unknown) as ``caller`` and
+        record the turn; :meth:`aask` run to completion."""
+        return run_until_complete(self.aask(conversation_id, message, caller, config=config))
+
+    async def aask(
+        self,
+        conversation_id: str,
+        message: str,
+        caller: Caller,
+        *,
+        config: RunnableConfig | None = None,
+    ) -> TurnResult:
+        """:meth:`ask` without blocking the event loop: the turn drained to its end (what follows
+        ``TurnDone``, such as closing the turn's trace run, runs too) and ``TurnDone``'s result returned."""
+        last: TurnEvent | None = None
+        async with aclosing(self._turn(conversation_id, message, caller, config, reading=False)) as events:
+            async for event in events:
+                last = event
+        if not isinstance(last, TurnDone):
+            raise AssertionError("a turn always ends in TurnDone")
+        return last.result
+
+    def astream(
+        self,
+        conversation_id: str,
+        message: str,
+        caller: Caller,
+        *,
+        config: RunnableConfig | None = None,
+    ) -> AsyncGenerator[TurnEvent, None]:
+        """The turn as events (:mod:`shared.events`), the answer in ``AnswerDelta`` s as the model writes it,
+        ``TurnDone`` last (the turn is recorded just before it)."""
+        return self._turn(conversation_id, message, caller, config, reading=True)

@@ -51,6 +51,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 
+from shared.engine import TurnEngine
 from shared.errors import ConversationAccessDenied, ErpAiError
 from shared.events import OperationDone, TurnDone, TurnEvent
 from shared.failures import failure_kind_of, is_recorded, user_message
@@ -61,7 +62,7 @@ from shared.memory.store import VersionedState
 from shared.security import Caller
 from shared.tracing import TurnRun, aturn_run
 from shared.turn import TurnResult
-from shared.turn_steps import AnswerClock, admit_turn, finish_turn, read_context, run_until_complete
+from shared.turn_steps import AnswerClock, admit_turn, finish_turn, read_context
 from toolcalling_mode._agent import Agents, StructuredStrategy, answer_tool_names
 from toolcalling_mode._middleware import TurnContext
 from toolcalling_mode._outcome import Outcome, operation_errors, outcome
@@ -96,8 +97,14 @@ class _Prepared:
     """The conversation's state before the turn (reported unchanged when the turn is not recorded)."""
 
 
-class ToolCallingEngine:
-    """A LangChain tool-calling agent over the sales registry, with ERP-owned memory."""
+class ToolCallingEngine(TurnEngine):
+    """A LangChain tool-calling agent over the sales registry, with ERP-owned memory.
+
+    ``ask``, ``aask`` and ``astream`` (:class:`~shared.engine.TurnEngine`) run one turn as the turn's
+    ``caller``, who decides which tools the agent is offered and which rows they show. ``astream`` yields
+    ``OperationDone`` per tool result as it arrives, ``AnswerDelta`` s of the answer as the model writes it,
+    then ``TurnDone``; a reader that stops early stops the agent run at once, and nothing is recorded.
+    """
 
     def __init__(
         self,
@@ -166,63 +173,6 @@ class ToolCallingEngine:
             recover_text_tool_calls=recover_text_tool_calls,
         )
 
-    # -- public -----------------------------------------------------------------------------------------
-
-    def ask(
-        self,
-        conversation_id: str,
-        message: str,
-        caller: Caller,
-        *,
-        config: RunnableConfig | None = None,
-    ) -> TurnResult:
-        """Answer ``message`` in ``conversation_id`` (created for ``caller`` if unknown) and record the turn:
-        :meth:`aask` run to completion, blocking (:func:`shared.turn_steps.run_until_complete`), also from a
-        thread that runs an event loop.
-
-        ``caller`` (required in every entry point: the user the embedding application authenticated; the
-        demo passes ``shared.security.DEMO_CALLER``) decides which tools the agent is offered and which rows
-        they show; anything but a :class:`~shared.security.Caller` raises ``TypeError`` before anything runs.
-        Raises :class:`~shared.errors.ConversationAccessDenied` (before any context read or model call) when
-        the conversation belongs to another user; every other failure ends in the result.
-        """
-        return run_until_complete(self.aask(conversation_id, message, caller, config=config))
-
-    async def aask(
-        self,
-        conversation_id: str,
-        message: str,
-        caller: Caller,
-        *,
-        config: RunnableConfig | None = None,
-    ) -> TurnResult:
-        """:meth:`ask` without blocking the event loop: the turn of :meth:`astream`, without a reader, drained
-        to its ``TurnDone``. ``caller`` is required, as in :meth:`ask`."""
-        last: TurnEvent | None = None
-        async with aclosing(self._turn(conversation_id, message, caller, config, reading=False)) as events:
-            async for event in events:
-                last = event
-        assert isinstance(last, TurnDone)  # the turn always ends with TurnDone (or raises)
-        return last.result
-
-    def astream(
-        self,
-        conversation_id: str,
-        message: str,
-        caller: Caller,
-        *,
-        config: RunnableConfig | None = None,
-    ) -> AsyncGenerator[TurnEvent, None]:
-        """The turn of :meth:`ask` as events: ``OperationDone`` per tool result as it arrives,
-        ``AnswerDelta`` s of the answer as the model writes it, then ``TurnDone`` (always last; the turn is
-        recorded just before it). ``caller`` is required, as in :meth:`ask`. Raises
-        ``ConversationAccessDenied`` (or ``TypeError`` for a ``caller`` that is not a ``Caller``) before the
-        first event.
-
-        A consumer that stops early should close the generator (``contextlib.aclosing``): the agent run
-        stops at once and nothing is recorded."""
-        return self._turn(conversation_id, message, caller, config, reading=True)
-
     # -- the turn ---------------------------------------------------------------------------------------
 
     async def _turn(
@@ -234,8 +184,7 @@ class ToolCallingEngine:
         *,
         reading: bool,
     ) -> AsyncGenerator[TurnEvent, None]:
-        """The one turn. ``reading``: a reader takes the answer as it is written (:meth:`astream`), so the
-        agent runs with LangGraph's ``messages`` stream too and the answer is decoded live."""
+        # reading: the agent runs with LangGraph's ``messages`` stream too and the answer is decoded live.
         turn = Turn(conversation_id, message, caller, AnswerClock(reading=reading))
         async with aturn_run(config, mode=self.mode, inputs=turn.trace_inputs) as trace:
             prepared = await asyncio.to_thread(self._prepare, turn)
