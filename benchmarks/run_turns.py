@@ -17,6 +17,7 @@ from benchmarks.results import (
 from benchmarks.run_plan import Unit
 from benchmarks.scenario import ScenarioTurn
 from benchmarks.scoring.turn import TurnScore, TurnScorer
+from benchmarks.simulated_timing import SimulatedCalls, simulated_times
 from benchmarks.targets import DEFAULT_TARGET
 from shared.engine import AssistantEngine
 from shared.errors import ConfigurationError, ConversationAccessDenied
@@ -26,7 +27,7 @@ from shared.security import DEMO_CALLER, Caller
 from shared.turn import TurnResult
 
 if TYPE_CHECKING:
-    pass
+    from langchain_core.runnables import RunnableConfig
 
 
 EngineFactory = Callable[[str], AssistantEngine]
@@ -70,15 +71,21 @@ class EngineCache:
 
 
 async def stream_turn(
-    engine: AssistantEngine, conversation_id: str, message: str, caller: Caller
+    engine: AssistantEngine,
+    conversation_id: str,
+    message: str,
+    caller: Caller,
+    *,
+    config: RunnableConfig | None = None,
 ) -> TurnResult:
     """Run one turn through ``engine.astream``, reading every event: the result of its ``TurnDone``.
 
-    Raises what ``astream`` raises (``ConversationAccessDenied`` before the first event), and
-    ``RuntimeError`` if the stream ends without a ``TurnDone`` (an engine bug, recorded as a failed turn).
+    ``config`` is the turn's LangChain config (the benchmark's own callbacks). Raises what ``astream``
+    raises (``ConversationAccessDenied`` before the first event), and ``RuntimeError`` if the stream ends
+    without a ``TurnDone`` (an engine bug, recorded as a failed turn).
     """
     result: TurnResult | None = None
-    stream = engine.astream(conversation_id, message, caller=caller)
+    stream = engine.astream(conversation_id, message, caller=caller, config=config)
     try:
         async for event in stream:
             if isinstance(event, TurnDone):
@@ -117,15 +124,22 @@ async def arun_unit(
         error: Exception | None = None
         user = turn.as_user or unit.scenario.user
         caller = DEMO_CALLER  # scored as the demo default if the user cannot even be resolved
+        simulated = SimulatedCalls()
         try:
             caller = callers(user)
             result = await stream_turn(
-                engines.get(unit.mode, unit.target), conversation_id, turn.user, caller
+                engines.get(unit.mode, unit.target),
+                conversation_id,
+                turn.user,
+                caller,
+                config={"callbacks": [simulated]},
             )
         except Exception as exc:  # a failing turn is data, not the end of the run
             error = exc
         elapsed_ms = (time.perf_counter() - started) * 1000
         row = _row(unit, index, conversation_id, turn.user, result, error, elapsed_ms)
+        if result is not None:
+            row.simulated_model_ms, row.simulated_first_answer_ms = simulated_times(result, simulated.calls)
         row.caller = user
         row.warmup = warmup
         row.score = await asyncio.to_thread(score_row, scorer, caller, turn, row, score_state)
@@ -160,9 +174,8 @@ def score_row(
 
 _COPIED = (
     "answer", "model_calls", "input_tokens", "output_tokens", "cached_input_tokens", "usage_reported",
-    "connection_retries", "recovered_tool_calls", "model_ms", "simulated_model_ms", "first_answer_ms",
-    "simulated_first_answer_ms", "harness_ms", "plan", "state", "errors", "failure", "plan_valid",
-    "ungrounded_figures",
+    "connection_retries", "recovered_tool_calls", "model_ms", "first_answer_ms", "harness_ms", "plan",
+    "state", "errors", "failure", "plan_valid", "ungrounded_figures",
 )  # fmt: skip
 """The fields a row takes from the turn's result as they are."""
 _OPERATION = {"funcion", "parametros", "id", "error"}

@@ -15,8 +15,10 @@ a target name this run also uses.
 
 **Every turn is streamed.** The runner drives each turn through the engine's ``astream`` and reads every
 event to the last, so each row carries the time to the first answer token the engine measured
-(``first_answer_ms``, and ``simulated_first_answer_ms`` under a latency profile) beside the same
-``TurnResult`` that ``ask`` returns. The whole run is one ``asyncio`` event loop in the calling thread:
+(``first_answer_ms``) beside the same ``TurnResult`` that ``ask`` returns; under a latency profile the
+runner also records the turn's model calls itself and computes the simulated model time and time to the
+first answer token from them (:mod:`benchmarks.simulated_timing`). The whole run is one ``asyncio`` event
+loop in the calling thread:
 ``concurrency`` workers take units from one queue, each with its own engine per mode, and scoring (which
 reads the ERP) runs in the loop's thread pool so it never holds up another worker's stream. One loop, not
 one per thread, because the provider SDKs' async HTTP clients (shared by every worker through the one

@@ -2,7 +2,7 @@
 
 :class:`PlannerTurn` is filled by :class:`~planner_mode.engine.PlannerEngine` step by step; it builds the
 :class:`~shared.memory.store.TurnRecord` the store writes and the :class:`~shared.turn.TurnResult` the
-caller gets (with the simulated time to the first answer token, for the benchmark's latency profiles).
+caller gets (with the model call that wrote the first answer text, :class:`~shared.turn.FirstAnswerCall`).
 """
 
 from __future__ import annotations
@@ -17,16 +17,16 @@ from shared.memory.store import MessageIn, TurnRecord
 from shared.operations.registry import OperationSpec
 from shared.security import Caller, require_caller
 from shared.state import turn_state
-from shared.turn import ExecutedOperation, FailureKind, TurnResult
+from shared.turn import ExecutedOperation, FailureKind, FirstAnswerCall, TurnResult
 from shared.turn_steps import AnswerClock, text_of
 
 __all__ = ["ANSWER_PREFIX", "DIRECT_ANSWER_PREFIX", "PlannerTurn", "rejected"]
 
 ANSWER_PREFIX = '{"respuesta":"'
 """What a model writes before the first character of its answer when ``respuesta`` is the first key, as the
-answer schema and the prompt's compact example order it: the prefix of the simulated time to the first answer
-token. (The raw reply does not cross the AI client, so a model that writes other keys or reasoning first is
-simulated as if it did not.)"""
+answer schema and the prompt's compact example order it (:attr:`shared.turn.FirstAnswerCall.prefix`). The raw
+reply does not cross the AI client, so a model that writes other keys or reasoning first is taken as if it
+did not."""
 DIRECT_ANSWER_PREFIX = '{"respuesta_directa":"'
 """The same for a direct answer of call 1: ``respuesta_directa`` is the plan schema's first key and the
 prompt's example writes it alone and compact."""
@@ -146,9 +146,8 @@ class PlannerTurn:
             usage_reported=usage.unreported_calls == 0,
             connection_retries=usage.connection_retries,
             model_ms=usage.model_ms,
-            simulated_model_ms=usage.simulated_model_ms,
             first_answer_ms=self.clock.first_answer_ms,
-            simulated_first_answer_ms=self._simulated_first_answer_ms(),
+            first_answer_call=self._first_answer_call(),
             harness_ms=max(0.0, total_ms - usage.model_ms),
             total_ms=total_ms,
             ungrounded_figures=self.ungrounded,
@@ -158,26 +157,12 @@ class PlannerTurn:
             stale_state=stale_state,
         )
 
-    def _simulated_first_answer_ms(self) -> float | None:
-        """When the first answer token would reach a streaming reader under the model's latency profile.
-
-        The simulated time of the calls before the answering one, plus the answering call's time to its first
-        token and to the end of what it writes before the answer's text: :data:`ANSWER_PREFIX` for call 2,
-        :data:`DIRECT_ANSWER_PREFIX` for a direct answer of call 1 (streamed as written, no call before it).
-        ``None`` without a profile or a written answer.
-        """
-        if not self.answered or not self.usages:
+    def _first_answer_call(self) -> FirstAnswerCall | None:
+        """The call that wrote the answer: call 1 for a direct answer (its reply starts with
+        :data:`DIRECT_ANSWER_PREFIX`), else call 2 (:data:`ANSWER_PREFIX`); ``None`` without a written
+        answer."""
+        calls = sum(usage.model_calls for usage in self.usages)
+        if not self.answered or calls == 0:
             return None
-        *before, answering = self.usages
         direct = self.plan is not None and self.plan.is_direct
-        prefix = DIRECT_ANSWER_PREFIX if direct else ANSWER_PREFIX
-        earlier = [usage.simulated_model_ms for usage in before]
-        total, first_token = answering.simulated_model_ms, answering.simulated_first_token_ms
-        per_token = answering.simulated_ms_per_token
-        if total is None or first_token is None or per_token is None or None in earlier:
-            return None
-        # On use: importing ``shared.llm`` loads the offline model.
-        from shared.llm.usage import SimulatedCall, first_text_ms
-
-        timing = SimulatedCall(total_ms=total, first_token_ms=first_token, ms_per_output_token=per_token)
-        return first_text_ms((ms for ms in earlier if ms is not None), timing, prefix)
+        return FirstAnswerCall(call=calls - 1, prefix=DIRECT_ANSWER_PREFIX if direct else ANSWER_PREFIX)

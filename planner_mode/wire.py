@@ -99,21 +99,10 @@ class CallUsage(BaseModel):
     """Requests resent once because their connection failed before the server answered."""
     model_ms: float = 0.0
     """Measured wall time inside the model."""
-    simulated_model_ms: float | None = None
-    """Model time under a latency profile, when the model reported one."""
-    simulated_first_token_ms: float | None = None
-    """Under a latency profile: time from the request to the call's first output token (overhead, prefill
-    and one token). With :attr:`simulated_ms_per_token` it places the first *answer* token, which comes after
-    whatever the model writes before the answer field (``approx_tokens(prefix) × ms_per_token`` later)."""
-    simulated_ms_per_token: float | None = None
-    """Under a latency profile: the call's time per further output token."""
 
     @classmethod
     def from_tracker(cls, tracker: UsageTracker) -> CallUsage:
-        """Snapshot a ``UsageTracker``; the simulated token times are those of its last finished call.
-
-        ``cached_input_tokens`` is read when the source has it (0 otherwise)."""
-        last = tracker.simulated_calls[-1] if tracker.simulated_calls else None
+        """Snapshot a ``UsageTracker``; ``cached_input_tokens`` is read when the source has it (else 0)."""
         return cls(
             model_calls=tracker.calls,
             input_tokens=tracker.input_tokens,
@@ -123,22 +112,13 @@ class CallUsage(BaseModel):
             unreported_calls=int(getattr(tracker, "unreported_calls", 0)),
             connection_retries=int(getattr(tracker, "connection_retries", 0)),
             model_ms=tracker.model_ms,
-            simulated_model_ms=tracker.simulated_model_ms,
-            simulated_first_token_ms=last.first_token_ms if last else None,
-            simulated_ms_per_token=last.ms_per_output_token if last else None,
         )
 
     @classmethod
     def total(cls, usages: Iterable[CallUsage]) -> CallUsage:
-        """The sum of several usages; ``simulated_model_ms`` stays ``None`` unless one of them has it.
-
-        The per-call token times (``simulated_first_token_ms``, ``simulated_ms_per_token``) do not add up:
-        the total has none; read them from the answering call's own usage.
-        """
+        """The sum of several usages."""
         usages = list(usages)
-        simulated = [usage.simulated_model_ms for usage in usages if usage.simulated_model_ms is not None]
-        summed = {name: sum(getattr(usage, name) for usage in usages) for name in _SUMMED}
-        return cls(**summed, simulated_model_ms=sum(simulated) if simulated else None)
+        return cls(**{name: sum(getattr(usage, name) for usage in usages) for name in _SUMMED})
 
 
 # -- what a request may carry: the limits and the text rule the ERP side applies, checked again here ---------
@@ -274,12 +254,14 @@ ErrorKind = Literal[
     "unauthorized",
     "not_found",
     "method_not_allowed",
+    "request_timeout",
     "too_large",
     "invalid_request",
     "internal",
 ]
 """``unauthorized`` 401, ``not_found`` 404 (no such path), ``method_not_allowed`` 405 (the path exists, not
-with that method: the ``Allow`` header lists the methods), ``too_large`` 413, ``invalid_request`` 422,
+with that method: the ``Allow`` header lists the methods), ``request_timeout`` 408 (the body did not arrive
+within the server's read timeout), ``too_large`` 413, ``invalid_request`` 422,
 ``model_output``/``provider``/``timeout`` 502, ``internal`` 500."""
 
 

@@ -8,12 +8,25 @@ from pydantic import BaseModel, Field
 
 from shared.failures import FailureKind
 
-__all__ = ["ExecutedOperation", "FailureKind", "OperationErrorKind", "TurnResult"]
+__all__ = ["ExecutedOperation", "FailureKind", "FirstAnswerCall", "OperationErrorKind", "TurnResult"]
 
 OperationErrorKind = Literal["invalid", "refused", "internal"]
 """Why an operation did not run: the request was ``invalid`` (unknown operation, invalid parameters, an
 unresolved ``$ref``, a failed dependency); the ERP ``refused`` it on its data or rules (e.g. no such customer:
 a normal answer); or it broke ``internal``-ly (``error interno (ref XXXX)``)."""
+
+
+class FirstAnswerCall(BaseModel):
+    """Where a turn's answer text started: the model call that wrote it and what that call wrote first.
+
+    Lets a reader of the turn place its first answer token on a timeline of the turn's calls (the benchmark
+    does, under a simulated latency profile: :mod:`benchmarks.simulated_timing`)."""
+
+    call: int
+    """The call's position among the turn's model calls, from 0, in the order they ran."""
+    prefix: str = ""
+    """What the call wrote before the answer's first character (``{"respuesta":"`` for a JSON answer whose
+    first key is the answer, ``""`` for prose)."""
 
 
 class ExecutedOperation(BaseModel):
@@ -77,14 +90,12 @@ class TurnResult(BaseModel):
     ``<tool_call>`` tag) that the engine recovered into real tool calls; always 0 in planner mode."""
     model_ms: float = 0.0
     """Measured wall time spent inside model calls."""
-    simulated_model_ms: float | None = None
-    """Model time under a latency profile (offline model only); ``None`` without a profile."""
     first_answer_ms: float | None = None
     """Measured time from the turn's start to the first piece of answer text reaching the caller; set by
     ``astream`` (``None`` for ``ask``/``aask``, where the whole answer arrives at ``total_ms``)."""
-    simulated_first_answer_ms: float | None = None
-    """``first_answer_ms`` under a latency profile (offline model only): simulated time of the calls before
-    the answering call, plus that call's time to its first answer token."""
+    first_answer_call: FirstAnswerCall | None = None
+    """Which model call wrote the first answer text, and what it wrote before it; ``None`` when no model
+    wrote an answer (a refused input, a failed call, an answer the ERP rendered itself)."""
     harness_ms: float = 0.0
     """Everything except measured model time: context building, validation, execution, storage."""
     total_ms: float = 0.0

@@ -17,7 +17,7 @@ from shared.turn import FailureKind, TurnResult
 from shared.turn_steps import AnswerClock, text_of
 from toolcalling_mode._outcome import Outcome
 from toolcalling_mode._run import AgentRun
-from toolcalling_mode._streaming import AnswerSteps, simulated_first_answer_ms
+from toolcalling_mode._streaming import AnswerSteps
 from toolcalling_mode.history import step_rows
 
 if TYPE_CHECKING:
@@ -116,8 +116,8 @@ def turn_result(
     mode: str, turn: Turn, run: AgentRun, kept: Kept, errors: list[str], steps: AnswerSteps | None
 ) -> TurnResult:
     """The turn's record. ``steps``: the answer decoders after the run (fed live or replayed); only a turn
-    whose answer the model wrote has a simulated time to its first answer token, whichever driver ran it
-    (text that a failed stream showed before breaking does not count, as ``ask`` never sees it)."""
+    whose answer the model wrote has a ``first_answer_call``, whichever driver ran it (text that a failed
+    stream showed before breaking does not count, as ``ask`` never sees it)."""
     tracker = turn.tracker
     first = steps.first if kept.answered and steps is not None else None
     total_ms = turn.clock.elapsed_ms()
@@ -138,9 +138,8 @@ def turn_result(
         connection_retries=tracker.connection_retries,
         recovered_tool_calls=run.recovered_tool_calls,
         model_ms=tracker.model_ms,
-        simulated_model_ms=tracker.simulated_model_ms,
         first_answer_ms=turn.clock.first_answer_ms,
-        simulated_first_answer_ms=simulated_first_answer_ms(tracker.simulated_calls, tracker.calls, first),
+        first_answer_call=first,
         harness_ms=max(0.0, total_ms - tracker.model_ms),
         total_ms=total_ms,
         errors=errors,

@@ -19,8 +19,8 @@ set apart from it (:data:`STEP_SEPARATOR`), and ``TurnResult.answer`` supersedes
 ``[``, ``<tool_call>``) is held back until the step ends, and shown only if it is not one
 (:func:`~toolcalling_mode.text_tool_calls.looks_like_text_tool_call`).
 
-:attr:`AnswerSteps.first` keeps which step wrote the first answer text and what it wrote before: the inputs
-of the simulated time to the first answer token (:func:`simulated_first_answer_ms`).
+:attr:`AnswerSteps.first` keeps which step (model call) wrote the first answer text and what it wrote before
+(:class:`~shared.turn.FirstAnswerCall`).
 """
 
 from __future__ import annotations
@@ -28,28 +28,17 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from pydantic_core import from_json
 
-from shared.llm.usage import SimulatedCall, first_text_ms
 from shared.text import split_reasoning, strip_reasoning
+from shared.turn import FirstAnswerCall
 from toolcalling_mode.text_tool_calls import looks_like_text_tool_call
 
 STEP_SEPARATOR = "\n\n"
 """Put before the text of a step when an earlier step of the turn already showed some (a preamble)."""
-
-
-@dataclass(frozen=True)
-class FirstAnswer:
-    """Where a turn's first answer text came from."""
-
-    step: int
-    """0-based index of the model call that wrote it."""
-    prefix: str
-    """What that call wrote before the first answer character (a ``<think>`` block, ``{"respuesta": "``)."""
 
 
 _TOOL_CALL_OPENINGS = ("```", "{", "[", "<tool_call>")
@@ -145,7 +134,7 @@ class AnswerSteps:
         self._answer_tools = frozenset(answer_tools)
         self.step = -1
         """Index of the current step (``-1`` before the first)."""
-        self.first: FirstAnswer | None = None
+        self.first: FirstAnswerCall | None = None
         """Set when the first answer text is decoded."""
         self._step_id: str | None = None
         self._shown_step: int | None = None
@@ -202,7 +191,7 @@ class AnswerSteps:
         if not delta:
             return ""
         if self.first is None:
-            self.first = FirstAnswer(step=self.step, prefix=channel.prefix or "")
+            self.first = FirstAnswerCall(call=self.step, prefix=channel.prefix or "")
         if self._shown_step is not None and self._shown_step != self.step:
             delta = STEP_SEPARATOR + delta
         self._shown_step = self.step
@@ -226,18 +215,3 @@ class AnswerSteps:
             for call in message.tool_calls
             if call["name"] in self._answer_tools
         ]
-
-
-def simulated_first_answer_ms(
-    calls: Sequence[SimulatedCall], model_calls: int, first: FirstAnswer | None
-) -> float | None:
-    """Simulated time to the first answer token: the simulated time of the calls before the answering call,
-    plus that call's time to its first token, plus the tokens it wrote before the answer (``prefix``).
-
-    ``calls`` are the tracker's :class:`~shared.llm.usage.SimulatedCall` s in completion order (the agent's
-    calls run one after another). ``None`` unless there was answer text and every one of the turn's
-    ``model_calls`` reported its simulated timings.
-    """
-    if first is None or not calls or len(calls) != model_calls or first.step >= len(calls):
-        return None
-    return first_text_ms((call.total_ms for call in calls[: first.step]), calls[first.step], first.prefix)

@@ -21,8 +21,7 @@ LangGraph's ``messages`` stream, so that it yields :mod:`shared.events` as they 
 tool result, the answer in ``AnswerDelta`` s (:mod:`toolcalling_mode._streaming`), then ``TurnDone``.
 ``aask`` drains the same turn without a reader (models not asked to stream; the answer text is read from the
 run afterwards) and returns ``TurnDone.result``; ``ask`` runs ``aask`` to completion. Only ``astream`` sets
-``first_answer_ms``; every entry point sets ``simulated_first_answer_ms`` for a turn whose answer the model
-wrote, when every model call reported simulated timings.
+``first_answer_ms``; every entry point sets ``first_answer_call`` for a turn whose answer the model wrote.
 
 **Callbacks.** ``config`` (``callbacks``, ``tags``, ``metadata``, ``run_name``) applies to one chain run
 named ``"<mode> turn"`` (or ``run_name``), parent of the compiled agent's run and so of every model call and

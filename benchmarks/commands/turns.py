@@ -279,12 +279,9 @@ def print_details(result: TurnResult) -> None:
         console.print_json(json.dumps(result.plan, ensure_ascii=False))
     if result.operations:
         console.print(table)
-    simulated = (
-        "" if result.simulated_model_ms is None else f", simulated model {result.simulated_model_ms:.0f} ms"
-    )
     console.print(
         f"[dim]{result.mode}: {result.model_calls} model call(s), {result.input_tokens} in / "
-        f"{result.output_tokens} out tokens, model {result.model_ms:.1f} ms{simulated}, "
+        f"{result.output_tokens} out tokens, model {result.model_ms:.1f} ms, "
         f"harness {result.harness_ms:.1f} ms[/]"
     )
     for error in result.errors:

@@ -11,17 +11,15 @@ that report it, llama.cpp's among them), by ``langchain-google-genai`` from ``ca
 and by the offline model from its model of a prefix cache (:mod:`benchmarks.stand_ins.offline._cache`).
 ``langchain-ollama`` reports none (Ollama's API has no such count), so Ollama turns show 0 cached tokens.
 
-It also keeps one :class:`SimulatedCall` per call whose reply reports simulated timing (the offline model
-with a latency profile), in completion order, so a turn's simulated time to its first answer token can be
-computed: the ``total_ms`` of the calls before the answering call, plus that call's ``first_token_ms``, plus
-the tokens written before the answer text times ``ms_per_output_token``.
+Simulated model time (the offline stand-in under a latency profile) is not counted here: the benchmark reads
+it from the calls it records itself (:mod:`benchmarks.simulated_timing`).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -30,32 +28,9 @@ from uuid import UUID
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
 from shared.llm.provider_errors import usage_from_error
-from shared.llm.tokens import approx_tokens
-
-
-class SimulatedCall(BaseModel):
-    """The simulated timing of one model call, from its reply's ``response_metadata``."""
-
-    model_config = ConfigDict(frozen=True)
-
-    total_ms: float = Field(description="``simulated_latency_ms``: the whole call, prompt to last token.")
-    first_token_ms: float = Field(
-        description="``simulated_first_token_ms``: overhead, prefill and the first output token."
-    )
-    ms_per_output_token: float = Field(
-        description="``simulated_ms_per_token``: decode time of each further output token."
-    )
-
-
-def first_text_ms(earlier_ms: Iterable[float], answering: SimulatedCall, prefix: str) -> float:
-    """Simulated time until a reader sees the first answer text: the whole of each earlier call
-    (``earlier_ms``), the answering call's time to its first token, then the tokens it writes before the
-    answer's first character (``prefix``, e.g. ``{"respuesta":"``; empty for prose) at its decode rate.
-    The one formula both modes use for ``TurnResult.simulated_first_answer_ms``."""
-    return sum(earlier_ms) + answering.first_token_ms + approx_tokens(prefix) * answering.ms_per_output_token
 
 
 class UsageSnapshot(BaseModel):
@@ -68,8 +43,6 @@ class UsageSnapshot(BaseModel):
     cached_input_tokens: int = 0
     unreported_calls: int = 0
     connection_retries: int = 0
-    simulated_model_ms: float | None
-    simulated_calls: list[SimulatedCall] = Field(default_factory=list)
 
 
 class UsageTracker(BaseCallbackHandler):
@@ -88,11 +61,6 @@ class UsageTracker(BaseCallbackHandler):
       answered (:mod:`shared.llm.connection_retry`); the tracker is the current one for retries from the
       moment a run starts, in the run's context.
     - ``model_ms``: measured wall time between a run's start and its end or error, summed over runs.
-    - ``simulated_model_ms``: sum of ``response_metadata["simulated_latency_ms"]``; ``None`` until a model
-      reports one (only the offline model with a latency profile does).
-    - ``simulated_calls``: one :class:`SimulatedCall` per generation whose ``response_metadata`` reports
-      ``simulated_latency_ms``, ``simulated_first_token_ms`` and ``simulated_ms_per_token``, in the order the
-      calls completed (failed calls report none).
     """
 
     raise_error = False
@@ -108,8 +76,6 @@ class UsageTracker(BaseCallbackHandler):
         self.calls = self.input_tokens = self.output_tokens = self.cached_input_tokens = 0
         self.unreported_calls = self.connection_retries = 0
         self.model_ms = 0.0
-        self.simulated_model_ms: float | None = None
-        self.simulated_calls: list[SimulatedCall] = []
 
     # -- callbacks ----------------------------------------------------------------------------------------
 
@@ -136,9 +102,6 @@ class UsageTracker(BaseCallbackHandler):
             self.cached_input_tokens += usage.cached_input_tokens
             if not usage.reported:
                 self.unreported_calls += 1
-            if usage.simulated_ms is not None:
-                self.simulated_model_ms = (self.simulated_model_ms or 0.0) + usage.simulated_ms
-            self.simulated_calls.extend(usage.simulated_calls)
 
     def on_llm_error(
         self, error: BaseException, *, run_id: UUID, response: LLMResult | None = None, **kwargs: Any
@@ -216,18 +179,13 @@ class _Usage:
     input_tokens: int = 0
     output_tokens: int = 0
     cached_input_tokens: int = 0
-    simulated_ms: float | None = None
-    simulated_calls: tuple[SimulatedCall, ...] = ()
-    """One per generation that reports all three simulated timings (:data:`_TIMING_KEYS`)."""
     reported: bool = True
     """Whether some generation carried ``usage_metadata`` (a response with no generation counts as one)."""
 
 
 def _generation_usage(response: LLMResult) -> _Usage:
-    """Input, output and cached input tokens and simulated latency summed over every chat generation."""
+    """Input, output and cached input tokens summed over every chat generation."""
     input_tokens = output_tokens = cached = 0
-    simulated: float | None = None
-    calls: list[SimulatedCall] = []
     seen = reported = False
     for generations in response.generations:
         for generation in generations:
@@ -240,15 +198,7 @@ def _generation_usage(response: LLMResult) -> _Usage:
                 input_tokens += int(usage.get("input_tokens", 0) or 0)
                 output_tokens += int(usage.get("output_tokens", 0) or 0)
                 cached += _cache_read(usage)
-            metadata = generation.message.response_metadata
-            total, first, per_token = (_number(metadata.get(key)) for key in _TIMING_KEYS)
-            if total is not None:
-                simulated = (simulated or 0.0) + total
-                if first is not None and per_token is not None:
-                    calls.append(
-                        SimulatedCall(total_ms=total, first_token_ms=first, ms_per_output_token=per_token)
-                    )
-    return _Usage(input_tokens, output_tokens, cached, simulated, tuple(calls), reported=reported or not seen)
+    return _Usage(input_tokens, output_tokens, cached, reported=reported or not seen)
 
 
 def _cache_read(usage: Mapping[str, Any]) -> int:
@@ -256,12 +206,3 @@ def _cache_read(usage: Mapping[str, Any]) -> int:
     details = usage.get("input_token_details")
     value = details.get("cache_read") if isinstance(details, Mapping) else None
     return int(value) if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-
-
-def _number(value: Any) -> float | None:
-    """``value`` as a float when it is an int or float (not a bool), else ``None``."""
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-_TIMING_KEYS = ("simulated_latency_ms", "simulated_first_token_ms", "simulated_ms_per_token")
-"""The ``response_metadata`` keys a :class:`SimulatedCall` is read from, in its fields' order."""

@@ -292,7 +292,6 @@ async def test_a_streamed_call_is_reported_to_callbacks_with_its_usage() -> None
             answers.append(item)
     assert len(answers) == 1
     assert tracker.snapshot() == reference.snapshot().model_copy(update={"model_ms": tracker.model_ms})
-    assert tracker.simulated_model_ms is not None and tracker.simulated_model_ms > 0
 
 
 def test_provider_failures_keep_their_kind(toy_registry: OperationRegistry) -> None:

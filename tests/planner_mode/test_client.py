@@ -12,7 +12,6 @@ import ssl
 import threading
 from collections.abc import AsyncIterator, Callable
 from datetime import date
-from types import SimpleNamespace
 from typing import Any
 from uuid import UUID
 
@@ -25,7 +24,6 @@ from langchain_core.runnables import RunnableConfig
 from planner_mode.ai import PlannerAI
 from planner_mode.client import AICallError, AIClient, InProcessAIClient, last_item
 from planner_mode.http_client import HttpAIClient
-from planner_mode.plan import OperationOutcome
 from planner_mode.wire import NDJSON, CallUsage, RespondResponse
 from shared.errors import (
     ConfigurationError,
@@ -40,7 +38,7 @@ from tests.planner_mode.planner_fakes import scripted, text_model
 
 CONTEXT = ConversationContext(hoy=date(2026, 11, 30))
 PLAN = {"operaciones": [{"funcion": "ventas_anuales", "parametros": {"anio": 2025}}], "pregunta": "q"}
-USAGE = {"model_calls": 1, "input_tokens": 7, "output_tokens": 3, "model_ms": 1.5, "simulated_model_ms": None}
+USAGE = {"model_calls": 1, "input_tokens": 7, "output_tokens": 3, "model_ms": 1.5}
 
 
 Call = Callable[..., Any]
@@ -298,55 +296,12 @@ async def test_without_a_config_the_call_is_still_measured() -> None:
 # -- usage on the wire ---------------------------------------------------------------------------------------
 
 
-def test_call_usage_takes_the_simulated_token_times_of_the_trackers_last_call() -> None:
-    tracker = SimpleNamespace(
-        calls=2,
-        input_tokens=10,
-        output_tokens=4,
-        model_ms=3.0,
-        simulated_model_ms=900.0,
-        simulated_calls=[
-            SimpleNamespace(total_ms=400.0, first_token_ms=150.0, ms_per_output_token=20.0),
-            SimpleNamespace(total_ms=500.0, first_token_ms=180.0, ms_per_output_token=25.0),
-        ],
+def test_usage_from_a_server_that_sends_more_fields_still_reads() -> None:
+    # A newer or older server may send usage fields this client does not know: they are ignored.
+    usage = CallUsage.model_validate(
+        {"model_calls": 1, "input_tokens": 2, "output_tokens": 3, "model_ms": 4.0, "simulated_model_ms": 9.0}
     )
-    usage = CallUsage.from_tracker(tracker)
-    assert (usage.simulated_first_token_ms, usage.simulated_ms_per_token) == (180.0, 25.0)
-    assert CallUsage.total([usage, usage]).simulated_first_token_ms is None  # per call: no sum
-
-
-def test_call_usage_without_simulated_calls_has_no_token_times() -> None:
-    tracker = SimpleNamespace(
-        calls=1, input_tokens=1, output_tokens=1, model_ms=1.0, simulated_model_ms=None, simulated_calls=[]
-    )
-    usage = CallUsage.from_tracker(tracker)
-    assert usage.simulated_first_token_ms is None and usage.simulated_ms_per_token is None
-
-
-async def test_a_latency_profile_gives_each_call_its_simulated_token_times() -> None:
-    from benchmarks.stand_ins.latency import resolve_latency_profile
-    from shared.llm import build_chat_model
-
-    profile = resolve_latency_profile("gpu-8b")
-    client = InProcessAIClient(PlannerAI(build_chat_model("offline", latency_profile="gpu-8b")))
-    results = [OperationOutcome(funcion="ventas_anuales", parametros={"anio": 2025}, resultado={"total": 5})]
-    streamed = [item async for item in client.answer("¿Cuánto vendimos en 2025?", results, CONTEXT)]
-    usage = streamed[-1].usage
-    assert isinstance(streamed[-1], RespondResponse)
-    # (the offline model reports its times rounded to the microsecond)
-    assert usage.simulated_first_token_ms == pytest.approx(
-        profile.first_token_ms(usage.input_tokens), abs=1e-3
-    )
-    assert usage.simulated_ms_per_token == pytest.approx(profile.ms_per_output_token, abs=1e-3)
-    assert usage.simulated_model_ms is not None and usage.simulated_model_ms > usage.simulated_first_token_ms
-
-
-def test_the_wire_format_stays_readable_both_ways() -> None:
-    # An older server's usage (no token times) still reads; an older client ignores the new fields.
-    old = CallUsage.model_validate({"model_calls": 1, "input_tokens": 2, "output_tokens": 3, "model_ms": 4.0})
-    assert old.simulated_first_token_ms is None
-    new = CallUsage(simulated_first_token_ms=1.0, simulated_ms_per_token=2.0).model_dump()
-    assert {"simulated_first_token_ms", "simulated_ms_per_token"} <= set(new)
+    assert (usage.model_calls, usage.input_tokens, usage.output_tokens) == (1, 2, 3)
 
 
 # -- NDJSON streams over HTTP --------------------------------------------------------------------------------

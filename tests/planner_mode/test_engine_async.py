@@ -35,17 +35,16 @@ from shared.erp.users import caller_for
 from shared.errors import ConversationAccessDenied
 from shared.events import AnswerDelta, OperationDone, PlanReady, TurnDone, TurnEvent
 from shared.llm import build_chat_model
-from shared.llm.tokens import approx_tokens
 from shared.memory.store import MemoryStore
 from shared.operations.registry import OperationRegistry
 from shared.security import DEMO_CALLER, Caller
-from shared.turn import TurnResult
+from shared.turn import FirstAnswerCall, TurnResult
 from tests.planner_mode.planner_fakes import scripted, text_model
 
 Entry = Literal["ask", "aask", "astream"]
 ENTRIES: tuple[Entry, ...] = ("ask", "aask", "astream")
 
-TIMINGS = {"model_ms", "harness_ms", "total_ms", "first_answer_ms", "simulated_first_answer_ms"}
+TIMINGS = {"model_ms", "harness_ms", "total_ms", "first_answer_ms"}
 """What differs between two runs of one turn: measured times (and ``first_answer_ms``, ``astream``'s own)."""
 
 TWO_OPERATIONS = "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?"
@@ -620,66 +619,35 @@ class FixedClient:
         yield RespondResponse(answer=Answer(respuesta="Vendimos ₲850.000.000."), usage=self.answer_usage)
 
 
-SIMULATED = CallUsage(
-    model_calls=1, simulated_model_ms=1000.0, simulated_first_token_ms=300.0, simulated_ms_per_token=20.0
-)
-
-
 @pytest.mark.parametrize("entry", ENTRIES)
 @pytest.mark.parametrize(
-    "plan, usages, expected",
+    "plan, expected",
     [
-        (ONE_OPERATION, (SIMULATED, SIMULATED), 1000 + 300 + approx_tokens(ANSWER_PREFIX) * 20),
-        (
-            {"respuesta_directa": "¡Hola!"},
-            (SIMULATED, SIMULATED),
-            300 + approx_tokens(DIRECT_ANSWER_PREFIX) * 20,
-        ),
-        (ONE_OPERATION, (CallUsage(model_calls=1), CallUsage(model_calls=1)), None),
-        (ONE_OPERATION, (CallUsage(model_calls=1), SIMULATED), None),
+        (ONE_OPERATION, FirstAnswerCall(call=1, prefix=ANSWER_PREFIX)),
+        ({"respuesta_directa": "¡Hola!"}, FirstAnswerCall(call=0, prefix=DIRECT_ANSWER_PREFIX)),
     ],
-    ids=[
-        "call-1-then-call-2-to-its-first-answer-token",
-        "direct-answer-call-1-to-its-first-answer-token",
-        "no-profile",
-        "partial",
-    ],
+    ids=["call-2-writes-the-answer", "call-1-writes-a-direct-answer"],
 )
-async def test_simulated_first_answer_time_is_the_calls_before_plus_the_answering_calls_first_token(
+async def test_the_result_says_which_call_wrote_the_answer_and_what_came_before_it(
     toy_registry: OperationRegistry,
     toy_erp: Erp,
     memory_store: MemoryStore,
     entry: Entry,
     plan: dict[str, Any],
-    usages: tuple[CallUsage, CallUsage],
-    expected: float | None,
+    expected: FirstAnswerCall,
 ) -> None:
-    client = FixedClient(Plan.model_validate(plan), *usages)
+    one_call = CallUsage(model_calls=1)
+    client = FixedClient(Plan.model_validate(plan), one_call, one_call)
     result = await run_turn(
         PlannerEngine(toy_registry, toy_erp, memory_store, client), entry, "t", "¿Ventas?"
     )
     assert result.recorded
-    assert result.simulated_first_answer_ms == expected
+    assert result.first_answer_call == expected
     assert (result.first_answer_ms is not None) == (entry == "astream")
 
 
-async def test_under_a_latency_profile_the_first_answer_token_comes_before_the_whole_turn(
-    registry: OperationRegistry, erp: Erp, memory_store: MemoryStore
-) -> None:
-    engine = offline_engine(registry, erp, memory_store, latency_profile="gpu-8b")
-    _events, result = await streamed(engine, "t", TWO_OPERATIONS)
-    assert result.simulated_model_ms is not None and result.simulated_first_answer_ms is not None
-    assert 0 < result.simulated_first_answer_ms < result.simulated_model_ms
-    # A fresh engine (a fresh model, its prompt cache empty) gives ask the same turn to simulate.
-    cold = offline_engine(registry, erp, memory_store, latency_profile="gpu-8b")
-    assert (
-        cold.ask("u", TWO_OPERATIONS, DEMO_CALLER).simulated_first_answer_ms
-        == result.simulated_first_answer_ms
-    )
-
-
 def test_the_fixed_client_is_an_ai_client() -> None:
-    assert isinstance(FixedClient(Plan.model_validate(ONE_OPERATION), SIMULATED, SIMULATED), AIClient)
+    assert isinstance(FixedClient(Plan.model_validate(ONE_OPERATION), CallUsage(), CallUsage()), AIClient)
 
 
 # -- over HTTP -----------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from langchain_core.messages import BaseMessage
 
 from benchmarks.serving import ServerThread
 from planner_mode import HttpAIClient, PlannerEngine, create_app
+from planner_mode.bookkeeping import ANSWER_PREFIX
 from planner_mode.client import last_item
 from planner_mode.plan import OperationOutcome
 from planner_mode.wire import AnalyzeResponse, RespondResponse
@@ -24,6 +25,7 @@ from shared.memory.context import ConversationContext
 from shared.memory.store import MemoryStore
 from shared.operations.registry import OperationRegistry, OperationSpec
 from shared.security import DEMO_CALLER
+from shared.turn import FirstAnswerCall
 from tests.fakes import CallInfo, FunctionChatModel
 from tests.planner_mode.planner_fakes import is_plan_request, results_of, text_model
 
@@ -272,19 +274,11 @@ def test_one_client_serves_loops_in_several_threads_at_once(
     assert len(results) == 9 and len({r.plan.model_dump_json() for r in results}) == 1
 
 
-def test_the_simulated_token_times_of_a_call_travel_over_http() -> None:
-    model = uncached_offline_model(latency_profile="gpu-8b")
-    with ServerThread(create_app(model)) as server, HttpAIClient([server.url], timeout=30) as client:
-        usage = asyncio.run(last_item(client.answer(QUESTION, RESULTS, CONTEXT))).usage
-    assert usage.simulated_first_token_ms is not None and usage.simulated_ms_per_token is not None
-    assert usage.simulated_model_ms is not None and usage.simulated_model_ms > usage.simulated_first_token_ms
-
-
-def test_the_engine_streams_a_turn_through_http_with_the_same_result_and_simulated_first_token(
+def test_the_engine_streams_a_turn_through_http_with_the_same_result(
     registry: OperationRegistry, erp: Erp, memory_store: MemoryStore
 ) -> None:
-    """The engine over AI servers (offline, ``gpu-8b``): ``astream`` gives several answer deltas, the same
-    turn as ``ask`` (its result and record), and the simulated time to the first answer token."""
+    """The engine over AI servers (offline, ``gpu-8b``): ``astream`` gives several answer deltas and the same
+    turn as ``ask`` (its result and record)."""
     from shared.events import AnswerDelta, TurnDone
 
     model = uncached_offline_model(latency_profile="gpu-8b")
@@ -307,9 +301,9 @@ def test_the_engine_streams_a_turn_through_http_with_the_same_result_and_simulat
         asked.input_tokens,
         asked.output_tokens,
     )
-    assert streamed.simulated_model_ms == asked.simulated_model_ms
-    assert streamed.simulated_first_answer_ms is not None and streamed.simulated_model_ms is not None
-    assert 0 < streamed.simulated_first_answer_ms < streamed.simulated_model_ms
+    assert (
+        streamed.first_answer_call == asked.first_answer_call == FirstAnswerCall(call=1, prefix=ANSWER_PREFIX)
+    )
     assert [m.content for m in memory_store.history("streamed")] == [
         m.content for m in memory_store.history("sync")
     ]

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from langchain_core.messages import AIMessage, AIMessageChunk
 from langchain_core.messages.tool import tool_call_chunk
 
-from shared.llm.usage import SimulatedCall
-from toolcalling_mode._streaming import AnswerSteps, FirstAnswer, simulated_first_answer_ms
+from shared.turn import FirstAnswerCall
+from toolcalling_mode._streaming import AnswerSteps
 
 
 def chunk(text: str, step: str = "run-1", **fields: object) -> AIMessageChunk:
@@ -22,7 +21,7 @@ def test_plain_chunks_of_one_step_are_the_answer_without_the_reasoning() -> None
     deltas = [steps.feed(chunk(text)) for text in ["<think>", "hmm", "</think>\n", "Vendimos ", "₲850."]]
 
     assert "".join(deltas) + steps.finish() == "Vendimos ₲850."
-    assert steps.first == FirstAnswer(step=0, prefix="<think>hmm</think>\n")
+    assert steps.first == FirstAnswerCall(call=0, prefix="<think>hmm</think>\n")
 
 
 def test_a_new_message_id_starts_a_new_step() -> None:
@@ -35,7 +34,7 @@ def test_a_new_message_id_starts_a_new_step() -> None:
 
     assert delta == "Listo."
     assert steps.step == 1
-    assert steps.first == FirstAnswer(step=1, prefix="")
+    assert steps.first == FirstAnswerCall(call=1, prefix="")
 
 
 def test_arguments_of_ordinary_tool_calls_are_never_answer_text() -> None:
@@ -54,7 +53,7 @@ def test_structured_answers_stream_the_respuesta_field_of_the_json_content() -> 
     text = "".join(steps.feed(chunk(piece)) for piece in pieces)
 
     assert text == "Vendimos ₲850."
-    assert steps.first == FirstAnswer(step=0, prefix='{"respuesta": "')
+    assert steps.first == FirstAnswerCall(call=0, prefix='{"respuesta": "')
 
 
 def test_structured_answers_decode_escapes_split_across_chunks_and_skip_objects_without_the_field() -> None:
@@ -64,8 +63,8 @@ def test_structured_answers_decode_escapes_split_across_chunks_and_skip_objects_
     text = "".join(steps.feed(chunk(piece)) for piece in pieces)
 
     assert text == '₲850 "neto"'
-    assert steps.first == FirstAnswer(
-        step=0, prefix='<think>{"x": 1}</think>{"tema": "ventas"} {"respuesta": "'
+    assert steps.first == FirstAnswerCall(
+        call=0, prefix='<think>{"x": 1}</think>{"tema": "ventas"} {"respuesta": "'
     )
 
 
@@ -85,7 +84,7 @@ def test_a_whole_message_is_a_step_of_its_own() -> None:
 
     assert steps.feed(AIMessage(content="", id="same")) == ""
     assert steps.feed(answer) == "Hola."
-    assert steps.first is not None and steps.first.step == 1
+    assert steps.first is not None and steps.first.call == 1
 
 
 def test_text_held_back_at_the_end_of_a_step_comes_out_when_the_next_step_starts() -> None:
@@ -105,32 +104,4 @@ def test_replay_finds_the_same_first_answer_as_the_stream() -> None:
 
     steps = AnswerSteps.replay(None, (), messages)
 
-    assert steps.first == FirstAnswer(step=1, prefix="<think>x</think>")
-
-
-def test_simulated_first_answer_adds_earlier_calls_first_token_and_the_prefix_tokens() -> None:
-    calls = [
-        SimulatedCall(total_ms=500.0, first_token_ms=300.0, ms_per_output_token=10.0),
-        SimulatedCall(total_ms=900.0, first_token_ms=200.0, ms_per_output_token=20.0),
-    ]
-    first = FirstAnswer(step=1, prefix='{"respuesta": "')  # 15 characters: 4 tokens
-
-    assert simulated_first_answer_ms(calls, 2, first) == pytest.approx(500.0 + 200.0 + 4 * 20.0)
-
-
-@pytest.mark.parametrize(
-    ("reported", "model_calls", "first"),
-    [
-        ([], 2, FirstAnswer(step=1, prefix="")),  # the model reports no simulated latency
-        (
-            [SimulatedCall(total_ms=1, first_token_ms=1, ms_per_output_token=1)],
-            2,
-            FirstAnswer(step=1, prefix=""),
-        ),
-        ([SimulatedCall(total_ms=1, first_token_ms=1, ms_per_output_token=1)], 1, None),  # no answer text
-    ],
-)
-def test_simulated_first_answer_is_unknown_without_every_call_or_an_answer(
-    reported: list[SimulatedCall], model_calls: int, first: FirstAnswer | None
-) -> None:
-    assert simulated_first_answer_ms(reported, model_calls, first) is None
+    assert steps.first == FirstAnswerCall(call=1, prefix="<think>x</think>")

@@ -18,7 +18,7 @@ from benchmarks.stand_ins.offline import OfflineSalesModel
 from shared.errors import ProviderError
 from shared.llm.factory import build_chat_model
 from shared.llm.provider_errors import usage_from_error
-from shared.llm.usage import SimulatedCall, UsageTracker
+from shared.llm.usage import UsageTracker
 from tests.fakes import CallInfo, FunctionChatModel
 from tests.shared.llm.provider_fakes import ReplyServer, json_reply, length_error, openai_completion
 
@@ -49,14 +49,6 @@ def test_counts_calls_and_sums_tokens_over_calls() -> None:
     assert tracker.output_tokens == sum(r.usage_metadata["output_tokens"] for r in replies)  # type: ignore[index]
     assert tracker.total_tokens == tracker.input_tokens + tracker.output_tokens
     assert tracker.model_ms > 0
-    assert tracker.simulated_model_ms is None
-
-
-def test_sums_simulated_latency_when_reported() -> None:
-    tracker = UsageTracker()
-    model = OfflineSalesModel(latency_profile="gpu-8b")
-    replies = [model.invoke("hola", config={"callbacks": [tracker]}) for _ in range(3)]
-    assert tracker.simulated_model_ms == sum(r.response_metadata["simulated_latency_ms"] for r in replies)
 
 
 def test_streaming_and_tool_calls_are_counted_once(tools: list[StructuredTool]) -> None:
@@ -118,59 +110,13 @@ def test_reset_and_snapshot() -> None:
     OfflineSalesModel(latency_profile="gpu-8b").invoke("hola", config={"callbacks": [tracker]})
     _ended(tracker, _usage(100, 5, cache_read=64))
     snapshot = tracker.snapshot()
-    assert snapshot.calls == 2 and len(snapshot.simulated_calls) == 1 and snapshot.cached_input_tokens == 64
+    assert snapshot.calls == 2 and snapshot.cached_input_tokens == 64
     tracker.reset()
     assert tracker.snapshot().model_dump() == {
         "calls": 0, "input_tokens": 0, "output_tokens": 0, "model_ms": 0.0, "cached_input_tokens": 0,
-        "unreported_calls": 0, "connection_retries": 0, "simulated_model_ms": None, "simulated_calls": [],
+        "unreported_calls": 0, "connection_retries": 0,
     }  # fmt: skip
-    assert len(snapshot.simulated_calls) == 1  # a snapshot is a copy: reset does not empty it
-
-
-def test_each_call_reporting_simulated_timing_is_kept_in_completion_order() -> None:
-    tracker = UsageTracker()
-    model = OfflineSalesModel(latency_profile="cpu-8b")
-    replies = [
-        model.invoke(question, config={"callbacks": [tracker]})
-        for question in ("hola", "¿Qué puedes hacer por mí con las ventas de este año?")
-    ]
-    assert tracker.simulated_calls == [
-        SimulatedCall(
-            total_ms=r.response_metadata["simulated_latency_ms"],
-            first_token_ms=r.response_metadata["simulated_first_token_ms"],
-            ms_per_output_token=100.0,  # cpu-8b decodes 10 tokens per second
-        )
-        for r in replies
-    ]
-    assert tracker.simulated_calls[0].total_ms != tracker.simulated_calls[1].total_ms
-    assert tracker.simulated_model_ms == pytest.approx(sum(c.total_ms for c in tracker.simulated_calls))
-
-
-def test_a_streamed_call_reports_its_timing_once() -> None:
-    tracker = UsageTracker()
-    chunks = list(OfflineSalesModel(latency_profile="gpu-8b").stream("hola", config={"callbacks": [tracker]}))
-    assert len(chunks) > 2
-    assert len(tracker.simulated_calls) == 1
-    assert tracker.simulated_calls[0].total_ms == chunks[-1].response_metadata["simulated_latency_ms"]
-
-
-def test_calls_without_simulated_timing_or_with_only_part_of_it_are_not_kept() -> None:
-    tracker = UsageTracker()
-    OfflineSalesModel().invoke("hola", config={"callbacks": [tracker]})
-    run_id = uuid4()
-    tracker.on_chat_model_start({}, [[]], run_id=run_id)
-    partial = AIMessage("a", response_metadata={"simulated_latency_ms": 10.0, "simulated_ms_per_token": True})
-    tracker.on_llm_end(LLMResult(generations=[[ChatGeneration(message=partial)]]), run_id=run_id)
-    assert tracker.simulated_calls == []
-    assert tracker.simulated_model_ms == 10.0
-
-
-def test_a_failed_call_reports_no_simulated_timing() -> None:
-    tracker = UsageTracker()
-    model = OfflineSalesModel(latency_profile="gpu-8b", faults=FaultConfig(mode="stream_break"))
-    with pytest.raises(ProviderError):
-        list(model.stream("hola, ¿qué puedes hacer?", config={"callbacks": [tracker]}))
-    assert tracker.calls == 1 and tracker.simulated_calls == []
+    assert snapshot.calls == 2  # a snapshot is a copy: reset does not empty it
 
 
 def test_a_broken_stream_counts_the_tokens_it_used_before_the_break() -> None:
@@ -199,7 +145,6 @@ def test_thread_safe_under_concurrent_calls() -> None:
         thread.join()
     assert tracker.calls == 40
     assert tracker.input_tokens == 40 * model.invoke("hola").usage_metadata["input_tokens"]  # type: ignore[index]
-    assert len(tracker.simulated_calls) == 40
 
 
 def test_a_failed_call_counts_the_tokens_the_provider_reported_in_the_error() -> None:
