@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 import time
@@ -12,14 +13,19 @@ from fastapi import FastAPI
 
 
 class ServerThread:
-    """A uvicorn server for ``app`` on ``127.0.0.1:port`` (port 0 picks a free one); ``stop()`` ends it."""
+    """A uvicorn server for ``app`` on ``127.0.0.1:port`` (port 0 picks a free one); ``stop()`` ends it.
 
-    def __init__(self, app: FastAPI, port: int = 0) -> None:
+    ``http`` is uvicorn's HTTP protocol (e.g. :class:`planner_mode.server_protocol.HeadTimeoutH11Protocol`,
+    as ``erp-ai serve`` runs it)."""
+
+    def __init__(self, app: FastAPI, port: int = 0, *, http: type[asyncio.Protocol] | str = "auto") -> None:
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", port))
         self.port: int = self.sock.getsockname()[1]
-        config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1)
+        config = uvicorn.Config(
+            app, http=http, log_level="warning", lifespan="off", timeout_graceful_shutdown=1
+        )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
 

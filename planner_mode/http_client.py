@@ -2,7 +2,9 @@
 
 Both calls stream (``Accept: application/x-ndjson``, :mod:`planner_mode.wire`); a server that answers with
 one JSON body instead gives just the final response. Every failure, before or during the stream, is an
-:class:`~planner_mode.client.AICallError` carrying what the call cost.
+:class:`~planner_mode.client.AICallError` carrying what the call cost, but one: a server that refuses the
+bearer token (401) raises :class:`AIServerUnauthorized`, a configuration error, out of the engine's turn,
+since asking again cannot help.
 """
 
 from __future__ import annotations
@@ -46,12 +48,26 @@ from shared.errors import (
 from shared.memory.context import ConversationContext
 from shared.operations.registry import OperationSpec
 
-__all__ = ["DEFAULT_TIMEOUT_S", "HttpAIClient"]
+__all__ = ["DEFAULT_TIMEOUT_S", "AIServerUnauthorized", "HttpAIClient"]
 
 R = TypeVar("R", bound=BaseModel)
 
 DEFAULT_TIMEOUT_S = 120.0
 """Default bound of one AI-server request, the model's time included (the providers' default too)."""
+
+
+class AIServerUnauthorized(ConfigurationError):
+    """The AI server at :attr:`url` refused the request for its bearer token (HTTP 401): the client has no
+    token, or not the one the server was started with. A setting to change, not a provider failure: it is
+    raised as itself (never as an :class:`AICallError`), so a turn ends in it instead of in a failed turn
+    that would invite the user to try again, and no model was called."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        super().__init__(
+            f"The AI server {url} refused the request: missing or wrong bearer token (HTTP 401). Give the "
+            "client the token the server was started with (HttpAIClient(token=...))."
+        )
 
 
 def _cause(error: ErrorResponse) -> ModelOutputError | ProviderError:
@@ -152,7 +168,8 @@ class _Exchange:
         return response.status_code == 200 and media_type == NDJSON
 
     def read(self, response: httpx.Response, response_model: type[R]) -> R:
-        """The result of a read response, or the :class:`AICallError` its status and body stand for."""
+        """The result of a read response, or the :class:`AICallError` its status and body stand for
+        (:class:`AIServerUnauthorized` for a 401)."""
         if response.status_code == 200:
             try:
                 return response_model.model_validate_json(response.content)
@@ -167,9 +184,7 @@ class _Exchange:
         if response.status_code == 502 and error is not None:
             raise AICallError(_cause(error), error.usage)
         if response.status_code == 401:
-            raise AICallError(
-                ProviderError(f"AI server {self.url} rejected the request: missing or wrong token.")
-            )
+            raise AIServerUnauthorized(self.url)
         detail = error.error if error is not None else response.text[:300]
         raise AICallError(
             ProviderError(f"AI server {self.url} answered HTTP {response.status_code}: {detail}")
@@ -225,7 +240,8 @@ class HttpAIClient:
     is never repeated, so a turn never makes more model calls than planned. ``timeout`` bounds each request,
     the model's time included (for a stream: each wait for the next line); ``connect_timeout`` (at most
     ``timeout``) bounds opening a connection, so that an unreachable server is skipped quickly.
-    ``transport`` is for tests (``httpx.MockTransport``).
+    ``transport`` is for tests (``httpx.MockTransport``). A server that refuses ``token`` (401) raises
+    :class:`AIServerUnauthorized` from the call, and so from the engine's ``ask``/``astream``.
 
     The ``config`` argument of every method is accepted for the :class:`AIClient` interface and not sent: the
     model calls happen in the server's process, so callbacks and tracing handlers of this process do not see

@@ -12,6 +12,8 @@ never a stack trace. In the order a request meets them:
   the token; fetch the schema with the header instead). Without a token everything is open: bind a loopback
   address, or see :func:`bind_warning`.
 - **Body size**: more than ``max_body_bytes``: 413.
+- **Body read time**: a body not all received within ``read_timeout_s`` of the request's head: 408, kind
+  ``request_timeout``, and the connection is closed (``Connection: close``).
 - **Unknown path or method**: 404, kind ``not_found``; 405, kind ``method_not_allowed``, with an ``Allow``
   header (after the token: without it, any path but ``/healthz`` is a 401).
 - **Invalid body**: 422, kind ``invalid_request``, ``detail`` naming the fields. That covers bodies that are
@@ -53,6 +55,18 @@ The endpoints are ``async``: the model is called with ``ainvoke``/``astream``, n
 A body larger than :data:`INLINE_PARSE_BYTES` is parsed in a worker thread, so that reading it does not hold
 up the other requests (``/healthz`` included); every request's text is bounded (above), so what is left on
 the event loop per request (validation, prompt rendering) is bounded too.
+
+**Slow clients.** A client that sends its request slowly, or stops halfway, does not hold a connection for
+longer than the read timeout (default :data:`DEFAULT_READ_TIMEOUT_S` s; ``erp-ai serve --read-timeout`` or
+``ERP_AI_READ_TIMEOUT``): the request's line and headers must be complete within it, counted from the
+connection's start and again from the end of each response (or the connection is closed without an answer:
+:class:`~planner_mode.server_protocol.HeadTimeoutH11Protocol`, uvicorn's h11 protocol with the timer that
+uvicorn lacks), and its body within it once the head has arrived (or 408, above: :class:`BodyReadTimeout`).
+``erp-ai serve`` runs uvicorn with that protocol, and with uvicorn's own bounds: an idle keep-alive
+connection closed after 5 s, a head buffered up to 8 KiB, at most 1,024 connections and requests per worker
+(more are answered 503). Served another way, the protocol must be named, or only the body is bounded: from
+Python ``uvicorn.run(..., http=HeadTimeoutH11Protocol)``; on uvicorn's command line (a version whose
+``--http`` takes an import path) ``--http planner_mode.server_protocol:HeadTimeoutH11Protocol``.
 
 **Garbage collection.** Served by :func:`app_from_env` (``erp-ai serve``), the app tunes Python's cyclic
 garbage collector for its lifetime (:func:`serving_gc`): the objects that exist once the server has started
@@ -97,24 +111,30 @@ from planner_mode.server_endpoints import (
 )
 from planner_mode.server_limits import (
     DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_READ_TIMEOUT_S,
     INLINE_PARSE_BYTES,
     KIND_BY_STATUS,
     TOKEN_ENV,
     BearerAuth,
+    BodyReadTimeout,
     BodySizeLimit,
     RequestLog,
     bind_warning,
     effective_token,
+    env_number,
     outcome_of,
+    read_timeout_from_env,
 )
 from planner_mode.wire import ErrorKind, ErrorResponse, FieldError
 from shared.errors import ConfigurationError
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
+    "DEFAULT_READ_TIMEOUT_S",
     "INLINE_PARSE_BYTES",
     "SERVING_GC_THRESHOLD",
     "BearerAuth",
+    "BodyReadTimeout",
     "BodySizeLimit",
     "RequestLog",
     "app_from_env",
@@ -155,12 +175,14 @@ def create_app(
     token: str | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     *,
+    read_timeout_s: float = DEFAULT_READ_TIMEOUT_S,
     tune_gc: bool = False,
 ) -> FastAPI:
     """Build the AI server around a plan model and (optionally different) answer model.
 
     ``token`` enables bearer-token auth; ``None`` falls back to ``$ERP_AI_SERVER_TOKEN`` and an empty value
     disables auth. With a token, ``/docs`` and ``/redoc`` are off and ``/openapi.json`` needs the token.
+    ``read_timeout_s`` bounds the time a request's body may take to arrive (408 after it).
     ``tune_gc`` runs the app under :func:`serving_gc` (from its startup to its shutdown).
     """
     expected = effective_token(token)
@@ -175,8 +197,9 @@ def create_app(
     )
     app.router.route_class = StrictJSONRoute
     # Starlette runs the middleware added last first: every request is logged, the token is checked before
-    # the body size is counted.
+    # the body is read, and the body is read against the clock and counted.
     app.add_middleware(BodySizeLimit, max_body_bytes=max_body_bytes)
+    app.add_middleware(BodyReadTimeout, timeout_s=read_timeout_s)
     if expected is not None:
         app.add_middleware(BearerAuth, token=expected)
     app.add_middleware(RequestLog)
@@ -269,8 +292,9 @@ def app_from_env() -> FastAPI:
 
     ``ERP_AI_PROVIDER`` (default ``offline``), ``ERP_AI_MODEL``, ``ERP_AI_PLAN_MODEL`` and
     ``ERP_AI_ANSWER_MODEL`` (default ``ERP_AI_MODEL``), ``ERP_AI_BASE_URL``, ``ERP_AI_SERVER_TOKEN``,
-    ``ERP_AI_MAX_BODY_BYTES``, ``ERP_AI_MAX_TOKENS`` (output cap of each call, default 1024) and
-    ``ERP_AI_TIMEOUT`` (seconds per model request, default 120).
+    ``ERP_AI_MAX_BODY_BYTES``, ``ERP_AI_READ_TIMEOUT`` (seconds a request's body may take to arrive,
+    default 30; the same bound on its head is the protocol's, see the module docstring), ``ERP_AI_MAX_TOKENS``
+    (output cap of each call, default 1024) and ``ERP_AI_TIMEOUT`` (seconds per model request, default 120).
     """
     from shared.llm.factory import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S, build_chat_model
 
@@ -283,9 +307,10 @@ def app_from_env() -> FastAPI:
     if not limit_text.isdigit():
         raise ConfigurationError(f"ERP_AI_MAX_BODY_BYTES must be a number of bytes, not {limit_text!r}.")
     limits = {
-        "max_tokens": int(_env_number("ERP_AI_MAX_TOKENS", DEFAULT_MAX_TOKENS, integer=True)),
-        "timeout": _env_number("ERP_AI_TIMEOUT", DEFAULT_TIMEOUT_S, integer=False),
+        "max_tokens": int(env_number("ERP_AI_MAX_TOKENS", DEFAULT_MAX_TOKENS, integer=True)),
+        "timeout": env_number("ERP_AI_TIMEOUT", DEFAULT_TIMEOUT_S),
     }
+    read_timeout_s = read_timeout_from_env()
     plan_model = build_chat_model(provider, model=plan_name, base_url=base_url, **limits)  # type: ignore[arg-type]
     answer_model = (
         plan_model
@@ -297,20 +322,6 @@ def app_from_env() -> FastAPI:
         answer_model,
         token=os.environ.get(TOKEN_ENV) or None,
         max_body_bytes=int(limit_text),
+        read_timeout_s=read_timeout_s,
         tune_gc=True,
     )
-
-
-def _env_number(name: str, default: float, *, integer: bool) -> float:
-    """A positive number from the environment, or ``default``; a ``ConfigurationError`` names a bad value."""
-    text = os.environ.get(name, "").strip()
-    if not text:
-        return default
-    try:
-        value = int(text) if integer else float(text)
-    except ValueError:
-        value = 0
-    if not value > 0:
-        kind = "a whole number" if integer else "a number"
-        raise ConfigurationError(f"{name} must be {kind} greater than 0, not {text!r}.")
-    return value

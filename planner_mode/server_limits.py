@@ -1,5 +1,5 @@
-"""What every request of the AI server meets before and around its endpoint: the token, the body size, the
-request log, the strict JSON reading; and the warning for a server open beyond this machine.
+"""What every request of the AI server meets before and around its endpoint: the token, the body's size and
+read time, the request log, the strict JSON reading; and the warning for a server open beyond this machine.
 
 ASGI middleware written against the ASGI interface only (no FastAPI or Starlette at import time), so the
 order and the rules read in one place; :mod:`planner_mode.server` documents what each answers.
@@ -7,6 +7,7 @@ order and the rules read in one place; :mod:`planner_mode.server` documents what
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import json
 import logging
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic_core import from_json
 
 from planner_mode.wire import CallUsage, ErrorKind, ErrorResponse
+from shared.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -26,16 +28,21 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
+    "DEFAULT_READ_TIMEOUT_S",
     "INLINE_PARSE_BYTES",
     "PUBLIC_PATHS",
+    "READ_TIMEOUT_ENV",
     "TOKEN_ENV",
     "BearerAuth",
+    "BodyReadTimeout",
     "BodySizeLimit",
     "Outcome",
     "RequestLog",
     "bind_warning",
     "effective_token",
+    "env_number",
     "outcome_of",
+    "read_timeout_from_env",
     "send_error",
     "strict_json",
 ]
@@ -48,6 +55,14 @@ DEFAULT_MAX_BODY_BYTES = 1_000_000
 INLINE_PARSE_BYTES = 64_000
 """Bodies up to this size are parsed on the event loop (well under a millisecond); larger ones in a thread."""
 
+DEFAULT_READ_TIMEOUT_S = 30.0
+"""How long a client has to send a request's line and headers (from the connection's start, or from the end
+of its previous response) and, once they have arrived, its whole body: far above what any ERP needs to send
+a bounded request, far below holding a connection forever."""
+
+READ_TIMEOUT_ENV = "ERP_AI_READ_TIMEOUT"
+"""The variable that sets the read timeout, in seconds (``erp-ai serve --read-timeout``)."""
+
 TOKEN_ENV = "ERP_AI_SERVER_TOKEN"
 PUBLIC_PATHS = frozenset({"/healthz"})
 """Paths served without the token."""
@@ -56,6 +71,26 @@ PUBLIC_PATHS = frozenset({"/healthz"})
 def effective_token(token: str | None) -> str | None:
     """``token``, or ``$ERP_AI_SERVER_TOKEN`` when it is ``None``; an empty value means no token."""
     return (token if token is not None else os.environ.get(TOKEN_ENV)) or None
+
+
+def env_number(name: str, default: float, *, integer: bool = False) -> float:
+    """A positive number from the environment, or ``default``; a ``ConfigurationError`` names a bad value."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = int(text) if integer else float(text)
+    except ValueError:
+        value = 0
+    if not 0 < value < float("inf"):
+        kind = "a whole number" if integer else "a number"
+        raise ConfigurationError(f"{name} must be {kind} greater than 0, not {text!r}.")
+    return value
+
+
+def read_timeout_from_env() -> float:
+    """The read timeout in seconds: ``$ERP_AI_READ_TIMEOUT``, or :data:`DEFAULT_READ_TIMEOUT_S`."""
+    return env_number(READ_TIMEOUT_ENV, DEFAULT_READ_TIMEOUT_S)
 
 
 def _is_loopback(host: str) -> bool:
@@ -172,6 +207,59 @@ class BodySizeLimit:
         await send_error(send, 413, body, {})
 
 
+class _BodyTimedOut(Exception):
+    """Raised from a bounded ``receive`` inside the app; :class:`BodyReadTimeout` turns it into the 408."""
+
+
+class BodyReadTimeout:
+    """ASGI middleware: answer 408 and close the connection when a request's body has not all arrived within
+    ``timeout_s`` of its head.
+
+    Every ``receive`` until the body's last part is bounded by one deadline, set when the request reaches
+    the app; what comes after (a streamed response waiting for a disconnect) is not. The connection is
+    closed (``Connection: close``): the rest of a body that was too slow is not worth reading. A request's
+    line and headers are bounded by the server's protocol instead (:mod:`planner_mode.server_protocol`).
+    """
+
+    def __init__(self, app: ASGIApp, timeout_s: float) -> None:
+        self.app = app
+        self.timeout_s = timeout_s
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        deadline = asyncio.get_running_loop().time() + self.timeout_s
+        body_done = answered = False
+
+        async def bounded() -> Message:
+            nonlocal body_done
+            if body_done:
+                return await receive()
+            try:
+                async with asyncio.timeout_at(deadline):
+                    message = await receive()
+            except TimeoutError:
+                raise _BodyTimedOut from None
+            body_done = message["type"] != "http.request" or not message.get("more_body", False)
+            return message
+
+        async def sending(message: Message) -> None:
+            nonlocal answered
+            answered = answered or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, bounded, sending)
+        except _BodyTimedOut:
+            if answered:  # cannot happen with the body read before the endpoint runs; never send twice
+                raise
+            body = ErrorResponse(
+                error=f"The request body did not arrive within {self.timeout_s:g} s.", kind="request_timeout"
+            )
+            await send_error(send, 408, body, {"Connection": "close"})
+
+
 @dataclass
 class Outcome:
     """What an endpoint tells :class:`RequestLog` about its request (kept in ``request.state``)."""
@@ -186,6 +274,7 @@ KIND_BY_STATUS: dict[int, ErrorKind] = {
     401: "unauthorized",
     404: "not_found",
     405: "method_not_allowed",
+    408: "request_timeout",
     413: "too_large",
     422: "invalid_request",
     500: "internal",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import uuid
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -13,12 +12,12 @@ from rich.markup import escape
 
 from benchmarks.commands import turns
 from benchmarks.commands.common import console, refuse
+from planner_mode.http_client import AIServerUnauthorized
 from shared.errors import ConversationAccessDenied
 from shared.security import Caller
 
 if TYPE_CHECKING:
     from shared.engine import AssistantEngine
-    from shared.turn import TurnResult
 
 
 CHAT_COMMANDS = {
@@ -46,13 +45,10 @@ def chat(ctx: typer.Context, **options: Any) -> None:
         f"Commands: {', '.join(CHAT_COMMANDS)}.",
         soft_wrap=True,
     )
-    check = turns.check_server_refusal if options["server"] else None
     # One event loop for the whole session: an HTTP AI client keeps its connections to the loop it opened.
     with asyncio.Runner() as loop:
         stream = not options["no_stream"]
-        _chat_loop(
-            engine, caller, conversation_id, loop, details=options["details"], stream=stream, check=check
-        )
+        _chat_loop(engine, caller, conversation_id, loop, details=options["details"], stream=stream)
 
 
 _OWN_OPTIONS: dict[str, Any] = {
@@ -79,7 +75,6 @@ def _chat_loop(
     *,
     details: bool,
     stream: bool,
-    check: Callable[[TurnResult], None] | None = None,
 ) -> None:
     while True:
         try:
@@ -108,17 +103,15 @@ def _chat_loop(
         console.print("[bold green]erp>[/] ", end="")
         try:
             if stream:
-                result = loop.run(turns.astream_turn(engine, conversation_id, message, caller, check=check))
+                result = loop.run(turns.astream_turn(engine, conversation_id, message, caller))
             else:
                 result = engine.ask(conversation_id, message, caller=caller)
-                if check is not None:
-                    check(result)
         except ConversationAccessDenied as exc:
             console.print()
             raise refuse(exc) from None
-        except typer.Exit:  # the AI server refused the token: end the prompt's line, then leave
+        except AIServerUnauthorized as exc:  # no turn can succeed: end the prompt's line, then leave
             console.print()
-            raise
+            raise turns.token_refused(exc) from None
         if not stream:
             turns.print_text(result.answer)
         if details:

@@ -13,6 +13,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import typer
 from rich.console import Console
 from rich.markup import escape
+
+# typer's own copy of click: the errors its parser raises (typer exports only BadParameter of them).
+from typer._click.exceptions import NoArgsIsHelpError, UsageError
 from typer.core import TyperCommand, TyperGroup
 
 from shared.errors import (
@@ -47,7 +50,9 @@ def _reflow(text: str | None) -> str | None:
 
 
 class _Readable:
-    """Help paragraphs re-wrapped to the terminal; flags shown without a ``<bool>`` type (no metavar)."""
+    """Help paragraphs re-wrapped to the terminal; flags shown without a ``<bool>`` type (no metavar); a
+    command line the parser refuses (an unknown option or command, a value out of range) is one error line
+    naming the help to read, exit 2, instead of typer's framed box."""
 
     help: str | None
     epilog: str | None
@@ -64,6 +69,22 @@ class _Readable:
                 param.metavar = ""
         return params
 
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        with _one_line_usage_errors():
+            return super().make_context(*args, **kwargs)  # type: ignore[misc]
+
+
+@contextmanager
+def _one_line_usage_errors() -> Iterator[None]:
+    try:
+        yield
+    except NoArgsIsHelpError:  # the help itself, printed by typer
+        raise
+    except UsageError as exc:
+        where = exc.ctx.command_path if exc.ctx is not None else "erp-ai"
+        message = " ".join(exc.format_message().split())
+        raise fail(f"{message.rstrip('.')}. See '{where} --help'.", exc.exit_code, kind="usage") from None
+
 
 class Command(_Readable, TyperCommand):
     """Every ``erp-ai`` command."""
@@ -71,6 +92,10 @@ class Command(_Readable, TyperCommand):
 
 class Group(_Readable, TyperGroup):
     """The root app and ``ops``."""
+
+    def resolve_command(self, *args: Any, **kwargs: Any) -> Any:
+        with _one_line_usage_errors():
+            return super().resolve_command(*args, **kwargs)
 
 
 ErrorKind = Literal["usage", "input", "access", "configuration", "storage"]

@@ -27,6 +27,7 @@ from benchmarks.commands.common import (
     refuse,
 )
 from benchmarks.modes import ModelOptions
+from planner_mode.server_limits import DEFAULT_READ_TIMEOUT_S, READ_TIMEOUT_ENV
 from shared.errors import ConfigurationError, ErpAiError
 from shared.llm.factory import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S
 
@@ -43,6 +44,8 @@ SERVE_MAX_HEADER_BYTES = 8 * 1024
 SERVE_MAX_CONCURRENCY = 1024
 """Connections and requests one worker holds at once (uvicorn's ``limit_concurrency``); beyond it a request
 is answered 503. Above ``erp-ai loadtest``'s 512 conversations on one server."""
+SERVE_MAX_READ_TIMEOUT_S = 3600.0
+"""The longest --read-timeout accepted: an hour is already no bound against a slow client."""
 SERVE_SHUTDOWN_S = 10
 """How long Ctrl+C waits for open connections (uvicorn's ``timeout_graceful_shutdown``)."""
 
@@ -50,13 +53,12 @@ SERVE_HELP = f"""Run the stateless AI server (POST /ai/analyze, POST /ai/respond
 
 Needs the 'server' extra (FastAPI, uvicorn): pip install 'erp-ai-harness\\[server]'.
 
-Slow and idle clients: a keep-alive connection idle for {SERVE_KEEP_ALIVE_S} s is closed; a request's line
-and headers are buffered up to {SERVE_MAX_HEADER_BYTES // 1024} KiB while they arrive (a client that sends
-more without ending them is answered 400); each worker holds at most {SERVE_MAX_CONCURRENCY:,} connections
-and requests at once (more are answered 503); Ctrl+C waits at most {SERVE_SHUTDOWN_S} s for open connections.
-uvicorn has no timeout for reading a request's headers or body (a client that stalls mid-request holds its
-connection): in front of untrusted clients, put a reverse proxy that has them (nginx: client_header_timeout,
-client_body_timeout).
+Slow and idle clients: a request's line and headers must arrive within --read-timeout (from the
+connection's start or the previous response; else the connection is closed), and its body within it too
+(else 408); a keep-alive connection idle for {SERVE_KEEP_ALIVE_S} s is closed; a request's line and headers
+are buffered up to {SERVE_MAX_HEADER_BYTES // 1024} KiB while they arrive (a client that sends more without
+ending them is answered 400); each worker holds at most {SERVE_MAX_CONCURRENCY:,} connections and requests at
+once (more are answered 503); Ctrl+C waits at most {SERVE_SHUTDOWN_S} s for open connections.
 
 A port outside 1-65535, no worker, or an address that cannot be bound (a port in use, a port below 1024
 without the privilege, an unknown host) is refused before the server starts (exit 2).
@@ -103,6 +105,17 @@ def serve(
     ] = None,
     max_tokens: MaxTokensOpt = DEFAULT_MAX_TOKENS,
     timeout: TimeoutOpt = DEFAULT_TIMEOUT_S,
+    read_timeout: Annotated[
+        float,
+        typer.Option(
+            "--read-timeout",
+            envvar=READ_TIMEOUT_ENV,
+            min=0.001,
+            max=SERVE_MAX_READ_TIMEOUT_S,
+            help=f"Seconds a client has to send a request's line and headers, and then its body "
+            f"(${READ_TIMEOUT_ENV}).",
+        ),
+    ] = DEFAULT_READ_TIMEOUT_S,
 ) -> None:
     from shared.extras import require_extra
 
@@ -116,13 +129,15 @@ def serve(
     import uvicorn
 
     options = ModelOptions.model_validate({**ctx.params, "provider": provider.value})
-    for key, value in {**options.environment(), SERVER_TOKEN_ENV: token}.items():
+    settings = {**options.environment(), SERVER_TOKEN_ENV: token, READ_TIMEOUT_ENV: f"{read_timeout:g}"}
+    for key, value in settings.items():
         if value is not None:
             os.environ[key] = value
         else:
             os.environ.pop(key, None)
     try:
         from planner_mode.server import app_from_env, bind_warning
+        from planner_mode.server_protocol import HeadTimeoutH11Protocol
 
         app_from_env()  # fail fast on a bad provider configuration, before uvicorn forks workers
     except ErpAiError as exc:
@@ -136,6 +151,7 @@ def serve(
         host=host,
         port=port,
         workers=workers,
+        http=HeadTimeoutH11Protocol,  # uvicorn's h11 protocol, with a read timeout for the request's head
         timeout_keep_alive=SERVE_KEEP_ALIVE_S,
         h11_max_incomplete_event_size=SERVE_MAX_HEADER_BYTES,
         limit_concurrency=SERVE_MAX_CONCURRENCY,

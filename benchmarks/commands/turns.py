@@ -6,7 +6,6 @@ import asyncio
 import json
 import os
 import uuid
-from collections.abc import Callable
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -36,6 +35,7 @@ from benchmarks.commands.common import (
     refuse,
 )
 from benchmarks.modes import ModelOptions, build_engine
+from planner_mode.http_client import AIServerUnauthorized
 from shared.errors import ConversationAccessDenied, ErpAiError, InputError
 from shared.events import AnswerDelta, TurnDone
 from shared.llm.factory import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S
@@ -147,21 +147,14 @@ def new_or_given(conversation: str | None) -> str:
     return conversation
 
 
-_TOKEN_REFUSED = ("rejected the request: missing or wrong token", "answered HTTP 403")
-"""How :class:`planner_mode.HttpAIClient` reports a 401 and a 403 of the AI server in a turn's errors."""
-
-
-def check_server_refusal(result: TurnResult) -> None:
-    """A turn the AI server refused for its bearer token is a configuration error to fix (exit 2), not a
-    provider failure to retry."""
-    if result.failure == "provider" and any(
-        mark in error for error in result.errors for mark in _TOKEN_REFUSED
-    ):
-        raise fail(
-            f"The AI server refused the request (missing or wrong bearer token): set {SERVER_TOKEN_ENV} to "
-            "the token the server was started with (erp-ai serve --token).",
-            kind="configuration",
-        )
+def token_refused(error: AIServerUnauthorized) -> typer.Exit:
+    """The AI server refused the bearer token: a configuration error to fix (exit 2, one line saying what
+    to set), not a provider failure to retry."""
+    return fail(
+        f"The AI server {error.url} refused the request (missing or wrong bearer token): set "
+        f"{SERVER_TOKEN_ENV} to the token the server was started with (erp-ai serve --token).",
+        kind="configuration",
+    )
 
 
 def open_engine(params: dict[str, Any]) -> tuple[AssistantEngine, Caller]:
@@ -216,20 +209,15 @@ def print_turn(result: TurnResult, *, show_details: bool) -> None:
 
 
 async def astream_turn(
-    engine: AssistantEngine,
-    conversation_id: str,
-    message: str,
-    caller: Caller,
-    *,
-    check: Callable[[TurnResult], None] | None = None,
+    engine: AssistantEngine, conversation_id: str, message: str, caller: Caller
 ) -> TurnResult:
     """Run one turn through ``engine.astream``, printing the answer's text as it arrives; return the result.
 
     When the turn ends, the reader must be looking at its final answer (:mod:`shared.events`): if the text
     shown is that answer (or ends with it, after a tool-calling preamble), a newline ends it; if it differs
     (the turn failed after some text was shown), the final answer follows :data:`FINAL_ANSWER_RULE`; if no
-    text was shown, the answer is printed whole. Raises ``ConversationAccessDenied`` before printing anything.
-    ``check`` sees the result before its end is printed, and may raise to replace that end with an error.
+    text was shown, the answer is printed whole. Raises ``ConversationAccessDenied`` (and, through an AI
+    server that refuses the token, ``AIServerUnauthorized``) before printing anything.
     """
     shown: list[str] = []
     result: TurnResult | None = None
@@ -247,8 +235,6 @@ async def astream_turn(
             await close()
     if result is None:  # an engine bug: say so rather than leave the reader with half an answer
         raise RuntimeError(f"{engine.mode}: the event stream ended without the turn's result")
-    if check is not None:
-        check(result)
     _end_streamed_answer("".join(shown), result.answer)
     return result
 
@@ -340,16 +326,15 @@ def ask(
         except InputError as exc:
             raise refuse(exc) from None
         engine, caller = open_engine(ctx.params)
-        check = check_server_refusal if server else None
         try:
             if as_json or no_stream:
                 result = engine.ask(conversation_id, message, caller=caller)
             else:
-                result = asyncio.run(astream_turn(engine, conversation_id, message, caller, check=check))
+                result = asyncio.run(astream_turn(engine, conversation_id, message, caller))
         except ConversationAccessDenied as exc:
             raise refuse(exc) from None
-        if check is not None:
-            check(result)
+        except AIServerUnauthorized as exc:
+            raise token_refused(exc) from None
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
     else:

@@ -176,15 +176,30 @@ def guarded_server() -> Iterator[str]:
         yield server.url
 
 
-def test_a_server_that_refuses_the_token_is_exit_2_naming_the_variable(
-    cli_env: dict[str, str | None], guarded_server: str
+@pytest.mark.parametrize(
+    "args",
+    [["ask", QUESTION], ["ask", QUESTION, "--no-stream"], ["ask", QUESTION, "--json"], ["chat"]],
+    ids=["ask", "no-stream", "json", "chat"],
+)
+def test_a_server_that_refuses_the_token_is_one_line_and_exit_2_naming_the_variable(
+    args: list[str], cli_env: dict[str, str | None], guarded_server: str
 ) -> None:
-    result = runner.invoke(app, ["ask", QUESTION, "--server", guarded_server], env=cli_env)
+    env = {**cli_env, "ERP_AI_SERVER_TOKEN": None}
+    result = runner.invoke(app, [*args, "--server", guarded_server], input=f"{QUESTION}\n", env=env)
 
     assert result.exit_code == 2, result.output
-    errors = [line for line in result.stderr.splitlines() if " planner_mode: turn " not in line]  # the log
-    assert "ERP_AI_SERVER_TOKEN" in one_line("\n".join(errors))
-    assert result.stdout == ""  # no "try again in a few minutes" apology
+    line = one_line(result.stderr)  # no turn WARNING logged on top: no turn failed, none was answered
+    assert "set ERP_AI_SERVER_TOKEN" in line and guarded_server in line
+    if "--json" in args:
+        assert json_error(result.stdout)["kind"] == "configuration"
+    else:  # no "try again in a few minutes" apology (chat: its banner and prompt only)
+        assert "Lo siento" not in result.stdout and (args[0] == "chat" or result.stdout == "")
+
+
+def test_ask_help_names_the_servers_token_variable() -> None:
+    result = runner.invoke(app, ["ask", "--help"], env={"COLUMNS": "200"})
+
+    assert "ERP_AI_SERVER_TOKEN" in result.stdout
 
 
 @pytest.mark.parametrize(

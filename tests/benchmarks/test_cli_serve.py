@@ -3,6 +3,7 @@ clients (``uvicorn.run`` is replaced: nothing listens in these tests unless a te
 
 from __future__ import annotations
 
+import os
 import socket
 from collections.abc import Iterator
 from typing import Any
@@ -12,6 +13,8 @@ from typer.testing import CliRunner
 
 import benchmarks.commands.servers as servers
 from benchmarks.cli import app
+from planner_mode.server_limits import DEFAULT_READ_TIMEOUT_S, READ_TIMEOUT_ENV, read_timeout_from_env
+from planner_mode.server_protocol import HeadTimeoutH11Protocol
 
 runner = CliRunner()
 
@@ -24,6 +27,7 @@ SERVE_SETTINGS = (
     "ERP_AI_SERVER_TOKEN",
     "ERP_AI_MAX_TOKENS",
     "ERP_AI_TIMEOUT",
+    "ERP_AI_READ_TIMEOUT",
 )
 
 
@@ -50,16 +54,24 @@ def busy_port() -> Iterator[int]:
 
 @pytest.mark.parametrize(
     ("args", "option"),
-    [(["--port", "99999"], "--port"), (["--port", "0"], "--port"), (["--workers", "0"], "--workers")],
-    ids=["port-too-high", "port-zero", "no-workers"],
+    [
+        (["--port", "99999"], "--port"),
+        (["--port", "0"], "--port"),
+        (["--workers", "0"], "--workers"),
+        (["--read-timeout", "0"], "--read-timeout"),
+        (["--port", "ochenta"], "--port"),
+    ],
+    ids=["port-too-high", "port-zero", "no-workers", "no-read-timeout", "port-not-a-number"],
 )
-def test_a_port_or_worker_count_out_of_range_is_a_usage_error(
+def test_an_option_out_of_range_is_one_usage_line_and_exit_2(
     args: list[str], option: str, uvicorn_runs: list[dict[str, Any]]
 ) -> None:
     result = runner.invoke(app, ["serve", *args])
 
     assert result.exit_code == 2
-    assert option in result.output and "Traceback" not in result.output
+    [line] = [line for line in result.stderr.splitlines() if line.strip()]
+    assert line.startswith("Error: ") and option in line and "erp-ai serve --help" in line
+    assert result.stdout == ""
     assert uvicorn_runs == []
 
 
@@ -94,6 +106,18 @@ def test_a_free_port_starts_uvicorn_with_bounds_for_slow_clients(
     assert options["h11_max_incomplete_event_size"] == servers.SERVE_MAX_HEADER_BYTES
     assert options["limit_concurrency"] == servers.SERVE_MAX_CONCURRENCY
     assert options["timeout_graceful_shutdown"] == servers.SERVE_SHUTDOWN_S
+    assert options["http"] is HeadTimeoutH11Protocol
+    assert os.environ[READ_TIMEOUT_ENV] == f"{DEFAULT_READ_TIMEOUT_S:g}"
+
+
+def test_the_read_timeout_reaches_every_worker_through_the_environment(
+    port: int, uvicorn_runs: list[dict[str, Any]]
+) -> None:
+    result = runner.invoke(app, ["serve", "--port", str(port), "--read-timeout", "2.5"])
+
+    assert result.exit_code == 0, result.output
+    assert os.environ[READ_TIMEOUT_ENV] == "2.5"  # what the protocol and app_from_env read
+    assert read_timeout_from_env() == 2.5
 
 
 def test_serve_warns_when_it_binds_beyond_loopback_without_a_token(

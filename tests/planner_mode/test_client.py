@@ -161,7 +161,6 @@ def test_a_request_that_reached_a_server_is_never_repeated(call: Call) -> None:
     [
         (502, {"error": "bad json", "kind": "model_output", "usage": USAGE}, ModelOutputError, 1, "bad json"),
         (502, {"error": "ollama down", "kind": "provider", "usage": USAGE}, ProviderError, 1, "ollama down"),
-        (401, {"error": "Missing or wrong bearer token.", "kind": "unauthorized"}, ProviderError, 0, "token"),
         (500, {"error": "Internal error", "kind": "internal"}, ProviderError, 0, "HTTP 500: Internal error"),
         (404, "not json", ProviderError, 0, "HTTP 404"),
     ],

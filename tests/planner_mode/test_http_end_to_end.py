@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from datetime import date
 from typing import Any
 
+import httpx
 import pytest
 from langchain_core.messages import BaseMessage
 
@@ -18,9 +19,11 @@ from benchmarks.serving import ServerThread
 from planner_mode import HttpAIClient, PlannerEngine, create_app
 from planner_mode.bookkeeping import ANSWER_PREFIX
 from planner_mode.client import last_item
+from planner_mode.http_client import AIServerUnauthorized
 from planner_mode.plan import OperationOutcome
 from planner_mode.wire import AnalyzeResponse, RespondResponse
 from shared.erp.database import Erp
+from shared.errors import ConfigurationError
 from shared.memory.context import ConversationContext
 from shared.memory.store import MemoryStore
 from shared.operations.registry import OperationRegistry, OperationSpec
@@ -83,7 +86,7 @@ def test_two_servers_serve_alternate_calls_of_one_conversation_and_survive_a_res
             server_b.stop()
 
 
-def test_a_dead_server_is_skipped_and_a_wrong_token_is_a_clean_error(
+def test_a_dead_server_is_skipped_and_a_wrong_token_is_a_configuration_error_out_of_the_turn(
     toy_registry: OperationRegistry, toy_erp: Erp, memory_store: MemoryStore
 ) -> None:
     dead = ServerThread(create_app(context_reading_model()))
@@ -98,9 +101,21 @@ def test_a_dead_server_is_skipped_and_a_wrong_token_is_a_clean_error(
         assert ok.ask("c1", "¿Cuál fue mi mejor cliente?", DEMO_CALLER).answer == "Empresa ABC: 120000000"
 
         wrong = PlannerEngine(toy_registry, toy_erp, memory_store, wrong_token)
-        result = wrong.ask("c2", "¿Cuál fue mi mejor cliente?", DEMO_CALLER)
-        assert not result.recorded and "token" in result.errors[0]
+        with pytest.raises(AIServerUnauthorized) as refused:  # a setting to fix, not a failed turn to retry
+            wrong.ask("c2", "¿Cuál fue mi mejor cliente?", DEMO_CALLER)
+        assert isinstance(refused.value, ConfigurationError) and refused.value.url == live.url
         assert memory_store.history("c2") == []
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["streamed", "whole"])
+def test_a_401_raises_the_typed_error_not_a_provider_failure(stream: bool) -> None:
+    def refuse(_request: httpx.Request) -> httpx.Response:
+        return httpx.Response(401, json={"error": "Missing or wrong bearer token.", "kind": "unauthorized"})
+
+    client = HttpAIClient(["http://a.test"], transport=httpx.MockTransport(refuse))
+    context = ConversationContext(hoy=date(2026, 11, 30))
+    with pytest.raises(AIServerUnauthorized, match="bearer token"):
+        asyncio.run(last_item(client.answer("q", [], context, stream=stream)))
 
 
 def test_the_articles_dialogue_over_two_offline_ai_servers(
