@@ -69,13 +69,17 @@ class _Readable:
                 param.metavar = ""
         return params
 
-    def make_context(self, *args: Any, **kwargs: Any) -> Any:
-        with _one_line_usage_errors():
-            return super().make_context(*args, **kwargs)  # type: ignore[misc]
+    def make_context(self, info_name: str | None, args: list[str], *rest: Any, **kwargs: Any) -> Any:
+        params: list[Any] = getattr(self, "params", [])
+        as_json = "--json" in args and any("--json" in getattr(param, "opts", ()) for param in params)
+        with _one_line_usage_errors(as_json=as_json):
+            return super().make_context(info_name, args, *rest, **kwargs)  # type: ignore[misc]
 
 
 @contextmanager
-def _one_line_usage_errors() -> Iterator[None]:
+def _one_line_usage_errors(*, as_json: bool = False) -> Iterator[None]:
+    """A parser error as :func:`fail`'s one line (kind ``usage``; as JSON too when the command line asks
+    a command that has ``--json`` for it)."""
     try:
         yield
     except NoArgsIsHelpError:  # the help itself, printed by typer
@@ -83,7 +87,8 @@ def _one_line_usage_errors() -> Iterator[None]:
     except UsageError as exc:
         where = exc.ctx.command_path if exc.ctx is not None else "erp-ai"
         message = " ".join(exc.format_message().split())
-        raise fail(f"{message.rstrip('.')}. See '{where} --help'.", exc.exit_code, kind="usage") from None
+        with errors_as_json(as_json):
+            raise fail(f"{message.rstrip('.')}. See '{where} --help'.", exc.exit_code, kind="usage") from None
 
 
 class Command(_Readable, TyperCommand):

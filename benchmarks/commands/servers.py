@@ -112,8 +112,7 @@ def serve(
             envvar=READ_TIMEOUT_ENV,
             min=0.001,
             max=SERVE_MAX_READ_TIMEOUT_S,
-            help=f"Seconds a client has to send a request's line and headers, and then its body "
-            f"(${READ_TIMEOUT_ENV}).",
+            help="Seconds a client has to send a request's line and headers, and then its body.",
         ),
     ] = DEFAULT_READ_TIMEOUT_S,
 ) -> None:

@@ -250,6 +250,45 @@ def test_a_provider_that_stalls_or_runs_away_ends_the_turn_at_its_bound(
         assert turn["output_tokens"] == tokens and f"{tokens} tokens" in turn["answer"]
 
 
+@pytest.mark.parametrize(
+    ("args", "says", "command"),
+    [
+        (["serve", "--port", "99999"], "'--port'", "erp-ai serve"),
+        (["serve", "--workers", "0"], "'--workers'", "erp-ai serve"),
+        (["bench", "--repeat", "0"], "'--repeat'", "erp-ai bench"),
+        (["ask", QUESTION, "--mode", "both"], "'--mode'", "erp-ai ask"),
+        (["ask", "--nope", QUESTION], "--nope", "erp-ai ask"),
+        (["ask"], "'message'", "erp-ai ask"),
+        (["nosuch"], "'nosuch'", "erp-ai"),
+        (["ops", "nosuch"], "'nosuch'", "erp-ai ops"),
+    ],
+    ids=lambda value: value if isinstance(value, str) else " ".join(value),
+)
+def test_a_command_line_the_parser_refuses_is_one_line_naming_the_help_and_exit_2(
+    args: list[str], says: str, command: str, no_engine: list[str]
+) -> None:
+    result = runner.invoke(app, args)
+
+    assert result.exit_code == 2
+    line = one_line(result.stderr)
+    assert line.startswith("Error: ") and says in line and f"See '{command} --help'." in line
+    assert result.stdout == "" and no_engine == []
+
+
+def test_a_parser_error_under_json_is_a_usage_error_object(no_engine: list[str]) -> None:
+    result = runner.invoke(app, ["ask", "--json", "--nope", QUESTION])
+
+    assert result.exit_code == 2
+    assert json_error(result.stdout)["kind"] == "usage"
+    assert "--nope" in one_line(result.stderr)
+
+
+def test_a_group_without_a_command_still_shows_its_help() -> None:
+    result = runner.invoke(app, ["ops"])
+
+    assert "Usage: erp-ai ops" in result.output and "Error" not in result.output
+
+
 def test_unexpected_errors_are_one_line_unless_debug(
     cli_env: dict[str, str | None], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -233,6 +233,17 @@ def test_app_from_env_rejects_a_bad_body_limit(monkeypatch: pytest.MonkeyPatch) 
         app_from_env()
 
 
+@pytest.mark.parametrize("value", ["soon", "0", "-1", "inf"])
+def test_app_from_env_rejects_a_read_timeout_that_is_not_a_positive_number(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    from planner_mode.server import app_from_env
+
+    monkeypatch.setenv("ERP_AI_READ_TIMEOUT", value)
+    with pytest.raises(ConfigurationError, match="ERP_AI_READ_TIMEOUT"):
+        app_from_env()
+
+
 def test_an_empty_token_disables_auth_even_over_the_environment(
     monkeypatch: pytest.MonkeyPatch, catalog: list[dict[str, Any]]
 ) -> None:
