@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from shared.engine import AssistantEngine
 from shared.erp.database import Erp
 from shared.errors import ConfigurationError
+from shared.grounding import GroundingPolicy
 from shared.llm.factory import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S, build_chat_model
 from shared.operations.registry import OperationRegistry
 
@@ -108,13 +109,15 @@ def build_engine(
     ai: Any = None,
     structured: bool = False,
     tool_call_recovery: bool = True,
+    grounding: GroundingPolicy = "refuse",
 ) -> AssistantEngine:
     """The engine for ``mode``, over the given shared pieces.
 
     The planner reaches its model through ``ai`` (e.g. an :class:`~planner_mode.HttpAIClient` to AI
     servers) or, without one, in process: ``model`` for call 1 and ``answer_model`` (default: ``model``) for
     call 2. ``structured`` asks tool calling for a structured final answer (``respuesta``/``memoria``/
-    ``estado``); ``tool_call_recovery`` lets it recover tool calls written as text.
+    ``estado``); ``tool_call_recovery`` lets it recover tool calls written as text. ``grounding`` is what
+    both modes do with an answer stating figures the ERP did not return (:mod:`shared.grounding`).
     """
     if mode not in ALL_MODES:
         raise ConfigurationError(f"Unknown mode {mode!r}. Valid modes: {', '.join(ALL_MODES)}.")
@@ -124,7 +127,7 @@ def build_engine(
         if ai is None:
             assert model is not None, "the planner needs a model or an AI client"
             ai = InProcessAIClient(PlannerAI(model, answer_model))
-        return PlannerEngine(registry, erp, store, ai)
+        return PlannerEngine(registry, erp, store, ai, grounding=grounding)
     from toolcalling_mode import ToolCallingEngine
 
     assert model is not None, "tool calling needs a model"
@@ -136,4 +139,5 @@ def build_engine(
         policy="windowed" if mode == "toolcalling" else "full_history",
         structured=structured,
         recover_text_tool_calls=tool_call_recovery,
+        grounding=grounding,
     )

@@ -56,6 +56,12 @@ class ContextPolicy(StrEnum):
     full_history = "full_history"
 
 
+class Grounding(StrEnum):
+    refuse = "refuse"
+    flag = "flag"
+    off = "off"
+
+
 MemoryUrl = Annotated[
     str | None,
     typer.Option(
@@ -70,6 +76,14 @@ ContextOpt = Annotated[
 ]
 StructuredOpt = Annotated[
     bool, typer.Option("--structured", help="Tool calling only: structured final answer with memory/state.")
+]
+GroundingOpt = Annotated[
+    Grounding,
+    typer.Option(
+        "--grounding",
+        help="An answer stating figures the ERP did not return: refuse it (show the ERP's results instead), "
+        "flag it (show it, list the figures, keep them out of memory) or off.",
+    ),
 ]
 ServerOpt = Annotated[
     list[str] | None,
@@ -177,7 +191,12 @@ def _assemble_engine(**params: Any) -> tuple[AssistantEngine, Caller]:
     if params["conversation"] is not None:  # another user's conversation is refused before anything else
         store.check_access(params["conversation"], caller.user_id)
     options = ModelOptions.model_validate({**params, "provider": params["provider"].value})
-    pieces: dict[str, Any] = {"registry": sales_registry(), "erp": erp, "store": store}
+    pieces: dict[str, Any] = {
+        "registry": sales_registry(),
+        "erp": erp,
+        "store": store,
+        "grounding": params["grounding"].value,
+    }
     if params["mode"] is Mode.toolcalling:
         mode = "toolcalling" if params["context"] is ContextPolicy.windowed else "toolcalling-full"
         engine = build_engine(mode, model=options.chat_model(), structured=params["structured"], **pieces)
@@ -284,6 +303,7 @@ def ask(
     ] = None,
     context: ContextOpt = ContextPolicy.windowed,
     structured: StructuredOpt = False,
+    grounding: GroundingOpt = Grounding.refuse,
     provider: ProviderOpt = Provider.offline,
     model: ModelOpt = None,
     plan_model: PlanModelOpt = None,
