@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from planner_mode.ai import PlannerAI
 from planner_mode.client import AICallError, AIClient, InProcessAIClient
 from planner_mode.engine import PlannerEngine, PlannerLimits
-from planner_mode.http_client import HttpAIClient
+from planner_mode.http_client import AIServerUnauthorized, HttpAIClient
 from planner_mode.plan import Answer, MemoryItem, OperationOutcome, Plan, PlannedOperation
 from planner_mode.wire import CallUsage
 
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AICallError",
     "AIClient",
+    "AIServerUnauthorized",
     "Answer",
     "CallUsage",
     "HttpAIClient",

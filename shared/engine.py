@@ -46,8 +46,10 @@ class AssistantEngine(Protocol):
         config: RunnableConfig | None = None,
     ) -> TurnResult:
         """Run one turn as ``caller``. Raises only ``ConversationAccessDenied`` (the conversation belongs to
-        another user) or, for a misuse of the API, ``TypeError`` (``caller`` is not a ``Caller``); input,
-        storage, model, plan, operation and provider failures land in the result."""
+        another user), a :class:`~shared.errors.ConfigurationError` the turn cannot run without fixing (an AI
+        server that refuses the engine's bearer token: ``planner_mode.AIServerUnauthorized``) or, for a
+        misuse of the API, ``TypeError`` (``caller`` is not a ``Caller``); input, storage, model, plan,
+        operation and provider failures land in the result."""
         ...
 
     async def aask(
@@ -86,7 +88,9 @@ class TurnEngine(ABC):
 
     ``caller`` is required in every entry point (see :class:`AssistantEngine`). ``ConversationAccessDenied``
     (the conversation belongs to another user) and ``TypeError`` (``caller`` is not a ``Caller``) are raised
-    before anything runs (by ``astream``: before its first event); every other failure ends in the result.
+    before anything runs (by ``astream``: before its first event), and a configuration error the turn cannot
+    run without fixing (an AI server refusing the bearer token) as it is met; every other failure ends in the
+    result.
     A reader of :meth:`astream` that stops early should close the generator (``contextlib.aclosing``):
     nothing is recorded then.
     """
