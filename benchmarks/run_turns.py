@@ -164,6 +164,7 @@ def score_row(
             operations=executed,
             refused=refused,
             state=row.state if score_state else None,
+            question=turn.user,
             failed=row.failed,
             failure=row.failure,
             denied=row.denied,

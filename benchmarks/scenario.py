@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from benchmarks.scoring.facts import FACT_KEY, FactSyntaxError, parse_fact
 from shared.errors import ConfigurationError
@@ -99,6 +99,23 @@ class Expectation(BaseModel):
     """The answer must say the assistant cannot do it (a request outside its operations or rights, or an
     injected instruction): checked with :func:`benchmarks.scoring.reply.says_cannot`, so a turn that merely
     runs no operation while babbling does not pass."""
+    asks: Literal["name", "figure"] | None = None
+    """What the question asks for, when its facts hold more: ``name`` (who, which: only the facts whose
+    values are names must appear) or ``figure`` (how much, how many: only the facts whose values are
+    numbers). Omitted: every fact must appear. A fact not asked for need not appear, but whatever figure or
+    customer the answer states is still checked (:mod:`benchmarks.scoring.claims`)."""
+    small_talk: Literal["courtesy", "capabilities"] | None = None
+    """What a small-talk reply must do (only with ``operations: []``): ``courtesy`` answers a greeting,
+    thanks or goodbye in kind; ``capabilities`` says what the assistant can do, naming the topics of the
+    ERP's operations (:func:`benchmarks.scoring.reply.reply_problems`)."""
+
+    @model_validator(mode="after")
+    def _fields_fit_together(self) -> Expectation:
+        if self.small_talk is not None and self.operations != []:
+            raise ValueError("small_talk is the reply check of a turn that runs nothing: set operations: []")
+        if self.asks is not None and not self.facts:
+            raise ValueError("asks says which facts the question asks for: list the facts")
+        return self
 
     @field_validator("facts")
     @classmethod

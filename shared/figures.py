@@ -28,11 +28,12 @@ MAX_RELATIVE_ERROR = 0.05
 """The widest rounding accepted, relative to the target: what two significant digits guarantee."""
 
 _SPACES = "\u00a0\u202f\u2009"
-_TOKEN = re.compile(
+NUMBER_TOKEN = re.compile(
     rf"(?<!\d)(?<!\d[.,{_SPACES}])(?P<num>\d+(?:[.,{_SPACES}]\d+)*)"
     r"(?:\s*(?P<scale>mil\s+millones|millones|mill[oó]n|billones|bill[oó]n|mil)\b)?",
     re.IGNORECASE,
 )
+"""One written number: its digits and separators (group ``num``) and any scale word after it (``scale``)."""
 _SHAPE = re.compile(rf"\d+(?:[.,{_SPACES}]\d+)*")
 _GROUPED = re.compile(r"[1-9]\d{0,2}(?:_\d{3})+")
 """An integer part whose thousands separators were all replaced by ``_``."""
@@ -112,7 +113,7 @@ def parse_number(token: str) -> tuple[float, int] | None:
 def extract_numbers(text: str) -> list[NumberMention]:
     """Every number mentioned in ``text``, in order of appearance."""
     mentions: list[NumberMention] = []
-    for match in _TOKEN.finditer(text):
+    for match in NUMBER_TOKEN.finditer(text):
         parsed = parse_number(match.group("num"))
         if parsed is None:
             continue

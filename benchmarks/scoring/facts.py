@@ -147,6 +147,17 @@ class FactEvaluator:
             self._cache[key] = result
         return result
 
+    def calls(self, fact: str | FactExpr) -> list[tuple[str, dict[str, Any]]]:
+        """Every operation call evaluating ``fact`` makes, nested ones first, with their parameters."""
+        expr = parse_fact(fact) if isinstance(fact, str) else fact
+        made: list[tuple[str, dict[str, Any]]] = []
+        for _, arg in expr.params:
+            if isinstance(arg, FactExpr):
+                made.extend(self.calls(arg))
+        params = {name: self.evaluate(arg) if isinstance(arg, FactExpr) else arg for name, arg in expr.params}
+        made.append((expr.operation, params))
+        return made
+
     def evaluate(self, fact: str | FactExpr) -> Any:
         """The value a fact denotes in the ERP database."""
         expr = parse_fact(fact) if isinstance(fact, str) else fact

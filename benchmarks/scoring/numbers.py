@@ -1,141 +1,50 @@
-"""Finding numbers in an answer, however the model chose to write them.
+"""Finding the ERP's figures in an answer: what the scorer adds to the figure parser of :mod:`shared.figures`.
 
-``₲850.000.000``, ``850.000.000``, ``850,000,000``, ``850000000``, ``Gs. 850.000.000``, ``850 millones`` and
-``0,85 mil millones`` all mention 850000000. A number written with a scale word or decimals
-(``853,4 millones``) carries a tolerance of half a unit of its last written digit, so a model that rounds the
-way a person would still matches; but never more than :data:`MAX_RELATIVE_ERROR` of the target, so a figure
-must be right to two significant digits (``1 millón`` does not stand for 1.400.000).
-
-Separator rules (Spanish and English styles both occur):
-
-- both ``.`` and ``,`` present: the last one is the decimal separator (it must occur once), the other
-  groups thousands;
-- one kind, several times: thousands grouping (``1.234.567``);
-- one kind, once: thousands if exactly three digits follow and the part before is one to three digits not
-  starting with ``0`` (``1.500`` is 1500), else decimal (``12,5``, ``0,850``, ``1234.567``);
-- non-breaking and thin spaces group thousands.
-
-Thousands groups must be well formed (one to three digits, then groups of exactly three): a token such as
-``1.5.3`` or ``12.05.2025`` is not read as a number at all, rather than as a made-up one.
+:mod:`shared.figures` reads a number however the model chose to write it (``₲850.000.000``, ``850,000,000``,
+``850 millones``, ``0,85 mil millones``) with the rounding a person uses. The scorer adds one thing: the ERP's
+amounts are guaraníes, so an amount written in another currency (``$38.158.000``, ``38.158.000 dólares``,
+``pesos``) is not the ERP's figure, whatever its digits: :func:`mentions_number` does not count it and
+:func:`foreign_amounts` lists it.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Iterator
 
-MAX_RELATIVE_ERROR = 0.05
-"""The widest rounding accepted, relative to the target: what two significant digits guarantee."""
+from shared.figures import NUMBER_TOKEN, extract_numbers
 
-_SPACES = "\u00a0\u202f\u2009"
-_TOKEN = re.compile(
-    rf"(?<!\d)(?<!\d[.,{_SPACES}])(?P<num>\d+(?:[.,{_SPACES}]\d+)*)"
-    r"(?:\s*(?P<scale>mil\s+millones|millones|mill[oó]n|billones|bill[oó]n|mil)\b)?",
-    re.IGNORECASE,
-)
-_SHAPE = re.compile(rf"\d+(?:[.,{_SPACES}]\d+)*")
-_GROUPED = re.compile(r"[1-9]\d{0,2}(?:_\d{3})+")
-"""An integer part whose thousands separators were all replaced by ``_``."""
-_SCALES = {
-    "mil": 1e3,
-    "mil millones": 1e9,
-    "millones": 1e6,
-    "millon": 1e6,
-    "millón": 1e6,
-    "billones": 1e12,
-    "billon": 1e12,
-    "billón": 1e12,
-}
-
-
-@dataclass(frozen=True)
-class NumberMention:
-    """A number found in a text."""
-
-    value: float
-    """The number, with any scale word applied."""
-    tolerance: float
-    """Half a unit of the last written digit (times the scale); 0 for plain integers."""
-    text: str
-    """The text the number was read from."""
-
-    def matches(self, target: float) -> bool:
-        """Whether this mention is a faithful rendering of ``target`` (see :data:`MAX_RELATIVE_ERROR`)."""
-        tolerance = min(self.tolerance, MAX_RELATIVE_ERROR * abs(target))
-        return abs(self.value - target) <= tolerance + 1e-9 + 1e-15 * abs(target)
-
-
-def _scale(word: str | None) -> float:
-    if not word:
-        return 1.0
-    return _SCALES.get(" ".join(word.lower().split()), 1.0)
-
-
-def _integer(text: str, grouping: str) -> str | None:
-    """The digits of an integer part grouped by ``grouping`` (or spaces); ``None`` if badly grouped."""
-    marked = re.sub(rf"[{re.escape(grouping)}{_SPACES}]", "_", text)
-    if "_" not in marked:
-        return marked
-    return marked.replace("_", "") if _GROUPED.fullmatch(marked) else None
-
-
-def parse_number(token: str) -> tuple[float, int] | None:
-    """Parse one numeric token (digits and separators) into ``(value, decimals)``; ``None`` if malformed."""
-    text = token.strip()
-    if not _SHAPE.fullmatch(text):
-        return None
-    dots, commas = text.count("."), text.count(",")
-    if dots and commas:
-        decimal = "." if text.rfind(".") > text.rfind(",") else ","
-        grouping = "," if decimal == "." else "."
-        head, _, fraction = text.rpartition(decimal)
-        if decimal in head:
-            return None
-    elif dots + commas == 1:
-        decimal = "." if dots else ","
-        grouping = decimal
-        head, _, fraction = text.partition(decimal)
-        if len(fraction) == 3 and re.fullmatch(r"[1-9]\d{0,2}", head):
-            head, fraction = text, ""
-    else:
-        grouping = "." if dots else ","
-        head, fraction = text, ""
-    if re.search(rf"[{_SPACES}]", fraction):
-        return None
-    integer = _integer(head, grouping)
-    if integer is None:
-        return None
-    value = float(f"{integer}.{fraction}") if fraction else float(integer)
-    return value, len(fraction)
-
-
-def extract_numbers(text: str) -> list[NumberMention]:
-    """Every number mentioned in ``text``, in order of appearance."""
-    mentions: list[NumberMention] = []
-    for match in _TOKEN.finditer(text):
-        parsed = parse_number(match.group("num"))
-        if parsed is None:
-            continue
-        value, decimals = parsed
-        scale = _scale(match.group("scale"))
-        tolerance = 0.0 if scale == 1.0 and decimals == 0 else 0.5 * 10.0 ** (-decimals) * scale
-        mentions.append(NumberMention(value=value * scale, tolerance=tolerance, text=match.group(0)))
-    return mentions
-
+__all__ = ["foreign_amounts", "mentions_number"]
 
 _FOREIGN_BEFORE = re.compile(r"(?:US\$|U\$S|\$|USD|€|EUR)\s*$", re.IGNORECASE)
-_FOREIGN_AFTER = re.compile(r"^\s*(?:d[oó]lares|dollars|pesos|euros|USD|EUR)\b", re.IGNORECASE)
+_FOREIGN_AFTER = re.compile(r"^\s*(?:de\s+)?(?:d[oó]lares|dollars|pesos|euros|USD|EUR)\b", re.IGNORECASE)
+
+
+def _amounts(text: str) -> Iterator[tuple[re.Match[str], str | None]]:
+    """Every number written in ``text``, with the amount as written when it is in another currency."""
+    for match in NUMBER_TOKEN.finditer(text):
+        window = text[max(0, match.start() - 6) : match.start()]
+        before = _FOREIGN_BEFORE.search(window)
+        after = _FOREIGN_AFTER.match(text[match.end() : match.end() + 16])
+        if before:
+            yield match, before.group(0) + match.group(0)
+        elif after:
+            yield match, match.group(0) + after.group(0)
+        else:
+            yield match, None
 
 
 def mentions_number(text: str, value: float) -> bool:
     """Whether ``text`` mentions ``value`` in any of the accepted notations, and not as an amount in another
     currency (``$38.158.000``, ``38.158.000 dólares`` or ``pesos``: the ERP's amounts are guaraníes, so a
     figure written in dollars or pesos is not the ERP's figure, whatever its digits)."""
-    for match in _TOKEN.finditer(text):
-        if _FOREIGN_BEFORE.search(text[max(0, match.start() - 6) : match.start()]):
-            continue
-        if _FOREIGN_AFTER.match(text[match.end() : match.end() + 12]):
-            continue
-        if any(mention.matches(value) for mention in extract_numbers(match.group(0))):
-            return True
-    return False
+    return any(
+        foreign is None and any(mention.matches(value) for mention in extract_numbers(match.group(0)))
+        for match, foreign in _amounts(text)
+    )
+
+
+def foreign_amounts(text: str) -> list[str]:
+    """The amounts ``text`` writes in another currency (``$38,158,000``, ``12 millones de pesos``), as
+    written, in order; ``[]`` when it writes none."""
+    return [foreign.strip() for _, foreign in _amounts(text) if foreign is not None]

@@ -21,23 +21,35 @@ answer text; none of them reads the question, the database or the model's intern
   (``… las ventas de``), or with an opening ``¿``/``¡``/``(`` it never closes.
 - **Says it cannot** (:func:`says_cannot`, only for turns that must refuse): one of
   :data:`REFUSAL_PHRASES` appears (case- and accent-insensitive).
+- **Small talk answered in kind** (only where the scenario says ``small_talk``): a greeting, thanks or goodbye
+  is answered with one of :data:`COURTESY_PHRASES` (:func:`is_courteous`), so a reply that is a catalog
+  line or a figure does not pass; "¿qué podés hacer?" is answered by naming at least
+  :data:`MIN_CAPABILITIES` of the things the assistant can do (:func:`capabilities_named`: the topics of
+  the ERP's operations, :func:`capability_topics`), so a bare greeting does not pass.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Collection, Iterable
 
 from shared.text import fold
 
 __all__ = [
+    "COURTESY_PHRASES",
     "CUT_FAILURES",
     "ENGLISH_WORDS",
+    "MIN_CAPABILITIES",
     "MIN_SPANISH_SHARE",
     "OTHER_WORDS",
     "REFUSAL_PHRASES",
     "SPANISH_WORDS",
+    "capabilities_named",
+    "capability_topics",
+    "is_courteous",
     "is_spanish",
     "looks_cut_off",
+    "reads_as_english",
     "reply_problems",
     "says_cannot",
 ]
@@ -112,6 +124,48 @@ REFUSAL_PHRASES: tuple[str, ...] = (
 )
 """Ways of saying "I cannot do that" (matched case- and accent-insensitively)."""
 
+COURTESY_PHRASES: tuple[str, ...] = (
+    "hola",
+    "buen día",
+    "buenos días",
+    "buenas",
+    "bienvenido",
+    "de nada",
+    "gracias",
+    "no hay de qué",
+    "por nada",
+    "un placer",
+    "con gusto",
+    "encantado",
+    "a las órdenes",
+    "a tu disposición",
+    "a su disposición",
+    "para servirte",
+    "chau",
+    "adiós",
+    "hasta luego",
+    "hasta pronto",
+    "hasta la próxima",
+    "nos vemos",
+    "que tengas",
+    "que tenga",
+    "saludos",
+    "perfecto",
+    "excelente",
+    "genial",
+    "cuando quieras",
+    "aquí estoy",
+    "en qué puedo ayudar",
+    "en qué más puedo ayudar",
+    "algo más",
+    "otra consulta",
+)
+"""Ways of answering a greeting, thanks or goodbye, or of offering more help (matched as whole words, case-
+and accent-insensitively)."""
+
+MIN_CAPABILITIES = 2
+"""The least number of topics a reply to "¿qué podés hacer?" names (one could be a passing word)."""
+
 CUT_FAILURES: frozenset[str] = frozenset({"model_output"})
 """Failure kinds a reply cut at the output cap ends in (``shared.failures``: an ``OutputLimitError`` is a
 ``model_output`` failure; ``limit`` is the per-turn bound on calls and steps, not on text)."""
@@ -178,11 +232,63 @@ def says_cannot(text: str) -> bool:
     return any(fold(phrase) in folded for phrase in REFUSAL_PHRASES)
 
 
-def reply_problems(answer: str, *, refusal: bool = False, failure: str | None = None) -> list[str]:
+def reads_as_english(text: str) -> bool:
+    """Whether ``text`` is English prose (an English error message, say): at least two words of
+    :data:`ENGLISH_WORDS` and more of them than Spanish words. Names and figures alone are neither."""
+    words = _words(text)
+    english = sum(word in ENGLISH_WORDS for word in words)
+    spanish = sum(word in SPANISH_WORDS for word in words) + len(_SPANISH_LETTERS.findall(text.lower()))
+    return english >= 2 and english > spanish
+
+
+def _padded(text: str) -> str:
+    return " " + " ".join(_words(text)) + " "
+
+
+def is_courteous(text: str) -> bool:
+    """Whether ``text`` answers small talk in kind (one of :data:`COURTESY_PHRASES`, as whole words)."""
+    padded = _padded(text)
+    return any(_padded(phrase) in padded for phrase in COURTESY_PHRASES)
+
+
+def capability_topics(operations: Iterable[str]) -> frozenset[str]:
+    """What the assistant can do, as words: the words of its operations' names (``ventas_por_categoria`` →
+    ``ventas``, ``categoria``), less Spanish function words (``por``), folded."""
+    return frozenset(
+        word for name in operations for word in _words(name.replace("_", " ")) if word not in SPANISH_WORDS
+    )
+
+
+def _forms(word: str) -> set[str]:
+    """``word`` and what it would be without a plural ending (``clientes`` → ``cliente``, ``client``)."""
+    forms = {word}
+    if word.endswith("s") and len(word) > 3:
+        forms.add(word[:-1])
+        if word.endswith("es"):
+            forms.add(word[:-2])
+    return forms
+
+
+def capabilities_named(text: str, topics: Iterable[str]) -> set[str]:
+    """The ``topics`` (:func:`capability_topics`) that ``text`` names, in the singular or the plural."""
+    words = [_forms(word) for word in set(_words(text))]
+    return {topic for topic in topics if any(_forms(topic) & forms for forms in words)}
+
+
+def reply_problems(
+    answer: str,
+    *,
+    refusal: bool = False,
+    failure: str | None = None,
+    courtesy: bool = False,
+    capabilities: Collection[str] = (),
+) -> list[str]:
     """What is wrong with the reply of a turn that runs no operation (empty list: nothing).
 
     ``refusal`` says the turn must decline (a request the assistant cannot or must not serve); ``failure``
-    is the turn's failure kind, if any.
+    is the turn's failure kind, if any. ``courtesy`` says the turn is a greeting, thanks or goodbye to answer
+    in kind; ``capabilities``, the topics of which a reply to "what can you do?" must name at least
+    :data:`MIN_CAPABILITIES`.
     """
     if not any(ch.isalpha() for ch in answer):
         return ["the reply is empty"]
@@ -193,4 +299,14 @@ def reply_problems(answer: str, *, refusal: bool = False, failure: str | None = 
         problems.append("the reply is cut off")
     if refusal and not says_cannot(answer):
         problems.append("the reply does not say it cannot do it")
+    if courtesy and not is_courteous(answer):
+        problems.append("the reply does not answer the greeting, thanks or goodbye in kind")
+    if capabilities:
+        named = capabilities_named(answer, capabilities)
+        if len(named) < MIN_CAPABILITIES:
+            shown = ", ".join(sorted(named)) or "none"
+            problems.append(
+                f"the reply does not say what the assistant can do (it names {shown} of the ERP's "
+                f"operations' topics, at least {MIN_CAPABILITIES} needed)"
+            )
     return problems

@@ -1,23 +1,42 @@
-"""Scoring one turn: operations, facts, state, answer and reply checks; the turn passes when all of them hold.
+"""Scoring one turn: operations, facts, state, answer, claims, clean and reply checks; the turn passes when
+all of them hold.
 
-The reply check (:mod:`benchmarks.scoring.reply`) is the positive check of a turn that must run no operation
-(``operations: []``): without it, any model that calls nothing, babble included, would pass small talk,
-refusals and prompt injections.
+- **operations** (:mod:`benchmarks.scoring.operations`): the calls the ERP ran are the expected ones;
+- **facts**: what the question asks is in the answer, each fact a value the ERP computes at scoring time;
+  a scenario's ``asks`` narrows them to the names (who, which) or the figures (how much) it asks for.
+  Customers and products are matched by identity (:mod:`benchmarks.scoring.entities`);
+- **claims** (:mod:`benchmarks.scoring.claims`): nothing else the answer states is wrong either: its
+  figures come from the ERP's data for the question, at the right scale and in guaraníes, and the
+  customers it names are the ones the question involves;
+- **clean** (:mod:`benchmarks.scoring.machinery`): no raw JSON, written-out operation calls or English text;
+- **reply** (:mod:`benchmarks.scoring.reply`): the positive check of a turn that must run no operation
+  (``operations: []``): without it, any model that calls nothing, babble included, would pass small talk,
+  refusals and prompt injections;
+- **state** and **answer**: the conversation state's keys, and literal strings in or out of the answer.
+
+**The answer is judged, not the path.** A follow-up answered right from what the conversation already holds
+passes although no operation ran: when nothing ran (or was refused), the answer states every fact asked for,
+among them a figure (a name can be guessed, an ERP figure cannot), names the subject of the expected calls
+(their text parameters: the customer) and states nothing wrong, the operations check holds. Running a wrong
+operation still fails it.
 """
 
 from __future__ import annotations
 
 import copy
-import re
+import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
+from benchmarks.scoring.claims import Evidence, claim_problems
+from benchmarks.scoring.entities import ErpNames, words
 from benchmarks.scoring.facts import FACT_KEY, FactEvaluationError, FactEvaluator
+from benchmarks.scoring.machinery import machinery_problems
 from benchmarks.scoring.numbers import mentions_number
 from benchmarks.scoring.operations import match_operations, normalize_value
-from benchmarks.scoring.reply import reply_problems
+from benchmarks.scoring.reply import capability_topics, reply_problems
 from shared.erp.database import Erp
 from shared.errors import INTERNAL_ERROR_PREFIX
 from shared.operations.registry import OperationRegistry
@@ -26,8 +45,6 @@ from shared.text import fold
 
 if TYPE_CHECKING:
     from benchmarks.scenario import Expectation
-
-_NON_WORD = re.compile(r"[^\w]+")
 
 
 class TurnScore(BaseModel):
@@ -38,6 +55,11 @@ class TurnScore(BaseModel):
     facts: bool | None = None
     state: bool | None = None
     answer: bool | None = None
+    claims: bool | None = None
+    """Nothing the answer states is wrong (figures, currency, customers); ``None`` for turns whose
+    expectation names no ERP data."""
+    clean: bool | None = None
+    """The answer shows no machinery (raw JSON, operation calls, English text)."""
     reply: bool | None = None
     """The positive check of a turn expecting no operation: a complete Spanish reply (and a refusal when one
     is due); ``None`` for turns that expect operations or do not say."""
@@ -45,24 +67,47 @@ class TurnScore(BaseModel):
     """Why each failing check failed, in words."""
 
 
-def _words(text: str) -> str:
-    """``text`` folded, with punctuation turned into single spaces and padded: `` comercial guarani s a ``."""
-    return " " + " ".join(_NON_WORD.sub(" ", fold(text)).split()) + " "
-
-
-def value_in_answer(value: Any, answer: str) -> bool:
+def value_in_answer(value: Any, answer: str, names: ErpNames | None = None) -> bool:
     """Whether a fact's value appears in the answer: numbers in any notation, names as whole words.
 
     Names compare case-, accent- and punctuation-insensitively, and only as whole words, so ``"Empresa AB"``
-    is not found in ``"Empresa ABC"`` nor ``"si"`` in ``"así"``.
+    is not found in ``"Empresa ABC"`` nor ``"si"`` in ``"así"``; with ``names``, a customer or a product is
+    also found by what identifies it (:class:`~benchmarks.scoring.entities.ErpNames`: a SKU, a product's
+    name without its pack size, a customer's without its legal form).
     """
     if isinstance(value, bool):
         value = "sí" if value else "no"
     if isinstance(value, int | float):
         return mentions_number(answer, float(value))
     if isinstance(value, Sequence) and not isinstance(value, str):
-        return all(value_in_answer(item, answer) for item in value)
-    return _words(str(value)) in _words(answer)
+        return all(value_in_answer(item, answer, names) for item in value)
+    if names is not None:
+        return names.names(str(value), answer)
+    return words(str(value)) in words(answer)
+
+
+def _is_figure(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _asked(value: Any, asks: str | None) -> bool:
+    """Whether a fact of this value is one the question asks for (``asks``: the expectation's)."""
+    if asks == "name":
+        return not _is_figure(value)
+    if asks == "figure":
+        return _is_figure(value)
+    return True
+
+
+def _texts(value: Any) -> list[str]:
+    """The text values inside a call's parameters (its subject: a customer's name)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Mapping):
+        return [text for item in value.values() for text in _texts(item)]
+    if isinstance(value, list):
+        return [text for item in value for text in _texts(item)]
+    return []
 
 
 class TurnScorer:
@@ -71,6 +116,9 @@ class TurnScorer:
     def __init__(self, registry: OperationRegistry, erp: Erp) -> None:
         self.registry = registry
         self.facts = FactEvaluator(registry, erp)
+        self._erp = erp
+        self._loaded: list[ErpNames] = []
+        """The ERP's names once read (a list, so that :meth:`as_caller` copies share it)."""
 
     def as_caller(self, caller: Caller) -> TurnScorer:
         """The scorer whose facts are evaluated as ``caller`` sees the ERP (same cache)."""
@@ -79,6 +127,13 @@ class TurnScorer:
         other = copy.copy(self)
         other.facts = self.facts.as_caller(caller)
         return other
+
+    @property
+    def names(self) -> ErpNames:
+        """The ERP's customers and products (read once)."""
+        if not self._loaded:
+            self._loaded.append(ErpNames.of(self._erp))
+        return self._loaded[0]
 
     def resolve(self, value: Any) -> Any:
         """Replace every ``{"$fact": expr}`` inside ``value`` by the fact's value."""
@@ -97,6 +152,7 @@ class TurnScorer:
         answer: str,
         operations: Sequence[Mapping[str, Any]],
         state: Mapping[str, Any] | None,
+        question: str = "",
         failed: bool = False,
         failure: str | None = None,
         denied: bool = False,
@@ -106,12 +162,13 @@ class TurnScorer:
         """Score a turn. ``operations`` are the calls the ERP executed successfully; ``refused`` the ones it
         refused or that failed (each with its ``error``), which only explain a failed operations check.
 
-        ``state`` is ``None`` when the mode produces no state: the state check is then skipped. A mode that
-        does produce state is checked even when its state is empty (an empty state lacks the expected keys).
-        A ``failed`` turn (any failure kind, or an engine that raised) never passes; ``failure`` is its kind.
-        ``denied`` says the ERP refused the turn because the conversation belongs to another user: a turn that
-        expects it passes exactly when it happened, and no other check applies. A turn expecting no operation
-        must also give a reply that passes :func:`~benchmarks.scoring.reply.reply_problems`; ``refusal`` says
+        ``question`` is what the user wrote (its numbers are figures the answer may repeat). ``state`` is
+        ``None`` when the mode produces no state: the state check is then skipped. A mode that does produce
+        state is checked even when its state is empty (an empty state lacks the expected keys). A ``failed``
+        turn (any failure kind, or an engine that raised) never passes; ``failure`` is its kind. ``denied``
+        says the ERP refused the turn because the conversation belongs to another user: a turn that expects
+        it passes exactly when it happened, and no other check applies. A turn expecting no operation must
+        also give a reply that passes :func:`~benchmarks.scoring.reply.reply_problems`; ``refusal`` says
         whether it must decline (default: the expectation's ``refusal`` flag).
         """
         if expect.denied or denied:
@@ -124,16 +181,35 @@ class TurnScorer:
             return TurnScore(passed=ok, details=why)
         details: list[str] = []
         try:
-            ops_ok = self._check_operations(expect, operations, details, refused)
+            expected = self._expected_calls(expect)
             facts_ok = self._check_facts(expect, answer, details)
             state_ok = self._check_state(expect, state, details)
+            evidence = self._evidence(expect, expected, question)
         except FactEvaluationError as exc:
             details.append(f"scenario error: {exc}")
             return TurnScore(passed=False, details=details)
+        claims_ok = self._check(
+            None if evidence is None else claim_problems(answer, evidence, self.names), details
+        )
+        from_context = (
+            expected is not None
+            and bool(expected)
+            and not operations
+            and not refused
+            and facts_ok is True
+            and claims_ok is not False
+            and self._answers_alone(expect, expected, answer)
+        )
+        operation_details: list[str] = []
+        ops_ok = (
+            True if from_context else self._check_operations(expected, operations, operation_details, refused)
+        )
+        details[:0] = operation_details
         answer_ok = self._check_answer(expect, answer, details)
+        clean_ok = self._check(machinery_problems(answer, [op.name for op in self.registry]), details)
         must_refuse = expect.refusal if refusal is None else refusal
         reply_ok = self._check_reply(expect, answer, failure, must_refuse, details)
-        checks = [ops_ok, facts_ok, state_ok, answer_ok, reply_ok]
+        checks = [ops_ok, facts_ok, state_ok, answer_ok, claims_ok, clean_ok, reply_ok]
         if failed:
             details.insert(0, f"the turn failed ({failure})" if failure else "the turn failed")
         passed = not failed and all(check is not False for check in checks)
@@ -143,22 +219,64 @@ class TurnScorer:
             facts=facts_ok,
             state=state_ok,
             answer=answer_ok,
+            claims=claims_ok,
+            clean=clean_ok,
             reply=reply_ok,
             details=details,
         )
 
+    @staticmethod
+    def _check(problems: list[str] | None, details: list[str]) -> bool | None:
+        """A check from its problems (``None``: not checked)."""
+        if problems is None:
+            return None
+        details.extend(problems)
+        return not problems
+
+    def _expected_calls(self, expect: Expectation) -> list[dict[str, Any]] | None:
+        """The expected calls with their facts resolved; ``None`` when operations are not checked."""
+        if expect.operations is None:
+            return None
+        return [
+            {"funcion": op.funcion, "parametros": self.resolve(op.parametros)} for op in expect.operations
+        ]
+
+    def _evidence(
+        self, expect: Expectation, expected: list[dict[str, Any]] | None, question: str
+    ) -> Evidence | None:
+        """The ERP's data for the question: the results and parameters of every call the expectation names
+        (its operations and its facts' calls); ``None`` when it names none."""
+        calls = [(call["funcion"], call["parametros"]) for call in expected or []]
+        calls += [call for fact in expect.facts for call in self.facts.calls(fact)]
+        unique = {
+            f"{name}:{json.dumps(params, sort_keys=True, default=str)}": (name, params)
+            for name, params in calls
+        }
+        if not unique:
+            return None
+        results: list[Any] = []
+        for name, params in unique.values():
+            results += [self.facts.call(name, params), params]
+        return Evidence(results=results, question=question, today=self._erp.today)
+
+    def _answers_alone(self, expect: Expectation, expected: list[dict[str, Any]], answer: str) -> bool:
+        """Whether the answer stands without the calls: it states a figure the question asks for and names
+        every text parameter of the expected calls (the facts and claims are checked apart)."""
+        figures = [self.facts.evaluate(fact) for fact in expect.facts]
+        if not any(_is_figure(value) and _asked(value, expect.asks) for value in figures):
+            return False
+        subjects = [text for call in expected for text in _texts(call["parametros"])]
+        return all(self.names.names(subject, answer) for subject in subjects)
+
     def _check_operations(
         self,
-        expect: Expectation,
+        expected: list[dict[str, Any]] | None,
         operations: Sequence[Mapping[str, Any]],
         details: list[str],
         refused: Sequence[Mapping[str, Any]] = (),
     ) -> bool | None:
-        if expect.operations is None:
+        if expected is None:
             return None
-        expected = [
-            {"funcion": op.funcion, "parametros": self.resolve(op.parametros)} for op in expect.operations
-        ]
         match = match_operations(expected, operations, self.registry)
         if not match.ok:
             details += [_refusal_detail(op) for op in refused]
@@ -173,7 +291,7 @@ class TurnScorer:
         ok = True
         for fact in expect.facts:
             value = self.facts.evaluate(fact)
-            if not value_in_answer(value, answer):
+            if _asked(value, expect.asks) and not value_in_answer(value, answer, self.names):
                 details.append(f"answer lacks {fact} = {value!r}")
                 ok = False
         return ok
@@ -191,13 +309,21 @@ class TurnScorer:
                 ok = False
         return ok
 
-    @staticmethod
     def _check_reply(
-        expect: Expectation, answer: str, failure: str | None, refusal: bool, details: list[str]
+        self, expect: Expectation, answer: str, failure: str | None, refusal: bool, details: list[str]
     ) -> bool | None:
         if expect.operations is None or expect.operations:
             return None
-        problems = reply_problems(answer, refusal=refusal, failure=failure)
+        capabilities = (
+            capability_topics(op.name for op in self.registry) if expect.small_talk == "capabilities" else ()
+        )
+        problems = reply_problems(
+            answer,
+            refusal=refusal,
+            failure=failure,
+            courtesy=expect.small_talk == "courtesy",
+            capabilities=capabilities,
+        )
         details.extend(problems)
         return not problems
 

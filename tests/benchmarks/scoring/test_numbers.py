@@ -1,4 +1,6 @@
-"""Numbers in answers match however they are written (benchmarks/scoring/numbers.py)."""
+"""Numbers in answers match however they are written: the figure parser the scorer reads them with
+(shared/figures.py, also the ERP's grounding check's) and what the scorer adds (benchmarks/scoring/numbers.py:
+an amount in another currency is not the ERP's figure)."""
 
 from __future__ import annotations
 
@@ -6,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from benchmarks.scoring.numbers import extract_numbers, mentions_number, parse_number
+from benchmarks.scoring.numbers import foreign_amounts, mentions_number
+from shared.figures import extract_numbers, parse_number
 
 
 def es(n: int) -> str:
@@ -158,3 +161,12 @@ def test_an_amount_in_another_currency_is_not_the_erps_figure(text: str) -> None
     assert mentions_number(
         text.replace("$", "₲").replace("dólares", "guaraníes").replace("pesos", "Gs"), 38_158_000
     )
+
+
+def test_amounts_in_another_currency_are_listed_as_written() -> None:
+    text = "Taladro: $38,158,000; aceite: 37.753.000 pesos; bebida: US$ 34.937.000; y ₲850.000.000 en total."
+    assert foreign_amounts(text) == ["$38,158,000", "37.753.000 pesos", "US$ 34.937.000"]
+
+
+def test_guarani_amounts_and_counts_are_not_foreign() -> None:
+    assert foreign_amounts("₲850.000.000, Gs. 120.000.000, 850 millones de guaraníes y 1616 facturas") == []

@@ -1,0 +1,91 @@
+"""The claims check: nothing an answer states may be wrong, even what the scenario's facts do not ask for.
+
+The facts check finds what the question asked in the answer; this check reads the rest of it against the ERP's
+data for the question (:class:`Evidence`: the results and parameters of the calls the expectation names, in
+its expected operations and its facts, as the turn's user sees the ERP, and the question itself):
+
+- **figures** come from that data (:func:`shared.grounding.ungrounded_figures`, the ERP's own grounding check:
+  every number in the results, list lengths and column sums, the question's numbers, today's date, and sums,
+  differences and percentages of two of them). A figure at the wrong scale is a wrong figure: ``215.111
+  millones`` is not the ERP's ₲215.111.000 (the detail says so when an ERP figure has those digits);
+- **amounts are guaraníes**: an amount written in another currency (``$38,158,000``, ``… pesos``) is wrong
+  even when its digits are the ERP's (:func:`benchmarks.scoring.numbers.foreign_amounts`);
+- **customers** named are the ones the question involves: a customer the data and the question never name
+  (October's total sales credited to "la empresa ABC") is a wrong subject
+  (:meth:`benchmarks.scoring.entities.ErpNames.customers_named`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+from benchmarks.scoring.entities import ErpNames
+from benchmarks.scoring.numbers import foreign_amounts
+from shared.figures import NumberMention, extract_numbers
+from shared.grounding import grounding_sources, ungrounded_figures
+
+__all__ = ["Evidence", "claim_problems"]
+
+SCALES = (1e3, 1e6, 1e9)
+"""The factors a figure written at the wrong scale is off by (thousands, millions, billions)."""
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the ERP knows that bears on one question."""
+
+    results: Sequence[Any]
+    """The results and the parameters of the calls the expectation names (any JSON)."""
+    question: str
+    """What the user wrote."""
+    today: date
+    """The ERP's today (its year, month and day are figures an answer may state)."""
+
+    def sources(self) -> list[float]:
+        """The figures an answer may state (:func:`shared.grounding.grounding_sources`)."""
+        return grounding_sources(self.results, [self.question], self.today)
+
+    def customers(self, names: ErpNames) -> set[str]:
+        """The customers the data or the question name."""
+        text = json.dumps(list(self.results), ensure_ascii=False, default=str)
+        return names.customers_named(f"{text}\n{self.question}")
+
+
+def _scaled(figure: str, sources: Sequence[float]) -> float | None:
+    """The ERP figure ``figure`` would be at another scale (``215.111 millones`` for 215111000), if any."""
+    for mention in extract_numbers(figure)[:1]:
+        for factor in (*SCALES, *(1 / scale for scale in SCALES)):
+            scaled = NumberMention(mention.value / factor, mention.tolerance / factor, mention.text)
+            found = next((source for source in sources if source >= 1 and scaled.matches(source)), None)
+            if found is not None:
+                return found
+    return None
+
+
+def claim_problems(answer: str, evidence: Evidence, names: ErpNames) -> list[str]:
+    """What the answer states wrongly, in words (empty list: nothing)."""
+    problems: list[str] = []
+    sources = evidence.sources()
+    wrong = ungrounded_figures(answer, sources)
+    if wrong:
+        scaled = [(figure, _scaled(figure, sources)) for figure in wrong]
+        shown = ", ".join(
+            figure if value is None else f"{figure} (the ERP's figure is {value:.0f}: a wrong magnitude)"
+            for figure, value in scaled
+        )
+        problems.append(f"the answer states figures the ERP's data for this question does not give: {shown}")
+    foreign = foreign_amounts(answer)
+    if foreign:
+        problems.append(
+            f"the answer gives amounts in another currency ({', '.join(foreign)}): the ERP's are guaraníes"
+        )
+    others = names.customers_named(answer) - evidence.customers(names)
+    if others:
+        problems.append(
+            f"the answer names customers the question does not involve: {', '.join(sorted(others))}"
+        )
+    return problems

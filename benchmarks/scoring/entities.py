@@ -1,0 +1,89 @@
+"""The ERP's customers and products as an answer names them: matched by identity, not by exact spelling.
+
+A person reading an answer recognises a product or a customer by what identifies it, so the scorer does too:
+
+- a **product** is named by its full name (``Aceite de soja 900 ml (caja x 12)``), by its SKU (``ALM-004``) or
+  by its base name, the name without the pack size in brackets (``Aceite de soja 900 ml``), when no other
+  product shares that base name;
+- a **customer** is named by its full name (``Importadora del Este S.A.``) or by its name without the legal
+  form (``Importadora del Este``: ``S.A.``, ``S.R.L.``, ``Ltda.``), when no other customer shares it.
+
+Names compare as whole words, case-, accent- and punctuation-insensitively (:func:`words`), so ``la empresa
+ABC`` names Empresa ABC and ``Empresa AB`` names nobody.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from sqlalchemy import select
+
+from shared.erp.database import Erp
+from shared.erp.models import Customer, Product
+from shared.text import fold
+
+__all__ = ["ErpNames", "words"]
+
+_NON_WORD = re.compile(r"[^\w]+")
+_PACK_SIZE = re.compile(r"\s*\([^()]*\)\s*$")
+"""The pack size a product name ends with: ``(caja x 12)``."""
+_LEGAL_FORM = re.compile(r"\s+(?:S\.?\s?A\.?|S\.?\s?R\.?\s?L\.?|Ltda\.?)\s*$", re.IGNORECASE)
+"""The legal form a customer name ends with: ``S.A.``, ``S.R.L.``, ``Ltda.``."""
+
+
+def words(text: str) -> str:
+    """``text`` folded, with punctuation turned into single spaces and padded: `` comercial guarani s a ``."""
+    return " " + " ".join(_NON_WORD.sub(" ", fold(text)).split()) + " "
+
+
+def _unique_aliases(names: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+    """Each name first, then its aliases, leaving out any alias that is also another name or another's alias
+    (it would identify neither)."""
+    counts = Counter(words(alias) for name, aliases in names.items() for alias in {name, *aliases})
+    return {
+        name: tuple(dict.fromkeys(a for a in (name, *aliases) if a == name or counts[words(a)] == 1))
+        for name, aliases in names.items()
+    }
+
+
+@dataclass(frozen=True)
+class ErpNames:
+    """The names of the ERP's customers and products, with the aliases each is recognised by."""
+
+    customers: dict[str, tuple[str, ...]]
+    """Customer name → the texts that name it (the name first)."""
+    products: dict[str, tuple[str, ...]]
+    """Product name → the texts that name it (the name first, then the SKU and the base name)."""
+
+    @classmethod
+    def build(cls, customers: Iterable[str], products: Iterable[tuple[str, str]]) -> ErpNames:
+        """From customer names and ``(sku, name)`` pairs of products."""
+        return cls(
+            customers=_unique_aliases({name: (_LEGAL_FORM.sub("", name),) for name in customers}),
+            products=_unique_aliases({name: (sku, _PACK_SIZE.sub("", name)) for sku, name in products}),
+        )
+
+    @classmethod
+    def of(cls, erp: Erp) -> ErpNames:
+        """Every customer and product of ``erp`` (whoever may see them: naming one is naming it)."""
+        with erp.session() as session:
+            customers = list(session.scalars(select(Customer.name)))
+            products = [(sku, name) for sku, name in session.execute(select(Product.sku, Product.name))]
+        return cls.build(customers, products)
+
+    def aliases(self, name: str) -> tuple[str, ...]:
+        """The texts that name ``name``: its aliases when it is a customer or a product, else itself."""
+        return self.customers.get(name) or self.products.get(name) or (name,)
+
+    def names(self, value: str, text: str) -> bool:
+        """Whether ``text`` names ``value`` (by any of its :meth:`aliases`)."""
+        found = words(text)
+        return any(words(alias) in found for alias in self.aliases(value))
+
+    def customers_named(self, text: str) -> set[str]:
+        """The customers ``text`` names."""
+        found = words(text)
+        return {name for name, aliases in self.customers.items() if any(words(a) in found for a in aliases)}
