@@ -1,7 +1,9 @@
 """Counts of the calibration set: human verdicts against the automatic scorer's, per mode, source and model.
 
-``python -m benchmarks.calibration.summary`` prints the tables as Markdown; ``--readme PATH`` also writes them
-into ``PATH`` between the ``CALIBRATION-SUMMARY`` markers (the calibration README's table).
+``python -m benchmarks.calibration.summary`` re-scores every labeled turn with the current scorer
+(:func:`rescored`, against a fresh demo ERP) and prints the tables as Markdown; ``--recorded`` counts the
+verdicts recorded in the rows when they were run instead; ``--readme PATH`` also writes the tables into
+``PATH`` between the ``CALIBRATION-SUMMARY`` markers (the calibration README's table).
 A *false pass* is a turn the scorer passed and the human failed; a *false fail* the reverse.
 """
 
@@ -10,7 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +84,25 @@ def load(path: Path = TURNS) -> list[Turn]:
     return turns
 
 
+def rescored(turns: Sequence[Turn], path: Path = TURNS) -> list[Turn]:
+    """``turns`` (read from ``path``) with the current scorer's verdicts instead of the recorded ones."""
+    from benchmarks.rescore import rescore  # imported here: the counts of recorded verdicts need no ERP
+    from benchmarks.results import RunMeta, RunResults, TurnRow
+    from benchmarks.scenario import load_scenarios
+    from shared.erp.database import open_demo_erp
+    from shared.operations.sales import sales_registry
+
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = [TurnRow.model_validate(json.loads(line)["row"]) for line in lines]
+    erp = open_demo_erp("sqlite://")
+    try:
+        again, _ = rescore(RunResults(meta=RunMeta(), rows=rows), load_scenarios(), sales_registry(), erp)
+    finally:
+        erp.engine.dispose()
+    verdicts = ["pass" if row.score is not None and row.score.passed else "fail" for row in again.rows]
+    return [replace(turn, scorer=verdict) for turn, verdict in zip(turns, verdicts, strict=True)]
+
+
 def group(turns: Iterable[Turn], key: Callable[[Turn], str]) -> dict[str, Counts]:
     """Counts per value of ``key``, in order of first appearance, plus an ``all`` row."""
     groups: dict[str, Counts] = {}
@@ -135,8 +156,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--turns", type=Path, default=TURNS, help="the labeled turns (JSON lines)")
     parser.add_argument("--readme", type=Path, help="also write the tables into this file's marked block")
+    parser.add_argument(
+        "--recorded",
+        action="store_true",
+        help="count the verdicts recorded in the rows, not the current scorer's",
+    )
     args = parser.parse_args(argv)
-    text = render(load(args.turns))
+    turns = load(args.turns)
+    text = render(turns if args.recorded else rescored(turns, args.turns))
     print(text, end="")
     if args.readme:
         write_readme(args.readme, text)

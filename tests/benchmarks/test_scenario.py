@@ -67,6 +67,26 @@ scenarios:
             "'x'",
         ),
         ("  - id: Mal Id\n    category: x\n    turns:\n      - user: hola\n", "Mal Id", "id", "pattern"),
+        (
+            "  - id: e\n    category: x\n    turns:\n      - user: hola\n"
+            "        expect: {small_talk: courtesy}\n",
+            "e",
+            "turns[0].expect",
+            "operations: []",
+        ),
+        (
+            "  - id: f\n    category: x\n    turns:\n      - user: hola\n        expect: {asks: name}\n",
+            "f",
+            "turns[0].expect",
+            "list the facts",
+        ),
+        (
+            "  - id: g\n    category: x\n    turns:\n      - user: hola\n"
+            "        expect: {facts: ['mejor_cliente(anio=2025).cliente'], asks: quien}\n",
+            "g",
+            "turns[0].expect.asks",
+            "'name' or 'figure'",
+        ),
     ],
 )
 def test_errors_name_file_scenario_and_field(
@@ -138,3 +158,15 @@ def test_tags_select_by_tag_category_or_id(tiny_suite_path: Path) -> None:
     assert [s.id for s in load_scenarios([tiny_suite_path], tags=["small_talk"])] == ["saludo"]
     both = load_scenarios([tiny_suite_path], tags=["saludo", "ventas"])
     assert [s.id for s in both] == ["ventas", "saludo"]
+
+
+def test_the_packaged_small_talk_says_what_its_replies_must_do() -> None:
+    turns = [
+        turn
+        for scenario in load_scenarios()
+        if scenario.category == "small_talk"
+        for turn in scenario.turns
+        if turn.expect.operations == []
+    ]
+    assert len(turns) >= 3
+    assert all(turn.expect.small_talk is not None for turn in turns)

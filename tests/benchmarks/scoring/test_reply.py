@@ -1,13 +1,25 @@
-"""A turn expecting no operation must still give a real reply: Spanish, complete, a refusal when due
-(benchmarks/scoring/reply.py and its use in benchmarks/scoring/turn.py)."""
+"""A turn expecting no operation must still give a real reply: Spanish, complete, a refusal when due, small
+talk answered in kind (benchmarks/scoring/reply.py and its use in benchmarks/scoring/turn.py)."""
 
 from __future__ import annotations
 
 import pytest
 
 from benchmarks.scenario import Expectation
-from benchmarks.scoring.reply import is_spanish, looks_cut_off, reply_problems, says_cannot
+from benchmarks.scoring.reply import (
+    capabilities_named,
+    capability_topics,
+    is_courteous,
+    is_spanish,
+    looks_cut_off,
+    reads_as_english,
+    reply_problems,
+    says_cannot,
+)
 from benchmarks.scoring.turn import TurnScorer
+from shared.operations.sales import sales_registry
+
+TOPICS = capability_topics(op.name for op in sales_registry())
 
 OFFLINE_REPLIES = [
     # what the offline model answers on the suite's no-operation turns (small talk, refusals, injections)
@@ -114,6 +126,64 @@ def test_a_polite_reply_that_does_not_decline_is_no_refusal() -> None:
     assert reply_problems(reply, refusal=False) == []
 
 
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "¡Hola! ¿En qué puedo ayudarte hoy?",
+        "Hola, buen día.",
+        "¡De nada! Si tienes más preguntas, no dudes en hacerlas.",
+        "¡Chau!",
+        "¡Perfecto! Si necesitás algo más, acá estoy.",
+        OFFLINE_REPLIES[1],
+    ],
+)
+def test_greetings_thanks_and_goodbyes_are_answered_in_kind(reply: str) -> None:
+    assert is_courteous(reply)
+    assert reply_problems(reply, courtesy=True) == []
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Facturas pendientes de cobro, de todos los clientes: cantidad, monto y las más antiguas.",
+        "Las ventas de 2025 fueron de 850000000 guaraníes.",
+    ],
+)
+def test_a_catalog_line_or_a_figure_does_not_answer_small_talk(reply: str) -> None:
+    assert not is_courteous(reply)
+    assert "the reply does not answer the greeting, thanks or goodbye in kind" in reply_problems(
+        reply, courtesy=True
+    )
+
+
+def test_capability_topics_are_the_words_of_the_operations_names() -> None:
+    assert {"ventas", "cliente", "productos", "categoria", "facturas"} <= TOPICS
+    assert "por" not in TOPICS  # a Spanish function word names nothing
+
+
+def test_a_capabilities_reply_names_what_the_assistant_can_do() -> None:
+    assert capabilities_named(OFFLINE_REPLIES[2], TOPICS) == {"ventas", "cliente", "productos", "facturas"}
+    assert reply_problems(OFFLINE_REPLIES[0], capabilities=TOPICS) == []
+    assert capabilities_named("Te doy la venta mensual por categorías.", TOPICS) == {
+        "ventas",
+        "mensuales",
+        "categoria",
+    }
+
+
+def test_a_bare_greeting_does_not_say_what_the_assistant_can_do() -> None:
+    (problem,) = reply_problems("¡Hola! ¿En qué puedo ayudarte hoy?", capabilities=TOPICS)
+    assert "does not say what the assistant can do" in problem
+    assert reply_problems("Puedo darte las ventas.", capabilities=TOPICS)  # one topic is not enough
+
+
+def test_english_prose_is_told_from_names_and_figures() -> None:
+    assert reads_as_english("Error: the customer was not found.")
+    assert reads_as_english("Sorry, I can't help with that.")
+    assert not reads_as_english("Empresa ABC")
+    assert not reads_as_english("El total de sales fue 850000000.")
+
+
 # -- in the turn scorer -------------------------------------------------------------------------------------
 
 NO_OPERATION = Expectation.model_validate({"operations": []})
@@ -154,3 +224,14 @@ def test_turns_that_expect_operations_or_do_not_say_get_no_reply_check(scorer: T
     )
     ops = [{"funcion": "ventas_anuales", "parametros": {"anio": 2025}}]
     assert scorer.score(yearly, answer="Sorry.", operations=ops, state=None).reply is None
+
+
+def test_small_talk_expectations_check_their_reply(scorer: TurnScorer) -> None:
+    thanks = Expectation.model_validate({"operations": [], "small_talk": "courtesy"})
+    assert scorer.score(thanks, answer="¡De nada!", operations=[], state=None).passed
+    echoed = "Facturas pendientes de cobro, de todos los clientes: cantidad, monto y las más antiguas."
+    assert scorer.score(thanks, answer=echoed, operations=[], state=None).reply is False
+    what = Expectation.model_validate({"operations": [], "small_talk": "capabilities"})
+    assert scorer.score(what, answer=OFFLINE_REPLIES[2], operations=[], state=None).passed
+    greeting = scorer.score(what, answer="¡Hola! ¿En qué puedo ayudarte hoy?", operations=[], state=None)
+    assert not greeting.passed and greeting.reply is False
