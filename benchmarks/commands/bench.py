@@ -13,8 +13,16 @@ from rich.markup import escape
 
 from benchmarks.commands.common import MaxTokensOpt, TimeoutOpt
 from benchmarks.modes import ALL_MODES, parse_modes
-from benchmarks.report import Summary, print_summary, write_reports
+from benchmarks.report import (
+    Summary,
+    combined_runs,
+    print_combined,
+    print_summary,
+    write_combined_reports,
+    write_reports,
+)
 from benchmarks.report.readme import block_name, readme_block, update_readme
+from benchmarks.report.runs import results_path
 from benchmarks.results import RESULTS_FILE, RunResults, read_results
 from benchmarks.runner import RunConfig, run_suite
 from benchmarks.scenario import load_scenarios
@@ -28,6 +36,8 @@ PricingOpt = Annotated[
     typer.Option(help="Pricing YAML whose models replace or add to benchmarks/pricing.yaml (cost per turn)."),
 ]
 LATEST = "latest"
+COMBINED_DIR = "combined"
+"""Where ``erp-ai report`` writes a report of several runs by default: ``reports/combined/<timestamp>/``."""
 
 
 def default_out_dir(root: Path = REPORTS_DIR) -> Path:
@@ -235,25 +245,63 @@ def _targets(
 
 
 def report(
-    results: Annotated[Path, typer.Argument(help=f"A {RESULTS_FILE} written by `erp-ai bench`.")],
+    results: Annotated[
+        list[Path],
+        typer.Argument(
+            help=f"A {RESULTS_FILE} written by `erp-ai bench`, or its folder; give several to put their runs "
+            "side by side in one report."
+        ),
+    ],
     out: Annotated[
-        Path | None, typer.Option(help="Where to write the reports. Default: next to RESULTS.")
+        Path | None,
+        typer.Option(
+            help="Where to write the reports. Default: next to RESULTS (one run), or "
+            "reports/combined/<timestamp>/ (several)."
+        ),
     ] = None,
     readme: Annotated[
         Path | None,
-        typer.Option(help="Also write the summary figures into this README's marked benchmark block."),
+        typer.Option(
+            help="Also write the summary figures into this README's marked benchmark block (one run)."
+        ),
     ] = None,
     pricing: PricingOpt = None,
 ) -> None:
-    """Re-render the terminal summary, report.md and report.html from a results file.
+    """Re-render the terminal summary, report.md and report.html from a results file, or from several.
 
-    A file cut short (its last line incomplete) or holding fewer turns than its run planned is reported
-    from the turns read, with a warning on the terminal and in each report's header (and is not written
-    into a README); a file with no complete record is an error (exit 2).
+    One run: its reports are written beside it. Several (e.g. a real-model run, the offline structure run
+    and a simulated-GPU run): one combined report, every run's regime labeled, a verdict row per run and
+    mode. A file cut short (its last line incomplete) or holding fewer turns than its run planned is
+    reported from the turns read, with a warning on the terminal and in each report's header (and is not
+    written into a README); a file with no complete record is an error (exit 2). Example: erp-ai report
+    reports/real reports/offline reports/gpu --out reports/side-by-side
     """
     console = Console()
-    if results.is_dir():
-        results = results / RESULTS_FILE
+    runs = [(path, _read_run(console, path, named=len(results) > 1)) for path in results]
+    if len(runs) > 1:
+        if readme is not None:
+            raise bench_error(console, "--readme takes one run: give one RESULTS to write its README block")
+        _report_combined(console, runs, out, pricing)
+        return
+    path, run = runs[0]
+    if readme is not None and run.read_warnings:  # published figures must come from a whole run
+        raise bench_error(
+            console, f"not writing {readme} from an incomplete results file: {run.read_warnings[0]}"
+        )
+    try:
+        files = write_reports(run, out or results_path(path).parent, pricing=pricing)
+    except ConfigurationError as exc:  # a pricing file that cannot be read
+        raise bench_error(console, str(exc)) from None
+    print_summary(console, files.summary, run.meta)
+    if readme is not None:
+        _write_readme(console, run, files.summary, readme)
+    console.print(f"{files.markdown} · {files.html}")
+
+
+def _read_run(console: Console, path: Path, *, named: bool = False) -> RunResults:
+    """The run at ``path`` (a results file or its folder); exit 2 when it cannot be read or holds nothing.
+    Its read warnings are printed (the reports' headers say the same), naming the file when ``named``."""
+    results = results_path(path)
     if not results.exists():
         raise bench_error(console, f"{results} does not exist")
     try:
@@ -262,20 +310,23 @@ def report(
         raise bench_error(console, f"cannot read {results}: {exc}") from None
     if run.empty:
         raise bench_error(console, f"{results} holds no complete record: nothing to report")
-    if readme is not None and run.read_warnings:  # published figures must come from a whole run
-        raise bench_error(
-            console, f"not writing {readme} from an incomplete results file: {run.read_warnings[0]}"
-        )
-    for warning in run.read_warnings:  # the reports' headers say the same
-        console.print(f"[yellow]warning:[/yellow] {escape(warning)}")
+    for warning in run.read_warnings:
+        where = f"{results}: " if named else ""
+        console.print(f"[yellow]warning:[/yellow] {escape(where + warning)}")
+    return run
+
+
+def _report_combined(
+    console: Console, runs: list[tuple[Path, RunResults]], out: Path | None, pricing: Path | None
+) -> None:
+    """Write and print the report of several runs side by side."""
     try:
-        files = write_reports(run, out or results.parent, pricing=pricing)
+        combined = combined_runs([(results_path(path), run) for path, run in runs], pricing=pricing)
     except ConfigurationError as exc:  # a pricing file that cannot be read
         raise bench_error(console, str(exc)) from None
-    print_summary(console, files.summary, run.meta)
-    if readme is not None:
-        _write_readme(console, run, files.summary, readme)
-    console.print(f"{files.markdown} · {files.html}")
+    markdown, html = write_combined_reports(combined, out or default_out_dir(REPORTS_DIR / COMBINED_DIR))
+    print_combined(console, combined)
+    console.print(f"{markdown} · {html}")
 
 
 def _write_readme(console: Console, run: RunResults, summary: Summary, readme: Path) -> None:

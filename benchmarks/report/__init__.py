@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.cost import estimate_costs, load_pricing
 from benchmarks.report.aggregate import (
     CategorySummary,
     GrowthCurve,
@@ -18,8 +18,11 @@ from benchmarks.report.aggregate import (
 )
 from benchmarks.report.findings import OFFLINE_NOTICE, findings
 from benchmarks.report.html import render_html
+from benchmarks.report.html_combined import render_combined_html
 from benchmarks.report.markdown import render_markdown
-from benchmarks.report.terminal import print_summary
+from benchmarks.report.markdown_combined import render_combined_markdown
+from benchmarks.report.runs import ReportRun, combined_runs, read_run, report_run, summarize_run
+from benchmarks.report.terminal import print_combined, print_summary
 from benchmarks.results import RunResults, read_results
 
 __all__ = [
@@ -29,17 +32,35 @@ __all__ = [
     "ModeSummary",
     "PairedComparison",
     "ReportFiles",
+    "ReportRun",
     "Summary",
     "TargetSummary",
+    "combined_runs",
     "findings",
     "pass_hat_k",
+    "print_combined",
     "print_summary",
+    "read_run",
+    "render_combined_html",
+    "render_combined_markdown",
     "render_html",
     "render_markdown",
+    "report_run",
     "summarize",
     "summarize_run",
+    "write_combined_reports",
     "write_reports",
 ]
+
+
+def write_combined_reports(runs: Sequence[ReportRun], out_dir: Path) -> tuple[Path, Path]:
+    """Write ``report.md`` and ``report.html`` of several runs side by side into ``out_dir``; return their
+    paths (Markdown, HTML)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    markdown, html = out_dir / "report.md", out_dir / "report.html"
+    markdown.write_text(render_combined_markdown(runs), encoding="utf-8")
+    html.write_text(render_combined_html(runs), encoding="utf-8")
+    return markdown, html
 
 
 @dataclass(frozen=True)
@@ -49,18 +70,6 @@ class ReportFiles:
     markdown: Path
     html: Path
     summary: Summary
-
-
-def summarize_run(results: RunResults) -> Summary:
-    """The summary of a run as its reports show it: per target when it has several, with the run's
-    prefix-cache setting (when an offline model ran)."""
-    meta = results.meta
-    return summarize(
-        results.rows,
-        meta.modes,
-        targets=meta.run_targets,
-        prompt_cache=meta.prompt_cache if meta.any_offline else None,
-    )
 
 
 def write_reports(
@@ -76,10 +85,9 @@ def write_reports(
     else:
         target = out_dir or Path(".")
     target.mkdir(parents=True, exist_ok=True)
-    summary = summarize_run(results)
-    cost = estimate_costs(results, load_pricing(pricing))
+    run = report_run(results, pricing=pricing)
     markdown = target / "report.md"
     html = target / "report.html"
-    markdown.write_text(render_markdown(results, summary, cost), encoding="utf-8")
-    html.write_text(render_html(results, summary, cost), encoding="utf-8")
-    return ReportFiles(markdown=markdown, html=html, summary=summary)
+    markdown.write_text(render_markdown(results, run.summary, run.costs), encoding="utf-8")
+    html.write_text(render_html(results, run.summary, run.costs), encoding="utf-8")
+    return ReportFiles(markdown=markdown, html=html, summary=run.summary)

@@ -14,6 +14,27 @@ CONVERSATION_STATE_POLICY = (
 )
 """What each mode keeps between turns, said in every report (like for like)."""
 
+MODE_DESCRIPTIONS = {
+    "planner": (
+        "The article's architecture: call 1 turns the question plus context (memory and conversation state) "
+        "into a plan of operations, the ERP validates and runs them, call 2 writes the answer; at most two "
+        "model calls per turn."
+    ),
+    "toolcalling": (
+        "A LangChain agent with native tool calls: the model calls the ERP's operations as tools, as many "
+        "steps as it needs; its context is memory plus conversation state, like the planner's."
+    ),
+    "toolcalling-full": (
+        "The same tool-calling agent with the conversation's full message history as its context."
+    ),
+}
+"""One or two sentences per mode: what the architecture is, said beside its figures."""
+
+
+def mode_description(mode: str) -> str:
+    """What ``mode`` is (an unknown mode is described as such)."""
+    return MODE_DESCRIPTIONS.get(mode, "A mode this report does not describe.")
+
 
 def prefix_cache_text(meta: RunMeta) -> str | None:
     """``"prefix cache modelled: yes"`` (or ``no``, ``not recorded``) when an offline model ran."""

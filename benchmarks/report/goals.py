@@ -1,5 +1,5 @@
-"""The figures the project set itself targets for (the README's harness overhead, the latency targets of
-the planner against tool calling), and one plain sentence per target a run can check: "target met" or
+"""The figures the project set itself targets for (the harness overhead, the latency targets of the
+planner against tool calling), and one plain sentence per target a run can check: "target met" or
 "target not met (3.3 ms vs 2 ms)"."""
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ class Target:
 
     name: str
     """What the target says, e.g. "planner harness p50 under 2 ms"."""
-    source: str
     measure: Callable[[Summary], tuple[float, float] | None]
     """``(measured, target)`` in ms, ``None`` when the run lacks the figures; met when measured <= target."""
     cache_sensitive: bool = False
@@ -56,18 +55,15 @@ def _against(
 TARGETS: tuple[Target, ...] = (
     Target(
         "planner harness p50 under 2 ms",
-        "README, harness overhead",
         _against(_figure("planner", "harness_p50"), lambda summary: 2.0),
     ),
     Target(
         "planner simulated p50 at most toolcalling's",
-        "issue 11",
         _against(_figure("planner", "simulated_p50"), _figure("toolcalling", "simulated_p50")),
         cache_sensitive=True,
     ),
     Target(
         "planner time to first answer at most toolcalling's",
-        "issue 11",
         _against(
             _figure("planner", "simulated_first_answer_p50"),
             _figure("toolcalling", "simulated_first_answer_p50"),
@@ -97,7 +93,6 @@ def target_sentences(summary: Summary) -> list[str]:
         verdict = "target met" if measured <= wanted else "target not met"
         cache = f", {CACHE_SETTINGS[summary.prompt_cache]}" if target.cache_sensitive else ""
         sentences.append(
-            f"Target {target.name} ({target.source}): {verdict} "
-            f"({ms_text(measured)} ms vs {ms_text(wanted)} ms){cache}."
+            f"Target {target.name}: {verdict} ({ms_text(measured)} ms vs {ms_text(wanted)} ms){cache}."
         )
     return sentences

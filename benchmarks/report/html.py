@@ -13,10 +13,8 @@ by side in the turn-by-turn table.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Callable, Sequence
 from html import escape
-from importlib.resources import files
 
 from benchmarks.cost import CostEstimate, estimate_costs
 from benchmarks.report.about import (
@@ -27,10 +25,15 @@ from benchmarks.report.about import (
 )
 from benchmarks.report.aggregate import NOT_REPORTED, ModeSummary, Summary
 from benchmarks.report.findings import OFFLINE_NOTICE, findings, headline
+from benchmarks.report.html_categories import categories_section
 from benchmarks.report.html_charts import growth_section, per_mode_charts
-from benchmarks.report.html_parts import heat, mode_label, table, target_heading
-from benchmarks.report.html_turns import turn_table
+from benchmarks.report.html_decision import distribution_section, regime_banner, verdict_section
+from benchmarks.report.html_failures import failures_section
+from benchmarks.report.html_parts import PAGE_CLOSE, heat, mode_label, page_open, table, target_heading
+from benchmarks.report.html_turns import turn_columns, turn_table
 from benchmarks.report.matrix import MATRIX_CAPTION, matrix_grids
+from benchmarks.report.regime import title
+from benchmarks.report.runs import ReportRun
 from benchmarks.report.svg import grouped, mode_colours
 from benchmarks.report.tables import (
     INTERVALS_CAPTION,
@@ -40,7 +43,6 @@ from benchmarks.report.tables import (
     cost_caption,
     cost_rows,
     costs_of,
-    failure_rows,
     interval_rows,
     paired_caption,
     paired_rows,
@@ -50,55 +52,24 @@ from benchmarks.report.tables import (
     valid_plan_cell,
 )
 from benchmarks.results import RunMeta, RunResults
-from benchmarks.targets import DEFAULT_TARGET
-
-_CSS = "\n" + files("benchmarks.report").joinpath("report.css").read_text(encoding="utf-8")
-"""The page's style sheet (``report.css``), inlined so the page stands alone."""
 
 _SECTIONS = (
+    ("verdict", "Verdict"),
+    ("latency-distribution", "Latency distributions"),
+    ("categories", "Per category"),
+    ("failures", "Failures"),
     ("findings-section", "Findings"),
     ("matrix", "Model matrix"),
     ("summary", "Summary"),
     ("paired", "Paired comparison"),
     ("per-mode", "Per mode"),
     ("growth", "Context growth"),
-    ("categories", "Accuracy per category"),
     ("pass-k", "pass^k"),
     ("intervals", "Intervals"),
     ("cost", "Cost"),
     ("provenance", "Provenance"),
     ("turn-by-turn", "Turn by turn"),
 )
-
-
-def _category_table(summary: Summary, colours: dict[str, str]) -> str:
-    if summary.matrix:
-        return "".join(
-            target_heading(t.target) + _category_table(t.summary, colours) for t in summary.targets
-        )
-    modes = [m.mode for m in summary.modes]
-    by_category: dict[str, dict[str, tuple[float, int]]] = defaultdict(dict)
-    for c in summary.categories:
-        by_category[c.category][c.mode] = (c.accuracy, c.turns)
-    head = '<th>category</th><th class="num">turns</th>' + "".join(
-        f'<th class="num">{mode_label(m, colours)}</th>' for m in modes
-    )
-    body = []
-    intervals = {(c.category, c.mode): percent_interval(c.accuracy_interval, 0) for c in summary.categories}
-    for category, per_mode in sorted(by_category.items()):
-        turns = max(t for _, t in per_mode.values())
-        cells = "".join(
-            f'<td class="num"{heat(per_mode[m][0])}>{per_mode[m][0]:.0%}'
-            f'<span class="ci">{escape(intervals.get((category, m), ""))}</span></td>'
-            if m in per_mode
-            else '<td class="num">–</td>'
-            for m in modes
-        )
-        body.append(f'<tr><td>{escape(category)}</td><td class="num">{turns}</td>{cells}</tr>')
-    return (
-        f'<div class="scroll"><table class="categories"><thead><tr>{head}</tr></thead>'
-        f"<tbody>{''.join(body)}</tbody></table></div>"
-    )
 
 
 def _cards(modes: Sequence[ModeSummary], colours: dict[str, str]) -> str:
@@ -247,13 +218,11 @@ def render_html(
     toc = " ".join(
         f'<a href="#{anchor}">{escape(title)}</a>' for anchor, title in _SECTIONS if present.get(anchor, True)
     )
+    run = ReportRun("", results, summary, costs)
     parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        "<title>erp-ai-harness benchmark</title>",
-        f"<style>{_CSS}</style></head><body>",
-        "<header><h1>erp-ai-harness benchmark</h1>",
+        page_open(title(meta)),
+        f"<header><h1>{escape(title(meta))}</h1>",
+        regime_banner(run),
         _header_meta(meta, summary),
         *(f'<p class="notice read-warning"><b>Warning:</b> {escape(w)}.</p>' for w in results.read_warnings),
     ]
@@ -264,6 +233,10 @@ def render_html(
         )
     parts.append(f'<p class="meta" id="state-policy">{escape(CONVERSATION_STATE_POLICY)}</p>')
     parts.append(f'<nav class="toc">{toc}</nav></header>')
+    parts.append(verdict_section([run], colours))
+    parts.append(distribution_section([run], colours))
+    parts.append(categories_section([run], colours))
+    parts.append(failures_section([run], colours))
     parts += _findings_section(summary, colours)
     if summary.matrix:
         parts.append(_matrix(meta, summary, costs))
@@ -283,18 +256,6 @@ def render_html(
         )
     parts.append(per_mode_charts(summary, modes, colours))
     parts.append(growth_section(summary, colours))
-    failures = failure_rows(summary)
-    if failures is not None:
-        parts.append(
-            '<h2 id="failures">Failures per kind</h2>'
-            '<p class="caption">Turns that ended in a failure kind (see docs/failures.md); a failed turn '
-            "never passes.</p>" + table(*failures, css_class="failures")
-        )
-    parts.append(
-        '<h2 id="categories">Accuracy per category</h2>'
-        '<p class="caption">Share of turns passed; red is low, green is high.</p>'
-        + _category_table(summary, colours)
-    )
     parts.append(
         '<h2 id="pass-k">pass^k (tau-bench)</h2>'
         '<p class="caption">The chance that k repetitions of a turn all pass, averaged over turns.</p>'
@@ -312,11 +273,7 @@ def render_html(
         + f'<p class="caption">{escape(cost_caption(costs))}</p>'
     )
     parts.append(_provenance(results))
-    if summary.matrix:
-        columns = [(t.target.name, mode) for t in summary.targets for mode in modes]
-    else:
-        targets = list(dict.fromkeys(row.target for row in results.scored_rows)) or [DEFAULT_TARGET]
-        columns = [(targets[0], mode) for mode in modes]
+    columns = turn_columns(results, summary)
     parts.append('<h2 id="turn-by-turn">Turn by turn</h2>' + turn_table(results, columns, colours))
-    parts.append("</body></html>")
+    parts.append(PAGE_CLOSE)
     return "\n".join(parts)

@@ -1,12 +1,27 @@
-"""The pieces every part of ``report.html`` is made of: a mode's swatch and label, a figures table, a
-heat-tinted cell and a target's heading."""
+"""The pieces every part of ``report.html`` is made of: the page's opening (with its inlined style sheet), a
+mode's swatch and label, a figures table, a heat-tinted cell and a target's heading."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from html import escape
+from importlib.resources import files
 
 from benchmarks.targets import BenchTarget
+
+STYLE = "\n" + files("benchmarks.report").joinpath("report.css").read_text(encoding="utf-8")
+"""The page's style sheet (``report.css``), inlined so the page stands alone."""
+
+PAGE_CLOSE = "</body></html>"
+
+
+def page_open(title: str) -> str:
+    """Everything up to the opening ``<body>``: no script, no external resource."""
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{escape(title)}</title>\n<style>{STYLE}</style></head><body>"
+    )
 
 
 def swatch(colour: str) -> str:

@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
+from collections.abc import Callable
 from html import escape
 from typing import Any
 
 from benchmarks.report.html_parts import mode_label
+from benchmarks.report.summary import Summary
 from benchmarks.report.svg import grouped
 from benchmarks.results import RunResults, TurnRow
+from benchmarks.targets import DEFAULT_TARGET
 
 
 def _call_line(name: str, params: object) -> str:
@@ -55,7 +58,7 @@ def _calls_block(row: TurnRow) -> str:
     )
 
 
-def _turn_cell(row: TurnRow | None) -> str:
+def _turn_cell(row: TurnRow | None, ident: str) -> str:
     if row is None:
         return "<td>–</td>"
     verdict = "✓" if row.passed else "✗"
@@ -73,24 +76,58 @@ def _turn_cell(row: TurnRow | None) -> str:
     if errors and why:
         notes += f'<div class="why">{escape(errors)}</div>'
     return (
-        f'<td class="answer {"pass" if row.passed else "fail"}" data-mode="{escape(row.mode)}">'
+        f'<td id="{ident}" class="answer {"pass" if row.passed else "fail"}" data-mode="{escape(row.mode)}">'
         f'<span class="verdict" title="{"passed" if row.passed else "failed"}">{verdict}</span>'
         f"{escape(row.answer or '(no answer)')}{notes}"
         f'<div class="cost">{escape(cost)}</div>' + _calls_block(row) + "</td>"
     )
 
 
-def _anchor(scenario: str, turn: int) -> str:
-    return "turn-" + re.sub(r"[^A-Za-z0-9_-]+", "-", scenario) + f"-{turn}"
+def slug(text: str) -> str:
+    """``text`` safe inside an HTML id."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", text)
+
+
+def turn_anchor(scenario: str, turn: int, prefix: str = "") -> str:
+    """The id of a turn's row in the turn-by-turn table."""
+    return f"{prefix}turn-{slug(scenario)}-{turn}"
+
+
+def cell_anchor(scenario: str, turn: int, column: int, prefix: str = "") -> str:
+    """The id of one (target, mode) cell of a turn's row: column ``column`` of the table."""
+    return f"{turn_anchor(scenario, turn, prefix)}-c{column}"
+
+
+def category_anchor(category: str, prefix: str = "") -> str:
+    """The id of the first scenario of ``category`` in the turn-by-turn table."""
+    return f"{prefix}category-{slug(category)}"
+
+
+def filter_anchor(name: str, prefix: str = "") -> str:
+    """The id that, as the page's target, filters the turn-by-turn table: ``failed`` (turns some column
+    failed), ``disagree`` (turns the columns disagree on) or ``fail-c<i>`` (turns column ``i`` failed)."""
+    return f"{prefix}turns-{name}"
 
 
 Column = tuple[str, str]
 """A turn-by-turn column: (target, mode)."""
 
 
-def turn_table(results: RunResults, columns: list[Column], colours: dict[str, str]) -> str:
+def turn_columns(results: RunResults, summary: Summary) -> list[Column]:
+    """The columns of a run's turn-by-turn table: every (target, mode), in the summary's order."""
+    modes = list(dict.fromkeys(m.mode for _, m in summary.cells()))
+    if summary.matrix:
+        return [(t.target.name, mode) for t in summary.targets for mode in modes]
+    targets = list(dict.fromkeys(row.target for row in results.scored_rows)) or [DEFAULT_TARGET]
+    return [(targets[0], mode) for mode in modes]
+
+
+def turn_table(results: RunResults, columns: list[Column], colours: dict[str, str], prefix: str = "") -> str:
     """Repetition 1, every turn in a row and every (target, mode) in a column (the target named only in a
-    matrix)."""
+    matrix). ``prefix`` starts every id, so several runs' tables can share a page.
+
+    Links to :func:`filter_anchor` ids show only some rows (pure CSS, ``:target``): the turns some column
+    failed, the turns the columns disagree on, or the turns one column failed."""
     matrix = len({target for target, _ in columns}) > 1
     cells: dict[tuple[str, int], dict[Column, TurnRow]] = defaultdict(dict)
     users: dict[tuple[str, int], str] = {}
@@ -114,14 +151,14 @@ def turn_table(results: RunResults, columns: list[Column], colours: dict[str, st
         failed = [name(c) for c in columns if (r := cells[(s, t)].get(c)) is not None and not r.passed]
         which = "" if len(failed) == len(cells[(s, t)]) else " (" + ", ".join(failed) + ")"
         links.append(
-            f'<a href="#{_anchor(s, t)}" title="failed in {escape(", ".join(failed))}">'
+            f'<a href="#{turn_anchor(s, t, prefix)}" title="failed in {escape(", ".join(failed))}">'
             f"{escape(s)} · {t}{escape(which)}</a>"
         )
     side = "targets and modes" if matrix else "modes"
     intro = (
         f'<p class="caption">Repetition 1 of {max(1, results.meta.repeat)}, {side} side by side: ✓ passed, '
         "✗ failed (red, with the reason). Open a cell's ▸ line for the plan or the tool calls.</p>"
-        f'<p class="caption failing" id="failing-turns"><b>{len(failing)} of {len(order)} turns</b> '
+        f'<p class="caption failing" id="{prefix}failing-turns"><b>{len(failing)} of {len(order)} turns</b> '
         f"failed in at least one {'target and mode' if matrix else 'mode'}{':' if failing else '.'} "
         f"{''.join(links)}</p>"
     )
@@ -132,20 +169,65 @@ def turn_table(results: RunResults, columns: list[Column], colours: dict[str, st
     )
     body = []
     previous = None
+    seen_categories: set[str] = set()
     for scenario, turn in order:
         if scenario != previous:
             previous = scenario
+            category = categories[scenario]
+            ident = ""
+            if category not in seen_categories:
+                seen_categories.add(category)
+                ident = f' id="{category_anchor(category, prefix)}"'
             body.append(
-                f'<tr class="scenario"><th colspan="{2 + len(columns)}">{escape(scenario)}'
-                f'<span class="category">{escape(categories[scenario])}</span></th></tr>'
+                f'<tr class="scenario"{ident}><th colspan="{2 + len(columns)}">{escape(scenario)}'
+                f'<span class="category">{escape(category)}</span></th></tr>'
             )
+        row_cells = cells[(scenario, turn)]
         body.append(
-            f'<tr id="{_anchor(scenario, turn)}"><td class="num">{turn}</td>'
-            f'<td class="user">{escape(users[(scenario, turn)])}</td>'
-            + "".join(_turn_cell(cells[(scenario, turn)].get(column)) for column in columns)
+            f'<tr id="{turn_anchor(scenario, turn, prefix)}" class="{_row_classes(row_cells, columns)}">'
+            f'<td class="num">{turn}</td><td class="user"><span class="scn">{escape(scenario)} · </span>'
+            f"{escape(users[(scenario, turn)])}</td>"
+            + "".join(
+                _turn_cell(row_cells.get(column), cell_anchor(scenario, turn, i, prefix))
+                for i, column in enumerate(columns)
+            )
             + "</tr>"
         )
     return (
-        intro + f'<table class="turns"><colgroup>{cols}</colgroup><thead><tr>{head}</tr></thead>'
-        f"<tbody>{''.join(body)}</tbody></table>"
+        intro
+        + _filters(columns, prefix, name)
+        + '<div class="turn-view">'
+        + "".join(
+            f'<span class="filter-anchor {kind}" id="{filter_anchor(kind, prefix)}"></span>'
+            for kind in ("failed", "disagree", *(f"fail-c{i}" for i in range(len(columns))))
+        )
+        + f'<table class="turns"><colgroup>{cols}</colgroup><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
+
+
+def _row_classes(row_cells: dict[Column, TurnRow], columns: list[Column]) -> str:
+    """``all-pass`` when no column failed, ``agree`` when every column has the same verdict, ``ok-c<i>``
+    for each column that did not fail: what the filters hide."""
+    verdicts = [row.passed for row in row_cells.values()]
+    classes = ["all-pass"] if all(verdicts) else []
+    classes += ["agree"] if len(set(verdicts)) <= 1 else []
+    classes += [
+        f"ok-c{i}" for i, column in enumerate(columns) if (r := row_cells.get(column)) is None or r.passed
+    ]
+    return " ".join(classes)
+
+
+def _filters(columns: list[Column], prefix: str, name: Callable[[Column], str]) -> str:
+    """The links that filter the table (no script: each targets a :func:`filter_anchor`)."""
+    links = [
+        (f"{prefix}turn-by-turn", "all turns"),
+        (filter_anchor("failed", prefix), "turns some column failed"),
+        (filter_anchor("disagree", prefix), "turns the columns disagree on"),
+        *((filter_anchor(f"fail-c{i}", prefix), f"failed in {name(c)}") for i, c in enumerate(columns)),
+    ]
+    return (
+        '<p class="filters">Show: '
+        + " · ".join(f'<a href="#{ident}">{escape(text)}</a>' for ident, text in links)
+        + "</p>"
     )

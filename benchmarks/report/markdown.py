@@ -20,7 +20,12 @@ from benchmarks.report.about import (
 )
 from benchmarks.report.aggregate import Summary
 from benchmarks.report.findings import OFFLINE_NOTICE, findings, headline
+from benchmarks.report.markdown_decision import distribution_block, failure_examples_block, verdict_block
 from benchmarks.report.matrix import MATRIX_CAPTION, matrix_grids
+from benchmarks.report.md_table import cell, clip, render_table
+from benchmarks.report.regime import first_line
+from benchmarks.report.regime import title as report_title
+from benchmarks.report.runs import ReportRun
 from benchmarks.report.tables import (
     INTERVALS_CAPTION,
     LATENCY_CAPTION,
@@ -39,39 +44,10 @@ from benchmarks.report.tables import (
     pass_k_rows,
     summary_rows,
 )
+from benchmarks.report.verdict import verdict_title
 from benchmarks.results import RunMeta, RunResults
 
-
-def cell(text: str) -> str:
-    """Text safe inside a Markdown table cell: one line, pipes escaped."""
-    return " ".join(text.split()).replace("|", "\\|")
-
-
-def clip(text: str, limit: int) -> str:
-    """``text`` cut to at most ``limit`` characters at a word boundary, with an ellipsis when cut."""
-    if len(text) <= limit:
-        return text
-    cut = text[: limit - 1]
-    head = cut.rsplit(" ", 1)[0] if " " in cut[limit // 2 :] else cut
-    return head.rstrip(" ;,") + "…"
-
-
-_LABELS = frozenset({"mode", "category", "failure kind", "base vs other"})
-"""Columns that name a row when they follow a ``target`` column."""
-
-
-def render_table(header: list[str], rows: list[list[str]], align: str = "") -> list[str]:
-    """A Markdown table; ``align`` has one ``l``/``r`` per column (default: the columns that name a row, such
-    as ``target`` then ``mode``, left; figures right)."""
-    if not align:
-        labels = 1
-        while labels < len(header) - 1 and header[labels - 1] == "target" and header[labels] in _LABELS:
-            labels += 1
-        align = "l" * labels + "r" * (len(header) - labels)
-    rule = "|" + "|".join("--:" if a == "r" else "---" for a in align) + "|"
-    lines = ["| " + " | ".join(cell(h) for h in header) + " |", rule]
-    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
-    return lines
+__all__ = ["cell", "clip", "header_text", "render_markdown", "render_table"]
 
 
 def _failing_turns(results: RunResults, limit: int = 50) -> list[str]:
@@ -157,11 +133,14 @@ def render_markdown(
     target)."""
     meta = results.meta
     costs = costs_of(cost) if cost is not None else estimate_costs(results)
-    lines = ["# erp-ai-harness benchmark", "", header_text(meta, summary), ""]
+    run = ReportRun("", results, summary, costs)
+    lines = [f"# {report_title(meta)}", "", f"**{first_line(meta)}**", "", header_text(meta, summary), ""]
     lines += [line for warning in results.read_warnings for line in (f"> **Warning:** {warning}.", "")]
     if meta.offline:
         lines += [f"> **Note.** {OFFLINE_NOTICE}", ""]
     lines += [CONVERSATION_STATE_POLICY, ""]
+    lines += verdict_block([run], verdict_title([run]))
+    lines += distribution_block([run])
     lines += ["## Findings", ""]
     lines += _findings_lines(summary)
     if summary.matrix:
@@ -189,6 +168,9 @@ def render_markdown(
         lines += ["## Failures per kind", ""]
         lines += render_table(*failures)
         lines += ["", "Kinds as defined in `docs/failures.md`; a failed turn never passes.", ""]
+    examples = failure_examples_block(run)
+    if examples:
+        lines += ["### One example of each kind", "", *examples, ""]
     lines += ["## Accuracy per category", ""]
     lines += render_table(*category_rows(summary))
     lines += ["", "Share of turns passed, Wilson 95% interval in brackets, turns in parentheses.", ""]

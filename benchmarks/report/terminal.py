@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich import box
 from rich.console import Console
 from rich.markup import escape
@@ -9,6 +11,10 @@ from rich.table import Table
 
 from benchmarks.report.aggregate import Summary, tokens_text
 from benchmarks.report.findings import OFFLINE_NOTICE, findings, headline
+from benchmarks.report.regime import first_line
+from benchmarks.report.runs import ReportRun
+from benchmarks.report.verdict import runs_verdict_lines, verdict_table
+from benchmarks.report.verdict_text import run_verdict
 from benchmarks.results import RunMeta
 
 
@@ -85,3 +91,20 @@ def print_summary(console: Console, summary: Summary, meta: RunMeta) -> None:
         console.print(f"• {escape(sentence)}")
     if meta.offline:
         console.print(f"[yellow]{OFFLINE_NOTICE}[/yellow]")
+
+
+def print_combined(console: Console, runs: Sequence[ReportRun]) -> None:
+    """Print each run's first line, the verdict table (one row per run and mode) and the verdicts."""
+    for run in runs:
+        console.print(f"[bold]{escape(run.label)}[/bold]: {escape(first_line(run.results.meta))}")
+    header, rows = verdict_table(runs_verdict_lines(runs))
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    for i, column in enumerate(header):
+        table.add_column(column, justify="left" if i < 2 else "right")
+    for row in rows:
+        table.add_row(*(escape(cell) for cell in row))
+    console.print(table)
+    for run in runs:
+        verdict = run_verdict(run.summary, run.results.scored_rows, run.regime, run.results.meta.model)
+        for sentence in verdict.leads:
+            console.print(f"• {escape(run.label)}: {escape(sentence)}")

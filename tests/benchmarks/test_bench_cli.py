@@ -196,10 +196,10 @@ def test_the_no_prompt_cache_switch_reaches_the_offline_model_and_the_report(
     assert [r.cached_input_tokens for r in results.rows] == [0] * 6
     text = (out / "report.md").read_text(encoding="utf-8")
     assert "prefix cache modelled: no" in text
-    [issue_11] = [
-        line for line in text.splitlines() if "time to first answer at most toolcalling's (issue 11)" in line
+    [first_answer_target] = [
+        line for line in text.splitlines() if "time to first answer at most toolcalling's" in line
     ]
-    assert issue_11.endswith("measured without a modelled prefix cache (--no-prompt-cache).")
+    assert first_answer_target.endswith("measured without a modelled prefix cache (--no-prompt-cache).")
     html = (out / "report.html").read_text(encoding="utf-8")
     assert '<span id="prefix-cache">prefix cache modelled: no</span>' in html
 

@@ -100,9 +100,10 @@ def test_the_report_of_a_cut_file_warns_on_the_terminal_and_in_both_headers_but_
     assert result.exit_code == 0, result.output
     assert "warning: results file ends in an incomplete line: 5 rows read" in result.output
     markdown = (out / "report.md").read_text(encoding="utf-8").splitlines()
-    assert markdown[2].startswith("Provider `offline`") and "3 turns per mode" in markdown[2]
-    assert markdown[4] == "> **Warning:** results file ends in an incomplete line: 5 rows read."
-    assert markdown[6].startswith("> **Warning:** the header gives the run's plan, 6 scored turns")
+    assert markdown[2].startswith("**Structure run:"), "what the figures measure comes first"
+    assert markdown[4].startswith("Provider `offline`") and "3 turns per mode" in markdown[4]
+    assert markdown[6] == "> **Warning:** results file ends in an incomplete line: 5 rows read."
+    assert markdown[8].startswith("> **Warning:** the header gives the run's plan, 6 scored turns")
     assert "| planner | 3 |" in "\n".join(markdown) and "| toolcalling | 2 |" in "\n".join(markdown)
     html = (out / "report.html").read_text(encoding="utf-8")
     assert "<b>Warning:</b> results file ends in an incomplete line: 5 rows read." in html

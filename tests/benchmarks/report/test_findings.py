@@ -90,7 +90,7 @@ def _mode(name: str, **figures: Any) -> ModeSummary:
 def test_targets_say_plainly_whether_they_were_met() -> None:
     missed = Summary(modes=[_mode("planner", harness_p50=3.3), _mode("toolcalling")], categories=[])
     assert target_sentences(missed) == [
-        "Target planner harness p50 under 2 ms (README, harness overhead): target not met (3.3 ms vs 2 ms)."
+        "Target planner harness p50 under 2 ms: target not met (3.3 ms vs 2 ms)."
     ]
     met = Summary(modes=[_mode("planner", harness_p50=1.8)], categories=[])
     assert target_sentences(met)[0].endswith("target met (1.8 ms vs 2 ms).")
@@ -109,7 +109,7 @@ def test_latency_targets_between_modes_need_both_figures() -> None:
     )
     sentences = target_sentences(profiled.model_copy(update={"prompt_cache": True}))
     assert (
-        "Target planner simulated p50 at most toolcalling's (issue 11): "
+        "Target planner simulated p50 at most toolcalling's: "
         "target not met (2,432 ms vs 1,123 ms), "
         "measured with the offline model's prefix cache modelled (--prompt-cache)." in sentences
     )
