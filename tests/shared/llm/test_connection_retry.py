@@ -31,6 +31,7 @@ def dropping_server(drops: int) -> Iterator[dict[str, int]]:
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen()
+    listener.settimeout(0.1)  # accept() wakes up to see the stop flag (closing the socket would not wake it)
     seen = {"port": listener.getsockname()[1], "connections": 0}
     stop = threading.Event()
 
@@ -38,8 +39,11 @@ def dropping_server(drops: int) -> Iterator[dict[str, int]]:
         while not stop.is_set():
             try:
                 connection, _ = listener.accept()
+            except TimeoutError:
+                continue
             except OSError:
                 return
+            connection.settimeout(None)
             with connection:
                 seen["connections"] += 1
                 connection.recv(65536)
