@@ -172,7 +172,9 @@ def summarize_mode(mode: str, rows: Sequence[TurnRow], *, seed: int = DEFAULT_SE
         usage_unreported=unreported,
         usage_reported_turns=sum(1 for row in counted if row.model_calls),
         recovered_tool_calls=sum(row.recovered_tool_calls for row in rows),
-        ungrounded_turns=sum(1 for row in rows if row.ungrounded_figures),
+        ungrounded_turns=sum(1 for row in rows if row.ungrounded_figures)
+        if any("ungrounded_figures" in row.model_fields_set for row in rows)
+        else None,
         connection_retries=sum(row.connection_retries for row in rows),
     )
 

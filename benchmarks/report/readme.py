@@ -1,9 +1,11 @@
 """The benchmark figures of ``README.md``, written by code from a results file (never typed by hand).
 
-``erp-ai report RESULTS --readme README.md`` replaces what stands between a pair of markers with the summary
-table (total latency and time to the first answer token, each measured and, under a latency profile,
-simulated), what those columns are, the computed findings and a line saying how and when the figures were
-measured. Each latency profile has its own block (``measured`` for runs without one;
+``erp-ai report RESULTS --readme README.md`` replaces what stands between a pair of markers. A real-model run
+writes the ``real-model`` block (:mod:`benchmarks.report.readme_real`: per-mode figures, the paired test,
+coverage, the scorer check and the command that reproduces it); an offline run writes, after its first
+line, the summary table (total latency and time to the first answer token, each measured and, under a
+latency profile, simulated), what those columns are, the computed findings and a line saying how and when
+the figures were measured. Each latency profile has its own block (``measured`` for runs without one;
 ``<name>-no-prompt-cache`` for a run without the modelled prefix cache), so a README can show several runs
 side by side::
 
@@ -19,13 +21,18 @@ from benchmarks.report.about import prefix_cache_text, targets_text
 from benchmarks.report.aggregate import Summary
 from benchmarks.report.findings import OFFLINE_NOTICE, findings, headline
 from benchmarks.report.markdown import render_table
+from benchmarks.report.readme_real import REAL_MODEL_BLOCK, real_model_block
+from benchmarks.report.regime import first_line
 from benchmarks.report.tables import LATENCY_CAPTION, summary_rows
 from benchmarks.results import RunResults
 
 
 def block_name(results: RunResults) -> str:
-    """The README block a run writes to: its latency profile, or ``measured`` without one; a run without the
-    offline model's prefix cache (``--no-prompt-cache``) gets its own block, ``<name>-no-prompt-cache``."""
+    """The README block a run writes to: ``real-model`` when a real provider answered; else its latency
+    profile, or ``measured`` without one; a run without the offline model's prefix cache
+    (``--no-prompt-cache``) gets its own block, ``<name>-no-prompt-cache``."""
+    if not results.meta.offline:
+        return REAL_MODEL_BLOCK
     name = results.meta.latency_profile or "measured"
     return f"{name}-no-prompt-cache" if results.meta.prompt_cache is False else name
 
@@ -70,7 +77,11 @@ def readme_block(results: RunResults, summary: Summary) -> str:
         + f"{code}."
     )
     name = block_name(results)
-    lines = [start_marker(name), "", source, ""]
+    if name == REAL_MODEL_BLOCK:
+        return "\n".join(
+            [start_marker(name), "", source, "", *real_model_block(results, summary), "", end_marker(name)]
+        )
+    lines = [start_marker(name), "", f"**{first_line(meta)}**", "", source, ""]
     top = headline(summary)
     if top:
         lines += [f"**{top}**", ""]

@@ -70,8 +70,9 @@ class ModeSummary(BaseModel):
     """Turns that called a model and whose token usage was reported."""
     recovered_tool_calls: int = 0
     """Tool calls written as text that tool calling recovered into real tool calls, over all turns."""
-    ungrounded_turns: int = 0
-    """Turns whose answer stated a figure no ERP source supported (``TurnRow.ungrounded_figures``)."""
+    ungrounded_turns: int | None = None
+    """Turns whose answer stated a figure no ERP source supported (``TurnRow.ungrounded_figures``); ``None``
+    when no row recorded the check (files that predate it)."""
     connection_retries: int = 0
     """Requests resent once because their connection failed before the server answered."""
 

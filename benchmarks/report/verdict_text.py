@@ -184,7 +184,7 @@ def _pair_verdict(
             f"{label}: {winner} is the better choice on this run's evidence, {accuracy.reason}{also}{trade}."
         )
     cannot = accuracy.reason if accuracy is not None else "no paired turns to compare accuracy on"
-    return f"{label}: accuracy cannot decide ({cannot}); {on(modes[0])}; {on(modes[1])}."
+    return f"{label}: {cannot}, so accuracy cannot decide; {on(modes[0])}; {on(modes[1])}."
 
 
 def _failures(modes: Sequence[ModeSummary]) -> str | None:

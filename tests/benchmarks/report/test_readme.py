@@ -73,3 +73,80 @@ def test_a_run_without_the_modelled_prefix_cache_writes_its_own_block(results_pa
     uncached = profiled.model_copy(update={"meta": profiled.meta.model_copy(update={"prompt_cache": False})})
 
     assert block_name(profiled) != block_name(uncached) == "gpu-8b-no-prompt-cache"
+
+
+REAL = ("real-model", start_marker("real-model"), end_marker("real-model"))
+
+
+def _real_run(tmp_path: Path) -> Path:
+    from benchmarks.provenance import Provenance
+    from benchmarks.results import RunMeta
+    from tests.benchmarks.report.sample_results import MODES, rows, write_results
+
+    meta = RunMeta(
+        provider="openai",
+        model="qwen2.5-coder-1.5b-instruct",
+        base_url="http://127.0.0.1:8101/v1",
+        modes=MODES[:2],
+        scenarios=1,
+        turns=12,
+        max_tokens=512,
+        timeout=900.0,
+        scenario_paths=["benchmarks/scenarios/06_conversacion_larga.yaml"],
+        provenance=Provenance(git_commit="57d2d3a54d16ffdc", git_dirty=False),
+    )
+    records = [
+        r.model_copy(update={"cached_input_tokens": 250, "first_answer_ms": 1200.0, "ungrounded_figures": []})
+        for r in rows()
+        if r.mode in MODES[:2]
+    ]
+    return write_results(tmp_path / "real" / "results.jsonl", meta, records)
+
+
+def test_a_real_model_run_writes_the_real_model_block_with_what_a_reader_needs(tmp_path: Path) -> None:
+    from benchmarks.report.readme import block_name
+
+    results = read_results(_real_run(tmp_path))
+    block = readme_block(results, summarize(results.rows, results.meta.modes))
+
+    assert block_name(results) == "real-model"
+    assert block.startswith(REAL[1]) and block.endswith(REAL[2])
+    assert "**Real-model run: a real model, qwen2.5-coder-1.5b-instruct (openai), answered" in block
+    table = block.split("| mode |")[1].split("\n\n")[0]
+    for column in ("accuracy (95% CI)", "calls/turn", "cached", "latency p50 / p95 ms", "first answer"):
+        assert column in table
+    assert "ungrounded | recovered | failed (kinds) |" in table
+    assert "| planner | 12 | 100.0% (75.8–100.0) | 2.00 | 1,000 / 50 | 25% |" in table
+    assert "| 0 | – | 0 |" in table, "no ungrounded turn, recovery is tool calling's, no failure"
+    assert "| 0 | 0 | 1 (1 provider) |" in table
+    assert "- Accuracy on 12 paired turns: planner 100.0%, toolcalling 91.7%" in block
+    assert "McNemar p = 1.00: not significant." in block
+    assert (
+        "Scenario categories covered (turns run of the packaged suite's): long_conversation 12/50;" in block
+    )
+    assert "not covered: adversarial, articulo," in block
+    assert "Scorer check:" in block
+    assert "From a checkout at commit `57d2d3a54d16`:" in block
+    assert (
+        "OPENAI_API_KEY=unused erp-ai bench --provider openai --model qwen2.5-coder-1.5b-instruct --base-url "
+        "http://127.0.0.1:8101/v1 --modes planner,toolcalling --scenarios "
+        "benchmarks/scenarios/06_conversacion_larga.yaml --max-tokens 512 --timeout 900" in block
+    )
+
+
+def test_report_readme_writes_the_real_model_block_of_a_real_run(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# Results\n\n{REAL[1]}\n{REAL[2]}\n\n{START}\nkept\n{END}\n", encoding="utf-8")
+
+    result = CliRunner().invoke(app, ["report", str(_real_run(tmp_path)), "--readme", str(readme)])
+
+    assert result.exit_code == 0, result.output
+    text = readme.read_text(encoding="utf-8")
+    assert "| toolcalling | 12 | 91.7% (64.6–98.5) |" in text.split(REAL[2])[0]
+    assert f"{START}\nkept\n{END}" in text, "the other blocks are left alone"
+
+
+def test_an_offline_block_opens_with_what_it_measures(results_path: Path) -> None:
+    results = read_results(results_path)
+    block = readme_block(results, summarize(results.rows, results.meta.modes))
+    assert block.splitlines()[2].startswith("**Structure run:") and "not accuracy" in block.splitlines()[2]

@@ -252,3 +252,19 @@ def test_the_provenance_is_shown_when_the_run_recorded_it(tmp_path: Path) -> Non
     assert "digest aaaaaaaaaaaa" in section and "langchain 1.5.2" in section
     assert "| note | model identity from ollama: ConnectError |" in section
     assert '<table class="provenance">' in files.html.read_text(encoding="utf-8")
+
+
+def test_the_first_line_says_what_the_figures_measure(results_path: Path, tmp_path: Path) -> None:
+    files = write_reports(results_path)
+    first = files.markdown.read_text(encoding="utf-8").splitlines()[0]
+    assert first.startswith("# ") and "structure (calls, tokens, overhead), not accuracy" in first
+    html = files.html.read_text(encoding="utf-8")
+    header = html.split("<header>")[1]
+    assert header.index("<h1>") < header.index('class="regime structure"') < header.index('class="meta"')
+    assert html.index('id="verdict"') < html.index('id="findings-section"'), "the verdict comes first"
+    real = write_results(
+        tmp_path / "real.jsonl", RunMeta(provider="ollama", model="qwen2.5:7b", modes=MODES), rows()
+    )
+    text = write_reports(real, tmp_path / "real").markdown.read_text(encoding="utf-8").splitlines()
+    assert text[0] == "# erp-ai-harness benchmark: which architecture for qwen2.5:7b"
+    assert text[2].startswith("**Real-model run: a real model, qwen2.5:7b (ollama), answered every turn")
