@@ -16,6 +16,7 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 
+from benchmarks.report.paired_figures import paired_values
 from benchmarks.report.summary import (
     NOT_REPORTED,
     CategorySummary,
@@ -183,16 +184,12 @@ def paired_comparison(
     base: str, other: str, rows: Sequence[TurnRow], *, seed: int = DEFAULT_SEED
 ) -> PairedComparison | None:
     """``base`` against ``other`` on the turns both ran; ``None`` when they share no turn."""
-    outcome: dict[str, dict[tuple[str, int, int], bool]] = {base: {}, other: {}}
-    for row in rows:
-        if row.mode in outcome:
-            outcome[row.mode][(row.scenario, row.turn, row.repetition)] = row.passed
-    keys = sorted(outcome[base].keys() & outcome[other].keys())
-    if not keys:
+    outcome = paired_values(rows, base, other, lambda row: row.passed)
+    if not outcome:
         return None
     clusters: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
-    for key in keys:
-        clusters[key[0]].append((outcome[base][key], outcome[other][key]))
+    for key, pair in outcome.items():
+        clusters[key[0]].append(pair)
     pairs = [pair for cluster in clusters.values() for pair in cluster]
     both = sum(a and b for a, b in pairs)
     base_only = sum(a and not b for a, b in pairs)

@@ -9,7 +9,7 @@ from html import escape
 
 from benchmarks.report.about import mode_description
 from benchmarks.report.calibration import agreement_line
-from benchmarks.report.html_parts import mode_label, table
+from benchmarks.report.html_parts import mode_label
 from benchmarks.report.html_turns import filter_anchor, turn_columns
 from benchmarks.report.paired_figures import first_answer, latency
 from benchmarks.report.regime import first_line
@@ -40,7 +40,13 @@ def regime_banner(run: ReportRun, *, labeled: bool = False, anchored: bool = Tru
 
 def regimes_table(runs: Sequence[ReportRun]) -> str:
     """One row per run of a combined report: its label, regime, provider, model, clock, prefix cache, size."""
-    return table(*regimes_rows(runs), css_class="regimes", labels=8)
+    header, rows = regimes_rows(runs)
+    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return (
+        f'<div class="scroll"><table class="regimes"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{body}</tbody></table></div>"
+    )
 
 
 def _column(run: ReportRun, line: VerdictLine) -> int | None:

@@ -9,8 +9,20 @@ from importlib.resources import files
 
 from benchmarks.targets import BenchTarget
 
-STYLE = "\n" + files("benchmarks.report").joinpath("report.css").read_text(encoding="utf-8")
-"""The page's style sheet (``report.css``), inlined so the page stands alone."""
+FILTERED_COLUMNS = 12
+"""Turn-table columns whose "failed in" filter has a rule (more (target, mode) columns than this are shown
+unfiltered)."""
+
+STYLE = (
+    "\n"
+    + files("benchmarks.report").joinpath("report.css").read_text(encoding="utf-8")
+    + "".join(
+        f".filter-anchor.fail-c{i}:target~table.turns tr.ok-c{i}{{display:none}}"
+        for i in range(FILTERED_COLUMNS)
+    )
+)
+"""The page's style sheet (``report.css`` and the turn filters' rules, one per column), inlined so the page
+stands alone."""
 
 PAGE_CLOSE = "</body></html>"
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from benchmarks.results import TurnRow
 from benchmarks.stats import mcnemar_exact
@@ -55,25 +56,40 @@ def p_text(value: float) -> str:
     return "< 0.001" if value < 0.001 else f"= {value:.3f}" if value < 0.01 else f"= {value:.2f}"
 
 
-def paired_figure(rows: Sequence[TurnRow], base: str, other: str, read: Read) -> PairedFigure | None:
-    """``base`` against ``other`` on ``read`` over the turns (scenario, turn, repetition) both ran and both
-    have the figure for; ``None`` when there is no such turn. Warm-up rows are left out."""
-    values: dict[str, dict[tuple[str, int, int], float]] = {base: {}, other: {}}
+Key = tuple[str, int, int]
+"""A turn both modes ran: (scenario, turn, repetition)."""
+
+T = TypeVar("T")
+
+
+def paired_values(
+    rows: Sequence[TurnRow], base: str, other: str, read: Callable[[TurnRow], T | None]
+) -> dict[Key, tuple[T, T]]:
+    """``read`` of ``base`` and of ``other`` on every turn both ran and both have the figure for, in turn
+    order. Warm-up rows are left out."""
+    values: dict[str, dict[Key, T]] = {base: {}, other: {}}
     for row in rows:
         if row.warmup or row.mode not in values:
             continue
         value = read(row)
         if value is not None:
             values[row.mode][(row.scenario, row.turn, row.repetition)] = value
-    keys = values[base].keys() & values[other].keys()
-    if not keys:
+    keys = sorted(values[base].keys() & values[other].keys())
+    return {key: (values[base][key], values[other][key]) for key in keys}
+
+
+def paired_figure(rows: Sequence[TurnRow], base: str, other: str, read: Read) -> PairedFigure | None:
+    """``base`` against ``other`` on ``read`` over the turns both ran and both have the figure for; ``None``
+    when there is no such turn."""
+    pairs = paired_values(rows, base, other, read)
+    if not pairs:
         return None
-    base_lower = sum(values[base][key] < values[other][key] for key in keys)
-    other_lower = sum(values[other][key] < values[base][key] for key in keys)
+    base_lower = sum(a < b for a, b in pairs.values())
+    other_lower = sum(b < a for a, b in pairs.values())
     return PairedFigure(
         base=base,
         other=other,
-        pairs=len(keys),
+        pairs=len(pairs),
         base_lower=base_lower,
         other_lower=other_lower,
         p_value=mcnemar_exact(base_lower, other_lower),

@@ -11,9 +11,10 @@ from rich.table import Table
 
 from benchmarks.report.aggregate import Summary, tokens_text
 from benchmarks.report.findings import OFFLINE_NOTICE, findings, headline
+from benchmarks.report.goals import ms_text
 from benchmarks.report.regime import first_line
 from benchmarks.report.runs import ReportRun
-from benchmarks.report.verdict import runs_verdict_lines, verdict_table
+from benchmarks.report.verdict import runs_verdict_lines
 from benchmarks.report.verdict_text import run_verdict
 from benchmarks.results import RunMeta
 
@@ -94,15 +95,29 @@ def print_summary(console: Console, summary: Summary, meta: RunMeta) -> None:
 
 
 def print_combined(console: Console, runs: Sequence[ReportRun]) -> None:
-    """Print each run's first line, the verdict table (one row per run and mode) and the verdicts."""
+    """Print each run's first line, a compact verdict table (one row per run and mode: accuracy, calls,
+    input tokens, latency and first answer p50, failed turns; ``*`` marks simulated times), the verdicts."""
     for run in runs:
         console.print(f"[bold]{escape(run.label)}[/bold]: {escape(first_line(run.results.meta))}")
-    header, rows = verdict_table(runs_verdict_lines(runs))
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-    for i, column in enumerate(header):
-        table.add_column(column, justify="left" if i < 2 else "right")
-    for row in rows:
-        table.add_row(*(escape(cell) for cell in row))
+    for i, column in enumerate(("run", "mode", "acc", "calls", "in", "p50 ms", "1st ms", "fail")):
+        table.add_column(column, justify="left" if i < 2 else "right", no_wrap=i < 2)
+    for line in runs_verdict_lines(runs):
+        m, regime = line.mode, line.regime
+        simulated = regime.simulated and m.simulated_p50 is not None
+        latency = m.simulated_p50 if simulated else m.latency_p50
+        first = m.simulated_first_answer_p50 if simulated else m.first_answer_p50
+        mark = "*" if simulated else ""
+        table.add_row(
+            escape(line.run),
+            escape(m.mode if line.target is None else f"{line.target}·{m.mode}"),
+            "–" if regime.structure_only else f"{m.accuracy:.0%}",
+            f"{m.calls_mean:.2f}",
+            tokens_text(m, m.input_tokens_mean),
+            "–" if latency is None else f"{ms_text(latency)}{mark}",
+            "–" if first is None else f"{ms_text(first)}{mark}",
+            str(m.failed_turns),
+        )
     console.print(table)
     for run in runs:
         verdict = run_verdict(run.summary, run.results.scored_rows, run.regime, run.results.meta.model)

@@ -60,8 +60,12 @@ def test_several_runs_make_one_report_with_every_regime_labeled_first(
     runs: tuple[Path, Path], tmp_path: Path
 ) -> None:
     out = tmp_path / "side-by-side"
-    result = runner.invoke(app, ["report", str(runs[0].parent), str(runs[1]), "--out", str(out)])
+    result = runner.invoke(
+        app, ["report", str(runs[0].parent), str(runs[1]), "--out", str(out)], env={"COLUMNS": "200"}
+    )
     assert result.exit_code == 0, result.output
+    assert "real: Real-model run:" in result.output and "gpu: Structure run:" in result.output
+    assert re.search(r"gpu +planner +– +2\.00 +1000 +\d[\d,.]*\* ", result.output), "simulated times marked *"
     markdown = (out / "report.md").read_text(encoding="utf-8").splitlines()
     assert markdown[0] == "# erp-ai-harness benchmark: 2 runs side by side"
     assert markdown[2].startswith("- **real**: Real-model run:")

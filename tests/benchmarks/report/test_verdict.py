@@ -22,36 +22,25 @@ def _turns(planner_passes: int, toolcalling_passes: int, turns: int = 40, **valu
     """``turns`` paired turns; the planner passes its first ``planner_passes``, tool calling its first
     ``toolcalling_passes``. Tool calling makes 3 calls and sends 2,000 tokens to the planner's 2 and 1,000,
     and answers first after 100 ms to the planner's 300 ms."""
+    shapes = {
+        "planner": (planner_passes, 2, 1000, 300.0),
+        "toolcalling": (toolcalling_passes, 3, 2000, 100.0),
+    }
     rows = []
     for turn in range(1, turns + 1):
-        rows.append(
-            turn_row(
-                "planner",
-                passed=turn <= planner_passes,
-                why="answer lacks the total",
-                scenario=f"s{turn}",
-                model_calls=2,
-                input_tokens=1000,
-                output_tokens=50,
-                model_ms=400.0,
-                first_answer_ms=300.0,
-                **values,
+        for mode, (passes, calls, tokens, first) in shapes.items():
+            figures = {"model_calls": calls, "input_tokens": tokens, "first_answer_ms": first, **values}
+            rows.append(
+                turn_row(
+                    mode,
+                    passed=turn <= passes,
+                    why="answer lacks the total",
+                    scenario=f"s{turn}",
+                    output_tokens=50,
+                    model_ms=400.0,
+                    **figures,
+                )
             )
-        )
-        rows.append(
-            turn_row(
-                "toolcalling",
-                passed=turn <= toolcalling_passes,
-                why="answer lacks the total",
-                scenario=f"s{turn}",
-                model_calls=3,
-                input_tokens=2000,
-                output_tokens=50,
-                model_ms=400.0,
-                first_answer_ms=100.0,
-                **values,
-            )
-        )
     return rows
 
 
