@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from benchmarks.commands.common import MaxTokensOpt, TimeoutOpt
+from benchmarks.commands.common import MaxTokensOpt, TimeoutOpt, given
 from benchmarks.modes import ALL_MODES, parse_modes
 from benchmarks.report import (
     Summary,
@@ -178,6 +178,7 @@ def bench(
     console = Console()
     try:
         mode_list = parse_modes(modes)
+        _check_tool_calling_options(ctx, mode_list)
         targets = _targets(target or [], targets_file, provider, model, base_url)
         suite = load_scenarios(scenarios or None, tags=tag or ())
     except ConfigurationError as exc:
@@ -220,6 +221,20 @@ def bench(
         if below:
             console.print(f"[red]accuracy below {threshold:.0%}:[/red] {', '.join(below)}")
             raise typer.Exit(code=1)
+
+
+_TOOL_CALLING_OPTIONS = {"structured": "--structured", "tool_call_recovery": "--no-tool-call-recovery"}
+
+
+def _check_tool_calling_options(ctx: typer.Context, modes: list[str]) -> None:
+    """A tool-calling option on a run without a tool-calling mode would be silently ignored: refuse it."""
+    if any(mode.startswith("toolcalling") for mode in modes):
+        return
+    for name, flag in _TOOL_CALLING_OPTIONS.items():
+        if given(ctx, name):
+            raise ConfigurationError(
+                f"{flag} applies to tool calling only, and --modes {','.join(modes)} runs none of its modes."
+            )
 
 
 def _targets(

@@ -252,3 +252,13 @@ def test_resume_with_targets_skips_the_done_units(
     assert again.exit_code == 0 and "0 units run, 4 resumed" in again.output
     changed = runner.invoke(app, [*args, "--target", "b=offline:other", "--resume"])
     assert changed.exit_code == 2 and "target b: model None → 'other'" in " ".join(changed.output.split())
+
+
+@pytest.mark.parametrize("flag", ["--structured", "--no-tool-call-recovery"])
+def test_a_tool_calling_option_without_a_tool_calling_mode_is_refused_before_anything_runs(
+    app: typer.Typer, tiny_suite_path: Path, tmp_path: Path, erp_db_url: str, flag: str
+) -> None:
+    out = tmp_path / "run"
+    result = runner.invoke(app, bench_args(tiny_suite_path, out, erp_db_url, "--modes", "planner", flag))
+    assert result.exit_code == 2 and f"{flag} applies to tool calling only" in result.output
+    assert not out.exists()
