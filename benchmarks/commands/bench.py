@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated
@@ -226,7 +227,7 @@ def bench(
 _TOOL_CALLING_OPTIONS = {"structured": "--structured", "tool_call_recovery": "--no-tool-call-recovery"}
 
 
-def _check_tool_calling_options(ctx: typer.Context, modes: list[str]) -> None:
+def _check_tool_calling_options(ctx: typer.Context, modes: Sequence[str]) -> None:
     """A tool-calling option on a run without a tool-calling mode would be silently ignored: refuse it."""
     if any(mode.startswith("toolcalling") for mode in modes):
         return
