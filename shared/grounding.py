@@ -27,7 +27,6 @@ do with the result, and :func:`ungrounded_answer` what the user reads instead of
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Iterable, Iterator, Sequence
@@ -37,8 +36,8 @@ from itertools import combinations
 from typing import Any, Literal
 
 from shared.answer import MemoryItem
-from shared.bounds import clip_json
 from shared.figures import NumberMention, extract_numbers
+from shared.result_text import call_text, result_lines
 from shared.turn import ExecutedOperation
 
 __all__ = [
@@ -184,7 +183,8 @@ def check_answer(
 
 def ungrounded_answer(figures: Sequence[str], operations: Sequence[ExecutedOperation]) -> str:
     """What the user reads instead of an answer with ungrounded ``figures``: which figures, and the ERP's
-    own rendering of the results of the operations that ran (``[]``: a request to ask again)."""
+    own plain-text rendering of the results of the operations that ran (:mod:`shared.result_text`; none ran:
+    a request to ask again)."""
     shown = ", ".join(figures[:5]) + (" …" if len(figures) > 5 else "")
     head = (
         "Lo siento, no puedo confirmar con los datos del ERP algunas cifras de la respuesta del modelo "
@@ -195,7 +195,6 @@ def ungrounded_answer(figures: Sequence[str], operations: Sequence[ExecutedOpera
         return f"{head} ¿Puede intentarlo de nuevo o reformular la pregunta?"
     lines = [f"{head} Esto es lo que devolvió el ERP:"]
     for op in ran:
-        params = ", ".join(f"{key}={value}" for key, value in op.parametros.items())
-        result = clip_json(op.result, max_items=10, max_chars=1500)
-        lines.append(f"- {op.funcion}({params}): {json.dumps(result, ensure_ascii=False, default=str)}")
+        lines.append(f"- {call_text(op.funcion, op.parametros)}:")
+        lines += result_lines(op.result, indent="  ")
     return "\n".join(lines)

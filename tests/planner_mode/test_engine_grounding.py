@@ -36,7 +36,8 @@ def test_an_invented_figure_is_refused_with_the_erps_own_results_and_nothing_is_
     assert result.failure == "ungrounded" and result.ungrounded_figures == ["987.654.321"]
     assert not result.recorded and memory_store.history("c1") == []
     assert "987.654.321" in result.answer and "ventas_anuales(anio=2025)" in result.answer
-    assert str(result.operations[0].result["total"]) in result.answer  # the ERP's figure, shown as such
+    total = result.operations[0].result["total"]
+    assert f"total: {total:,}".replace(",", ".") in result.answer  # the ERP's figure, shown as such
 
 
 def test_a_figure_the_erp_returned_passes_however_it_is_written(
@@ -84,4 +85,4 @@ def test_through_the_ai_server_the_erp_still_refuses_an_invented_figure(
         )
     assert result.failure == "ungrounded" and result.ungrounded_figures == ["987.654.321"]
     assert not result.recorded and memory_store.history("c1") == [] and memory_store.memories("c1") == []
-    assert str(result.operations[0].result["total"]) in result.answer
+    assert f"total: {result.operations[0].result['total']:,}".replace(",", ".") in result.answer

@@ -1,0 +1,72 @@
+"""The ERP's own plain-text rendering of an operation's result, for a reader rather than a program.
+
+Used where the ERP shows results itself instead of a model's answer (an answer refused for ungrounded figures,
+:func:`shared.grounding.ungrounded_answer`): the same figures the operation returned, written the way the
+demo's users write them. Numbers get Spanish thousands separators from five digits on (``850000000`` →
+``850.000.000``; a year or ``1616`` stays whole), keys read
+as words (``precio_unitario`` → ``precio unitario``), and a list shows its first rows, one per line, with how
+many more there are. Nothing is computed or rounded: every figure is the result's own.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["call_text", "result_lines"]
+
+MAX_ROWS = 10
+"""Rows of a list shown before "y N más"."""
+
+
+def call_text(operation: str, params: dict[str, Any]) -> str:
+    """``ventas_anuales(anio=2025)``: how an operation and its parameters are named to the user."""
+    return f"{operation}({', '.join(f'{key}={value}' for key, value in params.items())})"
+
+
+def result_lines(result: Any, *, indent: str = "  ") -> list[str]:
+    """The lines that show ``result``: ``clave: valor`` per scalar field, then each list's rows."""
+    if not isinstance(result, dict):
+        return [f"{indent}{_value(result)}"]
+    lines = [f"{indent}{_key(key)}: {_value(value)}" for key, value in result.items() if _is_scalar(value)]
+    for key, value in result.items():
+        if isinstance(value, list):
+            lines.append(f"{indent}{_key(key)}:" if value else f"{indent}{_key(key)}: ninguno")
+            lines += [f"{indent}  - {_row(row)}" for row in value[:MAX_ROWS]]
+            if len(value) > MAX_ROWS:
+                lines.append(f"{indent}  … y {len(value) - MAX_ROWS} más")
+        elif isinstance(value, dict):
+            lines.append(f"{indent}{_key(key)}: {_row(value)}")
+    return lines
+
+
+def _row(row: Any) -> str:
+    if isinstance(row, dict):
+        return " · ".join(f"{_key(key)} {_value(value)}" for key, value in row.items() if _is_scalar(value))
+    return _value(row)
+
+
+def _is_scalar(value: Any) -> bool:
+    return value is None or isinstance(value, str | int | float | bool)
+
+
+def _key(key: Any) -> str:
+    return str(key).replace("_", " ")
+
+
+def _value(value: Any) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "sí" if value else "no"
+    if isinstance(value, int):
+        return _grouped(f"{value:,}", value)
+    if isinstance(value, float):
+        whole, _, decimals = f"{value:,.2f}".partition(".")
+        decimals = decimals.rstrip("0")
+        return _grouped(whole, value) + ("," + decimals if decimals else "")
+    return str(value)
+
+
+def _grouped(with_commas: str, value: float) -> str:
+    """Spanish grouping: a dot every three digits from five digits on (``2025`` and ``1616`` stay whole)."""
+    return with_commas.replace(",", ".") if abs(value) >= 10_000 else with_commas.replace(",", "")

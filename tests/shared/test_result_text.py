@@ -1,0 +1,33 @@
+"""The ERP's plain-text rendering of an operation's result: its own figures, written for a reader."""
+
+from __future__ import annotations
+
+from shared.result_text import MAX_ROWS, call_text, result_lines
+
+
+def test_scalars_read_as_key_and_value_with_spanish_thousands_from_five_digits() -> None:
+    lines = result_lines({"anio": 2025, "total": 850000000, "facturas": 1616, "margen": 12.5, "activo": True})
+    assert lines == [
+        "  anio: 2025",
+        "  total: 850.000.000",
+        "  facturas: 1616",
+        "  margen: 12,5",
+        "  activo: sí",
+    ]
+
+
+def test_a_list_shows_its_first_rows_and_how_many_more() -> None:
+    rows = [{"categoria": f"C{n}", "total_ventas": 10_000 * n} for n in range(1, MAX_ROWS + 4)]
+    lines = result_lines({"anio": 2025, "categorias": rows})
+    assert lines[:3] == ["  anio: 2025", "  categorias:", "    - categoria C1 · total ventas 10.000"]
+    assert len(lines) == 2 + MAX_ROWS + 1 and lines[-1] == "    … y 3 más"
+
+
+def test_an_empty_list_and_a_missing_value_say_so() -> None:
+    assert result_lines({"cliente": None, "clientes": []}) == ["  cliente: –", "  clientes: ninguno"]
+
+
+def test_a_call_is_named_with_its_parameters() -> None:
+    assert call_text("compras_cliente", {"cliente": "Empresa ABC", "anio": 2026}) == (
+        "compras_cliente(cliente=Empresa ABC, anio=2026)"
+    )
