@@ -1,4 +1,4 @@
-"""Fair prompts (issue 13): no prompt template carries the benchmark's answers.
+"""Fair prompts: no prompt template carries the benchmark's answers.
 
 A prompt template that quotes a scenario's question, names a seeded customer or product, or shows a value the
 suite expects (a year asked about, a total, the best customer) teaches the model the test: a real model copies

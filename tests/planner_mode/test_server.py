@@ -325,7 +325,7 @@ def test_an_answer_with_a_hostile_estado_comes_back_bounded() -> None:
     assert "[anidado]" in json.dumps(response.json()["answer"]["estado"], ensure_ascii=False)
 
 
-# -- issue 9: every bad body is a clear 422, the token comes first, the docs are guarded --------------------
+# -- every bad body is a clear 422, the token comes first, the docs are guarded --------------------
 
 JSON = {"Content-Type": "application/json"}
 
