@@ -3,21 +3,21 @@
 ``benchmarks/calibration/holdout/turns.jsonl``), said in one line of every report.
 
 The figures are computed when a report is rendered, never written down: every labeled turn is re-scored with
-the current scorer (:func:`benchmarks.rescore.rescore`, against a fresh in-memory demo ERP) and compared with
-its human verdict, so a change to the scorer shows in the next report. Re-scoring both sets takes about a
-second, so nothing is cached on disk; within one process the result is kept (:func:`scorer_agreement`).
+the current scorer (:func:`benchmarks.calibration.summary.rescored`, against a fresh in-memory demo ERP) and
+compared with its human verdict, so a change to the scorer shows in the next report. Re-scoring both sets
+takes about a second, so nothing is cached on disk; within one process the result is kept
+(:func:`scorer_agreement`).
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from benchmarks.calibration.summary import TURNS, Counts, Turn
+from benchmarks.calibration.summary import TURNS, Counts, load, rescored
 from shared.errors import ErpAiError
 
 CALIBRATION_SETS: tuple[tuple[str, Path], ...] = (
@@ -61,47 +61,30 @@ class ScorerAgreement:
 
 
 def measure_agreement(sets: Sequence[tuple[str, Path]] = CALIBRATION_SETS) -> list[ScorerAgreement]:
-    """Re-score every labeled turn of each set whose file exists with the current scorer, against one fresh
-    in-memory demo ERP, and count the disagreements with the human verdicts.
+    """Re-score every labeled turn of each set whose file exists with the current scorer
+    (:func:`benchmarks.calibration.summary.rescored`) and count the disagreements with the human verdicts.
 
     Raises ``OSError``/``ValueError``/``KeyError`` for a set that cannot be read, ``ErpAiError`` when the demo
     ERP cannot be opened, and :class:`benchmarks.rescore.ScenarioNotFound` (a ``ValueError``) when a labeled
     turn is no longer in the packaged suite.
     """
-    from benchmarks.rescore import rescore  # imported here: only rendering a report needs the scorer
-    from benchmarks.results import RunMeta, RunResults, TurnRow
-    from benchmarks.scenario import load_scenarios
-    from shared.erp.database import open_demo_erp
-    from shared.operations.sales import sales_registry
-
-    scenarios, registry = load_scenarios(), sales_registry()
-    erp = open_demo_erp("sqlite://")
     found = []
-    try:
-        for name, path in sets:
-            if not path.exists():
-                continue
-            started = time.perf_counter()
-            labels = [
-                json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
-            ]
-            rows = [TurnRow.model_validate(label["row"]) for label in labels]
-            rescored, _ = rescore(RunResults(meta=RunMeta(), rows=rows), scenarios, registry, erp)
-            counts = Counts()
-            for label, row in zip(labels, rescored.rows, strict=True):
-                verdict = "pass" if row.score.passed else "fail"
-                counts.add(Turn(str(label["id"]), "", "", row.mode, str(label["human"]), verdict))
-            found.append(
-                ScorerAgreement(
-                    name=name,
-                    turns=counts.turns,
-                    false_passes=counts.false_pass,
-                    false_fails=counts.false_fail,
-                    seconds=time.perf_counter() - started,
-                )
+    for name, path in sets:
+        if not path.exists():
+            continue
+        started = time.perf_counter()
+        counts = Counts()
+        for turn in rescored(load(path), path):
+            counts.add(turn)
+        found.append(
+            ScorerAgreement(
+                name=name,
+                turns=counts.turns,
+                false_passes=counts.false_pass,
+                false_fails=counts.false_fail,
+                seconds=time.perf_counter() - started,
             )
-    finally:
-        erp.engine.dispose()
+        )
     return found
 
 

@@ -3,15 +3,12 @@ rules were written against, and a held-out set labeled after them and never used
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import pytest
 
-from benchmarks.rescore import rescore
-from benchmarks.results import RunMeta, RunResults, TurnRow
-from benchmarks.scenario import load_scenarios
+from benchmarks.calibration.summary import load, rescored
 
 CALIBRATION = Path(__file__).resolve().parents[2] / "benchmarks" / "calibration"
 
@@ -33,20 +30,19 @@ a floor of 100% would make the set one more thing to tune to)."""
 
 
 @pytest.mark.parametrize("name", FLOORS)
-def test_the_scorer_agrees_with_the_human_verdicts(name: str, registry: Any, erp: Any) -> None:
+def test_the_scorer_agrees_with_the_human_verdicts(name: str) -> None:
     floor = FLOORS[name]
-    text = (CALIBRATION / floor.labels).read_text(encoding="utf-8")
-    labels = [json.loads(line) for line in text.splitlines() if line]
-    rows = [TurnRow.model_validate(label["row"]) for label in labels]
-    rescored, _ = rescore(RunResults(meta=RunMeta(), rows=rows), load_scenarios(), registry, erp)
+    path = CALIBRATION / floor.labels
+    labeled = load(path)
+    rescored_turns = rescored(labeled, path)
     verdicts = [
-        (label["id"], label["human"] == "pass", row.score is not None and row.score.passed)
-        for label, row in zip(labels, rescored.rows, strict=True)
+        (turn.id, turn.human == "pass", again.scorer == "pass")
+        for turn, again in zip(labeled, rescored_turns, strict=True)
     ]
     false_passes = [turn for turn, human, scorer in verdicts if scorer and not human]
     false_fails = [turn for turn, human, scorer in verdicts if human and not scorer]
     agreement = sum(human == scorer for _, human, scorer in verdicts) / len(verdicts)
-    assert len(labels) >= 150
+    assert len(labeled) >= 150
     assert agreement >= floor.min_agreement, (
         f"agreement {agreement:.1%}; false passes {false_passes}, fails {false_fails}"
     )
