@@ -1,26 +1,14 @@
 """What changed between two benchmark runs, per mode and category, regressions first (``erp-ai compare A B``).
 
-:func:`compare_runs` reads two ``results.jsonl`` files (or their directories) and compares, for every mode and
-for every (mode, category): accuracy with its Wilson 95% interval, model calls per turn, input and output
-tokens per turn, latency p50 (simulated when both runs were profiled, since measured milliseconds of two
-runs on a shared machine are noisy), time to the first answer token p50 (simulated and measured) and the
-valid-plan rate. Runs with several targets (models) are compared per (target, mode) and category: a group
-of run A is set against the group of run B with the same target name. It also lists the turns that flipped
-(same target, scenario, turn and repetition in both runs), newly failing first, with an exact McNemar test of
-the flips per target and mode.
+Per (target, mode) and per (target, mode, category): accuracy with its Wilson 95% interval, calls and tokens
+per turn, latency p50 (simulated when both runs were profiled: measured milliseconds of two runs on a shared
+machine are noisy), time to the first answer p50 and the valid-plan rate; then the turns that flipped, with
+an exact McNemar test per target and mode. Warm-up turns are left out.
 
-A group is a **regression** when, from A to B, accuracy dropped, or calls per turn rose by more than
-:data:`CALLS_TOLERANCE`, or input or output tokens per turn rose by more than :data:`TOKENS_TOLERANCE`, or
-latency p50 or time to the first answer p50 rose by more than :data:`LATENCY_TOLERANCE` (relative; simulated
-figures in any group, measured ones only in a mode's overall figures, where there are enough turns for a p50
-to mean something), or the valid-plan rate dropped (when both runs recorded it). Regressions come first, the
-largest accuracy drop first. Warm-up turns are left out of both runs.
-
-A group that only one run has (a mode one run did not run, a target or category only one run has: different
-``--modes``, ``--target`` or ``--tag``) is **not compared**: listed as such, with the run that has it, and
-never a regression, so ``--fail-on-regression`` fails only on what both runs measured. A run read from a
-file whose last line was cut short, or that holds fewer turns than its settings plan, is named in the
-comparison's warnings (:attr:`Comparison.warnings`).
+A group is a **regression** when accuracy or the valid-plan rate dropped, or calls, tokens, latency or first
+answer rose beyond the tolerances below (measured latencies only for a mode overall, where a p50 means
+something). A group only one run has is **not compared** and never a regression, so ``--fail-on-regression``
+fails only on what both runs measured.
 """
 
 from __future__ import annotations
@@ -29,54 +17,146 @@ from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
-from benchmarks.compare_models import (
-    ALL,
-    CALLS_TOLERANCE,
-    LATENCY_TOLERANCE,
-    TOKENS_TOLERANCE,
-    Comparison,
-    GroupChange,
-    GroupFigures,
-    GroupKey,
-    RunLabel,
-    TurnFlip,
-    group_name,
-)
-from benchmarks.compare_report import render_comparison_markdown, write_comparison
+from pydantic import BaseModel, Field
+
+from benchmarks.report.markdown import render_table
 from benchmarks.results import RESULTS_FILE, RunMeta, RunResults, TurnRow, read_results
-from benchmarks.stats import mcnemar_exact, mean, percentile, wilson_interval
+from benchmarks.stats import Interval, mcnemar_exact, mean, percentile, wilson_interval
 from benchmarks.targets import DEFAULT_TARGET
 
 __all__ = [
     "ALL",
-    "CALLS_TOLERANCE",
-    "LATENCY_TOLERANCE",
-    "TOKENS_TOLERANCE",
     "Comparison",
-    "GroupChange",
-    "GroupFigures",
-    "RunLabel",
-    "TurnFlip",
     "compare_results",
     "compare_runs",
     "render_comparison_markdown",
     "write_comparison",
 ]
 
+ALL = "(all)"
+"""The category name of a mode's overall figures."""
+CALLS_TOLERANCE = 0.01
+"""Model calls per turn may rise this much (absolute) before it counts as a regression."""
+TOKENS_TOLERANCE = 0.02
+"""Input or output tokens per turn may rise this share before it counts as a regression."""
+LATENCY_TOLERANCE = 0.10
+"""Latency p50 may rise this share before it counts as a regression."""
+COMPARISON_FILE = "compare.md"
+
+
+class GroupFigures(BaseModel):
+    """The figures of one mode (and category) in one run."""
+
+    turns: int
+    passed: int
+    accuracy: float
+    accuracy_interval: Interval
+    calls_mean: float
+    input_tokens_mean: float
+    output_tokens_mean: float
+    latency_p50: float
+    """Simulated latency p50 when the run has it, else measured."""
+    simulated: bool
+    first_answer_p50: float | None = None
+    """Measured time to the first answer token, p50 ms (``None``: no turn streamed answer text)."""
+    simulated_first_answer_p50: float | None = None
+    plans_valid: int = 0
+    plans_checked: int = 0
+    """Turns whose request for operations was valid, out of those that recorded it."""
+
+    @property
+    def valid_plan_rate(self) -> float | None:
+        return self.plans_valid / self.plans_checked if self.plans_checked else None
+
+
+class GroupChange(BaseModel):
+    """One mode (``category`` :data:`ALL`) or one (mode, category) of one target, in run A and run B."""
+
+    target: str = DEFAULT_TARGET
+    mode: str
+    category: str
+    a: GroupFigures | None
+    b: GroupFigures | None
+    regression: bool = False
+    reasons: list[str] = Field(default_factory=list)
+    """Why this group is a regression, or why it was not compared (``"only in run A"``), in words."""
+
+    @property
+    def compared(self) -> bool:
+        return self.a is not None and self.b is not None
+
+    @property
+    def accuracy_delta(self) -> float | None:
+        return None if self.a is None or self.b is None else self.b.accuracy - self.a.accuracy
+
+
+class TurnFlip(BaseModel):
+    """A turn that passed in one run and failed in the other."""
+
+    target: str = DEFAULT_TARGET
+    mode: str
+    scenario: str
+    turn: int
+    repetition: int
+    category: str
+    now_passes: bool
+    why: str = ""
+    """Why it fails now (B's score details), for newly failing turns."""
+
+
+class RunLabel(BaseModel):
+    """What identifies a run in the comparison."""
+
+    path: str
+    started_at: str
+    provider: str
+    model: str | None
+    latency_profile: str | None
+    commit: str | None = None
+
+
+class Comparison(BaseModel):
+    """Run A (before) against run B (after)."""
+
+    a: RunLabel
+    b: RunLabel
+    settings_changed: list[str] = Field(default_factory=list)
+    groups: list[GroupChange]
+    """Regressions first, then every other group in mode and category order."""
+    newly_failing: list[TurnFlip] = Field(default_factory=list)
+    newly_passing: list[TurnFlip] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    """What reading the runs left out (``"run B: results file ends in an incomplete line: 14 rows read"``)."""
+    flips_p_value: dict[str, float] = Field(default_factory=dict)
+    """Per mode (``"target · mode"`` when the runs have targets): exact McNemar p of the flips."""
+    targets: bool = False
+    """Whether either run named its targets (then every group and flip is shown with its target)."""
+
+    @property
+    def regressions(self) -> list[GroupChange]:
+        return [g for g in self.groups if g.regression]
+
+    @property
+    def not_compared(self) -> list[GroupChange]:
+        return [g for g in self.groups if not g.compared]
+
+
+def _group_name(named: bool, target: str, mode: str) -> str:
+    return f"{target} · {mode}" if named else mode
+
 
 def _figures(rows: Sequence[TurnRow]) -> GroupFigures:
     passed = sum(row.passed for row in rows)
     simulated = [v for row in rows if (v := row.simulated_latency_ms) is not None]
     latency = simulated if simulated and len(simulated) == len(rows) else [row.latency_ms for row in rows]
-    n = len(rows)
     first = [v for row in rows if (v := row.first_answer_ms) is not None]
     simulated_first = [v for row in rows if (v := row.simulated_first_answer_ms) is not None]
     checked = [row.plan_valid for row in rows if row.plan_valid is not None]
     return GroupFigures(
-        turns=n,
+        turns=len(rows),
         passed=passed,
-        accuracy=passed / n,
-        accuracy_interval=wilson_interval(passed, n),
+        accuracy=passed / len(rows),
+        accuracy_interval=wilson_interval(passed, len(rows)),
         calls_mean=mean([row.model_calls for row in rows]),
         input_tokens_mean=mean([row.input_tokens for row in rows]),
         output_tokens_mean=mean([row.output_tokens for row in rows]),
@@ -89,8 +169,9 @@ def _figures(rows: Sequence[TurnRow]) -> GroupFigures:
     )
 
 
-def _groups(rows: Sequence[TurnRow]) -> dict[GroupKey, list[TurnRow]]:
-    groups: dict[GroupKey, list[TurnRow]] = defaultdict(list)
+def _groups(rows: Sequence[TurnRow]) -> dict[tuple[str, str, str], list[TurnRow]]:
+    """The rows by (target, mode, category), each mode also under :data:`ALL`."""
+    groups: dict[tuple[str, str, str], list[TurnRow]] = defaultdict(list)
     for row in rows:
         groups[(row.target, row.mode, ALL)].append(row)
         groups[(row.target, row.mode, row.category)].append(row)
@@ -106,42 +187,41 @@ def _judge(change: GroupChange) -> GroupChange:
     if a is None or b is None:
         change.reasons.append("only in run A" if b is None else "only in run B")
         return change  # not compared, so never a regression
+    reasons = change.reasons
     if b.accuracy < a.accuracy:
-        change.reasons.append(f"accuracy {a.accuracy:.1%} → {b.accuracy:.1%}")
+        reasons.append(f"accuracy {a.accuracy:.1%} → {b.accuracy:.1%}")
     if b.calls_mean > a.calls_mean + CALLS_TOLERANCE:
-        change.reasons.append(f"calls/turn {a.calls_mean:.2f} → {b.calls_mean:.2f}")
+        reasons.append(f"calls/turn {a.calls_mean:.2f} → {b.calls_mean:.2f}")
     if _rose(a.input_tokens_mean, b.input_tokens_mean, TOKENS_TOLERANCE):
-        change.reasons.append(f"input tokens/turn {a.input_tokens_mean:.0f} → {b.input_tokens_mean:.0f}")
+        reasons.append(f"input tokens/turn {a.input_tokens_mean:.0f} → {b.input_tokens_mean:.0f}")
     if _rose(a.output_tokens_mean, b.output_tokens_mean, TOKENS_TOLERANCE):
-        change.reasons.append(f"output tokens/turn {a.output_tokens_mean:.0f} → {b.output_tokens_mean:.0f}")
-    comparable = (a.simulated and b.simulated) or (
-        not a.simulated and not b.simulated and change.category == ALL
-    )
+        reasons.append(f"output tokens/turn {a.output_tokens_mean:.0f} → {b.output_tokens_mean:.0f}")
+    overall = change.category == ALL
+    comparable = (a.simulated and b.simulated) or (not a.simulated and not b.simulated and overall)
     if comparable and _rose(a.latency_p50, b.latency_p50, LATENCY_TOLERANCE):
         kind = "simulated " if b.simulated else ""
-        change.reasons.append(f"{kind}latency p50 {a.latency_p50:.1f} → {b.latency_p50:.1f} ms")
+        reasons.append(f"{kind}latency p50 {a.latency_p50:.1f} → {b.latency_p50:.1f} ms")
     first_pairs = [("simulated ", a.simulated_first_answer_p50, b.simulated_first_answer_p50)]
-    if change.category == ALL:
+    if overall:
         first_pairs.append(("", a.first_answer_p50, b.first_answer_p50))
     for kind, before, after in first_pairs:
         if before is not None and after is not None and _rose(before, after, LATENCY_TOLERANCE):
-            change.reasons.append(f"{kind}first answer p50 {before:.1f} → {after:.1f} ms")
+            reasons.append(f"{kind}first answer p50 {before:.1f} → {after:.1f} ms")
     rate_a, rate_b = a.valid_plan_rate, b.valid_plan_rate
     if rate_a is not None and rate_b is not None and rate_b < rate_a:
-        change.reasons.append(f"valid plans {rate_a:.1%} → {rate_b:.1%}")
-    change.regression = bool(change.reasons)
+        reasons.append(f"valid plans {rate_a:.1%} → {rate_b:.1%}")
+    change.regression = bool(reasons)
     return change
 
 
 def _label(path: Path, meta: RunMeta) -> RunLabel:
-    commit = meta.provenance.git_commit if meta.provenance is not None else None
     return RunLabel(
         path=str(path),
         started_at=meta.started_at,
         provider=meta.provider,
         model=meta.model,
         latency_profile=meta.latency_profile,
-        commit=commit,
+        commit=meta.provenance.git_commit if meta.provenance is not None else None,
     )
 
 
@@ -159,62 +239,23 @@ _SETTINGS = (
 )
 
 
-def _target_settings(a: RunMeta, b: RunMeta) -> list[str]:
-    """What changed in the runs' targets: names only in one run, or a name that stands for another model."""
-    if not a.targets and not b.targets:
-        return []
-    specs_a = [t.spec for t in a.run_targets]
-    specs_b = [t.spec for t in b.run_targets]
-    return [] if specs_a == specs_b else [f"targets {specs_a} → {specs_b}"]
-
-
-def compare_results(
-    a: RunResults, b: RunResults, *, path_a: Path | None = None, path_b: Path | None = None
-) -> Comparison:
-    """Compare two runs already read (see :func:`compare_runs`)."""
-    rows_a, rows_b = a.scored_rows, b.scored_rows
-    groups_a, groups_b = _groups(rows_a), _groups(rows_b)
-    modes = list(
-        dict.fromkeys([*a.meta.modes, *b.meta.modes, *(k[1] for k in groups_a), *(k[1] for k in groups_b)])
-    )
-    targets = list(
-        dict.fromkeys(
-            [
-                *(t.name for t in a.meta.run_targets),
-                *(t.name for t in b.meta.run_targets),
-                *(k[0] for k in groups_a),
-                *(k[0] for k in groups_b),
-            ]
-        )
-    )
-    keys = sorted(
-        groups_a.keys() | groups_b.keys(),
-        key=lambda k: (targets.index(k[0]), modes.index(k[1]), k[2] != ALL, k[2]),
-    )
-    changes = [
-        _judge(
-            GroupChange(
-                target=target,
-                mode=mode,
-                category=category,
-                a=_figures(groups_a[key]) if (key := (target, mode, category)) in groups_a else None,
-                b=_figures(groups_b[key]) if key in groups_b else None,
-            )
-        )
-        for target, mode, category in keys
+def _settings_changed(a: RunMeta, b: RunMeta) -> list[str]:
+    changed = [
+        f"{name} {getattr(a, name)!r} → {getattr(b, name)!r}"
+        for name in _SETTINGS
+        if getattr(a, name) != getattr(b, name)
     ]
-    named = bool(a.meta.targets or b.meta.targets) or targets != [DEFAULT_TARGET]
-    order = {id(change): i for i, change in enumerate(changes)}
-    changes.sort(
-        key=lambda c: (
-            not c.regression,
-            c.accuracy_delta if c.accuracy_delta is not None else 0.0,
-            order[id(c)],
-        )
-    )
+    specs_a, specs_b = [t.spec for t in a.run_targets], [t.spec for t in b.run_targets]
+    if (a.targets or b.targets) and specs_a != specs_b:
+        changed.append(f"targets {specs_a} → {specs_b}")
+    return changed
+
+
+def _flips(rows_a: Sequence[TurnRow], rows_b: Sequence[TurnRow]) -> tuple[list[TurnFlip], list[TurnFlip]]:
+    """The turns of B whose outcome differs in A: newly passing, newly failing."""
     before = {(r.target, r.mode, r.scenario, r.turn, r.repetition): r for r in rows_a}
-    newly_failing: list[TurnFlip] = []
-    newly_passing: list[TurnFlip] = []
+    passing: list[TurnFlip] = []
+    failing: list[TurnFlip] = []
     for row in rows_b:
         old = before.get((row.target, row.mode, row.scenario, row.turn, row.repetition))
         if old is None or old.passed == row.passed:
@@ -229,28 +270,55 @@ def compare_results(
             now_passes=row.passed,
             why="" if row.passed else "; ".join(row.score.details or row.errors) or "failed",
         )
-        (newly_passing if row.passed else newly_failing).append(flip)
-    flips = [*newly_passing, *newly_failing]
+        (passing if row.passed else failing).append(flip)
+    return passing, failing
+
+
+def compare_results(
+    a: RunResults, b: RunResults, *, path_a: Path | None = None, path_b: Path | None = None
+) -> Comparison:
+    """Compare two runs already read (see :func:`compare_runs`)."""
+    rows_a, rows_b = a.scored_rows, b.scored_rows
+    groups_a, groups_b = _groups(rows_a), _groups(rows_b)
+    keys = [*groups_a, *groups_b]
+    modes = list(dict.fromkeys([*a.meta.modes, *b.meta.modes, *(k[1] for k in keys)]))
+    targets = list(
+        dict.fromkeys([*(t.name for t in [*a.meta.run_targets, *b.meta.run_targets]), *(k[0] for k in keys)])
+    )
+    ordered = sorted(set(keys), key=lambda k: (targets.index(k[0]), modes.index(k[1]), k[2] != ALL, k[2]))
+    changes = [
+        _judge(
+            GroupChange(
+                target=key[0],
+                mode=key[1],
+                category=key[2],
+                a=_figures(groups_a[key]) if key in groups_a else None,
+                b=_figures(groups_b[key]) if key in groups_b else None,
+            )
+        )
+        for key in ordered
+    ]
+    # stable: regressions first, the largest accuracy drop first, else in group order
+    changes.sort(key=lambda c: (not c.regression, c.accuracy_delta or 0.0))
+    named = bool(a.meta.targets or b.meta.targets) or targets != [DEFAULT_TARGET]
+    newly_passing, newly_failing = _flips(rows_a, rows_b)
+
+    def count(flips: list[TurnFlip], target: str, mode: str) -> int:
+        return sum((f.target, f.mode) == (target, mode) for f in flips)
+
     p_values = {
-        group_name(named, target, mode): mcnemar_exact(
-            sum((f.target, f.mode) == (target, mode) for f in newly_passing),
-            sum((f.target, f.mode) == (target, mode) for f in newly_failing),
+        _group_name(named, target, mode): mcnemar_exact(
+            count(newly_passing, target, mode), count(newly_failing, target, mode)
         )
         for target in targets
         for mode in modes
-        if any((f.target, f.mode) == (target, mode) for f in flips)
+        if count(newly_passing, target, mode) + count(newly_failing, target, mode)
     }
-    changed = [
-        f"{name} {getattr(a.meta, name)!r} → {getattr(b.meta, name)!r}"
-        for name in _SETTINGS
-        if getattr(a.meta, name) != getattr(b.meta, name)
-    ] + _target_settings(a.meta, b.meta)
-    warnings = [f"run {name}: {text}" for name, run in (("A", a), ("B", b)) for text in run.read_warnings]
     return Comparison(
         a=_label(path_a or Path("A"), a.meta),
         b=_label(path_b or Path("B"), b.meta),
-        settings_changed=changed,
-        warnings=warnings,
+        settings_changed=_settings_changed(a.meta, b.meta),
+        warnings=[f"run {name}: {text}" for name, run in (("A", a), ("B", b)) for text in run.read_warnings],
         groups=changes,
         newly_failing=newly_failing,
         newly_passing=newly_passing,
@@ -259,21 +327,185 @@ def compare_results(
     )
 
 
-def _results_path(path: Path) -> Path:
-    return path / RESULTS_FILE if path.is_dir() else path
-
-
 def compare_runs(path_a: Path, path_b: Path) -> Comparison:
     """Compare run A (before) with run B (after); each path is a ``results.jsonl`` or its directory.
 
     Raises ``FileNotFoundError`` for a missing file and ``ValueError`` for one that is not a results file.
     """
-    file_a, file_b = _results_path(Path(path_a)), _results_path(Path(path_b))
-    for file in (file_a, file_b):
+    files = [path / RESULTS_FILE if path.is_dir() else path for path in (Path(path_a), Path(path_b))]
+    for file in files:
         if not file.exists():
             raise FileNotFoundError(f"{file} does not exist")
-    run_a, run_b = read_results(file_a), read_results(file_b)
-    for file, run in ((file_a, run_a), (file_b, run_b)):
+    runs = [read_results(file) for file in files]
+    for file, run in zip(files, runs, strict=True):
         if run.empty:
             raise ValueError(f"{file} holds no complete record: nothing to compare")
-    return compare_results(run_a, run_b, path_a=file_a, path_b=file_b)
+    return compare_results(runs[0], runs[1], path_a=files[0], path_b=files[1])
+
+
+def _pct(figures: GroupFigures | None) -> str:
+    if figures is None:
+        return "–"
+    i = figures.accuracy_interval
+    return f"{figures.accuracy:.1%} ({i.low * 100:.0f}–{i.high * 100:.0f})"
+
+
+def _pair(a: float | None, b: float | None, decimals: int) -> str:
+    if a is None or b is None:
+        shown = a if a is not None else b
+        return "–" if shown is None else f"{shown:.{decimals}f}"
+    delta = b - a
+    sign = "+" if delta > 0 else "−" if delta < 0 else "±"
+    return f"{a:.{decimals}f} → {b:.{decimals}f} ({sign}{abs(delta):.{decimals}f})"
+
+
+def _rate(figures: GroupFigures | None) -> str:
+    rate = figures.valid_plan_rate if figures is not None else None
+    if figures is None or rate is None:
+        return "n/a"
+    return f"{rate:.1%} ({figures.plans_valid}/{figures.plans_checked})"
+
+
+def _describe(label: RunLabel) -> str:
+    text = f"`{label.path}`: {label.provider}" + (f" {label.model}" if label.model else "")
+    text += f", latency profile {label.latency_profile}" if label.latency_profile else ""
+    text += f", started {label.started_at}"
+    return text + (f", commit {label.commit[:12]}" if label.commit else "")
+
+
+_PAIRED_COLUMNS = (
+    ("calls_mean", 2),
+    ("input_tokens_mean", 0),
+    ("output_tokens_mean", 0),
+    ("latency_p50", 1),
+    ("simulated_first_answer_p50", 1),
+    ("first_answer_p50", 1),
+)
+"""The figures shown as ``A → B (delta)``, with their decimals."""
+
+
+def _group_row(g: GroupChange, named: bool) -> list[str]:
+    def pair(name: str, decimals: int) -> str:
+        before = getattr(g.a, name) if g.a else None
+        return _pair(before, getattr(g.b, name) if g.b else None, decimals)
+
+    paired = [pair(name, decimals) for name, decimals in _PAIRED_COLUMNS]
+    simulated = g.b.simulated if g.b is not None else g.a.simulated if g.a is not None else False
+    paired[3] += " (sim.)" if simulated else ""
+    rates = (_rate(g.a), _rate(g.b))
+    return [
+        *([g.target] if named else []),
+        g.mode,
+        g.category,
+        f"{g.a.turns if g.a else 0} / {g.b.turns if g.b else 0}",
+        _pct(g.a),
+        _pct(g.b),
+        *paired,
+        "n/a" if rates == ("n/a", "n/a") else " → ".join(rates),
+        "yes" if g.regression else "" if g.compared else "not compared",
+    ]
+
+
+def _not_compared_lines(comparison: Comparison) -> list[str]:
+    """Each group only one run has; a mode's categories fold into the mode when the whole mode is missing."""
+    groups = comparison.not_compared
+    if not groups:
+        return []
+    whole = {(g.target, g.mode) for g in groups if g.category == ALL}
+    note = "Only one run has these, so they are not compared and never count as regressions:"
+    lines = ["", "## Not compared", "", note, ""]
+    for g in groups:
+        name = _group_name(comparison.targets, g.target, g.mode)
+        if g.category == ALL:
+            lines.append(f"- **{name}** (every category): {', '.join(g.reasons)}.")
+        elif (g.target, g.mode) not in whole:
+            lines.append(f"- **{name} · {g.category}**: {', '.join(g.reasons)}.")
+    return lines
+
+
+_HEADER = [
+    "mode",
+    "category",
+    "turns A / B",
+    "accuracy A (95% CI)",
+    "accuracy B (95% CI)",
+    "calls/turn",
+    "input tok/turn",
+    "output tok/turn",
+    "latency p50 ms",
+    "first answer p50 ms, simulated",
+    "first answer p50 ms, measured",
+    "valid plans",
+    "regression",
+]
+
+
+def render_comparison_markdown(comparison: Comparison) -> str:
+    """The comparison as Markdown: what was compared, regressions first, then every group and the flips."""
+    named = comparison.targets
+    lines = [
+        "# erp-ai-harness: comparison of two runs",
+        "",
+        f"- A (before): {_describe(comparison.a)}",
+        f"- B (after): {_describe(comparison.b)}",
+    ]
+    if comparison.settings_changed:
+        lines.append(f"- Settings that differ: {'; '.join(comparison.settings_changed)}.")
+    lines += [f"- **Warning:** {warning}." for warning in comparison.warnings]
+    lines += ["", "## Regressions", ""]
+    lines += [
+        f"- **{_group_name(named, g.target, g.mode)} · {g.category}**: {', '.join(g.reasons)}."
+        for g in comparison.regressions
+    ] or [
+        "None: no mode or category lost accuracy or got more expensive or slower beyond tolerance "
+        "(of those both runs measured)."
+    ]
+    lines += _not_compared_lines(comparison)
+    lines += ["", "## Per target, mode and category" if named else "## Per mode and category", ""]
+    lines += render_table(
+        [*(["target"] if named else []), *_HEADER],
+        [_group_row(g, named) for g in comparison.groups],
+        align=("l" if named else "") + "llrrrrrrrrrrl",
+    )
+    lines += [
+        "",
+        f"Tolerances: calls/turn +{CALLS_TOLERANCE}, tokens +{TOKENS_TOLERANCE:.0%}, latency and first "
+        f"answer +{LATENCY_TOLERANCE:.0%} (measured figures only for a mode overall); any accuracy or "
+        "valid-plan drop counts. Latency is simulated (sim.) when both runs were profiled. Valid plans: "
+        "turns whose request for operations was valid as written, out of those that recorded it (n/a: none "
+        "did)." + (" Groups are matched by target name." if named else ""),
+        "",
+        "## Turns that flipped",
+        "",
+    ]
+    flips = [*comparison.newly_failing, *comparison.newly_passing]
+    if not flips:
+        lines.append("None: every turn both runs ran has the same outcome.")
+        return "\n".join(lines) + "\n"
+    tests = ", ".join(f"{mode} p = {p:.3f}" for mode, p in comparison.flips_p_value.items())
+    lines += [f"Exact McNemar test of newly passing vs newly failing turns per mode: {tests}.", ""]
+    lines += render_table(
+        ["now", *(["target"] if named else []), "mode", "scenario", "turn", "rep", "why it fails now"],
+        [
+            [
+                "passes" if f.now_passes else "fails",
+                *([f.target] if named else []),
+                f.mode,
+                f.scenario,
+                str(f.turn),
+                str(f.repetition),
+                f.why,
+            ]
+            for f in flips
+        ],
+        align="lll" + ("l" if named else "") + "rrl",
+    )
+    return "\n".join(lines) + "\n"
+
+
+def write_comparison(comparison: Comparison, out_dir: Path) -> Path:
+    """Write ``compare.md`` into ``out_dir`` and return its path."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / COMPARISON_FILE
+    path.write_text(render_comparison_markdown(comparison), encoding="utf-8")
+    return path

@@ -1,25 +1,14 @@
 """``erp-ai loadtest``: a fleet of stateless AI servers under load, one killed, and the database audited.
 
-The article's scalability claim (§14) is that any AI server instance can serve any request because the ERP
-owns all state. :func:`run_loadtest` checks it end to end:
+The article's scalability claim is that any AI server can serve any request because the ERP owns all state.
+:func:`run_loadtest` runs ``conversations`` conversations at once on a fleet of AI server processes on
+loopback (:mod:`benchmarks.loadtest_fleet`), through a planner engine whose round-robin
+:class:`~planner_mode.HttpAIClient` spreads the requests over them (call 2 streams, as in production),
+optionally ``SIGKILL``s one server and restarts it on the same port, then audits the memory database against
+what every turn reported (:mod:`benchmarks.loadtest_audit`).
 
-1. start ``servers`` AI server processes on loopback ports (:class:`~benchmarks.loadtest_fleet.Fleet`,
-   ``erp-ai serve`` by default);
-2. run ``conversations`` conversations at once, each ``turns`` turns one after another, through a
-   :class:`~planner_mode.PlannerEngine` whose round-robin :class:`~planner_mode.HttpAIClient` spreads the
-   requests over the servers (each turn driven by ``astream``, so call 2 streams, as in production); the ERP
-   and the conversation memory are the databases at ``db_url`` / ``memory_url`` (SQLite or PostgreSQL);
-3. optionally ``SIGKILL`` one server ``kill_one_at`` seconds into the load (or once ``kill_after_turns``
-   turns have finished) and start it again ``restart_after`` seconds later, on the same port;
-4. audit the memory database against what every turn reported (:mod:`benchmarks.loadtest_audit`).
-
-What a turn that meets the killed server may do, by the client's and the engine's contracts: a request that
-could not connect is retried on the next server; one that reached it (the server died while answering)
-fails the turn with kind ``provider`` and nothing recorded. The audit shows whether that held: nothing lost,
-duplicated, out of order or half-recorded, and every conversation's state consistent.
-
-Bounded: at most :data:`MAX_SERVERS` servers, :data:`MAX_CONVERSATIONS` conversations, as many turns as
-:data:`QUESTIONS` holds, and ``max_seconds`` of load (turns not started by then are counted, not sent).
+By the client's and the engine's contracts, a request that could not connect is retried on the next server,
+and one the dying server was answering fails its turn (kind ``provider``) with nothing recorded.
 """
 
 from __future__ import annotations
@@ -39,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from sqlalchemy.engine import make_url
 
 from benchmarks.loadtest_audit import Audit, TurnOutcome, audit_memory
-from benchmarks.loadtest_fleet import Fleet, FleetError, Launcher, ServeOptions, serve_command
+from benchmarks.loadtest_fleet import Fleet, FleetError, ServeOptions
 from benchmarks.modes import build_engine
 from benchmarks.stats import percentile
 from planner_mode import HttpAIClient
@@ -76,8 +65,8 @@ QUESTIONS: tuple[str, ...] = (
     "¿Cuánto compró Empresa ABC este año?",
     "Hola, buen día",
 )
-"""The questions of the load, all distinct: turn ``i`` of conversation ``c`` asks ``QUESTIONS[(c + i) % n]``,
-so a conversation never asks the same question twice (the audit tells turns apart by their question)."""
+"""Turn ``i`` of conversation ``c`` asks ``QUESTIONS[(c + i) % n]``: never the same question twice in a
+conversation (the audit tells turns apart by their question)."""
 
 EventKind = Literal["killed", "restarted", "healthy", "restart_failed"]
 
@@ -87,33 +76,25 @@ class LoadtestConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    servers: int = Field(default=3, ge=1, le=MAX_SERVERS, description="AI server processes.")
-    conversations: int = Field(
-        default=24, ge=1, le=MAX_CONVERSATIONS, description="Conversations run at once."
-    )
-    turns: int = Field(default=5, ge=1, le=len(QUESTIONS), description="Turns per conversation, in order.")
-    kill_one_at: float | None = Field(
-        default=None, ge=0, le=MAX_SECONDS, description="Kill one server this many seconds into the load."
-    )
-    kill_after_turns: int | None = Field(
-        default=None, ge=1, description="Kill one server once this many turns have finished."
-    )
-    restart_after: float | None = Field(
-        default=1.0,
-        ge=0,
-        le=MAX_SECONDS,
-        description="Start the killed server again this many seconds after the kill (None: leave it down).",
-    )
-    db_url: str | None = Field(
-        default=None, description="ERP database (the demo is seeded if new); None: a temporary SQLite file."
-    )
-    memory_url: str | None = Field(default=None, description="Conversation memory (default: db_url).")
-    serve: ServeOptions = Field(default_factory=ServeOptions, description="The model behind every server.")
-    user: str = Field(default=DEMO_CALLER.user_id, description="The ERP user every turn runs as.")
-    request_timeout: float = Field(default=60.0, gt=0, description="Bound of each AI server request (s).")
-    max_seconds: float = Field(
-        default=300.0, gt=0, le=MAX_SECONDS, description="Turns not started by then are not sent."
-    )
+    servers: int = Field(default=3, ge=1, le=MAX_SERVERS)
+    conversations: int = Field(default=24, ge=1, le=MAX_CONVERSATIONS)
+    """Conversations run at once, each one turn after another."""
+    turns: int = Field(default=5, ge=1, le=len(QUESTIONS))
+    kill_one_at: float | None = Field(default=None, ge=0, le=MAX_SECONDS)
+    """Kill one server this many seconds into the load..."""
+    kill_after_turns: int | None = Field(default=None, ge=1)
+    """...or once this many turns have finished."""
+    restart_after: float | None = Field(default=1.0, ge=0, le=MAX_SECONDS)
+    """Start the killed server again this many seconds after the kill (``None``: leave it down)."""
+    db_url: str | None = None
+    """ERP database (the demo is seeded if new); ``None``: a temporary SQLite file."""
+    memory_url: str | None = None
+    """Conversation memory (default: ``db_url``)."""
+    serve: ServeOptions = Field(default_factory=ServeOptions)
+    user: str = DEMO_CALLER.user_id
+    request_timeout: float = Field(default=60.0, gt=0)
+    max_seconds: float = Field(default=300.0, gt=0, le=MAX_SECONDS)
+    """Turns not started by then are not sent."""
 
     @model_validator(mode="after")
     def _one_kill_trigger(self) -> LoadtestConfig:
@@ -123,12 +104,19 @@ class LoadtestConfig(BaseModel):
 
     @property
     def kills(self) -> bool:
-        """Whether the run kills a server."""
         return self.kill_one_at is not None or self.kill_after_turns is not None
 
     @property
     def total_turns(self) -> int:
         return self.conversations * self.turns
+
+
+def load_average() -> tuple[float, float, float] | None:
+    """The machine's 1, 5 and 15 minute load averages, rounded (``None`` where the OS does not say)."""
+    if not hasattr(os, "getloadavg"):
+        return None
+    one, five, fifteen = os.getloadavg()
+    return round(one, 2), round(five, 2), round(fifteen, 2)
 
 
 class LatencySummary(BaseModel):
@@ -222,19 +210,12 @@ ProgressCallback = Callable[[LoadProgress], None]
 
 
 def run_loadtest(
-    config: LoadtestConfig,
-    *,
-    fleet: Fleet | None = None,
-    launcher: Launcher | None = None,
-    on_progress: ProgressCallback | None = None,
+    config: LoadtestConfig, *, fleet: Fleet, on_progress: ProgressCallback | None = None
 ) -> LoadtestResult:
-    """Run the load test of ``config`` and audit it (blocking; it runs its own event loop).
+    """Run the load test of ``config`` on ``fleet`` and audit it (blocking; it runs its own event loop).
 
-    ``fleet``: servers already started (at least ``config.servers``; the first ones are used, the last of
-    them is the one killed, and it is running again when this returns unless ``restart_after`` is None).
-    Without one, a fleet of ``config.servers`` is started with ``launcher`` (default:
-    :func:`~benchmarks.loadtest_fleet.serve_command`) and stopped at the end. Raises
-    :class:`~benchmarks.loadtest_fleet.FleetError` when a server does not start, and the ERP's
+    The fleet's first ``config.servers`` servers are used; the last of them is the one killed, and it is
+    running again when this returns unless ``restart_after`` is None. Raises the ERP's
     ``ConfigurationError`` / ``StorageError`` when a database cannot be opened.
     """
     from shared.erp.database import open_demo_erp
@@ -247,17 +228,14 @@ def run_loadtest(
             directory = stack.enter_context(tempfile.TemporaryDirectory(prefix="erp-ai-loadtest-"))
             db_url = f"sqlite:///{Path(directory) / 'loadtest.sqlite3'}"
         memory_url = config.memory_url or db_url
-        if fleet is not None and len(fleet.urls) < config.servers:
+        if len(fleet.urls) < config.servers:
             raise ValueError(f"the fleet has {len(fleet.urls)} servers, the run needs {config.servers}")
-        # The databases and the user first: a bad URL or user fails before any server is started.
         erp = open_demo_erp(db_url)
         stack.callback(erp.engine.dispose)
         store = open_memory_store(memory_url)
         stack.callback(store.close)
         caller = caller_for(erp, config.user)
-        if fleet is None:
-            fleet = stack.enter_context(Fleet(launcher or serve_command(config.serve), config.servers))
-        load_average = os.getloadavg() if hasattr(os, "getloadavg") else None
+        load = load_average()
         started_at = datetime.now(UTC).isoformat(timespec="seconds")
         run = _Load(config, fleet, on_progress)
         outcomes, elapsed = asyncio.run(run.drive(erp, store, caller))
@@ -279,14 +257,9 @@ def run_loadtest(
         audit=audit,
         events=run.events,
         sample_errors=run.sample_errors,
-        load_average=None if load_average is None else _rounded(load_average),
+        load_average=load,
         cpus=os.cpu_count(),
     )
-
-
-def _rounded(load_average: tuple[float, float, float]) -> tuple[float, float, float]:
-    one, five, fifteen = load_average
-    return round(one, 2), round(five, 2), round(fifteen, 2)
 
 
 class _Load:
@@ -302,15 +275,14 @@ class _Load:
         self.sample_errors: list[str] = []
         self.victim = config.servers - 1
         self._started = 0.0
-        self._kill_due: asyncio.Event | None = None
+        self._kill_due = asyncio.Event()  # set once kill_after_turns turns have finished
         self._killing = False
 
     async def drive(self, erp: Erp, store: MemoryStore, caller: Caller) -> tuple[list[TurnOutcome], float]:
         """Run every conversation (and the kill); return the outcomes and the load's wall time.
 
-        The load runs under the AI server's collector settings (:func:`planner_mode.server.serving_gc`): this
-        process is a server too (the ERP side of every turn), and full collections of its large heap would
-        otherwise pause every turn in flight and show up in the latencies as if the fleet were slow.
+        Under the AI server's collector settings (:func:`planner_mode.server.serving_gc`): this process is the
+        ERP side of every turn, and full collections of its heap would show up as if the fleet were slow.
         """
         from planner_mode.server import serving_gc
         from shared.operations.sales import sales_registry
@@ -321,7 +293,6 @@ class _Load:
             timeout=self.config.request_timeout,
         )
         engine = build_engine("planner", registry=sales_registry(), erp=erp, store=store, ai=client)
-        self._kill_due = asyncio.Event()
         async with serving_gc():
             self._started = time.perf_counter()
             killer = asyncio.create_task(self._kill_and_restart()) if self.config.kills else None
@@ -382,7 +353,7 @@ class _Load:
     def _report(self, event: FleetEvent | None = None) -> None:
         done = len(self.outcomes)
         threshold = self.config.kill_after_turns
-        if threshold is not None and done >= threshold and self._kill_due is not None:
+        if threshold is not None and done >= threshold:
             self._kill_due.set()
         if self.on_progress is not None:
             self.on_progress(
@@ -409,7 +380,6 @@ class _Load:
         if self.config.kill_one_at is not None:
             await asyncio.sleep(self.config.kill_one_at)
         else:
-            assert self._kill_due is not None
             await self._kill_due.wait()
         self._killing = True
         await asyncio.to_thread(self.fleet.kill, self.victim)

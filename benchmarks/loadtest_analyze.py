@@ -30,7 +30,7 @@ from datetime import date
 import httpx
 from pydantic import BaseModel, Field
 
-from benchmarks.loadtest import QUESTIONS, LatencySummary
+from benchmarks.loadtest import QUESTIONS, LatencySummary, load_average
 from benchmarks.loadtest_fleet import HOST, Fleet, ServeOptions, descendants, serve_command
 
 __all__ = ["AnalyzeLoadResult", "analyze_body", "main", "measure"]
@@ -132,17 +132,13 @@ async def _load(
         finally:
             writer.close()
 
-    async def cpu_at_start() -> None:
-        await asyncio.sleep(max(0.0, counting_from - time.perf_counter()))
-        cpu.extend([time.process_time(), _tree_cpu_seconds(server_pid)])
-
-    async def cpu_at_end() -> None:
-        await asyncio.sleep(max(0.0, end - time.perf_counter()))
+    async def cpu_at(moment: float) -> None:
+        await asyncio.sleep(max(0.0, moment - time.perf_counter()))
         cpu.extend([time.process_time(), _tree_cpu_seconds(server_pid)])
 
     cpu: list[float | None] = []
-    load_average = os.getloadavg() if hasattr(os, "getloadavg") else None
-    await asyncio.gather(cpu_at_start(), cpu_at_end(), *(connection() for _ in range(concurrency)))
+    load = load_average()
+    await asyncio.gather(cpu_at(counting_from), cpu_at(end), *(connection() for _ in range(concurrency)))
     counted = len(latencies)
     client_start, server_start, client_end, server_end = cpu
     return AnalyzeLoadResult(
@@ -153,7 +149,7 @@ async def _load(
         statuses=dict(sorted(statuses.items())),
         req_per_s=round(counted / seconds, 1),
         latency=LatencySummary.of(latencies),
-        load_average=None if load_average is None else _rounded(load_average),
+        load_average=load,
         server_cpu_ms=_per_request(server_start, server_end, counted),
         client_cpu_ms=_per_request(client_start, client_end, counted),
     )
@@ -194,11 +190,6 @@ async def _read_response(reader: asyncio.StreamReader) -> int:
             length = int(value)
     await reader.readexactly(length)
     return status
-
-
-def _rounded(load_average: tuple[float, float, float]) -> tuple[float, float, float]:
-    one, five, fifteen = load_average
-    return round(one, 2), round(five, 2), round(fifteen, 2)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

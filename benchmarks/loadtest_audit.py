@@ -1,22 +1,15 @@
 """The load test's audit: what the conversation memory holds after a run, against what every turn reported.
 
-The load test sends each conversation's turns one after another, each question distinct within its
-conversation, and keeps what each turn reported (:class:`TurnOutcome`). Afterwards :func:`audit_memory` reads
-the memory tables directly (never through the store under test) and counts, over the run's conversations:
+:func:`audit_memory` reads the memory tables directly (never through the store under test) and counts, over
+the run's conversations (each question distinct within its conversation):
 
-- **lost**: messages of turns reported recorded that the database does not hold (2 per planner turn: the
-  question and its answer);
-- **duplicated**: messages held more than once (a question stored twice, more answers than questions);
+- **lost**: messages of turns reported recorded that the database does not hold (question and answer);
+- **duplicated**: a question stored twice, or more answers than questions;
 - **out of order**: recorded turns stored in another order than they were sent;
-- **half-recorded**: a question stored without its answer right after it, or an answer without its question
-  (the recording policy stores a turn whole or not at all, in one transaction);
-- **phantom**: turns reported *not* recorded (a failure) that the database holds all the same;
-- **inconsistent conversations**: those whose state row does not match the turns stored: a version other than
-  the number of turns stored, a state other than the one the last recorded turn returned, or rows of a
-  conversation whose every turn failed (a failed first turn leaves nothing, not even the conversation).
-
-Stale turns are counted from the turn reports (``TurnResult.stale_state``): with one turn in flight per
-conversation, none should be.
+- **half-recorded**: a question without its answer right after it, or an answer without its question;
+- **phantom**: turns reported *not* recorded that the database holds all the same;
+- **inconsistent conversations**: a state version other than the number of turns stored, a state other than
+  the last recorded turn's, or rows of a conversation whose every turn failed.
 """
 
 from __future__ import annotations
@@ -45,32 +38,28 @@ class TurnOutcome(BaseModel):
 
     conversation_id: str
     index: int
-    """The turn's position in its conversation (0 first), which is also the order it was sent in."""
+    """The turn's position in its conversation (0 first), also the order it was sent in."""
     question: str
     recorded: bool
-    """What the engine said: the turn is stored in the conversation."""
     failure: str | None = None
     """The turn's failure kind, if any (``crash`` when the engine raised instead of returning a result)."""
     stale_state: bool = False
     state: dict[str, Any] = Field(default_factory=dict)
     """The conversation state the turn returned (after it, when recorded)."""
     started_s: float = 0.0
-    """When the turn started, in seconds from the start of the load."""
+    """Seconds from the start of the load."""
     latency_ms: float = 0.0
-    """Wall time of the whole turn, as its caller saw it."""
     model_ms: float = 0.0
-    """The part spent in the AI calls (``TurnResult.model_ms``: the server requests, queueing included)."""
+    """The part spent in the AI calls (the server requests, queueing included)."""
     harness_ms: float = 0.0
-    """The rest, on the ERP side (``TurnResult.harness_ms``: context, plan checks, operations, recording)."""
+    """The rest, on the ERP side (context, plan checks, operations, recording)."""
 
 
 class Audit(BaseModel):
     """The audit of a load test run: turn counts from the reports, integrity counts from the database."""
 
     attempted: int = 0
-    """Turns sent (each ended in a result, a failure included)."""
     recorded: int = 0
-    """Turns reported recorded."""
     failed: int = 0
     """Turns that ended in a failure kind, recorded ones (``invalid_plan``, ``operation_error``) included."""
     failed_by_kind: dict[str, int] = Field(default_factory=dict)
@@ -86,7 +75,6 @@ class Audit(BaseModel):
 
     @property
     def clean(self) -> bool:
-        """No message lost, duplicated, out of order, half-recorded or phantom, and every state consistent."""
         return not (
             self.lost
             or self.duplicated
@@ -174,18 +162,14 @@ def _audit_conversation(
             state is not None
             and has_row
             and state[0] == len(stored_turns)
-            and _same_json(state[1], last.state)
+            and _json(state[1]) == _json(last.state)
         )
     audit.inconsistent_conversations += not consistent
 
 
-def _same_json(stored: dict[str, Any], reported: dict[str, Any]) -> bool:
-    """Whether two states are the same JSON document (the database returns what JSON can hold)."""
-
-    def text(state: dict[str, Any]) -> str:
-        return json.dumps(state, sort_keys=True, default=str)
-
-    return text(stored) == text(reported)
+def _json(state: dict[str, Any]) -> str:
+    """A state as a JSON document (the database returns what JSON can hold)."""
+    return json.dumps(state, sort_keys=True, default=str)
 
 
 def _read(

@@ -1,18 +1,10 @@
 """A fleet of stateless AI servers on loopback ports, for ``erp-ai loadtest``: start, kill, restart, stop.
 
-Each server is its own process listening on ``127.0.0.1`` only (a load test never opens a port beyond this
-machine). Two ways to start one, both behind :data:`Launcher`:
-
-- :func:`serve_command` runs ``erp-ai serve`` (``python -m benchmarks.entry serve``) exactly as an operator
-  would: what the load test measures is the command people deploy. Starting one costs the interpreter's
-  imports, a few seconds on a busy machine.
-- :func:`forked_server` forks each server from a ``forkserver`` process that has imported the AI server
-  once, so a start (and a restart after a kill) takes a fraction of a second; the tests use it to stay short.
-  The child runs the same app (:func:`planner_mode.server.app_from_env`) under uvicorn.
-
-:meth:`Fleet.kill` is ``SIGKILL``: the process dies mid-request, as in a crash or an OOM kill, without a
-graceful shutdown; its open connections are reset by the kernel. :meth:`Fleet.restart` starts a new process
-on the same port, so the clients' URL list stays valid.
+Each server is its own process listening on ``127.0.0.1`` only. :func:`serve_command` runs ``erp-ai serve``
+exactly as an operator would; :func:`forked_server` forks each server from a ``forkserver`` process that
+has imported the AI server once, so a (re)start takes a fraction of a second (the tests use it).
+:meth:`Fleet.kill` is ``SIGKILL``: the process dies mid-request, as in a crash, without a graceful shutdown;
+:meth:`Fleet.restart` starts a new process on the same port, so the clients' URL list stays valid.
 """
 
 from __future__ import annotations
@@ -39,7 +31,7 @@ from benchmarks.modes import ModelOptions
 HOST = "127.0.0.1"
 """Every server of a fleet listens here, and only here."""
 DEFAULT_STARTUP_TIMEOUT_S = 90.0
-"""How long a server may take to answer ``/healthz`` after its start (imports on a loaded machine)."""
+"""How long a server may take to answer ``/healthz`` after its start."""
 _STOP_GRACE_S = 5.0
 
 
@@ -48,7 +40,7 @@ class FleetError(RuntimeError):
 
 
 ServeOptions = ModelOptions
-"""What every server of a fleet runs: the ``erp-ai serve`` options of the model behind it."""
+"""The ``erp-ai serve`` options of the model behind every server of a fleet."""
 
 
 class ServerProcess(Protocol):
@@ -96,7 +88,6 @@ def forked_server(options: ServeOptions) -> Launcher:
 
 
 def _run_forked(port: int, log: str, environment: Mapping[str, str | None]) -> None:
-    """The body of a forked server: its settings in the environment, uvicorn on ``HOST:port``."""
     import uvicorn
 
     with open(log, "ab", buffering=0) as output:
@@ -121,12 +112,8 @@ def free_port() -> int:
 
 
 class Fleet:
-    """``count`` AI servers started by ``launcher``, each on its own loopback port.
-
-    :meth:`start` launches them all and waits until each answers ``GET /healthz``. Logs go to files in
-    ``log_dir`` (a temporary directory by default, removed by :meth:`stop`), one per server, appended to on
-    a restart. Not thread-safe: one owner drives it (the load test calls it from one task at a time).
-    """
+    """``count`` AI servers started by ``launcher``, each on its own loopback port, logging to a file each in
+    ``log_dir`` (by default a temporary directory, removed by :meth:`stop`). Not thread-safe."""
 
     def __init__(
         self,
@@ -147,15 +134,13 @@ class Fleet:
 
     @property
     def urls(self) -> list[str]:
-        """The servers' base URLs, ``http://127.0.0.1:PORT``, in index order."""
         return [f"http://{HOST}:{port}" for port in self.ports]
 
     def log_path(self, index: int) -> Path:
         return self.log_dir / f"server-{index}.log"
 
     def start(self) -> Fleet:
-        """Launch every server and wait until all answer; :class:`FleetError` (the fleet stopped) if one does
-        not within ``startup_timeout``."""
+        """Launch every server and wait until all answer (:class:`FleetError`, the fleet stopped, if not)."""
         try:
             for index in range(len(self.ports)):
                 self._launch(index)
@@ -167,11 +152,7 @@ class Fleet:
         return self
 
     def kill(self, index: int) -> None:
-        """``SIGKILL`` server ``index`` and reap it: it dies at once, mid-request if it was answering one.
-
-        Its worker processes (``erp-ai serve --workers N``) are killed with it: they share its listening
-        socket, and would go on answering on its port if only their supervisor died.
-        """
+        """``SIGKILL`` server ``index`` and its workers (which share its socket and would go on answering)."""
         process = self._processes[index]
         if process is None:
             return
@@ -184,27 +165,22 @@ class Fleet:
         self._processes[index] = None
 
     def restart(self, index: int) -> None:
-        """Start server ``index`` again on its port, after :meth:`kill` (:meth:`wait_healthy` waits)."""
+        """Start server ``index`` again on its port, after :meth:`kill`."""
         if self._processes[index] is not None:
             raise RuntimeError(f"server {index} is running: kill it before restarting it")
         self._launch(index)
 
     def pid(self, index: int) -> int | None:
-        """The process id of server ``index``, ``None`` while it is down."""
         process = self._processes[index]
         return None if process is None else process.pid
 
     def running(self, index: int) -> bool:
-        """Whether server ``index`` has a live process."""
         process = self._processes[index]
         return process is not None and _exit_code(process) is None
 
     def wait_healthy(self, index: int) -> float:
-        """Wait until server ``index`` answers ``/healthz`` with 200; return the seconds waited.
-
-        Raises :class:`FleetError` with the end of its log if the process exits or ``startup_timeout``
-        passes first.
-        """
+        """Wait until server ``index`` answers ``/healthz``; :class:`FleetError` with the end of its log if
+        the process exits or ``startup_timeout`` passes first. Returns the seconds waited."""
         started = time.monotonic()
         url = f"{self.urls[index]}/healthz"
         with httpx.Client(timeout=1.0) as http:
@@ -224,7 +200,7 @@ class Fleet:
                 time.sleep(0.05)
 
     def stop(self) -> None:
-        """Stop every server (``SIGTERM``, ``SIGKILL`` after a grace period); remove temporary logs."""
+        """``SIGTERM`` every server (``SIGKILL`` after a grace period); remove temporary logs."""
         running = [process for process in self._processes if process is not None]
         for process in running:
             with contextlib.suppress(OSError):
@@ -260,7 +236,7 @@ class Fleet:
 
 
 def descendants(pid: int) -> list[int]:
-    """The process ids of ``pid``'s children, their children, and so on (Linux ``/proc``; empty elsewhere)."""
+    """The process ids of ``pid``'s descendants (Linux ``/proc``; empty elsewhere)."""
     found: list[int] = []
     pending = [pid]
     while pending:
@@ -281,7 +257,6 @@ def descendants(pid: int) -> list[int]:
 
 
 def _exit_code(process: ServerProcess) -> int | None:
-    """The exit code of a finished process, ``None`` while it runs (``Popen`` or ``multiprocessing``)."""
     if isinstance(process, subprocess.Popen):
         return process.poll()
     code: int | None = getattr(process, "exitcode", None)
@@ -289,7 +264,6 @@ def _exit_code(process: ServerProcess) -> int | None:
 
 
 def _reap(process: ServerProcess, timeout: float = 10.0) -> bool:
-    """Wait up to ``timeout`` seconds for the process to end; whether it has."""
     if isinstance(process, subprocess.Popen):
         try:
             process.wait(timeout)
