@@ -6,22 +6,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.report.aggregate import (
+from benchmarks.report.aggregate import pass_hat_k, summarize
+from benchmarks.report.findings import OFFLINE_NOTICE, findings
+from benchmarks.report.html import render_combined_html, render_html
+from benchmarks.report.markdown import render_combined_markdown, render_markdown
+from benchmarks.report.runs import ReportRun, combined_runs, read_run, report_run, summarize_run
+from benchmarks.report.summary import (
     CategorySummary,
     GrowthCurve,
     ModeSummary,
     PairedComparison,
     Summary,
     TargetSummary,
-    pass_hat_k,
-    summarize,
 )
-from benchmarks.report.findings import OFFLINE_NOTICE, findings
-from benchmarks.report.html import render_html
-from benchmarks.report.html_combined import render_combined_html
-from benchmarks.report.markdown import render_markdown
-from benchmarks.report.markdown_combined import render_combined_markdown
-from benchmarks.report.runs import ReportRun, combined_runs, read_run, report_run, summarize_run
 from benchmarks.report.terminal import print_combined, print_summary
 from benchmarks.results import RunResults, read_results
 

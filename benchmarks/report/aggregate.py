@@ -15,8 +15,8 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
 
-from benchmarks.report.paired_figures import paired_values
 from benchmarks.report.summary import (
     NOT_REPORTED,
     CategorySummary,
@@ -62,6 +62,28 @@ __all__ = [
 
 LONG_CONVERSATION_MIN_TURNS = 10
 """A scenario with at least this many turns can be the context-growth conversation (the longest one is)."""
+
+
+Key = tuple[str, int, int]
+"""A turn both modes ran: (scenario, turn, repetition)."""
+
+T = TypeVar("T")
+
+
+def paired_values(
+    rows: Sequence[TurnRow], base: str, other: str, read: Callable[[TurnRow], T | None]
+) -> dict[Key, tuple[T, T]]:
+    """``read`` of ``base`` and of ``other`` on every turn both ran and both have the figure for, in turn
+    order. Warm-up rows are left out."""
+    values: dict[str, dict[Key, T]] = {base: {}, other: {}}
+    for row in rows:
+        if row.warmup or row.mode not in values:
+            continue
+        value = read(row)
+        if value is not None:
+            values[row.mode][(row.scenario, row.turn, row.repetition)] = value
+    keys = sorted(values[base].keys() & values[other].keys())
+    return {key: (values[base][key], values[other][key]) for key in keys}
 
 
 def pass_hat_k(outcomes: Iterable[Sequence[bool]], k: int) -> float | None:

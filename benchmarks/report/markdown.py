@@ -1,6 +1,6 @@
-"""``report.md``: the findings, the summary with accuracy intervals, the paired comparison, per-category
-accuracy, pass^k, intervals over repetitions, cost per 1,000 turns, the growth curve's ends, the run's
-provenance and the failing turns (the tables from :mod:`benchmarks.report.tables`).
+"""``report.md`` of one run, or of several side by side (``erp-ai report RUN_A RUN_B …``), in the order of
+its HTML twin: the verdict, the latency distributions as percentiles, then the findings and every table
+(from :mod:`benchmarks.report.tables`), the provenance and the failing turns.
 
 A run with several targets (models) adds the model matrix and gives every per-mode table a ``target`` column;
 each target's findings and paired comparisons are its own (modes are compared within a target, never
@@ -11,43 +11,152 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from benchmarks.cost import CostEstimate, estimate_costs
-from benchmarks.report.about import (
-    CONVERSATION_STATE_POLICY,
-    prefix_cache_text,
-    provenance_rows,
-    targets_table,
-    targets_text,
-)
-from benchmarks.report.aggregate import Summary
-from benchmarks.report.findings import OFFLINE_NOTICE, findings, headline
-from benchmarks.report.markdown_decision import distribution_block, failure_examples_block, verdict_block
-from benchmarks.report.matrix import MATRIX_CAPTION, matrix_grids
-from benchmarks.report.md_table import cell, clip, render_table
-from benchmarks.report.regime import first_line
-from benchmarks.report.regime import title as report_title
-from benchmarks.report.runs import ReportRun
+from benchmarks.report.calibration import agreement_line
+from benchmarks.report.findings import OFFLINE_NOTICE, findings, headline, ms_text
+from benchmarks.report.runs import SIDE_BY_SIDE, ReportRun, combined_title, first_line, regimes_rows
+from benchmarks.report.runs import title as report_title
+from benchmarks.report.summary import Summary
 from benchmarks.report.tables import (
+    CONVERSATION_STATE_POLICY,
     INTERVALS_CAPTION,
     LATENCY_CAPTION,
+    MATRIX_CAPTION,
     PERCENTILE_CAPTION,
     VALID_PLAN_CAPTION,
+    Table,
     category_rows,
+    clip,
     cost_caption,
     cost_rows,
     costs_of,
+    example_text,
+    failure_groups,
     failure_rows,
     growth_rows,
     growth_scenarios,
     interval_rows,
+    matrix_grids,
+    mode_description,
     paired_caption,
     paired_rows,
     pass_k_rows,
+    percent_interval,
+    prefix_cache_text,
+    provenance_rows,
     summary_rows,
+    targets_table,
+    targets_text,
 )
-from benchmarks.report.verdict import verdict_title
+from benchmarks.report.verdict import (
+    VERDICT_CAPTION,
+    first_answer,
+    latency,
+    run_verdict,
+    runs_verdict_lines,
+    verdict_table,
+    verdict_title,
+)
 from benchmarks.results import RunMeta, RunResults
+from benchmarks.stats import percentile
 
-__all__ = ["cell", "clip", "header_text", "render_markdown", "render_table"]
+
+def cell(text: str) -> str:
+    """Text safe inside a Markdown table cell: one line, pipes escaped."""
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+_LABELS = frozenset({"mode", "category", "failure kind", "base vs other"})
+"""Columns that name a row when they follow a ``target`` column."""
+
+
+def render_table(header: list[str], rows: list[list[str]], align: str = "") -> list[str]:
+    """A Markdown table; ``align`` has one ``l``/``r`` per column (default: the columns that name a row, such
+    as ``target`` then ``mode``, left; figures right)."""
+    if not align:
+        labels = 1
+        while labels < len(header) - 1 and header[labels - 1] == "target" and header[labels] in _LABELS:
+            labels += 1
+        align = "l" * labels + "r" * (len(header) - labels)
+    rule = "|" + "|".join("--:" if a == "r" else "---" for a in align) + "|"
+    lines = ["| " + " | ".join(cell(h) for h in header) + " |", rule]
+    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+PERCENTILES = (5, 25, 50, 75, 95)
+
+DISTRIBUTION_MD_CAPTION = (
+    "Percentiles of the per-turn times in ms (interpolated between the two closest turns). Simulated times "
+    "are the latency profile's model time (plus harness time for latency); measured ones are wall time on "
+    "the run's machine. report.html draws each distribution."
+)
+
+
+def verdict_block(runs: Sequence[ReportRun], title: str) -> list[str]:
+    """``## <title>``: the verdict table, each run's sentences, the scorer check and the modes."""
+    lines = [f"## {title}", ""]
+    lines += render_table(*verdict_table(runs_verdict_lines(runs)))
+    lines += ["", VERDICT_CAPTION, ""]
+    for run in runs:
+        verdict = run_verdict(run.summary, run.results.scored_rows, run.regime, run.results.meta.model)
+        if len(runs) > 1:
+            lines += [f"**{run.label}** ({run.regime.kind}):", ""]
+        lines += [f"- **{sentence}**" for sentence in verdict.leads]
+        lines += [f"- {sentence}" for sentence in verdict.details]
+        lines.append("")
+    lines += [agreement_line(), ""]
+    modes = list(dict.fromkeys(m.mode for run in runs for _, m in run.summary.cells()))
+    lines += [f"- `{mode}`: {mode_description(mode)}" for mode in modes]
+    return [*lines, ""]
+
+
+def distribution_block(runs: Sequence[ReportRun]) -> list[str]:
+    """``## Latency distributions``: p5, p25, p50, p75 and p95 of latency and first answer per mode."""
+    header = [
+        *(["run"] if len(runs) > 1 else []),
+        "mode",
+        "figure",
+        "clock",
+        "turns",
+        *(f"p{q} ms" for q in PERCENTILES),
+    ]
+    rows = []
+    for run in runs:
+        simulated = run.regime.simulated
+        clock = f"simulated ({run.regime.latency_profile})" if simulated else "measured"
+        for target, mode in run.summary.cells():
+            name = f"{target} · {mode.mode}" if target is not None else mode.mode
+            for figure, read in (("latency", latency(simulated)), ("first answer", first_answer(simulated))):
+                values = [
+                    v
+                    for row in run.results.scored_rows
+                    if row.mode == mode.mode and (target is None or row.target == target)
+                    if (v := read(row)) is not None
+                ]
+                if not values:
+                    continue
+                figures = [ms_text(percentile(values, q)) for q in PERCENTILES]
+                lead = [run.label] if len(runs) > 1 else []
+                rows.append([*lead, name, figure, clock, str(len(values)), *figures])
+    numbers = 1 + len(PERCENTILES)
+    lines = ["## Latency distributions", ""]
+    lines += render_table(header, rows, align="l" * (len(header) - numbers) + "r" * numbers)
+    return [*lines, "", DISTRIBUTION_MD_CAPTION, ""]
+
+
+def failure_examples_block(run: ReportRun, limit: int = 200) -> list[str]:
+    """One example of each kind of failed turn, per mode (``[]`` when every turn passed)."""
+    groups = failure_groups(run.results.scored_rows)
+    matrix = run.summary.matrix
+    lines = []
+    for group in groups:
+        who = f"{group.target} · {group.mode}" if matrix else group.mode
+        count = len(group.turns)
+        lines.append(
+            f"- **{who} · {group.kind}** ({count} turn{'s' if count != 1 else ''}): "
+            f"{example_text(group.example, limit)}"
+        )
+    return lines
 
 
 def _failing_turns(results: RunResults, limit: int = 50) -> list[str]:
@@ -195,3 +304,68 @@ def render_markdown(
         lines += render_table(["what", "value"], [[k, v] for k, v in provenance], align="ll")
     lines += _failing_turns(results)
     return "\n".join(lines) + "\n"
+
+
+def category_grid(runs: Sequence[ReportRun]) -> Table:
+    """Categories as rows, every (run, target, mode) as a column: accuracy with its interval and the turns
+    (calls per turn only for a structure run)."""
+    labeled = len(runs) > 1
+    columns = [(run, target, m.mode) for run in runs for target, m in run.summary.cells()]
+    cells: dict[tuple[int, str], str] = {}
+    for i, (run, target, mode) in enumerate(columns):
+        summary = run.summary
+        if target is not None:
+            summary = next(t.summary for t in run.summary.targets if t.target.name == target)
+        for c in summary.categories:
+            if c.mode != mode:
+                continue
+            if run.regime.structure_only:
+                cells[(i, c.category)] = f"{c.calls_mean:.1f} calls ({c.turns})"
+            else:
+                interval = percent_interval(c.accuracy_interval, 0)
+                cells[(i, c.category)] = f"{c.accuracy:.0%} [{interval}] ({c.turns})"
+    names = [
+        " · ".join(part for part in (run.label if labeled else "", target or "", mode) if part)
+        for run, target, mode in columns
+    ]
+    categories = sorted({category for _, category in cells})
+    rows = [
+        [category, *(cells.get((i, category), "–") for i in range(len(columns)))] for category in categories
+    ]
+    return ["category", *names], rows
+
+
+def render_combined_markdown(runs: Sequence[ReportRun]) -> str:
+    """The whole Markdown report of several runs."""
+    lines = [f"# {combined_title(len(runs))}", ""]
+    lines += [f"- **{run.label}**: {first_line(run.results.meta)}" for run in runs]
+    lines += [""]
+    lines += render_table(*regimes_rows(runs), align="l" * 8)
+    lines += ["", SIDE_BY_SIDE, ""]
+    lines += verdict_block(runs, verdict_title(runs))
+    lines += distribution_block(runs)
+    lines += ["## Results per category", ""]
+    lines += render_table(*category_grid(runs))
+    lines += [
+        "",
+        "Accuracy per category, Wilson 95% interval in brackets, turns in parentheses; a structure run "
+        "(offline stand-in) shows model calls per turn instead.",
+        "",
+        "## Failures, with one example of each kind",
+        "",
+    ]
+    for run in runs:
+        examples = failure_examples_block(run)
+        lines += [f"### {run.label}", "", *(examples or ["Every turn passed."]), ""]
+    for run in runs:
+        results, summary = run.results, run.summary
+        lines += [f"## Run {run.label}", "", header_text(results.meta, summary), ""]
+        if run.path is not None:
+            lines += [f"Results: `{run.path}`.", ""]
+        lines += [f"> **Warning:** {warning}." for warning in results.read_warnings]
+        lines += [f"- {sentence}" for sentence in findings(summary, None)]
+        lines += ["", *render_table(*summary_rows(summary)), ""]
+        paired = paired_rows(summary)
+        if paired is not None:
+            lines += [*render_table(*paired), "", paired_caption(summary), ""]
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,13 +1,12 @@
 """The benchmark figures of ``README.md``, written by code from a results file (never typed by hand).
 
 ``erp-ai report RESULTS --readme README.md`` replaces what stands between a pair of markers. A real-model run
-writes the ``real-model`` block (:mod:`benchmarks.report.readme_real`: per-mode figures, the paired test,
-coverage, the scorer check and the command that reproduces it); an offline run writes, after its first
-line, the summary table (total latency and time to the first answer token, each measured and, under a
-latency profile, simulated), what those columns are, the computed findings and a line saying how and when
-the figures were measured. Each latency profile has its own block (``measured`` for runs without one;
-``<name>-no-prompt-cache`` for a run without the modelled prefix cache), so a README can show several runs
-side by side::
+writes the ``real-model`` block: per-mode figures, the verdict and paired test, which scenario categories the
+run covered, the scorer check and the ``erp-ai bench`` command that reproduces it. An offline run writes,
+after its first line, the summary table, what its latency columns are, the computed findings and a line
+saying how and when the figures were measured. Each latency profile has its own block (``measured`` for runs
+without one; ``<name>-no-prompt-cache`` for a run without the modelled prefix cache), so a README can show
+several runs side by side::
 
     <!-- BENCH-FIGURES:gpu-8b:START … -->
     <!-- BENCH-FIGURES:gpu-8b:END -->
@@ -15,16 +14,221 @@ side by side::
 
 from __future__ import annotations
 
+import shlex
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlparse
 
-from benchmarks.report.about import prefix_cache_text, targets_text
-from benchmarks.report.aggregate import Summary
+from benchmarks.report.calibration import agreement_line
 from benchmarks.report.findings import OFFLINE_NOTICE, findings, headline
 from benchmarks.report.markdown import render_table
-from benchmarks.report.readme_real import REAL_MODEL_BLOCK, real_model_block
-from benchmarks.report.regime import first_line
-from benchmarks.report.tables import LATENCY_CAPTION, summary_rows
-from benchmarks.results import RunResults
+from benchmarks.report.runs import first_line, regime_of
+from benchmarks.report.summary import ModeSummary, Summary, tokens_text
+from benchmarks.report.tables import (
+    LATENCY_CAPTION,
+    NOT_RECORDED,
+    Table,
+    accuracy_cell,
+    per_target,
+    prefix_cache_text,
+    summary_rows,
+    targets_text,
+)
+from benchmarks.report.verdict import (
+    accuracy_edge,
+    failures_cell,
+    first_answer_cell,
+    latency_cell,
+    run_verdict,
+    tokens_cell,
+)
+from benchmarks.results import RunMeta, RunResults, TurnRow
+from benchmarks.scenario import Scenario, load_scenarios
+
+
+@dataclass(frozen=True)
+class CategoryCoverage:
+    """One category: the suite's turns of it, and how many of them the run has (in its best-covered mode)."""
+
+    category: str
+    run_turns: int
+    suite_turns: int
+
+
+def category_coverage(rows: Sequence[TurnRow], suite: Sequence[Scenario]) -> list[CategoryCoverage]:
+    """Every category of the suite or the rows, in name order. A turn counts once (scenario and turn),
+    whatever its repetitions; the run's count is its best-covered mode's."""
+    suite_turns: dict[str, int] = defaultdict(int)
+    for scenario in suite:
+        suite_turns[scenario.category] += len(scenario.turns)
+    seen: dict[tuple[str, str], set[tuple[str, int]]] = defaultdict(set)
+    for row in rows:
+        if not row.warmup:
+            seen[(row.category, f"{row.target}/{row.mode}")].add((row.scenario, row.turn))
+    run_turns: dict[str, int] = defaultdict(int)
+    for (category, _), turns in seen.items():
+        run_turns[category] = max(run_turns[category], len(turns))
+    return [
+        CategoryCoverage(category, run_turns.get(category, 0), suite_turns.get(category, 0))
+        for category in sorted(set(suite_turns) | set(run_turns))
+    ]
+
+
+def coverage_text(rows: Sequence[TurnRow], suite: Sequence[Scenario]) -> str:
+    """``"Scenario categories covered (turns run of the suite's): articulo 5/5, …; not covered: none."``"""
+    found = category_coverage(rows, suite)
+    covered = [c for c in found if c.run_turns]
+    missing = [c.category for c in found if not c.run_turns]
+    ran = ", ".join(f"{c.category} {c.run_turns}/{c.suite_turns}" for c in covered) or "none"
+    absent = ", ".join(missing) if missing else "none (every category of the packaged suite ran)"
+    return f"Scenario categories covered (turns run of the packaged suite's): {ran}; not covered: {absent}."
+
+
+LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+"""Hosts of a local OpenAI-compatible server, which accepts any API key."""
+
+
+def _flag(name: str, value: object) -> list[str]:
+    return [name, str(value)]
+
+
+def bench_arguments(meta: RunMeta) -> list[str]:
+    """The ``erp-ai bench`` arguments of the run, each option only where it differs from the default or
+    bounds the run (``--max-tokens``, ``--timeout``)."""
+    args = ["erp-ai", "bench"]
+    if meta.targets:
+        for target in meta.targets:
+            args += _flag("--target", target.spec)
+    else:
+        args += _flag("--provider", meta.provider)
+        args += _flag("--model", meta.model) if meta.model else []
+        args += _flag("--base-url", meta.base_url) if meta.base_url else []
+    args += _flag("--modes", ",".join(meta.modes)) if meta.modes else []
+    for path in meta.scenario_paths:
+        args += _flag("--scenarios", path)
+    for tag in meta.tags:
+        args += _flag("--tag", tag)
+    args += _flag("--repeat", meta.repeat) if meta.repeat != 1 else []
+    args += _flag("--warmup", meta.warmup) if meta.warmup else []
+    args += _flag("--concurrency", meta.concurrency) if meta.concurrency != 1 else []
+    args += _flag("--latency-profile", meta.latency_profile) if meta.latency_profile else []
+    args += ["--structured"] if meta.structured else []
+    args += [] if meta.tool_call_recovery else ["--no-tool-call-recovery"]
+    args += ["--no-prompt-cache"] if meta.any_offline and meta.prompt_cache is False else []
+    args += _flag("--max-tokens", meta.max_tokens) if meta.max_tokens is not None else []
+    args += _flag("--timeout", f"{meta.timeout:g}") if meta.timeout is not None else []
+    return args
+
+
+def _environment(meta: RunMeta) -> str:
+    """``OPENAI_API_KEY=unused `` for a local OpenAI-compatible server (any key works), else nothing."""
+    urls = [t.base_url for t in meta.targets if t.provider == "openai"] if meta.targets else []
+    if not meta.targets and meta.provider == "openai":
+        urls = [meta.base_url]
+    if urls and all(url and urlparse(url).hostname in LOCAL_HOSTS for url in urls):
+        return "OPENAI_API_KEY=unused "
+    return ""
+
+
+def bench_command(meta: RunMeta) -> str:
+    """The shell command that runs the same benchmark again."""
+    return _environment(meta) + shlex.join(bench_arguments(meta))
+
+
+def reproduce_text(meta: RunMeta) -> str:
+    """Where to run :func:`bench_command` from: the recorded commit (and whether it had local changes)."""
+    provenance = meta.provenance
+    if provenance is None or provenance.git_commit is None:
+        return "From a checkout of the code the run used (its commit was not recorded):"
+    dirty = " (the run had uncommitted changes on top of it)" if provenance.git_dirty else ""
+    return f"From a checkout at commit `{provenance.git_commit[:12]}`{dirty}:"
+
+
+REAL_MODEL_BLOCK = "real-model"
+"""The README block every run with a real provider writes to."""
+
+COLUMNS_CAPTION = (
+    "Per turn, measured on the run's machine. Accuracy: share of turns passed (Wilson 95% interval). "
+    "Cached: share of input tokens the provider's prompt cache served. First answer: time from the turn's "
+    "start to the first answer token. Ungrounded: turns whose answer stated a figure no ERP result "
+    "supported (n/a: the run predates the check). Recovered: tool calls the model wrote as text that tool "
+    "calling turned into real calls."
+)
+
+
+def _row(mode: ModeSummary, results: RunResults) -> list[str]:
+    regime = regime_of(results.meta)
+    recovered = str(mode.recovered_tool_calls) if mode.mode.startswith("toolcalling") else "–"
+    return [
+        mode.mode,
+        str(mode.turns),
+        accuracy_cell(mode),
+        f"{mode.calls_mean:.2f}",
+        tokens_cell(mode),
+        tokens_text(mode, mode.cached_share, ".0%") if mode.cached_share is not None else "–",
+        latency_cell(mode, regime),
+        first_answer_cell(mode, regime),
+        NOT_RECORDED if mode.ungrounded_turns is None else str(mode.ungrounded_turns),
+        recovered,
+        failures_cell(mode),
+    ]
+
+
+def real_model_rows(results: RunResults, summary: Summary) -> Table:
+    """The per-mode table of the block (a ``target`` column first for a matrix)."""
+
+    def one(part: Summary) -> Table:
+        header = [
+            "mode",
+            "turns",
+            "accuracy (95% CI)",
+            "calls/turn",
+            "tokens in / out",
+            "cached",
+            "latency p50 / p95 ms",
+            "first answer p50 / p95 ms",
+            "ungrounded",
+            "recovered",
+            "failed (kinds)",
+        ]
+        return header, [_row(m, results) for m in part.modes]
+
+    found = per_target(summary, one)
+    return found if found is not None else one(summary)
+
+
+def paired_lines(summary: Summary) -> list[str]:
+    """The paired accuracy test of every mode against the base mode (per target for a matrix)."""
+    entries = [(f"Target {t.target.name}: ", t.summary) for t in summary.targets] or [("", summary)]
+    return [f"- {prefix}{accuracy_edge(p).detail}" for prefix, part in entries for p in part.paired]
+
+
+def real_model_block(
+    results: RunResults, summary: Summary, suite: Sequence[Scenario] | None = None
+) -> list[str]:
+    """The block's lines between its markers (``suite``: the packaged scenarios, for the coverage line)."""
+    meta = results.meta
+    verdict = run_verdict(summary, results.scored_rows, regime_of(meta), meta.model)
+    lines = [f"**{first_line(meta)}**", ""]
+    lines += render_table(*real_model_rows(results, summary))
+    lines += ["", COLUMNS_CAPTION, ""]
+    lines += [f"- **{sentence}**" for sentence in verdict.leads]
+    lines += paired_lines(summary)
+    lines += [
+        "",
+        coverage_text(results.scored_rows, load_scenarios() if suite is None else suite),
+        "",
+        agreement_line(),
+        "",
+        f"Reproduce it. {reproduce_text(meta)}",
+        "",
+        "```bash",
+        bench_command(meta),
+        "```",
+    ]
+    return lines
 
 
 def block_name(results: RunResults) -> str:

@@ -8,9 +8,7 @@ from typing import ClassVar
 
 from pydantic import BaseModel, Field
 
-from benchmarks.stats import (
-    Interval,
-)
+from benchmarks.stats import Interval
 from benchmarks.targets import BenchTarget
 
 

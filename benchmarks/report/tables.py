@@ -1,5 +1,7 @@
 """The tables and captions every report shares (``report.md``, ``report.html``, the README block): each
-builder returns a header and rows of plain text cells, and each renderer only lays them out.
+builder returns a header and rows of plain text cells, and each renderer only lays them out. Also what a
+report says about the run itself (modes, prefix cache, targets, provenance) and its failed turns grouped by
+kind, with one example of each.
 
 A run with several targets (models) gets a ``target`` column in every per-mode table (:func:`per_target`) and
 the model matrix (:func:`matrix_grids`: one grid per figure, targets as rows and modes as columns)."""
@@ -7,14 +9,25 @@ the model matrix (:func:`matrix_grids`: one grid per figure, targets as rows and
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from benchmarks.cost import CostEstimate
-from benchmarks.report.aggregate import ModeSummary, Summary, tokens_text
+from benchmarks.report.summary import ModeSummary, Summary, tokens_text
+from benchmarks.results import RunMeta, TurnRow
 from benchmarks.stats import Interval
 from shared.failures import FAILURE_KINDS
 
 Table = tuple[list[str], list[list[str]]]
 """A table's header and rows."""
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters at a word boundary, with an ellipsis when cut."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    head = cut.rsplit(" ", 1)[0] if " " in cut[limit // 2 :] else cut
+    return head.rstrip(" ;,") + "…"
 
 
 def _ms(value: float | None) -> str:
@@ -392,3 +405,217 @@ def growth_scenarios(summary: Summary) -> list[str]:
     """The long conversation(s) the growth figures come from."""
     growths = [t.summary.growth for t in summary.targets] if summary.matrix else [summary.growth]
     return list(dict.fromkeys(g.scenario for g in growths if g is not None))
+
+
+CONVERSATION_STATE_POLICY = (
+    "Conversation state: every mode stores the state the ERP derives from the operations it ran (year, "
+    "customer, product, last operations); the planner's call 2 may add its own `estado`/`memoria`; tool "
+    "calling adds them only with --structured."
+)
+"""What each mode keeps between turns, said in every report (like for like)."""
+
+MODE_DESCRIPTIONS = {
+    "planner": (
+        "The article's architecture: call 1 turns the question plus context (memory and conversation state) "
+        "into a plan of operations, the ERP validates and runs them, call 2 writes the answer; at most two "
+        "model calls per turn."
+    ),
+    "toolcalling": (
+        "A LangChain agent with native tool calls: the model calls the ERP's operations as tools, as many "
+        "steps as it needs; its context is memory plus conversation state, like the planner's."
+    ),
+    "toolcalling-full": (
+        "The same tool-calling agent with the conversation's full message history as its context."
+    ),
+}
+"""One or two sentences per mode: what the architecture is, said beside its figures."""
+
+
+def mode_description(mode: str) -> str:
+    """What ``mode`` is (an unknown mode is described as such)."""
+    return MODE_DESCRIPTIONS.get(mode, "A mode this report does not describe.")
+
+
+def prefix_cache_text(meta: RunMeta) -> str | None:
+    """``"prefix cache modelled: yes"`` (or ``no``, ``not recorded``) when an offline model ran."""
+    if not meta.any_offline:
+        return None
+    value = {True: "yes", False: "no", None: "not recorded"}[meta.prompt_cache]
+    return f"prefix cache modelled: {value}"
+
+
+def targets_text(meta: RunMeta) -> str:
+    """``"`a` (offline offline-sales), `b` (ollama llama3.1:8b at http://…)"``."""
+    return ", ".join(f"`{t.name}` ({t.label})" for t in meta.targets)
+
+
+def targets_table(meta: RunMeta) -> Table:
+    """One row per target: name, provider, model (the provider's default when none was given), base URL."""
+    return (
+        ["target", "provider", "model", "base URL"],
+        [[t.name, t.provider, t.model_name, t.base_url or "–"] for t in meta.targets],
+    )
+
+
+def provenance_rows(meta: RunMeta) -> list[tuple[str, str]]:
+    """``(what, value)`` pairs of the run's provenance (empty for files that predate it)."""
+    p = meta.provenance
+    if p is None:
+        return []
+    commit = "unknown" if p.git_commit is None else p.git_commit[:12] + (" (dirty)" if p.git_dirty else "")
+    rows = [
+        ("code", f"git {commit}"),
+        ("python", f"{p.python} on {p.platform}"),
+        ("host", p.host),
+        ("packages", ", ".join(f"{name} {version}" for name, version in p.packages.items())),
+    ]
+    identities = (
+        [(f"model {name}", identity) for name, identity in p.models.items()]
+        if meta.matrix and p.models
+        else [("model", p.model)]
+        if p.model is not None
+        else []
+    )
+    for what, identity in identities:
+        model = f"{identity.provider} {identity.model or ''}".strip()
+        if identity.base_url:
+            model += f" at {identity.base_url}"
+        if identity.digest:
+            model += f", digest {identity.digest[:12]}"
+        if identity.modified_at:
+            model += f", modified {identity.modified_at}"
+        details = ", ".join(f"{k} {v}" for k, v in identity.details.items() if not isinstance(v, dict))
+        rows.append((what, model + (f" ({details})" if details else "")))
+    rows += [(f"prompt {name}", digest[:12]) for name, digest in p.prompt_hashes.items()]
+    if p.catalog_hash:
+        rows.append(("operations catalog", p.catalog_hash[:12]))
+    if p.tool_schema_hash:
+        rows.append(("tool schemas", p.tool_schema_hash[:12]))
+    rows += [("note", note) for note in p.notes]
+    return rows
+
+
+MATRIX_CAPTION = (
+    "Targets as rows, modes as columns. Every figure is computed from one target's turns; statistics that "
+    "compare modes (the paired comparison) are computed within a target, never across targets."
+)
+
+
+def matrix_grids(
+    summary: Summary, cost: CostEstimate | Sequence[CostEstimate]
+) -> list[tuple[str, list[str], list[list[str]]]]:
+    """The model matrix: ``(title, header, rows)`` per figure, targets as rows and modes as columns; a figure
+    no cell has (cached share, simulated latency, first answer) is left out. Empty for one target."""
+    if not summary.matrix:
+        return []
+    modes = list(dict.fromkeys(m.mode for _, m in summary.cells()))
+    costs = {c.target: c for c in costs_of(cost)}
+
+    def ms(value: float | None) -> str:
+        return "–" if value is None else f"{value:,.0f}" if value >= 100 else f"{value:.1f}"
+
+    def usd(target: str, mode: str) -> str:
+        found = costs.get(target)
+        cell = found.mode(mode) if found is not None else None
+        return usd_cell(cell.usd_per_1000_turns) if cell is not None else "–"
+
+    figures: list[tuple[str, Callable[[ModeSummary], str | None]]] = [
+        ("Accuracy (95% CI)", accuracy_cell),
+        ("Model calls per turn (mean)", lambda m: f"{m.calls_mean:.2f}"),
+        ("Input tokens per turn (mean)", lambda m: tokens_text(m, m.input_tokens_mean, ",.0f")),
+        ("Output tokens per turn (mean)", lambda m: tokens_text(m, m.output_tokens_mean, ",.0f")),
+        (
+            "Cached share of input",
+            lambda m: None if m.cached_share is None else tokens_text(m, m.cached_share, ".0%"),
+        ),
+        ("Latency p50 ms, simulated", lambda m: None if m.simulated_p50 is None else ms(m.simulated_p50)),
+        ("Latency p50 ms, measured", lambda m: ms(m.latency_p50)),
+        (
+            "First answer p50 ms, simulated",
+            lambda m: None if m.simulated_first_answer_p50 is None else ms(m.simulated_first_answer_p50),
+        ),
+        (
+            "First answer p50 ms, measured",
+            lambda m: None if m.first_answer_p50 is None else ms(m.first_answer_p50),
+        ),
+        ("Valid plans", valid_plan_cell),
+    ]
+    grids = []
+    for title, read in figures:
+        rows = []
+        for entry in summary.targets:
+            row = [entry.target.name]
+            for mode in modes:
+                found = entry.summary.mode(mode)
+                value = read(found) if found is not None else None
+                row.append("–" if value is None else value)
+            rows.append(row)
+        if any(cell != "–" for row in rows for cell in row[1:]):
+            grids.append((title, ["target", *modes], rows))
+    grids.append(
+        (
+            "USD per 1,000 turns",
+            ["target", *modes],
+            [[t.target.name, *(usd(t.target.name, mode) for mode in modes)] for t in summary.targets],
+        )
+    )
+    return grids
+
+
+WRONG_ANSWER = "failed checks"
+"""The kind of a turn that ended normally but whose answer, operations or state failed the scorer's checks."""
+
+KIND_ORDER = (*FAILURE_KINDS, WRONG_ANSWER)
+
+
+@dataclass(frozen=True)
+class FailureGroup:
+    """The not-passed turns of one (target, mode) of one kind."""
+
+    target: str
+    mode: str
+    kind: str
+    turns: list[TurnRow]
+    """Every turn of the group, in the run's order (repetition 1 first)."""
+
+    @property
+    def example(self) -> TurnRow:
+        """The group's first turn: its example."""
+        return self.turns[0]
+
+
+def kind_of(row: TurnRow) -> str:
+    """A not-passed turn's kind: its failure kind, else :data:`WRONG_ANSWER`."""
+    return row.failure or ("provider" if row.failed else WRONG_ANSWER)
+
+
+def failure_groups(rows: Sequence[TurnRow]) -> list[FailureGroup]:
+    """The not-passed, not warm-up turns grouped by target, mode and kind, in the rows' target and mode order
+    and the contract's kind order (failed checks last)."""
+    groups: dict[tuple[str, str, str], list[TurnRow]] = {}
+    order: dict[tuple[str, str], int] = {}
+    for row in rows:
+        order.setdefault((row.target, row.mode), len(order))
+        if row.warmup or row.passed:
+            continue
+        groups.setdefault((row.target, row.mode, kind_of(row)), []).append(row)
+    ranked = sorted(groups.items(), key=lambda kv: (order[kv[0][:2]], KIND_ORDER.index(kv[0][2])))
+    return [
+        FailureGroup(target, mode, kind, sorted(turns, key=lambda r: r.repetition))
+        for (target, mode, kind), turns in ranked
+    ]
+
+
+def why(row: TurnRow) -> str:
+    """What went wrong on the turn: the scorer's reasons, else the errors, else ``"failed"``."""
+    return "; ".join(row.score.details or row.errors) or "failed"
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def example_text(row: TurnRow, limit: int = 240) -> str:
+    """``scenario · turn 3: “question” → “answer”: why`` (the answer and the reason cut to ``limit``)."""
+    question, answer = clip(_flat(row.user), 120), clip(_flat(row.answer) or "(no answer)", limit)
+    return f"{row.scenario} · turn {row.turn}: “{question}” → “{answer}”: {clip(_flat(why(row)), limit)}"

@@ -9,13 +9,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from benchmarks.report.aggregate import Summary, tokens_text
-from benchmarks.report.findings import OFFLINE_NOTICE, findings, headline
-from benchmarks.report.goals import ms_text
-from benchmarks.report.regime import first_line
-from benchmarks.report.runs import ReportRun
-from benchmarks.report.verdict import runs_verdict_lines
-from benchmarks.report.verdict_text import run_verdict
+from benchmarks.report.findings import OFFLINE_NOTICE, findings, headline, ms_text
+from benchmarks.report.runs import ReportRun, first_line
+from benchmarks.report.summary import Summary, tokens_text
+from benchmarks.report.verdict import run_verdict, runs_verdict_lines
 from benchmarks.results import RunMeta
 
 

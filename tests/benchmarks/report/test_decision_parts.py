@@ -8,9 +8,9 @@ import re
 from pathlib import Path
 
 from benchmarks.report import write_reports
-from benchmarks.report.coverage import category_coverage, coverage_text
-from benchmarks.report.failure_examples import WRONG_ANSWER, example_text, failure_groups
-from benchmarks.report.svg_distribution import distribution_chart, ms_tick
+from benchmarks.report.readme import category_coverage, coverage_text
+from benchmarks.report.svg import distribution_chart, ms_tick
+from benchmarks.report.tables import WRONG_ANSWER, example_text, failure_groups
 from benchmarks.results import RunMeta
 from benchmarks.scenario import Scenario, ScenarioTurn
 from tests.benchmarks.report.sample_results import MODES, rows, turn_row, write_results

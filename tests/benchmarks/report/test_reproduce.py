@@ -11,7 +11,7 @@ from typer.main import get_command
 
 from benchmarks.cli import app
 from benchmarks.provenance import Provenance
-from benchmarks.report.reproduce import bench_command, reproduce_text
+from benchmarks.report.readme import bench_command, reproduce_text
 from benchmarks.results import RunMeta
 from benchmarks.targets import parse_targets
 

@@ -7,10 +7,16 @@ from __future__ import annotations
 from typing import Any
 
 from benchmarks.report import summarize_run
-from benchmarks.report.paired_figures import model_calls, paired_figure
-from benchmarks.report.regime import first_line, regime_of, title
-from benchmarks.report.verdict import NOT_MEASURED, SIMULATED_MARK, verdict_lines, verdict_table
-from benchmarks.report.verdict_text import verdict_of
+from benchmarks.report.runs import first_line, regime_of, title
+from benchmarks.report.verdict import (
+    NOT_MEASURED,
+    SIMULATED_MARK,
+    model_calls,
+    paired_figure,
+    verdict_lines,
+    verdict_of,
+    verdict_table,
+)
 from benchmarks.results import RunMeta, RunResults, TurnRow
 from tests.benchmarks.report.sample_results import turn_row
 
