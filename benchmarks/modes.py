@@ -29,27 +29,21 @@ BenchMode = Literal["planner", "toolcalling", "toolcalling-full"]
 ALL_MODES: tuple[BenchMode, ...] = get_args(BenchMode)
 
 
+def _check_mode(name: str) -> None:
+    if name not in ALL_MODES:
+        raise ConfigurationError(f"Unknown mode {name!r}. Valid modes: {', '.join(ALL_MODES)}.")
+
+
 def parse_modes(text: str) -> list[BenchMode]:
     """``"planner,toolcalling"`` → ``["planner", "toolcalling"]``; unknown names raise ConfigurationError."""
     modes: list[BenchMode] = []
-    for name in (raw.strip() for raw in text.split(",")):
-        if name and name not in ALL_MODES:
-            raise ConfigurationError(f"Unknown mode {name!r}. Valid modes: {', '.join(ALL_MODES)}.")
-        if name and name not in modes:
+    for name in filter(None, (raw.strip() for raw in text.split(","))):
+        _check_mode(name)
+        if name not in modes:
             modes.append(name)  # type: ignore[arg-type]
     if not modes:
         raise ConfigurationError(f"No mode selected. Valid modes: {', '.join(ALL_MODES)}.")
     return modes
-
-
-def produces_state(mode: str, *, structured: bool = False) -> bool:
-    """Whether ``mode`` produces conversation state (so a scenario's ``state`` expectations are checked).
-
-    Every mode does, structured or not: each records the state the ERP derives from the turn's executed
-    operations (:func:`shared.state.turn_state`), merged with the model's ``estado`` when it writes one. The
-    arguments stay so that callers need not change if a mode without state is ever added.
-    """
-    return True
 
 
 class ModelOptions(BaseModel):
@@ -119,8 +113,7 @@ def build_engine(
     ``estado``); ``tool_call_recovery`` lets it recover tool calls written as text. ``grounding`` is what
     both modes do with an answer stating figures the ERP did not return (:mod:`shared.grounding`).
     """
-    if mode not in ALL_MODES:
-        raise ConfigurationError(f"Unknown mode {mode!r}. Valid modes: {', '.join(ALL_MODES)}.")
+    _check_mode(mode)
     if mode == "planner":
         from planner_mode import InProcessAIClient, PlannerAI, PlannerEngine
 

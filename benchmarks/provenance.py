@@ -1,28 +1,18 @@
 """Where a run's figures come from: code version, packages, machine, prompts, tool schemas and model identity.
 
 :func:`collect_provenance` gathers a :class:`Provenance` for the ``run`` record of ``results.jsonl``, so a
-reader can tell whether two runs measured the same thing. Every part is best-effort and bounded: no git, a
-package that is not installed, a provider that does not answer within ``timeout`` seconds, each leaves its
-field ``None`` (or absent) with a line in ``notes``; collecting provenance never aborts a run.
-
-What identifies the model, per provider:
-
-- ``offline``: the SHA-256 of the offline model's source files (``benchmarks/stand_ins/offline/*.py``): the
-  stand-in
-  has no weights, its code is its version.
-- ``ollama``: ``GET /api/tags`` gives the model's ``digest`` (the weights' SHA-256); ``POST /api/show`` gives
-  ``modified_at``, the ``details`` (family, parameter size, quantization) and a few ``model_info`` keys.
-- ``openai`` (api.openai.com or an OpenAI-compatible server such as llama.cpp or vLLM): ``GET /v1/models``;
-  the model's entry gives ``id``, ``created`` and ``owned_by`` (llama.cpp adds ``meta``). No digest.
-- ``gemini``: ``GET /v1beta/models/{model}`` gives its ``version``. No digest.
-
-Hashes are SHA-256 hex digests: of each prompt template file (found in the ``prompts`` directory of each
-mode's package, whatever their names), of the operations catalog the demo caller is shown (its JSON,
-``sort_keys``), and of the LangChain tool schemas tool calling binds (``convert_to_openai_tool``).
+reader can tell whether two runs measured the same thing. Every part is best-effort and bounded: what cannot
+be collected (no git, a provider that does not answer within ``timeout`` seconds) is left ``None`` or absent,
+with a line in ``notes``. The model's identity, per provider: ``offline``, the SHA-256 of the stand-in's
+source files (its code is its version); ``ollama``, the weights' ``digest`` (``/api/tags``) and
+``/api/show``'s details; ``openai`` (or a compatible server), the model's entry of ``/v1/models``;
+``gemini``, ``/v1beta/models/{model}``. Hashes are SHA-256 hex digests of each prompt template, of the
+operations catalog the demo caller is shown and of the tool schemas tool calling binds (JSON, sorted keys).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -45,20 +35,9 @@ if TYPE_CHECKING:
     from shared.security import Caller
 
 PACKAGES: tuple[str, ...] = (
-    "erp-ai-harness",
-    "langchain",
-    "langchain-core",
-    "langgraph",
-    "pydantic",
-    "SQLAlchemy",
-    "httpx",
-    "langchain-ollama",
-    "ollama",
-    "langchain-openai",
-    "openai",
-    "langchain-google-genai",
-    "google-genai",
-)
+    "erp-ai-harness", "langchain", "langchain-core", "langgraph", "pydantic", "SQLAlchemy", "httpx",
+    "langchain-ollama", "ollama", "langchain-openai", "openai", "langchain-google-genai", "google-genai",
+)  # fmt: skip
 """Distributions whose versions are recorded when installed (provider SDKs included)."""
 
 PROMPT_PACKAGES: tuple[str, ...] = ("planner_mode", "toolcalling_mode")
@@ -132,11 +111,6 @@ def _json_hash(value: Any) -> str:
     return _sha256(json.dumps(value, sort_keys=True, ensure_ascii=False, default=str))
 
 
-def _repo_root() -> Path:
-    """The directory above the ``benchmarks`` package: the repository root of a source checkout."""
-    return Path(__file__).resolve().parents[1]
-
-
 def git_state(
     repo_dir: Path | None = None, *, timeout: float = 5.0
 ) -> tuple[str | None, bool | None, str | None]:
@@ -145,7 +119,7 @@ def git_state(
     The package directory must be the top of its git work tree, so an installed copy that merely sits inside
     some other repository (a virtualenv in a checkout) reports no commit rather than that repository's.
     """
-    root = (repo_dir or _repo_root()).resolve()
+    root = (repo_dir or Path(__file__).resolve().parents[1]).resolve()  # the checkout above ``benchmarks``
 
     def git(*args: str) -> str:
         done = subprocess.run(
@@ -172,10 +146,8 @@ def package_versions(names: Sequence[str] = PACKAGES) -> dict[str, str]:
     """Installed versions of ``names``; missing distributions are left out."""
     versions: dict[str, str] = {}
     for name in names:
-        try:
+        with contextlib.suppress(metadata.PackageNotFoundError):
             versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
     return versions
 
 
@@ -222,15 +194,9 @@ def _offline_identity(model: str | None) -> ModelIdentity:
     )
 
 
-def _ollama_url(base_url: str | None) -> str:
-    url = base_url or os.environ.get("OLLAMA_HOST") or "http://127.0.0.1:11434"
-    if "://" not in url:
-        url = f"http://{url}"
-    return url.rstrip("/")
-
-
 def _ollama_identity(client: httpx.Client, model: str, base_url: str | None) -> ModelIdentity:
-    url = _ollama_url(base_url)
+    url = base_url or os.environ.get("OLLAMA_HOST") or "http://127.0.0.1:11434"
+    url = (url if "://" in url else f"http://{url}").rstrip("/")
     identity = ModelIdentity(provider="ollama", model=model, base_url=url)
     tags = client.get(f"{url}/api/tags")
     tags.raise_for_status()

@@ -1,22 +1,18 @@
 """The records a benchmark run writes to ``results.jsonl``, and reading them back.
 
-The file holds one JSON object per line: a ``run`` line with the run's settings (written first; were there
-several, the last one would win), then one ``turn`` line per scored turn, appended as turns finish. On
-``--resume`` the file is rewritten with the new ``run`` line and the turns kept.
-``erp-ai report results.jsonl`` re-renders every report from this file alone. A file cut short (an
-interrupted run, a truncated copy) is read up to its last whole line and says so
-(:attr:`RunResults.read_warnings`: the cut line, and the run's planned turns against those read), so a report
-never presents part of a run as the whole.
-
-A run with several targets (models, ``--target``) lists them in its ``run`` line and names one on every
-``turn`` line; files written before targets (or before ``plan_valid``, ``prompt_cache``) still load: their
-rows belong to the one implicit target and say nothing about plan validity.
+One JSON object per line: a ``run`` line with the run's settings (written first; the last one wins), then one
+``turn`` line per scored turn, appended as turns finish (``--resume`` rewrites the file with the new ``run``
+line and the turns kept). ``erp-ai report`` re-renders every report from this file alone. A file cut short is
+read up to its last whole line and says so (:attr:`RunResults.read_warnings`), so a report never presents
+part of a run as the whole. Files that predate a field still load: rows without ``target`` belong to the one
+implicit target, and fields added later read as ``None`` (not recorded).
 """
 
 from __future__ import annotations
 
 import json
 import threading
+from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -53,7 +49,7 @@ class OperationRecord(BaseModel):
 
 
 class RunMeta(BaseModel):
-    """The settings of a run."""
+    """The settings of a run (``None``: not recorded, in files that predate the setting)."""
 
     kind: Literal["run"] = "run"
     started_at: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
@@ -64,9 +60,9 @@ class RunMeta(BaseModel):
     structured: bool = False
     """Whether tool calling ended with a structured answer (``--structured``)."""
     tool_call_recovery: bool = True
-    """Whether tool calling recovered tool calls written as text (``--no-tool-call-recovery``: off)."""
+    """Whether tool calling recovered tool calls written as text."""
     max_tokens: int | None = None
-    """Output cap of every model call (``None``: none, or a file that predates the setting)."""
+    """Output cap of every model call."""
     timeout: float | None = None
     """Timeout of every model request in seconds."""
     modes: list[str] = Field(default_factory=list)
@@ -78,19 +74,16 @@ class RunMeta(BaseModel):
     scenario_paths: list[str] = Field(default_factory=list)
     tags: list[str] = Field(default_factory=list)
     host: str | None = None
-    """The machine the run measured on (see :func:`describe_host`); ``None`` in files that predate it."""
+    """The machine the run measured on (:func:`describe_host`)."""
     provenance: Provenance | None = None
-    """Code, packages, prompt and tool-schema hashes and model identity of the run (see
-    :mod:`benchmarks.provenance`); ``None`` in files that predate it."""
+    """Code, packages, prompt and tool-schema hashes and model identity (:mod:`benchmarks.provenance`)."""
     warmup: int = 0
-    """Warm-up turns run before the measured ones (recorded with ``warmup`` set, left out of every figure)."""
+    """Warm-up turns run before the measured ones, left out of every figure."""
     targets: list[BenchTarget] = Field(default_factory=list)
-    """The models of the matrix (``--target``), in order; empty for a run with one implicit target (then
-    ``provider``, ``model`` and ``base_url`` describe it). With targets, those three repeat the first
-    target's, for readers that predate targets."""
+    """The models of the matrix, in order; empty for one implicit target described by ``provider``,
+    ``model`` and ``base_url`` (which, with targets, repeat the first target's)."""
     prompt_cache: bool | None = None
-    """Whether the offline model modelled a prefix cache (``--prompt-cache``, the default); ``None`` in files
-    that predate the switch. Real providers cache (or not) on their own."""
+    """Whether the offline model modelled a prefix cache."""
 
     @property
     def run_targets(self) -> list[BenchTarget]:
@@ -121,12 +114,10 @@ class RunMeta(BaseModel):
 
 
 class TurnRow(BaseModel):
-    """Everything recorded about one turn of one scenario, in one mode and repetition."""
+    """Everything recorded about one turn of one scenario, in one target, mode and repetition."""
 
     kind: Literal["turn"] = "turn"
     target: str = DEFAULT_TARGET
-    """The target (model) that ran the turn; :data:`DEFAULT_TARGET` in runs without ``--target`` and in files
-    that predate targets."""
     mode: str
     scenario: str
     category: str
@@ -134,7 +125,7 @@ class TurnRow(BaseModel):
     turn: int
     """1-based turn index within the scenario."""
     repetition: int
-    """1-based repetition index."""
+    """1-based repetition index (0: a warm-up turn)."""
     user: str
     answer: str = ""
     conversation_id: str = ""
@@ -142,29 +133,25 @@ class TurnRow(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
     cached_input_tokens: int | None = None
-    """Input tokens served from the provider's prompt cache (modelled by the offline model); ``None`` in files
-    that predate it."""
+    """Input tokens served from the provider's prompt cache (modelled by the offline model)."""
     usage_reported: bool = True
-    """``False`` when a model call of the turn ended without its provider reporting token usage: the token
-    counts are then unknown (reports print "not reported"), not 0."""
+    """``False`` when a model call ended without token usage: the token counts are unknown, not 0."""
     connection_retries: int = 0
     """Requests resent once because their connection failed before the server answered."""
     recovered_tool_calls: int = 0
     """Tool calls the model wrote as text that tool-calling mode recovered into real tool calls."""
     ungrounded_figures: list[str] = Field(default_factory=list)
-    """Figures of the answer no ERP source supported (``TurnResult.ungrounded_figures``); ``[]`` in files
-    that predate the check."""
+    """Figures of the answer no ERP source supported (``TurnResult.ungrounded_figures``)."""
     model_ms: float = 0.0
     """Measured time inside model calls."""
     simulated_model_ms: float | None = None
     """Model time under the latency profile, when one is set."""
     first_answer_ms: float | None = None
-    """Measured time from the turn's start to the first piece of answer text reaching the reader (the runner
-    streams every turn); ``None`` when no answer text arrived (a failed turn) or in files that predate it."""
+    """Measured time from the turn's start to the first answer text reaching the reader (``None``: none
+    arrived)."""
     simulated_first_answer_ms: float | None = None
-    """Model time to the first answer token under the latency profile (the calls before the answering one,
-    plus that call's first tokens); ``None`` without a profile or a model-written answer. Harness time is
-    not included, unlike :attr:`simulated_latency_ms`."""
+    """Model time to the first answer token under the latency profile (:mod:`benchmarks.simulated_timing`);
+    harness time is not included, unlike :attr:`simulated_latency_ms`."""
     harness_ms: float = 0.0
     """Total wall time minus measured model time."""
     total_ms: float = 0.0
@@ -173,26 +160,22 @@ class TurnRow(BaseModel):
     state: dict[str, Any] = Field(default_factory=dict)
     errors: list[str] = Field(default_factory=list)
     failure: FailureKind | None = None
-    """The turn's failure kind (see ``shared.failures``); ``None`` when the turn was answered normally."""
+    """The turn's failure kind (``shared.failures``); ``None`` when it was answered normally."""
     denied: bool = False
-    """The ERP refused the turn: the conversation belongs to another user (no model was called). When the
-    scenario expected that refusal, the turn is not counted as failed."""
+    """The ERP refused the conversation (another user's; no model was called). When the scenario expected
+    that refusal, the turn is not counted as failed."""
     caller: str | None = None
     """The ERP user the turn ran as (``None``: the demo default)."""
     failed: bool = False
-    """Whether the turn ended in any failure kind (or, in files that predate failure kinds, the provider
-    failed); a failed turn never passes."""
+    """Whether the turn ended in any failure kind; a failed turn never passes."""
     score: TurnScore
     warmup: bool = False
-    """A warm-up turn (caches, connections, model load): recorded for the record, left out of every figure."""
+    """A warm-up turn: recorded, left out of every figure."""
     plan_valid: bool | None = None
-    """Whether the model's request for operations was valid as written (``TurnResult.plan_valid``: the plan
-    parsed and validated, or every tool call named a known operation with valid arguments); ``None`` when no
-    model output was read, the engine did not say, or in files that predate it."""
+    """Whether the model's request for operations was valid as written (``TurnResult.plan_valid``)."""
 
     @property
     def passed(self) -> bool:
-        """Whether every check of the turn held."""
         return self.score.passed
 
     @property
@@ -261,12 +244,10 @@ class RunResults(BaseModel):
             )
         planned, scored = self.planned_turns, self.scored_rows
         if planned is not None and len(scored) != planned:
-            per_group: dict[str, int] = {}
-            for row in scored:
-                group = f"{row.target} · {row.mode}" if self.meta.matrix else row.mode
-                per_group[group] = per_group.get(group, 0) + 1
+            matrix = self.meta.matrix
+            per_group = Counter(f"{row.target} · {row.mode}" if matrix else row.mode for row in scored)
             read = ", ".join(f"{group} {count}" for group, count in per_group.items()) or "none"
-            per = "target and mode" if self.meta.matrix else "mode"
+            per = "target and mode" if matrix else "mode"
             warnings.append(
                 f"the header gives the run's plan, {planned} scored turns ({self.meta.turns} per {per} and "
                 f"repetition); the file holds {len(scored)} of them ({read}), and every figure is computed "
@@ -310,15 +291,13 @@ def read_results(path: Path) -> RunResults:
     rows: list[TurnRow] = []
     incomplete = False
     skipped: list[int] = []
-    data = path.read_bytes()
-    lines = data.split(b"\n")
+    lines = path.read_bytes().split(b"\n")
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
         last = number == len(lines)  # no newline after it: what an interrupted write leaves
         try:
-            line = raw.decode("utf-8")
-            record = json.loads(line)
+            record = json.loads(raw.decode("utf-8"))
         except UnicodeDecodeError as exc:
             if last:
                 incomplete = True

@@ -1,6 +1,6 @@
 """One unit of a run, turn by turn: each turn streamed through the engine's ``astream`` (every event read to
 the last), recorded as a :class:`~benchmarks.results.TurnRow` and scored against the ERP as the scenario's
-user sees it. A turn that raises, or whose provider fails, is recorded as failed and the unit goes on."""
+user sees it. A turn that raises is recorded as failed and the unit goes on."""
 
 from __future__ import annotations
 
@@ -10,18 +10,14 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from benchmarks.results import (
-    OperationRecord,
-    TurnRow,
-)
-from benchmarks.run_plan import Unit
+from benchmarks.results import OperationRecord, TurnRow
 from benchmarks.scenario import ScenarioTurn
 from benchmarks.scoring.turn import TurnScore, TurnScorer
 from benchmarks.simulated_timing import SimulatedCalls, simulated_times
 from benchmarks.targets import DEFAULT_TARGET
 from shared.engine import AssistantEngine
 from shared.errors import ConfigurationError, ConversationAccessDenied
-from shared.events import TurnDone
+from shared.events import AnswerDelta, TurnDone
 from shared.failures import failure_kind_of
 from shared.security import DEMO_CALLER, Caller
 from shared.turn import TurnResult
@@ -29,30 +25,27 @@ from shared.turn import TurnResult
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
 
+    from benchmarks.runner import Unit
+
 
 EngineFactory = Callable[[str], AssistantEngine]
 """Builds the engine of a mode (called once per target, mode and worker)."""
-
 EngineFactories = EngineFactory | Mapping[str, EngineFactory]
 """One factory per target name, or one factory that serves every target."""
-
 CallerResolver = Callable[[str | None], Caller]
 """The caller a scenario's user name stands for (``None``: the demo default)."""
 
 
 def demo_callers(name: str | None) -> Caller:
-    """The demo default only: scenarios that name a user need the ERP's resolver (see :func:`run_suite`)."""
+    """The demo default only: scenarios that name a user need the ERP's resolver (see ``run_suite``)."""
     if name is None or name == DEMO_CALLER.user_id:
         return DEMO_CALLER
     raise ConfigurationError(f"Scenario user {name!r}: pass callers= to resolve the ERP's users.")
 
 
 class EngineCache:
-    """One worker's engines, one per target and mode, built on first use.
-
-    A factory that raises is called again on the next turn; :func:`arun_unit` records each such turn as
-    failed (as it does for a target that has no factory).
-    """
+    """One worker's engines, one per target and mode, built on first use (a factory that raised is called
+    again on the next turn)."""
 
     def __init__(self, factory: EngineFactories) -> None:
         self._factory = factory
@@ -77,12 +70,13 @@ async def stream_turn(
     caller: Caller,
     *,
     config: RunnableConfig | None = None,
+    on_text: Callable[[str], None] | None = None,
 ) -> TurnResult:
     """Run one turn through ``engine.astream``, reading every event: the result of its ``TurnDone``.
 
-    ``config`` is the turn's LangChain config (the benchmark's own callbacks). Raises what ``astream``
-    raises (``ConversationAccessDenied`` before the first event), and ``RuntimeError`` if the stream ends
-    without a ``TurnDone`` (an engine bug, recorded as a failed turn).
+    ``config`` is the turn's LangChain config; ``on_text`` is given each piece of answer text as it arrives.
+    Raises what ``astream`` raises (``ConversationAccessDenied`` before the first event), and
+    ``RuntimeError`` if the stream ends without a ``TurnDone`` (an engine bug).
     """
     result: TurnResult | None = None
     stream = engine.astream(conversation_id, message, caller=caller, config=config)
@@ -90,6 +84,8 @@ async def stream_turn(
         async for event in stream:
             if isinstance(event, TurnDone):
                 result = event.result
+            elif isinstance(event, AnswerDelta) and event.text and on_text is not None:
+                on_text(event.text)
     finally:
         close = getattr(stream, "aclose", None)  # an async generator: let it clean up however we left it
         if close is not None:
@@ -105,16 +101,13 @@ async def arun_unit(
     scorer: TurnScorer,
     emit: Callable[[TurnRow], None],
     *,
-    score_state: bool = True,
     callers: CallerResolver = demo_callers,
     warmup: bool = False,
 ) -> list[TurnRow]:
-    """Run one scenario in a fresh conversation, each turn streamed (:func:`stream_turn`); every turn is
-    emitted as soon as it is scored.
+    """Run one scenario in a fresh conversation, emitting every turn as soon as it is scored.
 
     Each turn runs as the scenario's user (or the turn's ``as_user``), resolved by ``callers``, and is scored
-    as that user sees the ERP. ``score_state`` is whether the mode produces conversation state, so that
-    ``state`` expectations apply. ``warmup`` marks every row as a warm-up turn (left out of the figures).
+    as that user sees the ERP. ``warmup`` marks every row as a warm-up turn (left out of the figures).
     """
     conversation_id = f"bench-{unit.mode}-{unit.repetition}-{uuid.uuid4().hex[:16]}"
     rows: list[TurnRow] = []
@@ -127,12 +120,9 @@ async def arun_unit(
         simulated = SimulatedCalls()
         try:
             caller = callers(user)
+            engine = engines.get(unit.mode, unit.target)
             result = await stream_turn(
-                engines.get(unit.mode, unit.target),
-                conversation_id,
-                turn.user,
-                caller,
-                config={"callbacks": [simulated]},
+                engine, conversation_id, turn.user, caller, config={"callbacks": [simulated]}
             )
         except Exception as exc:  # a failing turn is data, not the end of the run
             error = exc
@@ -142,7 +132,7 @@ async def arun_unit(
             row.simulated_model_ms, row.simulated_first_answer_ms = simulated_times(result, simulated.calls)
         row.caller = user
         row.warmup = warmup
-        row.score = await asyncio.to_thread(score_row, scorer, caller, turn, row, score_state)
+        row.score = await asyncio.to_thread(score_row, scorer, caller, turn, row)
         if row.denied and turn.expect.denied:  # the refusal the scenario asked for is the right outcome
             row.failed, row.failure = False, None
         rows.append(row)
@@ -150,9 +140,7 @@ async def arun_unit(
     return rows
 
 
-def score_row(
-    scorer: TurnScorer, caller: Caller, turn: ScenarioTurn, row: TurnRow, score_state: bool = True
-) -> TurnScore:
+def score_row(scorer: TurnScorer, caller: Caller, turn: ScenarioTurn, row: TurnRow) -> TurnScore:
     """The row's score as ``caller`` sees the ERP; a scoring bug fails this turn, not the whole run. The one
     scoring step of a run and of a re-scoring (:mod:`benchmarks.rescore`)."""
     executed = [op.model_dump() for op in row.operations if op.error is None]
@@ -163,7 +151,7 @@ def score_row(
             answer=row.answer,
             operations=executed,
             refused=refused,
-            state=row.state if score_state else None,
+            state=row.state,  # every mode records the state the ERP derives from the turn's operations
             question=turn.user,
             failed=row.failed,
             failure=row.failure,
@@ -214,10 +202,9 @@ def _row(
             total_ms=elapsed_ms,
             harness_ms=elapsed_ms,
         )
-    copied = {name: getattr(result, name) for name in _COPIED}
     return TurnRow(
         **base,
-        **copied,
+        **{name: getattr(result, name) for name in _COPIED},
         failed=result.failed,
         total_ms=result.total_ms or elapsed_ms,
         operations=[OperationRecord(**op.model_dump(include=_OPERATION)) for op in result.operations],

@@ -1,28 +1,18 @@
 """The benchmark run: every scenario, in a fresh conversation per target, mode and repetition, scored as it
 goes.
 
-One seeded ERP database (read only) is shared by every target and mode. Each target (a model of the matrix,
-:mod:`benchmarks.targets`; one implicit target without ``--target``) gets its own model, built by the factory,
-and its own memory store in the output directory (``memory.sqlite3`` for the implicit target,
-``memory-NAME.sqlite3`` per named one), so targets never see each other's conversations; within a target every
-mode shares the model and the store, so the modes differ only in their architecture. Turns are scored against
-the ERP as they finish and streamed to ``results.jsonl``, each row naming its target; a turn that raises, or
-whose provider fails, is recorded as failed and the run goes on. ``resume`` keeps the units (target, mode,
-scenario, repetition) of this run that are complete in an existing results file, drops everything else (a
-half-finished unit is redone from its first turn, never counted twice), and runs only the rest; it refuses a
-file written with another latency profile, prefix-cache setting, or another provider, model or base URL under
-a target name this run also uses.
+One seeded ERP database (read only) serves every target and mode. Each target (:mod:`benchmarks.targets`)
+gets its own model and its own memory store in the output directory, so targets never see each other's
+conversations; within a target the modes share the model and the store, so they differ only in their
+architecture. Turns are scored as they finish and streamed to ``results.jsonl``; a turn that raises is
+recorded as failed and the run goes on. ``resume`` keeps the complete units (target, mode, scenario,
+repetition) of an existing results file and runs only the rest; it refuses a file written with settings
+that would mix figures.
 
-**Every turn is streamed.** The runner drives each turn through the engine's ``astream`` and reads every
-event to the last, so each row carries the time to the first answer token the engine measured
-(``first_answer_ms``) beside the same ``TurnResult`` that ``ask`` returns; under a latency profile the
-runner also records the turn's model calls itself and computes the simulated model time and time to the
-first answer token from them (:mod:`benchmarks.simulated_timing`). The whole run is one ``asyncio`` event
-loop in the calling thread:
-``concurrency`` workers take units from one queue, each with its own engine per mode, and scoring (which
-reads the ERP) runs in the loop's thread pool so it never holds up another worker's stream. One loop, not
-one per thread, because the provider SDKs' async HTTP clients (shared by every worker through the one
-model) are bound to the loop that opened their connections.
+The whole run is one ``asyncio`` event loop: ``concurrency`` workers take units from one queue, each with
+its own engine per mode, and scoring (which reads the ERP) runs in the loop's thread pool. One loop, not one
+per thread, because the provider SDKs' async HTTP clients (shared through the one model) are bound to the
+loop that opened their connections.
 """
 
 from __future__ import annotations
@@ -30,13 +20,15 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
+from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Self
 
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -47,32 +39,16 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from benchmarks.modes import build_engine, produces_state
+from benchmarks.modes import build_engine
 from benchmarks.provenance import Provenance, collect_provenance
 from benchmarks.results import (
+    RESULTS_FILE,
     ResultsWriter,
     RunMeta,
+    RunResults,
     TurnRow,
     describe_host,
     read_results,
-)
-from benchmarks.scenario import Scenario
-from benchmarks.scoring.turn import TurnScorer
-from benchmarks.targets import BenchTarget
-from shared.errors import ConfigurationError
-from shared.security import Caller
-
-if TYPE_CHECKING:
-    from langchain_core.language_models import BaseChatModel
-
-from benchmarks.run_plan import (
-    RunConfig,
-    Unit,
-    UnitKey,
-    completed_units,
-    plan_units,
-    resumable_rows,
-    warmup_units,
 )
 from benchmarks.run_turns import (
     CallerResolver,
@@ -81,29 +57,166 @@ from benchmarks.run_turns import (
     EngineFactory,
     arun_unit,
     demo_callers,
-    stream_turn,
 )
+from benchmarks.scenario import Scenario
+from benchmarks.scoring.turn import TurnScorer
+from benchmarks.targets import DEFAULT_TARGET, BenchTarget, implicit_target
+from shared.errors import ConfigurationError
+from shared.llm.factory import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S
+from shared.security import Caller
 
-__all__ = [
-    "CallerResolver",
-    "EngineFactories",
-    "EngineFactory",
-    "RunConfig",
-    "RunOutcome",
-    "SuitePieces",
-    "Unit",
-    "UnitKey",
-    "arun_unit",
-    "build_target_model",
-    "completed_units",
-    "demo_callers",
-    "open_suite",
-    "plan_units",
-    "run_benchmark",
-    "run_suite",
-    "stream_turn",
-    "warmup_units",
-]
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+
+class RunConfig(BaseModel):
+    """What to run and where to write it."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    modes: list[str] = Field(min_length=1)
+    out_dir: Path
+    repeat: int = Field(default=1, ge=1)
+    concurrency: int = Field(default=1, ge=1)
+    resume: bool = False
+    provider: str = "offline"
+    model: str | None = None
+    base_url: str | None = None
+    latency_profile: str | None = None
+    structured: bool = False
+    """Ask tool calling for a structured final answer."""
+    tool_call_recovery: bool = True
+    """Tool calling recovers tool calls written as text."""
+    max_tokens: int | None = Field(default=DEFAULT_MAX_TOKENS, ge=1)
+    """Output cap of every model call (``None``: no cap)."""
+    timeout: float | None = Field(default=DEFAULT_TIMEOUT_S, gt=0)
+    """Timeout of every model request in seconds (``None``: none)."""
+    scenario_paths: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    warmup: int = Field(default=0, ge=0)
+    """Warm-up turns per target and mode, run first and recorded as repetition 0, left out of every figure."""
+    targets: list[BenchTarget] = Field(default_factory=list)
+    """The models of the matrix; empty: one implicit target from ``provider``, ``model`` and ``base_url``."""
+    prompt_cache: bool = True
+    """Offline targets model a prefix cache; ``False`` builds them with ``prompt_cache_size=0``."""
+
+    @model_validator(mode="after")
+    def _unique_targets(self) -> Self:
+        names = [target.name for target in self.targets]
+        if len(set(names)) != len(names):
+            raise ValueError(f"target names must be unique, got {names}")
+        return self
+
+    @property
+    def run_targets(self) -> list[BenchTarget]:
+        """``targets``, or the one implicit target."""
+        return list(self.targets) or [implicit_target(self.provider, self.model, self.base_url)]
+
+    @property
+    def results_path(self) -> Path:
+        return self.out_dir / RESULTS_FILE
+
+
+UnitKey = tuple[str, str, str, int]
+"""(target, mode, scenario id, repetition)."""
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One scenario run by one target in one mode and repetition: a fresh conversation."""
+
+    mode: str
+    scenario: Scenario
+    repetition: int
+    target: str = DEFAULT_TARGET
+
+    @property
+    def key(self) -> UnitKey:
+        return (self.target, self.mode, self.scenario.id, self.repetition)
+
+
+def plan_units(
+    scenarios: Sequence[Scenario],
+    modes: Sequence[str],
+    repeat: int,
+    targets: Sequence[str] = (DEFAULT_TARGET,),
+) -> list[Unit]:
+    """Every (target, mode, scenario, repetition), repetition-major so partial runs cover every scenario
+    early, and the targets side by side within a scenario."""
+    return [
+        Unit(mode=mode, scenario=scenario, repetition=rep, target=target)
+        for rep in range(1, repeat + 1)
+        for scenario in scenarios
+        for target in targets
+        for mode in modes
+    ]
+
+
+def warmup_units(
+    scenarios: Sequence[Scenario], modes: Sequence[str], turns: int, targets: Sequence[str]
+) -> list[Unit]:
+    """The first ``turns`` turns of the suite per target and mode (the last scenario cut short), as
+    repetition 0."""
+    units = []
+    for target in targets:
+        for mode in modes:
+            left = turns
+            for scenario in scenarios:
+                if left <= 0:
+                    break
+                head = scenario.model_copy(update={"turns": scenario.turns[:left]})
+                units.append(Unit(mode=mode, scenario=head, repetition=0, target=target))
+                left -= len(head.turns)
+    return units
+
+
+_RESUME_SETTINGS = ("latency_profile", "structured", "tool_call_recovery")
+"""Run settings that change the figures: a resumed run must keep them."""
+_TARGET_SETTINGS = ("provider", "model", "base_url")
+"""What a target name stands for: a resumed run must keep it for every target name both runs use."""
+
+
+def _changed_settings(previous: RunMeta, config: RunConfig) -> list[str]:
+    """The settings ``config`` changes from ``previous`` that would mix figures (empty: safe to resume)."""
+    changed = [
+        f"{name} {getattr(previous, name)!r} → {getattr(config, name)!r}"
+        for name in _RESUME_SETTINGS
+        if getattr(previous, name) != getattr(config, name)
+    ]
+    if previous.prompt_cache is not None and previous.prompt_cache != config.prompt_cache:
+        changed.append(f"prompt_cache {previous.prompt_cache!r} → {config.prompt_cache!r}")
+    before = {target.name: target for target in previous.run_targets}
+    for target in config.run_targets:
+        old = before.get(target.name)
+        if old is None:
+            continue
+        prefix = "" if target.name == DEFAULT_TARGET else f"target {target.name}: "
+        changed += [
+            f"{prefix}{name} {getattr(old, name)!r} → {getattr(target, name)!r}"
+            for name in _TARGET_SETTINGS
+            if getattr(old, name) != getattr(target, name)
+        ]
+    return changed
+
+
+def resumable_rows(previous: RunResults, config: RunConfig, units: Sequence[Unit]) -> list[TurnRow]:
+    """The rows of ``previous`` to keep: the last record of each turn of this run's complete units.
+
+    Raises :class:`ConfigurationError` when ``previous`` was written with settings that would mix figures.
+    """
+    changed = _changed_settings(previous.meta, config)
+    if changed:
+        raise ConfigurationError(
+            f"Cannot resume {config.results_path}: it was run with other settings ({'; '.join(changed)}). "
+            "Use another --out, or run without --resume."
+        )
+    lengths = {unit.key: len(unit.scenario.turns) for unit in units}
+    latest = {(*row.unit, row.turn): row for row in previous.rows if row.unit in lengths}
+    turns: dict[UnitKey, set[int]] = defaultdict(set)
+    for row in latest.values():
+        turns[row.unit].add(row.turn)
+    done = {unit for unit, seen in turns.items() if seen == set(range(1, lengths[unit] + 1))}
+    return [row for row in latest.values() if row.unit in done]
 
 
 @dataclass(frozen=True)
@@ -140,10 +253,9 @@ def run_benchmark(
     """Run ``scenarios`` for every target in every mode of ``config`` and stream scored turns to
     ``results.jsonl``.
 
-    ``engine_factory`` is one factory per target name (:func:`open_suite` gives them), or one factory for
-    every target. ``provenance`` is recorded in the run line (see :mod:`benchmarks.provenance`). With
-    ``config.warmup``, that many turns per target and mode run first (sequentially) and are recorded as
-    warm-up rows.
+    ``engine_factory`` is one factory per target name (:func:`open_suite` gives them), or one for every
+    target. With ``config.warmup``, that many turns per target and mode run first, one at a time, and are
+    recorded as warm-up rows.
     """
     started = time.perf_counter()
     writer = ResultsWriter(config.results_path)
@@ -157,11 +269,9 @@ def run_benchmark(
         except ValueError as exc:
             raise ConfigurationError(f"Cannot resume: {exc}") from None
         kept = resumable_rows(previous, config, units)
-    done = {row.unit for row in kept}
     first = targets[0]
-    settings = config.model_dump(include=_RUN_SETTINGS)  # model_dump copies the lists
     meta = RunMeta(
-        **settings,
+        **config.model_dump(include=_RUN_SETTINGS),
         host=describe_host(),
         provider=first.provider,
         model=first.model,
@@ -172,6 +282,7 @@ def run_benchmark(
         provenance=provenance,
     )
     writer.rewrite([meta, *kept])
+    done = {row.unit for row in kept}
     todo = [unit for unit in units if unit.key not in done]
     warm = warmup_units(scenarios, config.modes, config.warmup, names) if todo else []
     progress = Progress(
@@ -193,16 +304,10 @@ def run_benchmark(
             where = f"{row.target} · {row.mode}" if config.targets else row.mode
             progress.update(task, advance=1, description=f"{where} · {row.scenario}")
 
-        async def run_one(unit: Unit, engines: EngineCache, warmup: bool = False) -> None:
-            stateful = produces_state(unit.mode, structured=config.structured)
-            await arun_unit(
-                unit, engines, scorer, advance, score_state=stateful, callers=callers, warmup=warmup
-            )
-
         async def worker(queue: list[Unit]) -> None:
             engines = EngineCache(engine_factory)
             while queue:
-                await run_one(queue.pop(0), engines)
+                await arun_unit(queue.pop(0), engines, scorer, advance, callers=callers)
 
         async def run_all() -> None:
             # Engines' storage and tool handlers, and the scorer, run in this pool: room for every worker.
@@ -211,7 +316,7 @@ def run_benchmark(
             )
             warm_engines = EngineCache(engine_factory)
             for unit in warm:  # before any measurement, one at a time: caches, connections, a loaded model
-                await run_one(unit, warm_engines, warmup=True)
+                await arun_unit(unit, warm_engines, scorer, advance, callers=callers, warmup=True)
             queue = list(todo)
             await asyncio.gather(*(worker(queue) for _ in range(min(config.concurrency, len(todo)) or 1)))
 
@@ -244,9 +349,8 @@ class SuitePieces:
 
 
 def build_target_model(target: BenchTarget, config: RunConfig) -> BaseChatModel:
-    """The model of ``target``, built by the factory with the run's cap and timeout; offline targets also get
-    the latency profile, and no modelled prefix cache (``prompt_cache_size=0``) when ``config.prompt_cache``
-    is off."""
+    """The model of ``target`` with the run's cap and timeout; offline targets also get the latency profile,
+    and no modelled prefix cache when ``config.prompt_cache`` is off."""
     from shared.llm.factory import build_chat_model
 
     offline = target.offline
@@ -277,20 +381,13 @@ def _check_offline_only(config: RunConfig) -> None:
         )
 
 
-def _memory_file(config: RunConfig, target: BenchTarget) -> Path:
-    """``memory.sqlite3`` for the implicit target, ``memory-NAME.sqlite3`` for a named one."""
-    return config.out_dir / ("memory.sqlite3" if not config.targets else f"memory-{target.name}.sqlite3")
-
-
 def _record_prompt_cache(provenance: Provenance, models: Mapping[str, BaseChatModel], first: str) -> None:
     """Note each offline model's prefix-cache size in its identity (what actually ran)."""
     for name, model in models.items():
         size = getattr(model, "prompt_cache_size", None)
         if not isinstance(size, int):
             continue
-        identities = [provenance.models.get(name)]
-        if name == first:
-            identities.append(provenance.model)
+        identities = [provenance.models.get(name), provenance.model if name == first else None]
         for identity in identities:
             if identity is not None:
                 identity.details["prompt_cache_size"] = size
@@ -304,10 +401,11 @@ def open_suite(
     model: BaseChatModel | Mapping[str, BaseChatModel] | None = None,
 ) -> Iterator[SuitePieces]:
     """Open the shared pieces of a run (seeded ERP, registry) and each target's own (model, fresh memory
-    store in ``out_dir``), and close them when the block ends.
+    store ``memory.sqlite3``, or ``memory-NAME.sqlite3`` per named target, in ``out_dir``); close them when
+    the block ends.
 
     ``model`` overrides the providers in ``config`` (tests pass a fake): one model for every target, or one
-    per target name; otherwise each target's model is built by :func:`build_target_model`.
+    per target name.
     """
     from shared.erp.database import open_demo_erp
     from shared.erp.users import DEFAULT_USER, caller_for
@@ -332,13 +430,13 @@ def open_suite(
     try:
         factories: dict[str, EngineFactory] = {}
         for target in targets:
-            store = MemoryStore(f"sqlite:///{_memory_file(config, target)}")
-            stores.append(store)
+            memory = "memory.sqlite3" if not config.targets else f"memory-{target.name}.sqlite3"
+            stores.append(MemoryStore(f"sqlite:///{config.out_dir / memory}"))
             factories[target.name] = functools.partial(
                 build_engine,
                 registry=registry,
                 erp=erp,
-                store=store,
+                store=stores[-1],
                 model=models[target.name],
                 structured=config.structured,
                 tool_call_recovery=config.tool_call_recovery,

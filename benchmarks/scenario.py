@@ -7,7 +7,7 @@ evaluated against the ERP database at scoring time. Loading errors name the file
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -47,18 +47,24 @@ class ScenarioError(ConfigurationError):
         super().__init__(f"{where}: {message}")
 
 
-def _check_fact_refs(value: Any) -> Any:
+def _fact_sources(value: Any) -> Iterator[str]:
+    """The expression of every ``{"$fact": ...}`` reference inside ``value``; a malformed one raises."""
     if isinstance(value, dict):
-        if FACT_KEY in value:
-            if len(value) != 1 or not isinstance(value[FACT_KEY], str):
-                raise ValueError(f"a {FACT_KEY} reference must be {{{FACT_KEY}: 'expression'}} alone")
-            parse_fact(value[FACT_KEY])
-        else:
+        if FACT_KEY not in value:
             for item in value.values():
-                _check_fact_refs(item)
+                yield from _fact_sources(item)
+        elif len(value) != 1 or not isinstance(value[FACT_KEY], str):
+            raise ValueError(f"a {FACT_KEY} reference must be {{{FACT_KEY}: 'expression'}} alone")
+        else:
+            yield value[FACT_KEY]
     elif isinstance(value, list):
         for item in value:
-            _check_fact_refs(item)
+            yield from _fact_sources(item)
+
+
+def _check_fact_refs(value: Any) -> Any:
+    for source in _fact_sources(value):
+        parse_fact(source)
     return value
 
 
@@ -183,10 +189,9 @@ def _field_path(loc: Iterable[int | str]) -> str:
     return out
 
 
-def _first_error(exc: ValidationError) -> tuple[str, str]:
+def _first_error(exc: ValidationError) -> tuple[str | None, str]:
     error = exc.errors()[0]
-    message = str(error["msg"]).removeprefix("Value error, ")
-    return _field_path(error["loc"]), message
+    return _field_path(error["loc"]) or None, str(error["msg"]).removeprefix("Value error, ")
 
 
 def load_file(path: Path) -> list[Scenario]:
@@ -199,19 +204,16 @@ def load_file(path: Path) -> list[Scenario]:
     try:
         top = ScenarioFile.model_validate(data)
     except ValidationError as exc:
-        field, message = _first_error(exc)
-        raise ScenarioError(name, None, field, message) from None
+        raise ScenarioError(name, None, *_first_error(exc)) from None
     scenarios: list[Scenario] = []
     for index, raw in enumerate(top.scenarios):
         label = str(raw.get("id") or f"#{index + 1}")
         try:
             scenario = Scenario.model_validate(raw)
-        except (ValidationError, FactSyntaxError) as exc:
-            if isinstance(exc, ValidationError):
-                field, message = _first_error(exc)
-            else:
-                field, message = "", str(exc)
-            raise ScenarioError(name, label, field or None, message) from None
+        except ValidationError as exc:
+            raise ScenarioError(name, label, *_first_error(exc)) from None
+        except FactSyntaxError as exc:
+            raise ScenarioError(name, label, None, str(exc)) from None
         scenarios.append(scenario.model_copy(update={"source": name}))
     return scenarios
 
@@ -254,18 +256,6 @@ def load_scenarios(
     return scenarios
 
 
-def _fact_sources(value: Any) -> Iterable[str]:
-    if isinstance(value, dict):
-        if FACT_KEY in value:
-            yield str(value[FACT_KEY])
-        else:
-            for item in value.values():
-                yield from _fact_sources(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _fact_sources(item)
-
-
 def check_operations_exist(scenario: Scenario, registry: OperationRegistry) -> None:
     """Raise :class:`ScenarioError` if an expected call or a fact names an operation the registry lacks."""
     for t, turn in enumerate(scenario.turns):
@@ -278,9 +268,8 @@ def check_operations_exist(scenario: Scenario, registry: OperationRegistry) -> N
                     f"turns[{t}].expect.operations[{o}].funcion",
                     f"unknown operation {op.funcion!r}",
                 )
-        sources = [*expect.facts, *_fact_sources([o.parametros for o in expect.operations or []])]
-        sources += list(_fact_sources(expect.state or {}))
-        for source in sources:
+        nested = [[o.parametros for o in expect.operations or []], expect.state]
+        for source in [*expect.facts, *_fact_sources(nested)]:
             for name in parse_fact(source).operations():
                 if name not in registry:
                     raise ScenarioError(

@@ -1,18 +1,11 @@
 """Simulated model time of a turn, computed by the benchmark from the model calls it recorded.
 
 Under a latency profile the offline stand-in (:mod:`benchmarks.stand_ins.latency`) reports in each reply's
-``response_metadata`` how long the call would have taken on the profiled hardware: ``simulated_latency_ms``
-(the whole call), ``simulated_first_token_ms`` (overhead, prefill and the first output token) and
-``simulated_ms_per_token`` (decode time of each further token). The engines know nothing of it: the benchmark
-hands each turn a :class:`SimulatedCalls` callback (through the turn's LangChain ``config``), which sees every
-model call of the turn in the order they finished, and :func:`simulated_times` turns those calls and the
-turn's result into the row's ``simulated_model_ms`` and ``simulated_first_answer_ms``.
-
-The time to the first answer token is the one formula both modes share (:func:`first_text_ms`): the whole of
-every call before the answering one (``TurnResult.first_answer_call``), that call's time to its first token,
-then the tokens it wrote before the answer's first character at its decode rate. A model that reports no
-simulated timing (any real model) gives ``None`` for both; so does a turn run through a remote AI server,
-whose model calls the ERP side never sees.
+``response_metadata`` how long the call would have taken on the profiled hardware (:data:`TIMING_KEYS`). The
+engines know nothing of it: the runner hands each turn a :class:`SimulatedCalls` callback, which sees every
+model call of the turn, and :func:`simulated_times` turns those calls into the row's ``simulated_model_ms``
+and ``simulated_first_answer_ms``. A model that reports no simulated timing (any real model, or a remote AI
+server's, which the ERP side never sees) gives ``None`` for both.
 """
 
 from __future__ import annotations

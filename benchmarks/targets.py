@@ -1,23 +1,16 @@
 """The model matrix: which models a benchmark run measures, each under a short name (``--target``).
 
-A **target** is one model the run drives every mode with: ``NAME=provider[:model][@base_url]``, e.g.
-``a=offline``, ``b=offline:offline-sales``, ``llama=ollama:llama3.1:8b@http://127.0.0.1:11434``. The text
-after the first ``:`` up to the first ``@`` is the model (so model names may contain ``:``, as Ollama's do);
-a base URL may contain ``:`` and ``@`` after the first ``@``. ``provider`` alone means that provider's default
-model. Names are unique within a run and use letters, digits, ``-``, ``_`` and ``.`` only (they appear in file
-names, report tables and ``results.jsonl`` rows).
-
-Without ``--target`` a run has one implicit target, :data:`DEFAULT_TARGET`, built from ``--provider``,
-``--model`` and ``--base-url``; rows of results files that predate targets belong to it.
-
-A run file (``--targets-file``) lists targets in YAML, either as specs or as mappings::
+A target is written ``NAME=provider[:model][@base_url]``, e.g. ``a=offline`` or
+``llama=ollama:llama3.1:8b@http://127.0.0.1:11434``: the model runs from the first ``:`` to the first ``@``
+(so it may contain ``:``), the base URL is everything after that ``@``; ``provider`` alone means its default
+model. Names are unique within a run and use letters, digits, ``-``, ``_`` and ``.`` (they appear in file
+names, tables and rows). Without ``--target`` a run has one implicit target, :data:`DEFAULT_TARGET`, from
+``--provider``, ``--model`` and ``--base-url``. A run file (``--targets-file``) lists targets in YAML, as
+specs or as mappings::
 
     targets:
       - a=offline
-      - name: llama
-        provider: ollama
-        model: llama3.1:8b
-        base_url: http://127.0.0.1:11434
+      - {name: llama, provider: ollama, model: "llama3.1:8b", base_url: "http://127.0.0.1:11434"}
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import shutil
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated
@@ -71,6 +72,15 @@ def point_latest(out_dir: Path, root: Path = REPORTS_DIR) -> Path:
 def bench_error(console: Console, message: str) -> typer.Exit:
     console.print(f"[red]error:[/red] {escape(message)}")
     return typer.Exit(code=2)
+
+
+@contextmanager
+def _refused(console: Console, errors: tuple[type[Exception], ...] = (ConfigurationError,)) -> Iterator[None]:
+    """One of ``errors`` as :func:`bench_error`'s line and exit 2."""
+    try:
+        yield
+    except errors as exc:
+        raise bench_error(console, str(exc)) from None
 
 
 def bench(
@@ -177,32 +187,23 @@ def bench(
     --repeat 2 runs both targets in every mode (each with its own model and conversations) into one report.
     """
     console = Console()
-    try:
+    with _refused(console):
         mode_list = parse_modes(modes)
         _check_tool_calling_options(ctx, mode_list)
         targets = _targets(target or [], targets_file, provider, model, base_url)
         suite = load_scenarios(scenarios or None, tags=tag or ())
-    except ConfigurationError as exc:
-        raise bench_error(console, str(exc)) from None
-    if not suite:
-        raise bench_error(console, "no scenario matches the selection")
-    if out is None:
-        latest = REPORTS_DIR / LATEST
-        out = latest.resolve() if resume and latest.exists() else default_out_dir()
-    given = {**ctx.params, "modes": list(mode_list), "out_dir": out, "provider": provider or "offline"}
-    chosen = {"targets": targets, "scenario_paths": [str(p) for p in scenarios or []], "tags": tag or []}
-    config = RunConfig.model_validate({**given, **chosen})
-    try:
-        outcome = run_suite(
-            suite, config, db_url=db_url, console=console, show_progress=progress and console.is_terminal
-        )
-    except ConfigurationError as exc:
-        raise bench_error(console, str(exc)) from None
-    run = RunResults(meta=outcome.meta, rows=outcome.rows)
-    try:
-        files = write_reports(run, outcome.results_path.parent, pricing=pricing)
-    except ConfigurationError as exc:  # a pricing file that cannot be read
-        raise bench_error(console, str(exc)) from None
+        if not suite:
+            raise ConfigurationError("no scenario matches the selection")
+        if out is None:
+            latest = REPORTS_DIR / LATEST
+            out = latest.resolve() if resume and latest.exists() else default_out_dir()
+        settings = {**ctx.params, "modes": list(mode_list), "out_dir": out, "provider": provider or "offline"}
+        chosen = {"targets": targets, "scenario_paths": [str(p) for p in scenarios or []], "tags": tag or []}
+        config = RunConfig.model_validate({**settings, **chosen})
+        show_progress = progress and console.is_terminal
+        outcome = run_suite(suite, config, db_url=db_url, console=console, show_progress=show_progress)
+        run = RunResults(meta=outcome.meta, rows=outcome.rows)
+        files = write_reports(run, outcome.results_path.parent, pricing=pricing)  # a pricing file may be bad
     if out.resolve().parent == REPORTS_DIR.resolve():
         point_latest(out)
     print_summary(console, files.summary, run.meta)
@@ -304,10 +305,8 @@ def report(
         raise bench_error(
             console, f"not writing {readme} from an incomplete results file: {run.read_warnings[0]}"
         )
-    try:
+    with _refused(console):  # a pricing file that cannot be read
         files = write_reports(run, out or results_path(path).parent, pricing=pricing)
-    except ConfigurationError as exc:  # a pricing file that cannot be read
-        raise bench_error(console, str(exc)) from None
     print_summary(console, files.summary, run.meta)
     if readme is not None:
         _write_readme(console, run, files.summary, readme)
@@ -336,20 +335,16 @@ def _report_combined(
     console: Console, runs: list[tuple[Path, RunResults]], out: Path | None, pricing: Path | None
 ) -> None:
     """Write and print the report of several runs side by side."""
-    try:
+    with _refused(console):  # a pricing file that cannot be read
         combined = combined_runs([(results_path(path), run) for path, run in runs], pricing=pricing)
-    except ConfigurationError as exc:  # a pricing file that cannot be read
-        raise bench_error(console, str(exc)) from None
     markdown, html = write_combined_reports(combined, out or default_out_dir(REPORTS_DIR / COMBINED_DIR))
     print_combined(console, combined)
     console.print(f"{markdown} · {html}")
 
 
 def _write_readme(console: Console, run: RunResults, summary: Summary, readme: Path) -> None:
-    try:
+    with _refused(console, (OSError, ValueError)):
         update_readme(readme, block_name(run), readme_block(run, summary))
-    except (OSError, ValueError) as exc:
-        raise bench_error(console, str(exc)) from None
     console.print(f"benchmark figures written to {readme}")
 
 
@@ -373,11 +368,8 @@ def compare(
     from benchmarks.compare import compare_runs, render_comparison_markdown, write_comparison
 
     console = Console()
-    try:
+    with _refused(console, (OSError, ValueError)):
         comparison = compare_runs(run_a, run_b)
-    except (OSError, ValueError) as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(code=2) from None
     console.print(render_comparison_markdown(comparison), markup=False, highlight=False, soft_wrap=True)
     console.print(f"written to {write_comparison(comparison, out or Path(comparison.b.path).parent)}")
     if fail_on_regression and comparison.regressions:

@@ -35,9 +35,9 @@ from benchmarks.commands.common import (
     refuse,
 )
 from benchmarks.modes import ModelOptions, build_engine
+from benchmarks.run_turns import stream_turn
 from planner_mode.http_client import AIServerUnauthorized
 from shared.errors import ConversationAccessDenied, ErpAiError, InputError
-from shared.events import AnswerDelta, TurnDone
 from shared.llm.factory import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S
 from shared.security import DEMO_CALLER, Caller
 
@@ -239,21 +239,12 @@ async def astream_turn(
     server that refuses the token, ``AIServerUnauthorized``) before printing anything.
     """
     shown: list[str] = []
-    result: TurnResult | None = None
-    stream = engine.astream(conversation_id, message, caller=caller)
-    try:
-        async for event in stream:
-            if isinstance(event, AnswerDelta) and event.text:
-                print_text(event.text, end="")
-                shown.append(event.text)
-            elif isinstance(event, TurnDone):
-                result = event.result
-    finally:
-        close = getattr(stream, "aclose", None)
-        if close is not None:
-            await close()
-    if result is None:  # an engine bug: say so rather than leave the reader with half an answer
-        raise RuntimeError(f"{engine.mode}: the event stream ended without the turn's result")
+
+    def show(text: str) -> None:
+        print_text(text, end="")
+        shown.append(text)
+
+    result = await stream_turn(engine, conversation_id, message, caller, on_text=show)
     _end_streamed_answer("".join(shown), result.answer)
     return result
 

@@ -77,25 +77,19 @@ def good_script(mode: str, conversation_id: str, message: str) -> TurnResult:
 class FakeEngine:
     """An AssistantEngine driven by a plain function, like pydantic-ai's FunctionModel.
 
-    ``ask``, ``aask`` and ``astream`` give the script's result; ``astream`` yields the answer in two deltas
-    first (none when the turn failed), then ``TurnDone``. ``streamed`` counts the turns run by ``astream``.
+    ``astream`` yields the script's answer in two deltas (none when the turn failed), then ``TurnDone``;
+    ``calls`` lists the (conversation, message) of every turn, ``streamed`` counts them.
     """
 
     def __init__(self, mode: str, script: Script) -> None:
         self.mode = mode
         self.script = script
         self.calls: list[tuple[str, str]] = []
-        self.callers: list[Caller] = []
-
         self.streamed = 0
 
     def ask(self, conversation_id: str, message: str, caller: Caller, **_: Any) -> TurnResult:
         self.calls.append((conversation_id, message))
-        self.callers.append(caller)
         return self.script(self.mode, conversation_id, message)
-
-    async def aask(self, conversation_id: str, message: str, caller: Caller, **_: Any) -> TurnResult:
-        return self.ask(conversation_id, message, caller)
 
     async def astream(
         self, conversation_id: str, message: str, caller: Caller, **_: Any

@@ -33,7 +33,7 @@ def bench_args(suite: Path, out: Path, db_url: str, *extra: str) -> list[str]:
     ]
 
 
-def test_bench_runs_all_modes_and_writes_every_report(
+def test_bench_runs_all_modes_and_writes_every_report_which_report_re_renders(
     app: typer.Typer, tiny_suite_path: Path, tmp_path: Path, erp_db_url: str, erp: object
 ) -> None:
     out = tmp_path / "run"
@@ -50,8 +50,13 @@ def test_bench_runs_all_modes_and_writes_every_report(
     assert "deterministic stand-in" in result.output
     assert "planner" in result.output and "accuracy" in result.output
 
+    again = runner.invoke(app, ["report", str(out / "results.jsonl"), "--out", str(tmp_path / "again")])
+    assert again.exit_code == 0, again.output
+    assert (tmp_path / "again" / "report.html").exists() and (tmp_path / "again" / "report.md").exists()
+    assert "planner" in again.output
 
-def test_resume_skips_done_units_and_fail_under_sets_the_exit_code(
+
+def test_resume_skips_done_units_and_refuses_other_settings_and_fail_under_sets_the_exit_code(
     app: typer.Typer, tiny_suite_path: Path, tmp_path: Path, erp_db_url: str, erp: object
 ) -> None:
     out = tmp_path / "run"
@@ -61,20 +66,8 @@ def test_resume_skips_done_units_and_fail_under_sets_the_exit_code(
     assert "0 units run, 2 resumed" in again.output
     assert again.exit_code == 1 and "accuracy below" in again.output
     assert len(read_results(out / "results.jsonl").rows) == 3
-
-
-def test_report_re_renders_from_results(
-    app: typer.Typer, tiny_suite_path: Path, tmp_path: Path, erp_db_url: str, erp: object
-) -> None:
-    out = tmp_path / "run"
-    assert (
-        runner.invoke(app, bench_args(tiny_suite_path, out, erp_db_url, "--modes", "planner")).exit_code == 0
-    )
-    (out / "report.html").unlink()
-    result = runner.invoke(app, ["report", str(out / "results.jsonl"), "--out", str(tmp_path / "again")])
-    assert result.exit_code == 0, result.output
-    assert (tmp_path / "again" / "report.html").exists() and (tmp_path / "again" / "report.md").exists()
-    assert "planner" in result.output
+    changed = runner.invoke(app, [*args, "--resume", "--latency-profile", "gpu-8b"])
+    assert changed.exit_code == 2 and "latency_profile" in changed.output
 
 
 def test_default_out_is_timestamped_with_a_latest_link(
@@ -86,17 +79,8 @@ def test_default_out_is_timestamped_with_a_latest_link(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    args = [
-        "bench",
-        "--scenarios",
-        str(tiny_suite_path),
-        "--db-url",
-        erp_db_url,
-        "--no-progress",
-        "--modes",
-        "planner",
-    ]
-    assert runner.invoke(app, args).exit_code == 0
+    args = ["bench", "--scenarios", str(tiny_suite_path), "--db-url", erp_db_url, "--no-progress"]
+    assert runner.invoke(app, [*args, "--modes", "planner"]).exit_code == 0
     latest = tmp_path / "reports" / "latest"
     assert (latest / "report.html").exists()
     runs = [p for p in (tmp_path / "reports").iterdir() if p.name != "latest"]
@@ -110,16 +94,6 @@ def test_report_on_a_file_that_is_not_a_results_file_exits_with_a_clear_message(
     bad.write_text('{"kind": "turn", "mode": "planner"}\n', encoding="utf-8")
     result = runner.invoke(app, ["report", str(bad)])
     assert result.exit_code == 2 and "results.jsonl:1" in result.output
-
-
-def test_resume_with_another_latency_profile_exits_with_a_clear_message(
-    app: typer.Typer, tiny_suite_path: Path, tmp_path: Path, erp_db_url: str, erp: object
-) -> None:
-    out = tmp_path / "run"
-    args = bench_args(tiny_suite_path, out, erp_db_url, "--modes", "planner")
-    assert runner.invoke(app, args).exit_code == 0
-    again = runner.invoke(app, [*args, "--resume", "--latency-profile", "gpu-8b"])
-    assert again.exit_code == 2 and "latency_profile" in again.output
 
 
 def test_a_provider_failing_on_purpose_is_recorded_through_the_real_engines(

@@ -25,21 +25,6 @@ runner = CliRunner()
 CLI = [sys.executable, "-m", "benchmarks.cli"]
 
 
-def test_ops_call_prints_the_articles_2025_sales(cli_env: dict[str, str | None]) -> None:
-    result = runner.invoke(app, ["ops", "call", "ventas_anuales", '{"anio": 2025}'], env=cli_env)
-
-    assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["total"] == 850_000_000
-
-
-def test_ops_list_shows_every_operation(cli_env: dict[str, str | None]) -> None:
-    result = runner.invoke(app, ["ops", "list", "--json"], env=cli_env)
-
-    assert result.exit_code == 0, result.output
-    names = {spec["name"] for spec in json.loads(result.stdout)}
-    assert {"ventas_anuales", "mejor_cliente", "compras_cliente", "buscar_cliente"} <= names
-
-
 @pytest.mark.parametrize(
     ("call", "says"),
     [

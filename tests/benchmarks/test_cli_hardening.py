@@ -196,12 +196,6 @@ def test_a_server_that_refuses_the_token_is_one_line_and_exit_2_naming_the_varia
         assert "Lo siento" not in result.stdout and (args[0] == "chat" or result.stdout == "")
 
 
-def test_ask_help_names_the_servers_token_variable() -> None:
-    result = runner.invoke(app, ["ask", "--help"], env={"COLUMNS": "200"})
-
-    assert "ERP_AI_SERVER_TOKEN" in result.stdout
-
-
 @pytest.mark.parametrize(
     ("url", "says"),
     [("sqlite:////nonexistent-dir/erp.sqlite3", "nonexistent-dir"), ("nosuchdb://x", "nosuchdb")],

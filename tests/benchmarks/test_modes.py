@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.modes import ALL_MODES, build_engine, parse_modes, produces_state
+from benchmarks.modes import ALL_MODES, build_engine, parse_modes
 from shared.errors import ConfigurationError
 from shared.llm.factory import build_chat_model
 from shared.security import DEMO_CALLER
@@ -39,9 +39,3 @@ def test_every_mode_builds_an_engine_that_reports_its_name_and_stores_state(
 def test_an_unknown_mode_is_a_configuration_error(registry: Any, erp: Any, memory_store: Any) -> None:
     with pytest.raises(ConfigurationError):
         build_engine("agent", registry=registry, erp=erp, store=memory_store, model=build_chat_model())
-
-
-@pytest.mark.parametrize("structured", [False, True])
-@pytest.mark.parametrize("mode", ALL_MODES)
-def test_every_mode_has_its_state_checked(mode: str, structured: bool) -> None:
-    assert produces_state(mode, structured=structured)

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -30,10 +31,6 @@ from shared.security import DEMO_CALLER, Caller
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
 
-def _sha(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def test_offline_provenance_has_every_field() -> None:
     provenance = collect_provenance("offline")
     assert provenance.python and provenance.platform and "CPU cores" in provenance.host
@@ -49,7 +46,7 @@ def test_offline_provenance_has_every_field() -> None:
 
 def test_every_prompt_template_of_both_modes_is_hashed() -> None:
     templates = {
-        f"{package}/prompts/{path.name}": _sha(path)
+        f"{package}/prompts/{path.name}": hashlib.sha256(path.read_bytes()).hexdigest()
         for package in ("planner_mode", "toolcalling_mode")
         for path in Path(str(resources.files(package).joinpath("prompts"))).glob("*.md")
     }
@@ -128,15 +125,8 @@ def test_git_state_without_git_installed(tmp_path: Path, monkeypatch: pytest.Mon
 
 def _ollama_handler(request: httpx.Request) -> httpx.Response:
     if request.url.path == "/api/tags":
-        return httpx.Response(
-            200,
-            json={
-                "models": [
-                    {"name": "other:1b", "digest": "b" * 64},
-                    {"name": "qwen2.5:7b", "digest": "a" * 64, "modified_at": "2025-05-01T10:00:00Z"},
-                ]
-            },
-        )
+        models = [{"name": "other:1b", "digest": "b" * 64}, {"name": "qwen2.5:7b", "digest": "a" * 64}]
+        return httpx.Response(200, json={"models": models})
     if request.url.path == "/api/show":
         assert json.loads(request.content) == {"model": "qwen2.5:7b"}
         return httpx.Response(
@@ -175,37 +165,25 @@ def test_ollama_host_without_scheme_is_read_like_the_client_does(monkeypatch: py
 
 
 def test_openai_identity_reads_the_models_entry() -> None:
+    entry = {"id": "qwen2.5-7b.gguf", "created": 1, "owned_by": "llamacpp", "meta": {"n_params": 7615616512}}
+
     def handler(request: httpx.Request) -> httpx.Response:
         assert request.url.path == "/v1/models"
-        return httpx.Response(
-            200,
-            json={
-                "object": "list",
-                "data": [
-                    {
-                        "id": "qwen2.5-7b-instruct-q4_k_m.gguf",
-                        "created": 1,
-                        "owned_by": "llamacpp",
-                        "meta": {"n_params": 7615616512},
-                    },
-                ],
-            },
-        )
+        return httpx.Response(200, json={"object": "list", "data": [{"id": "other"}, entry]})
 
+    transport = httpx.MockTransport(handler)
     identity, note = model_identity(
-        "openai",
-        "qwen2.5-7b-instruct-q4_k_m.gguf",
-        "http://127.0.0.1:8080/v1",
-        api_key="sk-local",
-        transport=httpx.MockTransport(handler),
+        "openai", "qwen2.5-7b.gguf", "http://127.0.0.1:8080/v1", api_key="sk-local", transport=transport
     )
     assert note is None and identity.digest is None
-    assert identity.details == {
-        "id": "qwen2.5-7b-instruct-q4_k_m.gguf",
-        "created": 1,
-        "owned_by": "llamacpp",
-        "meta": {"n_params": 7615616512},
-    }
+    assert identity.details == entry
+
+
+def _raise(error: type[httpx.TransportError]) -> Any:
+    def handler(request: httpx.Request) -> httpx.Response:
+        raise error("no answer", request=request)
+
+    return handler
 
 
 @pytest.mark.parametrize(
@@ -213,29 +191,19 @@ def test_openai_identity_reads_the_models_entry() -> None:
     [
         (lambda request: httpx.Response(500, json={"error": "boom"}), "HTTP 500"),
         (lambda request: httpx.Response(200, text="not json"), "unexpected reply"),
-        (lambda request: (_ for _ in ()).throw(httpx.ReadTimeout("slow", request=request)), "ReadTimeout"),
-        (
-            lambda request: (_ for _ in ()).throw(httpx.ConnectError("refused", request=request)),
-            "ConnectError",
-        ),
+        (_raise(httpx.ReadTimeout), "ReadTimeout"),
+        (_raise(httpx.ConnectError), "ConnectError"),
     ],
 )
-def test_a_provider_that_fails_leaves_the_identity_bare_with_a_note(handler: object, reason: str) -> None:
-    identity, note = model_identity(
-        "ollama",
-        "llama3.1:8b",
-        "http://x.test",
-        transport=httpx.MockTransport(handler),  # type: ignore[arg-type]
-    )
+def test_a_provider_that_fails_leaves_the_identity_bare_with_a_note(handler: Any, reason: str) -> None:
+    transport = httpx.MockTransport(handler)
+    identity, note = model_identity("ollama", "llama3.1:8b", "http://x.test", transport=transport)
     assert identity == ModelIdentity(provider="ollama", model="llama3.1:8b", base_url="http://x.test")
     assert note is not None and reason in note
 
 
 def test_collect_provenance_never_raises_on_an_unreachable_provider() -> None:
-    def refuse(request: httpx.Request) -> httpx.Response:
-        raise httpx.ConnectError("refused", request=request)
-
-    provenance = collect_provenance("ollama", transport=httpx.MockTransport(refuse))
+    provenance = collect_provenance("ollama", transport=httpx.MockTransport(_raise(httpx.ConnectError)))
     assert provenance.model is not None and provenance.model.digest is None
     assert any("model identity from ollama" in note for note in provenance.notes)
     assert provenance.prompt_hashes and provenance.catalog_hash

@@ -1,24 +1,30 @@
-"""The run: fresh conversations, streamed records, failures, resume, concurrency (benchmarks/runner.py).
+"""The run (benchmarks/runner.py): fresh conversations, streamed records, failures, resume, concurrency, and
+several targets (models) in one results file.
 
-Each turn is driven through the engine's ``astream`` and read to its ``TurnDone``; the rows copy the engine's
-``first_answer_ms`` and ``simulated_first_answer_ms``. Units run as workers of one event loop, ``concurrency``
-at a time."""
+Each turn is driven through the engine's ``astream`` and read to its ``TurnDone``; units run as workers of one
+event loop, ``concurrency`` at a time."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from benchmarks.modes import produces_state
-from benchmarks.results import read_results
-from benchmarks.runner import RunConfig, RunOutcome, run_benchmark, run_suite
+from benchmarks.provenance import ModelIdentity, Provenance
+from benchmarks.report import write_reports
+from benchmarks.report.aggregate import summarize
+from benchmarks.report.findings import OFFLINE_NOTICE
+from benchmarks.report.markdown import render_markdown
+from benchmarks.results import RunMeta, RunResults, read_results
+from benchmarks.run_turns import EngineFactories
+from benchmarks.runner import RunConfig, RunOutcome, plan_units, run_benchmark, run_suite
 from benchmarks.scenario import Scenario, load_scenarios
 from benchmarks.scoring.turn import TurnScorer
+from benchmarks.targets import DEFAULT_TARGET, parse_targets
 from shared.errors import ConfigurationError, ConversationAccessDenied, ProviderError
 from shared.events import AnswerDelta, TurnEvent
 from shared.llm.factory import build_chat_model
@@ -26,27 +32,34 @@ from shared.security import Caller
 from shared.turn import TurnResult
 from tests.benchmarks.bench_fakes import Engines, FakeEngine, good_script
 
+TARGETS = ["a=offline", "b=offline:offline-sales"]
 
-def config(tmp_path: Path, **kwargs: object) -> RunConfig:
+
+def config(tmp_path: Path, specs: list[str] | None = None, **kwargs: object) -> RunConfig:
+    """Planner and tool calling into ``tmp_path/out``; ``specs``: the targets (none: the implicit one)."""
     values: dict[str, object] = {"modes": ["planner", "toolcalling"], "out_dir": tmp_path / "out"}
-    values.update(kwargs)
-    return RunConfig.model_validate(values)
+    return RunConfig.model_validate({**values, "targets": parse_targets(specs or []), **kwargs})
 
 
-def run(
-    suite: list[Scenario], cfg: RunConfig, factory: Callable[[str], FakeEngine], scorer: TurnScorer
-) -> RunOutcome:
+def run(suite: list[Scenario], cfg: RunConfig, factory: EngineFactories, scorer: Any) -> RunOutcome:
     return run_benchmark(suite, cfg, engine_factory=factory, scorer=scorer, show_progress=False)
 
 
-def test_every_turn_of_every_mode_is_scored_and_streamed(
+def timed_script(mode: str, conversation_id: str, message: str) -> TurnResult:
+    """``good_script`` with the first-answer time an engine's ``astream`` sets."""
+    return good_script(mode, conversation_id, message).model_copy(update={"first_answer_ms": 0.25})
+
+
+def test_every_turn_of_every_mode_is_streamed_scored_and_written(
     tmp_path: Path, tiny_suite: list[Scenario], scorer: TurnScorer
 ) -> None:
-    engines = Engines()
+    engines = Engines(timed_script)
     outcome = run(tiny_suite, config(tmp_path), engines, scorer)
+
     assert len(outcome.rows) == 6 and all(row.passed for row in outcome.rows), [
         row.score.details for row in outcome.rows
     ]
+    assert sum(engine.streamed for engine in engines.built) == 6
     lines = [json.loads(line) for line in outcome.results_path.read_text().splitlines()]
     assert lines[0]["kind"] == "run" and lines[0]["modes"] == ["planner", "toolcalling"]
     assert lines[0]["scenarios"] == 2 and lines[0]["turns"] == 3
@@ -54,6 +67,8 @@ def test_every_turn_of_every_mode_is_scored_and_streamed(
     assert {"model_calls", "input_tokens", "output_tokens", "model_ms", "harness_ms", "score"} <= set(
         lines[1]
     )
+    assert [line["first_answer_ms"] for line in lines[1:]] == [0.25] * 6
+    assert all(row.simulated_first_answer_ms is None for row in outcome.rows)  # no model reported timing
 
 
 def test_the_engine_sees_only_the_user_text_in_fresh_conversations(
@@ -88,39 +103,88 @@ def test_a_failing_provider_is_recorded_and_the_run_goes_on(
     assert after.passed
 
 
-def test_an_engine_that_cannot_be_built_fails_its_turns_only(
-    tmp_path: Path, tiny_suite: list[Scenario], scorer: TurnScorer
+class _Unfinished(FakeEngine):
+    """An engine whose stream stops before ``TurnDone`` (a bug the run must survive)."""
+
+    async def astream(
+        self, conversation_id: str, message: str, caller: Caller, **_: Any
+    ) -> AsyncIterator[TurnEvent]:
+        yield AnswerDelta(text="a medias")
+
+
+def _not_installed(mode: str) -> FakeEngine:
+    raise ConfigurationError("toolcalling is not installed")
+
+
+@pytest.mark.parametrize(
+    ("broken", "error"),
+    [
+        (_not_installed, "ConfigurationError: toolcalling is not installed"),
+        (
+            lambda mode: _Unfinished(mode, good_script),
+            "RuntimeError: toolcalling: the event stream ended without TurnDone",
+        ),
+    ],
+    ids=["cannot-be-built", "stream-without-result"],
+)
+def test_a_broken_engine_fails_its_own_turns_only(
+    tmp_path: Path, tiny_suite: list[Scenario], scorer: TurnScorer, broken: Any, error: str
 ) -> None:
     def factory(mode: str) -> FakeEngine:
-        if mode == "toolcalling":
-            raise ConfigurationError("toolcalling is not installed")
-        return FakeEngine(mode, good_script)
+        return broken(mode) if mode == "toolcalling" else FakeEngine(mode, good_script)
 
     outcome = run(tiny_suite, config(tmp_path), factory, scorer)
-    assert all(row.failed for row in outcome.rows if row.mode == "toolcalling")
+
+    failed = [row for row in outcome.rows if row.mode == "toolcalling"]
+    assert failed and all(row.failed and not row.passed for row in failed)
+    assert failed[0].errors == [error]
     assert all(row.passed for row in outcome.rows if row.mode == "planner")
 
 
-def test_resume_skips_finished_units_and_reruns_unfinished_ones(
+def test_a_target_without_a_factory_fails_its_turns_only(
     tmp_path: Path, tiny_suite: list[Scenario], scorer: TurnScorer
 ) -> None:
-    first = run(tiny_suite, config(tmp_path), Engines(), scorer)
+    outcome = run(tiny_suite, config(tmp_path, TARGETS), {"a": Engines()}, scorer)
+    assert all(r.passed for r in outcome.rows if r.target == "a")
+    missing = [r for r in outcome.rows if r.target == "b"]
+    assert missing and all(r.failed for r in missing)
+    assert "No engine factory for target 'b'" in missing[0].errors[0]
+
+
+@pytest.mark.parametrize(
+    ("specs", "last_target", "kept"), [([], DEFAULT_TARGET, 3), (TARGETS, "b", 7)], ids=["one", "targets"]
+)
+def test_resume_skips_finished_units_and_reruns_unfinished_ones(
+    tmp_path: Path,
+    tiny_suite: list[Scenario],
+    scorer: TurnScorer,
+    specs: list[str],
+    last_target: str,
+    kept: int,
+) -> None:
+    names = [spec.split("=")[0] for spec in specs] or [DEFAULT_TARGET]
+    first = run(tiny_suite, config(tmp_path, specs), {name: Engines() for name in names}, scorer)
     lines = first.results_path.read_text().splitlines()
     # Interrupt the run inside the last unit (toolcalling · saludo): its second turn was never written.
-    assert json.loads(lines[-1])["scenario"] == "saludo" and json.loads(lines[-1])["turn"] == 2
+    last = json.loads(lines[-1])
+    assert (last["target"], last["mode"], last["scenario"], last["turn"]) == (
+        last_target,
+        "toolcalling",
+        "saludo",
+        2,
+    )
     first.results_path.write_text("\n".join(lines[:-1]) + "\n")
 
-    engines = Engines()
-    second = run(tiny_suite, config(tmp_path, resume=True), engines, scorer)
-    assert (second.units_run, second.units_skipped) == (1, 3)
-    assert [(e.mode, m) for e in engines.built for _, m in e.calls] == [
+    factories = {name: Engines() for name in names}
+    second = run(tiny_suite, config(tmp_path, specs, resume=True), factories, scorer)
+    assert (second.units_run, second.units_skipped) == (1, kept)
+    assert [(e.mode, m) for engines in factories.values() for e in engines.built for _, m in e.calls] == [
         ("toolcalling", "Hola"),
         ("toolcalling", "¿Cuánto vendimos en 2025?"),
     ]
+    assert factories[last_target].calls(), "the unfinished unit's target reran it"
     rows = read_results(second.results_path).rows
-    assert sorted((r.mode, r.scenario, r.turn) for r in rows) == sorted(
-        (m, s.id, i + 1) for m in ("planner", "toolcalling") for s in tiny_suite for i in range(len(s.turns))
-    )
+    assert len(rows) == 6 * len(names) == len({(r.unit, r.turn) for r in rows})
 
 
 def test_a_complete_file_resumes_to_nothing_counting_a_turn_recorded_twice_once(
@@ -136,9 +200,64 @@ def test_a_complete_file_resumes_to_nothing_counting_a_turn_recorded_twice_once(
     assert len(run(tiny_suite, config(tmp_path), Engines(), scorer).rows) == 6, "without resume: replaced"
 
 
-@pytest.mark.parametrize("settings", [{"repeat": 0}, {"modes": []}])
-def test_invalid_settings_are_refused(tmp_path: Path, settings: dict[str, object]) -> None:
-    with pytest.raises(ValueError):
+def test_resume_drops_rows_that_are_not_part_of_this_run(
+    tmp_path: Path, tiny_suite: list[Scenario], scorer: TurnScorer
+) -> None:
+    run(tiny_suite, config(tmp_path, repeat=2), Engines(), scorer)
+    engines = Engines()
+    again = run(tiny_suite, config(tmp_path, modes=["planner"], resume=True), engines, scorer)
+    assert engines.calls() == []
+    assert {(r.mode, r.repetition) for r in again.rows} == {("planner", 1)}
+    assert len(again.rows) == 3
+
+
+def test_resume_keeps_the_targets_both_runs_have_and_adds_the_new_one(
+    tmp_path: Path, tiny_suite: list[Scenario], scorer: TurnScorer
+) -> None:
+    run(tiny_suite, config(tmp_path, ["a=offline"]), {"a": Engines()}, scorer)
+    factories = {"a": Engines(), "c": Engines()}
+    again = run(tiny_suite, config(tmp_path, ["a=offline", "c=offline"], resume=True), factories, scorer)
+    assert factories["a"].calls() == [] and len(factories["c"].calls()) == 6
+    assert {r.target for r in again.rows} == {"a", "c"}
+
+
+@pytest.mark.parametrize(
+    ("specs", "changed", "message"),
+    [
+        ([], {"provider": "ollama"}, "provider 'offline' → 'ollama'"),
+        (["a=offline", "b=ollama:llama3.1:8b"], {}, "target b: provider 'offline' → 'ollama'"),
+        (TARGETS, {"prompt_cache": False}, "prompt_cache True → False"),
+    ],
+    ids=["provider", "target-model", "prompt-cache"],
+)
+def test_resume_refuses_results_of_other_settings(
+    tmp_path: Path,
+    tiny_suite: list[Scenario],
+    scorer: TurnScorer,
+    specs: list[str],
+    changed: dict[str, object],
+    message: str,
+) -> None:
+    factories = {"a": Engines(), "b": Engines()} if specs else Engines()
+    run(tiny_suite, config(tmp_path, TARGETS if specs else []), factories, scorer)
+    with pytest.raises(ConfigurationError, match=message):
+        run(tiny_suite, config(tmp_path, specs, resume=True, **changed), factories, scorer)
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"repeat": 0}, "greater than or equal to 1"),
+        ({"modes": []}, "at least 1 item"),
+        (
+            {"targets": parse_targets(["a=offline"]) + parse_targets(["a=ollama"])},
+            "target names must be unique",
+        ),
+    ],
+    ids=["no-repetition", "no-mode", "same-target-name"],
+)
+def test_invalid_settings_are_refused(tmp_path: Path, settings: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
         config(tmp_path, **settings)
 
 
@@ -159,27 +278,8 @@ def test_a_turn_fails_when_its_provider_failed_not_for_any_error(
     assert all(row.failed is failed and row.passed is not failed for row in outcome.rows)
 
 
-def test_resume_drops_rows_that_are_not_part_of_this_run(
-    tmp_path: Path, tiny_suite: list[Scenario], scorer: TurnScorer
-) -> None:
-    run(tiny_suite, config(tmp_path, repeat=2), Engines(), scorer)
-    engines = Engines()
-    again = run(tiny_suite, config(tmp_path, modes=["planner"], resume=True), engines, scorer)
-    assert engines.calls() == []
-    assert {(r.mode, r.repetition) for r in again.rows} == {("planner", 1)}
-    assert len(again.rows) == 3
-
-
-def test_resume_refuses_results_of_another_provider(
-    tmp_path: Path, tiny_suite: list[Scenario], scorer: TurnScorer
-) -> None:
-    run(tiny_suite, config(tmp_path), Engines(), scorer)
-    with pytest.raises(ConfigurationError, match="provider 'offline' → 'ollama'"):
-        run(tiny_suite, config(tmp_path, provider="ollama", resume=True), Engines(), scorer)
-
-
 def test_a_scoring_error_fails_the_turn_and_the_run_goes_on(
-    tmp_path: Path, tiny_suite: list[Scenario], scorer: TurnScorer
+    tmp_path: Path, tiny_suite: list[Scenario]
 ) -> None:
     class BrokenScorer:
         def as_caller(self, _caller: object) -> BrokenScorer:
@@ -188,18 +288,12 @@ def test_a_scoring_error_fails_the_turn_and_the_run_goes_on(
         def score(self, *args: object, **kwargs: object) -> object:
             raise RuntimeError("scorer bug")
 
-    outcome = run_benchmark(
-        tiny_suite,
-        config(tmp_path),
-        engine_factory=Engines(),
-        scorer=BrokenScorer(),  # type: ignore[arg-type]
-        show_progress=False,
-    )
+    outcome = run(tiny_suite, config(tmp_path), Engines(), BrokenScorer())
     assert len(outcome.rows) == 6
     assert all(r.score.details == ["scoring error: RuntimeError: scorer bug"] for r in outcome.rows)
 
 
-def test_state_is_checked_only_in_modes_that_produce_it(tmp_path: Path, scorer: TurnScorer) -> None:
+def test_state_is_checked_in_every_mode(tmp_path: Path, scorer: TurnScorer) -> None:
     suite_path = tmp_path / "state.yaml"
     suite_path.write_text(
         "scenarios:\n  - id: s\n    category: x\n    turns:\n      - user: hola\n"
@@ -207,85 +301,8 @@ def test_state_is_checked_only_in_modes_that_produce_it(tmp_path: Path, scorer: 
         encoding="utf-8",
     )
     outcome = run(load_scenarios([suite_path]), config(tmp_path), Engines(), scorer)
-    by_mode = {row.mode: row.score for row in outcome.rows}
-    for mode, score in by_mode.items():  # the fake returns no state: a mode that should have some fails
-        if produces_state(mode):
-            assert score.state is False and not score.passed, mode
-        else:
-            assert score.state is None and score.passed, mode
-    assert produces_state("planner")
-
-
-def test_concurrent_workers_with_real_engines_give_the_same_records_as_one(
-    tmp_path: Path, erp_db_url: str
-) -> None:
-    """Concurrent workers share the ERP, the SQLite memory store and the model, as `erp-ai bench` does."""
-    suite = load_scenarios(tags=["articulo", "follow_up"])
-    figures = {}
-    for concurrency in (1, 4):
-        cfg = config(
-            tmp_path / str(concurrency),
-            modes=["planner", "toolcalling", "toolcalling-full"],
-            concurrency=concurrency,
-            repeat=2,
-        )
-        outcome = run_suite(
-            suite, cfg, db_url=erp_db_url, model=build_chat_model("offline"), show_progress=False
-        )
-        assert not any(row.failed for row in outcome.rows), [r.errors for r in outcome.rows if r.failed]
-        figures[concurrency] = sorted(
-            (r.mode, r.scenario, r.repetition, r.turn, r.passed, r.model_calls, r.input_tokens, r.answer)
-            for r in outcome.rows
-        )
-    assert len(figures[1]) == 2 * 3 * sum(len(s.turns) for s in suite)
-    assert figures[4] == figures[1]
-
-
-def timed_script(mode: str, conversation_id: str, message: str) -> TurnResult:
-    """``good_script`` with the first-answer time an engine's ``astream`` sets."""
-    result = good_script(mode, conversation_id, message)
-    return result.model_copy(update={"first_answer_ms": 0.25})
-
-
-def test_every_turn_is_streamed_and_its_first_answer_times_recorded(
-    tmp_path: Path, tiny_suite: list[Scenario], scorer: TurnScorer
-) -> None:
-    built: list[FakeEngine] = []
-
-    def factory(mode: str) -> FakeEngine:
-        built.append(FakeEngine(mode, timed_script))
-        return built[-1]
-
-    outcome = run(tiny_suite, config(tmp_path), factory, scorer)
-
-    assert sum(engine.streamed for engine in built) == len(outcome.rows) == 6
-    assert all(row.first_answer_ms == 0.25 for row in outcome.rows)
-    assert all(row.simulated_first_answer_ms is None for row in outcome.rows)  # no model reported timing
-    written = read_results(outcome.results_path).rows
-    assert [row.first_answer_ms for row in written] == [0.25] * 6
-
-
-class _Unfinished(FakeEngine):
-    """An engine whose stream stops before ``TurnDone`` (a bug the run must survive)."""
-
-    async def astream(
-        self, conversation_id: str, message: str, caller: Caller, **_: Any
-    ) -> AsyncIterator[TurnEvent]:
-        yield AnswerDelta(text="a medias")
-
-
-def test_a_stream_that_ends_without_its_result_fails_that_turn_only(
-    tmp_path: Path, tiny_suite: list[Scenario], scorer: TurnScorer
-) -> None:
-    def factory(mode: str) -> FakeEngine:
-        return _Unfinished(mode, good_script) if mode == "toolcalling" else FakeEngine(mode, good_script)
-
-    outcome = run(tiny_suite, config(tmp_path), factory, scorer)
-
-    broken = [row for row in outcome.rows if row.mode == "toolcalling"]
-    assert broken and all(row.failed and not row.passed for row in broken)
-    assert broken[0].errors == ["RuntimeError: toolcalling: the event stream ended without TurnDone"]
-    assert all(row.passed for row in outcome.rows if row.mode == "planner")
+    # the fake returns no state: every mode records some, so every mode fails the expectation
+    assert [(row.score.state, row.passed) for row in outcome.rows] == [(False, False)] * 2
 
 
 def test_a_denied_conversation_raised_by_astream_is_recorded_as_denied(
@@ -294,13 +311,7 @@ def test_a_denied_conversation_raised_by_astream_is_recorded_as_denied(
     def refuse(mode: str, conversation_id: str, message: str) -> TurnResult:
         raise ConversationAccessDenied(f"conversation {conversation_id} belongs to another user")
 
-    outcome = run_benchmark(
-        tiny_suite,
-        config(tmp_path),
-        engine_factory=lambda m: FakeEngine(m, refuse),
-        scorer=scorer,
-        show_progress=False,
-    )
+    outcome = run(tiny_suite, config(tmp_path), Engines(refuse), scorer)
 
     assert all(row.denied and row.failed and row.first_answer_ms is None for row in outcome.rows)
     assert all(row.errors[0].startswith("ConversationAccessDenied: ") for row in outcome.rows)
@@ -332,8 +343,7 @@ def test_concurrency_runs_that_many_units_at_once_each_worker_with_its_own_engin
         built.append(mode)
         return _Gathering(mode, barrier)
 
-    cfg = config(tmp_path, concurrency=2, repeat=2, modes=["planner"])
-    outcome = run(tiny_suite, cfg, factory, scorer)
+    outcome = run(tiny_suite, config(tmp_path, concurrency=2, repeat=2, modes=["planner"]), factory, scorer)
 
     assert len(outcome.rows) == 6 and not any(row.failed for row in outcome.rows), [
         row.errors for row in outcome.rows
@@ -341,14 +351,35 @@ def test_concurrency_runs_that_many_units_at_once_each_worker_with_its_own_engin
     assert built == ["planner", "planner"]  # one engine per worker and mode
 
 
+def test_concurrent_workers_with_real_engines_give_the_same_records_as_one(
+    tmp_path: Path, erp_db_url: str
+) -> None:
+    """Concurrent workers share the ERP, the SQLite memory store and the model, as `erp-ai bench` does."""
+    suite = load_scenarios(tags=["articulo", "follow_up"])
+    figures = {}
+    for concurrency in (1, 4):
+        modes = ["planner", "toolcalling", "toolcalling-full"]
+        cfg = config(tmp_path / str(concurrency), modes=modes, concurrency=concurrency, repeat=2)
+        model = build_chat_model("offline")
+        outcome = run_suite(suite, cfg, db_url=erp_db_url, model=model, show_progress=False)
+        assert not any(row.failed for row in outcome.rows), [r.errors for r in outcome.rows if r.failed]
+        figures[concurrency] = sorted(
+            (r.mode, r.scenario, r.repetition, r.turn, r.passed, r.model_calls, r.input_tokens, r.answer)
+            for r in outcome.rows
+        )
+    assert len(figures[1]) == 2 * 3 * sum(len(s.turns) for s in suite)
+    assert figures[4] == figures[1]
+
+
 def test_real_engines_stream_every_answered_turn_with_simulated_first_answer_times(
     tmp_path: Path, erp_db_url: str
 ) -> None:
     suite = load_scenarios(tags=["articulo"])
-    cfg = config(tmp_path, latency_profile="gpu-8b")
     model = build_chat_model("offline", latency_profile="gpu-8b")
 
-    outcome = run_suite(suite, cfg, db_url=erp_db_url, model=model, show_progress=False)
+    outcome = run_suite(
+        suite, config(tmp_path, latency_profile="gpu-8b"), db_url=erp_db_url, model=model, show_progress=False
+    )
 
     answered = [row for row in outcome.rows if not row.failed]
     assert answered and {row.mode for row in answered} == {"planner", "toolcalling"}
@@ -356,3 +387,172 @@ def test_real_engines_stream_every_answered_turn_with_simulated_first_answer_tim
         assert row.first_answer_ms is not None and 0 < row.first_answer_ms <= row.total_ms, row
         assert row.simulated_first_answer_ms is not None and row.simulated_model_ms is not None
         assert 0 < row.simulated_first_answer_ms <= row.simulated_model_ms, row  # == for a direct answer
+
+
+# -- several targets -------------------------------------------------------------------------------------
+
+
+def test_every_target_runs_every_mode_into_one_results_file(
+    tmp_path: Path, tiny_suite: list[Scenario], scorer: TurnScorer
+) -> None:
+    factories = {"a": Engines(), "b": Engines()}
+    outcome = run(tiny_suite, config(tmp_path, TARGETS, repeat=2), factories, scorer)
+
+    assert len(outcome.rows) == 2 * 2 * 3 * 2  # targets × modes × turns × repetitions
+    assert {(r.target, r.mode) for r in outcome.rows} == {
+        (t, m) for t in ("a", "b") for m in ("planner", "toolcalling")
+    }
+    lines = [json.loads(line) for line in outcome.results_path.read_text().splitlines()]
+    assert [t["name"] for t in lines[0]["targets"]] == ["a", "b"]
+    assert lines[0]["provider"] == "offline" and lines[0]["prompt_cache"] is True
+    assert {line["target"] for line in lines[1:]} == {"a", "b"}
+    for name, engines in factories.items():  # each target's engines came from its own factory
+        assert {e.mode for e in engines.built} == {"planner", "toolcalling"}
+        asked = [conversation for conversation, _ in engines.calls()]
+        assert set(asked) == {r.conversation_id for r in outcome.rows if r.target == name}
+    conversations = [{r.conversation_id for r in outcome.rows if r.target == t} for t in ("a", "b")]
+    assert not conversations[0] & conversations[1], "targets never share a conversation"
+
+
+def test_one_factory_can_serve_every_target(
+    tmp_path: Path, tiny_suite: list[Scenario], scorer: TurnScorer
+) -> None:
+    engines = Engines()
+    outcome = run(tiny_suite, config(tmp_path, TARGETS), engines, scorer)
+    assert len(outcome.rows) == 12 and all(r.passed for r in outcome.rows)
+    assert sorted(e.mode for e in engines.built) == ["planner", "planner", "toolcalling", "toolcalling"], (
+        "one engine per target and mode"
+    )
+
+
+def test_units_are_keyed_by_target_and_targets_sit_side_by_side(tiny_suite: list[Scenario]) -> None:
+    units = plan_units(tiny_suite, ["planner"], 1, ["a", "b"])
+    assert [u.key for u in units] == [
+        ("a", "planner", "ventas", 1),
+        ("b", "planner", "ventas", 1),
+        ("a", "planner", "saludo", 1),
+        ("b", "planner", "saludo", 1),
+    ]
+
+
+def test_each_turn_row_carries_whether_the_plan_was_valid(
+    tmp_path: Path, tiny_suite: list[Scenario], scorer: TurnScorer
+) -> None:
+    def judged(mode: str, conversation_id: str, message: str) -> TurnResult:
+        result = good_script(mode, conversation_id, message)
+        return result.model_copy(update={"plan_valid": message != "Hola"})
+
+    outcome = run(tiny_suite, config(tmp_path, TARGETS), {"a": Engines(judged), "b": Engines()}, scorer)
+    a = {(r.user, r.plan_valid) for r in outcome.rows if r.target == "a"}
+    assert a == {("Hola", False), ("¿Cuánto vendimos en 2025?", True)}
+    assert all(r.plan_valid is None for r in outcome.rows if r.target == "b"), "None until engines say"
+
+
+def test_a_results_file_without_targets_plan_validity_or_first_answer_times_loads_resumes_and_renders(
+    tmp_path: Path, tiny_suite: list[Scenario], scorer: TurnScorer
+) -> None:
+    first = run(tiny_suite, config(tmp_path), Engines(), scorer)
+    old = []
+    for line in first.results_path.read_text().splitlines():  # as a runner before targets wrote it
+        record = json.loads(line)
+        for key in (
+            "target",
+            "plan_valid",
+            "targets",
+            "prompt_cache",
+            "first_answer_ms",
+            "simulated_first_answer_ms",
+        ):
+            record.pop(key, None)
+        old.append(json.dumps(record))
+    first.results_path.write_text("\n".join(old) + "\n")
+
+    loaded = read_results(first.results_path)
+    assert {
+        (r.target, r.plan_valid, r.first_answer_ms, r.simulated_first_answer_ms) for r in loaded.rows
+    } == {(DEFAULT_TARGET, None, None, None)}
+    assert loaded.meta.targets == [] and loaded.meta.prompt_cache is None
+    assert [t.name for t in loaded.meta.run_targets] == [DEFAULT_TARGET] and not loaded.meta.matrix
+
+    text = write_reports(first.results_path).markdown.read_text(encoding="utf-8")
+    assert "| mode | turns |" in text and "## Model matrix" not in text, "one target: no grid"
+    assert "| planner | 3 |" in text and "| n/a |" in text, "valid plans not recorded"
+    assert "prefix cache modelled: not recorded" in text
+
+    engines = Engines()
+    again = run(tiny_suite, config(tmp_path, resume=True), engines, scorer)
+    assert again.units_run == 0 and engines.calls() == [] and len(again.rows) == 6
+
+
+def test_run_meta_describes_its_targets() -> None:
+    implicit = RunMeta(provider="ollama", model="llama3.1:8b")
+    assert [(t.name, t.provider, t.model) for t in implicit.run_targets] == [
+        (DEFAULT_TARGET, "ollama", "llama3.1:8b")
+    ]
+    assert not implicit.offline and not implicit.any_offline
+    mixed = RunMeta(targets=parse_targets(["a=offline", "l=ollama"]))
+    assert mixed.matrix and not mixed.offline and mixed.any_offline
+
+
+def test_a_run_against_an_emulator_is_labeled_as_the_stand_in_never_as_a_real_model() -> None:
+    emulated = ModelIdentity(
+        provider="ollama", model="llama3.1:8b", details={"stand_in": "erp-ai emulator: X"}
+    )
+    # a run without --target records the one model only
+    meta = RunMeta(provider="ollama", model="llama3.1:8b", provenance=Provenance(model=emulated))
+    assert meta.offline
+    results = RunResults(meta=meta, rows=[])
+    assert OFFLINE_NOTICE in render_markdown(results, summarize(results.rows))
+
+    real = ModelIdentity(provider="openai", model="q", details={"id": "q", "owned_by": "llamacpp"})
+    meta = RunMeta(provider="openai", model="q", provenance=Provenance(models={DEFAULT_TARGET: real}))
+    assert not real.stand_in and not meta.offline
+
+
+def test_each_target_gets_its_own_model_and_memory_store(
+    tmp_path: Path, tiny_suite: list[Scenario], erp_db_url: str, erp: object
+) -> None:
+    cfg = config(tmp_path, TARGETS, modes=["planner"])
+    outcome = run_suite(tiny_suite, cfg, db_url=erp_db_url, show_progress=False)
+    assert not any(r.failed for r in outcome.rows), [r.errors for r in outcome.rows]
+    assert (cfg.out_dir / "memory-a.sqlite3").exists() and (cfg.out_dir / "memory-b.sqlite3").exists()
+    provenance = outcome.meta.provenance
+    assert provenance is not None and set(provenance.models) == {"a", "b"}
+    assert provenance.models["a"].digest and provenance.models["a"].details["prompt_cache_size"] > 0
+    figures = {
+        t: [
+            (r.scenario, r.turn, r.input_tokens, r.cached_input_tokens) for r in outcome.rows if r.target == t
+        ]
+        for t in ("a", "b")
+    }
+    assert figures["a"] == figures["b"], "same model, own prompt cache: neither warms the other's cache"
+
+
+def test_no_prompt_cache_gives_no_cached_input_tokens(
+    tmp_path: Path, tiny_suite: list[Scenario], erp_db_url: str, erp: object
+) -> None:
+    cached = {}
+    for setting in (True, False):
+        cfg = config(tmp_path / str(setting), ["a=offline"], modes=["planner"], prompt_cache=setting)
+        outcome = run_suite(tiny_suite, cfg, db_url=erp_db_url, show_progress=False)
+        cached[setting] = [r.cached_input_tokens for r in outcome.rows]
+        assert outcome.meta.prompt_cache is setting
+        provenance = outcome.meta.provenance
+        assert provenance is not None
+        assert provenance.models["a"].details["prompt_cache_size"] == (64 if setting else 0)
+    assert any(tokens and tokens > 0 for tokens in cached[True]), "the cache model does hit"
+    assert cached[False] == [0] * len(cached[False])
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ({"latency_profile": "gpu-8b"}, "Latency profiles only apply to the offline provider"),
+        ({"prompt_cache": False}, "--no-prompt-cache only applies to the offline provider"),
+    ],
+)
+def test_offline_only_settings_need_an_offline_target(
+    tmp_path: Path, tiny_suite: list[Scenario], setting: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        run_suite(tiny_suite, config(tmp_path, ["l=ollama"], **setting), show_progress=False)

@@ -131,26 +131,27 @@ def test_duplicate_ids_across_files_are_refused(tmp_path: Path) -> None:
     assert caught.value.scenario == "same" and caught.value.file.endswith("b.yaml")
 
 
-def test_unknown_operations_are_caught_with_the_registry(tmp_path: Path, registry: Any) -> None:
-    path = write(
-        tmp_path,
-        "scenarios:\n  - id: e\n    category: x\n    turns:\n      - user: hola\n"
-        "        expect: {facts: ['ventas_totales(anio=2025).total']}\n",
+@pytest.mark.parametrize(
+    ("expect", "unknown"),
+    [
+        ("{facts: ['ventas_totales(anio=2025).total']}", "ventas_totales"),
+        ("{facts: ['compras_cliente(cliente=top(anio=2025).cliente, anio=2025).total']}", "top"),
+        ("{operations: [{funcion: borrar, parametros: {}}]}", "borrar"),
+        ("{state: {total: {$fact: 'ventas(anio=2025).total'}}}", "ventas"),
+    ],
+    ids=["fact", "nested-fact", "operation", "state-fact"],
+)
+def test_unknown_operations_are_caught_with_the_registry(
+    tmp_path: Path, registry: Any, expect: str, unknown: str
+) -> None:
+    body = (
+        f"scenarios:\n  - id: e\n    category: x\n    turns:\n      - user: hola\n        expect: {expect}\n"
     )
+    path = write(tmp_path, body)
     assert load_scenarios([path])  # syntax is fine
-    with pytest.raises(ScenarioError, match="ventas_totales") as caught:
+    with pytest.raises(ScenarioError, match=f"unknown operation '{unknown}'") as caught:
         load_scenarios([path], registry=registry)
     assert caught.value.scenario == "e"
-
-
-def test_unknown_operations_inside_nested_facts_are_caught(tmp_path: Path, registry: Any) -> None:
-    path = write(
-        tmp_path,
-        "scenarios:\n  - id: f\n    category: x\n    turns:\n      - user: hola\n"
-        "        expect: {facts: ['compras_cliente(cliente=top(anio=2025).cliente, anio=2025).total']}\n",
-    )
-    with pytest.raises(ScenarioError, match="top"):
-        load_scenarios([path], registry=registry)
 
 
 def test_tags_select_by_tag_category_or_id(tiny_suite_path: Path) -> None:
