@@ -1,13 +1,8 @@
-"""What a run's turns would cost: USD per 1,000 turns per mode, from its token sums and a pricing table.
+"""What a run's turns would cost: USD per 1,000 turns per mode (per target in a run with several), from its
+token sums and ``benchmarks/pricing.yaml`` (input, cached input and output USD per million tokens per model).
 
-A run with several targets (models) is priced per target, each at its own model's prices
-(:func:`estimate_costs`).
-
-The table is ``benchmarks/pricing.yaml`` (per model: input, cached input and output USD per million tokens,
-with a source and date); a user file of the same shape replaces or adds entries (:func:`load_pricing`).
-Uncached input, cached input (rows' ``cached_input_tokens`` when the runner records it) and output tokens are
-priced separately. Local providers (the offline model, Ollama, any server on this machine) cost 0, with a
-note saying so; a hosted model without a price gets no figure and a note naming the file to add it to.
+A user file of the same shape replaces or adds entries (:func:`load_pricing`). Local providers cost 0, with
+a note saying so; a hosted model without a price gets no figure and a note naming the file to add it to.
 """
 
 from __future__ import annotations
@@ -37,7 +32,6 @@ __all__ = [
 ]
 
 TURNS = 1000
-"""Costs are per this many turns."""
 
 
 class ModelPrice(BaseModel):
@@ -79,7 +73,6 @@ class PricingTable(BaseModel):
         return name, self.models[name]
 
     def is_local(self, provider: str, base_url: str | None) -> bool:
-        """Whether a run with ``provider`` and ``base_url`` used a model on this machine."""
         if provider in self.local.providers:
             return True
         if not base_url:
@@ -137,7 +130,7 @@ class CostEstimate(BaseModel):
     provider: str
     model: str | None
     priced_as: str | None = None
-    """The pricing entry used (the model itself or the model it is a snapshot of)."""
+    """The pricing entry used (the model itself or the one it is a snapshot of)."""
     price: ModelPrice | None = None
     local: bool = False
     note: str
@@ -148,18 +141,16 @@ class CostEstimate(BaseModel):
     """The target priced, in a run with several; ``None``: the run's only one."""
 
     def mode(self, name: str) -> ModeCost | None:
-        """The cost of mode ``name``, if it ran."""
         return next((m for m in self.modes if m.mode == name), None)
-
-
-def _cost_per_turn(price: ModelPrice, uncached: float, cached: float, output: float) -> float:
-    cached_price = price.input if price.cached_input is None else price.cached_input
-    return (uncached * price.input + cached * cached_price + output * price.output) / 1_000_000
 
 
 def _usd(price: ModelPrice, inputs: list[float], cached: list[float], outputs: list[float]) -> float:
     """USD per 1,000 turns of turns with these input (of which cached) and output tokens."""
-    per_turn = [_cost_per_turn(price, i - c, c, o) for i, c, o in zip(inputs, cached, outputs, strict=True)]
+    cached_price = price.input if price.cached_input is None else price.cached_input
+    per_turn = [
+        ((i - c) * price.input + c * cached_price + o * price.output) / 1_000_000
+        for i, c, o in zip(inputs, cached, outputs, strict=True)
+    ]
     return mean(per_turn) * TURNS
 
 

@@ -1,21 +1,13 @@
 """The reliability matrix: every fault a real model or provider produces × both modes × each path.
 
-Paths:
+Paths: ``in-process`` (the offline model with an offline fault, :mod:`benchmarks.stand_ins.faults`),
+``ai-server`` (planner only: a stateless AI server over HTTP whose model has the fault) and ``ollama-http``
+(the real ``ChatOllama`` client against the Ollama emulator with an emulator fault).
 
-- ``in-process``: the offline model with an offline fault mode (:mod:`benchmarks.stand_ins.faults`), in the
-  engine's
-  process;
-- ``ai-server``: planner only (``--server``): the engine reaches a stateless AI server over HTTP whose model
-  has the fault;
-- ``ollama-http``: the real ``ChatOllama`` client over HTTP against the Ollama emulator with an emulator
-  fault (:mod:`benchmarks.stand_ins.emulators.faults`).
-
-Each cell runs one turn, "¿Cuánto vendimos en 2025?", in a conversation that already holds one exchange, and
-records what the turn ended in (its failure kind), whether the conversation changed, the calls and tokens
-counted and what the user read. Then a two-scenario benchmark run with the same faulty engine shows that the
-run goes on to its end. Nothing here knows what a cell *should* give: the test suite asserts that
-(``tests/benchmarks/test_reliability.py``) and ``erp-ai reliability --readme README.md`` writes the observed
-table into the README.
+Each cell runs one turn in a conversation that already holds one exchange and records its failure kind,
+whether the conversation changed, the calls and tokens counted and what the user read; then a two-scenario
+benchmark run with the same faulty engine shows that the run goes on. What a cell *should* give is asserted
+by ``tests/benchmarks/test_reliability.py``.
 """
 
 from __future__ import annotations
@@ -87,7 +79,7 @@ class MatrixCell(BaseModel):
     """The turn's failure kind (``None``: answered normally)."""
     recorded: bool
     untouched: bool
-    """Whether the conversation's messages, state and memories are exactly as before the turn."""
+    """The conversation's messages, state and memories are exactly as before the turn."""
     model_calls: int
     input_tokens: int
     output_tokens: int
@@ -98,22 +90,18 @@ class MatrixCell(BaseModel):
     """Characters of every memory item and state value stored after the turn (a wall of text shows here)."""
     errors: list[str]
     bench_turns: int
-    """Turns the follow-up benchmark run recorded (it has two)."""
+    """Turns the follow-up benchmark run recorded (it has two), of which ``bench_passed`` passed."""
     bench_passed: int
-    """Turns of that run that passed their checks (the sales question is checked against the ERP)."""
     bench_failures: dict[str, int]
-    """Failed turns of that run per failure kind."""
 
 
 def offline_faults() -> list[str]:
-    """Every offline fault mode."""
     from benchmarks.stand_ins.faults import FaultMode
 
     return list(get_args(FaultMode))
 
 
 def emulator_faults() -> list[str]:
-    """Every emulator fault mode."""
     from benchmarks.stand_ins.emulators.faults import EmulatorFault
 
     return list(get_args(EmulatorFault))
@@ -129,40 +117,52 @@ def _offline_model(fault: str) -> Any:
     return build_chat_model("offline", faults=fault, max_tokens=_max_tokens(fault))  # type: ignore[arg-type]
 
 
-def _engine(
-    mode: str, model: Any, registry: OperationRegistry, erp: Erp, store: MemoryStore, ai: Any = None
-) -> AssistantEngine:
-    return build_engine(mode, registry=registry, erp=erp, store=store, model=model, ai=ai)
+class _Reach:
+    """The cells' ways to their faulty model. The Ollama emulator starts once, and each cell switches its
+    fault (an emulator's faults can change while it runs); its clients are built once per output cap."""
 
+    def __init__(self, stack: ExitStack, registry: OperationRegistry, erp: Erp, store: MemoryStore) -> None:
+        self.stack, self.registry, self.erp, self.store = stack, registry, erp, store
+        self._emulator: tuple[str, Any] | None = None
+        self._ollama: dict[int, Any] = {}
 
-@contextmanager
-def _path_engines(
-    path: ModelPath, fault: str, registry: OperationRegistry, erp: Erp, store: MemoryStore
-) -> Iterator[Callable[[str], AssistantEngine]]:
-    """Yield a factory ``mode -> engine`` whose model has ``fault``, reached through ``path``."""
-    if path == "in-process":
-        yield lambda mode: _engine(mode, _offline_model(fault), registry, erp, store)
-        return
-    if path == "ai-server":
-        from benchmarks.serving import ServerThread
-        from planner_mode import HttpAIClient, create_app
+    def _engine(self, mode: str, **model: Any) -> AssistantEngine:
+        return build_engine(mode, registry=self.registry, erp=self.erp, store=self.store, **model)
 
-        with ServerThread(create_app(_offline_model(fault))) as server:
-            client = HttpAIClient([server.url], timeout=MATRIX_TIMEOUT_S, retries=0)
-            try:
-                yield lambda _mode: _engine("planner", None, registry, erp, store, ai=client)
-            finally:
-                client.close()
-        return
-    from benchmarks.stand_ins.emulators import EmulatorFaults, start_emulator
-    from shared.llm.factory import build_chat_model
+    @contextmanager
+    def engines(self, path: ModelPath, fault: str) -> Iterator[Callable[[str], AssistantEngine]]:
+        """Yield a factory ``mode -> engine`` whose model has ``fault``, reached through ``path``."""
+        if path == "in-process":
+            yield lambda mode: self._engine(mode, model=_offline_model(fault))
+        elif path == "ai-server":
+            from benchmarks.serving import ServerThread
+            from planner_mode import HttpAIClient, create_app
 
-    faults = EmulatorFaults(mode=fault, slow_seconds=SLOW_FAULT_S)  # type: ignore[arg-type]
-    with start_emulator("ollama", faults=faults) as base_url:
-        model = build_chat_model(
-            "ollama", base_url=base_url, max_tokens=_max_tokens(fault), timeout=MATRIX_TIMEOUT_S
-        )
-        yield lambda mode: _engine(mode, model, registry, erp, store)
+            with ServerThread(create_app(_offline_model(fault))) as server:
+                client = HttpAIClient([server.url], timeout=MATRIX_TIMEOUT_S, retries=0)
+                try:
+                    yield lambda _mode: self._engine("planner", ai=client)
+                finally:
+                    client.close()
+        else:
+            model = self._ollama_model(fault)
+            yield lambda mode: self._engine(mode, model=model)
+
+    def _ollama_model(self, fault: str) -> Any:
+        from benchmarks.stand_ins.emulators import EmulatorFaults, start_emulator
+        from shared.llm.factory import build_chat_model
+
+        if self._emulator is None:
+            faults = EmulatorFaults(slow_seconds=SLOW_FAULT_S)
+            self._emulator = (self.stack.enter_context(start_emulator("ollama", faults=faults)), faults)
+        base_url, faults = self._emulator
+        faults.mode = fault
+        cap = _max_tokens(fault)
+        if cap not in self._ollama:
+            self._ollama[cap] = build_chat_model(
+                "ollama", base_url=base_url, max_tokens=cap, timeout=MATRIX_TIMEOUT_S
+            )
+        return self._ollama[cap]
 
 
 def _snapshot(store: MemoryStore, conversation_id: str) -> tuple[Any, ...]:
@@ -197,16 +197,15 @@ def _cell(
     mode: Literal["planner", "toolcalling"],
     path: ModelPath,
     *,
-    registry: OperationRegistry,
-    erp: Erp,
-    store: MemoryStore,
+    reach: _Reach,
     scorer: TurnScorer,
     work_dir: Path,
 ) -> MatrixCell:
+    store = reach.store
     conversation_id = f"matrix-{path}-{mode}-{fault}"[:64]
     _seed_conversation(store, conversation_id)
     before = _snapshot(store, conversation_id)
-    with _path_engines(path, fault, registry, erp, store) as engines:
+    with reach.engines(path, fault) as engines:
         result = engines(mode).ask(conversation_id, QUESTION, DEMO_CALLER)
         after = _snapshot(store, conversation_id)
         config = RunConfig(modes=[mode], out_dir=work_dir / f"{path}-{mode}-{fault}")
@@ -260,11 +259,8 @@ def run_matrix(
     *,
     on_cell: Callable[[MatrixCell], None] | None = None,
 ) -> list[MatrixCell]:
-    """Run every cell of :func:`matrix_plan` against a fresh demo ERP and memory in a temporary directory.
-
-    The ``ai-server`` path needs the ``server`` extra and ``ollama-http`` the ``ollama`` one: a missing extra
-    is one :class:`~shared.errors.ConfigurationError` line before any cell runs.
-    """
+    """Run every cell of :func:`matrix_plan` against a fresh demo ERP and memory in a temporary directory
+    (a missing ``server`` or ``ollama`` extra is a ``ConfigurationError`` before any cell runs)."""
     _require_extras(paths)
     registry = sales_registry()
     cells: list[MatrixCell] = []
@@ -274,17 +270,9 @@ def run_matrix(
         stack.callback(erp.engine.dispose)
         store = stack.enter_context(MemoryStore(f"sqlite:///{work_dir / 'memory.sqlite3'}"))
         scorer = TurnScorer(registry, erp)
+        reach = _Reach(stack, registry, erp, store)
         for fault, mode, path in matrix_plan(paths):
-            cell = _cell(
-                fault,
-                mode,  # type: ignore[arg-type]
-                path,
-                registry=registry,
-                erp=erp,
-                store=store,
-                scorer=scorer,
-                work_dir=work_dir,
-            )
+            cell = _cell(fault, mode, path, reach=reach, scorer=scorer, work_dir=work_dir)  # type: ignore[arg-type]
             cells.append(cell)
             if on_cell is not None:
                 on_cell(cell)
@@ -292,7 +280,6 @@ def run_matrix(
 
 
 README_BLOCK = "reliability"
-"""The README block ``erp-ai reliability --readme README.md`` writes."""
 
 
 def readme_block(cells: Sequence[MatrixCell]) -> str:
@@ -318,8 +305,8 @@ def readme_block(cells: Sequence[MatrixCell]) -> str:
 
 
 def matrix_limits() -> str:
-    """The bounds every cell ran with, the faults with their own output cap named: "output cap 400 tokens
-    (8,192 for `repeat_memory`), request timeout 0.5 s"."""
+    """The bounds every cell ran with: "output cap 400 tokens (8,192 for `repeat_memory`), request timeout
+    0.5 s"."""
     own = ", ".join(f"{cap:,} for `{fault}`" for fault, cap in _FAULT_MAX_TOKENS.items())
     return (
         f"output cap {MATRIX_MAX_TOKENS:,} tokens{f' ({own})' if own else ''}, "
@@ -345,16 +332,14 @@ def matrix_markdown(cells: Sequence[MatrixCell]) -> str:
         )
         return f"{kind} · {kept} · {tokens} · {bench}"
 
-    by_key: dict[tuple[str, str, str], MatrixCell] = {(c.path, c.fault, c.mode): c for c in cells}
-    rows: list[list[str]] = []
-    seen: list[tuple[str, str]] = []
-    for cell in cells:
-        if (cell.path, cell.fault) not in seen:
-            seen.append((cell.path, cell.fault))
-    for path, fault in seen:
-        rows.append(
-            [path, f"`{fault}`", outcome(by_key.get((path, fault, "planner"))),
-             outcome(by_key.get((path, fault, "toolcalling")))]
-        )  # fmt: skip
+    by_key = {(c.path, c.fault, c.mode): c for c in cells}
+    rows = [
+        [
+            path,
+            f"`{fault}`",
+            *(outcome(by_key.get((path, fault, mode))) for mode in ("planner", "toolcalling")),
+        ]
+        for path, fault in dict.fromkeys((c.path, c.fault) for c in cells)
+    ]
     header = ["path", "fault", "planner", "toolcalling"]
     return "\n".join(render_table(header, rows, align="llll"))

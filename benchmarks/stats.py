@@ -1,23 +1,10 @@
-"""How sure a run's figures are: confidence intervals and the paired test of two modes (pure Python).
+"""How sure a run's figures are: confidence intervals, the paired test of two modes, and the one definition
+of percentile, median and mean every figure uses (pure Python).
 
-Everything here is a pure function of its inputs; the bootstrap draws from a ``random.Random`` seeded by the
-caller (:data:`DEFAULT_SEED` by default), so a report rendered twice from the same results shows the same
-intervals.
-
-- :func:`wilson_interval`: the Wilson score interval of a proportion (an accuracy). Unlike the normal
-  approximation it stays inside [0, 1] and is sensible at 0/n and n/n.
-- :func:`mcnemar_exact`: the exact (binomial) McNemar test on the discordant pairs of a paired comparison:
-  ``b`` turns only the first mode passed, ``c`` only the second; two-sided p-value.
-- :func:`paired_bootstrap_difference`: a percentile bootstrap interval of the accuracy difference of two modes
-  on the same turns, resampling *clusters* (conversations) rather than turns, because the turns of one
-  conversation are not independent (a wrong customer at turn 2 can fail turns 3 to 6).
-- :func:`bootstrap_interval`: a percentile bootstrap interval of any statistic (mean, median) of values,
-  resampling clusters of values (e.g. all repetitions of one turn).
-- :func:`percentile`, :func:`median`, :func:`mean`: the one definition of each that every figure of the
-  benchmark uses. Percentiles interpolate linearly between the closest ranks (numpy's default, "type 7").
-
-Statistical caveat the reports repeat: the scenarios are a fixed, hand-written suite, not a random sample of
-what users ask, so an interval describes run-to-run and turn-to-turn variation on *this* suite.
+The bootstrap draws from a ``random.Random`` seeded by the caller (:data:`DEFAULT_SEED` by default), so a
+report rendered twice shows the same intervals. It resamples *clusters* (conversations, or the repetitions
+of one turn) because their turns are not independent. The scenarios are a fixed, hand-written suite, not a
+random sample of what users ask: an interval describes variation on *this* suite.
 """
 
 from __future__ import annotations
@@ -62,16 +49,13 @@ class Interval(BaseModel):
     level: float = DEFAULT_LEVEL
 
     def excludes_zero(self) -> bool:
-        """Whether 0 lies outside the interval (the difference it bounds is distinguishable from none)."""
         return self.low > 0 or self.high < 0
 
     def contains(self, value: float) -> bool:
-        """Whether ``value`` lies inside the interval (bounds included)."""
         return self.low <= value <= self.high
 
 
 def _z(level: float) -> float:
-    """The two-sided standard normal quantile of ``level`` (1.959964 for 95%)."""
     if not 0 < level < 1:
         raise ValueError(f"level must be between 0 and 1, not {level!r}")
     return NormalDist().inv_cdf(0.5 + level / 2)
@@ -113,13 +97,13 @@ def mcnemar_exact(b: int, c: int) -> float:
 
 
 def mean(values: Sequence[float]) -> float:
-    """The arithmetic mean (0.0 for no values)."""
+    """0.0 for no values."""
     return sum(values) / len(values) if values else 0.0
 
 
 def percentile(values: Sequence[float], q: float) -> float:
-    """The ``q``-th percentile (0–100), interpolating linearly between the closest ranks (0.0 for no
-    values): rank ``(n - 1) · q / 100`` of the sorted values."""
+    """The ``q``-th percentile (0–100), interpolating linearly between the closest ranks as numpy's
+    default does (0.0 for no values)."""
     if not values:
         return 0.0
     ordered = sorted(values)
@@ -129,7 +113,6 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 
 def median(values: Sequence[float]) -> float:
-    """The 50th :func:`percentile` (0.0 for no values)."""
     return percentile(values, 50)
 
 

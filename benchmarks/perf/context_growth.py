@@ -1,10 +1,8 @@
 """Show that ``MemoryStore.build_context`` costs the same at 10, 1,000 and 10,000 stored messages.
 
-Run it with ``python -m benchmarks.perf.context_growth [--repeats N] [--sizes 10 1000 10000]``. For each
-size it fills one conversation of a fresh SQLite memory (WAL, a temporary file) with tool-calling turns (user,
-assistant with ``tool_calls``, tool result, final answer), one memory item per turn and a state, then times
-``build_context`` and counts the SQL statements it sends, with a ``before_cursor_execute`` listener. Flat
-milliseconds and a constant query count are the point; absolute milliseconds depend on the machine.
+``python -m benchmarks.perf.context_growth [--repeats N] [--sizes 10 1000 10000]`` fills one conversation of
+a fresh SQLite memory with tool-calling turns, a memory item per turn and a state, then times
+``build_context`` and counts its SQL statements. Flat milliseconds and a constant query count are the point.
 """
 
 from __future__ import annotations

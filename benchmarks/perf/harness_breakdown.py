@@ -1,21 +1,12 @@
 """Where the planner's in-process harness time goes, stage by stage (everything except model time).
 
-Run it with ``python -m benchmarks.perf.harness_breakdown [--repeat N] [--warmup N]``. It opens a freshly
-seeded demo ERP and a fresh SQLite memory store (WAL, temporary files, as ``erp-ai bench`` uses), builds the
-planner as the benchmark does (offline model, in-process AI client), and runs every turn of the default
-scenario suite (about 100 turns), each scenario in a new conversation. The unmodified
-:meth:`PlannerEngine.ask <planner_mode.engine.PlannerEngine.ask>` runs every turn; the stages are timed by
-wrapping its collaborators:
-
-- ``build_context`` and ``record_turn``: :class:`~shared.memory.store.MemoryStore` methods;
-- ``call-1 plumbing`` and ``call-2 plumbing``: the AI client's ``analyze`` / ``respond`` minus the model time
-  the usage tracker measured (prompt rendering, LangChain's runnable and callback machinery, parsing);
-- ``validation`` and ``execution``: ``validate_plan`` and ``astream_plan`` as the engine calls them;
-- ``other``: the turn's ``harness_ms`` minus the stages above (the engine's own bookkeeping).
-
-It prints the median milliseconds of each stage (over the turns that ran it) and the SQL statements each
-sends, counted with a ``before_cursor_execute`` listener. Absolute milliseconds depend on the machine; compare
-runs on the same one.
+``python -m benchmarks.perf.harness_breakdown [--repeat N] [--warmup N]`` runs every turn of the default
+suite through the unmodified planner (offline model, in-process AI client, a fresh demo ERP and SQLite
+memory, as ``erp-ai bench`` uses) and times its collaborators: ``build_context`` and ``record_turn`` (the
+memory store), ``call-1``/``call-2 plumbing`` (the AI client's calls minus model time: prompts, LangChain,
+parsing), ``validation`` and ``execution`` (``validate_plan``, ``astream_plan``) and ``other`` (the rest of
+``harness_ms``). It prints the median ms per stage and the SQL statements each sends. Absolute milliseconds
+depend on the machine; compare runs on the same one.
 """
 
 from __future__ import annotations
@@ -117,7 +108,6 @@ class _TimedStore(MemoryStore):
             return super().build_context(conversation_id, today, memory_limit, exchanges)
 
     def record_turn(self, conversation_id: str, turn: TurnRecord, **options: Any) -> Any:
-        # Options passed on as they are (user_id, expected_version, …): the timer wraps what the store takes.
         with self._recorder.stage("record_turn"):
             return super().record_turn(conversation_id, turn, **options)
 
@@ -129,23 +119,20 @@ class _TimedClient(InProcessAIClient):
         super().__init__(ai)
         self._recorder = recorder
 
-    async def plan(self, *args: Any, **kwargs: Any) -> AsyncGenerator[str | AnalyzeResponse, None]:
+    async def _plumbing(self, stage: str, stream: AsyncIterator[Any]) -> AsyncGenerator[Any, None]:
         model_ms = 0.0
-        with self._recorder.stage("call-1 plumbing", sql=False):
-            async for item in super().plan(*args, **kwargs):
+        with self._recorder.stage(stage, sql=False):
+            async for item in stream:
                 if not isinstance(item, str):
                     model_ms = item.usage.model_ms
                 yield item
-        self._recorder.subtract("call-1 plumbing", model_ms)
+        self._recorder.subtract(stage, model_ms)
 
-    async def answer(self, *args: Any, **kwargs: Any) -> AsyncGenerator[str | RespondResponse, None]:
-        model_ms = 0.0
-        with self._recorder.stage("call-2 plumbing", sql=False):
-            async for item in super().answer(*args, **kwargs):
-                if not isinstance(item, str):
-                    model_ms = item.usage.model_ms
-                yield item
-        self._recorder.subtract("call-2 plumbing", model_ms)
+    def plan(self, *args: Any, **kwargs: Any) -> AsyncGenerator[str | AnalyzeResponse, None]:
+        return self._plumbing("call-1 plumbing", super().plan(*args, **kwargs))
+
+    def answer(self, *args: Any, **kwargs: Any) -> AsyncGenerator[str | RespondResponse, None]:
+        return self._plumbing("call-2 plumbing", super().answer(*args, **kwargs))
 
 
 def _timed(recorder: _Recorder, name: str, function: Callable[..., T]) -> Callable[..., T]:
@@ -248,7 +235,6 @@ def render(recorder: _Recorder) -> Table:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--repeat", type=int, default=1, help="passes over the default scenario suite")
     parser.add_argument("--warmup", type=int, default=1, help="scenarios run first, untimed")

@@ -1,13 +1,10 @@
 """What streaming every benchmark turn costs: the suite driven through ``astream`` against ``ask``.
 
-Run it with ``python -m benchmarks.perf.stream_overhead [--rounds N] [--tags TAG ...]``. Each round runs the
-default scenario suite offline twice in a fresh output directory (one seeded demo ERP for all), as
-``erp-ai bench`` does: once as the benchmark runs it (every turn through the engine's ``astream``, every
-event read), once with :class:`AskDriven` engines whose ``astream`` just calls the engine's blocking ``ask``
-(the runner as it was before it streamed). The two drivings alternate so drift on a shared machine falls on
-both. It prints, per mode and driving, the median of each turn's ``total_ms`` and ``harness_ms`` (both
-measured by the engine from the turn's start to its result) and whether the two drivings recorded the same
-answers, calls and tokens. Absolute milliseconds depend on the machine; compare on the same one.
+``python -m benchmarks.perf.stream_overhead [--rounds N] [--tags TAG ...]`` runs the default suite offline,
+alternately as the benchmark runs it (every turn through ``astream``) and with :class:`AskDriven` engines
+whose ``astream`` just calls the blocking ``ask``, and prints per mode and driving the median ``total_ms``
+and ``harness_ms`` of a turn, and whether both drivings recorded the same answers, calls and tokens.
+Absolute milliseconds depend on the machine; compare on the same one.
 """
 
 from __future__ import annotations
@@ -19,7 +16,6 @@ from collections.abc import AsyncGenerator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from langchain_core.runnables import RunnableConfig
 from rich.console import Console
 from rich.table import Table
 
@@ -43,35 +39,16 @@ class AskDriven:
         self.engine = engine
         self.mode = engine.mode
 
-    def ask(
-        self,
-        conversation_id: str,
-        message: str,
-        caller: Caller,
-        *,
-        config: RunnableConfig | None = None,
-    ) -> TurnResult:
-        return self.engine.ask(conversation_id, message, caller, config=config)
+    def ask(self, conversation_id: str, message: str, caller: Caller, **options: Any) -> TurnResult:
+        return self.engine.ask(conversation_id, message, caller, **options)
 
-    async def aask(
-        self,
-        conversation_id: str,
-        message: str,
-        caller: Caller,
-        *,
-        config: RunnableConfig | None = None,
-    ) -> TurnResult:
-        return self.ask(conversation_id, message, caller, config=config)
+    async def aask(self, conversation_id: str, message: str, caller: Caller, **options: Any) -> TurnResult:
+        return self.ask(conversation_id, message, caller, **options)
 
     async def astream(
-        self,
-        conversation_id: str,
-        message: str,
-        caller: Caller,
-        *,
-        config: RunnableConfig | None = None,
+        self, conversation_id: str, message: str, caller: Caller, **options: Any
     ) -> AsyncGenerator[TurnEvent, None]:
-        yield TurnDone(result=self.ask(conversation_id, message, caller, config=config))
+        yield TurnDone(result=self.ask(conversation_id, message, caller, **options))
 
 
 def run_once(scenarios: Sequence[Scenario], driving: Driving, out_dir: Path, db_url: str) -> list[TurnRow]:

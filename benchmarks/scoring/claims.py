@@ -1,18 +1,12 @@
 """The claims check: nothing an answer states may be wrong, even what the scenario's facts do not ask for.
 
-The facts check finds what the question asked in the answer; this check reads the rest of it against the ERP's
-data for the question (:class:`Evidence`: the results and parameters of the calls the expectation names, in
-its expected operations and its facts, as the turn's user sees the ERP, and the question itself):
+The rest of the answer is read against the ERP's data for the question (:class:`Evidence`: the results and
+parameters of the calls the expectation names, as the turn's user sees the ERP, and the question itself):
 
-- **figures** come from that data (:func:`shared.grounding.ungrounded_figures`, the ERP's own grounding check:
-  every number in the results, list lengths and column sums, the question's numbers, today's date, and sums,
-  differences and percentages of two of them). A figure at the wrong scale is a wrong figure: ``215.111
-  millones`` is not the ERP's ₲215.111.000 (the detail says so when an ERP figure has those digits);
-- **amounts are guaraníes**: an amount written in another currency (``$38,158,000``, ``… pesos``) is wrong
-  even when its digits are the ERP's (:func:`benchmarks.scoring.numbers.foreign_amounts`);
-- **customers** named are the ones the question involves: a customer the data and the question never name
-  (October's total sales credited to "la empresa ABC") is a wrong subject
-  (:meth:`benchmarks.scoring.entities.ErpNames.customers_named`).
+- **figures** come from that data (:func:`shared.grounding.ungrounded_figures`, the ERP's own grounding
+  check); a figure at the wrong scale is wrong: ``215.111 millones`` is not the ERP's ₲215.111.000;
+- **amounts are guaraníes**: ``$38,158,000`` or ``… pesos`` is wrong even with the ERP's digits;
+- **customers** named are the ones the question involves (:meth:`ErpNames.customers_named`).
 """
 
 from __future__ import annotations

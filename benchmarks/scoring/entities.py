@@ -1,15 +1,10 @@
 """The ERP's customers and products as an answer names them: matched by identity, not by exact spelling.
 
-A person reading an answer recognises a product or a customer by what identifies it, so the scorer does too:
-
-- a **product** is named by its full name (``Aceite de soja 900 ml (caja x 12)``), by its SKU (``ALM-004``) or
-  by its base name, the name without the pack size in brackets (``Aceite de soja 900 ml``), when no other
-  product shares that base name;
-- a **customer** is named by its full name (``Importadora del Este S.A.``) or by its name without the legal
-  form (``Importadora del Este``: ``S.A.``, ``S.R.L.``, ``Ltda.``), when no other customer shares it.
-
-Names compare as whole words, case-, accent- and punctuation-insensitively (:func:`words`), so ``la empresa
-ABC`` names Empresa ABC and ``Empresa AB`` names nobody.
+A **product** is named by its full name, its SKU (``ALM-004``) or its name without the pack size in brackets
+(``Aceite de soja 900 ml``); a **customer** by its full name or its name without the legal form
+(``Importadora del Este``); a shortened name counts only when no other product or customer shares it. Names
+compare as whole words, case-, accent- and punctuation-insensitively (:func:`words`), so ``la empresa ABC``
+names Empresa ABC and ``Empresa AB`` names nobody.
 """
 
 from __future__ import annotations

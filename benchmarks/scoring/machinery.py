@@ -1,16 +1,9 @@
 """The clean check: an answer is words for a person, not the machinery behind it.
 
-Whatever the turn, the answer fails when it shows:
-
-- **raw JSON**: an object with a quoted key (``{"name": "ventas_anuales", "arguments": …}``, a result block
-  ``{"total": 744000000}``), a tool call or a result the reader was meant never to see;
-- **an operation call written out**: an operation's name followed by its arguments
-  (``ventas_mensuales(anio=2025, mes=3)``), what the model meant to run instead of what it found;
-- **echoed prompt text**: a line that starts with one of the labels the ERP's prompts give the question and
-  its context (:data:`PROMPT_LABELS`: ``Nueva pregunta:``, ``Fecha de hoy:``, ``Último intercambio:``,
-  ``Asistente:`` …), the model copying its input instead of answering it;
-- **English prose** (:func:`benchmarks.scoring.reply.reads_as_english`): an error message or a reply in the
-  wrong language (the users write Spanish; names and figures alone are in no language).
+It fails when it shows raw JSON (an object with a quoted key), an operation call written out
+(``ventas_mensuales(anio=2025, mes=3)``), echoed prompt text (a line starting with one of
+:data:`PROMPT_LABELS`, such as ``Nueva pregunta:``) or English prose
+(:func:`benchmarks.scoring.reply.reads_as_english`: the users write Spanish).
 """
 
 from __future__ import annotations

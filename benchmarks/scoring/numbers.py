@@ -1,10 +1,8 @@
 """Finding the ERP's figures in an answer: what the scorer adds to the figure parser of :mod:`shared.figures`.
 
-:mod:`shared.figures` reads a number however the model chose to write it (``₲850.000.000``, ``850,000,000``,
-``850 millones``, ``0,85 mil millones``) with the rounding a person uses. The scorer adds one thing: the ERP's
-amounts are guaraníes, so an amount written in another currency (``$38.158.000``, ``38.158.000 dólares``,
-``pesos``) is not the ERP's figure, whatever its digits: :func:`mentions_number` does not count it and
-:func:`foreign_amounts` lists it.
+The ERP's amounts are guaraníes, so an amount written in another currency (``$38.158.000``, ``38.158.000
+dólares``, ``pesos``) is not the ERP's figure, whatever its digits: :func:`mentions_number` does not count it
+and :func:`foreign_amounts` lists it.
 """
 
 from __future__ import annotations

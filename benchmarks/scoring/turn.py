@@ -1,24 +1,15 @@
-"""Scoring one turn: operations, facts, state, answer, claims, clean and reply checks; the turn passes when
-all of them hold.
+"""Scoring one turn: it passes when its operations, facts, state, answer, claims, clean and reply checks
+all hold (``None``: a check the scenario did not ask for).
 
-- **operations** (:mod:`benchmarks.scoring.operations`): the calls the ERP ran are the expected ones;
-- **facts**: what the question asks is in the answer, each fact a value the ERP computes at scoring time;
-  a scenario's ``asks`` narrows them to the names (who, which) or the figures (how much) it asks for.
-  Customers and products are matched by identity (:mod:`benchmarks.scoring.entities`);
-- **claims** (:mod:`benchmarks.scoring.claims`): nothing else the answer states is wrong either: its
-  figures come from the ERP's data for the question, at the right scale and in guaraníes, and the
-  customers it names are the ones the question involves;
-- **clean** (:mod:`benchmarks.scoring.machinery`): no raw JSON, written-out operation calls or English text;
-- **reply** (:mod:`benchmarks.scoring.reply`): the positive check of a turn that must run no operation
-  (``operations: []``): without it, any model that calls nothing, babble included, would pass small talk,
-  refusals and prompt injections;
-- **state** and **answer**: the conversation state's keys, and literal strings in or out of the answer.
+Facts are values the ERP computes at scoring time; a scenario's ``asks`` narrows them to names or figures.
+Claims (:mod:`benchmarks.scoring.claims`): nothing else the answer states is wrong. Clean
+(:mod:`benchmarks.scoring.machinery`): no raw JSON, operation calls or English. Reply
+(:mod:`benchmarks.scoring.reply`): the positive check of a turn that must run no operation.
 
-**The answer is judged, not the path.** A follow-up answered right from what the conversation already holds
-passes although no operation ran: when nothing ran (or was refused), the answer states every fact asked for,
-among them a figure (a name can be guessed, an ERP figure cannot), names the subject of the expected calls
-(their text parameters: the customer) and states nothing wrong, the operations check holds. Running a wrong
-operation still fails it.
+**The answer is judged, not the path.** A follow-up answered from what the conversation already holds passes
+the operations check although nothing ran, when the answer states every fact asked for, among them a figure
+(a name can be guessed, an ERP figure cannot), names the subject of the expected calls and states nothing
+wrong. Running a wrong operation still fails it.
 """
 
 from __future__ import annotations
@@ -56,25 +47,16 @@ class TurnScore(BaseModel):
     state: bool | None = None
     answer: bool | None = None
     claims: bool | None = None
-    """Nothing the answer states is wrong (figures, currency, customers); ``None`` for turns whose
-    expectation names no ERP data."""
     clean: bool | None = None
-    """The answer shows no machinery (raw JSON, operation calls, English text)."""
     reply: bool | None = None
-    """The positive check of a turn expecting no operation: a complete Spanish reply (and a refusal when one
-    is due); ``None`` for turns that expect operations or do not say."""
     details: list[str] = Field(default_factory=list)
     """Why each failing check failed, in words."""
 
 
 def value_in_answer(value: Any, answer: str, names: ErpNames | None = None) -> bool:
-    """Whether a fact's value appears in the answer: numbers in any notation, names as whole words.
-
-    Names compare case-, accent- and punctuation-insensitively, and only as whole words, so ``"Empresa AB"``
-    is not found in ``"Empresa ABC"`` nor ``"si"`` in ``"así"``; with ``names``, a customer or a product is
-    also found by what identifies it (:class:`~benchmarks.scoring.entities.ErpNames`: a SKU, a product's
-    name without its pack size, a customer's without its legal form).
-    """
+    """Whether a fact's value appears in the answer: numbers in any notation, names as whole folded words
+    (``"Empresa AB"`` is not in ``"Empresa ABC"``); with ``names``, a customer or product also by what
+    identifies it (:class:`~benchmarks.scoring.entities.ErpNames`)."""
     if isinstance(value, bool):
         value = "sí" if value else "no"
     if isinstance(value, int | float):
@@ -91,7 +73,6 @@ def _is_figure(value: Any) -> bool:
 
 
 def _asked(value: Any, asks: str | None) -> bool:
-    """Whether a fact of this value is one the question asks for (``asks``: the expectation's)."""
     if asks == "name":
         return not _is_figure(value)
     if asks == "figure":
@@ -117,11 +98,9 @@ class TurnScorer:
         self.registry = registry
         self.facts = FactEvaluator(registry, erp)
         self._erp = erp
-        self._loaded: list[ErpNames] = []
-        """The ERP's names once read (a list, so that :meth:`as_caller` copies share it)."""
+        self._loaded: list[ErpNames] = []  # a list, so that as_caller's copies share it
 
     def as_caller(self, caller: Caller) -> TurnScorer:
-        """The scorer whose facts are evaluated as ``caller`` sees the ERP (same cache)."""
         if caller == self.facts.caller:
             return self
         other = copy.copy(self)
@@ -130,7 +109,6 @@ class TurnScorer:
 
     @property
     def names(self) -> ErpNames:
-        """The ERP's customers and products (read once)."""
         if not self._loaded:
             self._loaded.append(ErpNames.of(self._erp))
         return self._loaded[0]
@@ -159,17 +137,12 @@ class TurnScorer:
         refusal: bool | None = None,
         refused: Sequence[Mapping[str, Any]] = (),
     ) -> TurnScore:
-        """Score a turn. ``operations`` are the calls the ERP executed successfully; ``refused`` the ones it
-        refused or that failed (each with its ``error``), which only explain a failed operations check.
-
-        ``question`` is what the user wrote (its numbers are figures the answer may repeat). ``state`` is
-        ``None`` when the mode produces no state: the state check is then skipped. A mode that does produce
-        state is checked even when its state is empty (an empty state lacks the expected keys). A ``failed``
-        turn (any failure kind, or an engine that raised) never passes; ``failure`` is its kind. ``denied``
-        says the ERP refused the turn because the conversation belongs to another user: a turn that expects
-        it passes exactly when it happened, and no other check applies. A turn expecting no operation must
-        also give a reply that passes :func:`~benchmarks.scoring.reply.reply_problems`; ``refusal`` says
-        whether it must decline (default: the expectation's ``refusal`` flag).
+        """Score a turn. ``operations``: the calls the ERP executed; ``refused``: those it refused or that
+        failed (each with its ``error``), which only explain a failed operations check. ``question``: what
+        the user wrote (its numbers may be repeated). ``state`` is ``None`` when the mode keeps none (no
+        state check). A ``failed`` turn never passes. ``denied``: the ERP refused the conversation (another
+        user's); a turn expecting it passes exactly then, and no other check applies. ``refusal``: whether
+        the reply must decline (default: the expectation's flag).
         """
         if expect.denied or denied:
             ok = expect.denied and denied
@@ -227,7 +200,6 @@ class TurnScorer:
 
     @staticmethod
     def _check(problems: list[str] | None, details: list[str]) -> bool | None:
-        """A check from its problems (``None``: not checked)."""
         if problems is None:
             return None
         details.extend(problems)
@@ -244,8 +216,8 @@ class TurnScorer:
     def _evidence(
         self, expect: Expectation, expected: list[dict[str, Any]] | None, question: str
     ) -> Evidence | None:
-        """The ERP's data for the question: the results and parameters of every call the expectation names
-        (its operations and its facts' calls); ``None`` when it names none."""
+        """The results and parameters of every call the expectation names (operations and facts' calls);
+        ``None`` when it names none."""
         calls = [(call["funcion"], call["parametros"]) for call in expected or []]
         calls += [call for fact in expect.facts for call in self.facts.calls(fact)]
         unique = {
@@ -347,7 +319,6 @@ class TurnScorer:
 
 
 def _refusal_detail(operation: Mapping[str, Any]) -> str:
-    """What happened to an operation the model asked for that did not run to a result."""
     error = str(operation.get("error") or "")
     name = operation.get("funcion", "?")
     if error.startswith(INTERNAL_ERROR_PREFIX):
