@@ -1,27 +1,10 @@
-"""The structured final answer (the article's call 2): shared because both modes can produce it.
+"""The structured final answer (the article's call 2), shared by both modes.
 
-Validation is strict about what matters (a ``respuesta`` string, memory items with content) and forgiving
-about what models commonly get slightly wrong: ``null`` for an empty ``memoria`` or ``estado``, and an
-``importancia`` a little outside 0–1 (clamped). A good answer is not thrown away for those.
-
-What an answer asks the ERP to store is bounded the same forgiving way (sanitised, never refused), so a model
-that repeats one memory item until its output cap cannot leave a wall of text in the conversation:
-``memoria`` loses its repeats (same content after folding case, accents and whitespace; the higher importance
-wins), keeps its :data:`~shared.bounds.MAX_MEMORY_ITEMS_PER_TURN` most important items, each one line of at
-most :data:`~shared.bounds.MAX_MEMORY_CHARS` characters; ``estado`` keeps at most
-:data:`~shared.bounds.MAX_STATE_KEYS` keys with each value clipped (:func:`~shared.bounds.clip_state`). The
-memory store applies them again on write. The JSON schema sent to providers states the memory bounds
-(``memoria`` ``maxItems``, ``contenido`` ``maxLength``, ``importancia`` 0–1), so a provider that decodes under
-the schema (a llama.cpp grammar: Ollama, llama.cpp's server) cannot write more; they are schema keywords
-only (``json_schema_extra``), never validation limits, so a reply over them is still clipped, not refused.
-
-**What a provider is shown.** The JSON schema of these models (validation mode, the one
-``model_json_schema()``, ``with_structured_output`` and tool conversion use) is written for the model, and
-every token of it is paid on every call: :class:`ProviderSchemaModel` replaces the developer docstring with a
-short Spanish ``schema_description``, drops pydantic's property titles, writes an optional ``X | None``
-field as plain ``X`` (optional already means "not required"), forbids extra keys and can leave out fields the
-ERP fills itself (``schema_omit``). The serialization-mode schema (an HTTP API's documented responses) stays
-complete. ``memoria`` and ``estado`` are optional: a model writes them only when it has something to add.
+Strict about what matters (a ``respuesta`` string, memory items with content), forgiving about what models
+commonly get slightly wrong (``null`` for ``memoria``/``estado``, ``importancia`` clamped to 0–1). What an
+answer asks to store is sanitised, never refused, within :mod:`shared.bounds`. :class:`ProviderSchemaModel`
+keeps the JSON schema a provider is shown (and pays for on every call) short: a Spanish
+``schema_description``, no titles, optional ``X | None`` written as ``X``, bounds as schema keywords only.
 """
 
 from __future__ import annotations
@@ -35,8 +18,6 @@ from pydantic_core import CoreSchema
 
 from shared.bounds import MAX_MEMORY_CHARS, MAX_MEMORY_ITEMS_PER_TURN, clip_line, clip_state
 from shared.text import fold
-
-__all__ = ["Answer", "MemoryItem", "ProviderSchemaModel", "bound_memories"]
 
 
 class ProviderSchemaModel(BaseModel):

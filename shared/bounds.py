@@ -1,25 +1,7 @@
 """Size bounds on everything the harness stores or sends to a model: no data can make a request oversized.
 
-A model that repeats itself until its output cap, a user who pastes a book, an operation that lists every
-invoice: whatever is stored or returned, what reaches the next model call is bounded by construction. Two
-helpers do the cutting, always visibly (a model and a reader must see that something was left out):
-
-- :func:`clip_text` cuts a string to ``max_chars`` characters, ending in :data:`TRUNCATION_MARK`;
-- :func:`clip_json` turns any value into JSON-ready data whose compact JSON has at most ``max_chars``
-  characters: long lists end in a ``"… (N más)"`` item, dicts with too many keys get a ``"_truncado"`` key,
-  strings are clipped with :func:`clip_text`, and nesting deeper than ``max_depth`` becomes a marker.
-
-The limits themselves are named here, in one place:
-
-- what one turn may write (:class:`shared.answer.Answer` sanitises the model's answer with them, and
-  :meth:`shared.memory.store.MemoryStore.record_turn` applies them again to whatever a caller stores):
-  :data:`MAX_MEMORY_ITEMS_PER_TURN`, :data:`MAX_MEMORY_CHARS`, :data:`MAX_STATE_KEYS`,
-  :data:`MAX_STATE_KEY_CHARS`, :data:`MAX_STATE_VALUE_CHARS`, :data:`MAX_STATE_VALUE_ITEMS`;
-- what one context may hold (:meth:`~shared.memory.store.MemoryStore.build_context`):
-  :data:`MAX_CONTEXT_MEMORIES`, :data:`MAX_CONTEXT_EXCHANGES`, :data:`MAX_EXCHANGE_CHARS`, and so at most
-  :data:`CONTEXT_MAX_CHARS` characters of JSON whatever the database holds;
-- what one operation result may send to the answer call: :data:`RESULT_MAX_ITEMS`, :data:`RESULT_MAX_CHARS`
-  (``clip_json(result, max_items=RESULT_MAX_ITEMS, max_chars=RESULT_MAX_CHARS)``).
+:func:`clip_text` and :func:`clip_json` cut visibly (:data:`TRUNCATION_MARK`, ``"… (N más)"``,
+``"_truncado"``); the limits for one turn's writes, one context and one operation result are named here.
 """
 
 from __future__ import annotations
@@ -37,29 +19,6 @@ from typing import Any, Final
 from pydantic import BaseModel
 
 from shared.inputs import CONTROL_CHARACTERS
-
-__all__ = [
-    "CONTEXT_MAX_CHARS",
-    "MAX_CONTEXT_EXCHANGES",
-    "MAX_CONTEXT_MEMORIES",
-    "MAX_EXCHANGE_CHARS",
-    "MAX_MEMORY_CHARS",
-    "MAX_MEMORY_ITEMS_PER_TURN",
-    "MAX_STATE_KEYS",
-    "MAX_STATE_KEY_CHARS",
-    "MAX_STATE_VALUE_CHARS",
-    "MAX_STATE_VALUE_ITEMS",
-    "RESULT_MAX_CHARS",
-    "RESULT_MAX_ITEMS",
-    "TRUNCATION_MARK",
-    "clean_text",
-    "clip_json",
-    "clip_line",
-    "clip_state",
-    "clip_text",
-    "json_size",
-    "single_line",
-]
 
 TRUNCATION_MARK: Final = "… [truncado]"
 """Ends every string :func:`clip_text` cut, so a model (and a reader) sees that text is missing."""
@@ -118,12 +77,7 @@ _MAX_SHRINK_ROUNDS: Final = 12
 
 
 def clip_text(text: str, max_chars: int) -> str:
-    """``text`` if it has at most ``max_chars`` characters, else its start and :data:`TRUNCATION_MARK`.
-
-    The result never exceeds ``max_chars`` characters (the mark included); below the mark's own length the
-    text is simply cut. ``clip_text("abcdef", 4) == "abcd"``; a 1 MB string clipped to 300 characters keeps
-    its first 288 characters and ends in ``"… [truncado]"``.
-    """
+    """``text`` if it has at most ``max_chars`` characters, else its start and :data:`TRUNCATION_MARK`."""
     if max_chars < 0:
         raise ValueError(f"max_chars must be >= 0, got {max_chars}")
     if len(text) <= max_chars:
@@ -134,20 +88,12 @@ def clip_text(text: str, max_chars: int) -> str:
 
 
 def single_line(text: str) -> str:
-    """``text`` with its whitespace collapsed to single spaces and its other control characters removed.
-
-    Lone surrogates (not valid Unicode: they cannot be stored as UTF-8) become U+FFFD. Used for memory items
-    and state keys, which are one-line facts and names.
-    """
+    """``text`` with its whitespace collapsed to single spaces and its other control characters removed."""
     return " ".join(clean_text(text).split())
 
 
 def clip_line(text: str, max_chars: int) -> str:
-    """:func:`single_line` of ``text`` clipped by :func:`clip_text`, in time bounded by ``max_chars``.
-
-    Only the first ``4 * max_chars`` characters are collapsed (whitespace runs longer than that are not worth
-    reading); if anything but whitespace was left beyond them, the result ends in :data:`TRUNCATION_MARK`.
-    """
+    """:func:`single_line` of ``text`` clipped by :func:`clip_text`, in time bounded by ``max_chars``."""
     window = 4 * max_chars + len(TRUNCATION_MARK)
     line = clip_text(single_line(text[:window]), max_chars)
     lost = len(text) > window and not text[window:].isspace()
@@ -158,10 +104,7 @@ def clip_line(text: str, max_chars: int) -> str:
 
 def clean_text(text: str) -> str:
     """``text`` safe to store and to embed in JSON: control characters other than ``\\n``, ``\\t`` and
-    ``\\r`` removed (vertical whitespace such as form feeds becomes a space), lone surrogates become U+FFFD.
-
-    After it, JSON escaping at most doubles a text's length (``"`` → ``\\"``, newline → ``\\n``).
-    """
+    ``\\r`` removed (other vertical whitespace becomes a space), lone surrogates become U+FFFD."""
     if text.isascii() and text.isprintable():
         return text
     return text.translate(_CLEAN_TABLE)
@@ -190,23 +133,7 @@ def clip_json(
     max_string_chars: int | None = None,
 ) -> Any:
     """``value`` as JSON-ready data (dicts with string keys, lists, strings, numbers, booleans, ``None``)
-    whose compact JSON (:func:`json_size`) has at most ``max_chars`` characters, with every cut visible.
-
-    - A list (tuple, set) longer than ``max_items`` keeps its first ``max_items`` items and ends in the string
-      ``"… (N más)"``; a dict with more keys keeps its first ``max_items`` and gains
-      ``"_truncado": "… (N claves más)"``.
-    - Strings longer than ``max_string_chars`` (default: ``max_chars``) are cut by :func:`clip_text`.
-    - Containers nested deeper than ``max_depth`` become ``"… [anidado]"`` (so cycles and hostile nesting
-      end too).
-    - Pydantic models, dataclasses, dates, ``Decimal`` and enums become their JSON form; NaN and infinities
-      (not JSON) become strings; anything else becomes its ``str()``, clipped.
-
-    A value that still does not fit is shrunk in rounds (halving the items and string lengths kept); as a
-    last resort the result is the clipped JSON text itself, as a string. Work is bounded by ``max_chars``,
-    not by the size of ``value``. Typical use, capping an operation result sent to a model::
-
-        clip_json(result, max_items=RESULT_MAX_ITEMS, max_chars=RESULT_MAX_CHARS)
-    """
+    whose compact JSON (:func:`json_size`) has at most ``max_chars`` characters, with every cut visible."""
     if max_items < 1 or max_chars < 2 or max_depth < 0:
         raise ValueError("clip_json needs max_items >= 1, max_chars >= 2 and max_depth >= 0")
     items = max_items
@@ -241,11 +168,7 @@ def clip_state(
     max_value_items: int = MAX_STATE_VALUE_ITEMS,
 ) -> dict[str, Any]:
     """A conversation state (or a state update) within bounds: at most ``max_keys`` keys (the first ones),
-    each key cut to ``max_key_chars`` single-line characters, each value through :func:`clip_json`.
-
-    ``None`` values (which delete a key in an update) stay ``None``. Dropped keys are simply left out: a
-    state is a small record of the conversation's topic, not a place for bulk data.
-    """
+    each key cut to ``max_key_chars`` single-line characters, each value through :func:`clip_json`."""
     bounded: dict[str, Any] = {}
     for key, value in state.items():
         if len(bounded) >= max_keys:

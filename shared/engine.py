@@ -17,33 +17,15 @@ if TYPE_CHECKING:
 
     from shared.events import TurnEvent
 
-__all__ = ["AssistantEngine", "TurnEngine"]
-
 
 @runtime_checkable
 class AssistantEngine(Protocol):
-    """Answers one user message in a conversation whose memory the ERP owns.
-
-    ``ask``, ``aask`` and ``astream`` run the same turn (same calls, same recording, same result); ``config``
-    is a LangChain ``RunnableConfig`` (``callbacks``, ``tags``, ``metadata``, ``run_name``) applied to one
-    parent run per turn that contains every model call of the turn (:mod:`shared.tracing`).
-
-    ``caller`` is required in all three: the user the embedding application authenticated, who decides what
-    the model is offered and which rows the ERP shows. An engine never guesses who is asking, so forgetting
-    it is a ``TypeError``, never a turn run as some default user (the single-user demo passes
-    :data:`shared.security.DEMO_CALLER` explicitly); a ``caller`` that is not a ``Caller`` is refused with a
-    ``TypeError`` too (:func:`shared.security.require_caller`).
-    """
+    """Answers one user message in a conversation whose memory the ERP owns."""
 
     mode: str
 
     def ask(
-        self,
-        conversation_id: str,
-        message: str,
-        caller: Caller,
-        *,
-        config: RunnableConfig | None = None,
+        self, conversation_id: str, message: str, caller: Caller, *, config: RunnableConfig | None = None
     ) -> TurnResult:
         """Run one turn as ``caller``. Raises only ``ConversationAccessDenied`` (the conversation belongs to
         another user), a :class:`~shared.errors.ConfigurationError` the turn cannot run without fixing (an AI
@@ -53,23 +35,13 @@ class AssistantEngine(Protocol):
         ...
 
     async def aask(
-        self,
-        conversation_id: str,
-        message: str,
-        caller: Caller,
-        *,
-        config: RunnableConfig | None = None,
+        self, conversation_id: str, message: str, caller: Caller, *, config: RunnableConfig | None = None
     ) -> TurnResult:
         """``ask`` without blocking the event loop (models' ``ainvoke``, handlers in threads)."""
         ...
 
     def astream(
-        self,
-        conversation_id: str,
-        message: str,
-        caller: Caller,
-        *,
-        config: RunnableConfig | None = None,
+        self, conversation_id: str, message: str, caller: Caller, *, config: RunnableConfig | None = None
     ) -> AsyncGenerator[TurnEvent, None]:
         """The turn as events (:mod:`shared.events`), the answer in deltas as the model writes it; the last
         event is ``TurnDone``. Raises ``ConversationAccessDenied`` before the first event. An async
@@ -79,21 +51,7 @@ class AssistantEngine(Protocol):
 
 
 class TurnEngine(ABC):
-    """The three entry points of :class:`AssistantEngine` over a mode's one turn driver, :meth:`_turn`.
-
-    :meth:`astream` is the turn, read as it happens; :meth:`aask` drains it without a reader and returns
-    ``TurnDone``'s result (``first_answer_ms`` is ``None``: no reader saw the text arrive); :meth:`ask` runs
-    ``aask`` to completion, blocking (:func:`shared.turn_steps.run_until_complete`, as pydantic-ai's
-    ``run_sync``), also from a thread that runs an event loop. A mode implements only :meth:`_turn`.
-
-    ``caller`` is required in every entry point (see :class:`AssistantEngine`). ``ConversationAccessDenied``
-    (the conversation belongs to another user) and ``TypeError`` (``caller`` is not a ``Caller``) are raised
-    before anything runs (by ``astream``: before its first event), and a configuration error the turn cannot
-    run without fixing (an AI server refusing the bearer token) as it is met; every other failure ends in the
-    result.
-    A reader of :meth:`astream` that stops early should close the generator (``contextlib.aclosing``):
-    nothing is recorded then.
-    """
+    """The three entry points of :class:`AssistantEngine` over a mode's one turn driver, :meth:`_turn`."""
 
     mode: str
 
@@ -111,24 +69,14 @@ class TurnEngine(ABC):
         deltas are decoded live and ``first_answer_ms`` is stamped)."""
 
     def ask(
-        self,
-        conversation_id: str,
-        message: str,
-        caller: Caller,
-        *,
-        config: RunnableConfig | None = None,
+        self, conversation_id: str, message: str, caller: Caller, *, config: RunnableConfig | None = None
     ) -> TurnResult:
         """Answer ``message`` in ``conversation_id`` (created for ``caller`` if unknown) as ``caller`` and
         record the turn; :meth:`aask` run to completion."""
         return run_until_complete(self.aask(conversation_id, message, caller, config=config))
 
     async def aask(
-        self,
-        conversation_id: str,
-        message: str,
-        caller: Caller,
-        *,
-        config: RunnableConfig | None = None,
+        self, conversation_id: str, message: str, caller: Caller, *, config: RunnableConfig | None = None
     ) -> TurnResult:
         """:meth:`ask` without blocking the event loop: the turn drained to its end (what follows
         ``TurnDone``, such as closing the turn's trace run, runs too) and ``TurnDone``'s result returned."""
@@ -141,12 +89,7 @@ class TurnEngine(ABC):
         return last.result
 
     def astream(
-        self,
-        conversation_id: str,
-        message: str,
-        caller: Caller,
-        *,
-        config: RunnableConfig | None = None,
+        self, conversation_id: str, message: str, caller: Caller, *, config: RunnableConfig | None = None
     ) -> AsyncGenerator[TurnEvent, None]:
         """The turn as events (:mod:`shared.events`), the answer in ``AnswerDelta`` s as the model writes it,
         ``TurnDone`` last (the turn is recorded just before it)."""

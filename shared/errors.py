@@ -20,15 +20,10 @@
     ├── StorageError                   the ERP's database or memory store cannot be read or written
     └── ConfigurationError             the developer/user must change a setting or install a package
 
-The split follows pydantic-ai's three families: "the model should do better" (``ModelOutputError``,
-``OperationError`` when the request came from a model), "you used the API wrongly"
-(``ConfigurationError``, ``InputError``), and "the run failed" (``ProviderError``, ``StorageError``).
-How each becomes a turn's failure kind is :mod:`shared.failures`.
-
-**Operation errors speak the assistant's language.** The message of every :class:`OperationError` reaches
-the model (call 2's results, a tool result) and through it the user, so it is written in Spanish, from the
-one catalog below (:data:`OPERATION_ERROR_TEXTS`, :func:`parameter_problem`); a model repeating it verbatim
-still answers in the user's language. Log and CLI messages of the other families stay in English.
+Families as in pydantic-ai: "the model should do better" (``ModelOutputError``, ``OperationError``), "you used
+the API wrongly" (``ConfigurationError``, ``InputError``), "the run failed" (``ProviderError``,
+``StorageError``). :class:`OperationError` messages reach the model and the user, so they are Spanish, from
+:data:`OPERATION_ERROR_TEXTS`; the other families speak English.
 """
 
 from __future__ import annotations
@@ -142,12 +137,7 @@ class CustomerNotFoundError(DomainError):
 
 
 class CustomerOutOfScopeError(CustomerNotFoundError):
-    """The customer exists but is outside the caller's data scope (not one of their customers).
-
-    Its message is exactly a :class:`CustomerNotFoundError`'s for the same name and suggestions (from the
-    caller's own customers): a caller who may not see a customer cannot tell it from one that does not exist.
-    The class (and :attr:`customer`) tells the ERP's own code and logs which it was.
-    """
+    """The customer exists but is outside the caller's data scope (not one of their customers)."""
 
     def __init__(self, operation: str, customer: str, suggestions: Sequence[str] = ()) -> None:
         self.customer = customer
@@ -169,12 +159,7 @@ INTERNAL_ERROR_PREFIX = "error interno (ref "
 
 
 class OperationInternalError(OperationError):
-    """An operation failed for an unexpected reason (a bug, a corrupt page, a lost connection).
-
-    The message the model and the user see is only ``error interno (ref XXXX)``: internal exception text (SQL
-    statements, parameters) never reaches a prompt or an answer. The full exception is logged under
-    ``reference``.
-    """
+    """An operation failed for an unexpected reason (a bug, a corrupt page, a lost connection)."""
 
     def __init__(self, operation: str, reference: str) -> None:
         self.operation = operation

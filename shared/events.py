@@ -1,16 +1,8 @@
 """What ``astream`` yields while a turn runs: typed events, the same for both modes.
 
-In order: the plan once call 1 is parsed (planner mode only), one event per executed (or refused) operation,
-the answer's text in deltas as the model writes it, and last the turn's :class:`~shared.turn.TurnResult`.
-Concatenating the deltas gives the answer the model wrote; the final ``TurnResult.answer`` is what the user
-should be shown in the end (equal to the deltas on success; a failure message when the turn failed, which
-then supersedes any partial text already shown). Nothing is recorded before :class:`TurnDone`.
-
-One planner exception to that order: when call 1 writes a direct answer (``respuesta_directa``) as the first
-key of its reply, its text streams as :class:`AnswerDelta` events *before* :class:`PlanReady`, as the model
-writes it (small talk and refusals read as fast as in tool calling). Should that reply go on to plan
-operations anyway, they run, call 2's answer follows the text already shown, and ``TurnDone``'s
-``TurnResult.answer`` (call 2's) is the one to keep.
+In order: the plan (planner mode), one event per operation, the answer's text in deltas, and last the
+:class:`~shared.turn.TurnResult`, whose ``answer`` supersedes the deltas when the turn failed. A planner's
+direct answer streams as :class:`AnswerDelta` events before :class:`PlanReady`.
 """
 
 from __future__ import annotations
@@ -20,8 +12,6 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field
 
 from shared.turn import ExecutedOperation, TurnResult
-
-__all__ = ["AnswerDelta", "OperationDone", "PlanReady", "TurnDone", "TurnEvent"]
 
 
 class PlanReady(BaseModel):

@@ -1,15 +1,8 @@
 """The one failure contract of both modes: how a turn can fail, what is recorded, what the user reads.
 
-Every turn either succeeds (``TurnResult.failure is None``) or ends in exactly one :data:`FailureKind`. Both
-engines classify with :func:`failure_kind_of` and word the user's answer with :func:`user_message`, so the
-same fault reads the same in planner and tool-calling mode. ``docs/failures.md`` is this module as a table.
-
-**Recording policy (both modes).** A turn is recorded in the conversation only when a model wrote its final
-answer: success, or ``invalid_plan`` / ``operation_error``, where the model's answer explains what the ERP
-refused or could not do. A turn whose model failed (``provider``, ``timeout``, ``model_output``, ``limit``) or
-stated figures the ERP cannot confirm (``ungrounded``), whose storage failed (``storage``) or whose input was
-refused (``input``) leaves the conversation untouched: no message, no memory, no state, not even a new
-conversation's row. The user can simply ask again.
+A turn succeeds or ends in exactly one :data:`FailureKind` (``docs/failures.md`` is this module as a table).
+It is recorded only when a model wrote its final answer (success, ``invalid_plan``, ``operation_error``); any
+other failure leaves the conversation untouched, so the user can simply ask again.
 """
 
 from __future__ import annotations
@@ -25,17 +18,6 @@ from shared.errors import (
     ProviderTimeoutError,
     StorageError,
 )
-
-__all__ = [
-    "FAILURE_KINDS",
-    "NOT_RECORDED_NOTE",
-    "RECORDED_FAILURES",
-    "FailureKind",
-    "failure_kind_of",
-    "is_recorded",
-    "markdown_table",
-    "user_message",
-]
 
 FailureKind = Literal[
     "provider",
@@ -123,26 +105,20 @@ _CUT_MESSAGE = (
 )
 
 
-def failure_kind_of(error: BaseException) -> FailureKind:
-    """The failure kind of an exception a turn ended on; anything unknown counts as a provider failure.
+_KINDS_OF_ERRORS: tuple[tuple[type[BaseException], FailureKind], ...] = (
+    (OperationInternalError, "operation_error"),
+    (ProviderTimeoutError, "timeout"),
+    (ModelOutputError, "model_output"),
+    (StorageError, "storage"),
+    (InputError, "input"),
+    (OperationError, "invalid_plan"),
+)
+"""The first class an error is an instance of gives its kind (subclasses come before their bases)."""
 
-    ``ProviderTimeoutError`` → ``timeout``; ``ProviderError`` → ``provider``; ``ModelOutputError`` (including
-    ``OutputLimitError``) → ``model_output``; ``StorageError`` → ``storage``; ``InputError`` → ``input``;
-    ``OperationInternalError`` → ``operation_error``; any other ``OperationError`` → ``invalid_plan``.
-    """
-    if isinstance(error, OperationInternalError):
-        return "operation_error"
-    if isinstance(error, ProviderTimeoutError):
-        return "timeout"
-    if isinstance(error, ModelOutputError):
-        return "model_output"
-    if isinstance(error, StorageError):
-        return "storage"
-    if isinstance(error, InputError):
-        return "input"
-    if isinstance(error, OperationError):
-        return "invalid_plan"
-    return "provider"  # ProviderError, and whatever else a provider's SDK raised
+
+def failure_kind_of(error: BaseException) -> FailureKind:
+    """The failure kind of an exception a turn ended on; anything unknown counts as a provider failure."""
+    return next((kind for cls, kind in _KINDS_OF_ERRORS if isinstance(error, cls)), "provider")
 
 
 def is_recorded(failure: FailureKind | None) -> bool:

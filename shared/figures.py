@@ -1,22 +1,10 @@
 """Reading the figures a text states, however it was written (Spanish and English styles).
 
-``₲850.000.000``, ``850.000.000``, ``850,000,000``, ``850000000``, ``Gs. 850.000.000``, ``850 millones`` and
-``0,85 mil millones`` all mention 850000000. A number written with a scale word or decimals
-(``853,4 millones``) carries a tolerance of half a unit of its last written digit, so a model that rounds the
-way a person would still matches; but never more than :data:`MAX_RELATIVE_ERROR` of the target, so a figure
-must be right to two significant digits (``1 millón`` does not stand for 1.400.000).
-
-Separator rules (Spanish and English styles both occur):
-
-- both ``.`` and ``,`` present: the last one is the decimal separator (it must occur once), the other
-  groups thousands;
-- one kind, several times: thousands grouping (``1.234.567``);
-- one kind, once: thousands if exactly three digits follow and the part before is one to three digits not
-  starting with ``0`` (``1.500`` is 1500), else decimal (``12,5``, ``0,850``, ``1234.567``);
-- non-breaking and thin spaces group thousands.
-
-Thousands groups must be well formed (one to three digits, then groups of exactly three): a token such as
-``1.5.3`` or ``12.05.2025`` is not read as a number at all, rather than as a made-up one.
+``₲850.000.000``, ``850,000,000``, ``Gs. 850.000.000``, ``850 millones`` and ``0,85 mil millones`` all mention
+850000000. A figure with a scale word or decimals tolerates half a unit of its last written digit, at most
+:data:`MAX_RELATIVE_ERROR`. With both ``.`` and ``,`` the last is the decimal separator; one kind repeated
+groups thousands; one kind once groups thousands only before exactly three digits (``1.500``, not ``12,5``).
+Malformed groups (``1.5.3``, ``12.05.2025``) are not numbers.
 """
 
 from __future__ import annotations

@@ -1,28 +1,9 @@
 """Grounded answers: every figure an answer states must come from what the ERP knows.
 
-A model that writes the answer (the planner's call 2 or a direct answer, tool calling's final text) may state
-a figure that no operation returned: "hay 1429 facturas pendientes", "₲798.530.000" where the ERP said
-79.853.000. The ERP checks the figures of the answer (and of the memory items it would store) against its own
-sources before it shows or remembers them:
-
-- every number in the results of the operations that ran (nested values, numbers written inside text such as
-  "caja x 12", the length of every list, the sum of every numeric column of a list of rows) and in their
-  parameters;
-- every number in the texts the ERP sent: the question, the rendered context (state, memories, the last
-  exchange) and the catalog;
-- today's date (its year, the year before and after, its month and day);
-- figures derived from two of those numbers: their sum, their difference, one as a percentage of the other and
-  the percentage change between them.
-
-Figures are read by :mod:`shared.figures` (``850.000.000``, ``850,000,000``, ``₲850.000.000``, ``850
-millones``, ``12,5 %``) and compared by value with the rounding a person uses: half a unit of the last written
-digit, and for a whole number ending in zeros half a unit of its last non-zero digit (``850.000.000`` stands
-for 849.850.000), never more than :data:`~shared.figures.MAX_RELATIVE_ERROR` of the value. Dates, times, list
-numbering ("1. Empresa ABC") and codes glued to letters ("F-001", "A-1", a RUC "80000001-1") are not figures.
-
-:func:`ungrounded_figures` returns the figures of a text that no source supports; :func:`check_answer` is
-the check both engines run on a model-written answer and its memory items, :data:`GroundingPolicy` what they
-do with the result, and :func:`ungrounded_answer` what the user reads instead of a refused answer.
+The sources are the numbers of the operations' results and parameters (list lengths and column sums
+included), of the texts the ERP sent (question, context, catalog), today's date, and sums, differences and
+percentages of two of those. Figures are compared with a person's rounding (:mod:`shared.figures`); dates,
+list numbering and codes glued to letters are not figures.
 """
 
 from __future__ import annotations
@@ -39,15 +20,6 @@ from shared.answer import MemoryItem
 from shared.figures import NumberMention, extract_numbers
 from shared.result_text import call_text, result_lines
 from shared.turn import ExecutedOperation
-
-__all__ = [
-    "GroundingCheck",
-    "GroundingPolicy",
-    "check_answer",
-    "grounding_sources",
-    "ungrounded_answer",
-    "ungrounded_figures",
-]
 
 GroundingPolicy = Literal["refuse", "flag", "off"]
 """What an engine does with an answer that states ungrounded figures: ``refuse`` (default) shows the user a
@@ -91,15 +63,7 @@ def grounding_sources(results: Iterable[Any], texts: Iterable[str], today: date)
         values.update(_numbers_in(result))
     for text in texts:
         values.update(mention.value for mention in extract_numbers(text))
-    values.update(
-        {
-            float(today.year),
-            float(today.year - 1),
-            float(today.year + 1),
-            float(today.month),
-            float(today.day),
-        }
-    )
+    values.update(float(n) for n in (today.year - 1, today.year, today.year + 1, today.month, today.day))
     return sorted(values, key=abs, reverse=True)  # the largest first: derived figures combine those
 
 

@@ -1,25 +1,8 @@
 """What a turn's caller may send: checked before anything is read, paid or written.
 
-Both engines call :func:`check_turn_input` first, so a bad conversation id or question costs no model call
-and leaves nothing behind (failure kind ``input``); the CLI refuses it with one line before opening a model.
-The AI server's request models (:mod:`planner_mode.wire`) apply the same rules to what crosses the wire, so
-a question the ERP would refuse is a 422 there.
-
-**Control characters.** A question may hold tab, line feed and carriage return (a pasted table, several
-lines, Windows line ends); every other character of Unicode category ``Cc`` is refused
-(:data:`CONTROL_CHARACTERS`):
-
-- the rest of C0, U+0000–U+001F: NUL cannot be stored in a PostgreSQL text column at all (SQLite stores it,
-  so the two backends would disagree), and ESC, BEL and the like drive a terminal: a question or a customer
-  name that carried them would repeat them to every screen that shows the conversation;
-- DEL, U+007F: invisible, and nobody types it into a question;
-- C1, U+0080–U+009F: CSI (U+009B) and OSC (U+009D) are the 8-bit forms of ``ESC [`` and ``ESC ]`` and some
-  terminals obey them; otherwise they are mojibake (cp1252 text decoded as Latin-1), never meant text.
-
-This is the set :func:`shared.bounds.clean_text` removes from stored text (it uses this table), and a
-conversation id refuses every ``Cc`` character, tab and line ends included
-(:func:`shared.memory.store.check_conversation_id`). Format characters (``Cf``: zero-width joiners,
-bidirectional marks) stay allowed: real text uses them and they drive no terminal.
+A question may hold tab, line feed and carriage return; every other ``Cc`` character is refused
+(:data:`CONTROL_CHARACTERS`): NUL cannot be stored by PostgreSQL, C0/C1 controls and DEL drive terminals or
+are mojibake. Format characters (``Cf``) stay allowed. :func:`shared.bounds.clean_text` removes the same set.
 """
 
 from __future__ import annotations
@@ -28,16 +11,6 @@ import re
 from typing import Final
 
 from shared.errors import InputError
-
-__all__ = [
-    "ALLOWED_CONTROLS",
-    "CONTROL_CHARACTERS",
-    "MAX_QUESTION_CHARS",
-    "check_question",
-    "check_text",
-    "check_turn_input",
-    "find_control_character",
-]
 
 MAX_QUESTION_CHARS: Final = 4000
 """Longest question accepted, in characters: several paragraphs, far below any model's context."""
@@ -79,12 +52,7 @@ def check_text(text: str, what: str) -> str:
 
 
 def check_question(message: str) -> str:
-    """Return ``message`` if it is a usable question; raise :class:`InputError` saying what is wrong.
-
-    Refused: a non-string, an empty or whitespace-only text, more than :data:`MAX_QUESTION_CHARS` characters,
-    a control character other than tab and line ends (:data:`CONTROL_CHARACTERS`), and text that is not valid
-    Unicode (lone surrogates, which a terminal sends for undecodable bytes).
-    """
+    """Return ``message`` if it is a usable question; raise :class:`InputError` saying what is wrong."""
     if not isinstance(message, str):
         raise InputError(f"The question must be text, not {type(message).__name__}.")
     if not message.strip():

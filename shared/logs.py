@@ -1,11 +1,7 @@
 """Logging conventions: stdlib ``logging``, one logger per package, one structured record per turn.
 
-Loggers: ``planner_mode`` (engine; ``planner_mode.server`` for the AI server), ``toolcalling_mode``,
-``shared`` and ``benchmarks``. The library never configures handlers; applications do
-(``erp-ai --log-level`` does for the CLI). Each finished turn is logged once at INFO by
-:func:`log_turn` with its fields both in the message (readable in a plain log) and in ``record.erp_ai`` (a
-dict, for JSON formatters and tests): conversation, user, mode, calls, tokens, ms, failure kind, recorded.
-Failed turns log at WARNING. Question and answer texts are never logged (they may hold customer data).
+The library never configures handlers. :func:`log_turn` logs each finished turn once (INFO, WARNING if it
+failed) with its fields in the message and in ``record.erp_ai``; question and answer texts are never logged.
 """
 
 from __future__ import annotations
@@ -14,8 +10,6 @@ import logging
 from typing import Any
 
 from shared.turn import TurnResult
-
-__all__ = ["TURN_FIELDS", "log_turn", "turn_fields"]
 
 TURN_FIELDS = (
     "conversation_id",

@@ -1,18 +1,12 @@
 """The ERP's own plain-text rendering of an operation's result, for a reader rather than a program.
 
-Used where the ERP shows results itself instead of a model's answer (an answer refused for ungrounded figures,
-:func:`shared.grounding.ungrounded_answer`): the same figures the operation returned, written the way the
-demo's users write them. Numbers get Spanish thousands separators from five digits on (``850000000`` →
-``850.000.000``; a year or ``1616`` stays whole), keys read
-as words (``precio_unitario`` → ``precio unitario``), and a list shows its first rows, one per line, with how
-many more there are. Nothing is computed or rounded: every figure is the result's own.
+Numbers of five digits or more get Spanish thousands separators, keys read as words, lists show their first
+rows and how many more there are. Nothing is computed or rounded.
 """
 
 from __future__ import annotations
 
 from typing import Any
-
-__all__ = ["call_text", "result_lines"]
 
 MAX_ROWS = 10
 """Rows of a list shown before "y N más"."""

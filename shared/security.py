@@ -1,16 +1,7 @@
 """Who asks, and what the ERP lets them do: the turn's caller, roles → permissions, the operation context.
 
-The ERP decides, never the model: the engines pass the turn's :class:`Caller` to the operation registry, which
-offers the model only the operations the caller's permissions allow, refuses any other one before it runs, and
-hands every handler an :class:`OperationContext` whose caller scopes the ERP's own queries (row-level scope).
-The AI server never sees a caller (article §13): it receives the catalog the ERP already filtered.
-
-::
-
-    caller = Caller(user_id="ana", roles=frozenset({"ventas"}))
-    policy.permissions(caller)            # frozenset({"ventas:leer", "cobranzas:leer"})
-    registry.catalog(caller)              # only what ana may run
-    registry.execute(erp, "ventas_anuales", {"anio": 2025}, caller=caller)   # ana's customers only
+The ERP decides, never the model: the registry offers and runs only what the caller's permissions allow, and
+each handler's :class:`OperationContext` scopes its queries to the caller's rows.
 """
 
 from __future__ import annotations
@@ -21,16 +12,6 @@ from datetime import date
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
-
-__all__ = [
-    "ALL_CUSTOMERS",
-    "DEMO_CALLER",
-    "DEMO_POLICY",
-    "Caller",
-    "OperationContext",
-    "RolePolicy",
-    "require_caller",
-]
 
 ALL_CUSTOMERS = "clientes:todos"
 """The permission to see every customer's data; without it a caller sees only the customers assigned to them
@@ -53,11 +34,7 @@ the benchmark pass it explicitly; the engines never fall back to it (a turn alwa
 
 
 def require_caller(caller: object) -> Caller:
-    """``caller`` itself when it is a :class:`Caller`; else a ``TypeError`` that says what to pass.
-
-    The engines call it first thing in every turn: who asks decides what the model is offered and which rows
-    the ERP shows, so a turn never runs for a guessed or half-built caller (a user id string, ``None``).
-    """
+    """``caller`` itself when it is a :class:`Caller`; else a ``TypeError`` that says what to pass."""
     if isinstance(caller, Caller):
         return caller
     raise TypeError(

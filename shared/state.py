@@ -1,42 +1,10 @@
 """The conversation state a turn stores: what the ERP derives itself, plus what only the model knows.
 
-The article lets call 2 return an ``estado`` (§9, §11). Most of it, though, is a fact the ERP already holds
-after executing the plan: which year, which customer, which operations. Asking the model to write those costs
-output tokens on every turn, the slowest thing a model does, and lets it get a fact wrong. So the ERP writes
-them, and the model's ``estado`` is kept for what only it knows (``tema``, or anything a caller's prompt asks
-for).
-
-Keys the ERP derives, from the operations of this turn that **succeeded** (refused or failed ones say nothing
-about the conversation), in plan order, a later operation overriding an earlier one:
-
-============================  =========================================================================
-``anio``                      an integer ``anio`` parameter or result field
-``cliente_actual``            a ``cliente`` text parameter or result field (the result's spelling wins:
-                              it is the ERP's name for the customer the parameter matched)
-``producto_actual``           a ``producto`` text parameter or result field
-``ultimas_operaciones``       the successful operations in call notation,
-                              ``"mejor_cliente(anio=2025); compras_cliente(cliente=\\"X\\", anio=2025)"``:
-                              what a follow-up question ("¿y en 2024?") repeats
-============================  =========================================================================
-
-A result that lists exactly one item (a search with one match, a top-1 ranking, one pending invoice) names it
-too: the item's own ``cliente``/``producto``/``anio`` fields, or its ``nombre`` when the list is ``clientes``
-or ``productos``. Field names are the conventions of the operation registry (``shared.operations.sales``);
-operations that use other names simply derive nothing, and their model's ``estado`` still works.
-
-Merge with the model's ``estado`` (the result is an *update*: the store merges it key by key, ``None``
-deleting a key, see :meth:`shared.memory.store.MemoryStore.record_turn`):
-
-- a key the ERP derived this turn wins over the model's value for it (facts come from executed operations);
-- ``ultimas_operaciones`` is the ERP's alone: a model's value is ignored;
-- every other key of the model is kept (``tema``, a caller's own keys), and so is a model's ``anio`` or
-  ``cliente_actual`` on a turn whose operations named none;
-- ``ultima_operacion``, the single-operation key earlier versions had the model write, is deleted once
-  ``ultimas_operaciones`` replaces it.
-
-Bounded: at most :data:`MAX_OPERATIONS` operations (the last ones) in at most :data:`MAX_OPERATIONS_CHARS`
-characters, each text value at most :data:`MAX_NAME_CHARS`; the store clips the whole update again
-(:func:`shared.bounds.clip_state`).
+From the operations of the turn that succeeded, in plan order, the ERP derives ``anio``, ``cliente_actual``,
+``producto_actual`` (also from a result that lists exactly one item) and ``ultimas_operaciones`` (call
+notation, what a follow-up question repeats), so the model need not spend output tokens on facts. Those keys
+win over the model's ``estado``; ``ultimas_operaciones`` is the ERP's alone; the model's other keys are kept;
+the old ``ultima_operacion`` key is deleted.
 """
 
 from __future__ import annotations
@@ -47,16 +15,6 @@ from typing import Any, Final
 
 from shared.bounds import clip_text
 from shared.turn import ExecutedOperation
-
-__all__ = [
-    "ERP_STATE_KEYS",
-    "MAX_NAME_CHARS",
-    "MAX_OPERATIONS",
-    "MAX_OPERATIONS_CHARS",
-    "derived_state",
-    "operation_call",
-    "turn_state",
-]
 
 OPERATIONS_KEY: Final = "ultimas_operaciones"
 LEGACY_OPERATION_KEY: Final = "ultima_operacion"
@@ -83,11 +41,7 @@ MAX_NAME_CHARS: Final = 120
 def turn_state(
     previous: Mapping[str, Any], operations: Sequence[ExecutedOperation], model_state: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """The state update to store for this turn (merged key by key into the stored state by the store).
-
-    ``previous`` is the state the turn's context showed, ``operations`` what the ERP executed this turn and
-    ``model_state`` the ``estado`` call 2 returned. See the module docstring for the merge rules.
-    """
+    """The state update to store for this turn (merged key by key into the stored state by the store)."""
     derived = derived_state(operations)
     update = {key: value for key, value in model_state.items() if key != OPERATIONS_KEY}
     update.update(derived)

@@ -26,11 +26,7 @@ def format_guaranies(amount: int | float) -> str:
 
 
 def split_reasoning(text: str) -> tuple[str, str, bool]:
-    """``(answer text, unclosed reasoning, had reasoning)``: the reply without its ``<think>`` blocks.
-
-    One pass over the tags (no backtracking regex): an opening tag starts a block unless one is open; a
-    closing tag ends the open block or, with none open, marks everything before it as reasoning.
-    """
+    """``(answer text, unclosed reasoning, had reasoning)``: the reply without its ``<think>`` blocks."""
     visible: list[str] = []
     position = 0
     opened_at: int | None = None
@@ -55,9 +51,6 @@ def split_reasoning(text: str) -> tuple[str, str, bool]:
 
 
 def strip_reasoning(text: str) -> str:
-    """``text`` without the reasoning a reasoning model wrote around its answer (``<think>…</think>``).
-
-    What follows an unclosed ``<think>`` is reasoning too, so a reply that never closes it has no answer.
-    """
+    """``text`` without the reasoning a reasoning model wrote around its answer (``<think>…</think>``)."""
     visible, _reasoning, _had = split_reasoning(text)
     return visible.strip()

@@ -1,21 +1,9 @@
-"""The steps of a turn that both modes take the same way, whatever their model calls are.
+"""The steps of a turn that both modes take the same way: admit, time the answer, finish.
 
-Each engine drives one turn as an async generator of :mod:`shared.events` and calls these steps in order:
-
-1. :func:`admit_turn` — the input check (:func:`shared.inputs.check_turn_input`) and the caller's access to
-   the conversation (:meth:`~shared.memory.store.MemoryStore.check_access`), then, for the planner's windowed
-   context, :func:`read_context` (:meth:`~shared.memory.store.MemoryStore.build_context`, bounded by
-   construction). :func:`open_turn` is both in one call, returning the refusal instead of raising it (an
-   input or storage refusal ends the turn unrecorded before any model call; ``ConversationAccessDenied``
-   still raises: the only exception a turn raises on purpose).
-2. :class:`AnswerClock` — when the first piece of the answer reached a streaming reader
-   (``TurnResult.first_answer_ms``), and the turn's total time.
-3. :func:`finish_turn` — the end of every turn: the parent run's outputs (:mod:`shared.tracing`) and the
-   turn's one log record (:func:`shared.logs.log_turn`).
-
-:func:`text_of` is how a refused non-text input is recorded, and :func:`run_until_complete` how an engine's
-blocking ``ask`` runs its ``aask`` (pydantic-ai's ``run_sync``), from a plain thread or from one that already
-runs an event loop.
+:func:`open_turn` checks the input and the caller's access and reads the context, returning a refusal instead
+of raising it (``ConversationAccessDenied`` still raises); :class:`AnswerClock` times the answer;
+:func:`finish_turn` ends the parent run and logs the turn; :func:`run_until_complete` runs an engine's
+``aask`` for its blocking ``ask``.
 """
 
 from __future__ import annotations
@@ -41,16 +29,6 @@ from shared.security import Caller
 from shared.tracing import TurnRun
 from shared.turn import TurnResult
 
-__all__ = [
-    "AnswerClock",
-    "admit_turn",
-    "finish_turn",
-    "open_turn",
-    "read_context",
-    "run_until_complete",
-    "text_of",
-]
-
 T = TypeVar("T")
 
 
@@ -61,11 +39,7 @@ def text_of(value: object) -> str:
 
 @dataclass
 class AnswerClock:
-    """The turn's clock: started when the turn starts, stamped by the first piece of answer a reader sees.
-
-    ``reading`` is whether a reader sees the deltas (``astream``); a turn run for its result only (``ask``,
-    ``aask``) keeps :attr:`first_answer_ms` ``None``, as nobody saw text arrive.
-    """
+    """The turn's clock: started when the turn starts, stamped by the first piece of answer a reader sees."""
 
     reading: bool = True
     started: float = field(default_factory=time.perf_counter)
@@ -85,13 +59,7 @@ class AnswerClock:
 
 
 def admit_turn(store: MemoryStore, conversation_id: str, question: str, caller: Caller) -> None:
-    """Check the turn's input and that ``caller`` may use the conversation (before any model call).
-
-    Raises:
-        InputError: the conversation id or the question is refused.
-        ConversationAccessDenied: the conversation belongs to another user.
-        StorageError: the store could not be read.
-    """
+    """Check the turn's input and that ``caller`` may use the conversation (before any model call)."""
     check_turn_input(conversation_id, question)
     store.check_access(conversation_id, caller.user_id)
 
@@ -115,11 +83,7 @@ def open_turn(
     exchanges: int = 1,
 ) -> ConversationContext | ErpAiError:
     """:func:`admit_turn` then :func:`read_context`: the context, or the input or storage error that refused
-    the turn (to end it unrecorded). Blocking (storage): async drivers call it in a thread.
-
-    Raises:
-        ConversationAccessDenied: the conversation belongs to another user.
-    """
+    the turn (to end it unrecorded). Blocking (storage): async drivers call it in a thread."""
     try:
         admit_turn(store, conversation_id, question, caller)
         return read_context(store, conversation_id, today, memory_limit=memory_limit, exchanges=exchanges)
@@ -141,14 +105,7 @@ def finish_turn(
 
 def run_until_complete(coroutine: Coroutine[Any, Any, T]) -> T:
     """Run ``coroutine`` to its end and return its result, blocking the calling thread (pydantic-ai's
-    ``run_sync``); interrupting the wait (Ctrl-C) cancels it.
-
-    Every blocking call runs on one event loop, kept in a daemon thread for the life of the process, with the
-    caller's context variables. One loop, not one per call (``asyncio.run``): a provider's async client
-    (``ChatOllama``, ``ChatOpenAI``) keeps its HTTP connections bound to the loop that opened them, so a
-    second ``ask`` on a fresh loop would fail (``Event loop is closed``). A calling thread that runs an event
-    loop itself (a notebook, sync code inside async code) never re-enters it.
-    """
+    ``run_sync``); interrupting the wait (Ctrl-C) cancels it."""
     context = contextvars.copy_context()
     future = asyncio.run_coroutine_threadsafe(_in_context(coroutine, context), _blocking_loop())
     try:

@@ -1,19 +1,9 @@
 """Finding customers by name the way a person (or a model) writes them.
 
-Matching is case- and accent-insensitive (:func:`shared.text.fold`, stored in ``Customer.name_folded`` so the
-lookup is a plain indexed query on any database):
-
-1. the folded name equals the folded query → that customer;
-2. otherwise, if every word of the query appears in exactly one name (``"abc"`` → ``Empresa ABC``), that one;
-3. otherwise :class:`~shared.errors.CustomerNotFoundError`, whose ``suggestions`` are the partial matches
-   (the query was ambiguous) or the closest names by :mod:`difflib` (nothing matched).
-
-Every function takes ``vendedor``: ``None`` searches every customer (a caller who sees all of them);
-a salesperson's user id restricts matches, suggestions and search results to that salesperson's customers,
-so another salesperson's customer names never come back. A customer outside the scope named exactly raises
-:class:`~shared.errors.CustomerOutOfScopeError`, a ``CustomerNotFoundError`` whose message (and suggestions,
-from the caller's own customers) is exactly the one a name matching nobody gets: the caller cannot tell a
-customer they may not see from one that does not exist.
+Case- and accent-insensitive (``Customer.name_folded``): an exact folded name, else the one name that holds
+every word of the query, else :class:`~shared.errors.CustomerNotFoundError` with suggestions. With
+``vendedor`` only that salesperson's customers match or are suggested; another's customer named exactly raises
+:class:`~shared.errors.CustomerOutOfScopeError`, which reads like a name that matches nobody.
 """
 
 from __future__ import annotations
@@ -74,14 +64,7 @@ def closest_names(
 
 
 def resolve_customer(session: Session, text: str, operation: str, *, vendedor: str | None = None) -> Customer:
-    """The one customer ``text`` designates, or :class:`CustomerNotFoundError` naming the candidates.
-
-    ``operation`` is the operation name carried by the error, so the caller knows which request failed.
-    With ``vendedor``, only that salesperson's customers can be designated or suggested. Someone else's
-    customer named by its full name raises :class:`CustomerOutOfScopeError` (the answer says the caller has
-    no access to it); a partial name that matches only others' customers is simply not found, so names
-    cannot be probed word by word.
-    """
+    """The one customer ``text`` designates, or :class:`CustomerNotFoundError` naming the candidates."""
     folded = fold(text)
     exact = session.scalars(_BY_FOLDED_NAME, {"folded": folded}).all()
     mine = [customer for customer in exact if vendedor is None or customer.vendedor == vendedor]
@@ -101,12 +84,7 @@ def resolve_customer(session: Session, text: str, operation: str, *, vendedor: s
 def search_customers(
     session: Session, text: str, limit: int = 20, *, vendedor: str | None = None
 ) -> list[Customer]:
-    """Customers whose name contains every word of ``text`` (folded), or whose RUC starts with ``text``.
-
-    Matches come ordered by name. When nothing matches, the closest names (difflib) are returned instead,
-    best first, so a typo still finds candidates. With ``vendedor``, only that salesperson's customers are
-    searched, matched or suggested.
-    """
+    """Customers whose name contains every word of ``text`` (folded), or whose RUC starts with ``text``."""
     found = {c.id: c for c in _partial_matches(session, fold(text), vendedor=vendedor)}
     stripped = text.strip()
     if stripped:

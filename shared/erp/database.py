@@ -1,21 +1,8 @@
 """Opening an ERP database: :func:`open_erp` opens one as it is, :func:`open_demo_erp` creates the demo.
 
-- :func:`open_erp` is for an application's own, existing database: it never creates a table or a row, and
-  the ERP's ``today`` is the real date (:meth:`date.today`, read on every access, so a long-running server
-  moves on at midnight). Only the tables of the operations you register need to exist.
-- :func:`open_demo_erp` creates and seeds the demo ERP (:mod:`shared.erp.seed`) on first use (idempotent and
-  race-free across processes), and refuses a database that holds anything else. Its ``today`` is the demo
-  date stored by the seed (:data:`DEMO_TODAY`), so benchmarks are reproducible.
-
-A database is the demo when ``erp_settings`` holds a ``seed_version``; :func:`open_erp` on the demo also
-reads its stored ``today``.
-
-Reading needs no write access: an existing SQLite file that this process may not write (the file or its
-directory is read-only) is opened read-only by both functions (:func:`read_only_sqlite_url`), so nothing is
-created, switched to WAL, seeded or written next to it; :func:`open_demo_erp` then checks that the file is
-already the seeded demo instead of seeding it. The ERP's data is only ever read after opening (the
-conversation memory is a store of its own), so every command works on such a file but those that write the
-memory into it.
+:func:`open_erp` never creates anything and its ``today`` is the real date (unless it is the demo).
+:func:`open_demo_erp` seeds on first use (race-free across processes) and its ``today`` is the seeded
+:data:`DEMO_TODAY`. A SQLite file this process may not write is opened read-only by both.
 """
 
 from __future__ import annotations
@@ -63,10 +50,7 @@ DB_URL_ENV = "ERP_AI_DB_URL"
 
 
 def default_db_url() -> str:
-    """``$ERP_AI_DB_URL`` or a SQLite file under ``./.erp-ai/`` (created on demand).
-
-    Raises :class:`~shared.errors.StorageError` if that directory cannot be created.
-    """
+    """``$ERP_AI_DB_URL`` or a SQLite file under ``./.erp-ai/`` (created on demand)."""
     url = os.environ.get(DB_URL_ENV)
     if url:
         return url
@@ -81,13 +65,7 @@ def default_db_url() -> str:
 
 
 class Erp:
-    """A handle on an ERP database: the engine, a session factory and the ERP's today.
-
-    Args:
-        engine: The database.
-        today: A fixed "today" (the seeded demo's stored date, or a test's); ``None`` (the default) means the
-            real date, read on every access of :attr:`today`.
-    """
+    """A handle on an ERP database: the engine, a session factory and the ERP's today."""
 
     def __init__(self, engine: Engine, today: date | None = None) -> None:
         self.engine = engine
@@ -111,10 +89,7 @@ class Erp:
 
 
 def read_today(engine: Engine) -> date | None:
-    """The "today" the demo seed stored (``erp_settings.today``); ``None`` if the database is not the demo.
-
-    Only reads: a database without the ``erp_settings`` table is fine.
-    """
+    """The "today" the demo seed stored (``erp_settings.today``); ``None`` if the database is not the demo."""
     with engine.connect() as connection:
         if not inspect(connection).has_table(ErpSetting.__tablename__):
             return None
@@ -123,42 +98,19 @@ def read_today(engine: Engine) -> date | None:
 
 
 def missing_erp_tables(erp: Erp) -> list[str]:
-    """The tables of the ERP schema (:mod:`shared.erp.models`) that ``erp``'s database lacks, sorted.
-
-    The sales operations (:mod:`shared.operations.sales`) and the ERP's users (:mod:`shared.erp.users`)
-    read these tables; an application with its own operations over its own tables does not need them.
-    """
+    """The tables of the ERP schema (:mod:`shared.erp.models`) that ``erp``'s database lacks, sorted."""
     with storage_errors(erp.engine.url, "read the ERP database", DB_URL_ENV):
         present = set(inspect(erp.engine).get_table_names())
     return sorted(set(ErpBase.metadata.tables) - present)
 
 
 def open_erp(url: str | None = None) -> Erp:
-    """Open the existing ERP database at ``url`` (default :func:`default_db_url`) as it is.
-
-    Nothing is created or seeded: not the SQLite file, not a table, not a row. ``today`` is the real date,
-    unless the database is the seeded demo (its stored date). Use :func:`open_demo_erp` for the demo.
-
-    Raises :class:`~shared.errors.ConfigurationError` for a bad URL or a missing driver, and
-    :class:`~shared.errors.StorageError` (one line: what is wrong, what to do) when the database does not
-    exist or cannot be read: missing file, corrupt, locked, down.
-    """
+    """Open the existing ERP database at ``url`` (default :func:`default_db_url`) as it is."""
     return _open(url, lambda engine, read_only: _require_existing_sqlite_file(engine.url), None)
 
 
 def open_demo_erp(url: str | None = None) -> Erp:
-    """Open the demo ERP at ``url`` (default :func:`default_db_url`), creating and seeding it on first use.
-
-    Seeding is idempotent and race-free (:func:`~shared.erp.storage.setup_transaction`), so any number of
-    processes may open the same fresh database at once; opening a seeded database only reads its ``today``
-    (:data:`DEMO_TODAY`). A database that holds other tables than the demo's and the conversation memory's is
-    refused, never seeded.
-
-    Raises :class:`~shared.errors.ConfigurationError` for a bad URL, a missing driver, a database that is not
-    the demo or was seeded by another seed version, and :class:`~shared.errors.StorageError` (one line: what
-    is wrong, what to do) when the database cannot be opened, created or read: corrupt, missing directory,
-    locked, down, or read-only and not the seeded demo (a read-only demo is opened read-only).
-    """
+    """Open the demo ERP at ``url`` (default :func:`default_db_url`), creating and seeding it on first use."""
     # Imported here: the seed module reads DEMO_TODAY from this module.
     from shared.erp.seed import seed_erp
 
@@ -192,13 +144,7 @@ def _open(url: str | None, setup: Callable[[Engine, bool], None], default_today:
 
 def read_only_sqlite_url(url: URL) -> URL | None:
     """``url`` opened read-only, when it names an existing SQLite file this process may not write (the file
-    or its directory); ``None`` otherwise (another database, a URI that chose its own mode, a writable file).
-
-    The URL is SQLite's URI form with ``mode=ro``. When no ``-wal``, ``-shm`` or ``-journal`` file lies next
-    to the database, it also says ``immutable=1``: SQLite cannot otherwise read a WAL database in a directory
-    where it may not create the ``-shm`` file, and with none of these files no writer has it open. A writer
-    that starts later while this handle reads is not seen (SQLite takes no lock on an immutable file).
-    """
+    or its directory); ``None`` otherwise."""
     if url.get_backend_name() != "sqlite" or is_memory_sqlite(url):
         return None
     database = url.database or ""

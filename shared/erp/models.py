@@ -1,10 +1,7 @@
 """The demo ERP's schema: users, customers, products, invoices, invoice lines and settings.
 
-SQLAlchemy 2 typed ORM, dialect-neutral (bounded ``String`` lengths, ``CheckConstraint`` instead of native
-enums), so the same tables work on SQLite and PostgreSQL. Money is always integer guaraníes (``BigInteger``).
-
-The indexes match the sales queries: every operation filters invoices by a date range (and often by status or
-customer), then joins lines and products. A salesperson's queries also filter customers by ``vendedor``.
+Dialect-neutral (bounded ``String``, ``CheckConstraint`` instead of enums) for SQLite and PostgreSQL; money is
+integer guaraníes. The indexes match the sales queries (invoice date range, status, customer, ``vendedor``).
 """
 
 from __future__ import annotations
@@ -28,11 +25,7 @@ class ErpBase(DeclarativeBase):
 
 
 class ErpUser(ErpBase):
-    """A person who uses the ERP: the manager, or a salesperson to whom customers are assigned.
-
-    ``role`` is a role name of the ERP's :class:`~shared.security.RolePolicy` (``gerencia``, ``ventas``);
-    :func:`shared.erp.users.caller_for` turns a user into the :class:`~shared.security.Caller` of a turn.
-    """
+    """A person who uses the ERP: the manager, or a salesperson to whom customers are assigned."""
 
     __tablename__ = "erp_users"
 

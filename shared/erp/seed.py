@@ -1,21 +1,8 @@
 """The deterministic demo data: a Paraguayan wholesale distributor, 2023-01-01 to 2026-11-30.
 
-Guarantees (pinned by ``tests/shared/erp/test_seed.py``):
-
-- the article's figures hold exactly: non-cancelled sales of 2025 total ₲850.000.000, and the best customer of
-  2025 is Empresa ABC with ₲120.000.000;
-- every year has a single best customer (no ties);
-- every customer has a salesperson (``vendedor``): ana serves Asunción and Gran Asunción (Empresa ABC among
-  them), bruno the interior of the country; the manager has no customers of their own. The assignment is a
-  fixed rule on the city, so it draws nothing from the RNG and every generated figure is the same as before
-  salespeople existed (seed version 1);
-- deterministic: one fixed RNG seed and no wall clock, so two fresh databases hold identical rows;
-- idempotent: :func:`seed_erp` on an already seeded database changes nothing;
-- fast: rows are generated in memory and bulk-inserted in one transaction.
-
-How exact totals are reached: each customer gets a yearly target (a multiple of ₲1.000). Invoices with
-list-price lines are generated until the next one would overshoot; the last invoice of the customer-year then
-carries one line sold at a negotiated price (at or below the list price) that lands the total exactly.
+Non-cancelled sales of 2025 total ₲850.000.000 and the best customer of 2025 is Empresa ABC with
+₲120.000.000; every year has one best customer; one fixed RNG seed, so fresh databases are identical. Exact
+totals: each customer-year's last invoice has one line at a negotiated price that lands its target.
 """
 
 from __future__ import annotations
@@ -40,9 +27,7 @@ from shared.text import fold
 
 RNG_SEED: Final = 20251130
 SEED_VERSION: Final = "2"
-"""Bump when the generated data changes; a database seeded by another version is refused.
-
-2: users (``erp_users``) and each customer's salesperson (``customers.vendedor``); every figure as in 1."""
+"""Bump when the generated data changes; a database seeded by another version is refused."""
 
 SALES_2025: Final = 850_000_000
 BEST_CUSTOMER_2025: Final = "Empresa ABC"
@@ -325,21 +310,7 @@ def _refuse_other_databases(connection: Connection, engine: Engine) -> None:
 
 
 def seed_erp(engine: Engine) -> bool:
-    """Create the ERP tables and load the demo data unless already there. Returns whether it seeded.
-
-    Idempotent and race-free across processes: tables are created and rows inserted in ONE transaction that
-    holds the database's write lock from its start (:func:`~shared.erp.storage.setup_transaction`), and that
-    checks inside the lock whether another process already seeded. A crash never leaves a half-seeded
-    database, and concurrent first opens run one after another. On a database without such a lock, a seeder
-    that loses the race fails on the primary keys, which is treated as "already seeded".
-
-    Only a database that holds nothing but the demo's and the conversation memory's tables is touched: one
-    that holds any other table is refused with :class:`~shared.errors.ConfigurationError` before a table is
-    created, so an application's own database is never seeded by mistake.
-
-    Rows carry explicit ids so every database holds the same data; on PostgreSQL this leaves the id sequences
-    at their start, which is fine because the harness never inserts ERP rows after seeding.
-    """
+    """Create the ERP tables and load the demo data unless already there. Returns whether it seeded."""
     try:
         with setup_transaction(engine) as connection:
             _refuse_other_databases(connection, engine)

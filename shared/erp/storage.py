@@ -1,22 +1,9 @@
 """How the harness talks to its SQL databases: engines, first-use setup, and failures in one sentence.
 
-Used by :mod:`shared.erp.database` (the ERP) and :mod:`shared.memory.store` (the conversation memory), which
-may share one database.
-
-- :func:`make_engine` builds an engine from a URL. SQLite files get WAL, a busy timeout of
-  :data:`BUSY_TIMEOUT_SECONDS` and foreign keys; in-memory SQLite gets one connection shared by every thread
-  (:class:`SharedConnectionPool`), so worker threads see the same database. PostgreSQL through libpq
-  (``postgresql+psycopg://``, psycopg 3: the ``postgres`` extra) gets the same bound on lock waits
-  (``lock_timeout``) and a :data:`CONNECT_TIMEOUT_SECONDS` connect timeout. A URL that does not parse, an
-  unknown dialect or a driver that is not installed raise :class:`~shared.errors.ConfigurationError`.
-- :func:`setup_transaction` is the one transaction in which tables are created and the demo data seeded. It
-  holds the database's write lock from its first statement, so any number of processes may open a fresh
-  database at once: one creates and seeds, the others wait and then find everything in place.
-- :func:`storage_errors` turns a database failure (read-only, corrupt, missing directory, locked past the
-  busy timeout, disk I/O error; on a server: unreachable, login refused, no such database, no permission,
-  out of space or connections) into a :class:`~shared.errors.StorageError` whose message is one line saying
-  what is wrong and what to do, the same sentences for SQLite and PostgreSQL where the problem is the same,
-  without SQL or parameters; the original exception stays chained as ``__cause__`` for ``--debug``.
+:func:`make_engine` configures SQLite (WAL, busy timeout, foreign keys; in-memory shared across threads) and
+libpq PostgreSQL (lock and connect timeouts). :func:`setup_transaction` serialises first-use setup across
+processes. :func:`storage_errors` turns a database failure into a one-line :class:`StorageError` saying what
+is wrong and what to do, without SQL.
 """
 
 from __future__ import annotations
@@ -38,18 +25,6 @@ from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.pool import ConnectionPoolEntry, StaticPool
 
 from shared.errors import ConfigurationError, StorageError
-
-__all__ = [
-    "BUSY_TIMEOUT_SECONDS",
-    "CONNECT_TIMEOUT_SECONDS",
-    "SharedConnectionPool",
-    "is_memory_sqlite",
-    "make_engine",
-    "setup_transaction",
-    "sqlite_file",
-    "storage_error",
-    "storage_errors",
-]
 
 BUSY_TIMEOUT_SECONDS: Final = 30.0
 """How long a SQLite connection waits for another writer's lock before failing (``timeout`` and
@@ -94,12 +69,7 @@ def is_memory_sqlite(url: str | URL) -> bool:
 
 
 def make_engine(url: str | URL) -> Engine:
-    """An engine for ``url``; SQLite gets WAL, a busy timeout and foreign keys, other dialects stay untouched.
-
-    In-memory SQLite uses :class:`SharedConnectionPool`: every thread sees the same database. Raises
-    :class:`~shared.errors.ConfigurationError` for a URL that does not parse, an unknown dialect, or a driver
-    that is not installed (nothing is connected yet: a server that is down shows on first use).
-    """
+    """An engine for ``url``; SQLite gets WAL, a busy timeout and foreign keys."""
     try:
         parsed = make_url(url) if isinstance(url, str) else url
     except (ArgumentError, ValueError):  # ValueError: e.g. a port that is not a number
@@ -141,12 +111,7 @@ def make_engine(url: str | URL) -> Engine:
 
 
 def _libpq_settings(url: URL) -> dict[str, Any]:
-    """Connect arguments for libpq: a connect timeout, and lock waits bounded like SQLite's busy timeout.
-
-    ``lock_timeout`` makes a statement that waits longer than :data:`BUSY_TIMEOUT_SECONDS` for a row lock (a
-    conversation another turn is writing) or the setup lock fail, instead of waiting forever. It is prepended
-    to the URL's own ``options``, so a URL can still set it differently.
-    """
+    """Connect arguments for libpq: a connect timeout, and lock waits bounded like SQLite's busy timeout."""
     settings: dict[str, Any] = {}
     if "connect_timeout" not in url.query:
         settings["connect_timeout"] = CONNECT_TIMEOUT_SECONDS
@@ -175,14 +140,7 @@ def _sqlite_pragmas(*, wal: bool) -> Any:
 
 
 def _switch_to_wal(cursor: Any) -> None:
-    """``PRAGMA journal_mode=WAL``, retried while another process holds the database.
-
-    The switch needs the database to itself. SQLite does not call the busy handler when waiting could
-    deadlock (this connection's read lock against another's pending write: "the presence of a busy handler
-    does not guarantee that it will be invoked", sqlite3_busy_handler), and answers "database is locked" at
-    once; the other process finishes in moments (a first open seeding the demo), so retry until
-    :data:`BUSY_TIMEOUT_SECONDS` have passed. Seen in CI: 4 processes opening one new database at once.
-    """
+    """``PRAGMA journal_mode=WAL``, retried while another process holds the database."""
     deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS
     while True:
         try:
@@ -195,15 +153,7 @@ def _switch_to_wal(cursor: Any) -> None:
 
 
 class SharedConnectionPool(StaticPool):
-    """One connection for every thread, lent to one thread at a time: in-memory SQLite across threads.
-
-    An in-memory SQLite database lives inside one connection, so threads must share it (plain pooling gives
-    each thread an empty database: "no such table"). A bare :class:`~sqlalchemy.pool.StaticPool` shares it
-    but lets two threads interleave their transactions on it; this pool lends the connection to one thread
-    at a time, and another thread waits for it like SQLite waits for a file's write lock: up to
-    :data:`BUSY_TIMEOUT_SECONDS`, then :class:`sqlalchemy.exc.TimeoutError`. A thread that opens a second
-    connection while holding one shares it (as with a plain ``StaticPool``): nested use never deadlocks.
-    """
+    """One connection for every thread, lent to one thread at a time: in-memory SQLite across threads."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -241,17 +191,7 @@ class SharedConnectionPool(StaticPool):
 
 @contextmanager
 def setup_transaction(engine: Engine) -> Iterator[Connection]:
-    """A transaction holding the database's write lock from its first statement, committed on success.
-
-    Create tables and seed inside it, re-checking what is already there: concurrent first opens, even from
-    many processes, then run one after another instead of racing on ``CREATE TABLE`` or on the seed rows.
-
-    - SQLite: ``BEGIN IMMEDIATE`` takes the write lock at once (waiting up to the busy timeout); reads
-      inside the transaction see every table and row a previous holder committed.
-    - PostgreSQL: a transaction-scoped advisory lock (``pg_advisory_xact_lock``); its DDL is transactional.
-    - Other dialects: no lock. ``create_all`` checks before creating, and the seed treats a duplicate-key
-      error as "another process seeded first" (see :func:`shared.erp.seed.seed_erp`).
-    """
+    """A transaction holding the database's write lock from its first statement, committed on success."""
     with engine.connect() as connection:
         dialect = connection.dialect.name
         if dialect == "sqlite":
@@ -280,12 +220,7 @@ def storage_errors(url: str | URL, action: str, setting: str) -> Iterator[None]:
 
 
 def storage_error(error: BaseException, url: str | URL, *, action: str, setting: str) -> StorageError:
-    """A :class:`StorageError` saying in one line what is wrong with the database at ``url``, and what to do.
-
-    ``action`` completes "Cannot …" (``"open the ERP database"``); ``setting`` names the environment variable
-    that points elsewhere (``ERP_AI_DB_URL``). The message carries the driver's own one-line reason at most,
-    never the SQL statement or its parameters.
-    """
+    """A one-line :class:`StorageError`: what is wrong with the database at ``url``, and what to do."""
     parsed = make_url(url) if isinstance(url, str) else url
     original = getattr(error, "orig", None) or error
     reason = _first_line(str(original)) or type(original).__name__

@@ -1,19 +1,4 @@
-"""The demo ERP's users, and the :class:`~shared.security.Caller` a turn runs as.
-
-The ERP owns its users (table ``erp_users``: id, display name, role); the embedding application authenticates
-a person and asks the ERP who they are with :func:`caller_for`. The demo has one manager and two salespeople:
-
-=========  ==============  ==========  ===================================================================
-user_id    name            role        sees
-=========  ==============  ==========  ===================================================================
-gerente    Gerencia        gerencia    every customer, every operation (the article's figures)
-ana        Ana Benítez     ventas      her customers (Asunción and Gran Asunción, Empresa ABC among them)
-bruno      Bruno Giménez   ventas      his customers (the interior of the country), not Empresa ABC
-=========  ==============  ==========  ===================================================================
-
-What each role may run is :data:`shared.security.DEMO_POLICY`; which customers are whose is the seed's
-``customers.vendedor`` (:mod:`shared.erp.seed`).
-"""
+"""The demo ERP's users (``gerente``; salespeople ``ana`` and ``bruno``), and the caller a turn runs as."""
 
 from __future__ import annotations
 
@@ -28,8 +13,6 @@ from shared.security import DEMO_CALLER, Caller
 
 if TYPE_CHECKING:
     from shared.erp.database import Erp
-
-__all__ = ["DEFAULT_USER", "DEMO_USERS", "DemoUser", "caller_for"]
 
 
 @dataclass(frozen=True)
@@ -54,11 +37,7 @@ DEFAULT_USER: Final = DEMO_CALLER.user_id
 
 
 def caller_for(erp: Erp, user_id: str) -> Caller:
-    """The caller ``user_id`` of ``erp``'s users table: their id, their role, their display name.
-
-    Raises:
-        InputError: no such user; the message lists the known user ids.
-    """
+    """The caller ``user_id`` of ``erp``'s users table: their id, their role, their display name."""
     with erp.session() as session:
         row = session.execute(select(ErpUser.name, ErpUser.role).where(ErpUser.user_id == user_id)).first()
         if row is None:

@@ -1,8 +1,7 @@
 """The model layer: the provider factory, token accounting, provider errors.
 
-Stand-in models (the deterministic offline model, fault and latency simulation, protocol emulators) are not
-part of it: they live in :mod:`benchmarks.stand_ins`, and :func:`build_chat_model` reaches the offline one
-through the ``erp_ai_harness.chat_models`` entry point, so importing this package loads no stand-in.
+Stand-in models live in :mod:`benchmarks.stand_ins`; the offline one is reached through the
+``erp_ai_harness.chat_models`` entry point, so importing this package loads no stand-in.
 """
 
 from shared.llm.factory import (

@@ -1,18 +1,9 @@
 """One bounded retry for a request whose connection failed before the server answered a single byte.
 
-A local OpenAI-compatible server (llama.cpp's ``llama-server`` among them) closes an idle keep-alive
-connection after a few seconds; a client that picks that connection from its pool a moment later gets
-``RemoteProtocolError: Server disconnected without sending a response`` within milliseconds, and the SDK
-(built with ``max_retries=0`` so that every request is a counted model call) reports "Connection error."
-The model never saw the request. :class:`RetryingTransport` and :class:`AsyncRetryingTransport` wrap the
-HTTP transport of such a client and send the request once more, on a new connection, when the transport
-failed with a connection error (:data:`RETRIED_ERRORS`: refused, reset, disconnected) before any response
-header arrived. Timeouts are never retried (the server is slow, not gone), nor is any HTTP status: those stay
-the provider errors they are, and a failure of the retry is reported as the original would have been.
-
-Each retry is counted on the :class:`~shared.llm.usage.UsageTracker` of the model call that made it (the
-tracker registers itself as the current one when a call starts, in the call's own context), so a turn
-reports ``connection_retries``; it is also logged on the ``shared.llm`` logger.
+Local OpenAI-compatible servers close idle keep-alive connections; a client that reuses one gets "Server
+disconnected" at once, and the model never saw the request. The transports here resend such a request once
+on a new connection (:data:`RETRIED_ERRORS`); timeouts and HTTP statuses are never retried. Each retry is
+counted on the current :class:`~shared.llm.usage.UsageTracker` and logged on ``shared.llm``.
 """
 
 from __future__ import annotations
@@ -24,8 +15,6 @@ import httpx2
 
 from shared.llm.loop_pools import LoopBoundPools
 from shared.llm.usage import count_connection_retry
-
-__all__ = ["RETRIED_ERRORS", "AsyncRetryingTransport", "RetryingTransport"]
 
 logger = logging.getLogger("shared.llm")
 

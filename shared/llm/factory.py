@@ -1,40 +1,9 @@
 """Build a LangChain chat model from a provider name and options: the one place that constructs providers.
 
-Engines never build provider clients themselves; they receive the :class:`BaseChatModel` this factory
-returns (see docs/design.md). Every provider defaults to temperature 0 (Gemini's own default is 0.7). Problems
-the user must fix (a missing API key, an unknown provider, an invalid cap or timeout, a provider whose extra
-is not installed) raise :class:`~shared.errors.ConfigurationError` with one sentence saying what to set or
-install. Provider SDKs are optional extras (``pip install 'erp-ai-harness[ollama]'``, ``[gemini]``,
-``[openai]``; :mod:`shared.extras`), imported only when that provider is built.
-
-**Every call is bounded.** A model that never stops generating, or a server that accepts the connection and
-never answers, must not hang a turn. Each model gets an output cap (``max_tokens``, default
-:data:`DEFAULT_MAX_TOKENS`) and a request timeout (``timeout``, default :data:`DEFAULT_TIMEOUT_S` seconds);
-``None`` turns either off. How each provider receives them (and how it reports a length stop):
-
-- ``offline``: ``OfflineSalesModel.max_tokens`` (longer replies are cut, ``finish_reason="length"``) and
-  ``OfflineSalesModel.timeout``.
-- ``ollama``: ``num_predict`` (``done_reason="length"``) and ``client_kwargs={"timeout": t}``, which the
-  ``ollama`` client hands to its ``httpx.Client``: connect, read, write and pool timeouts of ``t`` seconds.
-  A stalled server raises ``httpx.ReadTimeout``.
-- ``gemini``: ``max_output_tokens`` (``finish_reason="MAX_TOKENS"``) and ``timeout`` (google-genai's
-  ``HttpOptions.timeout``, in whole milliseconds; its default HTTP backend is ``httpx2``, whose
-  ``ReadTimeout`` it re-raises unchanged).
-- ``openai``: ``timeout`` (the OpenAI SDK's client timeout; it raises ``openai.APITimeoutError``, which
-  langchain-openai re-raises as its subclass ``OpenAITimeoutError``). The cap is ``max_completion_tokens``
-  for api.openai.com (no ``base_url``: ``ChatOpenAI`` renames ``max_tokens`` to it, and OpenAI's reasoning
-  models refuse ``max_tokens``). With a ``base_url`` (llama.cpp, vLLM, LM Studio, Ollama's ``/v1``) it is
-  ``max_tokens``, sent as ``extra_body={"max_tokens": n}``: every OpenAI-compatible server reads
-  ``max_tokens``, while llama.cpp's server only reads ``max_completion_tokens`` since early 2026 and
-  llama-cpp-python ignores it, generating until the context is full. A length stop is
-  ``finish_reason="length"``; OpenAI's structured-output ``parse`` raises ``openai.LengthFinishReasonError``.
-
-The timeout bounds every network wait (connecting, each read of the response), not the total time of a
-response that keeps streaming: a whole call ends within the timeout plus ``max_tokens`` at the model's speed.
-:mod:`shared.llm.provider_errors` maps the resulting exceptions and length stops to
-:class:`~shared.errors.ProviderTimeoutError` and :class:`~shared.errors.OutputLimitError`;
-:func:`configured_max_tokens` and :func:`configured_timeout` read a model's settings back (for messages such
-as "cut at 1024 tokens").
+Every provider defaults to temperature 0, an output cap (:data:`DEFAULT_MAX_TOKENS`) and a request timeout
+(:data:`DEFAULT_TIMEOUT_S`; ``None`` turns either off), so no call can hang a turn. With a ``base_url`` the
+OpenAI cap is sent as ``extra_body={"max_tokens": n}``: every OpenAI-compatible server reads it, while some
+ignore ``max_completion_tokens``. Problems the user must fix raise :class:`~shared.errors.ConfigurationError`.
 """
 
 from __future__ import annotations
@@ -93,36 +62,7 @@ def build_chat_model(
     faults: Any = None,
     prompt_cache_size: int | None = None,
 ) -> BaseChatModel:
-    """Build the chat model for ``provider``.
-
-    Args:
-        provider: ``offline`` (default, the deterministic :class:`OfflineSalesModel`), ``ollama``
-            (``ChatOllama``), ``gemini`` (``ChatGoogleGenerativeAI``) or ``openai`` (``ChatOpenAI``; with
-            ``base_url`` also llama.cpp server, vLLM or LM Studio).
-        model: Model name; each provider has a default (:data:`DEFAULT_MODELS`).
-        base_url: Server URL. Ollama falls back to ``OLLAMA_HOST``, then to the client's default.
-        api_key: Gemini / OpenAI key; defaults to ``GOOGLE_API_KEY`` (or ``GEMINI_API_KEY``) /
-            ``OPENAI_API_KEY``.
-        temperature: Sampling temperature, 0 by default everywhere.
-        num_ctx: Ollama context window in tokens.
-        max_tokens: Output cap per call, in tokens (1 or more; :data:`DEFAULT_MAX_TOKENS` by default; ``None``
-            = no cap). See the module docstring for the parameter each provider receives.
-        timeout: Request timeout in seconds (more than 0; :data:`DEFAULT_TIMEOUT_S` by default; ``None`` =
-            wait forever). It bounds each network wait, see the module docstring.
-        max_retries: Retries the Gemini / OpenAI SDKs make on their own (Ollama's client makes none). 0 by
-            default so that every request a provider receives is a model call the usage tracker counts (the
-            planner's two-call bound and the benchmark's figures stay true); raise it for production.
-        latency_profile: Offline only: a :class:`LatencyProfile` or a preset name (``gpu-8b``, ``cpu-8b``,
-            ``gemini-flash``).
-        faults: Offline only: a :class:`FaultConfig` or a bare fault mode (rate 1.0, seed 0).
-        prompt_cache_size: Offline only: prompts its modelled prefix cache keeps (``0`` = no cache modelled,
-            every input token processed; ``None`` = the model's default). See
-            :mod:`benchmarks.stand_ins.offline._cache`.
-
-    Raises:
-        ConfigurationError: unknown provider, the provider's extra not installed, missing key, ``max_tokens``
-            below 1, ``timeout`` not a positive number, or an offline-only option given to a network provider.
-    """
+    """Build the chat model for ``provider``."""
     name = provider.strip().lower()
     if name not in PROVIDERS:
         raise ConfigurationError(
@@ -147,13 +87,7 @@ def build_chat_model(
 
 
 def configured_max_tokens(model: BaseChatModel | Runnable[Any, Any]) -> int | None:
-    """The output cap ``model`` was built with, or ``None`` when it has none.
-
-    Reads ``max_tokens`` (offline, ``ChatOpenAI``), ``extra_body["max_tokens"]`` (``ChatOpenAI`` against an
-    OpenAI-compatible server), ``num_predict`` (``ChatOllama``) or ``max_output_tokens``
-    (``ChatGoogleGenerativeAI``). A binding (``model.bind_tools(...)``, ``model.bind(...)``) is unwrapped to
-    its model; anything else gives ``None``.
-    """
+    """The output cap ``model`` was built with, or ``None`` when it has none."""
     unwrapped = _unwrap(model)
     for attribute in ("max_tokens", "num_predict", "max_output_tokens"):
         value = getattr(unwrapped, attribute, None)
@@ -165,11 +99,7 @@ def configured_max_tokens(model: BaseChatModel | Runnable[Any, Any]) -> int | No
 
 
 def configured_timeout(model: BaseChatModel | Runnable[Any, Any]) -> float | None:
-    """The request timeout in seconds ``model`` was built with, or ``None`` when it has none.
-
-    Reads ``timeout`` (offline, ``ChatGoogleGenerativeAI``), ``request_timeout`` (``ChatOpenAI``) or
-    ``client_kwargs["timeout"]`` (``ChatOllama``); bindings are unwrapped like :func:`configured_max_tokens`.
-    """
+    """The request timeout in seconds ``model`` was built with, or ``None`` when it has none."""
     unwrapped = _unwrap(model)
     candidates = [getattr(unwrapped, "timeout", None), getattr(unwrapped, "request_timeout", None)]
     client_kwargs = getattr(unwrapped, "client_kwargs", None)
@@ -369,11 +299,7 @@ def _retrying_http_clients() -> dict[str, Any]:
     """The OpenAI SDK's HTTP clients over transports that resend a request once when its connection failed
     before the server answered (a keep-alive connection the server had closed): see
     :mod:`shared.llm.connection_retry`. The async one pools its connections per event loop
-    (:mod:`shared.llm.loop_pools`). Timeouts come from the SDK's per-request options, as before.
-
-    None when the environment names a proxy: a client with its own transport ignores the proxy variables,
-    so the SDK's default client (which honours them) is kept, without the retry and bound to the first
-    event loop that uses it."""
+    (:mod:`shared.llm.loop_pools`). Timeouts come from the SDK's per-request options, as before."""
     if _proxy_configured():
         return {}
     import openai

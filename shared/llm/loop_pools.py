@@ -1,17 +1,8 @@
 """An async HTTP transport that keeps one connection pool per event loop, so one chat model serves any loop.
 
-A provider's async client (``ChatOpenAI``'s OpenAI SDK client, ``ChatOllama``'s ``ollama.AsyncClient``)
-keeps a pool of connections whose locks and sockets belong to the event loop that opened them. The same model
-used from a second loop fails: after a blocking ``engine.ask`` (which runs on the engine's own loop) an
-``asyncio.run(engine.aask(...))`` raises ``... is bound to a different event loop``, and a second
-``asyncio.run`` raises ``Event loop is closed``. :class:`LoopBoundPools` sits where the client's transport
-goes and opens a pool for each running loop the first time that loop sends a request; a pool is forgotten
-with its loop (weakly referenced), so a finished ``asyncio.run`` leaves nothing behind that a later loop
-could trip on.
-
-It has the interface ``httpx`` and ``httpx2`` clients call on a transport (``handle_async_request``,
-``aclose`` and the async context manager), so it serves both: ``open_pool`` is the library's own
-``AsyncHTTPTransport`` (or a factory of one).
+A provider's async client pool belongs to the loop that opened it; reused from another loop it fails ("bound
+to a different event loop", "Event loop is closed"). :class:`LoopBoundPools` opens a pool per running loop
+and forgets it with its loop (weakly referenced).
 """
 
 from __future__ import annotations
@@ -22,8 +13,6 @@ import weakref
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any
-
-__all__ = ["LoopBoundPools"]
 
 
 class LoopBoundPools:

@@ -1,27 +1,9 @@
 """What providers raise and report, in the project's terms: timeouts, length stops, the tokens a failure used.
 
-Engines wrap every model call in ``except Exception as exc: raise as_erp_error(exc, ...) from exc`` and check
-each reply with :func:`stopped_at_limit`; :class:`~shared.llm.usage.UsageTracker` counts the tokens of failed
-calls with :func:`usage_from_error`. What the installed SDKs raise (checked in their sources and by
-``tests/shared/llm/test_provider_errors.py`` against stalling local servers):
-
-- **Timeouts.** ``ChatOllama`` lets ``httpx.ReadTimeout`` / ``ConnectTimeout`` through (``ollama`` only wraps
-  ``ConnectError`` and HTTP status errors). The OpenAI SDK raises ``openai.APITimeoutError``, which
-  langchain-openai re-raises as ``OpenAITimeoutError`` (also a ``langchain_core`` ``ModelTimeoutError``).
-  google-genai re-raises its HTTP backend's exception unchanged: ``httpx2.ReadTimeout`` by default (httpx2 is
-  a fork of httpx whose classes are *not* httpx subclasses), ``httpx.ReadTimeout`` with the httpx backend, and
-  ``asyncio.TimeoutError`` (``TimeoutError``) from aiohttp; a server-side deadline is an ``APIError`` with
-  status ``DEADLINE_EXCEEDED`` (HTTP 504), which langchain-google-genai wraps (``raise … from``). Also
-  recognised: the builtin ``TimeoutError`` (``socket.timeout``, ``asyncio.TimeoutError``),
-  ``requests.Timeout`` and ``google.api_core.exceptions.DeadlineExceeded``.
-- **Length stops.** A reply cut at the cap carries ``finish_reason="length"`` (OpenAI-compatible servers, the
-  offline model), ``done_reason="length"`` (Ollama) or ``finish_reason="MAX_TOKENS"`` (Gemini: the name of
-  google-genai's ``FinishReason`` enum). The OpenAI SDK's structured-output ``parse`` (what ``ChatOpenAI``
-  uses whenever a ``response_format`` is bound) raises ``openai.LengthFinishReasonError`` instead, with the
-  whole ``ChatCompletion`` (and its usage) in ``.completion``.
-
-SDK modules are never imported here: an exception of an SDK's type can only exist once that SDK is imported,
-so the classes are looked up in ``sys.modules``, and a missing optional SDK costs nothing.
+Timeouts arrive as ``httpx``/``httpx2`` timeouts, ``openai.APITimeoutError``, the builtin ``TimeoutError``,
+``requests.Timeout`` or a Gemini ``DEADLINE_EXCEEDED``; length stops as ``finish_reason="length"``,
+``done_reason="length"``, ``finish_reason="MAX_TOKENS"`` or ``openai.LengthFinishReasonError``. SDK classes
+are looked up in ``sys.modules``, so a missing optional SDK costs nothing.
 """
 
 from __future__ import annotations
@@ -32,15 +14,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from shared.errors import (
-    ErpAiError,
-    ModelOutputError,
-    OutputLimitError,
-    ProviderError,
-    ProviderTimeoutError,
-)
-
-__all__ = ["as_erp_error", "stopped_at_limit", "usage_from_error"]
+from shared.errors import ErpAiError, ModelOutputError, OutputLimitError, ProviderError, ProviderTimeoutError
 
 _TIMEOUT_CLASSES: tuple[tuple[str, str], ...] = (
     ("httpx", "TimeoutException"),
@@ -66,20 +40,7 @@ _MALFORMED_OUTPUT_MARKERS = ("error parsing tool call",)
 def as_erp_error(
     error: BaseException, *, max_tokens: int | None = None, timeout: float | None = None
 ) -> ErpAiError:
-    """The project's error for what a model call raised (``raise as_erp_error(exc) from exc``).
-
-    - a ``ModelOutputError`` or ``ProviderError`` (and their subclasses) is returned unchanged; any other
-      project error a model raised (a ``ConfigurationError`` found on the first call, say) is the provider
-      failing, a ``ProviderError`` that names it, so that a turn classifies it the same in every mode;
-    - a timeout anywhere in the exception's cause chain → :class:`~shared.errors.ProviderTimeoutError`
-      (``timeout`` is recorded on it);
-    - ``openai.LengthFinishReasonError`` → :class:`~shared.errors.OutputLimitError` with ``max_tokens`` (what
-      the model was built with, see :func:`shared.llm.factory.configured_max_tokens`) and the cut text;
-    - LangChain's ``OutputParserException`` (a structured-output parser refused the reply), or a server
-      that says the model's output was malformed (Ollama's ``error parsing tool call``) →
-      :class:`~shared.errors.ModelOutputError`: the model answered, its output was unusable;
-    - anything else → :class:`~shared.errors.ProviderError` naming the exception's type and message.
-    """
+    """The project's error for what a model call raised (``raise as_erp_error(exc) from exc``)."""
     if isinstance(error, ModelOutputError | ProviderError):
         return error
     if isinstance(error, ErpAiError):
@@ -108,11 +69,7 @@ def as_erp_error(
 
 
 def stopped_at_limit(message: BaseMessage) -> bool:
-    """Whether a reply stopped because it hit the output cap (so its text is incomplete).
-
-    True for ``response_metadata["finish_reason"]`` ``"length"`` (OpenAI-compatible servers, the offline
-    model) or ``"MAX_TOKENS"`` (Gemini), and for ``response_metadata["done_reason"] == "length"`` (Ollama).
-    """
+    """Whether a reply stopped because it hit the output cap (so its text is incomplete)."""
     metadata = getattr(message, "response_metadata", None) or {}
     finish_reason = metadata.get("finish_reason")
     if isinstance(finish_reason, str) and finish_reason.lower() in _LENGTH_FINISH_REASONS:
@@ -121,12 +78,7 @@ def stopped_at_limit(message: BaseMessage) -> bool:
 
 
 def usage_from_error(error: BaseException) -> tuple[int, int] | None:
-    """(input tokens, output tokens) a failed call reported, or ``None`` when the error carries no usage.
-
-    Reads ``error.completion.usage`` (``prompt_tokens`` / ``completion_tokens``; the OpenAI SDK's
-    ``LengthFinishReasonError`` and ``ContentFilterFinishReasonError``) or an ``error.usage_metadata``
-    mapping (``input_tokens`` / ``output_tokens``, LangChain's shape), along the exception's cause chain.
-    """
+    """(input tokens, output tokens) a failed call reported, or ``None`` when the error carries no usage."""
     for link in _chain(error):
         usage = getattr(getattr(link, "completion", None), "usage", None)
         if usage is not None:

@@ -1,13 +1,7 @@
-"""A deterministic token-count approximation, so no tokenizer has to be downloaded.
+"""A deterministic token-count approximation (``ceil(len(text) / 4)``), so no tokenizer is downloaded.
 
-The rule is the one OpenAI's documentation gives as a rule of thumb ("one token is about four characters of
-English text"): ``approx_tokens(text) == ceil(len(text) / 4)``. Real tokenizers differ by language and
-vocabulary, so the counts are approximate; that is enough for the benchmark, which compares the two
-architectures with the same ruler and is not a bill.
-
-A chat message adds a fixed framing cost (role markers, separators):
-:data:`MESSAGE_OVERHEAD_TOKENS`, following OpenAI's cookbook "How to count tokens with tiktoken"
-(3–4 tokens per message).
+Approximate, but the benchmark compares both architectures with the same ruler. A chat message adds
+:data:`MESSAGE_OVERHEAD_TOKENS` (OpenAI's cookbook: 3–4 tokens per message).
 """
 
 from __future__ import annotations

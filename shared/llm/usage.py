@@ -1,18 +1,8 @@
 """One callback handler that counts model calls, tokens and model time, for any LangChain chat model.
 
-Both modes pass a fresh :class:`UsageTracker` per turn in ``config={"callbacks": [tracker]}``; the benchmark
-reads its totals into :class:`~shared.turn.TurnResult`. Unlike LangChain's ``UsageMetadataCallbackHandler`` it
-does not need ``response_metadata["model_name"]``: it sums ``AIMessage.usage_metadata`` of every generation.
-
-It also sums the prompt tokens a provider served from its prompt (prefix) cache,
-``usage_metadata["input_token_details"]["cache_read"]``: LangChain's standard field, filled by
-``langchain-openai`` from ``prompt_tokens_details.cached_tokens`` (OpenAI, and OpenAI-compatible servers
-that report it, llama.cpp's among them), by ``langchain-google-genai`` from ``cached_content_token_count``,
-and by the offline model from its model of a prefix cache (:mod:`benchmarks.stand_ins.offline._cache`).
-``langchain-ollama`` reports none (Ollama's API has no such count), so Ollama turns show 0 cached tokens.
-
-Simulated model time (the offline stand-in under a latency profile) is not counted here: the benchmark reads
-it from the calls it records itself (:mod:`benchmarks.simulated_timing`).
+It sums ``AIMessage.usage_metadata`` of every generation (no ``model_name`` needed, unlike LangChain's
+``UsageMetadataCallbackHandler``), including ``input_token_details.cache_read``, the prompt tokens served from
+a provider's prefix cache.
 """
 
 from __future__ import annotations
@@ -46,22 +36,7 @@ class UsageSnapshot(BaseModel):
 
 
 class UsageTracker(BaseCallbackHandler):
-    """Count model calls, input/output tokens and model time; thread-safe.
-
-    - ``calls``: chat-model (``on_chat_model_start``) and LLM (``on_llm_start``) runs started.
-    - ``input_tokens`` / ``output_tokens``: sums of ``usage_metadata`` over every generation that reported it,
-      plus the tokens of failed calls (the usage the provider put in the error, else that of the partial
-      generations LangChain passes to ``on_llm_error``).
-    - ``cached_input_tokens``: the part of ``input_tokens`` served from the provider's prompt cache, summed
-      from ``usage_metadata["input_token_details"]["cache_read"]`` the same way (0 where not reported).
-    - ``unreported_calls``: runs that ended without any generation reporting ``usage_metadata`` (a provider
-      or server that says nothing about tokens, e.g. an OpenAI-compatible stream without
-      ``stream_options.include_usage``): their tokens are unknown, not 0.
-    - ``connection_retries``: requests resent once because their connection failed before the server
-      answered (:mod:`shared.llm.connection_retry`); the tracker is the current one for retries from the
-      moment a run starts, in the run's context.
-    - ``model_ms``: measured wall time between a run's start and its end or error, summed over runs.
-    """
+    """Count model calls, input/output tokens and model time; thread-safe."""
 
     raise_error = False
     run_inline = True
@@ -106,13 +81,7 @@ class UsageTracker(BaseCallbackHandler):
     def on_llm_error(
         self, error: BaseException, *, run_id: UUID, response: LLMResult | None = None, **kwargs: Any
     ) -> None:
-        """A run failed: stop its clock and add the tokens it used (the call still counts).
-
-        The provider's own usage in the error wins (``usage_from_error``: e.g. the prompt and completion
-        tokens of an OpenAI ``LengthFinishReasonError``); otherwise the ``usage_metadata`` of the partial
-        generations LangChain passes as ``response`` (the chunks a stream delivered before it broke). Cached
-        tokens come only from those partial generations (the errors' usage does not say them).
-        """
+        """A run failed: stop its clock and add the tokens it used (the call still counts)."""
         now = time.perf_counter()
         from_error = usage_from_error(error)
         partial = _generation_usage(response) if response is not None else _Usage()

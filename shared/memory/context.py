@@ -1,8 +1,7 @@
-"""The bounded context the ERP sends with each call (article §10–13), and its one text rendering.
+"""The bounded context the ERP sends with each call, and its one text rendering.
 
-Both modes render context with :func:`render_context`, so planner mode and tool calling in ``windowed``
-policy show a model exactly the same text. The labels are stable: the offline model and the prompts' snapshot
-tests rely on them.
+Both modes render it with :func:`render_context`; its labels are stable (the offline model and the prompt
+snapshots rely on them).
 """
 
 from __future__ import annotations

@@ -77,10 +77,7 @@ def ranked_memories(connection: Connection, conversation_id: str, limit: int | N
 
 
 def last_exchanges(connection: Connection, conversation_id: str, count: int) -> list[Exchange]:
-    """The last ``count`` exchanges, oldest first, read from a bounded window of the newest messages.
-
-    An exchange pairs each final assistant message with the latest unanswered user message before it.
-    """
+    """The last ``count`` exchanges, oldest first, read from a bounded window of the newest messages."""
     window = count * _MESSAGES_PER_EXCHANGE
     for limit in (window, window * _WIDER_WINDOW_FACTOR):
         rows = connection.execute(_NEWEST_MESSAGES, {"cid": conversation_id, "limit": limit}).all()

@@ -57,12 +57,7 @@ class TurnRecord(BaseModel):
 
 
 class VersionedState(dict[str, Any]):
-    """A conversation's state, which is a plain ``dict`` to code that wants only the state, and its version.
-
-    Returned by :meth:`MemoryStore.get_state`, :meth:`MemoryStore.merge_state` and
-    :meth:`MemoryStore.record_turn`. Equality is the ``dict``'s (the version is not compared), and
-    ``dict(state)`` drops the version.
-    """
+    """A conversation's state (a plain ``dict``) and its version."""
 
     version: int
     """How many writes (turns, state merges) the conversation had when this state was read or written: 0 for
@@ -99,13 +94,7 @@ def is_final_answer(role: str, metadata: Mapping[str, Any] | None) -> bool:
 
 
 def check_conversation_id(conversation_id: str) -> str:
-    """Return ``conversation_id`` if it can name a conversation; raise :class:`InputError` saying why not.
-
-    A conversation id is text of 1 to :data:`~shared.memory.tables.CONVERSATION_ID_LENGTH` (64) characters
-    without control characters (``\\n``, NUL, …) or lone surrogates (undecodable bytes from a terminal, or a
-    ``"\\ud800"`` escape in JSON), which no database column can store faithfully. Engines call it before any
-    model call; every :class:`MemoryStore` method that takes an id calls it too.
-    """
+    """Return ``conversation_id`` if it can name a conversation; raise :class:`InputError` saying why not."""
     if not isinstance(conversation_id, str):
         raise InputError(f"A conversation id must be text, not {type(conversation_id).__name__}.")
     if not conversation_id:

@@ -1,26 +1,8 @@
-"""SQLAlchemy tables of the conversation memory (article §12).
+"""SQLAlchemy tables of the conversation memory, with their own :class:`MemoryBase`.
 
-The memory has its own :class:`MemoryBase` (and so its own ``metadata``): the store can create its tables
-in the ERP database or in a separate one (``ERP_AI_MEMORY_URL``) without touching the ERP's tables.
-Everything here is dialect-neutral (bounded ``String`` lengths, generic ``JSON``), so PostgreSQL works as
-well as SQLite.
-
-Ordering is by the auto-increment ``id``, never by ``created_at``: ids are monotonic within a database,
-while wall clocks can go backwards or collide. The indexes match the queries ``build_context`` runs, so its
-cost does not grow with the length of a conversation:
-
-- ``ix_messages_conversation_order (conversation_id, id)``: the newest messages, ``ORDER BY id DESC LIMIT n``;
-- ``ix_memory_items_rank (conversation_id, importance, id)``: the top-k memories by importance, then recency;
-- ``conversation_state`` is keyed by ``conversation_id``.
-
-Concurrency. ``conversation_state`` is the conversation's lock row: every write transaction of the store
-starts by updating it (see :mod:`shared.memory.store`), and its ``version`` counts the writes committed to
-the conversation (0 for a new one). A turn reads the version with its context and hands it back when it is
-recorded, so a turn planned on state that another turn changed meanwhile is detected.
-
-Schema changes. Tables are created when missing; a column added in a later version of this module is added
-to an existing table when the store opens (:data:`ADDED_COLUMNS`, each with a constant default), so a
-database created by an earlier version keeps opening. Nothing is ever dropped, renamed or rewritten.
+Ordering is by the auto-increment ``id``, never ``created_at`` (clocks go backwards). The indexes match
+``build_context``'s queries; ``conversation_state`` is the conversation's lock row and its ``version`` counts
+the writes committed. Columns added later are added on open (:data:`ADDED_COLUMNS`); nothing is dropped.
 """
 
 from __future__ import annotations
@@ -59,10 +41,7 @@ class Message(MemoryBase):
 
     __tablename__ = "messages"
     __table_args__ = (
-        CheckConstraint(
-            "role IN ('user', 'assistant', 'tool', 'system')",
-            name="ck_messages_role",
-        ),
+        CheckConstraint("role IN ('user', 'assistant', 'tool', 'system')", name="ck_messages_role"),
         Index("ix_messages_conversation_order", "conversation_id", "id"),
     )
 

@@ -70,12 +70,7 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def create_tables(engine: Engine) -> None:
-    """Create the memory tables if missing, race-free across processes, and check that the store can write.
-
-    Inside :func:`~shared.erp.storage.setup_transaction`, so concurrent first opens run one after another.
-    The ``UPDATE … WHERE false`` changes nothing but needs write access, so a read-only database fails here,
-    before any model call is paid, rather than when the first turn is recorded.
-    """
+    """Create the memory tables if missing, race-free across processes, and check that the store can write."""
     with setup_transaction(engine) as connection:
         MemoryBase.metadata.create_all(connection)
         _add_missing_columns(connection)
@@ -83,11 +78,7 @@ def create_tables(engine: Engine) -> None:
 
 
 def _add_missing_columns(connection: Connection) -> None:
-    """Add the :data:`~shared.memory.tables.ADDED_COLUMNS` that tables made by an earlier version lack.
-
-    ``ALTER TABLE … ADD COLUMN … NOT NULL DEFAULT <constant>``: every existing row gets the default (for
-    ``conversation_state.version``, 0: such a conversation has never been written with a version yet).
-    """
+    """Add the :data:`~shared.memory.tables.ADDED_COLUMNS` that tables made by an earlier version lack."""
     inspector = inspect(connection)
     quote = connection.dialect.identifier_preparer.quote
     for table_name, column_names in ADDED_COLUMNS.items():
@@ -118,12 +109,7 @@ def insert_conversation(connection: Connection, conversation_id: str, user_id: s
 
 
 def create_if_missing(connection: Connection, conversation_id: str, user_id: str | None) -> None:
-    """Create the conversation's row (owned by ``user_id``) and its state row, each unless it exists.
-
-    SQLite and PostgreSQL run ``INSERT … ON CONFLICT DO NOTHING``: a concurrent creator's uncommitted row
-    makes PostgreSQL wait for its commit, then do nothing, so racing creators never fail and exactly one row
-    is made. Other databases check first, then insert: a creator losing that race fails on the primary key.
-    """
+    """Create the conversation's row (owned by ``user_id``) and its state row, each unless it exists."""
     conversation, state = _new_rows(conversation_id, user_id)
     upserts = _CREATE_IF_MISSING.get(connection.dialect.name)
     if upserts is not None:
@@ -146,15 +132,7 @@ def check_owner(connection: Connection, conversation_id: str, user_id: str) -> N
 def lock_conversation(
     connection: Connection, conversation_id: str, user_id: str | None = None
 ) -> tuple[dict[str, Any], int]:
-    """Start a write to the conversation, creating it if needed: return its state and version before it.
-
-    The first statement is an ``UPDATE`` of the state row that bumps its version: SQLite takes its write lock
-    there (even when no row matches), PostgreSQL locks the row (waiting for a writer that holds it), so what
-    is read and written next cannot change before the commit. Where the database supports
-    ``UPDATE … RETURNING`` (SQLite 3.35+, PostgreSQL) the same statement reads the state; elsewhere a
-    ``SELECT`` follows. When no row matched, the conversation is created (or found created by a concurrent
-    writer: :func:`create_if_missing`) and the ``UPDATE`` runs again, now locking the row.
-    """
+    """Start a write to the conversation, creating it if needed: return its state and version before it."""
     params = {"cid": conversation_id, "now": utc_now()}
     bumped = _bump_version(connection, params)
     if bumped is None:
@@ -180,13 +158,7 @@ def _bump_version(connection: Connection, params: dict[str, Any]) -> tuple[dict[
 def merge_state(
     connection: Connection, conversation_id: str, state: dict[str, Any], updates: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """Merge ``updates`` into the locked conversation's ``state`` and store the result if it changed.
-
-    Shallow: each key of ``updates`` replaces the stored value; ``None`` removes the key. At most
-    :data:`~shared.bounds.MAX_STATE_KEYS` keys stay: beyond that, the oldest keys this update does not touch
-    are dropped (``updates`` itself is already bounded by :func:`~shared.bounds.clip_state`). An unchanged
-    state costs no write (the lock already bumped the version).
-    """
+    """Merge ``updates`` into the locked conversation's ``state`` and store the result if it changed."""
     merged = dict(state)
     for key, value in updates.items():
         if value is None:
@@ -225,11 +197,7 @@ def insert_messages(connection: Connection, conversation_id: str, messages: Sequ
 
 
 def store_memories(connection: Connection, conversation_id: str, items: Sequence[MemoryItem]) -> None:
-    """Insert new memory items; an already-stored content keeps the higher of its two importances.
-
-    ``items`` come from :func:`~shared.answer.bound_memories`: one-line, non-empty, without repeats. A
-    memory's identity within a conversation is its content, case-, accent- and whitespace-insensitive.
-    """
+    """Insert new memory items; an already-stored content keeps the higher of its two importances."""
     best = {
         hashlib.sha256(fold(item.contenido).encode("utf-8")).hexdigest(): (item.contenido, item.importancia)
         for item in items

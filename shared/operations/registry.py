@@ -1,34 +1,10 @@
 """One registry of ERP operations, used by both modes, and what each caller may run.
 
-An :class:`Operation` is declared once: a stable Spanish snake_case name, a description, a pydantic model for
-its parameters (every field documented), a pydantic model for its result, the permissions it requires, and a
-handler that runs it with an :class:`~shared.security.OperationContext` (the caller, the ERP's today, the
-ERP's backend). The usual way to declare one is a typed function::
-
-    registry = OperationRegistry()
-
-    @registry.operation(requires={"ventas:leer"})
-    def ventas_anuales(
-        ctx: OperationContext, anio: Annotated[int, Field(ge=2000, le=2100, description="Año.")]
-    ) -> VentasAnualesResult:
-        \"\"\"Total vendido en un año.\"\"\"      # the description the model reads
-
-The parameters model is built from the signature (unknown keys refused), the description is the docstring
-and the result model is the return annotation; an undocumented parameter, a missing docstring or a return type
-that is not a pydantic model is refused when the module is imported.
-
-The registry's :class:`~shared.security.RolePolicy` maps a caller's roles to permissions. ``catalog``,
-``names(caller)`` and ``langchain_tools`` offer a caller only the operations their permissions allow;
-``validate`` and ``execute`` refuse any other one with :class:`~shared.errors.OperationForbiddenError` before
-its parameters are even read, so a forbidden handler never runs. Every method takes the caller explicitly (no
-default: code that forgets it must not run with the manager's rights). Which rows a caller sees is the
-handlers' business: they scope their queries with ``ctx`` (:mod:`shared.operations.sales`).
-
-Expected refusals (unknown operation, forbidden operation, invalid parameters, ``DomainError`` such as a
-customer not found or out of the caller's scope) keep their clear message. Anything else a handler or the
-database raises is unexpected: it becomes :class:`~shared.errors.OperationInternalError`, whose whole text is
-``error interno (ref XXXX)``, so SQL statements and parameters never reach a model's prompt or a user's
-answer; the full exception is logged at ERROR on the ``shared.operations`` logger under that reference.
+An operation is usually declared as a typed function: its parameters model comes from the signature (each
+parameter documented, unknown keys refused), its description from the docstring, its result model from the
+return annotation. Every method takes the caller explicitly; forbidden operations are neither offered nor
+run. Unexpected failures become :class:`~shared.errors.OperationInternalError` (``error interno (ref XXXX)``),
+logged in full on ``shared.operations``, so SQL never reaches a prompt.
 """
 
 from __future__ import annotations
@@ -60,14 +36,6 @@ if TYPE_CHECKING:
     from langchain_core.tools import StructuredTool
 
     from shared.erp.database import Erp
-
-__all__ = [
-    "Operation",
-    "OperationParams",
-    "OperationRegistry",
-    "OperationSpec",
-    "internal_error",
-]
 
 logger = logging.getLogger("shared.operations")
 
@@ -128,16 +96,7 @@ class Operation(Generic[P, R]):
         name: str | None = None,
         description: str | None = None,
     ) -> Operation[Any, Any]:
-        """The operation a typed function declares (what :meth:`OperationRegistry.operation` registers).
-
-        ``function(ctx: OperationContext, <parameters>) -> ResultModel``: each parameter after the context
-        becomes a field of the parameters model (``Annotated[T, Field(description=...)]``, or
-        ``= Field(...)``; a default makes it optional), the docstring (or ``description``) is the
-        description, the return annotation the result model, ``name`` defaults to the function's name.
-
-        Raises:
-            TypeError: the function cannot be an operation; the message names it and says what to fix.
-        """
+        """The operation a typed function declares (what :meth:`OperationRegistry.operation` registers)."""
         op_name = name or function.__name__
 
         def refused(problem: str) -> TypeError:
@@ -200,10 +159,7 @@ class Operation(Generic[P, R]):
 
     @cached_property
     def spec(self) -> OperationSpec:
-        """How the catalog presents it (built once: a JSON schema costs about half a millisecond).
-
-        Shared by every catalog the registry returns: treat it as read-only.
-        """
+        """How the catalog presents it (built once: a JSON schema costs about half a millisecond)."""
         return OperationSpec(
             name=self.name, description=self.description, parameters=self.parameters_schema()
         )
@@ -229,11 +185,7 @@ class OperationSpec(BaseModel):
 
 
 class OperationRegistry:
-    """A name-indexed set of operations, and the policy that says who may run which.
-
-    ``OperationRegistry(operations=None, *, policy=DEMO_POLICY)``; add operations with the
-    :meth:`operation` decorator or :meth:`register`.
-    """
+    """A name-indexed set of operations, and the policy that says who may run which."""
 
     def __init__(
         self, operations: Iterable[Operation[Any, Any]] | None = None, *, policy: RolePolicy = DEMO_POLICY
@@ -252,11 +204,7 @@ class OperationRegistry:
     def operation(
         self, *, requires: Iterable[str], name: str | None = None, description: str | None = None
     ) -> Callable[[F], F]:
-        """Decorator: register the typed function as an operation (:meth:`Operation.from_function`).
-
-        ``requires`` is the set of permissions a caller needs (say ``set()`` for an operation anyone may run).
-        The function is returned unchanged.
-        """
+        """Decorator: register the typed function as an operation (:meth:`Operation.from_function`)."""
 
         def register(function: F) -> F:
             self.register(
@@ -302,38 +250,19 @@ class OperationRegistry:
         return operation is not None and operation.requires <= self._policy.permissions(caller)
 
     def catalog(self, caller: Caller) -> list[OperationSpec]:
-        """The catalog a planner prompt shows ``caller``: one spec per operation they may run, in order.
-
-        The specs are built once and shared: treat them as read-only.
-        """
+        """The catalog a planner prompt shows ``caller``: one spec per operation they may run, in order."""
         granted = self._policy.permissions(caller)
         return [op.spec for op in self if op.requires <= granted]
 
     # -- running ---------------------------------------------------------------------------------------------
     def validate(self, name: str, params: dict[str, Any] | None, *, caller: Caller) -> BaseModel:
-        """Return the validated parameter model of ``name`` for ``caller``.
-
-        Raises, in this order:
-            UnknownOperationError: no such operation; ``available`` lists only what ``caller`` may run.
-            OperationForbiddenError: ``caller`` may not run it (checked before the parameters are read).
-            InvalidParametersError: the parameters do not fit the operation's model.
-        """
+        """Return the validated parameter model of ``name`` for ``caller``."""
         return _validate(self._permitted(name, self._policy.permissions(caller), caller), params)
 
     def execute(
         self, erp: Erp, name: str, params: dict[str, Any] | None, *, caller: Caller
     ) -> dict[str, Any]:
-        """Validate and run ``name`` against ``erp`` as ``caller``; return its result as a JSON-ready dict.
-
-        Raises:
-            UnknownOperationError, OperationForbiddenError, InvalidParametersError: as :meth:`validate`;
-                a forbidden operation is never run.
-            DomainError: the expected refusals of the handler (e.g. ``CustomerNotFoundError``,
-                ``CustomerOutOfScopeError``), unchanged (as is any other error of :mod:`shared.errors`, such
-                as a ``StorageError``).
-            OperationInternalError: anything else went wrong (a bug, a corrupt page, a lost connection); the
-                full exception is logged on ``shared.operations`` under the error's ``reference``.
-        """
+        """Validate and run ``name`` against ``erp`` as ``caller``; return its result as a JSON-ready dict."""
         try:
             granted = self._policy.permissions(caller)
             operation = self._permitted(name, granted, caller)
@@ -348,13 +277,7 @@ class OperationRegistry:
             raise internal_error(name, exc, params) from exc
 
     def langchain_tools(self, erp: Erp, *, caller: Caller) -> list[StructuredTool]:
-        """The operations ``caller`` may run, as LangChain ``StructuredTool`` s bound to ``erp`` and them.
-
-        Tools return the result as JSON text. Each runs through :meth:`execute` as ``caller`` (so permission
-        is checked again when it runs). Operation errors (including ``OperationInternalError``, whose text is
-        only ``error interno (ref XXXX)``) are raised as ``ToolException`` so the agent sends them back to the
-        model as tool error messages.
-        """
+        """The operations ``caller`` may run, as LangChain ``StructuredTool`` s bound to ``erp`` and them."""
         granted = self._policy.permissions(caller)
         return [self._tool(erp, op, caller) for op in self if op.requires <= granted]
 
@@ -382,8 +305,7 @@ class OperationRegistry:
             # LangChain's default says only "Tool input validation error"; the model needs the field.
             return str(
                 InvalidParametersError(
-                    operation.name,
-                    [{"loc": e["loc"], "msg": e["msg"]} for e in error.errors()],
+                    operation.name, [{"loc": e["loc"], "msg": e["msg"]} for e in error.errors()]
                 )
             )
 
@@ -398,14 +320,7 @@ class OperationRegistry:
 
 
 def internal_error(operation: str, error: BaseException, params: Any = None) -> OperationInternalError:
-    """Log ``error`` (with its traceback) under a new short reference; return the error the model may see.
-
-    The returned :class:`~shared.errors.OperationInternalError` reads only ``error interno (ref XXXX)``
-    (``XXXX`` = 8 random hex digits); the log record on ``shared.operations`` (level ERROR) carries the
-    reference, the operation, its parameters (``params``, truncated) and the full exception. ``execute`` uses
-    it for anything unexpected; callers that catch an unexpected exception around an operation (a tool
-    wrapper, a plan executor) use it too, so the same failure reads the same everywhere.
-    """
+    """Log ``error`` (with its traceback) under a new short reference; return the error the model may see."""
     reference = secrets.token_hex(4)
     logger.error(
         "Operation %r failed unexpectedly (ref %s); parameters: %.500r",
@@ -424,7 +339,6 @@ def _validate(operation: Operation[Any, Any], params: dict[str, Any] | None) -> 
         validated: BaseModel = operation.params_model.model_validate(params or {})
     except ValidationError as exc:
         raise InvalidParametersError(
-            operation.name,
-            [{"loc": e["loc"], "msg": e["msg"], "type": e["type"]} for e in exc.errors()],
+            operation.name, [{"loc": e["loc"], "msg": e["msg"], "type": e["type"]} for e in exc.errors()]
         ) from None
     return validated

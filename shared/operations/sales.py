@@ -311,6 +311,5 @@ def buscar_cliente(
     # A salesperson searches, and is offered similar names from, their own customers only.
     customers = search_customers(session_of(ctx), texto, MAX_CUSTOMERS_LISTED, vendedor=vendedor_of(ctx))
     return BuscarClienteResult(
-        texto=texto,
-        clientes=[ClienteEncontrado(nombre=c.name, ruc=c.ruc, ciudad=c.city) for c in customers],
+        texto=texto, clientes=[ClienteEncontrado(nombre=c.name, ruc=c.ruc, ciudad=c.city) for c in customers]
     )

@@ -124,8 +124,7 @@ CUSTOMER_SALES_TOTALS: Final = _totals(and_(SALES_IN_PERIOD, Invoice.customer_id
 
 _month = extract("month", Invoice.issue_date)
 SALES_BY_MONTH: Final = Scoped.build(
-    lambda invoices: select(_month, func.sum(Invoice.total)).where(invoices).group_by(_month),
-    SALES_IN_PERIOD,
+    lambda invoices: select(_month, func.sum(Invoice.total)).where(invoices).group_by(_month), SALES_IN_PERIOD
 )
 """Sales of a period per calendar month (months without sales are absent)."""
 

@@ -1,9 +1,5 @@
 """Customer lookup: exact, accent/case-insensitive, unique partial match, ambiguity and typos; within one
-salesperson's customers (``vendedor=``) without revealing anyone else's.
-
-Every test runs on SQLite and on PostgreSQL (``db_url``): ``LIKE`` differs between them (SQLite's is
-case-insensitive for ASCII, PostgreSQL's is not; both need the escape for ``%`` and ``_``).
-"""
+salesperson's customers (``vendedor=``) without revealing anyone else's."""
 
 from __future__ import annotations
 

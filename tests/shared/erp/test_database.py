@@ -1,8 +1,4 @@
-"""Opening the ERP: ``open_erp`` opens a database as it is, ``open_demo_erp`` creates and seeds the demo.
-
-An embedder's own database is never written to by opening it, and its "today" is the real date; the demo
-keeps the date its seed stored, so benchmarks are reproducible.
-"""
+"""Opening the ERP: ``open_erp`` opens a database as it is, ``open_demo_erp`` creates and seeds the demo."""
 
 from __future__ import annotations
 

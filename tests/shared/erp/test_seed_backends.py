@@ -1,11 +1,4 @@
-"""Processes opening one empty database at once, on SQLite and on PostgreSQL: the demo is seeded exactly once.
-
-The seed runs in :func:`shared.erp.storage.setup_transaction`: ``BEGIN IMMEDIATE`` on SQLite, a
-transaction-level advisory lock (``pg_advisory_xact_lock``) on PostgreSQL, so the first process creates and
-seeds while the others wait, then find everything in place. Half the processes open the conversation memory
-first, so its table creation races with the seed too (both take the same lock, and ``open_memory_store``
-switches SQLite to WAL while others seed); each then opens the demo as an application does.
-"""
+"""Processes opening one empty database at once (SQLite and PostgreSQL): the demo is seeded exactly once."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""A PostgreSQL database that fails says so in one line, like SQLite does (``shared/erp/storage.py``).
-
-Against the suite's real server: unreachable, no such database, unknown login, read-only, no permission,
-and a row locked past the lock timeout. Failures no test can provoke cheaply (deadlock, disk full,
-corruption) are classified from their SQLSTATE.
-"""
+"""A PostgreSQL database that fails says so in one line, like SQLite does (``shared/erp/storage.py``)."""
 
 from __future__ import annotations
 

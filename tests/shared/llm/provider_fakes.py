@@ -40,11 +40,7 @@ def openai_completion(
         "created": 1_700_000_000,
         "model": "local",
         "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": content},
-                "finish_reason": finish_reason,
-            }
+            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish_reason}
         ],
         "usage": {
             "prompt_tokens": prompt_tokens,
@@ -61,10 +57,7 @@ def length_error(content: str, *, prompt_tokens: int, completion_tokens: int) ->
 
     completion = ChatCompletion.model_validate(
         openai_completion(
-            content,
-            finish_reason="length",
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
+            content, finish_reason="length", prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
         )
     )
     return LengthFinishReasonError(completion=completion)

@@ -1,9 +1,4 @@
-"""A connection that fails before the server answers is retried once, counted, on the real OpenAI client.
-
-The server here is a raw socket server: for the first ``drops`` connections it reads the request and closes
-the socket without a byte of response (what a local server does to a keep-alive connection it has just
-expired), then it answers a Chat Completions reply.
-"""
+"""A connection that fails before the server answers is retried once, counted, on the real OpenAI client."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""One chat model serves every event loop: a blocking ``ask`` and any number of ``asyncio.run`` calls.
-
-A provider's async client pools connections that belong to the loop that opened them; the factory gives the
-OpenAI and Ollama clients a transport with one pool per loop (:class:`LoopBoundPools`). Each provider here
-is the real LangChain client over its emulator, used the way an application mixes the engines' entry points.
-"""
+"""One chat model serves every event loop: a blocking ``ask`` and any number of ``asyncio.run`` calls."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""provider_errors: what the real provider clients raise and report, mapped to the project's error tree.
-
-The timeout tests drive the real ``ChatOllama`` / ``ChatOpenAI`` / ``ChatGoogleGenerativeAI`` clients the
-factory builds against a local server that accepts the connection and never answers; the length tests serve
-each provider's own "cut at the cap" response. No test asserts on how long anything took.
-"""
+"""provider_errors: what the real provider clients raise and report, mapped to the project's error tree."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""Token usage is counted over streams for every network provider the factory builds, over real HTTP.
-
-The benchmark streams every turn, so a provider whose stream carries no usage would report 0 tokens. Each
-provider here is the real LangChain client built by :func:`build_chat_model`, streaming from the project's
-emulator of its protocol, backed by the offline model; the emulators send usage only where the real servers
-do (an OpenAI-compatible server only when ``stream_options.include_usage`` asks for it).
-"""
+"""Token usage is counted over streams for every network provider the factory builds, over real HTTP."""
 
 from __future__ import annotations
 

@@ -14,13 +14,7 @@ from shared.answer import MemoryItem
 from shared.errors import InputError, StorageError
 from shared.memory import writing
 from shared.memory.context import Exchange, render_context
-from shared.memory.store import (
-    MemoryStore,
-    MessageIn,
-    TurnRecord,
-    check_conversation_id,
-    open_memory_store,
-)
+from shared.memory.store import MemoryStore, MessageIn, TurnRecord, check_conversation_id, open_memory_store
 from shared.memory.tables import Conversation, ConversationState, MemoryRecord, Message
 from tests.shared.memory.conftest import statements_run
 

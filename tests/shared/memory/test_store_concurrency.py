@@ -1,15 +1,8 @@
 """The memory store's concurrency rules, on SQLite and on a real PostgreSQL (``shared/memory/store.py``).
 
-- First turns racing on one new conversation id make exactly one conversation, without error, and every
-  turn is recorded; two users racing for one id: one owns it, the other is refused and writes nothing.
-- Writers sharing one conversation: no message is lost, duplicated or interleaved (each turn's messages are
-  contiguous, in order, and turns follow their commit order, which is their version order); the state is
-  merged per key, the last writer winning; a turn planned on a version another turn has since changed is
-  recorded and flagged ``stale``.
-
-Writers are threads sharing one store, and separate processes each opening its own store (``forkserver``:
-forked from a clean server that has imported the project, ``spawn`` where there is none). Nothing depends on
-timing: barriers make the races happen, and the assertions hold in every interleaving.
+First turns racing on one id make one conversation (a second user is refused); writers sharing a conversation
+lose, duplicate or interleave no message, merge the state per key (last writer wins) and a turn planned on an
+outdated version is flagged ``stale``. Writers are threads and processes; barriers make the races happen.
 """
 
 from __future__ import annotations
@@ -69,11 +62,7 @@ class Recorded(NamedTuple):
 
 
 def write_turns(store: MemoryStore, writer: int, turns: int, start: Any) -> list[Recorded]:
-    """Record ``turns`` turns as a turn does: read the context, then record against its version.
-
-    The first turn's context is read before the barrier, so every writer plans its first turn on the same
-    version and all of them but the first to commit are stale.
-    """
+    """Record ``turns`` turns as a turn does: read the context, then record against its version."""
     recorded: list[Recorded] = []
     for number in range(turns):
         context = store.build_context(SHARED, TODAY)

@@ -1,8 +1,4 @@
-"""The memory store under hostile conditions: broken databases, concurrent threads, walls of stored text.
-
-Failures are one-line :class:`StorageError`/:class:`ConfigurationError`; whatever is stored, the context a
-model receives stays under :data:`shared.bounds.CONTEXT_MAX_CHARS`.
-"""
+"""The memory store under hostile conditions: broken databases, concurrent threads, walls of stored text."""
 
 from __future__ import annotations
 
@@ -107,10 +103,7 @@ def test_a_failing_read_is_a_storage_error(memory_store: MemoryStore) -> None:
     memory_store.record_turn("c1", TurnRecord(messages=[MessageIn(role="user", content="hola")]))
     with memory_store.engine.begin() as connection:
         connection.execute(text("DROP TABLE messages"))
-    for read in (
-        lambda: memory_store.history("c1"),
-        lambda: memory_store.build_context("c1", TODAY),
-    ):
+    for read in (lambda: memory_store.history("c1"), lambda: memory_store.build_context("c1", TODAY)):
         with pytest.raises(StorageError) as caught:
             read()
         # The database's own one-line reason names the missing table: "no such table: messages" (SQLite),

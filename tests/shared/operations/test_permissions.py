@@ -1,9 +1,4 @@
-"""Permissions: what each caller is offered, and that a forbidden operation never runs.
-
-The catalog (call 1 of the planner) and the tool list (tool calling) hold only the operations the caller's
-roles allow; ``validate``, ``execute`` and every tool refuse the others before any handler code runs, so a
-model that names a forbidden operation (a prompt injection) changes nothing.
-"""
+"""Permissions: what each caller is offered, and that a forbidden operation never runs."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""Declaring an operation as one typed function: ``@registry.operation(requires=...)``.
-
-Parameters come from the signature (``Annotated[..., Field(description=...)]``), the description from the
-docstring, the result model from the return annotation. Mistakes are refused when the module is imported
-(definition time), with a message naming the function and what to fix.
-"""
+"""Declaring an operation as one typed function: ``@registry.operation(requires=...)``."""
 
 from __future__ import annotations
 

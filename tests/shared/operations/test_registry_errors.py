@@ -1,8 +1,4 @@
-"""Unexpected operation failures: ``error interno (ref XXXX)`` for the model and the user, details in the log.
-
-A handler that hits a corrupt database page raises SQLAlchemy's ``DatabaseError``, whose text carries the SQL
-statement and its parameters. None of it may reach a prompt or an answer; all of it goes to the log.
-"""
+"""Unexpected operation failures: ``error interno (ref XXXX)`` for the model and the user, details logged."""
 
 from __future__ import annotations
 

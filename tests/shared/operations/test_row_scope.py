@@ -1,9 +1,4 @@
-"""Row-level scope on the seeded demo ERP: bruno never sees Empresa ABC, ana does, the manager sees it all.
-
-Empresa ABC is ana's customer. Whatever bruno asks, through any of the eight operations (rankings, searches,
-pending invoices and the suggestions of a customer not found included), neither its name nor its 2025 figure
-(₲120.000.000) comes back. Expected totals are computed here with plain SQL, never by the code under test.
-"""
+"""Row-level scope on the seeded demo ERP: bruno never sees Empresa ABC, ana does, the manager sees it all."""
 
 from __future__ import annotations
 

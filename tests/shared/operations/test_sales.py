@@ -1,8 +1,4 @@
-"""Each sales operation against the hand-built ERP of ``conftest.py``; expected values are worked out by hand.
-
-Sales of 2025 (F-004 is cancelled and never counts): F-001 40.000 + F-002 40.000 + F-003 100.000 +
-F-005 28.000 = 208.000 in 4 invoices. Per customer: ABC 80.000, Ñandutí 100.000, Sur 28.000.
-"""
+"""Each sales operation against the hand-built ERP of ``conftest.py``; expected values worked out by hand."""
 
 from __future__ import annotations
 

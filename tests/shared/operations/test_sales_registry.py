@@ -1,7 +1,4 @@
-"""The sales registry as both modes see it: catalog, validation errors, execution, LangChain tools.
-
-Runs against the seeded demo ERP (session fixture ``erp``) for the article's figures.
-"""
+"""The sales registry as both modes see it: catalog, validation errors, execution, LangChain tools."""
 # The snapshots hold the exact description strings a model reads; ruff format cannot split them.
 # ruff: noqa: E501
 
