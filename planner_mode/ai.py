@@ -1,52 +1,25 @@
 """The stateless AI side of the planner: call 1 (``plan``) and call 2 (``answer``).
 
-:class:`PlannerAI` holds no conversation state: everything it needs arrives as arguments, so one instance can
-serve any conversation from any thread or event loop (article §13). It asks the provider for native
-structured output (``with_structured_output(..., method="json_schema")``) and, when the provider's parsing
-fails or the model has no structured-output support, recovers the JSON from the raw text with
-:mod:`planner_mode.parsing`. It never makes a second attempt: one method call is one model call.
+:class:`PlannerAI` holds no conversation state, so one instance can serve any conversation from any thread or
+event loop (article §13). It asks the provider for native structured output
+(``with_structured_output(..., method="json_schema")``) and reads the reply with :mod:`planner_mode.parsing`,
+so a model without structured output works too. One method call is one model call: it never retries.
 
-Each call is one async stream (the model's ``astream``): :meth:`PlannerAI.plan` and
-:meth:`PlannerAI.answer` yield the text for the user as the model writes it, read by
-:class:`~planner_mode.streamed_text.FieldText`, then the strictly parsed :class:`Plan` or :class:`Answer`.
-Call 1's text for the user is a direct answer (``respuesta_directa``), streamed only when it is the first
-key of the reply (:class:`~planner_mode.streamed_text.DirectAnswerText`: the plan schema puts it first, so a
-model that writes it has chosen to answer directly before writing anything else). A streamed call is
-reported to callbacks like any other: LangChain's ``BaseChatModel.astream`` ends the run with
-``on_llm_end`` carrying the merged chunks (their ``usage_metadata`` and ``response_metadata``), so a
-``UsageTracker`` counts it. ``config`` is a LangChain ``RunnableConfig`` passed to the model call
-(callbacks, tags, metadata).
+Each call is one async stream (the model's ``astream``, so callbacks and a ``UsageTracker`` see it like any
+call): the text for the user as the model writes it (:mod:`planner_mode.streamed_text`), then the strictly
+parsed :class:`Plan` or :class:`Answer`. ``config`` is the LangChain ``RunnableConfig`` of the model call.
 
 **Constrained plans.** Call 1's schema is built for the catalog it is given
-(:func:`planner_mode.plan_schema.plan_json_schema`: the operations the caller may run as an ``enum``, each
-tied to its own parameters), so it is bound per call: the bound runnable of each catalog is kept in a
-``functools.lru_cache`` (:data:`PLAN_SCHEMA_CACHE_SIZE` catalogs, keyed by
-:func:`~planner_mode.plan_schema.catalog_key`; building the schema costs about a millisecond). What each
-provider integration receives for ``method="json_schema"`` and a dict schema:
-
-==========================  =================================================================================
-``ChatOllama``              ``format``: the schema verbatim; Ollama compiles it into a llama.cpp grammar
-                            (``anyOf``, ``enum``, ``$defs``/``$ref``, integer bounds, ``maxItems`` and
-                            ``maxLength`` enforced while decoding).
-``ChatOpenAI``              ``response_format: {"type": "json_schema", "json_schema": {"name": "Plan",
-                            "description": …, "schema": <the rest>, "strict": false}}``. llama.cpp's and
-                            vLLM's servers compile it into a grammar; OpenAI's own API only enforces
-                            ``strict: true``, which would make every property required (optional parameters
-                            as nullable) and is not requested: the same schema serves every provider.
-``ChatGoogleGenerativeAI``  ``generationConfig.responseJsonSchema``: the schema verbatim (Gemini's JSON-schema
-                            subset takes ``anyOf``, ``enum``, ``$defs``/``$ref``, bounds).
-==========================  =================================================================================
-
-None needs the plain variant, so every provider gets the union; ``PlannerAI(..., plan_schema="enum")`` sends
-the plain one (``funcion`` an ``enum`` of names, ``parametros`` any object) to a provider that rejects
-unions, and ``plan_schema="free"`` the unconstrained :class:`Plan` schema (``funcion`` any string), e.g. to
-measure what the constraint is worth. Whatever was sent, the reply is read by the tolerant parser and
-validated against the registry: the schema guides decoding, it is never the ERP's check.
+(:func:`planner_mode.plan_schema.plan_json_schema`), and the bound runnable of each catalog is kept in an LRU
+cache of :data:`PLAN_SCHEMA_CACHE_SIZE` entries. ``ChatOllama`` sends it as ``format`` (a llama.cpp
+grammar), ``ChatOpenAI`` as ``response_format`` with ``"strict": false`` (``strict: true`` would make every
+property required), ``ChatGoogleGenerativeAI`` as ``responseJsonSchema``. ``plan_schema="enum"`` sends the
+plain variant (for a provider that rejects unions), ``"free"`` the unconstrained :class:`Plan` schema (to
+measure what the constraint is worth). The schema guides decoding; the reply is still validated.
 
 Whatever the provider's SDK raises becomes the project's tree
-(:func:`shared.llm.provider_errors.as_erp_error`): a timeout is a ``ProviderTimeoutError``, a reply cut at
-the output cap an ``OutputLimitError`` (a model-output failure that says at how many tokens it was cut),
-anything else a ``ProviderError``.
+(:func:`shared.llm.provider_errors.as_erp_error`): ``ProviderTimeoutError``, ``OutputLimitError`` for a reply
+cut at the output cap, else ``ProviderError``.
 """
 
 from __future__ import annotations
@@ -87,12 +60,9 @@ per distinct set of permissions in practice (the demo has two), more behind an A
 class _StructuredCall(Generic[M]):
     """One model asked for one schema: native structured output when available, our strict parser always.
 
-    ``with_structured_output(schema, method="json_schema")`` returns ``bound_model | parser`` for the
-    providers we support. Only the bound model is used: it asks the provider for the schema (Ollama
-    ``format``, OpenAI ``response_format``, Gemini ``response_schema``), and the reply is read by
-    :mod:`planner_mode.parsing`, never by LangChain's JSON parser, which silently closes cut JSON (a plan cut
-    after its first operation would run as a shorter plan). Skipping ``include_raw=True`` also avoids the
-    ``RunnableParallel`` threads it starts on every call.
+    Only the bound model of ``with_structured_output(schema, method="json_schema")`` is used: the reply is
+    read by :mod:`planner_mode.parsing`, never by LangChain's JSON parser, which silently closes cut JSON (a
+    plan cut after its first operation would run as a shorter plan).
     """
 
     def __init__(
@@ -115,9 +85,8 @@ class _StructuredCall(Generic[M]):
     ) -> AsyncGenerator[str | M, None]:
         """The reply's text deltas as ``text`` reads them, then the whole reply, strictly parsed.
 
-        The stream is always read to its end (LangChain reports the call to callbacks only then); an error
-        midway raises after the deltas already yielded. ``stream=False``: one ``ainvoke``, no deltas (a
-        long reply costs LangChain's work per chunk otherwise, for nobody to read).
+        The stream is read to its end (LangChain reports the call to callbacks only then); an error midway
+        raises after the deltas already yielded. ``stream=False``: one ``ainvoke``, no deltas.
         """
         if not stream:
             with self._provider_errors():
@@ -182,8 +151,7 @@ class _StructuredCall(Generic[M]):
 
 
 def _merged(chunks: list[Any]) -> Any:
-    """A streamed reply as one message (chunks added as LangChain adds them), or the last item streamed
-    (a whole runnable that streams parsed values, or a model that does not stream: one whole message)."""
+    """A streamed reply as one message (chunks added as LangChain adds them), or the last item streamed."""
     if chunks and all(isinstance(chunk, AIMessageChunk) for chunk in chunks):
         first: AIMessageChunk = chunks[0]
         return first + chunks[1:] if len(chunks) > 1 else first
@@ -191,8 +159,8 @@ def _merged(chunks: list[Any]) -> Any:
 
 
 def _bind(model: BaseChatModel, json_schema: dict[str, Any]) -> Runnable[Any, Any]:
-    """``model`` asking for ``json_schema`` natively: the bound model of ``with_structured_output`` (its
-    parser dropped, see :class:`_StructuredCall`), or ``model`` itself when it has no structured output."""
+    """``model`` asking for ``json_schema`` natively (the bound model of ``with_structured_output``), or
+    ``model`` itself when it has no structured output."""
     try:
         structured = model.with_structured_output(json_schema, method="json_schema")
     except (NotImplementedError, ValueError, TypeError):
@@ -205,7 +173,7 @@ def _bind(model: BaseChatModel, json_schema: dict[str, Any]) -> Runnable[Any, An
 
 @dataclass(frozen=True, eq=False)
 class _Catalog:
-    """A catalog as a cache key: equal when :func:`~planner_mode.plan_schema.catalog_key` is (the AI server
+    """A catalog as a cache key, equal when :func:`~planner_mode.plan_schema.catalog_key` is (the AI server
     parses new, equal specs from every request)."""
 
     specs: tuple[OperationSpec, ...]
@@ -221,11 +189,10 @@ class _Catalog:
 class PlannerAI:
     """The article's "LLM 1" and "LLM 2": plan a question, then phrase the ERP's results.
 
-    ``answer_model`` defaults to ``plan_model``; pass a different one to plan with a small fast model and
-    write with a stronger one. Each call is an async stream of the text for the user, then its parsed
-    result; it raises :class:`~shared.errors.ModelOutputError` (unusable output; ``OutputLimitError`` when
-    cut at the output cap) or :class:`~shared.errors.ProviderError` (the provider failed, whatever the SDK
-    raised, a project error included; ``ProviderTimeoutError`` on a timeout), after the deltas already
+    ``answer_model`` defaults to ``plan_model`` (plan with a small fast model, write with a stronger one).
+    Each call is an async stream of the text for the user, then its parsed result; it raises
+    :class:`~shared.errors.ModelOutputError` (``OutputLimitError`` when cut at the output cap) or
+    :class:`~shared.errors.ProviderError` (``ProviderTimeoutError`` on a timeout), after the deltas already
     yielded: the caller shows the final result, not the partial text.
     """
 
@@ -267,13 +234,11 @@ class PlannerAI:
         config: RunnableConfig | None = None,
         stream: bool = True,
     ) -> AsyncGenerator[str | Plan, None]:
-        """Call 1: the user's question and the conversation context as a :class:`Plan`, the last item.
+        """Call 1: the question and the conversation context as a :class:`Plan`, the last item.
 
-        Before it, a direct answer's text in deltas as the model writes it (only when ``respuesta_directa``
-        is the reply's first key, :class:`~planner_mode.streamed_text.DirectAnswerText`). When the plan is a
-        direct answer and the deltas are a start of it (stripped, as the engine shows it), the rest comes as
-        one last delta (e.g. an answer found only inside reasoning). ``stream=False``: the model is not
-        asked to stream (one ``ainvoke``), for a caller that reads only the result.
+        Before it, a direct answer's text in deltas as the model writes it, when ``respuesta_directa`` is
+        the reply's first key; the rest of a direct answer the deltas began comes as one last delta.
+        ``stream=False``: one ``ainvoke``, for a caller that reads only the result.
         """
         specs = tuple(catalog)
         call = self._plan_call(_Catalog(specs, catalog_key(specs)))
@@ -299,10 +264,8 @@ class PlannerAI:
     ) -> AsyncGenerator[str | Answer, None]:
         """Call 2: the operations' results (and errors) phrased as an :class:`Answer`, the last item.
 
-        Before it, the ``respuesta`` text in deltas as the model writes it; they concatenate to
-        ``Answer.respuesta`` whenever the streamed text is a start of it (a remainder the stream could not
-        read, e.g. an answer found only inside reasoning, comes as one last delta). ``stream`` as in
-        :meth:`plan`.
+        Before it, the ``respuesta`` text in deltas as the model writes it (a remainder the stream could not
+        read comes as one last delta). ``stream`` as in :meth:`plan`.
         """
         text = FieldText("respuesta")
         messages = answer_messages(question, results, context)

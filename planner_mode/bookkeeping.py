@@ -13,6 +13,7 @@ from planner_mode.plan import Answer, OperationOutcome, Plan
 from planner_mode.validation import ValidatedPlan
 from planner_mode.wire import CallUsage
 from shared.memory.context import ConversationContext
+from shared.memory.records import VersionedState
 from shared.memory.store import MessageIn, TurnRecord
 from shared.operations.registry import OperationSpec
 from shared.security import Caller, require_caller
@@ -119,14 +120,10 @@ class PlannerTurn:
         )
 
     def result(
-        self,
-        *,
-        answer: str,
-        memories: list[str],
-        state: dict[str, Any],
-        recorded: bool,
-        stale_state: bool = False,
+        self, answer: str, *, memories: list[str] | None = None, recorded: VersionedState | None = None
     ) -> TurnResult:
+        """The turn's result: recorded when ``recorded`` is the state the store wrote, else unrecorded with
+        the state read for the turn."""
         usage = CallUsage.total(self.usages)
         total_ms = self.clock.elapsed_ms()
         return TurnResult(
@@ -137,8 +134,8 @@ class PlannerTurn:
             plan=self.plan.model_dump(mode="json") if self.plan else None,
             operations=self.operations,
             plan_valid=self.plan_valid,
-            memories=memories,
-            state=state,
+            memories=memories or [],
+            state=recorded if recorded is not None else self.state,
             model_calls=usage.model_calls,
             input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens,
@@ -153,8 +150,8 @@ class PlannerTurn:
             ungrounded_figures=self.ungrounded,
             errors=self.errors,
             failure=self.failure,
-            recorded=recorded,
-            stale_state=stale_state,
+            recorded=recorded is not None,
+            stale_state=recorded is not None and recorded.stale,
         )
 
     def _first_answer_call(self) -> FirstAnswerCall | None:

@@ -1,23 +1,16 @@
 """How the ERP-side engine reaches the AI: the :class:`AIClient` interface, and the client in this process.
 
-An :class:`AIClient` makes the turn's two calls, each an async stream: :meth:`~AIClient.plan` (call 1)
-yields a direct answer's text as the model writes it (when the reply starts with one), then the whole
-:class:`~planner_mode.wire.AnalyzeResponse`; :meth:`~AIClient.answer` (call 2) yields the answer's text as
-the model writes it, then the whole :class:`~planner_mode.wire.RespondResponse`. Each response carries the
-:class:`~planner_mode.wire.CallUsage` its call cost. A failed call raises :class:`AICallError`, which wraps
-the :class:`~shared.errors.ModelOutputError` or :class:`~shared.errors.ProviderError` and still carries the
-usage, so the engine's per-turn counts include failed calls. A caller that wants only the result keeps the
-last item (:func:`last_item`).
-
-:class:`InProcessAIClient` calls a :class:`~planner_mode.ai.PlannerAI` here;
-:class:`~planner_mode.http_client.HttpAIClient` calls the AI server (:mod:`planner_mode.server`).
+Each of the two calls is an async stream of the text for the user, then one response carrying its
+:class:`~planner_mode.wire.CallUsage`. A failed call raises :class:`AICallError`, which still carries the
+usage, so per-turn counts include failed calls. :class:`InProcessAIClient` calls a
+:class:`~planner_mode.ai.PlannerAI` here; :class:`~planner_mode.http_client.HttpAIClient` the AI server.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
-from contextlib import aclosing, contextmanager
-from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from contextlib import aclosing
+from typing import Protocol, TypeVar, runtime_checkable
 
 from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
 from langchain_core.runnables import RunnableConfig
@@ -29,9 +22,6 @@ from planner_mode.wire import AnalyzeResponse, CallUsage, RespondResponse
 from shared.errors import ErpAiError, ModelOutputError, ProviderError
 from shared.memory.context import ConversationContext
 from shared.operations.registry import OperationSpec
-
-if TYPE_CHECKING:
-    from shared.llm.usage import UsageTracker
 
 __all__ = ["AICallError", "AIClient", "InProcessAIClient", "closing_iter", "last_item"]
 
@@ -108,12 +98,8 @@ async def closing_iter(stream: AsyncIterator[T]) -> AsyncGenerator[T, None]:
 
 
 def _with_handler(config: RunnableConfig | None, handler: BaseCallbackHandler) -> RunnableConfig:
-    """A copy of ``config`` whose callbacks also include ``handler`` (inherited by child runs).
-
-    ``config["callbacks"]`` may be missing or ``None``, a list of handlers, or a callback manager (as
-    :meth:`shared.tracing.TurnRun.child_config` gives): the caller's config, list and manager stay untouched,
-    like :func:`langchain_core.runnables.config.merge_configs` does it, without pulling in a context config.
-    """
+    """A copy of ``config`` whose callbacks (none, a list, or a manager) also include ``handler``, as
+    :func:`langchain_core.runnables.config.merge_configs` does it without pulling in a context config."""
     merged: RunnableConfig = {**config} if config else {}
     callbacks = merged.get("callbacks")
     if isinstance(callbacks, BaseCallbackManager):
@@ -125,25 +111,9 @@ def _with_handler(config: RunnableConfig | None, handler: BaseCallbackHandler) -
     return merged
 
 
-@contextmanager
-def _measured(config: RunnableConfig | None) -> Iterator[tuple[UsageTracker, RunnableConfig]]:
-    """A fresh tracker and ``config`` with it; a model failure inside becomes an :class:`AICallError`."""
-    # Imported on use: ``shared.llm`` also loads the offline model, which ``import planner_mode`` skips.
-    from shared.llm.usage import UsageTracker
-
-    tracker = UsageTracker()
-    try:
-        yield tracker, _with_handler(config, tracker)
-    except (ModelOutputError, ProviderError) as exc:
-        raise AICallError(exc, CallUsage.from_tracker(tracker)) from exc
-
-
 class InProcessAIClient:
-    """Calls a :class:`PlannerAI` in this process, measuring each call with its own ``UsageTracker``.
-
-    The tracker is added to the given ``config``'s callbacks (a copy), so the caller's handlers see the call
-    too, under the caller's parent run.
-    """
+    """Calls a :class:`PlannerAI` in this process, measuring each call with its own ``UsageTracker`` added
+    to (a copy of) ``config``'s callbacks, so the caller's handlers see the call too."""
 
     def __init__(self, ai: PlannerAI) -> None:
         self.ai = ai
@@ -188,8 +158,12 @@ async def _measured_stream(
 ) -> AsyncGenerator[str | R, None]:
     """One streamed :class:`PlannerAI` call measured by its own tracker: its text deltas, then its parsed
     result (the last item the call yields) with the call's usage, as ``wrap(result, usage)``."""
-    with _measured(config) as (tracker, measured):
-        stream = start(measured)
+    # Imported on use: ``shared.llm`` also loads the offline model, which ``import planner_mode`` skips.
+    from shared.llm.usage import UsageTracker
+
+    tracker = UsageTracker()
+    stream = start(_with_handler(config, tracker))
+    try:
         async with aclosing(stream):
             async for item in stream:
                 if not isinstance(item, str):
@@ -198,3 +172,5 @@ async def _measured_stream(
                     return
                 yield item
         raise ModelOutputError("The model's stream ended without a result.")
+    except (ModelOutputError, ProviderError) as exc:  # a model failure, with what the call cost
+        raise AICallError(exc, CallUsage.from_tracker(tracker)) from exc

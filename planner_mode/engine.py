@@ -1,48 +1,26 @@
 """The ERP-side planner engine: one turn = at most two model calls (article §4–11).
 
-Flow of one turn:
+One turn: check the input and the caller's access and build the bounded context from the memory store;
+call 1 plans (a direct answer stops here: one call); the whole plan is validated before anything runs
+(``TurnResult.plan_valid``; ``None`` when call 1 failed in the provider); the plan is executed (independent
+operations concurrently); call 2 answers from every result and error; the turn is recorded atomically.
 
-1. check the input and that ``caller`` may use the conversation, and build the bounded context from the
-   memory store (state, relevant memories, last exchange, today);
-2. call 1, ``plan`` → a :class:`~planner_mode.plan.Plan` (small talk with ``respuesta_directa`` stops
-   here: one call);
-3. validate the whole plan before executing anything (``TurnResult.plan_valid``: call 1's output parsed and
-   passed validation; ``None`` when call 1 failed in the provider, so no output was read);
-4. execute it (independent operations concurrently, dependent ones in order);
-5. call 2, ``answer``, with every result and every error (invalid plans included);
-6. record the turn atomically: user message, assistant message (metadata ``plan`` and ``operations``),
-   memories and the state update.
+:meth:`PlannerEngine.astream` is the one driver (:mod:`shared.events`); ``aask`` drains it and ``ask`` runs
+``aask`` to completion. Each turn opens one parent LangChain run (:mod:`shared.tracing`) and logs once on
+``planner_mode``.
 
-One driver runs that flow as :mod:`shared.events` (:meth:`PlannerEngine.astream`: ``PlanReady``, one
-``OperationDone`` per operation as it finishes, the answer in ``AnswerDelta`` events as call 2 writes it, or
-as call 1 writes a direct answer, before ``PlanReady``; ``TurnDone`` last), on the event loop, with the
-handlers and the storage in threads. :meth:`~PlannerEngine.aask` drains it and returns ``TurnDone``'s result;
-:meth:`~PlannerEngine.ask` runs ``aask`` to completion (:func:`shared.turn_steps.run_until_complete`). Each
-takes the turn's :class:`~shared.security.Caller` as a required argument: the engine never guesses who is
-asking. Each turn opens one parent LangChain run (:mod:`shared.tracing`) whose children are the turn's model
-calls, and logs the finished turn once (:func:`shared.turn_steps.finish_turn`, logger ``planner_mode``).
-
-Failures never raise out of a turn: every turn ends in a :class:`TurnResult` whose ``failure`` is ``None`` or
-one kind of the contract in :mod:`shared.failures` (``input``, ``storage``, ``provider``, ``timeout``,
-``model_output``, ``invalid_plan``, ``operation_error``). **Recording policy** (the same in both modes): a
-turn is recorded only when a model wrote its answer (call 2, or call 1's ``respuesta_directa``), including
-``invalid_plan`` and ``operation_error`` turns whose answer explains the refusal. When the input is refused,
-the store cannot be read, or call 1 or call 2 fails (a stream that breaks midway included), nothing is
-written (not even a new conversation's row), ``TurnResult.recorded`` is ``False``, and the user can simply
-ask again. Input and storage are checked before any model call, so they cost none. Recording is the turn's
-last step, so a stream abandoned by its reader before ``TurnDone`` records nothing either.
-
-Everything the ERP sends is bounded by construction: the context is clipped by the memory store, and each
-operation result sent to call 2 is clipped in rows and characters with a visible marker.
+Failures never raise out of a turn: ``TurnResult.failure`` is ``None`` or a kind of :mod:`shared.failures`.
+A turn is recorded only when a model wrote its answer (``invalid_plan`` and ``operation_error`` turns
+included); when the input is refused, the store cannot be read or a call fails, nothing is written and
+``recorded`` is ``False``. Recording is the last step, so an abandoned stream records nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field
@@ -98,26 +76,17 @@ class PlannerEngine(TurnEngine):
     """The article's two-call engine over an ERP, an operation registry and a conversation store.
 
     ``ai`` is an :class:`~planner_mode.client.AIClient` (in process or HTTP); a bare
-    :class:`~planner_mode.ai.PlannerAI` is accepted and wrapped in an ``InProcessAIClient``. The engine keeps
-    no per-turn state, so one instance may answer many conversations from many threads and event loops.
+    :class:`~planner_mode.ai.PlannerAI` is wrapped in an ``InProcessAIClient``. The engine keeps no per-turn
+    state: one instance may serve many conversations from many threads and event loops. Call 1 sees only the
+    operations ``caller`` may run, and the ERP runs them within the caller's data scope.
 
-    ``ask``, ``aask`` and ``astream`` (:class:`~shared.engine.TurnEngine`) answer with at most two model
-    calls, as the turn's ``caller``: call 1 sees only the operations the caller may run, and the ERP runs them
-    within the caller's data scope. ``astream`` yields ``PlanReady`` once call 1 is parsed, one
-    ``OperationDone`` per operation as it finishes (each operation of a rejected plan, too), the answer in
-    ``AnswerDelta`` events as call 2 writes it, and ``TurnDone`` last.
-
-    A direct answer (small talk, a refusal: call 1's ``respuesta_directa``) streams as call 1 writes it, so
-    its ``AnswerDelta`` events come *before* ``PlanReady``; the plan is still parsed and validated from call
-    1's whole reply. **What is streamed from call 1**: only a reply whose first key is ``respuesta_directa``
-    (:class:`planner_mode.streamed_text.DirectAnswerText`; the plan schema puts it first and the prompt shows
-    it alone), so a reply that starts with operations never shows its text. A reply that starts with a direct
-    answer and then lists operations contradicts the prompt; its operations run as any plan's do, call 2's
-    answer follows what was shown after a blank line, and ``TurnDone``'s answer (call 2's) is the one to
-    keep, as :mod:`shared.events` says of any mismatch. A direct answer not written first arrives as one
-    delta once call 1 is parsed. A call that fails (even midway through its stream) ends the turn
-    unrecorded: ``TurnDone`` carries the failure kind, ``recorded=False`` and the failure message, which
-    supersedes any text shown.
+    ``astream`` yields ``PlanReady`` once call 1 is parsed, one ``OperationDone`` per operation as it finishes
+    (a rejected plan's too), the answer in ``AnswerDelta`` events as call 2 writes it, and ``TurnDone`` last.
+    A direct answer streams as call 1 writes it, before ``PlanReady``, only when it is the reply's first key
+    (:class:`~planner_mode.streamed_text.DirectAnswerText`); written later, it arrives as one delta after
+    ``PlanReady``. A reply that starts with a direct answer and then lists operations runs them, and call 2's
+    answer follows after a blank line; ``TurnDone``'s answer is the one to keep. A failed call ends the turn
+    unrecorded, its ``TurnDone`` carrying the failure.
     """
 
     mode = "planner"
@@ -197,11 +166,18 @@ class PlannerEngine(TurnEngine):
             return
         if turn.runnable is not None:
             finished: list[tuple[int, ExecutedOperation]] = []
-            async with aclosing(astream_plan(turn.runnable, **self._execution(turn))) as outcomes:
+            outcomes = astream_plan(
+                turn.runnable,
+                self.registry,
+                self.erp,
+                caller=turn.caller,
+                max_workers=self.limits.max_workers,
+            )
+            async with aclosing(outcomes):
                 async for index, outcome in outcomes:
                     finished.append((index, outcome))
                     yield OperationDone(operation=outcome)
-            self._executed(turn, _in_plan_order(finished))
+            self._executed(turn, [outcome for _index, outcome in sorted(finished, key=lambda item: item[0])])
         else:  # a rejected plan: its operations, none run, each with its reason
             for operation in turn.operations:
                 yield OperationDone(operation=operation)
@@ -223,7 +199,8 @@ class PlannerEngine(TurnEngine):
         except AICallError as exc:
             yield self._call_failed(turn, exc)
             return
-        yield await asyncio.to_thread(self._record, turn, self._answered(turn, responded))
+        turn.usages.append(responded.usage)
+        yield await asyncio.to_thread(self._record, turn, responded.answer)
 
     # -- the shared steps ------------------------------------------------------------------------------------
 
@@ -270,15 +247,6 @@ class PlannerEngine(TurnEngine):
             turn.operations, turn.outcomes = rejected(validated, self.limits.max_operations)
         return None
 
-    def _execution(self, turn: PlannerTurn) -> dict[str, Any]:
-        """The keyword arguments of every plan runner for this turn."""
-        return {
-            "registry": self.registry,
-            "erp": self.erp,
-            "caller": turn.caller,
-            "max_workers": self.limits.max_workers,
-        }
-
     def _executed(self, turn: PlannerTurn, operations: list[ExecutedOperation]) -> None:
         """Take the executed plan: what call 2 reads (results clipped, errors explained); an operation that
         broke inside the ERP makes the turn an ``operation_error``."""
@@ -297,11 +265,6 @@ class PlannerEngine(TurnEngine):
             )
             for op in operations
         ]
-
-    @staticmethod
-    def _answered(turn: PlannerTurn, responded: RespondResponse) -> Answer:
-        turn.usages.append(responded.usage)
-        return responded.answer
 
     def _call_failed(self, turn: PlannerTurn, error: AICallError) -> TurnResult:
         """Call 1 or call 2 failed: counted, explained, nothing written.
@@ -333,12 +296,7 @@ class PlannerEngine(TurnEngine):
         if check.figures and self.grounding == "refuse":
             turn.failure = "ungrounded"
             turn.errors.append(f"Ungrounded figures in the answer: {', '.join(check.figures)}")
-            return turn.result(
-                answer=ungrounded_answer(check.figures, turn.operations),
-                memories=[],
-                state=turn.state,
-                recorded=False,
-            )
+            return turn.result(ungrounded_answer(check.figures, turn.operations))
         return answer.model_copy(update={"memoria": check.memories})
 
     def _record(self, turn: PlannerTurn, answer: Answer) -> TurnResult:
@@ -362,18 +320,9 @@ class PlannerEngine(TurnEngine):
         except StorageError as exc:  # the answer is good; only remembering it failed
             turn.failure = "storage"
             turn.errors.append(f"Turn not recorded: {exc}")
-            return turn.result(
-                answer=f"{answer.respuesta}\n\n{NOT_RECORDED_NOTE}",
-                memories=[],
-                state=turn.state,
-                recorded=False,
-            )
+            return turn.result(f"{answer.respuesta}\n\n{NOT_RECORDED_NOTE}")
         return turn.result(
-            answer=answer.respuesta,
-            memories=[item.contenido for item in answer.memoria],
-            state=state,
-            recorded=True,
-            stale_state=state.stale,
+            answer.respuesta, memories=[item.contenido for item in answer.memoria], recorded=state
         )
 
     def _unrecorded(self, turn: PlannerTurn, error: BaseException) -> TurnResult:
@@ -383,8 +332,4 @@ class PlannerEngine(TurnEngine):
         turn.answered = False
         if kind in ("input", "storage"):
             turn.errors.append(str(error))
-        return turn.result(answer=user_message(kind, error), memories=[], state=turn.state, recorded=False)
-
-
-def _in_plan_order(finished: Sequence[tuple[int, ExecutedOperation]]) -> list[ExecutedOperation]:
-    return [outcome for _index, outcome in sorted(finished, key=lambda item: item[0])]
+        return turn.result(user_message(kind, error))

@@ -1,13 +1,9 @@
 """Run a validated plan against the ERP: independent operations concurrently, dependent ones in order.
 
-Operations of one wave (see :class:`~planner_mode.validation.ValidatedPlan`) run at the same time; a wave
-starts when the previous one has finished, so every ``$ref`` is resolved from results that exist. An
-operation whose dependency failed is not run and reports why. Nothing here raises for an operation's failure:
-each outcome carries its result or its error.
-
-One runner, :func:`astream_plan`, runs the waves on the event loop, each (synchronous) handler in a thread
-(``asyncio.to_thread``), at most ``max_workers`` at once, and yields each outcome as it finishes; the
-dependency bookkeeping is :class:`_PlanRun`'s.
+The operations of one wave (:class:`~planner_mode.validation.ValidatedPlan`) run at the same time, each
+handler in a thread; a wave starts when the previous one has finished, so every ``$ref`` resolves from results
+that exist. An operation whose dependency failed is not run and says why. An operation's failure never
+raises: each outcome carries its result or its error.
 """
 
 from __future__ import annotations
@@ -100,13 +96,6 @@ class _PlanRun:
             settled.append(index)
         return settled, runnable
 
-    def run(
-        self, registry: OperationRegistry, erp: Erp, caller: Caller, index: int, params: dict[str, Any]
-    ) -> ExecutedOperation:
-        """Run one operation (blocking; the runner calls it in a thread)."""
-        op = self.operations[index]
-        return _run_one(registry, erp, caller, op.funcion, op.id, params)
-
     def finish(self, index: int, outcome: ExecutedOperation) -> None:
         """Record an operation's outcome; a result with an ``id`` becomes resolvable by later waves."""
         self.done[index] = outcome
@@ -135,7 +124,9 @@ async def astream_plan(
 
     async def run_one(index: int, params: dict[str, Any]) -> tuple[int, ExecutedOperation]:
         async with slots:
-            return index, await asyncio.to_thread(run.run, registry, erp, caller, index, params)
+            op = run.operations[index]
+            outcome = await asyncio.to_thread(_run_one, registry, erp, caller, op.funcion, op.id, params)
+            return index, outcome
 
     for wave in validated.waves:
         settled, runnable = run.start(wave)

@@ -14,7 +14,7 @@ import functools
 import ssl
 import threading
 import time
-from collections.abc import AsyncGenerator, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import suppress
 from types import TracebackType
 from typing import TypeVar
@@ -104,12 +104,8 @@ _CONNECTION_FAILURES = (httpx.ConnectError, httpx.ConnectTimeout)
 
 
 class _Exchange:
-    """One AI request over HTTP, from choosing a server to reading the reply: everything but the sending.
-
-    Which server each attempt goes to (round-robin), that only connection failures are tried again, what a
-    request that reached a server and then failed costs, and how each reply (status, JSON body, NDJSON line)
-    becomes a result or an :class:`AICallError`.
-    """
+    """One AI request over HTTP: which server each attempt goes to, and how each reply (status, JSON body,
+    NDJSON line) becomes a result or an :class:`AICallError` carrying what the call cost."""
 
     def __init__(self, client: HttpAIClient, path: str, body: BaseModel, *, stream: bool) -> None:
         self.client = client
@@ -120,30 +116,30 @@ class _Exchange:
             self.headers["Accept"] = f"{NDJSON}, application/json;q=0.5"
         self.url = ""
         self.started = 0.0
-        self._last_error: Exception | None = None
 
-    def attempts(self, build: Callable[..., httpx.Request]) -> Iterator[httpx.Request]:
-        """The request of each attempt, at most ``retries + 1``: the first to the server whose turn it is,
-        each retry to the one after the previous attempt's in the list (whatever other requests took
-        meanwhile, so that concurrent requests cannot send one request's retries back to the same dead
-        server)."""
+    async def send(self, http: httpx.AsyncClient) -> httpx.Response:
+        """Send to the server whose turn it is, each retry (connection failures only) to the next in the list
+        after the previous attempt's, whatever other requests took meanwhile, so that concurrent requests
+        cannot send one request's retries back to the same dead server."""
         urls = self.client.urls
         first = self.client._take_turn()
+        refused: Exception | None = None
         for attempt in range(self.client.retries + 1):
             self.url = urls[(first + attempt) % len(urls)]
             self.started = time.perf_counter()
-            yield build("POST", self.url + self.path, content=self.content, headers=self.headers)
-
-    def refused(self, exc: Exception) -> None:
-        """An attempt could not connect: remember why, for when no attempt is left."""
-        self._last_error = exc
-
-    def unreachable(self) -> AICallError:
-        """No attempt reached a server: no model was called, nothing is counted."""
-        return AICallError(
+            request = http.build_request(
+                "POST", self.url + self.path, content=self.content, headers=self.headers
+            )
+            try:
+                return await http.send(request, stream=True)
+            except _CONNECTION_FAILURES as exc:
+                refused = exc
+            except httpx.HTTPError as exc:
+                raise self.broke_off(exc) from exc
+        raise AICallError(  # no model was called: nothing is counted
             ProviderError(
-                f"Could not connect to any AI server ({', '.join(self.client.urls)}) after "
-                f"{self.client.retries + 1} attempt(s): {self._last_error}"
+                f"Could not connect to any AI server ({', '.join(urls)}) after "
+                f"{self.client.retries + 1} attempt(s): {refused}"
             )
         )
 
@@ -151,24 +147,20 @@ class _Exchange:
         """What a request that reached a server cost when no usage came back: one call, the time waited."""
         return CallUsage(model_calls=1, model_ms=(time.perf_counter() - self.started) * 1000)
 
+    def failed(self, message: str) -> AICallError:
+        """The server was reached and then failed: its call counts."""
+        return AICallError(ProviderError(f"AI server {self.url} {message}"), self.waited())
+
     def broke_off(self, exc: httpx.HTTPError) -> AICallError:
-        """The request reached a server, which was calling its model when the exchange timed out or broke
-        off: count that call and the wait as model time (its tokens are unknown: no usage came back)."""
+        """The exchange timed out or broke off while the server called its model (tokens unknown)."""
         if isinstance(exc, httpx.TimeoutException):
             timeout = self.client.timeout.read
             message = f"AI server {self.url} did not answer within {timeout} s ({type(exc).__name__})."
             return AICallError(ProviderTimeoutError(message, timeout), self.waited())
-        return AICallError(
-            ProviderError(f"AI server {self.url} failed: {type(exc).__name__}: {exc}"), self.waited()
-        )
-
-    def is_stream(self, response: httpx.Response) -> bool:
-        """A 200 in NDJSON; anything else has one JSON body (an error, or a server that does not stream)."""
-        media_type = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-        return response.status_code == 200 and media_type == NDJSON
+        return self.failed(f"failed: {type(exc).__name__}: {exc}")
 
     def read(self, response: httpx.Response, response_model: type[R]) -> R:
-        """The result of a read response, or the :class:`AICallError` its status and body stand for
+        """The result of a whole JSON response, or the :class:`AICallError` its status and body stand for
         (:class:`AIServerUnauthorized` for a 401)."""
         if response.status_code == 200:
             try:
@@ -196,13 +188,11 @@ class _Exchange:
         parse: Callable[[str], AnswerDeltaLine | ErrorLine | BaseModel],
         response_model: type[R],
     ) -> str | R:
-        """One NDJSON line of a stream (read by ``parse``): a delta, the final response (as
-        ``response_model``), or the error it carries."""
+        """One NDJSON line: a delta, the final response (as ``response_model``), or the error it carries."""
         try:
             item = parse(text)
         except ValidationError as exc:
-            failed = ProviderError(f"AI server {self.url} sent an unexpected stream line: {exc}")
-            raise AICallError(failed, self.waited()) from exc
+            raise self.failed(f"sent an unexpected stream line: {exc}") from exc
         if isinstance(item, AnswerDeltaLine):
             return item.text
         if not isinstance(item, ErrorLine):  # the response line: the response's fields and its ``type``
@@ -212,10 +202,31 @@ class _Exchange:
         failed = ProviderError(f"AI server {self.url} failed while streaming: {item.error}")
         raise AICallError(failed, item.usage or self.waited())
 
-    def ended_early(self) -> AICallError:
-        """The stream ended without its final line (the server went away while writing)."""
-        failed = ProviderError(f"AI server {self.url} ended the {self.path} stream without a response.")
-        return AICallError(failed, self.waited())
+    async def results(
+        self,
+        parse: Callable[[str], AnswerDeltaLine | ErrorLine | BaseModel],
+        response_model: type[R],
+    ) -> AsyncGenerator[str | R, None]:
+        """Send the request; yield its deltas, then its response (a server that does not stream: just the
+        response)."""
+        response = await self.send(await self.client._async_http())
+        try:
+            media_type = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+            if response.status_code != 200 or media_type != NDJSON:
+                await response.aread()
+                yield self.read(response, response_model)
+                return
+            async for text in response.aiter_lines():
+                if text.strip():
+                    item = self.line(text, parse, response_model)
+                    yield item
+                    if not isinstance(item, str):
+                        return
+            raise self.failed(f"ended the {self.path} stream without a response.")
+        except httpx.HTTPError as exc:
+            raise self.broke_off(exc) from exc
+        finally:
+            await response.aclose()
 
 
 async def _close_when_loop_ends(http: httpx.AsyncClient, forget: Callable[[], None]) -> AsyncGenerator[None]:
@@ -286,17 +297,6 @@ class HttpAIClient:
             self._next += 1
         return index
 
-    async def _send(self, exchange: _Exchange) -> httpx.Response:
-        http = await self._async_http()
-        for request in exchange.attempts(http.build_request):
-            try:
-                return await http.send(request, stream=True)
-            except _CONNECTION_FAILURES as exc:
-                exchange.refused(exc)
-            except httpx.HTTPError as exc:
-                raise exchange.broke_off(exc) from exc
-        raise exchange.unreachable()
-
     async def _async_http(self) -> httpx.AsyncClient:
         """The running loop's ``AsyncClient``, made on the loop's first request."""
         loop = asyncio.get_running_loop()
@@ -335,11 +335,10 @@ class HttpAIClient:
         config: RunnableConfig | None = None,
         stream: bool = True,
     ) -> AsyncGenerator[str | AnalyzeResponse, None]:
-        """``POST /ai/analyze`` with ``Accept: application/x-ndjson``, read line by line (see
-        :meth:`answer`)."""
+        """``POST /ai/analyze``, streamed as NDJSON unless ``stream=False`` (see :meth:`answer`)."""
         body = AnalyzeRequest(message=question, context=context, catalog=list(catalog))
-        return self._stream(
-            _Exchange(self, "/ai/analyze", body, stream=stream), parse_analyze_stream_line, AnalyzeResponse
+        return _Exchange(self, "/ai/analyze", body, stream=stream).results(
+            parse_analyze_stream_line, AnalyzeResponse
         )
 
     def answer(
@@ -351,44 +350,14 @@ class HttpAIClient:
         config: RunnableConfig | None = None,
         stream: bool = True,
     ) -> AsyncGenerator[str | RespondResponse, None]:
-        """``POST /ai/respond`` with ``Accept: application/x-ndjson``, read line by line (``stream=False``:
-        without it, one JSON body).
+        """``POST /ai/respond``, streamed as NDJSON unless ``stream=False``.
 
-        A server that answers with plain JSON instead (one that does not stream) gives just the final
-        response. Errors the server found before streaming keep their status and are mapped to
-        :class:`AICallError` (a 502 as the failure its kind names); an ``error`` line, a broken or timed-out
-        stream, or a stream without its final line raise :class:`AICallError` too, counting the call.
+        Errors the server found before streaming keep their status and become :class:`AICallError` (a 502 as
+        the failure its kind names); an ``error`` line, a broken or timed-out stream, or a stream without its
+        final line raise :class:`AICallError` too, counting the call.
         """
         body = RespondRequest(question=question, results=list(results), context=context)
-        return self._stream(
-            _Exchange(self, "/ai/respond", body, stream=stream), parse_stream_line, RespondResponse
-        )
-
-    async def _stream(
-        self,
-        exchange: _Exchange,
-        parse: Callable[[str], AnswerDeltaLine | ErrorLine | BaseModel],
-        response_model: type[R],
-    ) -> AsyncGenerator[str | R, None]:
-        """Send ``exchange``; yield its deltas, then its response (see :meth:`answer`)."""
-        response = await self._send(exchange)
-        try:
-            if not exchange.is_stream(response):
-                await response.aread()
-                yield exchange.read(response, response_model)
-                return
-            async for text in response.aiter_lines():
-                if not text.strip():
-                    continue
-                item = exchange.line(text, parse, response_model)
-                yield item
-                if not isinstance(item, str):
-                    return
-            raise exchange.ended_early()
-        except httpx.HTTPError as exc:
-            raise exchange.broke_off(exc) from exc
-        finally:
-            await response.aclose()
+        return _Exchange(self, "/ai/respond", body, stream=stream).results(parse_stream_line, RespondResponse)
 
     # -- closing --------------------------------------------------------------------------------------------
 

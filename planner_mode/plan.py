@@ -1,14 +1,9 @@
 """The planner's wire format: the call-1 plan and the operation outcomes that call 2 reads.
 
-The keys are the article's, verbatim (``operaciones``, ``funcion``, ``parametros``, ``pregunta``), plus two
-optional extensions: an ``id`` per operation so that later operations can reference its result with
-``{"$ref": "op1.cliente"}``, and ``respuesta_directa`` for small talk that needs no operation.
-
-What the model writes is kept short, because output tokens are the slowest part of a call: the schema sent
-to providers (:class:`~shared.answer.ProviderSchemaModel`) does not offer ``pregunta`` — the ERP already has
-the question and fills it in (:meth:`planner_mode.ai.PlannerAI.plan`) — and an ``id`` is only needed on an
-operation another one references. Plans that carry ``pregunta`` (the article's own examples, older clients)
-are still valid, and the plan the ERP stores and returns always has it.
+The keys are the article's (``operaciones``, ``funcion``, ``parametros``, ``pregunta``), plus an optional
+``id`` per operation, so that later operations can use its result with ``{"$ref": "op1.cliente"}``, and
+``respuesta_directa`` for small talk. The schema sent to providers omits ``pregunta`` (output tokens are the
+slowest part of a call; the ERP fills it in), but plans that carry it are valid.
 """
 
 from __future__ import annotations
@@ -16,7 +11,7 @@ from __future__ import annotations
 from itertools import islice
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from shared.answer import Answer, MemoryItem, ProviderSchemaModel
 
@@ -32,9 +27,9 @@ __all__ = [
 ]
 
 MAX_NESTING_DEPTH = 32
-"""How deeply lists and objects may nest inside ``parametros`` (the object itself is level 1) or an answer's
-``estado``. Real values nest two or three levels; the bound keeps a model's output from exhausting the
-recursion limit (``$ref`` search, ``json``) or pydantic's serialisation depth (about 250) further on."""
+"""How deeply lists and objects may nest inside ``parametros`` (the object is level 1) or an answer's
+``estado``: real values nest two or three levels, and the bound keeps the recursion in ``$ref`` search,
+``json`` and pydantic's serialisation safe."""
 
 
 def nesting_depth(value: Any) -> int:
@@ -81,27 +76,21 @@ class PlannedOperation(ProviderSchemaModel):
 
 
 MAX_PLAN_OPERATIONS = 8
-"""Most operations one plan may hold: validation refuses more (``PlannerLimits.max_operations`` by default)
-and the call-1 schema says so (``maxItems``), so a grammar-constrained model cannot repeat operations until
-its output cap."""
+"""Most operations one plan may hold: validation refuses more, and the call-1 schema says so (``maxItems``)
+so that a grammar-constrained model cannot repeat operations until its output cap."""
 
 
 class Plan(ProviderSchemaModel):
     """The article's call-1 output: an execution plan, never an answer for the user."""
 
-    # A plan has the key ``operaciones`` (a list, possibly empty or ``null``) or a non-blank
-    # ``respuesta_directa``. Anything else (``{}``, ``{"respuesta": …}``, ``{"foo": 1}``) is a reply that
-    # ignored the schema, not an empty plan: validation fails, and the planner reports a ``model_output``
-    # failure instead of answering "no data". The provider's JSON schema does not require ``operaciones``
-    # (small talk has none); the rule is enforced on every reply, native structured output or tolerant
-    # parsing.
+    # A plan has ``operaciones`` (possibly empty or null) or a non-blank ``respuesta_directa``; anything else
+    # (``{}``, ``{"respuesta": …}``) ignored the schema and is a ``model_output`` failure, not an empty plan.
 
     model_config = ConfigDict(extra="ignore")
     schema_description: ClassVar[str] = "Plan de ejecución para el ERP, no una respuesta."
     schema_omit: ClassVar[tuple[str, ...]] = ("pregunta",)
 
-    # ``respuesta_directa`` first: the schema's order is the order a model writes (see
-    # :mod:`planner_mode.plan_schema`), and a direct answer written first can stream to the user.
+    # ``respuesta_directa`` first: a model writes in the schema's order, and a direct answer first can stream.
     respuesta_directa: str | None = Field(
         default=None, description="Solo sin operaciones: respuesta breve (saludo, charla, imposible)."
     )
@@ -122,15 +111,12 @@ class Plan(ProviderSchemaModel):
             f"'respuesta_directa'; the reply's keys: {keys}"
         )
 
-    @field_validator("operaciones", mode="before")
+    @field_validator("operaciones", "pregunta", mode="before")
     @classmethod
-    def _null_means_no_operations(cls, value: Any) -> Any:
-        return [] if value is None else value
-
-    @field_validator("pregunta", mode="before")
-    @classmethod
-    def _null_means_no_question(cls, value: Any) -> Any:
-        return "" if value is None else value
+    def _null_means_empty(cls, value: Any, info: ValidationInfo) -> Any:
+        if value is None:
+            return [] if info.field_name == "operaciones" else ""
+        return value
 
     @property
     def is_direct(self) -> bool:

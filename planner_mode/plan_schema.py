@@ -1,64 +1,38 @@
 """The call-1 JSON schema for one caller's catalog: every operation named, each tied to its own parameters.
 
-:func:`plan_json_schema` is a pure function of the catalog (the :class:`OperationSpec` list a caller may run,
-``OperationRegistry.catalog(caller)``), so the in-process planner and the AI server, which receives the
-catalog in each request, send the same schema. It is what the provider's native structured output
-constrains call 1 to (Ollama ``format``, OpenAI-compatible ``response_format``, Gemini
-``response_json_schema``; see :mod:`planner_mode.ai`). Its shape, for the demo's manager::
+:func:`plan_json_schema` is a pure function of the catalog (``OperationRegistry.catalog(caller)``), so the
+in-process planner and the AI server send the same schema. Its shape::
 
     {"title": "Plan", "type": "object", "additionalProperties": false,
      "properties": {
        "respuesta_directa": {"type": "string"},
-       "operaciones": {"type": "array", "items": {"anyOf": [
+       "operaciones": {"type": "array", "maxItems": 8, "items": {"anyOf": [
          {"type": "object", "additionalProperties": false, "required": ["funcion", "parametros"],
           "properties": {"id": {"$ref": "#/$defs/id"},
                          "funcion": {"type": "string", "enum": ["ventas_anuales"]},
                          "parametros": {"type": "object", "additionalProperties": false,
                                         "required": ["anio"],
                                         "properties": {"anio": {"$ref": "#/$defs/anio"}}}}},
-         …one branch per operation the caller may run…]}}},
-     "$defs": {"id": {"type": "string"},
-               "ref": {"type": "object", "additionalProperties": {"type": "string"}},
+         …one branch per operation…]}}},
+     "$defs": {"id": …, "ref": {"type": "object", "additionalProperties": {"type": "string"}, …},
                "anio": {"anyOf": [{"type": "integer", "minimum": 2000, "maximum": 2100},
-                                  {"$ref": "#/$defs/ref"}]},
-               …}}
+                                  {"$ref": "#/$defs/ref"}]}}}
 
-Choices, each for a provider or a token budget:
+Why it looks so, provider by provider:
 
-- **A union in ``anyOf``, never ``oneOf``**, and never at the top level: OpenAI's structured outputs refuse
-  a root ``anyOf`` and list no ``oneOf``; Gemini's JSON-schema subset lists ``anyOf``; llama.cpp (and so
-  Ollama, which uses its grammar converter) takes either. The branches are told apart by ``funcion``.
-- **``funcion`` as a one-value ``enum``**, not ``const``: an ``enum`` of strings is in every provider's
-  subset (Gemini's JSON-schema subset does not list ``const``).
-- **A ``$ref`` value is "an object of one string"** (``$defs.ref``), each parameter's alternative to its own
-  type. The schema cannot declare the key ``"$ref"`` as a property: llama.cpp's converter (Ollama's too)
-  reads any object holding a ``"$ref"`` key as a schema reference and fails on
-  ``{"properties": {"$ref": {…}}}``. The key is named in the description and the prompt;
+- ``anyOf``, never ``oneOf`` and never at the root (OpenAI refuses a root ``anyOf``; Gemini lists no
+  ``oneOf``); ``funcion`` as a one-value ``enum`` (Gemini's subset has no ``const``).
+- A ``$ref`` value is "an object of one string" (``$defs.ref``): llama.cpp's converter reads any object with
+  a ``"$ref"`` key as a schema reference, so the key cannot be declared;
   :func:`planner_mode.validation.validate_plan` checks the rest.
-- **Constraints only, no descriptions** in the parameters: the prompt's catalog already describes every
-  parameter and its default (:func:`planner_mode.prompts.render_catalog`), and a provider that shows the
-  schema to the model would bill them twice. An optional ``X | None`` parameter is written as plain ``X``
-  (leaving it out means ``None``). A parameter several operations declare alike is written once in
-  ``$defs`` and referenced (:func:`_share_repeated_parameters`).
-- **``respuesta_directa`` first.** Grammars built from a schema (llama.cpp's, so Ollama's) write the
-  properties in the schema's order, and a model without a grammar tends to follow it too. A direct answer
-  (small talk, a refusal) is then the first thing call 1 writes, and the engine streams it to the user as it
-  is written (:meth:`planner_mode.engine.PlannerEngine.astream`); a plan's operations come after a direct
-  answer the model did not write. Neither property is required (small talk has no operations, a plan no
-  direct answer); the prompt shows each alone.
-- **At most :data:`~planner_mode.plan.MAX_PLAN_OPERATIONS` operations** (``maxItems``), the limit validation
-  applies: a grammar-constrained small model otherwise repeats operations until its output cap.
-- **A ``$ref`` object holds exactly one key** (``minProperties``/``maxProperties`` 1), so ``{}`` never passes
-  as a reference. Validation still checks that the key is ``"$ref"`` and the path resolves.
-- **An empty catalog** allows no operation (``maxItems: 0``): only ``respuesta_directa``.
+- Constraints only, no descriptions, in the parameters (the prompt's catalog describes them); optional
+  ``X | None`` written as ``X``; a parameter several operations declare alike is written once in ``$defs``.
+- ``respuesta_directa`` first: grammars write properties in the schema's order, so a direct answer is the
+  first thing call 1 writes and can stream.
+- At most :data:`~planner_mode.plan.MAX_PLAN_OPERATIONS` operations; an empty catalog allows none.
 
-``union=False`` gives the plain variant: ``funcion`` is an ``enum`` of every name and ``parametros`` any
-object. It is for a provider that cannot take the union; none of the three integrations needs it (what each
-sends is pinned in ``tests/planner_mode/test_plan_schema_constrained.py``).
-
-The schema narrows what a model may write; it is not the ERP's check. The reply is still read by the
-tolerant :class:`~planner_mode.plan.Plan`, so a model that ignores the schema (or a provider that does not
-enforce it) produces a plan that :func:`~planner_mode.validation.validate_plan` refuses, as before.
+``union=False`` gives the plain variant: ``funcion`` an ``enum`` of every name, ``parametros`` any object.
+The schema narrows what a model may write; it is not the ERP's check.
 """
 
 from __future__ import annotations

@@ -1,81 +1,37 @@
 """The stateless AI server (article §13–14): ``POST /ai/analyze``, ``POST /ai/respond``, ``GET /healthz``.
 
-Every request carries everything needed; the server keeps no conversation state in memory or on disk, so any
-number of instances (``uvicorn --workers N``, several hosts) can serve any turn of any conversation.
+Every request carries everything needed; the server keeps no conversation state, so any number of instances
+can serve any turn. Every error is a JSON :class:`~planner_mode.wire.ErrorResponse`, never a stack trace. In
+the order a request meets them:
 
-Every error is a JSON :class:`~planner_mode.wire.ErrorResponse` (``{"error", "kind", "usage", "detail"}``),
-never a stack trace. In the order a request meets them:
-
-- **Bearer token** (``token=`` or ``ERP_AI_SERVER_TOKEN``): checked first, before the body is read, on every
-  path but ``/healthz``: a missing or wrong token gets 401 even when the body is invalid or oversized. With a
-  token, ``/openapi.json`` needs it too, and ``/docs`` and ``/redoc`` are switched off (a browser cannot send
-  the token; fetch the schema with the header instead). Without a token everything is open: bind a loopback
-  address, or see :func:`bind_warning`.
-- **Body size**: more than ``max_body_bytes``: 413.
-- **Body read time**: a body not all received within ``read_timeout_s`` of the request's head: 408, kind
-  ``request_timeout``, and the connection is closed (``Connection: close``).
-- **Unknown path or method**: 404, kind ``not_found``; 405, kind ``method_not_allowed``, with an ``Allow``
-  header (after the token: without it, any path but ``/healthz`` is a 401).
-- **Invalid body**: 422, kind ``invalid_request``, ``detail`` naming the fields. That covers bodies that are
-  not UTF-8, not JSON (FastAPI's own 400 for these is replaced), JSON that Python accepts but JSON does not
-  (``NaN``, a lone surrogate escape such as ``"\\ud800"``, which no UTF-8 text can hold), nesting deeper than
-  200 levels, a body not sent as ``application/json``, and bodies that fail the request model: a question
-  the ERP would refuse (empty or blank, over :data:`~shared.inputs.MAX_QUESTION_CHARS` characters, a control
-  character but tab and line ends: :func:`shared.inputs.check_question`), a context beyond the bounds the
-  memory store builds it to (:mod:`shared.bounds`) or holding a control character, a catalog over
-  :data:`~planner_mode.wire.MAX_CATALOG_OPERATIONS` operations or
-  :data:`~planner_mode.wire.MAX_CATALOG_CHARS` characters. The HTTP client builds the same request models,
-  so the ERP side and the server refuse the same requests; none of them reaches the model.
+- **Bearer token** (``token=`` or ``ERP_AI_SERVER_TOKEN``), before the body is read, on every path but
+  ``/healthz``: 401. With a token, ``/openapi.json`` needs it and ``/docs``/``/redoc`` are off. Without one,
+  bind a loopback address (:func:`bind_warning`).
+- **Body size** over ``max_body_bytes``: 413. **Body read time** over ``read_timeout_s``: 408
+  (``request_timeout``, ``Connection: close``).
+- **Unknown path or method**: 404 ``not_found``; 405 ``method_not_allowed`` with an ``Allow`` header.
+- **Invalid body**: 422 ``invalid_request``, ``detail`` naming the fields: not UTF-8, not strict JSON
+  (``NaN``, a lone surrogate escape, nesting over 200), not ``application/json``, or failing the request
+  models (:mod:`planner_mode.wire`, which the HTTP client builds too: both sides refuse the same requests).
 - **Model or provider failures**: 502 with the failed call's ``usage``.
-- **Unexpected errors**: 500 ``Internal error in the AI server (ref XXXXXXXX).``; the traceback is logged
-  under that reference to the ``planner_mode.server`` logger, never sent.
+- **Unexpected errors**: 500 naming a reference; the traceback is logged under it, never sent.
 
-**Streaming.** ``POST /ai/respond`` with ``Accept: application/x-ndjson`` answers ``200`` in NDJSON, one JSON
-object per line (:data:`~planner_mode.wire.RespondStreamLine`), as soon as call 2 writes the answer's first
-characters::
+**Streaming.** With ``Accept: application/x-ndjson`` both calls answer 200 in NDJSON
+(:data:`~planner_mode.wire.RespondStreamLine`, :data:`~planner_mode.wire.AnalyzeStreamLine`): ``answer_delta``
+lines, then one ``response`` or ``error`` line. What fails before the first line keeps its status code.
 
-    {"type": "answer_delta", "text": "..."}          # the answer's text, as the model writes it
-    {"type": "response", "answer": {...}, "usage": {...}}   # last: the RespondResponse
-    {"type": "error", "error": "...", "kind": "...", "usage": {...}}  # last instead, if the model failed
+**Logging.** One record per request on ``planner_mode.server`` once its response is sent (INFO; DEBUG for
+``/healthz``), fields in ``record.erp_ai``; no question, result or answer text.
 
-The answer deltas concatenated are ``answer.respuesta``. ``POST /ai/analyze`` streams the same way
-(:data:`~planner_mode.wire.AnalyzeStreamLine`): its deltas are a direct answer (``plan.respuesta_directa``)
-as call 1 writes it, when the reply starts with one, and its ``response`` line carries ``plan`` and ``usage``;
-a plan with operations streams no delta, only its last line. Everything found before the first line keeps its
-status code and JSON error body: the token, the size, an invalid body and a model failure before the first
-delta. A failure after it is the ``error`` line (model failures with their kind and usage; an unexpected error
-as ``internal`` with only its reference, the traceback going to the log as above).
+**Slow clients.** A request's head must arrive within the read timeout (the uvicorn protocol
+:class:`~planner_mode.server_protocol.HeadTimeoutH11Protocol`, which ``erp-ai serve`` uses) and its body
+within it once the head has arrived (:class:`BodyReadTimeout`). Bodies over :data:`INLINE_PARSE_BYTES` are
+parsed in a thread.
 
-**Logging.** Every request is logged once on ``planner_mode.server`` when its response has been sent (INFO;
-DEBUG for ``/healthz``), with its fields in ``record.erp_ai``: ``method``, ``path``, ``status``, ``kind`` (the
-error kind, or ``None``), ``streamed``, ``model_calls``, ``input_tokens``, ``output_tokens``, ``model_ms`` and
-``ms`` (wall time of the whole request). No question, result or answer text is logged.
-
-The endpoints are ``async``: the model is called with ``ainvoke``/``astream``, not from a thread per request.
-A body larger than :data:`INLINE_PARSE_BYTES` is parsed in a worker thread, so that reading it does not hold
-up the other requests (``/healthz`` included); every request's text is bounded (above), so what is left on
-the event loop per request (validation, prompt rendering) is bounded too.
-
-**Slow clients.** A client that sends its request slowly, or stops halfway, does not hold a connection for
-longer than the read timeout (default :data:`DEFAULT_READ_TIMEOUT_S` s; ``erp-ai serve --read-timeout`` or
-``ERP_AI_READ_TIMEOUT``): the request's line and headers must be complete within it, counted from the
-connection's start and again from the end of each response (or the connection is closed without an answer:
-:class:`~planner_mode.server_protocol.HeadTimeoutH11Protocol`, uvicorn's h11 protocol with the timer that
-uvicorn lacks), and its body within it once the head has arrived (or 408, above: :class:`BodyReadTimeout`).
-``erp-ai serve`` runs uvicorn with that protocol, and with uvicorn's own bounds: an idle keep-alive
-connection closed after 5 s, a head buffered up to 8 KiB, at most 1,024 connections and requests per worker
-(more are answered 503). Served another way, the protocol must be named, or only the body is bounded: from
-Python ``uvicorn.run(..., http=HeadTimeoutH11Protocol)``; on uvicorn's command line (a version whose
-``--http`` takes an import path) ``--http planner_mode.server_protocol:HeadTimeoutH11Protocol``.
-
-**Garbage collection.** Served by :func:`app_from_env` (``erp-ai serve``), the app tunes Python's cyclic
-garbage collector for its lifetime (:func:`serving_gc`): the objects that exist once the server has started
-(the imported libraries, the app, the models: hundreds of thousands) are frozen out of the collector's scans,
-and the youngest generation is collected every :data:`SERVING_GC_THRESHOLD` net allocations instead of 700.
-Each request allocates many short-lived containers (prompt messages, LangChain runs, pydantic models) that
-reference counting frees anyway; with the defaults the collector ran several times per request and every
-full collection rescanned the whole startup heap, pausing every request in flight for a fifth of a second on
-a busy machine. The previous settings come back when the app shuts down.
+**Garbage collection.** Served by :func:`app_from_env`, the app runs under :func:`serving_gc`: the startup
+heap is frozen out of the collector's scans and the youngest generation collected every
+:data:`SERVING_GC_THRESHOLD` allocations, since with Python's defaults full collections rescanned that heap
+several times per request.
 
 Run it with ``uvicorn --factory planner_mode.server:app_from_env`` (configuration from the environment).
 """
@@ -85,7 +41,7 @@ from __future__ import annotations
 
 import gc
 import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -207,24 +163,19 @@ def create_app(
 
     @app.exception_handler(ErrorReply)
     async def _error_reply(request: Request, exc: ErrorReply) -> JSONResponse:
-        outcome = outcome_of(request)
-        outcome.usage, outcome.kind = exc.body.usage, exc.body.kind
-        return JSONResponse(exc.body.model_dump(mode="json"), status_code=exc.status_code)
+        outcome_of(request).usage = exc.body.usage
+        return _json(request, exc.body, exc.status_code)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = exc.errors()
         fields = _field_errors(errors)
-        body = ErrorResponse(
-            error=_summary(fields, len(errors), request), kind="invalid_request", detail=fields
-        )
-        return JSONResponse(body.model_dump(mode="json"), status_code=422)
+        summary = _summary(fields, len(errors), request)
+        return _json(request, ErrorResponse(error=summary, kind="invalid_request", detail=fields), 422)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        body = _http_error_body(exc, request.method)
-        outcome_of(request).kind = body.kind
-        return JSONResponse(body.model_dump(mode="json"), status_code=exc.status_code, headers=exc.headers)
+        return _json(request, _http_error_body(exc, request.method), exc.status_code, exc.headers)
 
     @app.exception_handler(Exception)
     async def _internal(_request: Request, exc: Exception) -> JSONResponse:
@@ -238,6 +189,14 @@ def create_app(
 
     add_endpoints(app, InProcessAIClient(PlannerAI(plan_model, answer_model)))
     return app
+
+
+def _json(
+    request: Request, body: ErrorResponse, status_code: int, headers: Mapping[str, str] | None = None
+) -> JSONResponse:
+    """``body`` as the response, its kind noted for the request log."""
+    outcome_of(request).kind = body.kind
+    return JSONResponse(body.model_dump(mode="json"), status_code=status_code, headers=headers)
 
 
 def _field_errors(errors: Sequence[Any]) -> list[FieldError]:

@@ -130,42 +130,32 @@ async def _reply(
     final_line: type[AnalyzeLine | RespondLine],
     streamed: bool,
 ) -> Response | _Final:
-    """The call's NDJSON stream when the request accepts one, else its whole response (the stream drained)."""
-    if streamed:
-        return await _stream_call(closing_iter(stream), request, final_line)
-    try:
-        response = await last_item(stream)
-    except AICallError as exc:
-        raise _model_failure(exc) from exc
-    except Exception as exc:
-        raise internal_error(exc) from exc
-    outcome_of(request).usage = response.usage
-    return response
+    """The call's NDJSON stream when the request accepts one, else its whole response (the stream drained).
 
-
-async def _stream_call(
-    stream: AsyncGenerator[str | AnalyzeResponse | RespondResponse, None],
-    request: Request,
-    final_line: type[AnalyzeLine | RespondLine],
-) -> Response:
-    """Start a streamed call; answer with its status once the first line is known (see the module doc).
-    ``final_line`` is the line type of the call's response (the ``response`` line)."""
+    A stream answers with its status once its first line is known: what fails before it keeps its status
+    code; ``final_line`` is the line type of the call's response.
+    """
     outcome = outcome_of(request)
-    outcome.streamed = True
+    outcome.streamed = streamed
+    items = closing_iter(stream)
     try:
-        first = await anext(stream)
+        if not streamed:
+            response = await last_item(items)
+            outcome.usage = response.usage
+            return response
+        first = await anext(items)
     except AICallError as exc:
-        await stream.aclose()
+        await items.aclose()
         raise _model_failure(exc) from exc
     except Exception as exc:  # StopAsyncIteration included: the stream promises a last line
-        await stream.aclose()
+        await items.aclose()
         raise internal_error(exc) from exc
-    return StreamingResponse(_stream_lines(first, stream, outcome, final_line), media_type=NDJSON)
+    return StreamingResponse(_stream_lines(first, items, outcome, final_line), media_type=NDJSON)
 
 
 async def _stream_lines(
-    first: str | AnalyzeResponse | RespondResponse,
-    stream: AsyncGenerator[str | AnalyzeResponse | RespondResponse, None],
+    first: str | _Final,
+    stream: AsyncGenerator[str | _Final, None],
     outcome: Outcome,
     final_line: type[AnalyzeLine | RespondLine],
 ) -> AsyncIterator[bytes]:

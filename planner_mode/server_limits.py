@@ -1,8 +1,5 @@
-"""What every request of the AI server meets before and around its endpoint: the token, the body's size and
-read time, the request log, the strict JSON reading; and the warning for a server open beyond this machine.
-
-ASGI middleware written against the ASGI interface only (no FastAPI or Starlette at import time), so the
-order and the rules read in one place; :mod:`planner_mode.server` documents what each answers.
+"""What every AI-server request meets around its endpoint: the token, the body's size and read time, the
+request log, strict JSON; plain ASGI, no FastAPI at import time (:mod:`planner_mode.server` documents them).
 """
 
 from __future__ import annotations
@@ -56,9 +53,8 @@ INLINE_PARSE_BYTES = 64_000
 """Bodies up to this size are parsed on the event loop (well under a millisecond); larger ones in a thread."""
 
 DEFAULT_READ_TIMEOUT_S = 30.0
-"""How long a client has to send a request's line and headers (from the connection's start, or from the end
-of its previous response) and, once they have arrived, its whole body: far above what any ERP needs to send
-a bounded request, far below holding a connection forever."""
+"""How long a client has to send a request's head (from the connection's start or its previous response),
+and then its body: far above what a bounded request needs, far below holding a connection forever."""
 
 READ_TIMEOUT_ENV = "ERP_AI_READ_TIMEOUT"
 """The variable that sets the read timeout, in seconds (``erp-ai serve --read-timeout``)."""
@@ -107,12 +103,8 @@ def _is_loopback(host: str) -> bool:
 
 
 def bind_warning(host: str, token: str | None) -> str | None:
-    """A warning to print when the server would listen beyond this machine without a token, else ``None``.
-
-    ``token`` is read like :func:`create_app` reads it (``None``: ``$ERP_AI_SERVER_TOKEN``; empty: none).
-    Loopback means ``localhost``, ``127.0.0.0/8`` or ``::1``; any other host, including ``0.0.0.0``, ``::``
-    and the empty host (all interfaces), gets the warning.
-    """
+    """A warning when the server would listen beyond loopback (``localhost``, ``127.0.0.0/8``, ``::1``)
+    without a token (read as :func:`effective_token` reads it), else ``None``."""
     if effective_token(token) is not None or _is_loopback(host):
         return None
     where = host or "all interfaces"
@@ -136,11 +128,8 @@ _UNAUTHORIZED = ErrorResponse(error="Missing or wrong bearer token.", kind="unau
 
 
 class BearerAuth:
-    """ASGI middleware: answer 401 unless ``Authorization: Bearer <token>`` matches; runs before the body.
-
-    As the outermost middleware it refuses a request from its headers alone: nothing of the body is read,
-    so a wrong token is a 401 whatever the body is (invalid, oversized, never sent). ``public_paths`` pass.
-    """
+    """ASGI middleware: 401 unless ``Authorization: Bearer <token>`` matches, from the headers alone (so
+    whatever the body is); ``public_paths`` pass."""
 
     def __init__(self, app: ASGIApp, token: str, public_paths: frozenset[str] = PUBLIC_PATHS) -> None:
         self.app = app
@@ -162,11 +151,10 @@ class BearerAuth:
 
 
 class BodySizeLimit:
-    """ASGI middleware: answer 413 when a request body exceeds ``max_body_bytes``.
+    """ASGI middleware: 413 when a request body exceeds ``max_body_bytes``.
 
-    A declared ``Content-Length`` above the limit is refused before anything is read. Every body, declared or
-    not (chunked), is then read into memory, counting bytes up to the limit, before the app sees it: the app
-    reads whole bodies anyway, and a missing, malformed or lying header cannot get a larger body through.
+    A declared ``Content-Length`` above the limit is refused before reading; every body is then read and
+    counted before the app sees it, so a missing or lying header cannot get a larger body through.
     """
 
     def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
@@ -212,14 +200,9 @@ class _BodyTimedOut(Exception):
 
 
 class BodyReadTimeout:
-    """ASGI middleware: answer 408 and close the connection when a request's body has not all arrived within
-    ``timeout_s`` of its head.
-
-    Every ``receive`` until the body's last part is bounded by one deadline, set when the request reaches
-    the app; what comes after (a streamed response waiting for a disconnect) is not. The connection is
-    closed (``Connection: close``): the rest of a body that was too slow is not worth reading. A request's
-    line and headers are bounded by the server's protocol instead (:mod:`planner_mode.server_protocol`).
-    """
+    """ASGI middleware: 408 and ``Connection: close`` when a request's body has not all arrived within
+    ``timeout_s`` of its head (every ``receive`` until the body's last part shares one deadline; the head is
+    bounded by :mod:`planner_mode.server_protocol`)."""
 
     def __init__(self, app: ASGIApp, timeout_s: float) -> None:
         self.app = app
@@ -292,12 +275,8 @@ def outcome_of(request: Request) -> Outcome:
 
 
 class RequestLog:
-    """ASGI middleware: log each request once, after its response (a stream included) has been sent.
-
-    INFO on ``planner_mode.server`` (DEBUG for ``public_paths``, the liveness probe), fields in
-    ``record.erp_ai``: method, path, status, kind, streamed, model calls, tokens, model and wall time. Only
-    what the endpoints note (usage, error kind) and the status are read: no body, question or answer.
-    """
+    """ASGI middleware: log each request once its response has been sent, INFO on ``planner_mode.server``
+    (DEBUG for ``public_paths``), fields in ``record.erp_ai``; no body, question or answer is read."""
 
     def __init__(self, app: ASGIApp, public_paths: frozenset[str] = PUBLIC_PATHS) -> None:
         self.app = app
@@ -347,12 +326,8 @@ class RequestLog:
 
 
 def strict_json(body: bytes) -> Any:
-    """Parse a request body as strict JSON, raising ``json.JSONDecodeError`` for anything else.
-
-    ``json.loads`` accepts ``NaN`` and lone surrogate escapes (``"\\ud800"``, a string no UTF-8 text can
-    hold: it broke the server later, as a 500); pydantic's parser refuses both, and nesting deeper than 200
-    levels, with a message saying where. ``JSONDecodeError`` is what FastAPI turns into a 422.
-    """
+    """Parse a request body as strict JSON (no ``NaN``, no lone surrogate escape, nesting up to 200), else
+    ``json.JSONDecodeError``, which FastAPI turns into a 422."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -1,15 +1,11 @@
 """uvicorn's HTTP/1.1 protocol with a read timeout for a request's line and headers (uvicorn has none).
 
-A client that opens a connection and then sends its request head slowly (a byte at a time, as slowloris
-does) or never holds that connection for as long as it likes: uvicorn only closes a connection left idle
-*after* a response (``timeout_keep_alive``), and its bound on a head's size says nothing of its time.
-:class:`HeadTimeoutH11Protocol` closes a connection whose next request head is not complete within the read
-timeout (:data:`~planner_mode.server_limits.READ_TIMEOUT_ENV`, default
-:data:`~planner_mode.server_limits.DEFAULT_READ_TIMEOUT_S`), counted from the connection's start and again
-from the end of each response. The body's time is bounded in the app
-(:class:`~planner_mode.server_limits.BodyReadTimeout`).
-
-Pass the class to uvicorn: ``uvicorn.run(..., http=HeadTimeoutH11Protocol)`` (``erp-ai serve`` does).
+uvicorn only closes a connection left idle *after* a response, so a client that sends its request head slowly
+(slowloris) or never holds the connection. :class:`HeadTimeoutH11Protocol` closes a connection whose next
+request head is not complete within the read timeout (:data:`~planner_mode.server_limits.READ_TIMEOUT_ENV`),
+counted from the connection's start and from the end of each response; the body's time is bounded in the app
+(:class:`~planner_mode.server_limits.BodyReadTimeout`). Use: ``uvicorn.run(..., http=HeadTimeoutH11Protocol)``
+(``erp-ai serve`` does).
 """
 
 # ruff: noqa: E402  (uvicorn is imported after checking that the [server] extra is installed)
@@ -37,11 +33,9 @@ logger = logging.getLogger("planner_mode.server")
 class HeadTimeoutH11Protocol(H11Protocol):
     """uvicorn's h11 protocol that closes a connection whose request head is late.
 
-    The timer runs while the connection waits for a request head: from ``connection_made``, and from the
-    end of each response (before a pipelined request is read, so that reading it stops the timer again).
-    It stops when a request head has been parsed (uvicorn starts a new request cycle) and when the
-    connection is lost. ``head_timeout_s`` is read from the environment once per connection, so that every
-    worker process of ``erp-ai serve`` uses the value it was started with.
+    The timer runs from ``connection_made`` and from the end of each response, and stops when a request
+    head has been parsed or the connection is lost. The timeout is read from the environment per connection,
+    so every worker of ``erp-ai serve`` uses the value it was started with.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

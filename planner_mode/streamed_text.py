@@ -1,15 +1,9 @@
-"""The user's text inside a model's JSON reply, read while the reply streams.
+"""The user's text inside a model's JSON reply (``respuesta``, or call 1's ``respuesta_directa``), read while
+the reply streams, with pydantic's partial JSON (``from_json(..., allow_partial="trailing-strings")``).
 
-Call 2 writes ``{"respuesta": "...", "memoria": [...], "estado": {...}}`` and the user reads ``respuesta`` as
-it grows; call 1 may write a direct answer (``respuesta_directa``). :class:`FieldText` is fed the raw chunks
-in order and returns, each time, the text they added to one top-level string field. The reading is
-pydantic's (``pydantic_core.from_json(..., allow_partial="trailing-strings")``): escapes and surrogate pairs
-split across chunks are decoded once complete, never guessed.
-
-Text before the JSON (prose, a code fence, ``<think>`` blocks) is skipped; a complete top-level object
-without the field is skipped too, and the next one read, as :func:`planner_mode.parsing.parse_model_output`
-does. Text is never retracted: the final, strictly parsed reply is authoritative, the stream is only what the
-user reads meanwhile.
+Text before the JSON (prose, a code fence, ``<think>`` blocks) is skipped, and so is a complete object
+without the field, as :func:`planner_mode.parsing.parse_model_output` does. Text is never retracted: the
+final, strictly parsed reply is authoritative.
 """
 
 from __future__ import annotations
@@ -126,17 +120,9 @@ class FieldText:
 
 
 class DirectAnswerText(FieldText):
-    """Call 1's direct answer (``respuesta_directa``) as the model writes it, only when it is the reply's
-    first key; nothing otherwise.
-
-    The rule, so that what a streaming reader is shown is the answer: a reply that starts with its direct
-    answer has chosen to answer directly (the plan schema and the prompt put ``respuesta_directa`` first and
-    alone, :mod:`planner_mode.plan_schema`). A reply that writes ``operaciones`` first has chosen a plan: its
-    ``respuesta_directa`` (if any) is not the turn's answer and is never shown. Whitespace around the text
-    is held back (the engine shows the answer stripped). The rare reply that starts with a direct answer and
-    then lists operations anyway contradicts the prompt: its operations run and call 2's answer follows what
-    was shown (see :meth:`planner_mode.engine.PlannerEngine.astream`).
-    """
+    """Call 1's direct answer (``respuesta_directa``) as the model writes it, stripped, only when it is the
+    reply's first key: a reply that starts with it has chosen to answer directly, one that writes
+    ``operaciones`` first has chosen a plan, whose ``respuesta_directa`` is never shown."""
 
     def __init__(self) -> None:
         super().__init__("respuesta_directa", first_key=True, strip=True)

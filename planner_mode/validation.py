@@ -132,20 +132,19 @@ _SCHEMAS: dict[object, dict[str, Any] | None] = {}
 
 def _result_schema(result_model: object) -> dict[str, Any] | None:
     """The JSON schema of a result as the registry returns it (``model_dump(mode="json")``), or ``None``."""
-    if result_model in _SCHEMAS:
-        return _SCHEMAS[result_model]
-    schema: dict[str, Any] | None = None
-    if (
-        isinstance(result_model, type)
-        and issubclass(result_model, BaseModel)
-        and result_model is not BaseModel
-    ):
-        try:
-            schema = result_model.model_json_schema(by_alias=False, mode="serialization")
-        except Exception:  # a model pydantic cannot describe: nothing to check the path against
-            schema = None
-    _SCHEMAS[result_model] = schema
-    return schema
+    if result_model not in _SCHEMAS:
+        schema = None
+        if (
+            isinstance(result_model, type)
+            and issubclass(result_model, BaseModel)
+            and result_model is not BaseModel
+        ):
+            try:
+                schema = result_model.model_json_schema(by_alias=False, mode="serialization")
+            except Exception:  # a model pydantic cannot describe: nothing to check the path against
+                schema = None
+        _SCHEMAS[result_model] = schema
+    return _SCHEMAS[result_model]
 
 
 def _alternatives(node: Any, root: dict[str, Any]) -> list[dict[str, Any]]:

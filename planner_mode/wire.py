@@ -21,7 +21,7 @@ New fields are only ever added as optional ones, so older clients and servers ke
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Annotated, Any, Final, Literal
 
 from pydantic import AfterValidator, BaseModel, Field, TypeAdapter
@@ -72,18 +72,6 @@ NDJSON = "application/x-ndjson"
 deltas."""
 
 
-_SUMMED = (
-    "model_calls",
-    "input_tokens",
-    "output_tokens",
-    "cached_input_tokens",
-    "unreported_calls",
-    "connection_retries",
-    "model_ms",
-)
-"""The :class:`CallUsage` fields a total adds up."""
-
-
 class CallUsage(BaseModel):
     """Model usage measured around one AI request (normally one model call)."""
 
@@ -102,15 +90,14 @@ class CallUsage(BaseModel):
 
     @classmethod
     def from_tracker(cls, tracker: UsageTracker) -> CallUsage:
-        """Snapshot a ``UsageTracker``; ``cached_input_tokens`` is read when the source has it (else 0)."""
+        """Snapshot a ``UsageTracker``."""
         return cls(
             model_calls=tracker.calls,
             input_tokens=tracker.input_tokens,
             output_tokens=tracker.output_tokens,
-            # Optional in the protocol: a tracker-like source that predates the count reports none.
-            cached_input_tokens=int(getattr(tracker, "cached_input_tokens", 0)),
-            unreported_calls=int(getattr(tracker, "unreported_calls", 0)),
-            connection_retries=int(getattr(tracker, "connection_retries", 0)),
+            cached_input_tokens=tracker.cached_input_tokens,
+            unreported_calls=tracker.unreported_calls,
+            connection_retries=tracker.connection_retries,
             model_ms=tracker.model_ms,
         )
 
@@ -118,7 +105,7 @@ class CallUsage(BaseModel):
     def total(cls, usages: Iterable[CallUsage]) -> CallUsage:
         """The sum of several usages."""
         usages = list(usages)
-        return cls(**{name: sum(getattr(usage, name) for usage in usages) for name in _SUMMED})
+        return cls(**{name: sum(getattr(usage, name) for usage in usages) for name in cls.model_fields})
 
 
 # -- what a request may carry: the limits and the text rule the ERP side applies, checked again here ---------
@@ -129,23 +116,12 @@ MAX_CATALOG_CHARS: Final = 100_000
 """Characters of one request's catalog as compact JSON, about 25,000 tokens (the demo's: about 3,400)."""
 
 
-def _refused(error: InputError) -> ValueError:
-    """An :class:`InputError` as the ``ValueError`` pydantic turns into a validation error (a 422)."""
-    return ValueError(str(error))
-
-
-def _question(text: str) -> str:
+def _checked(check: Callable[..., str | None], *args: str) -> Any:
+    """``check(*args)``, an :class:`InputError` raised as the ``ValueError`` pydantic makes a 422 of."""
     try:
-        return check_question(text)
+        return check(*args)
     except InputError as exc:
-        raise _refused(exc) from None
-
-
-def _clean(text: str, what: str) -> None:
-    try:
-        check_text(text, what)
-    except InputError as exc:
-        raise _refused(exc) from None
+        raise ValueError(str(exc)) from None
 
 
 def _at_most(count: int, limit: int, what: str, unit: str) -> None:
@@ -173,7 +149,7 @@ def _bounded_context(context: ConversationContext) -> ConversationContext:
     _at_most(len(context.memoria), MAX_CONTEXT_MEMORIES, "memoria", "items")
     for index, item in enumerate(context.memoria):
         _at_most(len(item), MAX_MEMORY_CHARS, f"memoria[{index}]", "characters")
-        _clean(item, f"memoria[{index}]")
+        _checked(check_text, item, f"memoria[{index}]")
     _at_most(len(context.estado), MAX_STATE_KEYS, "estado", "keys")
     for number, (key, value) in enumerate(context.estado.items(), start=1):
         _at_most(len(key), MAX_STATE_KEY_CHARS, f"estado key {number}", "characters")
@@ -181,14 +157,14 @@ def _bounded_context(context: ConversationContext) -> ConversationContext:
             json_size(value), MAX_STATE_VALUE_CHARS, f"estado key {number}'s value", "characters of JSON"
         )
         for text in (key, *_strings(value)):
-            _clean(text, f"estado key {number}")
+            _checked(check_text, text, f"estado key {number}")
     _at_most(len(context.ultimos_intercambios), MAX_CONTEXT_EXCHANGES, "ultimos_intercambios", "items")
     for index, exchange in enumerate(context.ultimos_intercambios):
         for name in ("usuario", "asistente"):
             text = getattr(exchange, name)
             what = f"ultimos_intercambios[{index}].{name}"
             _at_most(len(text), MAX_EXCHANGE_CHARS, what, "characters")
-            _clean(text, what)
+            _checked(check_text, text, what)
     return context
 
 
@@ -199,11 +175,15 @@ def _bounded_catalog(catalog: list[OperationSpec]) -> list[OperationSpec]:
     _at_most(json_size(data), MAX_CATALOG_CHARS, "catalog", "characters of JSON")
     for index, spec in enumerate(data):
         for text in _strings(spec):
-            _clean(text, f"catalog[{index}] ({str(spec['name'])[:40]!r})")
+            _checked(check_text, text, f"catalog[{index}] ({str(spec['name'])[:40]!r})")
     return catalog
 
 
-Question = Annotated[str, Field(min_length=1, max_length=MAX_QUESTION_CHARS), AfterValidator(_question)]
+Question = Annotated[
+    str,
+    Field(min_length=1, max_length=MAX_QUESTION_CHARS),
+    AfterValidator(lambda text: _checked(check_question, text)),
+]
 """A user's question as the ERP accepts it (:func:`shared.inputs.check_question`): 1 to
 :data:`~shared.inputs.MAX_QUESTION_CHARS` characters, not only whitespace, no control character but tab and
 line ends."""
@@ -322,15 +302,11 @@ RespondStreamLine = Annotated[AnswerDeltaLine | RespondLine | ErrorLine, Field(d
 AnalyzeStreamLine = Annotated[AnswerDeltaLine | AnalyzeLine | ErrorLine, Field(discriminator="type")]
 """One line of a streamed ``/ai/analyze``."""
 
-_STREAM_LINE: TypeAdapter[AnswerDeltaLine | RespondLine | ErrorLine] = TypeAdapter(RespondStreamLine)
-_ANALYZE_STREAM_LINE: TypeAdapter[AnswerDeltaLine | AnalyzeLine | ErrorLine] = TypeAdapter(AnalyzeStreamLine)
-
-
-def parse_stream_line(line: str | bytes) -> AnswerDeltaLine | RespondLine | ErrorLine:
-    """Read one NDJSON line of ``/ai/respond``; raises ``pydantic.ValidationError`` for anything else."""
-    return _STREAM_LINE.validate_json(line)
-
-
-def parse_analyze_stream_line(line: str | bytes) -> AnswerDeltaLine | AnalyzeLine | ErrorLine:
-    """Read one NDJSON line of ``/ai/analyze``; raises ``pydantic.ValidationError`` for anything else."""
-    return _ANALYZE_STREAM_LINE.validate_json(line)
+parse_stream_line: Callable[[str | bytes], AnswerDeltaLine | RespondLine | ErrorLine] = TypeAdapter(
+    RespondStreamLine
+).validate_json
+"""Read one NDJSON line of ``/ai/respond``; raises ``pydantic.ValidationError`` for anything else."""
+parse_analyze_stream_line: Callable[[str | bytes], AnswerDeltaLine | AnalyzeLine | ErrorLine] = TypeAdapter(
+    AnalyzeStreamLine
+).validate_json
+"""Read one NDJSON line of ``/ai/analyze``; raises ``pydantic.ValidationError`` for anything else."""

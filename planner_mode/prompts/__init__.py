@@ -1,17 +1,11 @@
 """The planner's prompts: templates stored as package data, rendered into LangChain messages.
 
-The templates (``plan_system.md``, ``answer_system.md``) are loaded with :mod:`importlib.resources`; the only
-placeholders are ``{{hoy}}`` and ``{{catalogo}}``, replaced literally (JSON braces in the templates stay as
-they are). The human messages follow the conventions the offline model reads (see ``docs/design.md``).
-
-**Stable first, per-turn last**, so that a provider's prompt (prefix) cache reuses as much as it can: each
-call is a system message that is the same for every turn, conversation and day (the instructions, and for
-call 1 the caller's catalog; today's date travels in the context), then one human message ordered from the
-least to the most changing part: the context (today's date first, then state, memory, last exchange), then
-the question, then (call 2) the results.
-
-The templates' examples use invented operations and values, never the suite's questions, the seeded ERP's
-names or a value the benchmark expects (``tests/test_prompt_leakage.py``).
+The only placeholders of ``plan_system.md`` and ``answer_system.md`` are ``{{hoy}}`` and ``{{catalogo}}``,
+replaced literally. **Stable first, per-turn last**, so that a provider's prompt cache reuses as much as it
+can: a system message that is the same for every turn and day (instructions, call 1's catalog), then one
+human message from the least to the most changing part (context, question, call 2's results). The human
+messages follow the conventions the offline model reads (``docs/design.md``); the templates' examples never
+use the suite's questions or the seeded ERP's values (``tests/test_prompt_leakage.py``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """AI clients: in process, and over HTTP with round-robin, connection-only retries and mapped errors.
 
-Each test runs a call to its result (the ``call`` fixture); the streams themselves are pinned in
-``test_client_async.py``.
+Most tests run a call to its result (:func:`call`); the NDJSON streams are pinned at the end.
 """
 
 from __future__ import annotations
@@ -41,16 +40,9 @@ PLAN = {"operaciones": [{"funcion": "ventas_anuales", "parametros": {"anio": 202
 USAGE = {"model_calls": 1, "input_tokens": 7, "output_tokens": 3, "model_ms": 1.5}
 
 
-Call = Callable[..., Any]
-"""``call(client, "plan", *args)``: the client's call run to completion, its result."""
-
-
-@pytest.fixture
-def call() -> Call:
-    def run(client: Any, method: str, *args: Any) -> Any:
-        return asyncio.run(last_item(getattr(client, method)(*args)))
-
-    return run
+def call(client: Any, method: str, *args: Any) -> Any:
+    """``client``'s call ``method`` run to completion: its result."""
+    return asyncio.run(last_item(getattr(client, method)(*args)))
 
 
 def ok_handler(seen: list[httpx.Request]) -> Callable[[httpx.Request], httpx.Response]:
@@ -68,7 +60,7 @@ def test_both_clients_implement_the_protocol() -> None:
     assert isinstance(HttpAIClient(["http://127.0.0.1:1"]), AIClient)
 
 
-def test_in_process_client_measures_each_call(call: Call) -> None:
+def test_in_process_client_measures_each_call() -> None:
     client = InProcessAIClient(PlannerAI(text_model(scripted(PLAN))))
     analyzed = call(client, "plan", "q", CONTEXT, [])
     assert analyzed.plan.operaciones[0].funcion == "ventas_anuales"
@@ -80,7 +72,7 @@ def test_in_process_client_measures_each_call(call: Call) -> None:
     assert call(client, "answer", "q", [], CONTEXT).usage.model_calls == 1
 
 
-def test_in_process_failures_carry_the_cause_and_the_usage(call: Call) -> None:
+def test_in_process_failures_carry_the_cause_and_the_usage() -> None:
     client = InProcessAIClient(PlannerAI(text_model(lambda _m, _i: "nada")))
     with pytest.raises(AICallError) as info:
         call(client, "plan", "q", CONTEXT, [])
@@ -88,7 +80,7 @@ def test_in_process_failures_carry_the_cause_and_the_usage(call: Call) -> None:
     assert info.value.usage.model_calls == 1
 
 
-def test_requests_go_round_robin_with_the_token(call: Call) -> None:
+def test_requests_go_round_robin_with_the_token() -> None:
     seen: list[httpx.Request] = []
     client = HttpAIClient(
         ["http://a.test", "http://b.test/"], token="t0k", transport=httpx.MockTransport(ok_handler(seen))
@@ -106,9 +98,10 @@ def test_requests_go_round_robin_with_the_token(call: Call) -> None:
     assert set(body) == {"message", "context", "catalog"}
 
 
+@pytest.mark.parametrize("streamed", [False, True], ids=["json", "ndjson"])
 @pytest.mark.parametrize("failure", [httpx.ConnectError, httpx.ConnectTimeout])
 def test_connection_errors_are_retried_on_the_next_server(
-    failure: type[httpx.TransportError], call: Call
+    failure: type[httpx.TransportError], streamed: bool
 ) -> None:
     seen: list[httpx.Request] = []
     ok = ok_handler(seen)
@@ -117,6 +110,10 @@ def test_connection_errors_are_retried_on_the_next_server(
         if request.url.host == "down.test":
             seen.append(request)
             raise failure("connection refused", request=request)
+        if streamed:
+            seen.append(request)
+            line = json.dumps({"type": "response", "plan": PLAN, "usage": USAGE}).encode() + b"\n"
+            return httpx.Response(200, headers={"content-type": NDJSON}, content=line)
         return ok(request)
 
     client = HttpAIClient(["http://down.test", "http://up.test"], transport=httpx.MockTransport(handler))
@@ -125,7 +122,7 @@ def test_connection_errors_are_retried_on_the_next_server(
     assert [r.url.host for r in seen] == ["down.test", "up.test"]
 
 
-def test_retries_are_bounded(call: Call) -> None:
+def test_retries_are_bounded() -> None:
     attempts: list[str] = []
 
     def handler(request: httpx.Request) -> httpx.Response:
@@ -141,7 +138,7 @@ def test_retries_are_bounded(call: Call) -> None:
     assert attempts == ["a.test", "b.test", "a.test"]
 
 
-def test_a_request_that_reached_a_server_is_never_repeated(call: Call) -> None:
+def test_a_request_that_reached_a_server_is_never_repeated() -> None:
     attempts: list[str] = []
 
     def handler(request: httpx.Request) -> httpx.Response:
@@ -166,7 +163,7 @@ def test_a_request_that_reached_a_server_is_never_repeated(call: Call) -> None:
     ],
 )
 def test_error_responses_map_to_ai_call_errors(
-    status: int, body: Any, cause: type[Exception], usage_calls: int, text: str, call: Call
+    status: int, body: Any, cause: type[Exception], usage_calls: int, text: str
 ) -> None:
     def handler(request: httpx.Request) -> httpx.Response:
         return (
@@ -180,7 +177,7 @@ def test_error_responses_map_to_ai_call_errors(
     assert info.value.usage.model_calls == usage_calls
 
 
-def test_an_unexpected_success_body_is_a_provider_error(call: Call) -> None:
+def test_an_unexpected_success_body_is_a_provider_error() -> None:
     client = HttpAIClient(
         ["http://a.test"], transport=httpx.MockTransport(lambda _r: httpx.Response(200, json={}))
     )
@@ -205,7 +202,7 @@ def test_malformed_server_urls_are_refused_up_front(url: str) -> None:
         HttpAIClient([url])
 
 
-def test_requests_carry_the_request_and_connect_timeouts(call: Call) -> None:
+def test_requests_carry_the_request_and_connect_timeouts() -> None:
     seen: list[httpx.Request] = []
     transport = httpx.MockTransport(ok_handler(seen))
     call(HttpAIClient(["http://a.test"], timeout=30, transport=transport), "plan", "q", CONTEXT, [])
@@ -375,14 +372,6 @@ async def test_an_error_line_after_deltas_raises_its_kind_with_the_usage(
         assert "ref 0a1b2c3d" in str(failed.value)
 
 
-async def test_a_status_before_the_stream_maps_like_a_whole_response() -> None:
-    body = {"error": "ollama down", "kind": "provider", "usage": USAGE}
-    client = stream_client(lambda _r: httpx.Response(502, json=body), [])
-    with pytest.raises(AICallError, match="ollama down") as failed:
-        await drain(client)
-    assert type(failed.value.cause) is ProviderError and failed.value.usage.input_tokens == 7
-
-
 @pytest.mark.parametrize(
     ("content", "text"),
     [
@@ -450,21 +439,6 @@ async def test_a_consumer_that_stops_early_closes_the_response() -> None:
     assert body.closed
 
 
-async def test_the_stream_goes_round_robin_and_retries_only_connections() -> None:
-    seen: list[httpx.Request] = []
-    lines = ndjson({"type": "response", **RESPONSE})
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        seen.append(request)
-        if request.url.host == "down.test":
-            raise httpx.ConnectError("refused", request=request)
-        return httpx.Response(200, headers={"content-type": NDJSON}, content=lines)
-
-    client = HttpAIClient(["http://down.test", "http://up.test"], transport=httpx.MockTransport(handler))
-    assert len(await drain(client)) == 1
-    assert [r.url.host for r in seen] == ["down.test", "up.test"]
-
-
 # -- event loops and closing ---------------------------------------------------------------------------------
 
 
@@ -483,12 +457,16 @@ def async_clients(monkeypatch: pytest.MonkeyPatch) -> list[httpx.AsyncClient]:
     return made
 
 
+def json_client() -> HttpAIClient:
+    return HttpAIClient(
+        ["http://a.test"], transport=httpx.MockTransport(lambda _r: httpx.Response(200, json=RESPONSE))
+    )
+
+
 def test_each_event_loop_gets_its_own_pool_closed_when_the_loop_ends(
     async_clients: list[httpx.AsyncClient],
 ) -> None:
-    client = HttpAIClient(
-        ["http://a.test"], transport=httpx.MockTransport(lambda _r: httpx.Response(200, json=RESPONSE))
-    )
+    client = json_client()
 
     async def twice() -> None:
         await last_item(client.answer("q", [], CONTEXT))
@@ -503,9 +481,7 @@ def test_each_event_loop_gets_its_own_pool_closed_when_the_loop_ends(
 async def test_aclose_closes_the_running_loops_pool_and_the_client(
     async_clients: list[httpx.AsyncClient],
 ) -> None:
-    client = HttpAIClient(
-        ["http://a.test"], transport=httpx.MockTransport(lambda _r: httpx.Response(200, json=RESPONSE))
-    )
+    client = json_client()
     async with client:
         await last_item(client.answer("q", [], CONTEXT))
     assert [http.is_closed for http in async_clients] == [True]
@@ -516,9 +492,7 @@ async def test_aclose_closes_the_running_loops_pool_and_the_client(
 def test_close_asks_a_loop_running_in_another_thread_to_close_its_pool(
     async_clients: list[httpx.AsyncClient],
 ) -> None:
-    client = HttpAIClient(
-        ["http://a.test"], transport=httpx.MockTransport(lambda _r: httpx.Response(200, json=RESPONSE))
-    )
+    client = json_client()
     called, closed_seen = threading.Event(), threading.Event()
 
     async def serve() -> None:

@@ -1,32 +1,111 @@
-"""PlannerEngine with a counting fake model and a toy registry: flow, recording, the ≤2-call invariant."""
+"""PlannerEngine over a toy registry (scripted fake model) and the demo ERP (offline model).
+
+Pinned here: the flow, the recording policy and the two-call bound; the failure contract; the three entry
+points (``aask`` and ``astream`` give ``ask``'s result on the default suite); the events of a streamed turn;
+a stream that fails or is abandoned midway records nothing; callbacks see exactly the turn's model calls
+under one parent run; one log record per finished turn; which call wrote the answer.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Callable
+import logging
+from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, get_args
+from pathlib import Path
+from typing import Any, Literal, get_args
+from uuid import UUID
 
 import httpx
 import pytest
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.outputs import ChatGenerationChunk, ChatResult
+from langchain_core.runnables import RunnableConfig
 from sqlalchemy import func, select
 
+from benchmarks.scenario import Scenario, default_scenarios_dir, load_file
 from benchmarks.stand_ins.faults import FaultConfig, FaultMode
-from planner_mode import HttpAIClient, InProcessAIClient, PlannerAI, PlannerEngine, PlannerLimits
+from planner_mode import AIClient, HttpAIClient, InProcessAIClient, PlannerAI, PlannerEngine, PlannerLimits
+from planner_mode.bookkeeping import ANSWER_PREFIX, DIRECT_ANSWER_PREFIX
 from planner_mode.engine import NOT_RECORDED_NOTE
+from planner_mode.plan import Answer, Plan
+from planner_mode.wire import AnalyzeResponse, CallUsage, RespondResponse
 from shared.engine import AssistantEngine
 from shared.erp.database import Erp
-from shared.errors import StorageError
+from shared.erp.users import caller_for
+from shared.errors import ConversationAccessDenied, StorageError
+from shared.events import AnswerDelta, OperationDone, PlanReady, TurnDone, TurnEvent
 from shared.failures import is_recorded, user_message
 from shared.llm import build_chat_model
 from shared.memory.store import MemoryStore
 from shared.memory.tables import Conversation
 from shared.operations.registry import OperationRegistry
-from shared.security import DEMO_CALLER
-from shared.turn import TurnResult
+from shared.security import DEMO_CALLER, Caller
+from shared.turn import FirstAnswerCall, TurnResult
 from tests.fakes import CallInfo, FunctionChatModel, ModelFunction
 from tests.planner_mode.planner_fakes import is_plan_request, results_of, scripted, text_model
+
+Entry = Literal["ask", "aask", "astream"]
+ENTRIES: tuple[Entry, ...] = ("ask", "aask", "astream")
+
+TIMINGS = {"model_ms", "harness_ms", "total_ms", "first_answer_ms"}
+"""What differs between two runs of one turn: measured times (and ``first_answer_ms``, ``astream``'s own)."""
+
+TWO_OPERATIONS = "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?"
+
+
+def comparable(result: TurnResult) -> dict[str, Any]:
+    """A turn's result without its timings: what must not depend on the entry point."""
+    data = result.model_dump(exclude=TIMINGS)
+    for operation in data["operations"]:
+        del operation["duration_ms"]
+    return data
+
+
+async def streamed(
+    engine: PlannerEngine, conversation_id: str, message: str, caller: Caller = DEMO_CALLER, **options: Any
+) -> tuple[list[TurnEvent], TurnResult]:
+    """Every event of a streamed turn, which ends in exactly one ``TurnDone``, and that turn's result."""
+    events = [event async for event in engine.astream(conversation_id, message, caller, **options)]
+    assert [type(event) for event in events].count(TurnDone) == 1
+    assert isinstance(events[-1], TurnDone)
+    return events, events[-1].result
+
+
+async def run_turn(
+    engine: PlannerEngine,
+    entry: Entry,
+    conversation_id: str,
+    message: str,
+    caller: Caller = DEMO_CALLER,
+    **options: Any,
+) -> TurnResult:
+    if entry == "ask":
+        return engine.ask(conversation_id, message, caller, **options)
+    if entry == "aask":
+        return await engine.aask(conversation_id, message, caller, **options)
+    _events, result = await streamed(engine, conversation_id, message, caller, **options)
+    return result
+
+
+def deltas(events: Sequence[TurnEvent]) -> list[str]:
+    return [event.text for event in events if isinstance(event, AnswerDelta)]
+
+
+def offline_engine(
+    registry: OperationRegistry,
+    erp: Erp,
+    store: MemoryStore,
+    answer_model: BaseChatModel | None = None,
+    **options: Any,
+) -> PlannerEngine:
+    return PlannerEngine(
+        registry, erp, store, PlannerAI(build_chat_model("offline", **options), answer_model)
+    )
+
 
 TWO_OPS = {
     "operaciones": [
@@ -429,7 +508,7 @@ def test_over_http_a_failed_call_two_counts_both_calls_and_records_nothing(
     [("", "hola"), ("c" * 65, "hola"), ("c1", "   "), ("c1", "x" * 4001), ("c1", "hola \udcff")],
     ids=["empty-id", "long-id", "blank-question", "oversized-question", "lone-surrogate"],
 )
-def test_bad_input_is_refused_with_no_model_call_and_nothing_written(
+async def test_bad_input_is_refused_with_no_model_call_and_nothing_written(
     toy_registry: OperationRegistry,
     toy_erp: Erp,
     memory_store: MemoryStore,
@@ -437,8 +516,9 @@ def test_bad_input_is_refused_with_no_model_call_and_nothing_written(
     question: str,
 ) -> None:
     engine, model = make_engine(scripted(TWO_OPS, answer_from), toy_registry, toy_erp, memory_store)
-    result = engine.ask(conversation_id, question, DEMO_CALLER)
+    events, result = await streamed(engine, conversation_id, question)
 
+    assert [event.type for event in events] == ["turn"]
     assert (result.failure, result.recorded, model.call_count) == ("input", False, 0)
     assert result.answer.startswith("No pude procesar el mensaje:") and result.errors
     with memory_store.engine.connect() as connection:
@@ -504,12 +584,6 @@ def test_a_plan_with_a_placeholder_operation_is_an_invalid_plan_that_runs_nothin
 # -- on the demo ERP with the offline model ------------------------------------------------------------------
 
 
-def offline_engine(
-    registry: OperationRegistry, erp: Erp, store: MemoryStore, **options: Any
-) -> PlannerEngine:
-    return PlannerEngine(registry, erp, store, PlannerAI(build_chat_model("offline", **options)))
-
-
 def test_the_articles_dialogue_verbatim(
     registry: OperationRegistry, erp: Erp, memory_store: MemoryStore
 ) -> None:
@@ -554,13 +628,6 @@ def test_a_dependent_question_uses_a_ref_and_still_two_calls(
     assert result.operations[-1].parametros["cliente"] == "Empresa ABC"
     assert "₲120.000.000" in result.answer
     assert result.model_calls == 2
-
-
-def test_small_talk_costs_one_call(registry: OperationRegistry, erp: Erp, memory_store: MemoryStore) -> None:
-    result = offline_engine(registry, erp, memory_store).ask("hola", "Hola", DEMO_CALLER)
-    assert result.model_calls == 1
-    assert result.operations == [] and result.answer
-    assert result.recorded
 
 
 @pytest.mark.parametrize("mode", get_args(FaultMode))
@@ -611,3 +678,587 @@ def test_intermittent_faults_never_exceed_two_calls(
             result = engine.ask(f"intermitente-{mode}", question, DEMO_CALLER)
             assert 1 <= result.model_calls <= 2, (mode, question, result)
             assert result.answer.strip()
+
+
+# -- the same turn, whichever entry point runs it -----------------------------------------------------------
+
+
+async def run_scenarios(
+    entry: Entry, scenarios: Sequence[Scenario], registry: OperationRegistry, erp: Erp, store: MemoryStore
+) -> list[dict[str, Any] | str]:
+    """Every turn of ``scenarios`` through one entry point, each conversation as its scenario's users."""
+    engine = offline_engine(registry, erp, store)
+    outcomes: list[dict[str, Any] | str] = []
+    for scenario in scenarios:
+        for turn in scenario.turns:
+            user = turn.as_user or scenario.user
+            caller = DEMO_CALLER if user is None else caller_for(erp, user)
+            try:
+                if entry == "astream":
+                    events, result = await streamed(engine, scenario.id, turn.user, caller)
+                    if result.recorded:  # a model-written answer arrives whole through the deltas
+                        assert "".join(deltas(events)) == result.answer
+                else:
+                    result = await run_turn(engine, entry, scenario.id, turn.user, caller)
+            except ConversationAccessDenied:
+                outcomes.append(f"denied: {scenario.id} to {caller.user_id}")
+                continue
+            outcomes.append(comparable(result))
+    return outcomes
+
+
+@pytest.mark.parametrize(
+    "path", sorted(default_scenarios_dir().glob("*.yaml")), ids=lambda path: Path(path).stem
+)
+async def test_aask_and_astream_give_asks_turn_results_on_the_default_suite(
+    path: Path, registry: OperationRegistry, erp: Erp, fresh_db_url: Callable[[], str]
+) -> None:
+    scenarios = load_file(path)
+    results: dict[Entry, list[dict[str, Any] | str]] = {}
+    for entry in ENTRIES:
+        store = MemoryStore(fresh_db_url())
+        try:
+            results[entry] = await run_scenarios(entry, scenarios, registry, erp, store)
+        finally:
+            store.close()
+    assert len(results["ask"]) == sum(len(s.turns) for s in scenarios)
+    assert results["aask"] == results["ask"]
+    assert results["astream"] == results["ask"]
+
+
+async def test_concurrent_aask_turns_on_one_engine_do_not_mix(
+    registry: OperationRegistry, erp: Erp, memory_store: MemoryStore
+) -> None:
+    engine = offline_engine(registry, erp, memory_store)
+    questions = [
+        TWO_OPERATIONS,
+        "¿Cuánto vendimos en 2024?",
+        "Hola",
+        "¿Cuánto compró Empresa ABC en 2025?",
+    ] * 2
+    results = await asyncio.gather(*(engine.aask(f"c{i}", q, DEMO_CALLER) for i, q in enumerate(questions)))
+    for index, (question, result) in enumerate(zip(questions, results, strict=True)):
+        assert result.conversation_id == f"c{index}" and result.question == question and result.recorded
+        assert [m.content for m in memory_store.history(f"c{index}")] == [question, result.answer]
+    assert results[0].answer == results[4].answer and "Empresa ABC" in results[0].answer
+
+
+# -- the events of a streamed turn ---------------------------------------------------------------------------
+
+
+async def test_astream_yields_the_plan_each_operation_then_the_answer_in_deltas(
+    registry: OperationRegistry, erp: Erp, memory_store: MemoryStore
+) -> None:
+    events, result = await streamed(offline_engine(registry, erp, memory_store), "s1", TWO_OPERATIONS)
+
+    kinds = [event.type for event in events]
+    assert kinds[:3] == ["plan", "operation", "operation"]
+    assert kinds[3:-1] == ["answer_delta"] * (len(kinds) - 4) and len(kinds) - 4 >= 2
+    assert isinstance(events[0], PlanReady) and events[0].plan == result.plan
+    streamed_ops = [event.operation for event in events if isinstance(event, OperationDone)]
+    assert sorted(streamed_ops, key=lambda op: op.funcion) == sorted(
+        result.operations, key=lambda op: op.funcion
+    )
+    assert "".join(deltas(events)) == result.answer
+    assert "₲850.000.000" in result.answer and "Empresa ABC" in result.answer
+    assert result.recorded and result.failure is None and result.model_calls == 2
+    assert result.first_answer_ms is not None and 0 < result.first_answer_ms <= result.total_ms
+    assert [m.content for m in memory_store.history("s1")] == [TWO_OPERATIONS, result.answer]
+
+
+class CallEnds(BaseCallbackHandler):
+    """Counts the model calls that have ended (LangChain reports a streamed call once its stream ends)."""
+
+    def __init__(self) -> None:
+        self.ended = 0
+
+    def on_llm_end(self, *args: Any, **kwargs: Any) -> None:
+        self.ended += 1
+
+
+async def test_a_direct_answer_streams_as_call_one_writes_it_before_the_plan(
+    registry: OperationRegistry, erp: Erp, memory_store: MemoryStore
+) -> None:
+    ends = CallEnds()
+    engine = offline_engine(registry, erp, memory_store)
+    events: list[TurnEvent] = []
+    calls_ended_at_first_delta: int | None = None
+    async for event in engine.astream("s1", "Hola", DEMO_CALLER, config={"callbacks": [ends]}):
+        if isinstance(event, AnswerDelta) and calls_ended_at_first_delta is None:
+            calls_ended_at_first_delta = ends.ended
+        events.append(event)
+    assert calls_ended_at_first_delta == 0, "the first delta comes while call 1 is still being written"
+    types = [event.type for event in events]
+    assert types[-2:] == ["plan", "turn"] and set(types[:-2]) == {"answer_delta"} and len(types) >= 4
+    result = events[-1].result if isinstance(events[-1], TurnDone) else None
+    assert result is not None and result.answer.startswith("¡Hola!")
+    assert "".join(deltas(events)) == result.answer
+    assert result.model_calls == 1 and result.recorded and result.plan_valid is True
+
+
+@pytest.mark.parametrize(
+    "reply, before_plan",
+    [
+        ('{"respuesta_directa": "  ¡Hola! ¿Qué consultamos?  "}', ["¡Hola! ¿Qué consultamos?"]),
+        (
+            '<think>saludo</think>```json\n{"respuesta_directa":"¡Hola! ¿Qué consultamos?"}\n```',
+            ["¡Hola! ¿Qué consultamos?"],
+        ),
+        ('{"operaciones": [], "respuesta_directa": "¡Hola! ¿Qué consultamos?"}', []),
+    ],
+    ids=["first-key", "after-reasoning-and-fence", "after-empty-operations"],
+)
+async def test_only_a_reply_that_starts_with_its_direct_answer_streams_it_before_the_plan(
+    toy_registry: OperationRegistry,
+    toy_erp: Erp,
+    memory_store: MemoryStore,
+    reply: str,
+    before_plan: list[str],
+) -> None:
+    """A direct answer written after another key is not streamed: it arrives whole once call 1 is parsed."""
+    engine = PlannerEngine(toy_registry, toy_erp, memory_store, PlannerAI(text_model(lambda _m, _i: reply)))
+    events, result = await streamed(engine, "s1", "Hola")
+    plan_at = [event.type for event in events].index("plan")
+    assert deltas(events[:plan_at]) == before_plan
+    assert "".join(deltas(events)) == result.answer == "¡Hola! ¿Qué consultamos?"
+    assert result.model_calls == 1 and result.recorded and result.plan_valid is True
+
+
+def answering_si(plan: str, registry: OperationRegistry, erp: Erp, store: MemoryStore) -> PlannerEngine:
+    """An engine whose call 1 writes ``plan`` and whose call 2 answers "Sí."."""
+    model = text_model(scripted(plan, lambda _results: '{"respuesta":"Sí."}'))
+    return PlannerEngine(registry, erp, store, PlannerAI(model))
+
+
+async def test_the_direct_answer_of_a_reply_that_starts_with_operations_is_never_shown(
+    toy_registry: OperationRegistry, toy_erp: Erp, memory_store: MemoryStore
+) -> None:
+    plan = (
+        '{"operaciones":[{"funcion":"ventas_anuales","parametros":{"anio":2025}}],"respuesta_directa":"NO"}'
+    )
+    engine = answering_si(plan, toy_registry, toy_erp, memory_store)
+    events, result = await streamed(engine, "s1", "¿Cuánto vendimos en 2025?")
+    assert [e.type for e in events] == ["plan", "operation", "answer_delta", "turn"]
+    assert deltas(events) == ["Sí."] == [result.answer]
+
+
+async def test_a_direct_answer_followed_by_operations_is_a_preamble_call_twos_answer_supersedes(
+    toy_registry: OperationRegistry, toy_erp: Erp, memory_store: MemoryStore
+) -> None:
+    """The prompt forbids both; a reply that writes its direct answer first and then operations anyway has
+    shown that text already: the operations run, call 2's answer follows it, and is the turn's answer."""
+    plan = json.dumps(
+        {
+            "respuesta_directa": "Consulto.",
+            "operaciones": [{"funcion": "ventas_anuales", "parametros": {"anio": 2025}}],
+        }
+    )
+    engine = answering_si(plan, toy_registry, toy_erp, memory_store)
+    events, result = await streamed(engine, "s1", "¿Cuánto vendimos en 2025?")
+    assert [e.type for e in events] == ["answer_delta", "plan", "operation", "answer_delta", "turn"]
+    assert deltas(events) == ["Consulto.", "\n\nSí."]
+    assert result.answer == "Sí." and result.model_calls == 2 and result.plan_valid is True
+    assert [op.funcion for op in result.operations] == ["ventas_anuales"] and result.recorded
+    assert [m.content for m in memory_store.history("s1")] == ["¿Cuánto vendimos en 2025?", "Sí."]
+
+
+async def test_a_direct_answer_whose_stream_breaks_midway_records_nothing(
+    registry: OperationRegistry, erp: Erp, memory_store: MemoryStore
+) -> None:
+    engine = offline_engine(registry, erp, memory_store, faults=FaultConfig(mode="stream_break"))
+    events, result = await streamed(engine, "s1", "Hola")
+    assert deltas(events), "some of the direct answer was shown before the connection dropped"
+    assert [e.type for e in events][-1] == "turn" and "plan" not in [e.type for e in events]
+    assert result.failure == "provider" and not result.recorded and result.plan_valid is None
+    assert result.answer != "".join(deltas(events))  # the failure message supersedes the partial text
+    assert memory_store.history("s1") == []
+
+
+async def test_a_rejected_plan_streams_its_refused_operations_then_the_explanation(
+    toy_registry: OperationRegistry, toy_erp: Erp, memory_store: MemoryStore
+) -> None:
+    plan = {"operaciones": [{"funcion": "ventas_totales", "parametros": {}}, {"funcion": "mejor_cliente"}]}
+    engine = PlannerEngine(toy_registry, toy_erp, memory_store, PlannerAI(text_model(scripted(plan))))
+    events, result = await streamed(engine, "s1", "¿Cuánto vendimos?")
+    assert [event.type for event in events][:3] == ["plan", "operation", "operation"]
+    refused = [event.operation for event in events if isinstance(event, OperationDone)]
+    assert refused == result.operations and all(op.error_kind == "invalid" for op in refused)
+    assert result.failure == "invalid_plan" and result.recorded
+    assert "".join(deltas(events)) == result.answer
+
+
+async def test_a_failed_call_one_streams_only_the_result(
+    registry: OperationRegistry, erp: Erp, memory_store: MemoryStore
+) -> None:
+    engine = offline_engine(registry, erp, memory_store, faults=FaultConfig(mode="timeout"))
+    events, result = await streamed(engine, "s1", TWO_OPERATIONS)
+    assert [event.type for event in events] == ["turn"]
+    assert result.failure == "timeout" and not result.recorded and result.first_answer_ms is None
+    assert memory_store.history("s1") == []
+
+
+async def test_another_users_conversation_is_refused_before_the_first_event(
+    registry: OperationRegistry, erp: Erp, memory_store: MemoryStore
+) -> None:
+    memory_store.ensure_conversation("ajena", user_id="ana")
+    stream = offline_engine(registry, erp, memory_store).astream(
+        "ajena", TWO_OPERATIONS, caller_for(erp, "bruno")
+    )
+    with pytest.raises(ConversationAccessDenied):
+        await anext(stream)
+
+
+# -- a stream that fails midway records nothing --------------------------------------------------------------
+
+
+class BreakingStream(BaseChatModel):
+    """Streams ``reply`` six characters at a time and breaks off (a reset connection) after ``break_after``
+    chunks; a reply that is not cut ends with ``finish_reason`` in its last chunk."""
+
+    reply: str
+    break_after: int | None = None
+    finish_reason: str = "stop"
+
+    @property
+    def _llm_type(self) -> str:
+        return "breaking-stream"
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: Any = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        raise AssertionError("the answer is only ever streamed here")
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: Any = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        pieces = [self.reply[i : i + 6] for i in range(0, len(self.reply), 6)]
+        for index, piece in enumerate(pieces):
+            if index == self.break_after:
+                raise ConnectionResetError("connection reset by peer")
+            yield ChatGenerationChunk(message=AIMessageChunk(content=piece))
+        yield ChatGenerationChunk(
+            message=AIMessageChunk(
+                content="",
+                response_metadata={"finish_reason": self.finish_reason},
+                usage_metadata={"input_tokens": 100, "output_tokens": 30, "total_tokens": 130},
+                chunk_position="last",
+            )
+        )
+
+
+ANSWER_JSON = json.dumps(
+    {
+        "respuesta": "En 2025 vendimos ₲850.000.000 en total.",
+        "memoria": [{"contenido": "Interesan las ventas de 2025.", "importancia": 0.7}],
+        "estado": {"tema": "ventas"},
+    },
+    ensure_ascii=False,
+)
+ONE_OPERATION = {"operaciones": [{"funcion": "ventas_anuales", "parametros": {"anio": 2025}}]}
+
+
+def breaking_engine(
+    registry: OperationRegistry, erp: Erp, store: MemoryStore, answer_model: BaseChatModel
+) -> PlannerEngine:
+    return PlannerEngine(registry, erp, store, PlannerAI(text_model(scripted(ONE_OPERATION)), answer_model))
+
+
+async def test_a_healthy_stream_of_the_fake_model_reaches_the_store(
+    toy_registry: OperationRegistry, toy_erp: Erp, memory_store: MemoryStore
+) -> None:
+    engine = breaking_engine(toy_registry, toy_erp, memory_store, BreakingStream(reply=ANSWER_JSON))
+    events, result = await streamed(engine, "s1", "¿Cuánto vendimos en 2025?")
+    assert len(deltas(events)) >= 3 and "".join(deltas(events)) == result.answer
+    assert result.recorded and result.memories == ["Interesan las ventas de 2025."]
+    assert result.output_tokens == 10 + 30  # the streamed call is counted: usage from its last chunk
+
+
+@pytest.mark.parametrize(
+    "answer_model, failure",
+    [
+        (BreakingStream(reply=ANSWER_JSON, break_after=6), "provider"),
+        (BreakingStream(reply=ANSWER_JSON[:-40], finish_reason="length"), "model_output"),
+        (BreakingStream(reply=ANSWER_JSON.replace('"respuesta"', '"respuesta" ', 1)[:-3]), "model_output"),
+    ],
+    ids=["connection-reset", "cut-at-the-cap", "unparsable"],
+)
+async def test_a_stream_that_fails_after_some_deltas_records_nothing(
+    toy_registry: OperationRegistry,
+    toy_erp: Erp,
+    memory_store: MemoryStore,
+    answer_model: BaseChatModel,
+    failure: str,
+) -> None:
+    engine = breaking_engine(toy_registry, toy_erp, memory_store, answer_model)
+    memory_store.ensure_conversation("s1", user_id=DEMO_CALLER.user_id)
+    events, result = await streamed(engine, "s1", "¿Cuánto vendimos en 2025?")
+    assert deltas(events), "some of the answer was shown before the failure"
+    assert result.failure == failure and not result.recorded and result.model_calls == 2
+    assert result.answer not in "".join(deltas(events))  # the failure message supersedes the partial text
+    assert memory_store.history("s1") == [] and memory_store.get_state("s1") == {}
+    assert memory_store.memories("s1") == []
+
+
+async def test_the_offline_models_dropped_connection_midway_records_nothing(
+    registry: OperationRegistry, erp: Erp, memory_store: MemoryStore
+) -> None:
+    broken = build_chat_model("offline", faults=FaultConfig(mode="stream_break"))
+    engine = offline_engine(registry, erp, memory_store, answer_model=broken)
+    events, result = await streamed(engine, "s1", TWO_OPERATIONS)
+    assert [event.type for event in events][:3] == ["plan", "operation", "operation"]
+    assert deltas(events) and result.failure == "provider" and not result.recorded
+    assert result.model_calls == 2 and result.output_tokens > 0  # the broken call still counts
+    assert memory_store.history("s1") == []
+    healthy = await offline_engine(registry, erp, memory_store).aask("s1", TWO_OPERATIONS, DEMO_CALLER)
+    assert healthy.recorded and [m.content for m in memory_store.history("s1")] == [
+        TWO_OPERATIONS,
+        healthy.answer,
+    ]
+
+
+async def test_a_stream_its_reader_abandons_records_nothing_and_ends_its_runs(
+    registry: OperationRegistry, erp: Erp, memory_store: MemoryStore
+) -> None:
+    recorder = Recorder()
+    engine = offline_engine(registry, erp, memory_store)
+    stream = engine.astream("s1", TWO_OPERATIONS, DEMO_CALLER, config={"callbacks": [recorder]})
+    async for event in stream:
+        if isinstance(event, AnswerDelta):
+            break
+    await stream.aclose()
+    assert memory_store.history("s1") == []
+    # Call 2's run ends once the reader leaves, and so does the turn's. The model's stream may be finalised a
+    # few loop iterations after aclose() returns (its own cleanup runs on the loop), so wait for it, bounded.
+    call_one, call_two = (run["run_id"] for run in recorder.models)
+    for _ in range(200):
+        if call_two in recorder.model_errors and recorder.chain_errors:
+            break
+        await asyncio.sleep(0.01)
+    assert recorder.model_ends == [call_one] and list(recorder.model_errors) == [call_two]
+    assert [run["run_id"] for run in recorder.chains] == list(recorder.chain_errors)
+
+
+# -- callbacks: exactly the turn's model calls, under one parent run -----------------------------------------
+
+
+class Recorder(BaseCallbackHandler):
+    """Records chain and chat-model runs as a tracing handler (LangSmith, OpenTelemetry) sees them."""
+
+    def __init__(self) -> None:
+        self.chains: list[dict[str, Any]] = []
+        self.chain_outputs: dict[UUID, dict[str, Any]] = {}
+        self.models: list[dict[str, Any]] = []
+        self.model_ends: list[UUID] = []
+        self.model_errors: dict[UUID, BaseException] = {}
+        self.chain_errors: dict[UUID, BaseException] = {}
+
+    def on_chain_start(
+        self, serialized: dict[str, Any] | None, inputs: dict[str, Any], *, run_id: UUID, **kwargs: Any
+    ) -> None:
+        self.chains.append({"run_id": run_id, "inputs": inputs, **kwargs})
+
+    def on_chain_end(self, outputs: dict[str, Any], *, run_id: UUID, **kwargs: Any) -> None:
+        self.chain_outputs[run_id] = outputs
+
+    def on_chat_model_start(
+        self, serialized: dict[str, Any], messages: list[list[BaseMessage]], *, run_id: UUID, **kwargs: Any
+    ) -> None:
+        self.models.append({"run_id": run_id, **kwargs})
+
+    def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        self.model_ends.append(run_id)
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        self.model_errors[run_id] = error
+
+    def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        self.chain_errors[run_id] = error
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+@pytest.mark.parametrize(
+    "question, calls", [(TWO_OPERATIONS, 2), ("Hola", 1)], ids=["two-calls", "small-talk"]
+)
+async def test_callbacks_see_exactly_the_turns_model_calls_under_one_parent_run(
+    registry: OperationRegistry, erp: Erp, memory_store: MemoryStore, entry: Entry, question: str, calls: int
+) -> None:
+    recorder = Recorder()
+    config: RunnableConfig = {"callbacks": [recorder], "tags": ["erp-web"], "metadata": {"tenant": "acme"}}
+    result = await run_turn(offline_engine(registry, erp, memory_store), entry, "cb", question, config=config)
+
+    [turn] = recorder.chains
+    assert turn["name"] == "planner turn" and turn["parent_run_id"] is None
+    assert turn["inputs"] == {"conversation_id": "cb", "question": question}
+    assert "erp-web" in turn["tags"] and turn["metadata"]["tenant"] == "acme"
+    assert len(recorder.models) == calls == result.model_calls
+    for model_run in recorder.models:
+        assert model_run["parent_run_id"] == turn["run_id"]
+        assert "erp-web" in model_run["tags"] and model_run["metadata"]["tenant"] == "acme"
+    assert sorted(map(str, recorder.model_ends)) == sorted(str(run["run_id"]) for run in recorder.models)
+    assert recorder.chain_outputs[turn["run_id"]] == {"answer": result.answer, "failure": None}
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+async def test_a_run_name_names_the_turn_and_a_failed_turn_reports_its_failure(
+    registry: OperationRegistry, erp: Erp, memory_store: MemoryStore, entry: Entry
+) -> None:
+    recorder = Recorder()
+    engine = offline_engine(registry, erp, memory_store, faults=FaultConfig(mode="provider_error"))
+    config: RunnableConfig = {"callbacks": [recorder], "run_name": "pregunta web"}
+    result = await run_turn(engine, entry, "cb", TWO_OPERATIONS, config=config)
+    [turn] = recorder.chains
+    assert turn["name"] == "pregunta web" and len(recorder.models) == 1
+    assert recorder.chain_outputs[turn["run_id"]] == {"answer": result.answer, "failure": "provider"}
+
+
+# -- logging: one record per finished turn ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+async def test_each_finished_turn_is_logged_once_with_its_fields(
+    registry: OperationRegistry,
+    erp: Erp,
+    memory_store: MemoryStore,
+    entry: Entry,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="planner_mode")
+    healthy = offline_engine(registry, erp, memory_store)
+    failing = offline_engine(registry, erp, memory_store, faults=FaultConfig(mode="timeout"))
+    ok = await run_turn(healthy, entry, "log", TWO_OPERATIONS)
+    failed = await run_turn(failing, entry, "log", TWO_OPERATIONS)
+
+    records = [r for r in caplog.records if r.name == "planner_mode"]
+    assert [r.levelno for r in records] == [logging.INFO, logging.WARNING]
+    fields = [r.__dict__["erp_ai"] for r in records]
+    assert fields[0] | {"total_ms": 0, "model_ms": 0} == {
+        "conversation_id": "log",
+        "user_id": "gerente",
+        "mode": "planner",
+        "model_calls": 2,
+        "input_tokens": ok.input_tokens,
+        "output_tokens": ok.output_tokens,
+        "total_ms": 0,
+        "model_ms": 0,
+        "failure": None,
+        "recorded": True,
+    }
+    assert (fields[1]["failure"], fields[1]["recorded"]) == (failed.failure, False) == ("timeout", False)
+    assert all(TWO_OPERATIONS not in r.getMessage() and ok.answer not in r.getMessage() for r in records)
+
+
+async def test_a_conversation_refused_to_its_caller_is_not_logged_as_a_turn(
+    registry: OperationRegistry, erp: Erp, memory_store: MemoryStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="planner_mode")
+    memory_store.ensure_conversation("ajena", user_id="ana")
+    with pytest.raises(ConversationAccessDenied):
+        await offline_engine(registry, erp, memory_store).aask("ajena", "Hola", caller_for(erp, "bruno"))
+    assert [r for r in caplog.records if r.name == "planner_mode"] == []
+
+
+# -- time to the first answer token -------------------------------------------------------------------------
+
+
+class FixedClient:
+    """An AI client that answers with a fixed plan and answer, each call costing a fixed usage."""
+
+    def __init__(self, plan: Plan, plan_usage: CallUsage, answer_usage: CallUsage) -> None:
+        self.fixed_plan, self.plan_usage, self.answer_usage = plan, plan_usage, answer_usage
+
+    async def plan(self, *_args: Any, **_kwargs: Any) -> AsyncIterator[str | AnalyzeResponse]:
+        if self.fixed_plan.is_direct:
+            yield self.fixed_plan.respuesta_directa or ""
+        yield AnalyzeResponse(plan=self.fixed_plan, usage=self.plan_usage)
+
+    async def answer(self, *_args: Any, **_kwargs: Any) -> AsyncIterator[str | RespondResponse]:
+        yield "Vendimos "
+        yield "₲850.000.000."
+        yield RespondResponse(answer=Answer(respuesta="Vendimos ₲850.000.000."), usage=self.answer_usage)
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+@pytest.mark.parametrize(
+    "plan, expected",
+    [
+        (ONE_OPERATION, FirstAnswerCall(call=1, prefix=ANSWER_PREFIX)),
+        ({"respuesta_directa": "¡Hola!"}, FirstAnswerCall(call=0, prefix=DIRECT_ANSWER_PREFIX)),
+    ],
+    ids=["call-2-writes-the-answer", "call-1-writes-a-direct-answer"],
+)
+async def test_the_result_says_which_call_wrote_the_answer_and_what_came_before_it(
+    toy_registry: OperationRegistry,
+    toy_erp: Erp,
+    memory_store: MemoryStore,
+    entry: Entry,
+    plan: dict[str, Any],
+    expected: FirstAnswerCall,
+) -> None:
+    one_call = CallUsage(model_calls=1)
+    client = FixedClient(Plan.model_validate(plan), one_call, one_call)
+    result = await run_turn(
+        PlannerEngine(toy_registry, toy_erp, memory_store, client), entry, "t", "¿Ventas?"
+    )
+    assert result.recorded
+    assert result.first_answer_call == expected
+    assert (result.first_answer_ms is not None) == (entry == "astream")
+
+
+def test_the_fixed_client_is_an_ai_client() -> None:
+    assert isinstance(FixedClient(Plan.model_validate(ONE_OPERATION), CallUsage(), CallUsage()), AIClient)
+
+
+# -- over HTTP -----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+async def test_over_http_each_entry_point_gives_the_in_process_turn(
+    registry: OperationRegistry, erp: Erp, memory_store: MemoryStore, tmp_path: Path, entry: Entry
+) -> None:
+    from benchmarks.serving import ServerThread
+    from planner_mode import create_app
+
+    in_process = offline_engine(registry, erp, MemoryStore(f"sqlite:///{tmp_path / 'local.sqlite3'}"))
+    expected = comparable(in_process.ask("h", TWO_OPERATIONS, DEMO_CALLER))
+    with ServerThread(create_app(build_chat_model("offline"), token="k")) as server:
+        client = HttpAIClient([server.url], token="k", timeout=30)
+        try:
+            engine = PlannerEngine(registry, erp, memory_store, client)
+            if entry == "astream":
+                events, result = await streamed(engine, "h", TWO_OPERATIONS)
+                assert len(deltas(events)) >= 2 and "".join(deltas(events)) == result.answer
+            else:
+                result = await run_turn(engine, entry, "h", TWO_OPERATIONS)
+        finally:
+            client.close()
+    assert comparable(result) == expected
+
+
+# -- faults -------------------------------------------------------------------------------------------------
+
+
+async def test_a_turn_planned_before_another_turn_was_recorded_is_flagged_stale(
+    registry: OperationRegistry, erp: Erp, memory_store: MemoryStore
+) -> None:
+    engine = offline_engine(registry, erp, memory_store)
+    question = "¿Cuánto vendimos en 2025?"
+    assert not engine.ask("c1", question, DEMO_CALLER).stale_state
+
+    events = engine.astream("c1", question, DEMO_CALLER)
+    first = await anext(events)  # call 1 planned on the context it read; now another turn lands first
+    assert isinstance(first, PlanReady)
+    other = await asyncio.to_thread(engine.ask, "c1", question, DEMO_CALLER)
+    late = [event async for event in events][-1].result
+
+    assert not other.stale_state
+    assert late.recorded and late.stale_state
+    contents = [message.content for message in memory_store.history("c1")]
+    assert contents.count(question) == 3  # both concurrent turns recorded, whole

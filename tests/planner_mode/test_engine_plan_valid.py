@@ -29,7 +29,7 @@ from shared.operations.registry import OperationRegistry
 from shared.security import DEMO_CALLER
 from tests.fakes import CallInfo, ModelFunction
 from tests.planner_mode.planner_fakes import is_plan_request, scripted, text_model
-from tests.planner_mode.test_engine_async import ENTRIES, Entry, run_turn
+from tests.planner_mode.test_engine import ENTRIES, Entry, run_turn
 
 
 def operation(funcion: str, **parametros: Any) -> dict[str, Any]:

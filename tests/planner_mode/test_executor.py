@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -23,8 +22,6 @@ from shared.security import DEMO_CALLER
 from shared.turn import ExecutedOperation
 from tests.planner_mode.planner_fakes import Toy
 
-Runner = Callable[..., list[ExecutedOperation]]
-
 
 async def aexecute(validated: ValidatedPlan, registry: OperationRegistry, erp: Erp, **options: Any) -> Any:
     """Every outcome of ``astream_plan``, in plan order."""
@@ -37,11 +34,6 @@ def execute(validated: ValidatedPlan, registry: OperationRegistry, erp: Erp, **o
     return asyncio.run(aexecute(validated, registry, erp, **options))
 
 
-@pytest.fixture
-def runner() -> Runner:
-    return execute
-
-
 def validated_plan(registry: OperationRegistry, *operations: dict[str, Any]) -> ValidatedPlan:
     validated = validate_plan(
         Plan.model_validate({"operaciones": list(operations)}), registry, caller=DEMO_CALLER
@@ -50,16 +42,9 @@ def validated_plan(registry: OperationRegistry, *operations: dict[str, Any]) -> 
     return validated
 
 
-@pytest.fixture
-def run(runner: Runner) -> Callable[..., list[ExecutedOperation]]:
-    """Validate ``operations`` and execute them with the runner under test."""
-
-    def execute(
-        registry: OperationRegistry, erp: Erp, *operations: dict[str, Any]
-    ) -> list[ExecutedOperation]:
-        return runner(validated_plan(registry, *operations), registry, erp, caller=DEMO_CALLER)
-
-    return execute
+def run(registry: OperationRegistry, erp: Erp, *operations: dict[str, Any]) -> list[ExecutedOperation]:
+    """Validate ``operations`` and execute them."""
+    return execute(validated_plan(registry, *operations), registry, erp, caller=DEMO_CALLER)
 
 
 YEARS = (
@@ -69,7 +54,7 @@ YEARS = (
 
 
 def test_independent_operations_run_concurrently(
-    toy: Toy, toy_registry: OperationRegistry, toy_erp: Erp, run: Callable[..., list[ExecutedOperation]]
+    toy: Toy, toy_registry: OperationRegistry, toy_erp: Erp
 ) -> None:
     # Each handler waits at a two-party barrier: run one after the other, the first would time out.
     toy.barrier = threading.Barrier(2, timeout=10)
@@ -85,7 +70,7 @@ def test_independent_operations_run_concurrently(
 
 
 def test_dependent_operation_gets_the_resolved_reference(
-    toy: Toy, toy_registry: OperationRegistry, toy_erp: Erp, run: Callable[..., list[ExecutedOperation]]
+    toy: Toy, toy_registry: OperationRegistry, toy_erp: Erp
 ) -> None:
     ops = run(
         toy_registry,
@@ -106,7 +91,7 @@ def test_dependent_operation_gets_the_resolved_reference(
 
 
 def test_domain_errors_become_outcomes_and_dependants_are_skipped(
-    toy: Toy, toy_registry: OperationRegistry, toy_erp: Erp, run: Callable[..., list[ExecutedOperation]]
+    toy: Toy, toy_registry: OperationRegistry, toy_erp: Erp
 ) -> None:
     ops = run(
         toy_registry,
@@ -122,7 +107,7 @@ def test_domain_errors_become_outcomes_and_dependants_are_skipped(
 
 
 def test_a_reference_missing_from_the_actual_result_is_an_error(
-    toy_registry: OperationRegistry, toy_erp: Erp, runner: Runner
+    toy_registry: OperationRegistry, toy_erp: Erp
 ) -> None:
     # Validation refuses references the result model cannot hold; this one slips past it (as a reference
     # into a list that turns out shorter would), so the executor must still refuse it at run time.
@@ -138,14 +123,14 @@ def test_a_reference_missing_from_the_actual_result_is_an_error(
         }
     )
     validated = ValidatedPlan(plan=plan, waves=[[0], [1]], dependencies={0: set(), 1: {0}})
-    ops = runner(validated, toy_registry, toy_erp, caller=DEMO_CALLER)
+    ops = execute(validated, toy_registry, toy_erp, caller=DEMO_CALLER)
     assert ops[0].ok
     assert ops[1].error is not None and "op1.cliente.0" in ops[1].error
     assert ops[1].error_kind == "invalid"
 
 
 def test_unexpected_handler_exceptions_do_not_escape(
-    toy: Toy, toy_registry: OperationRegistry, toy_erp: Erp, run: Callable[..., list[ExecutedOperation]]
+    toy: Toy, toy_registry: OperationRegistry, toy_erp: Erp
 ) -> None:
     def broken(*_args: Any) -> Any:
         raise RuntimeError("disk on fire")
@@ -156,14 +141,12 @@ def test_unexpected_handler_exceptions_do_not_escape(
     assert "disk on fire" not in op.error and op.error_kind == "internal"  # the text stays in the log
 
 
-def test_an_invalid_plan_cannot_be_executed(
-    toy_registry: OperationRegistry, toy_erp: Erp, runner: Runner
-) -> None:
+def test_an_invalid_plan_cannot_be_executed(toy_registry: OperationRegistry, toy_erp: Erp) -> None:
     validated = validate_plan(
         Plan.model_validate({"operaciones": [{"funcion": "nope"}]}), toy_registry, caller=DEMO_CALLER
     )
     with pytest.raises(ValueError, match="valid plan"):
-        runner(validated, toy_registry, toy_erp, caller=DEMO_CALLER)
+        execute(validated, toy_registry, toy_erp, caller=DEMO_CALLER)
 
 
 # -- on the event loop ------------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 The model here is :class:`StreamingModel`, a :class:`~tests.fakes.FunctionChatModel` that streams its reply a
 few characters at a time and can break after a given number of chunks, like a provider whose connection drops
-while the answer is being written.
+while the answer is being written. Both calls stream alike: call 2 its answer, call 1 a direct answer.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import json
 import logging
 import re
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
@@ -35,7 +36,7 @@ from shared.memory.store import MemoryStore
 from shared.operations.registry import OperationRegistry
 from shared.security import DEMO_CALLER
 from tests.fakes import FunctionChatModel, ModelFunction
-from tests.planner_mode.planner_fakes import CALL_USAGE
+from tests.planner_mode.planner_fakes import CALL_USAGE, Toy, toy_operations
 
 CONTEXT = ConversationContext(hoy=date(2026, 11, 30))
 QUESTION = "¿Cuánto vendimos en 2025?"
@@ -51,6 +52,42 @@ REPLY = json.dumps(
     ensure_ascii=False,
 )
 STREAM = {"Accept": NDJSON}
+GREETING = "¡Hola! Puedo consultar las ventas, los clientes y las facturas. ¿Qué necesitás?"
+DIRECT = json.dumps({"respuesta_directa": GREETING}, ensure_ascii=False)
+PLAN = json.dumps({"operaciones": [{"funcion": "ventas_anuales", "parametros": {"anio": 2025}}]})
+CATALOG = OperationRegistry(toy_operations(Toy())).catalog(DEMO_CALLER)
+ANALYZE_BODY = {
+    "message": "Hola",
+    "context": CONTEXT.model_dump(mode="json"),
+    "catalog": [spec.model_dump(mode="json") for spec in CATALOG],
+}
+
+
+@dataclass(frozen=True)
+class Call:
+    """One of the two calls: its path and body, a reply that streams, the text its deltas spell."""
+
+    path: str
+    body: dict[str, Any]
+    reply: str
+    text: str
+    line: str
+    """The name of its ``response`` line model in the OpenAPI schema."""
+
+    def of(self, client: HttpAIClient | InProcessAIClient) -> Any:
+        if self.path == "/ai/respond":
+            return client.answer(QUESTION, RESULTS, CONTEXT)
+        return client.plan("Hola", CONTEXT, CATALOG)
+
+    def text_of(self, response: Any) -> str | None:
+        if isinstance(response, RespondResponse):
+            return response.answer.respuesta
+        return response.plan.respuesta_directa if isinstance(response, AnalyzeResponse) else None
+
+
+RESPOND = Call("/ai/respond", BODY, REPLY, ANSWER_TEXT, "RespondLine")
+ANALYZE = Call("/ai/analyze", ANALYZE_BODY, DIRECT, GREETING, "AnalyzeLine")
+CALLS = pytest.mark.parametrize("call", [RESPOND, ANALYZE], ids=["respond", "analyze"])
 
 
 class StreamingModel(FunctionChatModel):
@@ -90,21 +127,26 @@ def ndjson(response: Any) -> list[dict[str, Any]]:
     return [json.loads(line) for line in response.iter_lines() if line.strip()]
 
 
-def test_respond_streams_answer_deltas_then_the_response() -> None:
+@CALLS
+def test_a_call_streams_its_deltas_then_the_response(call: Call) -> None:
     with (
-        TestClient(create_app(streaming_model())) as c,
-        c.stream("POST", "/ai/respond", json=BODY, headers=STREAM) as response,
+        TestClient(create_app(streaming_model(call.reply))) as c,
+        c.stream("POST", call.path, json=call.body, headers=STREAM) as response,
     ):
         lines = ndjson(response)
     assert response.status_code == 200
     assert response.headers["content-type"].startswith(NDJSON)
     *deltas, last = lines
     assert len(deltas) >= 2 and {line["type"] for line in deltas} == {"answer_delta"}
-    assert "".join(line["text"] for line in deltas) == ANSWER_TEXT
+    assert "".join(line["text"] for line in deltas) == call.text
     assert last["type"] == "response"
-    parsed = RespondResponse.model_validate(last)
-    assert parsed.answer.respuesta == ANSWER_TEXT and parsed.answer.memoria[0].contenido == "Ventas 2025."
+    parsed = (RespondResponse if call is RESPOND else AnalyzeResponse).model_validate(last)
+    assert call.text_of(parsed) == call.text
     assert (parsed.usage.model_calls, parsed.usage.input_tokens, parsed.usage.output_tokens) == (1, 100, 10)
+    if isinstance(parsed, RespondResponse):
+        assert parsed.answer.memoria[0].contenido == "Ventas 2025."
+    else:
+        assert parsed.plan.pregunta == "Hola"
 
 
 def test_without_the_accept_header_respond_is_one_json_body() -> None:
@@ -112,6 +154,18 @@ def test_without_the_accept_header_respond_is_one_json_body() -> None:
         response = c.post("/ai/respond", json=BODY)
     assert response.headers["content-type"] == "application/json"
     assert RespondResponse.model_validate(response.json()).answer.respuesta == ANSWER_TEXT
+
+
+def test_a_plan_with_operations_streams_only_its_response_line() -> None:
+    with (
+        TestClient(create_app(streaming_model(PLAN))) as c,
+        c.stream("POST", "/ai/analyze", json=ANALYZE_BODY, headers=STREAM) as response,
+    ):
+        lines = ndjson(response)
+        whole = c.post("/ai/analyze", json=ANALYZE_BODY)
+    assert [line["type"] for line in lines] == ["response"]
+    assert AnalyzeResponse.model_validate(lines[0]).plan == AnalyzeResponse.model_validate(whole.json()).plan
+    assert whole.headers["content-type"] == "application/json"
 
 
 @pytest.mark.parametrize(
@@ -136,21 +190,25 @@ def test_failures_before_the_first_line_keep_their_status_and_json_body(
     assert response.json()["kind"] == kind
 
 
-@pytest.mark.parametrize(
-    ("options", "kind"),
+MID_STREAM_FAILURES = pytest.mark.parametrize(
+    ("call", "options", "kind", "cause"),
     [
-        ({"break_after": 3}, "provider"),
-        ({"break_after": 3, "failure": TimeoutError}, "timeout"),
-        ({"reply": REPLY[:40]}, "model_output"),  # the reply stops mid-JSON: deltas, then no valid answer
+        (RESPOND, {"break_after": 3}, "provider", ProviderError),
+        (RESPOND, {"break_after": 3, "failure": TimeoutError}, "timeout", ProviderTimeoutError),
+        (RESPOND, {"reply": REPLY[:40]}, "model_output", ModelOutputError),  # deltas, then no valid answer
+        (ANALYZE, {"reply": DIRECT, "break_after": 8}, "provider", ProviderError),
     ],
-    ids=["connection-lost", "timeout", "cut-json"],
+    ids=["connection-lost", "timeout", "cut-json", "analyze-connection-lost"],
 )
+
+
+@MID_STREAM_FAILURES
 def test_a_model_failing_mid_stream_ends_the_stream_with_an_error_line(
-    options: dict[str, Any], kind: str
+    call: Call, options: dict[str, Any], kind: str, cause: type[Exception]
 ) -> None:
     with (
         TestClient(create_app(streaming_model(**options))) as c,
-        c.stream("POST", "/ai/respond", json=BODY, headers=STREAM) as response,
+        c.stream("POST", call.path, json=call.body, headers=STREAM) as response,
     ):
         lines = ndjson(response)
     assert response.status_code == 200  # sent with the first delta, before the failure
@@ -245,17 +303,18 @@ def test_a_stream_that_fails_midway_is_logged_with_its_kind_and_usage(
     )
 
 
-def test_the_openapi_schema_documents_the_ndjson_stream() -> None:
+@CALLS
+def test_the_openapi_schema_documents_the_ndjson_stream(call: Call) -> None:
     with TestClient(create_app(streaming_model())) as c:
         schema = c.get("/openapi.json").json()
-    respond = schema["paths"]["/ai/respond"]["post"]
-    assert "application/x-ndjson" in respond["description"]
-    content = respond["responses"]["200"]["content"]
+    post = schema["paths"][call.path]["post"]
+    assert "application/x-ndjson" in post["description"]
+    content = post["responses"]["200"]["content"]
     assert set(content) == {"application/json", NDJSON}
     line = content[NDJSON]["schema"]
     refs = [option["$ref"] for option in line["oneOf"]]
     names = [ref.rsplit("/", 1)[1] for ref in refs]
-    assert sorted(names) == ["AnswerDeltaLine", "ErrorLine", "RespondLine"]
+    assert sorted(names) == sorted(["AnswerDeltaLine", "ErrorLine", call.line])
     assert all(ref.startswith("#/components/schemas/") for ref in refs)
     components = schema["components"]["schemas"]
     assert all(name in components for name in names)
@@ -263,203 +322,59 @@ def test_the_openapi_schema_documents_the_ndjson_stream() -> None:
     assert components["AnswerDeltaLine"]["properties"]["type"]["const"] == "answer_delta"
 
 
-# -- over real HTTP -----------------------------------------------------------------------------------------
+# -- the clients ---------------------------------------------------------------------------------------------
 
 
-def collect(client: HttpAIClient) -> list[str | RespondResponse]:
-    async def run() -> list[str | RespondResponse]:
-        return [item async for item in client.answer(QUESTION, RESULTS, CONTEXT)]
-
-    return asyncio.run(run())
-
-
-def test_the_http_client_streams_the_answer_from_a_real_server() -> None:
-    with (
-        ServerThread(create_app(streaming_model())) as server,
-        HttpAIClient([server.url], timeout=30) as client,
-    ):
-        *deltas, last = collect(client)
-    assert len(deltas) >= 2 and all(isinstance(delta, str) for delta in deltas)
-    assert isinstance(last, RespondResponse)
-    assert "".join(str(delta) for delta in deltas) == last.answer.respuesta == ANSWER_TEXT
-    assert last.usage.model_calls == 1
-
-
-@pytest.mark.parametrize(
-    ("options", "cause"),
-    [
-        ({"break_after": 3}, ProviderError),
-        ({"break_after": 3, "failure": TimeoutError}, ProviderTimeoutError),
-        ({"reply": REPLY[:40]}, ModelOutputError),
-    ],
-    ids=["connection-lost", "timeout", "cut-json"],
-)
-def test_a_model_failing_mid_stream_is_an_ai_call_error_of_its_kind_in_the_http_client(
-    options: dict[str, Any], cause: type[Exception]
-) -> None:
-    seen: list[str | RespondResponse] = []
-
-    async def run(client: HttpAIClient) -> None:
-        async for item in client.answer(QUESTION, RESULTS, CONTEXT):
-            seen.append(item)
-
-    with (
-        ServerThread(create_app(streaming_model(**options))) as server,
-        HttpAIClient([server.url], timeout=30) as client,
-        pytest.raises(AICallError) as failed,
-    ):
-        asyncio.run(run(client))
-    assert seen and all(isinstance(item, str) for item in seen)
-    assert type(failed.value.cause) is cause
-    assert failed.value.usage.model_calls == 1
-
-
-def test_the_in_process_client_streams_like_the_server() -> None:
-    from planner_mode.ai import PlannerAI
-
-    client = InProcessAIClient(PlannerAI(streaming_model()))
-
-    async def run() -> list[str | RespondResponse]:
-        return [item async for item in client.answer(QUESTION, RESULTS, CONTEXT)]
-
-    *deltas, last = asyncio.run(run())
-    assert len(deltas) >= 2 and isinstance(last, RespondResponse)
-    assert "".join(str(delta) for delta in deltas) == last.answer.respuesta
-    assert last.usage.model_calls == 1
-
-
-def test_the_in_process_stream_failure_carries_the_usage() -> None:
-    from planner_mode.ai import PlannerAI
-
-    client = InProcessAIClient(PlannerAI(streaming_model(break_after=4)))
-    seen: list[str | RespondResponse] = []
+def collect(call: Call, client: HttpAIClient | InProcessAIClient) -> tuple[list[Any], AICallError | None]:
+    """Every item of one call's stream, and the :class:`AICallError` that ended it (if one did)."""
+    seen: list[Any] = []
 
     async def run() -> None:
-        async for item in client.answer(QUESTION, RESULTS, CONTEXT):
+        async for item in call.of(client):
             seen.append(item)
 
-    with pytest.raises(AICallError) as failed:
+    try:
         asyncio.run(run())
-    assert len(seen) >= 1 and all(isinstance(item, str) for item in seen)
-    assert isinstance(failed.value.cause, ProviderError)
-    assert failed.value.usage.model_calls == 1
+    except AICallError as exc:
+        return seen, exc
+    return seen, None
 
 
-# -- POST /ai/analyze streamed: a direct answer as it is written ---------------------------------------------
-
-GREETING = "¡Hola! Puedo consultar las ventas, los clientes y las facturas. ¿Qué necesitás?"
-DIRECT = json.dumps({"respuesta_directa": GREETING}, ensure_ascii=False)
-PLAN = json.dumps({"operaciones": [{"funcion": "ventas_anuales", "parametros": {"anio": 2025}}]})
-
-
-def body(toy_registry: OperationRegistry, message: str = "Hola") -> dict[str, Any]:
-    catalog = toy_registry.catalog(DEMO_CALLER)
-    return {
-        "message": message,
-        "context": CONTEXT.model_dump(mode="json"),
-        "catalog": [spec.model_dump(mode="json") for spec in catalog],
-    }
-
-
-def test_analyze_streams_a_direct_answer_then_the_plan(toy_registry: OperationRegistry) -> None:
+@CALLS
+def test_the_http_client_streams_a_call_like_the_in_process_client(call: Call) -> None:
+    in_process, _ = collect(call, InProcessAIClient(PlannerAI(streaming_model(call.reply))))
     with (
-        TestClient(create_app(streaming_model(DIRECT))) as c,
-        c.stream("POST", "/ai/analyze", json=body(toy_registry), headers=STREAM) as response,
-    ):
-        lines = ndjson(response)
-    assert response.status_code == 200 and response.headers["content-type"].startswith(NDJSON)
-    *deltas, last = lines
-    assert len(deltas) >= 2 and {line["type"] for line in deltas} == {"answer_delta"}
-    assert "".join(line["text"] for line in deltas) == GREETING
-    assert last["type"] == "response"
-    parsed = AnalyzeResponse.model_validate(last)
-    assert parsed.plan.respuesta_directa == GREETING and parsed.plan.pregunta == "Hola"
-    assert parsed.usage.model_calls == 1
-
-
-def test_a_plan_with_operations_streams_only_its_response_line(toy_registry: OperationRegistry) -> None:
-    with (
-        TestClient(create_app(streaming_model(PLAN))) as c,
-        c.stream("POST", "/ai/analyze", json=body(toy_registry), headers=STREAM) as response,
-        TestClient(create_app(streaming_model(PLAN))) as plain,
-    ):
-        lines = ndjson(response)
-        whole = plain.post("/ai/analyze", json=body(toy_registry))
-    assert [line["type"] for line in lines] == ["response"]
-    assert AnalyzeResponse.model_validate(lines[0]).plan == AnalyzeResponse.model_validate(whole.json()).plan
-    assert whole.headers["content-type"] == "application/json"
-
-
-def test_a_model_failing_mid_answer_ends_the_analyze_stream_with_an_error_line(
-    toy_registry: OperationRegistry,
-) -> None:
-    with (
-        TestClient(create_app(streaming_model(DIRECT, break_after=8))) as c,
-        c.stream("POST", "/ai/analyze", json=body(toy_registry), headers=STREAM) as response,
-    ):
-        lines = ndjson(response)
-    *deltas, last = lines
-    assert deltas and {line["type"] for line in deltas} == {"answer_delta"}
-    assert (last["type"], last["kind"], last["usage"]["model_calls"]) == ("error", "provider", 1)
-
-
-def test_the_openapi_schema_documents_the_analyze_stream() -> None:
-    with TestClient(create_app(streaming_model())) as c:
-        schema = c.get("/openapi.json").json()
-    analyze = schema["paths"]["/ai/analyze"]["post"]
-    assert "application/x-ndjson" in analyze["description"]
-    line = analyze["responses"]["200"]["content"][NDJSON]["schema"]
-    names = sorted(option["$ref"].rsplit("/", 1)[1] for option in line["oneOf"])
-    assert names == ["AnalyzeLine", "AnswerDeltaLine", "ErrorLine"]
-    assert all(name in schema["components"]["schemas"] for name in names)
-
-
-# -- the clients --------------------------------------------------------------------------------------------
-
-
-def collect_plan(client: HttpAIClient | InProcessAIClient, catalog: Any) -> list[str | AnalyzeResponse]:
-    async def run() -> list[str | AnalyzeResponse]:
-        return [item async for item in client.plan("Hola", CONTEXT, catalog)]
-
-    return asyncio.run(run())
-
-
-def test_the_http_client_streams_a_direct_answer_like_the_in_process_client(
-    toy_registry: OperationRegistry,
-) -> None:
-    catalog = toy_registry.catalog(DEMO_CALLER)
-    in_process = collect_plan(InProcessAIClient(PlannerAI(streaming_model(DIRECT))), catalog)
-    with (
-        ServerThread(create_app(streaming_model(DIRECT))) as server,
+        ServerThread(create_app(streaming_model(call.reply))) as server,
         HttpAIClient([server.url], timeout=30) as client,
     ):
-        over_http = collect_plan(client, catalog)
+        over_http, _ = collect(call, client)
     for items in (in_process, over_http):
         *deltas, last = items
         assert len(deltas) >= 2 and all(isinstance(delta, str) for delta in deltas)
-        assert isinstance(last, AnalyzeResponse)
-        assert "".join(str(delta) for delta in deltas) == last.plan.respuesta_directa == GREETING
+        assert "".join(deltas) == call.text_of(last) == call.text
+        assert last.usage.model_calls == 1
     assert in_process[:-1] == over_http[:-1]
 
 
-def test_a_broken_analyze_stream_is_an_ai_call_error_after_its_deltas(
-    toy_registry: OperationRegistry,
+@MID_STREAM_FAILURES
+def test_a_model_failing_mid_stream_is_an_ai_call_error_of_its_kind_in_the_http_client(
+    call: Call, options: dict[str, Any], kind: str, cause: type[Exception]
 ) -> None:
-    catalog = toy_registry.catalog(DEMO_CALLER)
-    seen: list[str | AnalyzeResponse] = []
-
-    async def run(client: HttpAIClient) -> None:
-        async for item in client.plan("Hola", CONTEXT, catalog):
-            seen.append(item)
-
     with (
-        ServerThread(create_app(streaming_model(DIRECT, break_after=8))) as server,
+        ServerThread(create_app(streaming_model(**options))) as server,
         HttpAIClient([server.url], timeout=30) as client,
-        pytest.raises(AICallError) as failed,
     ):
-        asyncio.run(run(client))
+        seen, failed = collect(call, client)
     assert seen and all(isinstance(item, str) for item in seen)
-    assert isinstance(failed.value.cause, ProviderError) and failed.value.usage.model_calls == 1
+    assert failed is not None and type(failed.cause) is cause
+    assert failed.usage.model_calls == 1
+
+
+def test_the_in_process_stream_failure_carries_the_usage() -> None:
+    seen, failed = collect(RESPOND, InProcessAIClient(PlannerAI(streaming_model(break_after=4))))
+    assert len(seen) >= 1 and all(isinstance(item, str) for item in seen)
+    assert failed is not None and isinstance(failed.cause, ProviderError)
+    assert failed.usage.model_calls == 1
 
 
 def test_over_http_the_engine_streams_a_direct_answer_before_the_plan(
