@@ -1,30 +1,45 @@
-"""The caller's compiled agent: one :func:`langchain.agents.create_agent` graph per caller, cached.
+"""Each caller's compiled :func:`langchain.agents.create_agent` graph and its per-turn middleware.
 
-The graph is the registry's LangChain tools bound to the ERP in the caller's scope, the turn middleware (the
-turn's system prompt, timed tool records, the output cap), text tool-call recovery, the model-call limit and
-the structured answer's format. What changes per turn travels in the runtime context (:class:`TurnContext`).
+The graph holds the registry's tools bound to the caller's scope, the turn middleware, the model-call limit
+and the structured answer's format. What changes per turn travels in the runtime context
+(:class:`TurnContext`), so one compiled agent serves every conversation. Agents run asynchronously only.
 """
 
 from __future__ import annotations
 
 import functools
+import json
+import threading
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from time import perf_counter
 from typing import TYPE_CHECKING, Any, Literal
 
 from langchain.agents import create_agent
-from langchain.agents.middleware import ModelCallLimitMiddleware
+from langchain.agents.middleware import (
+    AgentMiddleware,
+    ModelCallLimitMiddleware,
+    ModelRequest,
+    ModelResponse,
+    ToolCallRequest,
+)
 from langchain.agents.structured_output import ProviderStrategy, ToolStrategy
 from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
+from langgraph.errors import GraphBubbleUp
+from langgraph.types import Command
 
 from shared.answer import Answer
-from shared.errors import ConfigurationError
+from shared.errors import INTERNAL_ERROR_PREFIX, ConfigurationError, OperationError, OutputLimitError
+from shared.llm.provider_errors import stopped_at_limit
+from shared.operations.registry import OperationRegistry, internal_error
 from shared.security import Caller
-from toolcalling_mode._middleware import TurnContext, TurnMiddleware, count_recovered
+from shared.turn import ExecutedOperation, OperationErrorKind
 from toolcalling_mode.limits import ToolCallingLimits
-from toolcalling_mode.text_tool_calls import TextToolCallRecovery
+from toolcalling_mode.text_tool_calls import recover_text_tool_calls
 
 if TYPE_CHECKING:
     from shared.erp.database import Erp
-    from shared.operations.registry import OperationRegistry
 
 StructuredStrategy = Literal["auto", "provider", "tool"]
 
@@ -32,63 +47,65 @@ AGENT_CACHE_SIZE = 256
 """Compiled agents kept, one per recent caller (their tools are bound to the caller's scope)."""
 
 
-class Agents:
+@dataclass
+class TurnContext:
+    """What one turn gives the compiled agent."""
+
+    system_message: SystemMessage
+    caller: Caller
+    """Who the turn runs for (the tools are already bound to them; used to judge refused calls)."""
+    operations: dict[str, ExecutedOperation] = field(default_factory=dict)
+    """Executed tool calls, by tool call id."""
+    recovered_tool_calls: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    """Tool calls of one step run in parallel threads (the registry's tools are synchronous)."""
+
+
+def agent_factory(
+    registry: OperationRegistry,
+    erp: Erp,
+    model: BaseChatModel,
+    *,
+    name: str,
+    limits: ToolCallingLimits,
+    max_tokens: int | None,
+    structured_strategy: StructuredStrategy | None,
+    answer_tools: frozenset[str],
+    recover_text_tool_calls: bool,
+) -> Callable[[Caller], Any]:
     """Each caller's compiled agent: only their permitted tools, each running in their data scope.
 
-    Compiled on the caller's first turn (none up front: there is no default caller) and kept for the most
-    recent callers (:data:`AGENT_CACHE_SIZE`), since compiling costs a few milliseconds; the cache is shared
-    by threads (two first turns of one caller at once may both compile). A compilation error raises out of
-    that first turn.
+    Compiled on the caller's first turn (there is no default caller) and kept for the most recent callers,
+    since compiling costs a few milliseconds. ``structured_strategy``: ``None`` for a prose answer;
+    ``answer_tools``: the structured answer's own tool names (never recovered from text).
     """
-
-    def __init__(
-        self,
-        registry: OperationRegistry,
-        erp: Erp,
-        model: BaseChatModel,
-        *,
-        name: str,
-        limits: ToolCallingLimits,
-        max_tokens: int | None,
-        structured_strategy: StructuredStrategy | None,
-        answer_tools: frozenset[str],
-        recover_text_tool_calls: bool,
-    ) -> None:
-        """``structured_strategy``: ``None`` for a prose answer; ``answer_tools``: the structured answer's
-        own tool names (never recovered from text)."""
-        _check_tool_calling(model)
-        self._registry = registry
-        self._erp = erp
-        self._model = model
-        self._name = name
-        self._limits = limits
-        self._max_tokens = max_tokens
-        self._response_format = _response_format(structured_strategy)
-        self._answer_tools = answer_tools
-        self._recover = recover_text_tool_calls
-        self._compiled = functools.lru_cache(maxsize=AGENT_CACHE_SIZE)(self._compile)
-
-    def for_caller(self, caller: Caller) -> Any:
-        """The compiled agent of ``caller`` (see the class)."""
-        return self._compiled(caller.user_id, caller.roles)  # what the tools depend on (not the name)
-
-    def _compile(self, user_id: str, roles: frozenset[str]) -> Any:
-        caller = Caller(user_id=user_id, roles=roles)
-        middleware: list[Any] = [
-            TurnMiddleware(self._registry, self._max_tokens),
-            ModelCallLimitMiddleware(run_limit=self._limits.model_calls, exit_behavior="end"),
-        ]
-        if self._recover:
-            recovery = TextToolCallRecovery(excluded=self._answer_tools, on_recovered=count_recovered)
-            middleware.insert(1, recovery)  # inside TurnMiddleware: the output cap is checked on the reply
-        return create_agent(
-            self._model,
-            tools=self._registry.langchain_tools(self._erp, caller=caller),
-            middleware=middleware,
-            response_format=self._response_format,
-            context_schema=TurnContext,
-            name=self._name,
+    # BaseChatModel.bind_tools raises a bare NotImplementedError: refuse such a model before any turn.
+    if isinstance(model, BaseChatModel) and type(model).bind_tools is BaseChatModel.bind_tools:
+        raise ConfigurationError(
+            f"{type(model).__name__} does not support tool calling (it does not implement bind_tools). "
+            "Tool-calling mode needs a chat model that does (the offline model, ChatOpenAI, ChatOllama, "
+            "ChatGoogleGenerativeAI); planner mode needs none."
         )
+    # "auto": LangChain's AutoStrategy (ProviderStrategy if the model's profile supports it)
+    formats: dict[str | None, Any] = {"provider": ProviderStrategy(Answer), "tool": ToolStrategy(Answer)}
+    response_format = formats.get(structured_strategy, Answer if structured_strategy else None)
+    recover_excluding = answer_tools if recover_text_tool_calls else None
+
+    @functools.lru_cache(maxsize=AGENT_CACHE_SIZE)
+    def compiled(user_id: str, roles: frozenset[str]) -> Any:
+        return create_agent(
+            model,
+            tools=registry.langchain_tools(erp, caller=Caller(user_id=user_id, roles=roles)),
+            middleware=[
+                TurnMiddleware(registry, max_tokens, recover_excluding),
+                ModelCallLimitMiddleware(run_limit=limits.model_calls, exit_behavior="end"),
+            ],
+            response_format=response_format,
+            context_schema=TurnContext,
+            name=name,
+        )
+
+    return lambda caller: compiled(caller.user_id, caller.roles)  # what the tools depend on (not the name)
 
 
 def answer_tool_names(structured: bool) -> frozenset[str]:
@@ -96,25 +113,119 @@ def answer_tool_names(structured: bool) -> frozenset[str]:
     return frozenset(spec.name for spec in ToolStrategy(Answer).schema_specs) if structured else frozenset()
 
 
-def _check_tool_calling(model: BaseChatModel) -> None:
-    """Refuse a chat model that cannot bind tools, before any turn: it would otherwise fail every turn, as
-    an unexplained provider failure (``BaseChatModel.bind_tools`` raises a bare ``NotImplementedError``).
+class TurnMiddleware(AgentMiddleware[Any, Any, Any]):
+    """Sets the turn's system prompt, recovers text tool calls, refuses replies cut at the output cap, and
+    records every tool call, timed, with why it failed.
 
-    Cheap, so checked at construction. Anything that is not a ``BaseChatModel`` (a configurable model, a
-    binding) is left to its first turn.
+    ``recover_excluding``: the offered tools never recovered from text (the structured answer's), or
+    ``None`` when recovery is off. Operation errors reach the model as error results; any other exception
+    a tool raises (an ERP bug) becomes an ``error interno (ref XXXX)`` result, as in planner mode.
     """
-    if isinstance(model, BaseChatModel) and type(model).bind_tools is BaseChatModel.bind_tools:
-        raise ConfigurationError(
-            f"{type(model).__name__} does not support tool calling (it does not implement bind_tools). "
-            "Tool-calling mode needs a chat model that does (the offline model, ChatOpenAI, ChatOllama, "
-            "ChatGoogleGenerativeAI); planner mode needs none."
-        )
+
+    def __init__(
+        self, registry: OperationRegistry, max_tokens: int | None, recover_excluding: frozenset[str] | None
+    ) -> None:
+        super().__init__()
+        self._registry = registry
+        self._max_tokens = max_tokens
+        self._recover_excluding = recover_excluding
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any]:
+        context = _context(request)
+        response = await handler(request.override(system_message=context.system_message))
+        if self._recover_excluding is not None:
+            offered = _offered_names(request.tools) - self._recover_excluding
+            result = [recover_text_tool_calls(message, offered) for message in response.result]
+            recovered = sum(message.response_metadata.get("recovered_tool_calls", 0) for message in result)
+            if result != list(response.result):
+                with context.lock:
+                    context.recovered_tool_calls += recovered
+                response = ModelResponse(result=result, structured_response=response.structured_response)
+        # A cut reply's tool calls or text are incomplete: no tool of it runs, the turn ends as model_output.
+        if any(isinstance(m, AIMessage) and stopped_at_limit(m) for m in response.result):
+            raise OutputLimitError(self._max_tokens)
+        return response
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
+    ) -> ToolMessage | Command[Any]:
+        call = request.tool_call
+        started = perf_counter()
+        try:
+            outcome = await handler(request)  # in the loop's default executor: an ERP query never blocks it
+        except GraphBubbleUp:  # LangGraph control flow (interrupts), not a tool failure
+            raise
+        except Exception as exc:  # an ERP bug must not abort the turn; its text must not reach the model
+            outcome = ToolMessage(
+                content=str(internal_error(call["name"], exc)),
+                name=call["name"],
+                tool_call_id=str(call["id"]),
+                status="error",
+            )
+        if isinstance(outcome, ToolMessage):
+            duration_ms = (perf_counter() - started) * 1000
+            operation = executed_operation(call["name"], call["args"], call["id"], outcome, duration_ms)
+            context = _context(request)
+            if operation.error is not None:
+                operation.error_kind = self._error_kind(call["name"], call["args"], operation.error, context)
+            with context.lock:
+                context.operations[str(call["id"])] = operation
+        return outcome
+
+    def _error_kind(self, name: str, args: Any, error: str, context: TurnContext) -> OperationErrorKind:
+        if error.startswith(INTERNAL_ERROR_PREFIX):
+            return "internal"
+        try:
+            self._registry.validate(name, args if isinstance(args, dict) else None, caller=context.caller)
+        except OperationError:
+            return "invalid"  # unknown or forbidden tool, or invalid arguments: the model's request was wrong
+        return "refused"
 
 
-def _response_format(strategy: StructuredStrategy | None) -> Any:
-    if strategy == "provider":
-        return ProviderStrategy(Answer)
-    if strategy == "tool":
-        return ToolStrategy(Answer)
-    # AutoStrategy: ProviderStrategy if the model's profile supports it, else ToolStrategy
-    return Answer if strategy == "auto" else None
+def _context(request: ModelRequest[Any] | ToolCallRequest) -> TurnContext:
+    context = request.runtime.context if request.runtime is not None else None
+    assert isinstance(context, TurnContext), "the engine runs every turn with its TurnContext"
+    return context
+
+
+def _offered_names(tools: Iterable[Any]) -> set[str]:
+    names: set[str] = set()
+    for tool in tools:
+        name = getattr(tool, "name", None)
+        if name is None and isinstance(tool, dict):
+            name = tool.get("name") or (tool.get("function") or {}).get("name")
+        if isinstance(name, str):
+            names.add(name)
+    return names
+
+
+def executed_operation(
+    name: str, args: Any, call_id: str | None, message: ToolMessage, duration_ms: float
+) -> ExecutedOperation:
+    """The ``ExecutedOperation`` both modes report for a tool result."""
+    content = str(message.text)
+    error: str | None = None
+    result: Any = None
+    if message.status == "error":
+        error = content or "tool error"
+    else:
+        try:
+            result = json.loads(content)
+        except ValueError:
+            result = content
+    return ExecutedOperation(
+        funcion=name,
+        parametros=dict(args) if isinstance(args, dict) else {},
+        id=call_id,
+        result=result,
+        error=error,
+        # e.g. a malformed call the agent answered itself; TurnMiddleware refines it
+        error_kind="invalid" if error is not None else None,
+        duration_ms=duration_ms,
+    )

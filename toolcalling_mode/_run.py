@@ -1,5 +1,6 @@
-"""What one agent run left behind, in the project's terms: why it stopped, its new messages, the operations
-its tools ran and whether the model's tool calls were valid requests (``TurnResult.plan_valid``)."""
+"""What one agent run left behind, in the project's terms, and how the turn ends: why the run stopped, its
+new messages, the operations its tools ran, ``plan_valid``, and the answer and failure kind of
+:mod:`shared.failures`."""
 
 from __future__ import annotations
 
@@ -11,13 +12,16 @@ from langchain.agents.structured_output import StructuredOutputError
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langgraph.errors import GraphRecursionError
 
-from shared.answer import Answer
+from shared.answer import Answer, MemoryItem
 from shared.errors import ErpAiError, ModelOutputError, OperationError
+from shared.failures import failure_kind_of, user_message
 from shared.llm.provider_errors import as_erp_error
 from shared.operations.registry import OperationRegistry
 from shared.security import Caller
-from shared.turn import ExecutedOperation
-from toolcalling_mode._middleware import TurnContext, executed_operation
+from shared.text import strip_reasoning
+from shared.turn import ExecutedOperation, FailureKind
+from toolcalling_mode._agent import TurnContext, executed_operation
+from toolcalling_mode.limits import ToolCallingLimits
 from toolcalling_mode.text_tool_calls import looks_like_text_tool_call
 
 StopReason = Literal["done", "model_calls", "recursion", "failed"]
@@ -35,12 +39,11 @@ class AgentRun:
     structured: Answer | None = None
     stop: StopReason = "done"
     error: ErpAiError | None = None
-    """Why the run failed (``stop == "failed"``), in the project's exception tree."""
+    """Why the run failed (``stop == "failed"``)."""
     operations: list[ExecutedOperation] = field(default_factory=list)
     plan_valid: bool | None = None
     """Whether the model's tool calls were valid requests (``None``: the run holds no model reply)."""
     recovered_tool_calls: int = 0
-    """Tool calls written as text and recovered into real ones."""
 
 
 def read_run(
@@ -53,8 +56,8 @@ def read_run(
     answer_tools: frozenset[str],
     max_tokens: int | None,
 ) -> AgentRun:
-    """What the run left: the last state it streamed (a limit or a failure ends the stream early) and the
-    exception it ended on (``failure``), after the turn's ``inputs``."""
+    """The run from the last state it streamed (a limit or a failure ends the stream early) and the
+    exception it ended on, after the turn's ``inputs``."""
     stop: StopReason = "done"
     error: ErpAiError | None = None
     if isinstance(failure, GraphRecursionError):
@@ -93,12 +96,9 @@ def read_run(
 def _plan_valid(
     messages: Sequence[BaseMessage], caller: Caller, registry: OperationRegistry, answer_tools: frozenset[str]
 ) -> bool | None:
-    """Whether every tool call of the model's replies in ``messages`` was a valid request: ``False`` for a
-    malformed call (``invalid_tool_calls``), a tool call written as text and left so, or a call the
-    registry's validation refuses for ``caller`` (an unknown tool, one the caller was not given, invalid
-    arguments), also when it never ran; a permitted call the ERP refused on its data or the caller's scope
-    was valid. The structured answer's own tool is no request. ``None`` when there is no reply.
-    """
+    """``False`` when a reply holds a malformed call, a tool call left as text, or a call the registry's
+    validation refuses for ``caller`` (also when it never ran); a permitted call the ERP refused on its data
+    or the caller's scope was valid. The structured answer's own tool is no request."""
     replies = [message for message in messages if isinstance(message, AIMessage)]
     if not replies:
         return None
@@ -147,3 +147,85 @@ def operation_for(
         name, args = calls.get(message.tool_call_id, (message.name or "", {}))
         recorded = executed_operation(name, args, message.tool_call_id, message, 0.0)
     return recorded
+
+
+# -- how the run ends ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    """How a finished agent run ends: the user's answer, the failure kind, what the store keeps."""
+
+    answer: str
+    failure: FailureKind | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """Metadata of the final assistant message."""
+    memories: list[MemoryItem] = field(default_factory=list)
+    state: dict[str, Any] = field(default_factory=dict)
+    """The model's ``estado`` (structured answers only); the ERP's derived keys are merged over it."""
+
+
+def outcome(
+    run: AgentRun,
+    model_calls: int,
+    errors: list[str],
+    *,
+    limits: ToolCallingLimits,
+    structured: bool,
+    recover_text_tool_calls: bool,
+) -> Outcome:
+    """How ``run`` ends; appends what went wrong to ``errors``."""
+    if run.stop == "failed":
+        error = run.error or ModelOutputError("The agent run failed")
+        errors.append(f"{type(error).__name__}: {error}")
+        kind = failure_kind_of(error)
+        return Outcome(user_message(kind, error), failure=kind)
+    if run.stop != "done":
+        if run.stop == "recursion":
+            errors.append(f"Recursion limit reached ({limits.recursion_limit} agent steps)")
+        else:
+            errors.append(f"Model call limit reached ({model_calls}/{limits.model_calls} calls)")
+        return Outcome(user_message("limit"), failure="limit")
+    failure = _operations_failure(run.operations)
+    metadata: dict[str, Any] = {"failure": failure} if failure is not None else {}
+    if run.structured is not None:
+        answer = run.structured
+        return Outcome(answer.respuesta, failure, metadata, list(answer.memoria), dict(answer.estado))
+    final = next((m for m in reversed(run.messages) if isinstance(m, AIMessage) and not m.tool_calls), None)
+    # A reasoning model's <think>…</think> is not part of the answer the user reads or the ERP stores.
+    text = strip_reasoning(final.text) if final is not None else ""
+    unusable: ModelOutputError | None = None
+    if structured:
+        unusable = ModelOutputError("The model ended the turn without a structured answer.", raw=text)
+    elif not text:
+        unusable = ModelOutputError("The model's final answer is empty.")
+    elif looks_like_text_tool_call(text):
+        why = "recovery is off" if not recover_text_tool_calls else "it names a tool it was not given"
+        unusable = ModelOutputError(
+            f"The model wrote a tool call as text instead of calling the tool ({why}).", raw=text
+        )
+    if unusable is not None:
+        errors.append(f"{type(unusable).__name__}: {unusable}")
+        return Outcome(user_message("model_output", unusable), failure="model_output")
+    return Outcome(text, failure=failure, metadata=metadata)
+
+
+def operation_errors(operations: Sequence[ExecutedOperation], registry: OperationRegistry) -> list[str]:
+    """One error line per operation that failed, naming a tool the model made up as unknown."""
+    return [
+        f"Unknown tool {op.funcion!r} requested by the model: {op.error}"
+        if op.funcion not in registry
+        else f"Tool {op.funcion!r} failed: {op.error}"
+        for op in operations
+        if op.error is not None
+    ]
+
+
+def _operations_failure(operations: Sequence[ExecutedOperation]) -> FailureKind | None:
+    """``operation_error`` when a tool broke in the ERP; ``invalid_plan`` when every call was refused as
+    invalid (unknown tool, invalid arguments) and none ran."""
+    if any(op.error_kind == "internal" for op in operations):
+        return "operation_error"
+    if operations and all(op.error_kind == "invalid" for op in operations):
+        return "invalid_plan"
+    return None

@@ -1,26 +1,16 @@
-"""The answer text inside the agent's model calls, decoded as the model writes it.
+"""The answer text inside the agent's model calls ("steps"), decoded as the model writes it.
 
-A turn is a sequence of model calls ("steps"). :class:`AnswerSteps` is fed the AI messages of those steps,
-as the chunks ``astream`` receives (a new message id starts a new step) or, without a reader, as the whole
-messages of the run (:meth:`AnswerSteps.replay`), and returns the answer text each one adds. Each step's
-decoders reread what it wrote so far and return only what is new (shown text is never retracted):
+:class:`AnswerSteps` is fed the AI messages of a turn's steps, as the chunks ``astream`` receives (a new
+message id starts a new step) or, without a reader, as the run's whole messages (:meth:`AnswerSteps.replay`),
+and returns the answer text each adds; shown text is never retracted. Plain answers are the text without
+``<think>`` blocks (what may start a tag, and trailing whitespace, wait for what follows); structured answers
+are the ``respuesta`` of the answer JSON, read by ``pydantic_core.from_json(..., allow_partial=...)`` from
+the step's text (``ProviderStrategy``) or the structured answer tool's arguments (``ToolStrategy``).
 
-- plain answers: the text without ``<think>`` blocks, stripped (:func:`shared.text.strip_reasoning`); what may
-  start a tag, and trailing whitespace, wait for what follows;
-- ``structured=True``: the ``respuesta`` of the answer JSON, read by pydantic (``pydantic_core.from_json(...,
-  allow_partial="trailing-strings")``) from the step's text (``ProviderStrategy``; text before the object,
-  ``<think>`` blocks and complete objects without the field are skipped) and from the arguments of the
-  structured answer tool (``ToolStrategy``). Arguments of every other tool call are never answer text.
-
-Text a provider writes before its tool calls ("Voy a consultar…") is streamed like any answer text (holding
-each step's text until it ends would stream nothing before the last call finished); a later step's text is
-set apart from it (:data:`STEP_SEPARATOR`), and ``TurnResult.answer`` supersedes what was shown
-(:mod:`shared.events`). A plain step whose text begins like a tool call written as text (a fence, ``{``,
-``[``, ``<tool_call>``) is held back until the step ends, and shown only if it is not one
-(:func:`~toolcalling_mode.text_tool_calls.looks_like_text_tool_call`).
-
-:attr:`AnswerSteps.first` keeps which step (model call) wrote the first answer text and what it wrote before
-(:class:`~shared.turn.FirstAnswerCall`).
+Text a provider writes before its tool calls ("Voy a consultar…") is streamed like answer text, a later
+step's text set apart from it (:data:`STEP_SEPARATOR`); ``TurnResult.answer`` supersedes what was shown. A
+plain step that begins like a tool call written as text is held back until it ends, and shown only if it
+is not one. :attr:`AnswerSteps.first` keeps which step wrote the first answer text, and what came before.
 """
 
 from __future__ import annotations

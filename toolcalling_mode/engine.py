@@ -1,38 +1,29 @@
 """The same sales assistant as a native LangChain tool-calling agent (the article's §16 alternative).
 
-Each turn, for the :class:`~shared.security.Caller` every entry point requires (there is no default user):
+Each turn, for the :class:`~shared.security.Caller` every entry point requires:
 
 1. builds the input from the ERP-owned memory, stable part first so that a provider's prefix cache reuses
-   it (:mod:`toolcalling_mode.prompts`): the system prompt holds only the instructions; ``windowed`` renders
-   the bounded context (today, state, memories, last exchange) into the human message before the question;
-   ``full_history`` replays every stored message, then today and the state before the question;
+   it (:mod:`toolcalling_mode.prompts`): ``windowed`` renders the bounded context into the human message
+   before the question; ``full_history`` replays every stored message, then today and the state;
 2. runs the caller's compiled agent (:mod:`toolcalling_mode._agent`) inside the turn's parent LangChain run
-   (:mod:`shared.tracing`), with a usage tracker, a model-call limit and a recursion limit, and reads what the
-   run left in the project's terms (:mod:`toolcalling_mode._run`), ``plan_valid`` included;
+   (:mod:`shared.tracing`), with a usage tracker and the model-call and recursion limits;
 3. records the question, the tool-calling steps, their results and the final answer atomically, with the
-   state the planner records too (:func:`shared.state.turn_state`), merged with a structured answer's
-   ``estado``; only a structured answer writes memories (:mod:`~toolcalling_mode._outcome`,
-   :mod:`~toolcalling_mode._record`);
+   state the planner records too (:func:`shared.state.turn_state`) merged over a structured answer's
+   ``estado``; only a structured answer writes memories;
 4. logs the finished turn once on the ``toolcalling_mode`` logger.
 
-**One turn, one driver.** :meth:`ToolCallingEngine.astream` is the turn, over ``agent.astream`` (models
-called with their async API, the registry's synchronous tools and the memory store in threads) with
-LangGraph's ``messages`` stream, so that it yields :mod:`shared.events` as they happen: ``OperationDone`` per
-tool result, the answer in ``AnswerDelta`` s (:mod:`toolcalling_mode._streaming`), then ``TurnDone``.
-``aask`` drains the same turn without a reader (models not asked to stream; the answer text is read from the
-run afterwards) and returns ``TurnDone.result``; ``ask`` runs ``aask`` to completion. Only ``astream`` sets
-``first_answer_ms``; every entry point sets ``first_answer_call`` for a turn whose answer the model wrote.
+:meth:`ToolCallingEngine.astream` is the turn, over ``agent.astream`` with LangGraph's ``messages`` stream:
+``OperationDone`` per tool result, the answer in ``AnswerDelta`` s (:mod:`toolcalling_mode._streaming`),
+then ``TurnDone``. ``aask`` drains the same turn without a reader (the answer text is read from the run
+afterwards); ``ask`` runs ``aask`` to completion.
 
-**Callbacks.** ``config`` (``callbacks``, ``tags``, ``metadata``, ``run_name``) applies to one chain run
-named ``"<mode> turn"`` (or ``run_name``), parent of the compiled agent's run and so of every model call and
-tool run of the turn; other keys are not passed on (the engine's own limits bound the turn).
+``config`` (``callbacks``, ``tags``, ``metadata``, ``run_name``) applies to one chain run named
+``"<mode> turn"``, parent of every model call and tool run of the turn; other keys are not passed on.
 
-**Failures.** Every turn ends in a :class:`TurnResult` whose ``failure`` is ``None`` or a kind of
-:mod:`shared.failures`, as in planner mode; only :class:`~shared.errors.ConversationAccessDenied` is raised
-(before any context read, model call or event). A turn is recorded only when the model wrote its final
-answer (``invalid_plan`` and ``operation_error`` turns included); a provider failure, a timeout, unusable
-output, a limit, a refused input or a storage error leaves the conversation untouched, and so does a stream
-that fails midway or whose consumer stops reading before ``TurnDone`` (recording happens just before it).
+Every turn ends in a :class:`TurnResult` whose ``failure`` is ``None`` or a kind of :mod:`shared.failures`;
+only :class:`~shared.errors.ConversationAccessDenied` is raised (before any model call or event). A turn is
+recorded only when the model wrote its final answer; any other end, a stream that fails midway, or a reader
+that stops before ``TurnDone`` leaves the conversation untouched.
 """
 
 from __future__ import annotations
@@ -43,7 +34,7 @@ import logging
 import uuid
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.language_models import BaseChatModel
@@ -51,24 +42,31 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.runnables import RunnableConfig
 
 from shared.engine import TurnEngine
-from shared.errors import ConversationAccessDenied, ErpAiError
-from shared.events import OperationDone, TurnDone, TurnEvent
-from shared.failures import failure_kind_of, is_recorded, user_message
+from shared.errors import ConversationAccessDenied, ErpAiError, StorageError
+from shared.events import AnswerDelta, OperationDone, TurnDone, TurnEvent
+from shared.failures import NOT_RECORDED_NOTE, failure_kind_of, is_recorded, user_message
 from shared.grounding import GroundingPolicy, check_answer, ungrounded_answer
 from shared.llm.factory import configured_max_tokens
+from shared.llm.usage import UsageTracker
 from shared.memory.context import ConversationContext, render_context
-from shared.memory.store import VersionedState
-from shared.security import Caller
+from shared.memory.store import MessageIn, TurnRecord, VersionedState
+from shared.security import Caller, require_caller
+from shared.state import turn_state
 from shared.tracing import TurnRun, aturn_run
-from shared.turn import TurnResult
-from shared.turn_steps import AnswerClock, admit_turn, finish_turn, read_context
-from toolcalling_mode._agent import Agents, StructuredStrategy, answer_tool_names
-from toolcalling_mode._middleware import TurnContext
-from toolcalling_mode._outcome import Outcome, operation_errors, outcome
-from toolcalling_mode._record import Kept, Turn, record_turn, turn_result
-from toolcalling_mode._run import AgentRun, operation_for, read_run, tool_calls_by_id
+from shared.turn import FailureKind, TurnResult
+from shared.turn_steps import AnswerClock, admit_turn, finish_turn, read_context, text_of
+from toolcalling_mode._agent import StructuredStrategy, TurnContext, agent_factory, answer_tool_names
+from toolcalling_mode._run import (
+    AgentRun,
+    Outcome,
+    operation_errors,
+    operation_for,
+    outcome,
+    read_run,
+    tool_calls_by_id,
+)
 from toolcalling_mode._streaming import AnswerSteps
-from toolcalling_mode.history import to_langchain_messages
+from toolcalling_mode.history import step_rows, to_langchain_messages
 from toolcalling_mode.limits import ToolCallingLimits
 from toolcalling_mode.prompts import system_prompt, turn_message
 
@@ -86,23 +84,46 @@ _MODEL_NODE = "model"
 
 
 @dataclass
-class _Prepared:
-    """A turn ready to run: the caller's agent, its input messages and runtime context."""
+class _Turn:
+    """One turn from its first line: who asks what, its clock and usage tracker, and once prepared, the
+    caller's agent, its input messages and runtime context and the state before the turn."""
 
-    agent: Any
-    inputs: list[BaseMessage]
-    context: TurnContext
-    stored_state: VersionedState
-    """The conversation's state before the turn (reported unchanged when the turn is not recorded)."""
+    conversation_id: str
+    message: str
+    caller: Caller
+    clock: AnswerClock
+    tracker: UsageTracker = field(default_factory=UsageTracker)
+    agent: Any = None
+    inputs: list[BaseMessage] = field(default_factory=list)
+    context: TurnContext | None = None
+    stored_state: VersionedState = field(default_factory=VersionedState)
+
+    def deltas(self, text: str) -> list[AnswerDelta]:
+        """``text`` as an ``AnswerDelta`` (none when empty); the first one a reader sees stamps the clock."""
+        return [self.clock.delta(text)] if text else []
+
+
+@dataclass
+class _Kept:
+    """What became of a finished turn: the answer shown, its failure kind, and what the store kept."""
+
+    answer: str
+    failure: FailureKind | None
+    state: dict[str, Any]
+    """The conversation's state after the turn, stored or unchanged."""
+    memories: list[str] = field(default_factory=list)
+    recorded: bool = False
+    answered: bool = False
+    """The model wrote the turn's answer (recorded, or lost only by storage)."""
+    stale_state: bool = False
 
 
 class ToolCallingEngine(TurnEngine):
     """A LangChain tool-calling agent over the sales registry, with ERP-owned memory.
 
     ``ask``, ``aask`` and ``astream`` (:class:`~shared.engine.TurnEngine`) run one turn as the turn's
-    ``caller``, who decides which tools the agent is offered and which rows they show. ``astream`` yields
-    ``OperationDone`` per tool result as it arrives, ``AnswerDelta`` s of the answer as the model writes it,
-    then ``TurnDone``; a reader that stops early stops the agent run at once, and nothing is recorded.
+    ``caller``, who decides which tools the agent is offered and which rows they show. A reader of
+    ``astream`` that stops early stops the agent run at once, and nothing is recorded.
     """
 
     def __init__(
@@ -132,16 +153,15 @@ class ToolCallingEngine(TurnEngine):
             structured_strategy: ``auto`` lets LangChain pick ``ProviderStrategy`` when the model's
                 profile declares native structured output and ``ToolStrategy`` otherwise;
                 ``provider`` or ``tool`` forces one.
-            recover_text_tool_calls: Recover a reply that is only tool calls written as text (a fenced or
-                bare ``{"name", "arguments"}`` object, ``<tool_call>`` tags) into those tool calls, for the
-                tools offered (:mod:`toolcalling_mode.text_tool_calls`). ``False``: such a reply ends the
-                turn as ``model_output`` with ``plan_valid`` False, as it does anyway for a tool not offered.
+            recover_text_tool_calls: Recover a reply that is only tool calls written as text into those
+                tool calls, for the tools offered (:mod:`toolcalling_mode.text_tool_calls`). ``False``:
+                such a reply ends the turn as ``model_output`` with ``plan_valid`` False.
             grounding: What to do with a final answer stating figures that no tool result, the turn's input or
                 the tools' descriptions support (:mod:`shared.grounding`): ``refuse`` (the turn ends as
                 ``ungrounded``, unrecorded), ``flag`` (shown and recorded, figures in the result) or ``off``.
 
         Raises:
-            ValueError: an unknown ``policy``.
+            ValueError: an unknown ``policy`` or ``grounding``.
             ConfigurationError: ``model`` is a chat model that cannot bind tools.
         """
         if policy not in ("windowed", "full_history"):
@@ -160,7 +180,7 @@ class ToolCallingEngine(TurnEngine):
         self._max_tokens = configured_max_tokens(model)
         self._answer_tools = answer_tool_names(structured)
         self._answer_field = "respuesta" if structured else None
-        self._agents = Agents(
+        self._agent_for = agent_factory(
             registry,
             erp,
             model,
@@ -172,8 +192,6 @@ class ToolCallingEngine(TurnEngine):
             recover_text_tool_calls=recover_text_tool_calls,
         )
 
-    # -- the turn ---------------------------------------------------------------------------------------
-
     async def _turn(
         self,
         conversation_id: str,
@@ -184,31 +202,49 @@ class ToolCallingEngine(TurnEngine):
         reading: bool,
     ) -> AsyncGenerator[TurnEvent, None]:
         # reading: the agent runs with LangGraph's ``messages`` stream too and the answer is decoded live.
-        turn = Turn(conversation_id, message, caller, AnswerClock(reading=reading))
-        async with aturn_run(config, mode=self.mode, inputs=turn.trace_inputs) as trace:
-            prepared = await asyncio.to_thread(self._prepare, turn)
-            if isinstance(prepared, TurnResult):
-                yield TurnDone(result=self._finished(trace, turn, prepared))
+        caller = require_caller(caller)  # before anything reads it (trace inputs, access check)
+        turn = _Turn(conversation_id, message, caller, AnswerClock(reading=reading))
+        inputs = {
+            "conversation_id": text_of(conversation_id),
+            "message": text_of(message),
+            "user_id": caller.user_id,
+        }
+        async with aturn_run(config, mode=self.mode, inputs=inputs) as trace:
+            refused = await asyncio.to_thread(self._prepare, turn)
+            if refused is not None:
+                yield TurnDone(result=self._finished(trace, turn, refused))
                 return
+            assert turn.context is not None
             steps = AnswerSteps(self._answer_field, self._answer_tools) if reading else None
             announced: set[str] = set()
             state: dict[str, Any] = {}
             failure: Exception | None = None
             try:
                 async with aclosing(
-                    prepared.agent.astream(
-                        {"messages": prepared.inputs},
+                    turn.agent.astream(
+                        {"messages": turn.inputs},
                         config=trace.child_config(turn.tracker, recursion_limit=self.limits.recursion_limit),
-                        context=prepared.context,
+                        context=turn.context,
                         stream_mode=["values", "messages"] if reading else ["values"],
                     )
                 ) as chunks:
                     async for kind, item in chunks:
                         if kind == "values":
                             state = item  # the last state: a limit or a failure ends the stream early
-                        elif steps is not None:
-                            for event in self._events(turn, steps, prepared, state, item, announced):
+                            continue
+                        assert steps is not None
+                        chunk, metadata = item
+                        if isinstance(chunk, AIMessage) and metadata.get("langgraph_node") == _MODEL_NODE:
+                            for event in turn.deltas(steps.feed(chunk)):
                                 yield event
+                        elif (
+                            isinstance(chunk, ToolMessage)
+                            and chunk.name not in self._answer_tools
+                            and chunk.tool_call_id not in announced
+                        ):
+                            announced.add(chunk.tool_call_id)
+                            calls = tool_calls_by_id(state.get("messages", []))
+                            yield OperationDone(operation=operation_for(chunk, calls, turn.context))
             except Exception as exc:  # classified in read_run: the turn ends, not the caller
                 failure = exc
             if steps is not None:  # the last step ended: what its decoders held back
@@ -217,8 +253,8 @@ class ToolCallingEngine(TurnEngine):
             run = read_run(
                 state,
                 failure,
-                prepared.inputs,
-                prepared.context,
+                turn.inputs,
+                turn.context,
                 registry=self._registry,
                 answer_tools=self._answer_tools,
                 max_tokens=self._max_tokens,
@@ -226,117 +262,41 @@ class ToolCallingEngine(TurnEngine):
             for operation in run.operations:  # one event each, also for those no tool message showed
                 if operation.id is None or operation.id not in announced:
                     yield OperationDone(operation=operation)
-            result = await asyncio.to_thread(self._conclude, turn, prepared, run, steps)
+            result = await asyncio.to_thread(self._conclude, turn, run, steps)
             yield TurnDone(result=self._finished(trace, turn, result))
 
-    def _events(
-        self,
-        turn: Turn,
-        steps: AnswerSteps,
-        prepared: _Prepared,
-        state: dict[str, Any],
-        item: tuple[BaseMessage, dict[str, Any]],
-        announced: set[str],
-    ) -> list[TurnEvent]:
-        """The events of one item of LangGraph's ``messages`` stream: answer text of a model step, or the
-        result of one tool call."""
-        message, metadata = item
-        if isinstance(message, AIMessage) and metadata.get("langgraph_node") == _MODEL_NODE:
-            return list(turn.deltas(steps.feed(message)))
-        if (
-            isinstance(message, ToolMessage)
-            and message.name not in self._answer_tools
-            and message.tool_call_id not in announced
-        ):
-            announced.add(message.tool_call_id)
-            calls = tool_calls_by_id(state.get("messages", []))
-            return [OperationDone(operation=operation_for(message, calls, prepared.context))]
-        return []
-
-    def _conclude(
-        self, turn: Turn, prepared: _Prepared, run: AgentRun, steps: AnswerSteps | None
-    ) -> TurnResult:
-        """The turn's outcome, recorded when the recording policy says so. Blocking (storage): the driver
-        runs it in a thread. Without live decoders (no reader), the answer text is read from the run."""
-        errors = operation_errors(run.operations, self._registry)
-        end = outcome(
-            run,
-            turn.tracker.calls,
-            errors,
-            limits=self.limits,
-            structured=self.structured,
-            recover_text_tool_calls=self.recover_text_tool_calls,
-        )
-        end, ungrounded = self._grounded(turn, prepared, run, end, errors)
-        kept = record_turn(self._store, turn, prepared.stored_state, run, end, errors, self._answer_tools)
-        if steps is None and kept.answered:
-            steps = AnswerSteps.replay(self._answer_field, self._answer_tools, run.messages)
-        result = turn_result(self.mode, turn, run, kept, errors, steps)
-        return result.model_copy(update={"ungrounded_figures": ungrounded}) if ungrounded else result
-
-    def _grounded(
-        self, turn: Turn, prepared: _Prepared, run: AgentRun, end: Outcome, errors: list[str]
-    ) -> tuple[Outcome, list[str]]:
-        """Check a model-written answer's figures against the tool results, the turn's input and the tools'
-        descriptions (:mod:`shared.grounding`): the outcome to record (memory items with ungrounded figures
-        dropped) and the figures; under ``refuse`` an answer with such figures becomes ``ungrounded``."""
-        if self.grounding == "off" or not is_recorded(end.failure):
-            return end, []
-        texts: list[str] = [str(message.text) for message in prepared.inputs]
-        texts.extend(spec.model_dump_json() for spec in self._registry.catalog(turn.caller))
-        check = check_answer(end.answer, end.memories, run.operations, texts, self._erp.today)
-        if check.figures and self.grounding == "refuse":
-            errors.append(f"Ungrounded figures in the answer: {', '.join(check.figures)}")
-            return Outcome(
-                ungrounded_answer(check.figures, run.operations), failure="ungrounded"
-            ), check.figures
-        return dataclasses.replace(end, memories=check.memories), check.figures
-
-    def _finished(self, trace: TurnRun, turn: Turn, result: TurnResult) -> TurnResult:
-        """End the turn's bookkeeping: the parent run's outputs and the turn's log record."""
-        trace.outputs["recorded"] = result.recorded
-        return finish_turn(trace, logger, result, turn.caller.user_id)
-
-    # -- turn input ---------------------------------------------------------------------------------------
-
-    def _prepare(self, turn: Turn) -> _Prepared | TurnResult:
-        """Check the input and the caller's access, read the turn's context, pick the caller's agent.
-
-        Returns the failed turn's result when the input or the store is refused before any model call;
-        raises ``ConversationAccessDenied``. Blocking (storage): the driver runs it in a thread.
-        """
+    def _prepare(self, turn: _Turn) -> TurnResult | None:
+        """Check the input and the caller's access, read the turn's input, pick the caller's agent: the
+        refused turn's result when the input or the store is refused before any model call. Blocking."""
         try:
             admit_turn(self._store, turn.conversation_id, turn.message, turn.caller)
             # record_turn creates an unknown conversation in the turn's own transaction: one write per turn.
-            system_message, prior, human, stored_state = self._turn_input(turn.conversation_id, turn.message)
+            system_message, prior, human, turn.stored_state = self._turn_input(
+                turn.conversation_id, turn.message
+            )
         except ConversationAccessDenied:
             raise
         except ErpAiError as exc:  # InputError or StorageError: refused before any model call
             kind = failure_kind_of(exc)
-            kept = Kept(user_message(kind, exc), kind, {})
-            return turn_result(self.mode, turn, AgentRun(messages=[]), kept, [str(exc)], None)
-        inputs = [*prior, HumanMessage(content=human)]
-        for message in inputs:
+            kept = _Kept(user_message(kind, exc), kind, {})
+            return self._result(turn, AgentRun(messages=[]), kept, [str(exc)], None)
+        turn.inputs = [*prior, HumanMessage(content=human)]
+        for message in turn.inputs:
             message.id = message.id or f"in-{uuid.uuid4().hex}"
-        return _Prepared(
-            agent=self._agents.for_caller(turn.caller),
-            inputs=inputs,
-            context=TurnContext(system_message, caller=turn.caller),
-            stored_state=stored_state,
-        )
+        turn.agent = self._agent_for(turn.caller)
+        turn.context = TurnContext(system_message, caller=turn.caller)
+        return None
 
     def _turn_input(
         self, conversation_id: str, message: str
     ) -> tuple[SystemMessage, list[BaseMessage], str, VersionedState]:
-        """The system message, the replayed messages, the text of the turn's human message (for this turn's
-        policy; the store records ``message`` itself) and the stored state.
+        """The system message, the replayed messages, the text of the turn's human message and the stored
+        state.
 
         Both policies show the stored state before the question, as the planner's call 1 does: in
         ``full_history`` the ERP-derived keys repeat what the replay shows, but without them the keys only
-        the model writes (``tema``) would never be read, and a follow-up ("¿y en 2024?") would have to find
-        the last operations in the whole history. Measured on the default suite (offline model): input
-        tokens +0.8%, cached share of input 97.2% → 96.6% (the previous turn, sent after its own context, is
-        re-read once). Today's date travels with the state, so the system prompt is the same every day.
+        the model writes (``tema``) would never be read. Today's date travels with the state, so the system
+        prompt is the same every day.
         """
         if self.policy == "windowed":
             context = read_context(self._store, conversation_id, self._erp.today)
@@ -349,3 +309,107 @@ class ToolCallingEngine(TurnEngine):
             context = ConversationContext(hoy=self._erp.today, estado=dict(state))
         system = SystemMessage(content=system_prompt(structured=self.structured))
         return system, prior, turn_message(message, render_context(context)), state
+
+    def _conclude(self, turn: _Turn, run: AgentRun, steps: AnswerSteps | None) -> TurnResult:
+        """The turn's outcome, recorded when the recording policy says so. Blocking (storage). Without live
+        decoders (no reader), the answer text is read from the run."""
+        errors = operation_errors(run.operations, self._registry)
+        end = outcome(
+            run,
+            turn.tracker.calls,
+            errors,
+            limits=self.limits,
+            structured=self.structured,
+            recover_text_tool_calls=self.recover_text_tool_calls,
+        )
+        end, ungrounded = self._grounded(turn, run, end, errors)
+        kept = self._record(turn, run, end, errors)
+        if steps is None and kept.answered:
+            steps = AnswerSteps.replay(self._answer_field, self._answer_tools, run.messages)
+        result = self._result(turn, run, kept, errors, steps)
+        return result.model_copy(update={"ungrounded_figures": ungrounded}) if ungrounded else result
+
+    def _grounded(
+        self, turn: _Turn, run: AgentRun, end: Outcome, errors: list[str]
+    ) -> tuple[Outcome, list[str]]:
+        """Check a model-written answer's figures against the tool results, the turn's input and the tools'
+        descriptions (:mod:`shared.grounding`): the outcome to record (memory items with ungrounded figures
+        dropped) and the figures; under ``refuse`` an answer with such figures becomes ``ungrounded``."""
+        if self.grounding == "off" or not is_recorded(end.failure):
+            return end, []
+        texts: list[str] = [str(message.text) for message in turn.inputs]
+        texts.extend(spec.model_dump_json() for spec in self._registry.catalog(turn.caller))
+        check = check_answer(end.answer, end.memories, run.operations, texts, self._erp.today)
+        if check.figures and self.grounding == "refuse":
+            errors.append(f"Ungrounded figures in the answer: {', '.join(check.figures)}")
+            refused = Outcome(ungrounded_answer(check.figures, run.operations), failure="ungrounded")
+            return refused, check.figures
+        return dataclasses.replace(end, memories=check.memories), check.figures
+
+    def _record(self, turn: _Turn, run: AgentRun, end: Outcome, errors: list[str]) -> _Kept:
+        """Record the turn when the recording policy says so; appends to ``errors`` what kept it from the
+        store."""
+        stored = turn.stored_state
+        if not is_recorded(end.failure):
+            return _Kept(end.answer, end.failure, dict(stored))
+        rows = [
+            MessageIn(role="user", content=turn.message, metadata={}),
+            *step_rows(run.messages, self._answer_tools),
+            MessageIn(role="assistant", content=end.answer, metadata=end.metadata),
+        ]
+        # The planner's state update: ERP-derived keys from the operations that ran, over the model's estado.
+        record = TurnRecord(
+            messages=rows, memories=end.memories, state=turn_state(stored, run.operations, end.state)
+        )
+        try:
+            state = self._store.record_turn(
+                turn.conversation_id, record, user_id=turn.caller.user_id, expected_version=stored.version
+            )
+        except ConversationAccessDenied as exc:  # another user created this id while the model worked
+            errors.append(str(exc))
+            return _Kept(user_message("input", exc), "input", dict(stored))
+        except StorageError as exc:  # the answer is good; only remembering it failed
+            errors.append(f"Turn not recorded: {exc}")
+            return _Kept(f"{end.answer}\n\n{NOT_RECORDED_NOTE}", "storage", dict(stored), answered=True)
+        memories = [item.contenido for item in end.memories]
+        return _Kept(end.answer, end.failure, dict(state), memories, True, True, state.stale)
+
+    def _result(
+        self, turn: _Turn, run: AgentRun, kept: _Kept, errors: list[str], steps: AnswerSteps | None
+    ) -> TurnResult:
+        """The turn's record. Only a turn whose answer the model wrote has a ``first_answer_call``, whichever
+        driver ran it (text a failed stream showed before breaking does not count, as ``ask`` never sees
+        it)."""
+        tracker = turn.tracker
+        total_ms = turn.clock.elapsed_ms()
+        return TurnResult(
+            mode=self.mode,
+            conversation_id=text_of(turn.conversation_id),
+            question=text_of(turn.message),
+            answer=kept.answer,
+            operations=run.operations,
+            plan_valid=run.plan_valid,
+            memories=kept.memories,
+            state=kept.state,
+            model_calls=tracker.calls,
+            input_tokens=tracker.input_tokens,
+            output_tokens=tracker.output_tokens,
+            cached_input_tokens=tracker.cached_input_tokens,
+            usage_reported=tracker.unreported_calls == 0,
+            connection_retries=tracker.connection_retries,
+            recovered_tool_calls=run.recovered_tool_calls,
+            model_ms=tracker.model_ms,
+            first_answer_ms=turn.clock.first_answer_ms,
+            first_answer_call=steps.first if kept.answered and steps is not None else None,
+            harness_ms=max(0.0, total_ms - tracker.model_ms),
+            total_ms=total_ms,
+            errors=errors,
+            failure=kept.failure,
+            recorded=kept.recorded,
+            stale_state=kept.stale_state,
+        )
+
+    def _finished(self, trace: TurnRun, turn: _Turn, result: TurnResult) -> TurnResult:
+        """End the turn's bookkeeping: the parent run's outputs and the turn's log record."""
+        trace.outputs["recorded"] = result.recorded
+        return finish_turn(trace, logger, result, turn.caller.user_id)

@@ -1,19 +1,13 @@
-"""Stored conversation messages ↔ LangChain messages.
+"""Stored conversation rows (``role``, ``content``, ``metadata``) ↔ LangChain messages.
 
-The memory store keeps plain rows (``role``, ``content``, ``metadata``). Tool calling needs them back as
-LangChain messages to replay a conversation (``full_history`` policy, :func:`to_langchain_messages`), and
-each turn's steps turned into rows to record the turn (:func:`step_rows`). Metadata conventions, shared
-with :mod:`shared.memory.store`:
+:func:`to_langchain_messages` replays a conversation (``full_history``); :func:`step_rows` turns a turn's
+steps into rows. An intermediate assistant step carries ``tool_calls`` (``[{"id", "name", "args"}, …]``), a
+tool result ``tool_call_id``, ``name`` and ``status``; a final answer has no ``tool_calls`` key.
 
-- an intermediate assistant step carries ``tool_calls``: ``[{"id", "name", "args"}, …]``;
-- a tool result carries ``tool_call_id``, ``name`` and ``status`` (``success`` or ``error``);
-- the final assistant message of a turn has no ``tool_calls`` key.
-
-Replay is defensive, because providers reject an unanswered tool call and a tool result without its call: each
-assistant step keeps only the calls answered by the tool rows right after it, those rows keep only the results
-of its calls (the first one per call), a step left with neither calls nor text is dropped, and any other tool
-row is dropped. Pairing is local to each step, so tool call ids reused by another turn (providers and the
-offline model may restart their numbering) cannot pair across turns.
+Providers reject an unanswered tool call and a tool result without its call, so each replayed step keeps
+only the calls answered by the tool rows right after it, those rows only its calls' first results; a step
+left with neither calls nor text is dropped, and so is any other tool row. Pairing is local to each step, so
+tool call ids that another turn reuses cannot pair across turns.
 """
 
 from __future__ import annotations

@@ -4,12 +4,10 @@ Small local models behind a server whose tool-call parser does not know their fo
 text: a fenced block (```` ```json {"name": "ventas_anuales", "arguments": {"anio": 2025}} ``` ````), the bare
 object, a list of them, or Hermes-style ``<tool_call>{...}</tool_call>`` tags. Such a reply is never an
 answer. :func:`parse_text_tool_calls` reads a reply that is *only* such calls (a ``<think>`` block aside);
-prose that merely quotes JSON stays prose. :class:`TextToolCallRecovery` is the agent middleware that turns
-such a reply into the tool calls it describes, under the rules of native calls: only tools offered in that
-request (any other name is left as written, and the turn fails as ``model_output``), arguments validated by
-the tool when it runs, the same model-call and recursion limits; each recovered call is counted
-(``TurnResult.recovered_tool_calls``). The planner's parser has the matching tolerance for fenced or
-think-prefixed JSON; ``docs/failures.md`` lists both.
+prose that merely quotes JSON stays prose. :func:`recover_text_tool_calls` turns such a reply into the tool
+calls it describes, under the rules of native calls: only tools offered in that request (any other name is
+left as written, and the turn fails as ``model_output``), arguments validated by the tool when it runs, the
+same limits; each recovered call is counted (``TurnResult.recovered_tool_calls``).
 """
 
 from __future__ import annotations
@@ -17,15 +15,13 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
-from langchain_core.messages import AIMessage, ToolCall
+from langchain_core.messages import AIMessage, BaseMessage, ToolCall
 
 from shared.text import MARKDOWN_FENCE, strip_reasoning
 
-__all__ = ["TextToolCallRecovery", "looks_like_text_tool_call", "parse_text_tool_calls"]
+__all__ = ["looks_like_text_tool_call", "parse_text_tool_calls", "recover_text_tool_calls"]
 
 _TAG = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
 _ARGUMENT_KEYS = ("arguments", "parameters", "args")
@@ -121,64 +117,18 @@ def _call(item: Any) -> TextToolCall | None:
     return item["name"].strip(), arguments
 
 
-def _offered_names(tools: Iterable[Any]) -> set[str]:
-    names: set[str] = set()
-    for tool in tools:
-        name = getattr(tool, "name", None)
-        if name is None and isinstance(tool, dict):
-            name = tool.get("name") or (tool.get("function") or {}).get("name")
-        if isinstance(name, str):
-            names.add(name)
-    return names
-
-
-class TextToolCallRecovery(AgentMiddleware[Any, Any, Any]):
-    """Turn a reply that is only tool calls written as text into those tool calls (see the module).
-
-    ``excluded`` names offered tools that are never recovered (the structured answer's own tool). Every
-    recovered call gets an id ``text-call-…``; the recovered message keeps the reply's id, usage and metadata,
-    with ``response_metadata["recovered_tool_calls"]`` set to the number of calls recovered. ``on_recovered``
-    is told that number, with the model request (the engine counts it on the turn).
-    """
-
-    def __init__(
-        self,
-        *,
-        excluded: Iterable[str] = (),
-        on_recovered: Callable[[ModelRequest[Any], int], None] | None = None,
-    ) -> None:
-        super().__init__()
-        self._excluded = frozenset(excluded)
-        self._on_recovered = on_recovered
-
-    async def awrap_model_call(
-        self,
-        request: ModelRequest[Any],
-        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
-    ) -> ModelResponse[Any]:
-        """Recover the reply's text tool calls, if that is all it is (agents run asynchronously)."""
-        response = await handler(request)
-        offered = _offered_names(request.tools) - self._excluded
-        result = list(response.result)
-        for index, message in enumerate(result):
-            if not isinstance(message, AIMessage) or message.tool_calls or message.invalid_tool_calls:
-                continue
-            calls = parse_text_tool_calls(message.text)
-            if calls is None or any(name not in offered for name, _ in calls):
-                continue  # prose, or a call to a tool this request did not offer: left as written
-            tool_calls = [
-                ToolCall(name=name, args=arguments, id=f"text-call-{uuid.uuid4().hex[:12]}", type="tool_call")
-                for name, arguments in calls
-            ]
-            result[index] = message.model_copy(
-                update={
-                    "content": "",
-                    "tool_calls": tool_calls,
-                    "response_metadata": {**message.response_metadata, "recovered_tool_calls": len(calls)},
-                }
-            )
-            if self._on_recovered is not None:
-                self._on_recovered(request, len(calls))
-        if result == list(response.result):
-            return response
-        return ModelResponse(result=result, structured_response=response.structured_response)
+def recover_text_tool_calls(message: BaseMessage, offered: set[str]) -> BaseMessage:
+    """``message`` with the tool calls its text consists of when they all name tools in ``offered`` (each
+    with an id ``text-call-…``, ``response_metadata["recovered_tool_calls"]`` their number); otherwise
+    ``message`` itself."""
+    if not isinstance(message, AIMessage) or message.tool_calls or message.invalid_tool_calls:
+        return message
+    calls = parse_text_tool_calls(message.text)
+    if calls is None or any(name not in offered for name, _ in calls):
+        return message  # prose, or a call to a tool this request did not offer: left as written
+    tool_calls = [
+        ToolCall(name=name, args=arguments, id=f"text-call-{uuid.uuid4().hex[:12]}", type="tool_call")
+        for name, arguments in calls
+    ]
+    metadata = {**message.response_metadata, "recovered_tool_calls": len(calls)}
+    return message.model_copy(update={"content": "", "tool_calls": tool_calls, "response_metadata": metadata})

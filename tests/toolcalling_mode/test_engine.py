@@ -1,88 +1,124 @@
-"""ToolCallingEngine driven by a function model over the toy registry: loop, recording, limits, failures."""
+"""ToolCallingEngine over the toy registry: the loop, context policies, limits, failures, structured answers,
+and the three entry points (``ask``, ``aask``, ``astream``) running the same turn: events, threads,
+callbacks and logging."""
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import json
+import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from contextlib import aclosing
+from typing import Any, Literal
+from uuid import UUID
 
 import pytest
 from langchain.agents import create_agent
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 import toolcalling_mode._agent as agent_module
-from shared.errors import ConfigurationError, ProviderError, StorageError
+from benchmarks.stand_ins.faults import FaultConfig
+from benchmarks.stand_ins.offline import OfflineSalesModel
+from shared.engine import AssistantEngine
+from shared.errors import (
+    ConfigurationError,
+    ConversationAccessDenied,
+    OutputLimitError,
+    ProviderError,
+    StorageError,
+)
+from shared.events import AnswerDelta, OperationDone, TurnDone
 from shared.failures import NOT_RECORDED_NOTE, user_message
-from shared.memory.store import MemoryStore
+from shared.llm import build_chat_model
 from shared.operations.registry import Operation, OperationRegistry
 from shared.security import DEMO_CALLER, Caller
-from tests.fakes import CallInfo, FunctionChatModel
+from tests.fakes import CallInfo
 from tests.toolcalling_mode.toolcalling_fakes import (
     YEAR_TOTALS,
     YearParams,
     YearTotal,
     ask_tools,
     call,
+    run_turn,
     toy_registry,
 )
 from toolcalling_mode import ToolCallingEngine, ToolCallingLimits
 from toolcalling_mode.prompts import system_prompt
 
+QUESTION = "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?"
+
 
 def two_parallel_tools(messages: list[BaseMessage], info: CallInfo) -> AIMessage | str:
-    """Ask for sales and the best customer at once, then answer from the results."""
+    """Sales and the best customer at once (fixed call ids: runs compare equal), then an answer."""
     if not info.tool_results:
-        return ask_tools(call("ventas_anuales", anio=2025), call("mejor_cliente", anio=2025))
+        return ask_tools(
+            {"name": "ventas_anuales", "args": {"anio": 2025}, "id": "sales", "type": "tool_call"},
+            {"name": "mejor_cliente", "args": {"anio": 2025}, "id": "best", "type": "tool_call"},
+        )
     results = [json.loads(str(m.content)) for m in info.tool_results]
     return f"En 2025 vendimos {results[0]['total']} y el mejor cliente fue {results[1]['cliente']}."
 
 
-def dependent_tools(messages: list[BaseMessage], info: CallInfo) -> AIMessage | str:
-    """Best customer first, then that customer's purchases: one step depends on the other."""
-    results = info.tool_results
-    if not results:
-        return ask_tools(call("mejor_cliente", anio=2025))
-    if len(results) == 1:
-        best = json.loads(str(results[0].content))["cliente"]
-        return ask_tools(call("compras_cliente", cliente=best, anio=2025))
-    return "ACME S.A. compró 120000000 en 2025."
+def forever(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
+    """A model that never stops asking for tools."""
+    return ask_tools(call("ventas_anuales", anio=2025))
 
 
-# -- the loop -------------------------------------------------------------------------------------------
+def cut_at_the_cap(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
+    """Two tool calls, cut at max_tokens while the model wrote them."""
+    reply = ask_tools(call("ventas_anuales", anio=2025), call("mejor_cliente", anio=2025))
+    reply.response_metadata["finish_reason"] = "length"
+    return reply
 
 
-def test_parallel_tool_calls_take_two_model_calls_and_are_recorded_as_one_step(
-    make_engine: Any, memory_store: Any
+def then_answer(first: AIMessage | str, answer: str = "Listo.") -> Any:
+    """A model that replies ``first``, then ``answer`` once it has tool results."""
+    return lambda messages, info: answer if info.tool_results else first
+
+
+def by_id(operations: Any) -> list[Any]:
+    """Operations in call id order: parallel tool calls finish, and their events arrive, in any order."""
+    return sorted(operations, key=lambda op: str(op.id))
+
+
+async def events_of(
+    engine: Any, conversation_id: str, question: str, caller: Caller = DEMO_CALLER
+) -> list[Any]:
+    return [event async for event in engine.astream(conversation_id, question, caller)]
+
+
+# -- the engine ----------------------------------------------------------------------------------------
+
+
+def test_the_engine_satisfies_the_protocol_and_its_default_limits_end_on_model_calls(
+    make_engine: Any,
 ) -> None:
-    engine, model = make_engine(two_parallel_tools)
+    engine, _ = make_engine(lambda messages, info: "Hola.")
+    limits = ToolCallingLimits()
 
-    result = engine.ask("c1", "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?", DEMO_CALLER)
+    assert isinstance(engine, AssistantEngine)
+    assert limits.model_calls == 6 and limits.recursion_limit >= 4 * limits.model_calls + 2
 
-    assert result.model_calls == 2
-    assert len(model.calls) == 2
-    assert result.answer == "En 2025 vendimos 850000000 y el mejor cliente fue ACME S.A.."
-    assert [op.funcion for op in result.operations] == ["ventas_anuales", "mejor_cliente"]
-    assert result.operations[0].result == {"anio": 2025, "total": 850_000_000}
-    assert result.operations[0].parametros == {"anio": 2025}
-    assert all(op.ok and op.id and op.duration_ms >= 0 for op in result.operations)
-    assert result.errors == []
-    assert result.recorded
-    assert result.mode == "toolcalling"
-    assert result.plan is None
-    assert result.failure is None
-    assert result.input_tokens > 0 and result.output_tokens > 0
-    assert result.model_ms > 0
-    assert result.harness_ms == pytest.approx(result.total_ms - result.model_ms)
-    history = memory_store.history("c1")  # the question, the step, its results and the final answer
-    assert [m.role for m in history] == ["user", "assistant", "tool", "tool", "assistant"]
-    step = history[1].metadata["tool_calls"]
-    assert [c["name"] for c in step] == ["ventas_anuales", "mejor_cliente"]
-    assert [m.metadata["tool_call_id"] for m in history[2:4]] == [c["id"] for c in step]
-    assert json.loads(history[2].content) == {"anio": 2025, "total": 850_000_000}
-    assert history[-1].content == result.answer
-    assert "tool_calls" not in history[-1].metadata
+
+def test_mode_names_follow_the_policy_and_unknown_policies_are_refused(make_engine: Any) -> None:
+    assert make_engine(two_parallel_tools)[0].mode == "toolcalling"
+    assert make_engine(two_parallel_tools, policy="full_history")[0].mode == "toolcalling-full"
+    with pytest.raises(ValueError, match="context policy"):
+        make_engine(two_parallel_tools, policy="everything")
+    with pytest.raises(ValueError, match="grounding policy"):
+        make_engine(two_parallel_tools, grounding="maybe")
+
+
+def test_a_model_that_cannot_bind_tools_is_refused_at_construction(toy_erp: Any, memory_store: Any) -> None:
+    model = FakeListChatModel(responses=["Hola."])  # BaseChatModel.bind_tools: NotImplementedError
+    refusal = r"FakeListChatModel does not support tool calling \(it does not implement bind_tools\)"
+
+    with pytest.raises(ConfigurationError, match=refusal):
+        ToolCallingEngine(toy_registry(), toy_erp, memory_store, model)
 
 
 def test_each_callers_agent_is_compiled_on_their_first_turn_and_reused(
@@ -98,11 +134,9 @@ def test_each_callers_agent_is_compiled_on_their_first_turn_and_reused(
     engine, _ = make_engine(two_parallel_tools)
     assert built == []  # no default caller, so no agent compiled up front
 
-    engine.ask("c1", "una", DEMO_CALLER)
-    engine.ask("c1", "dos", DEMO_CALLER)
-    engine.ask("c2", "tres", DEMO_CALLER)
-    assert len(built) == 1
-    assert built[0]["context_schema"] is not None
+    for conversation in ("c1", "c1", "c2"):
+        engine.ask(conversation, "una", DEMO_CALLER)
+    assert len(built) == 1 and built[0]["context_schema"] is not None
 
     ana = Caller(user_id="ana", roles=frozenset({"ventas"}))
     engine.ask("c3", "cuatro", ana)
@@ -111,57 +145,61 @@ def test_each_callers_agent_is_compiled_on_their_first_turn_and_reused(
     assert len(built) == 2  # one more for ana's first turn; both agents kept
 
 
-def test_a_model_that_cannot_bind_tools_is_refused_at_construction(toy_erp: Any, tmp_path: Any) -> None:
-    model = FakeListChatModel(responses=["Hola."])  # BaseChatModel.bind_tools: NotImplementedError
-    refusal = r"FakeListChatModel does not support tool calling \(it does not implement bind_tools\)"
-
-    with (
-        MemoryStore(f"sqlite:///{tmp_path / 'memory.sqlite3'}") as store,
-        pytest.raises(ConfigurationError, match=refusal),
-    ):
-        ToolCallingEngine(toy_registry(), toy_erp, store, model)
+# -- the loop -------------------------------------------------------------------------------------------
 
 
-def test_mode_names_follow_the_policy(make_engine: Any) -> None:
-    assert make_engine(two_parallel_tools)[0].mode == "toolcalling"
-    assert make_engine(two_parallel_tools, policy="full_history")[0].mode == "toolcalling-full"
-    with pytest.raises(ValueError, match="policy"):
-        make_engine(two_parallel_tools, policy="everything")
+def test_parallel_tool_calls_take_two_model_calls_and_are_recorded_as_one_step(
+    make_engine: Any, memory_store: Any
+) -> None:
+    engine, model = make_engine(two_parallel_tools)
 
+    result = engine.ask("c1", QUESTION, DEMO_CALLER)
 
-# -- context policies ------------------------------------------------------------------------------------
+    assert result.model_calls == len(model.calls) == 2
+    assert result.answer == "En 2025 vendimos 850000000 y el mejor cliente fue ACME S.A.."
+    assert [op.funcion for op in result.operations] == ["ventas_anuales", "mejor_cliente"]
+    assert result.operations[0].result == {"anio": 2025, "total": 850_000_000}
+    assert result.operations[0].parametros == {"anio": 2025}
+    assert all(op.ok and op.id and op.duration_ms >= 0 for op in result.operations)
+    assert (result.errors, result.recorded, result.mode, result.plan, result.failure) == (
+        [],
+        True,
+        "toolcalling",
+        None,
+        None,
+    )
+    assert result.input_tokens > 0 and result.output_tokens > 0 and result.model_ms > 0
+    assert result.harness_ms == pytest.approx(result.total_ms - result.model_ms)
+    history = memory_store.history("c1")  # the question, the step, its results and the final answer
+    assert [m.role for m in history] == ["user", "assistant", "tool", "tool", "assistant"]
+    step = history[1].metadata["tool_calls"]
+    assert [c["name"] for c in step] == ["ventas_anuales", "mejor_cliente"]
+    assert [m.metadata["tool_call_id"] for m in history[2:4]] == [c["id"] for c in step]
+    assert json.loads(history[2].content) == {"anio": 2025, "total": 850_000_000}
+    assert history[-1].content == result.answer and "tool_calls" not in history[-1].metadata
 
 
 def test_windowed_sends_the_bounded_context_and_only_the_new_question(make_engine: Any) -> None:
     engine, model = make_engine(two_parallel_tools)
-    first = engine.ask("c1", "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?", DEMO_CALLER)
+    first = engine.ask("c1", QUESTION, DEMO_CALLER)
     first_calls = len(model.calls)
 
     engine.ask("c1", "¿Y en 2024?", DEMO_CALLER)
 
+    assert model.calls[0].messages[-1].content == f"Fecha de hoy: 2026-11-30\n\nNueva pregunta:\n{QUESTION}"
     second = model.calls[first_calls]
     assert second.system == system_prompt()  # the same instructions every turn: a cacheable prefix
     assert [type(m) for m in second.messages[1:]] == [HumanMessage]
     human = str(second.messages[1].content)  # the context, then the question
     assert human.startswith("Fecha de hoy: 2026-11-30\n")
     assert "Último intercambio:" in human
-    assert "Usuario: ¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?" in human
-    assert f"Asistente: {first.answer}" in human
+    assert f"Usuario: {QUESTION}" in human and f"Asistente: {first.answer}" in human
     assert human.endswith("\n\nNueva pregunta:\n¿Y en 2024?")
-
-
-def test_windowed_first_turn_has_only_todays_date(make_engine: Any) -> None:
-    engine, model = make_engine(lambda messages, info: "Hola.")
-
-    engine.ask("c1", "hola", DEMO_CALLER)
-
-    assert model.calls[0].system == system_prompt()
-    assert model.calls[0].messages[-1].content == "Fecha de hoy: 2026-11-30\n\nNueva pregunta:\nhola"
 
 
 def test_full_history_replays_every_stored_message(make_engine: Any) -> None:
     engine, model = make_engine(two_parallel_tools, policy="full_history")
-    first = engine.ask("c1", "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?", DEMO_CALLER)
+    first = engine.ask("c1", QUESTION, DEMO_CALLER)
     first_calls = len(model.calls)
 
     engine.ask("c1", "¿Y en 2024?", DEMO_CALLER)
@@ -169,7 +207,7 @@ def test_full_history_replays_every_stored_message(make_engine: Any) -> None:
     second = model.calls[first_calls]
     replay = second.messages[1:]
     assert [m.type for m in replay] == ["human", "ai", "tool", "tool", "ai", "human"]
-    assert replay[0].content == "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?"
+    assert replay[0].content == QUESTION
     assert isinstance(replay[1], AIMessage)
     assert [c["name"] for c in replay[1].tool_calls] == ["ventas_anuales", "mejor_cliente"]
     assert json.loads(str(replay[2].content))["total"] == 850_000_000
@@ -185,35 +223,45 @@ def test_full_history_replays_every_stored_message(make_engine: Any) -> None:
 # -- limits ----------------------------------------------------------------------------------------------
 
 
-def forever(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
-    """A model that never stops asking for tools."""
-    return ask_tools(call("ventas_anuales", anio=2025))
+@pytest.mark.parametrize(
+    ("function", "limits", "failure", "calls", "error", "operations"),
+    [
+        (forever, ToolCallingLimits(), "limit", 6, "Model call limit reached (6/6 calls)", 6),
+        (forever, ToolCallingLimits(model_calls=3, recursion_limit=100), "limit", 3, "Model call limit", 3),
+        (
+            forever,
+            ToolCallingLimits(model_calls=100, recursion_limit=10),
+            "limit",
+            3,
+            "Recursion limit",
+            None,
+        ),
+        (cut_at_the_cap, ToolCallingLimits(), "model_output", 1, "OutputLimitError", 0),  # no tool of it runs
+    ],
+    ids=["model-calls", "model-calls-lowered", "recursion", "cut-at-the-output-cap"],
+)
+@pytest.mark.parametrize("driver", ["ask", "astream"])
+async def test_limits_and_cut_replies_end_the_turn_unrecorded(
+    make_engine: Any,
+    memory_store: Any,
+    driver: str,
+    function: Any,
+    limits: ToolCallingLimits,
+    failure: str,
+    calls: int,
+    error: str,
+    operations: int | None,
+) -> None:
+    engine, _ = make_engine(function, streaming=True, limits=limits)
 
+    result = await run_turn(engine, driver, "c1", "¿Cuánto vendimos?")
 
-def test_model_call_limit_ends_the_turn_with_a_clear_answer(make_engine: Any, memory_store: Any) -> None:
-    engine, model = make_engine(forever, limits=ToolCallingLimits(model_calls=3, recursion_limit=100))
-
-    result = engine.ask("c1", "¿Cuánto vendimos?", DEMO_CALLER)
-
-    assert len(model.calls) == 3
-    assert result.model_calls == 3
-    assert result.answer == user_message("limit")  # the same words in both modes; errors name the limit
-    assert len(result.operations) == 3
-    assert any("Model call limit" in e for e in result.errors)
-    assert result.failure == "limit"
-    assert not result.recorded and memory_store.history("c1") == []  # a turn the model never finished
-
-
-def test_recursion_limit_ends_the_turn_with_a_clear_answer(make_engine: Any, memory_store: Any) -> None:
-    engine, model = make_engine(forever, limits=ToolCallingLimits(model_calls=100, recursion_limit=10))
-
-    result = engine.ask("c1", "¿Cuánto vendimos?", DEMO_CALLER)
-
-    assert 1 <= len(model.calls) < 100
-    assert result.answer == user_message("limit")  # the same words in both modes; errors name the limit
-    assert any("Recursion limit" in e for e in result.errors)
-    assert result.failure == "limit"
-    assert not result.recorded and memory_store.history("c1") == []
+    assert (result.failure, result.model_calls, result.recorded) == (failure, calls, False)
+    cut = OutputLimitError(None) if failure == "model_output" else None
+    assert result.answer == user_message(failure, cut)  # the same words in both modes
+    assert any(line.startswith(error) for line in result.errors), result.errors
+    assert operations is None or len(result.operations) == operations
+    assert memory_store.get_conversation("c1") is None
 
 
 def test_a_turn_after_a_limit_replays_cleanly(make_engine: Any) -> None:
@@ -233,7 +281,9 @@ def test_a_turn_after_a_limit_replays_cleanly(make_engine: Any) -> None:
 # -- tool errors -----------------------------------------------------------------------------------------
 
 
-def test_invalid_arguments_go_back_to_the_model_which_recovers(make_engine: Any) -> None:
+def test_invalid_arguments_go_back_to_the_model_naming_the_parameter_and_it_recovers(
+    make_engine: Any,
+) -> None:
     def fix_after_error(messages: list[BaseMessage], info: CallInfo) -> AIMessage | str:
         results = info.tool_results
         if not results:
@@ -246,14 +296,16 @@ def test_invalid_arguments_go_back_to_the_model_which_recovers(make_engine: Any)
 
     result = engine.ask("c1", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
 
-    assert result.answer == "Vendimos 850000000."
-    assert result.model_calls == 3
+    assert (result.answer, result.model_calls) == ("Vendimos 850000000.", 3)
     assert [op.ok for op in result.operations] == [False, True]
     assert result.plan_valid is False  # corrected, but an invalid request was made
     assert result.operations[0].parametros == {"anio": "dos mil veinticinco"}
-    error_seen = model.calls[1].tool_results[0]
-    assert error_seen.status == "error"
-    assert len(result.errors) == 1 and "ventas_anuales" in result.errors[0]
+    error = result.operations[0].error or ""
+    assert error.startswith("Parámetros inválidos para 'ventas_anuales': anio:")
+    assert (
+        model.calls[1].tool_results[0].status == "error" and model.calls[1].tool_results[0].content == error
+    )
+    assert result.errors == [f"Tool 'ventas_anuales' failed: {error}"]
 
 
 def test_an_unknown_customer_is_a_tool_error_the_model_sees(make_engine: Any) -> None:
@@ -266,27 +318,54 @@ def test_an_unknown_customer_is_a_tool_error_the_model_sees(make_engine: Any) ->
 
     result = engine.ask("c1", "¿Cuánto compró Zeta?", DEMO_CALLER)
 
-    assert result.operations[0].error is not None
-    assert "Ningún cliente al que usted tenga acceso coincide con 'Zeta'" in result.operations[0].error
+    assert "Ningún cliente al que usted tenga acceso coincide con 'Zeta'" in (
+        result.operations[0].error or ""
+    )
     assert "ACME S.A." in result.answer
     assert result.errors == [f"Tool 'compras_cliente' failed: {result.operations[0].error}"]
 
 
 def test_a_hallucinated_tool_name_is_answered_with_an_error_and_counted(make_engine: Any) -> None:
-    def hallucinate(messages: list[BaseMessage], info: CallInfo) -> AIMessage | str:
-        if not info.tool_results:
-            return ask_tools(call("ventas_totales", anio=2025))
-        return "No tengo esa herramienta."
-
-    engine, model = make_engine(hallucinate)
+    engine, model = make_engine(then_answer(ask_tools(call("ventas_totales", anio=2025)), "No tengo esa."))
 
     result = engine.ask("c1", "¿Cuánto vendimos?", DEMO_CALLER)
 
-    assert result.answer == "No tengo esa herramienta."
+    assert result.answer == "No tengo esa."
     assert result.operations[0].funcion == "ventas_totales"
     assert "not a valid tool" in (result.operations[0].error or "")
     assert result.errors and result.errors[0].startswith("Unknown tool 'ventas_totales'")
     assert model.calls[1].tool_results[0].status == "error"
+
+
+def test_an_unexpected_tool_exception_is_an_operation_error_whose_text_never_reaches_the_model(
+    make_engine: Any, memory_store: Any
+) -> None:
+    def crash(_session: Any, params: YearParams) -> YearTotal:
+        raise RuntimeError("database is locked")
+
+    registry = OperationRegistry(
+        [Operation("ventas_anuales", "Total vendido.", YearParams, YearTotal, crash)]
+    )
+
+    def report(messages: list[BaseMessage], info: CallInfo) -> AIMessage | str:
+        if not info.tool_results:
+            return ask_tools(call("ventas_anuales", anio=2025))
+        return f"No pude consultar: {info.tool_results[0].content}"
+
+    engine, model = make_engine(report, registry=registry)
+
+    result = engine.ask("c1", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
+
+    [operation] = result.operations
+    error = operation.error or ""
+    assert model.calls[1].tool_results[0].status == "error"
+    assert error.startswith("error interno (ref ") and operation.error_kind == "internal"
+    assert "database is locked" not in str(model.calls[1].messages)  # the exception stays in the log
+    assert result.answer == f"No pude consultar: {error}"
+    assert result.failure == "operation_error" and result.recorded  # the model explained it
+    assert operation.duration_ms > 0
+    assert result.errors == [f"Tool 'ventas_anuales' failed: {error}"]
+    assert [m.role for m in memory_store.history("c1")] == ["user", "assistant", "tool", "assistant"]
 
 
 # -- failures ----------------------------------------------------------------------------------------------
@@ -327,15 +406,48 @@ def test_a_timeout_after_tool_calls_reports_the_operations_and_records_nothing(
     assert not result.recorded and memory_store.history("c1") == []
 
 
-def test_an_empty_final_answer_is_a_model_output_failure(make_engine: Any, memory_store: Any) -> None:
-    engine, _ = make_engine(lambda messages, info: "")
+def test_a_storage_failure_is_reported_not_raised(
+    make_engine: Any, memory_store: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine, _ = make_engine(answer_with_tool, structured=True, structured_strategy="tool")
+    memory_store.ensure_conversation("c1", user_id="gerente")  # the demo caller owns it
+    memory_store.merge_state("c1", {"tema": "clientes"})
 
-    result = engine.ask("c1", "hola", DEMO_CALLER)
+    def fail(*args: Any, **kwargs: Any) -> None:
+        raise StorageError("disk full")
 
-    assert result.answer == user_message("model_output")
-    assert "ModelOutputError: The model's final answer is empty." in result.errors
-    assert result.failure == "model_output"
-    assert not result.recorded and memory_store.history("c1") == []
+    monkeypatch.setattr(memory_store, "record_turn", fail)
+
+    result = engine.ask("c1", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
+
+    assert (result.recorded, result.failure) == (False, "storage")
+    assert result.errors == ["Turn not recorded: disk full"]
+    assert result.answer == f"{STRUCTURED['respuesta']}\n\n{NOT_RECORDED_NOTE}"  # the answer is still shown
+    assert result.state == {"tema": "clientes"}  # the stored state: the turn's update was not merged
+
+
+async def test_another_users_conversation_is_refused_before_the_first_event(
+    make_engine: Any, memory_store: Any
+) -> None:
+    engine, model = make_engine(two_parallel_tools, streaming=True)
+    memory_store.ensure_conversation("c1", user_id="otro")
+    events = engine.astream("c1", QUESTION, DEMO_CALLER)
+
+    with pytest.raises(ConversationAccessDenied):
+        await anext(events)
+    with pytest.raises(ConversationAccessDenied):
+        await engine.aask("c1", QUESTION, DEMO_CALLER)
+    assert model.call_count == 0
+
+
+async def test_an_invalid_question_ends_in_one_event(make_engine: Any) -> None:
+    engine, _ = make_engine(two_parallel_tools, streaming=True)
+
+    events = await events_of(engine, "c1", "   ")
+
+    assert [type(event) for event in events] == [TurnDone]
+    result = events[0].result
+    assert (result.failure, result.model_calls, result.plan_valid) == ("input", 0, None)
 
 
 # -- structured final answer ---------------------------------------------------------------------------------
@@ -354,44 +466,35 @@ def answer_with_tool(messages: list[BaseMessage], info: CallInfo) -> AIMessage |
     return ask_tools(call("Answer", **STRUCTURED))
 
 
-def test_structured_tool_strategy_stores_memories_and_state(make_engine: Any, memory_store: Any) -> None:
-    engine, model = make_engine(answer_with_tool, structured=True, structured_strategy="tool")
+@pytest.mark.parametrize("strategy", ["tool", "auto"])  # auto: ToolStrategy without a provider profile
+def test_structured_tool_strategy_stores_memories_and_state(
+    make_engine: Any, memory_store: Any, strategy: str
+) -> None:
+    engine, model = make_engine(answer_with_tool, structured=True, structured_strategy=strategy)
 
     result = engine.ask("c1", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
 
-    assert "Answer" in model.calls[0].tool_names
-    assert model.calls[0].tool_choice == "any"
+    assert "Answer" in model.calls[0].tool_names and model.calls[0].tool_choice == "any"
     assert "formato estructurado" in model.calls[0].system
     assert result.answer == STRUCTURED["respuesta"]
     assert result.memories == ["El usuario consulta ventas de 2025."]
     assert result.state == {**STRUCTURED["estado"], "ultimas_operaciones": "ventas_anuales(anio=2025)"}
-    assert result.model_calls == 2
+    assert (result.model_calls, result.errors) == (2, [])
     assert [op.funcion for op in result.operations] == ["ventas_anuales"]
-    assert result.errors == []
     assert memory_store.get_state("c1") == result.state
     assert [m.contenido for m in memory_store.memories("c1")] == ["El usuario consulta ventas de 2025."]
     history = memory_store.history("c1")
     assert [m.role for m in history] == ["user", "assistant", "tool", "assistant"]
-    assert history[-1].content == STRUCTURED["respuesta"]
-    assert "tool_calls" not in history[-1].metadata
-
-
-def test_structured_auto_strategy_uses_tool_strategy_without_a_provider_profile(make_engine: Any) -> None:
-    engine, model = make_engine(answer_with_tool, structured=True)
-
-    result = engine.ask("c1", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
-
-    assert "Answer" in model.calls[0].tool_names
-    assert result.answer == STRUCTURED["respuesta"]
+    assert history[-1].content == STRUCTURED["respuesta"] and "tool_calls" not in history[-1].metadata
 
 
 def test_structured_provider_strategy_parses_the_json_reply(make_engine: Any) -> None:
-    def answer_in_json(messages: list[BaseMessage], info: CallInfo) -> AIMessage | str:
-        if not info.tool_results:
-            return ask_tools(call("ventas_anuales", anio=2025))
-        return json.dumps(STRUCTURED, ensure_ascii=False)
-
-    engine, model = make_engine(answer_in_json, structured=True, structured_strategy="provider")
+    answer = json.dumps(STRUCTURED, ensure_ascii=False)
+    engine, model = make_engine(
+        then_answer(ask_tools(call("ventas_anuales", anio=2025)), answer),
+        structured=True,
+        structured_strategy="provider",
+    )
 
     result = engine.ask("c1", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
 
@@ -402,98 +505,191 @@ def test_structured_provider_strategy_parses_the_json_reply(make_engine: Any) ->
     assert result.state == {**STRUCTURED["estado"], "ultimas_operaciones": "ventas_anuales(anio=2025)"}
 
 
-def test_structured_provider_strategy_with_unparsable_reply_is_a_model_output_failure(
-    make_engine: Any,
+@pytest.mark.parametrize(
+    ("reply", "strategy", "error"),
+    [
+        ("no es JSON", "provider", "ModelOutputError: No usable structured answer"),
+        ("Hola.", "tool", "ModelOutputError: The model ended the turn without a structured answer."),
+        ("", None, "ModelOutputError: The model's final answer is empty."),
+    ],
+)
+def test_a_reply_without_a_usable_answer_is_a_model_output_failure(
+    make_engine: Any, memory_store: Any, reply: str, strategy: str | None, error: str
 ) -> None:
-    engine, _ = make_engine(
-        lambda messages, info: "no es JSON", structured=True, structured_strategy="provider"
-    )
+    options = {"structured": True, "structured_strategy": strategy} if strategy else {}
+    engine, _ = make_engine(lambda messages, info: reply, **options)
 
     result = engine.ask("c1", "hola", DEMO_CALLER)
 
-    assert result.answer == user_message("model_output")
-    assert result.errors and result.errors[0].startswith("ModelOutputError")
-    assert result.failure == "model_output"
-    assert not result.recorded
+    assert (result.failure, result.answer) == ("model_output", user_message("model_output"))
+    assert result.errors and result.errors[0].startswith(error)
+    assert not result.recorded and memory_store.history("c1") == []
 
 
-def test_structured_mode_without_a_structured_answer_is_a_model_output_failure(make_engine: Any) -> None:
-    engine, _ = make_engine(lambda messages, info: "Hola.", structured=True, structured_strategy="tool")
-
-    result = engine.ask("c1", "hola", DEMO_CALLER)
-
-    assert (result.failure, result.recorded) == ("model_output", False)
-    assert "ModelOutputError: The model ended the turn without a structured answer." in result.errors
+# -- grounding -----------------------------------------------------------------------------------------------
 
 
-def test_invalid_arguments_error_names_the_parameter(make_engine: Any) -> None:
-    def wrong_type(messages: list[BaseMessage], info: CallInfo) -> AIMessage | str:
-        if not info.tool_results:
-            return ask_tools(call("ventas_anuales", anio="dos mil"))
-        return str(info.tool_results[0].content)
-
-    engine, _ = make_engine(wrong_type)
-
-    result = engine.ask("c1", "¿Cuánto vendimos?", DEMO_CALLER)
-
-    assert result.answer.startswith("Parámetros inválidos para 'ventas_anuales': anio:")
-    assert result.operations[0].error == result.answer
-
-
-def test_a_storage_failure_is_reported_not_raised(
-    make_engine: Any, memory_store: Any, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("grounding", ["refuse", "flag"])
+def test_a_prose_answer_with_an_invented_figure_is_refused_or_flagged(
+    registry: Any, erp: Any, memory_store: Any, grounding: str
 ) -> None:
-    engine, _ = make_engine(answer_with_tool, structured=True, structured_strategy="tool")
-    memory_store.ensure_conversation("c1", user_id="gerente")  # the demo caller owns it
-    memory_store.merge_state("c1", {"tema": "clientes"})
-
-    def fail(*args: Any, **kwargs: Any) -> None:
-        raise StorageError("disk full")
-
-    monkeypatch.setattr(memory_store, "record_turn", fail)
+    model = build_chat_model("offline", faults="no_tool_calls")  # answers with a figure it made up
+    engine = ToolCallingEngine(registry, erp, memory_store, model, grounding=grounding)
 
     result = engine.ask("c1", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
 
-    assert not result.recorded
-    assert result.failure == "storage"
-    assert result.errors == ["Turn not recorded: disk full"]
-    assert result.answer == f"{STRUCTURED['respuesta']}\n\n{NOT_RECORDED_NOTE}"  # the answer is still shown
-    assert result.state == {"tema": "clientes"}  # the stored state: the turn's update was not merged
+    assert result.ungrounded_figures == ["987.654.321"] and "987.654.321" in result.answer
+    if grounding == "refuse":
+        assert result.failure == "ungrounded" and "¿Puede intentarlo de nuevo" in result.answer
+        assert not result.recorded and memory_store.history("c1") == []
+    else:
+        assert result.failure is None and result.recorded
 
 
-def test_an_unexpected_tool_exception_is_an_operation_error_whose_text_never_reaches_the_model(
-    toy_erp: Any, memory_store: Any
+def test_an_answer_from_the_tools_results_is_grounded(registry: Any, erp: Any, memory_store: Any) -> None:
+    engine = ToolCallingEngine(registry, erp, memory_store, build_chat_model("offline"))
+    result = engine.ask("c1", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
+    assert result.failure is None and result.ungrounded_figures == [] and result.recorded
+
+
+# -- events ------------------------------------------------------------------------------------------------
+
+
+async def test_astream_yields_operations_then_the_answer_in_deltas_then_the_result(
+    make_engine: Any, memory_store: Any
 ) -> None:
-    def crash(_session: Any, params: YearParams) -> YearTotal:
-        raise RuntimeError("database is locked")
+    engine, _ = make_engine(two_parallel_tools, streaming=True)
 
-    registry = OperationRegistry(
-        [Operation("ventas_anuales", "Total vendido en un año.", YearParams, YearTotal, crash)]
+    events = await events_of(engine, "c1", QUESTION)
+
+    kinds = [type(event) for event in events]
+    assert kinds == [OperationDone, OperationDone, *[AnswerDelta] * (len(events) - 3), TurnDone]
+    result = events[-1].result
+    # Parallel tool calls finish in any order: the events follow completion, the result the calls' order.
+    assert by_id(event.operation for event in events[:2]) == by_id(result.operations)
+    deltas = [event.text for event in events if isinstance(event, AnswerDelta)]
+    assert len(deltas) >= 2 and "".join(deltas) == result.answer
+    assert result.recorded and memory_store.history("c1")[-1].content == result.answer
+    assert result.first_answer_ms is not None and 0 < result.first_answer_ms <= result.total_ms
+    assert engine.ask("c2", QUESTION, DEMO_CALLER).first_answer_ms is None  # no reader, no time measured
+    assert (await engine.aask("c3", QUESTION, DEMO_CALLER)).first_answer_ms is None
+
+
+async def test_replayed_history_yields_no_operation_events(make_engine: Any) -> None:
+    engine, _ = make_engine(two_parallel_tools, streaming=True, policy="full_history")
+    await events_of(engine, "c1", QUESTION)
+
+    events = await events_of(engine, "c1", QUESTION)  # the first turn's tool results are replayed
+
+    operations = [event.operation for event in events if isinstance(event, OperationDone)]
+    assert by_id(operations) == by_id(events[-1].result.operations) and len(operations) == 2
+
+
+async def test_text_written_before_tool_calls_is_streamed_and_the_result_supersedes_it(
+    make_engine: Any, memory_store: Any
+) -> None:
+    preamble = ask_tools(call("ventas_anuales", anio=2025), text="Voy a consultar. ")
+    engine, _ = make_engine(then_answer(preamble, "Vendimos 850000000."), streaming=True)
+
+    events = await events_of(engine, "c1", "¿Cuánto vendimos en 2025?")
+
+    shown = "".join(event.text for event in events if isinstance(event, AnswerDelta))
+    assert shown == "Voy a consultar.\n\nVendimos 850000000."
+    assert events[-1].result.answer == "Vendimos 850000000."
+    assert memory_store.history("c1")[-1].content == "Vendimos 850000000."
+
+
+async def test_the_offline_model_streams_its_answer_in_several_deltas(
+    erp: Any, registry: Any, memory_store: Any
+) -> None:
+    engine = ToolCallingEngine(registry, erp, memory_store, OfflineSalesModel(latency_profile="gpu-8b"))
+
+    events = await events_of(engine, "c1", "¿Cuánto vendimos en 2025?")
+
+    deltas = [event.text for event in events if isinstance(event, AnswerDelta)]
+    result = events[-1].result
+    assert len(deltas) >= 2 and "".join(deltas) == result.answer
+    assert result.first_answer_call is not None and result.first_answer_call.call == result.model_calls - 1
+
+
+@pytest.mark.parametrize("strategy", ["provider", "tool"])
+async def test_a_structured_answer_streams_only_its_respuesta(
+    erp: Any, registry: Any, memory_store: Any, strategy: Literal["provider", "tool"]
+) -> None:
+    engine = ToolCallingEngine(
+        registry, erp, memory_store, OfflineSalesModel(), structured=True, structured_strategy=strategy
     )
 
-    def report(messages: list[BaseMessage], info: CallInfo) -> AIMessage | str:
-        if not info.tool_results:
-            return ask_tools(call("ventas_anuales", anio=2025))
-        return f"No pude consultar: {info.tool_results[0].content}"
+    events = await events_of(engine, "c1", "¿Cuánto vendimos en 2025?")
 
-    model = FunctionChatModel(report)
-    engine = ToolCallingEngine(registry, toy_erp, memory_store, model)
-
-    result = engine.ask("c1", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
-
-    [operation] = result.operations
-    error = operation.error or ""
-    assert model.calls[1].tool_results[0].status == "error"
-    assert error.startswith("error interno (ref ") and operation.error_kind == "internal"
-    assert "database is locked" not in str(model.calls[1].messages)  # the exception stays in the log
-    assert result.answer == f"No pude consultar: {error}"
-    assert result.failure == "operation_error" and result.recorded  # the model explained it
-    assert result.operations[0].duration_ms > 0
-    assert result.errors == [f"Tool 'ventas_anuales' failed: {error}"]
-    assert [m.role for m in memory_store.history("c1")] == ["user", "assistant", "tool", "assistant"]
+    deltas = "".join(event.text for event in events if isinstance(event, AnswerDelta))
+    result = events[-1].result
+    assert result.failure is None and result.state["tema"] == "ventas"  # the structured answer's estado
+    assert deltas == result.answer and "memoria" not in deltas
 
 
-# -- one engine, many threads ------------------------------------------------------------------------------
+# -- streams that end early ---------------------------------------------------------------------------
+
+
+async def test_a_stream_that_breaks_midway_through_the_answer_records_nothing(
+    make_engine: Any, memory_store: Any
+) -> None:
+    engine, _ = make_engine(two_parallel_tools, break_after=3)
+
+    events = await events_of(engine, "c1", QUESTION)
+
+    shown = [event.text for event in events if isinstance(event, AnswerDelta)]
+    result = events[-1].result
+    assert "".join(shown) == "En 2025 vendimos"  # the user saw part of the answer…
+    assert (result.failure, result.answer) == ("provider", user_message("provider"))  # …which this replaces
+    assert not result.recorded and memory_store.get_conversation("c1") is None
+    assert len(result.operations) == 2 and result.model_calls == 2
+
+
+@pytest.mark.parametrize("driver", ["ask", "astream"])
+async def test_a_dropped_connection_of_the_offline_model_ends_the_turn_with_or_without_a_reader(
+    erp: Any, registry: Any, memory_store: Any, driver: str
+) -> None:
+    engine = ToolCallingEngine(registry, erp, memory_store, OfflineSalesModel(faults="stream_break"))
+
+    result = await run_turn(engine, driver, "c1", "¿Cuánto vendimos en 2025?")
+
+    assert result.failure == "provider" and not result.recorded
+    assert result.model_calls == 1 and result.input_tokens > 0
+    assert memory_store.get_conversation("c1") is None
+
+
+async def test_an_answer_cut_by_a_dropped_connection_has_no_answering_call(
+    erp: Any, registry: Any, memory_store: Any
+) -> None:
+    faults = FaultConfig(mode="stream_break", rate=0.5, seed=0)
+    assert not faults.strikes(0) and faults.strikes(1)  # the tool step completes; the answer breaks
+    model = OfflineSalesModel(latency_profile="gpu-8b", faults=faults)
+    engine = ToolCallingEngine(registry, erp, memory_store, model)
+
+    events = await events_of(engine, "c1", "¿Cuánto vendimos en 2025?")
+
+    result = events[-1].result
+    assert any(isinstance(event, AnswerDelta) for event in events)
+    assert result.failure == "provider" and not result.recorded
+    assert result.first_answer_ms is not None  # the reader did see text…
+    assert result.first_answer_call is None  # …but no answer was written (ask would see none)
+
+
+async def test_a_consumer_that_stops_reading_before_the_result_records_nothing(
+    make_engine: Any, memory_store: Any
+) -> None:
+    engine, _ = make_engine(two_parallel_tools, streaming=True)
+
+    async with aclosing(engine.astream("c1", QUESTION, DEMO_CALLER)) as events:
+        async for event in events:
+            if isinstance(event, AnswerDelta):
+                break
+
+    assert memory_store.get_conversation("c1") is None
+
+
+# -- threads and the event loop ----------------------------------------------------------------------------
 
 
 def yearly_sales(messages: list[BaseMessage], info: CallInfo) -> AIMessage | str:
@@ -517,8 +713,7 @@ def test_one_engine_serves_concurrent_conversations_without_mixing_them(
         start.wait()
         year = years[conversation_id]
         return [
-            engine.ask(conversation_id, f"{conversation_id} turno {turn} {year}", DEMO_CALLER)
-            for turn in range(3)
+            engine.ask(conversation_id, f"{conversation_id} turno {t} {year}", DEMO_CALLER) for t in range(3)
         ]
 
     with ThreadPoolExecutor(max_workers=len(years)) as pool:
@@ -527,28 +722,169 @@ def test_one_engine_serves_concurrent_conversations_without_mixing_them(
     assert len(model.calls) == 2 * 3 * len(years)
     for conversation_id, turns in results.items():
         year = years[conversation_id]
-        for turn, result in enumerate(turns):
-            question = f"{conversation_id} turno {turn} {year}"
+        questions = [f"{conversation_id} turno {turn} {year}" for turn in range(3)]
+        for question, result in zip(questions, turns, strict=True):
             assert result.answer == f"{question}: {YEAR_TOTALS[year]}"
             assert result.model_calls == 2 and result.errors == [] and result.recorded
             assert [op.parametros for op in result.operations] == [{"anio": year}]
         history = memory_store.history(conversation_id)
-        assert [m.content for m in history if m.role == "user"] == [
-            f"{conversation_id} turno {turn} {year}" for turn in range(3)
-        ]
+        assert [m.content for m in history if m.role == "user"] == questions
         assert [m.role for m in history] == ["user", "assistant", "tool", "assistant"] * 3
 
 
-def test_no_tool_of_a_step_cut_at_the_output_cap_runs(make_engine: Any, memory_store: Any) -> None:
-    def cut_mid_step(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
-        calls = [call("ventas_anuales", anio=2025), call("mejor_cliente", anio=2025)]
-        reply = ask_tools(*calls)
-        reply.response_metadata["finish_reason"] = "length"  # the model hit max_tokens while writing them
-        return reply
+TENANT: contextvars.ContextVar[str] = contextvars.ContextVar("tenant", default="none")
 
-    engine, _ = make_engine(cut_mid_step)
-    result = engine.ask("c1", "¿Cuánto vendimos y quién fue el mejor cliente?", DEMO_CALLER)
 
-    assert (result.failure, result.recorded, result.operations) == ("model_output", False, [])
-    assert any(error.startswith("OutputLimitError") for error in result.errors)
-    assert memory_store.history("c1") == []
+async def test_ask_inside_a_running_event_loop_runs_the_turn_elsewhere_with_the_callers_context(
+    make_engine: Any,
+) -> None:
+    engine, _ = make_engine(lambda messages, info: f"Inquilino {TENANT.get()}.")
+    TENANT.set("acme")
+
+    results = [
+        engine.ask("c1", "hola", DEMO_CALLER),
+        await asyncio.to_thread(engine.ask, "c1", "hola", DEMO_CALLER),
+    ]
+
+    assert [result.answer for result in results] == ["Inquilino acme.", "Inquilino acme."]
+
+
+async def test_tools_and_storage_run_outside_the_event_loop_thread(
+    make_engine: Any, memory_store: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    threads: dict[str, int] = {}
+
+    def sales(_session: Any, params: YearParams) -> YearTotal:
+        threads["tool"] = threading.get_ident()
+        return YearTotal(anio=params.anio, total=YEAR_TOTALS[params.anio])
+
+    record_turn = memory_store.record_turn
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        threads["record_turn"] = threading.get_ident()
+        return record_turn(*args, **kwargs)
+
+    monkeypatch.setattr(memory_store, "record_turn", recording)
+    registry = OperationRegistry(
+        [Operation("ventas_anuales", "Total vendido.", YearParams, YearTotal, sales)]
+    )
+    engine, _ = make_engine(
+        then_answer(ask_tools(call("ventas_anuales", anio=2025))), streaming=True, registry=registry
+    )
+
+    result = await engine.aask("c1", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
+
+    assert result.recorded and result.operations[0].ok
+    loop_thread = threading.get_ident()
+    assert threads["tool"] != loop_thread and threads["record_turn"] != loop_thread
+
+
+async def test_a_turn_planned_before_another_turn_was_recorded_is_flagged_stale(
+    make_engine: Any, memory_store: Any
+) -> None:
+    engine, _ = make_engine(two_parallel_tools, streaming=True)
+    engine.ask("c1", QUESTION, DEMO_CALLER)  # the conversation exists
+
+    async with aclosing(engine.astream("c1", QUESTION, DEMO_CALLER)) as events:
+        first = await anext(events)  # this turn read its context; now another turn lands first
+        assert isinstance(first, OperationDone)
+        other = await asyncio.to_thread(engine.ask, "c1", QUESTION, DEMO_CALLER)
+        rest = [event async for event in events]
+
+    late = rest[-1].result
+    assert not other.stale_state
+    assert late.recorded and late.stale_state
+    contents = [message.content for message in memory_store.history("c1")]
+    assert contents.count(QUESTION) == 3  # nothing lost: both concurrent turns recorded, whole
+
+
+# -- callbacks and logging -----------------------------------------------------------------------------------
+
+
+class RunTree(BaseCallbackHandler):
+    """Records every chain and chat-model run with its parent, name, tags and metadata."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.chains: dict[UUID, dict[str, Any]] = {}
+        self.models: dict[UUID, UUID | None] = {}
+        self.outputs: dict[UUID, Any] = {}
+
+    def on_chain_start(
+        self, serialized: Any, inputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kw: Any
+    ) -> None:
+        with self.lock:
+            fields = {"parent": parent_run_id, **{key: kw.get(key) for key in ("name", "tags", "metadata")}}
+            self.chains[run_id] = fields
+
+    def on_chain_end(self, outputs: Any, *, run_id: UUID, **kw: Any) -> None:
+        with self.lock:
+            self.outputs[run_id] = outputs
+
+    def on_chat_model_start(
+        self, serialized: Any, messages: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kw: Any
+    ) -> None:
+        with self.lock:
+            self.models[run_id] = parent_run_id
+
+    def roots(self) -> list[UUID]:
+        return [run for run, chain in self.chains.items() if chain["parent"] is None]
+
+    def root_of(self, run: UUID | None) -> UUID | None:
+        while run is not None and self.chains.get(run, {}).get("parent") is not None:
+            run = self.chains[run]["parent"]
+        return run
+
+
+@pytest.mark.parametrize("driver", ["ask", "aask", "astream"])
+async def test_callbacks_see_exactly_the_turns_model_calls_under_one_turn_run(
+    erp: Any, registry: Any, memory_store: Any, driver: str
+) -> None:
+    engine = ToolCallingEngine(registry, erp, memory_store, OfflineSalesModel())
+    tree = RunTree()
+    config: Any = {"callbacks": [tree], "tags": ["erp-web"], "metadata": {"tenant": "acme"}}
+    question = "¿Cuánto compró nuestro mejor cliente en 2025?"  # two dependent steps: three model calls
+
+    result = await run_turn(engine, driver, "c1", question, config=config)
+
+    assert result.model_calls == 3 and len(tree.models) == 3
+    [root] = tree.roots()
+    assert tree.chains[root]["name"] == "toolcalling turn"
+    assert "erp-web" in tree.chains[root]["tags"]
+    assert tree.chains[root]["metadata"]["tenant"] == "acme"
+    assert {tree.root_of(parent) for parent in tree.models.values()} == {root}
+    agent_runs = [chain["name"] for chain in tree.chains.values() if chain["parent"] == root]
+    assert agent_runs == ["toolcalling"]  # the compiled agent graph, whose descendants are the calls
+    assert tree.outputs[root]["answer"] == result.answer and tree.outputs[root]["failure"] is None
+
+
+async def test_run_name_names_the_turn_run(make_engine: Any) -> None:
+    engine, _ = make_engine(two_parallel_tools, streaming=True)
+    tree = RunTree()
+
+    await engine.aask("c1", QUESTION, DEMO_CALLER, config={"callbacks": [tree], "run_name": "pedido 42"})
+
+    assert [tree.chains[root]["name"] for root in tree.roots()] == ["pedido 42"]
+
+
+@pytest.mark.parametrize(("driver", "break_after"), [("ask", None), ("astream", None), ("astream", 3)])
+async def test_every_finished_turn_is_logged_once_a_failed_one_as_a_warning(
+    make_engine: Any, caplog: pytest.LogCaptureFixture, driver: str, break_after: int | None
+) -> None:
+    engine, _ = make_engine(two_parallel_tools, streaming=True, break_after=break_after)
+    ana = Caller(user_id="ana", roles=frozenset({"gerente"}), name="Ana")
+    caplog.set_level(logging.INFO, logger="toolcalling_mode")
+
+    await run_turn(engine, driver, "c1", QUESTION, ana)
+
+    [record] = [r for r in caplog.records if r.name == "toolcalling_mode"]
+    fields = getattr(record, "erp_ai")  # noqa: B009 (set through ``extra``)
+    assert fields["conversation_id"] == "c1" and fields["user_id"] == "ana"
+    assert fields["mode"] == "toolcalling" and fields["model_calls"] == 2
+    if break_after is None:
+        assert record.levelno == logging.INFO
+        assert fields["failure"] is None and fields["recorded"] is True
+    else:
+        assert record.levelno == logging.WARNING
+        assert fields["failure"] == "provider" and fields["recorded"] is False
+    assert QUESTION not in record.getMessage()  # question and answer texts are never logged

@@ -1,15 +1,9 @@
 """Tool-calling prompt templates: package data (``*.md``) loaded with :mod:`importlib.resources`.
 
-**Stable first, per-turn last**, so that a provider's prompt (prefix) cache reuses as much as it can: the
-system prompt holds only the instructions (the same for every turn, conversation and day); what a turn adds
-comes after it, in the turn's human message, where :func:`turn_message` puts the rendered context before
-the question, as the planner's call 1 does (``Nueva pregunta:``). In the windowed policy that context is
-today's date, the state, the memory and the last exchange; in the full-history policy, which replays every
-stored message between the system prompt and this human message, it is today's date and the state (the
-replay holds the rest), so the replayed history is the same prefix turn after turn.
-
-The templates avoid the quoted words the offline model reads as planner requests, so the same offline model
-recognises a tool-calling turn by its bound tools and its ``Fecha de hoy:`` line.
+Stable first, per-turn last, so that a provider's prefix cache reuses as much as it can: the system prompt
+holds only the instructions; the turn's human message holds the rendered context, then the question
+(``Nueva pregunta:``, as the planner's call 1). The templates avoid the words the offline model reads as
+planner requests: it recognises a tool-calling turn by its bound tools and its ``Fecha de hoy:`` line.
 """
 
 from __future__ import annotations
