@@ -19,9 +19,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchmarks.stand_ins.offline._prompt import Conversation
-from benchmarks.stand_ins.offline._years import MONTHS_ES
 from shared.text import fold, format_guaranies
 
+MONTHS_ES = [
+    "enero", "febrero", "marzo", "abril", "mayo", "junio",
+    "julio", "agosto", "septiembre", "octubre", "noviembre", "diciembre",
+]  # fmt: skip
 _TOPICS = {"top_productos": "productos", "facturas_pendientes": "facturas", "buscar_cliente": "clientes"}
 """The conversation's topic after an operation, when it is not "ventas"."""
 DESCRIPTIONS = {

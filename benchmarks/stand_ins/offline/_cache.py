@@ -1,23 +1,19 @@
 """A model of a prompt (prefix) cache: how many prompt tokens the offline model reports as cached.
 
-A model, not a measurement: servers reuse what they computed for a recent prompt that the new one starts
-with (llama.cpp's slot cache, OpenAI's and Gemini's automatic caching) and report it as cached input tokens.
-Without a tokenizer, the offline model applies one rule, **whole blocks**: a prompt is a sequence of blocks
-in chat-template order (the tools, the response format's schema, then each message with its role, text and
-tool calls but not their ids), each costing what :mod:`shared.llm.tokens` counts, so the blocks add up to
-``input_tokens``. The cached tokens are those of the longest run of leading blocks shared with one of the
-last :attr:`PrefixCache.size` prompts (least recently used out; no expiry: a run is short), at most
-``input_tokens - 1`` (a server always processes the last prompt token). Real caches match tokens (OpenAI in
-128-token steps from 1,024), so figures describe what a prefix cache can reuse given how prompts are
-ordered, which is what comparing the two architectures needs.
+A model, not a measurement. A prompt is a sequence of blocks in chat-template order (the tools, the response
+format's schema, then each message with its role, text and tool calls but not their ids), each costing what
+:mod:`shared.llm.tokens` counts, so the blocks add up to ``input_tokens``. The cached tokens are those of the
+longest run of leading blocks shared with one of the last :attr:`PrefixCache.size` prompts (least recently
+used out), at most ``input_tokens - 1`` (a server always processes the last prompt token). Real caches match
+tokens, so figures describe what a prefix cache can reuse given how prompts are ordered, which is what
+comparing the two architectures needs.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
-from collections import deque
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -39,30 +35,22 @@ class PromptBlock:
     tokens: int
 
 
-def block_text(message: BaseMessage) -> str:
-    """A message's text, and for an AI message its tool calls' names and arguments."""
-    text = message_text(message)
-    if isinstance(message, AIMessage) and message.tool_calls:
-        text += json.dumps([{"name": c["name"], "args": c["args"]} for c in message.tool_calls], default=str)
-    return text
-
-
 def prompt_blocks(
     messages: Sequence[BaseMessage], options: dict[str, Any], *, schema_in_prompt: bool = True
 ) -> list[PromptBlock]:
-    """The blocks of one call's prompt: the tools and a dict ``response_format``/``format`` of the call's
-    ``options`` (as compact JSON; not the schema when ``schema_in_prompt`` is false, a server that uses it
-    as a grammar only), then each message (its text plus
-    :data:`~shared.llm.tokens.MESSAGE_OVERHEAD_TOKENS`)."""
+    """The blocks of one call's prompt: the call's tools and dict ``response_format``/``format`` (not the
+    schema when ``schema_in_prompt`` is false: a server that uses it as a grammar only), then each message."""
     blocks: list[PromptBlock] = []
-    names = ["tools", *(("response_format", "format") if schema_in_prompt else ())]
-    for name in names:
+    for name in ["tools", *(("response_format", "format") if schema_in_prompt else ())]:
         value = options.get(name)
         if value if name == "tools" else isinstance(value, dict):
             text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
             blocks.append(PromptBlock(f"{name}\n{text}", approx_json_tokens(value)))
     for message in messages:
-        text = block_text(message)
+        text = message_text(message)
+        if isinstance(message, AIMessage) and message.tool_calls:
+            calls = [{"name": c["name"], "args": c["args"]} for c in message.tool_calls]
+            text += json.dumps(calls, default=str)
         blocks.append(PromptBlock(f"{message.type}\n{text}", approx_tokens(text) + MESSAGE_OVERHEAD_TOKENS))
     return blocks
 
@@ -75,30 +63,24 @@ class PrefixCache:
             raise ValueError(f"A prompt cache keeps 0 or more prompts, not {size}.")
         self.size = size
         self._lock = threading.Lock()
-        self._prompts: deque[tuple[bytes, ...]] = deque()
+        self._prompts: OrderedDict[tuple[str, ...], None] = OrderedDict()
 
     def read(self, blocks: Sequence[PromptBlock]) -> int:
         """The tokens of ``blocks`` a prefix cache would serve (see the module's rule), then remember them."""
-        keys = tuple(hashlib.blake2b(block.key.encode(), digest_size=16).digest() for block in blocks)
+        keys = tuple(block.key for block in blocks)
         if self.size == 0 or not keys:
             return 0
         with self._lock:
             matched = max((_common(keys, cached) for cached in self._prompts), default=0)
-            if keys in self._prompts:
-                self._prompts.remove(keys)
-            self._prompts.append(keys)
+            self._prompts.pop(keys, None)
+            self._prompts[keys] = None
             while len(self._prompts) > self.size:
-                self._prompts.popleft()
+                self._prompts.popitem(last=False)
         total = sum(block.tokens for block in blocks)
         return max(0, min(sum(block.tokens for block in blocks[:matched]), total - 1))
 
-    def clear(self) -> None:
-        """Forget every prompt."""
-        with self._lock:
-            self._prompts.clear()
 
-
-def _common(new: tuple[bytes, ...], cached: tuple[bytes, ...]) -> int:
+def _common(new: tuple[str, ...], cached: tuple[str, ...]) -> int:
     """How many leading blocks two prompts share."""
     return next(
         (i for i, (a, b) in enumerate(zip(new, cached, strict=False)) if a != b), min(len(new), len(cached))

@@ -2,7 +2,7 @@
 
 The call's keyword arguments say what is asked (:class:`Request`: bound tools, ``tool_choice``, a response
 format); the prompt says the rest (:class:`~._prompt.PromptView`). Operations come only from the catalog the
-prompt offers or the tools bound; unknown tools get generic calls (:mod:`._generic`).
+prompt offers or the tools bound; unknown tools get generic calls (:mod:`._schema`).
 """
 
 from __future__ import annotations
@@ -16,14 +16,17 @@ from langchain_core.utils.function_calling import convert_to_json_schema, conver
 
 from benchmarks.stand_ins.offline._answers import Executed, compose_answer, describe
 from benchmarks.stand_ins.offline._faults import Draft, catalog_names, declared_operations, prompt_kind
-from benchmarks.stand_ins.offline._generic import ToolSpec, arguments, explicit_call, named_tool
 from benchmarks.stand_ins.offline._prompt import PromptView, TurnCall
 from benchmarks.stand_ins.offline._schema import (
+    ToolSpec,
     alternatives,
+    arguments,
     conform,
     enum_values,
+    explicit_call,
     fill,
     mentions,
+    named_tool,
     properties,
     resolve,
     schema_kind,

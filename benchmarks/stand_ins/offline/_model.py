@@ -1,16 +1,10 @@
 """``OfflineSalesModel``: a deterministic LangChain chat model that plays an LLM for the sales assistant.
 
-A stand-in for the default benchmark, demos and tests, not a measure of model quality. It reads only the
-messages, tools and response format it is sent (never the ERP, the registry or the benchmark) and replies
-as :mod:`._decide` decides: tool calls then a final answer (bound tools), the planner's plan JSON (a schema
-with ``operaciones`` or a prompt asking for ``"operaciones"``), or the answer JSON (``respuesta``).
-
-Token counts follow :mod:`shared.llm.tokens` (tool calls counted as compact JSON); ``cache_read`` reports
-what the modelled prefix cache (:mod:`._cache`) would serve; ``max_tokens`` cuts a longer reply
-(``finish_reason="length"``); a latency profile adds ``simulated_latency_ms``, ``simulated_first_token_ms``
-and ``simulated_ms_per_token`` to ``response_metadata``; a :class:`~benchmarks.stand_ins.faults.FaultConfig`
-makes chosen calls misbehave. ``stream`` sends the same reply in chunks whose sum equals what ``invoke``
-returns.
+A stand-in for the benchmark, demos and tests, not a measure of model quality. It reads only the messages,
+tools and response format it is sent (never the ERP, the registry or the benchmark) and replies as
+:mod:`._decide` decides. Token counts follow :mod:`shared.llm.tokens`; ``cache_read`` is what the modelled
+prefix cache (:mod:`._cache`) would serve; a latency profile adds ``simulated_*`` timings to
+``response_metadata``; a :class:`~benchmarks.stand_ins.faults.FaultConfig` makes chosen calls misbehave.
 """
 
 from __future__ import annotations
@@ -66,8 +60,8 @@ class _Reply:
     breaks: bool = False
 
     def stream(self) -> Iterator[ChatGenerationChunk]:
-        """The reply as stream chunks; a breaking reply sends the first half of its pieces (at least one,
-        never the last chunk with finish reason and usage), then raises :class:`OfflineStreamBreak`."""
+        """The reply's chunks; a breaking reply sends the first half of its pieces (at least one, never the
+        last chunk with the usage), then raises :class:`OfflineStreamBreak`."""
         chunks = _chunks(self.message)
         if not self.breaks:
             yield from chunks
@@ -84,10 +78,8 @@ class _Reply:
 
 
 def _chunks(message: AIMessage) -> list[ChatGenerationChunk]:
-    """``message`` as a streaming server sends it (the chunks add up to ``message``): the text in
-    :func:`~benchmarks.stand_ins.chunks.stream_pieces`, then each tool call (valid or not), its name and id
-    with the first piece of its arguments and the other pieces under the same ``index``; the last chunk is
-    empty and carries usage, response metadata and ``chunk_position="last"``."""
+    """``message`` as a streaming server sends it (the chunks add up to ``message``): the text's pieces, then
+    each tool call's pieces under its ``index``, then an empty last chunk with usage and metadata."""
     content = message.content if isinstance(message.content, str) else message.text
     chunks = [ChatGenerationChunk(message=AIMessageChunk(content=piece)) for piece in stream_pieces(content)]
     calls: list[tuple[str | None, str, str | None]] = [
@@ -111,13 +103,12 @@ def _chunks(message: AIMessage) -> list[ChatGenerationChunk]:
 
 
 def _chunk_tokens(chunk: ChatGenerationChunk) -> int:
-    """Output tokens of one streamed piece: its text and tool-call argument text."""
     parts = getattr(chunk.message, "tool_call_chunks", None) or []
     return approx_tokens(chunk.text) + approx_tokens("".join(str(p.get("args") or "") for p in parts))
 
 
 class OfflineSalesModel(BaseChatModel):
-    """A deterministic, offline chat model for the ERP sales assistant (see the module docstring).
+    """A deterministic, offline chat model for the ERP sales assistant.
 
     Example:
         >>> model = OfflineSalesModel(latency_profile="gpu-8b")
@@ -128,20 +119,13 @@ class OfflineSalesModel(BaseChatModel):
     model_config = ConfigDict(populate_by_name=True)
 
     model_name: str = Field(default="offline-sales", alias="model")
-    """Name reported in ``response_metadata["model_name"]``."""
     max_tokens: int | None = None
-    """Output cap: a longer reply is cut at this many tokens (``output_tokens`` equal to the cap,
-    ``finish_reason="length"``; tool calls that did not fit are left as text). A call's ``max_tokens=``
-    overrides it."""
+    """Output cap: a longer reply is cut there (``finish_reason="length"``, unfinished tool calls as text)."""
     stop: list[str] | None = None
-    """Default stop sequences: text replies end before the first one."""
     latency_profile: LatencyProfile | None = None
-    """The modelled timing reported in ``response_metadata`` (a preset name or a profile); a profile with
-    ``schema_as_grammar`` also leaves a response-format schema out of ``input_tokens``."""
+    """Modelled timing (a preset name or a profile); ``schema_as_grammar`` leaves the schema out of input."""
     faults: FaultConfig | None = None
-    """When set, calls selected by the config misbehave (a bare mode name: every call)."""
     prompt_cache_size: int = Field(default=DEFAULT_PROMPT_CACHE_SIZE, ge=0)
-    """Recent prompts the modelled prefix cache keeps (:mod:`._cache`); ``0``: no cache."""
     # Accepted for compatibility with real chat models; the model is deterministic and nothing waits.
     temperature: float = 0.0
     timeout: float | None = None
@@ -154,7 +138,6 @@ class OfflineSalesModel(BaseChatModel):
     _prompt_cache: PrefixCache = PrivateAttr(default_factory=PrefixCache)
 
     def model_post_init(self, context: Any, /) -> None:
-        """Size the prompt cache from :attr:`prompt_cache_size` (each instance has its own)."""
         super().model_post_init(context)
         self._prompt_cache = PrefixCache(self.prompt_cache_size)
 
@@ -167,8 +150,6 @@ class OfflineSalesModel(BaseChatModel):
     @classmethod
     def _fault_by_mode(cls, value: Any) -> Any:
         return FaultConfig(mode=value) if isinstance(value, str) else value
-
-    # -- LangChain plumbing ---------------------------------------------------------------------------------
 
     @property
     def _llm_type(self) -> str:
@@ -202,7 +183,7 @@ class OfflineSalesModel(BaseChatModel):
 
     @property
     def calls(self) -> int:
-        """How many calls this instance has answered (the index fault decisions use)."""
+        """How many calls this instance has answered."""
         return self._calls
 
     def bind_tools(
@@ -212,12 +193,8 @@ class OfflineSalesModel(BaseChatModel):
         tool_choice: str | dict[str, Any] | bool | None = None,
         **kwargs: Any,
     ) -> Runnable[LanguageModelInput, AIMessage]:
-        """Bind tools (any form ``convert_to_openai_tool`` accepts).
-
-        ``tool_choice``: ``None``/``"auto"`` (the model decides), ``"any"``/``"required"``/``True`` (some tool
-        must be called), a tool name or ``{"type": "function", "function": {"name": …}}`` (that tool), or
-        ``"none"``. Extra keyword arguments (e.g. ``response_format``) are passed to every call.
-        """
+        """Bind tools; ``tool_choice`` is ``None``/``"auto"``, ``"any"``/``"required"``/``True``, a tool name
+        (or ``{"function": {"name": …}}``) or ``"none"``."""
         formatted = [convert_to_openai_tool(tool) for tool in tools]
         return self.bind(tools=formatted, tool_choice=tool_choice, **kwargs)
 
@@ -230,13 +207,8 @@ class OfflineSalesModel(BaseChatModel):
         strict: bool | None = None,
         **kwargs: Any,
     ) -> Runnable[LanguageModelInput, dict[str, Any] | BaseModel]:
-        """Return a runnable that parses the reply into ``schema`` (pydantic class, TypedDict or dict).
-
-        ``json_schema`` (default) sends the schema as ``response_format`` and parses JSON text; ``json_mode``
-        asks for JSON without the schema (the prompt must say what to produce); ``function_calling`` forces a
-        call to a tool whose arguments are the object. ``include_raw=True`` returns
-        ``{"raw", "parsed", "parsing_error"}`` instead of raising on a parsing error.
-        """
+        """A runnable that parses the reply into ``schema``: ``json_schema`` sends it as ``response_format``,
+        ``json_mode`` asks for JSON only, ``function_calling`` forces a call to a tool of that schema."""
         if kwargs:
             raise ValueError(f"Received unsupported arguments {kwargs}")
         is_pydantic = isinstance(schema, type) and is_basemodel_subclass(schema)
@@ -293,7 +265,6 @@ class OfflineSalesModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        """The same reply as ``invoke``, in several chunks (see :func:`_chunks`); summed, they equal it."""
         reply = self._respond(messages, stop, kwargs)
         for chunk in reply.stream():
             if run_manager:
@@ -307,7 +278,6 @@ class OfflineSalesModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[ChatGenerationChunk]:
-        """``_stream`` natively async: the event loop gets control back between chunks (nothing sleeps)."""
         reply = self._respond(messages, stop, kwargs)
         for chunk in reply.stream():
             if run_manager:
@@ -315,10 +285,7 @@ class OfflineSalesModel(BaseChatModel):
             yield chunk
             await asyncio.sleep(0)
 
-    # -- the reply ------------------------------------------------------------------------------------------
-
     def _respond(self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]) -> _Reply:
-        """The call's reply (or the fault it raises before any), with where a ``stream_break`` cuts it."""
         with self._lock:
             index = self._calls
             self._calls += 1

@@ -28,7 +28,8 @@ def is_abbreviation(token: str) -> bool:
     return fold(token.rstrip(".")) in _SUFFIX_WORDS
 
 
-def _any(*alternatives: str) -> str:
+def any_of(*alternatives: str) -> str:
+    """One regex alternation from readable pieces."""
     return "|".join(alternatives)
 
 
@@ -42,7 +43,7 @@ TRIGGERS = re.compile(
 
 _STOP = re.compile(
     r"\s+(?:"
-    + _any(
+    + any_of(
         "en", "durante", "desde", "hasta", "el año", "el ano", r"(?:este|ese) (?:año|ano|mes)", "in",
         "during", "for", "this", "last", "since", "y", "and", "por", "tiene", "tienen", "compr[oó]",
         "compraron", "buy", "bought", "spend", "spent", "purchase", r"de (?:19|20)\d\d", "del año",

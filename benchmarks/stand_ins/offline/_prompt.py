@@ -1,15 +1,8 @@
 """Reading a prompt: everything the offline model knows comes from the messages it is sent.
 
-The labels are the ones :func:`shared.memory.context.render_context` writes and docs/design.md fixes
-("Fecha de hoy:", "Estado de la conversación:", "Memoria relevante:", "Último intercambio:",
-"Nueva pregunta:", "Pregunta:", "Resultados:"). Full-history tool calling adds earlier messages: earlier
-tool calls and results are read as conversation context too.
-
-The state's ``ultimas_operaciones`` may be call notation (``mejor_cliente(anio=2025); compras_cliente(…)``,
-what the planner's ERP derives), a list of ``{"funcion", "parametros"}`` objects, or operation names. The
-system prompt's instructions (not the context rendered into it) also say what an answer should keep: which
-state keys it names, and whether ``memoria`` is only for what the results do not say
-(:class:`AnswerInstructions`).
+The labels are the ones :func:`shared.memory.context.render_context` writes ("Fecha de hoy:", "Estado de la
+conversación:", "Memoria relevante:", "Último intercambio:", "Nueva pregunta:", "Pregunta:", "Resultados:");
+with full-history tool calling, earlier tool calls and results are conversation context too.
 """
 
 from __future__ import annotations
@@ -35,23 +28,19 @@ _CUSTOMER_MENTIONS = re.compile(
     r"|(?:^|(?<=[.!?]\s))(?=[A-ZÁÉÍÓÚÑ][^!?\n]{0,80}? (?:nos )?(?:compró|bought) ₲)",
     re.IGNORECASE,
 )
-"""Where an earlier message names a customer: "el mejor cliente de 2025 fue X", "facturas pendientes de X",
-"X compró ₲…"."""
+"""Where an earlier message names a customer ("el mejor cliente de 2025 fue X", "X compró ₲…")."""
 _YEAR = re.compile(r"\b(?:19|20)\d{2}\b")
 _CALL = re.compile(r"([A-Za-z_]\w*)\(")
 _ARGUMENT = re.compile(r"\s*([A-Za-z_]\w*)\s*=\s*")
 STATE_KEYS = ("tema", "anio", "cliente_actual", "ultima_operacion", "ultimas_operaciones")
-"""The state keys the offline model knows how to write."""
 ARTICLE_STATE_KEYS = ("tema", "anio", "cliente_actual")
-"""What it keeps when the instructions name none: the article's example state (§9, §11)."""
+"""What it keeps when the instructions name none: the article's example state."""
 _RESULTS_NOT_REMEMBERED = re.compile(
     r"memoria\W.{0,120}?\bno (?:esten|este|figuren|aparezcan) en los resultados"
     r"|memory\W.{0,120}?\bnot (?:already )?in the results"
 )
-"""Instructions that keep ``memoria`` for what the results do not already say."""
 _ERROR_STARTS = ("error", "no tiene permiso", "no tiene acceso")
-"""How a tool result that is an error starts, when its message does not say ``status="error"``: the ERP's
-refusals (an operation the caller may not run, a customer outside their scope) are errors too."""
+"""How a tool result that is an error starts (the ERP's refusals too) when its status does not say so."""
 
 
 @dataclass(frozen=True)
@@ -67,20 +56,16 @@ class TurnCall:
 
 @dataclass(frozen=True)
 class AnswerInstructions:
-    """What the system prompt's instructions ask an answer to keep, read as a model would read them."""
+    """What the system prompt's instructions ask an answer to keep: the state keys they name, and whether
+    ``memoria`` may restate the results."""
 
     state_keys: tuple[str, ...] = ARTICLE_STATE_KEYS
-    """The state keys of :data:`STATE_KEYS` the instructions name (the article's keys when they name none)."""
     remember_results: bool = True
-    """Whether ``memoria`` may restate the results (``False`` when the instructions keep it for the rest)."""
 
 
 def answer_instructions(system: str) -> AnswerInstructions:
-    """Read :class:`AnswerInstructions` from a system prompt, skipping the context rendered into it.
-
-    Context lines (``- clave: valor`` items, ``Usuario:``/``Asistente:`` exchange lines) are not
-    instructions: a state that already holds ``cliente_actual`` does not ask for it.
-    """
+    """Read :class:`AnswerInstructions` from a system prompt, skipping the context lines rendered into it
+    (a state that already holds ``cliente_actual`` does not ask for it)."""
     lines = [line for line in system.splitlines() if not line.startswith(("- ", "Usuario: ", "Asistente: "))]
     text = "\n".join(lines)
     named = tuple(key for key in STATE_KEYS if re.search(rf"(?<!\w){key}(?!\w)", text))
@@ -104,7 +89,6 @@ class Conversation:
     previous_operations: tuple[tuple[str, dict[str, Any]], ...] = ()
     previous_question: str | None = None
     instructions: AnswerInstructions = field(default_factory=AnswerInstructions)
-    """What the system prompt asks an answer to keep (``estado`` keys, ``memoria``)."""
 
 
 @dataclass(frozen=True)
@@ -119,14 +103,12 @@ class PromptView:
     turn_calls: tuple[TurnCall, ...]
     all_text: str
     compact_json: bool = False
-    """The instructions' JSON examples are written without spaces (``{"a":1,"b":[]}``): a model copies the
-    style of the examples it is shown, so the JSON it writes is compact too (:func:`compact_examples`)."""
+    """The instructions' JSON examples are compact: a model copies the style of the examples it is shown."""
 
     @property
     def catalog_text(self) -> str:
-        """Where the prompt lists the operations it offers: the system prompt; without one, the human message
-        before the question. Never the question itself: a user who types an operation's name ("ejecuta
-        ventas_por_categoria") does not add it to the catalog the ERP gave."""
+        """Where the prompt lists its operations: the system prompt, else the human message before the
+        question (never the question: a user who types an operation's name does not add it)."""
         if self.system:
             return self.system
         marker = self.human.rfind("Nueva pregunta:")
@@ -134,19 +116,15 @@ class PromptView:
 
 
 def message_text(message: BaseMessage) -> str:
-    """Plain text of a message (text blocks joined)."""
     if isinstance(message.content, str):
         return message.content
     return message.text
 
 
 def read_prompt(messages: list[BaseMessage]) -> PromptView:
-    """Read ``messages`` into a :class:`PromptView`."""
     system = "\n".join(message_text(m) for m in messages if isinstance(m, SystemMessage))
     last_human = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=-1)
-    human = message_text(messages[last_human]) if last_human >= 0 else ""
-    if last_human < 0 and messages:
-        human = message_text(messages[-1])
+    human = message_text(messages[last_human]) if messages else ""
     earlier = messages[:last_human] if last_human >= 0 else []
     turn = messages[last_human + 1 :] if last_human >= 0 else []
     context_text = f"{system}\n{human}"
@@ -164,25 +142,19 @@ def read_prompt(messages: list[BaseMessage]) -> PromptView:
 
 
 _JSON_MEMBER = re.compile(r'"[^"\n]{1,60}"([ \t]*):([ \t]*)(?=["\[{0-9-]|true\b|false\b|null\b)')
-"""A key of a JSON object and its colon, with the spaces around the colon, followed by a value on the same
-line (a quoted word ending a sentence with a colon, ``… por "respuesta":`` and a line break, is no member)."""
+"""A JSON member's key and colon, with the spaces around the colon, and a value on the same line."""
 
 
 def compact_examples(instructions: str) -> bool:
-    """Whether the JSON examples in ``instructions`` (a system prompt) are written compact: at least one
-    ``"key":value`` member, none with whitespace around its colon. Without examples a model writes JSON its
-    usual way (with spaces: ``False``)."""
+    """Whether the JSON examples in ``instructions`` are compact: some ``"key":value`` member, none with
+    whitespace around its colon."""
     gaps = [match.group(1) + match.group(2) for match in _JSON_MEMBER.finditer(instructions)]
     return bool(gaps) and not any(gaps)
 
 
 def extract_question(text: str) -> str:
-    """The question inside a human message (after ``Nueva pregunta:`` / ``Pregunta:``), else all of it.
-
-    An answer request (call 2) puts the context first, then ``Pregunta:``, then ``Resultados:``: the question
-    is the last ``Pregunta:`` line before the results, so a context item that happens to contain such a line
-    (a remembered text with a line break) is not read as the question.
-    """
+    """The question inside a human message (after ``Nueva pregunta:``, else the last ``Pregunta:`` line
+    before ``Resultados:``), else all of it."""
     marker = text.rfind("Nueva pregunta:")
     if marker >= 0:
         rest = text[marker + len("Nueva pregunta:") :].strip()
@@ -352,14 +324,12 @@ def _conversation(text: str, earlier: list[BaseMessage]) -> Conversation:
 
 
 def _cliente_from_text(texts: list[str]) -> str | None:
-    """The customer the latest text naming one names (memory items, then the exchange's answers)."""
     return next(
         (name for text in reversed(texts) if (name := name_in_answer(text, _CUSTOMER_MENTIONS))), None
     )
 
 
 def _year_from_text(texts: list[str]) -> int | None:
-    """The last year written in the latest text that writes one."""
     return next((int(years[-1]) for text in reversed(texts) if (years := _YEAR.findall(text))), None)
 
 
@@ -371,9 +341,16 @@ class _History:
     operations: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     question: str | None = None
 
+    def note(self, data: dict[str, Any]) -> None:
+        """Take the customer and year a tool call's arguments or result name."""
+        if isinstance(data.get("cliente"), str) and data["cliente"].strip():
+            self.cliente = data["cliente"].strip()
+        year = _as_year(data.get("anio"))
+        if year:
+            self.anio = year
+
 
 def _history(earlier: list[BaseMessage]) -> _History:
-    """Context recovered from earlier messages (full-history tool calling)."""
     history = _History()
     last_turn: list[tuple[str, dict[str, Any]]] = []
     for message in earlier:
@@ -389,19 +366,11 @@ def _history(earlier: list[BaseMessage]) -> _History:
                     history.state.update(args["estado"])
                     continue
                 last_turn.append((call["name"], args))
-                if isinstance(args.get("cliente"), str) and args["cliente"].strip():
-                    history.cliente = args["cliente"].strip()
-                year = _as_year(args.get("anio"))
-                if year:
-                    history.anio = year
+                history.note(args)
         elif isinstance(message, ToolMessage):
             data = _parse_value(message_text(message))
             if isinstance(data, dict):
-                if isinstance(data.get("cliente"), str) and data["cliente"].strip():
-                    history.cliente = data["cliente"].strip()
-                year = _as_year(data.get("anio"))
-                if year:
-                    history.anio = year
+                history.note(data)
     if last_turn:
         history.operations = last_turn
     return history

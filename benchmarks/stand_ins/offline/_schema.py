@@ -1,20 +1,24 @@
-"""JSON-schema helpers: classify a requested schema, fill one with placeholders, conform a payload to it.
+"""JSON-schema helpers (classify a requested schema, fill one with placeholders, conform a payload to it)
+and calls to tools the offline model does not know as sales operations (weather, adders, test tools).
 
-Used for ``with_structured_output``, provider-native ``response_format`` / Ollama ``format`` schemas, and the
-arguments of tools the model does not know (the langchain-tests adder, weather and joke schemas).
+A union (``anyOf``/``oneOf``) is conformed to the first alternative whose type fits the value and whose
+one-value ``enum``/``const`` properties it matches (the planner's schema ties each ``funcion`` to its own
+``parametros`` that way); a value no alternative fits is left as it is. A conformed object has its keys in
+the schema's ``properties`` order, the order a grammar built from the schema makes a model write them in.
 
-A union (``anyOf``/``oneOf``) is conformed to the alternative the value is meant for: the first whose type
-fits the value and whose one-value ``enum``/``const`` properties the value matches (the planner's schema
-ties each ``funcion`` to its own ``parametros`` that way, :mod:`planner_mode.plan_schema`). A value no
-alternative fits is left as it is, as a model's output would be. A conformed object has its keys in the
-schema's ``properties`` order, the order a grammar built from the schema (llama.cpp's, Ollama's) makes a
-model write them in.
+An unknown tool is chosen when the question calls it (``magic_function(3)``), names it (a word of its name)
+or ``tool_choice`` forces it; its arguments come from the call, the question's numbers and quoted or
+capitalised text, or the schema's placeholders.
 """
 
 from __future__ import annotations
 
+import ast
 import re
+from dataclasses import dataclass
 from typing import Any, Literal
+
+from shared.text import fold
 
 SchemaKind = Literal["plan", "answer", "other"]
 
@@ -214,3 +218,84 @@ def enum_values(schema: dict[str, Any], root: dict[str, Any]) -> list[Any] | Non
 def mentions(schema: dict[str, Any] | None, word: str) -> bool:
     """Whether ``word`` occurs anywhere in the schema's text (property names, descriptions)."""
     return bool(schema) and re.search(re.escape(word), repr(schema)) is not None
+
+
+# -- tools the model does not know ---------------------------------------------------------------------
+
+_GENERIC_WORDS = frozenset(
+    {"get", "set", "tool", "function", "call", "run", "the", "and", "with", "from", "para", "por"}
+)
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A bound tool as the model sees it: its name and parameters schema."""
+
+    name: str
+    parameters: dict[str, Any]
+
+    @property
+    def property_names(self) -> list[str]:
+        props = resolve(self.parameters, self.parameters).get("properties")
+        return list(props) if isinstance(props, dict) else []
+
+
+def explicit_call(question: str, tools: list[ToolSpec]) -> tuple[ToolSpec, dict[str, Any]] | None:
+    """A call written in the question as ``name(arg, ...)``."""
+    for spec in tools:
+        match = re.search(rf"\b{re.escape(spec.name)}\s*\(([^)]*)\)", question)
+        if not match:
+            continue
+        args: dict[str, Any] = {}
+        raw = [part.strip() for part in match.group(1).split(",") if part.strip()]
+        for name, text in zip(spec.property_names, raw, strict=False):
+            key, sep, literal = text.partition("=")
+            if sep and key.strip().isidentifier():
+                name, text = key.strip(), literal.strip()
+            try:
+                args[name] = ast.literal_eval(text)
+            except (ValueError, SyntaxError):
+                args[name] = text
+        return spec, args
+    return None
+
+
+def named_tool(question: str, tools: list[ToolSpec]) -> ToolSpec | None:
+    """The first tool one of whose name words (4+ letters, not generic) appears in the question."""
+    words = set(re.findall(r"[a-z0-9]+", fold(question)))
+    for spec in tools:
+        parts = [p for p in re.split(r"[_\-\s]+|(?<=[a-z])(?=[A-Z])", spec.name) if p]
+        if any(len(p) >= 4 and p.lower() not in _GENERIC_WORDS and p.lower() in words for p in parts):
+            return spec
+    return None
+
+
+def arguments(spec: ToolSpec, question: str, *, all_properties: bool = False) -> dict[str, Any]:
+    """Arguments for ``spec`` taken from the question where possible, placeholders otherwise."""
+    schema = resolve(spec.parameters, spec.parameters)
+    props: dict[str, Any] = schema.get("properties") or {}
+    required = set(schema.get("required") or [])
+    numbers = [int(n) for n in re.findall(r"(?<![\w.])-?\d+(?![\w.])", question)]
+    texts = _texts(question)
+    args: dict[str, Any] = {}
+    for name, sub in props.items():
+        if not all_properties and name not in required:
+            continue
+        sub_schema = resolve(sub, spec.parameters)
+        kind = sub_schema.get("type")
+        if kind in ("integer", "number") and numbers:
+            value: Any = numbers.pop(0)
+            args[name] = float(value) if kind == "number" else value
+        elif kind == "string" and "enum" not in sub_schema and texts:
+            args[name] = texts.pop(0)
+        else:
+            args[name] = fill(sub, spec.parameters, hint=name)
+    return args
+
+
+def _texts(question: str) -> list[str]:
+    quoted = re.findall(r"[\"“«'']([^\"”»'']{1,80})[\"”»'']", question)
+    if quoted:
+        return quoted
+    capitalised = re.findall(r"(?<!^)(?<![.?!] )\b([A-Z][\w\-]*(?:,?\s+[A-Z][\w\-]*)*)", question)
+    return [c for c in capitalised if c.lower() not in {"i", "use", "using"}] or [question.strip()]

@@ -1,22 +1,25 @@
 """Understanding a question: which sales operations it needs, with which parameters, or what to say instead.
 
 This is the offline model's "reasoning": keyword patterns over the folded question (Spanish first, English
-too), split into requests at "y"/"and"/commas; years from :mod:`._years`, customer names from :mod:`._names`,
-and follow-up references resolved from the :class:`~._prompt.Conversation` the prompt carries. A follow-up
-repeats the previous operations unless it brings a new intent of its own. It only ever proposes operations
-named in the prompt.
+too), split into requests at "y"/"and"/commas; customer names from :mod:`._names`, and follow-up references
+resolved from the :class:`~._prompt.Conversation` the prompt carries. A follow-up repeats the previous
+operations unless it brings a new intent of its own. It only ever proposes operations named in the prompt.
+
+Years and months are explicit or relative to the prompt's ``Fecha de hoy`` ("este año", "hace dos años") or
+to the conversation's year ("ese año"); an expression the prompt cannot resolve is reported as unresolved,
+never guessed.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from datetime import date
 from typing import Any, Literal
 
-from benchmarks.stand_ins.offline._answers import DESCRIPTIONS, REPLIES, not_offered
-from benchmarks.stand_ins.offline._names import extract_customers
+from benchmarks.stand_ins.offline._answers import DESCRIPTIONS, MONTHS_ES, REPLIES, not_offered
+from benchmarks.stand_ins.offline._names import any_of, extract_customers
 from benchmarks.stand_ins.offline._prompt import Conversation
-from benchmarks.stand_ins.offline._years import find_limit, find_month, find_years, year_spans
 from shared.text import fold
 
 KNOWN_OPERATIONS: tuple[str, ...] = tuple(DESCRIPTIONS)
@@ -29,14 +32,141 @@ YEAR_OPERATIONS = frozenset(
 
 Kind = Literal["operations", "small_talk", "unsupported", "clarify"]
 
+_NUMBERS = {
+    "un": 1, "uno": 1, "una": 1, "one": 1, "a": 1, "dos": 2, "two": 2, "tres": 3, "three": 3,
+    "cuatro": 4, "four": 4, "cinco": 5, "five": 5, "seis": 6, "six": 6, "siete": 7, "seven": 7,
+    "ocho": 8, "eight": 8, "nueve": 9, "nine": 9, "diez": 10, "ten": 10, "veinte": 20, "twenty": 20,
+}  # fmt: skip
 
-def _any(*alternatives: str) -> str:
-    """One regex alternation from readable pieces."""
-    return "|".join(alternatives)
+_MONTHS_EN = [
+    "january", "february", "march", "april", "may", "june",
+    "july", "august", "september", "october", "november", "december",
+]  # fmt: skip
+
+_EXPLICIT = r"\b(?:19|20)\d{2}\b"
+_THIS = (
+    r"\beste ano\b|\bano actual\b|\bano en curso\b|\blo que va del? ano\b|\bthis year\b|\bcurrent year\b"
+    r"|\byear to date\b"
+)
+_LAST = r"\bano pasado\b|\blast year\b"
+_PREVIOUS = r"\bano anterior\b|\bprevious year\b|\byear before\b|\bprior year\b"
+_AGO = r"\bhace (\w+) anos?\b|\b(\w+) years? ago\b"
+_THAT = r"\b(?:ese|aquel|mismo|dicho) ano\b|\bthat year\b|\bsame year\b"
+_NEXT = r"\bproximo ano\b|\bano que viene\b|\bnext year\b"
+_PATTERN = re.compile(
+    "|".join(
+        f"(?P<{name}>{pattern})"
+        for name, pattern in [
+            ("explicit", _EXPLICIT),
+            ("this", _THIS),
+            ("last", _LAST),
+            ("previous", _PREVIOUS),
+            ("ago", _AGO.replace("(\\w+)", "\\w+")),
+            ("that", _THAT),
+            ("next", _NEXT),
+        ]
+    )
+)
+
+
+@dataclass(frozen=True)
+class Years:
+    """The years a question refers to, in order of mention."""
+
+    values: tuple[int, ...]
+    mentioned: bool
+    """Whether the question mentions a year at all, explicitly or relatively."""
+    unresolved: bool
+    """Whether a relative expression could not be resolved from the prompt."""
+
+
+def _count(word: str) -> int | None:
+    if word.isdigit():
+        return int(word)
+    return _NUMBERS.get(word)
+
+
+def year_spans(
+    folded: str, today: date | None, conversation_year: int | None
+) -> list[tuple[int, int, int | None]]:
+    """``(start, end, year)`` for each year expression in ``folded``; ``year`` is ``None`` if unresolved."""
+    spans: list[tuple[int, int, int | None]] = []
+    for match in _PATTERN.finditer(folded):
+        kind = match.lastgroup
+        value: int | None = None
+        if kind == "explicit":
+            value = int(match.group())
+        elif kind == "this":
+            value = today.year if today else None
+        elif kind == "last":
+            value = today.year - 1 if today else None
+        elif kind == "next":
+            value = today.year + 1 if today else None
+        elif kind == "previous":
+            base = conversation_year or (today.year if today else None)
+            value = base - 1 if base else None
+        elif kind == "that":
+            value = conversation_year
+        elif kind == "ago":
+            words = re.match(_AGO, match.group())
+            word = next((g for g in words.groups() if g), "") if words else ""
+            count = _count(word)
+            value = today.year - count if today and count else None
+        spans.append((match.start(), match.end(), value))
+    return spans
+
+
+def find_years(folded: str, today: date | None, conversation_year: int | None) -> Years:
+    """Years in ``folded`` (a :func:`shared.text.fold`-ed question)."""
+    spans = year_spans(folded, today, conversation_year)
+    values: list[int] = []
+    for _, _, value in spans:
+        if value is not None and value not in values:
+            values.append(value)
+    unresolved = any(value is None for _, _, value in spans)
+    return Years(values=tuple(values), mentioned=bool(spans), unresolved=unresolved)
+
+
+_MAY = re.compile(r"\bmayo\b|\b(?:in|about|of|for|during|since|until|from|and) may\b|\bmay (?:of |\d)")
+"""English "may" is a month only where the modal verb cannot be ("in May", "May 2025")."""
+
+
+def find_month(folded: str, today: date | None) -> tuple[int | None, int | None]:
+    """``(month, year_override)`` named in the question: a month name, "este mes" or "el mes pasado"."""
+    for index, (es, en) in enumerate(zip(MONTHS_ES, _MONTHS_EN, strict=True), start=1):
+        if re.search(rf"\b(?:{es}|{en})\b", folded) and (en != "may" or _MAY.search(folded)):
+            return index, None
+    if today and re.search(r"\beste mes\b|\bthis month\b", folded):
+        return today.month, today.year
+    if today and re.search(r"\bmes pasado\b|\blast month\b", folded):
+        if today.month == 1:
+            return 12, today.year - 1
+        return today.month - 1, today.year
+    return None, None
+
+
+_LIMITS = (
+    re.compile(r"\btop\s*(\d{1,2}|\w+)\b"),
+    re.compile(r"\b(\d{1,2}|\w+) (?:productos|products|articulos|items)\b"),
+    re.compile(
+        r"\b(?:los|las|the|primeros|primeras|first) (\d{1,2}|\w+) "
+        r"(?:mas|mejores|primeros|principales|top|best|most|productos)\b"
+    ),
+)
+
+
+def find_limit(folded: str) -> int | None:
+    """A list size such as "top 3", "los 5 productos", "tres productos", "los 3 más vendidos"."""
+    for pattern in _LIMITS:
+        for match in pattern.finditer(folded):
+            count = _count(match.group(1))
+            if count and count <= 50:
+                return count
+    return None
 
 
 _INTENTS: dict[str, str] = {
-    "mejor_cliente": _any(
+    "mejor_cliente": any_of(
         r"mejor(?:es)? cliente", r"cliente (?:que|quien) mas (?:nos )?(?:compro|gasto)", "principal cliente",
         "cliente principal", "mayor cliente", "cliente mas importante",
         r"cliente (?:con|de) mas (?:ventas|compras)",
@@ -45,25 +175,25 @@ _INTENTS: dict[str, str] = {
         "best customer", "top customer", "biggest customer",
         r"(?:who|which customer) (?:bought|spent|purchased) (?:the )?most",
     ),
-    "compras_cliente": _any(
+    "compras_cliente": any_of(
         r"cuanto (?:nos |me )?(?:compro|compraron|ha comprado|han comprado|gasto|gastaron|nos ha comprado)",
         r"\bcompras (?:de|del|que)\b", r"how much did .+ (?:buy|purchase|spend)",
         r"\bpurchases (?:of|by|from)\b",
         r"how much (?:has|have) .+ (?:bought|spent|purchased)",
     ),
-    "ventas_mensuales": _any(
+    "ventas_mensuales": any_of(
         "mensual", "por mes", "mes a mes", "cada mes", r"\bmonthly\b", "by month", "per month",
         "month by month",
     ),
-    "top_productos": _any(
+    "top_productos": any_of(
         r"productos? mas vendidos?", r"\btop ?\w* ?productos?", "mejores productos",
         r"productos? (?:estrella|lider)", r"best[- ]selling", r"top[- ]selling", r"\btop \w* ?products?",
         "most sold", r"que productos? (?:se )?vend", r"\b(?:los|las|lo) (?:\w+ )?mas vendid[oa]s?\b",
         r"\bbest ?sellers?\b", r"\bmost popular products?\b",
         r"\b(?:primeros|principales) (?:\w+ )?productos\b",
     ),
-    "ventas_por_categoria": _any("categoria", "by category", "per category", "categories"),
-    "facturas_pendientes": _any(
+    "ventas_por_categoria": any_of("categoria", "by category", "per category", "categories"),
+    "facturas_pendientes": any_of(
         "pendiente", "por cobrar", "impaga", "sin pagar", "no pagad", "adeud", "nos debe", r"\bdeudas?\b",
         r"\b(?:cuanto|que|nos|me|le|les) deben?\b", r"\bdeben? (?:algo|dinero|plata|todavia|aun)\b",
         r"\bfaltan? (?:pagar|cobrar|abonar|saldar)\b",
@@ -71,13 +201,13 @@ _INTENTS: dict[str, str] = {
         r"\bunpaid\b", "outstanding", r"\bpending\b", r"\bowe[sd]?\b", r"\bowing\b", r"\boverdue\b",
         r"\b(?:amount|balance) due\b", r"\byet to pay\b", r"\bhas(?:n't| not) (?:yet )?paid\b",
     ),
-    "buscar_cliente": _any(
+    "buscar_cliente": any_of(
         r"\bbusca", r"\bencontra", r"\bencuentra", r"\bsearch", r"\bfind\b", "look up", r"\bruc\b",
         r"datos de(?:l)? cliente", "que clientes", r"lista(?:do)? de clientes",
         r"clientes (?:que|con|llamad)",
         "informacion del cliente",
     ),
-    "ventas_anuales": _any(
+    "ventas_anuales": any_of(
         r"cuanto (?:vendimos|se vendio|facturamos|hemos vendido|vendio la empresa)", r"\bventas\b",
         r"\bvendimos\b", r"\bfacturacion\b", r"\bfacturamos\b",
         r"\b(?:llevamos|llevan|lleva|hemos|van|va|tenemos) (?:vendido|facturado)\b",
@@ -99,7 +229,7 @@ _BEST = re.compile(_INTENTS["mejor_cliente"])
 _YEAR_LINK = re.compile(r"\s*(?:(?:de|del|en|of|in|for|durante|during)\s+)?(?:(?:el|the)\s+)?")
 """What may sit between "mejor cliente" and the year it belongs to ("mejor cliente de/en 2024")."""
 _IMPLICIT_CUSTOMER = re.compile(
-    _any(
+    any_of(
         r"\b(?:tiene|debe|adeuda)\b", r"\bles? (?:falta|faltan|queda|quedan)\b",
         r"\b(?:does|did) (?:he|she|it|they) (?:have|owe)\b", r"\b(?:he|she|it) (?:owes|has)\b",
         r"\b(?:su|sus|his|her|its|their) (?:facturas|deudas?|invoices|debts?)\b",
@@ -112,7 +242,7 @@ _GENERAL_SUBJECT = re.compile(
 )
 """Questions about all customers or about us, even when they contain "tiene" or "debe"."""
 _INJECTION = re.compile(
-    _any(
+    any_of(
         r"ignora\w* (?:\w+ )?(?:instrucciones|reglas|indicaciones)", r"olvida\w* (?:\w+ )?instrucciones",
         r"ignore (?:\w+ )?(?:previous |prior |your |the )?(?:instructions|rules)", "system prompt",
         "prompt del sistema", "jailbreak", "modo desarrollador", "developer mode",
@@ -120,7 +250,7 @@ _INJECTION = re.compile(
 )  # fmt: skip
 _DESTRUCTIVE = re.compile(
     r"\b(?:"
-    + _any(
+    + any_of(
         "borra", "borrar", "borre", "borren", "elimina", "eliminar", "elimine", "eliminen", "modifica",
         "modificar", "modifique", "actualiza", "actualizar", "actualice", "cambia", "cambiar", "cambie",
         "inserta", "insertar", "anula", "anular", "anule", "crea", "crear", "creame", "registra", "registrar",
@@ -135,7 +265,7 @@ _GREETING = re.compile(
 _THANKS = re.compile(r"\b(?:gracias|thanks|thank you|perfecto|genial|excelente|de acuerdo)\b")
 _BYE = re.compile(r"\b(?:chau|adios|hasta luego|bye|goodbye|nos vemos)\b")
 _WHO = re.compile(
-    _any(
+    any_of(
         "quien eres", "quien sos", "que eres", "que sos", "que puedes hacer", "que podes hacer",
         "who are you",
         "what can you do", "como estas", "how are you", r"\bayuda\b", r"\bhelp\b", "como funciona",
