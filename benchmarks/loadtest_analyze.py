@@ -99,60 +99,52 @@ def measure(
         f"POST /ai/analyze HTTP/1.1\r\nHost: {parsed.host}:{port}\r\nContent-Type: application/json\r\n"
         f"Content-Length: {len(payload)}\r\n\r\n"
     ).encode() + payload
-    return asyncio.run(_load(url, parsed.host, port, request, concurrency, seconds, warmup, server_pid))
+    host = parsed.host
 
+    async def run() -> AnalyzeLoadResult:
+        started = time.perf_counter()
+        counting_from = started + warmup
+        end = counting_from + seconds
+        latencies: list[float] = []
+        statuses: Counter[int] = Counter()
 
-async def _load(
-    url: str,
-    host: str,
-    port: int,
-    request: bytes,
-    concurrency: int,
-    seconds: float,
-    warmup: float,
-    server_pid: int | None,
-) -> AnalyzeLoadResult:
-    started = time.perf_counter()
-    counting_from = started + warmup
-    end = counting_from + seconds
-    latencies: list[float] = []
-    statuses: Counter[int] = Counter()
+        async def connection() -> None:
+            reader, writer = await asyncio.open_connection(host, port)
+            try:
+                while time.perf_counter() < end:
+                    sent = time.perf_counter()
+                    writer.write(request)
+                    status = await _read_response(reader)
+                    done = time.perf_counter()
+                    if sent >= counting_from and done <= end:
+                        statuses[status] += 1
+                        latencies.append((done - sent) * 1000)
+            finally:
+                writer.close()
 
-    async def connection() -> None:
-        reader, writer = await asyncio.open_connection(host, port)
-        try:
-            while time.perf_counter() < end:
-                sent = time.perf_counter()
-                writer.write(request)
-                status = await _read_response(reader)
-                done = time.perf_counter()
-                if sent >= counting_from and done <= end:
-                    statuses[status] += 1
-                    latencies.append((done - sent) * 1000)
-        finally:
-            writer.close()
+        async def cpu_at(moment: float) -> None:
+            await asyncio.sleep(max(0.0, moment - time.perf_counter()))
+            cpu.extend([time.process_time(), _tree_cpu_seconds(server_pid)])
 
-    async def cpu_at(moment: float) -> None:
-        await asyncio.sleep(max(0.0, moment - time.perf_counter()))
-        cpu.extend([time.process_time(), _tree_cpu_seconds(server_pid)])
+        cpu: list[float | None] = []
+        averages = load_average()
+        await asyncio.gather(cpu_at(counting_from), cpu_at(end), *(connection() for _ in range(concurrency)))
+        counted = len(latencies)
+        client_start, server_start, client_end, server_end = cpu
+        return AnalyzeLoadResult(
+            url=url,
+            concurrency=concurrency,
+            seconds=seconds,
+            requests=counted,
+            statuses=dict(sorted(statuses.items())),
+            req_per_s=round(counted / seconds, 1),
+            latency=LatencySummary.of(latencies),
+            load_average=averages,
+            server_cpu_ms=_per_request(server_start, server_end, counted),
+            client_cpu_ms=_per_request(client_start, client_end, counted),
+        )
 
-    cpu: list[float | None] = []
-    load = load_average()
-    await asyncio.gather(cpu_at(counting_from), cpu_at(end), *(connection() for _ in range(concurrency)))
-    counted = len(latencies)
-    client_start, server_start, client_end, server_end = cpu
-    return AnalyzeLoadResult(
-        url=url,
-        concurrency=concurrency,
-        seconds=seconds,
-        requests=counted,
-        statuses=dict(sorted(statuses.items())),
-        req_per_s=round(counted / seconds, 1),
-        latency=LatencySummary.of(latencies),
-        load_average=load,
-        server_cpu_ms=_per_request(server_start, server_end, counted),
-        client_cpu_ms=_per_request(client_start, client_end, counted),
-    )
+    return asyncio.run(run())
 
 
 def _per_request(start: float | None, end: float | None, requests: int) -> float | None:

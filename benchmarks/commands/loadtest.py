@@ -10,8 +10,7 @@ database that cannot be opened or a server that did not start.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -103,7 +102,7 @@ def loadtest(
     ] = False,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the result (a list with --matrix) as JSON.")
-    ] = (False),
+    ] = False,
     readme: Annotated[
         Path | None,
         typer.Option(help=f"Write the runs' table into this README's '{BLOCK}' block (Scaling out)."),
@@ -174,14 +173,22 @@ def _run_all(
     """Run each configuration on one fleet of ``base.servers`` servers, started once."""
     _check_databases(configs)
     results: list[LoadtestResult] = []
-    with _progress(show_progress) as bar:
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+        disable=not show_progress,
+    )
+    with bar:
         task = bar.add_task("starting the AI servers", total=None)
         with Fleet(serve_command(base.serve), base.servers) as fleet:
             for number, config in enumerate(configs, start=1):
                 label = _label(config, number, len(configs))
                 bar.update(task, description=label, completed=0, total=config.total_turns)
-
-                report = _Reporter(bar, task, label)
+                report = _reporter(bar, task, label)
                 results.append(run_loadtest(config, fleet=fleet, on_progress=report))
     return results
 
@@ -203,18 +210,16 @@ def _check_databases(configs: list[LoadtestConfig]) -> None:
             erp.engine.dispose()
 
 
-class _Reporter:
+def _reporter(bar: Progress, task: TaskID, label: str) -> Callable[[LoadProgress], None]:
     """Moves the progress bar after each turn, and prints each fleet event above it."""
 
-    def __init__(self, bar: Progress, task: TaskID, label: str) -> None:
-        self.bar, self.task, self.label = bar, task, label
-
-    def __call__(self, step: LoadProgress) -> None:
+    def report(step: LoadProgress) -> None:
         counts = f"[green]{step.recorded} recorded[/] [red]{step.failed} failed[/]"
-        self.bar.update(self.task, completed=step.done, description=f"{self.label} {counts}")
-        event = step.event
-        if event is not None:
-            self.bar.console.print(f"[yellow]{event.at_s:6.2f} s[/] server {event.server} {event.kind}")
+        bar.update(task, completed=step.done, description=f"{label} {counts}")
+        if (event := step.event) is not None:
+            bar.console.print(f"[yellow]{event.at_s:6.2f} s[/] server {event.server} {event.kind}")
+
+    return report
 
 
 def _label(config: LoadtestConfig, number: int, count: int) -> str:
@@ -222,21 +227,6 @@ def _label(config: LoadtestConfig, number: int, count: int) -> str:
     kill = f", kill at {config.kill_one_at:g} s" if config.kill_one_at is not None else ""
     prefix = f"run {number}/{count}: " if count > 1 else ""
     return f"{prefix}{config.servers} server(s), {backend}{kill}"
-
-
-@contextmanager
-def _progress(enabled: bool) -> Iterator[Progress]:
-    bar = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=True,
-        disable=not enabled,
-    )
-    with bar:
-        yield bar
 
 
 def _percentiles(latency: LatencySummary) -> str:
