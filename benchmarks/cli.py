@@ -1,8 +1,6 @@
 """``erp-ai``: the one command-line entry point (the commands live in :mod:`benchmarks.commands`).
 
-The CLI is the outermost layer: it may import every package, and nothing imports it. It lives in
-``benchmarks/`` because that is the outermost package of the layout the user asked for
-(``benchmarks → modes → shared``).
+The CLI is the outermost layer: it may import every package, and nothing imports it.
 """
 
 from __future__ import annotations
@@ -66,9 +64,8 @@ class _CliLogHandler(logging.StreamHandler):  # type: ignore[type-arg]
 
 
 class _OneLineFormatter(logging.Formatter):
-    """One line per record: an exception a record carries (``exc_info``, e.g. an operation's internal error
-    with SQLAlchemy's SQL and parameters in its text) shows as its type and the first line of its message,
-    and a hint that ``--debug`` shows the traceback; the stack of ``stack_info`` is left out too."""
+    """One line per record: an exception it carries (e.g. an operation's error with SQLAlchemy's SQL in its
+    text) shows as its type and first message line, with a hint that ``--debug`` shows the traceback."""
 
     def format(self, record: logging.LogRecord) -> str:
         exc_info, exc_text, stack_info = record.exc_info, record.exc_text, record.stack_info
@@ -88,15 +85,12 @@ LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
 def configure_logging(level: LogLevel | str, *, debug: bool = False) -> Callable[[], None]:
-    """Send the project's log records at ``level`` and above to stderr, one line each; return the undo.
+    """Send the :data:`PACKAGE_LOGGERS`' records at ``level`` and above to stderr, one line each (with
+    tracebacks under ``debug``); return the function that restores the loggers as they were.
 
-    The library never configures logging (:mod:`shared.logs`); the CLI is an application, so it does, for
-    the :data:`PACKAGE_LOGGERS` only: third-party libraries (httpx, LangChain) keep their own defaults.
-    A record's exception traceback is shown with ``debug`` only (``--debug``); otherwise the record stays one
-    line naming the exception. Calling it again replaces the handler instead of adding one. The returned
-    function restores the loggers as they were: the CLI calls it when the command ends, so one process can
-    run several commands (tests, an application calling :func:`main`) without records piling up on a stale
-    stream.
+    The library never configures logging (:mod:`shared.logs`); third-party loggers keep their defaults.
+    Calling it again replaces the handler instead of adding one; the CLI restores the loggers when the
+    command ends, so one process can run several commands without records piling up on a stale stream.
     """
     handler = _CliLogHandler(sys.stderr)
     handler.setFormatter(logging.Formatter(LOG_FORMAT) if debug else _OneLineFormatter(LOG_FORMAT))

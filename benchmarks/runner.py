@@ -70,7 +70,7 @@ if TYPE_CHECKING:
 
 
 class RunConfig(BaseModel):
-    """What to run and where to write it."""
+    """What to run and where to write it (the settings are those of :class:`~benchmarks.results.RunMeta`)."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -84,13 +84,9 @@ class RunConfig(BaseModel):
     base_url: str | None = None
     latency_profile: str | None = None
     structured: bool = False
-    """Ask tool calling for a structured final answer."""
     tool_call_recovery: bool = True
-    """Tool calling recovers tool calls written as text."""
     max_tokens: int | None = Field(default=DEFAULT_MAX_TOKENS, ge=1)
-    """Output cap of every model call (``None``: no cap)."""
     timeout: float | None = Field(default=DEFAULT_TIMEOUT_S, gt=0)
-    """Timeout of every model request in seconds (``None``: none)."""
     scenario_paths: list[str] = Field(default_factory=list)
     tags: list[str] = Field(default_factory=list)
     warmup: int = Field(default=0, ge=0)

@@ -102,18 +102,15 @@ class Expectation(BaseModel):
     denied: bool = False
     """The ERP must refuse the turn: the conversation belongs to another user (nothing else is checked)."""
     refusal: bool = False
-    """The answer must say the assistant cannot do it (a request outside its operations or rights, or an
-    injected instruction): checked with :func:`benchmarks.scoring.reply.says_cannot`, so a turn that merely
-    runs no operation while babbling does not pass."""
+    """The answer must say the assistant cannot do it (:func:`benchmarks.scoring.reply.says_cannot`): a
+    turn that merely runs no operation while babbling does not pass."""
     asks: Literal["name", "figure"] | None = None
-    """What the question asks for, when its facts hold more: ``name`` (who, which: only the facts whose
-    values are names must appear) or ``figure`` (how much, how many: only the facts whose values are
-    numbers). Omitted: every fact must appear. A fact not asked for need not appear, but whatever figure or
-    customer the answer states is still checked (:mod:`benchmarks.scoring.claims`)."""
+    """What the question asks for, when its facts hold more: only the facts whose values are names
+    (``name``) or numbers (``figure``) must appear; omitted: every fact. Whatever figure or customer the
+    answer states is still checked (:mod:`benchmarks.scoring.claims`)."""
     small_talk: Literal["courtesy", "capabilities"] | None = None
-    """What a small-talk reply must do (only with ``operations: []``): ``courtesy`` answers a greeting,
-    thanks or goodbye in kind; ``capabilities`` says what the assistant can do, naming the topics of the
-    ERP's operations (:func:`benchmarks.scoring.reply.reply_problems`)."""
+    """What a small-talk reply must do (only with ``operations: []``): answer a courtesy in kind, or say
+    what the assistant can do, naming the topics of the ERP's operations."""
 
     @model_validator(mode="after")
     def _fields_fit_together(self) -> Expectation:

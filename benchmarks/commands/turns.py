@@ -109,42 +109,37 @@ NoStreamOpt = Annotated[
 FINAL_ANSWER_RULE = "── final answer (it replaces the text above) ──"
 """Printed before the final answer when it differs from the text streamed (a failure after partial text)."""
 
-_TOOLCALLING_ONLY = {"context": "--context", "structured": "--structured"}
-_PLANNER_ONLY = {"plan_model": "--plan-model", "answer_model": "--answer-model"}
-_LOCAL_MODEL_OPTIONS = {
-    "provider": "--provider",
-    "model": "--model",
-    **_PLANNER_ONLY,
-    "base_url": "--base-url",
-    "latency_profile": "--latency-profile",
-    "max_tokens": "--max-tokens",
-}
+_TOOLCALLING_ONLY = ("context", "structured")
+_PLANNER_ONLY = ("plan_model", "answer_model")
+_LOCAL_MODEL_OPTIONS = ("provider", "model", *_PLANNER_ONLY, "base_url", "latency_profile", "max_tokens")
 """The options that build a model in this process: with ``--server`` the AI server's model answers instead."""
 
 
 def check_mode_options(ctx: typer.Context) -> None:
     """Refuse, with exit 2 and one line, an option the chosen mode would silently ignore."""
-    mode, servers = ctx.params["mode"], ctx.params["server"]
-    if mode is Mode.toolcalling:
-        if servers:
-            raise fail(
-                "--server applies to --mode planner only: the stateless AI server runs the planner's calls.",
-                kind="usage",
-            )
-        for option in (option for name, option in _PLANNER_ONLY.items() if given(ctx, name)):
-            raise fail(
-                f"{option} applies to --mode planner only: tool calling uses --model for every call.",
-                kind="usage",
-            )
-        return
-    for option in (option for name, option in _TOOLCALLING_ONLY.items() if given(ctx, name)):
-        raise fail(f"{option} applies to --mode toolcalling only; the planner ignores it.", kind="usage")
-    for option in (option for name, option in _LOCAL_MODEL_OPTIONS.items() if servers and given(ctx, name)):
+    planner, servers = ctx.params["mode"] is Mode.planner, ctx.params["server"]
+    if not planner and servers:
         raise fail(
-            f"{option} does not apply with --server: the AI server's own model answers (choose it when "
-            "starting the server, erp-ai serve).",
+            "--server applies to --mode planner only: the stateless AI server runs the planner's calls.",
             kind="usage",
         )
+    rules = (
+        (
+            not planner,
+            _PLANNER_ONLY,
+            "applies to --mode planner only: tool calling uses --model for every call.",
+        ),
+        (planner, _TOOLCALLING_ONLY, "applies to --mode toolcalling only; the planner ignores it."),
+        (
+            planner and servers,
+            _LOCAL_MODEL_OPTIONS,
+            "does not apply with --server: the AI server's own model answers (choose it when starting the "
+            "server, erp-ai serve).",
+        ),
+    )
+    for applies, options, why in rules:
+        for name in (name for name in options if applies and given(ctx, name)):
+            raise fail(f"--{name.replace('_', '-')} {why}", kind="usage")
 
 
 def new_or_given(conversation: str | None) -> str:

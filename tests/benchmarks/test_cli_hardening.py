@@ -197,25 +197,25 @@ def test_a_server_that_refuses_the_token_is_one_line_and_exit_2_naming_the_varia
 
 
 @pytest.mark.parametrize(
-    ("url", "says"),
-    [("sqlite:////nonexistent-dir/erp.sqlite3", "nonexistent-dir"), ("nosuchdb://x", "nosuchdb")],
-    ids=["missing-directory", "unknown-driver"],
+    ("command", "url", "says"),
+    [
+        (["ask", "hola"], "sqlite:////nonexistent-dir/erp.sqlite3", "nonexistent-dir"),
+        (["ask", "hola"], "nosuchdb://x", "nosuchdb"),
+        (["ops", "call", "ventas_anuales", '{"anio": 2025}'], "corrupt", "erp.sqlite3"),
+    ],
+    ids=["missing-directory", "unknown-driver", "corrupt"],
 )
-def test_a_database_that_cannot_be_opened_is_one_line_and_exit_2(url: str, says: str) -> None:
-    result = runner.invoke(app, ["ask", "hola", "--db-url", url])
+def test_a_database_that_cannot_be_opened_is_one_line_and_exit_2(
+    command: list[str], url: str, says: str, tmp_path: Path
+) -> None:
+    if url == "corrupt":
+        corrupt = tmp_path / "erp.sqlite3"
+        corrupt.write_bytes(b"this is not a database" * 100)
+        url = f"sqlite:///{corrupt}"
+    result = runner.invoke(app, [*command, "--db-url", url])
 
     assert result.exit_code == 2
     assert says in one_line(result.stderr)
-
-
-def test_a_corrupt_database_is_one_line_and_exit_2(tmp_path: Path) -> None:
-    corrupt = tmp_path / "erp.sqlite3"
-    corrupt.write_bytes(b"this is not a database" * 100)
-    args = ["ops", "call", "ventas_anuales", '{"anio": 2025}', "--db-url", f"sqlite:///{corrupt}"]
-    result = runner.invoke(app, args)
-
-    assert result.exit_code == 2
-    assert "erp.sqlite3" in one_line(result.stderr)
 
 
 @pytest.mark.parametrize(

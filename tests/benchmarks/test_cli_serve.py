@@ -13,22 +13,14 @@ from typer.testing import CliRunner
 
 import benchmarks.commands.servers as servers
 from benchmarks.cli import app
+from benchmarks.modes import ModelOptions
 from planner_mode.server_limits import DEFAULT_READ_TIMEOUT_S, READ_TIMEOUT_ENV, read_timeout_from_env
 from planner_mode.server_protocol import HeadTimeoutH11Protocol
 
 runner = CliRunner()
 
-SERVE_SETTINGS = (
-    "ERP_AI_PROVIDER",
-    "ERP_AI_MODEL",
-    "ERP_AI_PLAN_MODEL",
-    "ERP_AI_ANSWER_MODEL",
-    "ERP_AI_BASE_URL",
-    "ERP_AI_SERVER_TOKEN",
-    "ERP_AI_MAX_TOKENS",
-    "ERP_AI_TIMEOUT",
-    "ERP_AI_READ_TIMEOUT",
-)
+SERVE_SETTINGS = (*ModelOptions().environment(), servers.SERVER_TOKEN_ENV, READ_TIMEOUT_ENV)
+"""What ``serve`` writes into the environment for its workers."""
 
 
 @pytest.fixture

@@ -64,24 +64,14 @@ MARKUP = "Total [bold]sin formato[/bold] [/] :smile:"
 @pytest.mark.parametrize(
     ("deltas", "answer", "result", "screen_shows"),
     [
-        (
-            ["En 2025 ", "vendimos ", "₲850.000.000."],
-            ANSWER,
-            {},
-            f"{ANSWER}\n",
-        ),  # printed once, then a newline
+        (["En 2025 ", "vendimos ", "₲850.000.000."], ANSWER, {}, f"{ANSWER}\n"),  # printed once, a newline
         (
             ["En 2025 ", "vend"],
             PROVIDER_FAILED,
             {"failure": "provider", "recorded": False},
             f"En 2025 vend\n{FINAL_ANSWER_RULE}\n{PROVIDER_FAILED}\n",
         ),
-        (
-            [],
-            "No pude entender la respuesta.",
-            {"failure": "model_output"},
-            "No pude entender la respuesta.\n",
-        ),
+        ([], "No pude entender.", {"failure": "model_output"}, "No pude entender.\n"),
         (
             ["Voy a consultar las ventas.", "\n\n", ANSWER],
             ANSWER,

@@ -41,49 +41,32 @@ scenarios:
     assert scenario.turns[0].expect.state == {"cliente_actual": "Empresa ABC"}
 
 
+def expecting(expect: str, scenario_id: str = "e") -> str:
+    """A one-turn scenario whose turn expects ``expect`` (YAML)."""
+    return (
+        f"  - id: {scenario_id}\n    category: x\n    turns:\n      - user: hola\n        expect: {expect}\n"
+    )
+
+
 @pytest.mark.parametrize(
     ("body", "scenario", "field", "message"),
     [
-        (
-            "  - id: a\n    category: x\n    turns:\n      - user: hola\n"
-            "        expect: {facts: ['ventas(2025)']}\n",
-            "a",
-            "turns[0].expect.facts",
-            "by name",
-        ),
-        (
-            "  - id: b\n    category: x\n    turns:\n      - user: hola\n        expect: {operaciones: []}\n",
-            "b",
-            "turns[0].expect.operaciones",
-            "Extra inputs",
-        ),
+        (expecting("{facts: ['ventas(2025)']}"), "e", "turns[0].expect.facts", "by name"),
+        (expecting("{operaciones: []}"), "e", "turns[0].expect.operaciones", "Extra inputs"),
         ("  - id: c\n    category: x\n    turns: []\n", "c", "turns", "at least 1"),
         ("  - category: x\n    turns:\n      - user: hola\n", "#1", "id", "Field required"),
         (
-            "  - id: d\n    category: x\n    turns:\n      - user: hola\n        expect:\n"
-            "          operations: [{funcion: f, parametros: {anio: {$fact: 'x'}}}]\n",
-            "d",
+            expecting("{operations: [{funcion: f, parametros: {anio: {$fact: 'x'}}}]}"),
+            "e",
             "turns[0].expect.operations[0].parametros",
             "'x'",
         ),
-        ("  - id: Mal Id\n    category: x\n    turns:\n      - user: hola\n", "Mal Id", "id", "pattern"),
+        (expecting("{}", "Mal Id"), "Mal Id", "id", "pattern"),
+        (expecting("{small_talk: courtesy}"), "e", "turns[0].expect", "operations: []"),
+        (expecting("{asks: name}"), "e", "turns[0].expect", "list the facts"),
         (
-            "  - id: e\n    category: x\n    turns:\n      - user: hola\n"
-            "        expect: {small_talk: courtesy}\n",
+            expecting("{facts: ['mejor_cliente(anio=2025).cliente'], asks: quien}"),
             "e",
-            "turns[0].expect",
-            "operations: []",
-        ),
-        (
-            "  - id: f\n    category: x\n    turns:\n      - user: hola\n        expect: {asks: name}\n",
-            "f",
-            "turns[0].expect",
-            "list the facts",
-        ),
-        (
-            "  - id: g\n    category: x\n    turns:\n      - user: hola\n"
-            "        expect: {facts: ['mejor_cliente(anio=2025).cliente'], asks: quien}\n",
-            "g",
             "turns[0].expect.asks",
             "'name' or 'figure'",
         ),
@@ -123,7 +106,7 @@ def test_a_file_that_cannot_be_read_as_scenarios_is_refused_by_name(
 
 
 def test_duplicate_ids_across_files_are_refused(tmp_path: Path) -> None:
-    body = "scenarios:\n  - id: same\n    category: x\n    turns:\n      - user: hola\n"
+    body = "scenarios:\n" + expecting("{}", "same")
     write(tmp_path, body, "a.yaml")
     write(tmp_path, body, "b.yaml")
     with pytest.raises(ScenarioError, match="duplicate") as caught:
@@ -144,10 +127,7 @@ def test_duplicate_ids_across_files_are_refused(tmp_path: Path) -> None:
 def test_unknown_operations_are_caught_with_the_registry(
     tmp_path: Path, registry: Any, expect: str, unknown: str
 ) -> None:
-    body = (
-        f"scenarios:\n  - id: e\n    category: x\n    turns:\n      - user: hola\n        expect: {expect}\n"
-    )
-    path = write(tmp_path, body)
+    path = write(tmp_path, "scenarios:\n" + expecting(expect))
     assert load_scenarios([path])  # syntax is fine
     with pytest.raises(ScenarioError, match=f"unknown operation '{unknown}'") as caught:
         load_scenarios([path], registry=registry)
