@@ -11,7 +11,7 @@ from sqlalchemy import Engine, create_engine, func, insert, inspect, select
 from sqlalchemy.exc import IntegrityError
 
 from shared.answer import MemoryItem
-from shared.errors import InputError, StorageError
+from shared.errors import ConversationAccessDenied, InputError, StorageError
 from shared.memory import writing
 from shared.memory.context import Exchange, render_context
 from shared.memory.store import MemoryStore, MessageIn, TurnRecord, check_conversation_id, open_memory_store
@@ -503,3 +503,35 @@ def test_open_memory_store_reads_the_environment(tmp_path: Path, monkeypatch: py
     explicit = tmp_path / "explicito.sqlite3"
     with open_memory_store(f"sqlite:///{explicit}") as store:
         assert store.engine.url.database == str(explicit)
+
+
+# -- ownership -----------------------------------------------------------------------------------------------
+
+
+def test_the_first_turn_makes_its_user_the_owner_and_another_user_is_refused(
+    memory_store: MemoryStore,
+) -> None:
+    memory_store.record_turn("c1", turn("hola", "ok", state={"tema": "hola"}), user_id="ana")
+
+    info = memory_store.get_conversation("c1")
+    assert info is not None and info.user_id == "ana"
+    memory_store.check_access("c1", "ana")  # the owner passes
+    with pytest.raises(ConversationAccessDenied) as denied:
+        memory_store.check_access("c1", "bruno")
+    assert denied.value.conversation_id == "c1"
+    with pytest.raises(ConversationAccessDenied):
+        memory_store.record_turn("c1", turn("intruso", "ok", state={"tema": "x"}), user_id="bruno")
+    assert [m.content for m in memory_store.history("c1")] == ["hola", "ok"]
+    assert memory_store.get_state("c1") == {"tema": "hola"}
+
+
+def test_an_unknown_conversation_is_open_and_an_ownerless_one_is_nobodys(memory_store: MemoryStore) -> None:
+    memory_store.check_access("nueva", "bruno")  # the turn will create it for bruno
+    memory_store.record_turn("legacy", turn("Empresa ABC compró 120.000.000", "ok"))  # no owner
+
+    for user in ("bruno", "gerente"):  # its context could hold anyone's data
+        with pytest.raises(ConversationAccessDenied):
+            memory_store.check_access("legacy", user)
+        with pytest.raises(ConversationAccessDenied):
+            memory_store.record_turn("legacy", turn("sigue", "ok"), user_id=user)
+    assert len(memory_store.history("legacy")) == 2
