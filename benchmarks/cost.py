@@ -15,7 +15,7 @@ from urllib.parse import urlparse
 import yaml
 from pydantic import BaseModel, Field, ValidationError
 
-from benchmarks.results import RunResults, TurnRow
+from benchmarks.results import RunMeta, RunResults, TurnRow
 from benchmarks.stats import mean
 from benchmarks.targets import BenchTarget
 from shared.errors import ConfigurationError
@@ -171,10 +171,9 @@ def estimate_cost(
 
     table = pricing or load_pricing()
     meta = results.meta
-    provider = target.provider if target is not None else meta.provider
-    chosen = target.model if target is not None else meta.model
-    base_url = target.base_url if target is not None else meta.base_url
-    model = chosen or DEFAULT_MODELS.get(provider)
+    priced: BenchTarget | RunMeta = target if target is not None else meta
+    provider, base_url = priced.provider, priced.base_url
+    model = priced.model or DEFAULT_MODELS.get(provider)
     by_mode: dict[str, list[TurnRow]] = defaultdict(list)
     for row in results.scored_rows:
         if target is None or row.target == target.name:

@@ -149,11 +149,10 @@ class FleetEvent(BaseModel):
     """Seconds from the start of the load."""
     kind: EventKind
     server: int
-    """Index of the server in the fleet."""
 
 
 class LoadProgress(BaseModel):
-    """What :func:`run_loadtest` reports while it runs (after each turn and each fleet event)."""
+    """What :func:`run_loadtest` reports after each turn and each fleet event."""
 
     done: int
     total: int
@@ -184,16 +183,15 @@ class LoadtestResult(BaseModel):
     """Turns never sent because ``max_seconds`` had passed."""
     latency: LatencySummary
     ai_latency: LatencySummary = Field(default_factory=LatencySummary)
-    """The turns' time in their AI calls (both requests to the servers, queueing there included)."""
+    """The turns' time in their AI calls (queueing at the servers included)."""
     erp_latency: LatencySummary = Field(default_factory=LatencySummary)
-    """The turns' time on the ERP side (context, plan checks, operations, recording): when it dominates,
-    more AI servers cannot make turns faster."""
+    """The rest: when it dominates, more AI servers cannot make turns faster."""
     audit: Audit
     events: list[FleetEvent] = Field(default_factory=list)
     sample_errors: list[str] = Field(default_factory=list)
-    """Up to five distinct error messages of failed turns, for a human reading the report."""
+    """Up to five distinct error messages of failed turns."""
     load_average: tuple[float, float, float] | None = None
-    """The machine's 1, 5 and 15 minute load averages when the load started (other work skews figures)."""
+    """When the load started (other work on the machine skews the figures)."""
     cpus: int | None = None
 
     @property

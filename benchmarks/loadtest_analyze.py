@@ -1,19 +1,15 @@
 """``POST /ai/analyze`` throughput of one AI server: requests per second and latency at a fixed concurrency.
 
-Run it with ``python -m benchmarks.loadtest_analyze [--workers N] [--concurrency 64] [--seconds 10]``: it
-starts ``erp-ai serve --workers N`` (offline model) on a loopback port, or measures ``--url`` (loopback only),
-and prints the result as JSON. The body is a real call 1 request (the demo question, an empty context, the
-manager's catalog), sent again and again.
+``python -m benchmarks.loadtest_analyze [--workers N] [--concurrency 64] [--seconds 10]`` starts
+``erp-ai serve --workers N`` (offline model) on a loopback port, or measures ``--url`` (loopback only), sends
+a real call 1 request again and again, and prints the result as JSON.
 
-The load generator is deliberately lean, because it runs on the same cores as the server: ``concurrency``
-keep-alive HTTP/1.1 connections on raw asyncio streams, each sending its next request as soon as the
-previous response is read (a closed loop, so req/s and latency are related by Little's law:
-``concurrency ≈ req/s × mean latency``). A full HTTP client (httpx) would spend more CPU per request than
-the server's own HTTP layer and skew the figure. After ``warmup`` seconds of the same load (not counted),
-every request completed within ``seconds`` counts. The machine's load average is recorded with the figures:
-other work on the machine lowers them. So is the CPU time each request cost (Linux: the server's process
-tree from ``/proc``, and this process), which other work on the machine does not change much: ``1000 /
-(server + client CPU ms)`` is what one free core would sustain.
+The load generator is lean because it shares the server's cores: ``concurrency`` keep-alive HTTP/1.1
+connections on raw asyncio streams, each sending its next request once the previous response is read (a
+closed loop: ``concurrency ≈ req/s × mean latency``); httpx would spend more CPU per request than the
+server's HTTP layer. After ``warmup`` seconds, every request completed within ``seconds`` counts. The CPU
+time each request cost (server and client, from ``/proc``) is recorded too: ``1000 / (server + client CPU
+ms)`` is what one free core would sustain, whatever else the machine runs.
 """
 
 from __future__ import annotations
@@ -60,11 +56,10 @@ class AnalyzeLoadResult(BaseModel):
     client_cpu_ms: float | None = None
     """CPU time of the load generator (this process) per counted request."""
     load_average: tuple[float, float, float] | None = None
-    """The machine's load averages when the counted load started."""
 
 
 def analyze_body() -> bytes:
-    """A real call 1 request body: the demo's first question, today's empty context, the manager's catalog."""
+    """A real call 1 request body: the demo's first question, an empty context, the manager's catalog."""
     from planner_mode.wire import AnalyzeRequest
     from shared.memory.context import ConversationContext
     from shared.operations.sales import sales_registry
@@ -154,8 +149,7 @@ def _per_request(start: float | None, end: float | None, requests: int) -> float
 
 
 def _tree_cpu_seconds(pid: int | None) -> float | None:
-    """User + system CPU seconds of process ``pid`` and its descendants (Linux ``/proc``); ``None`` if
-    unknown. Only the live processes count: a child that exited meanwhile takes its time with it."""
+    """User + system CPU seconds of the live process ``pid`` and its descendants (Linux ``/proc``)."""
     if pid is None:
         return None
     tick = os.sysconf("SC_CLK_TCK")
@@ -171,7 +165,7 @@ def _tree_cpu_seconds(pid: int | None) -> float | None:
 
 
 async def _read_response(reader: asyncio.StreamReader) -> int:
-    """Read one response (status line, headers, ``Content-Length`` body); return its status code."""
+    """Read one response (``Content-Length`` body); return its status code."""
     head = await reader.readuntil(b"\r\n\r\n")
     lines = head.split(b"\r\n")
     status = int(lines[0].split(b" ", 2)[1])

@@ -117,52 +117,40 @@ def _offline_model(fault: str) -> Any:
     return build_chat_model("offline", faults=fault, max_tokens=_max_tokens(fault))  # type: ignore[arg-type]
 
 
-class _Reach:
-    """The cells' ways to their faulty model. The Ollama emulator starts once, and each cell switches its
-    fault (an emulator's faults can change while it runs); its clients are built once per output cap."""
+@contextmanager
+def _path_engines(
+    path: ModelPath, fault: str, registry: OperationRegistry, erp: Erp, store: MemoryStore
+) -> Iterator[Callable[[str], AssistantEngine]]:
+    """Yield a factory ``mode -> engine`` whose model has ``fault``, reached through ``path``.
 
-    def __init__(self, stack: ExitStack, registry: OperationRegistry, erp: Erp, store: MemoryStore) -> None:
-        self.stack, self.registry, self.erp, self.store = stack, registry, erp, store
-        self._emulator: tuple[str, Any] | None = None
-        self._ollama: dict[int, Any] = {}
+    Each cell gets its own AI server or emulator: an emulator's reply faults depend on its request count.
+    """
 
-    def _engine(self, mode: str, **model: Any) -> AssistantEngine:
-        return build_engine(mode, registry=self.registry, erp=self.erp, store=self.store, **model)
+    def engine(mode: str, **model: Any) -> AssistantEngine:
+        return build_engine(mode, registry=registry, erp=erp, store=store, **model)
 
-    @contextmanager
-    def engines(self, path: ModelPath, fault: str) -> Iterator[Callable[[str], AssistantEngine]]:
-        """Yield a factory ``mode -> engine`` whose model has ``fault``, reached through ``path``."""
-        if path == "in-process":
-            yield lambda mode: self._engine(mode, model=_offline_model(fault))
-        elif path == "ai-server":
-            from benchmarks.serving import ServerThread
-            from planner_mode import HttpAIClient, create_app
+    if path == "in-process":
+        yield lambda mode: engine(mode, model=_offline_model(fault))
+    elif path == "ai-server":
+        from benchmarks.serving import ServerThread
+        from planner_mode import HttpAIClient, create_app
 
-            with ServerThread(create_app(_offline_model(fault))) as server:
-                client = HttpAIClient([server.url], timeout=MATRIX_TIMEOUT_S, retries=0)
-                try:
-                    yield lambda _mode: self._engine("planner", ai=client)
-                finally:
-                    client.close()
-        else:
-            model = self._ollama_model(fault)
-            yield lambda mode: self._engine(mode, model=model)
-
-    def _ollama_model(self, fault: str) -> Any:
+        with ServerThread(create_app(_offline_model(fault))) as server:
+            client = HttpAIClient([server.url], timeout=MATRIX_TIMEOUT_S, retries=0)
+            try:
+                yield lambda _mode: engine("planner", ai=client)
+            finally:
+                client.close()
+    else:
         from benchmarks.stand_ins.emulators import EmulatorFaults, start_emulator
         from shared.llm.factory import build_chat_model
 
-        if self._emulator is None:
-            faults = EmulatorFaults(slow_seconds=SLOW_FAULT_S)
-            self._emulator = (self.stack.enter_context(start_emulator("ollama", faults=faults)), faults)
-        base_url, faults = self._emulator
-        faults.mode = fault
-        cap = _max_tokens(fault)
-        if cap not in self._ollama:
-            self._ollama[cap] = build_chat_model(
-                "ollama", base_url=base_url, max_tokens=cap, timeout=MATRIX_TIMEOUT_S
+        faults = EmulatorFaults(mode=fault, slow_seconds=SLOW_FAULT_S)  # type: ignore[arg-type]
+        with start_emulator("ollama", faults=faults) as base_url:
+            model = build_chat_model(
+                "ollama", base_url=base_url, max_tokens=_max_tokens(fault), timeout=MATRIX_TIMEOUT_S
             )
-        return self._ollama[cap]
+            yield lambda mode: engine(mode, model=model)
 
 
 def _snapshot(store: MemoryStore, conversation_id: str) -> tuple[Any, ...]:
@@ -197,15 +185,16 @@ def _cell(
     mode: Literal["planner", "toolcalling"],
     path: ModelPath,
     *,
-    reach: _Reach,
+    registry: OperationRegistry,
+    erp: Erp,
+    store: MemoryStore,
     scorer: TurnScorer,
     work_dir: Path,
 ) -> MatrixCell:
-    store = reach.store
     conversation_id = f"matrix-{path}-{mode}-{fault}"[:64]
     _seed_conversation(store, conversation_id)
     before = _snapshot(store, conversation_id)
-    with reach.engines(path, fault) as engines:
+    with _path_engines(path, fault, registry, erp, store) as engines:
         result = engines(mode).ask(conversation_id, QUESTION, DEMO_CALLER)
         after = _snapshot(store, conversation_id)
         config = RunConfig(modes=[mode], out_dir=work_dir / f"{path}-{mode}-{fault}")
@@ -270,9 +259,17 @@ def run_matrix(
         stack.callback(erp.engine.dispose)
         store = stack.enter_context(MemoryStore(f"sqlite:///{work_dir / 'memory.sqlite3'}"))
         scorer = TurnScorer(registry, erp)
-        reach = _Reach(stack, registry, erp, store)
         for fault, mode, path in matrix_plan(paths):
-            cell = _cell(fault, mode, path, reach=reach, scorer=scorer, work_dir=work_dir)  # type: ignore[arg-type]
+            cell = _cell(
+                fault,
+                mode,  # type: ignore[arg-type]
+                path,
+                registry=registry,
+                erp=erp,
+                store=store,
+                scorer=scorer,
+                work_dir=work_dir,
+            )
             cells.append(cell)
             if on_cell is not None:
                 on_cell(cell)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from benchmarks.scenario import Expectation
 from benchmarks.scoring import TurnScorer
 
@@ -12,31 +14,32 @@ EXPECT = Expectation.model_validate(
 )
 
 
-def details(scorer: TurnScorer, refused: list[dict[str, Any]]) -> list[str]:
-    return scorer.score(EXPECT, answer="No sé.", operations=[], state=None, refused=refused).details
-
-
-def test_an_operation_the_erp_refused_is_named_with_its_reason(registry: Any, erp: Any) -> None:
-    refused = [
-        {"funcion": "compras_cliente", "parametros": {"cliente": "null"}, "error": "Ningún cliente coincide."}
-    ]
-
-    found = details(TurnScorer(registry, erp), refused)
-
-    assert "the ERP refused operation compras_cliente: Ningún cliente coincide." in found
-    assert not any("no operation ran" in line for line in found)
-
-
-def test_an_operation_that_broke_in_the_erp_is_said_to_have_failed(registry: Any, erp: Any) -> None:
-    refused = [{"funcion": "compras_cliente", "parametros": {}, "error": "error interno (ref 1a2b)"}]
-
-    assert any(
-        line.startswith("operation compras_cliente failed in the ERP")
-        for line in details(TurnScorer(registry, erp), refused)
+@pytest.mark.parametrize(
+    ("refused", "said"),
+    [
+        (
+            [
+                {
+                    "funcion": "compras_cliente",
+                    "parametros": {"cliente": "null"},
+                    "error": "Ningún cliente coincide.",
+                }
+            ],
+            "the ERP refused operation compras_cliente: Ningún cliente coincide.",
+        ),
+        (
+            [{"funcion": "compras_cliente", "parametros": {}, "error": "error interno (ref 1a2b)"}],
+            "operation compras_cliente failed in the ERP (error interno (ref 1a2b))",
+        ),
+        ([], "no operation ran: the model answered without calling the ERP"),
+    ],
+)
+def test_a_failed_operations_check_says_what_happened(
+    registry: Any, erp: Any, refused: list[dict[str, Any]], said: str
+) -> None:
+    details = TurnScorer(registry, erp).score(
+        EXPECT, answer="No sé.", operations=[], state=None, refused=refused
     )
 
-
-def test_no_call_at_all_is_said_to_be_no_call(registry: Any, erp: Any) -> None:
-    assert "no operation ran: the model answered without calling the ERP" in details(
-        TurnScorer(registry, erp), []
-    )
+    assert said in details.details
+    assert any("no operation ran" in line for line in details.details) is (not refused)
