@@ -17,10 +17,9 @@ from benchmarks.provenance import describe_host, git_state
 from benchmarks.report.markdown import render_table
 from benchmarks.report.readme import end_marker, start_marker
 
-__all__ = ["BLOCK", "WRITER", "scaling_block", "scaling_rows"]
+__all__ = ["BLOCK", "WRITER", "scaling_block"]
 
 BLOCK = "scaling-out"
-"""The README block name."""
 WRITER = "erp-ai loadtest --matrix … --readme README.md"
 
 HEADERS = [
@@ -76,11 +75,6 @@ def _row(result: LoadtestResult) -> list[str]:
         f"{result.latency.p50_ms:.0f} / {result.latency.p99_ms:.0f}",
         f"{result.ai_latency.p50_ms:.0f} / {result.erp_latency.p50_ms:.0f}",
     ]
-
-
-def scaling_rows(results: Sequence[LoadtestResult]) -> list[list[str]]:
-    """One table row per run, in the order given."""
-    return [_row(result) for result in results]
 
 
 def _source(results: Sequence[LoadtestResult]) -> str:
@@ -176,7 +170,7 @@ def scaling_block(results: Sequence[LoadtestResult]) -> str:
     if not results:
         raise ValueError("no load test results to write")
     lines = [start_marker(BLOCK, WRITER), "", _source(results), ""]
-    lines += render_table(HEADERS, scaling_rows(results), align="rll" + "r" * (len(HEADERS) - 3))
+    lines += render_table(HEADERS, [_row(r) for r in results], align="rll" + "r" * (len(HEADERS) - 3))
     lines += [""]
     lines += [f"- {sentence}" for sentence in _findings(results)]
     lines += [

@@ -1,10 +1,8 @@
 """Re-scoring a recorded run with the current scorer, calling no model.
 
-A real-model run costs an hour; improving the scorer must not. :func:`rescore` reads the answers, operations
-and state a results file recorded, finds each turn's expectation in the scenario files, and scores the turn
-again against the ERP as the turn's user saw it, exactly as the runner does after a turn (the same
-:class:`~benchmarks.scoring.turn.TurnScorer`, the same inputs). Everything else in the rows (tokens, timings,
-failures) is kept as recorded.
+A real-model run costs an hour; improving the scorer must not. :func:`rescore` scores each recorded turn
+again against its scenario's expectation, as the turn's user sees the ERP, exactly as the runner does after a
+turn; everything else in the rows (tokens, timings, failures) is kept as recorded.
 """
 
 from __future__ import annotations
@@ -16,8 +14,7 @@ from pydantic import BaseModel, Field
 from benchmarks.results import RunResults, TurnRow
 from benchmarks.run_turns import score_row
 from benchmarks.scenario import Scenario, ScenarioTurn
-from benchmarks.scoring import TurnScorer
-from benchmarks.scoring.turn import TurnScore
+from benchmarks.scoring import TurnScore, TurnScorer
 from shared.erp.database import Erp
 from shared.erp.users import caller_for
 from shared.errors import ErpAiError
@@ -34,7 +31,6 @@ class RescoreSummary(BaseModel):
     now_passing: list[str] = Field(default_factory=list)
     """``scenario#turn (mode)`` of turns that failed before and pass now."""
     now_failing: list[str] = Field(default_factory=list)
-    """The reverse."""
 
     @property
     def changed(self) -> int:
@@ -48,12 +44,8 @@ class ScenarioNotFound(ValueError):
 def rescore(
     results: RunResults, scenarios: Sequence[Scenario], registry: OperationRegistry, erp: Erp
 ) -> tuple[RunResults, RescoreSummary]:
-    """``results`` with every turn's score computed again, and what changed.
-
-    Raises:
-        ScenarioNotFound: a row's scenario id or turn number is not in ``scenarios`` (the run used other
-            scenario files: pass those).
-    """
+    """``results`` with every turn's score computed again, and what changed; :class:`ScenarioNotFound`
+    when a row's scenario or turn is not in ``scenarios`` (the run used other scenario files)."""
     by_id = {scenario.id: scenario for scenario in scenarios}
     scorer = TurnScorer(registry, erp)
     summary = RescoreSummary()

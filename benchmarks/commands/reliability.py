@@ -78,7 +78,7 @@ def reliability(
 
 
 def _log_level_given(ctx: typer.Context) -> bool:
-    """Whether ``erp-ai --log-level`` (or ``ERP_AI_LOG_LEVEL``) chose a level, rather than its default."""
+    """Whether ``erp-ai --log-level`` (or ``ERP_AI_LOG_LEVEL``) chose a level."""
     source = ctx.find_root().get_parameter_source("log_level")
     return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")
 

@@ -34,11 +34,9 @@ class GrowthRow:
     """The cost of one ``build_context`` at one history length."""
 
     messages: int
-    """Messages stored in the conversation."""
     ms_per_call: float
-    """Mean wall time of ``build_context``, in milliseconds."""
+    """Mean wall time of ``build_context``."""
     queries_per_call: float
-    """SQL statements per ``build_context``."""
 
 
 def populate(store: MemoryStore, conversation_id: str, messages: int) -> None:
@@ -111,7 +109,6 @@ def run(sizes: Sequence[int] = SIZES, repeats: int = 200, directory: Path | None
 
 
 def render(rows: Sequence[GrowthRow]) -> Table:
-    """A small rich table: messages, ms per ``build_context``, queries per ``build_context``."""
     table = Table(title="build_context cost vs. stored messages")
     table.add_column("messages", justify="right")
     table.add_column("ms / build_context", justify="right")
@@ -122,7 +119,6 @@ def render(rows: Sequence[GrowthRow]) -> Table:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--repeats", type=int, default=200, help="build_context calls per size")
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES), help="messages per conversation")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -14,21 +15,33 @@ def call(funcion: str, **parametros: Any) -> dict[str, Any]:
     return {"funcion": funcion, "parametros": parametros}
 
 
-def test_order_does_not_matter() -> None:
-    expected = [call("ventas_anuales", anio=2025), call("mejor_cliente", anio=2025)]
-    actual = [call("mejor_cliente", anio=2025), call("ventas_anuales", anio=2025)]
-    assert match_operations(expected, actual).ok
+YEAR = call("ventas_anuales", anio=2025)
+BEST = call("mejor_cliente", anio=2025)
 
 
-def test_a_year_as_text_equals_the_year_as_a_number() -> None:
-    assert match_operations([call("ventas_anuales", anio=2025)], [call("ventas_anuales", anio="2025")]).ok
-    assert match_operations([call("ventas_anuales", anio=2025)], [call("ventas_anuales", anio=2025.0)]).ok
+def buys(cliente: str) -> dict[str, Any]:
+    return call("compras_cliente", cliente=cliente, anio=2025)
 
 
-def test_names_compare_without_case_or_accents() -> None:
-    expected = [call("compras_cliente", cliente="Distribuidora Ñandutí S.A.", anio=2025)]
-    actual = [call("compras_cliente", cliente="distribuidora nanduti s.a.", anio=2025)]
-    assert match_operations(expected, actual).ok
+@pytest.mark.parametrize(
+    ("expected", "actual", "ok"),
+    [
+        ([YEAR, BEST], [BEST, YEAR], True),  # order does not matter
+        ([YEAR], [call("ventas_anuales", anio="2025")], True),  # a year as text is the year
+        ([YEAR], [call("ventas_anuales", anio=2025.0)], True),
+        ([buys("Distribuidora Ñandutí S.A.")], [buys("distribuidora nanduti s.a.")], True),  # case, accents
+        ([buys("Comercial Guaraní S.A.")], [buys("comercial guarani s.a")], True),  # BFCL's punctuation
+        ([buys("Comercial Guaraní S.A.")], [buys("COMERCIAL GUARANI SA")], True),
+        ([buys("Comercial Guaraní S.A.")], [buys("Comercial Guaraní")], False),
+        ([YEAR], [YEAR, YEAR], False),  # a repeated call counts twice
+        ([], [], True),
+        ([], [YEAR], False),
+    ],
+)
+def test_calls_match_as_a_multiset_of_normalised_calls(
+    expected: list[dict[str, Any]], actual: list[dict[str, Any]], ok: bool
+) -> None:
+    assert match_operations(expected, actual).ok is ok
 
 
 def test_extra_and_missing_calls_fail() -> None:
@@ -40,20 +53,10 @@ def test_extra_and_missing_calls_fail() -> None:
     assert "mejor_cliente" in extra.describe()
 
 
-def test_a_repeated_call_counts_twice() -> None:
-    expected = [call("ventas_anuales", anio=2025)]
-    assert not match_operations(expected, expected * 2).ok
-
-
 def test_different_parameter_values_fail() -> None:
     result = match_operations([call("ventas_anuales", anio=2025)], [call("ventas_anuales", anio=2024)])
     assert not result.ok
     assert result.missing == ['ventas_anuales({"anio": 2025})']
-
-
-def test_nothing_expected_and_nothing_done_matches() -> None:
-    assert match_operations([], []).ok
-    assert not match_operations([], [call("ventas_anuales", anio=2025)]).ok
 
 
 def test_with_the_registry_defaults_are_filled_in(registry: Any) -> None:
@@ -72,17 +75,6 @@ def test_unvalidatable_params_are_still_compared_raw(registry: Any) -> None:
 def test_numbers_normalise_the_same_from_int_float_and_text(n: int) -> None:
     forms = [n, float(n), str(n), f" {n} "]
     assert len({repr(normalize_value(form)) for form in forms}) == 1
-
-
-def test_punctuation_in_names_is_ignored_as_in_bfcl() -> None:
-    expected = [call("compras_cliente", cliente="Comercial Guaraní S.A.", anio=2025)]
-    assert match_operations(
-        expected, [call("compras_cliente", cliente="comercial guarani s.a", anio=2025)]
-    ).ok
-    assert match_operations(expected, [call("compras_cliente", cliente="COMERCIAL GUARANI SA", anio=2025)]).ok
-    assert not match_operations(
-        expected, [call("compras_cliente", cliente="Comercial Guaraní", anio=2025)]
-    ).ok
 
 
 def test_mismatches_are_reported_as_the_calls_were_written() -> None:
