@@ -1,24 +1,15 @@
 """Local servers that speak the Ollama, Gemini and OpenAI-compatible wire protocols, backed by a LangChain
-chat model.
-
-They let the real ``ChatOllama``, ``ChatGoogleGenerativeAI`` and ``ChatOpenAI`` clients be exercised end to
-end over real loopback sockets, with output caps honoured and fault injection
-(:mod:`benchmarks.stand_ins.emulators.faults`), and let a user try those provider paths without the real
-service
-(``erp-ai emulate ollama|gemini|openai --port N --fault KIND[:COUNT]``).
+chat model (default: the offline model), for the real ``ChatOllama``, ``ChatGoogleGenerativeAI`` and
+``ChatOpenAI`` clients over real sockets, with output caps and faults (:mod:`.faults`); ``erp-ai emulate``
+serves one.
 
 ::
 
-    with start_emulator("ollama") as base_url:            # yields "http://127.0.0.1:<free port>"
+    with start_emulator("ollama") as base_url:            # "http://127.0.0.1:<free port>"
         ChatOllama(model="llama3.1:8b", base_url=base_url).invoke("hola")
 
     with create_emulator("gemini", faults=EmulatorFaults(mode="http_500")) as server:
         server.base_url, server.requests                  # the handle, with its request log
-
-    EmulatorFaults(sequence=[("http_500", 2), ("slow", None)])  # two 500s, then every request slow
-    EmulatorFaults.from_specs(["http_500:2", "slow"])         # the same, from ``--fault KIND[:COUNT]``
-
-The backing model defaults to :class:`benchmarks.stand_ins.offline.OfflineSalesModel`.
 """
 
 from __future__ import annotations
@@ -29,16 +20,8 @@ from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 
-from benchmarks.stand_ins.emulators._app import EmulatorServer, LoggedRequest, Protocol
-from benchmarks.stand_ins.emulators.faults import (
-    DELAY_HEADER,
-    FAULT_HEADER,
-    FAULT_MODES,
-    EmulatorFault,
-    EmulatorFaults,
-    FaultStep,
-    parse_fault_spec,
-)
+from benchmarks.stand_ins.emulators._app import EmulatorServer, Protocol
+from benchmarks.stand_ins.emulators.faults import DELAY_HEADER, FAULT_HEADER, FAULT_MODES, EmulatorFaults
 from benchmarks.stand_ins.emulators.gemini import GeminiProtocol
 from benchmarks.stand_ins.emulators.ollama import OllamaProtocol
 from benchmarks.stand_ins.emulators.openai import OpenAIProtocol
@@ -48,14 +31,10 @@ __all__ = [
     "DELAY_HEADER",
     "FAULT_HEADER",
     "FAULT_MODES",
-    "EmulatorFault",
     "EmulatorFaults",
     "EmulatorKind",
     "EmulatorServer",
-    "FaultStep",
-    "LoggedRequest",
     "create_emulator",
-    "parse_fault_spec",
     "run_emulator",
     "start_emulator",
 ]
@@ -64,19 +43,7 @@ EmulatorKind = Literal["ollama", "gemini", "openai"]
 """Which provider protocol to serve (``openai``: the OpenAI-compatible Chat Completions API)."""
 
 DEFAULT_PORTS: dict[EmulatorKind, int] = {"ollama": 11434, "gemini": 8089, "openai": 8080}
-"""Ports ``run_emulator`` uses when none is given (11434 is Ollama's own, 8080 llama.cpp server's)."""
-
-
-def _protocol(kind: EmulatorKind, model: BaseChatModel | None, api_key: str | None) -> Protocol:
-    if kind not in DEFAULT_PORTS:
-        raise ValueError(f"Unknown emulator kind {kind!r}; use 'ollama', 'gemini' or 'openai'.")
-    if model is None:
-        from benchmarks.stand_ins.offline import OfflineSalesModel  # late: heavier to load
-
-        model = OfflineSalesModel()
-    if kind == "ollama":
-        return OllamaProtocol(model)
-    return (GeminiProtocol if kind == "gemini" else OpenAIProtocol)(model, api_key=api_key)
+"""``run_emulator``'s ports (11434 is Ollama's own, 8080 llama.cpp server's)."""
 
 
 def create_emulator(
@@ -88,19 +55,26 @@ def create_emulator(
     faults: EmulatorFaults | None = None,
     api_key: str | None = None,
 ) -> EmulatorServer:
-    """Build (not start) an emulator bound to ``host:port`` (port 0: a free port).
+    """An emulator bound to ``host:port`` (port 0: a free one), not started yet.
 
     ``model`` backs the replies (default: the offline model). ``api_key`` (Gemini and OpenAI) makes the
-    server reject any other key; without it Gemini accepts any non-empty ``x-goog-api-key`` and OpenAI any
-    bearer key.
+    server refuse any other key; without it Gemini takes any non-empty key and OpenAI any bearer key.
     """
-    return EmulatorServer(_protocol(kind, model, api_key), host=host, port=port, faults=faults)
+    if kind not in DEFAULT_PORTS:
+        raise ValueError(f"Unknown emulator kind {kind!r}; use 'ollama', 'gemini' or 'openai'.")
+    if model is None:
+        from benchmarks.stand_ins.offline import OfflineSalesModel  # late: heavier to load
+
+        model = OfflineSalesModel()
+    protocol: Protocol = OllamaProtocol(model)
+    if kind != "ollama":
+        protocol = (GeminiProtocol if kind == "gemini" else OpenAIProtocol)(model, api_key=api_key)
+    return EmulatorServer(protocol, host=host, port=port, faults=faults)
 
 
 @contextmanager
 def start_emulator(kind: EmulatorKind, **options: Any) -> Iterator[str]:
-    """Run an emulator (``options``: those of :func:`create_emulator`) in a background thread for the
-    ``with`` block; yields its base URL."""
+    """Serve an emulator (``options``: :func:`create_emulator`'s) for the ``with`` block; yields its URL."""
     with create_emulator(kind, **options) as server:
         yield server.base_url
 

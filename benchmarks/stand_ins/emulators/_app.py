@@ -1,14 +1,11 @@
 """The HTTP side of the emulators: one Starlette app per protocol, served by uvicorn on a loopback socket.
 
-A :class:`Protocol` lists its routes. A model endpoint is a plain function run in a worker thread (the
-backing model is synchronous) that gets a :class:`Call` and returns a Starlette response; every request is
-logged first (:class:`LoggedRequest`), for test assertions. The transport faults are responses too:
-:class:`Stall` never answers (it returns when the client hangs up; stopping the server drops the line),
-:class:`CutJSON` sends the full ``Content-Length`` and half of the body, :func:`chunked` with ``cut`` ends a
-chunked body without its terminating chunk. Both then raise :class:`ConnectionDropped`, and uvicorn closes a
-connection whose response has started when the app raises, so the client's HTTP layer sees an incomplete
-body (httpx: ``RemoteProtocolError``). Accepted sockets get ``TCP_NODELAY``, so that each streamed chunk
-leaves at once (Nagle's algorithm plus delayed ACKs would stall every small write by about 40 ms).
+Every request is decoded and logged first (:class:`LoggedRequest`). A model endpoint is a plain function,
+run in a worker thread (the backing model is synchronous), from a :class:`Call` to a Starlette response.
+The transport faults are responses too: :class:`Stall` never answers; a cut JSON reply or :func:`chunked`
+stream raises :class:`ConnectionDropped` once started, and uvicorn then closes the connection, so the
+client sees an incomplete body. Accepted sockets get ``TCP_NODELAY``: each streamed chunk leaves at once
+(Nagle's algorithm plus delayed ACKs would hold every small write about 40 ms).
 """
 # ruff: noqa: E402  (Starlette and uvicorn are imported after checking that the [server] extra is installed)
 
@@ -21,19 +18,15 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 from urllib.parse import parse_qs
 
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, ValidationError
 
-from benchmarks.stand_ins.emulators.faults import (
-    EmulatorFaults,
-    FaultDecision,
-    FaultSelector,
-    UnknownFaultError,
-)
+from benchmarks.stand_ins.emulators._backing import BackingReply, BackingRequest, BadRequestError, answer
+from benchmarks.stand_ins.emulators.faults import EmulatorFaults, FaultDecision, UnknownFaultError
 from shared.extras import require_extra
 
 require_extra("server", "The protocol emulators")  # one line naming the extra, not a traceback
@@ -50,26 +43,22 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
-JsonValue = Any
-"""A decoded JSON value (dict, list, str, number, bool or None)."""
 NDJSON = "application/x-ndjson"
 SSE = "text/event-stream"
 
 
 @dataclass
 class LoggedRequest:
-    """What the server received, kept for assertions in tests."""
+    """What the server received, for test assertions."""
 
     method: str
     path: str
     query: dict[str, list[str]]
     headers: dict[str, str]
-    """Request headers, names in lower case."""
-    body: JsonValue
+    """Names in lower case."""
+    body: Any
     """The decoded JSON body, ``None`` when empty."""
     fault: str | None = None
-    """The fault applied to this request, if any."""
-    received_at: float = field(default_factory=time.monotonic)
 
 
 class ConnectionDropped(Exception):
@@ -77,14 +66,10 @@ class ConnectionDropped(Exception):
 
 
 class Reject(Exception):
-    """Ends a request early with ``response``: a bad request, or a fault that answers without the model."""
+    """Ends a request early with ``response``."""
 
     def __init__(self, response: Response) -> None:
         self.response = response
-
-
-class BadRequestError(ValueError):
-    """The request says something the protocol cannot take; the message goes into a 400 error body."""
 
 
 class _QuietDrops(logging.Filter):
@@ -101,7 +86,7 @@ logging.getLogger("uvicorn.error").addFilter(_QuietDrops())
 
 
 class Stall(Response):
-    """The ``stall`` fault: no answer at all, until the client hangs up or the server drops the connection."""
+    """The ``stall`` fault: no answer until the client hangs up or the server drops the connection."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -111,9 +96,7 @@ class Stall(Response):
             pass
 
 
-class CutJSON(JSONResponse):
-    """The ``stream_break`` fault on a JSON reply: the headers with the full length, half the body, a drop."""
-
+class _CutJSON(JSONResponse):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
         half = bytes(self.body[: len(self.body) // 2])
@@ -121,9 +104,9 @@ class CutJSON(JSONResponse):
         raise ConnectionDropped
 
 
-def json_reply(body: JsonValue, *, cut: bool = False) -> JSONResponse:
-    """A 200 JSON reply; ``cut`` (``stream_break``) drops the connection halfway through the body."""
-    return CutJSON(body) if cut else JSONResponse(body)
+def json_reply(body: Any, *, cut: bool = False) -> JSONResponse:
+    """A 200 JSON reply; ``cut`` sends the full ``Content-Length``, half the body, then drops the line."""
+    return _CutJSON(body) if cut else JSONResponse(body)
 
 
 def chunked(chunks: Iterable[bytes], content_type: str, *, cut: bool = False) -> StreamingResponse:
@@ -137,8 +120,8 @@ def chunked(chunks: Iterable[bytes], content_type: str, *, cut: bool = False) ->
     return StreamingResponse(body(), headers={"content-type": content_type})
 
 
-def encode(record: JsonValue, prefix: bytes = b"", end: bytes = b"\n") -> bytes:
-    """One record of a stream: compact JSON between ``prefix`` and ``end`` (NDJSON by default)."""
+def encode(record: Any, prefix: bytes = b"", end: bytes = b"\n") -> bytes:
+    """One stream record: compact JSON between ``prefix`` and ``end`` (NDJSON by default)."""
     return prefix + json.dumps(record, ensure_ascii=False).encode() + end
 
 
@@ -154,8 +137,7 @@ class Call:
     log: LoggedRequest
     params: dict[str, str]
     """The path parameters."""
-    faults: FaultSelector
-    protocol: Protocol
+    server: EmulatorServer
 
     @property
     def fields(self) -> dict[str, Any]:
@@ -167,21 +149,21 @@ class Call:
         try:
             return model.model_validate(self.fields)
         except ValidationError as exc:
-            raise Reject(self.protocol.invalid(exc)) from exc
+            raise Reject(self.server.protocol.invalid(exc)) from exc
 
     def fault(self) -> FaultDecision:
-        """Choose this model request's fault: ``stall`` and ``http_500`` end it here, ``slow`` waits first."""
+        """This model request's fault: ``stall`` and ``http_500`` end it here, ``slow`` waits first."""
+        protocol = self.server.protocol
         try:
-            decision = self.faults.decide(self.log.headers)
+            decision = self.server.decide(self.log.headers)
         except UnknownFaultError as exc:
-            raise Reject(self.protocol.error(400, str(exc))) from exc
+            raise Reject(protocol.error(400, str(exc))) from exc
         self.log.fault = decision.mode
         if decision.mode == "stall":
             raise Reject(Stall())
-        if decision.mode == "slow":
-            time.sleep(decision.delay_seconds)
+        time.sleep(decision.delay_seconds)
         if decision.mode == "http_500":
-            raise Reject(self.protocol.error(500, self.protocol.internal_error))
+            raise Reject(protocol.error(500, protocol.internal_error))
         return decision
 
 
@@ -189,9 +171,10 @@ class Protocol:
     """A provider wire protocol: its routes, its error body and its API key check."""
 
     name: ClassVar[str]
-    """Short protocol name (``ollama``, ``gemini``, ``openai``)."""
     internal_error: ClassVar[str]
-    """The message of the provider's HTTP 500 (the ``http_500`` fault)."""
+    """The message of the provider's HTTP 500."""
+    stream_broken: ClassVar[str | None] = None
+    """The message of a ``stream_error`` (default: ``internal_error``)."""
 
     def __init__(self, model: BaseChatModel, models: Sequence[str], api_key: str | None = None) -> None:
         self.model = model
@@ -199,15 +182,13 @@ class Protocol:
         self.api_key = api_key
 
     def routes(self) -> list[Route]:
-        """The protocol's endpoints (see :meth:`route`)."""
         raise NotImplementedError
 
-    def error_body(self, status: int, message: str) -> JsonValue:
-        """The provider's error body (also sent as a stream's error event)."""
+    def error_body(self, status: int, message: str) -> Any:
+        """The provider's error body (also a stream's error event)."""
         raise NotImplementedError
 
     def error(self, status: int, message: str) -> JSONResponse:
-        """The provider's error reply."""
         return JSONResponse(self.error_body(status, message), status)
 
     def invalid(self, exc: ValidationError) -> Response:
@@ -215,18 +196,34 @@ class Protocol:
         return self.error(400, str(exc))
 
     def not_found(self, request: Request) -> Response:
-        """The reply to an unknown path or method."""
         return self.error(404, f"Not found: {request.method} {request.url.path}")
 
     def guard(self, request: Request) -> Response | None:
-        """A refusal for a request without a valid key (before routing), or ``None``."""
+        """A refusal of a request without a valid key (before routing), or ``None``."""
         return None
 
+    def respond(
+        self, call: Call, request: BackingRequest, *, stream: bool, cap: int | None
+    ) -> tuple[FaultDecision, BackingReply]:
+        """Choose the call's fault, then let the backing model answer (a ``stream_error`` without
+        streaming ends the request with a 500 instead)."""
+        decision = call.fault()
+        if decision.mode == "stream_error" and not stream:
+            raise Reject(self.error(500, self.stream_broken or self.internal_error))
+        return decision, answer(self.model, request, decision, cap)
+
+    def cut_short(self, mode: str | None, text: list[Any], whole: list[Any]) -> list[Any]:
+        """A stream's records: ``whole``, or the first half of its ``text`` records for a ``stream_break``,
+        then the error event for a ``stream_error``."""
+        if mode == "stream_error":
+            return [*before_break(text), self.error_body(500, self.stream_broken or self.internal_error)]
+        return before_break(text) if mode == "stream_break" else whole
+
     def route(self, path: str, handler: Callable[[Call], Response], method: str = "POST") -> Route:
-        """``handler`` at ``path``: run in a worker thread; a failure becomes the provider's error reply."""
+        """``handler`` at ``path``, in a worker thread; a failure becomes the provider's error reply."""
 
         async def endpoint(request: Request) -> Response:
-            call = Call(request.state.log, request.path_params, request.state.faults, self)
+            call = Call(request.state.log, request.path_params, request.state.server)
             try:
                 return await run_in_threadpool(handler, call)
             except Reject as exc:
@@ -254,10 +251,11 @@ class _Front:
             body = json.loads(raw) if raw.strip() else None
         except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError alike
             return await protocol.error(400, f"invalid JSON body: {exc}")(scope, receive, send)
-        query, headers = parse_qs(request.url.query), dict(request.headers)
-        log = LoggedRequest(request.method, request.url.path, query, headers, body)
+        log = LoggedRequest(
+            request.method, request.url.path, parse_qs(request.url.query), dict(request.headers), body
+        )
         self.server._requests.append(log)
-        scope.setdefault("state", {}).update(log=log, faults=self.server.fault_selector)
+        scope.setdefault("state", {}).update(log=log, server=self.server)
         await (protocol.guard(request) or self.app)(scope, receive, send)
 
 
@@ -278,9 +276,9 @@ class _Uvicorn(uvicorn.Server):
 class EmulatorServer:
     """A protocol emulator bound to ``host:port`` (port 0: a free one), served by uvicorn.
 
-    Use it as a context manager (``with EmulatorServer(protocol) as server: server.base_url``), or call
-    :meth:`start` / :meth:`stop`, or :meth:`serve_forever` in the foreground. ``requests`` logs every
-    request received; ``faults`` is the live server-wide fault configuration.
+    A context manager (``with EmulatorServer(protocol) as server: server.base_url``), or :meth:`start` /
+    :meth:`stop`, or :meth:`serve_forever` in the foreground. ``requests`` logs every request received;
+    ``faults`` is the live server-wide fault configuration (it may be changed or replaced while serving).
     """
 
     def __init__(
@@ -292,7 +290,9 @@ class EmulatorServer:
         faults: EmulatorFaults | None = None,
     ) -> None:
         self.protocol = protocol
-        self.fault_selector = FaultSelector(faults)
+        self.faults = faults or EmulatorFaults()
+        self._lock = threading.Lock()
+        self._model_requests = 0
         self._requests: list[LoggedRequest] = []  # appended by the event loop's thread only
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self._socket = socket.create_server((host, port), family=family)
@@ -306,18 +306,14 @@ class EmulatorServer:
         )
         self._thread: threading.Thread | None = None
 
-    @property
-    def faults(self) -> EmulatorFaults:
-        """The server-wide fault configuration (mutable)."""
-        return self.fault_selector.faults
-
-    @faults.setter
-    def faults(self, value: EmulatorFaults) -> None:
-        self.fault_selector.faults = value
+    def decide(self, headers: dict[str, str]) -> FaultDecision:
+        """The next model request's fault (its header, else ``faults``), numbered among this server's."""
+        with self._lock:
+            index, self._model_requests = self._model_requests, self._model_requests + 1
+            return self.faults.decide(headers, index)
 
     @property
     def host(self) -> str:
-        """The bound host."""
         return str(self._socket.getsockname()[0])
 
     @property
@@ -332,18 +328,18 @@ class EmulatorServer:
 
     @property
     def requests(self) -> list[LoggedRequest]:
-        """A snapshot of every request received so far, oldest first."""
+        """Every request received so far, oldest first (a snapshot)."""
         return list(self._requests)
 
     def clear_requests(self) -> None:
-        """Forget the logged requests."""
         self._requests.clear()
 
     def start(self) -> EmulatorServer:
         """Serve in a daemon thread, once uvicorn is up; returns ``self``."""
         if self._thread is None:
-            self._thread = threading.Thread(target=self.serve_forever, name=f"{self.protocol.name}-emulator")
-            self._thread.daemon = True
+            self._thread = threading.Thread(
+                target=self.serve_forever, name=f"{self.protocol.name}-emulator", daemon=True
+            )
             self._thread.start()
             deadline = time.monotonic() + 30
             while not self._uvicorn.started:

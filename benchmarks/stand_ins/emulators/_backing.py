@@ -1,16 +1,15 @@
-"""Calls the LangChain chat model that stands behind an emulator.
+"""Calls the LangChain chat model behind an emulator.
 
-Each protocol reduces a request to a :class:`BackingRequest` (LangChain messages from :func:`to_messages`,
-OpenAI-style tool dicts, an optional JSON schema or JSON mode), then :func:`answer` calls
-the model and applies the request's fault and output cap to the :class:`BackingReply`, which the protocol
-turns back into wire JSON.
+A protocol reduces a request to a :class:`BackingRequest`; :func:`answer` calls the model and applies the
+request's fault and output cap to the :class:`BackingReply` the protocol turns back into wire JSON.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from langchain_core.callbacks import BaseCallbackHandler
@@ -19,27 +18,29 @@ from langchain_core.messages import AIMessage, BaseMessage, convert_to_messages
 from langchain_core.outputs import LLMResult
 from pydantic import BaseModel
 
-from benchmarks.stand_ins.emulators._app import BadRequestError
 from benchmarks.stand_ins.emulators.faults import FaultDecision
 from benchmarks.stand_ins.faults import RUNAWAY_CONTEXT_TOKENS, cut_to_tokens, grow
 from shared.llm.tokens import approx_json_tokens, approx_tokens
 
 STAND_IN_MARKER = "erp-ai emulator"
-"""How every emulator marks the model identity it reports (``/api/tags``, ``/v1/models``, Gemini's model
-resource), so that a run against it is never taken for a real model (see :func:`stand_in_label`)."""
+"""Marks the model identity every emulator reports (``/api/tags``, ``/v1/models``, Gemini's model
+resource), so that a run against it is never taken for a real model."""
 
 MALFORMED_TOOL_ARGUMENTS = '{"anio": 2025, "cliente": "Empresa ABC'
 """Tool-call arguments cut short: not valid JSON (the langchain#34746 case)."""
 
 
+class BadRequestError(ValueError):
+    """A request the protocol cannot take; the message goes into a 400 error body."""
+
+
 def stand_in_label(model: BaseChatModel) -> str:
-    """What an emulator says answers behind it: ``erp-ai emulator: OfflineSalesModel answers, not the model
-    named``."""
+    """``erp-ai emulator: OfflineSalesModel answers, not the model named``."""
     return f"{STAND_IN_MARKER}: {type(model).__name__} answers, not the model named"
 
 
 def _text(content: Any) -> str:
-    """Text content, or the text of a list of content parts, joined."""
+    """Text content, or the text parts of a list of content parts, joined."""
     if isinstance(content, list):
         return "".join(
             str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") == "text"
@@ -48,8 +49,8 @@ def _text(content: Any) -> str:
 
 
 def to_messages(messages: Sequence[dict[str, Any]]) -> list[BaseMessage]:
-    """Convert OpenAI-shaped message dicts (Ollama's API shares the shape, Gemini's contents map onto it)
-    to LangChain messages, with :func:`langchain_core.messages.convert_to_messages`.
+    """OpenAI-shaped message dicts (Ollama shares the shape, Gemini's contents map onto it) as LangChain
+    messages.
 
     A tool call without an ``id`` gets one; a tool result pairs with the latest assistant message's calls
     by ``tool_call_id``, else by tool name (Ollama: ``tool_name``), else in order (Ollama sends no ids).
@@ -70,9 +71,10 @@ def to_messages(messages: Sequence[dict[str, Any]]) -> list[BaseMessage]:
             entry["tool_calls"] = calls
         elif entry.get("role") == "tool":
             name = entry.pop("tool_name", None) or entry.get("name")
-            match = next((p for p in pending if p[0] == entry.get("tool_call_id")), None)
             match = (
-                match or next((p for p in pending if p[1] == name), None) or (pending[0] if pending else None)
+                next((p for p in pending if p[0] == entry.get("tool_call_id")), None)
+                or next((p for p in pending if p[1] == name), None)
+                or (pending[0] if pending else None)
             )
             if match is not None:
                 pending.remove(match)
@@ -91,79 +93,58 @@ class BackingRequest:
 
     messages: list[BaseMessage]
     tools: list[dict[str, Any]] = field(default_factory=list)
-    """Tools as OpenAI-style dicts (``{"type": "function", "function": {...}}``)."""
+    """OpenAI-style (``{"type": "function", "function": {...}}``)."""
     tool_choice: str | None = None
-    """``None`` (model decides), ``"any"`` or a tool name."""
+    """``None`` (the model decides), ``"any"`` or a tool name."""
     json_schema: dict[str, Any] | None = None
-    """A JSON schema the reply must follow (structured output)."""
     json_mode: bool = False
-    """Reply with JSON, no schema given."""
+    """JSON asked for without a schema."""
 
 
 @dataclass(frozen=True)
 class BackingToolCall:
-    """One tool call produced by the backing model."""
-
     name: str
     args: dict[str, Any]
 
 
 @dataclass(frozen=True)
 class BackingReply:
-    """What the backing model answered, with token counts and simulated latency."""
+    """The backing model's answer, with token counts."""
 
     text: str
     tool_calls: list[BackingToolCall]
     input_tokens: int
     output_tokens: int
     cached_tokens: int = 0
-    """The part of ``input_tokens`` the backing model served from its prompt cache (``cache_read``)."""
-    simulated_ms: float | None = None
-    """``response_metadata["simulated_latency_ms"]`` when the model reported one."""
+    """The part of ``input_tokens`` the model served from its prompt cache (``cache_read``)."""
+    duration_ms: float = 0.0
+    """The model's ``response_metadata["simulated_latency_ms"]`` when it reports one, else the time taken."""
     cut: bool = False
-    """The reply was cut at the output cap (Ollama ``done_reason: "length"``, Gemini ``MAX_TOKENS``)."""
+    """Cut at the output cap (Ollama ``done_reason: "length"``, Gemini ``MAX_TOKENS``, OpenAI ``length``)."""
 
 
-class _UsageCapture(BaseCallbackHandler):
-    """Adds up the usage (and simulated latency) of every model call made under one ``invoke``."""
+class _Replies(BaseCallbackHandler):
+    """Collects the messages of every model call made under one ``invoke``."""
 
     def __init__(self) -> None:
-        self.tokens = [0, 0, 0]  # input, output, cache_read
-        self.seen_usage = False
-        self.simulated_ms: float | None = None
+        self.messages: list[AIMessage] = []
 
     def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
         for generation in (g for gs in response.generations for g in gs):
-            message = getattr(generation, "message", None)
-            if not isinstance(message, AIMessage):
-                continue
-            if usage := message.usage_metadata:
-                self.seen_usage = True
-                cached = int((usage.get("input_token_details") or {}).get("cache_read") or 0)
-                self.tokens = [
-                    a + b
-                    for a, b in zip(
-                        self.tokens, (usage["input_tokens"], usage["output_tokens"], cached), strict=True
-                    )
-                ]
-            simulated = message.response_metadata.get("simulated_latency_ms")
-            if isinstance(simulated, int | float):
-                self.simulated_ms = (self.simulated_ms or 0.0) + float(simulated)
+            if isinstance(message := getattr(generation, "message", None), AIMessage):
+                self.messages.append(message)
 
 
 def call_backing_model(model: BaseChatModel, request: BackingRequest) -> BackingReply:
-    """Run ``request`` against ``model``: structured output through ``with_structured_output(schema,
-    method="json_schema")`` (back as JSON text), tools through ``bind_tools``. The model's exceptions
-    propagate (the server turns them into the provider's HTTP 500)."""
-    capture = _UsageCapture()
-    config: Any = {"callbacks": [capture]}
+    """Run ``request``: a schema through ``with_structured_output(method="json_schema")`` (back as JSON
+    text), tools through ``bind_tools``; the model's exceptions propagate (the server's HTTP 500)."""
+    started, replies = time.perf_counter(), _Replies()
+    config: Any = {"callbacks": [replies]}
     tool_calls: list[BackingToolCall] = []
     if request.json_schema is not None:
         # LangChain's converters need a top-level title to name a dict schema; wire schemas may lack one.
-        structured = model.with_structured_output(
-            {"title": "output", **request.json_schema}, method="json_schema"
-        )
-        result = structured.invoke(request.messages, config=config)
+        schema = {"title": "output", **request.json_schema}
+        result = model.with_structured_output(schema, method="json_schema").invoke(request.messages, config)
         if isinstance(result, BaseModel):
             result = result.model_dump(mode="json")
         text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
@@ -176,11 +157,18 @@ def call_backing_model(model: BaseChatModel, request: BackingRequest) -> Backing
         text = message.text if isinstance(message, BaseMessage) else str(message)
         if isinstance(message, AIMessage):
             tool_calls = [BackingToolCall(call["name"], dict(call["args"])) for call in message.tool_calls]
-    input_tokens, output_tokens, cached = capture.tokens
-    if not capture.seen_usage:  # the model reports no usage: count with the project's approximation
+    usages = [m.usage_metadata for m in replies.messages if m.usage_metadata]
+    if usages:
+        input_tokens = sum(u["input_tokens"] for u in usages)
+        output_tokens = sum(u["output_tokens"] for u in usages)
+    else:  # the model reports no usage: count with the project's approximation
         input_tokens = sum(approx_tokens(m.text) for m in request.messages)
         output_tokens = approx_tokens(text) + sum(approx_json_tokens(c.args) for c in tool_calls)
-    return BackingReply(text, tool_calls, input_tokens, output_tokens, cached, capture.simulated_ms)
+    cached = sum(int((u.get("input_token_details") or {}).get("cache_read") or 0) for u in usages)
+    simulated = [m.response_metadata.get("simulated_latency_ms") for m in replies.messages]
+    timed = [float(ms) for ms in simulated if isinstance(ms, int | float)]
+    duration_ms = sum(timed) if timed else (time.perf_counter() - started) * 1000
+    return BackingReply(text, tool_calls, input_tokens, output_tokens, cached, duration_ms)
 
 
 def _wire_tokens(text: str, tool_calls: list[BackingToolCall]) -> int:
@@ -189,28 +177,20 @@ def _wire_tokens(text: str, tool_calls: list[BackingToolCall]) -> int:
     )
 
 
-def schema_invalid_text(reply_text: str, *, has_schema: bool) -> str:
-    """The ``schema_invalid`` fault: JSON that ignores the schema, or fenced JSON in plain JSON mode."""
-    if has_schema:
-        return json.dumps(
-            {"respuesta_libre": reply_text, "nota": "el esquema fue ignorado"}, ensure_ascii=False
-        )
-    return f"```json\n{reply_text}\n```"
-
-
 def answer(
     model: BaseChatModel, request: BackingRequest, decision: FaultDecision, max_tokens: int | None = None
 ) -> BackingReply:
     """Call ``model``, then apply the request's reply fault and its output cap ``max_tokens``.
 
-    A reply fault is the offline model's (``misbehave``), applied to any backing model's reply;
-    ``schema_invalid`` replaces a structured reply with JSON that ignores the schema. ``max_tokens`` (``None``
-    or ``<= 0``: none) cuts a longer reply, counted with :mod:`shared.llm.tokens`, and marks it ``cut``;
-    tool calls that did not fit are only text (as when a real server's tool-call parser meets half a
-    call). A ``runaway`` reply grows until the cap, or ``RUNAWAY_CONTEXT_TOKENS`` without one.
+    A reply fault is the offline model's (``misbehave``), applied to any model's reply; ``schema_invalid``
+    replaces a JSON reply with JSON that ignores the schema, or fences it in JSON mode. ``max_tokens``
+    (``None`` or ``<= 0``: none) cuts a longer reply, counted with :mod:`shared.llm.tokens`; tool calls
+    that did not fit are only text, as when a real server's tool-call parser meets half a call. A
+    ``runaway`` reply grows until the cap, else ``RUNAWAY_CONTEXT_TOKENS``.
     """
     reply = call_backing_model(model, request)
-    text, calls, output_tokens, repeat = reply.text, reply.tool_calls, reply.output_tokens, ""
+    text, calls, repeat = reply.text, reply.tool_calls, ""
+    output_tokens = reply.output_tokens
     if decision.reply_fault is not None:
         from benchmarks.stand_ins.offline import misbehave  # late: the offline model is heavier to load
 
@@ -226,20 +206,19 @@ def answer(
         text, repeat = changed.text, changed.repeat
         calls = [BackingToolCall(name, args) for name, args in changed.tool_calls]
         output_tokens = _wire_tokens(text, calls)
-    elif decision.mode == "schema_invalid" and (request.json_schema is not None or request.json_mode):
-        text, calls = schema_invalid_text(text, has_schema=request.json_schema is not None), []
+    elif decision.mode == "schema_invalid" and request.json_schema is not None:
+        ignored = {"respuesta_libre": text, "nota": "el esquema fue ignorado"}
+        text, calls = json.dumps(ignored, ensure_ascii=False), []
+    elif decision.mode == "schema_invalid" and request.json_mode:
+        text, calls = f"```json\n{text}\n```", []
     cap = max_tokens if max_tokens is not None and max_tokens > 0 else None
     if repeat:
         cap = cap or RUNAWAY_CONTEXT_TOKENS
         text = grow(text, repeat, cap)
-    cut = cap is not None and _wire_tokens(text, calls) > cap
-    if cut and cap is not None:
-        written = text + "".join(
-            ("\n" if text or i else "")
-            + json.dumps({"name": c.name, "arguments": c.args}, ensure_ascii=False)
-            for i, c in enumerate(calls)
-        )
-        text, calls, output_tokens = cut_to_tokens(written, cap), [], cap
-    return BackingReply(
-        text, calls, reply.input_tokens, output_tokens, reply.cached_tokens, reply.simulated_ms, cut=cut
+    if cap is None or _wire_tokens(text, calls) <= cap:
+        return replace(reply, text=text, tool_calls=calls, output_tokens=output_tokens)
+    written = text + "".join(
+        ("\n" if text or i else "") + json.dumps({"name": c.name, "arguments": c.args}, ensure_ascii=False)
+        for i, c in enumerate(calls)
     )
+    return replace(reply, text=cut_to_tokens(written, cap), tool_calls=[], output_tokens=cap, cut=True)

@@ -1,25 +1,20 @@
-"""The Gemini Developer API protocol (``generateContent`` / ``streamGenerateContent``), backed by a LangChain
-chat model, matching what ``langchain_google_genai.ChatGoogleGenerativeAI`` (through ``google-genai``) sends.
+"""The Gemini Developer API protocol (``generateContent`` / ``streamGenerateContent``), as
+``langchain_google_genai.ChatGoogleGenerativeAI`` (through ``google-genai``) uses it. JSON is camelCase.
 
-Wire facts this module follows:
-
-- ``POST /{v1,v1beta}/models/{model}:generateContent`` returns one ``GenerateContentResponse``;
-  ``:streamGenerateContent?alt=sse`` returns server-sent events, one ``data: {…}`` per chunk: the text a few
-  tokens at a time, function calls whole in the last chunk (without ``alt=sse``: one JSON array).
-  JSON is camelCase.
+- ``POST /{v1,v1beta,v1alpha}/models/{model}:generateContent`` returns one ``GenerateContentResponse``;
+  ``:streamGenerateContent?alt=sse`` sends one SSE ``data: {…}`` per chunk, the text a few tokens at a time
+  and the function calls whole in the last (without ``alt=sse``: one JSON array).
 - Requests carry ``contents`` (roles ``user`` / ``model``; parts ``text``, ``functionCall``,
   ``functionResponse``), ``systemInstruction``, ``tools[].functionDeclarations`` (``parameters`` or
   ``parametersJsonSchema``), ``toolConfig.functionCallingConfig`` and ``generationConfig``
-  (``responseMimeType`` plus ``responseJsonSchema`` or the OpenAPI-style ``responseSchema``).
-- ``generationConfig.maxOutputTokens`` caps the output tokens: a longer reply is cut there and ends with
-  ``finishReason: "MAX_TOKENS"`` (usage still reported), streaming or not.
-- Replies carry ``candidates[].content.parts`` (``text`` / ``functionCall``), ``finishReason``,
-  ``usageMetadata`` (cumulative in every stream chunk, as the real API does; ``cachedContentTokenCount``,
-  the part of ``promptTokenCount`` served from a cache, when there is one: the backing model's
-  ``cache_read``) and ``modelVersion``, which LangChain reports as ``response_metadata["model_name"]``.
-- Every call needs an API key (``x-goog-api-key`` header or ``?key=``): none gives 403
-  ``PERMISSION_DENIED``; a wrong one (when the server was given a key) gives 400 ``INVALID_ARGUMENT``, as the
-  real API does. Errors are ``{"error": {"code", "message", "status"}}``.
+  (``responseMimeType``, ``responseJsonSchema`` or the OpenAPI-style ``responseSchema``, and
+  ``maxOutputTokens``: a cut reply ends with ``finishReason: "MAX_TOKENS"``).
+- Replies carry ``candidates[].content.parts``, ``finishReason``, ``usageMetadata`` (cumulative in every
+  chunk, as the real API's; ``cachedContentTokenCount`` only when the backing model read from its cache)
+  and ``modelVersion`` (LangChain's ``response_metadata["model_name"]``).
+- Every call needs an API key (``x-goog-api-key`` or ``?key=``): none gives 403 ``PERMISSION_DENIED``, a
+  wrong one (when the server has a key) 400 ``INVALID_ARGUMENT``. Errors are ``{"error": {"code",
+  "message", "status"}}``.
 """
 
 from __future__ import annotations
@@ -37,28 +32,18 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from benchmarks.stand_ins.chunks import stream_pieces
-from benchmarks.stand_ins.emulators._app import (
-    SSE,
-    Call,
-    Protocol,
-    before_break,
-    chunked,
-    encode,
-    json_reply,
-)
+from benchmarks.stand_ins.emulators._app import SSE, Call, Protocol, chunked, encode, json_reply
 from benchmarks.stand_ins.emulators._backing import (
     MALFORMED_TOOL_ARGUMENTS,
     BackingReply,
     BackingRequest,
-    answer,
     stand_in_label,
     to_messages,
 )
 
 DEFAULT_GEMINI_MODELS: tuple[str, ...] = ("gemini-2.5-flash", "gemini-2.5-flash-lite")
-"""Model names ``GET /v1beta/models`` lists."""
-
 _VERSIONS = ("v1", "v1beta", "v1alpha")
+_METHODS = ("generateContent", "streamGenerateContent")
 _STATUS_NAMES = {400: "INVALID_ARGUMENT", 403: "PERMISSION_DENIED", 404: "NOT_FOUND", 500: "INTERNAL"}
 _NO_KEY = (
     "Method doesn't allow unregistered callers (callers without established identity). "
@@ -71,8 +56,7 @@ class _Wire(BaseModel):
 
 
 class GeminiPart(_Wire):
-    """One part of a content: ``text`` (a ``thought`` is left out), a ``functionCall`` (``name``, ``args``,
-    ``id``) or a ``functionResponse`` (``name``, ``response``, ``id``)."""
+    """A ``text`` (unless a ``thought``), a ``functionCall`` or a ``functionResponse``."""
 
     text: str | None = None
     thought: bool | None = None
@@ -81,14 +65,11 @@ class GeminiPart(_Wire):
 
 
 class GeminiContent(_Wire):
-    """A ``Content``: a role and its parts."""
-
     role: str | None = None
     parts: list[GeminiPart] = Field(default_factory=list)
 
     @property
     def text(self) -> str:
-        """The text parts joined (thoughts left out)."""
         return "".join(part.text for part in self.parts if part.text is not None and not part.thought)
 
 
@@ -101,10 +82,46 @@ class GeminiGenerateRequest(_Wire):
     toolConfig: dict[str, Any] = Field(default_factory=dict)
     generationConfig: dict[str, Any] = Field(default_factory=dict)
 
+    def backing_request(self) -> BackingRequest:
+        tools = [
+            {
+                "type": "function",
+                "function": {
+                    "name": declaration["name"],
+                    "description": declaration.get("description") or "",
+                    "parameters": declaration.get("parametersJsonSchema")
+                    or openapi_to_json_schema(
+                        declaration.get("parameters") or {"type": "object", "properties": {}}
+                    ),
+                },
+            }
+            for tool in self.tools
+            for declaration in tool.get("functionDeclarations") or []
+        ]
+        calling = self.toolConfig.get("functionCallingConfig") or {}
+        mode, tool_choice = str(calling.get("mode") or "").upper(), None
+        if mode == "NONE":
+            tools = []
+        elif mode == "ANY":
+            allowed = calling.get("allowedFunctionNames") or []
+            tool_choice = allowed[0] if len(allowed) == 1 and len(tools) > 1 else "any"
+        config = self.generationConfig
+        schema = config.get("responseJsonSchema")
+        if schema is None and config.get("responseSchema") is not None:
+            schema = openapi_to_json_schema(config["responseSchema"])
+        return BackingRequest(
+            messages=to_langchain_messages(self.contents, self.systemInstruction),
+            tools=tools,
+            tool_choice=tool_choice,
+            json_schema=schema,
+            json_mode=schema is None
+            and str(config.get("responseMimeType") or "").lower() == "application/json",
+        )
+
 
 def openapi_to_json_schema(schema: Any) -> Any:
-    """Convert a Gemini ``responseSchema`` / ``parameters`` (OpenAPI subset, ``"OBJECT"``-style upper-case
-    types) into JSON schema with lower-case types; anything else is kept."""
+    """A Gemini ``responseSchema`` / ``parameters`` (OpenAPI subset, ``"OBJECT"``-style types) as JSON
+    schema (lower-case types)."""
     if isinstance(schema, list):
         return [openapi_to_json_schema(item) for item in schema]
     if not isinstance(schema, dict):
@@ -126,10 +143,10 @@ def _result_text(response: dict[str, Any] | None) -> str:
 def to_langchain_messages(
     contents: Sequence[GeminiContent], system: GeminiContent | None = None
 ) -> list[BaseMessage]:
-    """Convert Gemini ``contents`` (and ``systemInstruction``) to LangChain messages; function responses pair
-    with the earlier calls by ``id``, then by name, then in order (:func:`to_messages`)."""
+    """Gemini ``contents`` (and ``systemInstruction``) as LangChain messages; function responses pair with
+    the calls by ``id``, then name, then order (:func:`to_messages`)."""
     wire: list[dict[str, Any]] = (
-        [{"role": "system", "content": system.text}] if system is not None and system.text else []
+        [{"role": "system", "content": system.text}] if system and system.text else []
     )
     for content in contents:
         if content.role == "model":
@@ -141,54 +158,18 @@ def to_langchain_messages(
             wire.append({"role": "assistant", "content": content.text, "tool_calls": functions})
             continue
         responses = [p.functionResponse for p in content.parts if p.functionResponse is not None]
-        for r in responses:
-            wire.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": r.get("id"),
-                    "name": r.get("name"),
-                    "content": _result_text(r.get("response")),
-                }
-            )
+        wire += [
+            {
+                "role": "tool",
+                "tool_call_id": r.get("id"),
+                "name": r.get("name"),
+                "content": _result_text(r.get("response")),
+            }
+            for r in responses
+        ]
         if content.text or not responses:
             wire.append({"role": "user", "content": content.text})
     return to_messages(wire)
-
-
-def _backing_request(body: GeminiGenerateRequest) -> BackingRequest:
-    tools = [
-        {
-            "type": "function",
-            "function": {
-                "name": declaration["name"],
-                "description": declaration.get("description") or "",
-                "parameters": declaration.get("parametersJsonSchema")
-                or openapi_to_json_schema(
-                    declaration.get("parameters") or {"type": "object", "properties": {}}
-                ),
-            },
-        }
-        for tool in body.tools
-        for declaration in tool.get("functionDeclarations") or []
-    ]
-    calling = body.toolConfig.get("functionCallingConfig") or {}
-    mode, tool_choice = str(calling.get("mode") or "").upper(), None
-    if mode == "NONE":
-        tools = []
-    elif mode == "ANY":
-        allowed = calling.get("allowedFunctionNames") or []
-        tool_choice = allowed[0] if len(allowed) == 1 and len(tools) > 1 else "any"
-    config = body.generationConfig
-    schema = config.get("responseJsonSchema")
-    if schema is None and config.get("responseSchema") is not None:
-        schema = openapi_to_json_schema(config["responseSchema"])
-    return BackingRequest(
-        messages=to_langchain_messages(body.contents, body.systemInstruction),
-        tools=tools,
-        tool_choice=tool_choice,
-        json_schema=schema,
-        json_mode=schema is None and str(config.get("responseMimeType") or "").lower() == "application/json",
-    )
 
 
 class GeminiProtocol(Protocol):
@@ -211,19 +192,15 @@ class GeminiProtocol(Protocol):
         super().__init__(model, models, api_key)
 
     def error_body(self, status: int, message: str) -> dict[str, Any]:
-        """Google's error body."""
         return {"error": {"code": status, "message": message, "status": _STATUS_NAMES.get(status, "UNKNOWN")}}
 
     def invalid(self, exc: ValidationError) -> Response:
-        """Google's account of a body it cannot read."""
         return self.error(400, f"Invalid JSON payload received. {exc}")
 
     def not_found(self, request: Request) -> Response:
-        """Google's 404 for an unknown method."""
         return self.error(404, f"Method not found: {request.method} {request.url.path}")
 
     def guard(self, request: Request) -> Response | None:
-        """No key: 403; a key other than the configured one: 400, as the real API answers."""
         key = request.headers.get("x-goog-api-key") or request.query_params.get("key")
         if not key:
             return self.error(403, _NO_KEY)
@@ -258,20 +235,13 @@ class GeminiProtocol(Protocol):
 
     def _generate(self, call: Call) -> Response:
         model_name, _, method = call.params["name"].partition(":")
-        if call.params["version"] not in _VERSIONS or method not in (
-            "generateContent",
-            "streamGenerateContent",
-        ):
+        if call.params["version"] not in _VERSIONS or method not in _METHODS:
             return self.error(404, f"Method not found: {method or call.log.path}")
         stream, sse = method == "streamGenerateContent", call.log.query.get("alt") == ["sse"]
         body = call.parse(GeminiGenerateRequest)
-        decision = call.fault()
-        mode = decision.mode
-        if mode == "stream_error" and not stream:
-            return self.error(500, self.internal_error)
-        reply = answer(
-            self.model, _backing_request(body), decision, body.generationConfig.get("maxOutputTokens")
-        )
+        cap = body.generationConfig.get("maxOutputTokens")
+        decision, reply = self.respond(call, body.backing_request(), stream=stream, cap=cap)
+        mode, cut = decision.mode, decision.mode == "stream_break"
         response_id = uuid.uuid4().hex[:22]
 
         def record(candidate: dict[str, Any], written: int | None = None) -> dict[str, Any]:
@@ -282,7 +252,7 @@ class GeminiProtocol(Protocol):
                 "candidatesTokenCount": output,
                 "totalTokenCount": reply.input_tokens + output,
             }
-            if reply.cached_tokens:  # the API leaves the field out when nothing came from a cache
+            if reply.cached_tokens:
                 usage["cachedContentTokenCount"] = reply.cached_tokens
             return {
                 "candidates": [{**candidate, "index": 0}],
@@ -296,26 +266,18 @@ class GeminiProtocol(Protocol):
             message = f"Malformed function call: {name}({MALFORMED_TOOL_ARGUMENTS}"
             records = [record({"finishReason": "MALFORMED_FUNCTION_CALL", "finishMessage": message}, 0)]
         elif not stream:
-            return json_reply(record(_final(reply, reply.text)), cut=mode == "stream_break")
+            records = [record(_final(reply, reply.text))]
         else:
-            records = self._stream_records(reply, record, mode)
-        if not sse:
-            return json_reply(records if stream else records[0], cut=mode == "stream_break")
-        return chunked((encode(r, b"data: ", b"\r\n\r\n") for r in records), SSE, cut=mode == "stream_break")
-
-    def _stream_records(self, reply: BackingReply, record: Any, mode: str | None) -> list[dict[str, Any]]:
-        """Text pieces, then the function calls with ``finishReason`` and the complete usage; a
-        ``stream_error`` ends halfway through the text with an error event, a ``stream_break`` just stops."""
-        pieces = stream_pieces(reply.text)
-        if mode in ("stream_error", "stream_break"):
-            records = [
-                record({"content": {"role": "model", "parts": [{"text": p}]}}, 0)
-                for p in before_break(pieces)
-            ]
-            return records + ([self.error_body(500, self.internal_error)] if mode == "stream_error" else [])
-        last = "" if reply.tool_calls or not pieces else pieces.pop()
-        records = [record({"content": {"role": "model", "parts": [{"text": p}]}}, 0) for p in pieces]
-        return [*records, record(_final(reply, last))]
+            # Text pieces, the last one (when no function call follows) in the closing record.
+            pieces = stream_pieces(reply.text)
+            text = [record({"content": {"role": "model", "parts": [{"text": p}]}}, 0) for p in pieces]
+            last = "" if reply.tool_calls or not pieces else pieces[-1]
+            records = self.cut_short(
+                mode, text, [*text[: len(text) - bool(last)], record(_final(reply, last))]
+            )
+        if not (stream and sse):
+            return json_reply(records if stream else records[0], cut=cut)
+        return chunked((encode(r, b"data: ", b"\r\n\r\n") for r in records), SSE, cut=cut)
 
 
 def _final(reply: BackingReply, text: str) -> dict[str, Any]:

@@ -1,26 +1,18 @@
-"""The Ollama REST protocol (``/api/chat``, ``/api/tags``, ``/api/show``, ``/api/version``), backed by a
-LangChain chat model, matching what ``langchain_ollama.ChatOllama`` and the ``ollama`` client send and expect.
+"""The Ollama REST protocol (``/api/chat``, ``/api/tags``, ``/api/show``, ``/api/version``), as
+``langchain_ollama.ChatOllama`` and the ``ollama`` client use it.
 
-Wire facts this module follows:
-
-- ``POST /api/chat`` streams NDJSON by default (``ChatOllama`` streams even for ``invoke``);
-  ``"stream": false`` returns one JSON object. Every chunk carries ``model``, ``created_at`` and
-  ``message`` (with ``role``); the last has ``done: true``, ``done_reason``, ``prompt_eval_count`` /
-  ``eval_count`` and ``*_duration`` in nanoseconds, which ``ChatOllama`` turns into ``usage_metadata``.
-- Tool calls come back as ``message.tool_calls = [{"function": {"index": 0, "name": …, "arguments": {…}}}]``,
-  arguments as an object. The client drops tool-call ids, so tool results are paired with calls by order
-  (or by ``tool_name`` when given).
-- ``format`` is ``"json"`` or a JSON schema.
-- ``options.num_predict`` caps the output tokens (``-1`` or absent: no cap). A longer reply is cut there and
-  ends with ``done_reason: "length"`` (``ChatOllama`` puts it in ``response_metadata``), streaming or not.
-- A stream sends the text a few tokens at a time (:func:`benchmarks.stand_ins.chunks.stream_pieces`), tool
-  calls whole in one chunk, then the ``done`` record with the counts.
+- ``POST /api/chat`` streams NDJSON by default (``ChatOllama`` streams even for ``invoke``); ``"stream":
+  false`` returns one object. Every chunk carries ``model``, ``created_at`` and ``message`` (with ``role``):
+  the text a few tokens at a time, the tool calls whole (arguments as an object), then the ``done: true``
+  record with ``done_reason``, ``prompt_eval_count`` / ``eval_count`` and ``*_duration`` in nanoseconds.
+- The client drops tool-call ids: tool results pair with calls by order, or by ``tool_name``.
+- ``format`` is ``"json"`` or a JSON schema; ``options.num_predict`` caps the output (``-1``: none), and a
+  cut reply ends with ``done_reason: "length"``.
 - Errors are ``{"error": "…"}``, with an HTTP error status or as a line of the stream.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -32,30 +24,18 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from benchmarks.stand_ins.chunks import stream_pieces
-from benchmarks.stand_ins.emulators._app import (
-    NDJSON,
-    Call,
-    Protocol,
-    before_break,
-    chunked,
-    encode,
-    json_reply,
-)
+from benchmarks.stand_ins.emulators._app import NDJSON, Call, Protocol, chunked, encode, json_reply
 from benchmarks.stand_ins.emulators._backing import (
     MALFORMED_TOOL_ARGUMENTS,
     BackingReply,
     BackingRequest,
-    answer,
     stand_in_label,
     to_messages,
 )
 
 DEFAULT_OLLAMA_MODELS: tuple[str, ...] = ("llama3.1:8b", "qwen2.5:7b")
-"""Model names ``/api/tags`` lists by default."""
 OLLAMA_VERSION = "0.12.6"
-"""The server version ``/api/version`` reports."""
-
-_STREAM_BROKEN = "an error was encountered while running the model: unexpected EOF"
+_MODIFIED = "2025-01-01T00:00:00Z"
 
 
 class OllamaChatRequest(BaseModel):
@@ -72,15 +52,11 @@ class OllamaChatRequest(BaseModel):
 
     @property
     def num_predict(self) -> int | None:
-        """``options.num_predict`` as a cap: ``None`` when absent, not a number, or ``<= 0`` (-1 = none)."""
+        """``options.num_predict`` as a cap: ``None`` when absent, not a number or ``<= 0``."""
         value = (self.options or {}).get("num_predict")
         if isinstance(value, bool) or not isinstance(value, int | float):
             return None
         return int(value) if value > 0 else None
-
-
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class OllamaProtocol(Protocol):
@@ -91,6 +67,7 @@ class OllamaProtocol(Protocol):
         "model runner has unexpectedly stopped, this may be due to resource limitations or an internal "
         "error, check ollama server logs for details"
     )
+    stream_broken = "an error was encountered while running the model: unexpected EOF"
 
     def __init__(
         self,
@@ -102,38 +79,8 @@ class OllamaProtocol(Protocol):
         """``models`` are listed by ``/api/tags``; with ``strict_models`` other names get a 404."""
         super().__init__(model, models)
         self.strict_models = strict_models
-
-    def error_body(self, status: int, message: str) -> dict[str, Any]:
-        """Ollama's error body."""
-        return {"error": message}
-
-    def invalid(self, exc: ValidationError) -> Response:
-        """``model is required``, as Ollama says it, or pydantic's account."""
-        missing_model = any(error["loc"] == ("model",) for error in exc.errors())
-        return self.error(400, "model is required" if missing_model else str(exc))
-
-    def not_found(self, request: Request) -> Response:
-        """Ollama's 404 (Go's ``http.NotFound``)."""
-        return self.error(404, "404 page not found")
-
-    def routes(self) -> list[Route]:
-        """``/``, ``/api/version``, ``/api/tags``, ``/api/show`` and ``/api/chat``."""
-        return [
-            self.route("/", lambda _: JSONResponse({"status": "Ollama is running"}), "GET"),
-            self.route("/api/version", lambda _: JSONResponse({"version": OLLAMA_VERSION}), "GET"),
-            self.route(
-                "/api/tags", lambda _: JSONResponse({"models": [self._entry(m) for m in self.models]}), "GET"
-            ),
-            self.route("/api/show", self._show),
-            self.route("/api/chat", self._chat),
-        ]
-
-    def _known(self, name: str) -> bool:
-        return not self.strict_models or any(name == m or m.startswith(f"{name}:") for m in self.models)
-
-    def _details(self) -> dict[str, Any]:
-        return {
-            "stand_in": stand_in_label(self.model),
+        self.details = {
+            "stand_in": stand_in_label(model),
             "parent_model": "",
             "format": "gguf",
             "family": "llama",
@@ -142,16 +89,30 @@ class OllamaProtocol(Protocol):
             "quantization_level": "Q4_K_M",
         }
 
-    def _entry(self, name: str) -> dict[str, Any]:
-        modified = "2025-01-01T00:00:00Z"
-        return {
-            "name": name,
-            "model": name,
-            "modified_at": modified,
-            "size": 4_920_000_000,
-            "digest": "0" * 64,
-            "details": self._details(),
-        }
+    def error_body(self, status: int, message: str) -> dict[str, Any]:
+        return {"error": message}
+
+    def invalid(self, exc: ValidationError) -> Response:
+        """``model is required``, as Ollama says it, or pydantic's account."""
+        missing_model = any(error["loc"] == ("model",) for error in exc.errors())
+        return self.error(400, "model is required" if missing_model else str(exc))
+
+    def not_found(self, request: Request) -> Response:
+        return self.error(404, "404 page not found")  # Go's http.NotFound
+
+    def routes(self) -> list[Route]:
+        entry = {"modified_at": _MODIFIED, "size": 4_920_000_000, "digest": "0" * 64, "details": self.details}
+        tags = {"models": [{"name": m, "model": m, **entry} for m in self.models]}
+        return [
+            self.route("/", lambda _: JSONResponse({"status": "Ollama is running"}), "GET"),
+            self.route("/api/version", lambda _: JSONResponse({"version": OLLAMA_VERSION}), "GET"),
+            self.route("/api/tags", lambda _: JSONResponse(tags), "GET"),
+            self.route("/api/show", self._show),
+            self.route("/api/chat", self._chat),
+        ]
+
+    def _known(self, name: str) -> bool:
+        return not self.strict_models or any(name == m or m.startswith(f"{name}:") for m in self.models)
 
     def _show(self, call: Call) -> Response:
         name = str(call.fields.get("model") or call.fields.get("name") or "")  # ``name``: the legacy field
@@ -163,10 +124,10 @@ class OllamaProtocol(Protocol):
                 "modelfile": f"# Emulated by erp-ai-harness\nFROM {name}\n",
                 "parameters": "temperature 0",
                 "template": "{{ .Prompt }}",
-                "details": self._details(),
+                "details": self.details,
                 "model_info": {"general.architecture": "llama", "llama.context_length": 8192},
                 "capabilities": ["completion", "tools"],
-                "modified_at": "2025-01-01T00:00:00Z",
+                "modified_at": _MODIFIED,
             }
         )
 
@@ -180,56 +141,45 @@ class OllamaProtocol(Protocol):
             json_schema=chat.format if isinstance(chat.format, dict) else None,
             json_mode=chat.format == "json",
         )
-        decision = call.fault()
-        started = time.perf_counter()
-        reply = answer(self.model, request, decision, chat.num_predict)
-        elapsed_ms = (time.perf_counter() - started) * 1000
+        decision, reply = self.respond(call, request, stream=chat.stream, cap=chat.num_predict)
         mode = decision.mode
         if mode == "malformed_tool_call":
             name = reply.tool_calls[0].name if reply.tool_calls else "ventas_anuales"
             raw = f'{{"name": "{name}", "arguments": {MALFORMED_TOOL_ARGUMENTS}'
             error = f"error parsing tool call: raw='{raw}', err=unexpected end of JSON input"
             return chunked([encode({"error": error})], NDJSON) if chat.stream else self.error(500, error)
-        if mode == "stream_error" and not chat.stream:
-            return self.error(500, _STREAM_BROKEN)
 
         def record(content: str = "", **fields: Any) -> dict[str, Any]:
             message = {"role": "assistant", "content": content}
             if calls := fields.pop("tool_calls", None):
                 message["tool_calls"] = calls
-            return {"model": chat.model, "created_at": _now(), "message": message, "done": False, **fields}
+            created = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+            return {"model": chat.model, "created_at": created, "message": message, "done": False, **fields}
 
         tool_calls = [
             {"function": {"index": i, "name": c.name, "arguments": c.args}}
             for i, c in enumerate(reply.tool_calls)
         ]
-        done = self._done(reply, elapsed_ms)
+        done = _done(reply)
         if not chat.stream:
             return json_reply(record(reply.text, tool_calls=tool_calls, **done), cut=mode == "stream_break")
-        # Text pieces, then the tool calls whole (Ollama parses them server-side), then the ``done`` record.
-        records = [record(piece) for piece in stream_pieces(reply.text)]
-        if mode in ("stream_error", "stream_break"):
-            records = before_break(records) + (
-                [self.error_body(500, _STREAM_BROKEN)] if mode == "stream_error" else []
-            )
-        else:
-            records += [record(tool_calls=tool_calls)] if tool_calls else []
-            records.append(record(**done))
+        text = [record(piece) for piece in stream_pieces(reply.text)]
+        calls = [record(tool_calls=tool_calls)] if tool_calls else []
+        records = self.cut_short(mode, text, [*text, *calls, record(**done)])
         return chunked(map(encode, records), NDJSON, cut=mode == "stream_break")
 
-    @staticmethod
-    def _done(reply: BackingReply, elapsed_ms: float) -> dict[str, Any]:
-        """The final record's fields; durations from the model's simulated latency when it reports one."""
-        total_ms = reply.simulated_ms if reply.simulated_ms is not None else elapsed_ms
-        total_ns = max(1, int(total_ms * 1_000_000))
-        prompt_ns = total_ns * reply.input_tokens // max(1, reply.input_tokens + reply.output_tokens)
-        return {
-            "done": True,
-            "done_reason": "length" if reply.cut else "stop",
-            "total_duration": total_ns,
-            "load_duration": 0,
-            "prompt_eval_count": reply.input_tokens,
-            "prompt_eval_duration": prompt_ns,
-            "eval_count": reply.output_tokens,
-            "eval_duration": total_ns - prompt_ns,
-        }
+
+def _done(reply: BackingReply) -> dict[str, Any]:
+    """The final record's fields."""
+    total_ns = max(1, int(reply.duration_ms * 1_000_000))
+    prompt_ns = total_ns * reply.input_tokens // max(1, reply.input_tokens + reply.output_tokens)
+    return {
+        "done": True,
+        "done_reason": "length" if reply.cut else "stop",
+        "total_duration": total_ns,
+        "load_duration": 0,
+        "prompt_eval_count": reply.input_tokens,
+        "prompt_eval_duration": prompt_ns,
+        "eval_count": reply.output_tokens,
+        "eval_duration": total_ns - prompt_ns,
+    }

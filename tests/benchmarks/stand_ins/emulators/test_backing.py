@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
-from benchmarks.stand_ins.emulators._app import BadRequestError
-from benchmarks.stand_ins.emulators._backing import to_messages
+from benchmarks.stand_ins.emulators._backing import BadRequestError, to_messages
 
 
 def test_roles_text_parts_and_tool_results_keep_the_calls_id_and_name() -> None:

@@ -5,54 +5,51 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from benchmarks.stand_ins.emulators import DELAY_HEADER, FAULT_HEADER, FAULT_MODES, EmulatorServer
 from benchmarks.stand_ins.emulators.faults import (
-    DELAY_HEADER,
-    FAULT_HEADER,
-    FAULT_MODES,
-    REPLY_FAULT_MODES,
     EmulatorFaults,
     FaultDecision,
-    FaultSelector,
     FaultStep,
     UnknownFaultError,
     parse_fault_spec,
 )
+from benchmarks.stand_ins.faults import REPLY_FAULTS
 
 
 @pytest.mark.parametrize("mode", FAULT_MODES)
 def test_the_header_selects_any_mode_case_insensitively(mode: str) -> None:
-    assert FaultSelector().decide({FAULT_HEADER.lower(): mode}).mode == mode
+    assert EmulatorFaults().decide({FAULT_HEADER.lower(): mode}).mode == mode
 
 
 def test_the_header_wins_over_the_server_wide_mode_and_none_switches_it_off() -> None:
-    selector = FaultSelector(EmulatorFaults(mode="http_500"))
+    faults = EmulatorFaults(mode="http_500")
 
-    assert selector.decide({FAULT_HEADER: "stream_error"}).mode == "stream_error"
-    assert selector.decide({FAULT_HEADER: "none"}).mode is None
-    assert selector.decide({}).mode == "http_500"
-    assert FaultSelector().decide({}) == FaultDecision(index=0)  # nothing configured: no fault
+    assert faults.decide({FAULT_HEADER: "stream_error"}).mode == "stream_error"
+    assert faults.decide({FAULT_HEADER: "none"}).mode is None
+    assert faults.decide({}).mode == "http_500"
+    assert EmulatorFaults().decide({}) == FaultDecision()  # nothing configured: no fault
 
 
 def test_count_limits_how_many_requests_get_the_server_wide_fault() -> None:
-    selector = FaultSelector(EmulatorFaults(mode="http_500", count=2))
+    faults = EmulatorFaults(mode="http_500", count=2)
 
-    assert [selector.decide({}).mode for _ in range(3)] == ["http_500", "http_500", None]
-    assert selector.faults.count == 0
+    assert [faults.decide({}).mode for _ in range(3)] == ["http_500", "http_500", None]
+    assert faults.count == 0
 
 
 def test_slow_uses_the_configured_delay_unless_the_request_overrides_it() -> None:
-    selector = FaultSelector(EmulatorFaults(mode="slow", slow_seconds=2.5))
+    faults = EmulatorFaults(mode="slow", slow_seconds=2.5)
 
-    assert selector.decide({}).delay_seconds == 2.5
-    assert selector.decide({DELAY_HEADER: "0.25"}).delay_seconds == 0.25
-    assert selector.decide({FAULT_HEADER: "http_500"}).delay_seconds == 0.0
+    assert faults.decide({}).delay_seconds == 2.5
+    assert faults.decide({DELAY_HEADER: "0.25"}).delay_seconds == 0.25
+    assert faults.decide({FAULT_HEADER: "http_500"}).delay_seconds == 0.0
 
 
 def test_unknown_header_values_are_refused() -> None:
     with pytest.raises(UnknownFaultError, match="meteor"):
-        FaultSelector().decide({FAULT_HEADER: "meteor"})
+        EmulatorFaults().decide({FAULT_HEADER: "meteor"})
     with pytest.raises(UnknownFaultError, match=DELAY_HEADER):
-        FaultSelector().decide({FAULT_HEADER: "slow", DELAY_HEADER: "soon"})
+        EmulatorFaults().decide({FAULT_HEADER: "slow", DELAY_HEADER: "soon"})
 
 
 def test_configuration_is_validated_even_when_changed_live() -> None:
@@ -65,27 +62,30 @@ def test_configuration_is_validated_even_when_changed_live() -> None:
 
 
 def test_a_sequence_runs_each_step_for_its_count_then_the_open_ended_last_step() -> None:
-    selector = FaultSelector(EmulatorFaults(sequence=[("http_500", 2), ("slow", None)], slow_seconds=0.5))
+    faults = EmulatorFaults(sequence=[("http_500", 2), ("slow", None)], slow_seconds=0.5)
 
-    decisions = [selector.decide({}) for _ in range(5)]
+    decisions = [faults.decide({}) for _ in range(5)]
 
     assert [d.mode for d in decisions] == ["http_500", "http_500", "slow", "slow", "slow"]
     assert decisions[2].delay_seconds == 0.5
-    assert [d.index for d in decisions] == [0, 1, 2, 3, 4]  # some faults alternate on it
 
 
 def test_a_sequence_of_counted_steps_ends_with_no_fault_and_headers_use_up_no_step() -> None:
-    selector = FaultSelector(EmulatorFaults(sequence=["stall:1", "http_500:1"]))
+    faults = EmulatorFaults(sequence=["stall:1", "http_500:1"])
 
-    assert selector.decide({FAULT_HEADER: "none"}).mode is None
-    assert [selector.decide({}).mode for _ in range(3)] == ["stall", "http_500", None]
-    assert [step.count for step in selector.faults.sequence] == [0, 0]
+    assert faults.decide({FAULT_HEADER: "none"}).mode is None
+    assert [faults.decide({}).mode for _ in range(3)] == ["stall", "http_500", None]
+    assert [step.count for step in faults.sequence] == [0, 0]
 
 
-def test_only_reply_faults_are_reply_faults() -> None:
-    assert FaultDecision(mode="runaway").reply_fault == "runaway"
-    assert FaultDecision(mode="http_500").reply_fault is None
-    assert set(REPLY_FAULT_MODES) < set(FAULT_MODES)
+def test_the_server_numbers_its_model_requests_whatever_their_fault(ollama_server: EmulatorServer) -> None:
+    ollama_server.faults = EmulatorFaults(mode="http_500", count=1)
+    first = ollama_server.decide({})
+    decisions = [ollama_server.decide({FAULT_HEADER: fault}) for fault in ("none", "runaway")]
+
+    assert [first.index + n for n in (1, 2)] == [d.index for d in decisions]
+    assert (first.mode, decisions[1].reply_fault) == ("http_500", "runaway")
+    assert FaultDecision(mode="http_500").reply_fault is None and set(REPLY_FAULTS) < set(FAULT_MODES)
 
 
 @pytest.mark.parametrize(
