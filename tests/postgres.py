@@ -1,36 +1,21 @@
 """A real, throw-away PostgreSQL server for the test suite, and the ``db_url`` fixture over both backends.
 
-The suite starts its own server (``initdb`` + ``pg_ctl``) in a temporary directory, listening only on a unix
-socket in that directory (no TCP port, so parallel test runs never collide), and stops it at the end of the
-session. PostgreSQL refuses to run as root: when the tests run as root, the directory is handed to the
-``postgres`` system user (created by Debian's package) and the server programs run through ``runuser``.
-Durability is switched off (``fsync``, full-page writes, synchronous commit): a crash loses a test database,
-never data anyone keeps, and the server starts in about a second.
+The suite starts its own server (``initdb`` + ``pg_ctl``) in a temporary directory, on a unix socket there
+only (no TCP port, so parallel runs never collide), with durability off, and stops it at the end of the
+session; as root, the server programs run as the ``postgres`` user through ``runuser``. Each test gets a
+fresh empty schema of the session's one database, as a URL whose ``search_path`` is that schema alone (a
+millisecond, where ``CREATE DATABASE`` costs 0.1–1 s). The collation is ``C``, SQLite's byte order, so an
+``ORDER BY`` on text means the same on both backends.
 
-Each test gets a fresh, empty schema of the session's one database, and a URL whose ``search_path`` is that
-schema alone: to the code under test it is an empty database (tables created unqualified land there, and
-SQLAlchemy's inspector looks there). A schema costs a millisecond where ``CREATE DATABASE`` costs 0.1–1 s
-(it copies and WAL-logs a template, and is slower still after a ``DROP DATABASE``). Schemas are left
-behind: the whole server is thrown away at the end. The collation is ``C`` (byte order), the one SQLite
-uses, so an ``ORDER BY`` on text means the same thing on both backends (a server with a linguistic
-collation may order accented and mixed-case names differently).
+Without PostgreSQL the variants are skipped with a message naming ``scripts/ensure_postgres.sh`` and a
+summary line (:func:`pytest_terminal_summary`); in CI (``CI`` set) or with ``ERP_AI_REQUIRE_POSTGRES=1``
+they fail instead, so a machine without PostgreSQL can never pass by skipping them.
 
-Missing PostgreSQL. Locally the PostgreSQL variants are skipped with a message naming
-``scripts/ensure_postgres.sh``, and the session ends with a summary line saying how many did not run and why
-(:func:`pytest_terminal_summary`); in CI (``CI`` set) or with ``ERP_AI_REQUIRE_POSTGRES=1`` they fail with
-that message instead, so a machine without PostgreSQL can never pass by skipping them.
-
-Fixtures (import them into a ``conftest.py``; the server is one per session whichever conftests import them):
-
-- ``postgres_server``: the session's :class:`PostgresServer`;
-- ``postgres_url``: a fresh empty database (schema) as a ``postgresql+psycopg://`` URL;
-- ``db_url``: parametrised over :data:`BACKENDS`, a fresh empty database on each (a SQLite file, or a
-  PostgreSQL schema). A test that takes it runs once per backend, so the dialects cannot drift;
-- ``postgres_demo_erp_url``: the seeded demo ERP on PostgreSQL, seeded once per session (read-only, like the
-  root ``erp_db_url`` on SQLite); :func:`demo_erp_url` picks the one of a backend.
-
-Fixtures of a wider scope get the same from :func:`fresh_url`. :func:`run_processes` runs racing writers
-in separate processes, for the concurrency tests of both backends.
+Fixtures (import them into a ``conftest.py``; one server per session whichever conftests import them):
+``postgres_server``, ``postgres_url`` (a fresh schema), ``db_url`` (a fresh database on each of
+:data:`BACKENDS`) and ``postgres_demo_erp_url`` (the seeded demo ERP, seeded once, read-only;
+:func:`demo_erp_url` picks the one of a backend). :func:`fresh_url` serves fixtures of a wider scope;
+:func:`run_processes` runs racing writers in separate processes.
 """
 
 from __future__ import annotations
@@ -49,20 +34,6 @@ from pathlib import Path
 from typing import Any, Final
 
 import pytest
-
-__all__ = [
-    "BACKENDS",
-    "PostgresServer",
-    "PostgresUnavailable",
-    "db_url",
-    "demo_erp_url",
-    "fresh_url",
-    "postgres_demo_erp_url",
-    "postgres_required",
-    "postgres_server",
-    "postgres_url",
-    "run_processes",
-]
 
 BACKENDS: Final = ("sqlite", "postgresql")
 """The database backends every store, ERP and operations test runs on."""
@@ -247,11 +218,8 @@ def postgres_server() -> Iterator[PostgresServer]:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """End a session that skipped PostgreSQL variants with a line saying so: how many, and why.
-
-    Skips are easy to miss in a long run (``s`` among the dots); a developer without PostgreSQL should know
-    that part of the suite did not run, and what to install to run it.
-    """
+    """End a session that skipped PostgreSQL variants with a line saying how many, and why (an ``s``
+    among the dots is easy to miss)."""
     reasons = [_skip_reason(report) for report in terminalreporter.stats.get("skipped", [])]
     unavailable = [reason for reason in reasons if reason.startswith(_UNAVAILABLE)]
     if not unavailable:
@@ -323,14 +291,9 @@ PROCESS_WAIT_SECONDS: Final = 120
 
 
 def run_processes(target: Callable[..., Any], args_per_process: list[tuple[Any, ...]]) -> list[Any]:
-    """Run ``target(index, *args, barrier)`` in one fresh process per ``args``, and return what each returned,
-    in ``index`` order; a process that raised fails the test with its traceback.
-
-    ``target`` (a module-level function) waits at ``barrier`` (shared by all the processes, bounded by
-    :data:`PROCESS_WAIT_SECONDS`) where the race should start. Processes come from ``forkserver`` (forked from
-    a clean server that has imported ``target``'s module: a dozen start in well under a second) where
-    available, else ``spawn``.
-    """
+    """Run ``target(index, *args, barrier)`` (a module-level function that waits at ``barrier`` where the
+    race should start) in one fresh ``forkserver`` process per ``args``; what each returned, in ``index``
+    order. A process that raised fails the test with its traceback."""
     if "forkserver" in multiprocessing.get_all_start_methods():
         context: Any = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload([target.__module__])

@@ -141,7 +141,11 @@ class AnswerSteps:
         if not isinstance(message, AIMessageChunk) or message.id is None or message.id != self._step_id:
             delta = self.finish()
             self._begin(message.id)
-        return delta + self._feed(message)
+        if message.text:
+            delta += self._decoded(self._content, message.text)
+        for arguments in self._answer_arguments(message):
+            delta += self._decoded(self._arguments, arguments)
+        return delta
 
     def finish(self) -> str:
         """The current step ended: the text its decoders still held back (e.g. a plain reply ending in
@@ -166,15 +170,6 @@ class AnswerSteps:
         self._content = _Channel(self._json_field, guard=True)
         self._arguments = _Channel(self._json_field)
         self._tool_names = {}
-
-    def _feed(self, message: AIMessage) -> str:
-        delta = ""
-        text = message.text
-        if text:
-            delta += self._decoded(self._content, text)
-        for arguments in self._answer_arguments(message):
-            delta += self._decoded(self._arguments, arguments)
-        return delta
 
     def _decoded(self, channel: _Channel, chunk: str = "", *, finish: bool = False) -> str:
         delta = channel.feed(chunk, final=finish)

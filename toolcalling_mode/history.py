@@ -68,20 +68,16 @@ def _tool_message(row: StoredMessage) -> ToolMessage:
 
 
 def _tool_calls(metadata: dict[str, Any]) -> list[ToolCall]:
-    calls: list[ToolCall] = []
-    for raw in metadata.get("tool_calls") or []:
-        if not isinstance(raw, dict) or not raw.get("name") or not raw.get("id"):
-            continue
-        args = raw.get("args")
-        calls.append(
-            ToolCall(
-                name=str(raw["name"]),
-                args=args if isinstance(args, dict) else {},
-                id=str(raw.get("id")),
-                type="tool_call",
-            )
+    return [
+        ToolCall(
+            name=str(raw["name"]),
+            args=raw["args"] if isinstance(raw.get("args"), dict) else {},
+            id=str(raw["id"]),
+            type="tool_call",
         )
-    return calls
+        for raw in metadata.get("tool_calls") or []
+        if isinstance(raw, dict) and raw.get("name") and raw.get("id")
+    ]
 
 
 def step_rows(messages: Sequence[BaseMessage], excluded: frozenset[str] = frozenset()) -> list[MessageIn]:

@@ -1,13 +1,9 @@
-"""A turn with a reader (astream) and without one (aask; ask runs aask) is the same turn: the default
-benchmark suite through both, offline.
-
-Every scenario file of ``benchmarks/scenarios`` runs through both entry points of one engine configuration,
-each with a fresh memory store and a fresh offline model (its call counter names the tool calls), as the
-scenario's users; a conversation longer than :data:`TURNS_PER_SCENARIO` runs its first turns only (the long
-conversation of ``06_conversacion_larga`` would take most of the time and test nothing the others do not).
-The turns' records must be equal except for measured times, and so must the stored conversations. The
-simulated times are deterministic, so they are compared too: the first answer found while streaming
-(``astream``) and the one read from the run afterwards (``aask``) come from the same model call.
+"""A turn with a reader (``astream``) and without one (``aask``; ``ask`` runs ``aask``) is the same turn: every
+scenario file of the default suite through both, offline, each with a fresh store and offline model, as the
+scenarios' users (the first :data:`TURNS_PER_SCENARIO` turns of each conversation). The turns' records must
+be equal except for measured times, and so must the stored conversations; the simulated times are
+deterministic, so the first answer found while streaming and the one read from the run afterwards must come
+from the same model call.
 """
 
 from __future__ import annotations
