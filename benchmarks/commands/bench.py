@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import shutil
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -45,12 +46,8 @@ COMBINED_DIR = "combined"
 def default_out_dir(root: Path = REPORTS_DIR) -> Path:
     """``reports/<timestamp>/`` (a suffix keeps it unique within one second)."""
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    candidate = root / stamp
-    counter = 1
-    while candidate.exists():
-        counter += 1
-        candidate = root / f"{stamp}-{counter}"
-    return candidate
+    names = itertools.chain([stamp], (f"{stamp}-{counter}" for counter in itertools.count(2)))
+    return next(root / name for name in names if not (root / name).exists())
 
 
 def point_latest(out_dir: Path, root: Path = REPORTS_DIR) -> Path:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sqlite3
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -38,40 +39,23 @@ scenarios:
 """
 
 
-def turn_result(
-    mode: str,
-    conversation_id: str,
-    message: str,
-    answer: str,
-    operations: list[dict[str, Any]] | None = None,
-    **figures: Any,
-) -> TurnResult:
-    """A TurnResult with sensible defaults for the figures."""
-    values: dict[str, Any] = {"model_calls": 2, "input_tokens": 100, "output_tokens": 20, "model_ms": 1.0}
-    values.update(figures)
-    values.setdefault("harness_ms", 0.5)
-    values.setdefault("total_ms", values["model_ms"] + values["harness_ms"])
+def good_script(mode: str, conversation_id: str, message: str) -> TurnResult:
+    """Answers the tiny suite correctly."""
+    figures = {"input_tokens": 100, "output_tokens": 20, "model_ms": 1.0, "harness_ms": 0.5, "total_ms": 1.5}
+    if "2025" in message:
+        sales = {"funcion": "ventas_anuales", "parametros": {"anio": 2025}, "result": {"total": 850000000}}
+        answer, operations, calls = "En 2025 vendimos ₲850.000.000.", [ExecutedOperation(**sales)], 2
+    else:
+        answer, operations, calls = "¡Hola! ¿En qué puedo ayudarte?", [], 1
     return TurnResult(
         mode=mode,
         conversation_id=conversation_id,
         question=message,
         answer=answer,
-        operations=[ExecutedOperation(**op) for op in operations or []],
-        **values,
+        operations=operations,
+        model_calls=calls,
+        **figures,
     )
-
-
-def good_script(mode: str, conversation_id: str, message: str) -> TurnResult:
-    """Answers the tiny suite correctly."""
-    if "2025" in message:
-        return turn_result(
-            mode,
-            conversation_id,
-            message,
-            "En 2025 vendimos ₲850.000.000.",
-            [{"funcion": "ventas_anuales", "parametros": {"anio": 2025}, "result": {"total": 850000000}}],
-        )
-    return turn_result(mode, conversation_id, message, "¡Hola! ¿En qué puedo ayudarte?", model_calls=1)
 
 
 class FakeEngine:
@@ -134,6 +118,13 @@ def json_error(stdout: str) -> dict[str, str]:
     error: dict[str, str] = document["error"]
     assert set(error) == {"kind", "message"} and error["message"], error
     return error
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def subprocess_env(env: dict[str, str | None]) -> dict[str, str]:

@@ -4,7 +4,6 @@ bench through a real provider client, and what every command's help says."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -19,7 +18,7 @@ from benchmarks.cli import app
 from benchmarks.commands import turns
 from benchmarks.stand_ins.emulators import FAULT_MODES
 from shared.turn import ExecutedOperation, TurnResult
-from tests.benchmarks.bench_fakes import subprocess_env
+from tests.benchmarks.bench_fakes import free_port, subprocess_env
 
 runner = CliRunner()
 CLI = [sys.executable, "-m", "benchmarks.cli"]
@@ -91,12 +90,6 @@ def test_chat_answers_until_quit_and_toggles_details(cli_env: dict[str, str | No
     assert "₲850.000.000" in result.output
     assert "details on" in result.output
     assert "model call(s)" in result.output
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def wait_until_up(url: str, process: subprocess.Popen[str], timeout_s: float = 30.0) -> None:

@@ -16,6 +16,7 @@ from benchmarks.cli import app
 from benchmarks.modes import ModelOptions
 from planner_mode.server_limits import DEFAULT_READ_TIMEOUT_S, READ_TIMEOUT_ENV, read_timeout_from_env
 from planner_mode.server_protocol import HeadTimeoutH11Protocol
+from tests.benchmarks.bench_fakes import free_port
 
 runner = CliRunner()
 
@@ -80,10 +81,7 @@ def test_a_port_in_use_is_one_line_and_exit_2_before_uvicorn_starts(
 
 @pytest.fixture
 def port() -> int:
-    """A port nothing listens on."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    return free_port()
 
 
 def test_a_free_port_starts_uvicorn_with_bounds_for_slow_clients(
