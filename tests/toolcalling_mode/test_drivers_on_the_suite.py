@@ -1,9 +1,9 @@
-"""A turn with a reader (``astream``) and without one (``aask``; ``ask`` runs ``aask``) is the same turn: every
-scenario file of the default suite through both, offline, each with a fresh store and offline model, as the
-scenarios' users (the first :data:`TURNS_PER_SCENARIO` turns of each conversation). The turns' records must
-be equal except for measured times, and so must the stored conversations; the simulated times are
-deterministic, so the first answer found while streaming and the one read from the run afterwards must come
-from the same model call.
+"""A turn with a reader (``astream``) and without one (``aask``; ``ask`` runs ``aask``) is the same turn:
+every scenario file of the default suite through both, offline, each with a fresh store and offline model,
+as the scenarios' users (the first :data:`TURNS_PER_SCENARIO` turns of each conversation). The turns'
+records must be equal except for measured times, and so must the stored conversations; the simulated times
+are deterministic, so the first answer found while streaming and the one read from the run afterwards must
+come from the same model call.
 """
 
 from __future__ import annotations
