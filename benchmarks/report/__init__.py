@@ -6,43 +6,28 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.report.aggregate import pass_hat_k, summarize
+from benchmarks.report.aggregate import summarize
 from benchmarks.report.findings import OFFLINE_NOTICE, findings
 from benchmarks.report.html import render_combined_html, render_html
 from benchmarks.report.markdown import render_combined_markdown, render_markdown
-from benchmarks.report.runs import ReportRun, combined_runs, read_run, report_run, summarize_run
-from benchmarks.report.summary import (
-    CategorySummary,
-    GrowthCurve,
-    ModeSummary,
-    PairedComparison,
-    Summary,
-    TargetSummary,
-)
+from benchmarks.report.runs import ReportRun, combined_runs, report_run, summarize_run
+from benchmarks.report.summary import Summary
 from benchmarks.report.terminal import print_combined, print_summary
 from benchmarks.results import RunResults, read_results
 
 __all__ = [
     "OFFLINE_NOTICE",
-    "CategorySummary",
-    "GrowthCurve",
-    "ModeSummary",
-    "PairedComparison",
     "ReportFiles",
     "ReportRun",
     "Summary",
-    "TargetSummary",
     "combined_runs",
     "findings",
-    "pass_hat_k",
     "print_combined",
     "print_summary",
-    "read_run",
     "render_combined_html",
     "render_combined_markdown",
     "render_html",
     "render_markdown",
-    "report_run",
     "summarize",
     "summarize_run",
     "write_combined_reports",

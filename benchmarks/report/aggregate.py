@@ -18,14 +18,12 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
 from benchmarks.report.summary import (
-    NOT_REPORTED,
     CategorySummary,
     GrowthCurve,
     ModeSummary,
     PairedComparison,
     Summary,
     TargetSummary,
-    tokens_text,
 )
 from benchmarks.results import TurnRow
 from benchmarks.stats import (
@@ -41,24 +39,6 @@ from benchmarks.stats import (
 )
 from benchmarks.targets import BenchTarget
 from shared.failures import FAILURE_KINDS
-
-__all__ = [
-    "LONG_CONVERSATION_MIN_TURNS",
-    "NOT_REPORTED",
-    "CategorySummary",
-    "GrowthCurve",
-    "ModeSummary",
-    "PairedComparison",
-    "Summary",
-    "TargetSummary",
-    "base_mode",
-    "growth_curve",
-    "paired_comparison",
-    "pass_hat_k",
-    "summarize",
-    "summarize_mode",
-    "tokens_text",
-]
 
 LONG_CONVERSATION_MIN_TURNS = 10
 """A scenario with at least this many turns can be the context-growth conversation (the longest one is)."""
@@ -103,39 +83,35 @@ def _optional(rows: Sequence[TurnRow], name: str) -> list[float]:
     return [float(v) for row in rows if (v := getattr(row, name, None)) is not None]
 
 
-def _by_task(rows: Sequence[TurnRow], value: Iterable[float]) -> list[list[float]]:
-    """``value`` (one per row) grouped per task (scenario, turn): the clusters of a bootstrap."""
+def _by_task(values: Iterable[tuple[TurnRow, float]]) -> list[list[float]]:
+    """Each row's value grouped per task (scenario, turn): the clusters of a bootstrap."""
     groups: dict[tuple[str, int], list[float]] = defaultdict(list)
-    for row, item in zip(rows, value, strict=True):
-        groups[(row.scenario, row.turn)].append(item)
+    for row, value in values:
+        groups[(row.scenario, row.turn)].append(value)
     return list(groups.values())
 
 
+_INTERVAL_FIGURES: tuple[
+    tuple[str, Callable[[TurnRow], float | None], Callable[[Sequence[float]], float]], ...
+] = (
+    ("latency_mean", lambda row: row.latency_ms, mean),
+    ("latency_p50", lambda row: row.latency_ms, median),
+    ("input_tokens_mean", lambda row: float(row.input_tokens), mean),
+    ("output_tokens_mean", lambda row: float(row.output_tokens), mean),
+    ("simulated_p50", lambda row: row.simulated_latency_ms, median),
+    ("first_answer_p50", lambda row: row.first_answer_ms, median),
+    ("simulated_first_answer_p50", lambda row: row.simulated_first_answer_ms, median),
+)
+"""The figures that get a bootstrap interval: (name, a row's value, the statistic)."""
+
+
 def _intervals(rows: Sequence[TurnRow], seed: int) -> dict[str, Interval]:
-    """Bootstrap intervals of latency and token figures, resampling tasks with their repetitions."""
-    figures = {
-        "latency_mean": ([row.latency_ms for row in rows], mean),
-        "latency_p50": ([row.latency_ms for row in rows], median),
-        "input_tokens_mean": ([float(row.input_tokens) for row in rows], mean),
-        "output_tokens_mean": ([float(row.output_tokens) for row in rows], mean),
-    }
+    """Bootstrap intervals of latency and token figures, resampling tasks with their repetitions (a figure
+    some rows lack is resampled over the rows that have it)."""
     intervals: dict[str, Interval] = {}
-    for name, (values, statistic) in figures.items():
-        interval = bootstrap_interval(_by_task(rows, values), statistic, seed=seed)
-        if interval is not None:
-            intervals[name] = interval
-    medians: dict[str, Callable[[TurnRow], float | None]] = {  # figures some rows lack: each resampled over
-        "simulated_p50": lambda row: row.simulated_latency_ms,  # the rows that have it
-        "first_answer_p50": lambda row: row.first_answer_ms,
-        "simulated_first_answer_p50": lambda row: row.simulated_first_answer_ms,
-    }
-    for name, read in medians.items():
-        having = [row for row in rows if read(row) is not None]
-        if not having:
-            continue
-        values = [float(read(row) or 0.0) for row in having]
-        interval = bootstrap_interval(_by_task(having, values), median, seed=seed)
-        if interval is not None:
+    for name, read, statistic in _INTERVAL_FIGURES:
+        having = [(row, value) for row in rows if (value := read(row)) is not None]
+        if having and (interval := bootstrap_interval(_by_task(having), statistic, seed=seed)) is not None:
             intervals[name] = interval
     return intervals
 

@@ -14,8 +14,7 @@ each target's own findings, prefixed with its name: modes are compared within a 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 from benchmarks.report.summary import ModeSummary, PairedComparison, Summary
 from benchmarks.results import RunMeta
@@ -32,79 +31,39 @@ def ms_text(value: float) -> str:
     return text.removesuffix(".0")
 
 
-@dataclass(frozen=True)
-class Target:
-    """A figure the project set itself a target for, and how to read it off a summary."""
-
-    name: str
-    """What the target says, e.g. "planner harness p50 under 2 ms"."""
-    measure: Callable[[Summary], tuple[float, float] | None]
-    """``(measured, target)`` in ms, ``None`` when the run lacks the figures; met when measured <= target."""
-    cache_sensitive: bool = False
-    """Whether the figure depends on the modelled prefix cache (the sentence says which setting ran)."""
-
-
-def _figure(mode: str, attribute: str) -> Callable[[Summary], float | None]:
-    def read(summary: Summary) -> float | None:
-        found = summary.mode(mode)
-        value = getattr(found, attribute, None) if found is not None and not all_failed(found) else None
-        return float(value) if value is not None else None
-
-    return read
-
-
-def _against(
-    measured: Callable[[Summary], float | None], target: Callable[[Summary], float | None]
-) -> Callable[[Summary], tuple[float, float] | None]:
-    def measure(summary: Summary) -> tuple[float, float] | None:
-        a, b = measured(summary), target(summary)
-        return None if a is None or b is None else (a, b)
-
-    return measure
-
-
-TARGETS: tuple[Target, ...] = (
-    Target(
-        "planner harness p50 under 2 ms", _against(_figure("planner", "harness_p50"), lambda summary: 2.0)
-    ),
-    Target(
-        "planner simulated p50 at most toolcalling's",
-        _against(_figure("planner", "simulated_p50"), _figure("toolcalling", "simulated_p50")),
-        cache_sensitive=True,
-    ),
-    Target(
-        "planner time to first answer at most toolcalling's",
-        _against(
-            _figure("planner", "simulated_first_answer_p50"),
-            _figure("toolcalling", "simulated_first_answer_p50"),
-        ),
-        cache_sensitive=True,
-    ),
+TARGETS: tuple[tuple[str, str, float | str], ...] = (
+    ("planner harness p50 under 2 ms", "harness_p50", 2.0),
+    ("planner simulated p50 at most toolcalling's", "simulated_p50", "toolcalling"),
+    ("planner time to first answer at most toolcalling's", "simulated_first_answer_p50", "toolcalling"),
 )
-"""The targets findings check whenever the run has their figures."""
+"""The targets findings check whenever the run has their figures: (what it says, planner's figure, the
+target in ms or the mode whose same figure planner must not exceed). Targets against another mode are
+latencies, which depend on the modelled prefix cache, so their sentences say which setting ran."""
 
 CACHE_SETTINGS = {
     True: "measured with the offline model's prefix cache modelled (--prompt-cache)",
     False: "measured without a modelled prefix cache (--no-prompt-cache)",
     None: "prefix-cache setting not recorded",
 }
-"""How a latency target's sentence says under which cache setting it was measured."""
+
+
+def _figure(summary: Summary, mode: str, attribute: str) -> float | None:
+    found = summary.mode(mode)
+    value = getattr(found, attribute) if found is not None and not all_failed(found) else None
+    return None if value is None else float(value)
 
 
 def target_sentences(summary: Summary) -> list[str]:
-    """One plain sentence per target the run can check: "target met" / "target not met (3.3 ms vs 2 ms)";
-    latency targets say under which prefix-cache setting they were measured."""
+    """One plain sentence per target the run can check: "target met" / "target not met (3.3 ms vs 2 ms)"."""
     sentences = []
-    for target in TARGETS:
-        figures = target.measure(summary)
-        if figures is None:
+    for name, attribute, target in TARGETS:
+        measured = _figure(summary, "planner", attribute)
+        wanted = target if isinstance(target, float) else _figure(summary, target, attribute)
+        if measured is None or wanted is None:
             continue
-        measured, wanted = figures
         verdict = "target met" if measured <= wanted else "target not met"
-        cache = f", {CACHE_SETTINGS[summary.prompt_cache]}" if target.cache_sensitive else ""
-        sentences.append(
-            f"Target {target.name}: {verdict} ({ms_text(measured)} ms vs {ms_text(wanted)} ms){cache}."
-        )
+        cache = "" if isinstance(target, float) else f", {CACHE_SETTINGS[summary.prompt_cache]}"
+        sentences.append(f"Target {name}: {verdict} ({ms_text(measured)} ms vs {ms_text(wanted)} ms){cache}.")
     return sentences
 
 
@@ -133,7 +92,8 @@ def _points(value: float) -> str:
     return f"{points:+.1f}".replace("-", "−")
 
 
-def _p(value: float) -> str:
+def p_text(value: float) -> str:
+    """A p-value as the reports write it: ``"< 0.001"``, ``"= 0.004"``, ``"= 0.31"``."""
     return "< 0.001" if value < 0.001 else f"= {value:.3f}" if value < 0.01 else f"= {value:.2f}"
 
 
@@ -150,7 +110,7 @@ def accuracy_statement(comparison: PairedComparison) -> str:
     )
     tally = (
         f"{comparison.base_only} turn(s) only {base} passed, {comparison.other_only} only {other}; "
-        f"McNemar p {_p(comparison.p_value)}"
+        f"McNemar p {p_text(comparison.p_value)}"
     )
     if comparison.established:
         better, worse = (base, other) if comparison.difference > 0 else (other, base)
@@ -207,38 +167,38 @@ def _sooner(a: float, b: float) -> str:
     return f"{abs(change):.0f}% {'sooner' if change < 0 else 'later'}"
 
 
+_FIRST_ANSWER = (("simulated_first_answer", "simulated"), ("first_answer", "measured"))
+"""The first-answer figures, simulated then measured: (the ``ModeSummary`` attributes' stem, label)."""
+
+
 def first_answer_comparison(base: ModeSummary, other: ModeSummary) -> str | None:
     """How much sooner ``base`` shows its first answer token than ``other``, p50: simulated when both modes
     have the figure, measured when both have it (both when both do); ``None`` when neither pair exists."""
-    parts = []
-    for label, a, b in (
-        ("simulated", base.simulated_first_answer_p50, other.simulated_first_answer_p50),
-        ("measured", base.first_answer_p50, other.first_answer_p50),
-    ):
-        if a is not None and b is not None:
-            parts.append(f"{_sooner(a, b)} {label} ({ms_text(a)} vs {ms_text(b)} ms p50)")
+    parts = [
+        f"{_sooner(a, b)} {label} ({ms_text(a)} vs {ms_text(b)} ms p50)"
+        for figure, label in _FIRST_ANSWER
+        if (a := getattr(base, f"{figure}_p50")) is not None
+        and (b := getattr(other, f"{figure}_p50")) is not None
+    ]
     return ", ".join(parts) or None
 
 
 def _first_answer(mode: ModeSummary) -> str | None:
     """The mode's time to its first answer token for the headline: simulated when profiled, else measured."""
-    if mode.simulated_first_answer_p50 is not None:
-        return f"first answer token after {ms_text(mode.simulated_first_answer_p50)} ms (simulated p50)"
-    if mode.first_answer_p50 is not None:
-        return f"first answer token after {ms_text(mode.first_answer_p50)} ms (measured p50)"
+    for figure, label in _FIRST_ANSWER:
+        if (p50 := getattr(mode, f"{figure}_p50")) is not None:
+            return f"first answer token after {ms_text(p50)} ms ({label} p50)"
     return None
 
 
 def _first_answer_figures(mode: ModeSummary) -> str | None:
     """Every first-answer figure of the mode, p50 / p95, each labelled simulated or measured."""
-    parts = []
-    if mode.simulated_first_answer_p50 is not None and mode.simulated_first_answer_p95 is not None:
-        parts.append(
-            f"{ms_text(mode.simulated_first_answer_p50)} / {ms_text(mode.simulated_first_answer_p95)} ms "
-            "simulated"
-        )
-    if mode.first_answer_p50 is not None and mode.first_answer_p95 is not None:
-        parts.append(f"{ms_text(mode.first_answer_p50)} / {ms_text(mode.first_answer_p95)} ms measured")
+    parts = [
+        f"{ms_text(p50)} / {ms_text(p95)} ms {label}"
+        for figure, label in _FIRST_ANSWER
+        if (p50 := getattr(mode, f"{figure}_p50")) is not None
+        and (p95 := getattr(mode, f"{figure}_p95")) is not None
+    ]
     return ", ".join(parts) or None
 
 

@@ -27,6 +27,7 @@ from benchmarks.report.html_parts import (
     heat,
     mode_label,
     page_open,
+    scroll_table,
     slug,
     table,
     target_heading,
@@ -34,7 +35,15 @@ from benchmarks.report.html_parts import (
     turn_table,
 )
 from benchmarks.report.markdown import header_text
-from benchmarks.report.runs import SIDE_BY_SIDE, ReportRun, combined_title, first_line, regimes_rows
+from benchmarks.report.runs import (
+    SIDE_BY_SIDE,
+    GridColumn,
+    ReportRun,
+    category_grid,
+    combined_title,
+    first_line,
+    regimes_rows,
+)
 from benchmarks.report.runs import title as report_title
 from benchmarks.report.summary import NOT_REPORTED, CategorySummary, ModeSummary, Summary
 from benchmarks.report.svg import (
@@ -236,10 +245,8 @@ def regimes_table(runs: Sequence[ReportRun]) -> str:
     """One row per run of a combined report: its label, regime, provider, model, clock, prefix cache, size."""
     header, rows = regimes_rows(runs)
     head = "".join(f"<th>{escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in rows)
-    return (
-        f'<div class="scroll"><table class="regimes"><thead><tr>{head}</tr></thead>'
-        f"<tbody>{body}</tbody></table></div>"
+    return scroll_table(
+        "regimes", head, ("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in rows)
     )
 
 
@@ -292,9 +299,8 @@ def _verdict_table(runs: Sequence[ReportRun], colours: dict[str, str]) -> str:
             start = ' class="run-start"' if n == 0 and len(runs) > 1 else ""
             body.append(f'<tr{start} data-run="{escape(run.label)}">' + "".join(html) + "</tr>")
     return (
-        f'<div class="scroll"><table class="decision" id="verdict-table"><thead><tr>{head}</tr></thead>'
-        f"<tbody>{''.join(body)}</tbody></table></div>"
-        f'<p class="caption">{escape(VERDICT_CAPTION)} Follow an accuracy figure to the turns it did not '
+        scroll_table("decision", head, body, "verdict-table")
+        + f'<p class="caption">{escape(VERDICT_CAPTION)} Follow an accuracy figure to the turns it did not '
         "pass, a failure count to its kinds and examples.</p>"
     )
 
@@ -335,35 +341,20 @@ def verdict_section(runs: Sequence[ReportRun], colours: dict[str, str]) -> str:
 
 
 def _distributions(run: ReportRun, colours: dict[str, str], *, labeled: bool) -> str:
-    simulated = run.regime.simulated
-    clock = f"simulated ({run.regime.latency_profile})" if simulated else "measured"
-    rows = run.results.scored_rows
-    matrix = run.summary.matrix
-    charts = []
-    for name, title, read in (
-        ("latency", "Latency per turn", latency(simulated)),
-        ("first-answer", "Time to the first answer token", first_answer(simulated)),
-    ):
-        series = []
-        for target, mode in run.summary.cells():
-            values = [
-                v
-                for row in rows
-                if row.mode == mode.mode and (target is None or row.target == target)
-                if (v := read(row)) is not None
-            ]
-            label = f"{target} · {mode.mode}" if matrix else mode.mode
-            series.append((label, colours.get(mode.mode, "#7f7f7f"), values))
-        prefix = f"{run.label}: " if labeled else ""
-        charts.append(
-            distribution_chart(
-                f"{prefix}{title}, {clock}",
-                series,
-                x_label=f"milliseconds per turn, {clock}",
-                chart_id=f"{run.anchor}chart-{name}-distribution",
-            )
+    simulated, clock = run.regime.simulated, run.regime.clock
+    prefix = f"{run.label}: " if labeled else ""
+    return "".join(
+        distribution_chart(
+            f"{prefix}{title}, {clock}",
+            [(label, colours.get(mode, "#7f7f7f"), values) for label, mode, values in run.per_cell(read)],
+            x_label=f"milliseconds per turn, {clock}",
+            chart_id=f"{run.anchor}chart-{name}-distribution",
         )
-    return "".join(charts)
+        for name, title, read in (
+            ("latency", "Latency per turn", latency(simulated)),
+            ("first-answer", "Time to the first answer token", first_answer(simulated)),
+        )
+    )
 
 
 def distribution_section(runs: Sequence[ReportRun], colours: dict[str, str]) -> str:
@@ -376,17 +367,6 @@ def distribution_section(runs: Sequence[ReportRun], colours: dict[str, str]) -> 
         + "".join(_distributions(run, colours, labeled=labeled) for run in runs)
         + "</section>"
     )
-
-
-Cell = tuple[ReportRun, str | None, str]
-"""A column of the table: (run, target name or ``None``, mode)."""
-
-
-def _categories(run: ReportRun, target: str | None) -> list[CategorySummary]:
-    if target is None:
-        return run.summary.categories
-    entry = next(t for t in run.summary.targets if t.target.name == target)
-    return entry.summary.categories
 
 
 def _cell(run: ReportRun, found: CategorySummary | None) -> str:
@@ -406,16 +386,9 @@ def _cell(run: ReportRun, found: CategorySummary | None) -> str:
 def categories_section(runs: Sequence[ReportRun], colours: dict[str, str]) -> str:
     """The section: a caption, then the table."""
     labeled = len(runs) > 1
-    columns: list[Cell] = [(run, target, m.mode) for run in runs for target, m in run.summary.cells()]
-    found = {
-        (run.label, target, c.category, c.mode): c
-        for run in runs
-        for target in dict.fromkeys(t for t, _ in run.summary.cells())
-        for c in _categories(run, target)
-    }
-    categories = sorted({key[2] for key in found})
+    columns, categories, found = category_grid(runs)
 
-    def name(column: Cell) -> str:
+    def name(column: GridColumn) -> str:
         run, target, mode = column
         lead = " · ".join(part for part in (run.label if labeled else "", target or "") if part)
         return (escape(lead) + "<br>" if lead else "") + mode_label(mode, colours)
@@ -423,7 +396,7 @@ def categories_section(runs: Sequence[ReportRun], colours: dict[str, str]) -> st
     head = "<th>category</th>" + "".join(f'<th class="num">{name(c)}</th>' for c in columns)
     body = [
         f"<tr><td>{escape(category)}</td>"
-        + "".join(_cell(run, found.get((run.label, target, category, mode))) for run, target, mode in columns)
+        + "".join(_cell(run, found.get((i, category))) for i, (run, _, _) in enumerate(columns))
         + "</tr>"
         for category in categories
     ]
@@ -431,9 +404,7 @@ def categories_section(runs: Sequence[ReportRun], colours: dict[str, str]) -> st
         '<h2 id="categories">Results per category</h2>'
         '<p class="caption">Accuracy per scenario category (share of turns passed, Wilson 95% interval; red '
         "is low, green is high) and model calls per turn; a structure run (offline stand-in) shows calls "
-        "only. Follow a figure to the category's turns.</p>"
-        f'<div class="scroll"><table class="categories"><thead><tr>{head}</tr></thead>'
-        f"<tbody>{''.join(body)}</tbody></table></div>"
+        "only. Follow a figure to the category's turns.</p>" + scroll_table("categories", head, body)
     )
 
 
@@ -472,10 +443,7 @@ def _table(run: ReportRun, groups: Sequence[FailureGroup], colours: dict[str, st
                 else '<td class="num">0</td>'
             )
         body.append(f"<tr><td>{escape(kind)}</td>{''.join(cells)}</tr>")
-    return (
-        f'<div class="scroll"><table class="failures"><thead><tr>{head}</tr></thead>'
-        f"<tbody>{''.join(body)}</tbody></table></div>"
-    )
+    return scroll_table("failures", head, body)
 
 
 def _examples(run: ReportRun, groups: Sequence[FailureGroup], colours: dict[str, str]) -> str:

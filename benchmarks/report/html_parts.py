@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from html import escape
 from importlib.resources import files
 from typing import Any
@@ -81,9 +81,16 @@ def table(
                 style = cell_style(r, i) if cell_style else ""
                 cells.append(f'<td class="num"{style}>{escape(cell)}</td>')
         body.append("<tr>" + "".join(cells) + "</tr>")
+    return scroll_table(css_class, head, body)
+
+
+def scroll_table(css_class: str, head: str, rows: Iterable[str], ident: str = "") -> str:
+    """A table that scrolls sideways when too wide: ``head`` is the header row's cells, ``rows`` each row in
+    full; ``ident`` its id."""
+    ident = f' id="{ident}"' if ident else ""
     return (
-        f'<div class="scroll"><table class="{css_class}"><thead><tr>{head}</tr></thead>'
-        f"<tbody>{''.join(body)}</tbody></table></div>"
+        f'<div class="scroll"><table class="{css_class}"{ident}><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
 
 

@@ -13,9 +13,16 @@ from collections.abc import Sequence
 from benchmarks.cost import CostEstimate, estimate_costs
 from benchmarks.report.calibration import agreement_line
 from benchmarks.report.findings import OFFLINE_NOTICE, findings, headline, ms_text
-from benchmarks.report.runs import SIDE_BY_SIDE, ReportRun, combined_title, first_line, regimes_rows
+from benchmarks.report.runs import (
+    SIDE_BY_SIDE,
+    ReportRun,
+    category_grid,
+    combined_title,
+    first_line,
+    regimes_rows,
+)
 from benchmarks.report.runs import title as report_title
-from benchmarks.report.summary import Summary
+from benchmarks.report.summary import CategorySummary, Summary
 from benchmarks.report.tables import (
     CONVERSATION_STATE_POLICY,
     INTERVALS_CAPTION,
@@ -122,22 +129,14 @@ def distribution_block(runs: Sequence[ReportRun]) -> list[str]:
     ]
     rows = []
     for run in runs:
-        simulated = run.regime.simulated
-        clock = f"simulated ({run.regime.latency_profile})" if simulated else "measured"
-        for target, mode in run.summary.cells():
-            name = f"{target} · {mode.mode}" if target is not None else mode.mode
-            for figure, read in (("latency", latency(simulated)), ("first answer", first_answer(simulated))):
-                values = [
-                    v
-                    for row in run.results.scored_rows
-                    if row.mode == mode.mode and (target is None or row.target == target)
-                    if (v := read(row)) is not None
-                ]
-                if not values:
-                    continue
-                figures = [ms_text(percentile(values, q)) for q in PERCENTILES]
-                lead = [run.label] if len(runs) > 1 else []
-                rows.append([*lead, name, figure, clock, str(len(values)), *figures])
+        lead = [run.label] if len(runs) > 1 else []
+        simulated, clock = run.regime.simulated, run.regime.clock
+        latencies, firsts = run.per_cell(latency(simulated)), run.per_cell(first_answer(simulated))
+        for (name, _, latency_values), (_, _, first_values) in zip(latencies, firsts, strict=True):
+            for figure, values in (("latency", latency_values), ("first answer", first_values)):
+                if values:
+                    figures = [ms_text(percentile(values, q)) for q in PERCENTILES]
+                    rows.append([*lead, name, figure, clock, str(len(values)), *figures])
     numbers = 1 + len(PERCENTILES)
     lines = ["## Latency distributions", ""]
     lines += render_table(header, rows, align="l" * (len(header) - numbers) + "r" * numbers)
@@ -306,31 +305,26 @@ def render_markdown(
     return "\n".join(lines) + "\n"
 
 
-def category_grid(runs: Sequence[ReportRun]) -> Table:
+def category_table(runs: Sequence[ReportRun]) -> Table:
     """Categories as rows, every (run, target, mode) as a column: accuracy with its interval and the turns
     (calls per turn only for a structure run)."""
+    columns, categories, cells = category_grid(runs)
+
+    def text(run: ReportRun, c: CategorySummary | None) -> str:
+        if c is None:
+            return "–"
+        if run.regime.structure_only:
+            return f"{c.calls_mean:.1f} calls ({c.turns})"
+        return f"{c.accuracy:.0%} [{percent_interval(c.accuracy_interval, 0)}] ({c.turns})"
+
     labeled = len(runs) > 1
-    columns = [(run, target, m.mode) for run in runs for target, m in run.summary.cells()]
-    cells: dict[tuple[int, str], str] = {}
-    for i, (run, target, mode) in enumerate(columns):
-        summary = run.summary
-        if target is not None:
-            summary = next(t.summary for t in run.summary.targets if t.target.name == target)
-        for c in summary.categories:
-            if c.mode != mode:
-                continue
-            if run.regime.structure_only:
-                cells[(i, c.category)] = f"{c.calls_mean:.1f} calls ({c.turns})"
-            else:
-                interval = percent_interval(c.accuracy_interval, 0)
-                cells[(i, c.category)] = f"{c.accuracy:.0%} [{interval}] ({c.turns})"
     names = [
         " · ".join(part for part in (run.label if labeled else "", target or "", mode) if part)
         for run, target, mode in columns
     ]
-    categories = sorted({category for _, category in cells})
     rows = [
-        [category, *(cells.get((i, category), "–") for i in range(len(columns)))] for category in categories
+        [category, *(text(run, cells.get((i, category))) for i, (run, _, _) in enumerate(columns))]
+        for category in categories
     ]
     return ["category", *names], rows
 
@@ -345,7 +339,7 @@ def render_combined_markdown(runs: Sequence[ReportRun]) -> str:
     lines += verdict_block(runs, verdict_title(runs))
     lines += distribution_block(runs)
     lines += ["## Results per category", ""]
-    lines += render_table(*category_grid(runs))
+    lines += render_table(*category_table(runs))
     lines += [
         "",
         "Accuracy per category, Wilson 95% interval in brackets, turns in parentheses; a structure run "

@@ -25,13 +25,14 @@ from benchmarks.report.calibration import agreement_line
 from benchmarks.report.findings import OFFLINE_NOTICE, findings, headline
 from benchmarks.report.markdown import render_table
 from benchmarks.report.runs import first_line, regime_of
-from benchmarks.report.summary import ModeSummary, Summary, tokens_text
+from benchmarks.report.summary import Summary, tokens_text
 from benchmarks.report.tables import (
     LATENCY_CAPTION,
     NOT_RECORDED,
+    Column,
     Table,
     accuracy_cell,
-    per_target,
+    mode_table,
     prefix_cache_text,
     summary_rows,
     targets_text,
@@ -158,45 +159,22 @@ COLUMNS_CAPTION = (
 )
 
 
-def _row(mode: ModeSummary, results: RunResults) -> list[str]:
-    regime = regime_of(results.meta)
-    recovered = str(mode.recovered_tool_calls) if mode.mode.startswith("toolcalling") else "–"
-    return [
-        mode.mode,
-        str(mode.turns),
-        accuracy_cell(mode),
-        f"{mode.calls_mean:.2f}",
-        tokens_cell(mode),
-        tokens_text(mode, mode.cached_share, ".0%") if mode.cached_share is not None else "–",
-        latency_cell(mode, regime),
-        first_answer_cell(mode, regime),
-        NOT_RECORDED if mode.ungrounded_turns is None else str(mode.ungrounded_turns),
-        recovered,
-        failures_cell(mode),
-    ]
-
-
 def real_model_rows(results: RunResults, summary: Summary) -> Table:
     """The per-mode table of the block (a ``target`` column first for a matrix)."""
-
-    def one(part: Summary) -> Table:
-        header = [
-            "mode",
-            "turns",
-            "accuracy (95% CI)",
-            "calls/turn",
-            "tokens in / out",
-            "cached",
-            "latency p50 / p95 ms",
-            "first answer p50 / p95 ms",
-            "ungrounded",
-            "recovered",
-            "failed (kinds)",
-        ]
-        return header, [_row(m, results) for m in part.modes]
-
-    found = per_target(summary, one)
-    return found if found is not None else one(summary)
+    regime = regime_of(results.meta)
+    columns: list[Column] = [
+        ("turns", lambda m: str(m.turns)),
+        ("accuracy (95% CI)", accuracy_cell),
+        ("calls/turn", lambda m: f"{m.calls_mean:.2f}"),
+        ("tokens in / out", tokens_cell),
+        ("cached", lambda m: "–" if m.cached_share is None else tokens_text(m, m.cached_share, ".0%")),
+        ("latency p50 / p95 ms", lambda m: latency_cell(m, regime)),
+        ("first answer p50 / p95 ms", lambda m: first_answer_cell(m, regime)),
+        ("ungrounded", lambda m: NOT_RECORDED if m.ungrounded_turns is None else str(m.ungrounded_turns)),
+        ("recovered", lambda m: str(m.recovered_tool_calls) if m.mode.startswith("toolcalling") else "–"),
+        ("failed (kinds)", failures_cell),
+    ]
+    return mode_table(summary, columns)
 
 
 def paired_lines(summary: Summary) -> list[str]:

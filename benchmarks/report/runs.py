@@ -7,14 +7,14 @@ simulated under a latency profile. Every report opens with :func:`first_line`.""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from benchmarks.cost import CostEstimate, estimate_costs, load_pricing
 from benchmarks.report.aggregate import summarize
-from benchmarks.report.summary import Summary
-from benchmarks.results import RESULTS_FILE, RunMeta, RunResults, read_results
+from benchmarks.report.summary import CategorySummary, Summary
+from benchmarks.results import RESULTS_FILE, RunMeta, RunResults, TurnRow
 
 STRUCTURE_ONLY = (
     "the offline stand-in answered, so it measures structure (model calls, tokens, harness overhead), "
@@ -45,6 +45,11 @@ class Regime:
         return self.latency_profile is not None
 
     @property
+    def clock(self) -> str:
+        """``"simulated (<profile>)"`` or ``"measured"``: the clock of the run's latency figures."""
+        return f"simulated ({self.latency_profile})" if self.simulated else "measured"
+
+    @property
     def kind(self) -> str:
         """``"real model"``, ``"offline structure"``, ``"offline, simulated <profile>"`` or ``"mixed"``."""
         if self.mixed:
@@ -53,24 +58,16 @@ class Regime:
             return "real model"
         return f"offline, simulated {self.latency_profile}" if self.simulated else "offline structure"
 
-    @property
-    def who(self) -> str:
-        """``"openai qwen2.5-coder-1.5b-instruct"`` (provider and model)."""
-        return f"{self.provider} {self.model}" if self.model else self.provider
-
 
 def regime_of(meta: RunMeta) -> Regime:
     """The regime of the run ``meta`` describes."""
-    if meta.any_offline:
-        cache = {True: "modelled", False: "not modelled", None: "not recorded"}[meta.prompt_cache]
-    else:
-        cache = "the provider's own"
+    cache = {True: "modelled", False: "not modelled", None: "not recorded"}[meta.prompt_cache]
     matrix = meta.matrix
     return Regime(
         provider=f"{len(meta.targets)} targets" if matrix else meta.provider,
         model=", ".join(t.model_name for t in meta.targets) if matrix else meta.model,
         latency_profile=meta.latency_profile,
-        prefix_cache=cache,
+        prefix_cache=cache if meta.any_offline else "the provider's own",
         structure_only=meta.offline,
         mixed=meta.any_offline and not meta.offline,
     )
@@ -165,6 +162,23 @@ class ReportRun:
     def regime(self) -> Regime:
         return regime_of(self.results.meta)
 
+    def per_cell(self, read: Callable[[TurnRow], float | None]) -> list[tuple[str, str, list[float]]]:
+        """``(label, mode, values)`` per (target, mode): ``read`` of each of its rows that has the figure."""
+        rows = self.results.scored_rows
+        return [
+            (
+                mode.mode if target is None else f"{target} · {mode.mode}",
+                mode.mode,
+                [
+                    v
+                    for row in rows
+                    if row.mode == mode.mode and target in (None, row.target)
+                    if (v := read(row)) is not None
+                ],
+            )
+            for target, mode in self.summary.cells()
+        ]
+
 
 def results_path(path: Path) -> Path:
     """``path`` itself, or the results file inside a run folder."""
@@ -190,25 +204,18 @@ def report_run(
     results: RunResults, label: str = "", *, path: Path | None = None, pricing: Path | None = None
 ) -> ReportRun:
     """A single run's :class:`ReportRun` (``pricing``: a pricing file that replaces packaged entries)."""
-    return ReportRun(label, results, summarize_run(results), _costs(results, pricing), path)
+    return ReportRun(
+        label, results, summarize_run(results), estimate_costs(results, load_pricing(pricing)), path
+    )
 
 
 def combined_runs(runs: Sequence[tuple[Path, RunResults]], *, pricing: Path | None = None) -> list[ReportRun]:
     """The runs of a combined report, labeled from their paths, in the order given."""
     labels = unique_labels([run_label(path) for path, _ in runs])
     return [
-        ReportRun(label, results, summarize_run(results), _costs(results, pricing), path, f"run-{i + 1}-")
+        replace(report_run(results, label, path=path, pricing=pricing), anchor=f"run-{i + 1}-")
         for i, (label, (path, results)) in enumerate(zip(labels, runs, strict=True))
     ]
-
-
-def read_run(path: Path) -> RunResults:
-    """The results file at ``path`` (or in the folder ``path``)."""
-    return read_results(results_path(path))
-
-
-def _costs(results: RunResults, pricing: Path | None) -> list[CostEstimate]:
-    return estimate_costs(results, load_pricing(pricing))
 
 
 def regimes_rows(runs: Sequence[ReportRun]) -> Table:
@@ -227,16 +234,27 @@ def regimes_rows(runs: Sequence[ReportRun]) -> Table:
     for run in runs:
         meta, regime = run.results.meta, run.regime
         commit = meta.provenance.git_commit if meta.provenance is not None else None
+        size = f"{meta.scenarios} scenarios · {meta.turns} turns/mode · {meta.repeat} rep."
+        started = meta.started_at[:16].replace("T", " ") + (f" · {commit[:12]}" if commit else "")
+        model, profile = regime.model or "default", regime.latency_profile or "none (measured time)"
         rows.append(
-            [
-                run.label,
-                regime.kind,
-                regime.provider,
-                regime.model or "default",
-                regime.latency_profile or "none (measured time)",
-                regime.prefix_cache,
-                f"{meta.scenarios} scenarios · {meta.turns} turns/mode · {meta.repeat} rep.",
-                meta.started_at[:16].replace("T", " ") + (f" · {commit[:12]}" if commit else ""),
-            ]
+            [run.label, regime.kind, regime.provider, model, profile, regime.prefix_cache, size, started]
         )
     return header, rows
+
+
+GridColumn = tuple[ReportRun, str | None, str]
+"""A column of the per-category grid: (run, target name or ``None``, mode)."""
+
+
+def category_grid(
+    runs: Sequence[ReportRun],
+) -> tuple[list[GridColumn], list[str], dict[tuple[int, str], CategorySummary]]:
+    """The per-category grid of every (run, target, mode): its columns, its categories (rows, in name order)
+    and each (column index, category) cell's figures."""
+    columns = [(run, target, m.mode) for run in runs for target, m in run.summary.cells()]
+    cells: dict[tuple[int, str], CategorySummary] = {}
+    for i, (run, target, mode) in enumerate(columns):
+        summary = next((t.summary for t in run.summary.targets if t.target.name == target), run.summary)
+        cells |= {(i, c.category): c for c in summary.categories if c.mode == mode}
+    return columns, sorted({category for _, category in cells}), cells

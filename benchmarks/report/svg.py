@@ -59,13 +59,29 @@ def tick_label(value: float, step: float, top: float | None = None) -> str:
     return grouped(value, min(len(fraction), 4), group=(top if top is not None else value) >= 10_000)
 
 
-def _svg_open(title: str, chart_id: str, width: int, height: int, css_class: str) -> list[str]:
+def _svg_open(
+    title: str, chart_id: str, size: tuple[int, int], css_class: str, title_at: tuple[float, int]
+) -> list[str]:
+    """The ``<svg>`` element's opening, its title and the title written at ``title_at``."""
+    width, height = size
     return [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="chart {css_class}" id="{escape(chart_id)}" '
         f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
         f'aria-label="{escape(title)}">',
         f"<title>{escape(title)}</title>",
+        f'<text x="{title_at[0]}" y="{title_at[1]}" text-anchor="middle" class="chart-title">'
+        f"{escape(title)}</text>",
     ]
+
+
+def _axis_titles(x_label: str, x_at: tuple[float, int], y_label: str, y_at: tuple[int, float]) -> str:
+    """The x axis title centred at ``x_at`` and the y axis title turned upright at ``y_at``."""
+    return (
+        f'<text x="{x_at[0]}" y="{x_at[1]}" text-anchor="middle" class="axis-label x-label">'
+        f"{escape(x_label)}</text>"
+        f'<text x="{y_at[0]}" y="{y_at[1]}" text-anchor="middle" class="axis-label y-label" '
+        f'transform="rotate(-90 {y_at[0]} {y_at[1]})">{escape(y_label)}</text>'
+    )
 
 
 def _y_axis(ticks: Sequence[float], left: float, right: float, top: float, plot_h: float) -> list[str]:
@@ -108,10 +124,7 @@ def bar_chart(
     ticks = nice_ticks(y_max if y_max is not None else max((v for _, v in bars), default=0.0))
     peak = ticks[-1]
     slot = plot_w / max(len(bars), 1)
-    parts = _svg_open(title, chart_id, width, height, "bar-chart")
-    parts.append(
-        f'<text x="{width / 2}" y="18" text-anchor="middle" class="chart-title">{escape(title)}</text>'
-    )
+    parts = _svg_open(title, chart_id, (width, height), "bar-chart", (width / 2, 18))
     parts += _y_axis(ticks, left, left + plot_w, top, plot_h)
     for i, (label, value) in enumerate(bars):
         bar_h = max(plot_h * min(value, peak) / peak, 0.0)
@@ -133,12 +146,9 @@ def bar_chart(
         )
     parts.append(
         f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" class="axis-line"/>'
-        f'<text x="{left + plot_w / 2}" y="{height - 6}" text-anchor="middle" class="axis-label x-label">'
-        f"{escape(x_label)}</text>"
-        f'<text x="14" y="{top + plot_h / 2}" text-anchor="middle" class="axis-label y-label" '
-        f'transform="rotate(-90 14 {top + plot_h / 2})">{escape(y_label)}</text>'
+        + _axis_titles(x_label, (left + plot_w / 2, height - 6), y_label, (14, top + plot_h / 2))
+        + "</svg>"
     )
-    parts.append("</svg>")
     return "".join(parts)
 
 
@@ -170,11 +180,7 @@ def line_chart(
     def y_of(value: float) -> float:
         return top + plot_h - plot_h * value / peak
 
-    parts = _svg_open(title, chart_id, width, height, "line-chart")
-    parts.append(
-        f'<text x="{left + plot_w / 2}" y="20" text-anchor="middle" class="chart-title">'
-        f"{escape(title)}</text>"
-    )
+    parts = _svg_open(title, chart_id, (width, height), "line-chart", (left + plot_w / 2, 20))
     parts += _y_axis(ticks, left, left + plot_w, top, plot_h)
     if length:
         step = 1 if length <= 12 else 5 if length <= 60 else 10 ** math.floor(math.log10(length / 6)) * 5
@@ -187,10 +193,7 @@ def line_chart(
             )
     parts.append(
         f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" class="axis-line"/>'
-        f'<text x="{left + plot_w / 2}" y="{height - 8}" text-anchor="middle" class="axis-label x-label">'
-        f"{escape(x_label)}</text>"
-        f'<text x="16" y="{top + plot_h / 2}" text-anchor="middle" class="axis-label y-label" '
-        f'transform="rotate(-90 16 {top + plot_h / 2})">{escape(y_label)}</text>'
+        + _axis_titles(x_label, (left + plot_w / 2, height - 8), y_label, (16, top + plot_h / 2))
     )
     legend = [f'<g class="legend" transform="translate({left + plot_w + 22} {top})">']
     for i, (name, values) in enumerate(series.items()):
@@ -314,14 +317,7 @@ def distribution_chart(
     height = top + bottom + row_h * max(len(series), 1)
     plot_w = width - left - right
     scale = _Scale([v for _, _, values in series for v in values], left, plot_w)
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart distribution-chart" id="{escape(chart_id)}" '
-        f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
-        f'aria-label="{escape(title)}">',
-        f"<title>{escape(title)}</title>",
-        f'<text x="{left + plot_w / 2}" y="20" text-anchor="middle" class="chart-title">'
-        f"{escape(title)}</text>",
-    ]
+    parts = _svg_open(title, chart_id, (width, height), "distribution-chart", (left + plot_w / 2, 20))
     bottom_y = top + row_h * len(series)
     for tick in scale.ticks:
         x = scale.x(tick)
@@ -346,11 +342,10 @@ def distribution_chart(
     axis = "log scale" if scale.log else "linear scale"
     parts.append(
         f'<line x1="{left}" y1="{bottom_y}" x2="{left + plot_w}" y2="{bottom_y}" class="axis-line"/>'
-        f'<text x="{left + plot_w / 2}" y="{height - 8}" text-anchor="middle" class="axis-label x-label">'
-        f"{escape(x_label)} ({axis})</text>"
-        f'<text x="14" y="{top + (bottom_y - top) / 2}" text-anchor="middle" class="axis-label y-label" '
-        f'transform="rotate(-90 14 {top + (bottom_y - top) / 2})">mode</text>'
-        "</svg>"
+        + _axis_titles(
+            f"{x_label} ({axis})", (left + plot_w / 2, height - 8), "mode", (14, top + (bottom_y - top) / 2)
+        )
+        + "</svg>"
     )
     return "".join(parts)
 

@@ -107,60 +107,55 @@ LATENCY_CAPTION = (
 """What the summary table's latency columns are, measured and simulated (reports and README block)."""
 
 
-def _pair(p50: float | None, p95: float | None) -> str:
-    return f"{_ms(p50)} / {_ms(p95)}"
+Column = tuple[str, Callable[[ModeSummary], str]]
+"""A column of a per-mode table: its header and how a mode's cell reads."""
 
 
-def summary_rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
+def mode_table(summary: Summary, columns: Sequence[Column]) -> Table:
+    """One row per (target, mode) of ``summary``: the columns naming it, then ``columns``."""
+    rows = [[*_lead(target, m), *(cell(m) for _, cell in columns)] for target, m in summary.cells()]
+    return [*lead_header(summary), *(name for name, _ in columns)], rows
+
+
+def _pair(mode: ModeSummary, figure: str) -> str:
+    """``figure``'s p50 / p95 in ms (``"latency"`` reads ``latency_p50`` and ``latency_p95``)."""
+    return f"{_ms(getattr(mode, f'{figure}_p50'))} / {_ms(getattr(mode, f'{figure}_p95'))}"
+
+
+def _some(summary: Summary, has: Callable[[ModeSummary], object]) -> bool:
+    return any(has(m) for _, m in summary.cells())
+
+
+def summary_rows(summary: Summary) -> Table:
     """The per-mode summary table, shared by the Markdown and HTML reports and the README block.
 
     Time to the first answer token sits beside total latency, measured then simulated; the cached-input and
     first-answer columns appear only when some mode has the figure.
     """
-    cells = summary.cells()
-    modes = [m for _, m in cells]
-    cached = any(m.cached_share is not None for m in modes)
-    first = any(m.first_answer_p50 is not None for m in modes)
-    simulated_first = any(m.simulated_first_answer_p50 is not None for m in modes)
-    header = [
-        *lead_header(summary),
-        "turns",
-        "accuracy (95% CI)",
-        "calls/turn (mean / max)",
-        "input tok/turn",
-        *(["cached input"] if cached else []),
-        "output tok/turn",
-        "latency p50 / p95 ms",
-        *(["first answer p50 / p95 ms"] if first else []),
-        "simulated p50 / p95 ms",
-        *(["simulated first answer p50 / p95 ms"] if simulated_first else []),
-        "harness p50 / p95 ms",
-        "valid plans",
-        "failed",
+    cached = _some(summary, lambda m: m.cached_share is not None)
+    first = _some(summary, lambda m: m.first_answer_p50 is not None)
+    simulated_first = _some(summary, lambda m: m.simulated_first_answer_p50 is not None)
+    columns: list[Column | None] = [
+        ("turns", lambda m: str(m.turns)),
+        ("accuracy (95% CI)", accuracy_cell),
+        ("calls/turn (mean / max)", lambda m: f"{m.calls_mean:.2f} / {m.calls_max}"),
+        ("input tok/turn", lambda m: tokens_text(m, m.input_tokens_mean)),
+        ("cached input", lambda m: tokens_text(m, m.cached_share, ".0%")) if cached else None,
+        ("output tok/turn", lambda m: tokens_text(m, m.output_tokens_mean)),
+        ("latency p50 / p95 ms", lambda m: _pair(m, "latency")),
+        ("first answer p50 / p95 ms", lambda m: _pair(m, "first_answer")) if first else None,
+        ("simulated p50 / p95 ms", lambda m: _pair(m, "simulated")),
+        ("simulated first answer p50 / p95 ms", lambda m: _pair(m, "simulated_first_answer"))
+        if simulated_first
+        else None,
+        ("harness p50 / p95 ms", lambda m: f"{m.harness_p50:.2f} / {m.harness_p95:.2f}"),
+        ("valid plans", valid_plan_cell),
+        ("failed", lambda m: str(m.failed_turns)),
     ]
-    rows = [
-        [
-            *_lead(target, m),
-            str(m.turns),
-            accuracy_cell(m),
-            f"{m.calls_mean:.2f} / {m.calls_max}",
-            tokens_text(m, m.input_tokens_mean),
-            *([tokens_text(m, m.cached_share, ".0%")] if cached else []),
-            tokens_text(m, m.output_tokens_mean),
-            _pair(m.latency_p50, m.latency_p95),
-            *([_pair(m.first_answer_p50, m.first_answer_p95)] if first else []),
-            _pair(m.simulated_p50, m.simulated_p95),
-            *([_pair(m.simulated_first_answer_p50, m.simulated_first_answer_p95)] if simulated_first else []),
-            f"{m.harness_p50:.2f} / {m.harness_p95:.2f}",
-            valid_plan_cell(m),
-            str(m.failed_turns),
-        ]
-        for target, m in cells
-    ]
-    return header, rows
+    return mode_table(summary, [c for c in columns if c is not None])
 
 
-def category_rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
+def category_rows(summary: Summary) -> Table:
     """Accuracy per category (rows) and mode (columns): ``"92% [65–99] (12)"``; per target for a matrix."""
     if summary.matrix:
         return per_target(summary, category_rows) or (["target", "category"], [])
@@ -176,11 +171,12 @@ def category_rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
-def _signed_points(value: float) -> str:
+def signed_points(value: float) -> str:
+    """An accuracy difference in signed percentage points: ``"+2.3"``, ``"−1.0"``."""
     return f"{value * 100:+.1f}".replace("-", "−")
 
 
-def paired_rows(summary: Summary) -> tuple[list[str], list[list[str]]] | None:
+def paired_rows(summary: Summary) -> Table | None:
     """The base mode against each other mode on the turns both ran (within each target of a matrix);
     ``None`` with a single mode."""
     if summary.matrix:
@@ -203,28 +199,17 @@ def paired_rows(summary: Summary) -> tuple[list[str], list[list[str]]] | None:
     rows = []
     for p in summary.paired:
         interval = (
-            f"{_signed_points(p.interval.low)} to {_signed_points(p.interval.high)}" if p.interval else "–"
+            f"{signed_points(p.interval.low)} to {signed_points(p.interval.high)}" if p.interval else "–"
         )
         if p.established:
             verdict = f"{p.base if p.difference > 0 else p.other} more accurate"
-        elif p.base_only == p.other_only == 0:
-            verdict = "same turns passed"
         else:
-            verdict = "no difference established"
+            verdict = "same turns passed" if p.base_only == p.other_only == 0 else "no difference established"
+        counts = [str(n) for n in (p.pairs, p.both, p.base_only, p.other_only, p.neither)]
+        accuracy = f"{p.base_accuracy:.1%} / {p.other_accuracy:.1%}"
+        difference = signed_points(p.difference)
         rows.append(
-            [
-                f"{p.base} vs {p.other}",
-                str(p.pairs),
-                str(p.both),
-                str(p.base_only),
-                str(p.other_only),
-                str(p.neither),
-                f"{p.base_accuracy:.1%} / {p.other_accuracy:.1%}",
-                _signed_points(p.difference),
-                interval,
-                f"{p.p_value:.3f}",
-                verdict,
-            ]
+            [f"{p.base} vs {p.other}", *counts, accuracy, difference, interval, f"{p.p_value:.3f}", verdict]
         )
     return header, rows
 
@@ -248,49 +233,40 @@ PAIRED_CAPTION = (
 )
 
 
-def interval_rows(summary: Summary) -> tuple[list[str], list[list[str]]] | None:
+_INTERVALS = (
+    ("latency mean ms", "latency_mean", 1),
+    ("latency p50 ms", "latency_p50", 1),
+    ("first answer p50 ms", "first_answer_p50", 1),
+    ("simulated p50 ms", "simulated_p50", 0),
+    ("simulated first answer p50 ms", "simulated_first_answer_p50", 0),
+    ("input tok/turn", "input_tokens_mean", 0),
+    ("output tok/turn", "output_tokens_mean", 0),
+)
+"""The intervals table's columns: (header, the figure and its interval's name, decimals)."""
+
+_OPTIONAL_INTERVALS = frozenset({"first_answer_p50", "simulated_first_answer_p50"})
+"""Interval columns shown only when some mode has the interval."""
+
+
+def interval_rows(summary: Summary) -> Table | None:
     """Bootstrap intervals of latency and tokens per mode (and target); ``None`` without repetitions."""
-    cells = summary.cells()
-    modes = [m for _, m in cells]
-    if not any(m.intervals for m in modes):
+    if not _some(summary, lambda m: m.intervals):
         return None
 
-    def cell(mode: ModeSummary, name: str, value: float | None, decimals: int) -> str:
-        interval = mode.intervals.get(name)
-        if value is None or interval is None:
-            return "–"
-        return f"{value:.{decimals}f} ({interval.low:.{decimals}f}–{interval.high:.{decimals}f})"
+    def cell(name: str, decimals: int) -> Callable[[ModeSummary], str]:
+        def read(mode: ModeSummary) -> str:
+            value, interval = getattr(mode, name), mode.intervals.get(name)
+            if value is None or interval is None:
+                return "–"
+            return f"{value:.{decimals}f} ({interval.low:.{decimals}f}–{interval.high:.{decimals}f})"
 
-    first = any("first_answer_p50" in m.intervals for m in modes)
-    simulated_first = any("simulated_first_answer_p50" in m.intervals for m in modes)
-    header = [
-        *lead_header(summary),
-        "latency mean ms",
-        "latency p50 ms",
-        *(["first answer p50 ms"] if first else []),
-        "simulated p50 ms",
-        *(["simulated first answer p50 ms"] if simulated_first else []),
-        "input tok/turn",
-        "output tok/turn",
-    ]
-    rows = [
-        [
-            *_lead(target, m),
-            cell(m, "latency_mean", m.latency_mean, 1),
-            cell(m, "latency_p50", m.latency_p50, 1),
-            *([cell(m, "first_answer_p50", m.first_answer_p50, 1)] if first else []),
-            cell(m, "simulated_p50", m.simulated_p50, 0),
-            *(
-                [cell(m, "simulated_first_answer_p50", m.simulated_first_answer_p50, 0)]
-                if simulated_first
-                else []
-            ),
-            cell(m, "input_tokens_mean", m.input_tokens_mean, 0),
-            cell(m, "output_tokens_mean", m.output_tokens_mean, 0),
-        ]
-        for target, m in cells
-    ]
-    return header, rows
+        return read
+
+    shown = [name for _, name, _ in _INTERVALS if name not in _OPTIONAL_INTERVALS]
+    shown += [name for name in _OPTIONAL_INTERVALS if any(name in m.intervals for _, m in summary.cells())]
+    return mode_table(
+        summary, [(head, cell(name, places)) for head, name, places in _INTERVALS if name in shown]
+    )
 
 
 def costs_of(cost: CostEstimate | Sequence[CostEstimate]) -> list[CostEstimate]:
@@ -303,7 +279,7 @@ def usd_cell(value: float | None) -> str:
     return "–" if value is None else f"{value:.2f}"
 
 
-def cost_rows(cost: CostEstimate | Sequence[CostEstimate]) -> tuple[list[str], list[list[str]]]:
+def cost_rows(cost: CostEstimate | Sequence[CostEstimate]) -> Table:
     """Token means and USD per 1,000 turns per mode (and target, when given one estimate per target)."""
     costs = costs_of(cost)
     matrix = any(c.target is not None for c in costs)
@@ -358,7 +334,7 @@ def cost_caption(cost: CostEstimate | Sequence[CostEstimate]) -> str:
     return text
 
 
-def failure_rows(summary: Summary) -> tuple[list[str], list[list[str]]] | None:
+def failure_rows(summary: Summary) -> Table | None:
     """Failed turns per failure kind (rows) and mode (columns), per target for a matrix; ``None`` when no
     turn failed."""
     if summary.matrix:
@@ -371,15 +347,13 @@ def failure_rows(summary: Summary) -> tuple[list[str], list[list[str]]] | None:
     return header, rows
 
 
-def pass_k_rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
+def pass_k_rows(summary: Summary) -> Table:
     """pass^1 … pass^k per mode (and target)."""
-    ks = list(range(1, summary.repetitions + 1))
-    header = [*lead_header(summary), *(f"pass^{k}" for k in ks)]
-    rows = [
-        [*_lead(target, m), *(f"{m.pass_k[k]:.1%}" if k in m.pass_k else "–" for k in ks)]
-        for target, m in summary.cells()
-    ]
-    return header, rows
+
+    def column(k: int) -> Column:
+        return f"pass^{k}", lambda m: f"{m.pass_k[k]:.1%}" if k in m.pass_k else "–"
+
+    return mode_table(summary, [column(k) for k in range(1, summary.repetitions + 1)])
 
 
 def growth_rows(summary: Summary) -> Table | None:

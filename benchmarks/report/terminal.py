@@ -11,7 +11,8 @@ from rich.table import Table
 
 from benchmarks.report.findings import OFFLINE_NOTICE, findings, headline, ms_text
 from benchmarks.report.runs import ReportRun, first_line
-from benchmarks.report.summary import Summary, tokens_text
+from benchmarks.report.summary import ModeSummary, Summary, tokens_text
+from benchmarks.report.tables import Column, mode_table
 from benchmarks.report.verdict import run_verdict, runs_verdict_lines
 from benchmarks.results import RunMeta
 
@@ -20,8 +21,7 @@ def summary_table(summary: Summary, meta: RunMeta) -> Table:
     """Per mode (and target, in a matrix): accuracy, calls, tokens, latency p50/p95 and time to the first
     answer token p50 ("1st"), measured, then simulated ("sim…") when profiled, harness overhead and the
     valid-plan rate ("plan", – when the engines did not record it)."""
-    cells = summary.cells()
-    modes = [m for _, m in cells]
+    modes = [m for _, m in summary.cells()]
     simulated = any(m.simulated_p50 is not None for m in modes)
     first = any(m.first_answer_p50 is not None for m in modes)
     simulated_first = any(m.simulated_first_answer_p50 is not None for m in modes)
@@ -34,47 +34,34 @@ def summary_table(summary: Summary, meta: RunMeta) -> Table:
         pad_edge=False,
         collapse_padding=True,
     )
-    columns = [
-        *(["target"] if summary.matrix else []),
-        "mode",
-        "acc",
-        "calls",
-        "max",
-        "in",
-        "out",
-        "p50",
-        "p95",
-    ]
-    columns += ["1st"] if first else []
-    columns.append("harn")
-    columns += ["sim50", "sim95"] if simulated else []
-    columns += ["sim1st"] if simulated_first else []
-    columns += ["plan", "fail"]
-    labels = 2 if summary.matrix else 1
-    for i, column in enumerate(columns):
-        table.add_column(column, justify="left" if i < labels else "right", no_wrap=True)
 
     def ms(value: float | None, decimals: int) -> str:
         return "–" if value is None else f"{value:.{decimals}f}"
 
-    for target, m in cells:
-        row = [
-            *([target] if target is not None else []),
-            m.mode,
-            f"{m.accuracy:.0%}",
-            f"{m.calls_mean:.2f}",
-            str(m.calls_max),
-            tokens_text(m, m.input_tokens_mean),
-            tokens_text(m, m.output_tokens_mean),
-            f"{m.latency_p50:.1f}",
-            f"{m.latency_p95:.1f}",
-        ]
-        row += [ms(m.first_answer_p50, 1)] if first else []
-        row.append(f"{m.harness_p50:.2f}")
-        row += [ms(m.simulated_p50, 0), ms(m.simulated_p95, 0)] if simulated else []
-        row += [ms(m.simulated_first_answer_p50, 0)] if simulated_first else []
-        rate = m.valid_plan_rate
-        row += ["–" if rate is None else f"{rate:.0%}", str(m.failed_turns)]
+    def plan(m: ModeSummary) -> str:
+        return "–" if m.valid_plan_rate is None else f"{m.valid_plan_rate:.0%}"
+
+    columns: list[Column | None] = [
+        ("acc", lambda m: f"{m.accuracy:.0%}"),
+        ("calls", lambda m: f"{m.calls_mean:.2f}"),
+        ("max", lambda m: str(m.calls_max)),
+        ("in", lambda m: tokens_text(m, m.input_tokens_mean)),
+        ("out", lambda m: tokens_text(m, m.output_tokens_mean)),
+        ("p50", lambda m: f"{m.latency_p50:.1f}"),
+        ("p95", lambda m: f"{m.latency_p95:.1f}"),
+        ("1st", lambda m: ms(m.first_answer_p50, 1)) if first else None,
+        ("harn", lambda m: f"{m.harness_p50:.2f}"),
+        ("sim50", lambda m: ms(m.simulated_p50, 0)) if simulated else None,
+        ("sim95", lambda m: ms(m.simulated_p95, 0)) if simulated else None,
+        ("sim1st", lambda m: ms(m.simulated_first_answer_p50, 0)) if simulated_first else None,
+        ("plan", plan),
+        ("fail", lambda m: str(m.failed_turns)),
+    ]
+    header, rows = mode_table(summary, [c for c in columns if c is not None])
+    labels = 2 if summary.matrix else 1
+    for i, column in enumerate(header):
+        table.add_column(column, justify="left" if i < labels else "right", no_wrap=True)
+    for row in rows:
         table.add_row(*row)
     return table
 

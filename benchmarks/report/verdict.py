@@ -16,10 +16,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from benchmarks.report.aggregate import paired_values
-from benchmarks.report.findings import all_failed, ms_text
+from benchmarks.report.findings import all_failed, ms_text, p_text
 from benchmarks.report.runs import Regime, ReportRun
 from benchmarks.report.summary import ModeSummary, PairedComparison, Summary
-from benchmarks.report.tables import Table, accuracy_cell
+from benchmarks.report.tables import Table, accuracy_cell, signed_points
 from benchmarks.results import TurnRow
 from benchmarks.stats import mcnemar_exact
 
@@ -57,11 +57,6 @@ class PairedFigure:
             f"lower for {self.base} on {self.base_lower}, for {self.other} on {self.other_lower} of "
             f"{self.pairs} paired turns; sign test p {p_text(self.p_value)}"
         )
-
-
-def p_text(value: float) -> str:
-    """A p-value as the reports write it: ``"< 0.001"``, ``"= 0.004"``, ``"= 0.31"``."""
-    return "< 0.001" if value < 0.001 else f"= {value:.3f}" if value < 0.01 else f"= {value:.2f}"
 
 
 def paired_figure(rows: Sequence[TurnRow], base: str, other: str, read: Read) -> PairedFigure | None:
@@ -242,15 +237,13 @@ class Edge:
     """The figures and the test, in full."""
 
 
-def _points(value: float) -> str:
-    return f"{value * 100:+.1f}".replace("-", "−")
-
-
 def accuracy_edge(comparison: PairedComparison) -> Edge:
     """Accuracy on the paired turns: a reason only when the difference is established."""
     base, other = comparison.base, comparison.other
     interval = comparison.interval
-    bounds = f"95% CI {_points(interval.low)} to {_points(interval.high)} points, " if interval else ""
+    bounds = (
+        f"95% CI {signed_points(interval.low)} to {signed_points(interval.high)} points, " if interval else ""
+    )
     figures = (
         f"{comparison.base_accuracy:.1%} vs {comparison.other_accuracy:.1%}, "
         f"{bounds}McNemar p {p_text(comparison.p_value)}"

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from benchmarks.report.aggregate import NOT_REPORTED, pass_hat_k, summarize, summarize_mode, tokens_text
+from benchmarks.report.aggregate import pass_hat_k, summarize, summarize_mode
 from benchmarks.report.findings import measurement_sentences
+from benchmarks.report.summary import NOT_REPORTED, tokens_text
 from benchmarks.results import OperationRecord, TurnRow
 from tests.benchmarks.report.sample_results import turn_row
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmarks.report.aggregate import ModeSummary, PairedComparison, Summary, summarize
+from benchmarks.report.aggregate import summarize
 from benchmarks.report.findings import accuracy_statement, findings, headline, target_sentences
+from benchmarks.report.summary import ModeSummary, PairedComparison, Summary
 from benchmarks.results import TurnRow
 from benchmarks.stats import Interval
 from tests.benchmarks.report.sample_results import turn_row

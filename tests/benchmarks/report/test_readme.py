@@ -15,7 +15,9 @@ from benchmarks.results import read_results
 START, END = start_marker("measured"), end_marker("measured")
 
 
-def test_the_block_holds_the_summary_table_the_findings_and_its_provenance(results_path: Path) -> None:
+def test_the_block_opens_with_what_it_measures_and_holds_the_summary_table_findings_and_provenance(
+    results_path: Path,
+) -> None:
     results = read_results(results_path)
     block = readme_block(results, summarize(results.rows, results.meta.modes))
 
@@ -24,15 +26,7 @@ def test_the_block_holds_the_summary_table_the_findings_and_its_provenance(resul
     assert "| planner | 12 |" in block
     assert "planner never exceeded 2 model calls per turn" in block
     assert "deterministic stand-in" in block
-
-
-def test_update_replaces_only_the_marked_block(tmp_path: Path) -> None:
-    readme = tmp_path / "README.md"
-    readme.write_text(f"# Title\n\n{START}\nold figures\n{END}\n\n## After\n", encoding="utf-8")
-
-    update_readme(readme, "measured", f"{START}\nnew figures\n{END}")
-
-    assert readme.read_text(encoding="utf-8") == f"# Title\n\n{START}\nnew figures\n{END}\n\n## After\n"
+    assert block.splitlines()[2].startswith("**Structure run:") and "not accuracy" in block.splitlines()[2]
 
 
 def test_a_readme_without_markers_is_refused_untouched(tmp_path: Path) -> None:
@@ -53,14 +47,17 @@ def test_report_readme_option_writes_the_block(results_path: Path, tmp_path: Pat
     assert "| toolcalling-full | 12 |" in readme.read_text(encoding="utf-8")
 
 
-def test_each_latency_profile_writes_its_own_block(tmp_path: Path) -> None:
+def test_update_replaces_only_the_marked_block_each_latency_profile_having_its_own(tmp_path: Path) -> None:
     readme = tmp_path / "README.md"
     gpu = (start_marker("gpu-8b"), end_marker("gpu-8b"))
-    readme.write_text(f"{START}\nmeasured\n{END}\n{gpu[0]}\nold\n{gpu[1]}\n", encoding="utf-8")
+    readme.write_text(
+        f"# Title\n\n{START}\nmeasured\n{END}\n{gpu[0]}\nold\n{gpu[1]}\n\n## After\n", encoding="utf-8"
+    )
 
     update_readme(readme, "gpu-8b", f"{gpu[0]}\nnew\n{gpu[1]}")
 
-    assert readme.read_text(encoding="utf-8") == f"{START}\nmeasured\n{END}\n{gpu[0]}\nnew\n{gpu[1]}\n"
+    expected = f"# Title\n\n{START}\nmeasured\n{END}\n{gpu[0]}\nnew\n{gpu[1]}\n\n## After\n"
+    assert readme.read_text(encoding="utf-8") == expected
 
 
 def test_a_run_without_the_modelled_prefix_cache_writes_its_own_block(results_path: Path) -> None:
@@ -144,9 +141,3 @@ def test_report_readme_writes_the_real_model_block_of_a_real_run(tmp_path: Path)
     text = readme.read_text(encoding="utf-8")
     assert "| toolcalling | 12 | 91.7% (64.6–98.5) |" in text.split(REAL[2])[0]
     assert f"{START}\nkept\n{END}" in text, "the other blocks are left alone"
-
-
-def test_an_offline_block_opens_with_what_it_measures(results_path: Path) -> None:
-    results = read_results(results_path)
-    block = readme_block(results, summarize(results.rows, results.meta.modes))
-    assert block.splitlines()[2].startswith("**Structure run:") and "not accuracy" in block.splitlines()[2]
