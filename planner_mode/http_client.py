@@ -1,10 +1,9 @@
 """The HTTP client of the stateless AI servers (:mod:`planner_mode.server`), an ``AIClient``.
 
-Both calls stream (``Accept: application/x-ndjson``, :mod:`planner_mode.wire`); a server that answers with
-one JSON body instead gives just the final response. Every failure, before or during the stream, is an
-:class:`~planner_mode.client.AICallError` carrying what the call cost, but one: a server that refuses the
-bearer token (401) raises :class:`AIServerUnauthorized`, a configuration error, out of the engine's turn,
-since asking again cannot help.
+Both calls stream NDJSON (:mod:`planner_mode.wire`); a server that answers with one JSON body gives just the
+final response. Every failure is an :class:`~planner_mode.client.AICallError` carrying what the call cost,
+but a 401: :class:`AIServerUnauthorized`, a configuration error raised out of the engine's turn, since asking
+again cannot help.
 """
 
 from __future__ import annotations
@@ -57,10 +56,8 @@ DEFAULT_TIMEOUT_S = 120.0
 
 
 class AIServerUnauthorized(ConfigurationError):
-    """The AI server at :attr:`url` refused the request for its bearer token (HTTP 401): the client has no
-    token, or not the one the server was started with. A setting to change, not a provider failure: it is
-    raised as itself (never as an :class:`AICallError`), so a turn ends in it instead of in a failed turn
-    that would invite the user to try again, and no model was called."""
+    """The AI server at :attr:`url` refused the bearer token (HTTP 401): a setting to change, raised as itself
+    (never as an :class:`AICallError`) so that a turn does not end in a failure that invites a retry."""
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -94,8 +91,7 @@ def _server_url(url: str) -> str:
 
 @functools.cache
 def _tls_context() -> ssl.SSLContext:
-    """httpx's default verifying TLS context, made once per process: loading the CA bundle costs tens of
-    milliseconds, which every client (and every event loop's async client) paid again."""
+    """httpx's default verifying TLS context, made once per process (loading CA bundles takes tens of ms)."""
     return httpx.create_ssl_context()
 
 
@@ -232,9 +228,8 @@ class _Exchange:
 async def _close_when_loop_ends(http: httpx.AsyncClient, forget: Callable[[], None]) -> AsyncGenerator[None]:
     """Held suspended for the life of one event loop; closing it closes ``http`` on that loop.
 
-    Event loops close the async generators still open when they shut down (``asyncio.run`` and
-    ``asyncio.Runner`` call ``loop.shutdown_asyncgens()`` before closing the loop), so a client made for a
-    loop is closed on that loop, while it still can be, without the caller having to.
+    ``asyncio.run`` and ``asyncio.Runner`` close the async generators still open before closing their loop
+    (``loop.shutdown_asyncgens()``), so a loop's client is closed on that loop without the caller's help.
     """
     try:
         yield
@@ -246,22 +241,17 @@ async def _close_when_loop_ends(http: httpx.AsyncClient, forget: Callable[[], No
 class HttpAIClient:
     """Calls stateless AI servers over HTTP, round-robin over ``urls`` (article §14).
 
-    Each request goes to the next URL. Only connection failures (nothing reached a server) are retried, each
-    on the URL after the request's previous attempt, up to ``retries`` times: a request that reached a server
-    is never repeated, so a turn never makes more model calls than planned. ``timeout`` bounds each request,
-    the model's time included (for a stream: each wait for the next line); ``connect_timeout`` (at most
-    ``timeout``) bounds opening a connection, so that an unreachable server is skipped quickly.
-    ``transport`` is for tests (``httpx.MockTransport``). A server that refuses ``token`` (401) raises
-    :class:`AIServerUnauthorized` from the call, and so from the engine's ``ask``/``astream``.
+    Only connection failures (nothing reached a server) are retried, each on the next URL, up to ``retries``
+    times: a request that reached a server is never repeated, so a turn never makes more model calls than
+    planned. ``timeout`` bounds each request, the model's time included (for a stream, each wait for a line);
+    ``connect_timeout`` (at most ``timeout``) bounds opening a connection, so that a dead server is skipped
+    quickly. ``transport`` is for tests (``httpx.MockTransport``). ``config`` is accepted for the
+    :class:`AIClient` interface and not sent: the model runs in the server's process, whose usage comes back
+    in each response instead.
 
-    The ``config`` argument of every method is accepted for the :class:`AIClient` interface and not sent: the
-    model calls happen in the server's process, so callbacks and tracing handlers of this process do not see
-    them (the server's usage comes back in each response instead).
-
-    Each ``asyncio`` loop gets its own ``httpx.AsyncClient`` (its connections belong to the loop that opened
-    them), which is closed when that loop shuts down, or by :meth:`aclose`. So one client may serve one
-    long-lived loop, several loops in threads, or ``asyncio.run`` calls in sequence (the engine's blocking
-    ``ask``).
+    Each event loop gets its own ``httpx.AsyncClient``, closed when that loop shuts down or by
+    :meth:`aclose`, so one client may serve a long-lived loop, loops in several threads, or ``asyncio.run``
+    calls in sequence (the engine's blocking ``ask``).
     """
 
     def __init__(

@@ -1,24 +1,19 @@
 """A tolerant JSON reader for models that do not honour structured output exactly.
 
-Small local models wrap the JSON in a Markdown code fence, add a sentence before or after it, or leave a
-trailing comma; reasoning models think aloud first (``<think>…</think>``), sometimes with a draft object or a
-stray ``{`` in the reasoning. :func:`parse_model_output` returns the first JSON object of the reply *that
-validates* against the requested pydantic model:
+Models wrap the JSON in a code fence, add prose around it, leave a trailing comma, or think aloud first
+(``<think>…</think>``, sometimes with a draft object or a stray ``{``). :func:`parse_model_output` returns
+the first JSON object of the reply *that validates* against the requested model:
 
-1. Reasoning is dropped: every ``<think>…</think>`` (or ``<thinking>``) block, and everything before a
-   closing tag that has no opening one (the chat template put ``<think>`` in the prompt). The text after an
-   opening tag that is never closed is searched only when nothing outside it validates.
-2. Candidates, in order: the whole remaining text, the contents of each Markdown code fence, then every
-   ``{...}`` span that parses (found by one string-aware scan, so a stray ``{`` does not hide the object after
-   it). Objects nested in a candidate are part of it, not candidates of their own. Trailing commas are
-   repaired.
-3. JSON that Python's ``json`` accepts but JSON does not is refused: ``NaN``, ``Infinity``, ``-Infinity``, a
-   number that overflows to infinity, and a lone UTF-16 surrogate escape (``"\\ud800"``), which no UTF-8
-   database or HTTP body can hold.
+1. Reasoning is dropped (:func:`shared.text.split_reasoning`); the text after an opening tag never closed is
+   searched only when nothing outside it validates.
+2. Candidates, in order: the whole text, each code fence's contents, then every ``{...}`` span that parses
+   (one string-aware scan, so a stray ``{`` does not hide the object after it); objects nested in a
+   candidate are not candidates of their own. Trailing commas are repaired.
+3. JSON that Python accepts but JSON does not is refused: ``NaN``, ``Infinity``, a number that overflows to
+   infinity, a lone UTF-16 surrogate escape (``"\\ud800"``).
 
-Anything else raises :class:`~shared.errors.ModelOutputError`: "not valid JSON" when no candidate parsed, or
-the schema error of the candidate closest to the schema. The work is bounded by a small multiple of the
-reply's length, whatever the reply.
+Anything else raises :class:`~shared.errors.ModelOutputError`: "not valid JSON" when no candidate parsed,
+else the schema error of the closest candidate. The work is bounded by a small multiple of the reply's length.
 """
 
 from __future__ import annotations
@@ -71,34 +66,14 @@ def message_text(content: Any) -> str:
 # -- JSON values Python accepts and JSON does not ------------------------------------------------------------
 
 
-class _NonFinite:
-    """Stands in for ``NaN``/``Infinity`` while parsing, so the whole object is refused once parsed."""
-
-    def __repr__(self) -> str:
-        return "<non-finite number>"
-
-
-_NON_FINITE = _NonFinite()
-
-
-def _constant(_name: str) -> Any:
-    return _NON_FINITE
-
-
-def _finite_float(text: str) -> Any:
-    value = float(text)
-    return value if math.isfinite(value) else _NON_FINITE
-
-
-_DECODER = json.JSONDecoder(parse_constant=_constant, parse_float=_finite_float)
+_DECODER = json.JSONDecoder()
+"""Python's decoder reads ``NaN``, ``Infinity`` and an overflowing exponent as non-finite floats, which
+:func:`json_value_problem` then refuses."""
 
 
 def json_value_problem(value: Any) -> str | None:
-    """Why a parsed JSON ``value`` is unusable (a non-finite number, a lone surrogate), or ``None``.
-
-    Walks the value without recursion. Useful for values another JSON parser produced (a provider's
-    structured-output parser), which may have accepted ``NaN`` or ``"\\ud800"``.
-    """
+    """Why a parsed JSON ``value`` is unusable (a non-finite number, a lone surrogate), or ``None``; walks the
+    value without recursion."""
     stack = [value]
     while stack:
         item = stack.pop()
@@ -110,7 +85,7 @@ def json_value_problem(value: Any) -> str | None:
             stack.extend(item.values())
         elif isinstance(item, list):
             stack.extend(item)
-        elif item is _NON_FINITE or (isinstance(item, float) and not math.isfinite(item)):
+        elif isinstance(item, float) and not math.isfinite(item):
             return "it contains a non-finite number (NaN, Infinity or an exponent that overflows)"
     return None
 
@@ -119,12 +94,9 @@ def json_value_problem(value: Any) -> str | None:
 
 
 def _brace_spans(text: str) -> list[tuple[int, int]]:
-    """Every matched ``{…}`` pair of ``text`` as ``(start, end)`` slice bounds, sorted by start.
-
-    One stack-based scan: a stray ``{`` just stays open on the stack, so the pairs after it still match.
-    Quotes start a string only inside a brace; a raw newline ends a string (JSON strings cannot hold one),
-    so an odd quote in prose does not swallow the rest of the text.
-    """
+    """Every matched ``{…}`` pair of ``text`` as ``(start, end)`` bounds, sorted by start, in one stack scan
+    (a stray ``{`` stays open on the stack). Quotes start a string only inside a brace, and a raw newline
+    ends one, so an odd quote in prose does not swallow the rest of the text."""
     spans: list[tuple[int, int]] = []
     stack: list[int] = []
     in_string = False
@@ -150,10 +122,7 @@ def _brace_spans(text: str) -> list[tuple[int, int]]:
 
 
 def _drop_trailing_commas(text: str) -> str:
-    """Remove commas directly before ``}`` or ``]`` (whitespace allowed in between) outside strings.
-
-    One pass, linear in ``len(text)``: a model output of any size costs no more than reading it.
-    """
+    """Remove commas right before ``}`` or ``]`` (whitespace between) outside strings, in one linear pass."""
     out: list[str] = []
     in_string = False
     escaped = False
@@ -176,10 +145,7 @@ def _drop_trailing_commas(text: str) -> str:
 
 
 def _is_trailing_comma(text: str, position: int) -> bool:
-    """Whether a JSON error at ``position`` is a ``}`` or ``]`` after a comma (and some whitespace).
-
-    Looks back a bounded window, so that checking many failed candidates stays linear.
-    """
+    """Whether a JSON error at ``position`` is a ``}`` or ``]`` after a comma (a bounded look back)."""
     if position >= len(text) or text[position] not in "}]":
         return False
     return _COMMA_BEFORE.search(text, max(0, position - _COMMA_WINDOW), position) is not None

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -93,11 +94,15 @@ def plan_json_schema(catalog: Sequence[OperationSpec], *, union: bool = True) ->
         parameters = [_parameters(spec, definitions) for spec in catalog]
         _share_repeated_parameters(parameters, definitions)
         operations["items"] = {
-            "anyOf": [_branch(spec.name, params) for spec, params in zip(catalog, parameters, strict=True)]
+            "anyOf": [_item([spec.name], params) for spec, params in zip(catalog, parameters, strict=True)]
         }
         operations["maxItems"] = MAX_PLAN_OPERATIONS
     else:
-        operations["items"] = _any_operation([spec.name for spec in catalog])
+        any_parameters = {
+            "type": "object",
+            "description": PlannedOperation.model_fields["parametros"].description,
+        }
+        operations["items"] = _item([spec.name for spec in catalog], any_parameters)
         operations["maxItems"] = MAX_PLAN_OPERATIONS
     schema: dict[str, Any] = {
         "title": "Plan",
@@ -119,31 +124,14 @@ def plan_json_schema(catalog: Sequence[OperationSpec], *, union: bool = True) ->
     return schema
 
 
-def _any_operation(names: list[str]) -> dict[str, Any]:
-    """The plain item: ``funcion`` among ``names``, ``parametros`` any object."""
+def _item(names: list[str], parameters: dict[str, Any]) -> dict[str, Any]:
+    """An ``operaciones`` item: ``funcion`` among ``names``, with ``parameters``."""
     return {
         "type": "object",
         "additionalProperties": False,
         "properties": {
             "id": {"$ref": f"#/$defs/{_DEFS_ID}"},
             "funcion": {"type": "string", "enum": names},
-            "parametros": {
-                "type": "object",
-                "description": PlannedOperation.model_fields["parametros"].description,
-            },
-        },
-        "required": ["funcion"],
-    }
-
-
-def _branch(name: str, parameters: dict[str, Any]) -> dict[str, Any]:
-    """One operation's item: its name as the only ``funcion``, its own parameters."""
-    return {
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {
-            "id": {"$ref": f"#/$defs/{_DEFS_ID}"},
-            "funcion": {"type": "string", "enum": [name]},
             "parametros": parameters,
         },
         "required": ["funcion", "parametros"] if parameters.get("required") else ["funcion"],
@@ -175,11 +163,11 @@ def _share_repeated_parameters(parameters: list[dict[str, Any]], definitions: di
     same constraints) is written once, in ``$defs`` under its name, and referenced: the schema grows by one
     short reference per use, not by the parameter's whole schema. A second, different ``anio`` would be
     ``anio.2``."""
-    uses: dict[tuple[str, str], int] = {}
-    for params in parameters:
-        for name, prop in (params.get("properties") or {}).items():
-            key = (name, json.dumps(prop, sort_keys=True))
-            uses[key] = uses.get(key, 0) + 1
+    uses = Counter(
+        (name, json.dumps(prop, sort_keys=True))
+        for params in parameters
+        for name, prop in (params.get("properties") or {}).items()
+    )
     labels: dict[tuple[str, str], str] = {}
     for params in parameters:
         properties = params.get("properties") or {}

@@ -1,16 +1,14 @@
 """Plan validation before anything runs: operations, parameters, ``$ref`` references, cycles, size.
 
-A reference is a JSON object with the key ``"$ref"`` (other keys are ignored) anywhere inside ``parametros``;
-its value is a dotted path whose first segment is the ``id`` of another operation of the same plan and whose
-other segments are keys or list indices into that operation's result: ``{"$ref": "op1.cliente"}``,
-``{"$ref": "op1.productos.0.sku"}``. :func:`validate_plan` checks the whole plan and returns every problem at
+A reference is an object with the key ``"$ref"`` anywhere inside ``parametros``; its value is a dotted path
+whose first segment is another operation's ``id`` and whose other segments are keys or list indices into
+that operation's result: ``{"$ref": "op1.productos.0.sku"}``. :func:`validate_plan` returns every problem at
 once, plus the execution order as *waves* of mutually independent operations.
 
-The path of a reference is checked against the JSON schema of the referenced operation's *result model*
-before anything runs: every key must be a field there (``op1.productos.0.producto``), a list needs an index,
-and a single value has no fields. Where the schema is open (``Any``, ``dict[str, Any]``, a model with
-``extra="allow"``, or no result model at all) nothing below that point is refused; list indexes and keys of
-open parts are checked against the actual result when the reference is resolved.
+A path is checked against the JSON schema of the referenced operation's *result model* before anything runs
+(every key a field, a list needs an index, a single value has no fields); below an open part (``Any``,
+``dict[str, Any]``, ``extra="allow"``, no result model) it is checked against the actual result when the
+reference is resolved.
 """
 
 from __future__ import annotations

@@ -1,22 +1,15 @@
 """HTTP bodies of the stateless AI server, shared by :mod:`planner_mode.server` and the HTTP client.
 
-Every request carries everything the server needs (article §13): the message or results, the conversation
-context and, for call 1, the operation catalog. Every response carries the :class:`CallUsage` the server
-measured, so the ERP side counts model calls and tokens even when the model runs elsewhere.
+Every request carries everything the server needs (article §13); every response carries the
+:class:`CallUsage` the server measured, so the ERP side counts the calls and tokens of a remote model.
+With ``Accept: application/x-ndjson`` both calls answer one JSON object per line, told apart by ``type``::
 
-``POST /ai/respond`` with ``Accept: application/x-ndjson`` answers in NDJSON (one JSON object per line), each
-line a :data:`RespondStreamLine` told apart by ``type``::
+    {"type": "answer_delta", "text": "En 2025 se vendieron "}     # zero or more: the text as it is written
+    {"type": "response", "answer": {...}, "usage": {...}}         # last on success (``plan`` for /ai/analyze)
+    {"type": "error", "error": "...", "kind": "provider", ...}    # last instead, when the model failed
 
-    {"type": "answer_delta", "text": "En 2025 se vendieron "}     # zero or more: the answer as it is written
-    {"type": "answer_delta", "text": "₲850.000.000."}
-    {"type": "response", "answer": {...}, "usage": {...}}         # last line on success: a RespondResponse
-    {"type": "error", "error": "...", "kind": "provider", ...}    # last line instead, when the model failed
-
-``POST /ai/analyze`` streams the same way (:data:`AnalyzeStreamLine`): ``answer_delta`` lines carry a direct
-answer (``respuesta_directa``) as call 1 writes it, when the reply starts with one (none for a plan with
-operations), and the ``response`` line is the :class:`AnalyzeResponse` (``plan`` and ``usage``).
-
-New fields are only ever added as optional ones, so older clients and servers keep understanding each other.
+``/ai/analyze``'s deltas are a direct answer (``respuesta_directa``), when the reply starts with one. New
+fields are only ever added as optional ones, so older clients and servers keep understanding each other.
 """
 
 from __future__ import annotations
@@ -143,9 +136,8 @@ def _strings(value: Any) -> Iterator[str]:
 
 
 def _bounded_context(context: ConversationContext) -> ConversationContext:
-    """``context`` if it keeps the bounds :meth:`~shared.memory.store.MemoryStore.build_context` guarantees
-    (:mod:`shared.bounds`) and holds no control character (:data:`shared.inputs.CONTROL_CHARACTERS`, which
-    the store removes from what it returns); else ``ValueError`` naming the part."""
+    """``context`` if it keeps the bounds the memory store builds it to (:mod:`shared.bounds`) and holds no
+    control character (:data:`shared.inputs.CONTROL_CHARACTERS`); else ``ValueError`` naming the part."""
     _at_most(len(context.memoria), MAX_CONTEXT_MEMORIES, "memoria", "items")
     for index, item in enumerate(context.memoria):
         _at_most(len(item), MAX_MEMORY_CHARS, f"memoria[{index}]", "characters")

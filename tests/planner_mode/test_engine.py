@@ -3,7 +3,8 @@
 Pinned here: the flow, the recording policy and the two-call bound; the failure contract; the three entry
 points (``aask`` and ``astream`` give ``ask``'s result on the default suite); the events of a streamed turn;
 a stream that fails or is abandoned midway records nothing; callbacks see exactly the turn's model calls
-under one parent run; one log record per finished turn; which call wrote the answer.
+under one parent run; one log record per finished turn; which call wrote the answer; grounded figures; the
+prompt-cache hits of both calls.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -22,16 +23,19 @@ import pytest
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
-from langchain_core.outputs import ChatGenerationChunk, ChatResult
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult, LLMResult
 from langchain_core.runnables import RunnableConfig
 from sqlalchemy import func, select
 
 from benchmarks.scenario import Scenario, default_scenarios_dir, load_file
+from benchmarks.serving import ServerThread
 from benchmarks.stand_ins.faults import FaultConfig, FaultMode
+from benchmarks.stand_ins.offline import OfflineSalesModel
 from planner_mode import AIClient, HttpAIClient, InProcessAIClient, PlannerAI, PlannerEngine, PlannerLimits
 from planner_mode.bookkeeping import ANSWER_PREFIX, DIRECT_ANSWER_PREFIX
 from planner_mode.engine import NOT_RECORDED_NOTE
 from planner_mode.plan import Answer, Plan
+from planner_mode.server import create_app
 from planner_mode.wire import AnalyzeResponse, CallUsage, RespondResponse
 from shared.engine import AssistantEngine
 from shared.erp.database import Erp
@@ -40,8 +44,10 @@ from shared.errors import ConversationAccessDenied, StorageError
 from shared.events import AnswerDelta, OperationDone, PlanReady, TurnDone, TurnEvent
 from shared.failures import is_recorded, user_message
 from shared.llm import build_chat_model
+from shared.llm.usage import UsageTracker
 from shared.memory.store import MemoryStore
 from shared.memory.tables import Conversation
+from shared.operations import sales_registry
 from shared.operations.registry import OperationRegistry
 from shared.security import DEMO_CALLER, Caller
 from shared.turn import FirstAnswerCall, TurnResult
@@ -616,20 +622,6 @@ def test_the_articles_dialogue_verbatim(
     assert [m.role for m in memory_store.history("articulo")] == ["user", "assistant"] * 4
 
 
-def test_a_dependent_question_uses_a_ref_and_still_two_calls(
-    registry: OperationRegistry, erp: Erp, memory_store: MemoryStore
-) -> None:
-    result = offline_engine(registry, erp, memory_store).ask(
-        "dep", "¿Cuánto compró nuestro mejor cliente de 2025?", DEMO_CALLER
-    )
-    assert result.plan is not None
-    refs = [op["parametros"].get("cliente") for op in result.plan["operaciones"]]
-    assert {"$ref": "op1.cliente"} in refs
-    assert result.operations[-1].parametros["cliente"] == "Empresa ABC"
-    assert "₲120.000.000" in result.answer
-    assert result.model_calls == 2
-
-
 @pytest.mark.parametrize("mode", get_args(FaultMode))
 def test_every_fault_mode_gives_a_clean_answer_within_two_calls_and_a_consistent_store(
     registry: OperationRegistry, erp: Erp, memory_store: MemoryStore, mode: FaultMode
@@ -766,26 +758,16 @@ async def test_astream_yields_the_plan_each_operation_then_the_answer_in_deltas(
     assert [m.content for m in memory_store.history("s1")] == [TWO_OPERATIONS, result.answer]
 
 
-class CallEnds(BaseCallbackHandler):
-    """Counts the model calls that have ended (LangChain reports a streamed call once its stream ends)."""
-
-    def __init__(self) -> None:
-        self.ended = 0
-
-    def on_llm_end(self, *args: Any, **kwargs: Any) -> None:
-        self.ended += 1
-
-
 async def test_a_direct_answer_streams_as_call_one_writes_it_before_the_plan(
     registry: OperationRegistry, erp: Erp, memory_store: MemoryStore
 ) -> None:
-    ends = CallEnds()
+    recorder = Recorder()
     engine = offline_engine(registry, erp, memory_store)
     events: list[TurnEvent] = []
     calls_ended_at_first_delta: int | None = None
-    async for event in engine.astream("s1", "Hola", DEMO_CALLER, config={"callbacks": [ends]}):
+    async for event in engine.astream("s1", "Hola", DEMO_CALLER, config={"callbacks": [recorder]}):
         if isinstance(event, AnswerDelta) and calls_ended_at_first_delta is None:
-            calls_ended_at_first_delta = ends.ended
+            calls_ended_at_first_delta = len(recorder.model_ends)
         events.append(event)
     assert calls_ended_at_first_delta == 0, "the first delta comes while call 1 is still being written"
     types = [event.type for event in events]
@@ -1223,9 +1205,6 @@ def test_the_fixed_client_is_an_ai_client() -> None:
 async def test_over_http_each_entry_point_gives_the_in_process_turn(
     registry: OperationRegistry, erp: Erp, memory_store: MemoryStore, tmp_path: Path, entry: Entry
 ) -> None:
-    from benchmarks.serving import ServerThread
-    from planner_mode import create_app
-
     in_process = offline_engine(registry, erp, MemoryStore(f"sqlite:///{tmp_path / 'local.sqlite3'}"))
     expected = comparable(in_process.ask("h", TWO_OPERATIONS, DEMO_CALLER))
     with ServerThread(create_app(build_chat_model("offline"), token="k")) as server:
@@ -1262,3 +1241,277 @@ async def test_a_turn_planned_before_another_turn_was_recorded_is_flagged_stale(
     assert late.recorded and late.stale_state
     contents = [message.content for message in memory_store.history("c1")]
     assert contents.count(question) == 3  # both concurrent turns recorded, whole
+
+
+# -- grounding: a figure the ERP did not return is never shown as its truth ---------------------------------
+
+
+def answering(text: str, *memories: str) -> Any:
+    def answer(_results: list[dict[str, Any]]) -> str:
+        items = [{"contenido": item, "importancia": 0.8} for item in memories]
+        return json.dumps({"respuesta": text, "memoria": items, "estado": {}})
+
+    return scripted(ONE_OPERATION, answer)
+
+
+def grounding_engine(reply: Any, registry: Any, erp: Any, store: Any, **options: Any) -> PlannerEngine:
+    return PlannerEngine(registry, erp, store, InProcessAIClient(PlannerAI(text_model(reply))), **options)
+
+
+def test_an_invented_figure_is_refused_with_the_erps_own_results_and_nothing_is_stored(
+    registry: Any, erp: Any, memory_store: Any
+) -> None:
+    planner = grounding_engine(answering("En 2025 vendimos ₲987.654.321."), registry, erp, memory_store)
+    result = planner.ask("c1", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
+    assert result.failure == "ungrounded" and result.ungrounded_figures == ["987.654.321"]
+    assert not result.recorded and memory_store.history("c1") == []
+    assert "987.654.321" in result.answer and "ventas_anuales(anio=2025)" in result.answer
+    total = result.operations[0].result["total"]
+    assert f"total: {total:,}".replace(",", ".") in result.answer  # the ERP's figure, shown as such
+
+
+def test_a_figure_the_erp_returned_passes_however_it_is_written(
+    registry: Any, erp: Any, memory_store: Any
+) -> None:
+    total = PlannerEngine(registry, erp, memory_store, PlannerAI(text_model(scripted(ONE_OPERATION))))
+    truth = total.ask("c0", "¿Cuánto vendimos en 2025?", DEMO_CALLER).operations[0].result["total"]
+    written = f"En 2025 vendimos ₲{truth:,}".replace(",", ".")
+    result = grounding_engine(answering(written), registry, erp, memory_store).ask(
+        "c1", "¿Y en 2025?", DEMO_CALLER
+    )
+    assert result.failure is None and result.ungrounded_figures == [] and result.recorded
+
+
+def test_flag_shows_and_records_the_answer_but_never_remembers_an_invented_figure(
+    registry: Any, erp: Any, memory_store: Any
+) -> None:
+    reply = answering("Vendimos ₲987.654.321.", "Ventas 2025: ₲987.654.321", "Hablamos de ventas.")
+    result = grounding_engine(reply, registry, erp, memory_store, grounding="flag").ask(
+        "c1", "¿Ventas 2025?", DEMO_CALLER
+    )
+    assert result.failure is None and result.recorded and result.answer == "Vendimos ₲987.654.321."
+    assert result.ungrounded_figures == ["987.654.321"]
+    assert result.memories == ["Hablamos de ventas."]
+
+
+def test_off_does_not_check(registry: Any, erp: Any, memory_store: Any) -> None:
+    reply = answering("Vendimos ₲987.654.321.", "Ventas 2025: ₲987.654.321")
+    result = grounding_engine(reply, registry, erp, memory_store, grounding="off").ask(
+        "c1", "¿Ventas 2025?", DEMO_CALLER
+    )
+    assert result.failure is None and result.ungrounded_figures == [] and len(result.memories) == 1
+
+
+def test_an_unknown_policy_is_refused_at_construction(registry: Any, erp: Any, memory_store: Any) -> None:
+    with pytest.raises(ValueError, match="grounding policy"):
+        grounding_engine(answering("x"), registry, erp, memory_store, grounding="maybe")
+
+
+def test_through_the_ai_server_the_erp_still_refuses_an_invented_figure(
+    registry: Any, erp: Any, memory_store: Any
+) -> None:
+    model = text_model(answering("En 2025 vendimos ₲987.654.321.", "Ventas 2025: ₲987.654.321"))
+    with ServerThread(create_app(model)) as server, HttpAIClient([server.url], timeout=30) as client:
+        result = PlannerEngine(registry, erp, memory_store, client).ask(
+            "c1", "¿Cuánto vendimos en 2025?", DEMO_CALLER
+        )
+    assert result.failure == "ungrounded" and result.ungrounded_figures == ["987.654.321"]
+    assert not result.recorded and memory_store.history("c1") == [] and memory_store.memories("c1") == []
+    assert f"total: {result.operations[0].result['total']:,}".replace(",", ".") in result.answer
+
+
+# -- prompt-cache hits: each call's system message is the same every turn, so the next turn reuses it ------
+# (the offline model's ``cache_read`` models a prefix cache by whole blocks: stand_ins.offline._cache)
+
+
+FIRST = "¿Cuánto vendimos en 2025?"
+SECOND = "¿Y en 2024?"
+
+
+class CallUsages(BaseCallbackHandler):
+    """``(input_tokens, cache_read)`` of every model call, in order."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[int, int]] = []
+
+    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
+        for generations in response.generations:
+            for generation in generations:
+                usage = generation.message.usage_metadata if isinstance(generation, ChatGeneration) else None
+                if usage:
+                    self.calls.append((usage["input_tokens"], usage["input_token_details"]["cache_read"]))
+
+
+def test_the_second_turn_reuses_both_calls_system_messages(
+    registry: Any, erp: Any, memory_store: Any
+) -> None:
+    engine = PlannerEngine(registry, erp, memory_store, PlannerAI(OfflineSalesModel()))
+    usages = CallUsages()
+    first = engine.ask("c", FIRST, DEMO_CALLER, config={"callbacks": [usages]})
+    second = engine.ask("c", SECOND, DEMO_CALLER, config={"callbacks": [usages]})
+
+    assert [cached for _, cached in usages.calls[:2]] == [0, 0]  # call 1 and call 2 share no prefix
+    assert first.cached_input_tokens == 0
+    assert all(0 < cached < input_tokens for input_tokens, cached in usages.calls[2:])
+    assert second.cached_input_tokens == sum(cached for _, cached in usages.calls[2:])
+    assert second.model_calls == 2 and second.cached_input_tokens < second.input_tokens
+
+
+def test_no_cache_no_cached_tokens(registry: Any, erp: Any, memory_store: Any) -> None:
+    engine = PlannerEngine(registry, erp, memory_store, PlannerAI(OfflineSalesModel(prompt_cache_size=0)))
+    assert [engine.ask("c", q, DEMO_CALLER).cached_input_tokens for q in (FIRST, SECOND)] == [0, 0]
+
+
+def test_call_usage_carries_the_trackers_cached_tokens_and_adds_them_up() -> None:
+    tracker = UsageTracker()
+    model = OfflineSalesModel()
+    for question in ("Hola", "Hola"):
+        model.invoke(question, config={"callbacks": [tracker]})
+    usage = CallUsage.from_tracker(tracker)
+    assert usage.cached_input_tokens == tracker.cached_input_tokens > 0
+    total = CallUsage.total([usage, CallUsage(input_tokens=10, cached_input_tokens=3)])
+    assert total.cached_input_tokens == usage.cached_input_tokens + 3
+
+
+def test_a_body_without_the_field_counts_no_cached_tokens() -> None:
+    """A server that predates the field still talks to a newer client."""
+    usage = CallUsage.model_validate_json('{"model_calls": 1, "input_tokens": 500, "output_tokens": 20}')
+    assert usage.cached_input_tokens == 0
+
+
+# -- plan_valid: call 1's output parsed as a plan and passed validation ------------------------------------
+# True for a plan the ERP accepted (a direct answer and an empty plan included), False when call 1's output
+# was no plan or validation rejected it, None when call 1 failed in the provider (no output was read).
+
+
+def operation(funcion: str, **parametros: Any) -> dict[str, Any]:
+    return {"funcion": funcion, "parametros": parametros}
+
+
+VALID = {"operaciones": [operation("ventas_anuales", anio=2025)]}
+
+
+@pytest.fixture
+def sqlite_store(tmp_path: Path) -> Iterator[MemoryStore]:
+    """``plan_valid`` is decided before anything is stored: these tests need no PostgreSQL variant."""
+    memory = MemoryStore(f"sqlite:///{tmp_path / 'memory.sqlite3'}")
+    yield memory
+    memory.close()
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+@pytest.mark.parametrize(
+    "plan, valid, failure",
+    [
+        ({"respuesta_directa": "¡Hola!"}, True, None),
+        ({"operaciones": []}, True, None),
+        (VALID, True, None),
+        ({"operaciones": [operation("ventas_totales", anio=2025)]}, False, "invalid_plan"),
+        ({"operaciones": [operation("ventas_anuales", anio="el año pasado")]}, False, "invalid_plan"),
+        (
+            {"operaciones": [operation("compras_cliente", cliente={"$ref": "op9.cliente"}, anio=2025)]},
+            False,
+            "invalid_plan",
+        ),
+        (
+            {"operaciones": [operation("ventas_anuales", anio=2000 + i) for i in range(3)]},
+            False,
+            "invalid_plan",
+        ),
+        ("no es JSON", False, "model_output"),
+        ({"respuesta": "Vendimos mucho."}, False, "model_output"),
+    ],
+    ids=[
+        "direct-answer",
+        "empty-plan",
+        "valid-plan",
+        "unknown-operation",
+        "invalid-parameters",
+        "dangling-ref",
+        "too-many-operations",
+        "not-json",
+        "not-a-plan",
+    ],
+)
+async def test_plan_valid_says_whether_call_one_wrote_a_plan_the_erp_accepts(
+    toy_registry: OperationRegistry,
+    toy_erp: Erp,
+    sqlite_store: MemoryStore,
+    entry: Entry,
+    plan: dict[str, Any] | str,
+    valid: bool,
+    failure: str | None,
+) -> None:
+    engine, _ = make_engine(scripted(plan), toy_registry, toy_erp, sqlite_store, max_operations=2)
+    result = await run_turn(engine, entry, "c1", "¿Cuánto vendimos?")
+    assert (result.plan_valid, result.failure) == (valid, failure)
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+@pytest.mark.parametrize(
+    "call, error, valid, failure",
+    [
+        (1, ConnectionError("reset"), None, "provider"),
+        (1, TimeoutError("read timed out"), None, "timeout"),
+        (2, ConnectionError("reset"), True, "provider"),
+    ],
+    ids=["call1-provider", "call1-timeout", "call2-provider"],
+)
+async def test_a_provider_failure_leaves_plan_valid_unknown_only_when_no_plan_was_read(
+    toy_registry: OperationRegistry,
+    toy_erp: Erp,
+    sqlite_store: MemoryStore,
+    entry: Entry,
+    call: int,
+    error: Exception,
+    valid: bool | None,
+    failure: str,
+) -> None:
+    engine, _ = make_engine(failing_call(call, exc=error)(), toy_registry, toy_erp, sqlite_store)
+    result = await run_turn(engine, entry, "c1", "¿Cuánto vendimos?")
+    assert (result.plan_valid, result.failure, result.recorded) == (valid, failure, False)
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+async def test_a_stream_cut_at_the_output_cap_is_an_invalid_plan_and_a_dropped_one_is_unknown(
+    toy_registry: OperationRegistry, toy_erp: Erp, sqlite_store: MemoryStore, entry: Entry
+) -> None:
+    """The offline model's faults: a plan cut at its output cap was read (and is no plan); a connection that
+    drops midway is the provider's failure."""
+    question = "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?"
+    cut = PlannerEngine(
+        toy_registry, toy_erp, sqlite_store, PlannerAI(build_chat_model("offline", max_tokens=5))
+    )
+    result = await run_turn(cut, entry, "c1", question)
+    assert (result.plan_valid, result.failure) == (False, "model_output")
+    broken = PlannerAI(build_chat_model("offline", faults=FaultConfig(mode="stream_break")))
+    result = await run_turn(PlannerEngine(toy_registry, toy_erp, sqlite_store, broken), entry, "c2", question)
+    assert (result.plan_valid, result.failure) == (None, "provider")
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+async def test_an_operation_refused_on_the_callers_data_scope_is_no_invalid_plan(
+    erp: Erp, memory_store: MemoryStore, entry: Entry
+) -> None:
+    """Bruno may run ``compras_cliente`` but Empresa ABC is not his customer: the ERP refuses it when it
+    runs; the plan was valid. An operation outside his catalog is, to the model, an unknown one."""
+    registry = sales_registry()
+    bruno = caller_for(erp, "bruno")
+    plan = {"operaciones": [operation("compras_cliente", cliente="Empresa ABC", anio=2025)]}
+    engine, _ = make_engine(scripted(plan), registry, erp, memory_store)
+    refused = await run_turn(engine, entry, "c1", "¿Y ABC?", bruno)
+    assert [op.error_kind for op in refused.operations] == ["refused"]
+    assert refused.plan_valid is True
+    forbidden = {"operaciones": [operation("ventas_por_categoria", anio=2025)]}
+    assert "ventas_por_categoria" not in registry.names(bruno)
+    engine, _ = make_engine(scripted(forbidden), registry, erp, memory_store)
+    result = await run_turn(engine, entry, "c2", "¿Y?", bruno)
+    assert (result.plan_valid, result.failure) == (False, "invalid_plan")
+
+
+def test_the_offline_planner_writes_valid_plans_on_small_talk_and_questions(
+    toy_registry: OperationRegistry, toy_erp: Erp, sqlite_store: MemoryStore
+) -> None:
+    engine = PlannerEngine(toy_registry, toy_erp, sqlite_store, PlannerAI(build_chat_model("offline")))
+    for question in ("Hola", "¿Cuánto vendimos en 2025?", "¿Qué tiempo hará mañana?"):
+        assert engine.ask("c1", question, DEMO_CALLER).plan_valid is True, question

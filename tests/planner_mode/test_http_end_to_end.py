@@ -17,7 +17,6 @@ from langchain_core.messages import BaseMessage
 
 from benchmarks.serving import ServerThread
 from planner_mode import HttpAIClient, PlannerEngine, create_app
-from planner_mode.bookkeeping import ANSWER_PREFIX
 from planner_mode.client import last_item
 from planner_mode.http_client import AIServerUnauthorized
 from planner_mode.plan import OperationOutcome
@@ -28,7 +27,6 @@ from shared.memory.context import ConversationContext
 from shared.memory.store import MemoryStore
 from shared.operations.registry import OperationRegistry, OperationSpec
 from shared.security import DEMO_CALLER
-from shared.turn import FirstAnswerCall
 from tests.fakes import CallInfo, FunctionChatModel
 from tests.planner_mode.planner_fakes import is_plan_request, results_of, text_model
 
@@ -287,38 +285,3 @@ def test_one_client_serves_loops_in_several_threads_at_once(
             thread.join(30)
     assert errors == []
     assert len(results) == 9 and len({r.plan.model_dump_json() for r in results}) == 1
-
-
-def test_the_engine_streams_a_turn_through_http_with_the_same_result(
-    registry: OperationRegistry, erp: Erp, memory_store: MemoryStore
-) -> None:
-    """The engine over AI servers (offline, ``gpu-8b``): ``astream`` gives several answer deltas and the same
-    turn as ``ask`` (its result and record)."""
-    from shared.events import AnswerDelta, TurnDone
-
-    model = uncached_offline_model(latency_profile="gpu-8b")
-    with ServerThread(create_app(model)) as server, HttpAIClient([server.url], timeout=30) as client:
-        engine = PlannerEngine(registry, erp, memory_store, client)
-        asked = engine.ask("sync", QUESTION, DEMO_CALLER)
-
-        async def stream() -> list[Any]:
-            return [event async for event in engine.astream("streamed", QUESTION, DEMO_CALLER)]
-
-        events = asyncio.run(stream())
-    deltas = [event.text for event in events if isinstance(event, AnswerDelta)]
-    done = events[-1]
-    assert isinstance(done, TurnDone)
-    streamed = done.result
-    assert len(deltas) >= 2 and "".join(deltas) == streamed.answer == asked.answer
-    assert streamed.recorded and asked.recorded
-    assert (streamed.model_calls, streamed.input_tokens, streamed.output_tokens) == (
-        asked.model_calls,
-        asked.input_tokens,
-        asked.output_tokens,
-    )
-    assert (
-        streamed.first_answer_call == asked.first_answer_call == FirstAnswerCall(call=1, prefix=ANSWER_PREFIX)
-    )
-    assert [m.content for m in memory_store.history("streamed")] == [
-        m.content for m in memory_store.history("sync")
-    ]

@@ -39,16 +39,6 @@ def test_direct_answer_needs_no_operations_and_some_text() -> None:
     ).is_direct
 
 
-def test_schema_sent_to_providers_has_article_keys_and_free_parameters() -> None:
-    schema = Plan.model_json_schema()
-    assert set(schema["properties"]) == {"operaciones", "respuesta_directa"}
-    operation = schema["$defs"]["PlannedOperation"]
-    assert set(operation["properties"]) == {"id", "funcion", "parametros"}
-    assert operation["required"] == ["funcion"]
-    assert operation["properties"]["parametros"]["type"] == "object"
-    assert "properties" not in operation["properties"]["parametros"]
-
-
 def test_the_model_is_not_asked_to_echo_the_question_but_plans_with_it_stay_valid() -> None:
     """``pregunta`` costs output tokens on every call 1 and the ERP already has the question: the schema sent
     to providers leaves it out (and allows no other extra key), the model class still accepts it."""
@@ -58,14 +48,6 @@ def test_the_model_is_not_asked_to_echo_the_question_but_plans_with_it_stay_vali
     assert Plan.model_validate({"operaciones": []}).pregunta == ""
     # What an HTTP API documents as its response keeps the whole plan.
     assert "pregunta" in Plan.model_json_schema(mode="serialization")["properties"]
-
-
-def test_optional_fields_are_offered_as_plain_types_without_titles() -> None:
-    schema = Plan.model_json_schema()
-    identifier = schema["$defs"]["PlannedOperation"]["properties"]["id"]
-    assert identifier["type"] == "string" and "anyOf" not in identifier and "default" not in identifier
-    assert schema["properties"]["respuesta_directa"]["type"] == "string"
-    assert not any("title" in prop for prop in schema["properties"].values())
 
 
 def test_outcome_shows_call_two_either_a_result_or_an_error() -> None:
