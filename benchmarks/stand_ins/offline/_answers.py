@@ -1,15 +1,9 @@
 """Writing the final answer from operation results (``respuesta``, ``memoria``, ``estado``), and the fixed
 replies for questions that need no operation.
 
-Amounts are written with :func:`shared.text.format_guaranies` (``₲850.000.000``) and names verbatim, so a
-scorer can find the key figures in the text. Lists (products, categories, months, invoices) mention every item
-with its total. The result shapes are the ones docs/design.md fixes for the sales registry.
-
-The answer writes ``respuesta`` first, then only what the instructions ask for and what changed
-(:class:`~._prompt.AnswerInstructions`): ``estado`` holds the named keys whose value differs from the state in
-the prompt (nothing when nothing changed), ``memoria`` restates the results only when the instructions do not
-keep it for other facts. Empty ``memoria`` and ``estado`` are left out, as a model told they are optional
-would.
+Amounts are written as ``₲850.000.000`` and names verbatim, so a scorer can find the key figures; lists
+mention every item with its total. ``estado`` holds the keys the instructions name whose value changed,
+``memoria`` restates the results unless the instructions keep it for other facts; empty ones are left out.
 """
 
 from __future__ import annotations
@@ -26,7 +20,6 @@ MONTHS_ES = [
     "julio", "agosto", "septiembre", "octubre", "noviembre", "diciembre",
 ]  # fmt: skip
 _TOPICS = {"top_productos": "productos", "facturas_pendientes": "facturas", "buscar_cliente": "clientes"}
-"""The conversation's topic after an operation, when it is not "ventas"."""
 DESCRIPTIONS = {
     "ventas_anuales": "las ventas del año",
     "mejor_cliente": "el mejor cliente",
@@ -37,11 +30,9 @@ DESCRIPTIONS = {
     "facturas_pendientes": "las facturas pendientes",
     "buscar_cliente": "la búsqueda de clientes",
 }
-"""What each operation consults, as a sentence's object ("No pude consultar las ventas del año")."""
+"""What each operation consults, as a sentence's object."""
 _QUOTED_CUSTOMER = re.compile(r"cliente (['\"])(.+?)\1")
-"""The customer an ERP refusal names: ``… datos del cliente 'Empresa ABC': …``."""
 _MATCHED_CUSTOMER = re.compile(r"coincide con (['\"])(.+?)\1")
-"""The name a customer-not-found error quotes: ``… coincide con 'Empresa ABC'.``"""
 
 
 REPLIES = {
@@ -64,15 +55,11 @@ REPLIES = {
     "which_data": "¿Qué quieres consultar? Puedo darte, por ejemplo, las ventas, el mejor cliente, las "
     "compras de un cliente o los productos más vendidos.",
 }
-"""The fixed replies for questions that need no operation."""
 
 
 def not_offered(intents: list[str]) -> str:
-    """The refusal when every operation a question needs is missing from the operations the prompt offers.
-
-    The ERP offers each user only the operations their role may run, so a missing operation means the user has
-    no access to that data through this assistant; the model says so instead of using another operation.
-    """
+    """The refusal when every operation a question needs is missing from those the prompt offers (the ERP
+    offers each user only the operations their role may run)."""
     objects = [_as_object(DESCRIPTIONS.get(name, f"la operación {name}")) for name in dict.fromkeys(intents)]
     if not objects:
         return REPLIES["no_operation"]
@@ -91,7 +78,7 @@ def _as_object(description: str) -> str:
 
 @dataclass(frozen=True)
 class Executed:
-    """One operation as the model sees it afterwards: name, parameters, and a result or an error."""
+    """One operation as the model sees it afterwards: a result or an error."""
 
     funcion: str
     parametros: dict[str, Any]
@@ -117,7 +104,6 @@ def _count(value: Any, singular: str, plural: str) -> str:
 
 
 def describe(item: Executed) -> str:
-    """One or more Spanish sentences stating an operation's result (or its failure)."""
     if item.error is not None:
         what = DESCRIPTIONS.get(item.funcion, f"la operación {item.funcion}")
         detail = item.error.strip().removeprefix("Error:").strip()
@@ -131,21 +117,16 @@ def describe(item: Executed) -> str:
 
 
 def _refusal(item: Executed, what: str, detail: str) -> str | None:
-    """The ERP refused on the user's rights: say so plainly (no figure, no technical detail), or ``None``.
-
-    "No tiene acceso …" is a customer outside the user's scope; "No tiene permiso …" an operation their role
-    may not run (it was not executed).
-    """
+    """The ERP refused on the user's rights (a customer outside their scope, an operation their role may not
+    run): say so plainly, or ``None``."""
     folded = fold(detail)
-    if "ningun cliente al que usted tenga acceso" in folded:
-        quoted = _MATCHED_CUSTOMER.search(detail)
+    not_found = "ningun cliente al que usted tenga acceso" in folded
+    if not_found or "no tiene acceso" in folded:
+        quoted = (_MATCHED_CUSTOMER if not_found else _QUOTED_CUSTOMER).search(detail)
         customer = quoted.group(2) if quoted else item.parametros.get("cliente")
         who = customer.strip() if isinstance(customer, str) and customer.strip() else "ese cliente"
-        return f"No encontré a {who} entre sus clientes: no existe o no es uno de sus clientes."
-    if "no tiene acceso" in folded:
-        quoted = _QUOTED_CUSTOMER.search(detail)
-        customer = quoted.group(2) if quoted else item.parametros.get("cliente")
-        who = customer.strip() if isinstance(customer, str) and customer.strip() else "ese cliente"
+        if not_found:
+            return f"No encontré a {who} entre sus clientes: no existe o no es uno de sus clientes."
         return f"No tiene acceso a los datos de {who}: no es uno de sus clientes."
     if "no tiene permiso" in folded:
         return f"No tiene permiso para consultar {what}; esa consulta no se ejecutó."
@@ -266,7 +247,6 @@ def _memories(items: list[Executed]) -> list[dict[str, Any]]:
 
 
 def _state(items: list[Executed], conversation: Conversation) -> dict[str, Any]:
-    """The state keys the instructions ask for whose value this turn changes."""
     ok = [i for i in items if i.error is None]
     if not ok:
         return {}
@@ -294,8 +274,7 @@ def _state(items: list[Executed], conversation: Conversation) -> dict[str, Any]:
 def compose_answer(
     items: list[Executed], conversation: Conversation, fallback_reply: str | None = None
 ) -> dict[str, Any]:
-    """The answer JSON for these executed operations: ``respuesta`` first, then ``memoria`` and ``estado``
-    when there is something to keep."""
+    """The answer JSON for these executed operations."""
     if not items:
         return {"respuesta": fallback_reply or "No tengo datos para responder eso."}
     answer: dict[str, Any] = {"respuesta": " ".join(describe(item) for item in items)}

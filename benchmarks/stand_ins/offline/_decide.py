@@ -1,8 +1,7 @@
 """What the offline model replies to one call: a plan, an answer, tool calls or text, as a :class:`Draft`.
 
-The call's keyword arguments say what is asked (:class:`Request`: bound tools, ``tool_choice``, a response
-format); the prompt says the rest (:class:`~._prompt.PromptView`). Operations come only from the catalog the
-prompt offers or the tools bound; unknown tools get generic calls (:mod:`._schema`).
+The call's keyword arguments say what is asked (:class:`Request`), the prompt says the rest. Operations come
+only from the catalog the prompt offers or the tools bound; unknown tools get generic calls.
 """
 
 from __future__ import annotations
@@ -88,9 +87,6 @@ def read_request(kwargs: dict[str, Any]) -> Request:
     return request
 
 
-# -- decisions ----------------------------------------------------------------------------------------------
-
-
 def decide(view: PromptView, request: Request) -> Draft:
     if request.tools and request.tool_choice != "none":
         return _tool_step(view, request)
@@ -151,8 +147,8 @@ _DIRECT_ALONE = re.compile(r'\{\s*"respuesta_directa"\s*:')
 
 
 def _direct_answer_alone(view: PromptView, schema: dict[str, Any] | None) -> bool:
-    """Whether a direct answer is written without ``"operaciones": []``: the prompt shows one alone
-    (``{"respuesta_directa": …}``) and the schema, if any, does not require ``operaciones``."""
+    """Whether a direct answer is written without ``"operaciones": []``: the prompt shows one alone and the
+    schema, if any, does not require ``operaciones``."""
     required = resolve(schema, schema).get("required") if schema else None
     if isinstance(required, list) and "operaciones" in required:
         return False
@@ -166,8 +162,7 @@ def _first_mention(text: str, key: str) -> int:
 
 
 def _operation_items(schema: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """The schemas a plan's operation may follow: the ``operaciones`` items, one per branch of a union
-    (the planner's schema has one branch per operation, :mod:`planner_mode.plan_schema`)."""
+    """The schemas a plan's operation may follow (one per branch of a union of ``operaciones`` items)."""
     if not schema:
         return []
     operations = resolve(properties(schema).get("operaciones") or {}, schema)
@@ -176,13 +171,11 @@ def _operation_items(schema: dict[str, Any] | None) -> list[dict[str, Any]]:
 
 
 def _items_have_id(schema: dict[str, Any] | None) -> bool:
-    """Whether a plan schema's operation items declare an ``id`` (the planner's ``$ref`` extension)."""
     return any("id" in (item.get("properties") or {}) for item in _operation_items(schema))
 
 
 def _schema_operations(schema: dict[str, Any] | None) -> set[str] | None:
-    """The operation names a plan schema allows in ``funcion`` (an ``enum`` per item or per branch), or
-    ``None`` when it allows any string (or is no plan schema)."""
+    """The operation names a plan schema allows in ``funcion``, or ``None`` when it allows any string."""
     items = _operation_items(schema)
     if not items or schema is None:
         return None
@@ -225,9 +218,6 @@ def _plain_reply(view: PromptView) -> str:
             "pregúntame a través del asistente de ventas."
         )
     return understanding.reply
-
-
-# -- tool calling -------------------------------------------------------------------------------------------
 
 
 def _tool_step(view: PromptView, request: Request) -> Draft:
@@ -300,8 +290,7 @@ def _forced_call(view: PromptView, spec: ToolSpec) -> Draft:
 def _final(
     payload: dict[str, Any], request: Request, answer_tool: ToolSpec | None, *, compact: bool
 ) -> Draft:
-    """The turn's answer: a call to the answer tool, JSON (``compact`` when the prompt's examples are), or
-    the plain ``respuesta`` text."""
+    """The turn's answer: a call to the answer tool, JSON, or the plain ``respuesta`` text."""
     if answer_tool is not None:
         return Draft(
             tool_calls=[(answer_tool.name, conform(payload, answer_tool.parameters, answer_tool.parameters))]

@@ -1,8 +1,5 @@
-"""How a fault mode changes a reply (what each mode does: :mod:`benchmarks.stand_ins.faults`).
-
-:func:`inject` rewrites the offline model's :class:`Draft` (a reply before output caps and metadata);
-:func:`misbehave` rewrites a finished reply of any chat model, for the protocol emulators.
-"""
+"""How a fault mode changes a reply (what each mode does: :mod:`benchmarks.stand_ins.faults`): :func:`inject`
+rewrites the offline model's :class:`Draft`, :func:`misbehave` a finished reply of any chat model."""
 
 from __future__ import annotations
 
@@ -34,9 +31,8 @@ from benchmarks.stand_ins.offline._understand import KNOWN_OPERATIONS
 RequestKind = Literal["plan", "answer"]
 
 _SCHEMA_IGNORED_REPLY = "Claro, consulté el ERP y aquí está la respuesta a su pregunta."
-"""The ``respuesta`` a ``schema_ignored`` plan request gets instead of a plan."""
 _PLACEHOLDER_PREFERENCE = ("compras_cliente", "facturas_pendientes")
-"""Real operations a placeholder plan prefers for its ``cliente`` ``$ref`` (both take a customer)."""
+"""Operations a placeholder plan prefers for its ``cliente`` ``$ref`` (both take a customer)."""
 
 
 @dataclass
@@ -45,13 +41,11 @@ class Draft:
 
     content: str = ""
     payload: Any = None
-    """The JSON value ``content`` serialises, when the reply is JSON."""
     tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     invalid_calls: list[tuple[str, str]] = field(default_factory=list)
     repeat: str = ""
     """A runaway reply: ``content`` is followed by this text until the output cap cuts it."""
     compact: bool = False
-    """``content`` is JSON without spaces (as the prompt's examples); a rewritten payload keeps the style."""
 
     @classmethod
     def json(cls, payload: Any, *, compact: bool = False) -> Draft:
@@ -66,11 +60,8 @@ class FaultSite:
 
     call_index: int
     kind: RequestKind | None
-    """A plan or an answer request (``None``: neither)."""
     tools_bound: bool
-    """Tools were bound (and ``tool_choice`` is not ``none``)."""
     catalog: tuple[str, ...] = ()
-    """The operations the prompt's catalog offers (:func:`catalog_names`)."""
 
 
 def prompt_kind(view: PromptView) -> RequestKind | None:
@@ -84,7 +75,6 @@ def prompt_kind(view: PromptView) -> RequestKind | None:
 
 
 def request_kind(view: PromptView, schema: dict[str, Any] | None) -> RequestKind | None:
-    """Plan or answer request: from the requested schema when there is one, else from the prompt."""
     if schema is None:
         return prompt_kind(view)
     kind = schema_kind(schema)
@@ -92,12 +82,11 @@ def request_kind(view: PromptView, schema: dict[str, Any] | None) -> RequestKind
 
 
 _DECLARED = re.compile(r"^\s*-\s*([A-Za-z_]\w*)\(([^)\n]*)", re.MULTILINE)
-"""An operation the catalog declares and its parameters: ``- compras_cliente(cliente, anio): …``."""
+"""A catalog line: ``- compras_cliente(cliente, anio): …``."""
 
 
 def declared_operations(view: PromptView) -> dict[str, str]:
-    """The operations the prompt's catalog (:attr:`~._prompt.PromptView.catalog_text`) declares, in order,
-    each with the text of its parameter list."""
+    """The operations the prompt's catalog declares, in order, each with its parameter list's text."""
     declared: dict[str, str] = {}
     for name, parameters in _DECLARED.findall(view.catalog_text):
         declared.setdefault(name, parameters)
@@ -105,13 +94,8 @@ def declared_operations(view: PromptView) -> dict[str, str]:
 
 
 def catalog_names(view: PromptView) -> tuple[str, ...]:
-    """The operations the prompt's catalog offers, in order of appearance.
-
-    Read from the catalog (the system prompt), never from the question: the operations it declares, whatever
-    their names; a catalog that declares none offers the known operations it names outside quotes. A name
-    that only appears elsewhere (quoted in the planner's plan example, in a user's "ejecuta
-    ventas_por_categoria") is not an offer.
-    """
+    """The operations the prompt's catalog offers, in order: those it declares, else the known operations
+    it names outside quotes (a name quoted in a plan example is no offer)."""
     declared = declared_operations(view)
     if declared:
         return tuple(declared)
@@ -135,7 +119,6 @@ def _payload_kind(value: Any) -> RequestKind | None:
 
 
 def _reshape(value: Any, kind: RequestKind | None, mode: FaultMode, site: FaultSite) -> Any | None:
-    """The plan/answer object a payload-level fault turns ``value`` into, or ``None`` to leave it alone."""
     if kind == "plan" and mode == "placeholder_plan":
         operation = next((n for n in _PLACEHOLDER_PREFERENCE if n in site.catalog), None)
         return placeholder_plan(operation or (site.catalog[0] if site.catalog else "compras_cliente"))
@@ -147,7 +130,6 @@ def _reshape(value: Any, kind: RequestKind | None, mode: FaultMode, site: FaultS
 
 
 def _runaway(draft: Draft, site: FaultSite) -> Draft:
-    """A reply that keeps repeating itself: the cap applied later cuts it."""
     if draft.tool_calls:
         unit = "".join(
             json.dumps({"name": name, "arguments": args}, ensure_ascii=False) + "\n"
@@ -179,10 +161,7 @@ def _runaway(draft: Draft, site: FaultSite) -> Draft:
 
 
 def inject(draft: Draft, mode: FaultMode, site: FaultSite) -> Draft:
-    """``draft`` as a model suffering ``mode`` would have written it (see :mod:`benchmarks.stand_ins.faults`).
-
-    ``provider_error`` and ``timeout`` raise before any reply exists, so they leave the draft alone here.
-    """
+    """``draft`` as a model suffering ``mode`` would have written it (the raising modes leave it alone)."""
     if mode == "empty":
         return Draft()
     if mode == "no_tool_calls":
@@ -208,15 +187,13 @@ def inject(draft: Draft, mode: FaultMode, site: FaultSite) -> Draft:
         return Draft(content=draft.content, payload=draft.payload, tool_calls=calls)
     if draft.tool_calls:
         return _inject_tool_calls(draft, mode)
-    if draft.payload is None:
-        if mode == "truncated_json":
-            return Draft(content=truncate_json(draft.content))
-        return draft
-    payload = json.loads(json.dumps(draft.payload))
-    if mode == "malformed_json":
-        return Draft(content=malform_json(draft.content))
     if mode == "truncated_json":
         return Draft(content=truncate_json(draft.content))
+    if draft.payload is None:
+        return draft
+    if mode == "malformed_json":
+        return Draft(content=malform_json(draft.content))
+    payload = json.loads(json.dumps(draft.payload))
     operations = payload.get("operaciones") if isinstance(payload, dict) else None
     if mode == "unknown_function" and isinstance(operations, list) and operations:
         operations[0]["funcion"] = HALLUCINATED_FUNCTION
@@ -231,13 +208,11 @@ def inject(draft: Draft, mode: FaultMode, site: FaultSite) -> Draft:
 
 
 def text_tool_calls(calls: list[tuple[str, dict[str, Any]]]) -> str:
-    """``calls`` written as text, one fenced JSON block each, as a small model behind a server that does not
-    parse its tool-call format replies."""
-    blocks = [
+    """``calls`` as text, one fenced JSON block each (a server that does not parse its model's tool calls)."""
+    return "\n".join(
         "```json\n" + json.dumps({"name": name, "arguments": args}, ensure_ascii=False, indent=2) + "\n```"
         for name, args in calls
-    ]
-    return "\n".join(blocks)
+    )
 
 
 def _inject_tool_calls(draft: Draft, mode: FaultMode) -> Draft:
@@ -256,9 +231,6 @@ def _inject_tool_calls(draft: Draft, mode: FaultMode) -> Draft:
     return draft
 
 
-# -- any model's reply (the emulators) ---------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class Misbehaviour:
     """A reply rewritten by a fault: text, tool calls, and the runaway repeat unit (``""`` when none)."""
@@ -269,7 +241,6 @@ class Misbehaviour:
 
     @property
     def runaway(self) -> bool:
-        """Whether the reply never ends on its own (the caller cuts it at its output cap)."""
         return bool(self.repeat)
 
 
@@ -283,16 +254,9 @@ def misbehave(
     schema: dict[str, Any] | None,
     call_index: int,
 ) -> Misbehaviour:
-    """Rewrite a finished reply (``text``, ``tool_calls``) to ``messages`` as a model suffering ``mode``.
-
-    ``schema`` is the structured-output schema of the request, if any; JSON text is parsed so plan and
-    answer faults see the object. A ``runaway`` result carries ``repeat``: the caller appends it until its
-    output cap (``max_tokens``, else :data:`~benchmarks.stand_ins.faults.RUNAWAY_CONTEXT_TOKENS`) and cuts
-    there.
-
-    Raises:
-        ValueError: ``mode`` is not one of :data:`REPLY_FAULTS`.
-    """
+    """Rewrite a finished reply to ``messages`` as a model suffering ``mode`` (one of :data:`REPLY_FAULTS`,
+    else ``ValueError``); ``schema`` is the request's structured-output schema, if any. A ``runaway`` result
+    carries ``repeat``: the caller appends it until its output cap and cuts there."""
     if mode not in REPLY_FAULTS:
         raise ValueError(
             f"Fault mode {mode!r} does not rewrite replies; use one of {', '.join(REPLY_FAULTS)}."

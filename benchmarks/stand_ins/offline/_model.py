@@ -316,8 +316,8 @@ class OfflineSalesModel(BaseChatModel):
                 content = content[: content.index(sequence)]
         cap = kwargs.get("max_tokens", self.max_tokens)
         if draft.repeat:
-            content = grow(content, draft.repeat, cap if cap is not None else RUNAWAY_CONTEXT_TOKENS)
-            cap = cap if cap is not None else RUNAWAY_CONTEXT_TOKENS
+            cap = RUNAWAY_CONTEXT_TOKENS if cap is None else cap
+            content = grow(content, draft.repeat, cap)
         tool_calls, invalid_calls = draft.tool_calls, draft.invalid_calls
         if cap is not None and _output_tokens(content, tool_calls, invalid_calls) > cap:
             # Cut like a real model: the text ends at the cap, and tool calls still being written are only

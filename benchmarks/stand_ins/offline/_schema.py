@@ -66,7 +66,7 @@ def _non_null(options: list[Any]) -> dict[str, Any]:
     return {}
 
 
-def fill(schema: dict[str, Any], root: dict[str, Any], *, hint: str = "", all_properties: bool = True) -> Any:
+def fill(schema: dict[str, Any], root: dict[str, Any], *, hint: str = "") -> Any:
     """A value valid for ``schema``: defaults, enums and consts first, then a placeholder by type."""
     schema = resolve(schema, root)
     if "const" in schema:
@@ -78,18 +78,12 @@ def fill(schema: dict[str, Any], root: dict[str, Any], *, hint: str = "", all_pr
         return enum[0]
     for key in ("anyOf", "oneOf"):
         if isinstance(schema.get(key), list):
-            return fill(_non_null(schema[key]), root, hint=hint, all_properties=all_properties)
+            return fill(_non_null(schema[key]), root, hint=hint)
     kind = schema.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "null")
     if kind == "object" or (kind is None and "properties" in schema):
-        props = schema.get("properties") or {}
-        required = set(schema.get("required") or [])
-        return {
-            name: fill(sub, root, hint=name, all_properties=all_properties)
-            for name, sub in props.items()
-            if all_properties or name in required
-        }
+        return {name: fill(sub, root, hint=name) for name, sub in (schema.get("properties") or {}).items()}
     if kind == "array":
         items = schema.get("items")
         minimum = int(schema.get("minItems") or 0)

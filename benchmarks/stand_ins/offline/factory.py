@@ -6,6 +6,7 @@ from typing import Any
 
 from benchmarks.stand_ins.faults import FaultConfig
 from benchmarks.stand_ins.latency import resolve_latency_profile
+from benchmarks.stand_ins.offline._cache import DEFAULT_PROMPT_CACHE_SIZE
 from benchmarks.stand_ins.offline._model import OfflineSalesModel
 from shared.errors import ConfigurationError
 
@@ -29,7 +30,6 @@ def build_offline_model(
     if prompt_cache_size is not None and prompt_cache_size < 0:
         raise ConfigurationError(f"prompt_cache_size must be 0 or more, not {prompt_cache_size}.")
     fault_config = FaultConfig(mode=faults) if isinstance(faults, str) else faults
-    cache: dict[str, int] = {} if prompt_cache_size is None else {"prompt_cache_size": prompt_cache_size}
     return OfflineSalesModel(
         model_name=model,
         temperature=temperature,
@@ -37,5 +37,5 @@ def build_offline_model(
         timeout=timeout,
         latency_profile=profile,
         faults=fault_config,
-        **cache,
+        prompt_cache_size=DEFAULT_PROMPT_CACHE_SIZE if prompt_cache_size is None else prompt_cache_size,
     )

@@ -77,11 +77,12 @@ def test_when_the_erp_derives_the_state_the_answer_is_the_text_and_what_changed(
     assert list(again) == ["respuesta"]  # nothing changed: nothing but the text is written
 
 
-def test_the_answer_text_is_the_first_key() -> None:
+def test_an_answer_request_without_structured_output_gets_the_answer_json_text_first() -> None:
     reply = OfflineSalesModel().invoke(
         answer_messages("¿Cuánto vendimos?", [outcome("ventas_anuales", anio=2025)])
     )
     assert str(reply.content).startswith('{"respuesta": "En 2025 las ventas fueron de')
+    assert set(json.loads(str(reply.content))) == {"respuesta", "memoria", "estado"}
 
 
 def test_state_keys_in_the_rendered_context_are_not_instructions() -> None:
@@ -137,10 +138,3 @@ def test_no_results_gives_the_small_talk_reply_and_changes_no_state() -> None:
     assert result.respuesta.startswith("¡De nada!")
     assert result.estado == {}  # the store keeps the state as it is
     assert result.memoria == []
-
-
-def test_answer_request_is_recognised_without_structured_output() -> None:
-    reply = OfflineSalesModel().invoke(
-        answer_messages("¿Cuánto vendimos?", [outcome("ventas_anuales", anio=2025)])
-    )
-    assert set(json.loads(str(reply.content))) == {"respuesta", "memoria", "estado"}

@@ -58,7 +58,6 @@ def answer(question: str, results: list[dict[str, Any]]) -> Answer:
 
 
 def figures(text: str) -> list[str]:
-    """Every number written in ``text`` (amounts, counts, years)."""
     return re.findall(r"\d", text)
 
 
@@ -70,10 +69,55 @@ def test_the_salesperson_catalog_really_lacks_the_category_operation() -> None:
     assert "ventas_por_categoria" not in SALESPERSON_PLAN_SYSTEM
 
 
-def test_an_operation_missing_from_the_catalog_gets_no_operation_and_an_access_refusal() -> None:
-    data = plan("¿Cuánto vendimos por categoría en 2025?")
+TOP_LINE = "- top_productos(anio, limite): productos más vendidos.\n"
+NO_TOP_SYSTEM = SALESPERSON_PLAN_SYSTEM.replace(TOP_LINE, "")
+QUOTED_EXAMPLE_SYSTEM = (
+    'Devuelve {"operaciones": [{"id": "op1", "funcion": "mejor_cliente", "parametros": {}}]}; sin '
+    'operaciones, "respuesta_directa".\nOperaciones disponibles (catálogo):\n'
+    "- ventas_anuales(anio): total vendido en un año."
+)
+EMPTY_CATALOG_SYSTEM = (
+    'Devuelve {"operaciones": []} o "respuesta_directa".\nOperaciones disponibles (catálogo):\n'
+    "(ninguna operación disponible)"
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "system", "refusal"),
+    [
+        pytest.param(
+            "¿Cuánto vendimos por categoría en 2025?",
+            SALESPERSON_PLAN_SYSTEM,
+            NO_CATEGORY_ACCESS,
+            id="missing-operation",
+        ),
+        pytest.param(
+            "¿Cuáles fueron los productos más vendidos y las ventas por categoría en 2025?",
+            NO_TOP_SYSTEM,
+            "No tiene acceso a los productos más vendidos ni a las ventas por categoría: esas operaciones",
+            id="several-missing-are-all-named",
+        ),
+        pytest.param(
+            "¿Cuál fue el mejor cliente de 2025?",
+            QUOTED_EXAMPLE_SYSTEM,
+            "No tiene acceso al mejor cliente",
+            id="quoted-in-the-plan-example-is-not-offered",
+        ),
+        pytest.param(
+            "Ejecuta ventas_anuales(anio=2025): ¿cuánto vendimos en 2025?",
+            EMPTY_CATALOG_SYSTEM,
+            "No tiene acceso a las ventas del año",
+            id="empty-catalog-offers-nothing",
+        ),
+        *(pytest.param(q, SALESPERSON_PLAN_SYSTEM, ("No tiene acceso", "No puedo")) for q in INJECTIONS),
+    ],
+)
+def test_an_operation_not_in_the_catalog_gets_no_operation_and_a_refusal(
+    question: str, system: str, refusal: str | tuple[str, ...]
+) -> None:
+    data = plan(question, system=system)
     assert data["operaciones"] == []
-    assert data["respuesta_directa"] == NO_CATEGORY_ACCESS
+    assert data["respuesta_directa"].startswith(refusal)
 
 
 def test_the_same_question_with_the_full_catalog_still_plans_the_operation() -> None:
@@ -88,48 +132,9 @@ def test_without_respuesta_directa_in_the_prompt_the_plan_is_only_empty() -> Non
     assert "respuesta_directa" not in data
 
 
-def test_several_missing_operations_are_all_named_in_the_refusal() -> None:
-    system = SALESPERSON_PLAN_SYSTEM.replace("- top_productos(anio, limite): productos más vendidos.\n", "")
-    data = plan(
-        "¿Cuáles fueron los productos más vendidos y las ventas por categoría en 2025?", system=system
-    )
-    assert data["operaciones"] == []
-    assert data["respuesta_directa"].startswith(
-        "No tiene acceso a los productos más vendidos ni a las ventas por categoría: esas operaciones"
-    )
-
-
 def test_a_missing_operation_beside_an_offered_one_runs_only_the_offered_one() -> None:
     data = plan("¿Ventas por categoría de 2025 y facturas pendientes?")
     assert [op["funcion"] for op in data["operaciones"]] == ["facturas_pendientes"]
-
-
-@pytest.mark.parametrize("question", INJECTIONS)
-def test_a_question_naming_a_forbidden_operation_does_not_add_it_to_the_catalog(question: str) -> None:
-    data = plan(question)
-    assert data["operaciones"] == []
-    assert data["respuesta_directa"].startswith(("No tiene acceso", "No puedo"))
-
-
-def test_operation_names_quoted_in_the_prompts_plan_example_are_not_offered() -> None:
-    system = (
-        'Devuelve {"operaciones": [{"id": "op1", "funcion": "mejor_cliente", "parametros": {}}]}; sin '
-        'operaciones, "respuesta_directa".\nOperaciones disponibles (catálogo):\n'
-        "- ventas_anuales(anio): total vendido en un año."
-    )
-    data = plan("¿Cuál fue el mejor cliente de 2025?", system=system)
-    assert data["operaciones"] == []
-    assert data["respuesta_directa"].startswith("No tiene acceso al mejor cliente")
-
-
-def test_an_empty_catalog_offers_nothing_even_if_the_question_names_operations() -> None:
-    system = (
-        'Devuelve {"operaciones": []} o "respuesta_directa".\nOperaciones disponibles (catálogo):\n'
-        "(ninguna operación disponible)"
-    )
-    data = plan("Ejecuta ventas_anuales(anio=2025): ¿cuánto vendimos en 2025?", system=system)
-    assert data["operaciones"] == []
-    assert data["respuesta_directa"].startswith("No tiene acceso a las ventas del año")
 
 
 def test_acting_as_the_manager_only_plans_an_offered_operation() -> None:
@@ -142,82 +147,65 @@ def test_acting_as_the_manager_only_plans_an_offered_operation() -> None:
 # -- planner call 2: the ERP's refusals, said plainly --------------------------------------------------------
 
 
-def test_a_customer_out_of_scope_is_answered_as_no_access_without_figures() -> None:
-    result = answer(
-        "¿Cuánto compró Empresa ABC en 2025?",
-        [
-            {
-                "funcion": "compras_cliente",
-                "parametros": {"cliente": "Empresa ABC", "anio": 2025},
-                "error": OUT_OF_SCOPE,
-            }
-        ],
-    )
-    assert result.respuesta == "No tiene acceso a los datos de Empresa ABC: no es uno de sus clientes."
-    assert figures(result.respuesta) == []
-    assert result.memoria == []
+NO_ACCESS_ABC = "No tiene acceso a los datos de Empresa ABC: no es uno de sus clientes."
+SALES_2025 = {
+    "funcion": "ventas_anuales",
+    "parametros": {"anio": 2025},
+    "resultado": RESULTS["ventas_anuales"],
+}
+ABC_OUT_OF_SCOPE = {
+    "funcion": "compras_cliente",
+    "parametros": {"cliente": "Empresa ABC", "anio": 2025},
+    "error": OUT_OF_SCOPE,
+}
 
 
-def test_the_customer_comes_from_the_parameters_when_the_refusal_does_not_quote_it() -> None:
-    result = answer(
-        "¿Qué facturas pendientes tiene Empresa ABC?",
-        [
-            {
-                "funcion": "facturas_pendientes",
-                "parametros": {"cliente": "Empresa ABC"},
-                "error": "Error: No tiene acceso a ese cliente.",
-            }
-        ],
-    )
-    assert result.respuesta == "No tiene acceso a los datos de Empresa ABC: no es uno de sus clientes."
-
-
-def test_a_forbidden_operation_is_answered_as_no_permission_without_figures() -> None:
-    result = answer(
-        "¿Cuánto vendimos por categoría en 2025?",
-        [{"funcion": "ventas_por_categoria", "parametros": {"anio": 2025}, "error": FORBIDDEN}],
-    )
-    assert result.respuesta == (
-        "No tiene permiso para consultar las ventas por categoría; esa consulta no se ejecutó."
-    )
-    assert figures(result.respuesta) == []
-
-
-def test_a_refusal_beside_a_result_keeps_the_result_and_adds_no_figure_for_the_refused_part() -> None:
-    result = answer(
-        "¿Cuánto vendimos en 2025 y cuánto compró Empresa ABC?",
-        [
-            {
-                "funcion": "ventas_anuales",
-                "parametros": {"anio": 2025},
-                "resultado": RESULTS["ventas_anuales"],
-            },
-            {
-                "funcion": "compras_cliente",
-                "parametros": {"cliente": "Empresa ABC", "anio": 2025},
-                "error": OUT_OF_SCOPE,
-            },
-        ],
-    )
-    assert result.respuesta == (
-        "En 2025 las ventas fueron de ₲850.000.000 (120 facturas). "
-        "No tiene acceso a los datos de Empresa ABC: no es uno de sus clientes."
-    )
+@pytest.mark.parametrize(
+    ("results", "respuesta"),
+    [
+        pytest.param([ABC_OUT_OF_SCOPE], NO_ACCESS_ABC, id="customer-out-of-scope"),
+        pytest.param(
+            [
+                {
+                    "funcion": "facturas_pendientes",
+                    "parametros": {"cliente": "Empresa ABC"},
+                    "error": "Error: No tiene acceso a ese cliente.",
+                }
+            ],
+            NO_ACCESS_ABC,
+            id="customer-from-the-parameters",
+        ),
+        pytest.param(
+            [{"funcion": "ventas_por_categoria", "parametros": {"anio": 2025}, "error": FORBIDDEN}],
+            "No tiene permiso para consultar las ventas por categoría; esa consulta no se ejecutó.",
+            id="forbidden-operation",
+        ),
+        pytest.param(
+            [SALES_2025, ABC_OUT_OF_SCOPE],
+            f"En 2025 las ventas fueron de ₲850.000.000 (120 facturas). {NO_ACCESS_ABC}",
+            id="refusal-beside-a-result",
+        ),
+        pytest.param(
+            [
+                {
+                    "funcion": "compras_cliente",
+                    "parametros": {"cliente": "Nadie"},
+                    "error": "No customer matches 'Nadie'.",
+                }
+            ],
+            "No pude consultar las compras del cliente: No customer matches 'Nadie'.",
+            id="other-errors-keep-their-wording",
+        ),
+    ],
+)
+def test_the_erps_refusals_are_answered_plainly_without_figures(
+    results: list[dict[str, Any]], respuesta: str
+) -> None:
+    result = answer("¿Cuánto compró Empresa ABC en 2025?", results)
+    assert result.respuesta == respuesta
     assert "cliente_actual" not in result.estado
-
-
-def test_other_errors_keep_their_wording() -> None:
-    result = answer(
-        "¿Cuánto compró Nadie en 2025?",
-        [
-            {
-                "funcion": "compras_cliente",
-                "parametros": {"cliente": "Nadie"},
-                "error": "No customer matches 'Nadie'.",
-            }
-        ],
-    )
-    assert result.respuesta == "No pude consultar las compras del cliente: No customer matches 'Nadie'."
+    if all("error" in r for r in results):
+        assert result.memoria == []
 
 
 # -- tool calling: only the bound tools ----------------------------------------------------------------------

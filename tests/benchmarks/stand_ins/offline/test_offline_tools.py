@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from langchain.agents.structured_output import ProviderStrategy
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import StructuredTool
@@ -56,18 +57,20 @@ def test_full_history_follow_ups_are_resolved_from_earlier_messages(tools: list[
     ]
 
 
-def test_follow_up_without_history_asks_instead_of_calling(tools: list[StructuredTool]) -> None:
-    reply = OfflineSalesModel().bind_tools(tools).invoke([SYSTEM, HumanMessage("¿Y cuánto compró?")])
-    assert reply.tool_calls == []
-    assert "cliente" in str(reply.content)
-
-
-def test_small_talk_and_refusals_call_no_tool(tools: list[StructuredTool]) -> None:
-    model = OfflineSalesModel().bind_tools(tools)
-    hello = model.invoke([SYSTEM, HumanMessage("hola")])
-    refusal = model.invoke([SYSTEM, HumanMessage("Borra las facturas pendientes de Empresa ABC")])
-    assert hello.tool_calls == [] and str(hello.content).startswith("¡Hola!")
-    assert refusal.tool_calls == [] and str(refusal.content).startswith("No puedo")
+@pytest.mark.parametrize(
+    ("question", "reply"),
+    [
+        ("¿Y cuánto compró?", "¿De qué cliente"),  # a follow-up without history asks instead of guessing
+        ("hola", "¡Hola!"),
+        ("Borra las facturas pendientes de Empresa ABC", "No puedo"),
+    ],
+)
+def test_questions_that_need_no_operation_call_no_tool(
+    tools: list[StructuredTool], question: str, reply: str
+) -> None:
+    message = OfflineSalesModel().bind_tools(tools).invoke([SYSTEM, HumanMessage(question)])
+    assert message.tool_calls == []
+    assert str(message.content).startswith(reply)
 
 
 def test_tool_errors_are_explained_in_the_final_answer(tools: list[StructuredTool]) -> None:
@@ -119,23 +122,13 @@ def test_provider_strategy_response_format_gives_the_answer_as_content(tools: li
     assert "₲850.000.000" in answer.respuesta
 
 
-def test_named_tool_choice_forces_that_tool(tools: list[StructuredTool]) -> None:
-    reply = (
-        OfflineSalesModel()
-        .bind_tools(tools, tool_choice="ventas_anuales")
-        .invoke([SYSTEM, HumanMessage("hola")])
-    )
-    assert [c["name"] for c in reply.tool_calls] == ["ventas_anuales"]
-
-
-def test_only_bound_tools_are_called(tools: list[StructuredTool]) -> None:
-    only_sales = [t for t in tools if t.name == "ventas_anuales"]
-    reply = (
-        OfflineSalesModel()
-        .bind_tools(only_sales)
-        .invoke([SYSTEM, HumanMessage("¿Cuál fue el mejor cliente de 2025?")])
-    )
-    assert reply.tool_calls == []
+def test_a_named_tool_choice_forces_that_tool_and_only_bound_tools_are_called(
+    tools: list[StructuredTool],
+) -> None:
+    forced = OfflineSalesModel().bind_tools(tools, tool_choice="ventas_anuales")
+    assert [c["name"] for c in forced.invoke([SYSTEM, HumanMessage("hola")]).tool_calls] == ["ventas_anuales"]
+    only_sales = OfflineSalesModel().bind_tools([t for t in tools if t.name == "ventas_anuales"])
+    assert only_sales.invoke([SYSTEM, HumanMessage("¿Cuál fue el mejor cliente de 2025?")]).tool_calls == []
 
 
 def test_streaming_a_tool_call_reassembles_the_same_calls(tools: list[StructuredTool]) -> None:
