@@ -39,14 +39,10 @@ _SETUP_LOCK_KEY: Final = 0x45525041_49534554  # "ERPAISET"
 _DRIVER_PACKAGES: Final = {
     "psycopg2": "psycopg2-binary",
     "psycopg": "psycopg[binary]",
-    "asyncpg": "asyncpg",
-    "pg8000": "pg8000",
     "pymysql": "PyMySQL",
     "MySQLdb": "mysqlclient",
-    "oracledb": "oracledb",
-    "pyodbc": "pyodbc",
 }
-"""Import name of a database driver → the package that provides it."""
+"""Import name of a database driver → the package that provides it, where the two differ."""
 _DRIVER_EXTRAS: Final = {"psycopg": "postgres"}
 """Import name of a database driver → the extra of this project that installs it."""
 _LIBPQ_DRIVERS: Final = frozenset({"psycopg", "psycopg2"})
@@ -96,9 +92,7 @@ def make_engine(url: str | URL) -> Engine:
         package = _DRIVER_PACKAGES.get(module, module)
         extra = _DRIVER_EXTRAS.get(module)
         install = f"`pip install {package}`"
-        if (
-            extra is not None
-        ):  # imported here: shared.extras is a leaf, but keep this module's imports minimal
+        if extra is not None:
             from shared.extras import install_hint
 
             install = f"`{install_hint(extra)}` (or {install})"
@@ -232,8 +226,7 @@ def storage_error(error: BaseException, url: str | URL, *, action: str, setting:
     primary = code & 0xFF if isinstance(code, int) else _code_from_text(reason)
 
     if isinstance(error, PoolTimeoutError) or primary in (_SQLITE_BUSY, _SQLITE_LOCKED):
-        problem = f"{subject} stayed locked by another process for more than {BUSY_TIMEOUT_SECONDS:g} s"
-        advice = "Try again when the other process is done"
+        problem, advice = _locked(subject)
     elif primary in (_SQLITE_READONLY, _SQLITE_PERM):
         problem = f"{subject} is read-only"
         advice = f"Make the file and its directory writable, {elsewhere}"
@@ -260,6 +253,13 @@ def storage_error(error: BaseException, url: str | URL, *, action: str, setting:
     return StorageError(f"Cannot {action}: {problem}. {advice}.")
 
 
+def _locked(subject: str) -> tuple[str, str]:
+    return (
+        f"{subject} stayed locked by another process for more than {BUSY_TIMEOUT_SECONDS:g} s",
+        "Try again when the other process is done",
+    )
+
+
 # SQLSTATE codes and classes (https://www.postgresql.org/docs/current/errcodes-appendix.html).
 _PG_LOCKED = frozenset({"55P03", "57014"})  # lock_not_available (lock_timeout), query_canceled
 _PG_READ_ONLY = frozenset({"25006"})  # read_only_sql_transaction: a standby, default_transaction_read_only
@@ -278,10 +278,7 @@ def _server_problem(
         code = _sqlstate_from_text(reason)
     check = f"Check that the database server is running and that {setting} is right"
     if code in _PG_LOCKED:
-        return (
-            f"{subject} stayed locked by another process for more than {BUSY_TIMEOUT_SECONDS:g} s",
-            "Try again when the other process is done",
-        )
+        return _locked(subject)
     if code.startswith("40"):  # serialization_failure, deadlock_detected: another transaction won
         return f"{subject} refused a write that conflicted with a concurrent one ({reason})", "Try again"
     if code in _PG_READ_ONLY:
@@ -335,26 +332,25 @@ def sqlite_file(url: URL) -> Path:
     return Path(database)
 
 
+_SQLITE_TEXTS: Final = (
+    ("locked", _SQLITE_BUSY),
+    ("readonly", _SQLITE_READONLY),
+    ("read-only", _SQLITE_READONLY),
+    ("not a database", _SQLITE_NOTADB),
+    ("malformed", _SQLITE_CORRUPT),
+    ("unable to open", _SQLITE_CANTOPEN),
+    ("disk i/o", _SQLITE_IOERR),
+    ("disk is full", _SQLITE_FULL),
+)
+"""Text of a SQLite message → its result code (drivers that do not expose ``sqlite_errorcode``)."""
+
+
 def _code_from_text(reason: str) -> int | None:
-    """A SQLite result code guessed from a message (drivers that do not expose ``sqlite_errorcode``)."""
-    lowered = reason.lower()
-    for needle, code in (
-        ("locked", _SQLITE_BUSY),
-        ("readonly", _SQLITE_READONLY),
-        ("read-only", _SQLITE_READONLY),
-        ("not a database", _SQLITE_NOTADB),
-        ("malformed", _SQLITE_CORRUPT),
-        ("unable to open", _SQLITE_CANTOPEN),
-        ("disk i/o", _SQLITE_IOERR),
-        ("disk is full", _SQLITE_FULL),
-    ):
-        if needle in lowered:
-            return code
-    return None
+    return next((code for needle, code in _SQLITE_TEXTS if needle in reason.lower()), None)
 
 
 def _first_line(message: str) -> str:
-    line = message.strip().splitlines()[0].strip() if message.strip() else ""
+    line = next(iter(message.strip().splitlines()), "").strip()
     return line if len(line) <= 200 else line[:199] + "…"
 
 

@@ -122,9 +122,7 @@ def _classes(names: tuple[tuple[str, str], ...]) -> tuple[type[BaseException], .
 
 
 def _is_deadline(error: BaseException) -> bool:
-    errors = sys.modules.get("google.genai.errors")
-    api_error = getattr(errors, "APIError", None) if errors is not None else None
-    if not (isinstance(api_error, type) and isinstance(error, api_error)):
+    if not isinstance(error, _classes((("google.genai.errors", "APIError"),))):
         return False
     return getattr(error, "status", None) in _DEADLINE_STATUSES or getattr(error, "code", None) == 504
 

@@ -234,8 +234,7 @@ class OperationRegistry:
         """Operation names in registration order: those ``caller`` may run, or all of them (``None``)."""
         if caller is None:
             return list(self._operations)
-        granted = self._policy.permissions(caller)
-        return [op.name for op in self if op.requires <= granted]
+        return [op.name for op in self._allowed(caller)]
 
     def get(self, name: str) -> Operation[Any, Any]:
         """The operation called ``name``, whatever a caller may run (permission is :meth:`validate`'s job)."""
@@ -251,8 +250,7 @@ class OperationRegistry:
 
     def catalog(self, caller: Caller) -> list[OperationSpec]:
         """The catalog a planner prompt shows ``caller``: one spec per operation they may run, in order."""
-        granted = self._policy.permissions(caller)
-        return [op.spec for op in self if op.requires <= granted]
+        return [op.spec for op in self._allowed(caller)]
 
     # -- running ---------------------------------------------------------------------------------------------
     def validate(self, name: str, params: dict[str, Any] | None, *, caller: Caller) -> BaseModel:
@@ -278,10 +276,13 @@ class OperationRegistry:
 
     def langchain_tools(self, erp: Erp, *, caller: Caller) -> list[StructuredTool]:
         """The operations ``caller`` may run, as LangChain ``StructuredTool`` s bound to ``erp`` and them."""
-        granted = self._policy.permissions(caller)
-        return [self._tool(erp, op, caller) for op in self if op.requires <= granted]
+        return [self._tool(erp, op, caller) for op in self._allowed(caller)]
 
     # -- internals -------------------------------------------------------------------------------------------
+    def _allowed(self, caller: Caller) -> list[Operation[Any, Any]]:
+        granted = self._policy.permissions(caller)
+        return [op for op in self if op.requires <= granted]
+
     def _permitted(self, name: str, granted: frozenset[str], caller: Caller) -> Operation[Any, Any]:
         operation = self._operations.get(name) if isinstance(name, str) else None
         if operation is None:

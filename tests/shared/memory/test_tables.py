@@ -40,26 +40,22 @@ def test_core_inserts_name_the_metadata_column_meta_like_the_orm_attribute(memor
     assert memory_store.history(cid)[0].metadata == {"tool_calls": [1]}
 
 
-def test_a_message_with_an_unknown_role_is_refused(memory_store: MemoryStore) -> None:
+REFUSED_ROWS = {
+    "a message with an unknown role": (Message, {"role": "robot", "content": "x", "meta": {}}),
+    "a message of a missing conversation": (
+        Message,
+        {"conversation_id": "nope", "role": "user", "content": "x", "meta": {}},
+    ),
+    "a memory importance below 0": (MemoryRecord, {"content": "x", "content_key": "k", "importance": -0.1}),
+    "a memory importance above 1": (MemoryRecord, {"content": "x", "content_key": "k", "importance": 1.5}),
+}
+
+
+@pytest.mark.parametrize(("table", "values"), REFUSED_ROWS.values(), ids=REFUSED_ROWS.keys())
+def test_the_database_refuses(memory_store: MemoryStore, table: Any, values: dict[str, Any]) -> None:
     cid = memory_store.create_conversation()
     with pytest.raises(IntegrityError), memory_store.engine.begin() as connection:
-        connection.execute(insert(Message).values(conversation_id=cid, role="robot", content="x", meta={}))
-
-
-def test_a_message_of_a_missing_conversation_is_refused(memory_store: MemoryStore) -> None:
-    with pytest.raises(IntegrityError), memory_store.engine.begin() as connection:
-        connection.execute(insert(Message).values(conversation_id="nope", role="user", content="x", meta={}))
-
-
-@pytest.mark.parametrize("importance", [-0.1, 1.5])
-def test_memory_importance_must_be_between_0_and_1(memory_store: MemoryStore, importance: float) -> None:
-    cid = memory_store.create_conversation()
-    with pytest.raises(IntegrityError), memory_store.engine.begin() as connection:
-        connection.execute(
-            insert(MemoryRecord).values(
-                conversation_id=cid, content="x", content_key="k", importance=importance
-            )
-        )
+        connection.execute(insert(table).values({"conversation_id": cid} | values))
 
 
 def test_build_context_queries_search_indexes_without_scans_or_sorts(memory_store: MemoryStore) -> None:

@@ -47,16 +47,9 @@ def test_the_signature_docstring_and_return_annotation_make_the_operation() -> N
         "required": ["anio"],
         "type": "object",
     }
-
-
-def test_the_decorator_returns_the_function_unchanged() -> None:
-    registry = OperationRegistry()
-
-    def ventas(ctx: OperationContext, anio: Anio) -> Total:
-        """Ventas."""
-        return Total(anio=anio, total=2)
-
-    assert registry.operation(requires=set())(ventas) is ventas
+    with pytest.raises(InvalidParametersError) as info:  # the parameters model refuses unknown keys
+        registry.validate("ventas_anuales", {"anio": 2025, "cliente": "Empresa ABC"}, caller=DEMO_CALLER)
+    assert [e["loc"] for e in info.value.errors] == [("cliente",)]
 
 
 def test_defaults_optional_values_and_field_defaults_become_optional_parameters() -> None:
@@ -102,19 +95,6 @@ def test_the_handler_receives_the_context_and_the_validated_parameters_as_argume
     assert ctx.caller == DEMO_CALLER
     assert ctx.today == erp.today
     assert ctx.sees_all_customers
-
-
-def test_the_parameters_model_refuses_unknown_keys() -> None:
-    registry = OperationRegistry()
-
-    @registry.operation(requires=set())
-    def ventas(ctx: OperationContext, anio: Anio) -> Total:
-        """Ventas."""
-        return Total(anio=anio, total=0)
-
-    with pytest.raises(InvalidParametersError) as info:
-        registry.validate("ventas", {"anio": 2025, "cliente": "Empresa ABC"}, caller=DEMO_CALLER)
-    assert [e["loc"] for e in info.value.errors] == [("cliente",)]
 
 
 def test_a_name_and_description_can_be_given_explicitly() -> None:
@@ -181,13 +161,13 @@ def test_a_function_that_cannot_be_an_operation_is_refused_at_definition(functio
         OperationRegistry().operation(requires=set(), name="ventas")(function)
 
 
-def test_a_duplicate_name_is_refused() -> None:
+def test_the_decorator_returns_the_function_unchanged_and_refuses_a_duplicate_name() -> None:
     registry = OperationRegistry()
 
     def ventas(ctx: OperationContext, anio: Anio) -> Total:
         """Ventas."""
         return Total(anio=anio, total=0)
 
-    registry.operation(requires=set())(ventas)
+    assert registry.operation(requires=set())(ventas) is ventas
     with pytest.raises(ValueError, match="already registered"):
         registry.operation(requires=set())(ventas)

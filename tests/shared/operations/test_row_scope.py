@@ -15,7 +15,6 @@ from shared.errors import (
     CustomerNotFoundError,
     CustomerOutOfScopeError,
     OperationError,
-    OperationForbiddenError,
 )
 from shared.operations.registry import OperationRegistry
 from shared.operations.sales import sales_registry
@@ -139,11 +138,6 @@ def test_bruno_cannot_tell_empresa_abc_from_a_customer_that_does_not_exist(
     with pytest.raises(CustomerNotFoundError) as probed:
         registry.execute(erp, "compras_cliente", {"cliente": "abc", "anio": 2025}, caller=BRUNO)
     assert "ABC" not in " ".join(probed.value.suggestions)
-
-
-def test_bruno_may_not_run_the_category_analysis(registry: OperationRegistry, erp: Erp) -> None:
-    with pytest.raises(OperationForbiddenError):
-        registry.execute(erp, "ventas_por_categoria", {"anio": 2025}, caller=BRUNO)
 
 
 def test_bruno_2025_total_is_the_sum_over_his_customers(registry: OperationRegistry, erp: Erp) -> None:
