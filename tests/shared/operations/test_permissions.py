@@ -64,7 +64,6 @@ def test_without_a_caller_everything_defaults_to_the_demo_manager(
     registry: OperationRegistry, erp: Erp
 ) -> None:
     assert DEMO_CALLER.user_id == "gerente"
-    assert registry.catalog(DEMO_CALLER) == registry.catalog(DEMO_CALLER)
     assert [t.name for t in registry.langchain_tools(erp, caller=DEMO_CALLER)] == ALL_SALES
     assert registry.names() == ALL_SALES  # names() without a caller: every operation
 

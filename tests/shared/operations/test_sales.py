@@ -29,19 +29,6 @@ def run(ops: OperationRegistry, tiny_erp: Erp) -> Any:
     return call
 
 
-def test_registry_declares_the_article_operations_in_catalog_order(ops: OperationRegistry) -> None:
-    assert ops.names() == [
-        "ventas_anuales",
-        "mejor_cliente",
-        "compras_cliente",
-        "ventas_mensuales",
-        "top_productos",
-        "ventas_por_categoria",
-        "facturas_pendientes",
-        "buscar_cliente",
-    ]
-
-
 # -- ventas_anuales ------------------------------------------------------------------------------------------
 def test_ventas_anuales_sums_the_non_cancelled_invoices_from_jan_1_to_dec_31(run: Any) -> None:
     assert run("ventas_anuales", anio=2025) == {"anio": 2025, "total": 208_000, "facturas": 4}
