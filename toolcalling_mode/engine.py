@@ -1,29 +1,19 @@
 """The same sales assistant as a native LangChain tool-calling agent (the article's §16 alternative).
 
-Each turn, for the :class:`~shared.security.Caller` every entry point requires:
+A turn builds its input from the ERP-owned memory, stable part first for a provider's prefix cache
+(:mod:`toolcalling_mode.prompts`; ``windowed``: the bounded context before the question; ``full_history``:
+every stored message replayed, then today and the state), runs the caller's compiled agent
+(:mod:`toolcalling_mode._agent`) inside the turn's parent LangChain run (:mod:`shared.tracing`), records
+the question, the tool-calling steps, their results and the final answer atomically with the planner's
+state update (:func:`shared.state.turn_state`), and logs the finished turn on the ``toolcalling_mode`` logger.
 
-1. builds the input from the ERP-owned memory, stable part first so that a provider's prefix cache reuses
-   it (:mod:`toolcalling_mode.prompts`): ``windowed`` renders the bounded context into the human message
-   before the question; ``full_history`` replays every stored message, then today and the state;
-2. runs the caller's compiled agent (:mod:`toolcalling_mode._agent`) inside the turn's parent LangChain run
-   (:mod:`shared.tracing`), with a usage tracker and the model-call and recursion limits;
-3. records the question, the tool-calling steps, their results and the final answer atomically, with the
-   state the planner records too (:func:`shared.state.turn_state`) merged over a structured answer's
-   ``estado``; only a structured answer writes memories;
-4. logs the finished turn once on the ``toolcalling_mode`` logger.
-
-:meth:`ToolCallingEngine.astream` is the turn, over ``agent.astream`` with LangGraph's ``messages`` stream:
-``OperationDone`` per tool result, the answer in ``AnswerDelta`` s (:mod:`toolcalling_mode._streaming`),
-then ``TurnDone``. ``aask`` drains the same turn without a reader (the answer text is read from the run
-afterwards); ``ask`` runs ``aask`` to completion.
-
-``config`` (``callbacks``, ``tags``, ``metadata``, ``run_name``) applies to one chain run named
-``"<mode> turn"``, parent of every model call and tool run of the turn; other keys are not passed on.
-
-Every turn ends in a :class:`TurnResult` whose ``failure`` is ``None`` or a kind of :mod:`shared.failures`;
-only :class:`~shared.errors.ConversationAccessDenied` is raised (before any model call or event). A turn is
-recorded only when the model wrote its final answer; any other end, a stream that fails midway, or a reader
-that stops before ``TurnDone`` leaves the conversation untouched.
+:meth:`~ToolCallingEngine.astream` is the turn, over ``agent.astream``: ``OperationDone`` per tool result,
+the answer in ``AnswerDelta`` s (:mod:`toolcalling_mode._streaming`), then ``TurnDone``; ``aask`` drains it
+without a reader and ``ask`` runs ``aask`` to completion. ``config`` applies to one chain run named
+``"<mode> turn"``, parent of every model call and tool run of the turn. Only
+:class:`~shared.errors.ConversationAccessDenied` is raised; every other failure ends in the result, and a
+turn is recorded only when the model wrote its final answer (nothing, when a stream fails midway or its
+reader stops before ``TurnDone``).
 """
 
 from __future__ import annotations
@@ -150,15 +140,14 @@ class ToolCallingEngine(TurnEngine):
             policy: ``windowed`` (bounded context before the question) or ``full_history`` (replay all).
             structured: Ask for a structured final :class:`Answer` (``respuesta``, ``memoria``, ``estado``).
             limits: Model-call and recursion limits per turn.
-            structured_strategy: ``auto`` lets LangChain pick ``ProviderStrategy`` when the model's
-                profile declares native structured output and ``ToolStrategy`` otherwise;
-                ``provider`` or ``tool`` forces one.
+            structured_strategy: ``provider`` or ``tool`` forces LangChain's strategy; ``auto`` picks
+                ``ProviderStrategy`` when the model's profile declares native structured output.
             recover_text_tool_calls: Recover a reply that is only tool calls written as text into those
-                tool calls, for the tools offered (:mod:`toolcalling_mode.text_tool_calls`). ``False``:
-                such a reply ends the turn as ``model_output`` with ``plan_valid`` False.
-            grounding: What to do with a final answer stating figures that no tool result, the turn's input or
-                the tools' descriptions support (:mod:`shared.grounding`): ``refuse`` (the turn ends as
-                ``ungrounded``, unrecorded), ``flag`` (shown and recorded, figures in the result) or ``off``.
+                calls, for the tools offered (:mod:`toolcalling_mode.text_tool_calls`); ``False``: such a
+                reply ends the turn as ``model_output`` with ``plan_valid`` False.
+            grounding: A final answer stating figures no tool result, input or tool description supports
+                (:mod:`shared.grounding`): ``refuse`` (the turn ends ``ungrounded``, unrecorded), ``flag``
+                (shown and recorded, the figures in the result) or ``off``.
 
         Raises:
             ValueError: an unknown ``policy`` or ``grounding``.
@@ -290,13 +279,11 @@ class ToolCallingEngine(TurnEngine):
     def _turn_input(
         self, conversation_id: str, message: str
     ) -> tuple[SystemMessage, list[BaseMessage], str, VersionedState]:
-        """The system message, the replayed messages, the text of the turn's human message and the stored
-        state.
+        """The system message, the replayed messages, the turn's human message text and the stored state.
 
-        Both policies show the stored state before the question, as the planner's call 1 does: in
-        ``full_history`` the ERP-derived keys repeat what the replay shows, but without them the keys only
-        the model writes (``tema``) would never be read. Today's date travels with the state, so the system
-        prompt is the same every day.
+        Both policies show the stored state before the question, as the planner's call 1 does: the keys
+        only the model writes (``tema``) would otherwise never be read. Today's date travels with the state,
+        so the system prompt is the same every day.
         """
         if self.policy == "windowed":
             context = read_context(self._store, conversation_id, self._erp.today)

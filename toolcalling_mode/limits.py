@@ -8,11 +8,8 @@ from pydantic import BaseModel, ConfigDict, Field
 class ToolCallingLimits(BaseModel):
     """Bounds on one turn of the agent loop, so a looping model cannot run forever.
 
-    The agent graph spends four steps per model call (limit check, model, count update, tools), and the
-    limit check that ends the turn needs two more, so ``model_calls`` fires first only while
-    ``recursion_limit >= 4 * model_calls + 2``: the default 26 is the smallest value that lets the default six
-    model calls end with the model-call answer. The recursion limit is the backstop for a raised
-    ``model_calls`` (LangGraph's own default is 9999).
+    LangGraph spends four steps per model call, and two more on the limit check that ends the turn: the
+    model-call limit fires first while ``recursion_limit >= 4 * model_calls + 2`` (26 for the default six).
     """
 
     model_config = ConfigDict(frozen=True)
