@@ -298,14 +298,13 @@ def read_results(path: Path) -> RunResults:
         last = number == len(lines)  # no newline after it: what an interrupted write leaves
         try:
             record = json.loads(raw.decode("utf-8"))
-        except UnicodeDecodeError as exc:
+        except ValueError as exc:  # not UTF-8, or not JSON
             if last:
                 incomplete = True
-                continue
-            raise ValueError(f"{path}:{number}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-        except json.JSONDecodeError:
-            if last:
-                incomplete = True
+            elif isinstance(exc, UnicodeDecodeError):
+                raise ValueError(
+                    f"{path}:{number}: not UTF-8 text ({exc.reason} at byte {exc.start})"
+                ) from None
             else:
                 skipped.append(number)
             continue

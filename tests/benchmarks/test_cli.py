@@ -81,17 +81,6 @@ def test_unknown_provider_configuration_is_one_clear_sentence(cli_env: dict[str,
     assert "GOOGLE_API_KEY" in result.output
 
 
-def test_chat_answers_until_quit_and_toggles_details(cli_env: dict[str, str | None]) -> None:
-    result = runner.invoke(
-        app, ["chat"], input="¿Cuánto vendimos en 2025?\n/details\nhola\n/quit\n", env=cli_env
-    )
-
-    assert result.exit_code == 0, result.output
-    assert "₲850.000.000" in result.output
-    assert "details on" in result.output
-    assert "model call(s)" in result.output
-
-
 def wait_until_up(url: str, process: subprocess.Popen[str], timeout_s: float = 30.0) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:

@@ -163,8 +163,10 @@ def test_ask_prints_the_failure_after_the_partial_answer_and_exits_1(
     assert "The turn failed (provider)" in result.output
 
 
-def test_chat_streams_each_answer_and_no_stream_prints_the_same(cli_env: dict[str, str | None]) -> None:
-    session = f"{QUESTION}\nhola\n/quit\n"
+def test_chat_streams_each_answer_until_quit_and_no_stream_prints_the_same(
+    cli_env: dict[str, str | None],
+) -> None:
+    session = f"{QUESTION}\n/details\nhola\n/quit\n"
     streamed = runner.invoke(app, ["chat"], input=session, env=cli_env)
     whole = runner.invoke(app, ["chat", "--no-stream"], input=session, env=cli_env)
 
@@ -172,3 +174,5 @@ def test_chat_streams_each_answer_and_no_stream_prints_the_same(cli_env: dict[st
     answers = [line for line in streamed.stdout.splitlines() if "erp>" in line]
     assert len(answers) == 2 and "₲850.000.000" in answers[0]
     assert answers == [line for line in whole.stdout.splitlines() if "erp>" in line]
+    details = streamed.stdout.split("details on")[-1]  # toggled on: shown after the next answer
+    assert "model call(s)" in details and "model call(s)" not in streamed.stdout.split("details on")[0]
