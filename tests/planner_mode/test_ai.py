@@ -311,13 +311,20 @@ async def test_a_reply_cut_at_the_cap_raises_after_the_deltas_already_streamed()
     assert seen and raised.value.max_tokens == 12
 
 
-async def test_a_connection_dropped_midway_raises_a_provider_error_after_the_deltas() -> None:
+@pytest.mark.parametrize("call", ["answer", "plan"], ids=["answer", "direct-answer"])
+async def test_a_connection_dropped_midway_raises_a_provider_error_after_the_deltas(
+    toy_registry: OperationRegistry, call: str
+) -> None:
     seen: list[str] = []
     tracker = UsageTracker()
+    ai = PlannerAI(offline(faults=FaultConfig(mode="stream_break")))
+    config: RunnableConfig = {"callbacks": [tracker]}
+    if call == "answer":
+        stream = ai.answer(QUESTION, RESULTS, CONTEXT, config=config)
+    else:
+        stream = ai.plan("Hola", CONTEXT, toy_registry.catalog(DEMO_CALLER), config=config)
     with pytest.raises(ProviderError):
-        async for item in PlannerAI(offline(faults=FaultConfig(mode="stream_break"))).answer(
-            QUESTION, RESULTS, CONTEXT, config={"callbacks": [tracker]}
-        ):
+        async for item in stream:
             assert isinstance(item, str)
             seen.append(item)
     assert seen and tracker.calls == 1 and tracker.output_tokens > 0  # the broken call still counts
@@ -369,18 +376,6 @@ async def test_a_plan_with_operations_streams_no_text(toy_registry: OperationReg
     catalog = toy_registry.catalog(DEMO_CALLER)
     deltas, plan = await stream_plan(PlannerAI(offline()), QUESTION, catalog)
     assert deltas == [] and [op.funcion for op in plan.operaciones] == ["ventas_anuales", "mejor_cliente"]
-
-
-async def test_a_direct_answer_whose_connection_drops_raises_after_its_deltas(
-    toy_registry: OperationRegistry,
-) -> None:
-    seen: list[str] = []
-    ai = PlannerAI(offline(faults=FaultConfig(mode="stream_break")))
-    with pytest.raises(ProviderError):
-        async for item in ai.plan("Hola", CONTEXT, toy_registry.catalog(DEMO_CALLER)):
-            assert isinstance(item, str)
-            seen.append(item)
-    assert seen
 
 
 def every_split(reply: str) -> set[str]:

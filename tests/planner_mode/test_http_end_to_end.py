@@ -202,12 +202,12 @@ RESULTS = [
 ]
 
 
-def uncached_offline_model(**options: Any) -> Any:
+def uncached_offline_model() -> Any:
     """The offline model without its modelled prompt cache: the same call reports the same usage each time
     (these tests compare transports, not what a server's cache saw before)."""
     from benchmarks.stand_ins.offline import OfflineSalesModel
 
-    return OfflineSalesModel(prompt_cache_size=0, **options)
+    return OfflineSalesModel(prompt_cache_size=0)
 
 
 @pytest.fixture(scope="module")
