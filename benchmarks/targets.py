@@ -113,18 +113,18 @@ def parse_target(spec: str) -> BenchTarget:
     Raises :class:`ConfigurationError` saying what to write when the spec is malformed.
     """
     name, equals, rest = spec.strip().partition("=")
+    if not equals:
+        raise _invalid(spec, "it has no '=' between the name and the provider")
+    if not name.strip():
+        raise _invalid(spec, "the name before '=' is empty")
     provider_model, at, base_url = rest.partition("@")
     provider, colon, model = provider_model.partition(":")
-    problems = {
-        "it has no '=' between the name and the provider": not equals,
-        "the name before '=' is empty": not name.strip(),
-        "the provider after '=' is empty": not provider.strip(),
-        "the model after ':' is empty (leave out ':' for the provider's default model)": colon
-        and not model.strip(),
-        "the base URL after '@' is empty": at and not base_url.strip(),
-    }
-    for why in (why for why, found in problems.items() if found):
-        raise _invalid(spec, why)
+    if not provider.strip():
+        raise _invalid(spec, "the provider after '=' is empty")
+    if colon and not model.strip():
+        raise _invalid(spec, "the model after ':' is empty (leave out ':' for the provider's default model)")
+    if at and not base_url.strip():
+        raise _invalid(spec, "the base URL after '@' is empty")
     try:
         return BenchTarget(
             name=name.strip(), provider=provider, model=model or None, base_url=base_url or None
