@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeGuard, cast, get_args
 
 from shared.errors import ConfigurationError
@@ -70,20 +71,27 @@ def build_chat_model(
         )
     _check_limits(max_tokens, timeout)
     if name == "offline":
-        return _offline(model, temperature, max_tokens, timeout, latency_profile, faults, prompt_cache_size)
+        return _offline(
+            model=model or DEFAULT_MODELS["offline"],
+            temperature=temperature,
+            max_tokens=max_tokens,
+            timeout=timeout,
+            latency_profile=latency_profile,
+            faults=faults,
+            prompt_cache_size=prompt_cache_size,
+        )
     if latency_profile is not None or faults is not None or prompt_cache_size is not None:
         raise ConfigurationError(
             "Latency profiles, fault injection and the modelled prompt cache only apply to the offline "
             f"provider, not {name!r}."
         )
-    chosen = model or DEFAULT_MODELS[name]
-    if name == "ollama":
-        return _ollama(chosen, base_url, temperature, num_ctx, max_tokens, timeout)
-    if max_retries < 0:
+    if name != "ollama" and max_retries < 0:
         raise ConfigurationError(f"max_retries must be 0 or more, not {max_retries}.")
-    if name == "gemini":
-        return _gemini(chosen, base_url, api_key, temperature, max_tokens, timeout, max_retries)
-    return _openai(chosen, base_url, api_key, temperature, max_tokens, timeout, max_retries)
+    build = {"ollama": _ollama, "gemini": _gemini, "openai": _openai}[name]
+    chosen = model or DEFAULT_MODELS[name]
+    return build(
+        _ModelSpec(chosen, base_url, api_key, temperature, num_ctx, max_tokens, timeout, max_retries)
+    )
 
 
 def configured_max_tokens(model: BaseChatModel | Runnable[Any, Any]) -> int | None:
@@ -148,15 +156,7 @@ OFFLINE_ENTRY_POINT_GROUP = "erp_ai_harness.chat_models"
 imports it."""
 
 
-def _offline(
-    model: str | None,
-    temperature: float,
-    max_tokens: int | None,
-    timeout: float | None,
-    latency_profile: Any,
-    faults: Any,
-    prompt_cache_size: int | None,
-) -> BaseChatModel:
+def _offline(**options: Any) -> BaseChatModel:
     from importlib.metadata import entry_points
 
     found = entry_points(group=OFFLINE_ENTRY_POINT_GROUP, name="offline")
@@ -165,17 +165,22 @@ def _offline(
             "The offline stand-in model is not installed: it ships with the erp-ai-harness distribution "
             "(benchmarks.stand_ins); reinstall it, e.g. `pip install -e .`."
         )
-    build = next(iter(found)).load()
-    model_instance: BaseChatModel = build(
-        model=model or DEFAULT_MODELS["offline"],
-        temperature=temperature,
-        max_tokens=max_tokens,
-        timeout=timeout,
-        latency_profile=latency_profile,
-        faults=faults,
-        prompt_cache_size=prompt_cache_size,
-    )
-    return model_instance
+    model: BaseChatModel = next(iter(found)).load()(**options)
+    return model
+
+
+@dataclass(frozen=True)
+class _ModelSpec:
+    """What :func:`build_chat_model` passes to a network provider's builder."""
+
+    model: str
+    base_url: str | None
+    api_key: str | None
+    temperature: float
+    num_ctx: int | None
+    max_tokens: int | None
+    timeout: float | None
+    max_retries: int
 
 
 def _import_provider(name: str) -> Any:
@@ -197,80 +202,59 @@ def _given(**options: Any) -> dict[str, Any]:
     return {name: value for name, value in options.items() if value is not None}
 
 
-def _ollama(
-    model: str,
-    base_url: str | None,
-    temperature: float,
-    num_ctx: int | None,
-    max_tokens: int | None,
-    timeout: float | None,
-) -> BaseChatModel:
+def _ollama(spec: _ModelSpec) -> BaseChatModel:
     module = _import_provider("ollama")
     options = _given(
-        base_url=base_url or os.environ.get("OLLAMA_HOST") or None,
-        num_ctx=num_ctx,
-        num_predict=max_tokens,
+        base_url=spec.base_url or os.environ.get("OLLAMA_HOST") or None,
+        num_ctx=spec.num_ctx,
+        num_predict=spec.max_tokens,
         # ollama.Client passes it to httpx.Client: connect/read/write/pool timeouts (its own default is None).
-        client_kwargs=None if timeout is None else {"timeout": timeout},
+        client_kwargs=None if spec.timeout is None else {"timeout": spec.timeout},
         async_client_kwargs=_loop_bound_ollama_transport(),
     )
-    return cast("BaseChatModel", module.ChatOllama(model=model, temperature=temperature, **options))
+    return cast("BaseChatModel", module.ChatOllama(model=spec.model, temperature=spec.temperature, **options))
 
 
-def _gemini(
-    model: str,
-    base_url: str | None,
-    api_key: str | None,
-    temperature: float,
-    max_tokens: int | None,
-    timeout: float | None,
-    max_retries: int,
-) -> BaseChatModel:
+def _gemini(spec: _ModelSpec) -> BaseChatModel:
     module = _import_provider("gemini")
-    key = _api_key("gemini", api_key, ("GOOGLE_API_KEY", "GEMINI_API_KEY"))
+    key = _api_key("gemini", spec.api_key, ("GOOGLE_API_KEY", "GEMINI_API_KEY"))
     kwargs: dict[str, Any] = {
-        "model": model,
+        "model": spec.model,
         "google_api_key": key,
-        "temperature": temperature,
+        "temperature": spec.temperature,
         # Gemini's client counts *attempts* (and reads 0 as "the SDK's default"): one attempt = no retry.
-        "max_retries": max_retries + 1,
+        "max_retries": spec.max_retries + 1,
     }
     kwargs |= _given(
-        base_url=base_url or None,
-        max_output_tokens=max_tokens,
+        base_url=spec.base_url or None,
+        max_output_tokens=spec.max_tokens,
         # Sent as whole milliseconds, and 0 ms means "no timeout": never round a tiny timeout down to 0.
-        timeout=None if timeout is None else max(timeout, 0.001),
+        timeout=None if spec.timeout is None else max(spec.timeout, 0.001),
     )
     return cast("BaseChatModel", module.ChatGoogleGenerativeAI(**kwargs))
 
 
-def _openai(
-    model: str,
-    base_url: str | None,
-    api_key: str | None,
-    temperature: float,
-    max_tokens: int | None,
-    timeout: float | None,
-    max_retries: int,
-) -> BaseChatModel:
+def _openai(spec: _ModelSpec) -> BaseChatModel:
     module = _import_provider("openai")
-    key = _api_key("openai", api_key, ("OPENAI_API_KEY",), " (any non-empty value works for local servers)")
+    key = _api_key(
+        "openai", spec.api_key, ("OPENAI_API_KEY",), " (any non-empty value works for local servers)"
+    )
     kwargs: dict[str, Any] = {
-        "model": model,
+        "model": spec.model,
         "api_key": key,
-        "temperature": temperature,
-        "max_retries": max_retries,
+        "temperature": spec.temperature,
+        "max_retries": spec.max_retries,
         # Usage in streams (stream_options.include_usage): ChatOpenAI asks for it only without a base_url,
         # and llama.cpp, vLLM and LM Studio send a stream's token counts only when asked.
         "stream_usage": True,
     }
-    kwargs |= _given(base_url=base_url or None, timeout=timeout)
-    if max_tokens is not None and base_url:
+    kwargs |= _given(base_url=spec.base_url or None, timeout=spec.timeout)
+    if spec.max_tokens is not None and spec.base_url:
         # ChatOpenAI would send max_completion_tokens, which older llama.cpp servers and llama-cpp-python
         # ignore; every OpenAI-compatible server reads max_tokens.
-        kwargs["extra_body"] = {"max_tokens": max_tokens}
-    elif max_tokens is not None:
-        kwargs["max_tokens"] = max_tokens
+        kwargs["extra_body"] = {"max_tokens": spec.max_tokens}
+    elif spec.max_tokens is not None:
+        kwargs["max_tokens"] = spec.max_tokens
     kwargs.update(_retrying_http_clients())
     return cast("BaseChatModel", module.ChatOpenAI(**kwargs))
 

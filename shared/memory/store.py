@@ -15,7 +15,6 @@ import uuid
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from datetime import date
-from types import TracebackType
 from typing import Any
 
 from sqlalchemy import Engine
@@ -200,9 +199,7 @@ class MemoryStore:
     def __enter__(self) -> MemoryStore:
         return self
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     def _storage(self, action: str) -> AbstractContextManager[None]:

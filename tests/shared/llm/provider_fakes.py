@@ -1,11 +1,4 @@
-"""Provider stand-ins: tiny loopback servers and OpenAI completion payloads.
-
-The servers let the tests drive the real provider clients (``ChatOpenAI``, ``ChatOllama``,
-``ChatGoogleGenerativeAI``) over real sockets without a model: :class:`ReplyServer` answers every request with
-``reply(path, body)`` and records the requests; :class:`StallingServer` accepts connections and never answers.
-:func:`openai_completion` is a chat completion as an OpenAI-compatible server sends it, and
-:func:`length_error` the ``openai.LengthFinishReasonError`` the OpenAI SDK builds from such a completion.
-"""
+"""Loopback servers that drive the real provider clients over real sockets, and OpenAI completion payloads."""
 
 from __future__ import annotations
 
@@ -15,7 +8,6 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any
 
 Reply = Callable[[str, dict[str, Any]], tuple[int, str, bytes]]
@@ -103,9 +95,7 @@ class ReplyServer:
         self._thread.start()
         return self
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(timeout=5)
@@ -145,9 +135,7 @@ class StallingServer:
         self._thread.start()
         return self
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
         for connection in self._accepted:
