@@ -1,40 +1,31 @@
-"""Fault injection for reliability tests: the offline model misbehaves like real models and providers do.
+"""Fault injection for reliability tests: the offline model misbehaves as real models and providers do.
 
 A :class:`FaultConfig` picks one :data:`FaultMode` and how often it strikes: call ``n`` (numbered per model)
-is faulty when ``Random(f"{seed}:{n}").random() < rate``, the same on every run and machine. A *plan
-request* is planner call 1, an *answer request* call 2 or a structured final answer.
+is faulty when ``Random(f"{seed}:{n}").random() < rate``, the same on every run. A *plan request* is planner
+call 1, an *answer request* call 2 or a structured final answer.
 
-- ``malformed_json``: JSON text (plan, answer, tool-call arguments) becomes syntactically invalid.
-- ``truncated_json``: JSON text is cut in the middle, as at an output-token limit. Broken tool-call arguments
-  stay balanced (:func:`break_arguments`), so they are invalid streamed or not.
-- ``unknown_function``: a plan or a tool call names an operation that does not exist
-  (:data:`HALLUCINATED_FUNCTION`).
-- ``wrong_types``: parameters have the wrong JSON type, e.g. ``"anio": "dos mil veinticinco"``.
+- ``malformed_json`` / ``truncated_json``: JSON text (plan, answer, tool-call arguments) is invalid / cut in
+  the middle, as at an output limit; broken tool-call arguments stay balanced (:func:`break_arguments`).
+- ``unknown_function``: a plan or tool call names an operation that does not exist.
+- ``wrong_types``: parameters of the wrong JSON type, e.g. ``"anio": "dos mil veinticinco"``.
 - ``empty``: no content and no tool calls.
-- ``provider_error``: the call raises :class:`OfflineProviderError` (a :class:`~shared.errors.ProviderError`).
-- ``runaway``: the model never stops: a plan repeats its first operation, an answer its first memory item,
-  a tool-call step its calls, a text itself, until the cap (``max_tokens``, else
-  :data:`RUNAWAY_CONTEXT_TOKENS`) cuts it with ``finish_reason="length"`` and ``output_tokens`` at the cap.
-- ``repeat_memory``: an answer request gets a complete, valid answer whose ``memoria`` repeats one item
-  :data:`REPEATED_MEMORY_ITEMS` times and whose ``estado`` gains a ``detalle`` of :data:`WALL_OF_TEXT_CHARS`
-  characters (about 5,000 tokens; a lower ``max_tokens`` cuts it). Plan requests are unaffected.
-- ``placeholder_plan``: a plan request copies the prompt's placeholders (:func:`placeholder_plan`). Answer
-  requests are unaffected.
-- ``schema_ignored``: valid JSON that ignores the schema: a plan request gets ``{"respuesta": "…"}`` on even
-  call indexes and ``{}`` on odd ones; an answer request gets ``{}``.
-- ``no_tool_calls``: with tools bound, prose with an invented figure (:data:`INVENTED_FIGURE`) instead of a
-  tool call.
-- ``text_tool_calls``: with tools bound, each tool call is written as a fenced, indented JSON block
-  ``{"name": …, "arguments": {…}}`` instead of a native call.
-- ``think_wrap``: the reply (tool calls kept) starts with :data:`THINK_BLOCK`, a reasoning model's
-  ``<think>…</think>`` with a stray ``{`` and a small JSON object inside.
-- ``timeout``: the call raises :class:`OfflineProviderTimeout`, a
-  :class:`~shared.errors.ProviderTimeoutError`.
-- ``stream_break``: the connection drops midway: a stream delivers the first half of its chunks (at least
-  one), then raises :class:`OfflineStreamBreak`; unstreamed, the call raises it and returns nothing. The
-  error's ``usage_metadata`` counts the tokens sent up to the break.
+- ``provider_error`` / ``timeout``: the call raises :class:`OfflineProviderError` /
+  :class:`OfflineProviderTimeout`.
+- ``runaway``: the model never stops (a plan repeats its first operation, an answer its first memory item,
+  a tool step its calls, a text itself) until the cap (``max_tokens``, else :data:`RUNAWAY_CONTEXT_TOKENS`)
+  cuts it with ``finish_reason="length"``.
+- ``repeat_memory``: a valid answer whose ``memoria`` repeats one item :data:`REPEATED_MEMORY_ITEMS` times
+  and whose ``estado`` gains a ``detalle`` of :data:`WALL_OF_TEXT_CHARS` characters.
+- ``placeholder_plan``: a plan copies the prompt's placeholders (:func:`placeholder_plan`).
+- ``schema_ignored``: valid JSON that ignores the schema (:func:`schema_ignored`).
+- ``no_tool_calls``: with tools bound, prose with an invented figure instead of a tool call.
+- ``text_tool_calls``: with tools bound, each call written as a fenced JSON block ``{"name", "arguments"}``.
+- ``think_wrap``: the reply starts with a reasoning model's ``<think>…</think>`` (:data:`THINK_BLOCK`).
+- ``stream_break``: a stream delivers the first half of its chunks, then raises
+  :class:`OfflineStreamBreak` (unstreamed: at once), whose ``usage_metadata`` counts what was sent.
 
-Output caps are not a fault: ``OfflineSalesModel(max_tokens=N)`` cuts any longer reply at ``N`` tokens.
+The faults that only concern one kind of request leave the others alone. Output caps are no fault:
+``OfflineSalesModel(max_tokens=N)`` cuts any longer reply at ``N`` tokens.
 """
 
 from __future__ import annotations
@@ -65,7 +56,6 @@ FaultMode = Literal[
     "timeout",
     "stream_break",
 ]
-"""The closed set of fault modes."""
 
 FAULT_MODES: tuple[FaultMode, ...] = get_args(FaultMode)
 
@@ -78,42 +68,38 @@ ReplyFault = Literal[
     "text_tool_calls",
     "think_wrap",
 ]
-"""The fault modes that rewrite a finished reply (``misbehave``, the emulators' reply faults)."""
+"""The modes that rewrite a finished reply (``misbehave``, the emulators' reply faults)."""
 REPLY_FAULTS: tuple[ReplyFault, ...] = get_args(ReplyFault)
 
 HALLUCINATED_FUNCTION = "consultar_ventas_totales"
-"""The operation / tool name the ``unknown_function`` fault invents (it is in no catalog)."""
-
+"""The operation the ``unknown_function`` fault invents (in no catalog)."""
 
 RUNAWAY_CONTEXT_TOKENS = 8192
-"""Where a ``runaway`` reply stops when no ``max_tokens`` caps it: a full 8K context."""
+"""Where an uncapped ``runaway`` reply stops: a full 8K context."""
 REPEATED_MEMORY_ITEMS = 200
 """How many copies of one memory item a ``repeat_memory`` answer holds."""
 WALL_OF_TEXT_CHARS = 4000
-"""Length of the ``estado["detalle"]`` string of a ``repeat_memory`` answer."""
+"""Length of a ``repeat_memory`` answer's ``estado["detalle"]``."""
 PLACEHOLDER_FUNCTION = "nombre_de_operacion"
-"""The placeholder operation name a ``placeholder_plan`` copies from the prompt."""
 MISSING_FIELD = "campo_inexistente"
-"""The result field a ``placeholder_plan`` ``$ref`` points to (no operation returns it)."""
 INVENTED_FIGURE = "₲987.654.321"
-"""The figure a ``no_tool_calls`` reply invents (no seeded ERP total has it)."""
+"""The figure a ``no_tool_calls`` reply invents (no seeded total has it)."""
 THINK_BLOCK = (
     '<think>Reasoning… the user asks about sales. A stray { and maybe {"draft": 1} first; '
     "then the real answer.</think>\n"
 )
-"""What a ``think_wrap`` reply starts with, before the real reply."""
 
 
 class OfflineProviderError(ProviderError):
-    """The simulated provider failure raised by the ``provider_error`` fault mode."""
+    """The ``provider_error`` fault."""
 
 
 class OfflineProviderTimeout(ProviderTimeoutError):
-    """The simulated request timeout raised by the ``timeout`` fault mode."""
+    """The ``timeout`` fault."""
 
 
 class OfflineStreamBreak(OfflineProviderError):
-    """The simulated dropped connection of the ``stream_break`` fault mode, raised midway through a reply."""
+    """The ``stream_break`` fault: the connection dropped midway through a reply."""
 
     def __init__(self, message: str, *, input_tokens: int, output_tokens: int) -> None:
         super().__init__(message)
@@ -122,7 +108,6 @@ class OfflineStreamBreak(OfflineProviderError):
             "output_tokens": output_tokens,
             "total_tokens": input_tokens + output_tokens,
         }
-        """Tokens used up to the break, in LangChain's usage shape (``usage_from_error`` reads it)."""
 
 
 class FaultConfig(BaseModel):
@@ -135,11 +120,7 @@ class FaultConfig(BaseModel):
     seed: int = Field(default=0, description="Seed of the deterministic per-call decision.")
 
     def strikes(self, call_index: int) -> bool:
-        """Whether call number ``call_index`` (0-based, per model instance) is faulty."""
-        if self.rate >= 1.0:
-            return True
-        if self.rate <= 0.0:
-            return False
+        """Whether call ``call_index`` (0-based, per model) is faulty: always at rate 1, never at 0."""
         return random.Random(f"{self.seed}:{call_index}").random() < self.rate
 
 
@@ -305,16 +286,10 @@ def spanish_number(value: int) -> str:
 
 def wrong_types(params: dict[str, Any]) -> dict[str, Any]:
     """Give parameters the wrong JSON types: numbers spelled out, strings turned into lists."""
-    broken: dict[str, Any] = {}
-    for key, value in params.items():
-        if isinstance(value, bool) or value is None:
-            broken[key] = value
-        elif isinstance(value, int):
-            broken[key] = spanish_number(value)
-        elif isinstance(value, str):
-            broken[key] = [value]
-        else:
-            broken[key] = value
-    if not broken:
-        broken["anio"] = "este año"
-    return broken
+    return {key: _wrong_type(value) for key, value in params.items()} or {"anio": "este año"}
+
+
+def _wrong_type(value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        return value
+    return spanish_number(value) if isinstance(value, int) else [value]

@@ -1,13 +1,10 @@
 """Latency profiles: model time computed from token counts, reported, never slept.
 
-A profile turns a call's tokens into milliseconds, ``overhead_ms + (input_tokens - cached_tokens) /
-prefill_tokens_per_s * 1000 + output_tokens / decode_tokens_per_s * 1000``; the time to the first output
-token is the same sum with one output token, so ``latency_ms(i, n, c) == first_token_ms(i, c) + (n - 1) *
-ms_per_output_token``. Cached tokens (served by a prefix cache) skip prefill and are taken to cost nothing
-beyond the overhead, an approximation; a profile without a prefill rate (its first-token time covers the
-prompt) ignores them. With a profile the offline model's ``response_metadata`` carries
-``simulated_latency_ms``, ``simulated_first_token_ms`` and ``simulated_ms_per_token``. The presets are
-rounded, order-of-magnitude figures from public benchmarks (sources next to each).
+``latency_ms = overhead_ms + (input_tokens - cached_tokens) / prefill_tokens_per_s * 1000 + output_tokens /
+decode_tokens_per_s * 1000``; the first-token time is the same sum with one output token. Cached tokens (a
+prefix cache) skip prefill, an approximation; a profile without a prefill rate ignores them. With a profile
+the offline model's ``response_metadata`` carries ``simulated_latency_ms``, ``simulated_first_token_ms`` and
+``simulated_ms_per_token``. The presets are rounded, order-of-magnitude figures from public benchmarks.
 """
 
 from __future__ import annotations
@@ -40,7 +37,6 @@ class LatencyProfile(BaseModel):
 
     @property
     def ms_per_output_token(self) -> float:
-        """Decode time of one output token in milliseconds (``1000 / decode_tokens_per_s``)."""
         return 1000.0 / self.decode_tokens_per_s
 
     def latency_ms(self, input_tokens: int, output_tokens: int, cached_tokens: int = 0) -> float:
@@ -49,13 +45,12 @@ class LatencyProfile(BaseModel):
         return round(self.overhead_ms + (self._prefill_s(input_tokens, cached_tokens) + decode) * 1000.0, 3)
 
     def first_token_ms(self, input_tokens: int, cached_tokens: int = 0) -> float:
-        """Simulated time to the first output token, in milliseconds: overhead, prefill of the uncached
-        prompt tokens, decode of one token."""
+        """Simulated time to the first output token, in milliseconds."""
         prefill = self._prefill_s(input_tokens, cached_tokens)
         return round(self.overhead_ms + (prefill + 1 / self.decode_tokens_per_s) * 1000.0, 3)
 
     def _prefill_s(self, input_tokens: int, cached_tokens: int) -> float:
-        """Prefill time of the uncached prompt tokens in seconds (``cached_tokens`` clamped to the prompt)."""
+        """Prefill seconds of the uncached prompt tokens (``cached_tokens`` clamped to the prompt)."""
         if self.prefill_tokens_per_s is None:
             return 0.0
         processed = input_tokens - min(max(cached_tokens, 0), input_tokens)
@@ -63,14 +58,11 @@ class LatencyProfile(BaseModel):
 
 
 LATENCY_PROFILES: dict[str, LatencyProfile] = {
-    # Llama 3 8B Q4_K_M under llama.cpp / Ollama on one RTX 3080–4090 class card. Public llama.cpp benchmark
-    # tables (github.com/XiongjieDai/GPU-Benchmarks-on-LLM-Inference, "Llama 3 8B Q4_K_M" rows) report a few
-    # thousand tok/s prompt processing and ~100–130 tok/s generation on these cards; we take the conservative
-    # end, ~3,000 / ~90 tok/s, plus ~50 ms per request for HTTP and scheduling.
-    # llama.cpp's server converts a `response_format` JSON schema into a GBNF grammar that constrains
-    # sampling, and Ollama does the same with `format`; neither adds the schema to the prompt (Ollama's
-    # structured-outputs docs advise putting it in the prompt yourself "to ground the model"). So under the
-    # local presets a plan schema costs no prompt tokens: `schema_as_grammar=True`.
+    # Llama 3 8B Q4_K_M under llama.cpp / Ollama on one RTX 3080–4090 class card: the llama.cpp benchmark
+    # tables (github.com/XiongjieDai/GPU-Benchmarks-on-LLM-Inference) report a few thousand tok/s prompt
+    # processing and ~100–130 tok/s generation; the conservative end, plus ~50 ms per request. llama.cpp's
+    # server turns a `response_format` schema into a GBNF grammar, Ollama its `format`, and neither adds it
+    # to the prompt: under the local presets a plan schema costs no prompt tokens.
     "gpu-8b": LatencyProfile(
         name="gpu-8b",
         prefill_tokens_per_s=3000,
@@ -78,9 +70,8 @@ LATENCY_PROFILES: dict[str, LatencyProfile] = {
         overhead_ms=50,
         schema_as_grammar=True,
     ),
-    # The same 8B Q4 model on a desktop CPU only (8–16 cores, dual-channel DDR4/DDR5): the same llama.cpp
-    # benchmark tables and llama.cpp CPU discussions show ~100–200 tok/s prompt processing and ~8–12 tok/s
-    # generation (memory-bandwidth bound). Preset: ~150 / ~10, plus ~100 ms per request.
+    # The same model on a desktop CPU (8–16 cores, dual-channel DDR4/DDR5): ~100–200 tok/s prompt processing
+    # and ~8–12 tok/s generation (memory-bandwidth bound) in the same tables; plus ~100 ms per request.
     "cpu-8b": LatencyProfile(
         name="cpu-8b",
         prefill_tokens_per_s=150,
@@ -88,9 +79,8 @@ LATENCY_PROFILES: dict[str, LatencyProfile] = {
         overhead_ms=100,
         schema_as_grammar=True,
     ),
-    # Gemini Flash through the public API: Artificial Analysis (artificialanalysis.ai, Gemini 2.x Flash model
-    # pages) measures about 0.3 s to first token for short prompts and ~150+ output tok/s. The first-token
-    # time already includes prompt processing for prompts of our size, so no separate prefill rate.
+    # Gemini Flash through the public API: Artificial Analysis (artificialanalysis.ai, Gemini 2.x Flash)
+    # measures ~0.3 s to first token for short prompts, prompt processing included, and ~150+ output tok/s.
     "gemini-flash": LatencyProfile(
         name="gemini-flash", prefill_tokens_per_s=None, decode_tokens_per_s=150, overhead_ms=300
     ),

@@ -144,42 +144,21 @@ class Call:
         """The body when it is a JSON object, else ``{}``."""
         return self.log.body if isinstance(self.log.body, dict) else {}
 
-    def parse(self, model: type[M]) -> M:
-        """The body as ``model``; an invalid one ends the request with the protocol's 400."""
-        try:
-            return model.model_validate(self.fields)
-        except ValidationError as exc:
-            raise Reject(self.server.protocol.invalid(exc)) from exc
-
-    def fault(self) -> FaultDecision:
-        """This model request's fault: ``stall`` and ``http_500`` end it here, ``slow`` waits first."""
-        protocol = self.server.protocol
-        try:
-            decision = self.server.decide(self.log.headers)
-        except UnknownFaultError as exc:
-            raise Reject(protocol.error(400, str(exc))) from exc
-        self.log.fault = decision.mode
-        if decision.mode == "stall":
-            raise Reject(Stall())
-        time.sleep(decision.delay_seconds)
-        if decision.mode == "http_500":
-            raise Reject(protocol.error(500, protocol.internal_error))
-        return decision
-
 
 class Protocol:
     """A provider wire protocol: its routes, its error body and its API key check."""
 
     name: ClassVar[str]
+    models: ClassVar[tuple[str, ...]]
+    """The model names the protocol's listing shows (a request may name any)."""
     internal_error: ClassVar[str]
     """The message of the provider's HTTP 500."""
     stream_broken: ClassVar[str | None] = None
     """The message of a ``stream_error`` (default: ``internal_error``)."""
 
-    def __init__(self, model: BaseChatModel, models: Sequence[str], api_key: str | None = None) -> None:
-        self.model = model
-        self.models = tuple(models)
-        self.api_key = api_key
+    def __init__(self, model: BaseChatModel, api_key: str | None = None) -> None:
+        """With ``api_key`` (Gemini and OpenAI) only that key is accepted."""
+        self.model, self.api_key = model, api_key
 
     def routes(self) -> list[Route]:
         raise NotImplementedError
@@ -202,12 +181,28 @@ class Protocol:
         """A refusal of a request without a valid key (before routing), or ``None``."""
         return None
 
+    def parse(self, call: Call, model: type[M]) -> M:
+        """The body as ``model``; an invalid one ends the request with the protocol's 400."""
+        try:
+            return model.model_validate(call.fields)
+        except ValidationError as exc:
+            raise Reject(self.invalid(exc)) from exc
+
     def respond(
         self, call: Call, request: BackingRequest, *, stream: bool, cap: int | None
     ) -> tuple[FaultDecision, BackingReply]:
-        """Choose the call's fault, then let the backing model answer (a ``stream_error`` without
-        streaming ends the request with a 500 instead)."""
-        decision = call.fault()
+        """Choose the call's fault, then let the backing model answer. ``stall``, ``http_500`` and an
+        unstreamed ``stream_error`` end the request here; ``slow`` waits first."""
+        try:
+            decision = call.server.decide(call.log.headers)
+        except UnknownFaultError as exc:
+            raise Reject(self.error(400, str(exc))) from exc
+        call.log.fault = decision.mode
+        if decision.mode == "stall":
+            raise Reject(Stall())
+        time.sleep(decision.delay_seconds)
+        if decision.mode == "http_500":
+            raise Reject(self.error(500, self.internal_error))
         if decision.mode == "stream_error" and not stream:
             raise Reject(self.error(500, self.stream_broken or self.internal_error))
         return decision, answer(self.model, request, decision, cap)

@@ -24,7 +24,6 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.requests import Request
@@ -181,15 +180,7 @@ class GeminiProtocol(Protocol):
         "https://developers.generativeai.google/guide/troubleshooting"
     )
 
-    def __init__(
-        self,
-        model: BaseChatModel,
-        *,
-        api_key: str | None = None,
-        models: Sequence[str] = DEFAULT_GEMINI_MODELS,
-    ) -> None:
-        """With ``api_key`` only that key is accepted; otherwise any non-empty key is."""
-        super().__init__(model, models, api_key)
+    models = DEFAULT_GEMINI_MODELS
 
     def error_body(self, status: int, message: str) -> dict[str, Any]:
         return {"error": {"code": status, "message": message, "status": _STATUS_NAMES.get(status, "UNKNOWN")}}
@@ -238,7 +229,7 @@ class GeminiProtocol(Protocol):
         if call.params["version"] not in _VERSIONS or method not in _METHODS:
             return self.error(404, f"Method not found: {method or call.log.path}")
         stream, sse = method == "streamGenerateContent", call.log.query.get("alt") == ["sse"]
-        body = call.parse(GeminiGenerateRequest)
+        body = self.parse(call, GeminiGenerateRequest)
         cap = body.generationConfig.get("maxOutputTokens")
         decision, reply = self.respond(call, body.backing_request(), stream=stream, cap=cap)
         mode, cut = decision.mode, decision.mode == "stream_break"

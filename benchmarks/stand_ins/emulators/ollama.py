@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -69,16 +68,10 @@ class OllamaProtocol(Protocol):
     )
     stream_broken = "an error was encountered while running the model: unexpected EOF"
 
-    def __init__(
-        self,
-        model: BaseChatModel,
-        *,
-        models: Sequence[str] = DEFAULT_OLLAMA_MODELS,
-        strict_models: bool = False,
-    ) -> None:
-        """``models`` are listed by ``/api/tags``; with ``strict_models`` other names get a 404."""
-        super().__init__(model, models)
-        self.strict_models = strict_models
+    models = DEFAULT_OLLAMA_MODELS
+
+    def __init__(self, model: BaseChatModel) -> None:
+        super().__init__(model)
         self.details = {
             "stand_in": stand_in_label(model),
             "parent_model": "",
@@ -111,12 +104,9 @@ class OllamaProtocol(Protocol):
             self.route("/api/chat", self._chat),
         ]
 
-    def _known(self, name: str) -> bool:
-        return not self.strict_models or any(name == m or m.startswith(f"{name}:") for m in self.models)
-
     def _show(self, call: Call) -> Response:
         name = str(call.fields.get("model") or call.fields.get("name") or "")  # ``name``: the legacy field
-        if not name or not self._known(name):
+        if not name:
             return self.error(404, f"model '{name}' not found")
         return JSONResponse(
             {
@@ -132,9 +122,7 @@ class OllamaProtocol(Protocol):
         )
 
     def _chat(self, call: Call) -> Response:
-        chat = call.parse(OllamaChatRequest)
-        if not self._known(chat.model):
-            return self.error(404, f'model "{chat.model}" not found, try pulling it first')
+        chat = self.parse(call, OllamaChatRequest)
         request = BackingRequest(  # before the fault: a bad request must not use one up
             messages=to_messages(chat.messages),
             tools=[tool if "type" in tool else {"type": "function", **tool} for tool in chat.tools or []],

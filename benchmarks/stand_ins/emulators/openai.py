@@ -23,10 +23,8 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -91,15 +89,7 @@ class OpenAIProtocol(Protocol):
     name = "openai"
     internal_error = "The server had an error while processing your request. Sorry about that!"
 
-    def __init__(
-        self,
-        model: BaseChatModel,
-        *,
-        api_key: str | None = None,
-        models: Sequence[str] = DEFAULT_OPENAI_MODELS,
-    ) -> None:
-        """With ``api_key`` only that bearer key is accepted; otherwise any key (or none) is."""
-        super().__init__(model, models, api_key)
+    models = DEFAULT_OPENAI_MODELS
 
     def error_body(
         self, status: int, message: str, *, param: str | None = None, code: str | None = None
@@ -143,7 +133,7 @@ class OpenAIProtocol(Protocol):
         ]
 
     def _chat(self, call: Call) -> Response:
-        chat = call.parse(OpenAIChatRequest)
+        chat = self.parse(call, OpenAIChatRequest)
         cap = chat.max_completion_tokens if chat.max_completion_tokens is not None else chat.max_tokens
         decision, reply = self.respond(call, chat.backing_request(), stream=bool(chat.stream), cap=cap)
         mode, cut = decision.mode, decision.mode == "stream_break"
