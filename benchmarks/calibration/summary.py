@@ -13,6 +13,7 @@ import argparse
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -65,14 +66,7 @@ def load(path: Path = TURNS) -> list[Turn]:
         if not line.strip():
             continue
         item: dict[str, Any] = json.loads(line)
-        turn = Turn(
-            id=str(item["id"]),
-            source=str(item["source"]),
-            model=str(item["model"]),
-            mode=str(item["mode"]),
-            human=str(item["human"]),
-            scorer=str(item["scorer"]),
-        )
+        turn = Turn(**{name: str(item[name]) for name in Turn.__dataclass_fields__})
         if turn.human not in VERDICTS or turn.scorer not in VERDICTS:
             raise ValueError(f"{path}:{number}: verdicts must be pass or fail: {turn.id}")
         if turn.id in seen:
@@ -132,13 +126,8 @@ def table(title: str, groups: dict[str, Counts]) -> list[str]:
 def render(turns: Sequence[Turn]) -> str:
     """The three tables (per mode, per source, per model) as Markdown."""
     parts: list[str] = []
-    for title, key in (
-        ("mode", lambda t: t.mode),
-        ("source", lambda t: t.source),
-        ("model", lambda t: t.model),
-    ):
-        parts.extend(table(title, group(turns, key)))
-        parts.append("")
+    for title in ("mode", "source", "model"):
+        parts += [*table(title, group(turns, attrgetter(title))), ""]
     return "\n".join(parts).rstrip() + "\n"
 
 
