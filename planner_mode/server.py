@@ -265,20 +265,19 @@ def app_from_env() -> FastAPI:
     limit_text = os.environ.get("ERP_AI_MAX_BODY_BYTES", str(DEFAULT_MAX_BODY_BYTES))
     if not limit_text.isdigit():
         raise ConfigurationError(f"ERP_AI_MAX_BODY_BYTES must be a number of bytes, not {limit_text!r}.")
-    limits = {
-        "max_tokens": int(env_number("ERP_AI_MAX_TOKENS", DEFAULT_MAX_TOKENS, integer=True)),
-        "timeout": env_number("ERP_AI_TIMEOUT", DEFAULT_TIMEOUT_S),
-    }
+    max_tokens = int(env_number("ERP_AI_MAX_TOKENS", DEFAULT_MAX_TOKENS, integer=True))
+    timeout = env_number("ERP_AI_TIMEOUT", DEFAULT_TIMEOUT_S)
     read_timeout_s = read_timeout_from_env()
-    plan_model = build_chat_model(provider, model=plan_name, base_url=base_url, **limits)  # type: ignore[arg-type]
-    answer_model = (
-        plan_model
-        if answer_name == plan_name
-        else build_chat_model(provider, model=answer_name, base_url=base_url, **limits)  # type: ignore[arg-type]
-    )
+
+    def model(name: str | None) -> BaseChatModel:
+        return build_chat_model(
+            provider, model=name, base_url=base_url, max_tokens=max_tokens, timeout=timeout
+        )
+
+    plan_model = model(plan_name)
     return create_app(
         plan_model,
-        answer_model,
+        plan_model if answer_name == plan_name else model(answer_name),
         token=os.environ.get(TOKEN_ENV) or None,
         max_body_bytes=int(limit_text),
         read_timeout_s=read_timeout_s,
