@@ -234,6 +234,13 @@ def _findings_lines(summary: Summary) -> list[str]:
     return lines[:-1]
 
 
+def _section(title: str, table: Table | None, caption: str = "") -> list[str]:
+    """``## <title>``, the table and its caption, after a blank line; nothing without the table."""
+    if table is None:
+        return []
+    return ["", f"## {title}", "", *render_table(*table), *(["", caption] if caption else [])]
+
+
 def render_markdown(
     results: RunResults, summary: Summary, cost: CostEstimate | Sequence[CostEstimate] | None = None
 ) -> str:
@@ -258,45 +265,25 @@ def render_markdown(
         for title, header, rows in matrix_grids(summary, costs):
             lines += ["", f"### {title}", ""]
             lines += render_table(header, rows)
-    lines += ["", "## Summary", ""]
-    lines += render_table(*summary_rows(summary))
-    lines += [
-        "",
+    summary_caption = (
         f"{LATENCY_CAPTION} {PERCENTILE_CAPTION} Accuracy intervals are Wilson 95% intervals, counting turns "
-        f"as independent trials. {VALID_PLAN_CAPTION}",
-        "",
-    ]
-    paired = paired_rows(summary)
-    if paired is not None:
-        lines += ["## Paired comparison", ""]
-        lines += render_table(*paired)
-        lines += ["", paired_caption(summary), ""]
-    failures = failure_rows(summary)
-    if failures is not None:
-        lines += ["## Failures per kind", ""]
-        lines += render_table(*failures)
-        lines += ["", "Kinds as defined in `docs/failures.md`; a failed turn never passes.", ""]
+        f"as independent trials. {VALID_PLAN_CAPTION}"
+    )
+    lines += _section("Summary", summary_rows(summary), summary_caption)
+    lines += _section("Paired comparison", paired_rows(summary), paired_caption(summary))
+    kinds = "Kinds as defined in `docs/failures.md`; a failed turn never passes."
+    lines += _section("Failures per kind", failure_rows(summary), kinds)
     examples = failure_examples_block(run)
     if examples:
-        lines += ["### One example of each kind", "", *examples, ""]
-    lines += ["## Accuracy per category", ""]
-    lines += render_table(*category_rows(summary))
-    lines += ["", "Share of turns passed, Wilson 95% interval in brackets, turns in parentheses.", ""]
-    lines += ["## pass^k (tau-bench)", ""]
-    lines += render_table(*pass_k_rows(summary))
-    intervals = interval_rows(summary)
-    if intervals is not None:
-        lines += ["", f"## Intervals over {summary.repetitions} repetitions", ""]
-        lines += render_table(*intervals)
-        lines += ["", INTERVALS_CAPTION]
-    lines += ["", "## Cost per 1,000 turns", ""]
-    lines += render_table(*cost_rows(costs))
-    lines += ["", cost_caption(costs)]
-    growth = growth_rows(summary)
-    if growth is not None:
-        names = ", ".join(f"`{name}`" for name in growth_scenarios(summary))
-        lines += ["", f"## Context growth on {names}", ""]
-        lines += render_table(*growth)
+        lines += ["", "### One example of each kind", "", *examples]
+    category = "Share of turns passed, Wilson 95% interval in brackets, turns in parentheses."
+    lines += _section("Accuracy per category", category_rows(summary), category)
+    lines += _section("pass^k (tau-bench)", pass_k_rows(summary))
+    intervals = f"Intervals over {summary.repetitions} repetitions"
+    lines += _section(intervals, interval_rows(summary), INTERVALS_CAPTION)
+    lines += _section("Cost per 1,000 turns", cost_rows(costs), cost_caption(costs))
+    growth = ", ".join(f"`{name}`" for name in growth_scenarios(summary))
+    lines += _section(f"Context growth on {growth}", growth_rows(summary))
     provenance = provenance_rows(meta)
     if provenance:
         lines += ["", "## Provenance", ""]

@@ -279,12 +279,17 @@ def usd_cell(value: float | None) -> str:
     return "–" if value is None else f"{value:.2f}"
 
 
+def _references(costs: Sequence[CostEstimate]) -> list[str]:
+    """The hosted models the cost table also prices the tokens at (the run's own models left out)."""
+    priced = {c.priced_as for c in costs}
+    return [name for name in costs[0].reference if name not in priced] if costs else []
+
+
 def cost_rows(cost: CostEstimate | Sequence[CostEstimate]) -> Table:
     """Token means and USD per 1,000 turns per mode (and target, when given one estimate per target)."""
     costs = costs_of(cost)
     matrix = any(c.target is not None for c in costs)
-    priced = {c.priced_as for c in costs}
-    references = [name for name in costs[0].reference if name not in priced] if costs else []
+    references = _references(costs)
     header = [
         *(["target", "mode"] if matrix else ["mode"]),
         "input tok/turn",
@@ -298,11 +303,7 @@ def cost_rows(cost: CostEstimate | Sequence[CostEstimate]) -> Table:
             *([c.target or ""] if matrix else []),
             m.mode,
             *(
-                [
-                    f"{m.input_tokens_mean:.0f}",
-                    f"{m.cached_input_tokens_mean:.0f}",
-                    f"{m.output_tokens_mean:.0f}",
-                ]
+                (f"{v:.0f}" for v in (m.input_tokens_mean, m.cached_input_tokens_mean, m.output_tokens_mean))
                 if m.tokens_reported
                 else ["not reported"] * 3
             ),
@@ -324,8 +325,7 @@ def cost_caption(cost: CostEstimate | Sequence[CostEstimate]) -> str:
         text = f"Prices (every target): {costs[0].note}."
     else:
         text = f"Prices: {costs[0].note}." if costs else "Prices: none."
-    priced = {c.priced_as for c in costs}
-    references = [name for name in costs[0].reference if name not in priced] if costs else []
+    references = _references(costs)
     if references:
         text += (
             f" The {', '.join(references)} columns price the same tokens at those hosted models' prices "

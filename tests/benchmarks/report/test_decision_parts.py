@@ -1,6 +1,6 @@
-"""The parts of the first screen: category coverage (benchmarks/report/coverage.py), the distribution chart
-(svg_distribution.py), failure groups with one example each (failure_examples.py) and the links and filters
-that lead from a figure to its turns (html_failures.py, html_categories.py, html_turns.py)."""
+"""The parts of the first screen: category coverage (benchmarks/report/readme.py), the distribution chart
+(svg.py), failure groups with one example each (tables.py) and the links and filters that lead from a figure
+to its turns (html.py, html_parts.py)."""
 
 from __future__ import annotations
 

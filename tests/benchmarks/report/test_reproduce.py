@@ -1,4 +1,4 @@
-"""The command that reproduces a run, rebuilt from its ``run`` line (benchmarks/report/reproduce.py): the
+"""The command that reproduces a run, rebuilt from its ``run`` line (benchmarks/report/readme.py): the
 ``erp-ai bench`` parser accepts it and reads back the run's settings."""
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
-"""The verdict that opens every report: what the run measures (benchmarks/report/regime.py), the verdict
-table (verdict.py) and sentences that never claim more than the paired tests show (verdict_text.py,
-paired_figures.py)."""
+"""The verdict that opens every report: what the run measures (benchmarks/report/runs.py), the verdict
+table and sentences that never claim more than the paired tests show (verdict.py)."""
 
 from __future__ import annotations
 
