@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-from datetime import date
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from shared.erp.database import Erp
-from shared.erp.models import Customer, Invoice
+from shared.erp.models import Customer
 from shared.errors import (
     CustomerNotFoundError,
     CustomerOutOfScopeError,
@@ -19,6 +18,7 @@ from shared.errors import (
 from shared.operations.registry import OperationRegistry
 from shared.operations.sales import sales_registry
 from shared.security import DEMO_CALLER, Caller, RolePolicy
+from tests.shared.erp.test_seed import sales_by_customer
 
 GERENTE = Caller(user_id="gerente", roles=frozenset({"gerencia"}))
 ANA = Caller(user_id="ana", roles=frozenset({"ventas"}))
@@ -28,22 +28,8 @@ ABC = "Empresa ABC"
 ABC_2025 = 120_000_000
 
 
-def _customer_totals(erp: Erp, year: int, vendedor: str | None) -> dict[str, int]:
-    """Non-cancelled sales of ``year`` per customer, of one salesperson's customers (None: everyone's)."""
-    query = (
-        select(Customer.name, func.sum(Invoice.total))
-        .join(Invoice, Invoice.customer_id == Customer.id)
-        .where(
-            Invoice.status != "cancelled",
-            Invoice.issue_date >= date(year, 1, 1),
-            Invoice.issue_date <= date(year, 12, 31),
-        )
-        .group_by(Customer.name)
-    )
-    if vendedor is not None:
-        query = query.where(Customer.vendedor == vendedor)
-    with erp.session() as session:
-        return {name: int(total) for name, total in session.execute(query)}
+def _customer_totals(erp: Erp, year: int, vendedor: str) -> dict[str, int]:
+    return dict(sales_by_customer(erp, year, vendedor))
 
 
 def _own_customers(erp: Erp, vendedor: str) -> list[str]:
