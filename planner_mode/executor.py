@@ -13,6 +13,7 @@ import time
 from collections.abc import AsyncGenerator
 from typing import Any
 
+from planner_mode.plan import PlannedOperation
 from planner_mode.validation import UnresolvedReferenceError, ValidatedPlan, resolve_refs
 from shared.erp.database import Erp
 from shared.errors import DomainError, OperationError, OperationInternalError
@@ -24,28 +25,23 @@ __all__ = ["astream_plan"]
 
 
 def _run_one(
-    registry: OperationRegistry,
-    erp: Erp,
-    caller: Caller,
-    funcion: str,
-    op_id: str | None,
-    params: dict[str, Any],
+    registry: OperationRegistry, erp: Erp, caller: Caller, op: PlannedOperation, params: dict[str, Any]
 ) -> ExecutedOperation:
     started = time.perf_counter()
     result: Any = None
     error: str | None = None
     kind: OperationErrorKind | None = None
     try:
-        result = registry.execute(erp, funcion, params, caller=caller)
+        result = registry.execute(erp, op.funcion, params, caller=caller)
     except OperationError as exc:
         error, kind = str(exc), _error_kind(exc)
     except Exception as exc:  # an ERP bug must not abort the turn; its text must not reach the model
-        error, kind = str(internal_error(funcion, exc)), "internal"
+        error, kind = str(internal_error(op.funcion, exc)), "internal"
     duration_ms = (time.perf_counter() - started) * 1000
     return ExecutedOperation(
-        funcion=funcion,
+        funcion=op.funcion,
         parametros=params,
-        id=op_id,
+        id=op.id,
         result=result,
         error=error,
         error_kind=kind,
@@ -59,49 +55,6 @@ def _error_kind(error: OperationError) -> OperationErrorKind:
     if isinstance(error, DomainError):
         return "refused"
     return "invalid"  # unknown or forbidden operation, invalid parameters
-
-
-class _PlanRun:
-    """The dependency bookkeeping of one plan's execution: which operations may run, with which parameters."""
-
-    def __init__(self, validated: ValidatedPlan) -> None:
-        if not validated.ok:
-            raise ValueError("executing a plan needs a valid plan; check ValidatedPlan.ok first")
-        self.validated = validated
-        self.operations = validated.plan.operaciones
-        self.done: dict[int, ExecutedOperation] = {}
-        self._results_by_id: dict[str, Any] = {}
-
-    def start(self, wave: list[int]) -> tuple[list[int], list[tuple[int, dict[str, Any]]]]:
-        """Split a wave into the operations settled without running (a failed dependency, an unresolved
-        ``$ref``: their outcome is already in :attr:`done`) and those to run, with resolved parameters."""
-        settled: list[int] = []
-        runnable: list[tuple[int, dict[str, Any]]] = []
-        for index in wave:
-            op = self.operations[index]
-            dependencies = sorted(self.validated.dependencies.get(index, ()))
-            failed = [self.operations[d] for d in dependencies if not self.done[d].ok]
-            if failed:
-                names = ", ".join(f.id or f.funcion for f in failed)
-                error, kind = f"Not executed: it depends on {names}, which failed.", "refused"
-            else:
-                try:
-                    runnable.append((index, resolve_refs(op.parametros, self._results_by_id)))
-                    continue
-                except UnresolvedReferenceError as exc:
-                    error, kind = str(exc), "invalid"
-            self.done[index] = ExecutedOperation(
-                funcion=op.funcion, parametros=op.parametros, id=op.id, error=error, error_kind=kind
-            )
-            settled.append(index)
-        return settled, runnable
-
-    def finish(self, index: int, outcome: ExecutedOperation) -> None:
-        """Record an operation's outcome; a result with an ``id`` becomes resolvable by later waves."""
-        self.done[index] = outcome
-        op_id = self.operations[index].id
-        if op_id is not None and outcome.ok:
-            self._results_by_id[op_id] = outcome.result
 
 
 async def astream_plan(
@@ -119,24 +72,43 @@ async def astream_plan(
     Operations of a wave run concurrently, each handler in a thread, at most ``max_workers`` at a time.
     Closing the iterator early stops starting operations (those already in a thread finish there).
     """
-    run = _PlanRun(validated)
+    if not validated.ok:
+        raise ValueError("executing a plan needs a valid plan; check ValidatedPlan.ok first")
+    operations = validated.plan.operaciones
+    done: dict[int, ExecutedOperation] = {}
+    results_by_id: dict[str, Any] = {}
     slots = asyncio.Semaphore(max_workers)
 
     async def run_one(index: int, params: dict[str, Any]) -> tuple[int, ExecutedOperation]:
         async with slots:
-            op = run.operations[index]
-            outcome = await asyncio.to_thread(_run_one, registry, erp, caller, op.funcion, op.id, params)
-            return index, outcome
+            return index, await asyncio.to_thread(_run_one, registry, erp, caller, operations[index], params)
 
     for wave in validated.waves:
-        settled, runnable = run.start(wave)
-        for index in settled:
-            yield index, run.done[index]
+        runnable: list[tuple[int, dict[str, Any]]] = []
+        for index in wave:  # settled without running: a failed dependency, an unresolved ``$ref``
+            op = operations[index]
+            failed = [operations[d] for d in sorted(validated.dependencies.get(index, ())) if not done[d].ok]
+            if failed:
+                names = ", ".join(f.id or f.funcion for f in failed)
+                error, kind = f"Not executed: it depends on {names}, which failed.", "refused"
+            else:
+                try:
+                    runnable.append((index, resolve_refs(op.parametros, results_by_id)))
+                    continue
+                except UnresolvedReferenceError as exc:
+                    error, kind = str(exc), "invalid"
+            done[index] = ExecutedOperation(
+                funcion=op.funcion, parametros=op.parametros, id=op.id, error=error, error_kind=kind
+            )
+            yield index, done[index]
         tasks = [asyncio.ensure_future(run_one(index, params)) for index, params in runnable]
         try:
             for finished in asyncio.as_completed(tasks):
                 index, outcome = await finished
-                run.finish(index, outcome)
+                done[index] = outcome
+                op_id = operations[index].id
+                if op_id is not None and outcome.ok:  # resolvable by later waves
+                    results_by_id[op_id] = outcome.result
                 yield index, outcome
         finally:
             for task in tasks:
