@@ -52,7 +52,7 @@ from benchmarks.report.tables import (
     provenance_rows,
     summary_rows,
     targets_table,
-    targets_text,
+    who_ran,
 )
 from benchmarks.report.verdict import (
     VERDICT_CAPTION,
@@ -202,13 +202,11 @@ def header_text(meta: RunMeta, summary: Summary) -> str:
     """The line under the title: who ran (provider, or the targets), latency profile, prefix cache, size."""
     warmup = f", {meta.warmup} warm-up turn(s) left out" if summary.warmup_turns else ""
     cache = prefix_cache_text(meta)
-    if meta.matrix:
-        who, per = f"Targets {targets_text(meta)}", "turns per target and mode"
-    else:
-        who = f"Provider `{meta.provider}`" + (f", model `{meta.model}`" if meta.model else "")
-        per = "turns per mode"
+    who = who_ran(meta)
+    per = "turns per target and mode" if meta.matrix else "turns per mode"
     return (
-        who
+        who[0].upper()
+        + who[1:]
         + (f", latency profile `{meta.latency_profile}`" if meta.latency_profile else "")
         + (f", {cache}" if cache else "")
         + f"; {meta.scenarios} scenarios, {meta.turns} {per}, {meta.repeat} repetition(s){warmup}; "

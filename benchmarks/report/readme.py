@@ -35,7 +35,7 @@ from benchmarks.report.tables import (
     mode_table,
     prefix_cache_text,
     summary_rows,
-    targets_text,
+    who_ran,
 )
 from benchmarks.report.verdict import (
     accuracy_edge,
@@ -230,20 +230,13 @@ def end_marker(name: str) -> str:
 def readme_block(results: RunResults, summary: Summary) -> str:
     """The Markdown that goes between the markers."""
     meta = results.meta
-    commit = meta.provenance.git_commit if meta.provenance is not None else None
-    code = ""
-    if commit is not None and meta.provenance is not None:
-        code = f", code at commit `{commit[:12]}`" + (
-            " with uncommitted changes" if meta.provenance.git_dirty else ""
-        )
+    provenance, code = meta.provenance, ""
+    if provenance is not None and provenance.git_commit is not None:
+        dirty = " with uncommitted changes" if provenance.git_dirty else ""
+        code = f", code at commit `{provenance.git_commit[:12]}`{dirty}"
     cache = prefix_cache_text(meta)
-    who = (
-        f"targets {targets_text(meta)}"
-        if meta.matrix
-        else f"provider `{meta.provider}`" + (f", model `{meta.model}`" if meta.model else "")
-    )
     source = (
-        f"Measured by `erp-ai bench` on {meta.started_at[:10]} with {who}"
+        f"Measured by `erp-ai bench` on {meta.started_at[:10]} with {who_ran(meta)}"
         + (f", latency profile `{meta.latency_profile}`" if meta.latency_profile else ", no latency profile")
         + (f", {cache}" if cache else "")
         + f": {meta.scenarios} scenarios, {meta.turns} turns per "

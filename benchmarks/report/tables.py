@@ -418,9 +418,11 @@ def prefix_cache_text(meta: RunMeta) -> str | None:
     return f"prefix cache modelled: {value}"
 
 
-def targets_text(meta: RunMeta) -> str:
-    """``"`a` (offline offline-sales), `b` (ollama llama3.1:8b at http://…)"``."""
-    return ", ".join(f"`{t.name}` ({t.label})" for t in meta.targets)
+def who_ran(meta: RunMeta) -> str:
+    """``"provider `openai`, model `gpt-4o-mini`"``, or ``"targets `a` (offline offline-sales), `b` (…)"``."""
+    if meta.matrix:
+        return "targets " + ", ".join(f"`{t.name}` ({t.label})" for t in meta.targets)
+    return f"provider `{meta.provider}`" + (f", model `{meta.model}`" if meta.model else "")
 
 
 def targets_table(meta: RunMeta) -> Table:
