@@ -214,8 +214,7 @@ def _plain_reply(view: PromptView) -> str:
     if understanding.kind == "operations":
         return (
             "Para responder necesito consultar el ERP, y en esta llamada no tengo herramientas ni "
-            "resultados: "
-            "pregúntame a través del asistente de ventas."
+            "resultados: pregúntame a través del asistente de ventas."
         )
     return understanding.reply
 
@@ -234,7 +233,7 @@ def _tool_step(view: PromptView, request: Request) -> Draft:
     if forced is not None and (forced is not answer_tool or not data_tools):
         return _forced_call(view, forced)
     if answer_tool is not None and view.results is not None:
-        return _final(_answer(view), request, answer_tool, compact=view.compact_json)
+        return _final(view, request, answer_tool, _answer(view))
 
     takes_year = {t.name for t in data_tools if "anio" in t.property_names}
     understanding = understand(view.question, view.conversation, sales, takes_year)
@@ -245,10 +244,7 @@ def _tool_step(view: PromptView, request: Request) -> Draft:
             return Draft(tool_calls=[(s.funcion, _fit(s.parametros, by_name[s.funcion])) for s in batch])
         items = [_executed(issued[s.key]) for s in understanding.steps if s.key in issued]
         return _final(
-            compose_answer(items, view.conversation, understanding.reply or None),
-            request,
-            answer_tool,
-            compact=view.compact_json,
+            view, request, answer_tool, compose_answer(items, view.conversation, understanding.reply or None)
         )
 
     if not data_calls:
@@ -260,14 +256,12 @@ def _tool_step(view: PromptView, request: Request) -> Draft:
             found = (spec, arguments(spec, view.question)) if spec else None
         if found is not None:
             return Draft(tool_calls=[(found[0].name, found[1])])
-        reply = compose_answer([], view.conversation, understanding.reply)
-        return _final(reply, request, answer_tool, compact=view.compact_json)
+        return _final(view, request, answer_tool, compose_answer([], view.conversation, understanding.reply))
     text = " ".join(
         describe(_executed(c)) if c.name in KNOWN_OPERATIONS else f"Resultado de {c.name}: {c.result}"
         for c in data_calls
     )
-    payload = {"respuesta": text, "memoria": [], "estado": {}}
-    return _final(payload, request, answer_tool, compact=view.compact_json)
+    return _final(view, request, answer_tool, {"respuesta": text, "memoria": [], "estado": {}})
 
 
 def _forced_call(view: PromptView, spec: ToolSpec) -> Draft:
@@ -288,9 +282,10 @@ def _forced_call(view: PromptView, spec: ToolSpec) -> Draft:
 
 
 def _final(
-    payload: dict[str, Any], request: Request, answer_tool: ToolSpec | None, *, compact: bool
+    view: PromptView, request: Request, answer_tool: ToolSpec | None, payload: dict[str, Any]
 ) -> Draft:
     """The turn's answer: a call to the answer tool, JSON, or the plain ``respuesta`` text."""
+    compact = view.compact_json
     if answer_tool is not None:
         return Draft(
             tool_calls=[(answer_tool.name, conform(payload, answer_tool.parameters, answer_tool.parameters))]

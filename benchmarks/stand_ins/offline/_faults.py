@@ -63,6 +63,12 @@ class FaultSite:
     tools_bound: bool
     catalog: tuple[str, ...] = ()
 
+    @classmethod
+    def read(
+        cls, view: PromptView, schema: dict[str, Any] | None, *, tools_bound: bool, call_index: int
+    ) -> FaultSite:
+        return cls(call_index, request_kind(view, schema), tools_bound, catalog_names(view))
+
 
 def prompt_kind(view: PromptView) -> RequestKind | None:
     """Plan or answer request, from the quoted keys the system prompt (or the whole prompt) asks for."""
@@ -266,11 +272,6 @@ def misbehave(
         payload: Any = json.loads(text) if text.strip() else None
     except json.JSONDecodeError:
         payload = None
-    site = FaultSite(
-        call_index=call_index,
-        kind=request_kind(view, schema),
-        tools_bound=tools_bound,
-        catalog=catalog_names(view),
-    )
+    site = FaultSite.read(view, schema, tools_bound=tools_bound, call_index=call_index)
     draft = inject(Draft(content=text, payload=payload, tool_calls=list(tool_calls)), mode, site)
     return Misbehaviour(text=draft.content, tool_calls=draft.tool_calls, repeat=draft.repeat)

@@ -44,7 +44,7 @@ from benchmarks.stand_ins.faults import (
 from benchmarks.stand_ins.latency import LatencyProfile, resolve_latency_profile
 from benchmarks.stand_ins.offline._cache import DEFAULT_PROMPT_CACHE_SIZE, PrefixCache, prompt_blocks
 from benchmarks.stand_ins.offline._decide import decide, read_request
-from benchmarks.stand_ins.offline._faults import FaultSite, catalog_names, inject, request_kind
+from benchmarks.stand_ins.offline._faults import FaultSite, inject
 from benchmarks.stand_ins.offline._prompt import read_prompt
 from shared.llm.tokens import approx_json_tokens, approx_tokens
 
@@ -303,13 +303,9 @@ class OfflineSalesModel(BaseChatModel):
         draft = decide(view, request)
         if fault is not None and fault != "stream_break":
             tools_bound = bool(request.tools) and request.tool_choice != "none"
-            site = FaultSite(
-                call_index=index,
-                kind=None if tools_bound else request_kind(view, request.schema),
-                tools_bound=tools_bound,
-                catalog=catalog_names(view),
+            draft = inject(
+                draft, fault, FaultSite.read(view, request.schema, tools_bound=tools_bound, call_index=index)
             )
-            draft = inject(draft, fault, site)
         content, finish_reason = draft.content, "tool_calls" if draft.tool_calls else "stop"
         for sequence in stop or self.stop or []:
             if sequence and sequence in content:

@@ -302,14 +302,9 @@ def _conversation(text: str, earlier: list[BaseMessage]) -> Conversation:
         _as_year(state.get("anio")) or history.anio or _year_from_text([*memory, *(a for _, a in exchanges)])
     )
 
-    operations: list[tuple[str, dict[str, Any]]] = []
-    for key in ("ultimas_operaciones", "operaciones", "ultima_operacion"):
-        if key in state:
-            operations = _operations(state[key])
-            if operations:
-                break
-    if not operations:
-        operations = list(history.operations)
+    keys = ("ultimas_operaciones", "operaciones", "ultima_operacion")
+    found = (ops for key in keys if key in state and (ops := _operations(state[key])))
+    operations = next(found, history.operations)
     previous_question = exchanges[-1][0] if exchanges else history.question
     return Conversation(
         today=today,

@@ -230,8 +230,7 @@ class ToolSpec:
 
     @property
     def property_names(self) -> list[str]:
-        props = resolve(self.parameters, self.parameters).get("properties")
-        return list(props) if isinstance(props, dict) else []
+        return list(properties(self.parameters))
 
 
 def explicit_call(question: str, tools: list[ToolSpec]) -> tuple[ToolSpec, dict[str, Any]] | None:

@@ -86,6 +86,10 @@ def _count(word: str) -> int | None:
     return _NUMBERS.get(word)
 
 
+_TODAY_OFFSETS = {"this": 0, "last": -1, "next": 1}
+"""Year expressions relative to the prompt's date, and how many years each one moves."""
+
+
 def year_spans(
     folded: str, today: date | None, conversation_year: int | None
 ) -> list[tuple[int, int, int | None]]:
@@ -96,12 +100,8 @@ def year_spans(
         value: int | None = None
         if kind == "explicit":
             value = int(match.group())
-        elif kind == "this":
-            value = today.year if today else None
-        elif kind == "last":
-            value = today.year - 1 if today else None
-        elif kind == "next":
-            value = today.year + 1 if today else None
+        elif kind in _TODAY_OFFSETS:
+            value = today.year + _TODAY_OFFSETS[kind] if today else None
         elif kind == "previous":
             base = conversation_year or (today.year if today else None)
             value = base - 1 if base else None
@@ -119,12 +119,9 @@ def year_spans(
 def find_years(folded: str, today: date | None, conversation_year: int | None) -> Years:
     """Years in ``folded`` (a :func:`shared.text.fold`-ed question)."""
     spans = year_spans(folded, today, conversation_year)
-    values: list[int] = []
-    for _, _, value in spans:
-        if value is not None and value not in values:
-            values.append(value)
+    values = tuple(dict.fromkeys(value for _, _, value in spans if value is not None))
     unresolved = any(value is None for _, _, value in spans)
-    return Years(values=tuple(values), mentioned=bool(spans), unresolved=unresolved)
+    return Years(values=values, mentioned=bool(spans), unresolved=unresolved)
 
 
 _MAY = re.compile(r"\bmayo\b|\b(?:in|about|of|for|during|since|until|from|and) may\b|\bmay (?:of |\d)")
@@ -483,10 +480,8 @@ def _build(
     if month_year and not year_values:
         year_values = [month_year]
     if needs_year and not year_values:
-        if years.unresolved:
-            return Understanding("clarify", reply=REPLIES["which_year"])
         fallback = conversation.anio or (conversation.today.year if conversation.today else None)
-        if fallback is None:
+        if years.unresolved or fallback is None:
             return Understanding("clarify", reply=REPLIES["which_year"])
         year_values = [fallback]
 
@@ -509,13 +504,12 @@ def _build(
     # year ("cuánto nos compró este año el que fue nuestro mejor cliente en 2024") the others get the rest.
     best_year = _best_customer_year(folded, conversation) if "mejor_cliente" in usable else None
     groups: list[tuple[int | None, list[str]]]
-    plain_years: list[int | None] = list(year_values) or [None]
     if best_year is not None and any(year != best_year for year in year_values):
         rest = [name for name in usable if name != "mejor_cliente"]
         groups = [(best_year, ["mejor_cliente"])]
         groups += [(year, rest) for year in year_values if year != best_year]
     else:
-        groups = [(year, usable) for year in plain_years]
+        groups = [(year, usable) for year in year_values] or [(None, usable)]
 
     steps: list[Step] = []
     best_key: str | None = None

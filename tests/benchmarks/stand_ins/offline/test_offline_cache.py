@@ -101,12 +101,6 @@ def test_the_blocks_add_up_to_the_input_tokens(tools: list[StructuredTool], with
     assert sum(block.tokens for block in prompt_blocks(messages, options)) == _usage(reply)[0]
 
 
-def test_a_cache_of_size_zero_reports_no_hits() -> None:
-    model = OfflineSalesModel(prompt_cache_size=0)
-    replies = [model.invoke(plan_messages("¿Cuánto vendimos en 2025?")) for _ in range(2)]
-    assert [_usage(reply)[1] for reply in replies] == [0, 0]
-
-
 def test_the_least_recently_used_prompt_leaves_a_full_cache_and_each_instance_has_its_own() -> None:
     model = OfflineSalesModel(prompt_cache_size=1)
     a = [SystemMessage("Instrucciones A"), HumanMessage("Hola")]
