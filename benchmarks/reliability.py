@@ -44,7 +44,7 @@ MATRIX_MAX_TOKENS = 400
 """Output cap of every model call in the matrix: above any normal reply, so only runaways hit it."""
 MATRIX_TIMEOUT_S = 0.5
 """Request timeout in the matrix: ``slow`` and ``stall`` faults outlast it."""
-SLOW_FAULT_S = 2.0
+SLOW_FAULT_S = 1.0
 """How long the emulator's ``slow`` fault waits (more than the timeout)."""
 
 QUESTION = "¿Cuánto vendimos en 2025?"
