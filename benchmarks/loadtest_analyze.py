@@ -67,7 +67,7 @@ def analyze_body() -> bytes:
 
     request = AnalyzeRequest(
         message=QUESTIONS[0],
-        context=ConversationContext(hoy=_TODAY),
+        context=ConversationContext(today=_TODAY),
         catalog=sales_registry().catalog(DEMO_CALLER),
     )
     return request.model_dump_json().encode()

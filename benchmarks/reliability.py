@@ -155,12 +155,12 @@ def _path_engines(
 
 def _snapshot(store: MemoryStore, conversation_id: str) -> tuple[Any, ...]:
     history = [(m.role, m.content) for m in store.history(conversation_id)]
-    memories = [(m.contenido, m.importancia) for m in store.memories(conversation_id)]
+    memories = [(m.content, m.importance) for m in store.memories(conversation_id)]
     return (history, store.get_state(conversation_id), memories)
 
 
 def _stored_chars(store: MemoryStore, conversation_id: str) -> int:
-    memories = sum(len(m.contenido) for m in store.memories(conversation_id))
+    memories = sum(len(m.content) for m in store.memories(conversation_id))
     return memories + sum(len(str(value)) for value in store.get_state(conversation_id).values())
 
 
@@ -174,7 +174,7 @@ def _seed_conversation(store: MemoryStore, conversation_id: str) -> None:
                 MessageIn(role="user", content=question, metadata={}),
                 MessageIn(role="assistant", content=answer, metadata={}),
             ],
-            memories=[MemoryItem(contenido=answer, importancia=0.9)],
+            memories=[MemoryItem(content=answer, importance=0.9)],
             state={"tema": "ventas", "anio": 2025},
         ),
     )

@@ -167,7 +167,7 @@ _COPIED = (
     "state", "errors", "failure", "plan_valid", "ungrounded_figures",
 )  # fmt: skip
 """The fields a row takes from the turn's result as they are."""
-_OPERATION = {"funcion", "parametros", "id", "error"}
+_OPERATION = {"function", "parameters", "id", "error"}
 """What a row keeps of each operation (not its result)."""
 
 

@@ -247,8 +247,8 @@ class PlannerAI:
             if isinstance(item, str):
                 yield item
                 continue
-            plan = item if item.pregunta else item.model_copy(update={"pregunta": question})
-            direct = (plan.respuesta_directa or "").strip() if plan.is_direct else ""
+            plan = item if item.question else item.model_copy(update={"question": question})
+            direct = (plan.direct_answer or "").strip() if plan.is_direct else ""
             if text.text and direct.startswith(text.text) and len(direct) > len(text.text):
                 yield direct[len(text.text) :]
             yield plan
@@ -273,8 +273,8 @@ class PlannerAI:
             if isinstance(item, str):
                 yield item
                 continue
-            if not item.respuesta.strip():
+            if not item.text.strip():
                 raise ModelOutputError("The model returned an empty 'respuesta'.", raw=item.model_dump_json())
-            if item.respuesta.startswith(text.text) and len(item.respuesta) > len(text.text):
-                yield item.respuesta[len(text.text) :]
+            if item.text.startswith(text.text) and len(item.text) > len(text.text):
+                yield item.text[len(text.text) :]
             yield item

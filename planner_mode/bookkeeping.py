@@ -37,11 +37,11 @@ def rejected(
     validated: ValidatedPlan, max_operations: int
 ) -> tuple[list[ExecutedOperation], list[OperationOutcome]]:
     """The operations of a rejected plan, none executed, each with the reason call 2 will explain."""
-    operations = validated.plan.operaciones
+    operations = validated.plan.operations
     plan_level = [issue.message for issue in validated.issues if issue.index is None]
     if len(operations) > max_operations:
         # Do not flood call 2 with one entry per operation of an oversized plan: one entry says it all.
-        return [], [OperationOutcome(funcion="plan", error="; ".join(plan_level))]
+        return [], [OperationOutcome(function="plan", error="; ".join(plan_level))]
     summary = "; ".join(issue.message for issue in validated.issues)
     executed: list[ExecutedOperation] = []
     for index, op in enumerate(operations):
@@ -53,11 +53,11 @@ def rejected(
         )
         executed.append(
             ExecutedOperation(
-                funcion=op.funcion, parametros=op.parametros, id=op.id, error=reason, error_kind="invalid"
+                function=op.function, parameters=op.parameters, id=op.id, error=reason, error_kind="invalid"
             )
         )
     outcomes = [
-        OperationOutcome(funcion=op.funcion, parametros=op.parametros, error=op.error) for op in executed
+        OperationOutcome(function=op.function, parameters=op.parameters, error=op.error) for op in executed
     ]
     return executed, outcomes
 
@@ -113,10 +113,10 @@ class PlannerTurn:
         return TurnRecord(
             messages=[
                 MessageIn(role="user", content=self.question, metadata={}),
-                MessageIn(role="assistant", content=answer.respuesta, metadata=metadata),
+                MessageIn(role="assistant", content=answer.text, metadata=metadata),
             ],
-            memories=list(answer.memoria),
-            state=turn_state(self.state, self.operations, answer.estado),
+            memories=list(answer.memories),
+            state=turn_state(self.state, self.operations, answer.state),
         )
 
     def result(

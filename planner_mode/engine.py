@@ -161,7 +161,7 @@ class PlannerEngine(TurnEngine):
         yield PlanReady(plan=analyzed.plan.model_dump(mode="json"))
         if direct is not None:
             if not shown:  # written after other keys: not streamed, shown whole now
-                yield turn.clock.delta(direct.respuesta)
+                yield turn.clock.delta(direct.text)
             yield await asyncio.to_thread(self._record, turn, direct)
             return
         if turn.runnable is not None:
@@ -223,7 +223,7 @@ class PlannerEngine(TurnEngine):
         if not isinstance(context, ConversationContext):  # refused before any model call
             return self._unrecorded(turn, context)
         turn.context = context
-        turn.state = turn.context.estado
+        turn.state = turn.context.state
         turn.catalog = self.registry.catalog(turn.caller)
         return None
 
@@ -234,7 +234,7 @@ class PlannerEngine(TurnEngine):
         plan = turn.plan = analyzed.plan
         if plan.is_direct:
             turn.plan_valid = True  # an empty plan is a valid one
-            return Answer(respuesta=(plan.respuesta_directa or "").strip())
+            return Answer(text=(plan.direct_answer or "").strip())
         validated = validate_plan(
             plan, self.registry, max_operations=self.limits.max_operations, caller=turn.caller
         )
@@ -251,14 +251,14 @@ class PlannerEngine(TurnEngine):
         """Take the executed plan: what call 2 reads (results clipped, errors explained); an operation that
         broke inside the ERP makes the turn an ``operation_error``."""
         turn.operations = operations
-        turn.errors.extend(f"{op.funcion}: {op.error}" for op in operations if op.error)
+        turn.errors.extend(f"{op.function}: {op.error}" for op in operations if op.error)
         if any(op.error_kind == "internal" for op in operations):
             turn.failure = "operation_error"
         turn.outcomes = [
             OperationOutcome(
-                funcion=op.funcion,
-                parametros=op.parametros,
-                resultado=clip_json(
+                function=op.function,
+                parameters=op.parameters,
+                result=clip_json(
                     op.result, max_items=self.limits.result_rows, max_chars=self.limits.result_chars
                 ),
                 error=op.error,
@@ -291,13 +291,13 @@ class PlannerEngine(TurnEngine):
             *(spec.model_dump_json() for spec in turn.catalog),
             *(outcome.error for outcome in turn.outcomes if outcome.error),  # e.g. a rejected plan's reason
         ]
-        check = check_answer(answer.respuesta, answer.memoria, turn.operations, texts, self.erp.today)
+        check = check_answer(answer.text, answer.memories, turn.operations, texts, self.erp.today)
         turn.ungrounded = check.figures
         if check.figures and self.grounding == "refuse":
             turn.failure = "ungrounded"
             turn.errors.append(f"Ungrounded figures in the answer: {', '.join(check.figures)}")
             return turn.result(ungrounded_answer(check.figures, turn.operations))
-        return answer.model_copy(update={"memoria": check.memories})
+        return answer.model_copy(update={"memories": check.memories})
 
     def _record(self, turn: PlannerTurn, answer: Answer) -> TurnResult:
         """Store the whole turn in one transaction (blocking: the driver calls it in a thread), once its
@@ -320,10 +320,8 @@ class PlannerEngine(TurnEngine):
         except StorageError as exc:  # the answer is good; only remembering it failed
             turn.failure = "storage"
             turn.errors.append(f"Turn not recorded: {exc}")
-            return turn.result(f"{answer.respuesta}\n\n{NOT_RECORDED_NOTE}")
-        return turn.result(
-            answer.respuesta, memories=[item.contenido for item in answer.memoria], recorded=state
-        )
+            return turn.result(f"{answer.text}\n\n{NOT_RECORDED_NOTE}")
+        return turn.result(answer.text, memories=[item.content for item in answer.memories], recorded=state)
 
     def _unrecorded(self, turn: PlannerTurn, error: BaseException) -> TurnResult:
         """A turn that ends without a model-written answer: classified, explained, nothing written."""

@@ -32,15 +32,15 @@ def _run_one(
     error: str | None = None
     kind: OperationErrorKind | None = None
     try:
-        result = registry.execute(erp, op.funcion, params, caller=caller)
+        result = registry.execute(erp, op.function, params, caller=caller)
     except OperationError as exc:
         error, kind = str(exc), _error_kind(exc)
     except Exception as exc:  # an ERP bug must not abort the turn; its text must not reach the model
-        error, kind = str(internal_error(op.funcion, exc)), "internal"
+        error, kind = str(internal_error(op.function, exc)), "internal"
     duration_ms = (time.perf_counter() - started) * 1000
     return ExecutedOperation(
-        funcion=op.funcion,
-        parametros=params,
+        function=op.function,
+        parameters=params,
         id=op.id,
         result=result,
         error=error,
@@ -74,7 +74,7 @@ async def astream_plan(
     """
     if not validated.ok:
         raise ValueError("executing a plan needs a valid plan; check ValidatedPlan.ok first")
-    operations = validated.plan.operaciones
+    operations = validated.plan.operations
     done: dict[int, ExecutedOperation] = {}
     results_by_id: dict[str, Any] = {}
     slots = asyncio.Semaphore(max_workers)
@@ -89,16 +89,16 @@ async def astream_plan(
             op = operations[index]
             failed = [operations[d] for d in sorted(validated.dependencies.get(index, ())) if not done[d].ok]
             if failed:
-                names = ", ".join(f.id or f.funcion for f in failed)
+                names = ", ".join(f.id or f.function for f in failed)
                 error, kind = f"Not executed: it depends on {names}, which failed.", "refused"
             else:
                 try:
-                    runnable.append((index, resolve_refs(op.parametros, results_by_id)))
+                    runnable.append((index, resolve_refs(op.parameters, results_by_id)))
                     continue
                 except UnresolvedReferenceError as exc:
                     error, kind = str(exc), "invalid"
             done[index] = ExecutedOperation(
-                funcion=op.funcion, parametros=op.parametros, id=op.id, error=error, error_kind=kind
+                function=op.function, parameters=op.parameters, id=op.id, error=error, error_kind=kind
             )
             yield index, done[index]
         tasks = [asyncio.ensure_future(run_one(index, params)) for index, params in runnable]

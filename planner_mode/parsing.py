@@ -308,7 +308,7 @@ def parse_model_output(text: str, model: type[M]) -> M:
     the most top-level keys the schema knows, then the fewest errors, then the first.
     """
     objects, search = _objects(text)
-    fields = set(model.model_fields)
+    fields = {info.alias or name for name, info in model.model_fields.items()}
     best: tuple[tuple[int, int], ValidationError] | None = None
     for value in objects:
         try:

@@ -57,17 +57,17 @@ class PlannedOperation(ProviderSchemaModel):
     schema_description: ClassVar[str] = "Una operación del catálogo."
 
     id: str | None = Field(default=None, description="Solo si otra operación usa su resultado con $ref.")
-    funcion: str = Field(description="Nombre exacto en el catálogo.")
-    parametros: dict[str, Any] = Field(
-        default_factory=dict, description='Un valor puede ser {"$ref":"op1.campo"}.'
+    function: str = Field(alias="funcion", description="Nombre exacto en el catálogo.")
+    parameters: dict[str, Any] = Field(
+        alias="parametros", default_factory=dict, description='Un valor puede ser {"$ref":"op1.campo"}.'
     )
 
-    @field_validator("parametros", mode="before")
+    @field_validator("parameters", mode="before")
     @classmethod
     def _null_means_no_parameters(cls, value: Any) -> Any:
         return {} if value is None else value
 
-    @field_validator("parametros")
+    @field_validator("parameters")
     @classmethod
     def _bounded_nesting(cls, value: dict[str, Any]) -> dict[str, Any]:
         if nesting_depth(value) > MAX_NESTING_DEPTH:
@@ -91,18 +91,24 @@ class Plan(ProviderSchemaModel):
     schema_omit: ClassVar[tuple[str, ...]] = ("pregunta",)
 
     # ``respuesta_directa`` first: a model writes in the schema's order, and a direct answer first can stream.
-    respuesta_directa: str | None = Field(
-        default=None, description="Solo sin operaciones: respuesta breve (saludo, charla, imposible)."
+    direct_answer: str | None = Field(
+        alias="respuesta_directa",
+        default=None,
+        description="Solo sin operaciones: respuesta breve (saludo, charla, imposible).",
     )
-    operaciones: list[PlannedOperation] = Field(default_factory=list, description="En orden.")
-    pregunta: str = Field(default="", description="La pregunta del usuario (la completa el ERP).")
+    operations: list[PlannedOperation] = Field(
+        alias="operaciones", default_factory=list, description="En orden."
+    )
+    question: str = Field(
+        alias="pregunta", default="", description="La pregunta del usuario (la completa el ERP)."
+    )
 
     @model_validator(mode="before")
     @classmethod
     def _is_a_plan(cls, data: Any) -> Any:
-        if not isinstance(data, dict) or "operaciones" in data:
+        if not isinstance(data, dict) or "operaciones" in data or "operations" in data:
             return data
-        direct = data.get("respuesta_directa")
+        direct = data.get("respuesta_directa", data.get("direct_answer"))
         if isinstance(direct, str) and direct.strip():
             return data
         keys = ", ".join(repr(str(key)[:40]) for key in islice(data, 10)) or "none"
@@ -111,32 +117,36 @@ class Plan(ProviderSchemaModel):
             f"'respuesta_directa'; the reply's keys: {keys}"
         )
 
-    @field_validator("operaciones", "pregunta", mode="before")
+    @field_validator("operations", "question", mode="before")
     @classmethod
     def _null_means_empty(cls, value: Any, info: ValidationInfo) -> Any:
         if value is None:
-            return [] if info.field_name == "operaciones" else ""
+            return [] if info.field_name == "operations" else ""
         return value
 
     @property
     def is_direct(self) -> bool:
         """True when the plan answers directly: no operations and a non-empty ``respuesta_directa``."""
-        return not self.operaciones and bool(self.respuesta_directa and self.respuesta_directa.strip())
+        return not self.operations and bool(self.direct_answer and self.direct_answer.strip())
 
 
 class OperationOutcome(BaseModel):
     """What call 2 reads about one planned operation: its result, or why it failed or was not run."""
 
-    funcion: str
-    parametros: dict[str, Any] = Field(default_factory=dict)
-    resultado: Any = None
+    model_config = ConfigDict(
+        validate_by_name=True, validate_by_alias=True, serialize_by_alias=True
+    )  # Spanish aliases on the wire
+
+    function: str = Field(alias="funcion")
+    parameters: dict[str, Any] = Field(alias="parametros", default_factory=dict)
+    result: Any = Field(alias="resultado", default=None)
     error: str | None = None
 
     def for_prompt(self) -> dict[str, Any]:
         """``{"funcion", "parametros", "resultado"}`` or ``{"funcion", "parametros", "error"}``."""
-        data: dict[str, Any] = {"funcion": self.funcion, "parametros": self.parametros}
+        data: dict[str, Any] = {"funcion": self.function, "parametros": self.parameters}
         if self.error is not None:
             data["error"] = self.error
         else:
-            data["resultado"] = self.resultado
+            data["resultado"] = self.result
         return data

@@ -79,7 +79,7 @@ def plan_json_schema(catalog: Sequence[OperationSpec], *, union: bool = True) ->
     }
     operations: dict[str, Any] = {
         "type": "array",
-        "description": Plan.model_fields["operaciones"].description,
+        "description": Plan.model_fields["operations"].description,
     }
     if not catalog:
         operations.update(items={"type": "object"}, maxItems=0)
@@ -100,7 +100,7 @@ def plan_json_schema(catalog: Sequence[OperationSpec], *, union: bool = True) ->
     else:
         any_parameters = {
             "type": "object",
-            "description": PlannedOperation.model_fields["parametros"].description,
+            "description": PlannedOperation.model_fields["parameters"].description,
         }
         operations["items"] = _item([spec.name for spec in catalog], any_parameters)
         operations["maxItems"] = MAX_PLAN_OPERATIONS
@@ -114,7 +114,7 @@ def plan_json_schema(catalog: Sequence[OperationSpec], *, union: bool = True) ->
             # direct answer is the first thing it writes and streams to the user as it is written.
             "respuesta_directa": {
                 "type": "string",
-                "description": Plan.model_fields["respuesta_directa"].description,
+                "description": Plan.model_fields["direct_answer"].description,
             },
             "operaciones": operations,
         },

@@ -46,7 +46,7 @@ class PlanIssue:
     message: str
     """Human-readable explanation, naming the operation and parameter concerned."""
     index: int | None = None
-    """Index of the offending operation in ``plan.operaciones``; ``None`` for a whole-plan problem."""
+    """Index of the offending operation in ``plan.operations``; ``None`` for a whole-plan problem."""
 
 
 @dataclass(frozen=True)
@@ -291,7 +291,7 @@ def validate_plan(
     fail the operation's model, malformed or dangling ``$ref`` (unknown id, or a path the referenced
     operation's result model does not have: see the module docstring), self references and reference cycles.
     """
-    operations = plan.operaciones
+    operations = plan.operations
     if len(operations) > max_operations:
         return ValidatedPlan(
             plan=plan,
@@ -308,24 +308,24 @@ def validate_plan(
         if op.id is None:
             continue
         if op.id in ids:
-            issues.append(PlanIssue(f"{_label(index, op.funcion, op.id)}: duplicate id {op.id!r}", index))
+            issues.append(PlanIssue(f"{_label(index, op.function, op.id)}: duplicate id {op.id!r}", index))
         else:
             ids[op.id] = index
 
     dependencies: dict[int, set[int]] = {}
     for index, op in enumerate(operations):
-        label = _label(index, op.funcion, op.id)
-        known = op.funcion in registry
+        label = _label(index, op.function, op.id)
+        known = op.function in registry
         if not known:
             valid = registry.names(caller)
-            issues.append(PlanIssue(f"{label}: {UnknownOperationError(op.funcion, valid)}", index))
+            issues.append(PlanIssue(f"{label}: {UnknownOperationError(op.function, valid)}", index))
         else:
             issues.extend(
                 PlanIssue(msg, index)
-                for msg in _check_parameters(registry, op.funcion, op.parametros, label, caller)
+                for msg in _check_parameters(registry, op.function, op.parameters, label, caller)
             )
         deps: set[int] = set()
-        for ref in find_refs(op.parametros):
+        for ref in find_refs(op.parameters):
             if not isinstance(ref, str) or not ref.strip():
                 issues.append(PlanIssue(f'{label}: malformed $ref {ref!r}; expected "id.campo"', index))
                 continue
@@ -339,7 +339,7 @@ def validate_plan(
             if target == index:
                 issues.append(PlanIssue(f"{label}: $ref {ref!r} refers to the operation itself", index))
                 continue
-            target_op = operations[target].funcion
+            target_op = operations[target].function
             if path and target_op in registry:
                 schema = _result_schema(registry.get(target_op).result_model)
                 problem = _path_problem(schema, target_op, ref, path) if schema is not None else None
@@ -351,7 +351,7 @@ def validate_plan(
 
     waves, cyclic = _waves(len(operations), dependencies)
     if cyclic:
-        names = ", ".join(_label(i, operations[i].funcion, operations[i].id) for i in sorted(cyclic))
+        names = ", ".join(_label(i, operations[i].function, operations[i].id) for i in sorted(cyclic))
         issues.append(PlanIssue(f"Reference cycle (or dependency on one) among: {names}"))
     if issues:
         return ValidatedPlan(plan=plan, issues=issues, dependencies=dependencies)

@@ -138,22 +138,21 @@ def _strings(value: Any) -> Iterator[str]:
 def _bounded_context(context: ConversationContext) -> ConversationContext:
     """``context`` if it keeps the bounds the memory store builds it to (:mod:`shared.bounds`) and holds no
     control character (:data:`shared.inputs.CONTROL_CHARACTERS`); else ``ValueError`` naming the part."""
-    _at_most(len(context.memoria), MAX_CONTEXT_MEMORIES, "memoria", "items")
-    for index, item in enumerate(context.memoria):
+    _at_most(len(context.memories), MAX_CONTEXT_MEMORIES, "memoria", "items")
+    for index, item in enumerate(context.memories):
         _at_most(len(item), MAX_MEMORY_CHARS, f"memoria[{index}]", "characters")
         _checked(check_text, item, f"memoria[{index}]")
-    _at_most(len(context.estado), MAX_STATE_KEYS, "estado", "keys")
-    for number, (key, value) in enumerate(context.estado.items(), start=1):
+    _at_most(len(context.state), MAX_STATE_KEYS, "estado", "keys")
+    for number, (key, value) in enumerate(context.state.items(), start=1):
         _at_most(len(key), MAX_STATE_KEY_CHARS, f"estado key {number}", "characters")
         _at_most(
             json_size(value), MAX_STATE_VALUE_CHARS, f"estado key {number}'s value", "characters of JSON"
         )
         for text in (key, *_strings(value)):
             _checked(check_text, text, f"estado key {number}")
-    _at_most(len(context.ultimos_intercambios), MAX_CONTEXT_EXCHANGES, "ultimos_intercambios", "items")
-    for index, exchange in enumerate(context.ultimos_intercambios):
-        for name in ("usuario", "asistente"):
-            text = getattr(exchange, name)
+    _at_most(len(context.recent_exchanges), MAX_CONTEXT_EXCHANGES, "ultimos_intercambios", "items")
+    for index, exchange in enumerate(context.recent_exchanges):
+        for name, text in (("usuario", exchange.user), ("asistente", exchange.assistant)):
             what = f"ultimos_intercambios[{index}].{name}"
             _at_most(len(text), MAX_EXCHANGE_CHARS, what, "characters")
             _checked(check_text, text, what)

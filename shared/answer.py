@@ -28,6 +28,9 @@ class ProviderSchemaModel(BaseModel):
     validation-mode schema is trimmed; see the module docstring.
     """
 
+    # English attribute names in Python; the article's Spanish names (the aliases) in JSON, prompts and
+    # schemas. Either name is accepted on input.
+    model_config = ConfigDict(validate_by_name=True, validate_by_alias=True, serialize_by_alias=True)
     schema_description: ClassVar[str] = ""
     """The schema's ``description``: what the model is asked to write, in the prompts' language."""
     schema_omit: ClassVar[tuple[str, ...]] = ()
@@ -70,10 +73,10 @@ class MemoryItem(ProviderSchemaModel):
     model_config = ConfigDict(extra="ignore")
     schema_description: ClassVar[str] = "Un hecho a recordar, en una frase."
 
-    contenido: str = Field(json_schema_extra={"maxLength": MAX_MEMORY_CHARS})
-    importancia: float = Field(ge=0.0, le=1.0)
+    content: str = Field(alias="contenido", json_schema_extra={"maxLength": MAX_MEMORY_CHARS})
+    importance: float = Field(alias="importancia", ge=0.0, le=1.0)
 
-    @field_validator("importancia", mode="before")
+    @field_validator("importance", mode="before")
     @classmethod
     def _clamp(cls, value: Any) -> Any:
         if isinstance(value, int | float) and not isinstance(value, bool):
@@ -91,29 +94,32 @@ class Answer(ProviderSchemaModel):
     model_config = ConfigDict(extra="ignore")
     schema_description: ClassVar[str] = "Respuesta al usuario; memoria y estado son opcionales."
 
-    respuesta: str = Field(description="Texto para el usuario, en español.")
-    memoria: list[MemoryItem] = Field(
+    text: str = Field(alias="respuesta", description="Texto para el usuario, en español.")
+    memories: list[MemoryItem] = Field(
+        alias="memoria",
         default_factory=list,
         description="Hechos a recordar.",
         json_schema_extra={"maxItems": MAX_MEMORY_ITEMS_PER_TURN},
     )
-    estado: dict[str, Any] = Field(
-        default_factory=dict, description="Solo las claves del estado de la conversación que cambian."
+    state: dict[str, Any] = Field(
+        alias="estado",
+        default_factory=dict,
+        description="Solo las claves del estado de la conversación que cambian.",
     )
 
-    @field_validator("memoria", "estado", mode="before")
+    @field_validator("memories", "state", mode="before")
     @classmethod
     def _null_is_empty(cls, value: Any, info: ValidationInfo) -> Any:
         if value is None:
-            return [] if info.field_name == "memoria" else {}
+            return [] if info.field_name == "memories" else {}
         return value
 
-    @field_validator("memoria")
+    @field_validator("memories")
     @classmethod
     def _bound_memory(cls, value: list[MemoryItem]) -> list[MemoryItem]:
         return bound_memories(value)
 
-    @field_validator("estado")
+    @field_validator("state")
     @classmethod
     def _bound_state(cls, value: dict[str, Any]) -> dict[str, Any]:
         return clip_state(value)
@@ -132,12 +138,12 @@ def bound_memories(
     """
     merged: dict[str, MemoryItem] = {}
     for item in items:
-        content = clip_line(item.contenido, max_chars)
+        content = clip_line(item.content, max_chars)
         if not content:
             continue
         key = fold(content)
         kept = merged.get(key)
-        importance = max(item.importancia, kept.importancia) if kept is not None else item.importancia
-        merged[key] = MemoryItem(contenido=kept.contenido if kept else content, importancia=importance)
-    ranked = sorted(enumerate(merged.values()), key=lambda pair: (-pair[1].importancia, pair[0]))
+        importance = max(item.importance, kept.importance) if kept is not None else item.importance
+        merged[key] = MemoryItem(content=kept.content if kept else content, importance=importance)
+    ranked = sorted(enumerate(merged.values()), key=lambda pair: (-pair[1].importance, pair[0]))
     return [item for _, item in sorted(ranked[:max_items], key=lambda pair: pair[0])]

@@ -138,10 +138,10 @@ def check_answer(
     """Check ``answer`` and ``memories`` against the results, parameters and refusals of the turn's
     ``operations``, the ``texts`` the ERP sent (question, context, catalog) and ``today``."""
     results: list[Any] = [op.result for op in operations if op.ok]
-    results.extend(op.parametros for op in operations)
+    results.extend(op.parameters for op in operations)
     refusals = [op.error for op in operations if op.error]  # what the ERP said when it refused
     sources = grounding_sources(results, [*texts, *refusals], today)
-    kept = [item for item in memories if not ungrounded_figures(item.contenido, sources)]
+    kept = [item for item in memories if not ungrounded_figures(item.content, sources)]
     return GroundingCheck(figures=ungrounded_figures(answer, sources), memories=kept)
 
 
@@ -159,6 +159,6 @@ def ungrounded_answer(figures: Sequence[str], operations: Sequence[ExecutedOpera
         return f"{head} ¿Puede intentarlo de nuevo o reformular la pregunta?"
     lines = [f"{head} Esto es lo que devolvió el ERP:"]
     for op in ran:
-        lines.append(f"- {call_text(op.funcion, op.parametros)}:")
+        lines.append(f"- {call_text(op.function, op.parameters)}:")
         lines += result_lines(op.result, indent="  ")
     return "\n".join(lines)

@@ -55,7 +55,7 @@ def derived_state(operations: Sequence[ExecutedOperation]) -> dict[str, Any]:
     succeeded = [op for op in operations if op.ok]
     state: dict[str, Any] = {}
     for op in succeeded:
-        state.update(_named(op.parametros))
+        state.update(_named(op.parameters))
         if isinstance(op.result, Mapping):
             state.update(_named(op.result))
             state.update(_single_item(op.result))
@@ -101,7 +101,7 @@ def _single_item(result: Mapping[str, Any]) -> dict[str, Any]:
 
 def _operations_text(operations: Sequence[ExecutedOperation]) -> str:
     """The last operations in call notation, joined by ``"; "``, within the bounds (oldest dropped first)."""
-    calls = [operation_call(op.funcion, op.parametros) for op in operations[-MAX_OPERATIONS:]]
+    calls = [operation_call(op.function, op.parameters) for op in operations[-MAX_OPERATIONS:]]
     while len(calls) > 1 and len("; ".join(calls)) > MAX_OPERATIONS_CHARS:
         calls.pop(0)
     return clip_text("; ".join(calls), MAX_OPERATIONS_CHARS)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from shared.failures import FailureKind
 
@@ -32,9 +32,13 @@ class FirstAnswerCall(BaseModel):
 class ExecutedOperation(BaseModel):
     """One sales operation the ERP executed (or refused) during a turn."""
 
-    funcion: str
+    model_config = ConfigDict(
+        validate_by_name=True, validate_by_alias=True, serialize_by_alias=True
+    )  # Spanish aliases on the wire
+
+    function: str = Field(alias="funcion")
     """Operation name as the model requested it."""
-    parametros: dict[str, Any] = Field(default_factory=dict)
+    parameters: dict[str, Any] = Field(alias="parametros", default_factory=dict)
     """Parameters after `$ref` resolution (planner) or as the tool call sent them (tool calling)."""
     id: str | None = None
     """Plan operation id (planner) or tool call id (tool calling)."""

@@ -321,7 +321,7 @@ def test_the_largest_context_the_store_builds_and_the_longest_question_pass_the_
             ),
         )
     context = memory_store.build_context("big", date(2026, 11, 30), memory_limit=100, exchanges=100)
-    assert len(context.memoria) == MAX_CONTEXT_MEMORIES and len(context.estado) == MAX_STATE_KEYS
+    assert len(context.memories) == MAX_CONTEXT_MEMORIES and len(context.state) == MAX_STATE_KEYS
 
     request = AnalyzeRequest(
         message="¿" + "x" * (MAX_QUESTION_CHARS - 1),

@@ -220,8 +220,8 @@ def executed_operation(
         except ValueError:
             result = content
     return ExecutedOperation(
-        funcion=name,
-        parametros=dict(args) if isinstance(args, dict) else {},
+        function=name,
+        parameters=dict(args) if isinstance(args, dict) else {},
         id=call_id,
         result=result,
         error=error,

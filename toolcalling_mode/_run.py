@@ -190,7 +190,7 @@ def outcome(
     metadata: dict[str, Any] = {"failure": failure} if failure is not None else {}
     if run.structured is not None:
         answer = run.structured
-        return Outcome(answer.respuesta, failure, metadata, list(answer.memoria), dict(answer.estado))
+        return Outcome(answer.text, failure, metadata, list(answer.memories), dict(answer.state))
     final = next((m for m in reversed(run.messages) if isinstance(m, AIMessage) and not m.tool_calls), None)
     # A reasoning model's <think>…</think> is not part of the answer the user reads or the ERP stores.
     text = strip_reasoning(final.text) if final is not None else ""
@@ -213,9 +213,9 @@ def outcome(
 def operation_errors(operations: Sequence[ExecutedOperation], registry: OperationRegistry) -> list[str]:
     """One error line per operation that failed, naming a tool the model made up as unknown."""
     return [
-        f"Unknown tool {op.funcion!r} requested by the model: {op.error}"
-        if op.funcion not in registry
-        else f"Tool {op.funcion!r} failed: {op.error}"
+        f"Unknown tool {op.function!r} requested by the model: {op.error}"
+        if op.function not in registry
+        else f"Tool {op.function!r} failed: {op.error}"
         for op in operations
         if op.error is not None
     ]

@@ -287,13 +287,13 @@ class ToolCallingEngine(TurnEngine):
         """
         if self.policy == "windowed":
             context = read_context(self._store, conversation_id, self._erp.today)
-            state = VersionedState(context.estado, version=context.version)
+            state = VersionedState(context.state, version=context.version)
             prior: list[BaseMessage] = []
         else:
             # The state (and its version) first: the version is never newer than the messages replayed.
             state = self._store.get_state(conversation_id)
             prior = to_langchain_messages(self._store.history(conversation_id))
-            context = ConversationContext(hoy=self._erp.today, estado=dict(state))
+            context = ConversationContext(today=self._erp.today, state=dict(state))
         system = SystemMessage(content=system_prompt(structured=self.structured))
         return system, prior, turn_message(message, render_context(context)), state
 
@@ -358,7 +358,7 @@ class ToolCallingEngine(TurnEngine):
         except StorageError as exc:  # the answer is good; only remembering it failed
             errors.append(f"Turn not recorded: {exc}")
             return _Kept(f"{end.answer}\n\n{NOT_RECORDED_NOTE}", "storage", dict(stored), answered=True)
-        memories = [item.contenido for item in end.memories]
+        memories = [item.content for item in end.memories]
         return _Kept(end.answer, end.failure, dict(state), memories, True, True, state.stale)
 
     def _result(

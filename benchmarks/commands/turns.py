@@ -264,7 +264,7 @@ def print_details(result: TurnResult) -> None:
     for op in result.operations:
         outcome = op.error if op.error else json.dumps(op.result, ensure_ascii=False)[:200]
         table.add_row(
-            *(escape(cell) for cell in (op.funcion, json.dumps(op.parametros, ensure_ascii=False), outcome))
+            *(escape(cell) for cell in (op.function, json.dumps(op.parameters, ensure_ascii=False), outcome))
         )
     if result.plan is not None:
         console.print_json(json.dumps(result.plan, ensure_ascii=False))

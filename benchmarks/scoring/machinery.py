@@ -24,10 +24,10 @@ _JSON_OBJECT = re.compile(r"\{\s*\"[^\"\n]{1,60}\"\s*:")
 def _prompt_labels() -> tuple[str, ...]:
     """The labels of a rendered context with every section filled, and the question's label."""
     sample = ConversationContext(
-        hoy=date(2026, 11, 30),
-        memoria=["m"],
-        estado={"k": "v"},
-        ultimos_intercambios=[Exchange(usuario="u", asistente="a")],
+        today=date(2026, 11, 30),
+        memories=["m"],
+        state={"k": "v"},
+        recent_exchanges=[Exchange(user="u", assistant="a")],
     )
     lines = [line for line in render_context(sample).splitlines() if ":" in line and not line.startswith("-")]
     return tuple(dict.fromkeys([QUESTION_LABEL, *(line.split(":")[0] + ":" for line in lines)]))

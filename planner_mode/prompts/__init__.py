@@ -76,7 +76,7 @@ def plan_messages(
     """Call 1: the planning system prompt and ``render_context`` + ``Nueva pregunta:`` + the message."""
     system = (
         load_template("plan_system.md")
-        .replace("{{hoy}}", context.hoy.isoformat())
+        .replace("{{hoy}}", context.today.isoformat())
         .replace("{{catalogo}}", render_catalog(catalog))
     )
     human = f"{render_context(context)}\n\nNueva pregunta:\n{message}"
@@ -93,9 +93,9 @@ def answer_messages(
     and the results, §8). The array has one compact JSON object per line: readable for people, cheap in
     tokens for the model.
     """
-    system = load_template("answer_system.md").replace("{{hoy}}", context.hoy.isoformat())
+    system = load_template("answer_system.md").replace("{{hoy}}", context.today.isoformat())
     items = [json.dumps(r.for_prompt(), ensure_ascii=False, default=str) for r in results]
     results_json = "[\n" + ",\n".join(items) + "\n]" if items else "[]"
-    known = render_context(context.model_copy(update={"ultimos_intercambios": []}))
+    known = render_context(context.model_copy(update={"recent_exchanges": []}))
     human = f"{known}\n\nPregunta: {question}\n\nResultados:\n{results_json}"
     return [SystemMessage(content=system), HumanMessage(content=human)]

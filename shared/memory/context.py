@@ -10,24 +10,36 @@ import json
 from datetime import date
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class Exchange(BaseModel):
     """One user message and the assistant's reply."""
 
-    usuario: str
-    asistente: str
+    model_config = ConfigDict(
+        validate_by_name=True, validate_by_alias=True, serialize_by_alias=True
+    )  # Spanish aliases on the wire
+
+    user: str = Field(alias="usuario")
+    assistant: str = Field(alias="asistente")
 
 
 class ConversationContext(BaseModel):
     """What the ERP knows about a conversation that a model needs for its next call."""
 
-    hoy: date = Field(description="Today's date in the ERP (the demo ERP stores 2026-11-30).")
-    memoria: list[str] = Field(default_factory=list, description="Most relevant memory items, best first.")
-    estado: dict[str, Any] = Field(default_factory=dict, description="Structured conversation state.")
-    ultimos_intercambios: list[Exchange] = Field(
-        default_factory=list, description="The last exchanges, oldest first."
+    model_config = ConfigDict(
+        validate_by_name=True, validate_by_alias=True, serialize_by_alias=True
+    )  # Spanish aliases on the wire
+
+    today: date = Field(alias="hoy", description="Today's date in the ERP (the demo ERP stores 2026-11-30).")
+    memories: list[str] = Field(
+        alias="memoria", default_factory=list, description="Most relevant memory items, best first."
+    )
+    state: dict[str, Any] = Field(
+        alias="estado", default_factory=dict, description="Structured conversation state."
+    )
+    recent_exchanges: list[Exchange] = Field(
+        alias="ultimos_intercambios", default_factory=list, description="The last exchanges, oldest first."
     )
     version: int = Field(
         default=0,
@@ -40,19 +52,19 @@ class ConversationContext(BaseModel):
 
 def render_context(context: ConversationContext) -> str:
     """Render a context as the labelled plain text that prompts embed."""
-    lines = [f"Fecha de hoy: {context.hoy.isoformat()}"]
-    if context.estado:
+    lines = [f"Fecha de hoy: {context.today.isoformat()}"]
+    if context.state:
         lines.append("Estado de la conversación:")
         lines.extend(
             f"- {key}: {value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)}"
-            for key, value in context.estado.items()
+            for key, value in context.state.items()
         )
-    if context.memoria:
+    if context.memories:
         lines.append("Memoria relevante:")
-        lines.extend(f"- {item}" for item in context.memoria)
-    if context.ultimos_intercambios:
+        lines.extend(f"- {item}" for item in context.memories)
+    if context.recent_exchanges:
         lines.append("Último intercambio:")
-        for exchange in context.ultimos_intercambios:
-            lines.append(f"Usuario: {exchange.usuario}")
-            lines.append(f"Asistente: {exchange.asistente}")
+        for exchange in context.recent_exchanges:
+            lines.append(f"Usuario: {exchange.user}")
+            lines.append(f"Asistente: {exchange.assistant}")
     return "\n".join(lines)

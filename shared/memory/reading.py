@@ -73,7 +73,7 @@ def ranked_memories(connection: Connection, conversation_id: str, limit: int | N
         rows = connection.execute(_RANKED_MEMORIES, {"cid": conversation_id})
     else:
         rows = connection.execute(_TOP_MEMORIES, {"cid": conversation_id, "limit": limit})
-    return [MemoryItem(contenido=content, importancia=importance) for content, importance in rows]
+    return [MemoryItem(content=content, importance=importance) for content, importance in rows]
 
 
 def last_exchanges(connection: Connection, conversation_id: str, count: int) -> list[Exchange]:
@@ -87,7 +87,7 @@ def last_exchanges(connection: Connection, conversation_id: str, count: int) -> 
             if role == "user":
                 pending_user = content
             elif is_final_answer(role, meta) and pending_user is not None:
-                exchanges.append(Exchange(usuario=pending_user, asistente=content))
+                exchanges.append(Exchange(user=pending_user, assistant=content))
                 pending_user = None
         if len(exchanges) >= count or len(rows) < limit:
             break

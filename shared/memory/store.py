@@ -180,12 +180,12 @@ class MemoryStore:
             )
             recent = reading.last_exchanges(connection, conversation_id, exchanges) if exchanges > 0 else []
         return ConversationContext(
-            hoy=today,
+            today=today,
             version=state.version,
-            memoria=[clip_line(item.contenido, MAX_MEMORY_CHARS) for item in memories],
-            estado=clip_state(state),
-            ultimos_intercambios=[
-                Exchange(usuario=_clip(item.usuario), asistente=_clip(item.asistente)) for item in recent
+            memories=[clip_line(item.content, MAX_MEMORY_CHARS) for item in memories],
+            state=clip_state(state),
+            recent_exchanges=[
+                Exchange(user=_clip(item.user), assistant=_clip(item.assistant)) for item in recent
             ],
         )
 

@@ -199,7 +199,7 @@ def insert_messages(connection: Connection, conversation_id: str, messages: Sequ
 def store_memories(connection: Connection, conversation_id: str, items: Sequence[MemoryItem]) -> None:
     """Insert new memory items; an already-stored content keeps the higher of its two importances."""
     best = {
-        hashlib.sha256(fold(item.contenido).encode("utf-8")).hexdigest(): (item.contenido, item.importancia)
+        hashlib.sha256(fold(item.content).encode("utf-8")).hexdigest(): (item.content, item.importance)
         for item in items
     }
     if not best:

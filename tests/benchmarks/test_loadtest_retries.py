@@ -38,5 +38,5 @@ def test_a_retry_goes_to_the_next_server_even_when_another_request_took_a_turn_m
     )
     answer = asyncio.run(last_item(client.plan("pregunta", CONTEXT, [])))
 
-    assert answer.plan.respuesta_directa == "Hola"
+    assert answer.plan.direct_answer == "Hola"
     assert attempts == ["down.test", "up.test", "up.test"]

@@ -137,7 +137,7 @@ def test_a_forbidden_operation_named_by_the_model_is_refused_and_never_runs(
     result = make_engine(model).ask("c-bruno", "¿Cuánto vendimos por categoría en 2025?", caller=bruno)
 
     assert ran == []
-    assert [op.funcion for op in result.operations] == ["ventas_por_categoria"]
+    assert [op.function for op in result.operations] == ["ventas_por_categoria"]
     assert result.operations[0].error_kind == "invalid" and result.failure == "invalid_plan"
 
 

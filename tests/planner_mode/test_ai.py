@@ -45,14 +45,14 @@ def test_analyze_returns_the_plan_with_one_call(toy_registry: OperationRegistry)
 
 def test_missing_pregunta_is_filled_with_the_message(toy_registry: OperationRegistry) -> None:
     model = text_model(scripted({"operaciones": []}))
-    assert plan_of(PlannerAI(model), "Hola", CONTEXT, toy_registry.catalog(DEMO_CALLER)).pregunta == "Hola"
+    assert plan_of(PlannerAI(model), "Hola", CONTEXT, toy_registry.catalog(DEMO_CALLER)).question == "Hola"
 
 
 def test_json_wrapped_in_prose_and_fences_is_recovered(toy_registry: OperationRegistry) -> None:
     text = "Este es el plan:\n```json\n" + json.dumps(PLAN)[:-1] + ",}\n```\nListo."
     model = text_model(scripted(text))
     assert (
-        plan_of(PlannerAI(model), "x", CONTEXT, toy_registry.catalog(DEMO_CALLER)).operaciones[0].funcion
+        plan_of(PlannerAI(model), "x", CONTEXT, toy_registry.catalog(DEMO_CALLER)).operations[0].function
         == "ventas_anuales"
     )
 
@@ -186,9 +186,9 @@ def test_structured_parse_failure_falls_back_to_the_raw_text_without_a_second_ca
     toy_registry: OperationRegistry,
 ) -> None:
     model = StructuredFake(function=scripted("```json\n" + json.dumps(PLAN) + "\n```"))
-    assert plan_of(PlannerAI(model), "x", CONTEXT, toy_registry.catalog(DEMO_CALLER)).operaciones[
+    assert plan_of(PlannerAI(model), "x", CONTEXT, toy_registry.catalog(DEMO_CALLER)).operations[
         0
-    ].parametros == {"anio": 2025}
+    ].parameters == {"anio": 2025}
     assert model.call_count == 1
 
 
@@ -220,8 +220,8 @@ def test_a_state_nested_too_deeply_is_clipped_before_the_erp_stores_it() -> None
         estado = [estado]
     model = text_model(lambda _m, _i: json.dumps({"respuesta": "ok", "estado": {"x": estado}}))
     answer = answer_of(PlannerAI(model), "x", [], CONTEXT)
-    assert answer.respuesta == "ok" and nesting_depth(answer.estado) <= MAX_NESTING_DEPTH
-    assert len(json.dumps(answer.estado)) < 1000
+    assert answer.text == "ok" and nesting_depth(answer.state) <= MAX_NESTING_DEPTH
+    assert len(json.dumps(answer.state)) < 1000
     assert model.call_count == 1
 
 
@@ -267,9 +267,9 @@ def offline(**options: Any) -> BaseChatModel:
 async def test_the_answer_streams_in_deltas_then_arrives_parsed_as_respond_parses_it() -> None:
     deltas, answer = await stream_answer(PlannerAI(offline()))
     assert len(deltas) >= 2
-    assert "".join(deltas) == answer.respuesta
+    assert "".join(deltas) == answer.text
     assert answer == answer_of(PlannerAI(offline()), QUESTION, RESULTS, CONTEXT)
-    assert "₲850.000.000" in answer.respuesta and "Empresa ABC" in answer.respuesta
+    assert "₲850.000.000" in answer.text and "Empresa ABC" in answer.text
 
 
 async def test_a_streamed_call_is_reported_to_callbacks_with_its_usage() -> None:
@@ -334,7 +334,7 @@ async def test_an_answer_the_stream_could_not_decode_arrives_as_one_last_delta()
     # An unclosed <think> hides everything from the stream; the strict parser still finds the answer there.
     reply = '<think>{"respuesta": "Vendimos ₲850.000.000."}'
     deltas, answer = await stream_answer(PlannerAI(text_model(lambda _m, _i: reply)))
-    assert deltas == ["Vendimos ₲850.000.000."] == [answer.respuesta]
+    assert deltas == ["Vendimos ₲850.000.000."] == [answer.text]
 
 
 async def test_when_the_parser_picks_another_object_the_streamed_text_is_not_completed() -> None:
@@ -342,13 +342,13 @@ async def test_when_the_parser_picks_another_object_the_streamed_text_is_not_com
     # the next one. No delta can turn one text into the other: the final answer supersedes what was shown.
     reply = json.dumps({"respuesta": "Borrador", "memoria": "x"}) + json.dumps({"respuesta": "Final"})
     deltas, answer = await stream_answer(PlannerAI(text_model(lambda _m, _i: reply)))
-    assert deltas == ["Borrador"] and answer.respuesta == "Final"
+    assert deltas == ["Borrador"] and answer.text == "Final"
 
 
 async def test_a_model_that_cannot_stream_gives_its_whole_answer_as_one_delta() -> None:
     reply = json.dumps({"respuesta": "Vendimos ₲850.000.000.", "memoria": [], "estado": {}})
     deltas, answer = await stream_answer(PlannerAI(text_model(lambda _m, _i: reply)))
-    assert deltas == [answer.respuesta] == ["Vendimos ₲850.000.000."]
+    assert deltas == [answer.text] == ["Vendimos ₲850.000.000."]
 
 
 # -- call 1 streamed: a direct answer as the model writes it ------------------------------------------------
@@ -368,14 +368,14 @@ async def test_a_direct_answer_streams_in_deltas_then_the_plan_arrives_parsed_as
 ) -> None:
     catalog = toy_registry.catalog(DEMO_CALLER)
     deltas, plan = await stream_plan(PlannerAI(offline()), "Hola", catalog)
-    assert len(deltas) >= 2 and "".join(deltas) == plan.respuesta_directa
+    assert len(deltas) >= 2 and "".join(deltas) == plan.direct_answer
     assert plan == plan_of(PlannerAI(offline()), "Hola", CONTEXT, catalog)
 
 
 async def test_a_plan_with_operations_streams_no_text(toy_registry: OperationRegistry) -> None:
     catalog = toy_registry.catalog(DEMO_CALLER)
     deltas, plan = await stream_plan(PlannerAI(offline()), QUESTION, catalog)
-    assert deltas == [] and [op.funcion for op in plan.operaciones] == ["ventas_anuales", "mejor_cliente"]
+    assert deltas == [] and [op.function for op in plan.operations] == ["ventas_anuales", "mejor_cliente"]
 
 
 def every_split(reply: str) -> set[str]:
@@ -424,6 +424,6 @@ async def test_a_call_not_streamed_is_one_invoke_with_the_same_result(
     *deltas, answer = [item async for item in ai.answer(QUESTION, RESULTS, CONTEXT, stream=False)]
     assert (
         isinstance(answer, Answer)
-        and deltas == [answer.respuesta]
+        and deltas == [answer.text]
         and answer == answer_of(ai, QUESTION, RESULTS, CONTEXT)
     )

@@ -63,7 +63,7 @@ def test_both_clients_implement_the_protocol() -> None:
 def test_in_process_client_measures_each_call() -> None:
     client = InProcessAIClient(PlannerAI(text_model(scripted(PLAN))))
     analyzed = call(client, "plan", "q", CONTEXT, [])
-    assert analyzed.plan.operaciones[0].funcion == "ventas_anuales"
+    assert analyzed.plan.operations[0].function == "ventas_anuales"
     assert (analyzed.usage.model_calls, analyzed.usage.input_tokens, analyzed.usage.output_tokens) == (
         1,
         100,

@@ -179,7 +179,7 @@ def test_two_operations_one_plan_two_calls_and_an_atomic_record(
 
     assert model.call_count == result.model_calls == 2
     assert result.answer == "ventas_anuales=850000000; mejor_cliente=120000000"
-    assert [op.funcion for op in result.operations] == ["ventas_anuales", "mejor_cliente"]
+    assert [op.function for op in result.operations] == ["ventas_anuales", "mejor_cliente"]
     assert all(op.ok for op in result.operations)
     assert result.plan is not None and result.plan["operaciones"][0]["funcion"] == "ventas_anuales"
     assert result.errors == [] and result.recorded
@@ -217,7 +217,7 @@ def test_dependent_plan_with_ref_still_costs_two_calls(
     engine, model = make_engine(scripted(DEPENDENT, answer_from), toy_registry, toy_erp, memory_store)
     result = engine.ask("c1", "¿Cuánto compró nuestro mejor cliente de 2025?", DEMO_CALLER)
     assert model.call_count == result.model_calls == 2
-    assert result.operations[1].parametros == {"cliente": "Empresa ABC", "anio": 2025}
+    assert result.operations[1].parameters == {"cliente": "Empresa ABC", "anio": 2025}
     assert result.answer == "mejor_cliente=120000000; compras_cliente=120000000"
 
 
@@ -604,7 +604,7 @@ def test_the_articles_dialogue_verbatim(
     assert first.model_calls == 2
 
     second = engine.ask("articulo", "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?", DEMO_CALLER)
-    assert [op.funcion for op in second.operations] == ["ventas_anuales", "mejor_cliente"]
+    assert [op.function for op in second.operations] == ["ventas_anuales", "mejor_cliente"]
     assert all(op.ok for op in second.operations)
     assert "₲850.000.000" in second.answer and "Empresa ABC" in second.answer
     assert second.model_calls == 2
@@ -615,8 +615,8 @@ def test_the_articles_dialogue_verbatim(
 
     fourth = engine.ask("articulo", "¿Y cuánto compró?", DEMO_CALLER)
     [operation] = fourth.operations
-    assert operation.funcion == "compras_cliente"
-    assert operation.parametros == {"cliente": "Empresa ABC", "anio": 2025}  # from the stored state, no $ref
+    assert operation.function == "compras_cliente"
+    assert operation.parameters == {"cliente": "Empresa ABC", "anio": 2025}  # from the stored state, no $ref
     assert "₲120.000.000" in fourth.answer
     assert fourth.model_calls == 2
     assert [m.role for m in memory_store.history("articulo")] == ["user", "assistant"] * 4
@@ -748,8 +748,8 @@ async def test_astream_yields_the_plan_each_operation_then_the_answer_in_deltas(
     assert kinds[3:-1] == ["answer_delta"] * (len(kinds) - 4) and len(kinds) - 4 >= 2
     assert isinstance(events[0], PlanReady) and events[0].plan == result.plan
     streamed_ops = [event.operation for event in events if isinstance(event, OperationDone)]
-    assert sorted(streamed_ops, key=lambda op: op.funcion) == sorted(
-        result.operations, key=lambda op: op.funcion
+    assert sorted(streamed_ops, key=lambda op: op.function) == sorted(
+        result.operations, key=lambda op: op.function
     )
     assert "".join(deltas(events)) == result.answer
     assert "₲850.000.000" in result.answer and "Empresa ABC" in result.answer
@@ -840,7 +840,7 @@ async def test_a_direct_answer_followed_by_operations_is_a_preamble_call_twos_an
     assert [e.type for e in events] == ["answer_delta", "plan", "operation", "answer_delta", "turn"]
     assert deltas(events) == ["Consulto.", "\n\nSí."]
     assert result.answer == "Sí." and result.model_calls == 2 and result.plan_valid is True
-    assert [op.funcion for op in result.operations] == ["ventas_anuales"] and result.recorded
+    assert [op.function for op in result.operations] == ["ventas_anuales"] and result.recorded
     assert [m.content for m in memory_store.history("s1")] == ["¿Cuánto vendimos en 2025?", "Sí."]
 
 
@@ -1158,7 +1158,7 @@ class FixedClient:
 
     async def plan(self, *_args: Any, **_kwargs: Any) -> AsyncIterator[str | AnalyzeResponse]:
         if self.fixed_plan.is_direct:
-            yield self.fixed_plan.respuesta_directa or ""
+            yield self.fixed_plan.direct_answer or ""
         yield AnalyzeResponse(plan=self.fixed_plan, usage=self.plan_usage)
 
     async def answer(self, *_args: Any, **_kwargs: Any) -> AsyncIterator[str | RespondResponse]:

@@ -26,7 +26,7 @@ from tests.planner_mode.planner_fakes import Toy
 async def aexecute(validated: ValidatedPlan, registry: OperationRegistry, erp: Erp, **options: Any) -> Any:
     """Every outcome of ``astream_plan``, in plan order."""
     done = dict([item async for item in astream_plan(validated, registry, erp, **options)])
-    return [done[index] for index in range(len(validated.plan.operaciones))]
+    return [done[index] for index in range(len(validated.plan.operations))]
 
 
 def execute(validated: ValidatedPlan, registry: OperationRegistry, erp: Erp, **options: Any) -> Any:
@@ -83,8 +83,8 @@ def test_dependent_operation_gets_the_resolved_reference(
         {"id": "op1", "funcion": "mejor_cliente", "parametros": {"anio": 2025}},
     )
     assert toy.log == ["mejor 2025", "compras Empresa ABC 2025"]
-    assert [op.funcion for op in ops] == ["compras_cliente", "mejor_cliente"]  # plan order is kept
-    assert ops[0].parametros == {"cliente": "Empresa ABC", "anio": 2025}
+    assert [op.function for op in ops] == ["compras_cliente", "mejor_cliente"]  # plan order is kept
+    assert ops[0].parameters == {"cliente": "Empresa ABC", "anio": 2025}
     assert ops[0].result == {"cliente": "Empresa ABC", "anio": 2025, "total": 120_000_000}
     assert ops[0].id == "op2"
     assert all(op.duration_ms >= 0 for op in ops)
@@ -168,7 +168,7 @@ async def test_each_outcome_is_yielded_as_soon_as_its_operation_finishes(
     async for index, outcome in astream_plan(
         validated_plan(toy_registry, *YEARS), toy_registry, toy_erp, caller=DEMO_CALLER
     ):
-        seen.append((index, outcome.funcion))
+        seen.append((index, outcome.function))
         release.set()
     assert seen == [(1, "mejor_cliente"), (0, "ventas_anuales")]
 

@@ -76,7 +76,7 @@ def test_two_servers_serve_alternate_calls_of_one_conversation_and_survive_a_res
 
             second = engine.ask("c1", "¿Y cuánto compró?", DEMO_CALLER)
             assert second.answer == "Empresa ABC: 120000000"
-            assert second.operations[0].parametros == {"cliente": "Empresa ABC", "anio": 2025}
+            assert second.operations[0].parameters == {"cliente": "Empresa ABC", "anio": 2025}
             assert (model_a.call_count, model_b.call_count) == (2, 1)
             assert second.errors == [] and second.recorded
         finally:
@@ -238,10 +238,10 @@ def test_the_calls_stream_over_http_and_end_in_their_results(
 
     with HttpAIClient(offline_servers, timeout=30) as client:
         analyzed, (*deltas, last) = asyncio.run(both(client))
-    assert analyzed.plan.operaciones[0].funcion == "ventas_anuales"
+    assert analyzed.plan.operations[0].function == "ventas_anuales"
     assert len(deltas) >= 2 and all(isinstance(delta, str) for delta in deltas)
-    assert isinstance(last, RespondResponse) and "₲850.000.000" in last.answer.respuesta
-    assert "".join(str(delta) for delta in deltas) == last.answer.respuesta
+    assert isinstance(last, RespondResponse) and "₲850.000.000" in last.answer.text
+    assert "".join(str(delta) for delta in deltas) == last.answer.text
 
 
 def test_one_client_serves_asyncio_run_calls_in_sequence_and_leaves_no_socket_open(

@@ -87,7 +87,7 @@ PLAN_JSON = (
 
 
 def planned_functions(text: str) -> list[str]:
-    return [op.funcion for op in parse_model_output(text, Plan).operaciones]
+    return [op.function for op in parse_model_output(text, Plan).operations]
 
 
 @pytest.mark.parametrize(
@@ -157,7 +157,7 @@ def test_a_lone_surrogate_escape_is_rejected(escape: str) -> None:
 
 
 def test_a_surrogate_pair_is_a_normal_character() -> None:
-    assert parse_model_output('{"respuesta": "ok \\ud83d\\ude00"}', Answer).respuesta == "ok 😀"
+    assert parse_model_output('{"respuesta": "ok \\ud83d\\ude00"}', Answer).text == "ok 😀"
 
 
 @pytest.mark.parametrize(
@@ -181,7 +181,7 @@ def test_a_surrogate_pair_is_a_normal_character() -> None:
 )
 def test_large_adversarial_outputs_still_find_the_answer(text: str) -> None:
     # Bounded work per character (no timing asserted): a quadratic search would make this test crawl.
-    assert parse_model_output(text, Answer).respuesta == "ok"
+    assert parse_model_output(text, Answer).text == "ok"
 
 
 @pytest.mark.parametrize(

@@ -19,16 +19,16 @@ def test_article_plan_parses_with_its_verbatim_keys() -> None:
             "pregunta": "¿Cuánto vendimos en 2025?",
         }
     )
-    assert plan.operaciones[0].funcion == "ventas_anuales"
-    assert plan.operaciones[0].parametros == {"anio": 2025}
-    assert plan.operaciones[0].id is None
+    assert plan.operations[0].function == "ventas_anuales"
+    assert plan.operations[0].parameters == {"anio": 2025}
+    assert plan.operations[0].id is None
     assert not plan.is_direct
 
 
 def test_null_operations_and_parameters_mean_empty() -> None:
     plan = Plan.model_validate({"operaciones": [{"funcion": "x", "parametros": None}]})
-    assert plan.operaciones[0].parametros == {}
-    assert Plan.model_validate({"operaciones": None}).operaciones == []
+    assert plan.operations[0].parameters == {}
+    assert Plan.model_validate({"operaciones": None}).operations == []
 
 
 def test_direct_answer_needs_no_operations_and_some_text() -> None:
@@ -44,8 +44,8 @@ def test_the_model_is_not_asked_to_echo_the_question_but_plans_with_it_stay_vali
     to providers leaves it out (and allows no other extra key), the model class still accepts it."""
     schema = Plan.model_json_schema()
     assert "pregunta" not in schema["properties"] and schema["additionalProperties"] is False
-    assert Plan.model_validate({"operaciones": [], "pregunta": "¿Hola?"}).pregunta == "¿Hola?"
-    assert Plan.model_validate({"operaciones": []}).pregunta == ""
+    assert Plan.model_validate({"operaciones": [], "pregunta": "¿Hola?"}).question == "¿Hola?"
+    assert Plan.model_validate({"operaciones": []}).question == ""
     # What an HTTP API documents as its response keeps the whole plan.
     assert "pregunta" in Plan.model_json_schema(mode="serialization")["properties"]
 
@@ -67,8 +67,8 @@ def test_numeric_ids_and_a_null_question_are_understood() -> None:
             "pregunta": None,
         }
     )
-    assert [op.id for op in plan.operaciones] == ["1", "2"]
-    assert plan.pregunta == ""
+    assert [op.id for op in plan.operations] == ["1", "2"]
+    assert plan.question == ""
 
 
 def nested(depth: int) -> dict[str, Any]:

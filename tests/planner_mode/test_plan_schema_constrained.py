@@ -387,7 +387,7 @@ def test_the_offline_planner_keeps_its_plans_under_the_schema() -> None:
         free = plan_of(PlannerAI(OfflineSalesModel(), plan_schema="free"), question, CONTEXT, catalog)
         assert constrained == free, question
     dependent = plan_of(PlannerAI(OfflineSalesModel()), DEPENDENT, CONTEXT, catalog)
-    assert dependent.model_dump(exclude_none=True, exclude={"pregunta"}) == DEPENDENT_PLAN
+    assert dependent.model_dump(exclude_none=True, exclude={"question"}) == DEPENDENT_PLAN
 
 
 # -- what each provider integration sends --------------------------------------------------------------------
@@ -434,7 +434,7 @@ def test_each_provider_receives_the_callers_schema_verbatim_and_the_plan_comes_b
     planned = plan_of(PlannerAI(provider_model(kind, server)), DEPENDENT, CONTEXT, catalog)
     (body,) = [request.body for request in server.requests if request.body]
     assert sent_schema(kind, body) == plan_json_schema(catalog)
-    assert planned.model_dump(exclude_none=True, exclude={"pregunta"}) == DEPENDENT_PLAN
+    assert planned.model_dump(exclude_none=True, exclude={"question"}) == DEPENDENT_PLAN
 
 
 def test_the_ai_server_builds_the_schema_from_the_catalog_in_the_request(

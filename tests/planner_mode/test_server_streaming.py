@@ -81,8 +81,8 @@ class Call:
 
     def text_of(self, response: Any) -> str | None:
         if isinstance(response, RespondResponse):
-            return response.answer.respuesta
-        return response.plan.respuesta_directa if isinstance(response, AnalyzeResponse) else None
+            return response.answer.text
+        return response.plan.direct_answer if isinstance(response, AnalyzeResponse) else None
 
 
 RESPOND = Call("/ai/respond", BODY, REPLY, ANSWER_TEXT, "RespondLine")
@@ -144,16 +144,16 @@ def test_a_call_streams_its_deltas_then_the_response(call: Call) -> None:
     assert call.text_of(parsed) == call.text
     assert (parsed.usage.model_calls, parsed.usage.input_tokens, parsed.usage.output_tokens) == (1, 100, 10)
     if isinstance(parsed, RespondResponse):
-        assert parsed.answer.memoria[0].contenido == "Ventas 2025."
+        assert parsed.answer.memories[0].content == "Ventas 2025."
     else:
-        assert parsed.plan.pregunta == "Hola"
+        assert parsed.plan.question == "Hola"
 
 
 def test_without_the_accept_header_respond_is_one_json_body() -> None:
     with TestClient(create_app(streaming_model())) as c:
         response = c.post("/ai/respond", json=BODY)
     assert response.headers["content-type"] == "application/json"
-    assert RespondResponse.model_validate(response.json()).answer.respuesta == ANSWER_TEXT
+    assert RespondResponse.model_validate(response.json()).answer.text == ANSWER_TEXT
 
 
 def test_a_plan_with_operations_streams_only_its_response_line() -> None:

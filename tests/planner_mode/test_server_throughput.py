@@ -50,8 +50,8 @@ def test_concurrent_analyze_requests_each_get_the_plan_of_their_own_question(ser
     assert [response.status_code for response in responses] == [200] * CONCURRENCY
     for year, response in zip(years, responses, strict=True):
         plan = AnalyzeResponse.model_validate_json(response.content).plan
-        assert plan.pregunta == f"¿Cuánto vendimos en {year}?"
-        operations = [(op.funcion, op.parametros) for op in plan.operaciones]
+        assert plan.question == f"¿Cuánto vendimos en {year}?"
+        operations = [(op.function, op.parameters) for op in plan.operations]
         assert operations == [("ventas_anuales", {"anio": year})]
 
 

@@ -18,14 +18,14 @@ from shared.bounds import (
 
 def test_null_memory_and_state_mean_empty_and_an_importance_slightly_out_of_range_is_clamped() -> None:
     answer = Answer.model_validate({"respuesta": "Hola", "memoria": None, "estado": None})
-    assert (answer.memoria, answer.estado) == ([], {})
+    assert (answer.memories, answer.state) == ([], {})
     answer = Answer.model_validate(
         {
             "respuesta": "x",
             "memoria": [{"contenido": "a", "importancia": 1.2}, {"contenido": "b", "importancia": -1}],
         }
     )
-    assert [item.importancia for item in answer.memoria] == [1.0, 0.0]
+    assert [item.importance for item in answer.memories] == [1.0, 0.0]
 
 
 @pytest.mark.parametrize(
@@ -57,9 +57,9 @@ def test_the_schema_sent_to_providers_keeps_the_bounds() -> None:
             + [{"contenido": f"hecho {i}", "importancia": 0.5} for i in range(MAX_MEMORY_ITEMS_PER_TURN + 2)],
         }
     )
-    assert len(answer.memoria) == MAX_MEMORY_ITEMS_PER_TURN
-    assert len(answer.memoria[0].contenido) <= MAX_MEMORY_CHARS
-    assert answer.memoria[0].contenido.endswith(TRUNCATION_MARK)
+    assert len(answer.memories) == MAX_MEMORY_ITEMS_PER_TURN
+    assert len(answer.memories[0].content) <= MAX_MEMORY_CHARS
+    assert answer.memories[0].content.endswith(TRUNCATION_MARK)
 
 
 def test_the_schema_sent_to_providers_is_compact_and_asks_for_the_answer_first() -> None:
@@ -95,14 +95,14 @@ def test_a_memory_item_repeated_forever_is_stored_once() -> None:
     looping = [{"contenido": "El mejor cliente es Empresa ABC.", "importancia": 0.5}] * 5000
     looping.append({"contenido": "  el mejor CLIENTE es  Empresa ABC. ", "importancia": 0.9})
     answer = Answer.model_validate({"respuesta": "ok", "memoria": looping})
-    assert answer.memoria == [MemoryItem(contenido="El mejor cliente es Empresa ABC.", importancia=0.9)]
+    assert answer.memories == [MemoryItem(contenido="El mejor cliente es Empresa ABC.", importancia=0.9)]
 
 
 def test_memory_keeps_the_most_important_items_in_their_order() -> None:
     items = [{"contenido": f"hecho {i}", "importancia": i / 10} for i in range(10)]
     answer = Answer.model_validate({"respuesta": "ok", "memoria": items})
-    assert len(answer.memoria) == MAX_MEMORY_ITEMS_PER_TURN == 5
-    assert [item.contenido for item in answer.memoria] == [f"hecho {i}" for i in range(5, 10)]
+    assert len(answer.memories) == MAX_MEMORY_ITEMS_PER_TURN == 5
+    assert [item.content for item in answer.memories] == [f"hecho {i}" for i in range(5, 10)]
 
 
 def test_a_wall_of_text_memory_item_is_clipped_to_one_visible_line() -> None:
@@ -115,18 +115,18 @@ def test_a_wall_of_text_memory_item_is_clipped_to_one_visible_line() -> None:
             ],
         }
     )
-    [item] = answer.memoria
-    assert MAX_MEMORY_CHARS - 5 <= len(item.contenido) <= MAX_MEMORY_CHARS
-    assert item.contenido.endswith(TRUNCATION_MARK)
-    assert "\n" not in item.contenido
+    [item] = answer.memories
+    assert MAX_MEMORY_CHARS - 5 <= len(item.content) <= MAX_MEMORY_CHARS
+    assert item.content.endswith(TRUNCATION_MARK)
+    assert "\n" not in item.content
 
 
 def test_state_keys_and_values_are_bounded() -> None:
     estado: dict[str, object] = {f"clave{i}": "v" * 100_000 for i in range(1000)}
     answer = Answer.model_validate({"respuesta": "ok", "estado": estado})
-    assert len(answer.estado) == MAX_STATE_KEYS
-    assert all(json_size(value) <= MAX_STATE_VALUE_CHARS for value in answer.estado.values())
-    assert json_size(answer.estado) < 20_000
+    assert len(answer.state) == MAX_STATE_KEYS
+    assert all(json_size(value) <= MAX_STATE_VALUE_CHARS for value in answer.state.values())
+    assert json_size(answer.state) < 20_000
 
 
 def test_a_normal_answer_is_unchanged_by_the_bounds() -> None:

@@ -150,7 +150,7 @@ def test_the_state_the_model_no_longer_writes_is_still_there_for_the_next_turn(
         "ultimas_operaciones": "mejor_cliente(anio=2024)",
     }
     second = engine.ask("c", "¿Y cuánto compró?", DEMO_CALLER)
-    assert [(op.funcion, op.parametros) for op in second.operations] == [
+    assert [(op.function, op.parameters) for op in second.operations] == [
         ("compras_cliente", {"cliente": customer, "anio": 2024})
     ]
     stored = memory_store.get_state("c")["ultimas_operaciones"]

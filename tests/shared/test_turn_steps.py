@@ -45,8 +45,8 @@ def test_open_turn_reads_the_bounded_context_of_a_conversation(memory_store: Mem
     _record(memory_store, "c1", "ana")
     context = open_turn(memory_store, "c1", "¿y en 2024?", ANA, TODAY, exchanges=1)
     assert not isinstance(context, Exception)
-    assert context.hoy == TODAY and context.estado == {"anio": 2025}
-    assert [exchange.usuario for exchange in context.ultimos_intercambios] == ["¿ventas?"]
+    assert context.today == TODAY and context.state == {"anio": 2025}
+    assert [exchange.user for exchange in context.recent_exchanges] == ["¿ventas?"]
 
 
 def test_open_turn_returns_an_input_refusal_and_raises_for_another_users_conversation(

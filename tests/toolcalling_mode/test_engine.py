@@ -157,9 +157,9 @@ def test_parallel_tool_calls_take_two_model_calls_and_are_recorded_as_one_step(
 
     assert result.model_calls == len(model.calls) == 2
     assert result.answer == "En 2025 vendimos 850000000 y el mejor cliente fue ACME S.A.."
-    assert [op.funcion for op in result.operations] == ["ventas_anuales", "mejor_cliente"]
+    assert [op.function for op in result.operations] == ["ventas_anuales", "mejor_cliente"]
     assert result.operations[0].result == {"anio": 2025, "total": 850_000_000}
-    assert result.operations[0].parametros == {"anio": 2025}
+    assert result.operations[0].parameters == {"anio": 2025}
     assert all(op.ok and op.id and op.duration_ms >= 0 for op in result.operations)
     assert (result.errors, result.recorded, result.mode, result.plan, result.failure) == (
         [],
@@ -299,7 +299,7 @@ def test_invalid_arguments_go_back_to_the_model_naming_the_parameter_and_it_reco
     assert (result.answer, result.model_calls) == ("Vendimos 850000000.", 3)
     assert [op.ok for op in result.operations] == [False, True]
     assert result.plan_valid is False  # corrected, but an invalid request was made
-    assert result.operations[0].parametros == {"anio": "dos mil veinticinco"}
+    assert result.operations[0].parameters == {"anio": "dos mil veinticinco"}
     error = result.operations[0].error or ""
     assert error.startswith("Parámetros inválidos para 'ventas_anuales': anio:")
     assert (
@@ -331,7 +331,7 @@ def test_a_hallucinated_tool_name_is_answered_with_an_error_and_counted(make_eng
     result = engine.ask("c1", "¿Cuánto vendimos?", DEMO_CALLER)
 
     assert result.answer == "No tengo esa."
-    assert result.operations[0].funcion == "ventas_totales"
+    assert result.operations[0].function == "ventas_totales"
     assert "not a valid tool" in (result.operations[0].error or "")
     assert result.errors and result.errors[0].startswith("Unknown tool 'ventas_totales'")
     assert model.calls[1].tool_results[0].status == "error"
@@ -480,9 +480,9 @@ def test_structured_tool_strategy_stores_memories_and_state(
     assert result.memories == ["El usuario consulta ventas de 2025."]
     assert result.state == {**STRUCTURED["estado"], "ultimas_operaciones": "ventas_anuales(anio=2025)"}
     assert (result.model_calls, result.errors) == (2, [])
-    assert [op.funcion for op in result.operations] == ["ventas_anuales"]
+    assert [op.function for op in result.operations] == ["ventas_anuales"]
     assert memory_store.get_state("c1") == result.state
-    assert [m.contenido for m in memory_store.memories("c1")] == ["El usuario consulta ventas de 2025."]
+    assert [m.content for m in memory_store.memories("c1")] == ["El usuario consulta ventas de 2025."]
     history = memory_store.history("c1")
     assert [m.role for m in history] == ["user", "assistant", "tool", "assistant"]
     assert history[-1].content == STRUCTURED["respuesta"] and "tool_calls" not in history[-1].metadata
@@ -726,7 +726,7 @@ def test_one_engine_serves_concurrent_conversations_without_mixing_them(
         for question, result in zip(questions, turns, strict=True):
             assert result.answer == f"{question}: {YEAR_TOTALS[year]}"
             assert result.model_calls == 2 and result.errors == [] and result.recorded
-            assert [op.parametros for op in result.operations] == [{"anio": year}]
+            assert [op.parameters for op in result.operations] == [{"anio": year}]
         history = memory_store.history(conversation_id)
         assert [m.content for m in history if m.role == "user"] == questions
         assert [m.role for m in history] == ["user", "assistant", "tool", "assistant"] * 3

@@ -70,14 +70,14 @@ def test_the_article_dialogue(
         result = engine.ask("articulo", question, DEMO_CALLER)
 
         assert result.model_calls == calls, question
-        assert [op.funcion for op in result.operations] == operations, question
+        assert [op.function for op in result.operations] == operations, question
         assert all(op.ok for op in result.operations), question
         for fragment in fragments:
             assert fragment in result.answer, (question, result.answer)
         assert result.errors == [], question
         assert result.recorded
 
-    assert result.operations[1].parametros == {"cliente": "Empresa ABC", "anio": 2025}
+    assert result.operations[1].parameters == {"cliente": "Empresa ABC", "anio": 2025}
     finals = [m for m in memory_store.history("articulo") if m.is_final_answer]
     assert len(finals) == len(DIALOGUE)
 

@@ -33,7 +33,7 @@ def test_one_multi_tool_turn_through_chat_ollama(toy_erp: Any, memory_store: Any
 
     assert first.answer == "Vendimos 850000000; el mejor cliente fue ACME S.A.."
     assert first.model_calls == 2
-    assert [op.funcion for op in first.operations] == ["ventas_anuales", "mejor_cliente"]
+    assert [op.function for op in first.operations] == ["ventas_anuales", "mejor_cliente"]
     assert all(op.ok for op in first.operations)
     assert first.input_tokens > 0 and first.output_tokens > 0
     assert first.errors == []
@@ -60,6 +60,6 @@ def test_the_offline_model_behind_the_emulator_answers_a_multi_tool_turn(
         result = engine.ask("c1", "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?", DEMO_CALLER)
 
     assert result.model_calls == 2
-    assert [op.funcion for op in result.operations] == ["ventas_anuales", "mejor_cliente"]
+    assert [op.function for op in result.operations] == ["ventas_anuales", "mejor_cliente"]
     assert "₲850.000.000" in result.answer and "Empresa ABC" in result.answer
     assert result.errors == []

@@ -82,7 +82,7 @@ def test_a_text_tool_call_is_recovered_runs_and_is_counted(make_engine: Any) -> 
     result = engine.ask("c1", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
 
     assert (result.failure, result.answer, result.plan_valid) == (None, "Listo.", True)
-    assert [(op.funcion, op.parametros, op.ok) for op in result.operations] == [
+    assert [(op.function, op.parameters, op.ok) for op in result.operations] == [
         ("ventas_anuales", {"anio": 2025}, True)
     ]
     assert result.recovered_tool_calls == 1
@@ -132,7 +132,7 @@ async def test_a_streamed_turn_never_shows_the_text_tool_call(
 
     assert result is not None and result.failure is None
     assert result.recovered_tool_calls >= 1
-    assert [op.funcion for op in result.operations] == ["ventas_anuales"]
+    assert [op.function for op in result.operations] == ["ventas_anuales"]
     assert "".join(shown) == result.answer and '"arguments"' not in result.answer
 
 

@@ -126,8 +126,8 @@ def test_an_unknown_conversation_reads_as_empty_and_a_new_one_too(memory_store: 
     assert memory_store.history("nope") == []
     assert memory_store.get_state("nope") == {} == memory_store.get_state(memory_store.create_conversation())
     context = memory_store.build_context("nope", TODAY)
-    assert context.hoy == TODAY
-    assert (context.memoria, context.estado, context.ultimos_intercambios) == ([], {}, [])
+    assert context.today == TODAY
+    assert (context.memories, context.state, context.recent_exchanges) == ([], {}, [])
 
 
 def test_ensure_conversation_creates_once_and_keeps_the_first_user(memory_store: MemoryStore) -> None:
@@ -246,8 +246,8 @@ def test_memories_rank_by_importance_then_most_recent(memory_store: MemoryStore)
     memory_store.record_turn(cid, turn("u1", "a1", memories=[("viejo", 0.5), ("clave", 0.9)]))
     memory_store.record_turn(cid, turn("u2", "a2", memories=[("nuevo", 0.5), ("menor", 0.1)]))
 
-    assert [m.contenido for m in memory_store.memories(cid)] == ["clave", "nuevo", "viejo", "menor"]
-    assert [m.contenido for m in memory_store.memories(cid, limit=2)] == ["clave", "nuevo"]
+    assert [m.content for m in memory_store.memories(cid)] == ["clave", "nuevo", "viejo", "menor"]
+    assert [m.content for m in memory_store.memories(cid, limit=2)] == ["clave", "nuevo"]
 
 
 def test_a_repeated_memory_is_stored_once_with_the_higher_importance(memory_store: MemoryStore) -> None:
@@ -294,9 +294,9 @@ def test_context_holds_the_article_example(memory_store: MemoryStore) -> None:
 
     context = memory_store.build_context(cid, TODAY)
 
-    assert context.estado == {"tema": "ventas", "anio": 2025, "cliente_actual": "Empresa ABC"}
-    assert context.memoria == ["El mejor cliente es Empresa ABC.", "Estamos hablando de ventas de 2025."]
-    assert context.ultimos_intercambios == [
+    assert context.state == {"tema": "ventas", "anio": 2025, "cliente_actual": "Empresa ABC"}
+    assert context.memories == ["El mejor cliente es Empresa ABC.", "Estamos hablando de ventas de 2025."]
+    assert context.recent_exchanges == [
         Exchange(usuario="¿Cuál fue mi mejor cliente?", asistente="El mejor cliente fue Empresa ABC.")
     ]
     assert render_context(context).endswith(
@@ -313,16 +313,17 @@ def test_context_returns_the_last_n_exchanges_oldest_first(memory_store: MemoryS
 
     context = memory_store.build_context(cid, TODAY, exchanges=3)
 
-    assert context.ultimos_intercambios == [Exchange(usuario=f"u{i}", asistente=f"a{i}") for i in (2, 3, 4)]
-    assert memory_store.build_context(cid, TODAY, exchanges=0).ultimos_intercambios == []
+    assert context.recent_exchanges == [Exchange(usuario=f"u{i}", asistente=f"a{i}") for i in (2, 3, 4)]
+    assert memory_store.build_context(cid, TODAY, exchanges=0).recent_exchanges == []
 
 
 def test_context_respects_the_memory_limit(memory_store: MemoryStore) -> None:
     cid = memory_store.create_conversation()
     memory_store.record_turn(cid, turn("u", "a", memories=[(f"hecho {i}", i / 10) for i in range(8)]))
 
-    assert memory_store.build_context(cid, TODAY, memory_limit=3).memoria == ["hecho 7", "hecho 6", "hecho 5"]
-    assert memory_store.build_context(cid, TODAY, memory_limit=0).memoria == []
+    best = ["hecho 7", "hecho 6", "hecho 5"]
+    assert memory_store.build_context(cid, TODAY, memory_limit=3).memories == best
+    assert memory_store.build_context(cid, TODAY, memory_limit=0).memories == []
 
 
 def test_an_unanswered_question_is_not_an_exchange(memory_store: MemoryStore) -> None:
@@ -330,15 +331,13 @@ def test_an_unanswered_question_is_not_an_exchange(memory_store: MemoryStore) ->
     memory_store.record_turn(cid, turn("u1", "a1"))
     memory_store.record_turn(cid, TurnRecord(messages=[MessageIn(role="user", content="u2 sin respuesta")]))
 
-    assert memory_store.build_context(cid, TODAY).ultimos_intercambios == [
-        Exchange(usuario="u1", asistente="a1")
-    ]
+    assert memory_store.build_context(cid, TODAY).recent_exchanges == [Exchange(usuario="u1", asistente="a1")]
 
 
 def test_a_turn_longer_than_the_first_window_is_still_found(memory_store: MemoryStore) -> None:
     memory_store.record_turn("c", turn("pregunta larga", "respuesta final", tool_steps=12))
 
-    assert memory_store.build_context("c", TODAY).ultimos_intercambios == [
+    assert memory_store.build_context("c", TODAY).recent_exchanges == [
         Exchange(usuario="pregunta larga", asistente="respuesta final")
     ]
 
@@ -381,9 +380,9 @@ def test_context_at_10000_messages_is_right_and_costs_three_queries(memory_store
         context = memory_store.build_context(cid, TODAY, memory_limit=3, exchanges=2)
 
     assert len(run) == 3
-    assert context.estado == {"cliente_actual": "Empresa ABC"}
-    assert context.memoria == ["Empresa ABC compró ₲120.000.000 en 2025.", "viejo 1999", "viejo 1998"]
-    assert context.ultimos_intercambios == [
+    assert context.state == {"cliente_actual": "Empresa ABC"}
+    assert context.memories == ["Empresa ABC compró ₲120.000.000 en 2025.", "viejo 1999", "viejo 1998"]
+    assert context.recent_exchanges == [
         Exchange(usuario="m9998", asistente="m9999"),
         Exchange(usuario="¿Y cuánto compró?", asistente="Empresa ABC compró ₲120.000.000 en 2025."),
     ]
@@ -410,9 +409,7 @@ def test_two_conversations_never_see_each_other(memory_store: MemoryStore) -> No
     assert memory_store.memories(b) == [MemoryItem(contenido="compartido", importancia=0.7)]
     assert [m.content for m in memory_store.history(a)] == ["ua", "aa"]
     assert [m.content for m in memory_store.history(b)] == ["ub", "ab"]
-    assert memory_store.build_context(b, TODAY).ultimos_intercambios == [
-        Exchange(usuario="ub", asistente="ab")
-    ]
+    assert memory_store.build_context(b, TODAY).recent_exchanges == [Exchange(usuario="ub", asistente="ab")]
 
 
 # -- atomicity -----------------------------------------------------------------------------------------------
@@ -471,8 +468,8 @@ def test_a_turn_survives_a_restart(tmp_path: Path) -> None:
         assert second.history(cid)[1].metadata["tool_calls"][0]["name"] == "ventas_anuales"
         assert second.get_state(cid) == {"anio": 2025}
         context = second.build_context(cid, TODAY)
-        assert context.memoria == ["dato"]
-        assert context.ultimos_intercambios == [Exchange(usuario="u", asistente="a")]
+        assert context.memories == ["dato"]
+        assert context.recent_exchanges == [Exchange(usuario="u", asistente="a")]
     finally:
         second.close()
 

@@ -127,7 +127,7 @@ def test_text_that_is_not_valid_unicode_is_stored_with_replacement_characters(
         ),
     )
     assert memory_store.history("c1")[-1].content == "mal \ufffd"
-    assert memory_store.memories("c1")[0].contenido == "hecho \ufffd"
+    assert memory_store.memories("c1")[0].content == "hecho \ufffd"
     assert memory_store.get_state("c1") == {"tema\ufffd": "ventas \ufffd"}
 
 
@@ -173,8 +173,8 @@ def test_walls_of_text_recorded_through_the_store_are_bounded_on_write(memory_st
 
     stored_memories = memory_store.memories("c1")
     assert len(stored_memories) <= 5 * 3
-    assert all(len(item.contenido) <= MAX_MEMORY_CHARS for item in stored_memories)
-    assert all(item.contenido.endswith(TRUNCATION_MARK) for item in stored_memories)
+    assert all(len(item.content) <= MAX_MEMORY_CHARS for item in stored_memories)
+    assert all(item.content.endswith(TRUNCATION_MARK) for item in stored_memories)
     stored_state = memory_store.get_state("c1")
     assert len(stored_state) == MAX_STATE_KEYS
     assert all(json_size(value) <= MAX_STATE_VALUE_CHARS for value in stored_state.values())
@@ -224,13 +224,13 @@ def test_walls_of_text_written_behind_the_stores_back_still_give_a_bounded_conte
         )
 
     context = assert_context_is_bounded(memory_store, "c1")
-    assert len(context.memoria) == MAX_CONTEXT_MEMORIES
-    assert len(context.ultimos_intercambios) == MAX_CONTEXT_EXCHANGES
-    assert len(context.estado) == MAX_STATE_KEYS
-    assert all(len(m) <= MAX_MEMORY_CHARS and m.endswith(TRUNCATION_MARK) for m in context.memoria)
-    for exchange in context.ultimos_intercambios:
-        assert len(exchange.usuario) <= MAX_EXCHANGE_CHARS and exchange.usuario.endswith(TRUNCATION_MARK)
-        assert "\x01" not in exchange.asistente
+    assert len(context.memories) == MAX_CONTEXT_MEMORIES
+    assert len(context.recent_exchanges) == MAX_CONTEXT_EXCHANGES
+    assert len(context.state) == MAX_STATE_KEYS
+    assert all(len(m) <= MAX_MEMORY_CHARS and m.endswith(TRUNCATION_MARK) for m in context.memories)
+    for exchange in context.recent_exchanges:
+        assert len(exchange.user) <= MAX_EXCHANGE_CHARS and exchange.user.endswith(TRUNCATION_MARK)
+        assert "\x01" not in exchange.assistant
 
 
 def assert_context_is_bounded(store: MemoryStore, conversation_id: str) -> Any:

@@ -53,14 +53,14 @@ def test_article_answer_has_the_figures_formatted_in_guaranies_and_the_named_sta
     result = answer(
         ARTICLE_QUESTION, [outcome("ventas_anuales", anio=2025), outcome("mejor_cliente", anio=2025)]
     )
-    assert result.respuesta == (
+    assert result.text == (
         "En 2025 las ventas fueron de ₲850.000.000 (120 facturas). "
         "El mejor cliente de 2025 fue Empresa ABC, con compras por ₲120.000.000."
     )
-    assert result.estado == {"tema": "ventas"}  # the only key the instructions name
-    assert result.memoria[0].contenido == "El mejor cliente de 2025 fue Empresa ABC."
-    assert all(0 <= item.importancia <= 1 for item in result.memoria)
-    assert len(result.memoria) <= 3
+    assert result.state == {"tema": "ventas"}  # the only key the instructions name
+    assert result.memories[0].content == "El mejor cliente de 2025 fue Empresa ABC."
+    assert all(0 <= item.importance <= 1 for item in result.memories)
+    assert len(result.memories) <= 3
 
 
 def test_instructions_that_name_no_key_get_the_articles_state() -> None:
@@ -114,7 +114,7 @@ def test_state_keys_in_the_rendered_context_are_not_instructions() -> None:
 def test_every_operation_result_is_written_with_each_item_and_total(
     funcion: str, params: dict[str, Any], expected: list[str]
 ) -> None:
-    text = answer("pregunta", [outcome(funcion, **params)]).respuesta
+    text = answer("pregunta", [outcome(funcion, **params)]).text
     for fragment in expected:
         assert fragment in text
 
@@ -127,14 +127,14 @@ def test_errors_are_explained_and_successes_still_reported() -> None:
     }
     results = [outcome("ventas_anuales", anio=2025), failed]
     result = answer("¿Cuánto vendimos y cuánto compró Nadie?", results)
-    assert "₲850.000.000" in result.respuesta
-    assert "No pude consultar las compras del cliente" in result.respuesta
+    assert "₲850.000.000" in result.text
+    assert "No pude consultar las compras del cliente" in result.text
     data = answer_with('{"respuesta": "...", "estado": {"ultima_operacion": "..."}}', "¿Cuánto?", results)
     assert data["estado"] == {"ultima_operacion": "ventas_anuales"}  # the failed operation says nothing
 
 
 def test_no_results_gives_the_small_talk_reply_and_changes_no_state() -> None:
     result = answer("¡Gracias!", [], state={"tema": "ventas", "anio": 2025})
-    assert result.respuesta.startswith("¡De nada!")
-    assert result.estado == {}  # the store keeps the state as it is
-    assert result.memoria == []
+    assert result.text.startswith("¡De nada!")
+    assert result.state == {}  # the store keeps the state as it is
+    assert result.memories == []

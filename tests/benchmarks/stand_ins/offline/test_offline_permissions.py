@@ -202,10 +202,10 @@ def test_the_erps_refusals_are_answered_plainly_without_figures(
     results: list[dict[str, Any]], respuesta: str
 ) -> None:
     result = answer("¿Cuánto compró Empresa ABC en 2025?", results)
-    assert result.respuesta == respuesta
-    assert "cliente_actual" not in result.estado
+    assert result.text == respuesta
+    assert "cliente_actual" not in result.state
     if all("error" in r for r in results):
-        assert result.memoria == []
+        assert result.memories == []
 
 
 # -- tool calling: only the bound tools ----------------------------------------------------------------------
@@ -236,7 +236,7 @@ def test_the_structured_answer_tool_carries_the_refusal(tools: list[StructuredTo
         .invoke([SYSTEM, HumanMessage("¿Cuánto vendimos por categoría en 2025?")])
     )
     assert [c["name"] for c in reply.tool_calls] == ["Answer"]
-    assert Answer.model_validate(reply.tool_calls[0]["args"]).respuesta == NO_CATEGORY_ACCESS
+    assert Answer.model_validate(reply.tool_calls[0]["args"]).text == NO_CATEGORY_ACCESS
 
 
 def refusing_tools(tools: list[StructuredTool]) -> list[StructuredTool]:

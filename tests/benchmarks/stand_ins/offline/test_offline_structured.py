@@ -51,7 +51,7 @@ def test_answer_schema_returns_a_parsed_answer(method: str) -> None:
     model = OfflineSalesModel().with_structured_output(Answer, method=method)  # type: ignore[arg-type]
     answer = model.invoke(answer_messages("¿Cuál fue el mejor cliente?", results))
     assert isinstance(answer, Answer)
-    assert "Empresa ABC" in answer.respuesta
+    assert "Empresa ABC" in answer.text
 
 
 def test_dict_schema_returns_a_dict() -> None:

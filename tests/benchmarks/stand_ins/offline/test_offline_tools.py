@@ -100,9 +100,9 @@ def test_tool_strategy_answer_tool_is_called_last_with_the_answer_json(tools: li
     final = model.invoke(messages)
     assert [c["name"] for c in final.tool_calls] == ["Answer"]
     answer = Answer.model_validate(final.tool_calls[0]["args"])
-    assert "Empresa ABC" in answer.respuesta
-    assert answer.estado["cliente_actual"] == "Empresa ABC"
-    assert answer.estado["anio"] == 2025
+    assert "Empresa ABC" in answer.text
+    assert answer.state["cliente_actual"] == "Empresa ABC"
+    assert answer.state["anio"] == 2025
 
 
 def test_tool_strategy_small_talk_goes_straight_to_the_answer_tool(tools: list[StructuredTool]) -> None:
@@ -119,7 +119,7 @@ def test_provider_strategy_response_format_gives_the_answer_as_content(tools: li
     replies = run_turn(model, [SYSTEM, HumanMessage("¿Cuánto vendimos en 2025?")], tools)
     assert replies[0].tool_calls and replies[0].content == ""
     answer = Answer.model_validate_json(str(replies[-1].content))
-    assert "₲850.000.000" in answer.respuesta
+    assert "₲850.000.000" in answer.text
 
 
 def test_a_named_tool_choice_forces_that_tool_and_only_bound_tools_are_called(
