@@ -35,14 +35,18 @@ __all__ = [
 ]
 
 
-def write_combined_reports(runs: Sequence[ReportRun], out_dir: Path) -> tuple[Path, Path]:
-    """Write ``report.md`` and ``report.html`` of several runs side by side into ``out_dir``; return their
-    paths (Markdown, HTML)."""
+def _write(out_dir: Path, markdown: str, html: str) -> tuple[Path, Path]:
+    """Write ``report.md`` and ``report.html`` into ``out_dir``; return their paths."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    markdown, html = out_dir / "report.md", out_dir / "report.html"
-    markdown.write_text(render_combined_markdown(runs), encoding="utf-8")
-    html.write_text(render_combined_html(runs), encoding="utf-8")
-    return markdown, html
+    paths = out_dir / "report.md", out_dir / "report.html"
+    paths[0].write_text(markdown, encoding="utf-8")
+    paths[1].write_text(html, encoding="utf-8")
+    return paths
+
+
+def write_combined_reports(runs: Sequence[ReportRun], out_dir: Path) -> tuple[Path, Path]:
+    """Write the reports of several runs side by side into ``out_dir``; return their paths (md, html)."""
+    return _write(out_dir, render_combined_markdown(runs), render_combined_html(runs))
 
 
 @dataclass(frozen=True)
@@ -68,8 +72,6 @@ def write_reports(
         target = out_dir or Path(".")
     target.mkdir(parents=True, exist_ok=True)
     run = report_run(results, pricing=pricing)
-    markdown = target / "report.md"
-    html = target / "report.html"
-    markdown.write_text(render_markdown(results, run.summary, run.costs), encoding="utf-8")
-    html.write_text(render_html(results, run.summary, run.costs), encoding="utf-8")
-    return ReportFiles(markdown=markdown, html=html, summary=run.summary)
+    markdown = render_markdown(results, run.summary, run.costs)
+    paths = _write(target, markdown, render_html(results, run.summary, run.costs))
+    return ReportFiles(*paths, summary=run.summary)

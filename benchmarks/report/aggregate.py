@@ -78,11 +78,6 @@ def pass_hat_k(outcomes: Iterable[Sequence[bool]], k: int) -> float | None:
     return mean(scores) if scores else None
 
 
-def _optional(rows: Sequence[TurnRow], name: str) -> list[float]:
-    """The values of an optional row field (added by newer runners), skipping rows that lack it."""
-    return [float(v) for row in rows if (v := getattr(row, name, None)) is not None]
-
-
 def _by_task(values: Iterable[tuple[TurnRow, float]]) -> list[list[float]]:
     """Each row's value grouped per task (scenario, turn): the clusters of a bootstrap."""
     groups: dict[tuple[str, int], list[float]] = defaultdict(list)
@@ -131,7 +126,7 @@ def summarize_mode(mode: str, rows: Sequence[TurnRow], *, seed: int = DEFAULT_SE
     calls = [row.model_calls for row in rows]
     no_operation_calls = [row.model_calls for row in rows if not row.operations and not row.failed]
     passed = sum(row.passed for row in rows)
-    cached = _optional(rows, "cached_input_tokens")
+    cached = [float(v) for row in rows if (v := row.cached_input_tokens) is not None]
     first = [v for row in rows if (v := row.first_answer_ms) is not None]
     simulated_first = [v for row in rows if (v := row.simulated_first_answer_ms) is not None]
     input_total = sum(row.input_tokens for row in rows)
@@ -188,7 +183,7 @@ def paired_comparison(
     clusters: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
     for key, pair in outcome.items():
         clusters[key[0]].append(pair)
-    pairs = [pair for cluster in clusters.values() for pair in cluster]
+    pairs = list(outcome.values())
     both = sum(a and b for a, b in pairs)
     base_only = sum(a and not b for a, b in pairs)
     other_only = sum(b and not a for a, b in pairs)
@@ -240,11 +235,6 @@ def growth_curve(rows: Sequence[TurnRow]) -> GrowthCurve | None:
     return GrowthCurve(scenario=scenario, series=series)
 
 
-def base_mode(modes: Sequence[str]) -> str | None:
-    """The mode the others are compared with: ``planner`` when it ran, else the first."""
-    return "planner" if "planner" in modes else (modes[0] if modes else None)
-
-
 def summarize(
     rows: Sequence[TurnRow],
     modes: Sequence[str] | None = None,
@@ -288,7 +278,6 @@ def summarize(
 def _summarize_one(
     rows: Sequence[TurnRow], modes: Sequence[str] | None, seed: int, prompt_cache: bool | None
 ) -> Summary:
-    """The summary of one target's rows."""
     warmup = sum(row.warmup for row in rows)
     rows = [row for row in rows if not row.warmup]
     order = list(modes or [])
@@ -318,19 +307,18 @@ def _summarize_one(
         )
     summaries = [summarize_mode(mode, by_mode[mode], seed=seed) for mode in order if by_mode.get(mode)]
     ran = [m.mode for m in summaries]
-    base = base_mode(ran)
+    base = "planner" if "planner" in ran else ran[0] if ran else None  # the mode the others are compared with
     paired = [
         comparison
         for other in ran
         if other != base and base is not None
         if (comparison := paired_comparison(base, other, rows, seed=seed)) is not None
     ]
-    repetitions = max((row.repetition for row in rows), default=1)
     return Summary(
         modes=summaries,
         categories=categories,
         growth=growth_curve(rows),
-        repetitions=repetitions,
+        repetitions=max((row.repetition for row in rows), default=1),
         paired=paired,
         warmup_turns=warmup,
         prompt_cache=prompt_cache,

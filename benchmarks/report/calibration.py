@@ -11,7 +11,6 @@ takes about a second, so nothing is cached on disk; within one process the resul
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -41,8 +40,6 @@ class ScorerAgreement:
     """Turns the scorer passed and the human failed."""
     false_fails: int
     """Turns the scorer failed and the human passed."""
-    seconds: float
-    """How long re-scoring took (not shown; it keeps rendering honest about its cost)."""
 
     @property
     def agreed(self) -> int:
@@ -72,19 +69,10 @@ def measure_agreement(sets: Sequence[tuple[str, Path]] = CALIBRATION_SETS) -> li
     for name, path in sets:
         if not path.exists():
             continue
-        started = time.perf_counter()
         counts = Counts()
         for turn in rescored(load(path), path):
             counts.add(turn)
-        found.append(
-            ScorerAgreement(
-                name=name,
-                turns=counts.turns,
-                false_passes=counts.false_pass,
-                false_fails=counts.false_fail,
-                seconds=time.perf_counter() - started,
-            )
-        )
+        found.append(ScorerAgreement(name, counts.turns, counts.false_pass, counts.false_fail))
     return found
 
 

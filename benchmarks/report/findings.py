@@ -14,9 +14,10 @@ each target's own findings, prefixed with its name: modes are compared within a 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from benchmarks.report.summary import ModeSummary, PairedComparison, Summary
+from benchmarks.report.tables import valid_plan_cell
 from benchmarks.results import RunMeta
 
 
@@ -125,10 +126,6 @@ def accuracy_statement(comparison: PairedComparison) -> str:
     )
 
 
-def _paired(summary: Summary, base: str, other: str) -> PairedComparison | None:
-    return next((p for p in summary.paired if p.base == base and p.other == other), None)
-
-
 def _compare(summary: Summary, base: ModeSummary, other: ModeSummary) -> str:
     for mode in (base, other):
         if all_failed(mode):
@@ -136,7 +133,7 @@ def _compare(summary: Summary, base: ModeSummary, other: ModeSummary) -> str:
                 f"{mode.mode}: every one of its {mode.turns} turns failed, so its calls and tokens are not "
                 f"comparable with {(other if mode is base else base).mode}'s."
             )
-    comparison = _paired(summary, base.mode, other.mode)
+    comparison = summary.comparison(base.mode, other.mode)
     accuracy = (
         accuracy_statement(comparison)
         if comparison is not None
@@ -171,16 +168,26 @@ _FIRST_ANSWER = (("simulated_first_answer", "simulated"), ("first_answer", "meas
 """The first-answer figures, simulated then measured: (the ``ModeSummary`` attributes' stem, label)."""
 
 
-def first_answer_comparison(base: ModeSummary, other: ModeSummary) -> str | None:
-    """How much sooner ``base`` shows its first answer token than ``other``, p50: simulated when both modes
-    have the figure, measured when both have it (both when both do); ``None`` when neither pair exists."""
-    parts = [
-        f"{_sooner(a, b)} {label} ({ms_text(a)} vs {ms_text(b)} ms p50)"
-        for figure, label in _FIRST_ANSWER
-        if (a := getattr(base, f"{figure}_p50")) is not None
-        and (b := getattr(other, f"{figure}_p50")) is not None
-    ]
+def _first_answers(
+    a: tuple[ModeSummary, str], b: tuple[ModeSummary, str], text: Callable[[float, float, str], str]
+) -> str | None:
+    """``text`` of each first-answer figure, simulated then measured, that both ``a`` and ``b`` have (each a
+    mode and a statistic, ``"p50"`` or ``"p95"``), joined; ``None`` when there is none."""
+    parts = []
+    for figure, label in _FIRST_ANSWER:
+        x, y = getattr(a[0], f"{figure}_{a[1]}"), getattr(b[0], f"{figure}_{b[1]}")
+        if x is not None and y is not None:
+            parts.append(text(x, y, label))
     return ", ".join(parts) or None
+
+
+def first_answer_comparison(base: ModeSummary, other: ModeSummary) -> str | None:
+    """How much sooner ``base`` shows its first answer token than ``other``, p50, simulated and measured."""
+    return _first_answers(
+        (base, "p50"),
+        (other, "p50"),
+        lambda a, b, label: f"{_sooner(a, b)} {label} ({ms_text(a)} vs {ms_text(b)} ms p50)",
+    )
 
 
 def _first_answer(mode: ModeSummary) -> str | None:
@@ -193,13 +200,9 @@ def _first_answer(mode: ModeSummary) -> str | None:
 
 def _first_answer_figures(mode: ModeSummary) -> str | None:
     """Every first-answer figure of the mode, p50 / p95, each labelled simulated or measured."""
-    parts = [
-        f"{ms_text(p50)} / {ms_text(p95)} ms {label}"
-        for figure, label in _FIRST_ANSWER
-        if (p50 := getattr(mode, f"{figure}_p50")) is not None
-        and (p95 := getattr(mode, f"{figure}_p95")) is not None
-    ]
-    return ", ".join(parts) or None
+    return _first_answers(
+        (mode, "p50"), (mode, "p95"), lambda p50, p95, label: f"{ms_text(p50)} / {ms_text(p95)} ms {label}"
+    )
 
 
 def _structure(mode: ModeSummary, *, first: bool) -> str:
@@ -231,7 +234,7 @@ def headline(summary: Summary) -> str | None:
         return f"{base.mode}: every one of its {base.turns} turns failed, so there is nothing to compare."
     usable = [base] + [m for m in summary.modes if m.mode != base.mode and not all_failed(m)]
     structure = "Per turn: " + "; ".join(_structure(m, first=i == 0) for i, m in enumerate(usable)) + "."
-    comparisons = [c for m in usable[1:] if (c := _paired(summary, base.mode, m.mode)) is not None]
+    comparisons = [c for m in usable[1:] if (c := summary.comparison(base.mode, m.mode)) is not None]
     if not comparisons:
         return f"{structure} {base.mode} passed {base.accuracy:.0%} of turns."
     accuracy = "; ".join(_short_accuracy(c) for c in comparisons)
@@ -258,23 +261,8 @@ def _short_accuracy(comparison: PairedComparison) -> str:
     )
 
 
-def valid_plan_sentence(summary: Summary) -> str | None:
-    """The valid-plan rate of every mode that recorded it (``None`` when none did)."""
-    recorded = [m for m in summary.modes if m.valid_plan_rate is not None]
-    if not recorded:
-        return None
-    rates = ", ".join(
-        f"{m.mode} {m.valid_plan_rate:.1%} ({m.plans_valid}/{m.plans_checked})"
-        for m in recorded
-        if m.valid_plan_rate is not None
-    )
-    return f"Valid-plan rate (requests for operations valid as written): {rates}."
-
-
-def matrix_headline(summary: Summary) -> str | None:
+def matrix_headline(summary: Summary) -> str:
     """The headline of a run with several targets: per target, each mode's structure, then its accuracy."""
-    if not summary.targets:
-        return None
     modes = len({m.mode for _, m in summary.cells()})
     parts = []
     for entry in summary.targets:
@@ -301,25 +289,25 @@ def _matrix_findings(summary: Summary, meta: RunMeta | None) -> list[str]:
     return sentences
 
 
+def _listed(lead: str, parts: Sequence[str], separator: str = ", ") -> list[str]:
+    """``["<lead>: <parts>."]``, or no sentence without parts."""
+    return [f"{lead}: {separator.join(parts)}."] if parts else []
+
+
 def measurement_sentences(modes: Sequence[ModeSummary]) -> list[str]:
     """What the provider did not report, what tool calling recovered, what was retried (none: no sentence)."""
-    sentences = []
-    unreported = [m for m in modes if m.usage_unreported]
-    if unreported:
-        parts = ", ".join(f"{m.mode} {m.usage_unreported}" for m in unreported)
-        sentences.append(
+    unreported = [f"{m.mode} {m.usage_unreported}" for m in modes if m.usage_unreported]
+    recovered = [f"{m.mode} {m.recovered_tool_calls}" for m in modes if m.mode.startswith("toolcalling")]
+    retried = [f"{m.mode} {m.connection_retries}" for m in modes if m.connection_retries]
+    return [
+        *_listed(
             "Turns whose provider did not report token usage (left out of the token figures, not counted "
-            f"as 0): {parts}."
-        )
-    calling = [m for m in modes if m.mode.startswith("toolcalling")]
-    if calling:
-        parts = ", ".join(f"{m.mode} {m.recovered_tool_calls}" for m in calling)
-        sentences.append(f"Tool calls written as text and recovered into real tool calls: {parts}.")
-    retried = [m for m in modes if m.connection_retries]
-    if retried:
-        parts = ", ".join(f"{m.mode} {m.connection_retries}" for m in retried)
-        sentences.append(f"Requests resent once after a connection failed before any answer: {parts}.")
-    return sentences
+            "as 0)",
+            unreported,
+        ),
+        *_listed("Tool calls written as text and recovered into real tool calls", recovered),
+        *_listed("Requests resent once after a connection failed before any answer", retried),
+    ]
 
 
 def findings(summary: Summary, meta: RunMeta | None = None) -> list[str]:
@@ -334,43 +322,32 @@ def findings(summary: Summary, meta: RunMeta | None = None) -> list[str]:
     if base.mode == "planner" and not all_failed(base):
         verdict = "never exceeded" if base.calls_max <= 2 else "exceeded"
         sentences.append(f"planner {verdict} 2 model calls per turn (max {base.calls_max}).")
-    no_operation = [m for m in summary.modes if m.no_operation_calls_mean is not None]
-    if no_operation:
-        calls = ", ".join(f"{m.mode} {m.no_operation_calls_mean:.1f}" for m in no_operation)
-        sentences.append(f"Model calls on turns that ran no operation (small talk, refusals): {calls}.")
-    dependent = [c for c in summary.categories if c.category == "dependent_operations"]
-    if dependent:
-        calls = ", ".join(f"{c.mode} {c.calls_mean:.1f}" for c in dependent)
-        sentences.append(f"Model calls per turn on dependent operations: {calls}.")
-    cached = [m for m in summary.modes if m.cached_share is not None]
-    if cached:
-        shares = ", ".join(f"{m.mode} {m.cached_share:.0%}" for m in cached)
-        sentences.append(f"Share of input tokens served from the provider's prompt cache: {shares}.")
-    first = [(m.mode, text) for m in summary.modes if (text := _first_answer_figures(m)) is not None]
-    if first:
-        sentences.append(
-            "Time to the first answer token, p50 / p95: " + "; ".join(f"{m} {t}" for m, t in first) + "."
-        )
-    valid = valid_plan_sentence(summary)
-    if valid is not None:
-        sentences.append(valid)
-    sentences += measurement_sentences(summary.modes)
-    harness = ", ".join(f"{m.mode} {m.harness_p50:.1f} ms" for m in summary.modes)
-    sentences.append(f"Harness overhead p50: {harness}.")
+    modes = summary.modes
+    no_operation = [
+        f"{m.mode} {m.no_operation_calls_mean:.1f}" for m in modes if m.no_operation_calls_mean is not None
+    ]
+    sentences += _listed("Model calls on turns that ran no operation (small talk, refusals)", no_operation)
+    dependent = [
+        f"{c.mode} {c.calls_mean:.1f}" for c in summary.categories if c.category == "dependent_operations"
+    ]
+    sentences += _listed("Model calls per turn on dependent operations", dependent)
+    cached = [f"{m.mode} {m.cached_share:.0%}" for m in modes if m.cached_share is not None]
+    sentences += _listed("Share of input tokens served from the provider's prompt cache", cached)
+    first = [f"{m.mode} {text}" for m in modes if (text := _first_answer_figures(m)) is not None]
+    sentences += _listed("Time to the first answer token, p50 / p95", first, "; ")
+    valid = [f"{m.mode} {valid_plan_cell(m)}" for m in modes if m.valid_plan_rate is not None]
+    sentences += _listed("Valid-plan rate (requests for operations valid as written)", valid)
+    sentences += measurement_sentences(modes)
+    sentences += _listed("Harness overhead p50", [f"{m.mode} {m.harness_p50:.1f} ms" for m in modes])
     sentences += target_sentences(summary)
-    if summary.growth is not None:
-        parts = []
-        for series in summary.growth.series:
-            ratio = summary.growth.ratio(series)
-            if ratio is not None:
-                parts.append(f"{series} ×{ratio:.2f}")
-        if parts:
-            turns = max(len(s) for s in summary.growth.series.values())
-            sentences.append(
-                f"Over the {turns}-turn conversation, input tokens at the last turn vs the first: "
-                + ", ".join(parts)
-                + "."
-            )
+    if (growth := summary.growth) is not None:
+        turns = max((len(s) for s in growth.series.values()), default=0)
+        ratios = [
+            f"{mode} ×{ratio:.2f}" for mode in growth.series if (ratio := growth.ratio(mode)) is not None
+        ]
+        sentences += _listed(
+            f"Over the {turns}-turn conversation, input tokens at the last turn vs the first", ratios
+        )
     for mode in summary.modes:
         if mode.failures:
             kinds = ", ".join(f"{count} {kind}" for kind, count in mode.failures.items())

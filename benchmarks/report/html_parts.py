@@ -44,12 +44,8 @@ def page_open(title: str) -> str:
     )
 
 
-def swatch(colour: str) -> str:
-    return f'<span class="swatch" style="background:{colour}"></span>'
-
-
 def mode_label(mode: str, colours: dict[str, str]) -> str:
-    return swatch(colours.get(mode, "#999")) + escape(mode)
+    return f'<span class="swatch" style="background:{colours.get(mode, "#999")}"></span>' + escape(mode)
 
 
 def table(
@@ -259,16 +255,12 @@ def turn_table(results: RunResults, columns: list[Column], colours: dict[str, st
         for target, mode in columns
     )
     body = []
-    previous = None
-    seen_categories: set[str] = set()
-    for scenario, turn in order:
-        if scenario != previous:
-            previous = scenario
+    seen: set[str] = set()  # categories whose first scenario carries their anchor
+    for i, (scenario, turn) in enumerate(order):
+        if i == 0 or order[i - 1][0] != scenario:
             category = categories[scenario]
-            ident = ""
-            if category not in seen_categories:
-                seen_categories.add(category)
-                ident = f' id="{category_anchor(category, prefix)}"'
+            ident = "" if category in seen else f' id="{category_anchor(category, prefix)}"'
+            seen.add(category)
             body.append(
                 f'<tr class="scenario"{ident}><th colspan="{2 + len(columns)}">{escape(scenario)}'
                 f'<span class="category">{escape(category)}</span></th></tr>'

@@ -1,6 +1,6 @@
 """``report.md`` of one run, or of several side by side (``erp-ai report RUN_A RUN_B …``), in the order of
 its HTML twin: the verdict, the latency distributions as percentiles, then the findings and every table
-(from :mod:`benchmarks.report.tables`), the provenance and the failing turns.
+(from the table modules), the provenance and the failing turns.
 
 A run with several targets (models) adds the model matrix and gives every per-mode table a ``target`` column;
 each target's findings and paired comparisons are its own (modes are compared within a target, never
@@ -12,7 +12,17 @@ from collections.abc import Sequence
 
 from benchmarks.cost import CostEstimate, estimate_costs
 from benchmarks.report.calibration import agreement_line
+from benchmarks.report.cost_table import cost_caption, cost_rows, costs_of
+from benchmarks.report.failure_groups import clip, example_text, failure_groups, why
 from benchmarks.report.findings import OFFLINE_NOTICE, findings, headline, ms_text
+from benchmarks.report.matrix_table import MATRIX_CAPTION, matrix_grids, targets_table
+from benchmarks.report.run_facts import (
+    CONVERSATION_STATE_POLICY,
+    mode_description,
+    prefix_cache_text,
+    provenance_rows,
+    who_ran,
+)
 from benchmarks.report.runs import (
     SIDE_BY_SIDE,
     ReportRun,
@@ -24,45 +34,24 @@ from benchmarks.report.runs import (
 from benchmarks.report.runs import title as report_title
 from benchmarks.report.summary import CategorySummary, Summary
 from benchmarks.report.tables import (
-    CONVERSATION_STATE_POLICY,
     INTERVALS_CAPTION,
     LATENCY_CAPTION,
-    MATRIX_CAPTION,
     PERCENTILE_CAPTION,
     VALID_PLAN_CAPTION,
     Table,
     category_rows,
-    clip,
-    cost_caption,
-    cost_rows,
-    costs_of,
-    example_text,
-    failure_groups,
     failure_rows,
     growth_rows,
     growth_scenarios,
     interval_rows,
-    matrix_grids,
-    mode_description,
     paired_caption,
     paired_rows,
     pass_k_rows,
     percent_interval,
-    prefix_cache_text,
-    provenance_rows,
     summary_rows,
-    targets_table,
-    who_ran,
 )
-from benchmarks.report.verdict import (
-    VERDICT_CAPTION,
-    first_answer,
-    latency,
-    run_verdict,
-    runs_verdict_lines,
-    verdict_table,
-    verdict_title,
-)
+from benchmarks.report.verdict import first_answer, latency, run_verdict
+from benchmarks.report.verdict_table import VERDICT_CAPTION, runs_verdict_lines, verdict_table, verdict_title
 from benchmarks.results import RunMeta, RunResults
 from benchmarks.stats import percentile
 
@@ -167,10 +156,8 @@ def _failing_turns(results: RunResults, limit: int = 50) -> list[str]:
     for r in results.scored_rows:
         scenario_order.setdefault(r.scenario, len(scenario_order))
         if not r.passed:
-            why = "; ".join(r.score.details or r.errors) or "failed"
-            if r.failure is not None:
-                why = f"[{r.failure}] {why}"
-            groups.setdefault((r.target, r.scenario, r.turn, r.repetition, why), []).append(r.mode)
+            reason = why(r) if r.failure is None else f"[{r.failure}] {why(r)}"
+            groups.setdefault((r.target, r.scenario, r.turn, r.repetition, reason), []).append(r.mode)
     if not groups:
         return []
     targets = {t.name: i for i, t in enumerate(results.meta.run_targets)}
@@ -188,8 +175,8 @@ def _failing_turns(results: RunResults, limit: int = 50) -> list[str]:
     lines += render_table(
         [*(["target"] if matrix else []), "mode", "scenario", "turn", "rep", "why"],
         [
-            [*([target] if matrix else []), who(modes), s, str(t), str(rep), clip(why, 200)]
-            for (target, s, t, rep, why), modes in shown
+            [*([target] if matrix else []), who(modes), s, str(t), str(rep), clip(reason, 200)]
+            for (target, s, t, rep, reason), modes in shown
         ],
         align=("l" if matrix else "") + "llrrl",
     )

@@ -24,6 +24,7 @@ from urllib.parse import urlparse
 from benchmarks.report.calibration import agreement_line
 from benchmarks.report.findings import OFFLINE_NOTICE, findings, headline
 from benchmarks.report.markdown import render_table
+from benchmarks.report.run_facts import prefix_cache_text, who_ran
 from benchmarks.report.runs import first_line, regime_of
 from benchmarks.report.summary import Summary, tokens_text
 from benchmarks.report.tables import (
@@ -33,18 +34,10 @@ from benchmarks.report.tables import (
     Table,
     accuracy_cell,
     mode_table,
-    prefix_cache_text,
     summary_rows,
-    who_ran,
 )
-from benchmarks.report.verdict import (
-    accuracy_edge,
-    failures_cell,
-    first_answer_cell,
-    latency_cell,
-    run_verdict,
-    tokens_cell,
-)
+from benchmarks.report.verdict import accuracy_edge, run_verdict
+from benchmarks.report.verdict_table import failures_cell, first_answer_cell, latency_cell, tokens_cell
 from benchmarks.results import RunMeta, RunResults, TurnRow
 from benchmarks.scenario import Scenario, load_scenarios
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from benchmarks.cost import CostEstimate, estimate_costs, load_pricing
 from benchmarks.report.aggregate import summarize
 from benchmarks.report.summary import CategorySummary, Summary
+from benchmarks.report.tables import Table
 from benchmarks.results import RESULTS_FILE, RunMeta, RunResults, TurnRow
 
 STRUCTURE_ONLY = (
@@ -60,7 +61,6 @@ class Regime:
 
 
 def regime_of(meta: RunMeta) -> Regime:
-    """The regime of the run ``meta`` describes."""
     cache = {True: "modelled", False: "not modelled", None: "not recorded"}[meta.prompt_cache]
     matrix = meta.matrix
     return Regime(
@@ -117,11 +117,8 @@ def title(meta: RunMeta) -> str:
 
 
 def combined_title(count: int) -> str:
-    """The title of a report that puts ``count`` runs side by side."""
     return f"erp-ai-harness benchmark: {count} runs side by side"
 
-
-Table = tuple[list[str], list[list[str]]]
 
 SIDE_BY_SIDE = (
     "Each run is compared within itself only: modes against modes on the turns both ran. Runs differ in "
@@ -145,8 +142,6 @@ def summarize_run(results: RunResults) -> Summary:
 
 @dataclass(frozen=True)
 class ReportRun:
-    """One run of a report."""
-
     label: str
     """A short name, unique within the report: the results file's stem, or its folder's name."""
     results: RunResults

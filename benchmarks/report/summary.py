@@ -187,8 +187,10 @@ class Summary(BaseModel):
         return bool(self.targets)
 
     def mode(self, name: str) -> ModeSummary | None:
-        """The summary of mode ``name``, if it ran."""
         return next((m for m in self.modes if m.mode == name), None)
+
+    def comparison(self, base: str, other: str) -> PairedComparison | None:
+        return next((p for p in self.paired if p.base == base and p.other == other), None)
 
     def cells(self) -> list[tuple[str | None, ModeSummary]]:
         """Every (target name, mode summary); the name is ``None`` in a one-target summary."""

@@ -13,7 +13,8 @@ from benchmarks.report.findings import OFFLINE_NOTICE, findings, headline, ms_te
 from benchmarks.report.runs import ReportRun, first_line
 from benchmarks.report.summary import ModeSummary, Summary, tokens_text
 from benchmarks.report.tables import Column, mode_table
-from benchmarks.report.verdict import run_verdict, runs_verdict_lines
+from benchmarks.report.verdict import run_verdict
+from benchmarks.report.verdict_table import runs_verdict_lines
 from benchmarks.results import RunMeta
 
 

@@ -13,7 +13,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from benchmarks.results import RunMeta, TurnRow, read_results
+from benchmarks.results import RunMeta, read_results
 from tests.benchmarks.report.sample_results import turn_row, write_results
 
 runner = CliRunner()
@@ -22,26 +22,12 @@ TURNS = 3
 """Scenario turns per mode of the run written below: 6 scored turns planned."""
 
 
-def row(mode: str, turn: int) -> TurnRow:
-    return turn_row(
-        mode,
-        category="single",
-        turn=turn,
-        user="¿Cuánto vendimos en 2025?",
-        answer="En 2025 se vendieron ₲850.000.000.",
-        model_calls=2,
-        input_tokens=1000,
-        output_tokens=50,
-        model_ms=10.0,
-        harness_ms=1.0,
-    )
-
-
 @pytest.fixture
 def results_file(tmp_path: Path) -> Path:
     """A whole run's file: the run line, then 3 turns of each of 2 modes."""
     meta = RunMeta(provider="offline", modes=MODES, scenarios=1, turns=TURNS)
-    records = [row(mode, turn) for mode in MODES for turn in range(1, TURNS + 1)]
+    answer = "En 2025 se vendieron ₲850.000.000."
+    records = [turn_row(mode, turn=turn, answer=answer) for mode in MODES for turn in range(1, TURNS + 1)]
     return write_results(tmp_path / "run" / "results.jsonl", meta, records)
 
 

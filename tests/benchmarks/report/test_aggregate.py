@@ -19,6 +19,16 @@ def row(mode: str, scenario: str, turn: int, rep: int = 1, passed: bool = True, 
     return turn_row(mode, passed=passed, scenario=scenario, turn=turn, repetition=rep, **values)
 
 
+def _paired(outcomes: list[tuple[bool, bool]]) -> list[TurnRow]:
+    """Turn 1 of scenario ``s<i>`` in planner and in tool calling, passed as ``outcomes[i]`` says."""
+    modes = ("planner", "toolcalling")
+    return [
+        row(mode, f"s{i}", 1, passed=p)
+        for i, pair in enumerate(outcomes)
+        for mode, p in zip(modes, pair, strict=True)
+    ]
+
+
 def test_pass_hat_k_follows_tau_bench() -> None:
     # Two tasks: one passed 2 of 3 trials, one 3 of 3.
     outcomes = [[True, True, False], [True, True, True]]
@@ -137,10 +147,7 @@ def test_modes_are_compared_on_the_turns_both_ran() -> None:
 
 
 def test_a_consistent_difference_is_established() -> None:
-    rows = []
-    for scenario in range(30):
-        rows.append(row("planner", f"s{scenario}", 1, passed=True))
-        rows.append(row("toolcalling", f"s{scenario}", 1, passed=scenario % 3 != 0))  # fails 10 of 30
+    rows = _paired([(True, i % 3 != 0) for i in range(30)])  # tool calling fails 10 of 30
     (paired,) = summarize(rows, ["planner", "toolcalling"]).paired
     assert paired.other_only == 0 and paired.base_only == 10
     assert paired.p_value == pytest.approx(2 / 1024)
@@ -149,10 +156,7 @@ def test_a_consistent_difference_is_established() -> None:
 
 
 def test_the_paired_bootstrap_is_reproducible() -> None:
-    rows = []
-    for scenario in range(12):
-        rows.append(row("planner", f"s{scenario}", 1, passed=scenario % 2 == 0))
-        rows.append(row("toolcalling", f"s{scenario}", 1, passed=scenario % 3 == 0))
+    rows = _paired([(i % 2 == 0, i % 3 == 0) for i in range(12)])
     first = summarize(rows, ["planner", "toolcalling"]).paired[0].interval
     assert first == summarize(rows, ["planner", "toolcalling"]).paired[0].interval
     assert first != summarize(rows, ["planner", "toolcalling"], seed=7).paired[0].interval

@@ -50,7 +50,7 @@ def test_every_packaged_set_is_measured_and_said_in_one_line() -> None:
 
 
 def test_the_line_says_so_when_the_figure_cannot_be_computed() -> None:
-    given = [ScorerAgreement("the held-out set", turns=10, false_passes=1, false_fails=2, seconds=0.0)]
+    given = [ScorerAgreement("the held-out set", turns=10, false_passes=1, false_fails=2)]
     assert agreement_line(given).endswith(
         "on 7 of the 10 turns of the held-out set (70.0%: 1 false passes, 2 false fails)."
     )

@@ -1,6 +1,6 @@
 """``erp-ai report RUN_A RUN_B …``: several runs in one report, each regime labeled, a verdict row per run and
-mode, and every link pointing at something on the page (benchmarks/report/html.py, markdown.py,
-runs.py; benchmarks/commands/bench.py)."""
+mode, and every link pointing at something on the page (benchmarks/report/html.py, html_decision.py,
+markdown.py, runs.py; benchmarks/commands/bench.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The parts of the first screen: category coverage (benchmarks/report/readme.py), the distribution chart
-(svg.py), failure groups with one example each (tables.py) and the links and filters that lead from a figure
-to its turns (html.py, html_parts.py)."""
+(svg.py), failure groups with one example each (failure_groups.py) and the links and filters that lead from a
+figure to its turns (html_decision.py, html_parts.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import re
 from pathlib import Path
 
 from benchmarks.report import write_reports
+from benchmarks.report.failure_groups import WRONG_ANSWER, example_text, failure_groups
 from benchmarks.report.readme import category_coverage, coverage_text
 from benchmarks.report.svg import distribution_chart, ms_tick
-from benchmarks.report.tables import WRONG_ANSWER, example_text, failure_groups
 from benchmarks.results import RunMeta
 from benchmarks.scenario import Scenario, ScenarioTurn
 from tests.benchmarks.report.sample_results import MODES, rows, turn_row, write_results

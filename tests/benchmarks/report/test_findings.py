@@ -87,12 +87,16 @@ def _mode(name: str, **figures: Any) -> ModeSummary:
     return ModeSummary(mode=name, **{**values, **figures})
 
 
+def _summary(*modes: ModeSummary, **values: Any) -> Summary:
+    return Summary(modes=list(modes), categories=[], **values)
+
+
 def test_targets_say_plainly_whether_they_were_met() -> None:
-    missed = Summary(modes=[_mode("planner", harness_p50=3.3), _mode("toolcalling")], categories=[])
+    missed = _summary(_mode("planner", harness_p50=3.3), _mode("toolcalling"))
     assert target_sentences(missed) == [
         "Target planner harness p50 under 2 ms: target not met (3.3 ms vs 2 ms)."
     ]
-    met = Summary(modes=[_mode("planner", harness_p50=1.8)], categories=[])
+    met = _summary(_mode("planner", harness_p50=1.8))
     assert target_sentences(met)[0].endswith("target met (1.8 ms vs 2 ms).")
     text = " ".join(findings(missed))
     assert "target not met (3.3 ms vs 2 ms)" in text
@@ -100,22 +104,21 @@ def test_targets_say_plainly_whether_they_were_met() -> None:
 
 
 def test_latency_targets_between_modes_need_both_figures() -> None:
-    profiled = Summary(
-        modes=[
-            _mode("planner", simulated_p50=2431.7, simulated_first_answer_p50=900.0),
-            _mode("toolcalling", simulated_p50=1122.7, simulated_first_answer_p50=1000.0),
-        ],
-        categories=[],
+    profiled = _summary(
+        _mode("planner", simulated_p50=2431.7, simulated_first_answer_p50=900.0),
+        _mode("toolcalling", simulated_p50=1122.7, simulated_first_answer_p50=1000.0),
+        prompt_cache=True,
     )
-    sentences = target_sentences(profiled.model_copy(update={"prompt_cache": True}))
+    sentences = target_sentences(profiled)
     assert (
         "Target planner simulated p50 at most toolcalling's: "
         "target not met (2,432 ms vs 1,123 ms), "
         "measured with the offline model's prefix cache modelled (--prompt-cache)." in sentences
     )
     assert any("time to first answer" in s and "target met (900 ms vs 1,000 ms)" in s for s in sentences)
-    alone = Summary(modes=[_mode("planner", simulated_p50=2431.7)], categories=[])
-    assert all("simulated p50" not in s for s in target_sentences(alone))
+    assert all(
+        "simulated p50" not in s for s in target_sentences(_summary(_mode("planner", simulated_p50=2.0)))
+    )
 
 
 def test_latency_targets_say_under_which_prefix_cache_setting_they_were_measured() -> None:
@@ -124,8 +127,7 @@ def test_latency_targets_say_under_which_prefix_cache_setting_they_were_measured
         _mode("toolcalling", simulated_p50=1000.0),
     ]
     by_setting = {
-        setting: target_sentences(Summary(modes=modes, categories=[], prompt_cache=setting))
-        for setting in (True, False, None)
+        setting: target_sentences(_summary(*modes, prompt_cache=setting)) for setting in (True, False, None)
     }
     assert by_setting[False][1].endswith(
         "target met (900 ms vs 1,000 ms), measured without a modelled prefix cache (--no-prompt-cache)."
@@ -136,12 +138,9 @@ def test_latency_targets_say_under_which_prefix_cache_setting_they_were_measured
 
 
 def test_cached_share_and_first_answer_join_the_structure_when_present() -> None:
-    summary = Summary(
-        modes=[
-            _mode("planner", cached_share=0.62, simulated_first_answer_p50=850.0),
-            _mode("toolcalling", cached_share=0.4, first_answer_p50=12.0),
-        ],
-        categories=[],
+    summary = _summary(
+        _mode("planner", cached_share=0.62, simulated_first_answer_p50=850.0),
+        _mode("toolcalling", cached_share=0.4, first_answer_p50=12.0),
     )
     top = headline(summary) or ""
     assert (

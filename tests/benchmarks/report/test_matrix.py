@@ -11,7 +11,8 @@ from rich.console import Console
 from benchmarks.cost import estimate_costs
 from benchmarks.report import print_summary, render_html, render_markdown, summarize, summarize_run
 from benchmarks.report.findings import findings, headline
-from benchmarks.report.tables import matrix_grids, summary_rows, valid_plan_cell
+from benchmarks.report.matrix_table import matrix_grids
+from benchmarks.report.tables import summary_rows, valid_plan_cell
 from benchmarks.results import RunMeta, RunResults, TurnRow
 from benchmarks.targets import parse_targets
 from tests.benchmarks.report.sample_results import turn_row

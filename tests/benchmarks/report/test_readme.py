@@ -8,9 +8,11 @@ import pytest
 from typer.testing import CliRunner
 
 from benchmarks.cli import app
+from benchmarks.provenance import Provenance
 from benchmarks.report import summarize
-from benchmarks.report.readme import end_marker, readme_block, start_marker, update_readme
-from benchmarks.results import read_results
+from benchmarks.report.readme import block_name, end_marker, readme_block, start_marker, update_readme
+from benchmarks.results import RunMeta, read_results
+from tests.benchmarks.report.sample_results import MODES, rows, write_results
 
 START, END = start_marker("measured"), end_marker("measured")
 
@@ -61,8 +63,6 @@ def test_update_replaces_only_the_marked_block_each_latency_profile_having_its_o
 
 
 def test_a_run_without_the_modelled_prefix_cache_writes_its_own_block(results_path: Path) -> None:
-    from benchmarks.report.readme import block_name
-
     results = read_results(results_path)
     profiled = results.model_copy(
         update={"meta": results.meta.model_copy(update={"latency_profile": "gpu-8b"})}
@@ -76,10 +76,6 @@ REAL = ("real-model", start_marker("real-model"), end_marker("real-model"))
 
 
 def _real_run(tmp_path: Path) -> Path:
-    from benchmarks.provenance import Provenance
-    from benchmarks.results import RunMeta
-    from tests.benchmarks.report.sample_results import MODES, rows, write_results
-
     meta = RunMeta(
         provider="openai",
         model="qwen2.5-coder-1.5b-instruct",
@@ -101,8 +97,6 @@ def _real_run(tmp_path: Path) -> Path:
 
 
 def test_a_real_model_run_writes_the_real_model_block_with_what_a_reader_needs(tmp_path: Path) -> None:
-    from benchmarks.report.readme import block_name
-
     results = read_results(_real_run(tmp_path))
     block = readme_block(results, summarize(results.rows, results.meta.modes))
 

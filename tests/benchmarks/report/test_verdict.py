@@ -1,5 +1,5 @@
 """The verdict that opens every report: what the run measures (benchmarks/report/runs.py), the verdict
-table and sentences that never claim more than the paired tests show (verdict.py)."""
+table (verdict_table.py) and sentences that never claim more than the paired tests show (verdict.py)."""
 
 from __future__ import annotations
 
@@ -7,15 +7,8 @@ from typing import Any
 
 from benchmarks.report import summarize_run
 from benchmarks.report.runs import first_line, regime_of, title
-from benchmarks.report.verdict import (
-    NOT_MEASURED,
-    SIMULATED_MARK,
-    model_calls,
-    paired_figure,
-    verdict_lines,
-    verdict_of,
-    verdict_table,
-)
+from benchmarks.report.verdict import model_calls, paired_figure, verdict_of
+from benchmarks.report.verdict_table import NOT_MEASURED, SIMULATED_MARK, verdict_lines, verdict_table
 from benchmarks.results import RunMeta, RunResults, TurnRow
 from tests.benchmarks.report.sample_results import turn_row
 
@@ -107,7 +100,7 @@ def test_an_accuracy_difference_the_test_does_not_establish_is_said_to_be_not_si
 
 def test_a_structure_run_never_makes_an_accuracy_statement() -> None:
     verdict = _verdict(OFFLINE, _turns(40, 5))
-    text = " ".join(verdict.sentences)
+    text = " ".join(verdict.leads + verdict.details)
     assert "accurate" not in text and "Accuracy on" not in text
     assert "structure only (accuracy not measured)" in verdict.leads[0]
     assert "planner is ahead on fewer model calls (2.00 vs 3.00 per turn)" in verdict.leads[0]
