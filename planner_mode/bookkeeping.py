@@ -19,7 +19,7 @@ from shared.operations.registry import OperationSpec
 from shared.security import Caller, require_caller
 from shared.state import turn_state
 from shared.turn import ExecutedOperation, FailureKind, FirstAnswerCall, TurnResult
-from shared.turn_steps import AnswerClock, text_of
+from shared.turn_steps import AnswerClock, measured_figures, text_of
 
 __all__ = ["ANSWER_PREFIX", "DIRECT_ANSWER_PREFIX", "PlannerTurn", "rejected"]
 
@@ -124,8 +124,6 @@ class PlannerTurn:
     ) -> TurnResult:
         """The turn's result: recorded when ``recorded`` is the state the store wrote, else unrecorded with
         the state read for the turn."""
-        usage = CallUsage.total(self.usages)
-        total_ms = self.clock.elapsed_ms()
         return TurnResult(
             mode="planner",
             conversation_id=text_of(self.conversation_id),
@@ -136,17 +134,8 @@ class PlannerTurn:
             plan_valid=self.plan_valid,
             memories=memories or [],
             state=recorded if recorded is not None else self.state,
-            model_calls=usage.model_calls,
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            cached_input_tokens=usage.cached_input_tokens,
-            usage_reported=usage.unreported_calls == 0,
-            connection_retries=usage.connection_retries,
-            model_ms=usage.model_ms,
-            first_answer_ms=self.clock.first_answer_ms,
+            **measured_figures(CallUsage.total(self.usages), self.clock),
             first_answer_call=self._first_answer_call(),
-            harness_ms=max(0.0, total_ms - usage.model_ms),
-            total_ms=total_ms,
             ungrounded_figures=self.ungrounded,
             errors=self.errors,
             failure=self.failure,

@@ -14,8 +14,8 @@ fields are only ever added as optional ones, so older clients and servers keep u
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Annotated, Any, Final, Literal
+from collections.abc import Callable, Iterator
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import AfterValidator, BaseModel, Field, TypeAdapter
 
@@ -32,11 +32,9 @@ from shared.bounds import (
 )
 from shared.errors import InputError
 from shared.inputs import MAX_QUESTION_CHARS, check_question, check_text
+from shared.llm.usage import CallUsage
 from shared.memory.context import ConversationContext
 from shared.operations.registry import OperationSpec
-
-if TYPE_CHECKING:
-    from shared.llm.usage import UsageTracker
 
 __all__ = [
     "MAX_CATALOG_CHARS",
@@ -63,42 +61,6 @@ __all__ = [
 NDJSON = "application/x-ndjson"
 """Media type of a streamed ``/ai/respond`` or ``/ai/analyze``: send it in ``Accept`` to get the answer in
 deltas."""
-
-
-class CallUsage(BaseModel):
-    """Model usage measured around one AI request (normally one model call)."""
-
-    model_calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached_input_tokens: int = 0
-    """The part of :attr:`input_tokens` the provider served from its prompt (prefix) cache (0 when it does not
-    say, and from servers that predate the field)."""
-    unreported_calls: int = 0
-    """Model calls whose provider reported no token usage: their tokens are unknown, not 0."""
-    connection_retries: int = 0
-    """Requests resent once because their connection failed before the server answered."""
-    model_ms: float = 0.0
-    """Measured wall time inside the model."""
-
-    @classmethod
-    def from_tracker(cls, tracker: UsageTracker) -> CallUsage:
-        """Snapshot a ``UsageTracker``."""
-        return cls(
-            model_calls=tracker.calls,
-            input_tokens=tracker.input_tokens,
-            output_tokens=tracker.output_tokens,
-            cached_input_tokens=tracker.cached_input_tokens,
-            unreported_calls=tracker.unreported_calls,
-            connection_retries=tracker.connection_retries,
-            model_ms=tracker.model_ms,
-        )
-
-    @classmethod
-    def total(cls, usages: Iterable[CallUsage]) -> CallUsage:
-        """The sum of several usages."""
-        usages = list(usages)
-        return cls(**{name: sum(getattr(usage, name) for usage in usages) for name in cls.model_fields})
 
 
 # -- what a request may carry: the limits and the text rule the ERP side applies, checked again here ---------

@@ -1,7 +1,8 @@
 """The steps of a turn that both modes take the same way: admit, time the answer, finish.
 
 :func:`open_turn` checks the input and the caller's access and reads the context, returning a refusal instead
-of raising it (``ConversationAccessDenied`` still raises); :class:`AnswerClock` times the answer;
+of raising it (``ConversationAccessDenied`` still raises); :class:`AnswerClock` times the answer and
+:func:`measured_figures` gives the turn's cost;
 :func:`finish_turn` ends the parent run and logs the turn; :func:`run_until_complete` runs an engine's
 ``aask`` for its blocking ``ask``.
 """
@@ -22,6 +23,7 @@ from typing import Any, TypeVar
 from shared.errors import ConversationAccessDenied, ErpAiError
 from shared.events import AnswerDelta
 from shared.inputs import check_turn_input
+from shared.llm.usage import CallUsage
 from shared.logs import log_turn
 from shared.memory.context import ConversationContext
 from shared.memory.store import MemoryStore
@@ -56,6 +58,24 @@ class AnswerClock:
         if self.reading and self.first_answer_ms is None:
             self.first_answer_ms = self.elapsed_ms()
         return AnswerDelta(text=text)
+
+
+def measured_figures(usage: CallUsage, clock: AnswerClock) -> dict[str, Any]:
+    """A turn's measured cost for its :class:`TurnResult`: the model calls' usage and the turn's times (the
+    harness's share is the total less the model's)."""
+    total_ms = clock.elapsed_ms()
+    return {
+        "model_calls": usage.model_calls,
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cached_input_tokens": usage.cached_input_tokens,
+        "usage_reported": usage.unreported_calls == 0,
+        "connection_retries": usage.connection_retries,
+        "model_ms": usage.model_ms,
+        "first_answer_ms": clock.first_answer_ms,
+        "harness_ms": max(0.0, total_ms - usage.model_ms),
+        "total_ms": total_ms,
+    }
 
 
 def admit_turn(store: MemoryStore, conversation_id: str, question: str, caller: Caller) -> None:

@@ -11,10 +11,10 @@ Without PostgreSQL the variants are skipped with a message naming ``scripts/ensu
 summary line (:func:`pytest_terminal_summary`); in CI (``CI`` set) or with ``ERP_AI_REQUIRE_POSTGRES=1``
 they fail instead, so a machine without PostgreSQL can never pass by skipping them.
 
-Fixtures (import them into a ``conftest.py``; one server per session whichever conftests import them):
-``postgres_server``, ``postgres_url`` (a fresh schema), ``db_url`` (a fresh database on each of
-:data:`BACKENDS`) and ``postgres_demo_erp_url`` (the seeded demo ERP, seeded once, read-only;
-:func:`demo_erp_url` picks the one of a backend). :func:`fresh_url` serves fixtures of a wider scope;
+Fixtures (a pytest plugin: the root ``conftest.py`` registers it for the whole suite): ``postgres_server``,
+``postgres_url`` (a fresh schema), ``db_url`` (a fresh database on each of :data:`BACKENDS`) and
+``postgres_demo_erp_url`` (the seeded demo ERP, seeded once, read-only; :func:`demo_erp_url` picks the one of
+a backend). :func:`fresh_url` serves fixtures of a wider scope;
 :func:`run_processes` runs racing writers in separate processes.
 """
 
@@ -159,42 +159,28 @@ class PostgresServer:
             conn.execute(statement.encode())
 
 
-# -- one server per session, whichever conftests import the fixtures -----------------------------------------
-
 _server: PostgresServer | None = None
-_server_users = 0
-_server_lock = threading.Lock()
+"""The session's server, started on first use."""
 
 
 def _acquire_server() -> PostgresServer:
-    global _server, _server_users
-    with _server_lock:
-        if _server is None:
-            bin_dir = find_bin_dir()
-            if bin_dir is None:
-                raise PostgresUnavailable(
-                    f"PostgreSQL server programs (initdb, pg_ctl) are not installed: run {ENSURE_SCRIPT} "
-                    "(as root it installs Debian's 'postgresql' package; otherwise it says what to install)"
-                )
-            server = PostgresServer(bin_dir)
-            try:
-                server.start()
-            except BaseException:
-                server.stop()
-                raise
-            atexit.register(server.stop)  # a session that dies before its teardown still stops the server
-            _server = server
-        _server_users += 1
-        return _server
-
-
-def _release_server() -> None:
-    global _server, _server_users
-    with _server_lock:
-        _server_users -= 1
-        if _server_users == 0 and _server is not None:
-            _server.stop()
-            _server = None
+    global _server
+    if _server is None:
+        bin_dir = find_bin_dir()
+        if bin_dir is None:
+            raise PostgresUnavailable(
+                f"PostgreSQL server programs (initdb, pg_ctl) are not installed: run {ENSURE_SCRIPT} "
+                "(as root it installs Debian's 'postgresql' package; otherwise it says what to install)"
+            )
+        server = PostgresServer(bin_dir)
+        try:
+            server.start()
+        except BaseException:
+            server.stop()
+            raise
+        atexit.register(server.stop)  # a session that dies before its teardown still stops the server
+        _server = server
+    return _server
 
 
 _UNAVAILABLE: Final = "PostgreSQL unavailable: "
@@ -204,6 +190,7 @@ _UNAVAILABLE: Final = "PostgreSQL unavailable: "
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[PostgresServer]:
     """The session's PostgreSQL server (started on first use). Skips, or fails in CI, when unavailable."""
+    global _server
     try:
         server = _acquire_server()
     except PostgresUnavailable as exc:
@@ -214,7 +201,8 @@ def postgres_server() -> Iterator[PostgresServer]:
     try:
         yield server
     finally:
-        _release_server()
+        server.stop()
+        _server = None
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
@@ -265,15 +253,9 @@ def postgres_demo_erp_url(postgres_server: PostgresServer) -> str:
     """The seeded demo ERP in a schema of its own, seeded once per session. Treat as read-only."""
     from shared.erp.database import open_demo_erp
 
-    url = _demo_erp_urls.get(postgres_server.root)  # several conftests import this fixture: seed once
-    if url is None:
-        url = _demo_erp_urls[postgres_server.root] = postgres_server.url(postgres_server.create_schema())
-        open_demo_erp(url).engine.dispose()
+    url = postgres_server.url(postgres_server.create_schema())
+    open_demo_erp(url).engine.dispose()
     return url
-
-
-_demo_erp_urls: dict[Path, str] = {}
-"""The seeded demo's URL per server (by its directory)."""
 
 
 def demo_erp_url(request: pytest.FixtureRequest, backend: str) -> str:

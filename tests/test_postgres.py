@@ -8,9 +8,6 @@ from pathlib import Path
 import pytest
 
 from tests import postgres
-from tests.postgres import postgres_server
-
-__all__ = ["postgres_server"]
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -44,7 +44,7 @@ from shared.security import Caller, require_caller
 from shared.state import turn_state
 from shared.tracing import TurnRun, aturn_run
 from shared.turn import FailureKind, TurnResult
-from shared.turn_steps import AnswerClock, admit_turn, finish_turn, read_context, text_of
+from shared.turn_steps import AnswerClock, admit_turn, finish_turn, measured_figures, read_context, text_of
 from toolcalling_mode._agent import StructuredStrategy, TurnContext, agent_factory, answer_tool_names
 from toolcalling_mode._run import (
     AgentRun,
@@ -367,8 +367,6 @@ class ToolCallingEngine(TurnEngine):
         """The turn's record. Only a turn whose answer the model wrote has a ``first_answer_call``, whichever
         driver ran it (text a failed stream showed before breaking does not count, as ``ask`` never sees
         it)."""
-        tracker = turn.tracker
-        total_ms = turn.clock.elapsed_ms()
         return TurnResult(
             mode=self.mode,
             conversation_id=text_of(turn.conversation_id),
@@ -378,18 +376,9 @@ class ToolCallingEngine(TurnEngine):
             plan_valid=run.plan_valid,
             memories=kept.memories,
             state=kept.state,
-            model_calls=tracker.calls,
-            input_tokens=tracker.input_tokens,
-            output_tokens=tracker.output_tokens,
-            cached_input_tokens=tracker.cached_input_tokens,
-            usage_reported=tracker.unreported_calls == 0,
-            connection_retries=tracker.connection_retries,
+            **measured_figures(turn.tracker.snapshot(), turn.clock),
             recovered_tool_calls=run.recovered_tool_calls,
-            model_ms=tracker.model_ms,
-            first_answer_ms=turn.clock.first_answer_ms,
             first_answer_call=steps.first if kept.answered and steps is not None else None,
-            harness_ms=max(0.0, total_ms - tracker.model_ms),
-            total_ms=total_ms,
             errors=errors,
             failure=kept.failure,
             recorded=kept.recorded,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -23,16 +23,32 @@ from pydantic import BaseModel
 from shared.llm.provider_errors import usage_from_error
 
 
-class UsageSnapshot(BaseModel):
-    """The tracker's totals at one moment."""
+class CallUsage(BaseModel):
+    """Model usage measured around one or more model calls (a tracker's totals at one moment)."""
 
-    calls: int
-    input_tokens: int
-    output_tokens: int
-    model_ms: float
+    model_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
     cached_input_tokens: int = 0
+    """The part of :attr:`input_tokens` the provider served from its prompt (prefix) cache (0 when it does not
+    say, and from servers that predate the field)."""
     unreported_calls: int = 0
+    """Model calls whose provider reported no token usage: their tokens are unknown, not 0."""
     connection_retries: int = 0
+    """Requests resent once because their connection failed before the server answered."""
+    model_ms: float = 0.0
+    """Measured wall time inside the model."""
+
+    @classmethod
+    def from_tracker(cls, tracker: UsageTracker) -> CallUsage:
+        """Snapshot a ``UsageTracker``."""
+        return tracker.snapshot()
+
+    @classmethod
+    def total(cls, usages: Iterable[CallUsage]) -> CallUsage:
+        """The sum of several usages."""
+        usages = list(usages)
+        return cls(**{name: sum(getattr(usage, name) for usage in usages) for name in cls.model_fields})
 
 
 class UsageTracker(BaseCallbackHandler):
@@ -102,10 +118,11 @@ class UsageTracker(BaseCallbackHandler):
         """Input plus output tokens."""
         return self.input_tokens + self.output_tokens
 
-    def snapshot(self) -> UsageSnapshot:
+    def snapshot(self) -> CallUsage:
         """The current totals as one consistent record (a copy: later calls do not change it)."""
         with self._lock:
-            return UsageSnapshot(**{name: getattr(self, name) for name in UsageSnapshot.model_fields})
+            fields = {name: getattr(self, name) for name in CallUsage.model_fields if name != "model_calls"}
+            return CallUsage(model_calls=self.calls, **fields)
 
     def reset(self) -> None:
         """Zero every counter (runs still in flight keep their clocks)."""

@@ -49,17 +49,6 @@ def test_the_schema_sent_to_providers_keeps_the_bounds() -> None:
     assert (item["importancia"]["minimum"], item["importancia"]["maximum"]) == (0.0, 1.0)
     assert item["contenido"]["maxLength"] == MAX_MEMORY_CHARS
     assert schema["properties"]["memoria"]["maxItems"] == MAX_MEMORY_ITEMS_PER_TURN
-    # They are schema keywords, not validation limits: a reply over them is clipped, not refused.
-    answer = Answer.model_validate(
-        {
-            "respuesta": "x",
-            "memoria": [{"contenido": "a" * (MAX_MEMORY_CHARS + 50), "importancia": 0.9}]
-            + [{"contenido": f"hecho {i}", "importancia": 0.5} for i in range(MAX_MEMORY_ITEMS_PER_TURN + 2)],
-        }
-    )
-    assert len(answer.memories) == MAX_MEMORY_ITEMS_PER_TURN
-    assert len(answer.memories[0].content) <= MAX_MEMORY_CHARS
-    assert answer.memories[0].content.endswith(TRUNCATION_MARK)
 
 
 def test_the_schema_sent_to_providers_is_compact_and_asks_for_the_answer_first() -> None:

@@ -66,39 +66,27 @@ def test_caller_is_the_third_parameter_and_has_no_default(engine_class: type, en
     assert parameters[3].default is inspect.Parameter.empty
 
 
-def test_ask_without_a_caller_fails_instead_of_running_as_the_manager(built: Any) -> None:
-    engine, model, store = built
-
-    with pytest.raises(TypeError, match="caller"):
-        engine.ask("c1", QUESTION)
-
-    assert model.call_count == 0 and store.get_conversation("c1") is None
-    assert engine.ask("c1", QUESTION, DEMO_CALLER).recorded  # the same call naming its caller runs
+NOT_CALLERS = {
+    "no caller": (),
+    "a user id": ("ana",),
+    "None": (None,),
+    "a dict": ({"user_id": "ana", "roles": ["ventas"]},),
+}
 
 
-async def test_aask_and_astream_without_a_caller_fail_too(built: Any) -> None:
-    engine, model, store = built
-
-    with pytest.raises(TypeError, match="caller"):
-        await engine.aask("c1", QUESTION)
-    with pytest.raises(TypeError, match="caller"):
-        engine.astream("c1", QUESTION)
-
-    assert model.call_count == 0 and store.get_conversation("c1") is None
-
-
-@pytest.mark.parametrize("wrong", ["ana", None, {"user_id": "ana", "roles": ["ventas"]}])
-async def test_a_caller_that_is_not_a_caller_is_refused_saying_what_to_pass(
-    built: Any, wrong: object
+@pytest.mark.parametrize("wrong", NOT_CALLERS.values(), ids=NOT_CALLERS.keys())
+async def test_a_turn_without_a_caller_is_refused_before_any_model_call_or_write(
+    built: Any, wrong: tuple[object, ...]
 ) -> None:
     engine, model, store = built
-    expected = r"caller must be a shared\.security\.Caller .* not .*DEMO_CALLER"
+    expected = r"caller must be a shared\.security\.Caller .* not .*DEMO_CALLER" if wrong else "caller"
 
     with pytest.raises(TypeError, match=expected):
-        engine.ask("c1", QUESTION, wrong)
+        engine.ask("c1", QUESTION, *wrong)
     with pytest.raises(TypeError, match=expected):
-        await engine.aask("c1", QUESTION, wrong)
+        await engine.aask("c1", QUESTION, *wrong)
     with pytest.raises(TypeError, match=expected):  # an async generator: refused before its first event
-        await anext(engine.astream("c1", QUESTION, wrong))
+        await anext(engine.astream("c1", QUESTION, *wrong))
 
     assert model.call_count == 0 and store.get_conversation("c1") is None
+    assert (await engine.aask("c1", QUESTION, DEMO_CALLER)).recorded  # the same call naming its caller runs

@@ -56,11 +56,16 @@ def test_resolve_customer_finds_the_one_customer_meant(session: Session, written
     assert resolve_customer(session, written, "op").name == expected
 
 
-def test_an_exact_name_wins_over_partial_matches(session: Session) -> None:
+def add_customer(session: Session, name: str) -> None:
+    """One more customer of ana's."""
     session.add(
-        Customer(id=99, name="Empresa", name_folded="empresa", ruc="80099999-1", city="Luque", vendedor="ana")
+        Customer(id=99, name=name, name_folded=fold(name), ruc="80099999-1", city="Luque", vendedor="ana")
     )
     session.flush()
+
+
+def test_an_exact_name_wins_over_partial_matches(session: Session) -> None:
+    add_customer(session, "Empresa")
     assert resolve_customer(session, "empresa", "op").name == "Empresa"
 
 
@@ -110,17 +115,7 @@ def test_a_salesperson_resolves_their_own_customers(session: Session) -> None:
 
 
 def test_a_part_unique_among_the_own_customers_designates_that_one(session: Session) -> None:
-    session.add(
-        Customer(
-            id=98,
-            name="Distribuidora Norte",
-            name_folded="distribuidora norte",
-            ruc="80099998-3",
-            city="Luque",
-            vendedor="ana",
-        )
-    )
-    session.flush()
+    add_customer(session, "Distribuidora Norte")
     assert resolve_customer(session, "Distribuidora", "op", vendedor="ana").name == "Distribuidora Norte"
 
 

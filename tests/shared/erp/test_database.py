@@ -43,37 +43,28 @@ def own_database(path: Path) -> str:
 # -- open_demo_erp -------------------------------------------------------------------------------------------
 
 
-def test_open_demo_erp_seeds_a_new_database_once_and_reopens_it(tmp_path: Path) -> None:
+def test_open_demo_erp_seeds_a_new_database_once_and_keeps_its_stored_date(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'erp.sqlite3'}"
     first = open_demo_erp(url)
     with first.session() as session:
         invoices = session.scalar(select(func.count(Invoice.id)))
+    assert first.today == DEMO_TODAY == date(2026, 11, 30)
     first.engine.dispose()
-
-    second = open_demo_erp(url)
+    as_is = open_erp(url)
     try:
-        with second.session() as session:
-            assert session.scalar(select(func.count(Invoice.id))) == invoices
-        assert invoices is not None and invoices > 1000
-        assert second.today == DEMO_TODAY == date(2026, 11, 30)
-    finally:
-        second.engine.dispose()
-
-
-def test_the_demo_keeps_its_stored_date_whether_opened_as_demo_or_as_is(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'erp.sqlite3'}"
-    open_demo_erp(url).engine.dispose()
-    erp = open_erp(url)
-    try:
-        assert erp.today == DEMO_TODAY
-        with erp.session() as session:
+        assert as_is.today == DEMO_TODAY
+        with as_is.session() as session:
             session.execute(update(ErpSetting).where(ErpSetting.key == "today").values(value="2027-01-15"))
-        assert read_today(erp.engine) == date(2027, 1, 15)
+        assert read_today(as_is.engine) == date(2027, 1, 15)
     finally:
-        erp.engine.dispose()
+        as_is.engine.dispose()
     reopened = open_demo_erp(url)
-    assert reopened.today == date(2027, 1, 15)
-    reopened.engine.dispose()
+    try:
+        with reopened.session() as session:
+            assert session.scalar(select(func.count(Invoice.id))) == invoices
+        assert reopened.today == date(2027, 1, 15)
+    finally:
+        reopened.engine.dispose()
 
 
 def test_open_demo_erp_refuses_a_database_that_is_not_the_demo_and_leaves_it_alone(tmp_path: Path) -> None:
@@ -82,19 +73,6 @@ def test_open_demo_erp_refuses_a_database_that_is_not_the_demo_and_leaves_it_alo
     with pytest.raises(ConfigurationError, match=r"not the demo ERP.*pedidos"):
         open_demo_erp(url)
     assert table_names(path) == ["pedidos"]
-
-
-def test_open_demo_erp_may_share_a_database_with_the_conversation_memory(tmp_path: Path) -> None:
-    from shared.memory.store import MemoryStore
-
-    url = f"sqlite:///{tmp_path / 'shared.sqlite3'}"
-    MemoryStore(url).close()
-    erp = open_demo_erp(url)
-    try:
-        assert erp.today == DEMO_TODAY
-        assert "invoices" in table_names(tmp_path / "shared.sqlite3")
-    finally:
-        erp.engine.dispose()
 
 
 def test_open_demo_erp_without_url_uses_the_environment(
@@ -130,13 +108,19 @@ def test_open_erp_on_an_empty_database_creates_no_table(tmp_path: Path, in_memor
 def test_open_erp_on_an_own_database_writes_nothing_and_today_is_the_real_date(tmp_path: Path) -> None:
     path = tmp_path / "mine.sqlite3"
     erp = open_erp(own_database(path))
+    demo = open_demo_erp("sqlite://")
     try:
         assert erp.today == date.today()
-        assert erp.fixed_today is None
+        assert erp.fixed_today is None and read_today(erp.engine) is None  # not the demo: no stored today
         with erp.session() as session:
             assert session.scalar(text("SELECT total FROM pedidos")) == 500
+        assert missing_erp_tables(erp) == sorted(
+            ["customers", "erp_settings", "erp_users", "invoice_lines", "invoices", "products"]
+        )
+        assert missing_erp_tables(demo) == []
     finally:
         erp.engine.dispose()
+        demo.engine.dispose()
     assert table_names(path) == ["pedidos"]
 
 
@@ -171,20 +155,6 @@ def test_an_erp_without_a_fixed_date_reads_the_real_date_on_every_access(
     assert (erp.today, erp.today) == (date(2031, 3, 9), date(2031, 3, 10))  # a server runs past midnight
     assert Erp(engine, today=date(2026, 1, 2)).today == date(2026, 1, 2)
     engine.dispose()
-
-
-def test_an_own_database_lacks_the_sales_tables_and_has_no_stored_today(tmp_path: Path) -> None:
-    own = open_erp(own_database(tmp_path / "mine.sqlite3"))
-    demo = open_demo_erp("sqlite://")
-    try:
-        assert missing_erp_tables(own) == sorted(
-            ["customers", "erp_settings", "erp_users", "invoice_lines", "invoices", "products"]
-        )
-        assert missing_erp_tables(demo) == []
-        assert read_today(own.engine) is None  # not the demo: no stored today
-    finally:
-        own.engine.dispose()
-        demo.engine.dispose()
 
 
 def test_default_url_is_a_sqlite_file_under_dot_erp_ai(

@@ -14,7 +14,15 @@ from sqlalchemy.orm import Session
 
 from shared.erp import seed as seed_module
 from shared.erp.database import DEMO_TODAY, Erp, make_engine, open_demo_erp
-from shared.erp.models import Customer, ErpBase, ErpSetting, ErpUser, Invoice, InvoiceLine, Product
+from shared.erp.models import (
+    Customer,
+    ErpBase,
+    ErpSetting,
+    ErpUser,
+    Invoice,
+    InvoiceLine,
+    Product,
+)
 from shared.erp.seed import generate_rows, ruc_check_digit, seed_erp
 from shared.errors import ConfigurationError
 from shared.memory.store import MemoryStore, open_memory_store
@@ -62,19 +70,12 @@ def test_2025_sells_exactly_850_million_and_empresa_abc_is_its_best_customer_wit
     assert ranking[1][1] < 120_000_000
 
 
-@pytest.mark.parametrize("year", [2023, 2024, 2025, 2026])
-def test_every_year_has_a_single_best_customer(erp: Erp, year: int) -> None:
-    ranking = sales_by_customer(erp, year)
-    assert len(ranking) >= 30
-    assert ranking[0][1] > ranking[1][1]
-
-
-def test_other_years_are_varied(erp: Erp) -> None:
-    totals = {year: sum(t for _, t in sales_by_customer(erp, year)) for year in (2023, 2024, 2026)}
-    best = {year: sales_by_customer(erp, year)[0][0] for year in (2023, 2024, 2025, 2026)}
-    assert len(set(totals.values())) == 3
-    assert all(300_000_000 < t < 1_200_000_000 for t in totals.values())
-    assert len(set(best.values())) > 1
+def test_every_year_has_a_single_best_customer_and_the_other_years_vary(erp: Erp) -> None:
+    rankings = {year: sales_by_customer(erp, year) for year in (2023, 2024, 2025, 2026)}
+    assert all(len(ranking) >= 30 and ranking[0][1] > ranking[1][1] for ranking in rankings.values())
+    totals = {sum(t for _, t in rankings[year]) for year in (2023, 2024, 2026)}
+    assert len(totals) == 3 and all(300_000_000 < t < 1_200_000_000 for t in totals)
+    assert len({ranking[0][0] for ranking in rankings.values()}) > 1
 
 
 # -- shape and realism ---------------------------------------------------------------------------------------
@@ -200,7 +201,8 @@ def test_salespeople_follow_the_territories() -> None:
     by_seller = {
         seller: {c["name"] for c in customers if c["vendedor"] == seller} for seller in ("ana", "bruno")
     }
-    assert {c["vendedor"] for c in customers} == {"ana", "bruno"}
+    assert set(by_seller) == {c["vendedor"] for c in customers}  # the manager has no customers of their own
+    assert len(by_seller["ana"]) >= 10 and len(by_seller["bruno"]) >= 10
     assert "Empresa ABC" in by_seller["ana"] and "Empresa ABC" not in by_seller["bruno"]
     assert "Importadora del Este S.A." in by_seller["bruno"]
     assert all(c["vendedor"] == "ana" for c in customers if c["city"] == "Asunción")
@@ -221,24 +223,19 @@ def test_two_fresh_seeds_hold_identical_rows(erp: Erp) -> None:
         fresh.dispose()
 
 
-def test_seeding_twice_changes_nothing(erp: Erp) -> None:
-    before = _dump(erp.engine)
-    assert seed_erp(erp.engine) is False
-    assert _dump(erp.engine) == before
-
-
-def test_a_concurrent_seeder_that_lost_the_race_reports_already_seeded(
+def test_seeding_again_changes_nothing_even_after_losing_a_race(
     erp: Erp, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    before = _dump(erp.engine)
+    assert seed_erp(erp.engine) is False
     real = seed_module.seeded_version
     calls: list[int] = []
 
-    def stale_first(session: Session) -> str | None:
+    def stale_first(session: Session) -> str | None:  # a concurrent seeder finished after the first look
         calls.append(1)
         return None if len(calls) == 1 else real(session)
 
     monkeypatch.setattr(seed_module, "seeded_version", stale_first)
-    before = _dump(erp.engine)
     assert seed_erp(erp.engine) is False
     assert len(calls) == 2
     assert _dump(erp.engine) == before

@@ -7,10 +7,11 @@ import os
 import sqlite3
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -19,10 +20,10 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from shared.erp import database, storage
 from shared.erp.database import open_demo_erp, open_erp
-from shared.erp.models import Customer, Invoice
-from shared.erp.storage import SharedConnectionPool, is_memory_sqlite, make_engine, storage_error
+from shared.erp.models import Customer
+from shared.erp.storage import is_memory_sqlite, make_engine, storage_error
 from shared.errors import ConfigurationError, StorageError
-from shared.memory.store import MemoryStore, MessageIn, TurnRecord
+from shared.memory.store import MemoryStore, MessageIn, TurnRecord, open_memory_store
 from tests.postgres import PostgresServer
 
 SQL_WORDS = ("SELECT", "INSERT", "UPDATE", "CREATE", "PRAGMA", "BEGIN", "[SQL", "parameters")
@@ -39,26 +40,10 @@ def assert_one_clear_line(error: BaseException, *expected: str) -> None:
 
 
 @pytest.fixture
-def quick_busy_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Engines made from now on give up on a lock after 0.2 s instead of 30 s."""
-    monkeypatch.setattr(storage, "BUSY_TIMEOUT_SECONDS", 0.2)
-
-
-@pytest.fixture
 def seeded_url(tmp_path: Path) -> str:
     url = f"sqlite:///{tmp_path / 'erp.sqlite3'}"
     open_demo_erp(url).engine.dispose()
     return url
-
-
-@pytest.fixture
-def write_lock(tmp_path: Path, seeded_url: str) -> Iterator[None]:
-    """Another process's writer holding the database's write lock."""
-    holder = sqlite3.connect(tmp_path / "erp.sqlite3", isolation_level=None)
-    holder.execute("BEGIN IMMEDIATE")
-    yield
-    holder.execute("ROLLBACK")
-    holder.close()
 
 
 # -- URLs and drivers: ConfigurationError --------------------------------------------------------------------
@@ -70,29 +55,34 @@ def write_lock(tmp_path: Path, seeded_url: str) -> Iterator[None]:
         ("not a url", "is not a database URL"),
         ("nosuchdb://localhost/x", "Unknown database kind 'nosuchdb'"),
         ("mysql+nosuchdriver://localhost/x", "Unknown database kind"),
+        ("postgresql://ana:s3cret@host:notaport/db", "'postgresql://ana:***@host:notaport/db' is not"),
     ],
 )
-def test_a_bad_url_is_a_configuration_error(url: str, expected: str) -> None:
+def test_a_bad_url_is_a_configuration_error_that_never_echoes_a_password(url: str, expected: str) -> None:
     with pytest.raises(ConfigurationError) as caught:
         open_demo_erp(url)
     assert_one_clear_line(caught.value, expected, "sqlite:///")
-
-
-def test_an_unparsable_url_does_not_echo_its_password() -> None:
-    with pytest.raises(ConfigurationError) as caught:
-        make_engine("postgresql://ana:s3cret@host:notaport/db")
     assert "s3cret" not in str(caught.value)
 
 
 # -- files: StorageError -------------------------------------------------------------------------------------
 
 
-def test_a_missing_directory_is_named(tmp_path: Path) -> None:
+OPENERS = {
+    "the ERP": (open_demo_erp, "Cannot open the ERP database", "ERP_AI_DB_URL"),
+    "the memory": (open_memory_store, "Cannot open the conversation memory", "ERP_AI_MEMORY_URL"),
+}
+
+
+@pytest.mark.parametrize(("opener", "action", "setting"), OPENERS.values(), ids=OPENERS.keys())
+def test_a_missing_directory_is_named(
+    tmp_path: Path, opener: Callable[[str], Any], action: str, setting: str
+) -> None:
     missing = tmp_path / "no" / "such" / "dir"
     with pytest.raises(StorageError) as caught:
-        open_demo_erp(f"sqlite:///{missing / 'erp.sqlite3'}")
+        opener(f"sqlite:///{missing / 'db.sqlite3'}")
     assert_one_clear_line(
-        caught.value, f"the directory {missing} does not exist", "Create it", "ERP_AI_DB_URL"
+        caught.value, f"{action}: the directory {missing} does not exist", "Create it", setting
     )
     assert isinstance(caught.value.__cause__, SQLAlchemyError)
 
@@ -152,11 +142,12 @@ def test_a_read_only_file_is_named(tmp_path: Path) -> None:  # pragma: no cover 
     assert_one_clear_line(caught.value, str(path))
 
 
-def test_a_database_locked_past_the_busy_timeout_is_named(
-    seeded_url: str, quick_busy_timeout: None, write_lock: None
-) -> None:
+def test_a_database_locked_past_the_busy_timeout_is_named(seeded_url: str, quick_busy_timeout: None) -> None:
+    holder = sqlite3.connect(seeded_url.removeprefix("sqlite:///"), isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another process's writer holding the write lock
     with pytest.raises(StorageError) as caught:
         open_demo_erp(seeded_url)
+    holder.close()
     assert_one_clear_line(caught.value, "stayed locked by another process", "Try again")
 
 
@@ -187,24 +178,6 @@ def test_a_server_that_cannot_be_reached_is_a_storage_error() -> None:
 )
 def test_in_memory_sqlite_urls_are_recognised(url: str, memory: bool) -> None:
     assert is_memory_sqlite(url) is memory
-
-
-def test_an_in_memory_erp_is_one_database_for_every_worker_thread() -> None:
-    erp = open_demo_erp("sqlite://")
-    try:
-        assert isinstance(erp.engine.pool, SharedConnectionPool)
-        with erp.session() as session:
-            expected = (session.scalar(select(func.count(Invoice.id))), session.scalar(select(Customer.name)))
-
-        def query(_: int) -> tuple[object, object]:
-            with erp.session() as session:
-                return session.scalar(select(func.count(Invoice.id))), session.scalar(select(Customer.name))
-
-        with ThreadPoolExecutor(max_workers=8) as pool:
-            results = list(pool.map(query, range(64)))
-        assert results == [expected] * 64
-    finally:
-        erp.engine.dispose()
 
 
 def test_threads_take_turns_on_the_shared_in_memory_connection() -> None:
@@ -278,31 +251,21 @@ def test_switching_to_wal_waits_out_a_lock_that_sqlite_answers_at_once(tmp_path:
         holder.close()
 
 
-RUNNING = "Check that the database server is running and that ERP_AI_MEMORY_URL is right"
-
-
-def with_query(url: str, **params: str) -> str:
-    """``url`` with more query parameters (``options`` values are appended to the URL's own)."""
-    for key, value in params.items():
-        url = f"{url}&{key}={value}"
-    return url
-
-
-@pytest.fixture
-def server(postgres_server: PostgresServer) -> PostgresServer:
-    return postgres_server
-
-
 def test_a_server_that_is_not_running_cannot_be_reached() -> None:
     url = f"postgresql+psycopg://ana:s3cret@/erp?host=/nonexistent/erp-ai-socket-{uuid.uuid4().hex[:8]}"
     with pytest.raises(StorageError) as caught:
         MemoryStore(url)
-    assert_one_clear_line(caught.value, "Cannot open the conversation memory", "cannot be reached", RUNNING)
+    assert_one_clear_line(
+        caught.value,
+        "Cannot open the conversation memory",
+        "cannot be reached",
+        "Check that the database server is running and that ERP_AI_MEMORY_URL is right",
+    )
     assert "s3cret" not in str(caught.value) and "ana:***@" in str(caught.value)
 
 
-def test_a_database_that_does_not_exist_is_named_with_what_to_do(server: PostgresServer) -> None:
-    url = server.url("public").replace("/erp_ai_tests?", "/no_such_erp?")
+def test_a_database_that_does_not_exist_is_named_with_what_to_do(postgres_server: PostgresServer) -> None:
+    url = postgres_server.url("public").replace("/erp_ai_tests?", "/no_such_erp?")
     with pytest.raises(StorageError) as caught:
         open_demo_erp(url)
     assert_one_clear_line(
@@ -310,8 +273,8 @@ def test_a_database_that_does_not_exist_is_named_with_what_to_do(server: Postgre
     )
 
 
-def test_an_unknown_user_is_a_refused_login(server: PostgresServer) -> None:
-    url = server.url("public").replace("postgres@", "nadie@")
+def test_an_unknown_user_is_a_refused_login(postgres_server: PostgresServer) -> None:
+    url = postgres_server.url("public").replace("postgres@", "nadie@")
     with pytest.raises(StorageError) as caught:
         MemoryStore(url)
     assert_one_clear_line(
@@ -328,20 +291,14 @@ def test_a_read_only_server_is_refused_when_the_store_opens(postgres_url: str) -
 
 
 def test_a_user_without_rights_on_the_schema_is_told_to_get_them(
-    server: PostgresServer, postgres_url: str
+    postgres_server: PostgresServer, postgres_url: str
 ) -> None:
     role, schema = f"lector_{uuid.uuid4().hex[:8]}", postgres_url.rsplit("%3D", 1)[1]
-    server.admin(f'CREATE ROLE "{role}" LOGIN')
-    server.admin(f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}"')  # may look, may not create
+    postgres_server.admin(f'CREATE ROLE "{role}" LOGIN')
+    postgres_server.admin(f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}"')  # may look, may not create
     with pytest.raises(StorageError) as caught:
         MemoryStore(postgres_url.replace("postgres@", f"{role}@"))
     assert_one_clear_line(caught.value, "refuses this user", "permission denied", "Grant the user")
-
-
-@pytest.fixture
-def quick_lock_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Engines made from now on give up on a lock after 0.3 s instead of 30 s."""
-    monkeypatch.setattr(storage, "BUSY_TIMEOUT_SECONDS", 0.3)
 
 
 @pytest.fixture
@@ -358,12 +315,12 @@ def locked_conversation(postgres_url: str) -> Iterator[str]:
 
 
 def test_a_turn_waiting_past_the_lock_timeout_is_a_storage_error_and_writes_nothing(
-    quick_lock_timeout: None, locked_conversation: str
+    quick_busy_timeout: None, locked_conversation: str
 ) -> None:
     with MemoryStore(locked_conversation) as store:
         with pytest.raises(StorageError) as caught:
             store.record_turn("c1", TurnRecord(messages=[MessageIn(role="user", content="perdido")]))
-        assert_one_clear_line(caught.value, "Cannot write the conversation memory", "stayed locked", "0.3 s")
+        assert_one_clear_line(caught.value, "Cannot write the conversation memory", "stayed locked", "0.2 s")
         assert [m.content for m in store.history("c1")] == ["hola"]  # reads never wait for the lock
         assert store.build_context("c1", date(2026, 11, 30)).version == 1
 

@@ -10,6 +10,10 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from langchain_core.language_models import BaseChatModel
+
+from shared.llm.factory import build_chat_model
+
 Reply = Callable[[str, dict[str, Any]], tuple[int, str, bytes]]
 """``(path, json_body) -> (status, content_type, body)``."""
 
@@ -101,14 +105,16 @@ class ReplyServer:
         self._thread.join(timeout=5)
 
 
-class StallingServer:
-    """Accepts TCP connections on 127.0.0.1 and never sends a byte back; use as a context manager."""
+class SocketServer:
+    """Accepts TCP connections on 127.0.0.1 and hands each, with its number (from 1), to ``answer``; by
+    default it never sends a byte back. Use as a context manager."""
 
-    def __init__(self) -> None:
+    def __init__(self, answer: Callable[[socket.socket, int], None] | None = None) -> None:
+        self._answer = answer
         self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._listener.bind(("127.0.0.1", 0))
         self._listener.listen(16)
-        self._listener.settimeout(0.1)
+        self._listener.settimeout(0.1)  # accept() wakes up to see the stop flag
         self._accepted: list[socket.socket] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._accept, daemon=True)
@@ -125,13 +131,16 @@ class StallingServer:
             except (TimeoutError, OSError):
                 continue
             self._accepted.append(connection)
+            if self._answer is not None:
+                connection.settimeout(None)
+                self._answer(connection, len(self._accepted))
 
     @property
     def connections(self) -> int:
-        """How many connections were accepted (and left unanswered)."""
+        """How many connections were accepted."""
         return len(self._accepted)
 
-    def __enter__(self) -> StallingServer:
+    def __enter__(self) -> SocketServer:
         self._thread.start()
         return self
 
@@ -141,3 +150,12 @@ class StallingServer:
         for connection in self._accepted:
             connection.close()
         self._listener.close()
+
+
+def network_model(kind: str, base_url: str, **options: Any) -> BaseChatModel:
+    """The real client of provider ``kind`` (``ollama``, ``gemini`` or ``openai``) against ``base_url``."""
+    if kind == "ollama":
+        return build_chat_model("ollama", base_url=base_url, **options)
+    return build_chat_model(
+        kind, api_key="k", base_url=f"{base_url}/v1" if kind == "openai" else base_url, **options
+    )

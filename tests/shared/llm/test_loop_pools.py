@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from langchain_core.language_models import BaseChatModel
 
-from benchmarks.stand_ins.emulators import EmulatorKind, create_emulator
+from benchmarks.stand_ins.emulators import create_emulator
 from planner_mode.ai import PlannerAI
 from planner_mode.engine import PlannerEngine
-from shared.llm.factory import build_chat_model
 from shared.llm.loop_pools import LoopBoundPools
 from shared.security import DEMO_CALLER
 from shared.turn_steps import run_until_complete
+from tests.shared.llm.provider_fakes import network_model
 from toolcalling_mode.engine import ToolCallingEngine
 
 QUESTION = "¿Cuánto vendimos en 2025?"
@@ -60,20 +59,6 @@ def test_closing_closes_the_running_loops_pool() -> None:
         return pool
 
     assert asyncio.run(use_then_close()).closed
-
-
-def network_model(kind: EmulatorKind, base_url: str) -> BaseChatModel:
-    if kind == "openai":
-        return build_chat_model("openai", api_key="k", base_url=f"{base_url}/v1")
-    if kind == "gemini":
-        return build_chat_model("gemini", api_key="k", base_url=base_url)
-    return build_chat_model("ollama", base_url=base_url)
-
-
-@pytest.fixture(scope="module", params=["ollama", "gemini", "openai"])
-def provider_model(request: pytest.FixtureRequest) -> Iterator[BaseChatModel]:
-    with create_emulator(request.param) as server:
-        yield network_model(request.param, server.base_url)
 
 
 def test_a_model_answers_on_the_blocking_loop_and_then_on_fresh_loops(provider_model: BaseChatModel) -> None:

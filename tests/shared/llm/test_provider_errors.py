@@ -10,6 +10,7 @@ import pytest
 from langchain_core.exceptions import OutputParserException
 from langchain_core.messages import AIMessage
 
+from benchmarks.stand_ins.emulators import create_emulator
 from shared.errors import (
     CustomerNotFoundError,
     ModelOutputError,
@@ -17,14 +18,12 @@ from shared.errors import (
     ProviderError,
     ProviderTimeoutError,
 )
-from shared.llm.factory import build_chat_model, configured_max_tokens
+from shared.llm.factory import build_chat_model
 from shared.llm.provider_errors import as_erp_error, stopped_at_limit, usage_from_error
 from tests.shared.llm.provider_fakes import (
-    ReplyServer,
-    StallingServer,
-    json_reply,
+    SocketServer,
     length_error,
-    openai_completion,
+    network_model,
 )
 
 # -- as_erp_error --------------------------------------------------------------------------------------------
@@ -135,71 +134,29 @@ def test_the_offline_model_cut_at_its_cap_is_stopped_at_limit() -> None:
     assert not stopped_at_limit(build_chat_model().invoke("¿Cuánto vendimos en 2025?"))  # type: ignore[arg-type]
 
 
-def _ollama_cut(path: str, body: dict[str, Any]) -> tuple[int, str, bytes]:
-    chunks = [
-        {"model": "m", "created_at": "2026-11-30T00:00:00Z", "done": False,
-         "message": {"role": "assistant", "content": "Vendimos vendimos vendimos"}},
-        {"model": "m", "created_at": "2026-11-30T00:00:00Z", "done": True, "done_reason": "length",
-         "message": {"role": "assistant", "content": ""}, "prompt_eval_count": 11, "eval_count": 7},
-    ]  # fmt: skip
-    return 200, "application/x-ndjson", "".join(json.dumps(c) + "\n" for c in chunks).encode()
-
-
-def _gemini_cut(path: str, body: dict[str, Any]) -> tuple[int, str, bytes]:
-    return json_reply(
-        {
-            "candidates": [
-                {
-                    "content": {"role": "model", "parts": [{"text": "Vendimos vendimos"}]},
-                    "finishReason": "MAX_TOKENS",
-                    "index": 0,
-                }
-            ],
-            "usageMetadata": {"promptTokenCount": 11, "candidatesTokenCount": 7, "totalTokenCount": 18},
-            "modelVersion": "gemini-2.5-flash",
-        }
-    )
-
-
-def _openai_cut(path: str, body: dict[str, Any]) -> tuple[int, str, bytes]:
-    return json_reply(openai_completion("Vendimos vendimos", finish_reason="length"))
-
-
 @pytest.mark.parametrize(
-    ("provider", "reply", "suffix"),
-    [("ollama", _ollama_cut, ""), ("gemini", _gemini_cut, ""), ("openai", _openai_cut, "/v1")],
+    ("provider", "sent"),
+    [("ollama", '"num_predict": 7'), ("gemini", '"maxOutputTokens": 7'), ("openai", '"max_tokens": 7')],
 )
-def test_real_clients_cut_at_the_cap_are_stopped_at_limit(provider: str, reply: Any, suffix: str) -> None:
-    with ReplyServer(reply) as server:
-        model = build_chat_model(provider, base_url=server.url + suffix, api_key="k", max_tokens=7)
-        message = model.invoke("¿Cuánto vendimos en 2025?")
+def test_real_clients_cut_at_the_cap_are_stopped_at_limit(provider: str, sent: str) -> None:
+    with create_emulator(provider) as server:  # backed by the offline model, which honours the cap
+        message = network_model(provider, server.base_url, max_tokens=7).invoke("¿Cuánto vendimos en 2025?")
     assert stopped_at_limit(message)  # type: ignore[arg-type]
-    sent = json.dumps(server.requests[0].body)
-    assert {"ollama": '"num_predict": 7', "gemini": '"maxOutputTokens": 7', "openai": '"max_tokens": 7'}[
-        provider
-    ] in sent
+    body = json.dumps(server.requests[-1].body)
+    assert sent in body
+    assert "max_completion_tokens" not in body  # what OpenAI-compatible servers understand is max_tokens
 
 
 # -- real clients against a server that never answers --------------------------------------------------------
 
 
-@pytest.mark.parametrize(("provider", "suffix"), [("ollama", ""), ("openai", "/v1"), ("gemini", "")])
-def test_a_stalled_server_ends_in_a_provider_timeout(provider: str, suffix: str) -> None:
-    with StallingServer() as server:
-        model = build_chat_model(provider, base_url=server.url + suffix, api_key="k", timeout=0.5)
-        with pytest.raises(Exception) as raised:
-            model.invoke("hola")
+@pytest.mark.parametrize("provider", ["ollama", "openai", "gemini"])
+def test_a_stalled_server_ends_in_a_provider_timeout(provider: str) -> None:
+    with SocketServer() as server, pytest.raises(Exception) as raised:
+        network_model(provider, server.url, timeout=0.5).invoke("hola")
     assert server.connections >= 1
     mapped = as_erp_error(raised.value, timeout=0.5)
     assert isinstance(mapped, ProviderTimeoutError), repr(raised.value)
-
-
-def test_the_cap_a_length_error_reports_is_the_one_the_model_was_built_with() -> None:
-    model = build_chat_model("openai", api_key="k", base_url="http://127.0.0.1:9/v1", max_tokens=300)
-    mapped = as_erp_error(
-        length_error("x", prompt_tokens=1, completion_tokens=300), max_tokens=configured_max_tokens(model)
-    )
-    assert isinstance(mapped, OutputLimitError) and mapped.max_tokens == 300
 
 
 def test_a_server_that_cannot_parse_the_models_tool_call_is_a_model_output_failure() -> None:

@@ -9,10 +9,8 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, event
 
-from shared.memory.store import MemoryStore
-from tests.postgres import db_url, postgres_server, postgres_url
-
-__all__ = ["db_url", "memory_store", "postgres_server", "postgres_url", "statements_run"]
+from shared.answer import MemoryItem
+from shared.memory.store import MemoryStore, MessageIn, TurnRecord
 
 
 @pytest.fixture
@@ -36,3 +34,27 @@ def statements_run(engine: Engine) -> Iterator[list[tuple[str, Any]]]:
         yield run
     finally:
         event.remove(engine, "before_cursor_execute", record)
+
+
+def turn(
+    user: str,
+    assistant: str,
+    *,
+    memories: list[tuple[str, float]] | None = None,
+    state: dict[str, Any] | None = None,
+    tool_steps: int = 0,
+) -> TurnRecord:
+    """A turn: the user message, ``tool_steps`` tool-calling round trips, then the final answer."""
+    messages = [MessageIn(role="user", content=user)]
+    for step in range(tool_steps):
+        call = {"id": f"call{step}", "name": "ventas_anuales", "args": {"anio": 2025}}
+        messages.append(MessageIn(role="assistant", content="", metadata={"tool_calls": [call]}))
+        messages.append(
+            MessageIn(role="tool", content='{"total": 1}', metadata={"tool_call_id": f"call{step}"})
+        )
+    messages.append(MessageIn(role="assistant", content=assistant))
+    return TurnRecord(
+        messages=messages,
+        memories=[MemoryItem(contenido=c, importancia=i) for c, i in (memories or [])],
+        state=state or {},
+    )

@@ -16,33 +16,9 @@ from shared.memory import writing
 from shared.memory.context import Exchange, render_context
 from shared.memory.store import MemoryStore, MessageIn, TurnRecord, check_conversation_id, open_memory_store
 from shared.memory.tables import Conversation, ConversationState, MemoryRecord, Message
-from tests.shared.memory.conftest import statements_run
+from tests.shared.memory.conftest import statements_run, turn
 
 TODAY = date(2026, 11, 30)
-
-
-def turn(
-    user: str,
-    assistant: str,
-    *,
-    memories: list[tuple[str, float]] | None = None,
-    state: dict[str, Any] | None = None,
-    tool_steps: int = 0,
-) -> TurnRecord:
-    """A turn: the user message, ``tool_steps`` tool-calling round trips, then the final answer."""
-    messages = [MessageIn(role="user", content=user)]
-    for step in range(tool_steps):
-        call = {"id": f"call{step}", "name": "ventas_anuales", "args": {"anio": 2025}}
-        messages.append(MessageIn(role="assistant", content="", metadata={"tool_calls": [call]}))
-        messages.append(
-            MessageIn(role="tool", content='{"total": 1}', metadata={"tool_call_id": f"call{step}"})
-        )
-    messages.append(MessageIn(role="assistant", content=assistant))
-    return TurnRecord(
-        messages=messages,
-        memories=[MemoryItem(contenido=c, importancia=i) for c, i in (memories or [])],
-        state=state or {},
-    )
 
 
 def count_rows(engine: Engine, table: type[Any]) -> int:
@@ -86,24 +62,17 @@ BAD_IDS = {
 }
 
 
-@pytest.mark.parametrize(("bad_id", "reason"), BAD_IDS.values(), ids=BAD_IDS.keys())
-def test_check_conversation_id_refuses_what_cannot_be_a_conversation_id(bad_id: Any, reason: str) -> None:
-    with pytest.raises(InputError, match=reason) as caught:
-        check_conversation_id(bad_id)
-    message = str(caught.value)
-    assert "\n" not in message and len(message) < 200  # one short line, never the whole id echoed back
-
-
 @pytest.mark.parametrize("good_id", ["a", "x" * 64, "demo-1", "conversación ñandú", "a b"])
 def test_check_conversation_id_returns_a_good_id(good_id: str) -> None:
     assert check_conversation_id(good_id) == good_id
 
 
 @pytest.mark.parametrize(("bad_id", "reason"), BAD_IDS.values(), ids=BAD_IDS.keys())
-def test_every_store_method_refuses_an_invalid_conversation_id_with_an_input_error(
+def test_every_store_method_refuses_an_invalid_conversation_id_with_a_short_input_error(
     memory_store: MemoryStore, bad_id: Any, reason: str
 ) -> None:
     calls = {
+        "check_conversation_id": lambda: check_conversation_id(bad_id),
         "create_conversation": lambda: memory_store.create_conversation(conversation_id=bad_id),
         "ensure_conversation": lambda: memory_store.ensure_conversation(bad_id),
         "record_turn": lambda: memory_store.record_turn(bad_id, turn("hola", "hola")),
@@ -115,10 +84,12 @@ def test_every_store_method_refuses_an_invalid_conversation_id_with_an_input_err
         "get_conversation": lambda: memory_store.get_conversation(bad_id),
     }
     for name, call in calls.items():
-        with pytest.raises(InputError, match=reason):
+        with pytest.raises(InputError, match=reason) as caught:
             call()
             pytest.fail(f"{name} accepted {bad_id!r}")
-    assert all_counts(memory_store.engine) == dict.fromkeys(all_counts(memory_store.engine), 0)
+        message = str(caught.value)
+        assert "\n" not in message and len(message) < 200  # one short line, never the whole id echoed back
+    assert set(all_counts(memory_store.engine).values()) == {0}
 
 
 def test_an_unknown_conversation_reads_as_empty_and_a_new_one_too(memory_store: MemoryStore) -> None:
@@ -140,19 +111,6 @@ def test_ensure_conversation_creates_once_and_keeps_the_first_user(memory_store:
 
 
 # -- recording turns and history -----------------------------------------------------------------------------
-
-
-def test_record_turn_creates_an_unknown_conversation_and_returns_the_merged_state(
-    memory_store: MemoryStore,
-) -> None:
-    memory_store.merge_state("nueva", {"tema": "ventas"})
-    state = memory_store.record_turn(
-        "nueva", turn("¿Cuánto vendimos en 2025?", "₲850.000.000", state={"anio": 2025})
-    )
-
-    assert state == {"tema": "ventas", "anio": 2025}
-    assert memory_store.get_conversation("nueva") is not None
-    assert [m.content for m in memory_store.history("nueva")] == ["¿Cuánto vendimos en 2025?", "₲850.000.000"]
 
 
 def test_history_returns_every_message_in_order_with_its_metadata(memory_store: MemoryStore) -> None:
@@ -184,7 +142,7 @@ def test_history_returns_every_message_in_order_with_its_metadata(memory_store: 
 
 
 @pytest.mark.parametrize("returning", [True, False], ids=["update-returning", "update-then-select"])
-def test_the_state_lock_reads_the_state_with_or_without_update_returning(
+def test_writes_return_the_merged_state_with_or_without_update_returning(
     memory_store: MemoryStore, monkeypatch: pytest.MonkeyPatch, returning: bool
 ) -> None:
     # SQLite 3.35+ and PostgreSQL read the state in the locking UPDATE; MySQL needs a SELECT after it.
@@ -199,13 +157,15 @@ def test_the_state_lock_reads_the_state_with_or_without_update_returning(
         "tema": "ventas",
     }
     assert memory_store.merge_state(cid, {"anio": None}) == {"tema": "ventas"}
-    assert memory_store.record_turn("nueva", turn("u", "a", state={"x": 1})) == {"x": 1}
+    memory_store.merge_state("nueva", {"tema": "compras"})  # an unknown conversation is created
+    assert memory_store.record_turn("nueva", turn("u", "a", state={"x": 1})) == {"tema": "compras", "x": 1}
     assert memory_store.record_turn("externa", turn("u", "a", state={"y": 2})) == {"y": 2}
     assert [memory_store.get_state(c) for c in (cid, "nueva", "externa")] == [
         {"tema": "ventas"},
-        {"x": 1},
+        {"tema": "compras", "x": 1},
         {"y": 2},
     ]
+    assert memory_store.get_conversation("nueva") is not None
 
 
 def test_a_turn_that_leaves_the_state_as_it_was_does_not_rewrite_it(memory_store: MemoryStore) -> None:
@@ -270,62 +230,6 @@ def test_a_repeated_memory_is_stored_once_with_the_higher_importance(memory_stor
 # -- build_context -------------------------------------------------------------------------------------------
 
 
-def test_context_holds_the_article_example(memory_store: MemoryStore) -> None:
-    cid = memory_store.create_conversation()
-    memory_store.record_turn(
-        cid,
-        turn(
-            "¿Cuánto vendimos en 2025?",
-            "En 2025 vendimos ₲850.000.000.",
-            memories=[("Estamos hablando de ventas de 2025.", 0.8)],
-            state={"tema": "ventas", "anio": 2025},
-        ),
-    )
-    memory_store.record_turn(
-        cid,
-        turn(
-            "¿Cuál fue mi mejor cliente?",
-            "El mejor cliente fue Empresa ABC.",
-            memories=[("El mejor cliente es Empresa ABC.", 0.8)],
-            state={"cliente_actual": "Empresa ABC"},
-            tool_steps=2,
-        ),
-    )
-
-    context = memory_store.build_context(cid, TODAY)
-
-    assert context.state == {"tema": "ventas", "anio": 2025, "cliente_actual": "Empresa ABC"}
-    assert context.memories == ["El mejor cliente es Empresa ABC.", "Estamos hablando de ventas de 2025."]
-    assert context.recent_exchanges == [
-        Exchange(usuario="¿Cuál fue mi mejor cliente?", asistente="El mejor cliente fue Empresa ABC.")
-    ]
-    assert render_context(context).endswith(
-        "Último intercambio:\n"
-        "Usuario: ¿Cuál fue mi mejor cliente?\n"
-        "Asistente: El mejor cliente fue Empresa ABC."
-    )
-
-
-def test_context_returns_the_last_n_exchanges_oldest_first(memory_store: MemoryStore) -> None:
-    cid = memory_store.create_conversation()
-    for i in range(5):
-        memory_store.record_turn(cid, turn(f"u{i}", f"a{i}", tool_steps=i % 2))
-
-    context = memory_store.build_context(cid, TODAY, exchanges=3)
-
-    assert context.recent_exchanges == [Exchange(usuario=f"u{i}", asistente=f"a{i}") for i in (2, 3, 4)]
-    assert memory_store.build_context(cid, TODAY, exchanges=0).recent_exchanges == []
-
-
-def test_context_respects_the_memory_limit(memory_store: MemoryStore) -> None:
-    cid = memory_store.create_conversation()
-    memory_store.record_turn(cid, turn("u", "a", memories=[(f"hecho {i}", i / 10) for i in range(8)]))
-
-    best = ["hecho 7", "hecho 6", "hecho 5"]
-    assert memory_store.build_context(cid, TODAY, memory_limit=3).memories == best
-    assert memory_store.build_context(cid, TODAY, memory_limit=0).memories == []
-
-
 def test_an_unanswered_question_is_not_an_exchange(memory_store: MemoryStore) -> None:
     cid = memory_store.create_conversation()
     memory_store.record_turn(cid, turn("u1", "a1"))
@@ -342,10 +246,29 @@ def test_a_turn_longer_than_the_first_window_is_still_found(memory_store: Memory
     ]
 
 
-def test_context_at_10000_messages_is_right_and_costs_three_queries(memory_store: MemoryStore) -> None:
+ARTICLE = [
+    turn(
+        "¿Cuánto vendimos en 2025?",
+        "En 2025 vendimos ₲850.000.000.",
+        memories=[("Estamos hablando de ventas de 2025.", 0.8)],
+        state={"tema": "ventas", "anio": 2025},
+    ),
+    turn(
+        "¿Cuál fue mi mejor cliente?",
+        "El mejor cliente fue Empresa ABC.",
+        memories=[("El mejor cliente es Empresa ABC.", 0.8)],
+        state={"cliente_actual": "Empresa ABC"},
+        tool_steps=2,
+    ),
+]
+
+
+def test_context_after_10000_messages_holds_the_article_example_within_its_limits_in_three_queries(
+    memory_store: MemoryStore,
+) -> None:
     cid = memory_store.create_conversation()
     other = memory_store.create_conversation()
-    rows: list[dict[str, Any]] = [
+    rows = [
         {
             "conversation_id": cid,
             "role": "user" if i % 2 == 0 else "assistant",
@@ -354,38 +277,40 @@ def test_context_at_10000_messages_is_right_and_costs_three_queries(memory_store
         }
         for i in range(10_000)
     ]
+    old = [
+        {"conversation_id": cid, "content": f"viejo {i}", "content_key": f"k{i}", "importance": 0.5}
+        for i in range(2_000)
+    ]
     with memory_store.engine.begin() as connection:
         connection.execute(insert(Message), rows)
-        connection.execute(
-            insert(MemoryRecord),
-            [
-                {"conversation_id": cid, "content": f"viejo {i}", "content_key": f"k{i}", "importance": 0.5}
-                for i in range(2_000)
-            ],
-        )
-    memory_store.record_turn(
-        cid,
-        turn(
-            "¿Y cuánto compró?",
-            "Empresa ABC compró ₲120.000.000 en 2025.",
-            memories=[("Empresa ABC compró ₲120.000.000 en 2025.", 0.9)],
-            state={"cliente_actual": "Empresa ABC"},
-            tool_steps=1,
-        ),
-    )
+        connection.execute(insert(MemoryRecord), old)
+    for record in ARTICLE:
+        memory_store.record_turn(cid, record)
     memory_store.record_turn(other, turn("otra", "conversación", memories=[("ajeno", 1.0)]))
-    assert count_rows(memory_store.engine, Message) == 10_000 + 4 + 2
+    assert count_rows(memory_store.engine, Message) == 10_000 + 8 + 2
 
     with statements_run(memory_store.engine) as run:
-        context = memory_store.build_context(cid, TODAY, memory_limit=3, exchanges=2)
+        context = memory_store.build_context(cid, TODAY, memory_limit=3, exchanges=3)
 
     assert len(run) == 3
-    assert context.state == {"cliente_actual": "Empresa ABC"}
-    assert context.memories == ["Empresa ABC compró ₲120.000.000 en 2025.", "viejo 1999", "viejo 1998"]
+    assert context.state == {"tema": "ventas", "anio": 2025, "cliente_actual": "Empresa ABC"}
+    assert context.memories == [
+        "El mejor cliente es Empresa ABC.",
+        "Estamos hablando de ventas de 2025.",
+        "viejo 1999",
+    ]
     assert context.recent_exchanges == [
         Exchange(usuario="m9998", asistente="m9999"),
-        Exchange(usuario="¿Y cuánto compró?", asistente="Empresa ABC compró ₲120.000.000 en 2025."),
+        Exchange(usuario="¿Cuánto vendimos en 2025?", asistente="En 2025 vendimos ₲850.000.000."),
+        Exchange(usuario="¿Cuál fue mi mejor cliente?", asistente="El mejor cliente fue Empresa ABC."),
     ]
+    nothing = memory_store.build_context(cid, TODAY, memory_limit=0, exchanges=0)
+    assert (nothing.memories, nothing.recent_exchanges) == ([], [])
+    assert render_context(memory_store.build_context(cid, TODAY, exchanges=1)).endswith(
+        "Último intercambio:\n"
+        "Usuario: ¿Cuál fue mi mejor cliente?\n"
+        "Asistente: El mejor cliente fue Empresa ABC."
+    )
 
 
 # -- isolation -----------------------------------------------------------------------------------------------
@@ -424,12 +349,7 @@ def test_a_turn_failing_in_the_middle_leaves_no_rows_in_a_new_conversation(memor
         memory_store.record_turn("nueva", record)
     assert isinstance(caught.value.__cause__, IntegrityError)  # the role's CHECK constraint
 
-    assert all_counts(memory_store.engine) == {
-        "conversations": 0,
-        "conversation_state": 0,
-        "messages": 0,
-        "memory_items": 0,
-    }
+    assert set(all_counts(memory_store.engine).values()) == {0}  # no row in any of the four tables
     assert memory_store.get_conversation("nueva") is None
 
 
@@ -454,24 +374,6 @@ def test_a_turn_failing_at_the_state_step_leaves_the_conversation_as_it_was(
 
 
 # -- persistence, engines, concurrency -----------------------------------------------------------------------
-
-
-def test_a_turn_survives_a_restart(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'memoria.sqlite3'}"
-    with MemoryStore(url) as first:
-        cid = first.create_conversation(user_id="ana")
-        first.record_turn(cid, turn("u", "a", memories=[("dato", 0.6)], state={"anio": 2025}, tool_steps=1))
-
-    second = MemoryStore(url)
-    try:
-        assert [m.role for m in second.history(cid)] == ["user", "assistant", "tool", "assistant"]
-        assert second.history(cid)[1].metadata["tool_calls"][0]["name"] == "ventas_anuales"
-        assert second.get_state(cid) == {"anio": 2025}
-        context = second.build_context(cid, TODAY)
-        assert context.memories == ["dato"]
-        assert context.recent_exchanges == [Exchange(usuario="u", asistente="a")]
-    finally:
-        second.close()
 
 
 def test_a_store_on_a_shared_engine_adds_only_its_tables_and_leaves_the_engine_open(tmp_path: Path) -> None:

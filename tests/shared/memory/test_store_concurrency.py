@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import date
 from typing import Any, NamedTuple
 
+import pytest
 from sqlalchemy import func, select, text
 
 from shared.answer import MemoryItem
@@ -147,34 +148,21 @@ def _writer_process(index: int, url: str, turns: int, start: Any) -> list[Record
 RACED_IDS = [f"nueva-{n}" for n in range(12)]
 
 
-def test_two_processes_racing_to_create_the_same_conversations_make_one_row_each_and_record_both_turns(
-    memory_store: MemoryStore, db_url: str
+@pytest.mark.parametrize("users", [("ana", "ana"), ("ana", "bruno")], ids=["one user", "two users"])
+def test_processes_racing_to_create_the_same_conversations_make_one_row_each_owned_by_the_first(
+    memory_store: MemoryStore, db_url: str, users: tuple[str, str]
 ) -> None:
-    outcomes = run_processes(_first_turns_process, [(db_url, "ana", RACED_IDS), (db_url, "ana", RACED_IDS)])
-
-    assert outcomes == [dict.fromkeys(RACED_IDS, "recorded")] * 2
-    with memory_store.engine.connect() as connection:
-        owners = connection.execute(select(Conversation.id, Conversation.user_id)).all()
-    assert sorted(owners) == sorted((cid, "ana") for cid in RACED_IDS)
-    for cid in RACED_IDS:
-        assert len(memory_store.history(cid)) == 2 * MESSAGES_PER_TURN
-        assert memory_store.get_state(cid).version == 2
-
-
-def test_two_users_racing_for_the_same_new_ids_get_one_owner_each_and_the_other_writes_nothing(
-    memory_store: MemoryStore, db_url: str
-) -> None:
-    ana, bruno = run_processes(
-        _first_turns_process, [(db_url, "ana", RACED_IDS), (db_url, "bruno", RACED_IDS)]
-    )
+    outcomes = run_processes(_first_turns_process, [(db_url, user, RACED_IDS) for user in users])
 
     for cid in RACED_IDS:
-        assert {ana[cid], bruno[cid]} == {"recorded", "denied"}, cid
-        owner = "ana" if ana[cid] == "recorded" else "bruno"
+        recorded = [user for user, outcome in zip(users, outcomes, strict=True) if outcome[cid] == "recorded"]
+        assert len(recorded) == (2 if users[0] == users[1] else 1), cid  # the other user is refused
         info = memory_store.get_conversation(cid)
-        assert info is not None and info.user_id == owner
-        assert len(memory_store.history(cid)) == MESSAGES_PER_TURN  # the refused turn left nothing
-        assert memory_store.get_state(cid).version == 1
+        assert info is not None and info.user_id == recorded[0]
+        assert len(memory_store.history(cid)) == len(recorded) * MESSAGES_PER_TURN  # a refusal wrote nothing
+        assert memory_store.get_state(cid).version == len(recorded)
+    with memory_store.engine.connect() as connection:
+        assert connection.scalar(select(func.count()).select_from(Conversation)) == len(RACED_IDS)
 
 
 def test_threads_racing_to_create_one_conversation_make_one_row_without_error(
@@ -197,26 +185,19 @@ def test_threads_racing_to_create_one_conversation_make_one_row_without_error(
 # -- one conversation, eight writers -------------------------------------------------------------------------
 
 
-def test_eight_threads_sharing_one_conversation_lose_duplicate_and_interleave_nothing(
-    memory_store: MemoryStore,
-) -> None:
-    turns = 4
-    start = threading.Barrier(WRITERS)
-    with ThreadPoolExecutor(WRITERS) as pool:
-        outcomes = list(
-            pool.map(lambda writer: write_turns(memory_store, writer, turns, start), range(WRITERS))
-        )
-
-    assert_shared_conversation_is_consistent(
-        memory_store, [r for outcome in outcomes for r in outcome], turns
-    )
-
-
-def test_eight_processes_sharing_one_conversation_lose_duplicate_and_interleave_nothing(
-    memory_store: MemoryStore, db_url: str
+@pytest.mark.parametrize("writers", ["threads", "processes"])
+def test_eight_writers_sharing_one_conversation_lose_duplicate_and_interleave_nothing(
+    memory_store: MemoryStore, db_url: str, writers: str
 ) -> None:
     turns = 3
-    outcomes = run_processes(_writer_process, [(db_url, turns)] * WRITERS)
+    if writers == "threads":  # the threads share one store
+        start = threading.Barrier(WRITERS)
+        with ThreadPoolExecutor(WRITERS) as pool:
+            outcomes = list(
+                pool.map(lambda writer: write_turns(memory_store, writer, turns, start), range(WRITERS))
+            )
+    else:
+        outcomes = run_processes(_writer_process, [(db_url, turns)] * WRITERS)
 
     assert_shared_conversation_is_consistent(
         memory_store, [r for outcome in outcomes for r in outcome], turns

@@ -13,7 +13,6 @@ import pytest
 from sqlalchemy import insert, text, update
 from sqlalchemy.exc import SQLAlchemyError
 
-from shared.answer import MemoryItem
 from shared.bounds import (
     CONTEXT_MAX_CHARS,
     MAX_CONTEXT_EXCHANGES,
@@ -25,12 +24,13 @@ from shared.bounds import (
     TRUNCATION_MARK,
     json_size,
 )
-from shared.erp import storage
+from shared.erp.storage import SharedConnectionPool
 from shared.errors import StorageError
 from shared.memory.context import render_context
-from shared.memory.store import MemoryStore, MessageIn, TurnRecord, open_memory_store
+from shared.memory.store import MemoryStore, MessageIn, TurnRecord
 from shared.memory.tables import ConversationState, MemoryRecord, Message
 from tests.shared.erp.test_storage import assert_one_clear_line
+from tests.shared.memory.conftest import turn
 
 TODAY = date(2026, 11, 30)
 MEGABYTE = 1_000_000
@@ -41,21 +41,7 @@ def wall(seed: str) -> str:
     return (seed + ' "comillas" \\ barra\n\tnueva línea \x01\x1f ñandú ') * (MEGABYTE // (len(seed) + 45))
 
 
-@pytest.fixture
-def quick_busy_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(storage, "BUSY_TIMEOUT_SECONDS", 0.2)
-
-
 # -- opening -------------------------------------------------------------------------------------------------
-
-
-def test_a_missing_directory_is_named(tmp_path: Path) -> None:
-    with pytest.raises(StorageError) as caught:
-        open_memory_store(f"sqlite:///{tmp_path / 'missing' / 'memory.sqlite3'}")
-    assert_one_clear_line(
-        caught.value, "Cannot open the conversation memory", "does not exist", "ERP_AI_MEMORY_URL"
-    )
-    assert isinstance(caught.value.__cause__, SQLAlchemyError)
 
 
 def test_a_read_only_database_is_refused_when_opened_not_when_a_turn_is_recorded(tmp_path: Path) -> None:
@@ -117,14 +103,7 @@ def test_text_that_is_not_valid_unicode_is_stored_with_replacement_characters(
     """A model may emit a lone-surrogate JSON escape; storing its answer must not crash after the turn."""
     memory_store.record_turn(
         "c1",
-        TurnRecord(
-            messages=[
-                MessageIn(role="user", content="hola"),
-                MessageIn(role="assistant", content="mal \ud800"),
-            ],
-            memories=[MemoryItem(contenido="hecho \udfff", importancia=0.5)],
-            state={"tema\ud800": "ventas \ud800"},
-        ),
+        turn("hola", "mal \ud800", memories=[("hecho \udfff", 0.5)], state={"tema\ud800": "ventas \ud800"}),
     )
     assert memory_store.history("c1")[-1].content == "mal \ufffd"
     assert memory_store.memories("c1")[0].content == "hecho \ufffd"
@@ -143,6 +122,7 @@ def test_an_in_memory_store_is_shared_by_worker_threads(url: str) -> None:
             store.build_context("compartida", TODAY)
 
     with MemoryStore(url) as store:
+        assert isinstance(store.engine.pool, SharedConnectionPool)  # one in-memory database for all threads
         with ThreadPoolExecutor(6) as pool:
             list(pool.map(worker, range(6)))  # re-raises what a thread raised
         assert len(store.history("compartida")) == 6 * 10 * 2
@@ -153,23 +133,14 @@ def test_an_in_memory_store_is_shared_by_worker_threads(url: str) -> None:
 
 
 def test_walls_of_text_recorded_through_the_store_are_bounded_on_write(memory_store: MemoryStore) -> None:
-    memories = [MemoryItem(contenido=wall(f"hecho {i}"), importancia=i / 20) for i in range(20)]
-    memories += [MemoryItem(contenido=wall("hecho 19"), importancia=1.0)] * 100  # a model repeating itself
+    memories = [(wall(f"hecho {i}"), i / 20) for i in range(20)]
+    memories += [(wall("hecho 19"), 1.0)] * 100  # a model repeating itself
     state = {f"clave {i} " + "k" * 1000: wall(f"valor {i}") for i in range(100)}
     question, answer = wall("pregunta"), wall("respuesta")
 
-    for turn in range(3):
-        memory_store.record_turn(
-            "c1",
-            TurnRecord(
-                messages=[
-                    MessageIn(role="user", content=question),
-                    MessageIn(role="assistant", content=answer),
-                ],
-                memories=memories,
-                state={f"{turn} {key}": value for key, value in state.items()},
-            ),
-        )
+    for number in range(3):
+        changes = {f"{number} {key}": value for key, value in state.items()}
+        memory_store.record_turn("c1", turn(question, answer, memories=memories, state=changes))
 
     stored_memories = memory_store.memories("c1")
     assert len(stored_memories) <= 5 * 3

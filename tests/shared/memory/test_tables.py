@@ -10,17 +10,8 @@ from sqlalchemy import insert, inspect
 from sqlalchemy.exc import IntegrityError
 
 from shared.memory.store import MemoryStore, MessageIn, TurnRecord
-from shared.memory.tables import MemoryBase, MemoryRecord, Message
+from shared.memory.tables import MemoryRecord, Message
 from tests.shared.memory.conftest import statements_run
-
-
-def test_the_memory_has_its_own_metadata_with_the_four_tables() -> None:
-    assert set(MemoryBase.metadata.tables) == {
-        "conversations",
-        "messages",
-        "conversation_state",
-        "memory_items",
-    }
 
 
 def test_message_metadata_is_stored_in_a_column_named_metadata(memory_store: MemoryStore) -> None:

@@ -30,28 +30,19 @@ from datetime import date
 
 import pytest
 
-from shared.erp.database import Erp, make_engine, open_demo_erp
+from shared.erp.database import Erp, make_engine
 from shared.erp.models import Customer, ErpBase, ErpUser, Invoice, InvoiceLine, Product
+from shared.security import DEMO_POLICY, Caller, RolePolicy
 from shared.text import fold
-from tests.postgres import (
-    BACKENDS,
-    db_url,
-    demo_erp_url,
-    fresh_url,
-    postgres_demo_erp_url,
-    postgres_server,
-    postgres_url,
-)
+from tests.postgres import BACKENDS, fresh_url
 
-__all__ = [
-    "build_tiny_erp",
-    "db_url",
-    "erp",
-    "postgres_demo_erp_url",
-    "postgres_server",
-    "postgres_url",
-    "tiny_erp",
-]
+GERENTE = Caller(user_id="gerente", roles=frozenset({"gerencia"}))
+ANA = Caller(user_id="ana", roles=frozenset({"ventas"}))
+BRUNO = Caller(user_id="bruno", roles=frozenset({"ventas"}))
+ANALYST_POLICY = RolePolicy(
+    roles={**DEMO_POLICY.roles, "ventas": DEMO_POLICY.roles["ventas"] | {"ventas:analisis"}}
+)
+"""The demo's roles, but salespeople may also run ``ventas_por_categoria`` (on their own customers only)."""
 
 USERS = [("gerente", "Gerencia", "gerencia"), ("ana", "Ana", "ventas"), ("bruno", "Bruno", "ventas")]
 CUSTOMERS = [
@@ -118,12 +109,3 @@ def tiny_erp(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     erp = build_tiny_erp(fresh_url(request, request.param, tmp_path_factory.mktemp("tiny")))
     yield erp
     erp.engine.dispose()
-
-
-@pytest.fixture(scope="session", params=BACKENDS)
-def erp(request: pytest.FixtureRequest) -> Iterator[Erp]:
-    """The seeded demo ERP (read-only), on SQLite and on PostgreSQL: overrides the root ``erp`` so that every
-    operation test runs on both backends."""
-    handle = open_demo_erp(demo_erp_url(request, request.param))
-    yield handle
-    handle.engine.dispose()
