@@ -20,17 +20,6 @@ from benchmarks.stats import mean
 from benchmarks.targets import BenchTarget
 from shared.errors import ConfigurationError
 
-__all__ = [
-    "CostEstimate",
-    "LocalRule",
-    "ModeCost",
-    "ModelPrice",
-    "PricingTable",
-    "estimate_cost",
-    "estimate_costs",
-    "load_pricing",
-]
-
 TURNS = 1000
 
 
@@ -198,11 +187,10 @@ def estimate_cost(
     modes = []
     for mode in order:
         every = by_mode[mode]
-        rows = [row for row in every if getattr(row, "usage_reported", True)]  # unknown tokens, not 0
-        cached = [float(getattr(row, "cached_input_tokens", 0) or 0) for row in rows]
+        rows = [row for row in every if row.usage_reported]  # unknown tokens, not 0
+        cached = [float(row.cached_input_tokens or 0) for row in rows]
         inputs = [float(row.input_tokens) for row in rows]
         outputs = [float(row.output_tokens) for row in rows]
-
         usd = 0.0 if local else _usd(found[1], inputs, cached, outputs) if found is not None else None
         if not rows:
             usd = None  # no turn reported its tokens: the cost is not known

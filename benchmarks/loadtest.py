@@ -30,11 +30,11 @@ from sqlalchemy.engine import make_url
 from benchmarks.loadtest_audit import Audit, TurnOutcome, audit_memory
 from benchmarks.loadtest_fleet import Fleet, FleetError, ServeOptions
 from benchmarks.modes import build_engine
+from benchmarks.run_turns import stream_turn
 from benchmarks.stats import percentile
 from planner_mode import HttpAIClient
 from shared.engine import AssistantEngine
 from shared.erp.database import Erp
-from shared.events import TurnDone
 from shared.memory.store import MemoryStore
 from shared.security import DEMO_CALLER, Caller
 
@@ -322,12 +322,7 @@ class _Load:
         turn: dict[str, Any] = {"conversation_id": conversation_id, "index": index, "question": question}
         turn["started_s"] = round(started - self._started, 4)
         try:
-            result = None
-            async for event in engine.astream(conversation_id, question, caller):  # call 2 streams
-                if isinstance(event, TurnDone):
-                    result = event.result
-            if result is None:  # pragma: no cover - astream always ends with TurnDone
-                raise RuntimeError("the turn's stream ended without TurnDone")
+            result = await stream_turn(engine, conversation_id, question, caller)  # call 2 streams
         except Exception as exc:  # the engine promises a result; anything else is a finding, not a crash
             self._note_error(f"{type(exc).__name__}: {exc}")
             return TurnOutcome(**turn, recorded=False, failure="crash", latency_ms=self._since(started))

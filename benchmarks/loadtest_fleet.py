@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 import httpx
 
-from benchmarks.modes import ModelOptions
+from benchmarks.modes import ModelOptions, set_environment
 
 HOST = "127.0.0.1"
 """Every server of a fleet listens here, and only here."""
@@ -93,11 +93,7 @@ def _run_forked(port: int, log: str, environment: Mapping[str, str | None]) -> N
     with open(log, "ab", buffering=0) as output:
         os.dup2(output.fileno(), 1)
         os.dup2(output.fileno(), 2)
-    for key, value in environment.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+    set_environment(environment)
     from planner_mode.server import app_from_env
 
     uvicorn.run(app_from_env(), host=HOST, port=port, log_level="warning", access_log=False)

@@ -23,19 +23,9 @@ BLOCK = "scaling-out"
 WRITER = "erp-ai loadtest --matrix … --readme README.md"
 
 HEADERS = [
-    "servers",
-    "database",
-    "server killed",
-    "turns sent",
-    "recorded",
-    "failed (kind)",
-    "lost",
-    "duplicated",
-    "half-recorded / inconsistent",
-    "turns/s",
-    "turn p50 / p99 ms",
-    "AI calls / ERP side p50 ms",
-]
+    "servers", "database", "server killed", "turns sent", "recorded", "failed (kind)", "lost", "duplicated",
+    "half-recorded / inconsistent", "turns/s", "turn p50 / p99 ms", "AI calls / ERP side p50 ms",
+]  # fmt: skip
 
 
 def _killed(result: LoadtestResult) -> str:

@@ -7,6 +7,8 @@ from a model or, for the planner, from an AI client (an AI server reached over H
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -90,6 +92,15 @@ class ModelOptions(BaseModel):
         return [
             part for option, value in values.items() if value is not None for part in (option, str(value))
         ]
+
+
+def set_environment(settings: Mapping[str, str | None]) -> None:
+    """Set each variable of ``settings`` in this process's environment (``None`` unsets it)."""
+    for key, value in settings.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
 
 
 def build_engine(

@@ -23,7 +23,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel
 
 from benchmarks.modes import build_engine
-from benchmarks.results import describe_host
+from benchmarks.provenance import describe_host
 from benchmarks.runner import RunConfig, run_benchmark
 from benchmarks.scenario import Scenario
 from benchmarks.scoring.turn import TurnScorer

@@ -58,12 +58,9 @@ def rescore(
             score = TurnScore(passed=False, details=[f"scoring error: {exc}"])
         else:
             score = score_row(scorer, caller, turn, row)
-        before = row.score.passed if row.score is not None else None
-        label = f"{row.scenario}#{row.turn} ({row.mode})"
-        if before is False and score.passed:
-            summary.now_passing.append(label)
-        elif before is True and not score.passed:
-            summary.now_failing.append(label)
+        if row.score.passed != score.passed:
+            changed = summary.now_passing if score.passed else summary.now_failing
+            changed.append(f"{row.scenario}#{row.turn} ({row.mode})")
         summary.turns += 1
         rows.append(row.model_copy(update={"score": score}))
     return results.model_copy(update={"rows": rows}), summary

@@ -19,21 +19,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from benchmarks.provenance import Provenance, describe_host
+from benchmarks.provenance import Provenance
 from benchmarks.scoring.turn import TurnScore
 from benchmarks.targets import DEFAULT_TARGET, BenchTarget, implicit_target
 from shared.failures import FailureKind
-
-__all__ = [
-    "RESULTS_FILE",
-    "OperationRecord",
-    "ResultsWriter",
-    "RunMeta",
-    "RunResults",
-    "TurnRow",
-    "describe_host",
-    "read_results",
-]
 
 RESULTS_FILE = "results.jsonl"
 
@@ -185,7 +174,6 @@ class TurnRow(BaseModel):
 
     @property
     def latency_ms(self) -> float:
-        """Measured model time plus harness time."""
         return self.model_ms + self.harness_ms
 
     @property
@@ -265,7 +253,6 @@ class ResultsWriter:
         path.parent.mkdir(parents=True, exist_ok=True)
 
     def write(self, record: RunMeta | TurnRow) -> None:
-        """Append one record."""
         line = record.model_dump_json() + "\n"
         with self._lock, self.path.open("a", encoding="utf-8") as handle:
             handle.write(line)

@@ -25,7 +25,7 @@ from shared.turn import TurnResult
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
 
-    from benchmarks.runner import Unit
+    from benchmarks.run_plan import Unit
 
 
 EngineFactory = Callable[[str], AssistantEngine]

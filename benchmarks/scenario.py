@@ -167,15 +167,12 @@ class Scenario(BaseModel):
 
 
 class ScenarioFile(BaseModel):
-    """The top level of a scenario file."""
-
     model_config = ConfigDict(extra="forbid")
 
     scenarios: list[dict[str, Any]] = Field(min_length=1)
 
 
 def default_scenarios_dir() -> Path:
-    """The packaged default suite."""
     return Path(str(resources.files("benchmarks") / "scenarios"))
 
 
@@ -192,7 +189,6 @@ def _first_error(exc: ValidationError) -> tuple[str | None, str]:
 
 
 def load_file(path: Path) -> list[Scenario]:
-    """Load and validate one YAML file."""
     name = str(path)
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))

@@ -17,20 +17,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = [
-    "DEFAULT_LEVEL",
-    "DEFAULT_RESAMPLES",
-    "DEFAULT_SEED",
-    "Interval",
-    "bootstrap_interval",
-    "mcnemar_exact",
-    "mean",
-    "median",
-    "paired_bootstrap_difference",
-    "percentile",
-    "wilson_interval",
-]
-
 DEFAULT_LEVEL = 0.95
 """Confidence level of every interval the reports show."""
 DEFAULT_RESAMPLES = 2000

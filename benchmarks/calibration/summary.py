@@ -93,7 +93,7 @@ def rescored(turns: Sequence[Turn], path: Path = TURNS) -> list[Turn]:
         again, _ = rescore(RunResults(meta=RunMeta(), rows=rows), load_scenarios(), sales_registry(), erp)
     finally:
         erp.engine.dispose()
-    verdicts = ["pass" if row.score is not None and row.score.passed else "fail" for row in again.rows]
+    verdicts = ["pass" if row.score.passed else "fail" for row in again.rows]
     return [replace(turn, scorer=verdict) for turn, verdict in zip(turns, verdicts, strict=True)]
 
 

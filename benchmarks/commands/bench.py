@@ -310,16 +310,21 @@ def report(
     console.print(f"{files.markdown} · {files.html}")
 
 
+def read_run(console: Console, results: Path) -> RunResults:
+    """The results file ``results``; exit 2 when it is missing or cannot be read."""
+    if not results.exists():
+        raise bench_error(console, f"{results} does not exist")
+    try:
+        return read_results(results)
+    except (OSError, ValueError) as exc:  # ValueError: not UTF-8, or a line that is not a record
+        raise bench_error(console, f"cannot read {results}: {exc}") from None
+
+
 def _read_run(console: Console, path: Path, *, named: bool = False) -> RunResults:
     """The run at ``path`` (a results file or its folder); exit 2 when it cannot be read or holds nothing.
     Its read warnings are printed (the reports' headers say the same), naming the file when ``named``."""
     results = results_path(path)
-    if not results.exists():
-        raise bench_error(console, f"{results} does not exist")
-    try:
-        run = read_results(results)
-    except (OSError, ValueError) as exc:  # ValueError: not UTF-8, or a line that is not a record
-        raise bench_error(console, f"cannot read {results}: {exc}") from None
+    run = read_run(console, results)
     if run.empty:
         raise bench_error(console, f"{results} holds no complete record: nothing to report")
     for warning in run.read_warnings:
@@ -362,7 +367,8 @@ def compare(
     have targets); the turns that flipped between the runs. Example: erp-ai compare reports/before
     reports/latest
     """
-    from benchmarks.compare import compare_runs, render_comparison_markdown, write_comparison
+    from benchmarks.compare import compare_runs
+    from benchmarks.compare_markdown import render_comparison_markdown, write_comparison
 
     console = Console()
     with _refused(console, (OSError, ValueError)):

@@ -9,11 +9,12 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from benchmarks.commands.bench import bench_error
+from benchmarks.commands.bench import bench_error, read_run
 from benchmarks.commands.common import open_erp
 from benchmarks.report import print_summary, write_reports
+from benchmarks.report.runs import results_path
 from benchmarks.rescore import ScenarioNotFound, rescore
-from benchmarks.results import RESULTS_FILE, ResultsWriter, read_results
+from benchmarks.results import RESULTS_FILE, ResultsWriter
 from benchmarks.scenario import ScenarioError, load_scenarios
 from shared.errors import ErpAiError
 from shared.operations.sales import sales_registry
@@ -49,14 +50,8 @@ def rescore_command(
     changed. Example: erp-ai rescore reports/latest
     """
     console = Console()
-    if results.is_dir():
-        results = results / RESULTS_FILE
-    if not results.exists():
-        raise bench_error(console, f"{results} does not exist")
-    try:
-        run = read_results(results)
-    except (OSError, ValueError) as exc:
-        raise bench_error(console, f"cannot read {results}: {exc}") from None
+    results = results_path(results)
+    run = read_run(console, results)
     if not run.rows:
         raise bench_error(console, f"{results} holds no turn: nothing to re-score")
     paths = scenarios or [Path(path) for path in run.meta.scenario_paths] or None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import errno
-import os
 import socket
 from enum import StrEnum
 from typing import Annotated
@@ -26,7 +25,7 @@ from benchmarks.commands.common import (
     fail,
     refuse,
 )
-from benchmarks.modes import ModelOptions
+from benchmarks.modes import ModelOptions, set_environment
 from planner_mode.server_limits import DEFAULT_READ_TIMEOUT_S, READ_TIMEOUT_ENV
 from shared.errors import ConfigurationError, ErpAiError
 from shared.llm.factory import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S
@@ -128,12 +127,7 @@ def serve(
     import uvicorn
 
     options = ModelOptions.model_validate({**ctx.params, "provider": provider.value})
-    settings = {**options.environment(), SERVER_TOKEN_ENV: token, READ_TIMEOUT_ENV: f"{read_timeout:g}"}
-    for key, value in settings.items():
-        if value is not None:
-            os.environ[key] = value
-        else:
-            os.environ.pop(key, None)
+    set_environment({**options.environment(), SERVER_TOKEN_ENV: token, READ_TIMEOUT_ENV: f"{read_timeout:g}"})
     try:
         from planner_mode.server import app_from_env, bind_warning
         from planner_mode.server_protocol import HeadTimeoutH11Protocol

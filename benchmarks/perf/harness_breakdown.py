@@ -27,9 +27,10 @@ from rich.console import Console
 from rich.table import Table
 from sqlalchemy import Engine, event
 
+from benchmarks.modes import build_engine
 from benchmarks.scenario import Scenario, load_scenarios
 from benchmarks.stats import mean, median, percentile
-from planner_mode import InProcessAIClient, PlannerAI, PlannerEngine
+from planner_mode import InProcessAIClient, PlannerAI
 from planner_mode.executor import astream_plan
 from planner_mode.validation import validate_plan
 from planner_mode.wire import AnalyzeResponse, RespondResponse
@@ -41,14 +42,8 @@ from shared.operations.sales import sales_registry
 from shared.security import DEMO_CALLER
 
 STAGES = (
-    "build_context",
-    "call-1 plumbing",
-    "validation",
-    "execution",
-    "call-2 plumbing",
-    "record_turn",
-    "other",
-)
+    "build_context", "call-1 plumbing", "validation", "execution", "call-2 plumbing", "record_turn", "other",
+)  # fmt: skip
 """Stages in the order a turn runs them (``other`` is the remainder of ``harness_ms``)."""
 
 T = TypeVar("T")
@@ -171,16 +166,12 @@ def run(scenarios: Sequence[Scenario], repeat: int = 1, warmup: int = 1) -> _Rec
     with tempfile.TemporaryDirectory() as tmp:
         erp = open_demo_erp(f"sqlite:///{Path(tmp) / 'erp.sqlite3'}")
         store = _TimedStore(f"sqlite:///{Path(tmp) / 'memory.sqlite3'}", recorder)
-        registry = sales_registry()
         client = _TimedClient(PlannerAI(build_chat_model("offline")), recorder)
-        engine = PlannerEngine(registry, erp, store, client)
+        engine = build_engine("planner", registry=sales_registry(), erp=erp, store=store, ai=client)
         # The engine calls these two by their names in its own module: wrap them there, for this run only.
-        validation = mock.patch(
-            f"{PlannerEngine.__module__}.validate_plan", _timed(recorder, "validation", validate_plan)
-        )
-        execution = mock.patch(
-            f"{PlannerEngine.__module__}.astream_plan", _timed_stream(recorder, "execution", astream_plan)
-        )
+        where = type(engine).__module__
+        validation = mock.patch(f"{where}.validate_plan", _timed(recorder, "validation", validate_plan))
+        execution = mock.patch(f"{where}.astream_plan", _timed_stream(recorder, "execution", astream_plan))
         try:
             with validation, execution, _counting(recorder, [erp.engine, store.engine]):
                 for scenario in scenarios[:warmup]:

@@ -79,6 +79,5 @@ class ErpNames:
         return any(words(alias) in found for alias in self.aliases(value))
 
     def customers_named(self, text: str) -> set[str]:
-        """The customers ``text`` names."""
         found = words(text)
         return {name for name, aliases in self.customers.items() if any(words(a) in found for a in aliases)}

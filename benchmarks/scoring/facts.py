@@ -44,11 +44,6 @@ class FactExpr:
     """Keyword arguments: literal values, or nested :class:`FactExpr` evaluated first."""
     path: tuple[str | int, ...]
 
-    @property
-    def params_dict(self) -> dict[str, Any]:
-        """The call's keyword arguments as a dict."""
-        return dict(self.params)
-
     def operations(self) -> Iterator[str]:
         """The operations this fact calls, nested ones included."""
         yield self.operation
@@ -125,7 +120,6 @@ class FactEvaluator:
         self._lock = threading.Lock()
 
     def as_caller(self, caller: Caller) -> FactEvaluator:
-        """The evaluator of ``caller`` over the same ERP and cache."""
         if caller == self.caller:
             return self
         other = copy.copy(self)
@@ -133,7 +127,6 @@ class FactEvaluator:
         return other
 
     def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
-        """The (cached) result of one operation call."""
         who = f"{self.caller.user_id}|{','.join(sorted(self.caller.roles))}"
         key = f"{who}:{operation}:{json.dumps(params, sort_keys=True, default=str)}"
         with self._lock:

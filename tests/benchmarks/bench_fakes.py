@@ -1,16 +1,20 @@
-"""Benchmark test helpers: a scripted fake engine (like pydantic-ai's FunctionModel), a tiny suite, and the
-CLI's error checks."""
+"""Benchmark test helpers: a scripted fake engine (like pydantic-ai's FunctionModel), a tiny suite, a run of
+fake engines, and the CLI's error checks."""
 
 from __future__ import annotations
 
 import json
 import os
-import socket
 import sqlite3
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks.run_plan import RunConfig
+from benchmarks.run_turns import EngineFactories
+from benchmarks.runner import RunOutcome, run_benchmark
+from benchmarks.scenario import Scenario
+from benchmarks.targets import parse_targets
 from shared.events import AnswerDelta, TurnDone, TurnEvent
 from shared.security import Caller
 from shared.turn import ExecutedOperation, TurnResult
@@ -87,6 +91,20 @@ class FakeEngine:
         yield TurnDone(result=result)
 
 
+TARGETS = ["a=offline", "b=offline:offline-sales"]
+"""Two targets of the offline model (``--target`` specs)."""
+
+
+def config(tmp_path: Path, specs: list[str] | None = None, **kwargs: object) -> RunConfig:
+    """Planner and tool calling into ``tmp_path/out``; ``specs``: the targets (none: the implicit one)."""
+    values: dict[str, object] = {"modes": ["planner", "toolcalling"], "out_dir": tmp_path / "out"}
+    return RunConfig.model_validate({**values, "targets": parse_targets(specs or []), **kwargs})
+
+
+def run(suite: list[Scenario], cfg: RunConfig, factory: EngineFactories, scorer: Any) -> RunOutcome:
+    return run_benchmark(suite, cfg, engine_factory=factory, scorer=scorer, show_progress=False)
+
+
 class Engines:
     """An engine factory that keeps the engines it built."""
 
@@ -118,13 +136,6 @@ def json_error(stdout: str) -> dict[str, str]:
     error: dict[str, str] = document["error"]
     assert set(error) == {"kind", "message"} and error["message"], error
     return error
-
-
-def free_port() -> int:
-    """A loopback port nothing listens on."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def subprocess_env(env: dict[str, str | None]) -> dict[str, str]:

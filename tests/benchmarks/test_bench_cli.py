@@ -146,16 +146,8 @@ def test_two_targets_give_one_results_file_and_one_report_with_the_grid(
     assert re.search(r"\| a \| \d+\.\d% \(\d", accuracy) and re.search(r"\| b \| \d+\.\d% \(\d", accuracy)
     usd = matrix.split("### USD per 1,000 turns")[1]
     assert "| a | 0.00 | 0.00 | 0.00 |" in usd, "offline targets cost 0"
-    paired = text.split("## Paired comparison")[1].split("\n## ")[0]
-    assert "| a | planner vs toolcalling |" in paired and "| b | planner vs toolcalling |" in paired
-    assert (
-        "### Target `a` (offline offline-sales)" in text and "### Target `b` (offline offline-sales)" in text
-    )
-
-    html = (out / "report.html").read_text(encoding="utf-8")
+    html = (out / "report.html").read_text(encoding="utf-8")  # how it is laid out: report/test_matrix.py
     assert 'id="matrix"' in html and 'id="chart-calls-a"' in html and 'id="chart-calls-b"' in html
-    assert html.count('<h3 class="target"') >= 4, "findings and charts grouped by target"
-    assert "a · " in html.split('id="turn-by-turn"')[1], "turn columns name their target"
 
 
 def test_the_no_prompt_cache_switch_reaches_the_offline_model_and_the_report(

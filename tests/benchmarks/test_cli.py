@@ -16,9 +16,10 @@ from typer.testing import CliRunner
 
 from benchmarks.cli import app
 from benchmarks.commands import turns
+from benchmarks.loadtest_fleet import free_port
 from benchmarks.stand_ins.emulators import FAULT_MODES
 from shared.turn import ExecutedOperation, TurnResult
-from tests.benchmarks.bench_fakes import free_port, subprocess_env
+from tests.benchmarks.bench_fakes import subprocess_env
 
 runner = CliRunner()
 CLI = [sys.executable, "-m", "benchmarks.cli"]

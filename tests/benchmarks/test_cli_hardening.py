@@ -34,14 +34,18 @@ QUESTION = "¿Cuánto vendimos en 2025?"
 
 @pytest.fixture
 def no_engine(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Fail the test if an engine (and so a model) is built; the list stays empty when nothing was."""
+    """Fail the test if an engine (and so a model) is built or a server started; the list stays empty when
+    nothing was."""
+    import uvicorn
+
     built: list[str] = []
 
-    def refuse(**_: Any) -> None:
-        built.append("engine")
-        raise AssertionError("an engine was built for a command that must be refused")
+    def refuse(*_: Any, **__: Any) -> None:
+        built.append("engine or server")
+        raise AssertionError("an engine or a server was started for a command that must be refused")
 
     monkeypatch.setattr(turns, "_assemble_engine", refuse)
+    monkeypatch.setattr(uvicorn, "run", refuse)
     return built
 
 
@@ -248,7 +252,10 @@ def test_a_provider_that_stalls_or_runs_away_ends_the_turn_at_its_bound(
     ("args", "says", "command"),
     [
         (["serve", "--port", "99999"], "'--port'", "erp-ai serve"),
+        (["serve", "--port", "0"], "'--port'", "erp-ai serve"),
+        (["serve", "--port", "ochenta"], "'--port'", "erp-ai serve"),
         (["serve", "--workers", "0"], "'--workers'", "erp-ai serve"),
+        (["serve", "--read-timeout", "0"], "'--read-timeout'", "erp-ai serve"),
         (["bench", "--repeat", "0"], "'--repeat'", "erp-ai bench"),
         (["ask", QUESTION, "--mode", "both"], "'--mode'", "erp-ai ask"),
         (["ask", "--nope", QUESTION], "--nope", "erp-ai ask"),

@@ -1,5 +1,6 @@
-"""`erp-ai serve` refuses what cannot run before uvicorn starts, and starts uvicorn with bounds for slow
-clients (``uvicorn.run`` is replaced: nothing listens in these tests unless a test binds a port itself)."""
+"""`erp-ai serve` refuses a port in use before uvicorn starts, and starts uvicorn with bounds for slow clients
+(``uvicorn.run`` is replaced: nothing listens in these tests unless a test binds a port itself). Options out
+of range are refused by the parser (``test_cli_hardening.py``)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ from typer.testing import CliRunner
 
 import benchmarks.commands.servers as servers
 from benchmarks.cli import app
+from benchmarks.loadtest_fleet import free_port
 from benchmarks.modes import ModelOptions
 from planner_mode.server_limits import DEFAULT_READ_TIMEOUT_S, READ_TIMEOUT_ENV, read_timeout_from_env
 from planner_mode.server_protocol import HeadTimeoutH11Protocol
-from tests.benchmarks.bench_fakes import free_port
 
 runner = CliRunner()
 
@@ -43,29 +44,6 @@ def busy_port() -> Iterator[int]:
         sock.bind(("127.0.0.1", 0))
         sock.listen()
         yield int(sock.getsockname()[1])
-
-
-@pytest.mark.parametrize(
-    ("args", "option"),
-    [
-        (["--port", "99999"], "--port"),
-        (["--port", "0"], "--port"),
-        (["--workers", "0"], "--workers"),
-        (["--read-timeout", "0"], "--read-timeout"),
-        (["--port", "ochenta"], "--port"),
-    ],
-    ids=["port-too-high", "port-zero", "no-workers", "no-read-timeout", "port-not-a-number"],
-)
-def test_an_option_out_of_range_is_one_usage_line_and_exit_2(
-    args: list[str], option: str, uvicorn_runs: list[dict[str, Any]]
-) -> None:
-    result = runner.invoke(app, ["serve", *args])
-
-    assert result.exit_code == 2
-    [line] = [line for line in result.stderr.splitlines() if line.strip()]
-    assert line.startswith("Error: ") and option in line and "erp-ai serve --help" in line
-    assert result.stdout == ""
-    assert uvicorn_runs == []
 
 
 def test_a_port_in_use_is_one_line_and_exit_2_before_uvicorn_starts(

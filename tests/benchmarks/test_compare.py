@@ -1,5 +1,5 @@
-"""benchmarks.compare: two runs per (target,) mode and category, regressions first; what only one run has is
-listed as not compared, never as a regression (``erp-ai compare A B``)."""
+"""benchmarks.compare and its Markdown: two runs per (target,) mode and category, regressions first; what only
+one run has is listed as not compared, never as a regression (``erp-ai compare A B``)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from benchmarks.compare import (
-    ALL,
-    compare_results,
-    compare_runs,
-    render_comparison_markdown,
-    write_comparison,
-)
+from benchmarks.compare import ALL, compare_results, compare_runs
+from benchmarks.compare_markdown import render_comparison_markdown, write_comparison
 from benchmarks.results import RunMeta, RunResults, TurnRow
 from benchmarks.scoring.turn import TurnScore
 from benchmarks.targets import parse_targets

@@ -17,7 +17,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from benchmarks.modes import build_engine
 from benchmarks.serving import ServerThread
 from benchmarks.stand_ins.offline import OfflineSalesModel
-from planner_mode import HttpAIClient, PlannerEngine, create_app
+from planner_mode import HttpAIClient, create_app
 from shared.engine import AssistantEngine
 from shared.erp.database import Erp
 from shared.erp.users import caller_for
@@ -60,7 +60,7 @@ def make_engine(
         client = HttpAIClient([server.url], timeout=30)
         servers.append(server)
         clients.append(client)
-        return PlannerEngine(registry, erp, memory_store, client)
+        return build_engine("planner", registry=registry, erp=erp, store=memory_store, ai=client)
 
     yield over_http
     for client in clients:

@@ -31,19 +31,15 @@ def test_rescoring_a_run_reproduces_every_verdict(recorded: Path, registry: Any,
     again, summary = rescore(results, load_scenarios(), registry, erp)
     assert summary.turns == len(results.rows) > 10
     assert summary.changed == 0
-    before = [(row.score.passed, row.score.details) for row in results.rows if row.score]
-    assert [(row.score.passed, row.score.details) for row in again.rows if row.score] == before
+    before = [(row.score.passed, row.score.details) for row in results.rows]
+    assert [(row.score.passed, row.score.details) for row in again.rows] == before
 
 
 def test_a_changed_verdict_is_counted_both_ways(recorded: Path, registry: Any, erp: Any) -> None:
     results = read_results(recorded)
-    flipped = [
-        row.model_copy(update={"score": TurnScore(passed=not row.score.passed)})
-        for row in results.rows
-        if row.score is not None
-    ]
+    flipped = [r.model_copy(update={"score": TurnScore(passed=not r.score.passed)}) for r in results.rows]
     _, summary = rescore(results.model_copy(update={"rows": flipped}), load_scenarios(), registry, erp)
-    passing = sum(1 for row in results.rows if row.score and row.score.passed)
+    passing = sum(row.score.passed for row in results.rows)
     assert len(summary.now_passing) == passing > 0  # recorded as failing, passing in fact
     assert len(summary.now_failing) == len(flipped) - passing
 

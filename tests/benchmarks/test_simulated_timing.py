@@ -9,15 +9,14 @@ import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 
+from benchmarks.modes import build_engine
 from benchmarks.run_turns import stream_turn
 from benchmarks.simulated_timing import SimulatedCall, SimulatedCalls, simulated_times
 from benchmarks.stand_ins.faults import FaultConfig
 from benchmarks.stand_ins.offline import OfflineSalesModel
-from planner_mode import PlannerAI, PlannerEngine
 from shared.errors import ProviderError
 from shared.security import DEMO_CALLER
 from shared.turn import FirstAnswerCall, TurnResult
-from toolcalling_mode import ToolCallingEngine
 
 
 def timing(total: float, first: float, per_token: float) -> SimulatedCall:
@@ -113,11 +112,7 @@ async def test_under_a_latency_profile_a_turns_first_answer_comes_before_its_mod
     mode: str, registry: Any, erp: Any, memory_store: Any
 ) -> None:
     model = OfflineSalesModel(latency_profile="gpu-8b")
-    engine: PlannerEngine | ToolCallingEngine = (
-        PlannerEngine(registry, erp, memory_store, PlannerAI(model))
-        if mode == "planner"
-        else ToolCallingEngine(registry, erp, memory_store, model)
-    )
+    engine = build_engine(mode, registry=registry, erp=erp, store=memory_store, model=model)
     recorder = SimulatedCalls()
 
     result = await stream_turn(

@@ -13,13 +13,13 @@ from shared.security import DEMO_CALLER
 def test_a_call_with_a_path_parses() -> None:
     fact = parse_fact("top_productos(anio=2025, limite=3).productos[0].producto")
     assert fact.operation == "top_productos"
-    assert fact.params_dict == {"anio": 2025, "limite": 3}
+    assert dict(fact.params) == {"anio": 2025, "limite": 3}
     assert fact.path == ("productos", 0, "producto")
 
 
 def test_string_parameters_and_negative_indexes_parse() -> None:
     fact = parse_fact("compras_cliente(cliente='Empresa ABC', anio=2025).total")
-    assert fact.params_dict == {"cliente": "Empresa ABC", "anio": 2025}
+    assert dict(fact.params) == {"cliente": "Empresa ABC", "anio": 2025}
     assert parse_fact("top_productos(anio=2025).productos[-1]").path == ("productos", -1)
 
 

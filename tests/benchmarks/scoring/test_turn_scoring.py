@@ -44,15 +44,13 @@ def test_a_missing_figure_fails_the_facts_check(scorer: TurnScorer) -> None:
     assert any("ventas_anuales(anio=2025).total" in d for d in score.details)
 
 
-def test_state_is_skipped_when_the_mode_produces_none(scorer: TurnScorer) -> None:
+def test_state_is_skipped_when_the_mode_produces_none_and_a_wrong_or_empty_one_fails(
+    scorer: TurnScorer,
+) -> None:
     assert scorer.score(ARTICLE, answer=ANSWER, operations=OPS, state=None).state is None
-    wrong = scorer.score(ARTICLE, answer=ANSWER, operations=OPS, state={"cliente_actual": "Otro"})
-    assert wrong.state is False and not wrong.passed
-
-
-def test_an_empty_state_from_a_mode_that_produces_state_fails(scorer: TurnScorer) -> None:
-    empty = scorer.score(ARTICLE, answer=ANSWER, operations=OPS, state={})
-    assert empty.state is False and not empty.passed
+    for state in ({"cliente_actual": "Otro"}, {}):
+        wrong = scorer.score(ARTICLE, answer=ANSWER, operations=OPS, state=state)
+        assert wrong.state is False and not wrong.passed
 
 
 def test_nothing_may_be_executed_on_an_injection(scorer: TurnScorer) -> None:
