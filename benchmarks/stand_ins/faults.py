@@ -17,7 +17,8 @@ call 1, an *answer request* call 2 or a structured final answer.
 - ``repeat_memory``: a valid answer whose ``memoria`` repeats one item :data:`REPEATED_MEMORY_ITEMS` times
   and whose ``estado`` gains a ``detalle`` of :data:`WALL_OF_TEXT_CHARS` characters.
 - ``placeholder_plan``: a plan copies the prompt's placeholders (:func:`placeholder_plan`).
-- ``schema_ignored``: valid JSON that ignores the schema (:func:`schema_ignored`).
+- ``schema_ignored``: valid JSON that ignores the schema: a plan request gets ``{"respuesta": …}`` on even
+  call indexes and ``{}`` on odd ones, an answer request ``{}``.
 - ``no_tool_calls``: with tools bound, prose with an invented figure instead of a tool call.
 - ``text_tool_calls``: with tools bound, each call written as a fenced JSON block ``{"name", "arguments"}``.
 - ``think_wrap``: the reply starts with a reasoning model's ``<think>…</think>`` (:data:`THINK_BLOCK`).
@@ -39,26 +40,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from shared.errors import ProviderError, ProviderTimeoutError
 from shared.llm.tokens import CHARS_PER_TOKEN
 
-FaultMode = Literal[
-    "malformed_json",
-    "truncated_json",
-    "unknown_function",
-    "wrong_types",
-    "empty",
-    "provider_error",
-    "runaway",
-    "repeat_memory",
-    "placeholder_plan",
-    "schema_ignored",
-    "no_tool_calls",
-    "text_tool_calls",
-    "think_wrap",
-    "timeout",
-    "stream_break",
-]
-
-FAULT_MODES: tuple[FaultMode, ...] = get_args(FaultMode)
-
 ReplyFault = Literal[
     "runaway",
     "repeat_memory",
@@ -70,6 +51,19 @@ ReplyFault = Literal[
 ]
 """The modes that rewrite a finished reply (``misbehave``, the emulators' reply faults)."""
 REPLY_FAULTS: tuple[ReplyFault, ...] = get_args(ReplyFault)
+
+FaultMode = Literal[
+    "malformed_json",
+    "truncated_json",
+    "unknown_function",
+    "wrong_types",
+    "empty",
+    "provider_error",
+    ReplyFault,
+    "timeout",
+    "stream_break",
+]
+FAULT_MODES: tuple[FaultMode, ...] = get_args(FaultMode)
 
 HALLUCINATED_FUNCTION = "consultar_ventas_totales"
 """The operation the ``unknown_function`` fault invents (in no catalog)."""
@@ -84,6 +78,11 @@ PLACEHOLDER_FUNCTION = "nombre_de_operacion"
 MISSING_FIELD = "campo_inexistente"
 INVENTED_FIGURE = "₲987.654.321"
 """The figure a ``no_tool_calls`` reply invents (no seeded total has it)."""
+INVENTED_REPLY = (
+    f"Según mis registros, las ventas fueron de {INVENTED_FIGURE} y el mejor cliente fue "
+    "Comercial Ficticia S.A. No necesité consultar el ERP."
+)
+"""The prose a ``no_tool_calls`` model answers with instead of calling a tool."""
 THINK_BLOCK = (
     '<think>Reasoning… the user asks about sales. A stray { and maybe {"draft": 1} first; '
     "then the real answer.</think>\n"
@@ -186,11 +185,6 @@ def _key_cuts(text: str) -> list[tuple[int, str]]:
     return cuts
 
 
-def cut_to_tokens(text: str, tokens: int) -> str:
-    """The first ``tokens`` tokens of ``text`` (by :func:`~shared.llm.tokens.approx_tokens`' ruler)."""
-    return text[: max(0, tokens) * CHARS_PER_TOKEN]
-
-
 def grow(prefix: str, unit: str, tokens: int) -> str:
     """``prefix`` then ``unit`` repeated until the text is longer than ``tokens`` tokens (a runaway reply)."""
     wanted = tokens * CHARS_PER_TOKEN + 1
@@ -217,14 +211,6 @@ def placeholder_plan(operation: str) -> dict[str, Any]:
     }
 
 
-def schema_ignored(kind: Literal["plan", "answer"], call_index: int, text: str) -> dict[str, Any]:
-    """JSON that ignores the requested schema: a plan request gets ``{"respuesta": text}`` on even call
-    indexes and ``{}`` on odd ones; an answer request always gets ``{}``."""
-    if kind == "plan" and call_index % 2 == 0:
-        return {"respuesta": text}
-    return {}
-
-
 def repeat_memory(answer: dict[str, Any]) -> dict[str, Any]:
     """A complete answer whose ``memoria`` repeats one item and whose ``estado`` carries a wall of text."""
     respuesta = str(answer.get("respuesta") or "Respuesta.")
@@ -241,19 +227,6 @@ def repeat_memory(answer: dict[str, Any]) -> dict[str, Any]:
         "memoria": [dict(item) for _ in range(REPEATED_MEMORY_ITEMS)],
         "estado": {**estado, "detalle": wall},
     }
-
-
-def invented_reply() -> str:
-    """The prose a ``no_tool_calls`` model answers with instead of calling a tool."""
-    return (
-        f"Según mis registros, las ventas fueron de {INVENTED_FIGURE} y el mejor cliente fue "
-        "Comercial Ficticia S.A. No necesité consultar el ERP."
-    )
-
-
-def think_wrap(text: str) -> str:
-    """``text`` after a reasoning model's ``<think>…</think>`` block (:data:`THINK_BLOCK`)."""
-    return THINK_BLOCK + text
 
 
 _UNITS = ["cero", "uno", "dos", "tres", "cuatro", "cinco", "seis", "siete", "ocho", "nueve", "diez",

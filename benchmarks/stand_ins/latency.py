@@ -57,33 +57,37 @@ class LatencyProfile(BaseModel):
         return processed / self.prefill_tokens_per_s
 
 
+def _local(
+    name: str, prefill_tokens_per_s: float, decode_tokens_per_s: float, overhead_ms: float
+) -> LatencyProfile:
+    """A llama.cpp / Ollama deployment: its server turns a ``response_format`` schema into a GBNF grammar
+    (Ollama its ``format``) and adds neither to the prompt, so a plan schema costs no prompt tokens."""
+    return LatencyProfile(
+        name=name,
+        prefill_tokens_per_s=prefill_tokens_per_s,
+        decode_tokens_per_s=decode_tokens_per_s,
+        overhead_ms=overhead_ms,
+        schema_as_grammar=True,
+    )
+
+
 LATENCY_PROFILES: dict[str, LatencyProfile] = {
-    # Llama 3 8B Q4_K_M under llama.cpp / Ollama on one RTX 3080–4090 class card: the llama.cpp benchmark
-    # tables (github.com/XiongjieDai/GPU-Benchmarks-on-LLM-Inference) report a few thousand tok/s prompt
-    # processing and ~100–130 tok/s generation; the conservative end, plus ~50 ms per request. llama.cpp's
-    # server turns a `response_format` schema into a GBNF grammar, Ollama its `format`, and neither adds it
-    # to the prompt: under the local presets a plan schema costs no prompt tokens.
-    "gpu-8b": LatencyProfile(
-        name="gpu-8b",
-        prefill_tokens_per_s=3000,
-        decode_tokens_per_s=90,
-        overhead_ms=50,
-        schema_as_grammar=True,
-    ),
-    # The same model on a desktop CPU (8–16 cores, dual-channel DDR4/DDR5): ~100–200 tok/s prompt processing
-    # and ~8–12 tok/s generation (memory-bandwidth bound) in the same tables; plus ~100 ms per request.
-    "cpu-8b": LatencyProfile(
-        name="cpu-8b",
-        prefill_tokens_per_s=150,
-        decode_tokens_per_s=10,
-        overhead_ms=100,
-        schema_as_grammar=True,
-    ),
-    # Gemini Flash through the public API: Artificial Analysis (artificialanalysis.ai, Gemini 2.x Flash)
-    # measures ~0.3 s to first token for short prompts, prompt processing included, and ~150+ output tok/s.
-    "gemini-flash": LatencyProfile(
-        name="gemini-flash", prefill_tokens_per_s=None, decode_tokens_per_s=150, overhead_ms=300
-    ),
+    profile.name: profile
+    for profile in (
+        # Llama 3 8B Q4_K_M under llama.cpp / Ollama on one RTX 3080–4090 class card: the llama.cpp benchmark
+        # tables (github.com/XiongjieDai/GPU-Benchmarks-on-LLM-Inference) report a few thousand tok/s prompt
+        # processing and ~100–130 tok/s generation; the conservative end, plus ~50 ms per request.
+        _local("gpu-8b", prefill_tokens_per_s=3000, decode_tokens_per_s=90, overhead_ms=50),
+        # The same model on a desktop CPU (8–16 cores, dual-channel DDR4/DDR5): ~100–200 tok/s prompt
+        # processing and ~8–12 tok/s generation (memory-bandwidth bound) in the same tables; plus ~100 ms.
+        _local("cpu-8b", prefill_tokens_per_s=150, decode_tokens_per_s=10, overhead_ms=100),
+        # Gemini Flash through the public API: Artificial Analysis (artificialanalysis.ai, Gemini 2.x
+        # Flash) measures ~0.3 s to first token for short prompts, prompt processing included, and ~150+
+        # output tok/s.
+        LatencyProfile(
+            name="gemini-flash", prefill_tokens_per_s=None, decode_tokens_per_s=150, overhead_ms=300
+        ),
+    )
 }
 """The named presets; the default for every model is no profile at all."""
 

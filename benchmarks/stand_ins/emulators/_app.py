@@ -25,7 +25,13 @@ from urllib.parse import parse_qs
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, ValidationError
 
-from benchmarks.stand_ins.emulators._backing import BackingReply, BackingRequest, BadRequestError, answer
+from benchmarks.stand_ins.emulators._backing import (
+    STAND_IN_MARKER,
+    BackingReply,
+    BackingRequest,
+    BadRequestError,
+    answer,
+)
 from benchmarks.stand_ins.emulators.faults import EmulatorFaults, FaultDecision, UnknownFaultError
 from shared.extras import require_extra
 
@@ -87,9 +93,6 @@ logging.getLogger("uvicorn.error").addFilter(_QuietDrops())
 
 class Stall(Response):
     """The ``stall`` fault: no answer until the client hangs up or the server drops the connection."""
-
-    def __init__(self) -> None:
-        super().__init__()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         while (await receive())["type"] != "http.disconnect":
@@ -159,6 +162,11 @@ class Protocol:
     def __init__(self, model: BaseChatModel, api_key: str | None = None) -> None:
         """With ``api_key`` (Gemini and OpenAI) only that key is accepted."""
         self.model, self.api_key = model, api_key
+
+    @property
+    def stand_in(self) -> str:
+        """The model identity the protocol reports: ``erp-ai emulator: OfflineSalesModel answers, …``."""
+        return f"{STAND_IN_MARKER}: {type(self.model).__name__} answers, not the model named"
 
     def routes(self) -> list[Route]:
         raise NotImplementedError

@@ -19,7 +19,7 @@ from langchain_core.outputs import LLMResult
 from pydantic import BaseModel
 
 from benchmarks.stand_ins.emulators.faults import FaultDecision
-from benchmarks.stand_ins.faults import RUNAWAY_CONTEXT_TOKENS, cut_to_tokens, grow
+from benchmarks.stand_ins.output_cap import ToolCall, fit_reply, reply_tokens
 from shared.llm.tokens import approx_json_tokens, approx_tokens
 
 STAND_IN_MARKER = "erp-ai emulator"
@@ -32,11 +32,6 @@ MALFORMED_TOOL_ARGUMENTS = '{"anio": 2025, "cliente": "Empresa ABC'
 
 class BadRequestError(ValueError):
     """A request the protocol cannot take; the message goes into a 400 error body."""
-
-
-def stand_in_label(model: BaseChatModel) -> str:
-    """``erp-ai emulator: OfflineSalesModel answers, not the model named``."""
-    return f"{STAND_IN_MARKER}: {type(model).__name__} answers, not the model named"
 
 
 def _text(content: Any) -> str:
@@ -102,17 +97,12 @@ class BackingRequest:
 
 
 @dataclass(frozen=True)
-class BackingToolCall:
-    name: str
-    args: dict[str, Any]
-
-
-@dataclass(frozen=True)
 class BackingReply:
     """The backing model's answer, with token counts."""
 
     text: str
-    tool_calls: list[BackingToolCall]
+    tool_calls: list[ToolCall]
+    """``(name, args)`` pairs."""
     input_tokens: int
     output_tokens: int
     cached_tokens: int = 0
@@ -121,6 +111,11 @@ class BackingReply:
     """The model's ``response_metadata["simulated_latency_ms"]`` when it reports one, else the time taken."""
     cut: bool = False
     """Cut at the output cap (Ollama ``done_reason: "length"``, Gemini ``MAX_TOKENS``, OpenAI ``length``)."""
+
+    @property
+    def malformed_call(self) -> tuple[str, str]:
+        """The ``malformed_tool_call`` fault's call: the first tool's name, arguments that are not JSON."""
+        return (self.tool_calls[0][0] if self.tool_calls else "ventas_anuales"), MALFORMED_TOOL_ARGUMENTS
 
 
 class _Replies(BaseCallbackHandler):
@@ -140,7 +135,7 @@ def call_backing_model(model: BaseChatModel, request: BackingRequest) -> Backing
     text), tools through ``bind_tools``; the model's exceptions propagate (the server's HTTP 500)."""
     started, replies = time.perf_counter(), _Replies()
     config: Any = {"callbacks": [replies]}
-    tool_calls: list[BackingToolCall] = []
+    tool_calls: list[ToolCall] = []
     if request.json_schema is not None:
         # LangChain's converters need a top-level title to name a dict schema; wire schemas may lack one.
         schema = {"title": "output", **request.json_schema}
@@ -156,14 +151,14 @@ def call_backing_model(model: BaseChatModel, request: BackingRequest) -> Backing
         message = runnable.invoke(request.messages, config=config)
         text = message.text if isinstance(message, BaseMessage) else str(message)
         if isinstance(message, AIMessage):
-            tool_calls = [BackingToolCall(call["name"], dict(call["args"])) for call in message.tool_calls]
+            tool_calls = [(call["name"], dict(call["args"])) for call in message.tool_calls]
     usages = [m.usage_metadata for m in replies.messages if m.usage_metadata]
     if usages:
         input_tokens = sum(u["input_tokens"] for u in usages)
         output_tokens = sum(u["output_tokens"] for u in usages)
     else:  # the model reports no usage: count with the project's approximation
         input_tokens = sum(approx_tokens(m.text) for m in request.messages)
-        output_tokens = approx_tokens(text) + sum(approx_json_tokens(c.args) for c in tool_calls)
+        output_tokens = approx_tokens(text) + sum(approx_json_tokens(args) for _, args in tool_calls)
     cached = sum(int((u.get("input_token_details") or {}).get("cache_read") or 0) for u in usages)
     simulated = [m.response_metadata.get("simulated_latency_ms") for m in replies.messages]
     timed = [float(ms) for ms in simulated if isinstance(ms, int | float)]
@@ -171,22 +166,13 @@ def call_backing_model(model: BaseChatModel, request: BackingRequest) -> Backing
     return BackingReply(text, tool_calls, input_tokens, output_tokens, cached, duration_ms)
 
 
-def _wire_tokens(text: str, tool_calls: list[BackingToolCall]) -> int:
-    return approx_tokens(text) + sum(
-        approx_json_tokens({"name": c.name, "arguments": c.args}) for c in tool_calls
-    )
-
-
 def answer(
     model: BaseChatModel, request: BackingRequest, decision: FaultDecision, max_tokens: int | None = None
 ) -> BackingReply:
-    """Call ``model``, then apply the request's reply fault and its output cap ``max_tokens``.
+    """Call ``model``, then apply the request's fault and output cap (``None`` or ``<= 0``: none).
 
     A reply fault is the offline model's (``misbehave``), applied to any model's reply; ``schema_invalid``
-    replaces a JSON reply with JSON that ignores the schema, or fences it in JSON mode. ``max_tokens``
-    (``None`` or ``<= 0``: none) cuts a longer reply, counted with :mod:`shared.llm.tokens`; tool calls
-    that did not fit are only text, as when a real server's tool-call parser meets half a call. A
-    ``runaway`` reply grows until the cap, else ``RUNAWAY_CONTEXT_TOKENS``.
+    replaces a JSON reply with JSON that ignores the schema, or fences it in JSON mode.
     """
     reply = call_backing_model(model, request)
     text, calls, repeat = reply.text, reply.tool_calls, ""
@@ -198,27 +184,21 @@ def answer(
             decision.reply_fault,
             request.messages,
             text=text,
-            tool_calls=[(call.name, call.args) for call in calls],
+            tool_calls=calls,
             tools_bound=bool(request.tools),
             schema=request.json_schema,
             call_index=decision.index,
         )
         text, repeat = changed.text, changed.repeat
-        calls = [BackingToolCall(name, args) for name, args in changed.tool_calls]
-        output_tokens = _wire_tokens(text, calls)
+        calls = changed.tool_calls
+        output_tokens = reply_tokens(text, calls)
     elif decision.mode == "schema_invalid" and request.json_schema is not None:
         ignored = {"respuesta_libre": text, "nota": "el esquema fue ignorado"}
         text, calls = json.dumps(ignored, ensure_ascii=False), []
     elif decision.mode == "schema_invalid" and request.json_mode:
         text, calls = f"```json\n{text}\n```", []
     cap = max_tokens if max_tokens is not None and max_tokens > 0 else None
-    if repeat:
-        cap = cap or RUNAWAY_CONTEXT_TOKENS
-        text = grow(text, repeat, cap)
-    if cap is None or _wire_tokens(text, calls) <= cap:
+    text, cut_at = fit_reply(text, calls, cap, repeat=repeat)
+    if cut_at is None:
         return replace(reply, text=text, tool_calls=calls, output_tokens=output_tokens)
-    written = text + "".join(
-        ("\n" if text or i else "") + json.dumps({"name": c.name, "arguments": c.args}, ensure_ascii=False)
-        for i, c in enumerate(calls)
-    )
-    return replace(reply, text=cut_to_tokens(written, cap), tool_calls=[], output_tokens=cap, cut=True)
+    return replace(reply, text=text, tool_calls=[], output_tokens=cut_at, cut=True)

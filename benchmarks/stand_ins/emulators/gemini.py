@@ -32,13 +32,7 @@ from starlette.routing import Route
 
 from benchmarks.stand_ins.chunks import stream_pieces
 from benchmarks.stand_ins.emulators._app import SSE, Call, Protocol, chunked, encode, json_reply
-from benchmarks.stand_ins.emulators._backing import (
-    MALFORMED_TOOL_ARGUMENTS,
-    BackingReply,
-    BackingRequest,
-    stand_in_label,
-    to_messages,
-)
+from benchmarks.stand_ins.emulators._backing import BackingReply, BackingRequest, to_messages
 
 DEFAULT_GEMINI_MODELS: tuple[str, ...] = ("gemini-2.5-flash", "gemini-2.5-flash-lite")
 _VERSIONS = ("v1", "v1beta", "v1alpha")
@@ -212,7 +206,7 @@ class GeminiProtocol(Protocol):
             "name": f"models/{name}",
             "version": "001",
             "displayName": name,
-            "description": stand_in_label(self.model),
+            "description": self.stand_in,
             "inputTokenLimit": 1_048_576,
             "outputTokenLimit": 65_536,
             "supportedGenerationMethods": ["generateContent", "countTokens"],
@@ -253,8 +247,8 @@ class GeminiProtocol(Protocol):
             }
 
         if mode == "malformed_tool_call":
-            name = reply.tool_calls[0].name if reply.tool_calls else "ventas_anuales"
-            message = f"Malformed function call: {name}({MALFORMED_TOOL_ARGUMENTS}"
+            name, arguments = reply.malformed_call
+            message = f"Malformed function call: {name}({arguments}"
             records = [record({"finishReason": "MALFORMED_FUNCTION_CALL", "finishMessage": message}, 0)]
         elif not stream:
             records = [record(_final(reply, reply.text))]
@@ -274,7 +268,7 @@ class GeminiProtocol(Protocol):
 def _final(reply: BackingReply, text: str) -> dict[str, Any]:
     """The closing candidate: ``text``, the function calls, and why the reply ended."""
     parts: list[dict[str, Any]] = [{"text": text}] if text else []
-    parts += [{"functionCall": {"name": call.name, "args": call.args}} for call in reply.tool_calls]
+    parts += [{"functionCall": {"name": name, "args": args}} for name, args in reply.tool_calls]
     return {
         "content": {"role": "model", "parts": parts},
         "finishReason": "MAX_TOKENS" if reply.cut else "STOP",

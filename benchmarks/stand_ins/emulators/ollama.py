@@ -24,13 +24,7 @@ from starlette.routing import Route
 
 from benchmarks.stand_ins.chunks import stream_pieces
 from benchmarks.stand_ins.emulators._app import NDJSON, Call, Protocol, chunked, encode, json_reply
-from benchmarks.stand_ins.emulators._backing import (
-    MALFORMED_TOOL_ARGUMENTS,
-    BackingReply,
-    BackingRequest,
-    stand_in_label,
-    to_messages,
-)
+from benchmarks.stand_ins.emulators._backing import BackingReply, BackingRequest, to_messages
 
 DEFAULT_OLLAMA_MODELS: tuple[str, ...] = ("llama3.1:8b", "qwen2.5:7b")
 OLLAMA_VERSION = "0.12.6"
@@ -73,7 +67,7 @@ class OllamaProtocol(Protocol):
     def __init__(self, model: BaseChatModel) -> None:
         super().__init__(model)
         self.details = {
-            "stand_in": stand_in_label(model),
+            "stand_in": self.stand_in,
             "parent_model": "",
             "format": "gguf",
             "family": "llama",
@@ -132,8 +126,8 @@ class OllamaProtocol(Protocol):
         decision, reply = self.respond(call, request, stream=chat.stream, cap=chat.num_predict)
         mode = decision.mode
         if mode == "malformed_tool_call":
-            name = reply.tool_calls[0].name if reply.tool_calls else "ventas_anuales"
-            raw = f'{{"name": "{name}", "arguments": {MALFORMED_TOOL_ARGUMENTS}'
+            name, arguments = reply.malformed_call
+            raw = f'{{"name": "{name}", "arguments": {arguments}'
             error = f"error parsing tool call: raw='{raw}', err=unexpected end of JSON input"
             return chunked([encode({"error": error})], NDJSON) if chat.stream else self.error(500, error)
 
@@ -145,8 +139,8 @@ class OllamaProtocol(Protocol):
             return {"model": chat.model, "created_at": created, "message": message, "done": False, **fields}
 
         tool_calls = [
-            {"function": {"index": i, "name": c.name, "arguments": c.args}}
-            for i, c in enumerate(reply.tool_calls)
+            {"function": {"index": i, "name": name, "arguments": args}}
+            for i, (name, args) in enumerate(reply.tool_calls)
         ]
         done = _done(reply)
         if not chat.stream:

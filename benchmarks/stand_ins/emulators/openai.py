@@ -32,12 +32,7 @@ from starlette.routing import Route
 
 from benchmarks.stand_ins.chunks import stream_pieces
 from benchmarks.stand_ins.emulators._app import SSE, Call, Protocol, chunked, encode, json_reply
-from benchmarks.stand_ins.emulators._backing import (
-    MALFORMED_TOOL_ARGUMENTS,
-    BackingRequest,
-    stand_in_label,
-    to_messages,
-)
+from benchmarks.stand_ins.emulators._backing import BackingRequest, to_messages
 
 DEFAULT_OPENAI_MODELS: tuple[str, ...] = ("gpt-4o-mini", "llama-3.1-8b-instruct")
 """Model ids ``GET /v1/models`` lists (a request may name any)."""
@@ -116,7 +111,7 @@ class OpenAIProtocol(Protocol):
 
     def routes(self) -> list[Route]:
         """``/v1/models`` and ``/v1/chat/completions``, with or without the ``/v1`` prefix."""
-        owner = stand_in_label(self.model)
+        owner = self.stand_in
         models = {
             "object": "list",
             "data": [
@@ -138,9 +133,9 @@ class OpenAIProtocol(Protocol):
         decision, reply = self.respond(call, chat.backing_request(), stream=bool(chat.stream), cap=cap)
         mode, cut = decision.mode, decision.mode == "stream_break"
         completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
-        calls = [(c.name, json.dumps(c.args, ensure_ascii=False)) for c in reply.tool_calls]
+        calls = [(name, json.dumps(args, ensure_ascii=False)) for name, args in reply.tool_calls]
         if mode == "malformed_tool_call":
-            calls = [(calls[0][0] if calls else "ventas_anuales", MALFORMED_TOOL_ARGUMENTS)]
+            calls = [reply.malformed_call]
         ids = [f"call_{completion_id[-12:]}_{i}" for i in range(len(calls))]
         finish = "length" if reply.cut else "tool_calls" if calls else "stop"
         usage = {

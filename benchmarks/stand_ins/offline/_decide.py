@@ -92,10 +92,9 @@ def decide(view: PromptView, request: Request) -> Draft:
         return _tool_step(view, request)
     kind = schema_kind(request.schema) if request.schema is not None else prompt_kind(view)
     compact = view.compact_json
-    if kind == "plan":
-        return Draft.json(_conformed(_plan(view, request.schema), request.schema), compact=compact)
-    if kind == "answer":
-        return Draft.json(_conformed(_answer(view), request.schema), compact=compact)
+    payload = _payload(view, kind, request.schema)
+    if payload is not None:
+        return Draft.json(payload, compact=compact)
     if request.schema is not None:
         return Draft.json(fill(request.schema, request.schema), compact=compact)
     if request.json_mode:
@@ -106,7 +105,11 @@ def decide(view: PromptView, request: Request) -> Draft:
     return Draft(content=_plain_reply(view))
 
 
-def _conformed(payload: dict[str, Any], schema: dict[str, Any] | None) -> Any:
+def _payload(view: PromptView, kind: str | None, schema: dict[str, Any] | None) -> Any:
+    """The plan or answer a ``kind`` of request gets, conformed to its schema; ``None`` for other kinds."""
+    if kind not in ("plan", "answer"):
+        return None
+    payload = _plan(view, schema) if kind == "plan" else _answer(view)
     return conform(payload, schema, schema) if schema else payload
 
 
@@ -265,11 +268,9 @@ def _tool_step(view: PromptView, request: Request) -> Draft:
 
 
 def _forced_call(view: PromptView, spec: ToolSpec) -> Draft:
-    kind = schema_kind(spec.parameters)
-    if kind == "plan":
-        return Draft(tool_calls=[(spec.name, _conformed(_plan(view, spec.parameters), spec.parameters))])
-    if kind == "answer":
-        return Draft(tool_calls=[(spec.name, _conformed(_answer(view), spec.parameters))])
+    payload = _payload(view, schema_kind(spec.parameters), spec.parameters)
+    if payload is not None:
+        return Draft(tool_calls=[(spec.name, payload)])
     if spec.name in KNOWN_OPERATIONS:
         takes_year = {spec.name} if "anio" in spec.property_names else set()
         understanding = understand(view.question, view.conversation, {spec.name}, takes_year)

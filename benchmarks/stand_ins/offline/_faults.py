@@ -12,21 +12,21 @@ from langchain_core.messages import BaseMessage
 
 from benchmarks.stand_ins.faults import (
     HALLUCINATED_FUNCTION,
+    INVENTED_REPLY,
     REPLY_FAULTS,
+    THINK_BLOCK,
     FaultMode,
     break_arguments,
-    invented_reply,
     malform_json,
     placeholder_plan,
     repeat_memory,
-    schema_ignored,
-    think_wrap,
     truncate_json,
     wrong_types,
 )
 from benchmarks.stand_ins.offline._prompt import PromptView, read_prompt
 from benchmarks.stand_ins.offline._schema import schema_kind
 from benchmarks.stand_ins.offline._understand import KNOWN_OPERATIONS
+from benchmarks.stand_ins.output_cap import call_json
 
 RequestKind = Literal["plan", "answer"]
 
@@ -129,7 +129,7 @@ def _reshape(value: Any, kind: RequestKind | None, mode: FaultMode, site: FaultS
         operation = next((n for n in _PLACEHOLDER_PREFERENCE if n in site.catalog), None)
         return placeholder_plan(operation or (site.catalog[0] if site.catalog else "compras_cliente"))
     if mode == "schema_ignored" and kind is not None:
-        return schema_ignored(kind, site.call_index, _SCHEMA_IGNORED_REPLY)
+        return {"respuesta": _SCHEMA_IGNORED_REPLY} if kind == "plan" and site.call_index % 2 == 0 else {}
     if kind == "answer" and mode == "repeat_memory":
         return repeat_memory(value if isinstance(value, dict) else {})
     return None
@@ -137,10 +137,7 @@ def _reshape(value: Any, kind: RequestKind | None, mode: FaultMode, site: FaultS
 
 def _runaway(draft: Draft, site: FaultSite) -> Draft:
     if draft.tool_calls:
-        unit = "".join(
-            json.dumps({"name": name, "arguments": args}, ensure_ascii=False) + "\n"
-            for name, args in draft.tool_calls
-        )
+        unit = "".join(call_json(name, args) + "\n" for name, args in draft.tool_calls)
         return Draft(content=draft.content + ("\n" if draft.content else "") + unit, repeat=unit)
     payload = draft.payload
     if _payload_kind(payload) == "plan":
@@ -171,12 +168,12 @@ def inject(draft: Draft, mode: FaultMode, site: FaultSite) -> Draft:
     if mode == "empty":
         return Draft()
     if mode == "no_tool_calls":
-        return Draft(content=invented_reply()) if site.tools_bound else draft
+        return Draft(content=INVENTED_REPLY) if site.tools_bound else draft
     if mode == "text_tool_calls":
         return Draft(content=text_tool_calls(draft.tool_calls)) if draft.tool_calls else draft
     if mode == "think_wrap":
         return Draft(
-            content=think_wrap(draft.content), tool_calls=draft.tool_calls, invalid_calls=draft.invalid_calls
+            THINK_BLOCK + draft.content, tool_calls=draft.tool_calls, invalid_calls=draft.invalid_calls
         )
     if mode == "runaway":
         return _runaway(draft, site)
@@ -244,10 +241,6 @@ class Misbehaviour:
     text: str
     tool_calls: list[tuple[str, dict[str, Any]]]
     repeat: str = ""
-
-    @property
-    def runaway(self) -> bool:
-        return bool(self.repeat)
 
 
 def misbehave(

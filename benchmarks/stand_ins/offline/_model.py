@@ -33,20 +33,18 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, field
 
 from benchmarks.stand_ins.chunks import stream_pieces
 from benchmarks.stand_ins.faults import (
-    RUNAWAY_CONTEXT_TOKENS,
     FaultConfig,
     OfflineProviderError,
     OfflineProviderTimeout,
     OfflineStreamBreak,
-    cut_to_tokens,
-    grow,
 )
 from benchmarks.stand_ins.latency import LatencyProfile, resolve_latency_profile
 from benchmarks.stand_ins.offline._cache import DEFAULT_PROMPT_CACHE_SIZE, PrefixCache, prompt_blocks
 from benchmarks.stand_ins.offline._decide import decide, read_request
 from benchmarks.stand_ins.offline._faults import FaultSite, inject
 from benchmarks.stand_ins.offline._prompt import read_prompt
-from shared.llm.tokens import approx_json_tokens, approx_tokens
+from benchmarks.stand_ins.output_cap import fit_reply, reply_tokens
+from shared.llm.tokens import approx_tokens
 
 StructuredMethod = Literal["function_calling", "json_mode", "json_schema"]
 
@@ -306,25 +304,21 @@ class OfflineSalesModel(BaseChatModel):
             draft = inject(
                 draft, fault, FaultSite.read(view, request.schema, tools_bound=tools_bound, call_index=index)
             )
-        content, finish_reason = draft.content, "tool_calls" if draft.tool_calls else "stop"
+        content = draft.content
         for sequence in stop or self.stop or []:
             if sequence and sequence in content:
                 content = content[: content.index(sequence)]
-        cap = kwargs.get("max_tokens", self.max_tokens)
-        if draft.repeat:
-            cap = RUNAWAY_CONTEXT_TOKENS if cap is None else cap
-            content = grow(content, draft.repeat, cap)
         tool_calls, invalid_calls = draft.tool_calls, draft.invalid_calls
-        if cap is not None and _output_tokens(content, tool_calls, invalid_calls) > cap:
-            # Cut like a real model: the text ends at the cap, and tool calls still being written are only
-            # text (never valid calls: LangChain would complete partial JSON into a call in a stream).
-            written = content + "".join(
-                ("\n" if content or i else "")
-                + json.dumps({"name": name, "arguments": args}, ensure_ascii=False)
-                for i, (name, args) in enumerate(tool_calls)
-            )
-            content, finish_reason = cut_to_tokens(written, cap), "length"
-            tool_calls, invalid_calls = [], []
+        invalid_tokens = sum(approx_tokens(f"{name}{args}") for name, args in invalid_calls)
+        cap = kwargs.get("max_tokens", self.max_tokens)
+        content, cut_at = fit_reply(
+            content, tool_calls, cap, repeat=draft.repeat, other_tokens=invalid_tokens
+        )
+        if cut_at is None:
+            finish_reason = "tool_calls" if tool_calls else "stop"
+            output_tokens = reply_tokens(content, tool_calls) + invalid_tokens
+        else:
+            finish_reason, output_tokens, tool_calls, invalid_calls = "length", cut_at, [], []
 
         calls = [
             tool_call(name=name, args=args, id=f"call_{index}_{i}")
@@ -341,9 +335,6 @@ class OfflineSalesModel(BaseChatModel):
         )
         input_tokens = sum(block.tokens for block in blocks)
         cached_tokens = self._prompt_cache.read(blocks)  # the prompt was sent: the cache has seen it
-        output_tokens = _output_tokens(content, tool_calls, invalid_calls)
-        if finish_reason == "length" and cap is not None:
-            output_tokens = cap
         metadata: dict[str, Any] = {
             "model_name": str(kwargs.get("model") or self.model_name),
             "model_provider": "offline",
@@ -366,13 +357,3 @@ class OfflineSalesModel(BaseChatModel):
             response_metadata=metadata,
         )
         return _Reply(message=message, call_index=index, breaks=fault == "stream_break")
-
-
-def _output_tokens(
-    content: str, tool_calls: list[tuple[str, dict[str, Any]]], invalid_calls: list[tuple[str, str]]
-) -> int:
-    return (
-        approx_tokens(content)
-        + sum(approx_json_tokens({"name": name, "arguments": args}) for name, args in tool_calls)
-        + sum(approx_tokens(f"{name}{args}") for name, args in invalid_calls)
-    )

@@ -31,17 +31,27 @@ from shared.errors import ProviderError, ProviderTimeoutError
 from shared.failures import failure_kind_of
 from shared.llm.tokens import approx_tokens
 from tests.benchmarks.stand_ins.offline.offline_prompts import (
-    RESULTS,
-    answer_messages,
-    context,
-    plan_messages,
+    ANSWER_PROMPT,
+    PLAN_PROMPT,
+    QUESTION,
+    invoked_and_streamed,
+    tool_turn,
 )
 
-QUESTION = "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?"
+SPELLED_2025 = {"anio": "dos mil veinticinco"}
+"""The year as the ``wrong_types`` fault writes it."""
 
 
-def plan_reply(mode: str) -> str:
-    return str(OfflineSalesModel(faults=FaultConfig(mode=mode)).invoke(plan_messages(QUESTION)).content)  # type: ignore[arg-type]
+def faulty(mode: str, **kwargs: Any) -> OfflineSalesModel:
+    return OfflineSalesModel(faults=FaultConfig(mode=mode), **kwargs)  # type: ignore[arg-type]
+
+
+def plan_reply(mode: str | None = None) -> str:
+    return str((faulty(mode) if mode else OfflineSalesModel()).invoke(PLAN_PROMPT).content)
+
+
+def answer_reply(mode: str | None = None) -> str:
+    return str((faulty(mode) if mode else OfflineSalesModel()).invoke(ANSWER_PROMPT).content)
 
 
 def test_malformed_json_is_not_parseable() -> None:
@@ -50,8 +60,7 @@ def test_malformed_json_is_not_parseable() -> None:
 
 
 def test_truncated_json_is_a_strict_prefix_of_the_good_reply() -> None:
-    good = str(OfflineSalesModel().invoke(plan_messages(QUESTION)).content)
-    cut = plan_reply("truncated_json")
+    good, cut = plan_reply(), plan_reply("truncated_json")
     assert good.startswith(cut) and len(cut) < len(good)
     with pytest.raises(json.JSONDecodeError):
         json.loads(cut)
@@ -65,15 +74,11 @@ def test_unknown_function_names_an_operation_outside_the_catalog() -> None:
 
 def test_wrong_types_spells_out_the_year() -> None:
     operations = json.loads(plan_reply("wrong_types"))["operaciones"]
-    assert operations[0]["parametros"] == {"anio": "dos mil veinticinco"}
+    assert operations[0]["parametros"] == SPELLED_2025
 
 
 def test_wrong_types_in_an_answer_breaks_importance() -> None:
-    results = [
-        {"funcion": "ventas_anuales", "parametros": {"anio": 2025}, "resultado": RESULTS["ventas_anuales"]}
-    ]
-    model = OfflineSalesModel(faults="wrong_types")
-    data = json.loads(str(model.invoke(answer_messages("¿Cuánto vendimos?", results)).content))
+    data = json.loads(answer_reply("wrong_types"))
     assert {item["importancia"] for item in data["memoria"]} == {"alta"}
 
 
@@ -89,26 +94,28 @@ def test_provider_error_raises_a_provider_error() -> None:
 
 
 def tool_reply(mode: str, tools: list[StructuredTool]) -> Any:
-    model = OfflineSalesModel(faults=FaultConfig(mode=mode)).bind_tools(tools)  # type: ignore[arg-type]
-    return model.invoke([SystemMessage(context()), HumanMessage(QUESTION)])
+    return faulty(mode).bind_tools(tools).invoke(tool_turn(QUESTION))
 
 
-@pytest.mark.parametrize("mode", ["malformed_json", "truncated_json"])
-def test_broken_tool_arguments_become_invalid_tool_calls(mode: str, tools: list[StructuredTool]) -> None:
+@pytest.mark.parametrize(
+    ("mode", "calls", "invalid"),
+    [
+        ("malformed_json", [("mejor_cliente", {"anio": 2025})], ["ventas_anuales"]),
+        ("truncated_json", [("mejor_cliente", {"anio": 2025})], ["ventas_anuales"]),
+        (
+            "unknown_function",
+            [(HALLUCINATED_FUNCTION, {"anio": 2025}), ("mejor_cliente", {"anio": 2025})],
+            [],
+        ),
+        ("wrong_types", [("ventas_anuales", SPELLED_2025), ("mejor_cliente", SPELLED_2025)], []),
+    ],
+)
+def test_a_broken_tool_step_has_invalid_calls_an_invented_tool_or_wrong_types(
+    mode: str, calls: list[tuple[str, dict[str, Any]]], invalid: list[str], tools: list[StructuredTool]
+) -> None:
     reply = tool_reply(mode, tools)
-    assert [c["name"] for c in reply.invalid_tool_calls] == ["ventas_anuales"]
-    assert [c["name"] for c in reply.tool_calls] == ["mejor_cliente"]
-
-
-def test_hallucinated_tool_name(tools: list[StructuredTool]) -> None:
-    assert [c["name"] for c in tool_reply("unknown_function", tools).tool_calls] == [
-        HALLUCINATED_FUNCTION,
-        "mejor_cliente",
-    ]
-
-
-def test_wrong_tool_argument_types(tools: list[StructuredTool]) -> None:
-    assert tool_reply("wrong_types", tools).tool_calls[0]["args"] == {"anio": "dos mil veinticinco"}
+    assert [(c["name"], c["args"]) for c in reply.tool_calls] == calls
+    assert [c["name"] for c in reply.invalid_tool_calls] == invalid
 
 
 def test_faults_are_deterministic_for_a_seed_and_follow_the_rate() -> None:
@@ -148,31 +155,15 @@ def test_spanish_numbers(value: int, words: str) -> None:
 
 # -- the failures real models produce ---------------------------------------------------------------------
 
-RESULTS_2025 = [
-    {"funcion": "ventas_anuales", "parametros": {"anio": 2025}, "resultado": RESULTS["ventas_anuales"]}
-]
-
-
-def faulty(mode: str, **kwargs: Any) -> OfflineSalesModel:
-    return OfflineSalesModel(faults=FaultConfig(mode=mode), **kwargs)  # type: ignore[arg-type]
-
-
-def good_plan() -> str:
-    return str(OfflineSalesModel().invoke(plan_messages(QUESTION)).content)
-
-
-def good_answer() -> str:
-    return str(OfflineSalesModel().invoke(answer_messages("¿Cuánto vendimos?", RESULTS_2025)).content)
-
 
 def test_every_mode_is_documented_in_the_module_docstring() -> None:
     assert all(f"``{mode}``" in (faults_module.__doc__ or "") for mode in FAULT_MODES)
 
 
 def test_runaway_plan_repeats_one_operation_until_the_cap_cuts_it() -> None:
-    reply = faulty("runaway", max_tokens=100).invoke(plan_messages(QUESTION))
+    reply = faulty("runaway", max_tokens=100).invoke(PLAN_PROMPT)
     content = str(reply.content)
-    first_operation = json.dumps(json.loads(good_plan())["operaciones"][0], ensure_ascii=False)
+    first_operation = json.dumps(json.loads(plan_reply())["operaciones"][0], ensure_ascii=False)
 
     assert reply.response_metadata["finish_reason"] == "length"
     assert reply.usage_metadata is not None and reply.usage_metadata["output_tokens"] == 100
@@ -183,7 +174,7 @@ def test_runaway_plan_repeats_one_operation_until_the_cap_cuts_it() -> None:
 
 
 def test_runaway_without_a_cap_stops_only_when_the_context_is_full() -> None:
-    reply = faulty("runaway").invoke(plan_messages(QUESTION))
+    reply = faulty("runaway").invoke(PLAN_PROMPT)
 
     assert reply.response_metadata["finish_reason"] == "length"
     assert reply.usage_metadata is not None
@@ -192,8 +183,8 @@ def test_runaway_without_a_cap_stops_only_when_the_context_is_full() -> None:
 
 
 def test_runaway_answer_repeats_the_same_memory_item() -> None:
-    reply = faulty("runaway", max_tokens=300).invoke(answer_messages("¿Cuánto vendimos?", RESULTS_2025))
-    item = json.dumps(json.loads(good_answer())["memoria"][0], ensure_ascii=False)
+    reply = faulty("runaway", max_tokens=300).invoke(ANSWER_PROMPT)
+    item = json.dumps(json.loads(answer_reply())["memoria"][0], ensure_ascii=False)
 
     assert reply.response_metadata["finish_reason"] == "length"
     assert str(reply.content).count(item) >= 5
@@ -201,24 +192,17 @@ def test_runaway_answer_repeats_the_same_memory_item() -> None:
 
 def test_runaway_tool_step_never_yields_a_valid_tool_call(tools: list[StructuredTool]) -> None:
     model = faulty("runaway", max_tokens=200).bind_tools(tools)
-    messages = [SystemMessage(context()), HumanMessage(QUESTION)]
 
-    reply = model.invoke(messages)
-    streamed = list(model.stream(messages))
-    merged = streamed[0]
-    for chunk in streamed[1:]:
-        merged += chunk
-
-    for message in (reply, merged):
+    for message in invoked_and_streamed(model, tool_turn(QUESTION)):
         assert message.tool_calls == [] and message.invalid_tool_calls == []
         assert message.response_metadata["finish_reason"] == "length"
         assert '"name": "ventas_anuales"' in str(message.content)
 
 
 def test_repeat_memory_is_a_complete_valid_answer_with_a_wall_of_text() -> None:
-    reply = faulty("repeat_memory").invoke(answer_messages("¿Cuánto vendimos?", RESULTS_2025))
+    reply = faulty("repeat_memory").invoke(ANSWER_PROMPT)
     data = json.loads(str(reply.content))
-    good = json.loads(good_answer())
+    good = json.loads(answer_reply())
 
     assert reply.response_metadata["finish_reason"] == "stop"
     assert data["respuesta"] == good["respuesta"]
@@ -227,12 +211,13 @@ def test_repeat_memory_is_a_complete_valid_answer_with_a_wall_of_text() -> None:
     Answer.model_validate(data)  # valid: bounding it is the memory's job, not the parser's
 
 
-def test_repeat_memory_leaves_plans_alone() -> None:
-    assert faulty("repeat_memory").invoke(plan_messages(QUESTION)).content == good_plan()
+@pytest.mark.parametrize("mode", ["repeat_memory", "no_tool_calls"])
+def test_an_answer_fault_or_a_tool_fault_leaves_plans_alone(mode: str) -> None:
+    assert plan_reply(mode) == plan_reply()
 
 
 def test_placeholder_plan_copies_the_prompts_placeholders() -> None:
-    reply = faulty("placeholder_plan").invoke(plan_messages(QUESTION))
+    reply = faulty("placeholder_plan").invoke(PLAN_PROMPT)
 
     assert json.loads(str(reply.content)) == {
         "operaciones": [
@@ -257,13 +242,12 @@ def test_placeholder_plan_takes_its_real_operation_from_the_prompts_catalog() ->
 
 
 def test_placeholder_plan_leaves_answers_alone() -> None:
-    reply = faulty("placeholder_plan").invoke(answer_messages("¿Cuánto vendimos?", RESULTS_2025))
-    assert reply.content == good_answer()
+    assert answer_reply("placeholder_plan") == answer_reply()
 
 
 def test_schema_ignored_plans_alternate_between_a_respuesta_and_an_empty_object() -> None:
     model = faulty("schema_ignored")
-    replies = [json.loads(str(model.invoke(plan_messages(QUESTION)).content)) for _ in range(3)]
+    replies = [json.loads(str(model.invoke(PLAN_PROMPT).content)) for _ in range(3)]
 
     assert list(replies[0]) == ["respuesta"] and isinstance(replies[0]["respuesta"], str)
     assert replies[1] == {}
@@ -271,8 +255,7 @@ def test_schema_ignored_plans_alternate_between_a_respuesta_and_an_empty_object(
 
 
 def test_schema_ignored_answers_are_empty_objects() -> None:
-    reply = faulty("schema_ignored").invoke(answer_messages("¿Cuánto vendimos?", RESULTS_2025))
-    assert json.loads(str(reply.content)) == {}
+    assert json.loads(answer_reply("schema_ignored")) == {}
 
 
 def test_schema_ignored_also_reaches_a_structured_plan_schema() -> None:
@@ -296,15 +279,11 @@ def test_no_tool_calls_answers_in_prose_with_an_invented_figure(tools: list[Stru
     assert reply.response_metadata["finish_reason"] == "stop"
 
 
-def test_no_tool_calls_leaves_requests_without_tools_alone() -> None:
-    assert faulty("no_tool_calls").invoke(plan_messages(QUESTION)).content == good_plan()
-
-
 def test_think_wrap_puts_a_reasoning_block_with_stray_braces_before_the_json() -> None:
-    content = str(faulty("think_wrap").invoke(plan_messages(QUESTION)).content)
+    content = plan_reply("think_wrap")
 
-    assert content.startswith("<think>") and content.endswith(good_plan())
-    block = content[: -len(good_plan())]
+    assert content.startswith("<think>") and content.endswith(plan_reply())
+    block = content[: -len(plan_reply())]
     assert "</think>" in block and "{" in block and '{"draft": 1}' in block
 
 
@@ -327,17 +306,13 @@ def test_timeout_raises_a_provider_timeout_that_the_failure_contract_calls_timeo
 
 
 def test_misbehave_rewrites_any_models_reply_as_the_offline_model_would() -> None:
-    messages = plan_messages(QUESTION)
-    placeholder = misbehave(
-        "placeholder_plan", messages, text="{}", tool_calls=[], tools_bound=False, schema=None, call_index=0
-    )
-    runaway = misbehave(
-        "runaway", messages, text="Hola.", tool_calls=[], tools_bound=False, schema=None, call_index=0
+    placeholder, runaway = (
+        misbehave(mode, PLAN_PROMPT, text=text, tool_calls=[], tools_bound=False, schema=None, call_index=0)  # type: ignore[arg-type]
+        for mode, text in [("placeholder_plan", "{}"), ("runaway", "Hola.")]
     )
 
     assert json.loads(placeholder.text)["operaciones"][0]["funcion"] == PLACEHOLDER_FUNCTION
-    assert not placeholder.runaway
-    assert runaway.runaway and runaway.repeat == " Hola."
+    assert (placeholder.repeat, runaway.repeat) == ("", " Hola.")
 
 
 @pytest.mark.parametrize("mode", ["provider_error", "timeout", "empty"])

@@ -9,19 +9,27 @@ from benchmarks.stand_ins.offline import OfflineSalesModel
 
 
 @pytest.mark.parametrize(
-    ("name", "input_tokens", "output_tokens", "total_ms", "first_token_ms"),
+    ("name", "input_tokens", "output_tokens", "cached", "total_ms", "first_token_ms"),
     [
-        ("gpu-8b", 3000, 90, 50 + 1000 + 1000, 50 + 1000 + 1000 / 90),
-        ("cpu-8b", 150, 10, 100 + 1000 + 1000, 100 + 1000 + 100),
-        ("gemini-flash", 10_000, 150, 300 + 0 + 1000, 300 + 0 + 1000 / 150),  # the overhead covers prefill
+        ("gpu-8b", 3000, 90, 0, 50 + 1000 + 1000, 50 + 1000 + 1000 / 90),
+        ("cpu-8b", 150, 10, 0, 100 + 1000 + 1000, 100 + 1000 + 100),
+        ("gemini-flash", 10_000, 150, 0, 300 + 0 + 1000, 300 + 0 + 1000 / 150),  # the overhead covers prefill
+        # 3,000 prompt tokens at 3,000 tok/s: 1 s of prefill, of which the cached 2,400 tokens are skipped
+        ("gpu-8b", 3000, 90, 2400, 50 + 200 + 1000, 50 + 200 + 1000 / 90),
+        ("gemini-flash", 10_000, 150, 9000, 300 + 0 + 1000, 300 + 0 + 1000 / 150),  # no prefill rate to skip
+        # a cache serves between none and all of the prompt
+        *(
+            ("gpu-8b", 3000, 0, cached, 50 + prefill, 50 + prefill + 1000 / 90)
+            for cached, prefill in [(-5, 1000), (0, 1000), (3000, 0), (9999, 0)]
+        ),
     ],
 )
-def test_presets_are_overhead_prefill_and_decode(
-    name: str, input_tokens: int, output_tokens: int, total_ms: float, first_token_ms: float
+def test_presets_are_overhead_uncached_prefill_and_decode(
+    name: str, input_tokens: int, output_tokens: int, cached: int, total_ms: float, first_token_ms: float
 ) -> None:
     profile = LATENCY_PROFILES[name]
-    assert profile.latency_ms(input_tokens, output_tokens) == pytest.approx(total_ms)
-    assert profile.first_token_ms(input_tokens) == pytest.approx(first_token_ms, abs=1e-3)
+    assert profile.latency_ms(input_tokens, output_tokens, cached) == pytest.approx(total_ms)
+    assert profile.first_token_ms(input_tokens, cached) == pytest.approx(first_token_ms, abs=1e-3)
 
 
 def test_cpu_is_much_slower_than_gpu_for_the_same_traffic() -> None:
@@ -74,23 +82,3 @@ def test_the_model_reports_its_simulated_timings_from_its_own_token_counts() -> 
 def test_no_profile_no_simulated_timings() -> None:
     metadata = OfflineSalesModel().invoke("hola").response_metadata
     assert not {"simulated_latency_ms", "simulated_first_token_ms", "simulated_ms_per_token"} & set(metadata)
-
-
-def test_cached_tokens_skip_prefill() -> None:
-    """3,000 prompt tokens at 3,000 tok/s: 1 s of prefill, of which the cached 2,400 tokens are skipped."""
-    gpu = LATENCY_PROFILES["gpu-8b"]
-    assert gpu.latency_ms(3000, 90, cached_tokens=2400) == pytest.approx(50 + 200 + 1000)
-    assert gpu.first_token_ms(3000, cached_tokens=2400) == pytest.approx(50 + 200 + 1000 / 90, abs=1e-3)
-
-
-@pytest.mark.parametrize(("cached", "prefill_ms"), [(-5, 1000), (0, 1000), (3000, 0), (9999, 0)])
-def test_a_cache_serves_between_none_and_all_of_the_prompt(cached: int, prefill_ms: float) -> None:
-    assert LATENCY_PROFILES["gpu-8b"].latency_ms(3000, 0, cached_tokens=cached) == pytest.approx(
-        50 + prefill_ms
-    )
-
-
-def test_cached_tokens_change_nothing_without_a_prefill_rate() -> None:
-    flash = LATENCY_PROFILES["gemini-flash"]
-    assert flash.latency_ms(10_000, 150, cached_tokens=9000) == flash.latency_ms(10_000, 150)
-    assert flash.first_token_ms(10_000, cached_tokens=9000) == flash.first_token_ms(10_000)

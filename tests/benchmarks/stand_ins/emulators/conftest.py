@@ -1,9 +1,14 @@
 """Emulator servers started once per session: backed by a scripted fake model (each test gets them clean) or
-by the offline model (what ``erp-ai emulate`` serves)."""
+by the offline model (what ``erp-ai emulate`` serves).
+
+``ollama_server``, ``gemini_server`` and ``openai_server`` are the fake-backed ones (Gemini accepting only
+``GEMINI_KEY``), ``fake_server`` each of them in turn; ``offline_ollama``, ``offline_gemini``,
+``offline_openai`` and ``offline_server`` the same for the offline-backed ones (any API key accepted).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 
 import pytest
@@ -38,44 +43,33 @@ def _offline_servers() -> Iterator[dict[str, EmulatorServer]]:
         yield {kind: stack.enter_context(create_emulator(kind)) for kind in KINDS}  # type: ignore[arg-type]
 
 
-def _clean(server: EmulatorServer, model: FunctionChatModel) -> EmulatorServer:
+def _clean(request: pytest.FixtureRequest, servers: str, kind: str) -> EmulatorServer:
+    """A session server with no faults and an empty request log (and the fake model's call record emptied)."""
+    server: EmulatorServer = request.getfixturevalue(servers)[kind]
     server.faults = EmulatorFaults()
     server.clear_requests()
-    model.calls.clear()
+    if servers == "_fake_servers":
+        request.getfixturevalue("fake_model").calls.clear()
     return server
 
 
-@pytest.fixture
-def ollama_server(_fake_servers: dict[str, EmulatorServer], fake_model: FunctionChatModel) -> EmulatorServer:
-    """The Ollama emulator, with no faults, an empty request log and a fresh call record."""
-    return _clean(_fake_servers["ollama"], fake_model)
+def _server_fixture(servers: str, kind: str) -> Callable[[pytest.FixtureRequest], EmulatorServer]:
+    @pytest.fixture
+    def server(request: pytest.FixtureRequest) -> EmulatorServer:
+        return _clean(request, servers, kind)
+
+    return server  # type: ignore[no-any-return]
 
 
-@pytest.fixture
-def gemini_server(_fake_servers: dict[str, EmulatorServer], fake_model: FunctionChatModel) -> EmulatorServer:
-    """The Gemini emulator (accepting only ``GEMINI_KEY``), clean."""
-    return _clean(_fake_servers["gemini"], fake_model)
+ollama_server, gemini_server, openai_server = (_server_fixture("_fake_servers", kind) for kind in KINDS)
+offline_ollama, offline_gemini, offline_openai = (_server_fixture("_offline_servers", kind) for kind in KINDS)
 
 
-@pytest.fixture
-def openai_server(_fake_servers: dict[str, EmulatorServer], fake_model: FunctionChatModel) -> EmulatorServer:
-    """The OpenAI-compatible emulator (any key accepted), clean."""
-    return _clean(_fake_servers["openai"], fake_model)
+@pytest.fixture(params=KINDS)
+def fake_server(request: pytest.FixtureRequest) -> EmulatorServer:
+    return _clean(request, "_fake_servers", request.param)
 
 
-@pytest.fixture
-def offline_ollama(_offline_servers: dict[str, EmulatorServer]) -> EmulatorServer:
-    """The Ollama emulator backed by the offline model."""
-    return _offline_servers["ollama"]
-
-
-@pytest.fixture
-def offline_gemini(_offline_servers: dict[str, EmulatorServer]) -> EmulatorServer:
-    """The Gemini emulator backed by the offline model (any API key accepted)."""
-    return _offline_servers["gemini"]
-
-
-@pytest.fixture
-def offline_openai(_offline_servers: dict[str, EmulatorServer]) -> EmulatorServer:
-    """The OpenAI-compatible emulator backed by the offline model."""
-    return _offline_servers["openai"]
+@pytest.fixture(params=KINDS)
+def offline_server(request: pytest.FixtureRequest) -> EmulatorServer:
+    return _clean(request, "_offline_servers", request.param)

@@ -8,7 +8,6 @@ what the server answers, independent of the offline model.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -45,6 +44,8 @@ def mejor_cliente(anio: int) -> dict[str, Any]:
     """
     return {"anio": anio}
 
+
+TOOLS = [ventas_anuales, mejor_cliente]
 
 GEMINI_KEY = "test-key"
 """The only API key the session's Gemini emulator accepts."""
@@ -106,9 +107,22 @@ def client(
     )  # fmt: skip
 
 
-def merged(chunks: Iterable[Any]) -> Any:
-    """The chunks of a stream added up into one message."""
-    total = None
-    for chunk in chunks:
-        total = chunk if total is None else total + chunk
-    return total
+CAP = {"ollama": "num_predict", "gemini": "max_output_tokens", "openai": "max_tokens"}
+"""Each client's output-cap option."""
+LENGTH = {
+    "ollama": ("done_reason", "length"),
+    "gemini": ("finish_reason", "MAX_TOKENS"),
+    "openai": ("finish_reason", "length"),
+}
+"""Where each client reports a reply cut at the cap."""
+
+
+def capped(server: EmulatorServer, tokens: int, **kw: Any) -> Any:
+    """:func:`client` with its output cap set to ``tokens``."""
+    return client(server, **{CAP[server.protocol.name]: tokens}, **kw)
+
+
+def cut_at_cap(server: EmulatorServer, reply: Any) -> bool:
+    """Whether ``server``'s client reports ``reply`` as cut at the cap."""
+    key, value = LENGTH[server.protocol.name]
+    return bool(reply.response_metadata.get(key) == value)

@@ -9,13 +9,12 @@ import pytest
 
 from benchmarks.stand_ins.emulators import EmulatorServer, create_emulator
 from benchmarks.stand_ins.emulators._app import before_break
-from tests.benchmarks.stand_ins.emulators.emulator_fakes import scripted_responder
 from tests.fakes import FunctionChatModel
 
 
-def test_accepted_sockets_have_tcp_nodelay() -> None:
+def test_accepted_sockets_have_tcp_nodelay(fake_model: FunctionChatModel) -> None:
     with (
-        create_emulator("ollama", model=FunctionChatModel(scripted_responder)) as server,
+        create_emulator("ollama", model=fake_model) as server,
         socket.create_connection((server.host, server.port)) as client,
     ):
         client.sendall(b"GET /api/version HTTP/1.1\r\nHost: x\r\n\r\n")

@@ -10,23 +10,23 @@ import pytest
 
 import benchmarks.stand_ins.emulators as emulators
 from benchmarks.stand_ins.emulators import EmulatorFaults, create_emulator, run_emulator, start_emulator
-from tests.benchmarks.stand_ins.emulators.emulator_fakes import scripted_responder
+from benchmarks.stand_ins.offline import OfflineSalesModel
 from tests.fakes import FunctionChatModel
 
 
 @pytest.mark.parametrize(("kind", "probe"), [("ollama", "/api/version"), ("gemini", "/v1beta/models?key=k")])
-def test_start_emulator_yields_a_live_base_url_and_stops_after(kind: str, probe: str) -> None:
-    with start_emulator(kind, model=FunctionChatModel(scripted_responder)) as base_url:  # type: ignore[arg-type]
+def test_start_emulator_yields_a_live_base_url_and_stops_after(
+    kind: str, probe: str, fake_model: FunctionChatModel
+) -> None:
+    with start_emulator(kind, model=fake_model) as base_url:  # type: ignore[arg-type]
         assert base_url.startswith("http://127.0.0.1:")
         assert httpx.get(base_url + probe).status_code == 200
     with pytest.raises(httpx.ConnectError):
         httpx.get(base_url + probe)
 
 
-def test_create_emulator_takes_faults() -> None:
-    with create_emulator(
-        "ollama", model=FunctionChatModel(scripted_responder), faults=EmulatorFaults(mode="http_500")
-    ) as server:
+def test_create_emulator_takes_faults(fake_model: FunctionChatModel) -> None:
+    with create_emulator("ollama", model=fake_model, faults=EmulatorFaults(mode="http_500")) as server:
         reply = httpx.post(
             f"{server.base_url}/api/chat",
             json={"model": "m", "messages": [{"role": "user", "content": "hola"}]},
@@ -37,10 +37,12 @@ def test_create_emulator_takes_faults() -> None:
 
 def test_unknown_kind_is_refused() -> None:
     with pytest.raises(ValueError, match="Unknown emulator kind"):
-        create_emulator("anthropic", model=FunctionChatModel(scripted_responder))  # type: ignore[arg-type]
+        create_emulator("anthropic")  # type: ignore[arg-type]
 
 
-def test_run_emulator_serves_in_the_foreground_until_interrupted(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_run_emulator_serves_in_the_foreground_until_interrupted(
+    monkeypatch: pytest.MonkeyPatch, fake_model: FunctionChatModel
+) -> None:
     servers: list[emulators.EmulatorServer] = []
     real_create = emulators.create_emulator
 
@@ -53,7 +55,7 @@ def test_run_emulator_serves_in_the_foreground_until_interrupted(monkeypatch: py
     thread = threading.Thread(
         target=run_emulator,
         args=("ollama", "127.0.0.1", 0),
-        kwargs={"model": FunctionChatModel(scripted_responder)},
+        kwargs={"model": fake_model},
     )
     thread.start()
     try:
@@ -69,12 +71,8 @@ def test_run_emulator_serves_in_the_foreground_until_interrupted(monkeypatch: py
 
 
 def test_the_default_backing_model_is_the_offline_model() -> None:
-    offline = pytest.importorskip("benchmarks.stand_ins.offline")
-    if not hasattr(offline, "OfflineSalesModel"):
-        pytest.skip("benchmarks.stand_ins.offline.OfflineSalesModel is not written yet")
-
     server = create_emulator("ollama")
     try:
-        assert isinstance(server.protocol.model, offline.OfflineSalesModel)  # type: ignore[attr-defined]
+        assert isinstance(server.protocol.model, OfflineSalesModel)
     finally:
         server.stop()

@@ -5,39 +5,23 @@ This is what ``erp-ai emulate`` serves: the real clients, the real sales tools a
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
-from pydantic import BaseModel
 
-from benchmarks.stand_ins.emulators import create_emulator
+from benchmarks.stand_ins.emulators import EmulatorServer
 from shared.security import DEMO_CALLER
 from tests.benchmarks.stand_ins.emulators.emulator_fakes import client as real_client
+from tests.benchmarks.stand_ins.offline.offline_prompts import QUESTION, Plan
 
-QUESTION = "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?"
 SYSTEM = "Eres el asistente de ventas del ERP. Fecha de hoy: 2026-11-30"
 
 
-class PlannedOperation(BaseModel):
-    """One operation of a plan."""
-
-    funcion: str
-    parametros: dict[str, Any]
-
-
-class Plan(BaseModel):
-    """The article's plan JSON."""
-
-    operaciones: list[PlannedOperation]
-
-
-@pytest.fixture(scope="module", params=["ollama", "gemini", "openai"])
-def client(request: pytest.FixtureRequest) -> Iterator[BaseChatModel]:
-    with create_emulator(request.param) as server:
-        yield real_client(server, temperature=0)
+@pytest.fixture
+def client(offline_server: EmulatorServer) -> BaseChatModel:
+    return real_client(offline_server, temperature=0)
 
 
 def test_tool_calling_turn_answers_from_the_erp(client: BaseChatModel, registry: Any, erp: Any) -> None:

@@ -16,11 +16,8 @@ from langchain_core.messages import AIMessage
 from langchain_openai import ChatOpenAI
 
 from benchmarks.stand_ins.emulators import EmulatorServer, create_emulator
-from tests.benchmarks.stand_ins.emulators.emulator_fakes import client, scripted_responder
-from tests.benchmarks.stand_ins.emulators.offline_prompts import (
-    QUESTION,
-    TOOLS,
-)
+from tests.benchmarks.stand_ins.emulators.emulator_fakes import TOOLS, client
+from tests.benchmarks.stand_ins.offline.offline_prompts import QUESTION
 from tests.fakes import FunctionChatModel
 
 MODEL = "gpt-4o-mini"
@@ -49,8 +46,8 @@ def test_malformed_tool_call_arguments_become_invalid_tool_calls(openai_server: 
     assert reply.tool_calls == [] and [c["name"] for c in reply.invalid_tool_calls] == ["ventas_anuales"]
 
 
-def test_a_configured_key_refuses_any_other() -> None:
-    with create_emulator("openai", model=FunctionChatModel(scripted_responder), api_key="sk-right") as server:
+def test_a_configured_key_refuses_any_other(fake_model: FunctionChatModel) -> None:
+    with create_emulator("openai", model=fake_model, api_key="sk-right") as server:
         with pytest.raises(openai.AuthenticationError) as caught:
             client(server).invoke("hola")
         assert caught.value.code == "invalid_api_key"

@@ -6,8 +6,6 @@ emulators: Ollama's ``options.num_predict`` ends a cut reply with ``done_reason:
 
 from __future__ import annotations
 
-from typing import Any
-
 import httpx
 import ollama
 import openai
@@ -15,69 +13,45 @@ import pytest
 
 from benchmarks.stand_ins.emulators import EmulatorServer
 from shared.llm.tokens import approx_tokens
-from tests.benchmarks.stand_ins.emulators.emulator_fakes import client, merged
-from tests.benchmarks.stand_ins.emulators.offline_prompts import (
+from tests.benchmarks.stand_ins.emulators.emulator_fakes import TOOLS, capped, client, cut_at_cap
+from tests.benchmarks.stand_ins.offline.offline_prompts import (
+    ANSWER_PROMPT,
+    PLAN_PROMPT,
     QUESTION,
-    TOOLS,
     Plan,
-    answer_messages,
-    plan_messages,
+    merged,
 )
 
-CAP = {"ollama": "num_predict", "gemini": "max_output_tokens", "openai": "max_tokens"}
-"""Each client's output-cap option."""
-LENGTH = {
-    "ollama": ("done_reason", "length"),
-    "gemini": ("finish_reason", "MAX_TOKENS"),
-    "openai": ("finish_reason", "length"),
-}
-"""Where each client reports a reply cut at the cap."""
 
+def test_the_cap_cuts_the_reply_streamed_or_not_and_is_reported(offline_server: EmulatorServer) -> None:
+    full = client(offline_server).invoke(ANSWER_PROMPT).text
+    model = capped(offline_server, 20)
 
-@pytest.fixture(params=["ollama", "gemini", "openai"])
-def server(request: pytest.FixtureRequest) -> EmulatorServer:
-    """Each offline-backed emulator in turn."""
-    return request.getfixturevalue(f"offline_{request.param}")  # type: ignore[no-any-return]
-
-
-def capped(server: EmulatorServer, tokens: int) -> Any:
-    return client(server, **{CAP[server.protocol.name]: tokens})
-
-
-def cut_at_cap(server: EmulatorServer, reply: Any) -> bool:
-    key, value = LENGTH[server.protocol.name]
-    return bool(reply.response_metadata.get(key) == value)
-
-
-def test_the_cap_cuts_the_reply_streamed_or_not_and_is_reported(server: EmulatorServer) -> None:
-    full = client(server).invoke(answer_messages()).text
-    model = capped(server, 20)
-
-    for reply in (model.invoke(answer_messages()), merged(model.stream(answer_messages()))):
-        assert cut_at_cap(server, reply)
+    for reply in (model.invoke(ANSWER_PROMPT), merged(model.stream(ANSWER_PROMPT))):
+        assert cut_at_cap(offline_server, reply)
         assert reply.usage_metadata["output_tokens"] == 20
         assert full.startswith(reply.text) and approx_tokens(reply.text) == 20
 
 
-def test_a_reply_within_the_cap_is_whole(server: EmulatorServer) -> None:
-    reply = capped(server, 4096).invoke(answer_messages())
+def test_a_reply_within_the_cap_is_whole(offline_server: EmulatorServer) -> None:
+    reply = capped(offline_server, 4096).invoke(ANSWER_PROMPT)
 
-    assert not cut_at_cap(server, reply)
-    assert reply.text == client(server).invoke(answer_messages()).text
+    assert not cut_at_cap(offline_server, reply)
+    assert reply.text == client(offline_server).invoke(ANSWER_PROMPT).text
 
 
-def test_a_cut_tool_call_is_text_not_a_call(server: EmulatorServer) -> None:
-    reply = capped(server, 8).bind_tools(TOOLS).invoke(QUESTION)
+def test_a_cut_tool_call_is_text_not_a_call(offline_server: EmulatorServer) -> None:
+    reply = capped(offline_server, 8).bind_tools(TOOLS).invoke(QUESTION)
 
     assert reply.tool_calls == [] and reply.invalid_tool_calls == []
-    assert cut_at_cap(server, reply) and reply.text.startswith('{"name": "ventas_anuales"')
+    assert cut_at_cap(offline_server, reply) and reply.text.startswith('{"name": "ventas_anuales"')
 
 
-def test_tool_calls_within_the_cap_arrive_whole(server: EmulatorServer) -> None:
-    reply = capped(server, 500).bind_tools(TOOLS).invoke(QUESTION)
+def test_tool_calls_within_the_cap_arrive_whole(offline_server: EmulatorServer) -> None:
+    reply = capped(offline_server, 500).bind_tools(TOOLS).invoke(QUESTION)
 
     assert sorted(c["name"] for c in reply.tool_calls) == ["mejor_cliente", "ventas_anuales"]
-    assert not cut_at_cap(server, reply)
+    assert not cut_at_cap(offline_server, reply)
 
 
 def test_the_caps_travel_in_each_protocols_own_field(
@@ -89,7 +63,7 @@ def test_the_caps_travel_in_each_protocols_own_field(
     assert offline_ollama.requests[-1].body["options"]["num_predict"] == 20
     assert offline_gemini.requests[-1].body["generationConfig"]["maxOutputTokens"] == 20
     assert (
-        client(offline_ollama, num_predict=-1).invoke(answer_messages()).response_metadata["done_reason"]
+        client(offline_ollama, num_predict=-1).invoke(ANSWER_PROMPT).response_metadata["done_reason"]
         == "stop"
     )
 
@@ -116,7 +90,7 @@ def test_openai_structured_output_cut_at_the_cap_raises_the_sdks_length_error(
     offline_openai: EmulatorServer,
 ) -> None:
     with pytest.raises(openai.LengthFinishReasonError) as caught:
-        capped(offline_openai, 15).with_structured_output(Plan, method="json_schema").invoke(plan_messages())
+        capped(offline_openai, 15).with_structured_output(Plan, method="json_schema").invoke(PLAN_PROMPT)
 
     usage = caught.value.completion.usage
     assert usage is not None and usage.completion_tokens == 15 and usage.prompt_tokens > 0

@@ -10,7 +10,6 @@ import json
 import threading
 
 import httpx
-import pytest
 from langchain_core.messages import AIMessage
 
 from benchmarks.stand_ins.emulators import EmulatorFaults, EmulatorServer, create_emulator
@@ -22,49 +21,33 @@ from benchmarks.stand_ins.faults import (
     THINK_BLOCK,
 )
 from shared.answer import Answer
-from tests.benchmarks.stand_ins.emulators.emulator_fakes import client
-from tests.benchmarks.stand_ins.emulators.offline_prompts import (
-    QUESTION,
-    TOOLS,
-    Plan,
-    answer_messages,
-    plan_messages,
-)
+from tests.benchmarks.stand_ins.emulators.emulator_fakes import TOOLS, capped, client, cut_at_cap
+from tests.benchmarks.stand_ins.offline.offline_prompts import ANSWER_PROMPT, PLAN_PROMPT, QUESTION, Plan
 from tests.fakes import FunctionChatModel
 
 
-@pytest.fixture(params=["ollama", "gemini", "openai"])
-def server(request: pytest.FixtureRequest) -> EmulatorServer:
-    """Each offline-backed emulator in turn."""
-    return request.getfixturevalue(f"offline_{request.param}")  # type: ignore[no-any-return]
+def test_runaway_repeats_until_the_clients_cap(offline_server: EmulatorServer) -> None:
+    reply = capped(offline_server, 60, fault="runaway").invoke(PLAN_PROMPT)
 
-
-def is_length_stop(reply: AIMessage) -> bool:
-    reason = reply.response_metadata.get("done_reason") or reply.response_metadata.get("finish_reason")
-    return reason in ("length", "MAX_TOKENS")
-
-
-def test_runaway_repeats_until_the_clients_cap(server: EmulatorServer) -> None:
-    option = {"ollama": "num_predict", "gemini": "max_output_tokens", "openai": "max_tokens"}
-    reply = client(server, fault="runaway", **{option[server.protocol.name]: 60}).invoke(plan_messages())
-
-    assert is_length_stop(reply)
+    assert cut_at_cap(offline_server, reply)
     assert reply.usage_metadata is not None and reply.usage_metadata["output_tokens"] == 60
     assert reply.text.startswith('{"operaciones": [') and reply.text.count('"funcion": "ventas_anuales"') >= 2
 
 
 def test_runaway_without_a_cap_stops_when_the_context_is_full(offline_ollama: EmulatorServer) -> None:
-    reply = client(offline_ollama, fault="runaway").invoke(plan_messages())
+    reply = client(offline_ollama, fault="runaway").invoke(PLAN_PROMPT)
 
     assert reply.response_metadata["done_reason"] == "length"
     assert reply.response_metadata["eval_count"] == RUNAWAY_CONTEXT_TOKENS
 
 
-def test_placeholder_plan_reaches_structured_output_as_parsed_placeholders(server: EmulatorServer) -> None:
+def test_placeholder_plan_reaches_structured_output_as_parsed_placeholders(
+    offline_server: EmulatorServer,
+) -> None:
     plan = (
-        client(server, fault="placeholder_plan")
+        client(offline_server, fault="placeholder_plan")
         .with_structured_output(Plan, method="json_schema")
-        .invoke(plan_messages())
+        .invoke(PLAN_PROMPT)
     )
 
     assert isinstance(plan, Plan)
@@ -74,7 +57,7 @@ def test_placeholder_plan_reaches_structured_output_as_parsed_placeholders(serve
 
 def test_schema_ignored_plans_alternate_between_respuesta_and_nothing(offline_ollama: EmulatorServer) -> None:
     model = client(offline_ollama, fault="schema_ignored")
-    replies = [json.loads(model.invoke(plan_messages()).text) for _ in range(2)]
+    replies = [json.loads(model.invoke(PLAN_PROMPT).text) for _ in range(2)]
 
     assert sorted(replies, key=len) == [
         {},
@@ -83,25 +66,25 @@ def test_schema_ignored_plans_alternate_between_respuesta_and_nothing(offline_ol
 
 
 def test_schema_ignored_answers_are_empty(offline_gemini: EmulatorServer) -> None:
-    assert json.loads(client(offline_gemini, fault="schema_ignored").invoke(answer_messages()).text) == {}
+    assert json.loads(client(offline_gemini, fault="schema_ignored").invoke(ANSWER_PROMPT).text) == {}
 
 
-def test_no_tool_calls_answers_in_prose_with_an_invented_figure(server: EmulatorServer) -> None:
-    reply = client(server, fault="no_tool_calls").bind_tools(TOOLS).invoke(QUESTION)
+def test_no_tool_calls_answers_in_prose_with_an_invented_figure(offline_server: EmulatorServer) -> None:
+    reply = client(offline_server, fault="no_tool_calls").bind_tools(TOOLS).invoke(QUESTION)
 
     assert isinstance(reply, AIMessage)
     assert reply.tool_calls == [] and INVENTED_FIGURE in reply.text
 
 
-def test_think_wrap_puts_a_think_block_before_the_json(server: EmulatorServer) -> None:
-    plain = client(server).invoke(plan_messages()).text
-    wrapped = client(server, fault="think_wrap").invoke(plan_messages()).text
+def test_think_wrap_puts_a_think_block_before_the_json(offline_server: EmulatorServer) -> None:
+    plain = client(offline_server).invoke(PLAN_PROMPT).text
+    wrapped = client(offline_server, fault="think_wrap").invoke(PLAN_PROMPT).text
 
     assert wrapped == THINK_BLOCK + plain
 
 
-def test_repeat_memory_is_a_valid_answer_with_a_wall_of_memory(server: EmulatorServer) -> None:
-    data = json.loads(client(server, fault="repeat_memory").invoke(answer_messages()).text)
+def test_repeat_memory_is_a_valid_answer_with_a_wall_of_memory(offline_server: EmulatorServer) -> None:
+    data = json.loads(client(offline_server, fault="repeat_memory").invoke(ANSWER_PROMPT).text)
 
     assert len(data["memoria"]) == REPEATED_MEMORY_ITEMS
     assert all(item == data["memoria"][0] for item in data["memoria"])

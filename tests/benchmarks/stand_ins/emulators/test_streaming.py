@@ -14,27 +14,15 @@ import openai
 import pytest
 
 from benchmarks.stand_ins.chunks import stream_pieces
-from benchmarks.stand_ins.emulators import FAULT_HEADER, EmulatorServer, create_emulator
+from benchmarks.stand_ins.emulators import FAULT_HEADER, EmulatorServer
 from benchmarks.stand_ins.offline import OfflineSalesModel
 from shared.errors import ProviderError
 from shared.llm.provider_errors import as_erp_error
-from tests.benchmarks.stand_ins.emulators.emulator_fakes import client, merged
-from tests.benchmarks.stand_ins.emulators.offline_prompts import (
-    QUESTION,
-    TOOLS,
-    answer_messages,
-    plan_messages,
-)
+from tests.benchmarks.stand_ins.emulators.emulator_fakes import TOOLS, client
+from tests.benchmarks.stand_ins.offline.offline_prompts import ANSWER_PROMPT, PLAN_PROMPT, QUESTION, merged
 
 BROKEN_BODY = {"RemoteProtocolError", "APIConnectionError", "OpenAIConnectionError"}
 """What the clients raise on an incomplete body: httpx's (or httpx2's) error, which the OpenAI SDK wraps."""
-
-
-@pytest.fixture(scope="module", params=["ollama", "openai", "gemini"])
-def server(request: pytest.FixtureRequest) -> Iterator[EmulatorServer]:
-    """Each emulator, backed by the offline model."""
-    with create_emulator(request.param) as emulator:
-        yield emulator
 
 
 @pytest.fixture(scope="module")
@@ -57,16 +45,14 @@ def finish(message: Any) -> Any:
 
 
 def test_an_answer_streams_in_the_offline_models_pieces_adding_up_to_the_unstreamed_reply(
-    server: EmulatorServer, loop: asyncio.AbstractEventLoop
+    offline_server: EmulatorServer, loop: asyncio.AbstractEventLoop
 ) -> None:
-    model = client(server)
-    whole = model.invoke(answer_messages())
-    chunks = astreamed(loop, model, answer_messages())
+    model = client(offline_server)
+    whole = model.invoke(ANSWER_PROMPT)
+    chunks = astreamed(loop, model, ANSWER_PROMPT)
     total = merged(chunks)
 
-    assert [c.text for c in chunks if c.text] == stream_pieces(
-        OfflineSalesModel().invoke(answer_messages()).text
-    )
+    assert [c.text for c in chunks if c.text] == stream_pieces(OfflineSalesModel().invoke(ANSWER_PROMPT).text)
     assert total.text == whole.text and '"respuesta"' in total.text
     usage = ("input_tokens", "output_tokens")
     assert [total.usage_metadata[k] for k in usage] == [whole.usage_metadata[k] for k in usage]
@@ -74,9 +60,9 @@ def test_an_answer_streams_in_the_offline_models_pieces_adding_up_to_the_unstrea
 
 
 def test_streamed_tool_calls_are_the_unstreamed_ones(
-    server: EmulatorServer, loop: asyncio.AbstractEventLoop
+    offline_server: EmulatorServer, loop: asyncio.AbstractEventLoop
 ) -> None:
-    model = client(server).bind_tools(TOOLS)
+    model = client(offline_server).bind_tools(TOOLS)
     whole = model.invoke(QUESTION)
     total = merged(astreamed(loop, model, QUESTION))
 
@@ -86,7 +72,9 @@ def test_streamed_tool_calls_are_the_unstreamed_ones(
     assert total.invalid_tool_calls == []
 
 
-def test_openai_streams_tool_call_arguments_in_pieces_after_the_id_and_name() -> None:
+def test_openai_streams_tool_call_arguments_in_pieces_after_the_id_and_name(
+    offline_openai: EmulatorServer,
+) -> None:
     tool = {
         "name": "ventas_anuales",
         "parameters": {"type": "object", "properties": {"anio": {"type": "integer"}}},
@@ -98,10 +86,7 @@ def test_openai_streams_tool_call_arguments_in_pieces_after_the_id_and_name() ->
         "tools": [{"type": "function", "function": tool}],
         "tool_choice": "required",
     }
-    with (
-        create_emulator("openai") as server,
-        httpx.stream("POST", f"{server.base_url}/v1/chat/completions", json=body) as response,
-    ):
+    with httpx.stream("POST", f"{offline_openai.base_url}/v1/chat/completions", json=body) as response:
         lines = [line.removeprefix("data: ") for line in response.iter_lines() if line]
     events = [json.loads(line) for line in lines[:-1]]  # the last is [DONE]
 
@@ -115,18 +100,18 @@ def test_openai_streams_tool_call_arguments_in_pieces_after_the_id_and_name() ->
 
 
 def test_a_stream_break_drops_the_connection_after_the_first_chunks(
-    server: EmulatorServer, loop: asyncio.AbstractEventLoop
+    offline_server: EmulatorServer, loop: asyncio.AbstractEventLoop
 ) -> None:
     received: list[str] = []
 
     async def consume() -> None:
-        async for chunk in client(server, fault="stream_break").astream(answer_messages()):
+        async for chunk in client(offline_server, fault="stream_break").astream(ANSWER_PROMPT):
             received.append(chunk.text)
 
     with pytest.raises(Exception) as raised:
         loop.run_until_complete(consume())
 
-    whole, text = OfflineSalesModel().invoke(answer_messages()).text, "".join(received)
+    whole, text = OfflineSalesModel().invoke(ANSWER_PROMPT).text, "".join(received)
     assert text and whole.startswith(text) and len(text) < len(whole)
     assert type(as_erp_error(raised.value)) is ProviderError
     links: list[BaseException] = []
@@ -135,36 +120,33 @@ def test_a_stream_break_drops_the_connection_after_the_first_chunks(
         links.append(error)
         error = error.__cause__ or error.__context__
     assert any(type(link).__name__ in BROKEN_BODY for link in links), raised.value
-    assert server.requests[-1].fault == "stream_break"
+    assert offline_server.requests[-1].fault == "stream_break"
 
 
-def test_a_stream_break_without_streaming_cuts_the_json_body() -> None:
-    with create_emulator("ollama") as server:
-        body = {"model": "m", "stream": False, "messages": [{"role": "user", "content": "hola"}]}
-        with pytest.raises(httpx.RemoteProtocolError, match=r"incomplete|peer closed"):
-            httpx.post(f"{server.base_url}/api/chat", json=body, headers={FAULT_HEADER: "stream_break"})
-        assert (
-            httpx.post(f"{server.base_url}/api/chat", json=body).json()["done"] is True
-        )  # the next is whole
+def test_a_stream_break_without_streaming_cuts_the_json_body(offline_ollama: EmulatorServer) -> None:
+    url = f"{offline_ollama.base_url}/api/chat"
+    body = {"model": "m", "stream": False, "messages": [{"role": "user", "content": "hola"}]}
+    with pytest.raises(httpx.RemoteProtocolError, match=r"incomplete|peer closed"):
+        httpx.post(url, json=body, headers={FAULT_HEADER: "stream_break"})
+    assert httpx.post(url, json=body).json()["done"] is True  # the next is whole
 
 
-def test_a_stream_break_in_openai_is_a_connection_error_for_the_sdk() -> None:
-    with create_emulator("openai") as server:
-        model = client(server, fault="stream_break")
-        with pytest.raises(openai.APIConnectionError):
-            model.invoke(plan_messages())
-        with pytest.raises(openai.APIConnectionError):
-            list(model.stream(plan_messages()))
+def test_a_stream_break_in_openai_is_a_connection_error_for_the_sdk(offline_openai: EmulatorServer) -> None:
+    model = client(offline_openai, fault="stream_break")
+    with pytest.raises(openai.APIConnectionError):
+        model.invoke(PLAN_PROMPT)
+    with pytest.raises(openai.APIConnectionError):
+        list(model.stream(PLAN_PROMPT))
 
 
-def test_ollama_streamed_text_is_the_stream_false_reply(loop: asyncio.AbstractEventLoop) -> None:
+def test_ollama_streamed_text_is_the_stream_false_reply(
+    offline_ollama: EmulatorServer, loop: asyncio.AbstractEventLoop
+) -> None:
     """ChatOllama always streams, so compare with what the server answers to ``"stream": false``."""
-    messages = [{"role": m.type.replace("human", "user"), "content": m.text} for m in answer_messages()]
-    with create_emulator("ollama") as server:
-        whole = httpx.post(
-            f"{server.base_url}/api/chat", json={"model": "m", "stream": False, "messages": messages}
-        ).json()
-        total = merged(astreamed(loop, client(server), answer_messages()))
+    messages = [{"role": m.type.replace("human", "user"), "content": m.text} for m in ANSWER_PROMPT]
+    body = {"model": "m", "stream": False, "messages": messages}
+    whole = httpx.post(f"{offline_ollama.base_url}/api/chat", json=body).json()
+    total = merged(astreamed(loop, client(offline_ollama), ANSWER_PROMPT))
 
     assert total.text == whole["message"]["content"]
     usage = total.usage_metadata

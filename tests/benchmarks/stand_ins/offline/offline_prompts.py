@@ -1,4 +1,4 @@
-"""Prompt builders and stand-in tools for the offline-model tests, following the prompt conventions.
+"""Prompt builders, canned results and stand-in tools for the tests of the offline model and the emulators.
 
 They follow docs/design.md "What the offline model reads" without importing planner_mode or toolcalling_mode,
 so these tests pin the model's side of the contract on their own.
@@ -7,14 +7,18 @@ so these tests pin the model's side of the contract on their own.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import StructuredTool
+from pydantic import BaseModel
 
 from benchmarks.stand_ins.offline import OfflineSalesModel
 
+QUESTION = "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?"
+"""The article's first question."""
 CATALOG = """Operaciones disponibles (catálogo):
 - ventas_anuales(anio): total vendido en un año.
 - mejor_cliente(anio): el cliente que más compró en un año.
@@ -84,6 +88,28 @@ RESULTS: dict[str, dict[str, Any]] = {
 """Canned results in the shapes docs/design.md fixes (the offline model never sees the real ERP)."""
 
 
+class PlannedOperation(BaseModel):
+    id: str | None = None
+    funcion: str
+    parametros: dict[str, Any]
+
+
+class Plan(BaseModel):
+    """The article's plan JSON, for structured output."""
+
+    operaciones: list[PlannedOperation]
+
+
+def outcome(funcion: str, **params: Any) -> dict[str, Any]:
+    """An executed operation with its canned result, as call 2's ``Resultados`` lists it."""
+    return {"funcion": funcion, "parametros": params, "resultado": RESULTS[funcion]}
+
+
+def failed(funcion: str, error: str, **params: Any) -> dict[str, Any]:
+    """An operation the ERP refused or could not run, as call 2's ``Resultados`` lists it."""
+    return {"funcion": funcion, "parametros": params, "error": error}
+
+
 def context(
     today: str | None = "2026-11-30",
     state: dict[str, Any] | None = None,
@@ -122,10 +148,37 @@ def operations(question: str, **ctx: Any) -> list[tuple[str, dict[str, Any]]]:
     return [(op["funcion"], op["parametros"]) for op in plan(question, **ctx)["operaciones"]]
 
 
+def tool_turn(question: str, **ctx: Any) -> list[BaseMessage]:
+    """A tool-calling prompt: the assistant's instructions with the context, then the question."""
+    return [
+        SystemMessage(f"Eres el asistente de ventas de un ERP.\n{context(**ctx)}"),
+        HumanMessage(question),
+    ]
+
+
+def after_tool_call(
+    question: str, name: str, args: dict[str, Any], result: str, *, error: bool = False
+) -> list[BaseMessage]:
+    """A tool-calling prompt once the model called ``name`` and the tool answered ``result``."""
+    call = {"name": name, "args": args, "id": "c1", "type": "tool_call"}
+    status = "error" if error else "success"
+    return [
+        *tool_turn(question),
+        AIMessage("", tool_calls=[call]),
+        ToolMessage(result, tool_call_id="c1", status=status),
+    ]
+
+
 def answer_messages(question: str, results: list[dict[str, Any]], **ctx: Any) -> list[BaseMessage]:
     """A planner call-2 prompt."""
     body = f"Pregunta: {question}\n{context(**ctx)}\nResultados:\n{json.dumps(results, ensure_ascii=False)}"
     return [SystemMessage(ANSWER_SYSTEM), HumanMessage(body)]
+
+
+PLAN_PROMPT = plan_messages(QUESTION)
+"""Planner call 1 for the article's question."""
+ANSWER_PROMPT = answer_messages("¿Cuánto vendimos?", [outcome("ventas_anuales", anio=2025)])
+"""Planner call 2 with the year's sales."""
 
 
 def _tool(name: str, func: Callable[..., str], description: str) -> StructuredTool:
@@ -180,3 +233,59 @@ def run_turn(
             return replies
         messages.extend(by_name[c["name"]].invoke(c) for c in data_calls)
     raise AssertionError("the model never stopped calling tools")
+
+
+def merged(chunks: Iterable[Any]) -> Any:
+    """The chunks of a stream added up into one message."""
+    total = None
+    for chunk in chunks:
+        total = chunk if total is None else total + chunk
+    return total
+
+
+def invoked_and_streamed(model: Any, messages: list[BaseMessage]) -> list[Any]:
+    """``model``'s reply to ``messages``, invoked and then streamed (its chunks added up)."""
+    return [model.invoke(messages), merged(model.stream(messages))]
+
+
+# -- expected operations ---------------------------------------------------------------------------------
+
+Operation = tuple[str, dict[str, Any]]
+"""``(funcion, parametros)``."""
+
+
+def state_after(*previous: Operation, **extra: Any) -> dict[str, Any]:
+    """A conversation state as the ERP stores it after the given operations."""
+    years = [p["anio"] for _, p in previous if "anio" in p]
+    state: dict[str, Any] = {"tema": "ventas", **({"anio": years[-1]} if years else {}), **extra}
+    state["ultimas_operaciones"] = [{"funcion": name, "parametros": params} for name, params in previous]
+    return state
+
+
+def case(question: str, *expected: Operation, id: str, **ctx: Any) -> Any:
+    """A ``(question, ctx, expected)`` row: the question, in the context ``ctx``, plans ``expected``."""
+    return pytest.param(question, ctx, list(expected), id=id)
+
+
+def sales(year: int) -> Operation:
+    return ("ventas_anuales", {"anio": year})
+
+
+def pending(customer: str) -> Operation:
+    return ("facturas_pendientes", {"cliente": customer})
+
+
+def purchases(customer: str, year: int) -> Operation:
+    return ("compras_cliente", {"anio": year, "cliente": customer})
+
+
+def monthly(year: int, month: int) -> Operation:
+    return ("ventas_mensuales", {"anio": year, "mes": month})
+
+
+def top(**params: int) -> Operation:
+    return ("top_productos", params)
+
+
+def best(year: int) -> Operation:
+    return ("mejor_cliente", {"anio": year})

@@ -15,13 +15,13 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from benchmarks.stand_ins.offline import OfflineSalesModel
 from shared.answer import Answer
-from tests.benchmarks.stand_ins.offline.offline_prompts import RESULTS, answer_messages, context
-
-ARTICLE_QUESTION = "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?"
-
-
-def outcome(funcion: str, **params: Any) -> dict[str, Any]:
-    return {"funcion": funcion, "parametros": params, "resultado": RESULTS[funcion]}
+from tests.benchmarks.stand_ins.offline.offline_prompts import (
+    QUESTION,
+    answer_messages,
+    context,
+    failed,
+    outcome,
+)
 
 
 def answer(question: str, results: list[dict[str, Any]], **ctx: Any) -> Answer:
@@ -50,9 +50,7 @@ ARTICLE_STATE = 'Devuelve {"respuesta": "...", "memoria": [...], "estado": {...}
 
 
 def test_article_answer_has_the_figures_formatted_in_guaranies_and_the_named_state() -> None:
-    result = answer(
-        ARTICLE_QUESTION, [outcome("ventas_anuales", anio=2025), outcome("mejor_cliente", anio=2025)]
-    )
+    result = answer(QUESTION, [outcome("ventas_anuales", anio=2025), outcome("mejor_cliente", anio=2025)])
     assert result.text == (
         "En 2025 las ventas fueron de ₲850.000.000 (120 facturas). "
         "El mejor cliente de 2025 fue Empresa ABC, con compras por ₲120.000.000."
@@ -64,7 +62,7 @@ def test_article_answer_has_the_figures_formatted_in_guaranies_and_the_named_sta
 
 
 def test_instructions_that_name_no_key_get_the_articles_state() -> None:
-    data = answer_with(ARTICLE_STATE, ARTICLE_QUESTION, [outcome("mejor_cliente", anio=2025)])
+    data = answer_with(ARTICLE_STATE, QUESTION, [outcome("mejor_cliente", anio=2025)])
     assert data["estado"] == {"anio": 2025, "cliente_actual": "Empresa ABC", "tema": "ventas"}
 
 
@@ -88,7 +86,7 @@ def test_an_answer_request_without_structured_output_gets_the_answer_json_text_f
 def test_state_keys_in_the_rendered_context_are_not_instructions() -> None:
     """A system prompt that embeds the context (tool calling) shows state keys; they ask for nothing."""
     system = ERP_DERIVES + "\n" + context(state={"anio": 2024, "cliente_actual": "Otro"})
-    data = answer_with(system, ARTICLE_QUESTION, [outcome("mejor_cliente", anio=2025)])
+    data = answer_with(system, QUESTION, [outcome("mejor_cliente", anio=2025)])
     assert data["estado"] == {"tema": "ventas"}
 
 
@@ -120,12 +118,10 @@ def test_every_operation_result_is_written_with_each_item_and_total(
 
 
 def test_errors_are_explained_and_successes_still_reported() -> None:
-    failed = {
-        "funcion": "compras_cliente",
-        "parametros": {"cliente": "Nadie"},
-        "error": "No customer matches 'Nadie'.",
-    }
-    results = [outcome("ventas_anuales", anio=2025), failed]
+    results = [
+        outcome("ventas_anuales", anio=2025),
+        failed("compras_cliente", "No customer matches 'Nadie'.", cliente="Nadie"),
+    ]
     result = answer("¿Cuánto vendimos y cuánto compró Nadie?", results)
     assert "₲850.000.000" in result.text
     assert "No pude consultar las compras del cliente" in result.text

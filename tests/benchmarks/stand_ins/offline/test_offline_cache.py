@@ -17,7 +17,7 @@ from benchmarks.stand_ins.latency import LATENCY_PROFILES
 from benchmarks.stand_ins.offline import OfflineSalesModel
 from benchmarks.stand_ins.offline._cache import PrefixCache, PromptBlock, prompt_blocks
 from shared.llm.tokens import MESSAGE_OVERHEAD_TOKENS, approx_tokens
-from tests.benchmarks.stand_ins.offline.offline_prompts import PLAN_SYSTEM, plan_messages, run_turn
+from tests.benchmarks.stand_ins.offline.offline_prompts import PLAN_SYSTEM, merged, plan_messages, run_turn
 
 
 def _usage(reply: AIMessage) -> tuple[int, int]:
@@ -115,11 +115,7 @@ def test_a_streamed_call_reports_what_an_invoked_call_reports() -> None:
     for model in (invoked, streamed):
         model.invoke(plan_messages("¿Cuánto vendimos en 2025?"))
     whole = invoked.invoke(plan_messages("¿Y en 2024?"))
-    chunks = list(streamed.stream(plan_messages("¿Y en 2024?")))
-    summed = chunks[0]
-    for chunk in chunks[1:]:
-        summed += chunk
-    assert summed.usage_metadata == whole.usage_metadata
+    assert merged(streamed.stream(plan_messages("¿Y en 2024?"))).usage_metadata == whole.usage_metadata
     assert _usage(whole)[1] == _system_tokens()
 
 

@@ -20,8 +20,8 @@ from benchmarks.stand_ins.offline._prompt import compact_examples
 from tests.benchmarks.stand_ins.offline.offline_prompts import (
     ANSWER_SYSTEM,
     CATALOG,
-    RESULTS,
     answer_messages,
+    outcome,
 )
 
 SPACED_PLAN = (
@@ -40,9 +40,7 @@ DIRECT_FIRST = {
         "operaciones": {"type": "array", "items": {"type": "object"}},
     },
 }
-RESULTS_2025 = [
-    {"funcion": "ventas_anuales", "parametros": {"anio": 2025}, "resultado": RESULTS["ventas_anuales"]}
-]
+RESULTS_2025 = [outcome("ventas_anuales", anio=2025)]
 OPERATIONS_FIRST = {"type": "object", "properties": dict(reversed(DIRECT_FIRST["properties"].items()))}
 
 

@@ -6,24 +6,24 @@ import json
 from typing import Any
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel
 
 from benchmarks.stand_ins.offline import OfflineSalesModel
 from shared.llm.tokens import approx_tokens
 from tests.benchmarks.stand_ins.offline.offline_prompts import (
-    RESULTS,
+    QUESTION,
     answer_messages,
-    context,
+    invoked_and_streamed,
+    outcome,
     plan_messages,
+    tool_turn,
 )
 
-QUESTION = "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?"
-RESULTS_2025 = [
-    {"funcion": "ventas_anuales", "parametros": {"anio": 2025}, "resultado": RESULTS["ventas_anuales"]},
-    {"funcion": "mejor_cliente", "parametros": {"anio": 2025}, "resultado": RESULTS["mejor_cliente"]},
-]
+ANSWER_PROMPT = answer_messages(
+    QUESTION, [outcome("ventas_anuales", anio=2025), outcome("mejor_cliente", anio=2025)]
+)
 
 
 class Plan(BaseModel):
@@ -33,15 +33,13 @@ class Plan(BaseModel):
 
 
 def full_answer() -> AIMessage:
-    return OfflineSalesModel().invoke(answer_messages(QUESTION, RESULTS_2025))
+    return OfflineSalesModel().invoke(ANSWER_PROMPT)
 
 
 def test_a_reply_within_the_cap_is_whole_and_says_stop() -> None:
     full = full_answer()
     assert full.usage_metadata is not None
-    capped = OfflineSalesModel(max_tokens=full.usage_metadata["output_tokens"]).invoke(
-        answer_messages(QUESTION, RESULTS_2025)
-    )
+    capped = OfflineSalesModel(max_tokens=full.usage_metadata["output_tokens"]).invoke(ANSWER_PROMPT)
 
     assert capped.content == full.content
     assert capped.response_metadata["finish_reason"] == "stop"
@@ -50,7 +48,7 @@ def test_a_reply_within_the_cap_is_whole_and_says_stop() -> None:
 
 def test_a_longer_reply_is_cut_at_the_cap_and_says_length() -> None:
     full = str(full_answer().content)
-    reply = OfflineSalesModel(max_tokens=20).invoke(answer_messages(QUESTION, RESULTS_2025))
+    reply = OfflineSalesModel(max_tokens=20).invoke(ANSWER_PROMPT)
 
     assert reply.response_metadata["finish_reason"] == "length"
     assert full.startswith(str(reply.content)) and approx_tokens(str(reply.content)) == 20
@@ -93,14 +91,8 @@ def test_structured_output_is_cut_into_truncated_json_that_only_finish_reason_re
 
 
 def test_a_cut_tool_call_reply_carries_no_tool_calls(tools: list[StructuredTool]) -> None:
-    messages = [SystemMessage(context()), HumanMessage(QUESTION)]
     model = OfflineSalesModel(max_tokens=12).bind_tools(tools)
-
-    reply = model.invoke(messages)
-    chunks = list(model.stream(messages))
-    streamed = chunks[0]
-    for chunk in chunks[1:]:
-        streamed += chunk
+    reply, streamed = invoked_and_streamed(model, tool_turn(QUESTION))
 
     for message in (reply, streamed):
         assert message.tool_calls == [] and message.invalid_tool_calls == []
@@ -111,11 +103,7 @@ def test_a_cut_tool_call_reply_carries_no_tool_calls(tools: list[StructuredTool]
 
 
 def test_tool_calls_within_the_cap_are_kept(tools: list[StructuredTool]) -> None:
-    reply = (
-        OfflineSalesModel(max_tokens=200)
-        .bind_tools(tools)
-        .invoke([SystemMessage(context()), HumanMessage(QUESTION)])
-    )
+    reply = OfflineSalesModel(max_tokens=200).bind_tools(tools).invoke(tool_turn(QUESTION))
 
     assert [c["name"] for c in reply.tool_calls] == ["ventas_anuales", "mejor_cliente"]
     assert reply.response_metadata["finish_reason"] == "tool_calls"

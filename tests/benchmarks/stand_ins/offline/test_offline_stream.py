@@ -27,7 +27,7 @@ from benchmarks.stand_ins.faults import FAULT_MODES, FaultConfig, FaultMode, Off
 from benchmarks.stand_ins.offline import OfflineSalesModel
 from shared.errors import ProviderError, ProviderTimeoutError
 from shared.operations.sales import sales_registry
-from tests.benchmarks.stand_ins.offline.offline_prompts import RESULTS, answer_messages, plan_messages
+from tests.benchmarks.stand_ins.offline.offline_prompts import answer_messages, merged, outcome, plan_messages
 
 RAISING: tuple[FaultMode, ...] = ("provider_error", "timeout", "stream_break")
 """Fault modes that end a call with an exception instead of a reply."""
@@ -97,13 +97,6 @@ def astreamed(call: RecordedCall, **model: Any) -> list[AIMessageChunk]:
     return asyncio.run(collect())
 
 
-def summed(chunks: Sequence[AIMessageChunk]) -> AIMessageChunk:
-    total = chunks[0]
-    for chunk in chunks[1:]:
-        total = total + chunk
-    return total
-
-
 def fields(message: AIMessage) -> dict[str, Any]:
     """What must be identical streamed or not (the message id is LangChain's, per run)."""
     return {
@@ -142,7 +135,7 @@ def test_every_streamed_reply_sums_to_the_invoked_reply(suite_calls: list[Record
         reply = invoked(call, latency_profile="gpu-8b")
         chunks = streamed(call, latency_profile="gpu-8b")
 
-        assert fields(summed(chunks)) == fields(reply), call
+        assert fields(merged(chunks)) == fields(reply), call
         if len(str(reply.content).split()) >= 2:
             assert content_chunks(chunks) >= 2, call
         if any(len(json.dumps(c["args"])) > PIECE_MAX_CHARS for c in reply.tool_calls):
@@ -158,7 +151,7 @@ def test_astream_sends_the_same_chunks_as_stream(suite_calls: list[RecordedCall]
         assert [(c.content, c.tool_call_chunks) for c in async_] == [
             (c.content, c.tool_call_chunks) for c in sync
         ]
-        assert fields(summed(async_)) == fields(invoked(call)), call
+        assert fields(merged(async_)) == fields(invoked(call)), call
 
 
 def test_invoke_through_langchains_streaming_path_gives_the_same_reply(
@@ -175,7 +168,7 @@ def test_a_reply_cut_at_the_output_cap_streams_the_same_cut_reply(suite_calls: l
     for call in sample(suite_calls, 5):
         reply = invoked(call, max_tokens=25)
         cut += reply.response_metadata["finish_reason"] == "length"
-        assert fields(summed(streamed(call, max_tokens=25))) == fields(reply), call
+        assert fields(merged(streamed(call, max_tokens=25))) == fields(reply), call
     assert cut > 20
 
 
@@ -187,7 +180,7 @@ def test_a_fault_gives_the_same_reply_streamed_or_not(
     for call in sample(suite_calls, 20):
         reply = invoked(call, **model)
 
-        assert fields(summed(streamed(call, **model))) == fields(reply), call
+        assert fields(merged(streamed(call, **model))) == fields(reply), call
         assert fields(invoked(call, streaming=True, **model)) == fields(reply), call
 
 
@@ -200,7 +193,7 @@ def test_broken_tool_arguments_stay_invalid_tool_calls_when_streamed(
     broken = 0
     for call in [c for c in suite_calls if c.options.get("tools")][:40]:
         reply = invoked(call, faults=mode)
-        total = summed(streamed(call, faults=mode))
+        total = merged(streamed(call, faults=mode))
         broken += len(reply.invalid_tool_calls)
 
         assert total.invalid_tool_calls == reply.invalid_tool_calls
@@ -221,10 +214,8 @@ def test_provider_failures_raise_before_the_first_chunk(mode: FaultMode, error: 
 
 
 def answer_call() -> RecordedCall:
-    results = [
-        {"funcion": "ventas_anuales", "parametros": {"anio": 2025}, "resultado": RESULTS["ventas_anuales"]}
-    ]
-    return RecordedCall(messages=answer_messages("¿Cuánto vendimos en 2025?", results), options={})
+    messages = answer_messages("¿Cuánto vendimos en 2025?", [outcome("ventas_anuales", anio=2025)])
+    return RecordedCall(messages=messages, options={})
 
 
 def test_a_stream_break_delivers_the_first_half_of_the_reply_then_a_provider_error() -> None:

@@ -12,8 +12,9 @@ from benchmarks.stand_ins.offline import OfflineSalesModel
 from shared.answer import Answer
 from tests.benchmarks.stand_ins.offline.offline_prompts import (
     CATALOG,
-    RESULTS,
+    QUESTION,
     answer_messages,
+    outcome,
     plan_messages,
 )
 
@@ -35,7 +36,7 @@ class Plan(BaseModel):
 @pytest.mark.parametrize("method", METHODS)
 def test_plan_schema_returns_a_parsed_plan(method: str) -> None:
     model = OfflineSalesModel().with_structured_output(Plan, method=method)  # type: ignore[arg-type]
-    plan = model.invoke(plan_messages("¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?"))
+    plan = model.invoke(plan_messages(QUESTION))
     assert isinstance(plan, Plan)
     assert [(op.funcion, op.parametros) for op in plan.operaciones] == [
         ("ventas_anuales", {"anio": 2025}),
@@ -45,11 +46,10 @@ def test_plan_schema_returns_a_parsed_plan(method: str) -> None:
 
 @pytest.mark.parametrize("method", METHODS)
 def test_answer_schema_returns_a_parsed_answer(method: str) -> None:
-    results = [
-        {"funcion": "mejor_cliente", "parametros": {"anio": 2025}, "resultado": RESULTS["mejor_cliente"]}
-    ]
     model = OfflineSalesModel().with_structured_output(Answer, method=method)  # type: ignore[arg-type]
-    answer = model.invoke(answer_messages("¿Cuál fue el mejor cliente?", results))
+    answer = model.invoke(
+        answer_messages("¿Cuál fue el mejor cliente?", [outcome("mejor_cliente", anio=2025)])
+    )
     assert isinstance(answer, Answer)
     assert "Empresa ABC" in answer.text
 
@@ -171,11 +171,7 @@ def test_a_union_plan_schema_is_followed_branch_by_branch() -> None:
 def test_only_the_operations_the_schema_names_are_planned() -> None:
     """The prompt's catalog offers every operation; the schema's ``funcion`` enum allows one of them."""
     schema = union_schema(branch("ventas_anuales", {"anio": YEAR}, ["anio"]))
-    plan = (
-        OfflineSalesModel()
-        .with_structured_output(schema)
-        .invoke(plan_messages("¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?"))
-    )
+    plan = OfflineSalesModel().with_structured_output(schema).invoke(plan_messages(QUESTION))
     assert plan["operaciones"] == [{"funcion": "ventas_anuales", "parametros": {"anio": 2025}}]
 
 

@@ -1,7 +1,7 @@
 """Phrase families the offline model understands, as a real model would, from the prompt alone.
 
 Each family is pinned with sentences written for these tests (varied wording, Spanish and English), through
-the planner's call-1 prompt; the last tests check the same understanding with bound tools.
+the planner's call-1 prompt (test_offline_tools checks the same understanding with bound tools).
 """
 
 from __future__ import annotations
@@ -9,27 +9,20 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
-from langchain_core.tools import StructuredTool
 
-from benchmarks.stand_ins.offline import OfflineSalesModel
 from tests.benchmarks.stand_ins.offline.offline_prompts import (
-    context,
+    Operation,
+    best,
+    case,
+    monthly,
     operations,
+    pending,
     plan,
-    run_turn,
+    purchases,
+    sales,
+    state_after,
+    top,
 )
-
-Operations = list[tuple[str, dict[str, Any]]]
-
-
-def state_after(*previous: tuple[str, dict[str, Any]], **extra: Any) -> dict[str, Any]:
-    """A conversation state as the ERP stores it after the given operations."""
-    years = [p["anio"] for _, p in previous if "anio" in p]
-    state: dict[str, Any] = {"tema": "ventas", **({"anio": years[-1]} if years else {}), **extra}
-    state["ultimas_operaciones"] = [{"funcion": name, "parametros": params} for name, params in previous]
-    return state
-
 
 # -- the best customer of one year, used in another ----------------------------------------------------------
 
@@ -69,48 +62,79 @@ def test_pending_invoices_of_the_best_customer_depend_on_it(question: str, year:
     ]
 
 
-def test_best_customer_and_everyones_pending_invoices_stay_independent() -> None:
-    assert operations("¿Cuál fue el mejor cliente de 2025 y cuántas facturas pendientes hay?") == [
-        ("mejor_cliente", {"anio": 2025}),
-        ("facturas_pendientes", {}),
-    ]
-
-
 # -- follow-ups: a month, the customer in context, a new intent, a number ------------------------------------
 
 
-MONTHLY_MARCH_2025 = ("ventas_mensuales", {"anio": 2025, "mes": 3})
-BEST_2025_SUR = state_after(("mejor_cliente", {"anio": 2025}), cliente_actual="Comercial Sur")
+MONTHLY_MARCH_2025 = monthly(2025, 3)
+BEST_2025_SUR = state_after(best(2025), cliente_actual="Comercial Sur")
 PENDING = [("facturas_pendientes", {})]
-
-
-def case(question: str, *expected: tuple[str, dict[str, Any]], id: str, **ctx: Any) -> Any:
-    return pytest.param(question, ctx, list(expected), id=id)
-
-
-def sales(year: int) -> tuple[str, dict[str, Any]]:
-    return ("ventas_anuales", {"anio": year})
-
-
-def pending(customer: str) -> tuple[str, dict[str, Any]]:
-    return ("facturas_pendientes", {"cliente": customer})
-
-
-def purchases(customer: str, year: int) -> tuple[str, dict[str, Any]]:
-    return ("compras_cliente", {"anio": year, "cliente": customer})
-
-
-def monthly(year: int, month: int) -> tuple[str, dict[str, Any]]:
-    return ("ventas_mensuales", {"anio": year, "mes": month})
-
-
-def top(**params: int) -> tuple[str, dict[str, Any]]:
-    return ("top_productos", params)
+ABC_2025 = {"tema": "ventas", "anio": 2025, "cliente_actual": "Empresa ABC"}
+SUR_CALLS = 'compras_cliente(cliente="Comercial Sur", anio=2025); ventas_anuales(anio=2025)'
+"""``ultimas_operaciones`` as the planner's ERP derives it, in call notation."""
 
 
 @pytest.mark.parametrize(
     ("question", "ctx", "expected"),
     [
+        # each sales operation is recognised
+        case(
+            "¿Cuáles fueron los 3 productos más vendidos el año pasado?", top(anio=2025, limite=3), id="top"
+        ),
+        case("¿Cuánto vendimos en marzo de 2025?", monthly(2025, 3), id="month-of-a-year"),
+        case("Ventas mensuales de 2024", ("ventas_mensuales", {"anio": 2024}), id="monthly"),
+        case("Ventas por categoría de 2025", ("ventas_por_categoria", {"anio": 2025}), id="category"),
+        case("¿Qué facturas están pendientes de pago?", ("facturas_pendientes", {}), id="pending"),
+        case("¿Cuánto vendimos en 2024 y en 2025?", sales(2024), sales(2025), id="two-years"),
+        # years are resolved relative to the prompt's date
+        case("¿Cuánto vendimos este año?", sales(2026), id="este-ano"),
+        case("¿Cuánto vendimos el año pasado?", sales(2025), id="ano-pasado"),
+        case("¿Cuánto vendimos hace dos años?", sales(2024), id="hace-dos-anos"),
+        case("¿Cuánto vendimos en 2023?", sales(2023), id="explicit-year"),
+        case("How much did we sell last year?", sales(2025), id="last-year"),
+        # customer names are taken from the question
+        case("¿Cuánto compró Empresa ABC en 2025?", purchases("Empresa ABC", 2025), id="name"),
+        case("¿Cuánto nos compró la empresa abc en 2024?", purchases("empresa abc", 2024), id="lowercase"),
+        case("¿Cuánto compró Comercial del Este en 2024?", purchases("Comercial del Este", 2024), id="del"),
+        case('Compras de "Ñandú S.A." en 2025', purchases("Ñandú S.A.", 2025), id="quoted"),
+        case("How much did Empresa ABC buy in 2025?", purchases("Empresa ABC", 2025), id="english-name"),
+        case("¿Qué facturas pendientes tiene Empresa ABC?", pending("Empresa ABC"), id="debtor"),
+        case("Busca clientes con 'sur'", ("buscar_cliente", {"texto": "sur"}), id="search"),
+        # follow-ups take the customer and the year from the state, the memory or the last exchange
+        case("¿Y cuánto compró?", purchases("Empresa ABC", 2025), state=ABC_2025, id="state-line"),
+        case(
+            "¿Y cuánto compró?",
+            purchases("Empresa ABC", 2025),
+            memory=["Estamos hablando de ventas de 2025.", "El mejor cliente es Empresa ABC."],
+            exchange=("¿Cuál fue mi mejor cliente?", "El mejor cliente fue Empresa ABC."),
+            id="memory-and-exchange",
+        ),
+        case(
+            "¿Qué facturas pendientes tiene ese cliente?",
+            pending("Empresa ABC"),
+            state={"cliente_actual": "Empresa ABC"},
+            id="ese-cliente",
+        ),
+        case("¿y en 2024?", sales(2024), best(2024), state=state_after(sales(2025), best(2025)), id="year"),
+        case(
+            "¿y el año anterior?",
+            best(2024),
+            state={"anio": 2025, "ultima_operacion": "mejor_cliente"},
+            id="ano-anterior",
+        ),
+        case("¿Cuál fue el mejor cliente ese año?", best(2022), state={"anio": 2022}, id="ese-ano"),
+        case(
+            "¿y en 2024?",
+            sales(2024),
+            exchange=("¿Cuánto vendimos en 2025?", "En 2025 las ventas fueron de ₲850.000.000."),
+            id="last-exchange-question",
+        ),
+        case(
+            "¿y en 2024?",
+            purchases("Comercial Sur", 2024),
+            sales(2024),
+            state={"anio": 2025, "cliente_actual": "Comercial Sur", "ultimas_operaciones": SUR_CALLS},
+            id="call-notation",
+        ),
         # sales so far ("llevamos", "hemos") are the year's total
         case("¿Cuánto hemos facturado este año?", sales(2026), id="perfect"),
         case("¿Qué total llevamos facturado en lo que va del año?", sales(2026), id="progressive"),
@@ -141,7 +165,7 @@ def top(**params: int) -> tuple[str, dict[str, Any]]:
         ),
         # sales inside a more specific request stay one operation
         case("¿Qué ventas siguen pendientes de cobro?", *PENDING, id="sales-pending"),
-        case("¿Cuál fue el cliente con más ventas en 2024?", ("mejor_cliente", {"anio": 2024}), id="best"),
+        case("¿Cuál fue el cliente con más ventas en 2024?", best(2024), id="best"),
         # each customer named gets its own operation; company suffixes belong to the name
         case(
             "¿Cuánto nos compraron Agro Sur S.A. y Lácteos del Norte Ltda. el año pasado?",
@@ -186,26 +210,16 @@ def top(**params: int) -> tuple[str, dict[str, Any]]:
         # the best customer and everyone's pending invoices stay independent
         case(
             "¿Cuál fue el mejor cliente de 2025 y cuántas facturas pendientes hay?",
-            ("mejor_cliente", {"anio": 2025}),
+            best(2025),
             *PENDING,
             id="best-and-all-pending",
         ),
         # a month follow-up repeats monthly sales with the new month
         case("¿Y para abril?", monthly(2025, 4), state=state_after(MONTHLY_MARCH_2025), id="month"),
-        case(
-            "¿Y septiembre?",
-            monthly(2024, 9),
-            state=state_after(("ventas_mensuales", {"anio": 2024, "mes": 8})),
-            id="month-bare",
-        ),
+        case("¿Y septiembre?", monthly(2024, 9), state=state_after(monthly(2024, 8)), id="month-bare"),
         case("¿Y en marzo?", monthly(2023, 3), state=state_after(sales(2023)), id="month-of-year-sales"),
         case("What about May?", monthly(2025, 5), state=state_after(MONTHLY_MARCH_2025), id="may"),
-        case(
-            "¿Y el mes pasado?",
-            monthly(2026, 10),
-            state=state_after(("ventas_mensuales", {"anio": 2026, "mes": 2})),
-            id="last-month",
-        ),
+        case("¿Y el mes pasado?", monthly(2026, 10), state=state_after(monthly(2026, 2)), id="last-month"),
         case(
             "¿Y en agosto?",
             monthly(2024, 8),
@@ -231,30 +245,15 @@ def top(**params: int) -> tuple[str, dict[str, Any]]:
         case("¿Tenemos facturas pendientes?", *PENDING, state=BEST_2025_SUR, id="tenemos"),
         case("¿Quién nos debe más?", *PENDING, state=BEST_2025_SUR, id="quien-debe"),
         # a new intent in a follow-up wins over repeating; the next year repeats it
-        case(
-            "¿Y quién fue el que más nos compró ese año?",
-            ("mejor_cliente", {"anio": 2024}),
-            state=state_after(sales(2024)),
-            id="new-intent",
+        *(
+            case(question, best(2024), state=state_after(sales(2024)), id=name)
+            for question, name in [
+                ("¿Y quién fue el que más nos compró ese año?", "new-intent"),
+                ("¿Y quiénes gastaron más ese año?", "new-intent-plural"),
+                ("And who bought the most that year?", "new-intent-english"),
+            ]
         ),
-        case(
-            "¿Y quiénes gastaron más ese año?",
-            ("mejor_cliente", {"anio": 2024}),
-            state=state_after(sales(2024)),
-            id="new-intent-plural",
-        ),
-        case(
-            "And who bought the most that year?",
-            ("mejor_cliente", {"anio": 2024}),
-            state=state_after(sales(2024)),
-            id="new-intent-english",
-        ),
-        case(
-            "¿Y en 2022?",
-            ("mejor_cliente", {"anio": 2022}),
-            state=state_after(("mejor_cliente", {"anio": 2024})),
-            id="next-year-of-the-new-intent",
-        ),
+        case("¿Y en 2022?", best(2022), state=state_after(best(2024)), id="next-year-of-the-new-intent"),
         # the number in the question sets the list size; a follow-up replaces or keeps it
         case("¿Y las dos más vendidas de 2024?", top(anio=2024, limite=2), id="dos"),
         case("¿Cuáles son los 4 más vendidos este año?", top(anio=2026, limite=4), id="4"),
@@ -302,7 +301,9 @@ def top(**params: int) -> tuple[str, dict[str, Any]]:
         ),
     ],
 )
-def test_the_question_gets_these_operations(question: str, ctx: dict[str, Any], expected: Operations) -> None:
+def test_the_question_gets_these_operations(
+    question: str, ctx: dict[str, Any], expected: list[Operation]
+) -> None:
     assert operations(question, **ctx) == expected
 
 
@@ -312,7 +313,7 @@ def test_the_question_gets_these_operations(question: str, ctx: dict[str, Any], 
         pytest.param("¿Y en junio?", {}, "¿Qué quieres consultar?", id="month-follow-up-without-context"),
         pytest.param(
             "¿Y en julio?",
-            {"state": state_after(("mejor_cliente", {"anio": 2025}))},
+            {"state": state_after(best(2025))},
             "No tengo una operación",
             id="month-follow-up-of-an-operation-without-months",
         ),
@@ -336,51 +337,3 @@ def test_a_question_it_cannot_resolve_gets_a_direct_answer(
     data = plan(question, **ctx)
     assert data["operaciones"] == []
     assert data["respuesta_directa"].startswith(reply)
-
-
-# -- the same understanding with bound tools -----------------------------------------------------------------
-
-
-def tool_calls(tools: list[StructuredTool], question: str, system: str | None = None) -> list[Operations]:
-    messages: list[BaseMessage] = [
-        SystemMessage(system or "Eres el asistente de ventas de un ERP.\n" + context()),
-        HumanMessage(question),
-    ]
-    replies = run_turn(OfflineSalesModel().bind_tools(tools), messages, tools)
-    return [[(c["name"], c["args"]) for c in reply.tool_calls] for reply in replies]
-
-
-def test_tools_two_customers_are_called_together(tools: list[StructuredTool]) -> None:
-    assert tool_calls(tools, "¿Cuánto nos compraron Agro Sur S.A. y Comercial Sur en 2024?") == [
-        [
-            ("compras_cliente", {"anio": 2024, "cliente": "Agro Sur S.A."}),
-            ("compras_cliente", {"anio": 2024, "cliente": "Comercial Sur"}),
-        ],
-        [],
-    ]
-
-
-def test_tools_best_customer_then_its_pending_invoices(tools: list[StructuredTool]) -> None:
-    assert tool_calls(tools, "¿Qué le falta pagar a nuestro mejor cliente del año pasado?") == [
-        [("mejor_cliente", {"anio": 2025})],
-        [("facturas_pendientes", {"cliente": "Empresa ABC"})],
-        [],
-    ]
-
-
-def test_tools_best_customer_of_one_year_purchases_in_another(tools: list[StructuredTool]) -> None:
-    assert tool_calls(tools, "¿Cuánto gastó este año el que fue nuestro mejor cliente en 2023?") == [
-        [("mejor_cliente", {"anio": 2023})],
-        [("compras_cliente", {"anio": 2026, "cliente": "Empresa ABC"})],
-        [],
-    ]
-
-
-def test_tools_year_follow_up_from_the_windowed_context(tools: list[StructuredTool]) -> None:
-    system = "Eres el asistente de ventas de un ERP.\n" + context(
-        exchange=("¿Cuánto compró Agro Sur S.A. en 2025?", "Agro Sur S.A. compró ₲5.000.000 en 2025.")
-    )
-    assert tool_calls(tools, "¿Y el año anterior?", system=system) == [
-        [("compras_cliente", {"anio": 2024, "cliente": "Agro Sur S.A."})],
-        [],
-    ]
