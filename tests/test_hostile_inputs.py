@@ -205,18 +205,19 @@ def valid_analyze_body(registry: OperationRegistry) -> dict[str, Any]:
     }
 
 
-def with_context(**fields: Any) -> Callable[[dict[str, Any]], None]:
-    def change(body: dict[str, Any]) -> None:
-        body["context"].update(fields)
-
-    return change
+Change = Callable[[dict[str, Any]], Any]
 
 
-def spec_change(key: str, value: Any) -> Callable[[dict[str, Any]], None]:
-    def change(body: dict[str, Any]) -> None:
-        body["catalog"][0][key] = value
+def one(key: str, value: Any) -> Change:
+    return lambda body: body.update({key: value})
 
-    return change
+
+def with_context(**fields: Any) -> Change:
+    return lambda body: body["context"].update(fields)
+
+
+def spec_change(key: str, value: Any) -> Change:
+    return lambda body: body["catalog"][0].update({key: value})
 
 
 def many_operations(body: dict[str, Any]) -> None:
@@ -224,15 +225,8 @@ def many_operations(body: dict[str, Any]) -> None:
     body["catalog"] = [{**spec, "name": f"op{i}"} for i in range(MAX_CATALOG_OPERATIONS + 1)]
 
 
-def one(key: str, value: Any) -> Callable[[dict[str, Any]], None]:
-    def change(body: dict[str, Any]) -> None:
-        body[key] = value
-
-    return change
-
-
 EXCHANGE = {"usuario": "hola", "asistente": "hola"}
-HOSTILE_BODIES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
+HOSTILE_BODIES: list[tuple[str, Change, str]] = [
     ("nul-in-message", one("message", "¿Cuánto vendimos en 2025?\x00 hola"), "message"),
     ("escape-in-message", one("message", "Busca el cliente \x1b]0;PWNED\x07 ABC"), "message"),
     ("c1-in-message", one("message", "Busca el cliente \x9b31m ABC"), "message"),
@@ -267,7 +261,7 @@ HOSTILE_BODIES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
 def test_a_hostile_request_to_the_ai_server_is_a_422_before_any_model_call(
     ai_server: tuple[ServerThread, OfflineSalesModel],
     registry: OperationRegistry,
-    change: Callable[[dict[str, Any]], None],
+    change: Change,
     field: str,
 ) -> None:
     server, model = ai_server

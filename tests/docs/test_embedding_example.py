@@ -2,7 +2,7 @@
 its own roles and users, and a FastAPI app that streams each turn as NDJSON.
 
 The repository's offline model only understands the demo's sales questions (it answers the bookshop's
-questions with "I can only consult sales"), so these tests drive the example with :class:`Librarian`: a
+questions with "I can only consult sales"), so these tests drive the example with :func:`librarian`: a
 scripted chat model that plans the bookshop's questions from a table and phrases whatever results the ERP
 sends back, streaming its replies in small chunks like a real provider. Every figure asserted below comes
 from the example's own SQLite database, through the ERP's execution of the plan.
@@ -20,11 +20,9 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
-from langchain_core.outputs import ChatGenerationChunk
+from langchain_core.messages import BaseMessage
 
-from tests.fakes import CallInfo, FunctionChatModel
+from tests.fakes import CallInfo, StreamingChatModel
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "embed_planner.py"
 
@@ -62,24 +60,6 @@ def librarian(messages: list[BaseMessage], info: CallInfo) -> str:
     return json.dumps(answer, ensure_ascii=False)
 
 
-class Librarian(FunctionChatModel):
-    """:func:`librarian` as a chat model that streams its replies eight characters at a time."""
-
-    def _stream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> Iterator[ChatGenerationChunk]:
-        reply = self._generate(messages, stop, None, **kwargs).generations[0].message
-        assert isinstance(reply, AIMessage)
-        for start in range(0, len(reply.text), 8):
-            yield ChatGenerationChunk(message=AIMessageChunk(content=reply.text[start : start + 8]))
-        last = AIMessageChunk(content="", usage_metadata=reply.usage_metadata, chunk_position="last")
-        yield ChatGenerationChunk(message=last)
-
-
 @pytest.fixture(scope="module")
 def example() -> Iterator[ModuleType]:
     """``docs/examples/embed_planner.py``, imported from its path (it is a script, not a package)."""
@@ -95,12 +75,13 @@ def example() -> Iterator[ModuleType]:
 
 
 @pytest.fixture
-def model() -> Librarian:
-    return Librarian(librarian)
+def model() -> StreamingChatModel:
+    """:func:`librarian` as a chat model that streams its replies eight characters at a time."""
+    return StreamingChatModel(librarian, piece=8)
 
 
 @pytest.fixture
-def client(example: ModuleType, model: Librarian, tmp_path: Path) -> Iterator[TestClient]:
+def client(example: ModuleType, model: StreamingChatModel, tmp_path: Path) -> Iterator[TestClient]:
     app = example.create_app(f"sqlite:///{tmp_path / 'bookshop.sqlite3'}", model)
     with TestClient(app) as test_client:
         yield test_client
@@ -119,7 +100,7 @@ def test_healthz(client: TestClient) -> None:
 
 
 def test_a_turn_streams_its_events_and_ends_with_the_operation_result_from_the_examples_database(
-    client: TestClient, model: Librarian
+    client: TestClient, model: StreamingChatModel
 ) -> None:
     events = chat(client, "c1", SOLD, MARTA)
 
@@ -139,7 +120,7 @@ def test_a_turn_streams_its_events_and_ends_with_the_operation_result_from_the_e
 
 
 def test_the_conversation_is_recorded_and_the_next_turn_reads_it(
-    client: TestClient, model: Librarian
+    client: TestClient, model: StreamingChatModel
 ) -> None:
     first = chat(client, "c1", SOLD, MARTA)[-1]["result"]["answer"]
 
@@ -154,7 +135,7 @@ def test_the_conversation_is_recorded_and_the_next_turn_reads_it(
 
 
 def test_another_caller_can_neither_read_nor_continue_the_conversation(
-    client: TestClient, model: Librarian
+    client: TestClient, model: StreamingChatModel
 ) -> None:
     chat(client, "c1", SOLD, MARTA)
     calls_before = model.call_count
@@ -168,7 +149,7 @@ def test_another_caller_can_neither_read_nor_continue_the_conversation(
 
 
 def test_an_operation_the_caller_may_not_run_is_refused_and_never_executed(
-    client: TestClient, model: Librarian
+    client: TestClient, model: StreamingChatModel
 ) -> None:
     events = chat(client, "t1", SOLD, TOMAS)  # the scripted model plans ventas_libro even so
 

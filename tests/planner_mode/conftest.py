@@ -15,9 +15,10 @@ from collections.abc import Iterator
 import pytest
 
 from shared.erp.database import Erp, make_engine
-from shared.operations.registry import OperationRegistry
+from shared.operations.registry import OperationRegistry, OperationSpec
+from shared.security import DEMO_CALLER
 from tests.engine_backends import backend, erp, fresh_db_url, memory_store  # noqa: F401  (fixtures)
-from tests.planner_mode.planner_fakes import Toy, toy_operations
+from tests.planner_mode.planner_fakes import Toy
 
 
 @pytest.fixture
@@ -29,7 +30,7 @@ def toy() -> Toy:
 @pytest.fixture
 def toy_registry(toy: Toy) -> OperationRegistry:
     """``ventas_anuales``, ``mejor_cliente`` and ``compras_cliente`` with fixed results."""
-    return OperationRegistry(toy_operations(toy))
+    return toy.registry()
 
 
 @pytest.fixture
@@ -38,3 +39,9 @@ def toy_erp() -> Iterator[Erp]:
     engine = make_engine("sqlite://")
     yield Erp(engine)
     engine.dispose()
+
+
+@pytest.fixture
+def toy_catalog(toy_registry: OperationRegistry) -> list[OperationSpec]:
+    """What the demo caller may run of the toy registry: all three operations."""
+    return toy_registry.catalog(DEMO_CALLER)

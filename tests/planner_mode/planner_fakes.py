@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
+from datetime import date
 from typing import Any
 
 from langchain_core.messages import BaseMessage, UsageMetadata
-from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
 from planner_mode.ai import PlannerAI
@@ -22,12 +22,24 @@ from planner_mode.client import last_item
 from planner_mode.plan import Answer, Plan
 from shared.errors import DomainError
 from shared.memory.context import ConversationContext
-from shared.operations.registry import Operation
+from shared.operations.registry import OperationRegistry
 from shared.turn_steps import run_until_complete
-from tests.fakes import CallInfo, FunctionChatModel, ModelFunction
+from tests.fakes import (
+    BestCustomer,
+    CallInfo,
+    CustomerParams,
+    CustomerTotal,
+    FunctionChatModel,
+    ModelFunction,
+    YearParams,
+    YearTotal,
+    toy_operations,
+)
 
 CALL_USAGE = UsageMetadata(input_tokens=100, output_tokens=10, total_tokens=110)
 """What every call of a :func:`text_model` reports."""
+CONTEXT = ConversationContext(hoy=date(2026, 11, 30))
+"""An empty conversation's context, on the demo's date."""
 
 
 def text_model(reply: ModelFunction) -> FunctionChatModel:
@@ -71,32 +83,6 @@ def scripted(
 # -- a toy registry ---------------------------------------------------------------------------------------
 
 
-class YearParams(BaseModel):
-    anio: int = Field(description="Año.")
-
-
-class TotalResult(BaseModel):
-    anio: int
-    total: int
-
-
-class BestResult(BaseModel):
-    anio: int
-    cliente: str
-    total: int
-
-
-class CustomerParams(BaseModel):
-    cliente: str = Field(description="Nombre del cliente.")
-    anio: int = Field(description="Año.")
-
-
-class CustomerResult(BaseModel):
-    cliente: str
-    anio: int
-    total: int
-
-
 class Toy:
     """Handlers of the toy registry; a ``barrier`` makes ``ventas`` and ``mejor`` wait for each other."""
 
@@ -111,35 +97,48 @@ class Toy:
         if self.barrier is not None:
             self.barrier.wait()
 
-    def ventas(self, _session: Session, params: YearParams) -> TotalResult:
+    def ventas(self, _session: Session, params: YearParams) -> YearTotal:
         self._note(f"ventas {params.anio}")
-        return TotalResult(anio=params.anio, total=850_000_000)
+        return YearTotal(anio=params.anio, total=850_000_000)
 
-    def mejor(self, _session: Session, params: YearParams) -> BestResult:
+    def mejor(self, _session: Session, params: YearParams) -> BestCustomer:
         self._note(f"mejor {params.anio}")
-        return BestResult(anio=params.anio, cliente="Empresa ABC", total=120_000_000)
+        return BestCustomer(anio=params.anio, cliente="Empresa ABC", total=120_000_000)
 
-    def compras(self, _session: Session, params: CustomerParams) -> CustomerResult:
+    def compras(self, _session: Session, params: CustomerParams) -> CustomerTotal:
         with self._lock:
             self.log.append(f"compras {params.cliente} {params.anio}")
         if params.cliente != "Empresa ABC":
             raise DomainError("compras_cliente", f"No customer matches {params.cliente!r}.")
-        return CustomerResult(cliente=params.cliente, anio=params.anio, total=120_000_000)
+        return CustomerTotal(cliente=params.cliente, anio=params.anio, total=120_000_000)
+
+    def registry(self) -> OperationRegistry:
+        """``ventas_anuales``, ``mejor_cliente`` and ``compras_cliente`` backed by these handlers."""
+        return OperationRegistry(toy_operations(self.ventas, self.mejor, self.compras))
 
 
-def toy_operations(toy: Toy) -> list[Operation[Any, Any]]:
-    """``ventas_anuales``, ``mejor_cliente`` and ``compras_cliente`` backed by ``toy``."""
-    return [
-        Operation("ventas_anuales", "Total de ventas de un año.", YearParams, TotalResult, toy.ventas),
-        Operation("mejor_cliente", "Cliente que más compró en un año.", YearParams, BestResult, toy.mejor),
-        Operation(
-            "compras_cliente",
-            "Total comprado por un cliente en un año.",
-            CustomerParams,
-            CustomerResult,
-            toy.compras,
-        ),
-    ]
+def replace_handler(
+    registry: OperationRegistry, name: str, handler: Callable[..., Any]
+) -> Callable[..., Any]:
+    """Make ``handler`` run ``name`` in ``registry`` (patched: operations are frozen); return the old one."""
+    operation = registry.get(name)
+    original = operation.handler
+    operation.__dict__["handler"] = handler
+    return original
+
+
+def op(funcion: str, id: str | None = None, **parametros: Any) -> dict[str, Any]:
+    """One planned operation as call 1 writes it; ``ref("a.cliente")`` for a value from operation ``a``."""
+    return {**({"id": id} if id is not None else {}), "funcion": funcion, "parametros": parametros}
+
+
+def ref(path: str) -> dict[str, str]:
+    return {"$ref": path}
+
+
+def plan(*operations: dict[str, Any]) -> dict[str, Any]:
+    """Call 1's plan of ``operations`` (built with :func:`op`), as JSON data."""
+    return {"operaciones": list(operations)}
 
 
 # -- the two calls run to their result --------------------------------------------------------------------

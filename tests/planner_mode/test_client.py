@@ -10,14 +10,11 @@ import json
 import ssl
 import threading
 from collections.abc import AsyncIterator, Callable
-from datetime import date
 from typing import Any
-from uuid import UUID
 
 import httpx
 import pytest
 from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
-from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
 from planner_mode.ai import PlannerAI
@@ -31,11 +28,10 @@ from shared.errors import (
     ProviderError,
     ProviderTimeoutError,
 )
-from shared.memory.context import ConversationContext
 from shared.tracing import aturn_run
-from tests.planner_mode.planner_fakes import scripted, text_model
+from tests.fakes import RunRecorder
+from tests.planner_mode.planner_fakes import CONTEXT, scripted, text_model
 
-CONTEXT = ConversationContext(hoy=date(2026, 11, 30))
 PLAN = {"operaciones": [{"funcion": "ventas_anuales", "parametros": {"anio": 2025}}], "pregunta": "q"}
 USAGE = {"model_calls": 1, "input_tokens": 7, "output_tokens": 3, "model_ms": 1.5}
 
@@ -64,11 +60,8 @@ def test_in_process_client_measures_each_call() -> None:
     client = InProcessAIClient(PlannerAI(text_model(scripted(PLAN))))
     analyzed = call(client, "plan", "q", CONTEXT, [])
     assert analyzed.plan.operations[0].function == "ventas_anuales"
-    assert (analyzed.usage.model_calls, analyzed.usage.input_tokens, analyzed.usage.output_tokens) == (
-        1,
-        100,
-        10,
-    )
+    usage = analyzed.usage
+    assert (usage.model_calls, usage.input_tokens, usage.output_tokens) == (1, 100, 10)
     assert call(client, "answer", "q", [], CONTEXT).usage.model_calls == 1
 
 
@@ -205,14 +198,8 @@ def test_malformed_server_urls_are_refused_up_front(url: str) -> None:
 def test_requests_carry_the_request_and_connect_timeouts() -> None:
     seen: list[httpx.Request] = []
     transport = httpx.MockTransport(ok_handler(seen))
-    call(HttpAIClient(["http://a.test"], timeout=30, transport=transport), "plan", "q", CONTEXT, [])
-    call(
-        HttpAIClient(["http://a.test"], timeout=2, connect_timeout=3, transport=transport),
-        "plan",
-        "q",
-        CONTEXT,
-        [],
-    )
+    for options in ({"timeout": 30}, {"timeout": 2, "connect_timeout": 3}):
+        call(HttpAIClient(["http://a.test"], transport=transport, **options), "plan", "q", CONTEXT, [])
     # A dead server is given up on after the connect timeout, not after the long wait meant for the model.
     assert [(r.extensions["timeout"]["connect"], r.extensions["timeout"]["read"]) for r in seen] == [
         (5.0, 30.0),
@@ -225,32 +212,6 @@ def test_requests_carry_the_request_and_connect_timeouts() -> None:
 RESPONSE = {"answer": {"respuesta": "En 2025: ₲5."}, "usage": USAGE}
 
 
-class Recorder(BaseCallbackHandler):
-    """Records the chain and chat-model runs it sees, with their parents, tags and metadata."""
-
-    def __init__(self) -> None:
-        self.chains: list[UUID] = []
-        self.models: list[tuple[UUID | None, list[str], dict[str, Any]]] = []
-
-    def on_chain_start(
-        self, serialized: dict[str, Any] | None, inputs: dict[str, Any], *, run_id: UUID, **kwargs: Any
-    ) -> None:
-        self.chains.append(run_id)
-
-    def on_chat_model_start(
-        self,
-        serialized: dict[str, Any],
-        messages: list[list[BaseMessage]],
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        tags: list[str] | None = None,
-        metadata: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        self.models.append((parent_run_id, list(tags or []), dict(metadata or {})))
-
-
 def in_process() -> InProcessAIClient:
     return InProcessAIClient(PlannerAI(text_model(scripted(PLAN))))
 
@@ -259,18 +220,18 @@ def in_process() -> InProcessAIClient:
 
 
 async def test_handlers_in_a_config_list_see_the_call_and_the_list_is_left_alone() -> None:
-    recorder = Recorder()
+    recorder = RunRecorder()
     callbacks: list[BaseCallbackHandler] = [recorder]
     config: RunnableConfig = {"callbacks": callbacks, "tags": ["erp"], "metadata": {"tenant": "t1"}}
     analyzed = await last_item(in_process().plan("q", CONTEXT, [], config=config))
     assert analyzed.usage.model_calls == 1  # the client's own tracker counted it too
-    [(_parent, tags, metadata)] = recorder.models
-    assert "erp" in tags and metadata["tenant"] == "t1"
+    [model] = recorder.models
+    assert "erp" in model.tags and model.metadata["tenant"] == "t1"
     assert config["callbacks"] is callbacks and callbacks == [recorder]
 
 
 async def test_calls_made_with_a_turns_child_config_are_children_of_the_turn_run() -> None:
-    recorder = Recorder()
+    recorder = RunRecorder()
     client = in_process()
     async with aturn_run({"callbacks": [recorder]}, mode="planner", inputs={}) as turn:
         child = turn.child_config()
@@ -279,8 +240,8 @@ async def test_calls_made_with_a_turns_child_config_are_children_of_the_turn_run
         handlers_before = list(manager.handlers)
         await last_item(client.plan("q", CONTEXT, [], config=child))
         await last_item(client.answer("q", [], CONTEXT, config=child))
-    [turn_id] = recorder.chains
-    assert [parent for parent, _tags, _metadata in recorder.models] == [turn_id, turn_id]
+    [turn_run] = recorder.chains
+    assert [model.parent for model in recorder.models] == [turn_run.run_id] * 2
     assert manager.handlers == handlers_before  # the tracker went into a copy
 
 
@@ -308,11 +269,18 @@ def ndjson(*lines: dict[str, Any]) -> bytes:
 
 
 def stream_client(
-    respond: Callable[[httpx.Request], httpx.Response], seen: list[httpx.Request]
+    body: bytes | httpx.AsyncByteStream | dict[str, Any], seen: list[httpx.Request] | None = None
 ) -> HttpAIClient:
+    """A client of one server that answers every request with ``body``: NDJSON lines, or one JSON object."""
+
     def handler(request: httpx.Request) -> httpx.Response:
-        seen.append(request)
-        return respond(request)
+        if seen is not None:
+            seen.append(request)
+        if isinstance(body, dict):
+            return httpx.Response(200, json=body)
+        if isinstance(body, bytes):
+            return httpx.Response(200, headers={"content-type": NDJSON}, content=body)
+        return httpx.Response(200, headers={"content-type": NDJSON}, stream=body)
 
     return HttpAIClient(["http://a.test"], transport=httpx.MockTransport(handler))
 
@@ -329,19 +297,14 @@ DELTAS = [{"type": "answer_delta", "text": "En 2025: "}, {"type": "answer_delta"
 
 async def test_a_stream_gives_the_deltas_then_the_response() -> None:
     seen: list[httpx.Request] = []
-    lines = ndjson(*DELTAS, {"type": "response", **RESPONSE})
-    client = stream_client(
-        lambda _r: httpx.Response(200, headers={"content-type": NDJSON}, content=lines), seen
-    )
-    items = await drain(client)
+    items = await drain(stream_client(ndjson(*DELTAS, {"type": "response", **RESPONSE}), seen))
     assert items == ["En 2025: ", "₲5.", RespondResponse.model_validate(RESPONSE)]
     assert NDJSON in seen[0].headers["accept"]
     assert set(json.loads(seen[0].content)) == {"question", "results", "context"}
 
 
 async def test_a_server_that_does_not_stream_gives_just_the_response() -> None:
-    client = stream_client(lambda _r: httpx.Response(200, json=RESPONSE), [])
-    assert await drain(client) == [RespondResponse.model_validate(RESPONSE)]
+    assert await drain(stream_client(RESPONSE)) == [RespondResponse.model_validate(RESPONSE)]
 
 
 @pytest.mark.parametrize(
@@ -358,13 +321,9 @@ async def test_a_server_that_does_not_stream_gives_just_the_response() -> None:
 async def test_an_error_line_after_deltas_raises_its_kind_with_the_usage(
     error: dict[str, Any], cause: type[Exception], calls: int
 ) -> None:
-    lines = ndjson(*DELTAS, {"type": "error", **error})
-    client = stream_client(
-        lambda _r: httpx.Response(200, headers={"content-type": NDJSON}, content=lines), []
-    )
     items: list[str | RespondResponse] = []
     with pytest.raises(AICallError) as failed:
-        await drain(client, items)
+        await drain(stream_client(ndjson(*DELTAS, {"type": "error", **error})), items)
     assert items == ["En 2025: ", "₲5."]
     assert type(failed.value.cause) is cause
     assert failed.value.usage.model_calls == calls  # from the line, or the call the server was making
@@ -384,11 +343,8 @@ async def test_an_error_line_after_deltas_raises_its_kind_with_the_usage(
 async def test_a_stream_without_a_proper_last_line_is_a_provider_error_counting_the_call(
     content: bytes, text: str
 ) -> None:
-    client = stream_client(
-        lambda _r: httpx.Response(200, headers={"content-type": NDJSON}, content=content), []
-    )
     with pytest.raises(AICallError, match=text) as failed:
-        await drain(client)
+        await drain(stream_client(content))
     assert type(failed.value.cause) is ProviderError
     assert failed.value.usage.model_calls == 1
 
@@ -420,10 +376,9 @@ async def test_a_stream_that_breaks_off_counts_the_call_and_keeps_the_deltas(
     failure: Exception, cause: type[Exception]
 ) -> None:
     body = BrokenStream(ndjson(*DELTAS), failure)
-    client = stream_client(lambda _r: httpx.Response(200, headers={"content-type": NDJSON}, stream=body), [])
     items: list[str | RespondResponse] = []
     with pytest.raises(AICallError) as failed:
-        await drain(client, items)
+        await drain(stream_client(body), items)
     assert items == ["En 2025: ", "₲5."]
     assert type(failed.value.cause) is cause
     assert failed.value.usage.model_calls == 1
@@ -432,8 +387,7 @@ async def test_a_stream_that_breaks_off_counts_the_call_and_keeps_the_deltas(
 
 async def test_a_consumer_that_stops_early_closes_the_response() -> None:
     body = BrokenStream(ndjson(*DELTAS, {"type": "response", **RESPONSE}), None)
-    client = stream_client(lambda _r: httpx.Response(200, headers={"content-type": NDJSON}, stream=body), [])
-    stream = client.answer("q", [], CONTEXT)
+    stream = stream_client(body).answer("q", [], CONTEXT)
     assert await anext(stream) == "En 2025: "
     await stream.aclose()
     assert body.closed
@@ -457,16 +411,10 @@ def async_clients(monkeypatch: pytest.MonkeyPatch) -> list[httpx.AsyncClient]:
     return made
 
 
-def json_client() -> HttpAIClient:
-    return HttpAIClient(
-        ["http://a.test"], transport=httpx.MockTransport(lambda _r: httpx.Response(200, json=RESPONSE))
-    )
-
-
 def test_each_event_loop_gets_its_own_pool_closed_when_the_loop_ends(
     async_clients: list[httpx.AsyncClient],
 ) -> None:
-    client = json_client()
+    client = stream_client(RESPONSE)
 
     async def twice() -> None:
         await last_item(client.answer("q", [], CONTEXT))
@@ -481,7 +429,7 @@ def test_each_event_loop_gets_its_own_pool_closed_when_the_loop_ends(
 async def test_aclose_closes_the_running_loops_pool_and_the_client(
     async_clients: list[httpx.AsyncClient],
 ) -> None:
-    client = json_client()
+    client = stream_client(RESPONSE)
     async with client:
         await last_item(client.answer("q", [], CONTEXT))
     assert [http.is_closed for http in async_clients] == [True]
@@ -492,7 +440,7 @@ async def test_aclose_closes_the_running_loops_pool_and_the_client(
 def test_close_asks_a_loop_running_in_another_thread_to_close_its_pool(
     async_clients: list[httpx.AsyncClient],
 ) -> None:
-    client = json_client()
+    client = stream_client(RESPONSE)
     called, closed_seen = threading.Event(), threading.Event()
 
     async def serve() -> None:

@@ -20,37 +20,42 @@ from shared.erp.database import Erp
 from shared.operations.registry import OperationRegistry
 from shared.security import DEMO_CALLER
 from shared.turn import ExecutedOperation
-from tests.planner_mode.planner_fakes import Toy
+from tests.planner_mode.planner_fakes import Toy, op, plan, ref, replace_handler
 
 
 async def aexecute(validated: ValidatedPlan, registry: OperationRegistry, erp: Erp, **options: Any) -> Any:
     """Every outcome of ``astream_plan``, in plan order."""
-    done = dict([item async for item in astream_plan(validated, registry, erp, **options)])
+    done = dict(
+        [item async for item in astream_plan(validated, registry, erp, caller=DEMO_CALLER, **options)]
+    )
     return [done[index] for index in range(len(validated.plan.operations))]
 
 
-def execute(validated: ValidatedPlan, registry: OperationRegistry, erp: Erp, **options: Any) -> Any:
-    """:func:`aexecute` run to completion on a fresh event loop."""
-    return asyncio.run(aexecute(validated, registry, erp, **options))
-
-
 def validated_plan(registry: OperationRegistry, *operations: dict[str, Any]) -> ValidatedPlan:
-    validated = validate_plan(
-        Plan.model_validate({"operaciones": list(operations)}), registry, caller=DEMO_CALLER
-    )
+    validated = validate_plan(Plan.model_validate(plan(*operations)), registry, caller=DEMO_CALLER)
     assert validated.ok, validated.issues
     return validated
 
 
 def run(registry: OperationRegistry, erp: Erp, *operations: dict[str, Any]) -> list[ExecutedOperation]:
-    """Validate ``operations`` and execute them."""
-    return execute(validated_plan(registry, *operations), registry, erp, caller=DEMO_CALLER)
+    """Validate ``operations`` and execute them, on a fresh event loop."""
+    return asyncio.run(aexecute(validated_plan(registry, *operations), registry, erp))  # type: ignore[no-any-return]
 
 
-YEARS = (
-    {"id": "v", "funcion": "ventas_anuales", "parametros": {"anio": 2025}},
-    {"id": "m", "funcion": "mejor_cliente", "parametros": {"anio": 2025}},
-)
+def sales_waiting_for(event: threading.Event, registry: OperationRegistry, why: str) -> None:
+    """Make ``ventas_anuales`` wait (at most 10 s, failing with ``why``) until ``event`` is set."""
+    original = registry.get("ventas_anuales").handler
+
+    def ventas(*args: Any) -> Any:
+        assert event.wait(timeout=10), why
+        return original(*args)
+
+    replace_handler(registry, "ventas_anuales", ventas)
+
+
+SALES, BEST = op("ventas_anuales", "v", anio=2025), op("mejor_cliente", "m", anio=2025)
+UNKNOWN_CUSTOMER = op("compras_cliente", "a", cliente="Nadie", anio=2025)
+ITS_DEPENDANT = op("compras_cliente", cliente=ref("a.cliente"), anio=2024)
 
 
 def test_independent_operations_run_concurrently(
@@ -58,12 +63,7 @@ def test_independent_operations_run_concurrently(
 ) -> None:
     # Each handler waits at a two-party barrier: run one after the other, the first would time out.
     toy.barrier = threading.Barrier(2, timeout=10)
-    ops = run(
-        toy_registry,
-        toy_erp,
-        {"funcion": "ventas_anuales", "parametros": {"anio": 2025}},
-        {"funcion": "mejor_cliente", "parametros": {"anio": 2025}},
-    )
+    ops = run(toy_registry, toy_erp, op("ventas_anuales", anio=2025), op("mejor_cliente", anio=2025))
     assert [op.error for op in ops] == [None, None]
     assert ops[0].result == {"anio": 2025, "total": 850_000_000}
     assert ops[1].result["cliente"] == "Empresa ABC"
@@ -75,12 +75,8 @@ def test_dependent_operation_gets_the_resolved_reference(
     ops = run(
         toy_registry,
         toy_erp,
-        {
-            "id": "op2",
-            "funcion": "compras_cliente",
-            "parametros": {"cliente": {"$ref": "op1.cliente"}, "anio": 2025},
-        },
-        {"id": "op1", "funcion": "mejor_cliente", "parametros": {"anio": 2025}},
+        op("compras_cliente", "op2", cliente=ref("op1.cliente"), anio=2025),
+        op("mejor_cliente", "op1", anio=2025),
     )
     assert toy.log == ["mejor 2025", "compras Empresa ABC 2025"]
     assert [op.function for op in ops] == ["compras_cliente", "mejor_cliente"]  # plan order is kept
@@ -90,18 +86,16 @@ def test_dependent_operation_gets_the_resolved_reference(
     assert all(op.duration_ms >= 0 for op in ops)
 
 
-def test_domain_errors_become_outcomes_and_dependants_are_skipped(
+async def test_domain_errors_become_outcomes_and_dependants_are_skipped_yet_yielded(
     toy: Toy, toy_registry: OperationRegistry, toy_erp: Erp
 ) -> None:
-    ops = run(
-        toy_registry,
-        toy_erp,
-        {"id": "a", "funcion": "compras_cliente", "parametros": {"cliente": "Nadie", "anio": 2025}},
-        {"funcion": "compras_cliente", "parametros": {"cliente": {"$ref": "a.cliente"}, "anio": 2024}},
-        {"funcion": "ventas_anuales", "parametros": {"anio": 2025}},
-    )
+    validated = validated_plan(toy_registry, UNKNOWN_CUSTOMER, ITS_DEPENDANT, op("ventas_anuales", anio=2025))
+    seen = [item async for item in astream_plan(validated, toy_registry, toy_erp, caller=DEMO_CALLER)]
+    order, ops = [index for index, _ in seen], dict(seen)
+    assert sorted(order) == [0, 1, 2] and order.index(0) < order.index(1)  # the skipped one is yielded too
     assert ops[0].error is not None and "Nadie" in ops[0].error
     assert ops[1].error == "Not executed: it depends on a, which failed."
+    assert (ops[0].error_kind, ops[1].error_kind) == ("refused", "refused")
     assert ops[2].ok
     assert toy.log.count("compras Empresa ABC 2024") == 0
 
@@ -111,87 +105,69 @@ def test_a_reference_missing_from_the_actual_result_is_an_error(
 ) -> None:
     # Validation refuses references the result model cannot hold; this one slips past it (as a reference
     # into a list that turns out shorter would), so the executor must still refuse it at run time.
-    plan = Plan.model_validate(
-        {
-            "operaciones": [
-                {"id": "op1", "funcion": "mejor_cliente", "parametros": {"anio": 2025}},
-                {
-                    "funcion": "compras_cliente",
-                    "parametros": {"cliente": {"$ref": "op1.cliente.0"}, "anio": 2025},
-                },
-            ]
-        }
+    dependent = plan(
+        op("mejor_cliente", "op1", anio=2025), op("compras_cliente", cliente=ref("op1.cliente.0"), anio=2025)
     )
-    validated = ValidatedPlan(plan=plan, waves=[[0], [1]], dependencies={0: set(), 1: {0}})
-    ops = execute(validated, toy_registry, toy_erp, caller=DEMO_CALLER)
+    validated = ValidatedPlan(
+        plan=Plan.model_validate(dependent), waves=[[0], [1]], dependencies={0: set(), 1: {0}}
+    )
+    ops = asyncio.run(aexecute(validated, toy_registry, toy_erp))
     assert ops[0].ok
     assert ops[1].error is not None and "op1.cliente.0" in ops[1].error
     assert ops[1].error_kind == "invalid"
 
 
-def test_unexpected_handler_exceptions_do_not_escape(
-    toy: Toy, toy_registry: OperationRegistry, toy_erp: Erp
-) -> None:
+def test_unexpected_handler_exceptions_do_not_escape(toy_registry: OperationRegistry, toy_erp: Erp) -> None:
     def broken(*_args: Any) -> Any:
         raise RuntimeError("disk on fire")
 
-    toy_registry.get("ventas_anuales").__dict__["handler"] = broken  # frozen dataclass: patch for this test
-    [op] = run(toy_registry, toy_erp, {"funcion": "ventas_anuales", "parametros": {"anio": 2025}})
-    assert op.error is not None and op.error.startswith("error interno (ref ")
-    assert "disk on fire" not in op.error and op.error_kind == "internal"  # the text stays in the log
+    replace_handler(toy_registry, "ventas_anuales", broken)
+    [outcome] = run(toy_registry, toy_erp, op("ventas_anuales", anio=2025))
+    assert outcome.error is not None and outcome.error.startswith("error interno (ref ")
+    assert (
+        "disk on fire" not in outcome.error and outcome.error_kind == "internal"
+    )  # the text stays in the log
 
 
 def test_an_invalid_plan_cannot_be_executed(toy_registry: OperationRegistry, toy_erp: Erp) -> None:
     validated = validate_plan(
-        Plan.model_validate({"operaciones": [{"funcion": "nope"}]}), toy_registry, caller=DEMO_CALLER
+        Plan.model_validate(plan({"funcion": "nope"})), toy_registry, caller=DEMO_CALLER
     )
     with pytest.raises(ValueError, match="valid plan"):
-        execute(validated, toy_registry, toy_erp, caller=DEMO_CALLER)
+        asyncio.run(aexecute(validated, toy_registry, toy_erp))
 
 
 # -- on the event loop ------------------------------------------------------------------------------------
 
 
 async def test_each_outcome_is_yielded_as_soon_as_its_operation_finishes(
-    toy: Toy, toy_registry: OperationRegistry, toy_erp: Erp
+    toy_registry: OperationRegistry, toy_erp: Erp
 ) -> None:
     # ventas_anuales cannot finish before mejor_cliente's outcome has reached the consumer.
     release = threading.Event()
-    original = toy.ventas
-
-    def ventas(*args: Any) -> Any:
-        assert release.wait(timeout=10), "ventas_anuales was not released"
-        return original(*args)
-
-    toy_registry.get("ventas_anuales").__dict__["handler"] = ventas
+    sales_waiting_for(release, toy_registry, "ventas_anuales was not released")
     seen: list[tuple[int, str]] = []
-    async for index, outcome in astream_plan(
-        validated_plan(toy_registry, *YEARS), toy_registry, toy_erp, caller=DEMO_CALLER
-    ):
+    validated = validated_plan(toy_registry, SALES, BEST)
+    async for index, outcome in astream_plan(validated, toy_registry, toy_erp, caller=DEMO_CALLER):
         seen.append((index, outcome.function))
         release.set()
     assert seen == [(1, "mejor_cliente"), (0, "ventas_anuales")]
 
 
 async def test_handlers_run_in_threads_so_the_event_loop_keeps_running(
-    toy: Toy, toy_registry: OperationRegistry, toy_erp: Erp
+    toy_registry: OperationRegistry, toy_erp: Erp
 ) -> None:
     # The handler blocks until a coroutine on the loop runs: on the loop's own thread it would never return.
     loop_ran = threading.Event()
-    original = toy.ventas
-
-    def ventas(*args: Any) -> Any:
-        assert loop_ran.wait(timeout=10), "the event loop was blocked"
-        return original(*args)
-
-    toy_registry.get("ventas_anuales").__dict__["handler"] = ventas
+    sales_waiting_for(loop_ran, toy_registry, "the event loop was blocked")
 
     async def meanwhile() -> None:
         await asyncio.sleep(0)
         loop_ran.set()
 
-    validated = validated_plan(toy_registry, YEARS[0])
-    ops, _ = await asyncio.gather(aexecute(validated, toy_registry, toy_erp, caller=DEMO_CALLER), meanwhile())
+    ops, _ = await asyncio.gather(
+        aexecute(validated_plan(toy_registry, SALES), toy_registry, toy_erp), meanwhile()
+    )
     assert [op.result for op in ops] == [{"anio": 2025, "total": 850_000_000}]
 
 
@@ -216,27 +192,8 @@ async def test_max_workers_bounds_the_operations_running_at_once(
             running -= 1
         return original(*args)
 
-    toy_registry.get("ventas_anuales").__dict__["handler"] = ventas
-    years = [{"funcion": "ventas_anuales", "parametros": {"anio": year}} for year in (2023, 2024, 2025)]
-    ops = await aexecute(
-        validated_plan(toy_registry, *years),
-        toy_registry,
-        toy_erp,
-        caller=DEMO_CALLER,
-        max_workers=max_workers,
-    )
+    replace_handler(toy_registry, "ventas_anuales", ventas)
+    years = validated_plan(toy_registry, *[op("ventas_anuales", anio=year) for year in (2023, 2024, 2025)])
+    ops = await aexecute(years, toy_registry, toy_erp, max_workers=max_workers)
     assert [op.result["anio"] for op in ops] == [2023, 2024, 2025]
     assert peak == expected
-
-
-async def test_operations_settled_without_running_are_yielded_too(
-    toy_registry: OperationRegistry, toy_erp: Erp
-) -> None:
-    validated = validated_plan(
-        toy_registry,
-        {"id": "a", "funcion": "compras_cliente", "parametros": {"cliente": "Nadie", "anio": 2025}},
-        {"funcion": "compras_cliente", "parametros": {"cliente": {"$ref": "a.cliente"}, "anio": 2024}},
-    )
-    seen = [item async for item in astream_plan(validated, toy_registry, toy_erp, caller=DEMO_CALLER)]
-    assert [(index, outcome.error_kind) for index, outcome in seen] == [(0, "refused"), (1, "refused")]
-    assert seen[1][1].error == "Not executed: it depends on a, which failed."

@@ -1,4 +1,4 @@
-"""What the load test relies on in the HTTP client: a request's retries go to the servers after its own.
+"""The HTTP client's failover: a request's retries go to the servers after its own (what a fleet relies on).
 
 When a server dies, every request that could not connect to it is retried on the next server in the list.
 Requests run concurrently, so between two attempts of one request others take their turns: the retry must

@@ -8,7 +8,6 @@ import json
 import threading
 import warnings
 from collections.abc import Iterator
-from datetime import date
 from typing import Any
 
 import httpx
@@ -23,12 +22,11 @@ from planner_mode.plan import OperationOutcome
 from planner_mode.wire import AnalyzeResponse, RespondResponse
 from shared.erp.database import Erp
 from shared.errors import ConfigurationError
-from shared.memory.context import ConversationContext
 from shared.memory.store import MemoryStore
 from shared.operations.registry import OperationRegistry, OperationSpec
 from shared.security import DEMO_CALLER
 from tests.fakes import CallInfo, FunctionChatModel
-from tests.planner_mode.planner_fakes import is_plan_request, results_of, text_model
+from tests.planner_mode.planner_fakes import CONTEXT, is_plan_request, op, plan, results_of, text_model
 
 
 def context_reading_model() -> FunctionChatModel:
@@ -39,16 +37,11 @@ def context_reading_model() -> FunctionChatModel:
         if is_plan_request(messages):
             if "¿Y cuánto compró?" in human.split("Nueva pregunta:")[1]:
                 customer = human.split("- cliente_actual: ")[1].split("\n")[0]
-                params: dict[str, Any] = {"cliente": customer, "anio": 2025}
-                return json.dumps({"operaciones": [{"funcion": "compras_cliente", "parametros": params}]})
-            return json.dumps({"operaciones": [{"funcion": "mejor_cliente", "parametros": {"anio": 2025}}]})
+                return json.dumps(plan(op("compras_cliente", cliente=customer, anio=2025)))
+            return json.dumps(plan(op("mejor_cliente", anio=2025)))
         data = results_of(messages)[0]["resultado"]
-        return json.dumps(
-            {
-                "respuesta": f"{data['cliente']}: {data['total']}",
-                "estado": {"cliente_actual": data["cliente"], "anio": 2025},
-            }
-        )
+        estado = {"cliente_actual": data["cliente"], "anio": 2025}
+        return json.dumps({"respuesta": f"{data['cliente']}: {data['total']}", "estado": estado})
 
     return text_model(reply)
 
@@ -111,33 +104,8 @@ def test_a_401_raises_the_typed_error_not_a_provider_failure(stream: bool) -> No
         return httpx.Response(401, json={"error": "Missing or wrong bearer token.", "kind": "unauthorized"})
 
     client = HttpAIClient(["http://a.test"], transport=httpx.MockTransport(refuse))
-    context = ConversationContext(hoy=date(2026, 11, 30))
     with pytest.raises(AIServerUnauthorized, match="bearer token"):
-        asyncio.run(last_item(client.answer("q", [], context, stream=stream)))
-
-
-def test_the_articles_dialogue_over_two_offline_ai_servers(
-    registry: OperationRegistry, erp: Erp, memory_store: MemoryStore
-) -> None:
-    from shared.llm import build_chat_model
-
-    with (
-        ServerThread(create_app(build_chat_model("offline"))) as a,
-        ServerThread(create_app(build_chat_model("offline"))) as b,
-        HttpAIClient([a.url, b.url], timeout=30) as client,
-    ):
-        engine = PlannerEngine(registry, erp, memory_store, client)
-        turns = [
-            engine.ask("http", "¿Cuánto vendimos en 2025?", DEMO_CALLER),
-            engine.ask("http", "Hola", DEMO_CALLER),  # one call: shifts which server plans the next turn
-            engine.ask("http", "¿Cuál fue mi mejor cliente?", DEMO_CALLER),
-            engine.ask("http", "¿Y cuánto compró?", DEMO_CALLER),
-        ]
-    assert "₲850.000.000" in turns[0].answer
-    assert [t.model_calls for t in turns] == [2, 1, 2, 2]
-    assert "Empresa ABC" in turns[2].answer
-    assert "₲120.000.000" in turns[3].answer
-    assert all(t.recorded and not t.errors for t in turns)
+        asyncio.run(last_item(client.answer("q", [], CONTEXT, stream=stream)))
 
 
 def test_no_stored_data_can_make_a_request_to_the_ai_server_oversized(
@@ -151,40 +119,26 @@ def test_no_stored_data_can_make_a_request_to_the_ai_server_oversized(
 
     megabyte = 'ventas "2025" \\ ñandú\n' * 45_000
     memory_store.ensure_conversation("big", user_id="gerente")
+    big = {"conversation_id": "big"}
     with memory_store.engine.begin() as connection:
+        memories = [
+            {**big, "content": f"{i} {megabyte}", "content_key": f"k{i}", "importance": 0.9} for i in range(5)
+        ]
+        connection.execute(insert(MemoryRecord), memories)
+        messages = [{**big, "role": role, "content": megabyte} for role in ("user", "assistant") * 2]
+        connection.execute(insert(Message), messages)
+        state = {f"clave{i}": megabyte for i in range(5)}
         connection.execute(
-            insert(MemoryRecord),
-            [
-                {
-                    "conversation_id": "big",
-                    "content": f"{i} {megabyte}",
-                    "content_key": f"k{i}",
-                    "importance": 0.9,
-                }
-                for i in range(5)
-            ],
-        )
-        connection.execute(
-            insert(Message),
-            [
-                {"conversation_id": "big", "role": role, "content": megabyte}
-                for role in ("user", "assistant", "user", "assistant")
-            ],
-        )
-        connection.execute(
-            update(ConversationState)
-            .where(ConversationState.conversation_id == "big")
-            .values(state={f"clave{i}": megabyte for i in range(5)})
+            update(ConversationState).where(ConversationState.conversation_id == "big").values(state=state)
         )
 
-    with ServerThread(create_app(context_reading_model())) as server:  # the default 1 MB body limit
-        client = HttpAIClient([server.url], timeout=30)
-        try:
-            engine = PlannerEngine(toy_registry, toy_erp, memory_store, client)
-            first = engine.ask("big", "¿Cuál fue mi mejor cliente?", DEMO_CALLER)
-            second = engine.ask("big", "¿Cuál fue mi mejor cliente?", DEMO_CALLER)
-        finally:
-            client.close()
+    with (
+        ServerThread(create_app(context_reading_model())) as server,  # the default 1 MB body limit
+        HttpAIClient([server.url], timeout=30) as client,
+    ):
+        engine = PlannerEngine(toy_registry, toy_erp, memory_store, client)
+        first = engine.ask("big", "¿Cuál fue mi mejor cliente?", DEMO_CALLER)
+        second = engine.ask("big", "¿Cuál fue mi mejor cliente?", DEMO_CALLER)
 
     for turn in (first, second):
         assert turn.failure is None and turn.recorded, turn.errors
@@ -193,7 +147,6 @@ def test_no_stored_data_can_make_a_request_to_the_ai_server_oversized(
 
 # -- the HTTP client on its own ------------------------------------------------------------------------------
 
-CONTEXT = ConversationContext(hoy=date(2026, 11, 30))
 QUESTION = "¿Cuánto vendimos en 2025?"
 RESULTS = [
     OperationOutcome(

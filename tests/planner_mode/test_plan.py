@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -107,12 +108,8 @@ def test_nesting_depth_counts_lists_and_objects_without_recursion() -> None:
 def test_a_reply_that_ignores_the_plan_schema_is_not_an_empty_plan(data: dict[str, Any]) -> None:
     with pytest.raises(ValidationError, match="operaciones"):
         Plan.model_validate(data)
-
-
-@pytest.mark.parametrize("text", ["{}", '{"respuesta": "No tengo datos."}', '{"foo": 1}'])
-def test_the_tolerant_parser_refuses_them_as_model_output(text: str) -> None:
-    with pytest.raises(ModelOutputError, match="operaciones"):
-        parse_model_output(text, Plan)
+    with pytest.raises(ModelOutputError, match="operaciones"):  # and the tolerant parser says so too
+        parse_model_output(json.dumps(data), Plan)
 
 
 @pytest.mark.parametrize(

@@ -17,10 +17,14 @@ from shared.operations import sales_registry
 from shared.security import DEMO_CALLER
 
 
+def compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def pinned(value: Any, path: str = "") -> list[str]:
     """``value`` as ``path = compact JSON`` lines: a subtree on one line when short, else its parts (key
     order kept: a grammar writes the keys in the schema's order)."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    text = compact(value)
     if len(path) + len(text) <= 96 or not isinstance(value, dict | list) or not value:
         return [f"{path} = {text}"]
     items = value.items() if isinstance(value, dict) else enumerate(value)
@@ -83,8 +87,34 @@ type = "object"\
 
 def test_the_managers_plan_schema_is_pinned() -> None:
     """What call 1 asks the provider for, for the demo's manager: key order included (a grammar writes the
-    keys in the schema's order)."""
+    keys in the schema's order). Each operation is one branch around its parameters, pinned one a line."""
     schema = plan_json_schema(sales_registry().catalog(DEMO_CALLER))
+    branches = schema["properties"]["operaciones"]["items"].pop("anyOf")
+    parameters: dict[str, Any] = {}
+    for branch in branches:
+        name = branch["properties"]["funcion"]["enum"][0]
+        parameters[name] = branch["properties"]["parametros"]
+        envelope = {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "id": {"$ref": "#/$defs/id"},
+                "funcion": {"type": "string", "enum": [name]},
+                "parametros": parameters[name],
+            },
+            "required": ["funcion", "parametros"] if parameters[name].get("required") else ["funcion"],
+        }
+        assert json.dumps(branch) == json.dumps(envelope)  # the same keys, in the same order
+    assert "\n".join(f"{name} = {compact(value)}" for name, value in parameters.items()) == snapshot("""\
+ventas_anuales = {"additionalProperties":false,"properties":{"anio":{"$ref":"#/$defs/anio"}},"required":["anio"],"type":"object"}
+mejor_cliente = {"additionalProperties":false,"properties":{"anio":{"$ref":"#/$defs/anio"}},"required":["anio"],"type":"object"}
+compras_cliente = {"additionalProperties":false,"properties":{"cliente":{"$ref":"#/$defs/cliente"},"anio":{"$ref":"#/$defs/anio"}},"required":["cliente","anio"],"type":"object"}
+ventas_mensuales = {"additionalProperties":false,"properties":{"anio":{"$ref":"#/$defs/anio"},"mes":{"anyOf":[{"maximum":12,"minimum":1,"type":"integer"},{"$ref":"#/$defs/ref"}]}},"required":["anio"],"type":"object"}
+top_productos = {"additionalProperties":false,"properties":{"anio":{"$ref":"#/$defs/anio"},"limite":{"anyOf":[{"maximum":50,"minimum":1,"type":"integer"},{"$ref":"#/$defs/ref"}]}},"required":["anio"],"type":"object"}
+ventas_por_categoria = {"additionalProperties":false,"properties":{"anio":{"$ref":"#/$defs/anio"}},"required":["anio"],"type":"object"}
+facturas_pendientes = {"additionalProperties":false,"properties":{"cliente":{"$ref":"#/$defs/cliente"}},"type":"object"}
+buscar_cliente = {"additionalProperties":false,"properties":{"texto":{"anyOf":[{"maxLength":120,"minLength":1,"type":"string"},{"$ref":"#/$defs/ref"}]}},"required":["texto"],"type":"object"}\
+""")  # noqa: E501
     assert "\n".join(pinned(schema)) == snapshot("""\
 title = "Plan"
 description = "Plan de ejecución para el ERP, no una respuesta."
@@ -92,100 +122,7 @@ type = "object"
 additionalProperties = false
 properties.respuesta_directa.type = "string"
 properties.respuesta_directa.description = "Solo sin operaciones: respuesta breve (saludo, charla, imposible)."
-properties.operaciones.type = "array"
-properties.operaciones.description = "En orden."
-properties.operaciones.items.anyOf.0.type = "object"
-properties.operaciones.items.anyOf.0.additionalProperties = false
-properties.operaciones.items.anyOf.0.properties.id = {"$ref":"#/$defs/id"}
-properties.operaciones.items.anyOf.0.properties.funcion.type = "string"
-properties.operaciones.items.anyOf.0.properties.funcion.enum = ["ventas_anuales"]
-properties.operaciones.items.anyOf.0.properties.parametros.additionalProperties = false
-properties.operaciones.items.anyOf.0.properties.parametros.properties.anio.$ref = "#/$defs/anio"
-properties.operaciones.items.anyOf.0.properties.parametros.required = ["anio"]
-properties.operaciones.items.anyOf.0.properties.parametros.type = "object"
-properties.operaciones.items.anyOf.0.required = ["funcion","parametros"]
-properties.operaciones.items.anyOf.1.type = "object"
-properties.operaciones.items.anyOf.1.additionalProperties = false
-properties.operaciones.items.anyOf.1.properties.id = {"$ref":"#/$defs/id"}
-properties.operaciones.items.anyOf.1.properties.funcion.type = "string"
-properties.operaciones.items.anyOf.1.properties.funcion.enum = ["mejor_cliente"]
-properties.operaciones.items.anyOf.1.properties.parametros.additionalProperties = false
-properties.operaciones.items.anyOf.1.properties.parametros.properties.anio.$ref = "#/$defs/anio"
-properties.operaciones.items.anyOf.1.properties.parametros.required = ["anio"]
-properties.operaciones.items.anyOf.1.properties.parametros.type = "object"
-properties.operaciones.items.anyOf.1.required = ["funcion","parametros"]
-properties.operaciones.items.anyOf.2.type = "object"
-properties.operaciones.items.anyOf.2.additionalProperties = false
-properties.operaciones.items.anyOf.2.properties.id = {"$ref":"#/$defs/id"}
-properties.operaciones.items.anyOf.2.properties.funcion.type = "string"
-properties.operaciones.items.anyOf.2.properties.funcion.enum = ["compras_cliente"]
-properties.operaciones.items.anyOf.2.properties.parametros.additionalProperties = false
-properties.operaciones.items.anyOf.2.properties.parametros.properties.cliente.$ref = "#/$defs/cliente"
-properties.operaciones.items.anyOf.2.properties.parametros.properties.anio.$ref = "#/$defs/anio"
-properties.operaciones.items.anyOf.2.properties.parametros.required = ["cliente","anio"]
-properties.operaciones.items.anyOf.2.properties.parametros.type = "object"
-properties.operaciones.items.anyOf.2.required = ["funcion","parametros"]
-properties.operaciones.items.anyOf.3.type = "object"
-properties.operaciones.items.anyOf.3.additionalProperties = false
-properties.operaciones.items.anyOf.3.properties.id = {"$ref":"#/$defs/id"}
-properties.operaciones.items.anyOf.3.properties.funcion.type = "string"
-properties.operaciones.items.anyOf.3.properties.funcion.enum = ["ventas_mensuales"]
-properties.operaciones.items.anyOf.3.properties.parametros.additionalProperties = false
-properties.operaciones.items.anyOf.3.properties.parametros.properties.anio.$ref = "#/$defs/anio"
-properties.operaciones.items.anyOf.3.properties.parametros.properties.mes.anyOf.0.maximum = 12
-properties.operaciones.items.anyOf.3.properties.parametros.properties.mes.anyOf.0.minimum = 1
-properties.operaciones.items.anyOf.3.properties.parametros.properties.mes.anyOf.0.type = "integer"
-properties.operaciones.items.anyOf.3.properties.parametros.properties.mes.anyOf.1.$ref = "#/$defs/ref"
-properties.operaciones.items.anyOf.3.properties.parametros.required = ["anio"]
-properties.operaciones.items.anyOf.3.properties.parametros.type = "object"
-properties.operaciones.items.anyOf.3.required = ["funcion","parametros"]
-properties.operaciones.items.anyOf.4.type = "object"
-properties.operaciones.items.anyOf.4.additionalProperties = false
-properties.operaciones.items.anyOf.4.properties.id = {"$ref":"#/$defs/id"}
-properties.operaciones.items.anyOf.4.properties.funcion.type = "string"
-properties.operaciones.items.anyOf.4.properties.funcion.enum = ["top_productos"]
-properties.operaciones.items.anyOf.4.properties.parametros.additionalProperties = false
-properties.operaciones.items.anyOf.4.properties.parametros.properties.anio.$ref = "#/$defs/anio"
-properties.operaciones.items.anyOf.4.properties.parametros.properties.limite.anyOf.0.maximum = 50
-properties.operaciones.items.anyOf.4.properties.parametros.properties.limite.anyOf.0.minimum = 1
-properties.operaciones.items.anyOf.4.properties.parametros.properties.limite.anyOf.0.type = "integer"
-properties.operaciones.items.anyOf.4.properties.parametros.properties.limite.anyOf.1.$ref = "#/$defs/ref"
-properties.operaciones.items.anyOf.4.properties.parametros.required = ["anio"]
-properties.operaciones.items.anyOf.4.properties.parametros.type = "object"
-properties.operaciones.items.anyOf.4.required = ["funcion","parametros"]
-properties.operaciones.items.anyOf.5.type = "object"
-properties.operaciones.items.anyOf.5.additionalProperties = false
-properties.operaciones.items.anyOf.5.properties.id = {"$ref":"#/$defs/id"}
-properties.operaciones.items.anyOf.5.properties.funcion.type = "string"
-properties.operaciones.items.anyOf.5.properties.funcion.enum = ["ventas_por_categoria"]
-properties.operaciones.items.anyOf.5.properties.parametros.additionalProperties = false
-properties.operaciones.items.anyOf.5.properties.parametros.properties.anio.$ref = "#/$defs/anio"
-properties.operaciones.items.anyOf.5.properties.parametros.required = ["anio"]
-properties.operaciones.items.anyOf.5.properties.parametros.type = "object"
-properties.operaciones.items.anyOf.5.required = ["funcion","parametros"]
-properties.operaciones.items.anyOf.6.type = "object"
-properties.operaciones.items.anyOf.6.additionalProperties = false
-properties.operaciones.items.anyOf.6.properties.id = {"$ref":"#/$defs/id"}
-properties.operaciones.items.anyOf.6.properties.funcion.type = "string"
-properties.operaciones.items.anyOf.6.properties.funcion.enum = ["facturas_pendientes"]
-properties.operaciones.items.anyOf.6.properties.parametros.additionalProperties = false
-properties.operaciones.items.anyOf.6.properties.parametros.properties.cliente.$ref = "#/$defs/cliente"
-properties.operaciones.items.anyOf.6.properties.parametros.type = "object"
-properties.operaciones.items.anyOf.6.required = ["funcion"]
-properties.operaciones.items.anyOf.7.type = "object"
-properties.operaciones.items.anyOf.7.additionalProperties = false
-properties.operaciones.items.anyOf.7.properties.id = {"$ref":"#/$defs/id"}
-properties.operaciones.items.anyOf.7.properties.funcion.type = "string"
-properties.operaciones.items.anyOf.7.properties.funcion.enum = ["buscar_cliente"]
-properties.operaciones.items.anyOf.7.properties.parametros.additionalProperties = false
-properties.operaciones.items.anyOf.7.properties.parametros.properties.texto.anyOf.0.maxLength = 120
-properties.operaciones.items.anyOf.7.properties.parametros.properties.texto.anyOf.0.minLength = 1
-properties.operaciones.items.anyOf.7.properties.parametros.properties.texto.anyOf.0.type = "string"
-properties.operaciones.items.anyOf.7.properties.parametros.properties.texto.anyOf.1.$ref = "#/$defs/ref"
-properties.operaciones.items.anyOf.7.properties.parametros.required = ["texto"]
-properties.operaciones.items.anyOf.7.properties.parametros.type = "object"
-properties.operaciones.items.anyOf.7.required = ["funcion","parametros"]
-properties.operaciones.maxItems = 8
+properties.operaciones = {"type":"array","description":"En orden.","items":{},"maxItems":8}
 $defs.id = {"type":"string","description":"Solo si otra operación usa su resultado con $ref."}
 $defs.ref.type = "object"
 $defs.ref.description = "{\\"$ref\\":\\"id.campo\\"}: un campo del resultado de otra operación."

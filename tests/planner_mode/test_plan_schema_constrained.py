@@ -9,13 +9,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import date
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.outputs import LLMResult
 from pydantic import BaseModel, Field
 
 from benchmarks.stand_ins.emulators import EmulatorKind, EmulatorServer, create_emulator
@@ -26,22 +23,18 @@ from planner_mode.server import create_app
 from planner_mode.wire import AnalyzeRequest
 from shared.erp.users import DEMO_USERS
 from shared.llm.factory import build_chat_model
-from shared.memory.context import ConversationContext
 from shared.operations import sales_registry
 from shared.operations.registry import Operation, OperationSpec
 from shared.security import Caller, OperationContext
-from tests.planner_mode.planner_fakes import plan_of
+from tests.fakes import RunRecorder
+from tests.planner_mode.planner_fakes import CONTEXT, op, plan, plan_of, ref
 
 REGISTRY = sales_registry()
 CALLERS = {user.user_id: Caller(user_id=user.user_id, roles=frozenset({user.role})) for user in DEMO_USERS}
-CONTEXT = ConversationContext(hoy=date(2026, 11, 30))
 DEPENDENT = "¿Cuánto compró nuestro mejor cliente en 2025?"
-DEPENDENT_PLAN = {
-    "operaciones": [
-        {"id": "op1", "funcion": "mejor_cliente", "parametros": {"anio": 2025}},
-        {"funcion": "compras_cliente", "parametros": {"anio": 2025, "cliente": {"$ref": "op1.cliente"}}},
-    ]
-}
+DEPENDENT_PLAN = plan(
+    op("mejor_cliente", "op1", anio=2025), op("compras_cliente", anio=2025, cliente=ref("op1.cliente"))
+)
 
 
 def catalog_of(user_id: str) -> list[OperationSpec]:
@@ -179,28 +172,6 @@ def test_each_caller_is_offered_exactly_the_operations_they_may_run(user_id: str
     assert ("ventas_por_categoria" in names) is (user_id == "gerente")
 
 
-def test_each_branch_carries_its_own_operations_parameters() -> None:
-    schema = plan_json_schema(catalog_of("gerente"))
-    branches = schema["properties"]["operaciones"]["items"]["anyOf"]
-    for spec, branch in zip(catalog_of("gerente"), branches, strict=True):
-        parameters = branch["properties"]["parametros"]
-        assert branch["properties"]["funcion"]["enum"] == [spec.name]
-        assert list(parameters["properties"]) == list(spec.parameters["properties"])
-        assert parameters.get("required", []) == spec.parameters.get("required", [])
-        assert parameters["additionalProperties"] is False
-        assert (
-            set(branch["required"]) == {"funcion", "parametros"} if spec.parameters.get("required") else True
-        )
-
-
-def plan(*operations: dict[str, Any]) -> dict[str, Any]:
-    return {"operaciones": list(operations)}
-
-
-def op(funcion: str, **parametros: Any) -> dict[str, Any]:
-    return {"funcion": funcion, "parametros": parametros}
-
-
 @pytest.mark.parametrize(
     "candidate",
     [
@@ -260,12 +231,12 @@ def test_every_plan_schema_puts_the_direct_answer_first_so_a_model_writes_it_fir
 
 
 def test_the_offline_planner_writes_the_schemas_order_compactly_and_a_direct_answer_alone() -> None:
-    replies = Replies()
+    replies = RunRecorder()
     ai = PlannerAI(OfflineSalesModel())
     catalog = catalog_of("gerente")
     plan_of(ai, "Hola", CONTEXT, catalog, config={"callbacks": [replies]})
     plan_of(ai, DEPENDENT, CONTEXT, catalog, config={"callbacks": [replies]})
-    greeting, dependent = replies.texts
+    greeting, dependent = replies.replies
     assert greeting.startswith('{"respuesta_directa":"') and "operaciones" not in greeting
     assert dependent.startswith('{"operaciones":[{"id":"') and ": " not in dependent
     assert json.loads(dependent) == DEPENDENT_PLAN
@@ -356,23 +327,13 @@ QUESTIONS = [
 ]
 
 
-class Replies(BaseCallbackHandler):
-    """Each model reply's text, as a provider would return it for the schema (before any parsing)."""
-
-    def __init__(self) -> None:
-        self.texts: list[str] = []
-
-    def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
-        self.texts.append(response.generations[0][0].text)
-
-
 @pytest.mark.parametrize("user_id", ["gerente", "ana"])
 @pytest.mark.parametrize("question", QUESTIONS)
 def test_the_offline_planner_writes_plans_that_follow_the_schema(user_id: str, question: str) -> None:
-    replies = Replies()
+    replies = RunRecorder()
     catalog = catalog_of(user_id)
     plan_of(PlannerAI(OfflineSalesModel()), question, CONTEXT, catalog, config={"callbacks": [replies]})
-    written = json.loads(replies.texts[-1])
+    written = json.loads(replies.replies[-1])
     assert violations(written, plan_json_schema(catalog)) == []
     # A direct answer leaves out "operaciones", as the prompt's example shows it alone.
     planned = written.get("operaciones", [])
@@ -458,19 +419,9 @@ def test_the_ai_server_builds_the_schema_from_the_catalog_in_the_request(
 def test_a_reference_must_hold_its_key_and_a_plan_at_most_the_validation_limit() -> None:
     from planner_mode.plan import MAX_PLAN_OPERATIONS
 
-    schema = plan_json_schema(REGISTRY.catalog(CALLERS["gerente"]))
-    empty_reference = {
-        "operaciones": [{"funcion": "compras_cliente", "parametros": {"cliente": {}, "anio": 2025}}]
-    }
-    reference = {
-        "funcion": "compras_cliente",
-        "parametros": {"cliente": {"$ref": "op1.cliente"}, "anio": 2025},
-    }
-    too_many = {
-        "operaciones": [{"funcion": "ventas_anuales", "parametros": {"anio": 2025}}]
-        * (MAX_PLAN_OPERATIONS + 1)
-    }
+    schema = plan_json_schema(catalog_of("gerente"))
+    too_many = plan(*[op("ventas_anuales", anio=2025)] * (MAX_PLAN_OPERATIONS + 1))
 
-    assert violations(empty_reference, schema)
-    assert not violations({"operaciones": [DEPENDENT_PLAN["operaciones"][0], reference]}, schema)
+    assert violations(plan(op("compras_cliente", cliente={}, anio=2025)), schema)
+    assert not violations(DEPENDENT_PLAN, schema)
     assert any("more than" in problem for problem in violations(too_many, schema))

@@ -7,12 +7,12 @@ import json
 from datetime import date
 
 from inline_snapshot import snapshot
+from langchain_core.messages import BaseMessage
 
 from planner_mode.plan import OperationOutcome
-from planner_mode.prompts import answer_messages, plan_messages, render_catalog
+from planner_mode.prompts import answer_messages, plan_messages
 from shared.memory.context import ConversationContext, Exchange
-from shared.operations.registry import OperationRegistry
-from shared.security import DEMO_CALLER
+from shared.operations.registry import OperationSpec
 
 CONTEXT = ConversationContext(
     hoy=date(2026, 11, 30),
@@ -24,18 +24,29 @@ CONTEXT = ConversationContext(
 )
 
 
-def test_catalog_renders_compactly(toy_registry: OperationRegistry) -> None:
-    assert render_catalog(toy_registry.catalog(DEMO_CALLER)) == snapshot("""\
-- ventas_anuales(anio: integer): Total de ventas de un año.
-    anio: Año.
-- mejor_cliente(anio: integer): Cliente que más compró en un año.
-- compras_cliente(cliente: string, anio: integer): Total comprado por un cliente en un año.
-    cliente: Nombre del cliente.\
-""")
+CONTEXT_BLOCK = """\
+Fecha de hoy: 2026-11-30
+Estado de la conversación:
+- tema: ventas
+- anio: 2025
+- cliente_actual: Empresa ABC
+Memoria relevante:
+- El mejor cliente de 2025 fue Empresa ABC.
+"""
+"""What both calls' human messages start with, after their stable system messages: the context, the date
+first, from the least to the most changing part, so that a prefix cache reuses as much as turns share."""
 
 
-def test_plan_prompt(toy_registry: OperationRegistry) -> None:
-    system, human = plan_messages("¿Y cuánto compró?", CONTEXT, toy_registry.catalog(DEMO_CALLER))
+def after_the_context(message: BaseMessage) -> str:
+    text = str(message.content)
+    assert text.startswith(CONTEXT_BLOCK)
+    return text.removeprefix(CONTEXT_BLOCK)
+
+
+def test_plan_prompt(toy_catalog: list[OperationSpec]) -> None:
+    """The catalog rendered compactly; ``"operaciones"`` named and ``"respuesta"`` never (how the offline
+    model tells call 1); the last exchange, then the question, after the context."""
+    system, human = plan_messages("¿Y cuánto compró?", CONTEXT, toy_catalog)
     assert system.type == "system" and human.type == "human"
     assert system.content == snapshot("""\
 Eres el planificador del asistente de un ERP: no respondes al usuario, escribes un plan en JSON que el ERP
@@ -64,14 +75,7 @@ Reglas:
 6. Si ninguna operación del catálogo sirve, devuelve solo "respuesta_directa", diciendo que no puedes
    consultar ese dato. Un plan tiene "operaciones" o "respuesta_directa", nunca las dos.\
 """)
-    assert human.content == snapshot("""\
-Fecha de hoy: 2026-11-30
-Estado de la conversación:
-- tema: ventas
-- anio: 2025
-- cliente_actual: Empresa ABC
-Memoria relevante:
-- El mejor cliente de 2025 fue Empresa ABC.
+    assert after_the_context(human) == snapshot("""\
 Último intercambio:
 Usuario: ¿Cuál fue mi mejor cliente?
 Asistente: El mejor cliente fue Empresa ABC.
@@ -81,54 +85,17 @@ Nueva pregunta:
 """)
 
 
-def test_plan_prompt_follows_the_offline_model_conventions(toy_registry: OperationRegistry) -> None:
-    system, human = plan_messages("Hola", CONTEXT, toy_registry.catalog(DEMO_CALLER))
-    text = str(system.content)
-    assert '"operaciones"' in text and '"respuesta"' not in text
-    assert "$ref" in text and "respuesta_directa" in text
-    assert all(name in text for name in toy_registry.names())
-    assert str(human.content).startswith("Fecha de hoy: 2026-11-30\n")
-    assert str(human.content).endswith("\n\nNueva pregunta:\nHola")
-
-
-def test_system_prompts_are_the_same_every_day(toy_registry: OperationRegistry) -> None:
+def test_system_prompts_are_the_same_every_day(toy_catalog: list[OperationSpec]) -> None:
     """Today's date travels in the human message: the system prompts are a stable, cacheable prefix."""
     later = CONTEXT.model_copy(update={"hoy": date(2027, 1, 2)})
-    catalog = toy_registry.catalog(DEMO_CALLER)
-    assert plan_messages("Hola", CONTEXT, catalog)[0] == plan_messages("Hola", later, catalog)[0]
+    assert plan_messages("Hola", CONTEXT, toy_catalog)[0] == plan_messages("Hola", later, toy_catalog)[0]
     assert answer_messages("Hola", [], CONTEXT)[0] == answer_messages("Hola", [], later)[0]
 
 
-def test_each_human_message_goes_from_the_least_to_the_most_changing_part(
-    toy_registry: OperationRegistry,
-) -> None:
-    """After the stable system message: the context (the date first), then the question, then the results,
-    so that a prefix cache can reuse as much of the prompt as turns share."""
-    _, plan_human = plan_messages("¿Y cuánto compró?", CONTEXT, toy_registry.catalog(DEMO_CALLER))
-    plan = str(plan_human.content)
-    assert plan.index("Fecha de hoy:") == 0 < plan.index("Estado de") < plan.index("Nueva pregunta:")
-    _, answer_human = answer_messages("¿Y cuánto compró?", [], CONTEXT)
-    answer = str(answer_human.content)
-    assert answer.index("Fecha de hoy:") == 0 < answer.index("Memoria relevante:")
-    assert answer.index("Memoria relevante:") < answer.index("Pregunta:") < answer.index("Resultados:")
-
-
-def test_the_answer_call_reads_state_and_memory_but_not_the_last_exchange() -> None:
-    """Call 1 resolved what the question refers to; call 2 phrases the results (article §8)."""
-    _, human = answer_messages("¿Y cuánto compró?", [], CONTEXT)
-    text = str(human.content)
-    assert "- cliente_actual: Empresa ABC" in text and "- El mejor cliente de 2025 fue Empresa ABC." in text
-    assert "Último intercambio:" not in text and "Usuario:" not in text
-
-
-def test_answer_prompt_asks_for_the_answer_first_and_only_what_the_erp_cannot_derive() -> None:
-    system = str(answer_messages("¿Y cuánto compró?", [], CONTEXT)[0].content)
-    assert system.index('{"respuesta"') < system.index('"memoria"') < system.index('"estado":{')
-    assert "cliente_actual" not in system and "anio" not in system  # the ERP derives those
-    assert '"tema"' in system
-
-
 def test_answer_prompt() -> None:
+    """The answer first, then only what the ERP cannot derive (``tema``, not ``cliente_actual`` or
+    ``anio``); state and memory, but not the last exchange: call 1 resolved what the question refers to,
+    call 2 phrases the results (article §8)."""
     results = [
         OperationOutcome(
             funcion="mejor_cliente", parametros={"anio": 2025}, resultado={"cliente": "Empresa ABC"}
@@ -138,7 +105,6 @@ def test_answer_prompt() -> None:
         ),
     ]
     system, human = answer_messages("¿Y cuánto compró?", results, CONTEXT)
-    assert '"respuesta"' in str(system.content)
     assert system.content == snapshot("""\
 Eres el asistente de un ERP. El ERP ya ejecutó las operaciones: redacta la respuesta solo con los resultados.
 
@@ -154,14 +120,7 @@ Reglas:
 4. "memoria" es opcional: solo hechos útiles que no estén en los resultados ni en el estado (por ejemplo,
    una preferencia del usuario), con "importancia" entre 0 y 1.\
 """)
-    assert human.content == snapshot("""\
-Fecha de hoy: 2026-11-30
-Estado de la conversación:
-- tema: ventas
-- anio: 2025
-- cliente_actual: Empresa ABC
-Memoria relevante:
-- El mejor cliente de 2025 fue Empresa ABC.
+    assert after_the_context(human) == snapshot("""\
 
 Pregunta: ¿Y cuánto compró?
 

@@ -47,10 +47,13 @@ def client() -> Iterator[TestClient]:
         yield c
 
 
-def test_healthz_and_openapi_docs(client: TestClient) -> None:
+def test_healthz_and_openapi_docs_that_document_the_request_bodies(client: TestClient) -> None:
     assert client.get("/healthz").json() == {"status": "ok"}
-    paths = client.get("/openapi.json").json()["paths"]
-    assert {"/ai/analyze", "/ai/respond", "/healthz"} <= set(paths)
+    schema = client.get("/openapi.json").json()
+    assert {"/ai/analyze", "/ai/respond", "/healthz"} <= set(schema["paths"])
+    body = schema["paths"]["/ai/analyze"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert body == {"$ref": "#/components/schemas/AnalyzeRequest"}
+    assert "422" in schema["paths"]["/ai/respond"]["post"]["responses"]
     assert client.get("/docs").status_code == 200
 
 
@@ -108,7 +111,7 @@ def test_token_is_required_when_configured(catalog: list[dict[str, Any]], scheme
     assert health.status_code == 200
 
 
-def test_token_comes_from_the_environment_by_default(
+def test_the_token_comes_from_the_environment_by_default_and_an_empty_one_disables_auth(
     monkeypatch: pytest.MonkeyPatch, catalog: list[dict[str, Any]]
 ) -> None:
     monkeypatch.setenv("ERP_AI_SERVER_TOKEN", "from-env")
@@ -116,6 +119,10 @@ def test_token_comes_from_the_environment_by_default(
         assert c.post("/ai/analyze", json=analyze_body(catalog)).status_code == 401
         ok = c.post("/ai/analyze", json=analyze_body(catalog), headers={"Authorization": "Bearer from-env"})
         assert ok.status_code == 200
+    with client_for(scripted(PLAN), token="") as c:
+        bare = c.post("/ai/analyze", json=analyze_body(catalog))
+        with_any = c.post("/ai/analyze", json=analyze_body(catalog), headers={"Authorization": "Bearer x"})
+    assert bare.status_code == with_any.status_code == 200
 
 
 def test_oversized_bodies_get_413_without_calling_the_model(catalog: list[dict[str, Any]]) -> None:
@@ -153,16 +160,22 @@ def test_invalid_bodies_get_422_naming_the_field(
     assert any(field in error["loc"] for error in response.json()["detail"])
 
 
-def boom(_messages: list[BaseMessage], _info: CallInfo) -> str:
-    raise ConnectionError("ollama is down")
+def raising(error: Exception) -> ModelFunction:
+    def reply(_messages: list[BaseMessage], _info: CallInfo) -> str:
+        raise error
+
+    return reply
 
 
 @pytest.mark.parametrize(
     ("reply", "kind", "text"),
     [
         (lambda _m, _i: "esto no es JSON", "model_output", "not valid JSON"),
-        (boom, "provider", "ollama is down"),
+        (raising(ConnectionError("ollama is down")), "provider", "ollama is down"),
+        # Whatever a model raises is a provider failure, not a server error: a misconfigured one too.
+        (raising(ConfigurationError("set GOOGLE_API_KEY")), "provider", "GOOGLE_API_KEY"),
     ],
+    ids=["garbage", "down", "misconfigured"],
 )
 def test_model_failures_get_502_with_a_json_error_and_the_usage(
     catalog: list[dict[str, Any]], reply: ModelFunction, kind: str, text: str
@@ -203,17 +216,6 @@ def test_unexpected_errors_get_500_naming_only_a_reference_under_which_the_trace
     assert record.exc_info is not None and "secret detail" in str(record.exc_info[1])
 
 
-def test_whatever_a_model_raises_is_a_provider_failure_not_a_server_error(
-    catalog: list[dict[str, Any]],
-) -> None:
-    def misconfigured(_messages: list[BaseMessage], _info: CallInfo) -> str:
-        raise ConfigurationError("set GOOGLE_API_KEY")
-
-    with client_for(misconfigured) as c:
-        response = c.post("/ai/analyze", json=analyze_body(catalog))
-    assert response.status_code == 502 and response.json()["kind"] == "provider"
-
-
 def test_app_from_env_builds_both_models_and_the_token(
     monkeypatch: pytest.MonkeyPatch, catalog: list[dict[str, Any]]
 ) -> None:
@@ -243,16 +245,6 @@ def test_app_from_env_rejects_a_bad_body_limit_or_read_timeout(
     monkeypatch.setenv(variable, value)
     with pytest.raises(ConfigurationError, match=variable):
         app_from_env()
-
-
-def test_an_empty_token_disables_auth_even_over_the_environment(
-    monkeypatch: pytest.MonkeyPatch, catalog: list[dict[str, Any]]
-) -> None:
-    monkeypatch.setenv("ERP_AI_SERVER_TOKEN", "from-env")
-    with client_for(scripted(PLAN), token="") as c:
-        bare = c.post("/ai/analyze", json=analyze_body(catalog))
-        with_any = c.post("/ai/analyze", json=analyze_body(catalog), headers={"Authorization": "Bearer x"})
-    assert bare.status_code == with_any.status_code == 200
 
 
 def test_the_body_limit_counts_bytes_whatever_content_length_says() -> None:
@@ -438,13 +430,6 @@ def test_with_a_token_the_schema_needs_it_and_the_browser_docs_are_off() -> None
     assert schema.status_code == 200 and "/ai/analyze" in schema.json()["paths"]
     assert docs == [404, 404]
     assert health.status_code == 200
-
-
-def test_the_schema_still_documents_the_request_bodies(client: TestClient) -> None:
-    schema = client.get("/openapi.json").json()
-    body = schema["paths"]["/ai/analyze"]["post"]["requestBody"]["content"]["application/json"]["schema"]
-    assert body == {"$ref": "#/components/schemas/AnalyzeRequest"}
-    assert "422" in schema["paths"]["/ai/respond"]["post"]["responses"]
 
 
 @pytest.mark.parametrize(

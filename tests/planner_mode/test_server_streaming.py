@@ -1,8 +1,8 @@
 """``POST /ai/respond`` and ``/ai/analyze`` streamed as NDJSON, in process and over HTTP; the request log.
 
-The model here is :class:`StreamingModel`, a :class:`~tests.fakes.FunctionChatModel` that streams its reply a
-few characters at a time and can break after a given number of chunks, like a provider whose connection drops
-while the answer is being written. Both calls stream alike: call 2 its answer, call 1 a direct answer.
+The model here is a :class:`~tests.fakes.StreamingChatModel` that streams its reply six characters at a time
+and can break after a given number of chunks, like a provider whose connection drops while the answer is
+being written. Both calls stream alike: call 2 its answer, call 1 a direct answer.
 """
 
 from __future__ import annotations
@@ -11,16 +11,12 @@ import asyncio
 import json
 import logging
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import date
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
-from langchain_core.outputs import ChatGenerationChunk
 
 from benchmarks.serving import ServerThread
 from planner_mode import HttpAIClient, InProcessAIClient, PlannerAI, PlannerEngine
@@ -31,14 +27,12 @@ from planner_mode.wire import NDJSON, AnalyzeResponse, RespondResponse
 from shared.erp.database import Erp
 from shared.errors import ModelOutputError, ProviderError, ProviderTimeoutError
 from shared.events import AnswerDelta, PlanReady, TurnDone
-from shared.memory.context import ConversationContext
 from shared.memory.store import MemoryStore
 from shared.operations.registry import OperationRegistry
 from shared.security import DEMO_CALLER
-from tests.fakes import FunctionChatModel, ModelFunction
-from tests.planner_mode.planner_fakes import CALL_USAGE, Toy, toy_operations
+from tests.fakes import StreamingChatModel
+from tests.planner_mode.planner_fakes import CALL_USAGE, CONTEXT, Toy
 
-CONTEXT = ConversationContext(hoy=date(2026, 11, 30))
 QUESTION = "¿Cuánto vendimos en 2025?"
 RESULTS = [OperationOutcome(funcion="ventas_anuales", parametros={"anio": 2025}, resultado={"total": 5})]
 BODY = {
@@ -55,7 +49,7 @@ STREAM = {"Accept": NDJSON}
 GREETING = "¡Hola! Puedo consultar las ventas, los clientes y las facturas. ¿Qué necesitás?"
 DIRECT = json.dumps({"respuesta_directa": GREETING}, ensure_ascii=False)
 PLAN = json.dumps({"operaciones": [{"funcion": "ventas_anuales", "parametros": {"anio": 2025}}]})
-CATALOG = OperationRegistry(toy_operations(Toy())).catalog(DEMO_CALLER)
+CATALOG = Toy().registry().catalog(DEMO_CALLER)
 ANALYZE_BODY = {
     "message": "Hola",
     "context": CONTEXT.model_dump(mode="json"),
@@ -90,50 +84,25 @@ ANALYZE = Call("/ai/analyze", ANALYZE_BODY, DIRECT, GREETING, "AnalyzeLine")
 CALLS = pytest.mark.parametrize("call", [RESPOND, ANALYZE], ids=["respond", "analyze"])
 
 
-class StreamingModel(FunctionChatModel):
-    """Streams ``function``'s reply in ``piece``-character chunks; ``failure`` at chunk ``break_after``."""
-
-    piece: int = 6
-    break_after: int | None = None
-    failure: type[Exception] = ConnectionError
-
-    def _stream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> Iterator[ChatGenerationChunk]:
-        message = self._generate(messages, stop, None, **kwargs).generations[0].message
-        assert isinstance(message, AIMessage)
-        text = message.text
-        for index, start in enumerate(range(0, len(text), self.piece)):
-            if index == self.break_after:
-                raise self.failure("the connection to the model broke")
-            chunk = ChatGenerationChunk(message=AIMessageChunk(content=text[start : start + self.piece]))
-            if run_manager:
-                run_manager.on_llm_new_token(chunk.text, chunk=chunk)
-            yield chunk
-        last = AIMessageChunk(content="", usage_metadata=message.usage_metadata, chunk_position="last")
-        yield ChatGenerationChunk(message=last)
-
-
-def streaming_model(reply: str = REPLY, **options: Any) -> StreamingModel:
-    function: ModelFunction = lambda _m, _i: reply  # noqa: E731
-    return StreamingModel(function, usage=CALL_USAGE, native_structured_output=False, **options)
+def streaming_model(reply: str = REPLY, **options: Any) -> StreamingChatModel:
+    return StreamingChatModel(
+        lambda _m, _i: reply, piece=6, usage=CALL_USAGE, native_structured_output=False, **options
+    )
 
 
 def ndjson(response: Any) -> list[dict[str, Any]]:
     return [json.loads(line) for line in response.iter_lines() if line.strip()]
 
 
+def stream(app: Any, path: str, body: dict[str, Any]) -> tuple[Any, list[dict[str, Any]]]:
+    """One streamed request to ``app`` in process: the response (status and headers) and its lines."""
+    with TestClient(app) as c, c.stream("POST", path, json=body, headers=STREAM) as response:
+        return response, ndjson(response)
+
+
 @CALLS
 def test_a_call_streams_its_deltas_then_the_response(call: Call) -> None:
-    with (
-        TestClient(create_app(streaming_model(call.reply))) as c,
-        c.stream("POST", call.path, json=call.body, headers=STREAM) as response,
-    ):
-        lines = ndjson(response)
+    response, lines = stream(create_app(streaming_model(call.reply)), call.path, call.body)
     assert response.status_code == 200
     assert response.headers["content-type"].startswith(NDJSON)
     *deltas, last = lines
@@ -203,20 +172,24 @@ MID_STREAM_FAILURES = pytest.mark.parametrize(
 
 
 @MID_STREAM_FAILURES
-def test_a_model_failing_mid_stream_ends_the_stream_with_an_error_line(
+def test_a_model_failing_mid_stream_ends_the_stream_with_an_error_line_the_http_client_raises(
     call: Call, options: dict[str, Any], kind: str, cause: type[Exception]
 ) -> None:
-    with (
-        TestClient(create_app(streaming_model(**options))) as c,
-        c.stream("POST", call.path, json=call.body, headers=STREAM) as response,
-    ):
-        lines = ndjson(response)
+    response, lines = stream(create_app(streaming_model(**options)), call.path, call.body)
     assert response.status_code == 200  # sent with the first delta, before the failure
     *deltas, last = lines
     assert deltas and {line["type"] for line in deltas} == {"answer_delta"}
     assert last["type"] == "error" and last["kind"] == kind
     assert last["usage"]["model_calls"] == 1
     assert "Traceback" not in json.dumps(lines)
+    with (
+        ServerThread(create_app(streaming_model(**options))) as server,
+        HttpAIClient([server.url], timeout=30) as client,
+    ):
+        seen, failed = collect(call, client)
+    assert seen and all(isinstance(item, str) for item in seen)
+    assert failed is not None and type(failed.cause) is cause
+    assert failed.usage.model_calls == 1
 
 
 def broken_stream(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -233,12 +206,8 @@ def test_an_unexpected_error_mid_stream_sends_only_a_reference_and_logs_the_trac
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     broken_stream(monkeypatch)
-    with (
-        caplog.at_level(logging.ERROR, logger="planner_mode.server"),
-        TestClient(create_app(streaming_model())) as c,
-        c.stream("POST", "/ai/respond", json=BODY, headers=STREAM) as response,
-    ):
-        lines = ndjson(response)
+    with caplog.at_level(logging.ERROR, logger="planner_mode.server"):
+        _response, lines = stream(create_app(streaming_model()), "/ai/respond", BODY)
     assert [line["type"] for line in lines] == ["answer_delta", "error"]
     error = lines[-1]
     assert error["kind"] == "internal"
@@ -288,12 +257,8 @@ def test_every_request_is_logged_once_with_its_fields_and_without_any_text(
 def test_a_stream_that_fails_midway_is_logged_with_its_kind_and_usage(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    with (
-        caplog.at_level(logging.INFO, logger="planner_mode.server"),
-        TestClient(create_app(streaming_model(break_after=4))) as c,
-        c.stream("POST", "/ai/respond", json=BODY, headers=STREAM) as response,
-    ):
-        ndjson(response)
+    with caplog.at_level(logging.INFO, logger="planner_mode.server"):
+        stream(create_app(streaming_model(break_after=4)), "/ai/respond", BODY)
     [record] = request_records(caplog)
     assert (record["status"], record["kind"], record["streamed"], record["model_calls"]) == (
         200,
@@ -354,20 +319,6 @@ def test_the_http_client_streams_a_call_like_the_in_process_client(call: Call) -
         assert "".join(deltas) == call.text_of(last) == call.text
         assert last.usage.model_calls == 1
     assert in_process[:-1] == over_http[:-1]
-
-
-@MID_STREAM_FAILURES
-def test_a_model_failing_mid_stream_is_an_ai_call_error_of_its_kind_in_the_http_client(
-    call: Call, options: dict[str, Any], kind: str, cause: type[Exception]
-) -> None:
-    with (
-        ServerThread(create_app(streaming_model(**options))) as server,
-        HttpAIClient([server.url], timeout=30) as client,
-    ):
-        seen, failed = collect(call, client)
-    assert seen and all(isinstance(item, str) for item in seen)
-    assert failed is not None and type(failed.cause) is cause
-    assert failed.usage.model_calls == 1
 
 
 def test_the_in_process_stream_failure_carries_the_usage() -> None:

@@ -11,6 +11,7 @@ from planner_mode.plan import Plan
 from planner_mode.validation import UnresolvedReferenceError, find_refs, resolve_refs, validate_plan
 from shared.operations.registry import Operation, OperationRegistry
 from shared.security import DEMO_CALLER
+from tests.planner_mode.planner_fakes import op, ref
 
 
 def plan(*operations: dict[str, Any]) -> Plan:
@@ -21,12 +22,12 @@ def messages(registry: OperationRegistry, p: Plan, **kwargs: Any) -> list[str]:
     return [issue.message for issue in validate_plan(p, registry, **kwargs, caller=DEMO_CALLER).issues]
 
 
+BEST = op("mejor_cliente", "op1", anio=2025)
+
+
 def test_independent_operations_form_one_wave(toy_registry: OperationRegistry) -> None:
     validated = validate_plan(
-        plan(
-            {"funcion": "ventas_anuales", "parametros": {"anio": 2025}},
-            {"funcion": "mejor_cliente", "parametros": {"anio": 2025}},
-        ),
+        plan(op("ventas_anuales", anio=2025), op("mejor_cliente", anio=2025)),
         toy_registry,
         caller=DEMO_CALLER,
     )
@@ -35,40 +36,27 @@ def test_independent_operations_form_one_wave(toy_registry: OperationRegistry) -
 
 
 def test_dependent_operation_runs_in_a_later_wave(toy_registry: OperationRegistry) -> None:
-    validated = validate_plan(
-        plan(
-            {
-                "id": "op2",
-                "funcion": "compras_cliente",
-                "parametros": {"cliente": {"$ref": "op1.cliente"}, "anio": 2025},
-            },
-            {"id": "op1", "funcion": "mejor_cliente", "parametros": {"anio": 2025}},
-        ),
-        toy_registry,
-        caller=DEMO_CALLER,
-    )
+    dependent = plan(op("compras_cliente", "op2", cliente=ref("op1.cliente"), anio=2025), BEST)
+    validated = validate_plan(dependent, toy_registry, caller=DEMO_CALLER)
     assert validated.ok, validated.issues
     assert validated.waves == [[1], [0]]
     assert validated.dependencies == {0: {1}, 1: set()}
 
 
 def test_unknown_operation_is_rejected_listing_the_valid_ones(toy_registry: OperationRegistry) -> None:
-    [message] = messages(toy_registry, plan({"funcion": "consultar_ventas_totales", "parametros": {}}))
+    [message] = messages(toy_registry, plan(op("consultar_ventas_totales")))
     assert "consultar_ventas_totales" in message
     assert "ventas_anuales" in message
 
 
 def test_invalid_parameters_are_rejected_naming_the_parameter(toy_registry: OperationRegistry) -> None:
-    [message] = messages(toy_registry, plan({"funcion": "ventas_anuales", "parametros": {"anio": "dos mil"}}))
+    [message] = messages(toy_registry, plan(op("ventas_anuales", anio="dos mil")))
     assert "invalid parameters" in message
     assert "anio" in message
 
 
 def test_a_referenced_parameter_is_not_reported_missing(toy_registry: OperationRegistry) -> None:
-    p = plan(
-        {"id": "op1", "funcion": "mejor_cliente", "parametros": {"anio": 2025}},
-        {"funcion": "compras_cliente", "parametros": {"cliente": {"$ref": "op1.cliente"}}},
-    )
+    p = plan(BEST, op("compras_cliente", cliente=ref("op1.cliente")))
     # ``anio`` is really missing; ``cliente`` comes from op1 and is checked once resolved.
     [message] = messages(toy_registry, p)
     assert "anio" in message
@@ -76,7 +64,7 @@ def test_a_referenced_parameter_is_not_reported_missing(toy_registry: OperationR
 
 
 @pytest.mark.parametrize(
-    ("ref", "expected"),
+    ("path", "expected"),
     [
         ("op9.cliente", "dangling $ref 'op9.cliente': no operation has id 'op9'"),
         ("op1.clientes", "mejor_cliente results have no field 'clientes'"),
@@ -84,34 +72,20 @@ def test_a_referenced_parameter_is_not_reported_missing(toy_registry: OperationR
     ],
 )
 def test_dangling_or_malformed_refs_are_rejected(
-    toy_registry: OperationRegistry, ref: str, expected: str
+    toy_registry: OperationRegistry, path: str, expected: str
 ) -> None:
-    p = plan(
-        {"id": "op1", "funcion": "mejor_cliente", "parametros": {"anio": 2025}},
-        {"funcion": "compras_cliente", "parametros": {"cliente": {"$ref": ref}, "anio": 2025}},
-    )
-    [message] = messages(toy_registry, p)
+    [message] = messages(toy_registry, plan(BEST, op("compras_cliente", cliente=ref(path), anio=2025)))
     assert expected in message
 
 
 def test_self_reference_and_cycles_are_rejected(toy_registry: OperationRegistry) -> None:
-    self_ref = plan(
-        {"id": "a", "funcion": "compras_cliente", "parametros": {"cliente": {"$ref": "a.cliente"}, "anio": 1}}
-    )
+    self_ref = plan(op("compras_cliente", "a", cliente=ref("a.cliente"), anio=1))
     assert "refers to the operation itself" in messages(toy_registry, self_ref)[0]
 
     cycle = plan(
-        {
-            "id": "a",
-            "funcion": "compras_cliente",
-            "parametros": {"cliente": {"$ref": "b.cliente"}, "anio": 1},
-        },
-        {
-            "id": "b",
-            "funcion": "compras_cliente",
-            "parametros": {"cliente": {"$ref": "a.cliente"}, "anio": 1},
-        },
-        {"funcion": "ventas_anuales", "parametros": {"anio": 2025}},
+        op("compras_cliente", "a", cliente=ref("b.cliente"), anio=1),
+        op("compras_cliente", "b", cliente=ref("a.cliente"), anio=1),
+        op("ventas_anuales", anio=2025),
     )
     validated = validate_plan(cycle, toy_registry, caller=DEMO_CALLER)
     assert not validated.ok
@@ -123,15 +97,12 @@ def test_self_reference_and_cycles_are_rejected(toy_registry: OperationRegistry)
 
 
 def test_duplicate_ids_are_rejected(toy_registry: OperationRegistry) -> None:
-    p = plan(
-        {"id": "op1", "funcion": "ventas_anuales", "parametros": {"anio": 2024}},
-        {"id": "op1", "funcion": "ventas_anuales", "parametros": {"anio": 2025}},
-    )
+    p = plan(op("ventas_anuales", "op1", anio=2024), op("ventas_anuales", "op1", anio=2025))
     assert "duplicate id 'op1'" in messages(toy_registry, p)[0]
 
 
 def test_too_many_operations_is_one_plan_level_issue(toy_registry: OperationRegistry) -> None:
-    p = plan(*[{"funcion": "nope", "parametros": {}} for _ in range(4)])
+    p = plan(*[op("nope")] * 4)
     validated = validate_plan(p, toy_registry, max_operations=3, caller=DEMO_CALLER)
     [issue] = validated.issues
     assert issue.index is None
@@ -139,11 +110,7 @@ def test_too_many_operations_is_one_plan_level_issue(toy_registry: OperationRegi
 
 
 def test_every_problem_is_reported_at_once(toy_registry: OperationRegistry) -> None:
-    p = plan(
-        {"funcion": "nope"},
-        {"funcion": "ventas_anuales", "parametros": {}},
-        {"funcion": "mejor_cliente", "parametros": {"anio": 2025}},
-    )
+    p = plan({"funcion": "nope"}, op("ventas_anuales"), op("mejor_cliente", anio=2025))
     validated = validate_plan(p, toy_registry, caller=DEMO_CALLER)
     assert [issue.index for issue in validated.issues] == [0, 1]
 
@@ -182,19 +149,16 @@ def test_resolve_refs_raises_when_the_path_is_not_in_the_result(ref: str) -> Non
 # -- $ref paths are checked against the referenced operation's result model, before anything runs ------------
 
 
-def two_step(first: dict[str, Any], ref: str, funcion: str = "compras_cliente") -> Plan:
-    return plan(
-        {"id": "op1", **first},
-        {"id": "op2", "funcion": funcion, "parametros": {"cliente": {"$ref": ref}, "anio": 2025}},
-    )
+def two_step(first: dict[str, Any], path: str) -> Plan:
+    return plan({"id": "op1", **first}, op("compras_cliente", "op2", cliente=ref(path), anio=2025))
 
 
-TOP = {"funcion": "top_productos", "parametros": {"anio": 2025}}
-PENDING = {"funcion": "facturas_pendientes", "parametros": {}}
+TOP = op("top_productos", anio=2025)
+PENDING = op("facturas_pendientes")
 
 
 @pytest.mark.parametrize(
-    ("first", "ref"),
+    ("first", "path"),
     [
         (TOP, "op1.productos.0.producto"),
         (TOP, "op1.productos.-1.sku"),
@@ -202,17 +166,17 @@ PENDING = {"funcion": "facturas_pendientes", "parametros": {}}
         (TOP, "op1"),
         (PENDING, "op1.facturas.0.cliente"),
         (PENDING, "op1.cliente"),  # Optional[str]: the field exists even when it may be null
-        ({"funcion": "buscar_cliente", "parametros": {"texto": "abc"}}, "op1.clientes.0.nombre"),
+        (op("buscar_cliente", texto="abc"), "op1.clientes.0.nombre"),
     ],
 )
 def test_refs_to_fields_of_the_result_model_are_accepted(
-    registry: OperationRegistry, first: dict[str, Any], ref: str
+    registry: OperationRegistry, first: dict[str, Any], path: str
 ) -> None:
-    assert messages(registry, two_step(first, ref)) == []
+    assert messages(registry, two_step(first, path)) == []
 
 
 @pytest.mark.parametrize(
-    ("first", "ref", "expected"),
+    ("first", "path", "expected"),
     [
         (
             TOP,
@@ -236,24 +200,22 @@ def test_refs_to_fields_of_the_result_model_are_accepted(
     ],
 )
 def test_refs_to_fields_the_result_model_does_not_have_are_refused(
-    registry: OperationRegistry, first: dict[str, Any], ref: str, expected: str
+    registry: OperationRegistry, first: dict[str, Any], path: str, expected: str
 ) -> None:
-    [message] = messages(registry, two_step(first, ref))
-    assert f"dangling $ref {ref!r}" in message
+    [message] = messages(registry, two_step(first, path))
+    assert f"dangling $ref {path!r}" in message
     assert expected in message
 
 
 def test_a_ref_into_a_text_field_is_refused_with_the_toy_registry(toy_registry: OperationRegistry) -> None:
-    p = two_step({"funcion": "mejor_cliente", "parametros": {"anio": 2025}}, "op1.cliente.nombre")
-    [message] = messages(toy_registry, p)
+    [message] = messages(toy_registry, two_step(op("mejor_cliente", anio=2025), "op1.cliente.nombre"))
     assert "'cliente' is a single value (string) with no fields" in message
 
 
 def test_the_prompts_placeholder_operation_is_refused_listing_the_real_ones(
     toy_registry: OperationRegistry,
 ) -> None:
-    p = plan({"id": "op1", "funcion": "nombre_de_operacion", "parametros": {"parametro": "valor"}})
-    [message] = messages(toy_registry, p)
+    [message] = messages(toy_registry, plan(op("nombre_de_operacion", "op1", parametro="valor")))
     assert "La operación 'nombre_de_operacion' no existe" in message
     assert "ventas_anuales, mejor_cliente, compras_cliente" in message
 
@@ -293,7 +255,7 @@ class ValueParams(BaseModel):
 
 
 @pytest.mark.parametrize(
-    ("result_model", "ref"),
+    ("result_model", "path"),
     [
         (Free, "op1.datos.lo.que.sea"),
         (Free, "op1.cualquiera.x.0"),
@@ -304,18 +266,12 @@ class ValueParams(BaseModel):
     ],
     ids=["dict-any", "any", "dict-of-int", "list-of-dicts", "extra-allowed", "unknown-result-model"],
 )
-def test_refs_below_open_ended_result_parts_are_not_refused(result_model: type[BaseModel], ref: str) -> None:
-    p = plan(
-        {"id": "op1", "funcion": "libre", "parametros": {}},
-        {"funcion": "usar", "parametros": {"valor": {"$ref": ref}}},
-    )
+def test_refs_below_open_ended_result_parts_are_not_refused(result_model: type[BaseModel], path: str) -> None:
+    p = plan(op("libre", "op1"), op("usar", valor=ref(path)))
     assert messages(free_registry(result_model), p) == []
 
 
 def test_a_ref_below_a_typed_value_of_an_open_dict_is_refused() -> None:
-    p = plan(
-        {"id": "op1", "funcion": "libre", "parametros": {}},
-        {"funcion": "usar", "parametros": {"valor": {"$ref": "op1.conteos.enero.x"}}},
-    )
+    p = plan(op("libre", "op1"), op("usar", valor=ref("op1.conteos.enero.x")))
     [message] = messages(free_registry(Free), p)
     assert "'conteos.enero' is a single value (integer) with no fields" in message

@@ -16,9 +16,10 @@ import pytest
 from sqlalchemy import create_engine
 
 from shared.erp.database import DEMO_TODAY, Erp
+from shared.errors import ProviderError
 from tests.engine_backends import backend, erp, fresh_db_url, memory_store  # noqa: F401  (fixtures)
-from tests.fakes import FunctionChatModel, ModelFunction
-from tests.toolcalling_mode.toolcalling_fakes import StreamingFunctionModel, toy_registry
+from tests.fakes import FunctionChatModel, ModelFunction, StreamingChatModel
+from tests.toolcalling_mode.toolcalling_fakes import toy_registry
 
 
 @pytest.fixture
@@ -33,7 +34,7 @@ def toy_erp() -> Iterator[Erp]:
 @pytest.fixture
 def make_engine(toy_erp: Erp, memory_store: Any) -> Callable[..., tuple[Any, FunctionChatModel]]:  # noqa: F811
     """Build ``(ToolCallingEngine, model)`` over the toy registry (or ``registry``) from a model function;
-    ``streaming=True`` (or ``break_after=n``) makes it a :class:`StreamingFunctionModel`."""
+    ``streaming=True`` (or ``break_after=n``) makes it a word-by-word :class:`StreamingChatModel`."""
     from toolcalling_mode import ToolCallingEngine
 
     def build(
@@ -45,10 +46,18 @@ def make_engine(toy_erp: Erp, memory_store: Any) -> Callable[..., tuple[Any, Fun
         **options: Any,
     ) -> tuple[Any, FunctionChatModel]:
         if streaming or break_after is not None:
-            model: FunctionChatModel = StreamingFunctionModel(fn, break_after=break_after)
+            model: FunctionChatModel = StreamingChatModel(fn, break_after=break_after, failure=ProviderError)
         else:
             model = FunctionChatModel(fn)
         engine = ToolCallingEngine(registry or toy_registry(), toy_erp, memory_store, model, **options)
         return engine, model
 
     return build
+
+
+@pytest.fixture
+def demo_engine(registry: Any, erp: Erp, memory_store: Any) -> Callable[..., Any]:  # noqa: F811
+    """``demo_engine(model, **options)``: a ``ToolCallingEngine`` over the demo ERP and the test's store."""
+    from toolcalling_mode import ToolCallingEngine
+
+    return lambda model, **options: ToolCallingEngine(registry, erp, memory_store, model, **options)

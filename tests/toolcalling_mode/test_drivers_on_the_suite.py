@@ -19,22 +19,13 @@ from benchmarks.scenario import default_scenarios_dir, load_file
 from benchmarks.stand_ins.offline import OfflineSalesModel
 from shared.erp.users import DEFAULT_USER, caller_for
 from shared.errors import ConversationAccessDenied
-from shared.events import AnswerDelta, TurnDone
 from shared.memory.store import MemoryStore
 from shared.security import Caller
-from shared.turn import TurnResult
+from tests.engine_backends import comparable, deltas, streamed
 from toolcalling_mode import ContextPolicy, ToolCallingEngine
 
 SCENARIO_FILES = sorted(default_scenarios_dir().glob("*.yaml"))
 TURNS_PER_SCENARIO = 10
-MEASURED = {"model_ms", "harness_ms", "total_ms", "first_answer_ms"}
-
-
-def comparable(result: TurnResult) -> dict[str, Any]:
-    data = result.model_dump(exclude=MEASURED)
-    for operation in data["operations"]:
-        operation.pop("duration_ms")
-    return data
 
 
 async def run_file(
@@ -61,12 +52,9 @@ async def drive(
 ) -> Any:
     if driver == "aask":
         return comparable(await engine.aask(conversation, question, caller))
-    events = [event async for event in engine.astream(conversation, question, caller)]
-    assert isinstance(events[-1], TurnDone)
-    result = events[-1].result
-    shown = "".join(event.text for event in events if isinstance(event, AnswerDelta))
+    events, result = await streamed(engine, conversation, question, caller)
     if result.failure is None:  # what the user read while it streamed is the answer
-        assert shown == result.answer, (conversation, question)
+        assert "".join(deltas(events)) == result.answer, (conversation, question)
     return comparable(result)
 
 

@@ -12,11 +12,9 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import aclosing
 from typing import Any, Literal
-from uuid import UUID
 
 import pytest
 from langchain.agents import create_agent
-from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
@@ -36,31 +34,20 @@ from shared.failures import NOT_RECORDED_NOTE, user_message
 from shared.llm import build_chat_model
 from shared.operations.registry import Operation, OperationRegistry
 from shared.security import DEMO_CALLER, Caller
-from tests.fakes import CallInfo
+from tests.engine_backends import deltas, run_turn, streamed
+from tests.fakes import CallInfo, RunRecorder, YearParams, YearTotal
 from tests.toolcalling_mode.toolcalling_fakes import (
     YEAR_TOTALS,
-    YearParams,
-    YearTotal,
     ask_tools,
     call,
-    run_turn,
+    then_answer,
     toy_registry,
+    two_parallel_tools,
 )
 from toolcalling_mode import ToolCallingEngine, ToolCallingLimits
 from toolcalling_mode.prompts import system_prompt
 
 QUESTION = "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?"
-
-
-def two_parallel_tools(messages: list[BaseMessage], info: CallInfo) -> AIMessage | str:
-    """Sales and the best customer at once (fixed call ids: runs compare equal), then an answer."""
-    if not info.tool_results:
-        return ask_tools(
-            {"name": "ventas_anuales", "args": {"anio": 2025}, "id": "sales", "type": "tool_call"},
-            {"name": "mejor_cliente", "args": {"anio": 2025}, "id": "best", "type": "tool_call"},
-        )
-    results = [json.loads(str(m.content)) for m in info.tool_results]
-    return f"En 2025 vendimos {results[0]['total']} y el mejor cliente fue {results[1]['cliente']}."
 
 
 def forever(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
@@ -75,20 +62,9 @@ def cut_at_the_cap(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
     return reply
 
 
-def then_answer(first: AIMessage | str, answer: str = "Listo.") -> Any:
-    """A model that replies ``first``, then ``answer`` once it has tool results."""
-    return lambda messages, info: answer if info.tool_results else first
-
-
 def by_id(operations: Any) -> list[Any]:
     """Operations in call id order: parallel tool calls finish, and their events arrive, in any order."""
     return sorted(operations, key=lambda op: str(op.id))
-
-
-async def events_of(
-    engine: Any, conversation_id: str, question: str, caller: Caller = DEMO_CALLER
-) -> list[Any]:
-    return [event async for event in engine.astream(conversation_id, question, caller)]
 
 
 # -- the engine ----------------------------------------------------------------------------------------
@@ -443,10 +419,9 @@ async def test_another_users_conversation_is_refused_before_the_first_event(
 async def test_an_invalid_question_ends_in_one_event(make_engine: Any) -> None:
     engine, _ = make_engine(two_parallel_tools, streaming=True)
 
-    events = await events_of(engine, "c1", "   ")
+    events, result = await streamed(engine, "c1", "   ")
 
     assert [type(event) for event in events] == [TurnDone]
-    result = events[0].result
     assert (result.failure, result.model_calls, result.plan_valid) == ("input", 0, None)
 
 
@@ -531,10 +506,10 @@ def test_a_reply_without_a_usable_answer_is_a_model_output_failure(
 
 @pytest.mark.parametrize("grounding", ["refuse", "flag"])
 def test_a_prose_answer_with_an_invented_figure_is_refused_or_flagged(
-    registry: Any, erp: Any, memory_store: Any, grounding: str
+    demo_engine: Any, memory_store: Any, grounding: str
 ) -> None:
     model = build_chat_model("offline", faults="no_tool_calls")  # answers with a figure it made up
-    engine = ToolCallingEngine(registry, erp, memory_store, model, grounding=grounding)
+    engine = demo_engine(model, grounding=grounding)
 
     result = engine.ask("c1", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
 
@@ -546,8 +521,8 @@ def test_a_prose_answer_with_an_invented_figure_is_refused_or_flagged(
         assert result.failure is None and result.recorded
 
 
-def test_an_answer_from_the_tools_results_is_grounded(registry: Any, erp: Any, memory_store: Any) -> None:
-    engine = ToolCallingEngine(registry, erp, memory_store, build_chat_model("offline"))
+def test_an_answer_from_the_tools_results_is_grounded(demo_engine: Any) -> None:
+    engine = demo_engine(build_chat_model("offline"))
     result = engine.ask("c1", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
     assert result.failure is None and result.ungrounded_figures == [] and result.recorded
 
@@ -560,15 +535,13 @@ async def test_astream_yields_operations_then_the_answer_in_deltas_then_the_resu
 ) -> None:
     engine, _ = make_engine(two_parallel_tools, streaming=True)
 
-    events = await events_of(engine, "c1", QUESTION)
+    events, result = await streamed(engine, "c1", QUESTION)
 
     kinds = [type(event) for event in events]
     assert kinds == [OperationDone, OperationDone, *[AnswerDelta] * (len(events) - 3), TurnDone]
-    result = events[-1].result
     # Parallel tool calls finish in any order: the events follow completion, the result the calls' order.
     assert by_id(event.operation for event in events[:2]) == by_id(result.operations)
-    deltas = [event.text for event in events if isinstance(event, AnswerDelta)]
-    assert len(deltas) >= 2 and "".join(deltas) == result.answer
+    assert len(deltas(events)) >= 2 and "".join(deltas(events)) == result.answer
     assert result.recorded and memory_store.history("c1")[-1].content == result.answer
     assert result.first_answer_ms is not None and 0 < result.first_answer_ms <= result.total_ms
     assert engine.ask("c2", QUESTION, DEMO_CALLER).first_answer_ms is None  # no reader, no time measured
@@ -577,12 +550,12 @@ async def test_astream_yields_operations_then_the_answer_in_deltas_then_the_resu
 
 async def test_replayed_history_yields_no_operation_events(make_engine: Any) -> None:
     engine, _ = make_engine(two_parallel_tools, streaming=True, policy="full_history")
-    await events_of(engine, "c1", QUESTION)
+    await streamed(engine, "c1", QUESTION)
 
-    events = await events_of(engine, "c1", QUESTION)  # the first turn's tool results are replayed
+    events, result = await streamed(engine, "c1", QUESTION)  # the first turn's tool results are replayed
 
     operations = [event.operation for event in events if isinstance(event, OperationDone)]
-    assert by_id(operations) == by_id(events[-1].result.operations) and len(operations) == 2
+    assert by_id(operations) == by_id(result.operations) and len(operations) == 2
 
 
 async def test_text_written_before_tool_calls_is_streamed_and_the_result_supersedes_it(
@@ -591,41 +564,33 @@ async def test_text_written_before_tool_calls_is_streamed_and_the_result_superse
     preamble = ask_tools(call("ventas_anuales", anio=2025), text="Voy a consultar. ")
     engine, _ = make_engine(then_answer(preamble, "Vendimos 850000000."), streaming=True)
 
-    events = await events_of(engine, "c1", "¿Cuánto vendimos en 2025?")
+    events, result = await streamed(engine, "c1", "¿Cuánto vendimos en 2025?")
 
-    shown = "".join(event.text for event in events if isinstance(event, AnswerDelta))
-    assert shown == "Voy a consultar.\n\nVendimos 850000000."
-    assert events[-1].result.answer == "Vendimos 850000000."
+    assert "".join(deltas(events)) == "Voy a consultar.\n\nVendimos 850000000."
+    assert result.answer == "Vendimos 850000000."
     assert memory_store.history("c1")[-1].content == "Vendimos 850000000."
 
 
-async def test_the_offline_model_streams_its_answer_in_several_deltas(
-    erp: Any, registry: Any, memory_store: Any
-) -> None:
-    engine = ToolCallingEngine(registry, erp, memory_store, OfflineSalesModel(latency_profile="gpu-8b"))
+async def test_the_offline_model_streams_its_answer_in_several_deltas(demo_engine: Any) -> None:
+    engine = demo_engine(OfflineSalesModel(latency_profile="gpu-8b"))
 
-    events = await events_of(engine, "c1", "¿Cuánto vendimos en 2025?")
+    events, result = await streamed(engine, "c1", "¿Cuánto vendimos en 2025?")
 
-    deltas = [event.text for event in events if isinstance(event, AnswerDelta)]
-    result = events[-1].result
-    assert len(deltas) >= 2 and "".join(deltas) == result.answer
+    assert len(deltas(events)) >= 2 and "".join(deltas(events)) == result.answer
     assert result.first_answer_call is not None and result.first_answer_call.call == result.model_calls - 1
 
 
 @pytest.mark.parametrize("strategy", ["provider", "tool"])
 async def test_a_structured_answer_streams_only_its_respuesta(
-    erp: Any, registry: Any, memory_store: Any, strategy: Literal["provider", "tool"]
+    demo_engine: Any, strategy: Literal["provider", "tool"]
 ) -> None:
-    engine = ToolCallingEngine(
-        registry, erp, memory_store, OfflineSalesModel(), structured=True, structured_strategy=strategy
-    )
+    engine = demo_engine(OfflineSalesModel(), structured=True, structured_strategy=strategy)
 
-    events = await events_of(engine, "c1", "¿Cuánto vendimos en 2025?")
+    events, result = await streamed(engine, "c1", "¿Cuánto vendimos en 2025?")
 
-    deltas = "".join(event.text for event in events if isinstance(event, AnswerDelta))
-    result = events[-1].result
+    shown = "".join(deltas(events))
     assert result.failure is None and result.state["tema"] == "ventas"  # the structured answer's estado
-    assert deltas == result.answer and "memoria" not in deltas
+    assert shown == result.answer and "memoria" not in shown
 
 
 # -- streams that end early ---------------------------------------------------------------------------
@@ -636,11 +601,9 @@ async def test_a_stream_that_breaks_midway_through_the_answer_records_nothing(
 ) -> None:
     engine, _ = make_engine(two_parallel_tools, break_after=3)
 
-    events = await events_of(engine, "c1", QUESTION)
+    events, result = await streamed(engine, "c1", QUESTION)
 
-    shown = [event.text for event in events if isinstance(event, AnswerDelta)]
-    result = events[-1].result
-    assert "".join(shown) == "En 2025 vendimos"  # the user saw part of the answer…
+    assert "".join(deltas(events)) == "En 2025 vendimos"  # the user saw part of the answer…
     assert (result.failure, result.answer) == ("provider", user_message("provider"))  # …which this replaces
     assert not result.recorded and memory_store.get_conversation("c1") is None
     assert len(result.operations) == 2 and result.model_calls == 2
@@ -648,9 +611,9 @@ async def test_a_stream_that_breaks_midway_through_the_answer_records_nothing(
 
 @pytest.mark.parametrize("driver", ["ask", "astream"])
 async def test_a_dropped_connection_of_the_offline_model_ends_the_turn_with_or_without_a_reader(
-    erp: Any, registry: Any, memory_store: Any, driver: str
+    demo_engine: Any, memory_store: Any, driver: str
 ) -> None:
-    engine = ToolCallingEngine(registry, erp, memory_store, OfflineSalesModel(faults="stream_break"))
+    engine = demo_engine(OfflineSalesModel(faults="stream_break"))
 
     result = await run_turn(engine, driver, "c1", "¿Cuánto vendimos en 2025?")
 
@@ -659,18 +622,15 @@ async def test_a_dropped_connection_of_the_offline_model_ends_the_turn_with_or_w
     assert memory_store.get_conversation("c1") is None
 
 
-async def test_an_answer_cut_by_a_dropped_connection_has_no_answering_call(
-    erp: Any, registry: Any, memory_store: Any
-) -> None:
+async def test_an_answer_cut_by_a_dropped_connection_has_no_answering_call(demo_engine: Any) -> None:
     faults = FaultConfig(mode="stream_break", rate=0.5, seed=0)
     assert not faults.strikes(0) and faults.strikes(1)  # the tool step completes; the answer breaks
     model = OfflineSalesModel(latency_profile="gpu-8b", faults=faults)
-    engine = ToolCallingEngine(registry, erp, memory_store, model)
+    engine = demo_engine(model)
 
-    events = await events_of(engine, "c1", "¿Cuánto vendimos en 2025?")
+    events, result = await streamed(engine, "c1", "¿Cuánto vendimos en 2025?")
 
-    result = events[-1].result
-    assert any(isinstance(event, AnswerDelta) for event in events)
+    assert deltas(events)
     assert result.failure == "provider" and not result.recorded
     assert result.first_answer_ms is not None  # the reader did see text…
     assert result.first_answer_call is None  # …but no answer was written (ask would see none)
@@ -801,47 +761,12 @@ async def test_a_turn_planned_before_another_turn_was_recorded_is_flagged_stale(
 # -- callbacks and logging -----------------------------------------------------------------------------------
 
 
-class RunTree(BaseCallbackHandler):
-    """Records every chain and chat-model run with its parent, name, tags and metadata."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.chains: dict[UUID, dict[str, Any]] = {}
-        self.models: dict[UUID, UUID | None] = {}
-        self.outputs: dict[UUID, Any] = {}
-
-    def on_chain_start(
-        self, serialized: Any, inputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kw: Any
-    ) -> None:
-        with self.lock:
-            fields = {"parent": parent_run_id, **{key: kw.get(key) for key in ("name", "tags", "metadata")}}
-            self.chains[run_id] = fields
-
-    def on_chain_end(self, outputs: Any, *, run_id: UUID, **kw: Any) -> None:
-        with self.lock:
-            self.outputs[run_id] = outputs
-
-    def on_chat_model_start(
-        self, serialized: Any, messages: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kw: Any
-    ) -> None:
-        with self.lock:
-            self.models[run_id] = parent_run_id
-
-    def roots(self) -> list[UUID]:
-        return [run for run, chain in self.chains.items() if chain["parent"] is None]
-
-    def root_of(self, run: UUID | None) -> UUID | None:
-        while run is not None and self.chains.get(run, {}).get("parent") is not None:
-            run = self.chains[run]["parent"]
-        return run
-
-
 @pytest.mark.parametrize("driver", ["ask", "aask", "astream"])
 async def test_callbacks_see_exactly_the_turns_model_calls_under_one_turn_run(
-    erp: Any, registry: Any, memory_store: Any, driver: str
+    demo_engine: Any, driver: str
 ) -> None:
-    engine = ToolCallingEngine(registry, erp, memory_store, OfflineSalesModel())
-    tree = RunTree()
+    engine = demo_engine(OfflineSalesModel())
+    tree = RunRecorder()
     config: Any = {"callbacks": [tree], "tags": ["erp-web"], "metadata": {"tenant": "acme"}}
     question = "¿Cuánto compró nuestro mejor cliente en 2025?"  # two dependent steps: three model calls
 
@@ -849,22 +774,20 @@ async def test_callbacks_see_exactly_the_turns_model_calls_under_one_turn_run(
 
     assert result.model_calls == 3 and len(tree.models) == 3
     [root] = tree.roots()
-    assert tree.chains[root]["name"] == "toolcalling turn"
-    assert "erp-web" in tree.chains[root]["tags"]
-    assert tree.chains[root]["metadata"]["tenant"] == "acme"
-    assert {tree.root_of(parent) for parent in tree.models.values()} == {root}
-    agent_runs = [chain["name"] for chain in tree.chains.values() if chain["parent"] == root]
+    assert root.name == "toolcalling turn" and "erp-web" in root.tags and root.metadata["tenant"] == "acme"
+    assert {tree.root_of(model.parent) for model in tree.models} == {root.run_id}
+    agent_runs = [chain.name for chain in tree.chains if chain.parent == root.run_id]
     assert agent_runs == ["toolcalling"]  # the compiled agent graph, whose descendants are the calls
-    assert tree.outputs[root]["answer"] == result.answer and tree.outputs[root]["failure"] is None
+    assert root.outputs["answer"] == result.answer and root.outputs["failure"] is None
 
 
 async def test_run_name_names_the_turn_run(make_engine: Any) -> None:
     engine, _ = make_engine(two_parallel_tools, streaming=True)
-    tree = RunTree()
+    tree = RunRecorder()
 
     await engine.aask("c1", QUESTION, DEMO_CALLER, config={"callbacks": [tree], "run_name": "pedido 42"})
 
-    assert [tree.chains[root]["name"] for root in tree.roots()] == ["pedido 42"]
+    assert [root.name for root in tree.roots()] == ["pedido 42"]
 
 
 @pytest.mark.parametrize(("driver", "break_after"), [("ask", None), ("astream", None), ("astream", 3)])

@@ -8,14 +8,12 @@ prompt, messages): see ``benchmarks.stand_ins.offline._cache``.
 from __future__ import annotations
 
 from typing import Any
-from uuid import UUID
 
 import pytest
-from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.outputs import ChatGeneration, LLMResult
 
 from benchmarks.stand_ins.offline import OfflineSalesModel
 from shared.security import DEMO_CALLER
+from tests.fakes import RunRecorder
 from toolcalling_mode import ToolCallingEngine
 
 FIRST = "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?"
@@ -23,63 +21,43 @@ SECOND = "¿Y cuánto compró?"
 THIRD = "¿Y en 2024?"
 
 
-class CallUsages(BaseCallbackHandler):
-    """``(input_tokens, cache_read)`` of every model call, in order."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[int, int]] = []
-
-    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
-        for generations in response.generations:
-            for generation in generations:
-                usage = generation.message.usage_metadata if isinstance(generation, ChatGeneration) else None
-                if usage:
-                    self.calls.append((usage["input_tokens"], usage["input_token_details"]["cache_read"]))
-
-
-def two_turns(engine: ToolCallingEngine) -> tuple[Any, Any, CallUsages, int]:
+def two_turns(engine: ToolCallingEngine) -> tuple[Any, Any, RunRecorder, int]:
     """Both turns, the usage of every call, and how many calls the first turn made."""
-    usages = CallUsages()
-    first = engine.ask("c", FIRST, DEMO_CALLER, config={"callbacks": [usages]})
-    calls_in_first = len(usages.calls)
-    second = engine.ask("c", SECOND, DEMO_CALLER, config={"callbacks": [usages]})
-    return first, second, usages, calls_in_first
+    recorder = RunRecorder()
+    first = engine.ask("c", FIRST, DEMO_CALLER, config={"callbacks": [recorder]})
+    calls_in_first = len(recorder.usages)
+    second = engine.ask("c", SECOND, DEMO_CALLER, config={"callbacks": [recorder]})
+    return first, second, recorder, calls_in_first
 
 
 @pytest.mark.parametrize("policy", ["windowed", "full_history"])
-def test_the_turn_reports_the_cached_tokens_of_its_calls(
-    registry: Any, erp: Any, memory_store: Any, policy: str
-) -> None:
-    engine = ToolCallingEngine(registry, erp, memory_store, OfflineSalesModel(), policy=policy)
-    first, second, usages, split = two_turns(engine)
-    assert first.cached_input_tokens == sum(cached for _, cached in usages.calls[:split])
-    assert second.cached_input_tokens == sum(cached for _, cached in usages.calls[split:])
+def test_the_turn_reports_the_cached_tokens_of_its_calls(demo_engine: Any, policy: str) -> None:
+    engine = demo_engine(OfflineSalesModel(), policy=policy)
+    first, second, recorder, split = two_turns(engine)
+    assert first.cached_input_tokens == sum(cached for _, cached in recorder.usages[:split])
+    assert second.cached_input_tokens == sum(cached for _, cached in recorder.usages[split:])
     assert 0 < second.cached_input_tokens < second.input_tokens
 
 
-def test_a_windowed_turn_reuses_the_previous_turns_tools_and_system_prompt(
-    registry: Any, erp: Any, memory_store: Any
-) -> None:
-    engine = ToolCallingEngine(registry, erp, memory_store, OfflineSalesModel())
-    _first, _second, usages, split = two_turns(engine)
-    (step_1_input, step_1_cached), (_, step_2_cached) = usages.calls[:2]
+def test_a_windowed_turn_reuses_the_previous_turns_tools_and_system_prompt(demo_engine: Any) -> None:
+    engine = demo_engine(OfflineSalesModel())
+    _first, _second, recorder, split = two_turns(engine)
+    (step_1_input, step_1_cached), (_, step_2_cached) = recorder.usages[:2]
     assert step_1_cached == 0  # nothing seen yet
     assert step_2_cached == step_1_input  # the step before is the prefix of this one
-    opening_input, opening_cached = usages.calls[split]
+    opening_input, opening_cached = recorder.usages[split]
     assert 0 < opening_cached < opening_input  # tools and instructions, not the new context and question
     assert opening_cached < step_1_input  # (the context changed, so the first turn's message is not reused)
 
 
-def test_full_history_reuses_the_replay_up_to_the_previous_turn(
-    registry: Any, erp: Any, memory_store: Any
-) -> None:
-    engine = ToolCallingEngine(registry, erp, memory_store, OfflineSalesModel(), policy="full_history")
-    usages = CallUsages()
+def test_full_history_reuses_the_replay_up_to_the_previous_turn(demo_engine: Any) -> None:
+    engine = demo_engine(OfflineSalesModel(), policy="full_history")
+    recorder = RunRecorder()
     openings: list[tuple[int, int]] = []  # (input, cached) of each turn's first call
     for question in (FIRST, SECOND, THIRD):
-        calls_before = len(usages.calls)
-        engine.ask("c", question, DEMO_CALLER, config={"callbacks": [usages]})
-        openings.append(usages.calls[calls_before])
+        calls_before = len(recorder.usages)
+        engine.ask("c", question, DEMO_CALLER, config={"callbacks": [recorder]})
+        openings.append(recorder.usages[calls_before])
     (second_input, second_cached), (third_input, third_cached) = openings[1:]
     # The second turn reuses the tools and the instructions: the first question was sent after today's date
     # and the state, and is replayed as the user wrote it. The third turn reuses the first turn whole, as
@@ -87,7 +65,7 @@ def test_full_history_reuses_the_replay_up_to_the_previous_turn(
     assert 0 < second_cached < third_cached < second_input < third_input
 
 
-def test_no_cache_no_cached_tokens(registry: Any, erp: Any, memory_store: Any) -> None:
-    engine = ToolCallingEngine(registry, erp, memory_store, OfflineSalesModel(prompt_cache_size=0))
-    first, second, _usages, _split = two_turns(engine)
+def test_no_cache_no_cached_tokens(demo_engine: Any) -> None:
+    engine = demo_engine(OfflineSalesModel(prompt_cache_size=0))
+    first, second, _recorder, _split = two_turns(engine)
     assert first.cached_input_tokens == second.cached_input_tokens == 0

@@ -12,17 +12,12 @@ from benchmarks.stand_ins.offline import OfflineSalesModel
 from shared.erp.users import caller_for
 from shared.security import DEMO_CALLER
 from tests.fakes import CallInfo, FunctionChatModel
-from tests.toolcalling_mode.toolcalling_fakes import ask_tools, call
-from toolcalling_mode import ToolCallingEngine
+from tests.toolcalling_mode.toolcalling_fakes import ask_tools, call, then_answer
 
 
 def tools_then_answer(*calls: dict[str, Any]) -> Any:
     """A model that asks for ``calls`` in one step, then answers in prose."""
-
-    def reply(messages: list[BaseMessage], info: CallInfo) -> AIMessage | str:
-        return ask_tools(*calls) if not info.tool_results else "Listo."
-
-    return reply
+    return then_answer(ask_tools(*calls))
 
 
 # -- valid ---------------------------------------------------------------------------------------------------
@@ -97,15 +92,15 @@ FAULT_VERDICTS: dict[FaultMode, bool | None] = {
 
 
 @pytest.mark.parametrize("fault", list(FAULT_VERDICTS))
-def test_the_offline_models_faults(erp: Any, registry: Any, memory_store: Any, fault: FaultMode) -> None:
-    engine = ToolCallingEngine(registry, erp, memory_store, OfflineSalesModel(faults=fault))
+def test_the_offline_models_faults(demo_engine: Any, fault: FaultMode) -> None:
+    engine = demo_engine(OfflineSalesModel(faults=fault))
 
     assert engine.ask("c1", "¿Cuánto vendimos en 2025?", DEMO_CALLER).plan_valid is FAULT_VERDICTS[fault]
 
 
-def test_an_undeclared_parameter_is_invalid(erp: Any, registry: Any, memory_store: Any) -> None:
+def test_an_undeclared_parameter_is_invalid(demo_engine: Any) -> None:
     model = FunctionChatModel(tools_then_answer(call("ventas_anuales", anio=2025, moneda="USD")))
-    engine = ToolCallingEngine(registry, erp, memory_store, model)
+    engine = demo_engine(model)
 
     result = engine.ask("c1", "¿Cuánto vendimos en 2025, en dólares?", DEMO_CALLER)
 
@@ -114,12 +109,12 @@ def test_an_undeclared_parameter_is_invalid(erp: Any, registry: Any, memory_stor
 
 
 def test_a_tool_the_caller_was_not_given_is_invalid_a_customer_out_of_scope_is_not(
-    erp: Any, registry: Any, memory_store: Any
+    demo_engine: Any, erp: Any, registry: Any
 ) -> None:
     bruno = caller_for(erp, "bruno")  # a salesperson: no category analysis, only his own customers
     assert not registry.permits(bruno, "ventas_por_categoria")
     model = FunctionChatModel(tools_then_answer(call("compras_cliente", cliente="Empresa ABC", anio=2025)))
-    engine = ToolCallingEngine(registry, erp, memory_store, model)
+    engine = demo_engine(model)
 
     out_of_scope = engine.ask("c1", "¿Cuánto compró Empresa ABC en 2025?", bruno)
     model.function = tools_then_answer(call("ventas_por_categoria", anio=2025))

@@ -9,8 +9,9 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage
 
 from shared.security import DEMO_CALLER
+from tests.engine_backends import run_turn
 from tests.fakes import CallInfo
-from tests.toolcalling_mode.toolcalling_fakes import ask_tools, call, run_turn
+from tests.toolcalling_mode.toolcalling_fakes import ask_tools, call
 
 QUESTION = "¿Cuánto nos compró nuestro mejor cliente de 2025?"
 DERIVED = {

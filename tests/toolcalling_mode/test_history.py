@@ -25,14 +25,18 @@ def row(role: str, content: str, **metadata: Any) -> StoredMessage:
 STEP = [{"id": "a", "name": "ventas_anuales", "args": {"anio": 2025}}]
 
 
+def asked(question: str, result: str, **metadata: Any) -> list[StoredMessage]:
+    """A question, the step that calls ``ventas_anuales`` (id ``a``) for it, and the call's result."""
+    return [
+        row("user", question),
+        row("assistant", "", tool_calls=STEP),
+        row("tool", result, tool_call_id="a", name="ventas_anuales", **metadata),
+    ]
+
+
 def test_a_recorded_turn_replays_as_langchain_messages() -> None:
     messages = to_langchain_messages(
-        [
-            row("user", "¿Cuánto vendimos?"),
-            row("assistant", "", tool_calls=STEP),
-            row("tool", '{"total": 1}', tool_call_id="a", name="ventas_anuales", status="success"),
-            row("assistant", "Vendimos 1."),
-        ]
+        [*asked("¿Cuánto vendimos?", '{"total": 1}', status="success"), row("assistant", "Vendimos 1.")]
     )
 
     assert [type(m) for m in messages] == [HumanMessage, AIMessage, ToolMessage, AIMessage]
@@ -48,13 +52,7 @@ def test_a_recorded_turn_replays_as_langchain_messages() -> None:
 
 
 def test_error_status_survives_replay() -> None:
-    messages = to_langchain_messages(
-        [
-            row("user", "x"),
-            row("assistant", "", tool_calls=STEP),
-            row("tool", "boom", tool_call_id="a", name="ventas_anuales", status="error"),
-        ]
-    )
+    messages = to_langchain_messages(asked("x", "boom", status="error"))
 
     assert isinstance(messages[2], ToolMessage) and messages[2].status == "error"
 
@@ -115,9 +113,7 @@ def test_tool_call_ids_reused_by_a_later_turn_do_not_pair_across_turns() -> None
     # The offline model numbers its calls per instance, so a new process reuses "a" in a later turn.
     messages = to_langchain_messages(
         [
-            row("user", "uno"),
-            row("assistant", "", tool_calls=STEP),
-            row("tool", "1", tool_call_id="a", name="ventas_anuales", status="success"),
+            *asked("uno", "1", status="success"),
             row("assistant", "Vendimos 1."),
             row("user", "dos"),
             row("assistant", "", tool_calls=STEP),  # this step's result was never recorded
@@ -132,9 +128,7 @@ def test_tool_call_ids_reused_by_a_later_turn_do_not_pair_across_turns() -> None
 def test_a_result_pairs_only_with_the_step_right_before_it() -> None:
     messages = to_langchain_messages(
         [
-            row("user", "x"),
-            row("assistant", "", tool_calls=STEP),
-            row("tool", "1", tool_call_id="a", name="ventas_anuales"),
+            *asked("x", "1"),
             row("tool", "again", tool_call_id="a", name="ventas_anuales"),
             row("assistant", "fin"),
             row("tool", "late", tool_call_id="a", name="ventas_anuales"),

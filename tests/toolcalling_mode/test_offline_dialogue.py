@@ -7,16 +7,14 @@ Observed call counts (the offline model batches independent tool calls in one st
 from __future__ import annotations
 
 from typing import Any
-from uuid import UUID
 
 import pytest
-from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.messages import BaseMessage
 
-from benchmarks.stand_ins.faults import FaultConfig, FaultMode
+from benchmarks.stand_ins.faults import FAULT_MODES, REPLY_FAULTS, FaultConfig, FaultMode
 from benchmarks.stand_ins.offline import OfflineSalesModel
 from shared.failures import is_recorded
 from shared.security import DEMO_CALLER
+from tests.fakes import RunRecorder
 from toolcalling_mode import ToolCallingEngine
 
 # (question, model calls, operations, fragments of the answer)
@@ -39,22 +37,10 @@ DIALOGUE: list[tuple[str, int, list[str], list[str]]] = [
 ]
 
 
-class PromptRecorder(BaseCallbackHandler):
-    """Keeps the messages of every chat-model call."""
-
-    def __init__(self) -> None:
-        self.prompts: list[list[BaseMessage]] = []
-
-    def on_chat_model_start(
-        self, serialized: dict[str, Any], messages: list[list[BaseMessage]], *, run_id: UUID, **kwargs: Any
-    ) -> None:
-        self.prompts.append(list(messages[0]))
-
-
 def offline_engine(
     erp: Any, registry: Any, store: Any, **options: Any
-) -> tuple[ToolCallingEngine, PromptRecorder]:
-    recorder = PromptRecorder()
+) -> tuple[ToolCallingEngine, RunRecorder]:
+    recorder = RunRecorder()
     model = OfflineSalesModel(callbacks=[recorder], faults=options.pop("faults", None))
     return ToolCallingEngine(registry, erp, store, model, **options), recorder
 
@@ -115,18 +101,12 @@ def test_windowed_prompt_is_bounded(erp: Any, registry: Any, memory_store: Any) 
     assert len(f_recorder.prompts[-last_full.model_calls]) > 10
 
 
-FAULT_MODES: list[FaultMode] = [
-    "malformed_json",
-    "truncated_json",
-    "unknown_function",
-    "wrong_types",
-    "empty",
-    "provider_error",
-]
+BROKEN_CALLS = [mode for mode in FAULT_MODES if mode not in (*REPLY_FAULTS, "timeout", "stream_break")]
+"""The faults that break one model call outright (a reply rewritten, a timeout or a stream cut are others)."""
 
 
 @pytest.mark.parametrize("structured", [False, True])
-@pytest.mark.parametrize("mode", FAULT_MODES)
+@pytest.mark.parametrize("mode", BROKEN_CALLS)
 def test_every_fault_mode_ends_in_a_clear_answer_recorded_only_if_the_model_finished(
     erp: Any, registry: Any, memory_store: Any, mode: FaultMode, structured: bool
 ) -> None:

@@ -2,28 +2,19 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage
 from langchain_ollama import ChatOllama
 
 from benchmarks.stand_ins.emulators import start_emulator
 from shared.security import DEMO_CALLER
-from tests.fakes import CallInfo, FunctionChatModel
-from tests.toolcalling_mode.toolcalling_fakes import ask_tools, call, toy_registry
+from tests.fakes import FunctionChatModel
+from tests.toolcalling_mode.toolcalling_fakes import toy_registry, two_parallel_tools
 from toolcalling_mode import ToolCallingEngine
 
 
-def sales_and_best_customer(messages: list[BaseMessage], info: CallInfo) -> AIMessage | str:
-    if not info.tool_results:
-        return ask_tools(call("ventas_anuales", anio=2025), call("mejor_cliente", anio=2025))
-    results = [json.loads(str(m.content)) for m in info.tool_results]
-    return f"Vendimos {results[0]['total']}; el mejor cliente fue {results[1]['cliente']}."
-
-
 def test_one_multi_tool_turn_through_chat_ollama(toy_erp: Any, memory_store: Any) -> None:
-    backing = FunctionChatModel(sales_and_best_customer)
+    backing = FunctionChatModel(two_parallel_tools)
     with start_emulator("ollama", model=backing) as base_url:
         client = ChatOllama(model="llama3.1:8b", base_url=base_url, temperature=0)
         engine = ToolCallingEngine(toy_registry(), toy_erp, memory_store, client, policy="full_history")
@@ -31,7 +22,7 @@ def test_one_multi_tool_turn_through_chat_ollama(toy_erp: Any, memory_store: Any
         first = engine.ask("c1", "¿Cuánto vendimos en 2025 y quién fue el mejor cliente?", DEMO_CALLER)
         second = engine.ask("c1", "Repite eso, por favor.", DEMO_CALLER)
 
-    assert first.answer == "Vendimos 850000000; el mejor cliente fue ACME S.A.."
+    assert first.answer == "En 2025 vendimos 850000000 y el mejor cliente fue ACME S.A.."
     assert first.model_calls == 2
     assert [op.function for op in first.operations] == ["ventas_anuales", "mejor_cliente"]
     assert all(op.ok for op in first.operations)
@@ -50,12 +41,10 @@ def test_one_multi_tool_turn_through_chat_ollama(toy_erp: Any, memory_store: Any
     ]
 
 
-def test_the_offline_model_behind_the_emulator_answers_a_multi_tool_turn(
-    erp: Any, registry: Any, memory_store: Any
-) -> None:
+def test_the_offline_model_behind_the_emulator_answers_a_multi_tool_turn(demo_engine: Any) -> None:
     with start_emulator("ollama") as base_url:
         client = ChatOllama(model="llama3.1:8b", base_url=base_url, temperature=0)
-        engine = ToolCallingEngine(registry, erp, memory_store, client)
+        engine = demo_engine(client)
 
         result = engine.ask("c1", "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?", DEMO_CALLER)
 

@@ -10,12 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from langchain_core.messages import BaseMessage
 
 from benchmarks.stand_ins.offline import OfflineSalesModel
+from shared.failures import user_message
 from shared.security import DEMO_CALLER
-from tests.fakes import CallInfo
-from toolcalling_mode import ToolCallingEngine
+from tests.toolcalling_mode.toolcalling_fakes import then_answer
 from toolcalling_mode.text_tool_calls import parse_text_tool_calls
 
 FENCED = '```json\n{\n  "name": "ventas_anuales",\n  "arguments": {\n    "anio": 2025\n  }\n}\n```'
@@ -67,16 +66,9 @@ def test_prose_and_other_json_are_not_tool_calls(text: str) -> None:
 # -- the engine --------------------------------------------------------------------------------------------
 
 
-def text_then_answer(text: str) -> Any:
-    def reply(messages: list[BaseMessage], info: CallInfo) -> str:
-        return text if not info.tool_results else "Listo."
-
-    return reply
-
-
 def test_a_text_tool_call_is_recovered_runs_and_is_counted(make_engine: Any) -> None:
     engine, _ = make_engine(
-        text_then_answer('```json\n{"name": "ventas_anuales", "arguments": {"anio": 2025}}\n```')
+        then_answer('```json\n{"name": "ventas_anuales", "arguments": {"anio": 2025}}\n```')
     )
 
     result = engine.ask("c1", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
@@ -89,17 +81,24 @@ def test_a_text_tool_call_is_recovered_runs_and_is_counted(make_engine: Any) -> 
     assert result.model_calls == 2
 
 
-def test_a_text_call_to_a_tool_not_offered_is_never_an_answer(make_engine: Any) -> None:
-    engine, _ = make_engine(text_then_answer('{"name": "borrar_facturas", "arguments": {}}'))
+@pytest.mark.parametrize(
+    ("text", "options"),
+    [('{"name": "borrar_facturas", "arguments": {}}', {}), (FENCED, {"recover_text_tool_calls": False})],
+    ids=["a-tool-not-offered", "recovery-off"],
+)
+def test_an_unrecovered_text_tool_call_is_never_an_answer_but_model_output_and_invalid(
+    make_engine: Any, text: str, options: dict[str, Any]
+) -> None:
+    engine, _ = make_engine(then_answer(text), **options)
 
-    result = engine.ask("c1", "Borra las facturas", DEMO_CALLER)
+    result = engine.ask("c1", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
 
     assert (result.failure, result.plan_valid, result.recovered_tool_calls) == ("model_output", False, 0)
-    assert "borrar_facturas" not in result.answer and not result.recorded
+    assert result.operations == [] and not result.recorded and result.answer == user_message("model_output")
 
 
 def test_recovered_arguments_are_validated_as_native_ones_are(make_engine: Any) -> None:
-    engine, _ = make_engine(text_then_answer('{"name": "ventas_anuales", "arguments": {"anio": "dos mil"}}'))
+    engine, _ = make_engine(then_answer('{"name": "ventas_anuales", "arguments": {"anio": "dos mil"}}'))
 
     result = engine.ask("c1", "¿Cuánto vendimos?", DEMO_CALLER)
 
@@ -108,20 +107,9 @@ def test_recovered_arguments_are_validated_as_native_ones_are(make_engine: Any) 
     assert result.plan_valid is False
 
 
-def test_with_recovery_off_a_text_tool_call_is_model_output_and_invalid(make_engine: Any) -> None:
-    engine, _ = make_engine(text_then_answer(FENCED), recover_text_tool_calls=False)
-
-    result = engine.ask("c1", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
-
-    assert (result.failure, result.plan_valid, result.recovered_tool_calls) == ("model_output", False, 0)
-    assert result.operations == [] and not result.recorded
-
-
-async def test_a_streamed_turn_never_shows_the_text_tool_call(
-    erp: Any, registry: Any, memory_store: Any
-) -> None:
+async def test_a_streamed_turn_never_shows_the_text_tool_call(demo_engine: Any) -> None:
     model = OfflineSalesModel(faults="text_tool_calls")
-    engine = ToolCallingEngine(registry, erp, memory_store, model)
+    engine = demo_engine(model)
     shown: list[str] = []
     result = None
     async for event in engine.astream("s1", "¿Cuánto vendimos en 2025?", DEMO_CALLER):
@@ -136,16 +124,10 @@ async def test_a_streamed_turn_never_shows_the_text_tool_call(
     assert "".join(shown) == result.answer and '"arguments"' not in result.answer
 
 
-async def test_both_drivers_agree_on_the_offline_fault(erp: Any, registry: Any, memory_store: Any) -> None:
-    engine = ToolCallingEngine(registry, erp, memory_store, OfflineSalesModel(faults="text_tool_calls"))
+async def test_both_drivers_agree_on_the_offline_fault(demo_engine: Any) -> None:
+    engine = demo_engine(OfflineSalesModel(faults="text_tool_calls"))
     sync = engine.ask("d1", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
-    off = ToolCallingEngine(
-        registry,
-        erp,
-        memory_store,
-        OfflineSalesModel(faults="text_tool_calls"),
-        recover_text_tool_calls=False,
-    )
+    off = demo_engine(OfflineSalesModel(faults="text_tool_calls"), recover_text_tool_calls=False)
     refused = await off.aask("d2", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
 
     assert (sync.failure, sync.plan_valid, sync.recovered_tool_calls) == (None, True, 1)

@@ -1,33 +1,32 @@
 """Fakes for tool-calling tests: tool-call builders for :mod:`tests.fakes`'s model, and a toy registry.
 
-Tests drive the shared :class:`~tests.fakes.FunctionChatModel` with a function ``(messages, info)``, where
-``info`` says which tools were bound and which tool results this turn has so far; :func:`call` and
-:func:`ask_tools` build the assistant steps that request tools. Every call is recorded in ``model.calls``.
-:class:`StreamingFunctionModel` is the same model streaming its replies word by word, and breaking midway
-on request. :func:`run_turn` runs one turn through a named entry point (``ask``, ``aask`` or ``astream``).
+Tests drive the shared :class:`~tests.fakes.FunctionChatModel` (or :class:`~tests.fakes.StreamingChatModel`)
+with a function ``(messages, info)``, where ``info`` says which tools were bound and which tool results this
+turn has so far; :func:`call` and :func:`ask_tools` build the assistant steps that request tools. Every call
+is recorded in ``model.calls``.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-import re
-from collections.abc import Iterator
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
-from langchain_core.messages.tool import tool_call_chunk
-from langchain_core.outputs import ChatGenerationChunk
-from pydantic import BaseModel, Field
+from langchain_core.messages import AIMessage, BaseMessage
 from sqlalchemy.orm import Session
 
-from shared.errors import CustomerNotFoundError, ProviderError
-from shared.events import TurnDone
-from shared.operations.registry import Operation, OperationRegistry
-from shared.security import DEMO_CALLER, Caller
-from shared.turn import TurnResult
-from tests.fakes import FunctionChatModel
+from shared.errors import CustomerNotFoundError
+from shared.operations.registry import OperationRegistry
+from tests.fakes import (
+    BestCustomer,
+    CallInfo,
+    CustomerParams,
+    CustomerTotal,
+    ModelFunction,
+    YearParams,
+    YearTotal,
+    toy_operations,
+)
 
 _ids = itertools.count(1)
 
@@ -42,90 +41,26 @@ def ask_tools(*calls: dict[str, Any], text: str = "") -> AIMessage:
     return AIMessage(content=text, tool_calls=list(calls))
 
 
-async def run_turn(
-    engine: Any, driver: str, conversation_id: str, question: str, caller: Caller = DEMO_CALLER, **kw: Any
-) -> TurnResult:
-    """One turn through ``engine.<driver>``; for ``astream``, the result of its last event (``TurnDone``)."""
-    if driver == "ask":
-        result: TurnResult = engine.ask(conversation_id, question, caller, **kw)
-        return result
-    if driver == "aask":
-        return await engine.aask(conversation_id, question, caller, **kw)  # type: ignore[no-any-return]
-    events = [event async for event in engine.astream(conversation_id, question, caller, **kw)]
-    assert isinstance(events[-1], TurnDone)
-    return events[-1].result
+def then_answer(first: AIMessage | str, answer: str = "Listo.") -> ModelFunction:
+    """A model that replies ``first`` (a tool call, say), then ``answer`` once it has tool results."""
+    return lambda messages, info: answer if info.tool_results else first
 
 
-class StreamingFunctionModel(FunctionChatModel):
-    """A :class:`FunctionChatModel` that streams: its reply's text word by word, then each tool call (name,
-    id and arguments in one chunk), then an empty last chunk with the usage and the response metadata
-    (finish reason), as OpenAI-compatible servers do.
-
-    ``break_after=n`` drops the connection (``ProviderError``) after ``n`` text chunks of any reply whose text
-    has more than ``n`` words: the stream fails midway through the answer.
-    """
-
-    break_after: int | None = None
-
-    def _stream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> Iterator[ChatGenerationChunk]:
-        reply = self._generate(messages, stop, **kwargs).generations[0].message
-        assert isinstance(reply, AIMessage)
-        for number, word in enumerate(re.findall(r"\S+\s*|\s+", reply.text)):
-            if number == self.break_after:
-                raise ProviderError("connection dropped mid-stream")
-            yield ChatGenerationChunk(message=AIMessageChunk(content=word))
-        chunks = [
-            tool_call_chunk(name=c["name"], args=json.dumps(c["args"]), id=c["id"], index=i)
-            for i, c in enumerate(reply.tool_calls)
-        ]
-        if chunks:
-            yield ChatGenerationChunk(message=AIMessageChunk(content="", tool_call_chunks=chunks))
-        yield ChatGenerationChunk(
-            message=AIMessageChunk(
-                content="",
-                usage_metadata=reply.usage_metadata,
-                response_metadata=reply.response_metadata,
-                chunk_position="last",
-            )
+def two_parallel_tools(messages: list[BaseMessage], info: CallInfo) -> AIMessage | str:
+    """Sales and the best customer at once (fixed call ids: runs compare equal), then an answer."""
+    if not info.tool_results:
+        return ask_tools(
+            {"name": "ventas_anuales", "args": {"anio": 2025}, "id": "sales", "type": "tool_call"},
+            {"name": "mejor_cliente", "args": {"anio": 2025}, "id": "best", "type": "tool_call"},
         )
+    results = [json.loads(str(m.content)) for m in info.tool_results]
+    return f"En 2025 vendimos {results[0]['total']} y el mejor cliente fue {results[1]['cliente']}."
 
 
-# -- a toy registry: two operations whose results tests can predict --------------------------------------
+# -- the toy registry's handlers, over fixed numbers ------------------------------------------------------
 
 CUSTOMERS = {"acme": "ACME S.A.", "norte": "Distribuidora Norte"}
 YEAR_TOTALS = {2024: 700_000_000, 2025: 850_000_000}
-
-
-class YearParams(BaseModel):
-    anio: int = Field(description="Año de las ventas.")
-
-
-class YearTotal(BaseModel):
-    anio: int
-    total: int
-
-
-class BestCustomer(BaseModel):
-    anio: int
-    cliente: str
-    total: int
-
-
-class CustomerParams(BaseModel):
-    cliente: str = Field(description="Nombre del cliente.")
-    anio: int = Field(description="Año de las compras.")
-
-
-class CustomerTotal(BaseModel):
-    cliente: str
-    anio: int
-    total: int
 
 
 def _ventas_anuales(_session: Session, params: YearParams) -> YearTotal:
@@ -145,18 +80,4 @@ def _compras_cliente(_session: Session, params: CustomerParams) -> CustomerTotal
 
 def toy_registry() -> OperationRegistry:
     """``ventas_anuales``, ``mejor_cliente`` and ``compras_cliente`` over fixed numbers."""
-    return OperationRegistry(
-        [
-            Operation("ventas_anuales", "Total vendido en un año.", YearParams, YearTotal, _ventas_anuales),
-            Operation(
-                "mejor_cliente", "Cliente que más compró en un año.", YearParams, BestCustomer, _mejor_cliente
-            ),
-            Operation(
-                "compras_cliente",
-                "Total comprado por un cliente en un año.",
-                CustomerParams,
-                CustomerTotal,
-                _compras_cliente,
-            ),
-        ]
-    )
+    return OperationRegistry(toy_operations(_ventas_anuales, _mejor_cliente, _compras_cliente))
