@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install bench test lint typecheck clean
+.PHONY: install bench test lint typecheck pytest clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,9 +24,14 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy shared planner_mode toolcalling_mode benchmarks
 
-test: $(STAMP) lint typecheck
+# The type check runs beside the tests, which leave a core idle while they wait on servers and subprocesses.
+test: $(STAMP) lint
 	bash scripts/ensure_postgres.sh
-	$(BIN)/pytest
+	$(MAKE) --no-print-directory -j2 typecheck pytest
+
+# One worker per core; a test module stays on one worker, so its module-wide fixtures are built once.
+pytest: $(STAMP)
+	$(BIN)/pytest -n auto --dist loadscope
 
 clean:
 	rm -rf $(VENV) .erp-ai reports .pytest_cache .mypy_cache .ruff_cache

@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import pytest
 
@@ -28,6 +28,7 @@ from tests.postgres import BACKENDS, demo_erp_url, fresh_url
 
 __all__ = [
     "ENTRIES",
+    "SQLITE_ONLY",
     "Entry",
     "backend",
     "comparable",
@@ -43,6 +44,12 @@ Entry = Literal["ask", "aask", "astream"]
 ENTRIES: tuple[Entry, ...] = ("ask", "aask", "astream")
 MEASURED = {"model_ms", "harness_ms", "total_ms", "first_answer_ms"}
 """What differs between two runs of one turn: measured times (and ``first_answer_ms``, ``astream``'s own)."""
+
+
+SQLITE_ONLY: Final = pytest.mark.parametrize("backend", ["sqlite"], indirect=True, scope="session")
+"""For a test whose subject is not the database (the entry points' equivalence over the whole default suite):
+it runs on SQLite alone. ``tests/benchmarks/test_default_suite.py`` and the store and ERP tests keep both
+backends under the same suite."""
 
 
 @pytest.fixture(scope="session", params=BACKENDS)

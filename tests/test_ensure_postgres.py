@@ -183,7 +183,8 @@ def run_session(tmp_path: Path, *, ci: bool) -> subprocess.CompletedProcess[str]
     env["PYTHONPATH"] = str(ROOT)
     if ci:
         env["CI"] = "true"
-    command = [sys.executable, "-m", "pytest", str(tmp_path), "-p", "no:cacheprovider", "-q", "-rN"]
+    command = [sys.executable, "-m", "pytest", str(tmp_path), "--disable-plugin-autoload"]
+    command += ["-p", "no:cacheprovider", "-q", "-rN"]
     return subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
 
 

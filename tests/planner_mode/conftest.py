@@ -3,8 +3,9 @@
 Every test here that takes ``erp`` (the seeded demo ERP) or ``memory_store`` runs once with both on SQLite and
 once with both on a real PostgreSQL (:mod:`tests.postgres`, one session-wide ``backend`` parameter), so the
 engine cannot come to depend on one dialect; a test that needs several fresh stores takes ``fresh_db_url``.
-The PostgreSQL variants cost about 1.7 times their SQLite twins; were the budget tight, the default-suite
-equivalence tests are the ones to cut (``tests/benchmarks/test_default_suite.py`` covers both backends too).
+The PostgreSQL variants cost about 1.7 times their SQLite twins, so the default-suite equivalence of the
+entry points runs on SQLite alone (``SQLITE_ONLY``; ``tests/benchmarks/test_default_suite.py`` covers both
+backends).
 The toy registry's tests keep an in-memory SQLite ``toy_erp``: the toy handlers never touch the database.
 """
 

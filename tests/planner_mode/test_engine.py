@@ -48,7 +48,7 @@ from shared.operations import sales_registry
 from shared.operations.registry import OperationRegistry
 from shared.security import DEMO_CALLER
 from shared.turn import FirstAnswerCall, TurnResult
-from tests.engine_backends import ENTRIES, Entry, comparable, deltas, run_turn, streamed
+from tests.engine_backends import ENTRIES, SQLITE_ONLY, Entry, comparable, deltas, run_turn, streamed
 from tests.fakes import CallInfo, FunctionChatModel, ModelFunction, RunRecorder, StreamingChatModel
 from tests.planner_mode.planner_fakes import (
     is_plan_request,
@@ -602,6 +602,7 @@ async def run_scenarios(
     return outcomes
 
 
+@SQLITE_ONLY
 @pytest.mark.parametrize(
     "path", sorted(default_scenarios_dir().glob("*.yaml")), ids=lambda path: Path(path).stem
 )

@@ -2,8 +2,9 @@
 
 Every test here that takes ``erp`` or ``memory_store`` (and so every ``make_engine`` test) runs once with
 both on SQLite and once with both on a real PostgreSQL (:mod:`tests.postgres`), driven by one session-wide
-``backend`` parameter, so the engine cannot come to depend on one dialect. A test that needs several fresh
-stores takes ``fresh_db_url``. The toy registry's ERP stays an in-memory SQLite handle: the toy operations
+``backend`` parameter, so the engine cannot come to depend on one dialect; the default-suite equivalence of
+``aask`` and ``astream`` runs on SQLite alone (``SQLITE_ONLY``). A test that needs several fresh stores takes
+``fresh_db_url``. The toy registry's ERP stays an in-memory SQLite handle: the toy operations
 never query it.
 """
 

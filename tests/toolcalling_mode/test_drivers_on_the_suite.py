@@ -1,9 +1,9 @@
 """A turn with a reader (``astream``) and without one (``aask``; ``ask`` runs ``aask``) is the same turn:
-every scenario file of the default suite through both, offline, each with a fresh store and offline model,
-as the scenarios' users (the first :data:`TURNS_PER_SCENARIO` turns of each conversation). The turns'
-records must be equal except for measured times, and so must the stored conversations; the simulated times
-are deterministic, so the first answer found while streaming and the one read from the run afterwards must
-come from the same model call.
+every scenario file of the default suite through both, offline, on SQLite (``SQLITE_ONLY``), each with a
+fresh store and offline model, as the scenarios' users (the first :data:`TURNS_PER_SCENARIO` turns of each
+conversation). The turns' records must be equal except for measured times, and so must the stored
+conversations; the simulated times are deterministic, so the first answer found while streaming and the one
+read from the run afterwards must come from the same model call.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from shared.erp.users import DEFAULT_USER, caller_for
 from shared.errors import ConversationAccessDenied
 from shared.memory.store import MemoryStore
 from shared.security import Caller
-from tests.engine_backends import comparable, deltas, streamed
+from tests.engine_backends import SQLITE_ONLY, comparable, deltas, streamed
 from toolcalling_mode import ContextPolicy, ToolCallingEngine
 
 SCENARIO_FILES = sorted(default_scenarios_dir().glob("*.yaml"))
@@ -58,6 +58,7 @@ async def drive(
     return comparable(result)
 
 
+@SQLITE_ONLY
 @pytest.mark.parametrize("policy", ["windowed", "full_history"])
 @pytest.mark.parametrize("path", SCENARIO_FILES, ids=[path.stem for path in SCENARIO_FILES])
 async def test_astream_gives_the_turns_of_aask(
