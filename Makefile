@@ -30,8 +30,9 @@ test: $(STAMP) lint
 	$(MAKE) --no-print-directory -j2 typecheck pytest
 
 # One worker per core; a test module stays on one worker, so its module-wide fixtures are built once.
+# pytest-benchmark cannot time under workers: said up front, its fixture runs the function once.
 pytest: $(STAMP)
-	$(BIN)/pytest -n auto --dist loadscope
+	$(BIN)/pytest -n auto --dist loadscope --benchmark-disable
 
 clean:
 	rm -rf $(VENV) .erp-ai reports .pytest_cache .mypy_cache .ruff_cache

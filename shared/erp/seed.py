@@ -7,6 +7,7 @@ totals: each customer-year's last invoice has one line at a negotiated price tha
 
 from __future__ import annotations
 
+import functools
 import itertools
 import random
 from dataclasses import dataclass, field
@@ -280,6 +281,10 @@ def generate_rows() -> dict[type[ErpBase], list[dict[str, Any]]]:
     }
 
 
+_demo_rows = functools.cache(generate_rows)
+"""The rows :func:`seed_erp` inserts, generated once per process (never mutated: inserts only read them)."""
+
+
 def _database_name(engine: Engine) -> str:
     """How to name the database to delete: the SQLite file, else the URL without its password."""
     url = engine.url
@@ -324,7 +329,7 @@ def seed_erp(engine: Engine) -> bool:
                     f"{SEED_VERSION!r}. Delete {_database_name(engine)} (or point ERP_AI_DB_URL elsewhere) "
                     "so that it is created and seeded again."
                 )
-            for model, batch in generate_rows().items():
+            for model, batch in _demo_rows().items():
                 connection.execute(insert(model), batch)
     except IntegrityError:
         with engine.connect() as connection:
