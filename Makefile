@@ -30,7 +30,7 @@ test: $(STAMP) lint
 	$(MAKE) --no-print-directory -j2 typecheck pytest
 
 # One worker per core; a test module stays on one worker, so its module-wide fixtures are built once.
-# pytest-benchmark cannot time under workers: said up front, its fixture runs the function once.
+# pytest-benchmark cannot time under workers, so it is off (without a warning): its fixture runs once.
 pytest: $(STAMP)
 	$(BIN)/pytest -n auto --dist loadscope --benchmark-disable
 
