@@ -42,10 +42,15 @@ ModelPath = Literal["in-process", "ai-server", "ollama-http"]
 
 MATRIX_MAX_TOKENS = 400
 """Output cap of every model call in the matrix: above any normal reply, so only runaways hit it."""
-MATRIX_TIMEOUT_S = 0.5
-"""Request timeout in the matrix: ``slow`` and ``stall`` faults outlast it."""
+MATRIX_TIMEOUT_S = 60.0
+"""Request timeout of every cell but the timeout faults': far above any reply, so that how fast the machine
+is never decides a cell."""
+TIMEOUT_FAULT_TIMEOUT_S = 0.5
+"""Request timeout of the cells whose fault is a server that answers late or never (`TIMEOUT_FAULTS`)."""
+TIMEOUT_FAULTS = ("slow", "stall")
+"""The emulator faults that only a client's timeout ends."""
 SLOW_FAULT_S = 1.0
-"""How long the emulator's ``slow`` fault waits (more than the timeout)."""
+"""How long the emulator's ``slow`` fault waits (more than :data:`TIMEOUT_FAULT_TIMEOUT_S`)."""
 
 QUESTION = "¿Cuánto vendimos en 2025?"
 _PRIOR = ("¿Cuál fue mi mejor cliente en 2025?", "El mejor cliente de 2025 fue Empresa ABC.")
@@ -111,6 +116,11 @@ def _max_tokens(fault: str) -> int:
     return _FAULT_MAX_TOKENS.get(fault, MATRIX_MAX_TOKENS)
 
 
+def request_timeout(fault: str) -> float:
+    """The request timeout a cell with ``fault`` runs with."""
+    return TIMEOUT_FAULT_TIMEOUT_S if fault in TIMEOUT_FAULTS else MATRIX_TIMEOUT_S
+
+
 def _offline_model(fault: str) -> Any:
     from shared.llm.factory import build_chat_model
 
@@ -148,7 +158,7 @@ def _path_engines(
         faults = EmulatorFaults(mode=fault, slow_seconds=SLOW_FAULT_S)  # type: ignore[arg-type]
         with start_emulator("ollama", faults=faults) as base_url:
             model = build_chat_model(
-                "ollama", base_url=base_url, max_tokens=_max_tokens(fault), timeout=MATRIX_TIMEOUT_S
+                "ollama", base_url=base_url, max_tokens=_max_tokens(fault), timeout=request_timeout(fault)
             )
             yield lambda mode: engine(mode, model=model)
 
@@ -303,11 +313,12 @@ def readme_block(cells: Sequence[MatrixCell]) -> str:
 
 def matrix_limits() -> str:
     """The bounds every cell ran with: "output cap 400 tokens (8,192 for `repeat_memory`), request timeout
-    0.5 s"."""
+    60 s (0.5 s for `slow`, `stall`)"."""
     own = ", ".join(f"{cap:,} for `{fault}`" for fault, cap in _FAULT_MAX_TOKENS.items())
+    late = ", ".join(f"`{fault}`" for fault in TIMEOUT_FAULTS)
     return (
         f"output cap {MATRIX_MAX_TOKENS:,} tokens{f' ({own})' if own else ''}, "
-        f"request timeout {MATRIX_TIMEOUT_S:g} s"
+        f"request timeout {MATRIX_TIMEOUT_S:g} s ({TIMEOUT_FAULT_TIMEOUT_S:g} s for {late})"
     )
 
 

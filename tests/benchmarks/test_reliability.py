@@ -11,7 +11,14 @@ from typing import get_args
 
 import pytest
 
-from benchmarks.reliability import MatrixCell, emulator_faults, matrix_markdown, offline_faults, run_matrix
+from benchmarks.reliability import (
+    MatrixCell,
+    emulator_faults,
+    matrix_markdown,
+    offline_faults,
+    request_timeout,
+    run_matrix,
+)
 from benchmarks.stand_ins.faults import FaultMode
 from shared.failures import is_recorded, user_message
 
@@ -65,6 +72,13 @@ def expected(cell: MatrixCell) -> str | None:
 def test_every_fault_mode_has_an_expectation() -> None:
     assert set(offline_faults()) == set(OFFLINE_EXPECTED) == set(get_args(FaultMode))
     assert set(emulator_faults()) == set(EMULATOR_EXPECTED)
+
+
+def test_only_the_faults_a_timeout_ends_run_with_a_short_timeout() -> None:
+    """Every other cell waits far longer than any reply takes, so a slow machine never decides a cell."""
+    short = {fault for fault in emulator_faults() if request_timeout(fault) < 10}
+    assert short == {fault for fault, kinds in EMULATOR_EXPECTED.items() if "timeout" in kinds}
+    assert all(request_timeout(fault) >= 10 for fault in offline_faults())
 
 
 def test_the_matrix_covers_every_fault_mode_and_path(cells: list[MatrixCell]) -> None:

@@ -17,7 +17,7 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 from urllib.parse import parse_qs
@@ -115,8 +115,9 @@ def json_reply(body: Any, *, cut: bool = False) -> JSONResponse:
 def chunked(chunks: Iterable[bytes], content_type: str, *, cut: bool = False) -> StreamingResponse:
     """A chunked reply, one HTTP chunk per item; ``cut`` drops the connection after the last one."""
 
-    def body() -> Iterator[bytes]:
-        yield from chunks
+    async def body() -> AsyncIterator[bytes]:  # not a sync iterator: starlette runs each step in a thread
+        for chunk in chunks:
+            yield chunk
         if cut:
             raise ConnectionDropped
 
