@@ -94,6 +94,9 @@ class Provenance(BaseModel):
     """SHA-256 of the operations catalog the demo caller is shown (JSON)."""
     tool_schema_hash: str | None = None
     """SHA-256 of the LangChain tool schemas tool calling binds for the demo caller (JSON)."""
+    heldout_hash: str | None = None
+    """SHA-256 of the packaged held-out questions (:func:`benchmarks.scenario.heldout_hash`): the set is
+    frozen, so runs that report held-out accuracy on different sets are told apart."""
     model: ModelIdentity | None = None
     """The model of the run's (first) target."""
     models: dict[str, ModelIdentity] = Field(default_factory=dict)
@@ -327,6 +330,13 @@ def collect_provenance(
         prompts = prompt_hashes()
     except Exception as exc:
         notes.append(f"prompt hashes: {type(exc).__name__}: {exc}")
+    heldout: str | None = None
+    try:
+        from benchmarks.scenario import heldout_hash
+
+        heldout = heldout_hash()
+    except Exception as exc:
+        notes.append(f"held-out hash: {type(exc).__name__}: {exc}")
     ask = functools.partial(model_identity, api_key=api_key, timeout=timeout, transport=transport)
     models: dict[str, ModelIdentity] = {}
     for target in targets:
@@ -344,6 +354,7 @@ def collect_provenance(
         prompt_hashes=prompts,
         catalog_hash=catalog_hash,
         tool_schema_hash=tool_hash,
+        heldout_hash=heldout,
         model=identity,
         models=models,
         notes=notes,

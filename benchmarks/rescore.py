@@ -2,7 +2,8 @@
 
 A real-model run costs an hour; improving the scorer must not. :func:`rescore` scores each recorded turn
 again against its scenario's expectation, as the turn's user sees the ERP, exactly as the runner does after a
-turn; everything else in the rows (tokens, timings, failures) is kept as recorded.
+turn; everything else in the rows (tokens, timings, failures) is kept as recorded, but for the set each
+scenario belongs to (suite or held-out), which is the scenario's.
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ def rescore(
             changed = summary.now_passing if score.passed else summary.now_failing
             changed.append(f"{row.scenario}#{row.turn} ({row.mode})")
         summary.turns += 1
-        rows.append(row.model_copy(update={"score": score}))
+        split = by_id[row.scenario].split
+        rows.append(row.model_copy(update={"score": score, "split": split}))
     return results.model_copy(update={"rows": rows}), summary
 
 

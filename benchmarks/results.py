@@ -35,6 +35,8 @@ class OperationRecord(BaseModel):
     id: str | None = None
     error: str | None = None
     """Why the ERP refused or failed it; ``None`` when it ran."""
+    repeat_of: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    """The earlier identical operation of the turn whose result this repeat got (it did not run again)."""
 
 
 class RunMeta(BaseModel):
@@ -111,6 +113,8 @@ class TurnRow(BaseModel):
     scenario: str
     category: str
     tags: list[str] = Field(default_factory=list)
+    split: Literal["suite", "heldout"] = "suite"
+    """The scenario's set: the tuning ``suite`` or the ``heldout`` questions nothing was tuned on."""
     turn: int
     """1-based turn index within the scenario."""
     repetition: int
@@ -131,6 +135,8 @@ class TurnRow(BaseModel):
     """Tool calls the model wrote as text that tool-calling mode recovered into real tool calls."""
     ungrounded_figures: list[str] = Field(default_factory=list)
     """Figures of the answer no ERP source supported (``TurnResult.ungrounded_figures``)."""
+    claimed_actions: list[str] = Field(default_factory=list)
+    """Phrases of the answer claiming an action the ERP did not do (``TurnResult.claimed_actions``)."""
     model_ms: float = 0.0
     """Measured time inside model calls."""
     simulated_model_ms: float | None = None

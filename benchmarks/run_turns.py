@@ -164,10 +164,10 @@ def score_row(scorer: TurnScorer, caller: Caller, turn: ScenarioTurn, row: TurnR
 _COPIED = (
     "answer", "model_calls", "input_tokens", "output_tokens", "cached_input_tokens", "usage_reported",
     "connection_retries", "recovered_tool_calls", "model_ms", "first_answer_ms", "harness_ms", "plan",
-    "state", "errors", "failure", "plan_valid", "ungrounded_figures",
+    "state", "errors", "failure", "plan_valid", "ungrounded_figures", "claimed_actions",
 )  # fmt: skip
 """The fields a row takes from the turn's result as they are."""
-_OPERATION = {"function", "parameters", "id", "error"}
+_OPERATION = {"function", "parameters", "id", "error", "repeat_of"}
 """What a row keeps of each operation (not its result)."""
 
 
@@ -186,6 +186,7 @@ def _row(
         "scenario": unit.scenario.id,
         "category": unit.scenario.category,
         "tags": unit.scenario.tags,
+        "split": unit.scenario.split,
         "turn": index,
         "repetition": unit.repetition,
         "user": user,

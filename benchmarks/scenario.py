@@ -1,12 +1,17 @@
 """Benchmark scenarios: pydantic models for ``benchmarks/scenarios/*.yaml`` and their loader.
 
-A scenario is one conversation: a list of user turns, each with what a correct turn does. Expected numbers are
-never typed in: ``facts`` (and ``{"$fact": …}`` values inside expected parameters or state) are expressions
-evaluated against the ERP database at scoring time. Loading errors name the file, the scenario and the field.
+A scenario is one conversation: a list of user turns, each with what a correct turn does. The packaged
+scenarios come in two sets (:data:`Split`): the tuning **suite** (``benchmarks/scenarios/*.yaml``), on
+which prompts and tool descriptions may be tuned, and the **held-out** questions
+(``benchmarks/scenarios/heldout/``), on which nothing is tuned; a file in a directory named ``heldout``
+belongs to the held-out set. Expected numbers are never typed in: ``facts`` (and ``{"$fact": …}`` values
+inside expected parameters or state) are expressions evaluated against the ERP database at scoring time.
+Loading errors name the file, the scenario and the field.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Iterator, Sequence
 from importlib import resources
 from pathlib import Path
@@ -21,15 +26,26 @@ from shared.operations.registry import OperationRegistry
 
 __all__ = [
     "FACT_KEY",
+    "HELDOUT_DIR",
     "Expectation",
     "ExpectedOperation",
     "Scenario",
     "ScenarioError",
     "ScenarioTurn",
+    "Split",
     "default_scenarios_dir",
+    "heldout_hash",
+    "heldout_scenarios_dir",
     "load_file",
     "load_scenarios",
 ]
+
+
+Split = Literal["suite", "heldout"]
+"""Which set a scenario belongs to: the tuning ``suite`` or the ``heldout`` questions nothing is tuned on."""
+
+HELDOUT_DIR = "heldout"
+"""The name of a directory whose scenario files are held-out questions."""
 
 
 class ScenarioError(ConfigurationError):
@@ -160,6 +176,8 @@ class Scenario(BaseModel):
     turns: list[ScenarioTurn] = Field(min_length=1)
     source: str = Field(default="", exclude=True)
     """The file the scenario was loaded from (set by the loader)."""
+    split: Split = Field(default="suite", exclude=True)
+    """The set the scenario belongs to (set by the loader: ``heldout`` in a directory named so)."""
 
     def matches_tag(self, tag: str) -> bool:
         """Whether ``tag`` names this scenario's id, category or one of its tags."""
@@ -173,7 +191,22 @@ class ScenarioFile(BaseModel):
 
 
 def default_scenarios_dir() -> Path:
+    """The tuning suite's directory."""
     return Path(str(resources.files("benchmarks") / "scenarios"))
+
+
+def heldout_scenarios_dir() -> Path:
+    """The held-out questions' directory."""
+    return default_scenarios_dir() / HELDOUT_DIR
+
+
+def heldout_hash(directory: Path | None = None) -> str:
+    """SHA-256 of the held-out set (every ``*.yaml`` file's name and bytes, by name): the set is frozen, and
+    every run records this hash."""
+    digest = hashlib.sha256()
+    for path in sorted((directory or heldout_scenarios_dir()).glob("*.yaml")):
+        digest.update(path.name.encode("utf-8") + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 def _field_path(loc: Iterable[int | str]) -> str:
@@ -207,7 +240,8 @@ def load_file(path: Path) -> list[Scenario]:
             raise ScenarioError(name, label, *_first_error(exc)) from None
         except FactSyntaxError as exc:
             raise ScenarioError(name, label, None, str(exc)) from None
-        scenarios.append(scenario.model_copy(update={"source": name}))
+        split: Split = "heldout" if path.parent.name == HELDOUT_DIR else "suite"
+        scenarios.append(scenario.model_copy(update={"source": name, "split": split}))
     return scenarios
 
 
@@ -217,13 +251,14 @@ def load_scenarios(
     tags: Sequence[str] = (),
     registry: OperationRegistry | None = None,
 ) -> list[Scenario]:
-    """Load scenarios from files and directories (``*.yaml``, sorted); default: the packaged suite.
+    """Load scenarios from files and directories (``*.yaml``, sorted); default: the packaged scenarios, the
+    tuning suite then the held-out questions.
 
     ``tags`` keeps the scenarios matching any of them. With a ``registry``, every operation named in
     expectations and facts must exist. Scenario ids must be unique across all files.
     """
     files: list[Path] = []
-    for item in paths or [default_scenarios_dir()]:
+    for item in paths or [default_scenarios_dir(), heldout_scenarios_dir()]:
         path = Path(item)
         if path.is_dir():
             files.extend(sorted([*path.glob("*.yaml"), *path.glob("*.yml")]))

@@ -93,6 +93,8 @@ class PlannerTurn:
         """A model wrote the answer (whether or not it could be recorded)."""
         self.ungrounded: list[str] = []
         """Figures of the model's answer no ERP source supports (``TurnResult.ungrounded_figures``)."""
+        self.claimed_actions: list[str] = []
+        """Phrases of the answer claiming actions the ERP did not do (``TurnResult.claimed_actions``)."""
 
     @property
     def inputs(self) -> dict[str, Any]:
@@ -137,6 +139,7 @@ class PlannerTurn:
             **measured_figures(CallUsage.total(self.usages), self.clock),
             first_answer_call=self._first_answer_call(),
             ungrounded_figures=self.ungrounded,
+            claimed_actions=self.claimed_actions,
             errors=self.errors,
             failure=self.failure,
             recorded=recorded is not None,

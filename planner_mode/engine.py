@@ -32,13 +32,14 @@ from planner_mode.executor import astream_plan
 from planner_mode.plan import MAX_PLAN_OPERATIONS, Answer, OperationOutcome
 from planner_mode.validation import validate_plan
 from planner_mode.wire import AnalyzeResponse, RespondResponse
+from shared.answer_check import refusal_text, verify_answer
 from shared.bounds import RESULT_MAX_CHARS, RESULT_MAX_ITEMS, clip_json
 from shared.engine import TurnEngine
 from shared.erp.database import Erp
 from shared.errors import ConversationAccessDenied, ModelOutputError, StorageError
 from shared.events import AnswerDelta, OperationDone, PlanReady, TurnDone, TurnEvent
 from shared.failures import NOT_RECORDED_NOTE, failure_kind_of, user_message
-from shared.grounding import GroundingPolicy, check_answer, ungrounded_answer
+from shared.grounding import GroundingPolicy
 from shared.memory.context import ConversationContext, render_context
 from shared.memory.store import MemoryStore
 from shared.operations.registry import OperationRegistry
@@ -222,7 +223,7 @@ class PlannerEngine(TurnEngine):
         )
         if not isinstance(context, ConversationContext):  # refused before any model call
             return self._unrecorded(turn, context)
-        turn.context = context
+        turn.context = context.model_copy(update={"denied_operations": self.registry.denied(turn.caller)})
         turn.state = turn.context.state
         turn.catalog = self.registry.catalog(turn.caller)
         return None
@@ -251,7 +252,8 @@ class PlannerEngine(TurnEngine):
         """Take the executed plan: what call 2 reads (results clipped, errors explained); an operation that
         broke inside the ERP makes the turn an ``operation_error``."""
         turn.operations = operations
-        turn.errors.extend(f"{op.function}: {op.error}" for op in operations if op.error)
+        ran = [op for op in operations if op.repeat_of is None]  # a repeat is the same call, not a second one
+        turn.errors.extend(f"{op.function}: {op.error}" for op in ran if op.error)
         if any(op.error_kind == "internal" for op in operations):
             turn.failure = "operation_error"
         turn.outcomes = [
@@ -263,7 +265,7 @@ class PlannerEngine(TurnEngine):
                 ),
                 error=op.error,
             )
-            for op in operations
+            for op in ran
         ]
 
     def _call_failed(self, turn: PlannerTurn, error: AICallError) -> TurnResult:
@@ -279,10 +281,11 @@ class PlannerEngine(TurnEngine):
         turn.errors.append(f"{which} failed: {error}")
         return self._unrecorded(turn, error.cause)
 
-    def _grounded(self, turn: PlannerTurn, answer: Answer) -> Answer | TurnResult:
-        """Check the answer's figures against the ERP's sources (:mod:`shared.grounding`): the answer to
-        record (its memory items with ungrounded figures dropped), or, under ``refuse``, the unrecorded
-        ``ungrounded`` turn whose user reads the ERP's rendering of the results instead."""
+    def _checked(self, turn: PlannerTurn, answer: Answer) -> Answer:
+        """Check the answer against the ERP (:mod:`shared.answer_check`: its figures and the actions it
+        claims): the answer to record, its memory items with ungrounded figures dropped; under ``refuse``, an
+        answer that failed becomes the ``ungrounded`` refusal the user reads, with no memory and no model
+        state, so only the state the executed operations imply is recorded."""
         if self.grounding == "off":
             return answer
         texts = [
@@ -291,23 +294,24 @@ class PlannerEngine(TurnEngine):
             *(spec.model_dump_json() for spec in turn.catalog),
             *(outcome.error for outcome in turn.outcomes if outcome.error),  # e.g. a rejected plan's reason
         ]
-        check = check_answer(answer.text, answer.memories, turn.operations, texts, self.erp.today)
-        turn.ungrounded = check.figures
-        if check.figures and self.grounding == "refuse":
-            turn.failure = "ungrounded"
+        check = verify_answer(answer.text, answer.memories, turn.operations, texts, self.erp.today)
+        turn.ungrounded, turn.claimed_actions = check.figures, check.claims
+        if check.passed or self.grounding != "refuse":
+            return answer.model_copy(update={"memories": check.memories})
+        turn.failure = "ungrounded"
+        if check.figures:
             turn.errors.append(f"Ungrounded figures in the answer: {', '.join(check.figures)}")
-            return turn.result(ungrounded_answer(check.figures, turn.operations))
-        return answer.model_copy(update={"memories": check.memories})
+        if check.claims:
+            turn.errors.append(f"Claimed actions the ERP did not do: {' | '.join(check.claims)}")
+        return Answer(text=refusal_text(check, turn.operations))
 
     def _record(self, turn: PlannerTurn, answer: Answer) -> TurnResult:
-        """Store the whole turn in one transaction (blocking: the driver calls it in a thread), once its
-        figures are checked."""
-        grounded = self._grounded(turn, answer)
-        if isinstance(grounded, TurnResult):
-            return grounded
-        answer = grounded
+        """Store the whole turn in one transaction (blocking: the driver calls it in a thread), once the
+        answer is checked; a refused answer is recorded as the user read it."""
+        answer = self._checked(turn, answer)
+        refused = turn.failure == "ungrounded"
         record = turn.record(answer)
-        turn.answered = True
+        turn.answered = not refused
         try:
             state = self.store.record_turn(
                 turn.conversation_id,
@@ -318,8 +322,10 @@ class PlannerEngine(TurnEngine):
         except ConversationAccessDenied as exc:  # another user created this id while the model worked
             return self._unrecorded(turn, exc)
         except StorageError as exc:  # the answer is good; only remembering it failed
-            turn.failure = "storage"
             turn.errors.append(f"Turn not recorded: {exc}")
+            if refused:
+                return turn.result(answer.text)
+            turn.failure = "storage"
             return turn.result(f"{answer.text}\n\n{NOT_RECORDED_NOTE}")
         return turn.result(answer.text, memories=[item.content for item in answer.memories], recorded=state)
 

@@ -34,8 +34,10 @@ FailureKind = Literal[
 
 FAILURE_KINDS: tuple[FailureKind, ...] = get_args(FailureKind)
 
-RECORDED_FAILURES: frozenset[FailureKind] = frozenset({"invalid_plan", "operation_error"})
-"""Failures whose turn is still recorded: a model wrote the answer that explains them."""
+RECORDED_FAILURES: frozenset[FailureKind] = frozenset({"invalid_plan", "operation_error", "ungrounded"})
+"""Failures whose turn is still recorded: a model wrote the answer that explains them, or (``ungrounded``)
+the user read the ERP's refusal and rendering instead, which is what the conversation keeps, with the state
+the executed operations imply and no model memory, so a follow-up keeps its referent."""
 
 DESCRIPTIONS: dict[FailureKind, str] = {
     "provider": "The model provider failed: connection refused, HTTP error, SDK error, a dead AI server.",
@@ -50,8 +52,10 @@ DESCRIPTIONS: dict[FailureKind, str] = {
     ),
     "operation_error": "An operation failed unexpectedly inside the ERP (`error interno (ref XXXX)`).",
     "ungrounded": (
-        "The model's answer stated figures that no operation result, question, context or date supports "
-        "(:mod:`shared.grounding`), so it is not shown as the ERP's truth (grounding policy `refuse`)."
+        "The model's answer stated figures that no operation result, question, context or date supports, or "
+        "said of another year, customer or product (:mod:`shared.grounding`), or claimed the ERP did "
+        "something no operation did (sent, changed, deleted, registered, executed: :mod:`shared.actions`), "
+        "so it is not shown as the ERP's truth (grounding policy `refuse`)."
     ),
     "limit": "A per-turn bound stopped the turn: model calls or agent steps.",
     "storage": "The ERP database or the memory store could not be read or written.",
@@ -149,10 +153,19 @@ def markdown_table() -> str:
             if kind in RECORDED_FAILURES
             else f"“{_MESSAGES[kind]}”"
         )
+        if kind == "ungrounded":
+            recorded = (
+                "yes: the exchange the user read (the refusal and the ERP's rendering), the state the "
+                "executed operations imply, no model memory"
+            )
+            told = "why the answer was refused"
         if kind == "model_output":
             told += f"; a reply cut at the cap: “{_CUT_MESSAGE.format(limit='N tokens')}”"
         if kind == "ungrounded":
-            told += "; the engines name the figures and, when operations ran, render the ERP's own results"
+            told += (
+                " (the figures it named, or the action it claimed) and, when operations ran, the ERP's own "
+                "results"
+            )
         if kind == "storage":
             told += f"; after the model answered: the answer, then “{NOT_RECORDED_NOTE}”"
         lines.append(f"| `{kind}` | {DESCRIPTIONS[kind]} | {recorded} | {told} |")

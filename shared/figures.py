@@ -4,11 +4,14 @@
 850000000. A figure with a scale word or decimals tolerates half a unit of its last written digit, at most
 :data:`MAX_RELATIVE_ERROR`. With both ``.`` and ``,`` the last is the decimal separator; one kind repeated
 groups thousands; one kind once groups thousands only before exactly three digits (``1.500``, not ``12,5``).
-Malformed groups (``1.5.3``, ``12.05.2025``) are not numbers.
+Malformed groups (``1.5.3``, ``396.100.00``) are not numbers: :func:`extract_numbers` skips them, or, asked
+for them, reports each as a *malformed* mention, a figure that matches no value (a figure nobody can read is
+not the ERP's, whatever its digits).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -48,8 +51,17 @@ class NumberMention:
     text: str
     """The text the number was read from."""
 
+    @property
+    def malformed(self) -> bool:
+        """Whether the text is a badly grouped number (``396.100.00``): it stands for no value (``value`` is
+        NaN)."""
+        return math.isnan(self.value)
+
     def matches(self, target: float) -> bool:
-        """Whether this mention is a faithful rendering of ``target`` (see :data:`MAX_RELATIVE_ERROR`)."""
+        """Whether this mention is a faithful rendering of ``target`` (see :data:`MAX_RELATIVE_ERROR`); a
+        malformed mention matches nothing."""
+        if self.malformed:
+            return False
         tolerance = min(self.tolerance, MAX_RELATIVE_ERROR * abs(target))
         return abs(self.value - target) <= tolerance + 1e-9 + 1e-15 * abs(target)
 
@@ -98,12 +110,15 @@ def parse_number(token: str) -> tuple[float, int] | None:
     return value, len(fraction)
 
 
-def extract_numbers(text: str) -> list[NumberMention]:
-    """Every number mentioned in ``text``, in order of appearance."""
+def extract_numbers(text: str, *, malformed: bool = False) -> list[NumberMention]:
+    """Every number mentioned in ``text``, in order of appearance; with ``malformed``, the badly grouped ones
+    too, as :attr:`~NumberMention.malformed` mentions (otherwise they are skipped)."""
     mentions: list[NumberMention] = []
     for match in NUMBER_TOKEN.finditer(text):
         parsed = parse_number(match.group("num"))
         if parsed is None:
+            if malformed:
+                mentions.append(NumberMention(value=math.nan, tolerance=0.0, text=match.group(0)))
             continue
         value, decimals = parsed
         scale = _scale(match.group("scale"))

@@ -52,7 +52,7 @@ def turn_state(
 
 def derived_state(operations: Sequence[ExecutedOperation]) -> dict[str, Any]:
     """The state keys the ERP knows from this turn's successful operations (``{}`` when none succeeded)."""
-    succeeded = [op for op in operations if op.ok]
+    succeeded = [op for op in operations if op.ok and op.repeat_of is None]  # a repeat adds nothing
     state: dict[str, Any] = {}
     for op in succeeded:
         state.update(_named(op.parameters))

@@ -10,12 +10,38 @@ _THINK_TAG = re.compile(r"<(/?)think(?:ing)?>", re.IGNORECASE)
 MARKDOWN_FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
 """A Markdown code fence (any language tag); group 1 is its contents. Small models wrap JSON in one."""
 
+_NON_WORD = re.compile(r"[^\w]+")
+_LEGAL_FORM = re.compile(r"(?<!\s)\s+(?:S\.?\s?A\.?|S\.?\s?R\.?\s?L\.?|Ltda\.?)\s*+$", re.IGNORECASE)
+"""The legal form a customer name ends with: ``S.A.``, ``S.R.L.``, ``Ltda.``."""
+_PACK_SIZE = re.compile(r"(?<!\s)\s*+\([^()]*+\)\s*+$")
+"""The pack size a product name ends with: ``(caja x 12)``."""
+
 
 def fold(text: str) -> str:
     """Case- and accent-insensitive form of ``text``: ``"Compañía Ñandú"`` → ``"compania nandu"``."""
     decomposed = unicodedata.normalize("NFKD", text)
     stripped = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
     return " ".join(stripped.casefold().split())
+
+
+def words(text: str) -> str:
+    """``text`` folded, with punctuation turned into single spaces and padded: `` comercial guarani s a ``.
+
+    A name is named in a text when ``words(name) in words(text)``: whole words, case-, accent- and
+    punctuation-insensitively (``la empresa ABC`` names Empresa ABC, ``Empresa AB`` does not)."""
+    return " " + " ".join(_NON_WORD.sub(" ", fold(text)).split()) + " "
+
+
+def without_legal_form(name: str) -> str:
+    """A customer's name without the legal form it ends with: ``Importadora del Este S.A.`` →
+    ``Importadora del Este`` (unchanged when it has none)."""
+    return _LEGAL_FORM.sub("", name)
+
+
+def without_pack_size(name: str) -> str:
+    """A product's name without the pack size in brackets it ends with: ``Aceite de soja 900 ml (caja x 12)``
+    → ``Aceite de soja 900 ml`` (unchanged when it has none)."""
+    return _PACK_SIZE.sub("", name)
 
 
 def format_guaranies(amount: int | float) -> str:

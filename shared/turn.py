@@ -49,7 +49,12 @@ class ExecutedOperation(BaseModel):
     error_kind: OperationErrorKind | None = None
     """Set with ``error``: see :data:`OperationErrorKind`."""
     duration_ms: float = 0.0
-    """Wall time spent executing the operation in the ERP."""
+    """Wall time spent executing the operation in the ERP (0 for a repeat: nothing ran)."""
+    repeat_of: str | None = None
+    """Set when the turn had already run an identical operation (same name, same parameters once validated
+    by the operation's model): this one did not run again and carries that operation's outcome. It names the
+    earlier operation: its ``id`` (the tool call id; the plan id), or, for a plan operation without one,
+    ``"#N"``, its index ``N`` in the plan and in ``TurnResult.operations`` (from 0). ``None``: it ran."""
 
     @property
     def ok(self) -> bool:
@@ -107,6 +112,10 @@ class TurnResult(BaseModel):
     """Figures of the model's answer that no ERP source supports (:mod:`shared.grounding`), as written: with
     the ``refuse`` policy the turn failed as ``ungrounded`` and the user read the ERP's rendering instead;
     with ``flag`` the answer was shown and recorded with them (its memory items with them dropped)."""
+    claimed_actions: list[str] = Field(default_factory=list)
+    """Phrases of the model's answer that claim the ERP did something no executed operation did
+    (:mod:`shared.actions`: sent, changed, deleted, registered, executed); refused or flagged as ungrounded
+    figures are."""
     errors: list[str] = Field(default_factory=list)
     """Non-fatal problems: invalid plans, refused operations, model output errors, provider errors."""
     failure: FailureKind | None = None

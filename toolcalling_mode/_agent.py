@@ -7,6 +7,7 @@ and the structured answer's format. What changes per turn travels in the runtime
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import threading
@@ -25,7 +26,7 @@ from langchain.agents.middleware import (
 )
 from langchain.agents.structured_output import ProviderStrategy, ToolStrategy
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, SystemMessage, ToolCall, ToolMessage
 from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command
 
@@ -46,6 +47,19 @@ StructuredStrategy = Literal["auto", "provider", "tool"]
 AGENT_CACHE_SIZE = 256
 """Compiled agents kept, one per recent caller (their tools are bound to the caller's scope)."""
 
+REPEAT_NOTE = "(Resultado ya obtenido en este turno; no se volvió a ejecutar.)"
+"""What the model reads before the earlier result when it repeats a call it already has the result of."""
+
+
+@dataclass(frozen=True)
+class FirstCall:
+    """The call that ran an operation in a turn: what an identical call of the turn gets without running."""
+
+    operation: ExecutedOperation
+    """Its record (succeeded)."""
+    content: str
+    """The result the model read."""
+
 
 @dataclass
 class TurnContext:
@@ -56,6 +70,10 @@ class TurnContext:
     """Who the turn runs for (the tools are already bound to them; used to judge refused calls)."""
     operations: dict[str, ExecutedOperation] = field(default_factory=dict)
     """Executed tool calls, by tool call id."""
+    first_calls: dict[str, asyncio.Future[FirstCall | None]] = field(default_factory=dict)
+    """The call running or done for each distinct operation, by canonical call (name and validated
+    parameters): its future holds the :class:`FirstCall` once it succeeded, ``None`` if it failed (a failed
+    call leaves no entry, so an identical one runs again)."""
     recovered_tool_calls: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     """Tool calls of one step run in parallel threads (the registry's tools are synchronous)."""
@@ -120,6 +138,11 @@ class TurnMiddleware(AgentMiddleware[Any, Any, Any]):
     ``recover_excluding``: the offered tools never recovered from text (the structured answer's), or
     ``None`` when recovery is off. Operation errors reach the model as error results; any other exception
     a tool raises (an ERP bug) becomes an ``error interno (ref XXXX)`` result, as in planner mode.
+
+    An operation runs once per turn: a call identical to one that succeeded (same name, same arguments once
+    the operation's model has validated them), in a later step or in parallel with it, does not run; the
+    model reads :data:`REPEAT_NOTE` and the earlier result, and the call is recorded with that result and
+    ``repeat_of`` naming the earlier call. Errors are not reused: a call identical to one that failed runs.
     """
 
     def __init__(
@@ -156,6 +179,43 @@ class TurnMiddleware(AgentMiddleware[Any, Any, Any]):
         handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
     ) -> ToolMessage | Command[Any]:
         call = request.tool_call
+        context = _context(request)
+        key = self._identity(call["name"], call["args"], context.caller)
+        if key is None:  # an invalid call: it runs, and fails, on its own
+            return (await self._run(request, handler, context))[0]
+        while True:
+            with context.lock:
+                first = context.first_calls.get(key)
+                if first is None:
+                    mine: asyncio.Future[FirstCall | None] = asyncio.get_running_loop().create_future()
+                    context.first_calls[key] = mine
+            if first is None:
+                break
+            # shielded: cancelling this call must not cancel the future the first call resolves
+            earlier = await asyncio.shield(first)
+            if earlier is not None:
+                return self._repeat(call, earlier, context)
+            # the identical call failed: this one runs (or waits for another identical one that does)
+        succeeded: FirstCall | None = None
+        try:
+            outcome, operation = await self._run(request, handler, context)
+            if isinstance(outcome, ToolMessage) and operation is not None and operation.ok:
+                succeeded = FirstCall(operation, str(outcome.text))
+        finally:
+            if succeeded is None:
+                with context.lock:
+                    del context.first_calls[key]
+            mine.set_result(succeeded)
+        return outcome
+
+    async def _run(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
+        context: TurnContext,
+    ) -> tuple[ToolMessage | Command[Any], ExecutedOperation | None]:
+        """Run the call and record it (when it ends in a tool result)."""
+        call = request.tool_call
         started = perf_counter()
         try:
             outcome = await handler(request)  # in the loop's default executor: an ERP query never blocks it
@@ -168,15 +228,41 @@ class TurnMiddleware(AgentMiddleware[Any, Any, Any]):
                 tool_call_id=str(call["id"]),
                 status="error",
             )
-        if isinstance(outcome, ToolMessage):
-            duration_ms = (perf_counter() - started) * 1000
-            operation = executed_operation(call["name"], call["args"], call["id"], outcome, duration_ms)
-            context = _context(request)
-            if operation.error is not None:
-                operation.error_kind = self._error_kind(call["name"], call["args"], operation.error, context)
-            with context.lock:
-                context.operations[str(call["id"])] = operation
-        return outcome
+        if not isinstance(outcome, ToolMessage):
+            return outcome, None
+        duration_ms = (perf_counter() - started) * 1000
+        operation = executed_operation(call["name"], call["args"], call["id"], outcome, duration_ms)
+        if operation.error is not None:
+            operation.error_kind = self._error_kind(call["name"], call["args"], operation.error, context)
+        with context.lock:
+            context.operations[str(call["id"])] = operation
+        return outcome, operation
+
+    @staticmethod
+    def _repeat(call: ToolCall, first: FirstCall, context: TurnContext) -> ToolMessage:
+        """The answer to a call identical to ``first``: its result, not run again, recorded as a repeat."""
+        repeat = first.operation.model_copy(
+            update={
+                "parameters": dict(call["args"]),
+                "id": call["id"],
+                "duration_ms": 0.0,
+                "repeat_of": str(first.operation.id),
+            }
+        )
+        with context.lock:
+            context.operations[str(call["id"])] = repeat
+        return ToolMessage(
+            content=f"{REPEAT_NOTE}\n{first.content}", name=call["name"], tool_call_id=str(call["id"])
+        )
+
+    def _identity(self, name: str, args: Any, caller: Caller) -> str | None:
+        """The canonical form of a call: its name and its arguments as the operation's model validates them;
+        ``None`` when they do not validate."""
+        try:
+            validated = self._registry.validate(name, args if isinstance(args, dict) else None, caller=caller)
+        except OperationError:
+            return None
+        return json.dumps([name, validated.model_dump(mode="json")], sort_keys=True, ensure_ascii=False)
 
     def _error_kind(self, name: str, args: Any, error: str, context: TurnContext) -> OperationErrorKind:
         if error.startswith(INTERNAL_ERROR_PREFIX):

@@ -31,11 +31,12 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 
+from shared.answer_check import AnswerCheck, refusal_text, verify_answer
 from shared.engine import TurnEngine
 from shared.errors import ConversationAccessDenied, ErpAiError, StorageError
 from shared.events import AnswerDelta, OperationDone, TurnDone, TurnEvent
 from shared.failures import NOT_RECORDED_NOTE, failure_kind_of, is_recorded, user_message
-from shared.grounding import GroundingPolicy, check_answer, ungrounded_answer
+from shared.grounding import GroundingPolicy
 from shared.llm.factory import configured_max_tokens
 from shared.llm.usage import UsageTracker
 from shared.memory.context import ConversationContext, render_context
@@ -261,7 +262,7 @@ class ToolCallingEngine(TurnEngine):
             admit_turn(self._store, turn.conversation_id, turn.message, turn.caller)
             # record_turn creates an unknown conversation in the turn's own transaction: one write per turn.
             system_message, prior, human, turn.stored_state = self._turn_input(
-                turn.conversation_id, turn.message
+                turn.conversation_id, turn.message, turn.caller
             )
         except ConversationAccessDenied:
             raise
@@ -277,7 +278,7 @@ class ToolCallingEngine(TurnEngine):
         return None
 
     def _turn_input(
-        self, conversation_id: str, message: str
+        self, conversation_id: str, message: str, turn_caller: Caller
     ) -> tuple[SystemMessage, list[BaseMessage], str, VersionedState]:
         """The system message, the replayed messages, the turn's human message text and the stored state.
 
@@ -294,6 +295,7 @@ class ToolCallingEngine(TurnEngine):
             state = self._store.get_state(conversation_id)
             prior = to_langchain_messages(self._store.history(conversation_id))
             context = ConversationContext(today=self._erp.today, state=dict(state))
+        context = context.model_copy(update={"denied_operations": self._registry.denied(turn_caller)})
         system = SystemMessage(content=system_prompt(structured=self.structured))
         return system, prior, turn_message(message, render_context(context)), state
 
@@ -309,29 +311,38 @@ class ToolCallingEngine(TurnEngine):
             structured=self.structured,
             recover_text_tool_calls=self.recover_text_tool_calls,
         )
-        end, ungrounded = self._grounded(turn, run, end, errors)
+        end, check = self._grounded(turn, run, end, errors)
         kept = self._record(turn, run, end, errors)
         if steps is None and kept.answered:
             steps = AnswerSteps.replay(self._answer_field, self._answer_tools, run.messages)
         result = self._result(turn, run, kept, errors, steps)
-        return result.model_copy(update={"ungrounded_figures": ungrounded}) if ungrounded else result
+        if check is None or check.passed:
+            return result
+        return result.model_copy(
+            update={"ungrounded_figures": check.figures, "claimed_actions": check.claims}
+        )
 
     def _grounded(
         self, turn: _Turn, run: AgentRun, end: Outcome, errors: list[str]
-    ) -> tuple[Outcome, list[str]]:
-        """Check a model-written answer's figures against the tool results, the turn's input and the tools'
-        descriptions (:mod:`shared.grounding`): the outcome to record (memory items with ungrounded figures
-        dropped) and the figures; under ``refuse`` an answer with such figures becomes ``ungrounded``."""
+    ) -> tuple[Outcome, AnswerCheck | None]:
+        """Check a model-written answer against the tool results, the turn's input and the tools'
+        descriptions (:mod:`shared.answer_check`: its figures and the actions it claims): the outcome to
+        record (memory items with ungrounded figures dropped) and the check; under ``refuse`` an answer that
+        failed becomes the ``ungrounded`` refusal the user reads, recorded with no memory and no model state
+        (the state the operations imply is still derived)."""
         if self.grounding == "off" or not is_recorded(end.failure):
-            return end, []
+            return end, None
         texts: list[str] = [str(message.text) for message in turn.inputs]
         texts.extend(spec.model_dump_json() for spec in self._registry.catalog(turn.caller))
-        check = check_answer(end.answer, end.memories, run.operations, texts, self._erp.today)
-        if check.figures and self.grounding == "refuse":
+        check = verify_answer(end.answer, end.memories, run.operations, texts, self._erp.today)
+        if check.passed or self.grounding != "refuse":
+            return dataclasses.replace(end, memories=check.memories), check
+        if check.figures:
             errors.append(f"Ungrounded figures in the answer: {', '.join(check.figures)}")
-            refused = Outcome(ungrounded_answer(check.figures, run.operations), failure="ungrounded")
-            return refused, check.figures
-        return dataclasses.replace(end, memories=check.memories), check.figures
+        if check.claims:
+            errors.append(f"Claimed actions the ERP did not do: {' | '.join(check.claims)}")
+        refused = Outcome(refusal_text(check, run.operations), "ungrounded", {"failure": "ungrounded"})
+        return refused, check
 
     def _record(self, turn: _Turn, run: AgentRun, end: Outcome, errors: list[str]) -> _Kept:
         """Record the turn when the recording policy says so; appends to ``errors`` what kept it from the
@@ -357,9 +368,12 @@ class ToolCallingEngine(TurnEngine):
             return _Kept(user_message("input", exc), "input", dict(stored))
         except StorageError as exc:  # the answer is good; only remembering it failed
             errors.append(f"Turn not recorded: {exc}")
+            if end.failure == "ungrounded":  # the refusal stands; only remembering it failed
+                return _Kept(end.answer, end.failure, dict(stored))
             return _Kept(f"{end.answer}\n\n{NOT_RECORDED_NOTE}", "storage", dict(stored), answered=True)
         memories = [item.content for item in end.memories]
-        return _Kept(end.answer, end.failure, dict(state), memories, True, True, state.stale)
+        answered = end.failure != "ungrounded"  # a refused answer is the ERP's text, not the model's
+        return _Kept(end.answer, end.failure, dict(state), memories, True, answered, state.stale)
 
     def _result(
         self, turn: _Turn, run: AgentRun, kept: _Kept, errors: list[str], steps: AnswerSteps | None

@@ -169,6 +169,9 @@ def summarize_mode(mode: str, rows: Sequence[TurnRow], *, seed: int = DEFAULT_SE
         ungrounded_turns=sum(1 for row in rows if row.ungrounded_figures)
         if any("ungrounded_figures" in row.model_fields_set for row in rows)
         else None,
+        claimed_action_turns=sum(1 for row in rows if row.claimed_actions)
+        if any("claimed_actions" in row.model_fields_set for row in rows)
+        else None,
         connection_retries=sum(row.connection_retries for row in rows),
     )
 

@@ -32,6 +32,7 @@ from benchmarks.report.runs import (
     regimes_rows,
 )
 from benchmarks.report.runs import title as report_title
+from benchmarks.report.splits import SPLITS_CAPTION, decision, split_table
 from benchmarks.report.summary import CategorySummary, Summary
 from benchmarks.report.tables import (
     INTERVALS_CAPTION,
@@ -50,7 +51,7 @@ from benchmarks.report.tables import (
     percent_interval,
     summary_rows,
 )
-from benchmarks.report.verdict import first_answer, latency, run_verdict
+from benchmarks.report.verdict import first_answer, latency
 from benchmarks.report.verdict_table import VERDICT_CAPTION, runs_verdict_lines, verdict_table, verdict_title
 from benchmarks.results import RunMeta, RunResults
 from benchmarks.stats import percentile
@@ -94,12 +95,15 @@ def verdict_block(runs: Sequence[ReportRun], title: str) -> list[str]:
     lines += render_table(*verdict_table(runs_verdict_lines(runs)))
     lines += ["", VERDICT_CAPTION, ""]
     for run in runs:
-        verdict = run_verdict(run.summary, run.results.scored_rows, run.regime, run.results.meta.model)
+        verdict = decision(run.results, run.summary, run.regime, run.results.meta.model)
         if len(runs) > 1:
             lines += [f"**{run.label}** ({run.regime.kind}):", ""]
         lines += [f"- **{sentence}**" for sentence in verdict.leads]
         lines += [f"- {sentence}" for sentence in verdict.details]
         lines.append("")
+        splits = split_table(run.results) if not run.regime.structure_only else None
+        if splits is not None:
+            lines += [*render_table(*splits), "", SPLITS_CAPTION, ""]
     lines += [agreement_line(), ""]
     modes = list(dict.fromkeys(m.mode for run in runs for _, m in run.summary.cells()))
     lines += [f"- `{mode}`: {mode_description(mode)}" for mode in modes]

@@ -26,6 +26,7 @@ from benchmarks.report.findings import OFFLINE_NOTICE, findings, headline
 from benchmarks.report.markdown import render_table
 from benchmarks.report.run_facts import prefix_cache_text, who_ran
 from benchmarks.report.runs import first_line, regime_of
+from benchmarks.report.splits import SPLITS_CAPTION, decision, split_lines, split_table
 from benchmarks.report.summary import Summary, tokens_text
 from benchmarks.report.tables import (
     LATENCY_CAPTION,
@@ -36,7 +37,7 @@ from benchmarks.report.tables import (
     mode_table,
     summary_rows,
 )
-from benchmarks.report.verdict import accuracy_edge, run_verdict
+from benchmarks.report.verdict import accuracy_edge
 from benchmarks.report.verdict_table import failures_cell, first_answer_cell, latency_cell, tokens_cell
 from benchmarks.results import RunMeta, RunResults, TurnRow
 from benchmarks.scenario import Scenario, load_scenarios
@@ -71,13 +72,17 @@ def category_coverage(rows: Sequence[TurnRow], suite: Sequence[Scenario]) -> lis
 
 
 def coverage_text(rows: Sequence[TurnRow], suite: Sequence[Scenario]) -> str:
-    """``"Scenario categories covered (turns run of the suite's): articulo 5/5, …; not covered: none."``"""
+    """``"Scenario categories covered (turns run of the packaged scenarios', …): articulo 5/5, …; not covered:
+    none."``"""
     found = category_coverage(rows, suite)
     covered = [c for c in found if c.run_turns]
     missing = [c.category for c in found if not c.run_turns]
     ran = ", ".join(f"{c.category} {c.run_turns}/{c.suite_turns}" for c in covered) or "none"
-    absent = ", ".join(missing) if missing else "none (every category of the packaged suite ran)"
-    return f"Scenario categories covered (turns run of the packaged suite's): {ran}; not covered: {absent}."
+    absent = ", ".join(missing) if missing else "none (every category of the packaged scenarios ran)"
+    return (
+        "Scenario categories covered (turns run of the packaged scenarios', tuning suite and held-out "
+        f"questions together): {ran}; not covered: {absent}."
+    )
 
 
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -147,7 +152,9 @@ COLUMNS_CAPTION = (
     "Per turn, measured on the run's machine. Accuracy: share of turns passed (Wilson 95% interval). "
     "Cached: share of input tokens the provider's prompt cache served. First answer: time from the turn's "
     "start to the first answer token. Ungrounded: turns whose answer stated a figure no ERP result "
-    "supported (n/a: the run predates the check). Recovered: tool calls the model wrote as text that tool "
+    "supported (n/a: the run predates the check). Claimed actions: turns whose answer said the ERP did "
+    "something no operation did (sent, changed, deleted, registered, executed), refused like an ungrounded "
+    "figure. Recovered: tool calls the model wrote as text that tool "
     "calling turned into real calls."
 )
 
@@ -164,6 +171,10 @@ def real_model_rows(results: RunResults, summary: Summary) -> Table:
         ("latency p50 / p95 ms", lambda m: latency_cell(m, regime)),
         ("first answer p50 / p95 ms", lambda m: first_answer_cell(m, regime)),
         ("ungrounded", lambda m: NOT_RECORDED if m.ungrounded_turns is None else str(m.ungrounded_turns)),
+        (
+            "claimed actions",
+            lambda m: NOT_RECORDED if m.claimed_action_turns is None else str(m.claimed_action_turns),
+        ),
         ("recovered", lambda m: str(m.recovered_tool_calls) if m.mode.startswith("toolcalling") else "–"),
         ("failed (kinds)", failures_cell),
     ]
@@ -181,12 +192,19 @@ def real_model_block(
 ) -> list[str]:
     """The block's lines between its markers (``suite``: the packaged scenarios, for the coverage line)."""
     meta = results.meta
-    verdict = run_verdict(summary, results.scored_rows, regime_of(meta), meta.model)
+    verdict = decision(results, summary, regime_of(meta), meta.model)
     lines = [f"**{first_line(meta)}**", ""]
     lines += render_table(*real_model_rows(results, summary))
     lines += ["", COLUMNS_CAPTION, ""]
+    splits = split_table(results)
+    if splits is not None:
+        lines += [*render_table(*splits), "", SPLITS_CAPTION, ""]
     lines += [f"- **{sentence}**" for sentence in verdict.leads]
-    lines += paired_lines(summary)
+    lines += (
+        [*split_lines(results, "heldout"), *split_lines(results, "suite")]
+        if splits
+        else paired_lines(summary)
+    )
     lines += [
         "",
         coverage_text(results.scored_rows, load_scenarios() if suite is None else suite),

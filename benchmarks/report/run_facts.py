@@ -82,5 +82,7 @@ def provenance_rows(meta: RunMeta) -> list[tuple[str, str]]:
         rows.append(("operations catalog", p.catalog_hash[:12]))
     if p.tool_schema_hash:
         rows.append(("tool schemas", p.tool_schema_hash[:12]))
+    if p.heldout_hash:
+        rows.append(("held-out questions", p.heldout_hash[:12]))
     rows += [("note", note) for note in p.notes]
     return rows

@@ -71,6 +71,9 @@ class ModeSummary(BaseModel):
     ungrounded_turns: int | None = None
     """Turns whose answer stated a figure no ERP source supported (``TurnRow.ungrounded_figures``); ``None``
     when no row recorded the check (files that predate it)."""
+    claimed_action_turns: int | None = None
+    """Turns whose answer claimed an action the ERP did not do (``TurnRow.claimed_actions``); ``None`` when no
+    row recorded the check (files that predate it)."""
     connection_retries: int = 0
     """Requests resent once because their connection failed before the server answered."""
 

@@ -3,13 +3,12 @@
 A **product** is named by its full name, its SKU (``ALM-004``) or its name without the pack size in brackets
 (``Aceite de soja 900 ml``); a **customer** by its full name or its name without the legal form
 (``Importadora del Este``); a shortened name counts only when no other product or customer shares it. Names
-compare as whole words, case-, accent- and punctuation-insensitively (:func:`words`), so ``la empresa ABC``
-names Empresa ABC and ``Empresa AB`` names nobody.
+compare as whole words, case-, accent- and punctuation-insensitively (:func:`shared.text.words`), so ``la
+empresa ABC`` names Empresa ABC and ``Empresa AB`` names nobody.
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -18,20 +17,9 @@ from sqlalchemy import select
 
 from shared.erp.database import Erp
 from shared.erp.models import Customer, Product
-from shared.text import fold
+from shared.text import without_legal_form, without_pack_size, words
 
 __all__ = ["ErpNames", "words"]
-
-_NON_WORD = re.compile(r"[^\w]+")
-_PACK_SIZE = re.compile(r"\s*\([^()]*\)\s*$")
-"""The pack size a product name ends with: ``(caja x 12)``."""
-_LEGAL_FORM = re.compile(r"\s+(?:S\.?\s?A\.?|S\.?\s?R\.?\s?L\.?|Ltda\.?)\s*$", re.IGNORECASE)
-"""The legal form a customer name ends with: ``S.A.``, ``S.R.L.``, ``Ltda.``."""
-
-
-def words(text: str) -> str:
-    """``text`` folded, with punctuation turned into single spaces and padded: `` comercial guarani s a ``."""
-    return " " + " ".join(_NON_WORD.sub(" ", fold(text)).split()) + " "
 
 
 def _unique_aliases(names: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
@@ -57,8 +45,8 @@ class ErpNames:
     def build(cls, customers: Iterable[str], products: Iterable[tuple[str, str]]) -> ErpNames:
         """From customer names and ``(sku, name)`` pairs of products."""
         return cls(
-            customers=_unique_aliases({name: (_LEGAL_FORM.sub("", name),) for name in customers}),
-            products=_unique_aliases({name: (sku, _PACK_SIZE.sub("", name)) for sku, name in products}),
+            customers=_unique_aliases({name: (without_legal_form(name),) for name in customers}),
+            products=_unique_aliases({name: (sku, without_pack_size(name)) for sku, name in products}),
         )
 
     @classmethod
@@ -81,3 +69,10 @@ class ErpNames:
     def customers_named(self, text: str) -> set[str]:
         found = words(text)
         return {name for name, aliases in self.customers.items() if any(words(a) in found for a in aliases)}
+
+    def canonical_customer(self, text: str) -> str | None:
+        """The customer ``text`` names as a whole (its folded words equal to the customer's name or one of its
+        aliases, not merely containing them); ``None`` when it names no customer, or more than one."""
+        found = words(text)
+        named = [name for name, aliases in self.customers.items() if any(words(a) == found for a in aliases)]
+        return named[0] if len(named) == 1 else None

@@ -4,8 +4,13 @@ Parameters are normalised before comparing: when a registry is given, both sides
 operation's parameter model (so defaults are filled in and ``"2025"`` becomes ``2025``); then numbers compare
 as numbers (``2025 == 2025.0 == "2025"``) and strings compare case- and accent-insensitively, ignoring
 spaces and the punctuation ``,./-_*^'"`` as BFCL's ``standardize_string`` does (``"Comercial Guaraní S.A."``
-equals ``"comercial guarani SA"``). Calls form a multiset: an extra call or a missing one fails the match, a
-repeated call counts twice.
+equals ``"comercial guarani SA"``). With the ERP's names (:class:`~benchmarks.scoring.entities.ErpNames`), a
+string that names exactly one customer stands for that customer's full name first, so ``"hotel parana"``
+equals ``"Hotel Paraná S.A."`` as the ERP resolves both to one customer (and as the answer check reads them).
+
+Calls form a multiset, except that repeating a call is no mistake (both modes run an identical operation once
+per turn and report the repeat): an extra call or a missing one fails the match, and each distinct executed
+call counts as many times as it is expected, or once when it is not expected.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from benchmarks.scoring.entities import ErpNames
 from shared.operations.registry import OperationRegistry
 from shared.text import fold
 
@@ -63,10 +69,27 @@ def normalize_params(
     return normalized
 
 
+def _by_identity(value: Any, names: ErpNames) -> Any:
+    """``value`` with every string that names exactly one customer replaced by that customer's name."""
+    if isinstance(value, str):
+        return names.canonical_customer(value) or value
+    if isinstance(value, Mapping):
+        return {key: _by_identity(item, names) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_by_identity(item, names) for item in value]
+    return value
+
+
 def canonical_call(
-    name: str, params: Mapping[str, Any] | None, registry: OperationRegistry | None = None
+    name: str,
+    params: Mapping[str, Any] | None,
+    registry: OperationRegistry | None = None,
+    *,
+    names: ErpNames | None = None,
 ) -> str:
-    """One call as a canonical string: ``name {json params}``."""
+    """One call as a canonical string: ``name {json params}``; with ``names``, customers by identity."""
+    if names is not None:
+        params = _by_identity(dict(params or {}), names)
     payload = json.dumps(normalize_params(name, params, registry), sort_keys=True, ensure_ascii=False)
     return f"{name}({payload})"
 
@@ -114,23 +137,30 @@ def match_operations(
     expected: Sequence[Mapping[str, Any]],
     actual: Sequence[Mapping[str, Any]],
     registry: OperationRegistry | None = None,
+    *,
+    names: ErpNames | None = None,
 ) -> OperationMatch:
     """Compare calls given as ``{"funcion": …, "parametros": {…}}`` mappings.
 
-    Calls are compared in their canonical form; ``missing`` and ``extra`` show them as they were written.
+    Calls are compared in their canonical form (with ``names``, a customer by identity); an executed call
+    repeated counts no more than it is expected (once when unexpected). ``missing`` and ``extra`` show the
+    calls as they were written.
     """
 
     def keyed(calls: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
         return [
             (
-                canonical_call(str(c["funcion"]), c.get("parametros"), registry),
+                canonical_call(str(c["funcion"]), c.get("parametros"), registry, names=names),
                 _call_text(str(c["funcion"]), c.get("parametros")),
             )
             for c in calls
         ]
 
     want, got = keyed(expected), keyed(actual)
-    want_count, got_count = Counter(k for k, _ in want), Counter(k for k, _ in got)
+    want_count = Counter(k for k, _ in want)
+    got_count = Counter(
+        {key: min(count, max(want_count[key], 1)) for key, count in Counter(k for k, _ in got).items()}
+    )
     missing = _surplus(want, want_count - got_count)
     extra = _surplus(got, got_count - want_count)
     return OperationMatch(ok=not missing and not extra, missing=missing, extra=extra)

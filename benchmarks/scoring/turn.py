@@ -216,8 +216,8 @@ class TurnScorer:
     def _evidence(
         self, expect: Expectation, expected: list[dict[str, Any]] | None, question: str
     ) -> Evidence | None:
-        """The results and parameters of every call the expectation names (operations and facts' calls);
-        ``None`` when it names none."""
+        """Every call the expectation names (operations and facts' calls), with its result; ``None`` when it
+        names none."""
         calls = [(call["funcion"], call["parametros"]) for call in expected or []]
         calls += [call for fact in expect.facts for call in self.facts.calls(fact)]
         unique = {
@@ -226,10 +226,8 @@ class TurnScorer:
         }
         if not unique:
             return None
-        results: list[Any] = []
-        for name, params in unique.values():
-            results += [self.facts.call(name, params), params]
-        return Evidence(results=results, question=question, today=self._erp.today)
+        called = [(name, params, self.facts.call(name, params)) for name, params in unique.values()]
+        return Evidence(calls=called, question=question, today=self._erp.today)
 
     def _answers_alone(self, expect: Expectation, expected: list[dict[str, Any]], answer: str) -> bool:
         """Whether the answer stands without the calls: it states a figure the question asks for and names
@@ -249,7 +247,7 @@ class TurnScorer:
     ) -> bool | None:
         if expected is None:
             return None
-        match = match_operations(expected, operations, self.registry)
+        match = match_operations(expected, operations, self.registry, names=self.names)
         if not match.ok:
             details += [_refusal_detail(op) for op in refused]
             if expected and not operations and not refused:

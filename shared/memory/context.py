@@ -41,6 +41,13 @@ class ConversationContext(BaseModel):
     recent_exchanges: list[Exchange] = Field(
         alias="ultimos_intercambios", default_factory=list, description="The last exchanges, oldest first."
     )
+    denied_operations: list[str] = Field(
+        alias="operaciones_sin_permiso",
+        default_factory=list,
+        exclude_if=lambda value: not value,
+        description="The operations the caller's role may not run, as 'name: description' (no data): a "
+        "model told they exist says the permission is missing instead of answering something else.",
+    )
     version: int = Field(
         default=0,
         exclude=True,
@@ -50,9 +57,37 @@ class ConversationContext(BaseModel):
     )
 
 
+MONTHS = (
+    "enero",
+    "febrero",
+    "marzo",
+    "abril",
+    "mayo",
+    "junio",
+    "julio",
+    "agosto",
+    "septiembre",
+    "octubre",
+    "noviembre",
+    "diciembre",
+)
+"""Month names, January first."""
+
+
+def relative_dates(today: date) -> str:
+    """What "este año", "el año pasado", "este mes" and "el mes pasado" mean on ``today``, spelled out so
+    that a model need not compute them."""
+    last_month = date(today.year - 1, 12, 1) if today.month == 1 else date(today.year, today.month - 1, 1)
+    return (
+        f"Fechas relativas: este año es {today.year} y el año pasado {today.year - 1}; este mes es "
+        f"{MONTHS[today.month - 1]} de {today.year} y el mes pasado {MONTHS[last_month.month - 1]} de "
+        f"{last_month.year}."
+    )
+
+
 def render_context(context: ConversationContext) -> str:
     """Render a context as the labelled plain text that prompts embed."""
-    lines = [f"Fecha de hoy: {context.today.isoformat()}"]
+    lines = [f"Fecha de hoy: {context.today.isoformat()}", relative_dates(context.today)]
     if context.state:
         lines.append("Estado de la conversación:")
         lines.extend(
@@ -62,6 +97,12 @@ def render_context(context: ConversationContext) -> str:
     if context.memories:
         lines.append("Memoria relevante:")
         lines.extend(f"- {item}" for item in context.memories)
+    if context.denied_operations:
+        lines.append(
+            "Operaciones sin permiso para este usuario (el ERP las rechaza; si la pregunta necesita una, "
+            "responde que el usuario no tiene permiso para esa consulta):"
+        )
+        lines.extend(f"- {item}" for item in context.denied_operations)
     if context.recent_exchanges:
         lines.append("Último intercambio:")
         for exchange in context.recent_exchanges:

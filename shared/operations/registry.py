@@ -252,6 +252,12 @@ class OperationRegistry:
         """The catalog a planner prompt shows ``caller``: one spec per operation they may run, in order."""
         return [op.spec for op in self._allowed(caller)]
 
+    def denied(self, caller: Caller) -> list[str]:
+        """The operations ``caller`` may not run, as ``'"name": description'`` (a name and what it does, never
+        data), so that a model can say a permission is missing; the name is quoted, as no offer."""
+        granted = self._policy.permissions(caller)
+        return [f'"{op.name}": {op.description}' for op in self if not op.requires <= granted]
+
     # -- running ---------------------------------------------------------------------------------------------
     def validate(self, name: str, params: dict[str, Any] | None, *, caller: Caller) -> BaseModel:
         """Return the validated parameter model of ``name`` for ``caller``."""

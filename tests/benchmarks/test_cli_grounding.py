@@ -39,7 +39,8 @@ def test_by_default_an_invented_figure_is_refused_and_the_command_fails(
 
     assert code == 1
     assert turn["failure"] == "ungrounded" and turn["ungrounded_figures"] == [INVENTED]
-    assert turn["recorded"] is False
+    assert turn["recorded"] is True, "kept as the user read it: the refusal, not the invented figure"
+    assert INVENTED in str(turn["answer"]) and str(turn["answer"]).startswith("Lo siento")
 
 
 def test_flag_shows_the_answer_with_its_ungrounded_figures(

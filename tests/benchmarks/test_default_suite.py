@@ -1,4 +1,5 @@
-"""The packaged scenario suite: its size, its categories, the article verbatim, and facts that evaluate."""
+"""The packaged tuning suite: its size, its categories, the article verbatim, and facts that evaluate (the
+held-out questions beside it are pinned by ``tests/test_heldout_leakage.py``)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.scenario import Scenario, load_scenarios
+from benchmarks.scenario import Scenario, default_scenarios_dir, load_scenarios
 from benchmarks.scoring.turn import TurnScorer
 from shared.erp.users import DEFAULT_USER, caller_for
 
@@ -26,7 +27,15 @@ REQUIRED_CATEGORIES = {
 
 @pytest.fixture(scope="module")
 def suite(registry: Any) -> list[Scenario]:
-    return load_scenarios(registry=registry)
+    return load_scenarios([default_scenarios_dir()], registry=registry)
+
+
+def test_the_packaged_scenarios_are_the_suite_then_the_heldout_questions(
+    suite: list[Scenario], registry: Any
+) -> None:
+    packaged = load_scenarios(registry=registry)
+    assert packaged[: len(suite)] == suite and all(s.split == "suite" for s in suite)
+    assert packaged[len(suite) :] and all(s.split == "heldout" for s in packaged[len(suite) :])
 
 
 def test_the_suite_is_large_enough_and_covers_every_category(suite: list[Scenario]) -> None:

@@ -162,9 +162,9 @@ def test_both_modes_pass_every_permissions_scenario_with_the_offline_model(
     erp_db_url: str, erp: Erp, tmp_path: Any
 ) -> None:
     from benchmarks.runner import RunConfig, run_suite
-    from benchmarks.scenario import load_scenarios
+    from benchmarks.scenario import default_scenarios_dir, load_scenarios
 
-    suite = load_scenarios(None, tags=["permissions"])
+    suite = load_scenarios([default_scenarios_dir()], tags=["permissions"])  # the suite the stand-in knows
     config = RunConfig(modes=["planner", "toolcalling"], out_dir=tmp_path / "out")
     outcome = run_suite(suite, config, db_url=erp_db_url, show_progress=False)
 

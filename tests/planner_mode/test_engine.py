@@ -1048,14 +1048,16 @@ def answering(text: str, *memories: str) -> Any:
     return scripted(ONE_OPERATION, answer)
 
 
-def test_an_invented_figure_is_refused_with_the_erps_own_results_and_nothing_is_stored(
+def test_an_invented_figure_is_refused_with_the_erps_own_results_recorded_as_the_user_read_them(
     demo_engine: Engines, memory_store: MemoryStore
 ) -> None:
-    planner, _ = demo_engine(answering("En 2025 vendimos ₲987.654.321."))
+    planner, _ = demo_engine(answering("En 2025 vendimos ₲987.654.321.", INVENTED))
     result = planner.ask("c1", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
     assert result.failure == "ungrounded" and result.ungrounded_figures == ["987.654.321"]
-    assert not result.recorded and memory_store.history("c1") == []
     assert "987.654.321" in result.answer and "ventas_anuales(anio=2025)" in result.answer
+    # What the user read is what the conversation keeps, with the state the operation implies, no memory.
+    assert result.recorded and [m.content for m in memory_store.history("c1")][-1] == result.answer
+    assert memory_store.memories("c1") == [] and memory_store.get_state("c1")["anio"] == 2025
     total = result.operations[0].result["total"]
     assert f"total: {total:,}".replace(",", ".") in result.answer  # the ERP's figure, shown as such
 
@@ -1094,7 +1096,8 @@ def test_through_the_ai_server_the_erp_still_refuses_an_invented_figure(
             "c1", "¿Cuánto vendimos en 2025?", DEMO_CALLER
         )
     assert result.failure == "ungrounded" and result.ungrounded_figures == ["987.654.321"]
-    assert not result.recorded and memory_store.history("c1") == [] and memory_store.memories("c1") == []
+    assert result.recorded and memory_store.memories("c1") == []
+    assert "987.654.321" not in "".join(m.content for m in memory_store.history("c1") if m.role == "user")
     assert f"total: {result.operations[0].result['total']:,}".replace(",", ".") in result.answer
 
 

@@ -197,3 +197,56 @@ async def test_max_workers_bounds_the_operations_running_at_once(
     ops = await aexecute(years, toy_registry, toy_erp, max_workers=max_workers)
     assert [op.result["anio"] for op in ops] == [2023, 2024, 2025]
     assert peak == expected
+
+
+# -- identical operations --------------------------------------------------------------------------------
+
+
+async def test_an_identical_operation_runs_once_and_its_repeat_says_so(
+    toy: Toy, toy_registry: OperationRegistry, toy_erp: Erp
+) -> None:
+    # "2025" is 2025 once the operation's model has validated it: the same call.
+    validated = validated_plan(toy_registry, SALES, op("ventas_anuales", "w", anio="2025"), BEST)
+    seen = [item async for item in astream_plan(validated, toy_registry, toy_erp, caller=DEMO_CALLER)]
+    ops = dict(seen)
+    assert sorted(index for index, _ in seen) == [0, 1, 2]  # one outcome per planned operation
+    assert toy.log.count("ventas 2025") == 1
+    assert (ops[0].repeat_of, ops[1].repeat_of, ops[2].repeat_of) == (None, "v", None)
+    assert ops[1].result == ops[0].result == {"anio": 2025, "total": 850_000_000}
+    assert (ops[1].id, ops[1].parameters, ops[1].duration_ms) == ("w", {"anio": "2025"}, 0.0)
+
+
+def test_a_repeat_without_an_id_names_the_earlier_operation_by_its_index(
+    toy: Toy, toy_registry: OperationRegistry, toy_erp: Erp
+) -> None:
+    ops = run(toy_registry, toy_erp, BEST, op("ventas_anuales", anio=2025), op("ventas_anuales", anio=2025))
+    assert toy.log.count("ventas 2025") == 1
+    assert [op.repeat_of for op in ops] == [None, None, "#1"]
+    assert ops[2].result == ops[1].result and ops[2].ok
+
+
+def test_a_repeat_known_only_once_its_reference_resolves_runs_once_and_can_be_referenced(
+    toy: Toy, toy_registry: OperationRegistry, toy_erp: Erp
+) -> None:
+    ops = run(
+        toy_registry,
+        toy_erp,
+        op("mejor_cliente", "m", anio=2025),
+        op("compras_cliente", "a", cliente="Empresa ABC", anio=2025),
+        op("compras_cliente", "b", cliente=ref("m.cliente"), anio=2025),  # Empresa ABC, 2025 again
+        op("ventas_anuales", anio=ref("b.anio")),
+    )
+    assert toy.log.count("compras Empresa ABC 2025") == 1
+    assert (ops[2].repeat_of, ops[2].parameters) == ("a", {"cliente": "Empresa ABC", "anio": 2025})
+    assert ops[2].result == ops[1].result
+    assert ops[3].ok and ops[3].parameters == {"anio": 2025} and ops[3].repeat_of is None
+
+
+def test_a_repeat_of_a_refused_operation_carries_its_error_without_running_again(
+    toy: Toy, toy_registry: OperationRegistry, toy_erp: Erp
+) -> None:
+    again = op("compras_cliente", "b", cliente="Nadie", anio=2025)
+    ops = run(toy_registry, toy_erp, UNKNOWN_CUSTOMER, again, op("ventas_anuales", anio=ref("b.anio")))
+    assert toy.log == ["compras Nadie 2025"]
+    assert (ops[1].error, ops[1].error_kind, ops[1].repeat_of) == (ops[0].error, "refused", "a")
+    assert ops[2].error == "Not executed: it depends on b, which failed."

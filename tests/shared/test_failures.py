@@ -39,9 +39,10 @@ def test_every_error_of_the_tree_maps_to_one_failure_kind(error: BaseException, 
     assert failure_kind_of(error) == kind
 
 
-def test_only_turns_a_model_answered_are_recorded() -> None:
+def test_only_turns_a_model_answered_or_the_erp_refused_to_show_are_recorded() -> None:
     assert is_recorded(None)
-    assert {kind for kind in FAILURE_KINDS if is_recorded(kind)} == {"invalid_plan", "operation_error"}
+    recorded = {kind for kind in FAILURE_KINDS if is_recorded(kind)}
+    assert recorded == {"invalid_plan", "operation_error", "ungrounded"}
 
 
 def test_a_cut_answer_tells_the_user_at_how_many_tokens_it_was_cut() -> None:

@@ -22,6 +22,7 @@ import toolcalling_mode._agent as agent_module
 from benchmarks.stand_ins.faults import FaultConfig
 from benchmarks.stand_ins.offline import OfflineSalesModel
 from shared.engine import AssistantEngine
+from shared.erp.database import DEMO_TODAY
 from shared.errors import (
     ConfigurationError,
     ConversationAccessDenied,
@@ -32,6 +33,7 @@ from shared.errors import (
 from shared.events import AnswerDelta, OperationDone, TurnDone
 from shared.failures import NOT_RECORDED_NOTE, user_message
 from shared.llm import build_chat_model
+from shared.memory.context import relative_dates
 from shared.operations.registry import Operation, OperationRegistry
 from shared.security import DEMO_CALLER, Caller
 from tests.engine_backends import deltas, run_turn, streamed
@@ -46,6 +48,9 @@ from tests.toolcalling_mode.toolcalling_fakes import (
 )
 from toolcalling_mode import ToolCallingEngine, ToolCallingLimits
 from toolcalling_mode.prompts import system_prompt
+
+TODAY_LINES = f"Fecha de hoy: 2026-11-30\n{relative_dates(DEMO_TODAY)}"
+"""How the context starts on the demo ERP's today: the date, then what the relative dates mean."""
 
 QUESTION = "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?"
 
@@ -162,7 +167,7 @@ def test_windowed_sends_the_bounded_context_and_only_the_new_question(make_engin
 
     engine.ask("c1", "¿Y en 2024?", DEMO_CALLER)
 
-    assert model.calls[0].messages[-1].content == f"Fecha de hoy: 2026-11-30\n\nNueva pregunta:\n{QUESTION}"
+    assert model.calls[0].messages[-1].content == f"{TODAY_LINES}\n\nNueva pregunta:\n{QUESTION}"
     second = model.calls[first_calls]
     assert second.system == system_prompt()  # the same instructions every turn: a cacheable prefix
     assert [type(m) for m in second.messages[1:]] == [HumanMessage]
@@ -190,7 +195,7 @@ def test_full_history_replays_every_stored_message(make_engine: Any) -> None:
     assert replay[4].content == first.answer
     assert second.system == system_prompt()  # the same instructions every turn and day: a cacheable prefix
     assert replay[5].content == (  # today and the state, then the question; the replay holds the rest
-        "Fecha de hoy: 2026-11-30\nEstado de la conversación:\n- anio: 2025\n- cliente_actual: ACME S.A.\n"
+        f"{TODAY_LINES}\nEstado de la conversación:\n- anio: 2025\n- cliente_actual: ACME S.A.\n"
         "- ultimas_operaciones: ventas_anuales(anio=2025); mejor_cliente(anio=2025)\n\n"
         "Nueva pregunta:\n¿Y en 2024?"
     )
@@ -250,7 +255,7 @@ def test_a_turn_after_a_limit_replays_cleanly(make_engine: Any) -> None:
     replay = model.calls[-1].messages[1:]
     # The limited turn left nothing behind, so nothing half-finished is replayed (and no state was stored).
     assert [type(m) for m in replay] == [HumanMessage]
-    assert replay[0].content == "Fecha de hoy: 2026-11-30\n\nNueva pregunta:\ndos"
+    assert replay[0].content == f"{TODAY_LINES}\n\nNueva pregunta:\ndos"
     assert result.answer == "Listo."
 
 
@@ -516,7 +521,8 @@ def test_a_prose_answer_with_an_invented_figure_is_refused_or_flagged(
     assert result.ungrounded_figures == ["987.654.321"] and "987.654.321" in result.answer
     if grounding == "refuse":
         assert result.failure == "ungrounded" and "¿Puede intentarlo de nuevo" in result.answer
-        assert not result.recorded and memory_store.history("c1") == []
+        # recorded as the user read it: the refusal, never the invented figure as an answer
+        assert result.recorded and memory_store.history("c1")[-1].content == result.answer
     else:
         assert result.failure is None and result.recorded
 

@@ -8,10 +8,15 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage
 
+from shared.erp.database import DEMO_TODAY
+from shared.memory.context import relative_dates
 from shared.security import DEMO_CALLER
 from tests.engine_backends import run_turn
 from tests.fakes import CallInfo
 from tests.toolcalling_mode.toolcalling_fakes import ask_tools, call
+
+TODAY_LINES = f"Fecha de hoy: 2026-11-30\n{relative_dates(DEMO_TODAY)}"
+"""How the context starts on the demo ERP's today: the date, then what the relative dates mean."""
 
 QUESTION = "¿Cuánto nos compró nuestro mejor cliente de 2025?"
 DERIVED = {
@@ -61,7 +66,7 @@ def test_the_next_turn_reads_the_stored_state_before_its_question(make_engine: A
     state_block = "\n".join(
         ["Estado de la conversación:", *(f"- {key}: {value}" for key, value in DERIVED.items())]
     )
-    assert human.startswith(f"Fecha de hoy: 2026-11-30\n{state_block}\n")
+    assert human.startswith(f"{TODAY_LINES}\n{state_block}\n")
     assert human.endswith("\n\nNueva pregunta:\n¿Y en 2024?")
 
 

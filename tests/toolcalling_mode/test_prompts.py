@@ -50,7 +50,16 @@ SAME_GUIDANCE = (
     "fechas relativas",
     "sin detalles técnicos",  # errors
     "saludo, charla",  # no operation needed
-    "no puedes consultar ese dato",  # nothing in the catalog answers
+    "que no puedes hacerlo",  # nothing in the catalog answers, or the message asks to act
+    "solo consultan datos",  # no operation changes anything
+    "nunca lo reemplaces por otra consulta",
+    "no tiene acceso o permiso",  # a refusal of the ERP said as such
+    "oraciones completas que nombran lo que",  # answers are sentences, never a bare value
+    "nunca un valor suelto",
+    "cada elemento con su nombre y su cifra",
+    "Un parámetro opcional que la pregunta no da se omite",
+    "Un mes sin año es del año del que se viene hablando",
+    "digas que se emitió, cambió, envió, registró, borró o ejecutó algo",
     "₲1.234.567",  # amount format
 )
 """Guidance both modes get, phrased alike (fair prompts)."""

@@ -34,7 +34,8 @@ def test_coverage_counts_the_suite_turns_each_category_ran_and_names_the_missing
         ("small_talk", 0, 2),
     ]
     assert coverage_text(ran, suite) == (
-        "Scenario categories covered (turns run of the packaged suite's): articulo 2/3, follow_up 1/4; "
+        "Scenario categories covered (turns run of the packaged scenarios', tuning suite and held-out "
+        "questions together): articulo 2/3, follow_up 1/4; "
         "not covered: small_talk."
     )
 

@@ -106,14 +106,15 @@ def test_a_real_model_run_writes_the_real_model_block_with_what_a_reader_needs(t
     table = block.split("| mode |")[1].split("\n\n")[0]
     for column in ("accuracy (95% CI)", "calls/turn", "cached", "latency p50 / p95 ms", "first answer"):
         assert column in table
-    assert "ungrounded | recovered | failed (kinds) |" in table
+    assert "ungrounded | claimed actions | recovered | failed (kinds) |" in table
     assert "| planner | 12 | 100.0% (75.8–100.0) | 2.00 | 1,000 / 50 | 25% |" in table
-    assert "| 0 | – | 0 |" in table, "no ungrounded turn, recovery is tool calling's, no failure"
-    assert "| 0 | 0 | 1 (1 provider) |" in table
+    assert "| 0 | 0 | – | 0 |" in table, "none ungrounded or claimed, recovery is tool calling's"
+    assert "| 0 | 0 | 0 | 1 (1 provider) |" in table
     assert "- Accuracy on 12 paired turns: planner 100.0%, toolcalling 91.7%" in block
     assert "McNemar p = 1.00: not significant." in block
     assert (
-        "Scenario categories covered (turns run of the packaged suite's): long_conversation 12/50;" in block
+        "Scenario categories covered (turns run of the packaged scenarios', tuning suite and held-out "
+        "questions together): long_conversation 12/62;" in block
     )
     assert "not covered: adversarial, articulo," in block
     assert "Scorer check:" in block

@@ -10,17 +10,29 @@ from benchmarks.scoring.entities import ErpNames
 NAMES = ErpNames.build(["Empresa ABC", "Importadora del Este S.A."], [("FER-008", "Taladro percutor 650 W")])
 TODAY = date(2026, 11, 30)
 OCTOBER = Evidence(
-    results=[{"anio": 2026, "mes": 10, "total": 75820500}, {"anio": 2026, "mes": 10}],
+    calls=[("ventas_mensuales", {"anio": 2026, "mes": 10}, {"anio": 2026, "mes": 10, "total": 75820500})],
     question="¿Y en octubre?",
     today=TODAY,
 )
 CATEGORIES = Evidence(
-    results=[{"anio": 2024, "categorias": [{"categoria": "Almacén", "total": 215111000}]}, {"anio": 2024}],
+    calls=[
+        (
+            "ventas_por_categoria",
+            {"anio": 2024},
+            {"anio": 2024, "categorias": [{"categoria": "Almacén", "total": 215111000}]},
+        )
+    ],
     question="¿Cómo se repartieron las ventas de 2024 por categoría?",
     today=TODAY,
 )
 PRODUCTS = Evidence(
-    results=[{"productos": [{"sku": "FER-008", "producto": "Taladro percutor 650 W", "total": 38158000}]}],
+    calls=[
+        (
+            "top_productos",
+            {"anio": 2025, "limite": 3},
+            {"productos": [{"sku": "FER-008", "producto": "Taladro percutor 650 W", "total": 38158000}]},
+        )
+    ],
     question="¿Cuáles fueron los 3 productos más vendidos en 2025?",
     today=TODAY,
 )
@@ -53,8 +65,35 @@ def test_a_customer_the_question_does_not_involve_is_a_wrong_subject() -> None:
 
 def test_customers_in_the_data_or_the_question_may_be_named() -> None:
     best = Evidence(
-        results=[{"anio": 2025, "cliente": "Empresa ABC", "total": 120000000}], question="", today=TODAY
+        calls=[
+            ("mejor_cliente", {"anio": 2025}, {"anio": 2025, "cliente": "Empresa ABC", "total": 120000000})
+        ],
+        question="",
+        today=TODAY,
     )
     assert claim_problems("Empresa ABC, con ₲120.000.000", best, NAMES) == []
-    asked = Evidence(results=[{"total": 0}], question="¿Cuánto compró Importadora del Este?", today=TODAY)
+    asked = Evidence(
+        calls=[("compras_cliente", {"cliente": "Importadora del Este", "anio": 2025}, {"total": 0})],
+        question="¿Cuánto compró Importadora del Este?",
+        today=TODAY,
+    )
     assert claim_problems("Importadora del Este S.A. no compró nada.", asked, NAMES) == []
+
+
+def test_a_badly_grouped_figure_is_wrong_whatever_its_digits() -> None:
+    (problem,) = claim_problems("Almacén vendió 215.111.00 guaraníes en 2024.", CATEGORIES, NAMES)
+    assert "215.111.00" in problem and "does not give" in problem
+
+
+def test_a_figure_said_of_another_year_is_wrong_and_said_so() -> None:
+    years = Evidence(
+        calls=[
+            ("ventas_anuales", {"anio": 2024}, {"anio": 2024, "total": 744000000, "facturas": 1500}),
+            ("ventas_anuales", {"anio": 2025}, {"anio": 2025, "total": 850000000, "facturas": 1616}),
+        ],
+        question="¿Cuánto vendimos en 2024 y en 2025?",
+        today=TODAY,
+    )
+    assert claim_problems("En 2025 vendimos ₲850.000.000 y en 2024 ₲744.000.000.", years, NAMES) == []
+    (problem,) = claim_problems("En 2024 vendimos ₲850.000.000. En 2025, ₲744.000.000.", years, NAMES)
+    assert "attributes" in problem and "850.000.000 (2024), 744.000.000 (2025)" in problem

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from benchmarks.scoring.entities import ErpNames
+from shared.text import without_legal_form, without_pack_size
 
 NAMES = ErpNames.build(
     ["Empresa ABC", "Importadora del Este S.A.", "Comercial Pilar S.A.", "Comercial Pilar S.R.L."],
@@ -70,3 +73,14 @@ def test_the_demo_erps_names_are_read_with_their_aliases(erp: Any) -> None:
         "ALM-004",
         "Aceite de soja 900 ml",
     )
+
+
+@pytest.mark.parametrize("make", [without_legal_form, without_pack_size])
+def test_shortening_a_name_with_a_long_run_of_spaces_takes_linear_time(make: Callable[[str], str]) -> None:
+    def seconds(n: int) -> float:
+        text = "Empresa" + " " * n + "x"
+        start = time.perf_counter()
+        make(text)
+        return time.perf_counter() - start
+
+    assert seconds(200_000) / max(seconds(20_000), 1e-4) < 30  # 10 when linear, 100 when quadratic

@@ -140,6 +140,24 @@ def test_malformed_groupings_are_not_read_as_numbers(token: str) -> None:
     assert extract_numbers(f"versión {token} lista") == []
 
 
+@pytest.mark.parametrize("token", ["396.100.00", "1.5.3", "12.05.2025", "8,50,00,000"])
+def test_a_malformed_number_asked_for_is_a_mention_that_matches_no_value(token: str) -> None:
+    (mention,) = extract_numbers(f"Se vendieron {token} unidades", malformed=True)
+    assert mention.malformed and mention.text == token
+    assert not any(mention.matches(value) for value in (396_100_000, 39_610_000, 396_100, 0.0, 1.0))
+    assert not mentions_number(f"Se vendieron {token} unidades", 39_610_000)
+    assert not mentions_number(f"Se vendieron {token} unidades", 396_100_000)
+
+
+def test_well_formed_numbers_are_not_malformed() -> None:
+    mentions = extract_numbers("₲396.100.000, 12.05 y 850 millones", malformed=True)
+    assert [(m.value, m.malformed) for m in mentions] == [
+        (396_100_000, False),
+        (12.05, False),
+        (850e6, False),
+    ]
+
+
 @given(st.text(alphabet="0123456789.,\u00a0 ₲abmilones", max_size=40))
 def test_any_text_is_scanned_without_raising(text: str) -> None:
     for mention in extract_numbers(text):

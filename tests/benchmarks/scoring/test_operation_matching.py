@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from benchmarks.scoring.entities import ErpNames
 from benchmarks.scoring.operations import match_operations, normalize_value
 
 
@@ -33,12 +34,15 @@ def buys(cliente: str) -> dict[str, Any]:
         ([buys("Comercial Guaraní S.A.")], [buys("comercial guarani s.a")], True),  # BFCL's punctuation
         ([buys("Comercial Guaraní S.A.")], [buys("COMERCIAL GUARANI SA")], True),
         ([buys("Comercial Guaraní S.A.")], [buys("Comercial Guaraní")], False),
-        ([YEAR], [YEAR, YEAR], False),  # a repeated call counts twice
+        ([YEAR], [YEAR, YEAR], True),  # a repeated call is no extra: the modes run it once
+        ([YEAR], [YEAR, call("ventas_anuales", anio="2025")], True),
+        ([YEAR, YEAR], [YEAR], False),  # expected twice, it must run twice
+        ([YEAR], [YEAR, YEAR, BEST], False),
         ([], [], True),
         ([], [YEAR], False),
     ],
 )
-def test_calls_match_as_a_multiset_of_normalised_calls(
+def test_calls_match_as_a_multiset_of_normalised_calls_where_repeating_one_is_no_extra(
     expected: list[dict[str, Any]], actual: list[dict[str, Any]], ok: bool
 ) -> None:
     assert match_operations(expected, actual).ok is ok
@@ -84,3 +88,50 @@ def test_mismatches_are_reported_as_the_calls_were_written() -> None:
     )
     assert result.missing == ['compras_cliente({"anio": 2025, "cliente": "Empresa ABC"})']
     assert result.extra == ['compras_cliente({"anio": 2025, "cliente": "Empresa XYZ"})']
+
+
+def test_an_unexpected_call_repeated_is_reported_once() -> None:
+    result = match_operations([YEAR], [YEAR, BEST, BEST, BEST])
+    assert not result.ok and result.extra == ['mejor_cliente({"anio": 2025})'] and not result.missing
+
+
+NAMES = ErpNames.build(
+    ["Hotel Paraná S.A.", "Comercial Guaraní S.A.", "Comercial Guaraní S.R.L.", "Empresa ABC"], []
+)
+
+
+@pytest.mark.parametrize(
+    ("written", "ok"),
+    [
+        ("Hotel Paraná S.A.", True),
+        ("hotel parana", True),  # without its legal form: the same customer
+        ("HOTEL PARANÁ", True),
+        ("Hotel", False),  # part of a name names nobody
+        ("Hotel Paraná Sur", False),
+        ("Empresa ABC", False),  # another customer
+    ],
+)
+def test_with_the_erp_names_a_customer_parameter_matches_by_identity(written: str, ok: bool) -> None:
+    expected = [buys("Hotel Paraná S.A.")]
+    assert match_operations(expected, [buys(written)], names=NAMES).ok is ok
+
+
+def test_a_name_shared_by_two_customers_still_compares_as_written() -> None:
+    # "Comercial Guaraní" names two customers: it identifies neither, and matches neither full name.
+    for full in ("Comercial Guaraní S.A.", "Comercial Guaraní S.R.L."):
+        assert not match_operations([buys(full)], [buys("Comercial Guaraní")], names=NAMES).ok
+    assert match_operations([buys("Comercial Guaraní")], [buys("comercial guarani")], names=NAMES).ok
+
+
+def test_customers_by_identity_with_the_registry_and_in_reports_as_written(registry: Any) -> None:
+    expected = [call("compras_cliente", cliente="Hotel Paraná S.A.", anio=2025)]
+    assert match_operations(
+        expected, [call("compras_cliente", cliente="hotel parana", anio="2025")], registry, names=NAMES
+    ).ok
+    result = match_operations(
+        expected, [call("compras_cliente", cliente="hotel parana", anio=2024)], registry, names=NAMES
+    )
+    assert result.extra == ['compras_cliente({"anio": 2024, "cliente": "hotel parana"})']
+    assert not match_operations(
+        expected, [call("compras_cliente", cliente="hotel parana", anio=2025)], registry
+    ).ok

@@ -1,0 +1,68 @@
+"""One check of a model-written answer before it is shown as the ERP's truth, the same in both modes.
+
+An answer fails the check when it states figures no ERP source supports (:mod:`shared.grounding`: invented,
+or said of another year, customer or product) or claims the ERP did something no executed operation did
+(:mod:`shared.actions`: sent, changed, deleted, registered, executed). Memory items with ungrounded figures
+are dropped whatever the outcome. An engine under the ``refuse`` policy shows :func:`refusal_text` instead
+and records that exchange, with the state the executed operations imply, so a follow-up keeps its referent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import date
+
+from shared.actions import claimed_action_answer, claimed_actions
+from shared.answer import MemoryItem
+from shared.grounding import check_answer, ungrounded_answer
+from shared.result_text import call_text, result_lines
+from shared.turn import ExecutedOperation
+
+__all__ = ["AnswerCheck", "refusal_text", "verify_answer"]
+
+
+@dataclass(frozen=True)
+class AnswerCheck:
+    """What the check found in one answer."""
+
+    figures: list[str]
+    """Figures no source supports, as written (``[]``: grounded)."""
+    claims: list[str]
+    """Phrases that claim an action no executed operation did (``[]``: none)."""
+    memories: list[MemoryItem]
+    """The memory items to store: those whose figures are all grounded."""
+
+    @property
+    def passed(self) -> bool:
+        """Whether the answer may be shown as it is."""
+        return not self.figures and not self.claims
+
+
+def verify_answer(
+    answer: str,
+    memories: Sequence[MemoryItem],
+    operations: Sequence[ExecutedOperation],
+    texts: Iterable[str],
+    today: date,
+) -> AnswerCheck:
+    """Check ``answer`` (and ``memories``) against the turn's ``operations``, the ``texts`` the ERP sent
+    (question, context, catalog, refusals) and ``today``."""
+    grounding = check_answer(answer, memories, operations, texts, today)
+    return AnswerCheck(grounding.figures, claimed_actions(answer, operations), grounding.memories)
+
+
+def refusal_text(check: AnswerCheck, operations: Sequence[ExecutedOperation]) -> str:
+    """What the user reads instead of an answer that failed ``check``: why, and the ERP's own rendering of
+    the results of the operations that ran."""
+    if check.figures:
+        return ungrounded_answer(check.figures, operations)
+    head = claimed_action_answer(check.claims)
+    ran = [op for op in operations if op.ok and op.repeat_of is None]
+    if not ran:
+        return head
+    lines = [f"{head} Esto es lo que devolvió el ERP:"]
+    for op in ran:
+        lines.append(f"- {call_text(op.function, op.parameters)}:")
+        lines += result_lines(op.result, indent="  ")
+    return "\n".join(lines)
