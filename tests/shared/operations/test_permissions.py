@@ -71,6 +71,17 @@ def test_a_salesperson_catalog_is_the_managers_minus_the_forbidden_specs(registr
     assert registry.catalog(BRUNO) == [everything[name] for name in SALESPERSON]
 
 
+def test_denied_names_what_a_role_may_not_run_by_name_and_description_only(
+    registry: OperationRegistry,
+) -> None:
+    assert registry.denied(GERENTE) == []
+    (line,) = registry.denied(BRUNO)
+    assert line.startswith('"ventas_por_categoria": ') and line.endswith(
+        registry.get("ventas_por_categoria").description
+    )
+    assert len(registry.denied(NOBODY)) == len(ALL_SALES)
+
+
 def test_permits_an_unknown_operation_to_nobody_and_get_ignores_the_caller(
     registry: OperationRegistry,
 ) -> None:
