@@ -17,14 +17,16 @@ from benchmarks.report.html_parts import (
     mode_label,
     scroll_table,
     slug,
+    table,
     turn_columns,
 )
 from benchmarks.report.run_facts import mode_description
 from benchmarks.report.runs import GridColumn, ReportRun, category_grid, first_line, regimes_rows
+from benchmarks.report.splits import SPLITS_CAPTION, decision, split_table
 from benchmarks.report.summary import CategorySummary
 from benchmarks.report.svg import DISTRIBUTION_CAPTION, distribution_chart
 from benchmarks.report.tables import percent_interval
-from benchmarks.report.verdict import first_answer, latency, run_verdict
+from benchmarks.report.verdict import first_answer, latency
 from benchmarks.report.verdict_table import (
     VERDICT_CAPTION,
     VerdictLine,
@@ -108,7 +110,7 @@ def _verdict_table(runs: Sequence[ReportRun], colours: dict[str, str]) -> str:
 
 def _statements(run: ReportRun, *, labeled: bool) -> str:
     meta = run.results.meta
-    verdict = run_verdict(run.summary, run.results.scored_rows, run.regime, meta.model)
+    verdict = decision(run.results, run.summary, run.regime, meta.model)
     kind = f'<span class="caption">{escape(run.regime.kind)}</span>'
     heading = f'<h3 class="run-verdict">{escape(run.label)} {kind}</h3>' if labeled else ""
     leads = "".join(f'<li class="lead">{escape(s)}</li>' for s in verdict.leads)
@@ -119,7 +121,11 @@ def _statements(run: ReportRun, *, labeled: bool) -> str:
         if details
         else ""
     )
-    return f'{heading}<ul class="verdicts" data-run="{escape(run.label)}">{leads}</ul>{why}'
+    splits = split_table(run.results) if not run.regime.structure_only else None
+    sets = ""
+    if splits is not None:
+        sets = table(*splits, "splits") + f'<p class="caption">{escape(SPLITS_CAPTION)}</p>'
+    return f'{heading}<ul class="verdicts" data-run="{escape(run.label)}">{leads}</ul>{sets}{why}'
 
 
 def _modes(runs: Sequence[ReportRun], colours: dict[str, str]) -> str:
