@@ -241,7 +241,8 @@ def interval_rows(summary: Summary) -> Table | None:
 
 
 def failure_rows(summary: Summary) -> Table | None:
-    """Failed turns per failure kind (rows) and mode (columns), per target for a matrix; ``None`` when no
+    """Failed turns per failure kind (rows) and mode (columns), per target for a matrix, with the turns whose
+    answer claimed an action the ERP did not do (refused as ``ungrounded``) when there were; ``None`` when no
     turn failed."""
     if summary.matrix:
         return per_target(summary, failure_rows)
@@ -249,7 +250,11 @@ def failure_rows(summary: Summary) -> Table | None:
     if not kinds:
         return None
     header = ["failure kind", *(m.mode for m in summary.modes)]
-    return header, [[kind, *(str(m.failures.get(kind, 0)) for m in summary.modes)] for kind in kinds]
+    rows = [[kind, *(str(m.failures.get(kind, 0)) for m in summary.modes)] for kind in kinds]
+    if any(m.claimed_action_turns for m in summary.modes):  # refused as ungrounded: an action never done
+        claimed = [str(m.claimed_action_turns or 0) for m in summary.modes]
+        rows.append(["… of which an action claimed", *claimed])
+    return header, rows
 
 
 def pass_k_rows(summary: Summary) -> Table:

@@ -1,5 +1,6 @@
 """The tuning suite and the held-out questions side by side, and a verdict that rests on the held-out set
-(:mod:`benchmarks.report.splits`), in report.md and the README's real-model block."""
+(:mod:`benchmarks.report.splits`), in report.md and the README's real-model block; the failure table counts
+the answers refused for claiming an action."""
 
 from __future__ import annotations
 
@@ -58,3 +59,20 @@ def test_report_md_and_the_readme_block_show_both_sets() -> None:
     for text in (render_markdown(results, summary), readme_block(results, summary)):
         assert "| mode | suite accuracy | held-out accuracy | held-out − suite |" in text
         assert HELDOUT_PREFIX in text
+
+
+def test_the_failure_table_counts_the_answers_refused_for_a_claimed_action() -> None:
+    claimed = turn_row(
+        "planner",
+        passed=False,
+        why="failed",
+        failed=True,
+        failure="ungrounded",
+        claimed_actions=["Se envió."],
+    )
+    results = _results(
+        [claimed, turn_row("toolcalling", passed=False, why="failed", failed=True, failure="ungrounded")]
+    )
+    text = render_markdown(results, summarize_run(results))
+    assert "| ungrounded | 1 | 1 |" in text
+    assert "| … of which an action claimed | 1 | 0 |" in text
