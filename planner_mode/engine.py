@@ -32,7 +32,7 @@ from planner_mode.executor import astream_plan
 from planner_mode.plan import MAX_PLAN_OPERATIONS, Answer, OperationOutcome
 from planner_mode.validation import validate_plan
 from planner_mode.wire import AnalyzeResponse, RespondResponse
-from shared.answer_check import refusal_text, verify_answer
+from shared.answer_check import refusal_text, trusted_context, verify_answer
 from shared.bounds import RESULT_MAX_CHARS, RESULT_MAX_ITEMS, clip_json
 from shared.engine import TurnEngine
 from shared.erp.database import Erp
@@ -40,7 +40,7 @@ from shared.errors import ConversationAccessDenied, ModelOutputError, StorageErr
 from shared.events import AnswerDelta, OperationDone, PlanReady, TurnDone, TurnEvent
 from shared.failures import NOT_RECORDED_NOTE, failure_kind_of, user_message
 from shared.grounding import GroundingPolicy
-from shared.memory.context import ConversationContext, render_context
+from shared.memory.context import ConversationContext
 from shared.memory.store import MemoryStore
 from shared.operations.registry import OperationRegistry
 from shared.security import Caller
@@ -290,14 +290,15 @@ class PlannerEngine(TurnEngine):
             return answer
         texts = [
             turn.question,
-            render_context(turn.context),
+            trusted_context(turn.context),  # never the state a model wrote
             *(spec.model_dump_json() for spec in turn.catalog),
             *(outcome.error for outcome in turn.outcomes if outcome.error),  # e.g. a rejected plan's reason
         ]
-        check = verify_answer(answer.text, answer.memories, turn.operations, texts, self.erp.today)
+        today = self.erp.today
+        check = verify_answer(answer.text, answer.memories, turn.operations, texts, today, answer.state)
         turn.ungrounded, turn.claimed_actions = check.figures, check.claims
         if check.passed or self.grounding != "refuse":
-            return answer.model_copy(update={"memories": check.memories})
+            return answer.model_copy(update={"memories": check.memories, "state": check.state})
         turn.failure = "ungrounded"
         if check.figures:
             turn.errors.append(f"Ungrounded figures in the answer: {', '.join(check.figures)}")

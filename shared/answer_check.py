@@ -9,17 +9,20 @@ and records that exchange, with the state the executed operations imply, so a fo
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
+from typing import Any
 
 from shared.actions import claimed_action_answer, claimed_actions
 from shared.answer import MemoryItem
 from shared.grounding import check_answer, ungrounded_answer
+from shared.memory.context import ConversationContext, render_context
 from shared.result_text import call_text, result_lines
+from shared.state import ERP_STATE_KEYS
 from shared.turn import ExecutedOperation
 
-__all__ = ["AnswerCheck", "refusal_text", "verify_answer"]
+__all__ = ["AnswerCheck", "refusal_text", "trusted_context", "verify_answer"]
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,8 @@ class AnswerCheck:
     """Phrases that claim an action no executed operation did (``[]``: none)."""
     memories: list[MemoryItem]
     """The memory items to store: those whose figures are all grounded."""
+    state: dict[str, Any]
+    """The model-written state to store: its entries whose figures are all grounded."""
 
     @property
     def passed(self) -> bool:
@@ -45,11 +50,21 @@ def verify_answer(
     operations: Sequence[ExecutedOperation],
     texts: Iterable[str],
     today: date,
+    state: Mapping[str, Any] | None = None,
 ) -> AnswerCheck:
-    """Check ``answer`` (and ``memories``) against the turn's ``operations``, the ``texts`` the ERP sent
-    (question, context, catalog, refusals) and ``today``."""
-    grounding = check_answer(answer, memories, operations, texts, today)
-    return AnswerCheck(grounding.figures, claimed_actions(answer, operations), grounding.memories)
+    """Check ``answer`` (and ``memories`` and the model-written ``state``) against the turn's
+    ``operations``, the ``texts`` the ERP sent (question, context rendered by :func:`trusted_context`,
+    catalog, refusals) and ``today``."""
+    grounding = check_answer(answer, memories, operations, texts, today, state)
+    claims = claimed_actions(answer, operations)
+    return AnswerCheck(grounding.figures, claims, grounding.memories, grounding.state)
+
+
+def trusted_context(context: ConversationContext) -> str:
+    """``context`` rendered as a grounding source: without the state keys only a model wrote (the ERP's own
+    keys stay), so a figure a model once wrote in ``estado`` never grounds a later answer."""
+    erp_state = {key: value for key, value in context.state.items() if key in ERP_STATE_KEYS}
+    return render_context(context.model_copy(update={"state": erp_state}))
 
 
 def refusal_text(check: AnswerCheck, operations: Sequence[ExecutedOperation]) -> str:

@@ -13,10 +13,11 @@ vendimos ₲850.000.000`` is wrong when ₲850.000.000 is what 2025 sold, even t
 from __future__ import annotations
 
 import bisect
+import json
 import math
 import re
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import date
 from itertools import combinations
 from typing import Any, Literal
@@ -345,6 +346,9 @@ class GroundingCheck:
     memories: list[MemoryItem]
     """The memory items to store: those whose figures are all grounded and rightly attributed (wrong figures
     are never remembered, whatever the policy)."""
+    state: dict[str, Any] = field(default_factory=dict)
+    """The model-written state to store: its entries whose figures are all grounded (a made-up figure in
+    ``estado`` would otherwise ground a later answer)."""
 
 
 def check_answer(
@@ -353,9 +357,11 @@ def check_answer(
     operations: Sequence[ExecutedOperation],
     texts: Iterable[str],
     today: date,
+    state: Mapping[str, Any] | None = None,
 ) -> GroundingCheck:
-    """Check ``answer`` and ``memories`` against the results, parameters and refusals of the turn's
-    ``operations``, the ``texts`` the ERP sent (question, context, catalog) and ``today``."""
+    """Check ``answer``, ``memories`` and the model-written ``state`` against the results, parameters and
+    refusals of the turn's ``operations``, the ``texts`` the ERP sent (question, context without the
+    model-written state, catalog) and ``today``."""
     results: list[Any] = [op.result for op in operations if op.ok]
     results.extend(op.parameters for op in operations)
     refusals = [op.error for op in operations if op.error]  # what the ERP said when it refused
@@ -365,7 +371,12 @@ def check_answer(
         return [*ungrounded_figures(text, sources), *misattributed_figures(text, operations)]
 
     kept = [item for item in memories if not wrong(item.content)]
-    return GroundingCheck(figures=wrong(answer), memories=kept)
+    written = {
+        key: value
+        for key, value in (state or {}).items()
+        if not wrong(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str))
+    }
+    return GroundingCheck(figures=wrong(answer), memories=kept, state=written)
 
 
 def ungrounded_answer(figures: Sequence[str], operations: Sequence[ExecutedOperation]) -> str:

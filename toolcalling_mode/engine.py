@@ -31,7 +31,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 
-from shared.answer_check import AnswerCheck, refusal_text, verify_answer
+from shared.answer_check import AnswerCheck, refusal_text, trusted_context, verify_answer
 from shared.engine import TurnEngine
 from shared.errors import ConversationAccessDenied, ErpAiError, StorageError
 from shared.events import AnswerDelta, OperationDone, TurnDone, TurnEvent
@@ -88,6 +88,8 @@ class _Turn:
     inputs: list[BaseMessage] = field(default_factory=list)
     context: TurnContext | None = None
     stored_state: VersionedState = field(default_factory=VersionedState)
+    trusted_context: str = ""
+    """The turn's context as a grounding source: without the state keys only a model wrote."""
 
     def deltas(self, text: str) -> list[AnswerDelta]:
         """``text`` as an ``AnswerDelta`` (none when empty); the first one a reader sees stamps the clock."""
@@ -261,7 +263,7 @@ class ToolCallingEngine(TurnEngine):
         try:
             admit_turn(self._store, turn.conversation_id, turn.message, turn.caller)
             # record_turn creates an unknown conversation in the turn's own transaction: one write per turn.
-            system_message, prior, human, turn.stored_state = self._turn_input(
+            system_message, prior, human, turn.stored_state, turn.trusted_context = self._turn_input(
                 turn.conversation_id, turn.message, turn.caller
             )
         except ConversationAccessDenied:
@@ -279,8 +281,9 @@ class ToolCallingEngine(TurnEngine):
 
     def _turn_input(
         self, conversation_id: str, message: str, turn_caller: Caller
-    ) -> tuple[SystemMessage, list[BaseMessage], str, VersionedState]:
-        """The system message, the replayed messages, the turn's human message text and the stored state.
+    ) -> tuple[SystemMessage, list[BaseMessage], str, VersionedState, str]:
+        """The system message, the replayed messages, the turn's human message text, the stored state and the
+        context as a grounding source (:func:`shared.answer_check.trusted_context`).
 
         Both policies show the stored state before the question, as the planner's call 1 does: the keys
         only the model writes (``tema``) would otherwise never be read. Today's date travels with the state,
@@ -297,7 +300,7 @@ class ToolCallingEngine(TurnEngine):
             context = ConversationContext(today=self._erp.today, state=dict(state))
         context = context.model_copy(update={"denied_operations": self._registry.denied(turn_caller)})
         system = SystemMessage(content=system_prompt(structured=self.structured))
-        return system, prior, turn_message(message, render_context(context)), state
+        return system, prior, turn_message(message, render_context(context)), state, trusted_context(context)
 
     def _conclude(self, turn: _Turn, run: AgentRun, steps: AnswerSteps | None) -> TurnResult:
         """The turn's outcome, recorded when the recording policy says so. Blocking (storage). Without live
@@ -332,11 +335,13 @@ class ToolCallingEngine(TurnEngine):
         (the state the operations imply is still derived)."""
         if self.grounding == "off" or not is_recorded(end.failure):
             return end, None
-        texts: list[str] = [str(message.text) for message in turn.inputs]
+        texts: list[str] = [str(message.text) for message in turn.inputs[:-1]]  # replayed history, if any
+        texts += [turn.message, turn.trusted_context]  # never the state a model wrote
         texts.extend(spec.model_dump_json() for spec in self._registry.catalog(turn.caller))
-        check = verify_answer(end.answer, end.memories, run.operations, texts, self._erp.today)
+        today = self._erp.today
+        check = verify_answer(end.answer, end.memories, run.operations, texts, today, end.state)
         if check.passed or self.grounding != "refuse":
-            return dataclasses.replace(end, memories=check.memories), check
+            return dataclasses.replace(end, memories=check.memories, state=check.state), check
         if check.figures:
             errors.append(f"Ungrounded figures in the answer: {', '.join(check.figures)}")
         if check.claims:

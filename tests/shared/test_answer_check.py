@@ -2,7 +2,8 @@
 
 An answer that claims the ERP did something no operation did is refused like an ungrounded figure, in both
 modes; a refused answer is recorded as the user read it, with the state the executed operations imply, so a
-follow-up keeps its referent.
+follow-up keeps its referent. A figure a model wrote in ``estado`` is not stored, and a figure only a model
+wrote in the state never grounds a later answer.
 """
 
 from __future__ import annotations
@@ -132,3 +133,48 @@ def test_a_refused_turn_keeps_the_referent_a_follow_up_needs(erp: Erp, store: Me
     state = store.get_state("c1")
     assert (state["cliente_actual"], state["anio"]) == ("Empresa ABC", 2025)
     assert store.memories("c1") == []
+
+
+FAKE_TOTAL = 777_000_000
+FAKE_CLAIM = "El cliente Hotel Paraná compró ₲777.000.000 en 2025."
+
+
+def _direct(answer: str) -> dict[str, Any]:
+    return {"operaciones": [], "respuesta_directa": answer}
+
+
+def test_a_made_up_figure_in_the_model_written_state_is_not_stored(erp: Erp, store: MemoryStore) -> None:
+    plan = {"operaciones": [{"funcion": "ventas_anuales", "parametros": {"anio": 2025}}]}
+    reply = scripted(
+        plan,
+        lambda _results: json.dumps(
+            {
+                "respuesta": "Consulté las ventas de 2025.",
+                "memoria": [],
+                "estado": {"tema": "ventas", "total_falso": FAKE_TOTAL},
+            }
+        ),
+    )
+    engine = PlannerEngine(sales_registry(), erp, store, PlannerAI(text_model(reply)))
+    result = engine.ask("c1", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
+    assert result.recorded and store.get_state("c1")["tema"] == "ventas"
+    assert "total_falso" not in store.get_state("c1")
+
+
+@pytest.mark.parametrize("mode", ENGINES)
+def test_a_figure_only_the_model_wrote_in_the_state_never_grounds_a_later_answer(
+    erp: Erp, store: MemoryStore, mode: str
+) -> None:
+    # A conversation whose stored state holds a figure a model wrote (no check ran when it was stored).
+    plan = {"operaciones": [{"funcion": "ventas_anuales", "parametros": {"anio": 2025}}]}
+    reply = scripted(
+        plan, lambda _r: json.dumps({"respuesta": "Listo.", "estado": {"total_falso": FAKE_TOTAL}})
+    )
+    unchecked = PlannerEngine(sales_registry(), erp, store, PlannerAI(text_model(reply)), grounding="off")
+    assert unchecked.ask("c1", "¿Cuánto vendimos en 2025?", DEMO_CALLER).recorded
+    assert store.get_state("c1")["total_falso"] == FAKE_TOTAL
+
+    answering = _direct(FAKE_CLAIM) if mode == "planner" else {"operaciones": []}  # no operation runs
+    engine = ENGINES[mode](erp, store, answering, FAKE_CLAIM)
+    result = engine.ask("c1", "¿Y Hotel Paraná?", DEMO_CALLER)
+    assert result.failure == "ungrounded" and result.ungrounded_figures == ["777.000.000"]
