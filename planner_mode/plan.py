@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from shared.answer import Answer, MemoryItem, ProviderSchemaModel
+from shared.bounds import MAX_OPERATIONS_PER_TURN
 
 __all__ = [
     "MAX_NESTING_DEPTH",
@@ -75,8 +76,9 @@ class PlannedOperation(ProviderSchemaModel):
         return value
 
 
-MAX_PLAN_OPERATIONS = 8
-"""Most operations one plan may hold: validation refuses more, and the call-1 schema says so (``maxItems``)
+MAX_PLAN_OPERATIONS = MAX_OPERATIONS_PER_TURN
+"""Most operations one plan may hold (the per-turn cap both modes share): validation refuses more, and the
+call-1 schema says so (``maxItems``)
 so that a grammar-constrained model cannot repeat operations until its output cap."""
 
 

@@ -27,7 +27,10 @@ TRUNCATED_KEY: Final = "_truncado"
 NESTING_MARK: Final = "… [anidado]"
 """What :func:`clip_json` puts in place of a container nested deeper than ``max_depth``."""
 
-# -- what one turn may write ---------------------------------------------------------------------------------
+# -- what one turn may do and write ----------------------------------------------------------------------
+MAX_OPERATIONS_PER_TURN: Final = 8
+"""Operations one turn may ask the ERP for, in either mode: a larger plan is rejected, and a tool-calling turn
+whose calls would pass it ends as ``limit`` before they run."""
 MAX_MEMORY_ITEMS_PER_TURN: Final = 5
 """Memory items one answer may add (after removing repeats)."""
 MAX_MEMORY_CHARS: Final = 300

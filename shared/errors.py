@@ -17,6 +17,7 @@
     │   └── ProviderTimeoutError       the provider did not answer within the timeout (.timeout)
     ├── InputError                     the caller's input is refused before any model call
     │   └── ConversationAccessDenied   the conversation belongs to another user (.conversation_id)
+    ├── TurnLimitError                 a per-turn bound stopped the turn (operations asked for)
     ├── StorageError                   the ERP's database or memory store cannot be read or written
     └── ConfigurationError             the developer/user must change a setting or install a package
 
@@ -208,6 +209,11 @@ class ConversationAccessDenied(InputError):
         super().__init__(
             f"The conversation {conversation_id!r} belongs to another user; start a new conversation."
         )
+
+
+class TurnLimitError(ErpAiError):
+    """A per-turn bound stopped the turn before it could go on (e.g. the model asked for more operations than
+    a turn may run); nothing of the step that passed it ran."""
 
 
 class StorageError(ErpAiError):

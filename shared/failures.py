@@ -17,6 +17,7 @@ from shared.errors import (
     OutputLimitError,
     ProviderTimeoutError,
     StorageError,
+    TurnLimitError,
 )
 
 FailureKind = Literal[
@@ -57,7 +58,7 @@ DESCRIPTIONS: dict[FailureKind, str] = {
         "something no operation did (sent, changed, deleted, registered, executed: :mod:`shared.actions`), "
         "so it is not shown as the ERP's truth (grounding policy `refuse`)."
     ),
-    "limit": "A per-turn bound stopped the turn: model calls or agent steps.",
+    "limit": "A per-turn bound stopped the turn: model calls, operations asked for or agent steps.",
     "storage": "The ERP database or the memory store could not be read or written.",
     "input": (
         "The caller's input was refused before any model call: conversation id, empty or oversized question."
@@ -114,6 +115,7 @@ _KINDS_OF_ERRORS: tuple[tuple[type[BaseException], FailureKind], ...] = (
     (ProviderTimeoutError, "timeout"),
     (ModelOutputError, "model_output"),
     (StorageError, "storage"),
+    (TurnLimitError, "limit"),
     (InputError, "input"),
     (OperationError, "invalid_plan"),
 )

@@ -31,7 +31,14 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command
 
 from shared.answer import Answer
-from shared.errors import INTERNAL_ERROR_PREFIX, ConfigurationError, OperationError, OutputLimitError
+from shared.bounds import MAX_OPERATIONS_PER_TURN
+from shared.errors import (
+    INTERNAL_ERROR_PREFIX,
+    ConfigurationError,
+    OperationError,
+    OutputLimitError,
+    TurnLimitError,
+)
 from shared.llm.provider_errors import stopped_at_limit
 from shared.operations.registry import OperationRegistry, internal_error
 from shared.security import Caller
@@ -75,6 +82,8 @@ class TurnContext:
     parameters): its future holds the :class:`FirstCall` once it succeeded, ``None`` if it failed (a failed
     call leaves no entry, so an identical one runs again)."""
     recovered_tool_calls: int = 0
+    requested_operations: int = 0
+    """Tool calls the model asked for so far this turn (recovered ones and repeats included)."""
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     """Tool calls of one step run in parallel threads (the registry's tools are synchronous)."""
 
@@ -115,7 +124,7 @@ def agent_factory(
             model,
             tools=registry.langchain_tools(erp, caller=Caller(user_id=user_id, roles=roles)),
             middleware=[
-                TurnMiddleware(registry, max_tokens, recover_excluding),
+                TurnMiddleware(registry, max_tokens, recover_excluding, limits.operations),
                 ModelCallLimitMiddleware(run_limit=limits.model_calls, exit_behavior="end"),
             ],
             response_format=response_format,
@@ -146,12 +155,17 @@ class TurnMiddleware(AgentMiddleware[Any, Any, Any]):
     """
 
     def __init__(
-        self, registry: OperationRegistry, max_tokens: int | None, recover_excluding: frozenset[str] | None
+        self,
+        registry: OperationRegistry,
+        max_tokens: int | None,
+        recover_excluding: frozenset[str] | None,
+        max_operations: int = MAX_OPERATIONS_PER_TURN,
     ) -> None:
         super().__init__()
         self._registry = registry
         self._max_tokens = max_tokens
         self._recover_excluding = recover_excluding
+        self._max_operations = max_operations
 
     async def awrap_model_call(
         self,
@@ -171,6 +185,16 @@ class TurnMiddleware(AgentMiddleware[Any, Any, Any]):
         # A cut reply's tool calls or text are incomplete: no tool of it runs, the turn ends as model_output.
         if any(isinstance(m, AIMessage) and stopped_at_limit(m) for m in response.result):
             raise OutputLimitError(self._max_tokens)
+        # The per-turn operation cap: a step that would pass it ends the turn before any of its calls runs,
+        # so no reply, however many calls it holds, makes the ERP work or the next request grow unbounded.
+        asked = sum(len(m.tool_calls) for m in response.result if isinstance(m, AIMessage))
+        with context.lock:
+            context.requested_operations += asked
+            total = context.requested_operations
+        if total > self._max_operations:
+            raise TurnLimitError(
+                f"The model asked for {total} operations in this turn; at most {self._max_operations} run."
+            )
         return response
 
     async def awrap_tool_call(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shared.bounds import MAX_OPERATIONS_PER_TURN
+
 
 class ToolCallingLimits(BaseModel):
     """Bounds on one turn of the agent loop, so a looping model cannot run forever.
@@ -16,3 +18,9 @@ class ToolCallingLimits(BaseModel):
 
     model_calls: int = Field(default=6, ge=1, description="Maximum model calls per turn.")
     recursion_limit: int = Field(default=26, ge=2, description="Maximum LangGraph steps per turn.")
+    operations: int = Field(
+        default=MAX_OPERATIONS_PER_TURN,
+        ge=1,
+        description="Maximum tool calls per turn, text-recovered ones and repeats included (the planner's "
+        "plan cap): a step whose calls would pass it ends the turn as 'limit' before any of them runs.",
+    )

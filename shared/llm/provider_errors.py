@@ -14,7 +14,14 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from shared.errors import ErpAiError, ModelOutputError, OutputLimitError, ProviderError, ProviderTimeoutError
+from shared.errors import (
+    ErpAiError,
+    ModelOutputError,
+    OutputLimitError,
+    ProviderError,
+    ProviderTimeoutError,
+    TurnLimitError,
+)
 
 _TIMEOUT_CLASSES: tuple[tuple[str, str], ...] = (
     ("httpx", "TimeoutException"),
@@ -41,7 +48,7 @@ def as_erp_error(
     error: BaseException, *, max_tokens: int | None = None, timeout: float | None = None
 ) -> ErpAiError:
     """The project's error for what a model call raised (``raise as_erp_error(exc) from exc``)."""
-    if isinstance(error, ModelOutputError | ProviderError):
+    if isinstance(error, ModelOutputError | ProviderError | TurnLimitError):
         return error
     if isinstance(error, ErpAiError):
         return ProviderError(f"The model provider failed: {_describe(error)}")
