@@ -22,7 +22,7 @@ from shared.text import strip_reasoning
 from shared.turn import ExecutedOperation, FailureKind
 from toolcalling_mode._agent import TurnContext, executed_operation
 from toolcalling_mode.limits import ToolCallingLimits
-from toolcalling_mode.text_tool_calls import looks_like_text_tool_call
+from toolcalling_mode.text_tool_calls import contains_machinery, looks_like_text_tool_call
 
 StopReason = Literal["done", "model_calls", "recursion", "failed"]
 
@@ -203,6 +203,11 @@ def outcome(
         why = "recovery is off" if not recover_text_tool_calls else "it names a tool it was not given"
         unusable = ModelOutputError(
             f"The model wrote a tool call as text instead of calling the tool ({why}).", raw=text
+        )
+    elif contains_machinery(text):
+        unusable = ModelOutputError(
+            "The model's final answer holds a tool call written as text or is only JSON, not an answer.",
+            raw=text,
         )
     if unusable is not None:
         errors.append(f"{type(unusable).__name__}: {unusable}")

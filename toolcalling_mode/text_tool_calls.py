@@ -21,7 +21,12 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolCall
 
 from shared.text import MARKDOWN_FENCE, strip_reasoning
 
-__all__ = ["looks_like_text_tool_call", "parse_text_tool_calls", "recover_text_tool_calls"]
+__all__ = [
+    "contains_machinery",
+    "looks_like_text_tool_call",
+    "parse_text_tool_calls",
+    "recover_text_tool_calls",
+]
 
 _TAG = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
 _ARGUMENT_KEYS = ("arguments", "parameters", "args")
@@ -55,7 +60,10 @@ def parse_text_tool_calls(text: str) -> list[TextToolCall] | None:
         pieces = [body]
     calls: list[TextToolCall] = []
     for piece in pieces:
-        parsed = _json_values(piece.strip()) or _json_values(_undoubled(piece.strip()))
+        try:
+            parsed = _json_values(piece.strip()) or _json_values(_undoubled(piece.strip()))
+        except _TooDeep:
+            return None  # never recovered; the final answer's check refuses it (contains_machinery)
         if parsed is None:
             return None
         for value in parsed:
@@ -80,8 +88,52 @@ def looks_like_text_tool_call(text: str) -> bool:
     return parse_text_tool_calls(text) is not None
 
 
+_CALL_START = re.compile(r'\{\s*+"name"\s*+:')
+"""Where a JSON call object may start inside prose (``{"name":``); linear: no backtracking into a run."""
+_CALL_TAGS = ("<tool_call>", "</tool_call>", "<tools>", "<function_call>")
+MAX_CALL_STARTS = 50
+"""Call-looking objects read in one reply: a reply with more is machinery anyway."""
+
+
+def contains_machinery(text: str) -> bool:
+    """Whether ``text`` holds anything a user must never read as an answer: a tool call written as text
+    anywhere in it (any tool name, after prose or inside it, in tags), a reply that is only a JSON object or
+    list, or JSON nested too deep to read. Linear in the text's length, whatever it holds."""
+    body = strip_reasoning(text)
+    if any(tag in body for tag in _CALL_TAGS):
+        return True
+    decoder = json.JSONDecoder()
+    for count, match in enumerate(_CALL_START.finditer(body)):
+        if count >= MAX_CALL_STARTS:
+            return True
+        try:
+            value, _end = decoder.raw_decode(body, match.start())
+        except RecursionError:
+            return True  # nested deeper than the decoder reads: no answer is written so
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict) and isinstance(value.get("name"), str):
+            return True
+    stripped = MARKDOWN_FENCE.sub(lambda found: found.group(1), body).strip()
+    if stripped[:1] in ("{", "["):
+        try:
+            values = _json_values(stripped)
+        except _TooDeep:
+            return True
+        return values is not None and all(isinstance(value, dict | list) for value in values)
+    return False
+
+
+class _TooDeep(ValueError):
+    """JSON nested deeper than the decoder reads (no call or answer is written so)."""
+
+
 def _json_values(text: str) -> list[Any] | None:
-    """Every JSON value in ``text`` written one after another (whitespace between); ``None`` otherwise."""
+    """Every JSON value in ``text`` written one after another (whitespace between); ``None`` otherwise.
+
+    Raises:
+        _TooDeep: the JSON nests deeper than the decoder reads.
+    """
     decoder = json.JSONDecoder()
     values: list[Any] = []
     position = 0
@@ -90,6 +142,8 @@ def _json_values(text: str) -> list[Any] | None:
             value, end = decoder.raw_decode(text, position)
         except json.JSONDecodeError:
             return None
+        except RecursionError:
+            raise _TooDeep(f"JSON nested too deep at {position}") from None
         values.append(value)
         position = end
         while position < len(text) and text[position].isspace():

@@ -7,6 +7,7 @@ sales registry).
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -15,7 +16,7 @@ from benchmarks.stand_ins.offline import OfflineSalesModel
 from shared.failures import user_message
 from shared.security import DEMO_CALLER
 from tests.toolcalling_mode.toolcalling_fakes import then_answer
-from toolcalling_mode.text_tool_calls import parse_text_tool_calls
+from toolcalling_mode.text_tool_calls import contains_machinery, parse_text_tool_calls
 
 FENCED = '```json\n{\n  "name": "ventas_anuales",\n  "arguments": {\n    "anio": 2025\n  }\n}\n```'
 
@@ -132,3 +133,67 @@ async def test_both_drivers_agree_on_the_offline_fault(demo_engine: Any) -> None
 
     assert (sync.failure, sync.plan_valid, sync.recovered_tool_calls) == (None, True, 1)
     assert (refused.failure, refused.plan_valid) == ("model_output", False)
+
+
+# -- machinery is never an answer ---------------------------------------------------------------------------
+
+DEEP = '{"name": "ventas_anuales", "arguments": ' + '{"a": ' * 50_000 + "1" + "}" * 50_001
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'Claro. {"name":"ventas_por_categoria","arguments":{"anio":2025}}',  # prose, then a call
+        'Aquí está: {"name": "clima_mañana", "arguments": {"ciudad": "Asunción"}} listo',  # not an identifier
+        '<tools>{"name": "ventas_anuales", "arguments": {"anio": 2025}}</tools>',
+        '{"name": "DELETE FROM invoices", "arguments": {}}',
+        '{"products": [{"producto": "Yerba", "total": 1}]}',  # only JSON
+        '```json\n[{"total": 850000000}]\n```',
+        DEEP,
+    ],
+    ids=[
+        "prose-then-call",
+        "non-identifier-name",
+        "tools-tags",
+        "sql-as-name",
+        "json-only",
+        "fenced",
+        "deep",
+    ],
+)
+def test_call_text_anywhere_or_a_json_only_reply_is_machinery(text: str) -> None:
+    assert contains_machinery(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Vendimos ₲850.000.000 en 2025.",
+        "Los 3 productos más vendidos:\n1. Yerba mate (₲41.092.500)\n2. Aceite de soja",
+        "[Nota] El cliente {Empresa ABC} compró ₲120.000.000.",
+        "No puedo hacer eso.",
+    ],
+)
+def test_answers_are_not_machinery(text: str) -> None:
+    assert not contains_machinery(text)
+
+
+def test_reading_hostile_text_for_machinery_takes_time_in_proportion_to_it() -> None:
+    def cost(n: int) -> float:
+        text = '{"name": ' * n
+        started = time.process_time()
+        contains_machinery(text)
+        return time.process_time() - started
+
+    small, large = min(cost(2_000) for _ in range(3)), min(cost(20_000) for _ in range(3))
+    assert large < 30 * max(small, 1e-4)
+
+
+@pytest.mark.parametrize("text", [DEEP, 'Claro. {"name":"ventas_por_categoria","arguments":{"anio":2025}}'])
+def test_a_final_answer_holding_call_text_is_model_output_never_shown_or_stored(
+    make_engine: Any, text: str
+) -> None:
+    engine, _ = make_engine(lambda _messages, _info: text)
+    result = engine.ask("c1", "¿Cómo se repartieron las ventas?", DEMO_CALLER)
+    assert result.failure == "model_output" and not result.recorded
+    assert result.answer == user_message("model_output")
