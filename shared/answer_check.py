@@ -18,7 +18,7 @@ from shared.actions import claimed_action_answer, claimed_actions
 from shared.answer import MemoryItem
 from shared.grounding import check_answer, ungrounded_answer
 from shared.memory.context import ConversationContext, render_context
-from shared.result_text import call_text, result_lines
+from shared.result_text import with_results
 from shared.state import ERP_STATE_KEYS
 from shared.turn import ExecutedOperation
 
@@ -72,12 +72,4 @@ def refusal_text(check: AnswerCheck, operations: Sequence[ExecutedOperation]) ->
     the results of the operations that ran."""
     if check.figures:
         return ungrounded_answer(check.figures, operations)
-    head = claimed_action_answer(check.claims)
-    ran = [op for op in operations if op.ok and op.repeat_of is None]
-    if not ran:
-        return head
-    lines = [f"{head} Esto es lo que devolvió el ERP:"]
-    for op in ran:
-        lines.append(f"- {call_text(op.function, op.parameters)}:")
-        lines += result_lines(op.result, indent="  ")
-    return "\n".join(lines)
+    return with_results(claimed_action_answer(check.claims), operations)

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from shared.answer import MemoryItem
 from shared.figures import NumberMention, extract_numbers
-from shared.result_text import call_text, result_lines
+from shared.result_text import with_results
 from shared.text import fold, without_legal_form, without_pack_size, words
 from shared.turn import ExecutedOperation
 
@@ -388,11 +388,4 @@ def ungrounded_answer(figures: Sequence[str], operations: Sequence[ExecutedOpera
         "Lo siento, no puedo confirmar con los datos del ERP algunas cifras de la respuesta del modelo "
         f"({shown}), así que no la muestro ni la guardo."
     )
-    ran = [op for op in operations if op.ok and op.repeat_of is None]
-    if not ran:
-        return f"{head} ¿Puede intentarlo de nuevo o reformular la pregunta?"
-    lines = [f"{head} Esto es lo que devolvió el ERP:"]
-    for op in ran:
-        lines.append(f"- {call_text(op.function, op.parameters)}:")
-        lines += result_lines(op.result, indent="  ")
-    return "\n".join(lines)
+    return with_results(head, operations, none_ran="¿Puede intentarlo de nuevo o reformular la pregunta?")

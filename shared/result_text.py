@@ -6,7 +6,11 @@ rows and how many more there are. Nothing is computed or rounded.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from shared.turn import ExecutedOperation
 
 MAX_ROWS = 10
 """Rows of a list shown before "y N más"."""
@@ -15,6 +19,19 @@ MAX_ROWS = 10
 def call_text(operation: str, params: dict[str, Any]) -> str:
     """``ventas_anuales(anio=2025)``: how an operation and its parameters are named to the user."""
     return f"{operation}({', '.join(f'{key}={value}' for key, value in params.items())})"
+
+
+def with_results(head: str, operations: Sequence[ExecutedOperation], *, none_ran: str = "") -> str:
+    """``head``, then the ERP's rendering of the results of the operations that ran (each once: a repeat is
+    the same result); ``head`` and ``none_ran`` when none did."""
+    ran = [op for op in operations if op.ok and op.repeat_of is None]
+    if not ran:
+        return f"{head} {none_ran}".rstrip()
+    lines = [f"{head} Esto es lo que devolvió el ERP:"]
+    for op in ran:
+        lines.append(f"- {call_text(op.function, op.parameters)}:")
+        lines += result_lines(op.result, indent="  ")
+    return "\n".join(lines)
 
 
 def result_lines(result: Any, *, indent: str = "  ") -> list[str]:
