@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from shared.answer import Answer, MemoryItem, ProviderSchemaModel
 from shared.bounds import MAX_OPERATIONS_PER_TURN
+from shared.result_text import for_model
 
 __all__ = [
     "MAX_NESTING_DEPTH",
@@ -145,10 +146,11 @@ class OperationOutcome(BaseModel):
     error: str | None = None
 
     def for_prompt(self) -> dict[str, Any]:
-        """``{"funcion", "parametros", "resultado"}`` or ``{"funcion", "parametros", "error"}``."""
+        """``{"funcion", "parametros", "resultado"}`` or ``{"funcion", "parametros", "error"}``; the result's
+        large whole numbers written as the ERP shows them (:func:`shared.result_text.for_model`)."""
         data: dict[str, Any] = {"funcion": self.function, "parametros": self.parameters}
         if self.error is not None:
             data["error"] = self.error
         else:
-            data["resultado"] = self.result
+            data["resultado"] = for_model(self.result)
         return data

@@ -50,6 +50,19 @@ def result_lines(result: Any, *, indent: str = "  ") -> list[str]:
     return lines
 
 
+def for_model(value: Any) -> Any:
+    """``value`` as a model reads it: the same JSON shape, with every whole number of five digits or more
+    written with Spanish thousands separators (``850000000`` → ``"850.000.000"``), so that an answer copies
+    the figure instead of regrouping its digits. Years, months and small counts stay numbers."""
+    if isinstance(value, dict):
+        return {key: for_model(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [for_model(item) for item in value]
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10_000:
+        return _value(value)
+    return value
+
+
 def _row(row: Any) -> str:
     if isinstance(row, dict):
         return " · ".join(f"{_key(key)} {_value(value)}" for key, value in row.items() if _is_scalar(value))

@@ -324,6 +324,8 @@ def executed_operation(
     result: Any = None
     if message.status == "error":
         error = content or "tool error"
+    elif message.artifact is not None:  # the ERP's result, as the operation returned it
+        result = message.artifact
     else:
         try:
             result = json.loads(content)

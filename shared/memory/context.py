@@ -75,14 +75,10 @@ MONTHS = (
 
 
 def relative_dates(today: date) -> str:
-    """What "este año", "el año pasado", "este mes" and "el mes pasado" mean on ``today``, spelled out so
-    that a model need not compute them."""
-    last_month = date(today.year - 1, 12, 1) if today.month == 1 else date(today.year, today.month - 1, 1)
-    return (
-        f"Fechas relativas: este año es {today.year} y el año pasado {today.year - 1}; este mes es "
-        f"{MONTHS[today.month - 1]} de {today.year} y el mes pasado {MONTHS[last_month.month - 1]} de "
-        f"{last_month.year}."
-    )
+    """What "este año" and "el año pasado" mean on ``today``, spelled out so that a model need not compute
+    them. Months are left to ``Fecha de hoy``: a small model read a spelled-out current month as a request
+    for that month's sales."""
+    return f"Fechas relativas: «este año» es {today.year} y «el año pasado», {today.year - 1}."
 
 
 def render_context(context: ConversationContext) -> str:

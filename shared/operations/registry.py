@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model, model_validator
 
 from shared.errors import (
     ErpAiError,
@@ -30,6 +30,7 @@ from shared.errors import (
     OperationInternalError,
     UnknownOperationError,
 )
+from shared.result_text import for_model
 from shared.security import DEMO_POLICY, Caller, OperationContext, RolePolicy
 
 if TYPE_CHECKING:
@@ -49,10 +50,39 @@ def _drop_docstring(schema: dict[str, Any]) -> None:
     schema.pop("description", None)
 
 
+PLACEHOLDERS = frozenset({"", "-", "*", "n/a", "na", "null", "none", "ninguno", "ninguna", "todos", "todas"})
+"""Texts a model writes in an optional parameter it means to leave out (compared stripped and lower-cased)."""
+
+
+def is_placeholder(value: Any) -> bool:
+    """Whether ``value`` says "no value": ``None``, ``{}``, ``[]`` or a :data:`PLACEHOLDERS` text."""
+    if value is None or value == {} or value == []:
+        return True
+    return isinstance(value, str) and value.strip().casefold() in PLACEHOLDERS
+
+
 class OperationParams(BaseModel):
-    """Base of the parameter models the decorator builds: unknown keys are an error, not silently ignored."""
+    """Base of the parameter models the decorator builds: unknown keys are an error, not silently ignored.
+
+    An optional parameter given a placeholder (``"N/A"``, ``"todos"``, ``{}``, ``null``:
+    :func:`is_placeholder`) is left out, as the model meant: it takes its default instead of failing or
+    matching nothing.
+    """
 
     model_config = ConfigDict(extra="forbid", json_schema_extra=_drop_docstring)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _placeholders_mean_absent(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        return {
+            key: value
+            for key, value in data.items()
+            if not (
+                key in cls.model_fields and not cls.model_fields[key].is_required() and is_placeholder(value)
+            )
+        }
 
 
 @dataclass(frozen=True)
@@ -301,12 +331,13 @@ class OperationRegistry:
     def _tool(self, erp: Erp, operation: Operation[Any, Any], caller: Caller) -> StructuredTool:
         from langchain_core.tools import StructuredTool, ToolException
 
-        def run(**kwargs: Any) -> str:
+        def run(**kwargs: Any) -> tuple[str, dict[str, Any]]:
+            # The model reads the ERP's rendering of the figures; the result itself is the artifact.
             try:
                 result = self.execute(erp, operation.name, kwargs, caller=caller)
             except OperationError as exc:
                 raise ToolException(str(exc)) from exc
-            return json.dumps(result, ensure_ascii=False)
+            return json.dumps(for_model(result), ensure_ascii=False), result
 
         def explain_invalid_args(error: ValidationError) -> str:
             # LangChain's default says only "Tool input validation error"; the model needs the field.
@@ -321,6 +352,7 @@ class OperationRegistry:
             name=operation.name,
             description=operation.description,
             args_schema=operation.params_model,
+            response_format="content_and_artifact",
             handle_tool_error=True,
             handle_validation_error=explain_invalid_args,
         )

@@ -162,7 +162,7 @@ def test_two_operations_one_plan_two_calls_and_an_atomic_record(
     result = engine.ask("c1", TWO_OPERATIONS, DEMO_CALLER)
 
     assert model.call_count == result.model_calls == 2
-    assert result.answer == "ventas_anuales=850000000; mejor_cliente=120000000"
+    assert result.answer == "ventas_anuales=850.000.000; mejor_cliente=120.000.000"
     assert [op.function for op in result.operations] == ["ventas_anuales", "mejor_cliente"]
     assert all(op.ok for op in result.operations)
     assert result.plan is not None and result.plan["operaciones"][0]["funcion"] == "ventas_anuales"
@@ -198,7 +198,7 @@ def test_dependent_plan_with_ref_still_costs_two_calls(toy_engine: Engines) -> N
     result = engine.ask("c1", "¿Cuánto compró nuestro mejor cliente de 2025?", DEMO_CALLER)
     assert model.call_count == result.model_calls == 2
     assert result.operations[1].parameters == {"cliente": "Empresa ABC", "anio": 2025}
-    assert result.answer == "mejor_cliente=120000000; compras_cliente=120000000"
+    assert result.answer == "mejor_cliente=120.000.000; compras_cliente=120.000.000"
 
 
 def test_small_talk_costs_one_call_and_keeps_the_state(
@@ -444,7 +444,7 @@ async def test_bad_input_is_refused_with_no_model_call_and_nothing_written(
     ("method", "calls", "answer"),
     [
         ("build_context", 0, user_message("storage")),  # a store that cannot be read costs no model call
-        ("record_turn", 2, f"ventas_anuales=850000000; mejor_cliente=120000000\n\n{NOT_RECORDED_NOTE}"),
+        ("record_turn", 2, f"ventas_anuales=850.000.000; mejor_cliente=120.000.000\n\n{NOT_RECORDED_NOTE}"),
     ],
     ids=["unreadable-before-any-call", "unwritable-after-the-answer"],
 )

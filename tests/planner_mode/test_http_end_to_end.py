@@ -57,7 +57,7 @@ def test_two_servers_serve_alternate_calls_of_one_conversation_and_survive_a_res
             engine = PlannerEngine(toy_registry, toy_erp, memory_store, client)
 
             first = engine.ask("c1", "¿Cuál fue mi mejor cliente?", DEMO_CALLER)
-            assert first.answer == "Empresa ABC: 120000000"
+            assert first.answer == "Empresa ABC: 120.000.000"
             assert (model_a.call_count, model_b.call_count) == (1, 1)  # call 1 on A, call 2 on B
             assert first.model_calls == 2 and first.input_tokens == 200
 
@@ -68,7 +68,7 @@ def test_two_servers_serve_alternate_calls_of_one_conversation_and_survive_a_res
             server_b = ServerThread(create_app(model_b, token="k"), port=port).start()
 
             second = engine.ask("c1", "¿Y cuánto compró?", DEMO_CALLER)
-            assert second.answer == "Empresa ABC: 120000000"
+            assert second.answer == "Empresa ABC: 120.000.000"
             assert second.operations[0].parameters == {"cliente": "Empresa ABC", "anio": 2025}
             assert (model_a.call_count, model_b.call_count) == (2, 1)
             assert second.errors == [] and second.recorded
@@ -89,7 +89,7 @@ def test_a_dead_server_is_skipped_and_a_wrong_token_is_a_configuration_error_out
         HttpAIClient([live.url], token="x", timeout=30) as wrong_token,
     ):
         ok = PlannerEngine(toy_registry, toy_erp, memory_store, right_token)
-        assert ok.ask("c1", "¿Cuál fue mi mejor cliente?", DEMO_CALLER).answer == "Empresa ABC: 120000000"
+        assert ok.ask("c1", "¿Cuál fue mi mejor cliente?", DEMO_CALLER).answer == "Empresa ABC: 120.000.000"
 
         wrong = PlannerEngine(toy_registry, toy_erp, memory_store, wrong_token)
         with pytest.raises(AIServerUnauthorized) as refused:  # a setting to fix, not a failed turn to retry
@@ -142,7 +142,7 @@ def test_no_stored_data_can_make_a_request_to_the_ai_server_oversized(
 
     for turn in (first, second):
         assert turn.failure is None and turn.recorded, turn.errors
-        assert turn.answer == "Empresa ABC: 120000000"
+        assert turn.answer == "Empresa ABC: 120.000.000"
 
 
 # -- the HTTP client on its own ------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from shared.result_text import MAX_ROWS, call_text, result_lines
+from shared.result_text import MAX_ROWS, call_text, for_model, result_lines
 
 
 def test_scalars_read_as_key_and_value_with_spanish_thousands_from_five_digits() -> None:
@@ -31,3 +31,25 @@ def test_a_call_is_named_with_its_parameters() -> None:
     assert call_text("compras_cliente", {"cliente": "Empresa ABC", "anio": 2026}) == (
         "compras_cliente(cliente=Empresa ABC, anio=2026)"
     )
+
+
+def test_a_model_reads_large_whole_numbers_grouped_and_the_rest_as_they_are() -> None:
+    result = {
+        "anio": 2025,
+        "total": 850000000,
+        "facturas": 1616,
+        "margen": 12.5,
+        "activo": True,
+        "cliente": "Empresa 10000",
+        "categorias": [{"categoria": "Almacén", "total": 10000}, {"categoria": "Otros", "total": 9999}],
+    }
+    assert for_model(result) == {
+        "anio": 2025,
+        "total": "850.000.000",
+        "facturas": 1616,
+        "margen": 12.5,
+        "activo": True,
+        "cliente": "Empresa 10000",
+        "categorias": [{"categoria": "Almacén", "total": "10.000"}, {"categoria": "Otros", "total": 9999}],
+    }
+    assert for_model(-1234567) == "-1.234.567"

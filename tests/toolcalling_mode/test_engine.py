@@ -35,6 +35,7 @@ from shared.failures import NOT_RECORDED_NOTE, user_message
 from shared.llm import build_chat_model
 from shared.memory.context import relative_dates
 from shared.operations.registry import Operation, OperationRegistry
+from shared.result_text import for_model
 from shared.security import DEMO_CALLER, Caller
 from tests.engine_backends import deltas, run_turn, streamed
 from tests.fakes import CallInfo, RunRecorder, YearParams, YearTotal
@@ -137,7 +138,7 @@ def test_parallel_tool_calls_take_two_model_calls_and_are_recorded_as_one_step(
     result = engine.ask("c1", QUESTION, DEMO_CALLER)
 
     assert result.model_calls == len(model.calls) == 2
-    assert result.answer == "En 2025 vendimos 850000000 y el mejor cliente fue ACME S.A.."
+    assert result.answer == "En 2025 vendimos 850.000.000 y el mejor cliente fue ACME S.A.."
     assert [op.function for op in result.operations] == ["ventas_anuales", "mejor_cliente"]
     assert result.operations[0].result == {"anio": 2025, "total": 850_000_000}
     assert result.operations[0].parameters == {"anio": 2025}
@@ -156,7 +157,7 @@ def test_parallel_tool_calls_take_two_model_calls_and_are_recorded_as_one_step(
     step = history[1].metadata["tool_calls"]
     assert [c["name"] for c in step] == ["ventas_anuales", "mejor_cliente"]
     assert [m.metadata["tool_call_id"] for m in history[2:4]] == [c["id"] for c in step]
-    assert json.loads(history[2].content) == {"anio": 2025, "total": 850_000_000}
+    assert json.loads(history[2].content) == {"anio": 2025, "total": "850.000.000"}  # as the model read it
     assert history[-1].content == result.answer and "tool_calls" not in history[-1].metadata
 
 
@@ -191,7 +192,7 @@ def test_full_history_replays_every_stored_message(make_engine: Any) -> None:
     assert replay[0].content == QUESTION
     assert isinstance(replay[1], AIMessage)
     assert [c["name"] for c in replay[1].tool_calls] == ["ventas_anuales", "mejor_cliente"]
-    assert json.loads(str(replay[2].content))["total"] == 850_000_000
+    assert json.loads(str(replay[2].content))["total"] == "850.000.000"  # as the ERP showed it
     assert replay[4].content == first.answer
     assert second.system == system_prompt()  # the same instructions every turn and day: a cacheable prefix
     assert replay[5].content == (  # today and the state, then the question; the replay holds the rest
@@ -690,7 +691,7 @@ def test_one_engine_serves_concurrent_conversations_without_mixing_them(
         year = years[conversation_id]
         questions = [f"{conversation_id} turno {turn} {year}" for turn in range(3)]
         for question, result in zip(questions, turns, strict=True):
-            assert result.answer == f"{question}: {YEAR_TOTALS[year]}"
+            assert result.answer == f"{question}: {for_model(YEAR_TOTALS[year])}"
             assert result.model_calls == 2 and result.errors == [] and result.recorded
             assert [op.parameters for op in result.operations] == [{"anio": year}]
         history = memory_store.history(conversation_id)

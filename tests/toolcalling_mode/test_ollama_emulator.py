@@ -22,7 +22,7 @@ def test_one_multi_tool_turn_through_chat_ollama(toy_erp: Any, memory_store: Any
         first = engine.ask("c1", "¿Cuánto vendimos en 2025 y quién fue el mejor cliente?", DEMO_CALLER)
         second = engine.ask("c1", "Repite eso, por favor.", DEMO_CALLER)
 
-    assert first.answer == "En 2025 vendimos 850000000 y el mejor cliente fue ACME S.A.."
+    assert first.answer == "En 2025 vendimos 850.000.000 y el mejor cliente fue ACME S.A.."
     assert first.model_calls == 2
     assert [op.function for op in first.operations] == ["ventas_anuales", "mejor_cliente"]
     assert all(op.ok for op in first.operations)

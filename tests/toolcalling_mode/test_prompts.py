@@ -57,6 +57,9 @@ SAME_GUIDANCE = (
     "oraciones completas que nombran lo que",  # answers are sentences, never a bare value
     "nunca un valor suelto",
     "cada elemento con su nombre y su cifra",
+    "Una lista va entera en la respuesta, en la misma oración",
+    "cifras copiadas tal como",  # the ERP writes the figures; the answer copies them
+    "nunca con el signo de dólar",
     "Un parámetro opcional que la pregunta no da se omite",
     "Un mes sin año es del año del que se viene hablando",
     "digas que se emitió, cambió, envió, registró, borró o ejecutó algo",

@@ -14,6 +14,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from shared.errors import CustomerNotFoundError
 from shared.events import OperationDone
 from shared.operations.registry import OperationRegistry
+from shared.result_text import for_model
 from tests.engine_backends import SQLITE_ONLY, run_turn, streamed
 from tests.fakes import (
     BestCustomer,
@@ -94,7 +95,7 @@ async def test_a_call_repeated_in_a_later_step_runs_once_and_the_model_is_told(
     )
     shown = model.calls[2].tool_results[-1]  # what the model read for the repeat: the note, then the result
     assert str(shown.content).startswith(REPEAT_NOTE + "\n")
-    assert json.loads(str(shown.content).removeprefix(REPEAT_NOTE)) == earlier.result
+    assert json.loads(str(shown.content).removeprefix(REPEAT_NOTE)) == for_model(earlier.result)
     assert result.failure is None and result.answer == "Vendimos 850000000."
 
 

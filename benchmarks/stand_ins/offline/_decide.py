@@ -15,6 +15,7 @@ from langchain_core.utils.function_calling import convert_to_json_schema, conver
 
 from benchmarks.stand_ins.offline._answers import Executed, compose_answer, describe
 from benchmarks.stand_ins.offline._faults import Draft, catalog_names, declared_operations, prompt_kind
+from benchmarks.stand_ins.offline._figures import read_figures
 from benchmarks.stand_ins.offline._prompt import PromptView, TurnCall
 from benchmarks.stand_ins.offline._schema import (
     ToolSpec,
@@ -346,7 +347,7 @@ def _next_batch(steps: list[Step], issued: dict[str, TurnCall]) -> list[Step]:
 
 def _result_field(result: str, key: str) -> Any:
     try:
-        data = json.loads(result)
+        data = read_figures(json.loads(result))
     except json.JSONDecodeError:
         return None
     return data.get(key) if isinstance(data, dict) else None
@@ -356,7 +357,7 @@ def _executed(call: TurnCall) -> Executed:
     if call.is_error or call.result is None:
         return Executed(call.name, call.args, error=call.result or "sin respuesta de la herramienta")
     try:
-        result: Any = json.loads(call.result)
+        result: Any = read_figures(json.loads(call.result))
     except json.JSONDecodeError:
         result = call.result
     return Executed(call.name, call.args, resultado=result)

@@ -15,6 +15,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
+from benchmarks.stand_ins.offline._figures import read_figures
 from benchmarks.stand_ins.offline._names import name_in_answer
 from shared.text import fold
 
@@ -65,8 +66,12 @@ class AnswerInstructions:
 
 def answer_instructions(system: str) -> AnswerInstructions:
     """Read :class:`AnswerInstructions` from a system prompt, skipping the context lines rendered into it
-    (a state that already holds ``cliente_actual`` does not ask for it)."""
-    lines = [line for line in system.splitlines() if not line.startswith(("- ", "Usuario: ", "Asistente: "))]
+    (a state that already holds ``cliente_actual`` does not ask for it) and its worked examples (a line
+    starting "Ejemplo" and what follows it: they show, they do not ask)."""
+    instructions = re.split(r"^Ejemplo", system, maxsplit=1, flags=re.MULTILINE)[0]
+    lines = [
+        line for line in instructions.splitlines() if not line.startswith(("- ", "Usuario: ", "Asistente: "))
+    ]
     text = "\n".join(lines)
     named = tuple(key for key in STATE_KEYS if re.search(rf"(?<!\w){key}(?!\w)", text))
     folded = fold(text)
@@ -184,7 +189,7 @@ def _results(text: str) -> list[dict[str, Any]] | None:
         value, _ = json.JSONDecoder().raw_decode(text[start:])
     except json.JSONDecodeError:
         return []
-    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+    return [read_figures(item) for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
 def _block(text: str, label: str) -> list[str]:
@@ -219,7 +224,7 @@ def _exchanges(text: str) -> list[tuple[str, str]]:
 
 def _parse_value(raw: str) -> Any:
     try:
-        return json.loads(raw)
+        return read_figures(json.loads(raw))
     except json.JSONDecodeError:
         return raw.strip()
 

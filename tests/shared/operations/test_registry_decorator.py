@@ -97,6 +97,45 @@ def test_the_handler_receives_the_context_and_the_validated_parameters_as_argume
     assert ctx.sees_all_customers
 
 
+@pytest.mark.parametrize("placeholder", ["N/A", " n/a ", "", "null", "Todos", "ninguno", "-", {}, [], None])
+def test_an_optional_parameter_given_a_placeholder_takes_its_default(placeholder: Any) -> None:
+    registry = OperationRegistry()
+
+    @registry.operation(requires=set())
+    def buscar(
+        ctx: OperationContext,
+        cliente: Annotated[str, Field(min_length=1, description="Nombre.")],
+        limite: Annotated[int, Field(ge=1, le=50, description="Cuántos.")] = 5,
+        vendedor: str | None = Field(default=None, min_length=1, description="Vendedor."),
+    ) -> Found:
+        """Busca."""
+        return Found(cliente=cliente, limite=limite, mes=None)
+
+    validated = registry.validate(
+        "buscar", {"cliente": "Sur", "limite": placeholder, "vendedor": placeholder}, caller=DEMO_CALLER
+    )
+    assert validated.model_dump() == {"cliente": "Sur", "limite": 5, "vendedor": None}
+
+
+def test_a_required_parameter_given_a_placeholder_is_still_refused() -> None:
+    registry = OperationRegistry()
+
+    @registry.operation(requires=set())
+    def buscar(
+        ctx: OperationContext,
+        cliente: Annotated[str, Field(min_length=1, description="Nombre.")],
+        vendedor: str | None = Field(default=None, description="Vendedor."),
+    ) -> Found:
+        """Busca."""
+        return Found(cliente=cliente, limite=1, mes=None)
+
+    for placeholder in ("", {}, None):
+        with pytest.raises(InvalidParametersError):
+            registry.validate("buscar", {"cliente": placeholder}, caller=DEMO_CALLER)
+    # a real value that merely contains a placeholder word is kept
+    assert registry.validate("buscar", {"cliente": "Sur", "vendedor": "Todos los Santos"}, caller=DEMO_CALLER)
+
+
 def test_a_name_and_description_can_be_given_explicitly() -> None:
     registry = OperationRegistry()
 

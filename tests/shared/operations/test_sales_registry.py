@@ -107,11 +107,22 @@ def test_tool_schema_sent_to_a_model(registry: OperationRegistry, erp: Erp) -> N
     )
 
 
-def test_invoking_a_tool_returns_json_text(registry: OperationRegistry, erp: Erp) -> None:
+def test_invoking_a_tool_returns_json_text_with_the_figures_as_the_erp_writes_them(
+    registry: OperationRegistry, erp: Erp
+) -> None:
     tool = next(t for t in registry.langchain_tools(erp, caller=DEMO_CALLER) if t.name == "mejor_cliente")
     output = tool.invoke({"anio": 2025})
     assert isinstance(output, str)
-    assert json.loads(output) == {"anio": 2025, "cliente": "Empresa ABC", "total": 120_000_000}
+    assert json.loads(output) == {"anio": 2025, "cliente": "Empresa ABC", "total": "120.000.000"}
+
+
+def test_a_tool_call_carries_the_result_itself_as_its_artifact(registry: OperationRegistry, erp: Erp) -> None:
+    tool = next(t for t in registry.langchain_tools(erp, caller=DEMO_CALLER) if t.name == "mejor_cliente")
+    message = tool.invoke({"type": "tool_call", "id": "c1", "name": "mejor_cliente", "args": {"anio": 2025}})
+    assert isinstance(message, ToolMessage)
+    assert json.loads(str(message.content))["total"] == "120.000.000"  # what the model reads
+    # what is recorded and checked
+    assert message.artifact == {"anio": 2025, "cliente": "Empresa ABC", "total": 120_000_000}
 
 
 def test_a_tool_call_with_a_missing_customer_yields_an_error_message_not_an_exception(
