@@ -52,7 +52,7 @@ def librarian(messages: list[BaseMessage], info: CallInfo) -> str:
         elif item["funcion"] == "ventas_libro":
             sentences.append(
                 f"En {result['anio']} se vendieron {result['ejemplares']} ejemplares de {result['titulo']} "
-                f"por ₲{result['total']:,}.".replace(",", ".")
+                f"por ₲{result['total']}."  # the ERP writes the figure ("840.000"); the answer copies it
             )
         else:
             sentences.append(f"Quedan {result['stock']} ejemplares de {result['titulo']}.")

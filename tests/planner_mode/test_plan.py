@@ -58,6 +58,14 @@ def test_outcome_shows_call_two_either_a_result_or_an_error() -> None:
     assert failed.for_prompt() == {"funcion": "f", "parametros": {}, "error": "boom"}
 
 
+def test_call_two_reads_large_figures_as_the_erp_writes_them_and_the_outcome_keeps_the_numbers() -> None:
+    outcome = OperationOutcome(
+        funcion="f", parametros={"anio": 2025}, resultado={"anio": 2025, "total": 850000000}
+    )
+    assert outcome.for_prompt()["resultado"] == {"anio": 2025, "total": "850.000.000"}
+    assert outcome.result == {"anio": 2025, "total": 850000000}
+
+
 def test_numeric_ids_and_a_null_question_are_understood() -> None:
     plan = Plan.model_validate(
         {

@@ -69,6 +69,13 @@ def test_with_the_registry_defaults_are_filled_in(registry: Any) -> None:
     assert not match_operations(expected, [call("top_productos", anio=2025, limite=3)], registry).ok
 
 
+def test_with_the_registry_an_optional_parameter_given_a_placeholder_is_left_out(registry: Any) -> None:
+    expected = [call("facturas_pendientes")]
+    for placeholder in ("N/A", "todos", None, {}):
+        assert match_operations(expected, [call("facturas_pendientes", cliente=placeholder)], registry).ok
+    assert not match_operations(expected, [call("facturas_pendientes", cliente="Empresa ABC")], registry).ok
+
+
 def test_unvalidatable_params_are_still_compared_raw(registry: Any) -> None:
     bad = [call("ventas_anuales", anio="dos mil")]
     assert match_operations(bad, bad, registry).ok
