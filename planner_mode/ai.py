@@ -160,13 +160,19 @@ def _merged(chunks: list[Any]) -> Any:
 
 def _bind(model: BaseChatModel, json_schema: dict[str, Any]) -> Runnable[Any, Any]:
     """``model`` asking for ``json_schema`` natively (the bound model of ``with_structured_output``), or
-    ``model`` itself when it has no structured output."""
+    ``model`` itself when it has no structured output.
+
+    Providers build structured output as a sequence whose first step is the bound model and whose later
+    steps only read its reply: ``model | parser`` (most), ``model | _check_refusal | JsonOutputParser``
+    (langchain-openai). Only that first step is kept, whatever follows it, so that the reply streams as
+    message chunks, its stop reason is checked against the output cap and it is read by the strict parser.
+    """
     try:
         structured = model.with_structured_output(json_schema, method="json_schema")
     except (NotImplementedError, ValueError, TypeError):
         # The model has no structured output (or not this method): ask plainly, parse the text.
         return model
-    if isinstance(structured, RunnableSequence) and len(structured.steps) == 2:
+    if isinstance(structured, RunnableSequence):
         return structured.first
     return structured  # an unusual shape: keep the whole runnable and parse whatever it returns
 

@@ -9,7 +9,7 @@ import pytest
 from langchain_core.language_models import BaseChatModel
 
 from planner_mode.plan import MAX_PLAN_OPERATIONS
-from shared.events import TurnDone
+from shared.events import AnswerDelta, TurnDone
 from shared.llm.usage import UsageTracker
 from shared.security import DEMO_CALLER
 from shared.turn import TurnResult
@@ -37,6 +37,19 @@ async def test_tokens_are_counted_streamed_and_not(live_engines: dict[str, Any],
         assert result.model_calls >= 1, result.errors
         assert result.usage_reported, result
         assert result.input_tokens > 0 and result.output_tokens > 0, result
+
+
+async def test_the_planners_answer_streams_as_call_two_writes_it(live_engines: dict[str, Any]) -> None:
+    """langchain-openai builds structured output in three steps; only the model's own chunks stream."""
+    deltas: list[str] = []
+    result = None
+    async for event in live_engines["planner"].astream("live-deltas", QUESTION, DEMO_CALLER):
+        if isinstance(event, AnswerDelta):
+            deltas.append(event.text)
+        elif isinstance(event, TurnDone):
+            result = event.result
+    assert result is not None and result.failure is None, result
+    assert len(deltas) >= 3, deltas
 
 
 def test_a_repeated_prompt_is_served_from_the_prefix_cache(live_model: BaseChatModel) -> None:

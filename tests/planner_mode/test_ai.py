@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.output_parsers import JsonOutputParser
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from pydantic import Field
 
@@ -25,7 +26,7 @@ from shared.errors import ModelOutputError, OutputLimitError, ProviderError, Pro
 from shared.llm import build_chat_model
 from shared.llm.usage import UsageTracker
 from shared.operations.registry import OperationSpec
-from tests.fakes import CallInfo, FunctionChatModel
+from tests.fakes import CallInfo, FunctionChatModel, StreamingChatModel
 from tests.planner_mode.planner_fakes import CONTEXT, answer_of, plan_of, scripted, text_model
 
 PLAN = {"operaciones": [{"funcion": "ventas_anuales", "parametros": {"anio": 2025}}], "pregunta": "¿Cuánto?"}
@@ -283,6 +284,28 @@ def test_provider_failures_keep_their_kind(toy_catalog: list[OperationSpec]) -> 
         plan_of(PlannerAI(offline(faults=FaultConfig(mode="timeout"))), QUESTION, CONTEXT, toy_catalog)
     with pytest.raises(ProviderError):
         answer_of(PlannerAI(offline(faults=FaultConfig(mode="provider_error"))), QUESTION, RESULTS, CONTEXT)
+
+
+class OpenAIShapedFake(StreamingChatModel):
+    """Structured output built as langchain-openai builds it for ``method="json_schema"``: the bound model,
+    a refusal check, then LangChain's lenient ``JsonOutputParser`` (three steps, not two)."""
+
+    def with_structured_output(self, schema: Any, **kwargs: Any) -> Runnable[Any, Any]:
+        return self.bind() | RunnableLambda(lambda reply: reply) | JsonOutputParser()
+
+
+async def test_an_answer_streams_as_written_when_the_provider_adds_steps_after_the_model() -> None:
+    reply = json.dumps({"respuesta": "En 2025 vendimos ₲850.000.000 en total."}, ensure_ascii=False)
+    deltas, answer = await stream_answer(PlannerAI(OpenAIShapedFake(function=lambda _m, _i: reply, piece=6)))
+    assert len(deltas) >= 3, "the answer arrives in pieces, not as one delta at the end"
+    assert "".join(deltas) == answer.text == "En 2025 vendimos ₲850.000.000 en total."
+
+
+async def test_a_reply_cut_at_the_cap_is_refused_when_the_provider_adds_steps_after_the_model() -> None:
+    """LangChain's JSON parser would close the cut JSON and return a shorter answer: the stop reason wins."""
+    cut = AIMessage(content='{"respuesta": "En 2025 vendimos', response_metadata={"finish_reason": "length"})
+    with pytest.raises(OutputLimitError):
+        await stream_answer(PlannerAI(OpenAIShapedFake(function=lambda _m, _i: cut, piece=6)))
 
 
 async def test_a_reply_cut_at_the_cap_raises_after_the_deltas_already_streamed() -> None:
