@@ -23,6 +23,7 @@ from benchmarks.provenance import Provenance
 from benchmarks.scoring.turn import TurnScore
 from benchmarks.targets import DEFAULT_TARGET, BenchTarget, implicit_target
 from shared.failures import FailureKind
+from shared.llm.usage import ModelCall
 
 RESULTS_FILE = "results.jsonl"
 
@@ -150,6 +151,11 @@ class TurnRow(BaseModel):
     harness_ms: float = 0.0
     """Total wall time minus measured model time."""
     total_ms: float = 0.0
+    calls: list[ModelCall] = Field(default_factory=list)
+    """Each model call of the turn (``TurnResult.calls``): role, time, time to first token, tokens; empty in
+    rows recorded before calls were kept."""
+    operations_ms: float = 0.0
+    """Time the ERP spent running the turn's operations (part of :attr:`harness_ms`)."""
     operations: list[OperationRecord] = Field(default_factory=list)
     plan: dict[str, Any] | None = None
     state: dict[str, Any] = Field(default_factory=dict)

@@ -164,7 +164,7 @@ def score_row(scorer: TurnScorer, caller: Caller, turn: ScenarioTurn, row: TurnR
 _COPIED = (
     "answer", "model_calls", "input_tokens", "output_tokens", "cached_input_tokens", "usage_reported",
     "connection_retries", "recovered_tool_calls", "model_ms", "first_answer_ms", "harness_ms", "plan",
-    "state", "errors", "failure", "plan_valid", "ungrounded_figures", "claimed_actions",
+    "state", "errors", "failure", "plan_valid", "ungrounded_figures", "claimed_actions", "calls",
 )  # fmt: skip
 """The fields a row takes from the turn's result as they are."""
 _OPERATION = {"function", "parameters", "id", "error", "repeat_of"}
@@ -208,5 +208,6 @@ def _row(
         **{name: getattr(result, name) for name in _COPIED},
         failed=result.failed,
         total_ms=result.total_ms or elapsed_ms,
+        operations_ms=sum(op.duration_ms for op in result.operations),
         operations=[OperationRecord(**op.model_dump(include=_OPERATION)) for op in result.operations],
     )

@@ -20,6 +20,7 @@ from planner_mode.ai import PlannerAI
 from planner_mode.plan import OperationOutcome
 from planner_mode.wire import AnalyzeResponse, CallUsage, RespondResponse
 from shared.errors import ErpAiError, ModelOutputError, ProviderError
+from shared.llm.usage import CallRole
 from shared.memory.context import ConversationContext
 from shared.operations.registry import OperationSpec
 
@@ -129,6 +130,7 @@ class InProcessAIClient:
     ) -> AsyncGenerator[str | AnalyzeResponse, None]:
         """Call 1 in process, streamed with the model's ``astream``."""
         return _measured_stream(
+            "plan",
             config,
             lambda measured: self.ai.plan(question, context, catalog, config=measured, stream=stream),
             lambda plan, usage: AnalyzeResponse(plan=plan, usage=usage),
@@ -145,6 +147,7 @@ class InProcessAIClient:
     ) -> AsyncGenerator[str | RespondResponse, None]:
         """Call 2 in process, streamed with the model's ``astream``."""
         return _measured_stream(
+            "answer",
             config,
             lambda measured: self.ai.answer(question, results, context, config=measured, stream=stream),
             lambda answer, usage: RespondResponse(answer=answer, usage=usage),
@@ -152,16 +155,18 @@ class InProcessAIClient:
 
 
 async def _measured_stream(
+    role: CallRole,
     config: RunnableConfig | None,
     start: Callable[[RunnableConfig], AsyncGenerator[str | P, None]],
     wrap: Callable[[P, CallUsage], R],
 ) -> AsyncGenerator[str | R, None]:
     """One streamed :class:`PlannerAI` call measured by its own tracker: its text deltas, then its parsed
-    result (the last item the call yields) with the call's usage, as ``wrap(result, usage)``."""
+    result (the last item the call yields) with the call's usage (its calls marked ``role``), as
+    ``wrap(result, usage)``."""
     # Imported on use: ``shared.llm`` also loads the offline model, which ``import planner_mode`` skips.
     from shared.llm.usage import UsageTracker
 
-    tracker = UsageTracker()
+    tracker = UsageTracker(role)
     stream = start(_with_handler(config, tracker))
     try:
         async with aclosing(stream):

@@ -2,9 +2,10 @@
 
 The sources are the numbers of the operations' results and parameters (list lengths and column sums
 included), of the texts the ERP sent (question, context, catalog), today's date, and sums, differences and
-percentages of two of those. Figures are compared with a person's rounding (:mod:`shared.figures`); dates,
-list numbering and codes glued to letters are not figures, and a badly grouped number (``396.100.00``) is a
-figure no source supports.
+percentages of two of those. Figures are read however they are written (:mod:`shared.figures`: grouped
+digits, scale words, exponents, numbers in words) and compared with a person's rounding; dates, list
+numbering, codes glued to letters and identifiers are not figures, and a badly grouped number
+(``396.100.00``) is a figure no source supports.
 
 A figure found in a result must also be said of its *referents* (:func:`misattributed_figures`): ``En 2024
 vendimos ₲850.000.000`` is wrong when ₲850.000.000 is what 2025 sold, even though the turn ran both years.
@@ -16,8 +17,8 @@ import bisect
 import json
 import math
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import date
 from itertools import combinations
 from typing import Any, Literal
@@ -41,6 +42,13 @@ MIN_ATTRIBUTED = 100
 values of unrelated results too easily."""
 
 _LETTERS = "A-Za-zÁÉÍÓÚÑáéíóúñ"
+_CURRENCIES = r"PYG|USD|EUR|BRL|ARS|Gs\.?|GS\.?|US\$|U\$S|R\$|₲|\$|€"
+"""Currency codes and symbols: glued to digits they make an amount, not a code (``PYG990000000``)."""
+_IDENTIFIERS = (
+    r"ruc|c\.i\.|ci|c[ée]dula|facturas?|nro\.?|n[°º]|n[úu]mero|comprobante|timbrado|c[óo]digo|recibo"
+)
+"""Words that say the dash-joined digits after them identify something (``RUC 80000001-3``, ``factura
+001-001-0000169``)."""
 # Every part is linear-time on any input: runs of letters, digits and spaces are entered only at their start
 # (a lookbehind or ``^``) and consumed possessively, so a failed match never retries inside a run.
 _NOT_FIGURES = re.compile(
@@ -49,9 +57,18 @@ _NOT_FIGURES = re.compile(
     r"|(?<![\d.,])(?:0?[1-9]|[12]\d|3[01])\.(?:0?[1-9]|1[0-2])\.(?:\d{4}|\d{2})(?!\d|[.,]\d)"  # 30.11.2026
     r"|\b\d{1,2}:\d{2}(?::\d{2})?\b"  # times
     r"|(?m:^[^\S\n]*+(?:[-*][^\S\n]*+)?\d{1,2}(?:\.\d{1,2})*[.)](?=\s))"  # list numbering: 1. 2) 1.2.
-    rf"|(?<![{_LETTERS}])[{_LETTERS}]++[-_]?\d++(?:[-/]\d++)*+"  # codes glued to letters: F-001, A-1, SKU12
-    r"|(?<!\d)\d++(?:-\d++)++"  # RUC 80000001-1, invoice 001-001-0000169
+    # an amount (kept): a currency glued to digits, dash-joined ones too (₲990000000-1, USD1500000)
+    rf"|(?P<amount>(?<![{_LETTERS}])(?:{_CURRENCIES})[^\S\n]*+\d++(?:[-.,\u00a0\u202f\u2009]\d++)*+)"
+    # an identifier its label names: RUC 80000001-1, Factura 001-001-0000169
+    rf"|(?<![{_LETTERS}])(?i:{_IDENTIFIERS})[^\S\n]*+[:#.]?[^\S\n]*+\d++(?:-\d++)++"
+    # codes glued to letters: F-001, A-1, SKU12, A1B2 (not an exponent: the e8 of 9,1e8)
+    rf"|(?<![{_LETTERS}])(?!(?<=\d)[eE][+-]?\d)[{_LETTERS}]++[-_]?\d++(?:[-/]\d++|[{_LETTERS}]++\d++)*+"
+    r"|(?P<code>(?<!\d)\d++(?:-\d++)++)"  # a bare code: RUC 80000001-1, invoice 001-001-0000169
 )
+"""What is not a figure, to blank, and the amounts (group ``amount``) no other part may take. A bare
+dash-joined code (group ``code``) is not a figure when the ERP wrote it (:attr:`GroundingSources.codes`)."""
+_CODE = re.compile(r"(?<!\d)\d++(?:-\d++)++")
+"""A dash-joined group of digits in the ERP's data: a RUC (``80000001-3``), an invoice number."""
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?…])\s++(?=[¿¡\"'«(*_]*+[A-ZÁÉÍÓÚÑ])|\n")
 """Where a sentence ends: after ``.``, ``!``, ``?`` and a space before a capital (not inside
 ``850.000.000``, nor after ``Gs.`` before a figure), and at every line break (list items, table rows)."""
@@ -69,36 +86,66 @@ _COMPARISON = re.compile(
 ambos suman``), read on :func:`shared.text.fold`-ed text: its figures are not checked for their referents."""
 
 
+class GroundingSources(list[float]):
+    """The values an answer may state (a list of numbers, the largest first) and the codes the ERP wrote."""
+
+    codes: frozenset[str]
+    """The dash-joined digit groups of the ERP's data (a RUC ``80000001-3``, an invoice number), as written:
+    an answer may write them (see :func:`ungrounded_figures`)."""
+
+    def __init__(self, values: Iterable[float] = (), codes: Iterable[str] = ()) -> None:
+        super().__init__(values)
+        self.codes = frozenset(codes)
+
+
 def ungrounded_figures(text: str, sources: Sequence[float]) -> list[str]:
     """The figures ``text`` states that none of ``sources`` (see :func:`grounding_sources`) supports, as
-    written, in order; ``[]`` when every figure is grounded (or the text states none)."""
+    written, in order; ``[]`` when every figure is grounded (or the text states none).
+
+    A figure matches a source with a person's rounding (:func:`_rounded`: ``₲850.000.000`` for 849.850.000),
+    and a sum, difference or percentage of two sources (:func:`_derived`) at its written precision only (the
+    half unit of its last written decimal or scale word). A percentage (``12,5 %``, ``12,5 por ciento``)
+    matches a source or a percentage of two, at its written precision, never a sum.
+
+    Codes: a currency glued to digits is an amount (``PYG990000000``, ``₲990000000-1``: each number is
+    checked); a dash-joined group of digits its label names (``RUC 80000001-3``, ``factura
+    001-001-0000169``) is an identifier, not a figure; a bare one (``80000001-3``, ``990000-000``) is a figure
+    that only the very code in the ERP's data grounds (:attr:`GroundingSources.codes`): the ERP's own RUC is
+    grounded, an invented one, or an amount written as one, is reported as written."""
+    codes = sources.codes if isinstance(sources, GroundingSources) else frozenset[str]()
     known = _ascending(sources)
-    derived: list[float] | None = None
+    derived: tuple[list[float], list[float]] | None = None
     missing: list[str] = []
-    for mention in _figures(_blank(text)):
+    for mention in _figures(text, codes):
         if mention.malformed:
             missing.append(mention.text.strip())
             continue
-        if _supported(mention, known):
+        if _supported(mention if mention.percent else _rounded(mention), known):
             continue
         if derived is None:
-            derived = _ascending(_derived(sources))
-        if not _supported(mention, derived):
+            derived = _derived(sources)
+        combined, percentages = derived
+        if not _supported(mention, percentages) and (mention.percent or not _supported(mention, combined)):
             missing.append(mention.text.strip())
     return missing
 
 
-def grounding_sources(results: Iterable[Any], texts: Iterable[str], today: date) -> list[float]:
+def grounding_sources(results: Iterable[Any], texts: Iterable[str], today: date) -> GroundingSources:
     """Every value an answer may state: the numbers of ``results`` (operation results and parameters, any
-    JSON), of ``texts`` (the question, the rendered context, the catalog) and of ``today``. Derived figures
-    (sums, differences, percentages of two result numbers) are added by :func:`ungrounded_figures`."""
+    JSON), of ``texts`` (the question, the rendered context, the catalog) and of ``today``, with the codes
+    the results and texts write (``80000001-3``). Derived figures (sums, differences, percentages of two
+    result numbers) are added by :func:`ungrounded_figures`."""
     values: set[float] = set()
+    codes: set[str] = set()
     for result in results:
         values.update(_numbers_in(result))
+        codes.update(code.group(0) for text in _texts_in(result) for code in _CODE.finditer(text))
     for text in texts:
         values.update(mention.value for mention in extract_numbers(text))
+        codes.update(code.group(0) for code in _CODE.finditer(text))
     values.update(float(n) for n in (today.year - 1, today.year, today.year + 1, today.month, today.day))
-    return sorted(values, key=abs, reverse=True)  # the largest first: derived figures combine those
+    # the largest first: derived figures combine those
+    return GroundingSources(sorted(values, key=abs, reverse=True), codes)
 
 
 def _ascending(values: Iterable[float]) -> list[float]:
@@ -117,26 +164,42 @@ def _supported(mention: NumberMention, ascending: Sequence[float]) -> bool:
     return any(mention.matches(ascending[i]) for i in _near(mention, ascending))
 
 
-def _blank(text: str) -> str:
-    """``text`` with what is not a figure (dates, times, list numbering, codes) turned into spaces: the same
-    length, so a position in one is the same position in the other."""
-    return _NOT_FIGURES.sub(lambda match: " " * len(match.group(0)), text)
+def _blanked(text: str, codes: Collection[str] = ()) -> tuple[str, list[re.Match[str]]]:
+    """``text`` with what is not a figure (dates, times, list numbering, codes) turned into spaces, the same
+    length, so a position in one is the same position in the other; and the bare codes not in ``codes``."""
+    unknown: list[re.Match[str]] = []
+
+    def blank(match: re.Match[str]) -> str:
+        if match.group("amount") is not None:
+            return match.group(0)
+        if match.group("code") is not None and match.group(0) not in codes:
+            unknown.append(match)
+        return " " * len(match.group(0))
+
+    return _NOT_FIGURES.sub(blank, text), unknown
 
 
-def _figures(blanked: str) -> Iterator[NumberMention]:
-    """The figures of a :func:`_blank`-ed text, malformed ones included, each with a person's rounding."""
-    for mention in extract_numbers(blanked, malformed=True):
-        yield _rounded(mention)
+def _figures(text: str, codes: Collection[str]) -> Iterator[NumberMention]:
+    """The figures ``text`` states, in order, as written (malformed ones included): its numbers outside what
+    is not a figure, and each bare code ``codes`` lacks, as a figure no value matches."""
+    blanked, unknown = _blanked(text, codes)
+    position = 0
+    for code in unknown:
+        yield from extract_numbers(blanked[position : code.start()], malformed=True)
+        yield NumberMention(math.nan, 0.0, code.group(0))
+        position = code.end()
+    yield from extract_numbers(blanked[position:], malformed=True)
 
 
 def _rounded(mention: NumberMention) -> NumberMention:
     """A whole number ending in zeros stands for any value that rounds to it (``850.000.000`` for
-    849.850.000): half a unit of its last non-zero digit."""
+    849.850.000): half a unit of its last non-zero digit. Only for the sources themselves: a derived figure
+    and a percentage are matched as written (``4.000%`` is no rounding of 3641)."""
     value = mention.value
     if mention.malformed or mention.tolerance or value < 1000 or not value.is_integer():
         return mention
     zeros = len(str(int(value))) - len(str(int(value)).rstrip("0"))
-    return NumberMention(value=value, tolerance=0.5 * 10.0**zeros, text=mention.text)
+    return replace(mention, tolerance=0.5 * 10.0**zeros)
 
 
 def _numbers_in(value: Any) -> Iterator[float]:
@@ -163,14 +226,16 @@ def _numbers_in(value: Any) -> Iterator[float]:
         yield from columns.values()
 
 
-def _derived(sources: Sequence[float]) -> list[float]:
-    """Sums, differences, percentages and percentage changes of pairs of the largest sources."""
+def _derived(sources: Sequence[float]) -> tuple[list[float], list[float]]:
+    """Sums and differences, then percentages and percentage changes, of pairs of the largest sources (each
+    list ascending)."""
     base = [value for value in sources if value][:MAX_DERIVED_SOURCES]
-    derived: list[float] = []
+    combined: list[float] = []
+    percentages: list[float] = []
     for a, b in combinations(base, 2):
-        derived.extend((a + b, abs(a - b), a / b * 100, b / a * 100))
-        derived.extend((abs(a - b) / abs(b) * 100, abs(a - b) / abs(a) * 100))
-    return derived
+        combined.extend((a + b, abs(a - b)))
+        percentages.extend((a / b * 100, b / a * 100, abs(a - b) / abs(b) * 100, abs(a - b) / abs(a) * 100))
+    return _ascending(combined), _ascending(percentages)
 
 
 @dataclass(frozen=True)
@@ -208,11 +273,12 @@ def misattributed_figures(text: str, operations: Sequence[ExecutedOperation]) ->
     known_names = {name for leaf in leaves for name in leaf.names} & written
     aliases = {name: _aliases(name) for name in known_names}
     first_words = {name: words(name).split()[0] for name in known_names}
-    blanked = _blank(text)
+    blanked, _ = _blanked(text)
     wrong: list[str] = []
     for start, end in _sentences(text):
         sentence = text[start:end]
-        figures = [mention for mention in _figures(blanked[start:end]) if _attributable(mention)]
+        read = extract_numbers(blanked[start:end], malformed=True)
+        figures = [_rounded(mention) for mention in read if _attributable(mention)]
         if not figures or _COMPARISON.search(fold(sentence)):
             continue
         found = words(sentence)

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from shared.failures import FailureKind
+from shared.llm.usage import ModelCall
 
 __all__ = ["ExecutedOperation", "FailureKind", "FirstAnswerCall", "OperationErrorKind", "TurnResult"]
 
@@ -99,6 +100,9 @@ class TurnResult(BaseModel):
     ``<tool_call>`` tag) that the engine recovered into real tool calls; always 0 in planner mode."""
     model_ms: float = 0.0
     """Measured wall time spent inside model calls."""
+    calls: list[ModelCall] = Field(default_factory=list)
+    """Each model call of the turn, in the order it ended, with its role, time, time to first token and
+    tokens (empty when the calls were measured without the detail, e.g. by an older AI server)."""
     first_answer_ms: float | None = None
     """Measured time from the turn's start to the first piece of answer text reaching the caller; set by
     ``astream`` (``None`` for ``ask``/``aask``, where the whole answer arrives at ``total_ms``)."""

@@ -72,6 +72,7 @@ def measured_figures(usage: CallUsage, clock: AnswerClock) -> dict[str, Any]:
         "usage_reported": usage.unreported_calls == 0,
         "connection_retries": usage.connection_retries,
         "model_ms": usage.model_ms,
+        "calls": usage.calls,
         "first_answer_ms": clock.first_answer_ms,
         "harness_ms": max(0.0, total_ms - usage.model_ms),
         "total_ms": total_ms,

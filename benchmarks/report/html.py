@@ -39,6 +39,7 @@ from benchmarks.report.tables import (
     pass_k_rows,
     summary_rows,
 )
+from benchmarks.report.time_breakdown import BREAKDOWN_CAPTION, CALLS_CAPTION, breakdown_table, calls_table
 from benchmarks.results import RunMeta, RunResults
 
 _SECTIONS = (
@@ -50,6 +51,7 @@ _SECTIONS = (
     ("matrix", "Model matrix"),
     ("summary", "Summary"),
     ("paired", "Paired comparison"),
+    ("time", "Where the time goes"),
     ("per-mode", "Per mode"),
     ("growth", "Context growth"),
     ("pass-k", "pass^k"),
@@ -109,11 +111,13 @@ def render_html(
     colours = mode_colours(modes)
     paired = paired_rows(summary)
     intervals = interval_rows(summary)
+    breakdown, calls = breakdown_table(results.rows), calls_table(results.rows)
     growth = summary.growth is not None or any(t.summary.growth is not None for t in summary.targets)
     present = {
         "matrix": summary.matrix,
         "growth": growth,
         "paired": paired is not None,
+        "time": breakdown is not None,
         "intervals": intervals is not None,
         "provenance": meta.provenance is not None,
     }
@@ -152,6 +156,14 @@ def render_html(
             '<h2 id="paired">Paired comparison</h2>'
             + table(*paired, css_class="paired")
             + f'<p class="caption">{escape(paired_caption(summary))}</p>'
+        )
+    if breakdown is not None and calls is not None:
+        parts.append(
+            '<h2 id="time">Where the time goes</h2>'
+            + table(*breakdown, css_class="time-breakdown")
+            + f'<p class="caption">{escape(BREAKDOWN_CAPTION)}</p>'
+            + table(*calls, css_class="model-calls")
+            + f'<p class="caption">{escape(CALLS_CAPTION)}</p>'
         )
     parts.append(per_mode_charts(summary, modes, colours))
     parts.append(growth_section(summary, colours))

@@ -51,6 +51,7 @@ from benchmarks.report.tables import (
     percent_interval,
     summary_rows,
 )
+from benchmarks.report.time_breakdown import BREAKDOWN_CAPTION, CALLS_CAPTION, breakdown_table, calls_table
 from benchmarks.report.verdict import first_answer, latency
 from benchmarks.report.verdict_table import VERDICT_CAPTION, runs_verdict_lines, verdict_table, verdict_title
 from benchmarks.results import RunMeta, RunResults
@@ -260,6 +261,8 @@ def render_markdown(
     )
     lines += _section("Summary", summary_rows(summary), summary_caption)
     lines += _section("Paired comparison", paired_rows(summary), paired_caption(summary))
+    lines += _section("Where the time goes", breakdown_table(results.rows), BREAKDOWN_CAPTION)
+    lines += _section("Model calls", calls_table(results.rows), CALLS_CAPTION)
     kinds = "Kinds as defined in `docs/failures.md`; a failed turn never passes."
     lines += _section("Failures per kind", failure_rows(summary), kinds)
     examples = failure_examples_block(run)

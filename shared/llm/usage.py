@@ -12,15 +12,34 @@ import time
 from collections.abc import Iterable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage
-from langchain_core.outputs import ChatGeneration, LLMResult
-from pydantic import BaseModel
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, GenerationChunk, LLMResult
+from pydantic import BaseModel, Field
 
 from shared.llm.provider_errors import usage_from_error
+
+CallRole = Literal["plan", "answer", "agent"]
+"""What a model call was for: the planner's call 1 (``plan``) or call 2 (``answer``), or a tool-calling agent
+step (``agent``)."""
+
+
+class ModelCall(BaseModel):
+    """One model call of a turn, measured: where its time went and what it read and wrote."""
+
+    role: CallRole
+    ms: float
+    """Wall time of the call, from the request to the reply's end."""
+    first_token_ms: float | None = None
+    """From the call's start to its first streamed piece of text or tool call (the wait for the prompt to be
+    read); ``None`` when the call was not streamed or wrote nothing."""
+    input_tokens: int = 0
+    cached_input_tokens: int = 0
+    """The part of :attr:`input_tokens` the provider served from its prompt (prefix) cache."""
+    output_tokens: int = 0
 
 
 class CallUsage(BaseModel):
@@ -38,6 +57,8 @@ class CallUsage(BaseModel):
     """Requests resent once because their connection failed before the server answered."""
     model_ms: float = 0.0
     """Measured wall time inside the model."""
+    calls: list[ModelCall] = Field(default_factory=list)
+    """Each call that ended, in the order it ended (empty when measured elsewhere without the detail)."""
 
     @classmethod
     def from_tracker(cls, tracker: UsageTracker) -> CallUsage:
@@ -46,27 +67,38 @@ class CallUsage(BaseModel):
 
     @classmethod
     def total(cls, usages: Iterable[CallUsage]) -> CallUsage:
-        """The sum of several usages."""
+        """The sum of several usages (their calls one after the other)."""
         usages = list(usages)
-        return cls(**{name: sum(getattr(usage, name) for usage in usages) for name in cls.model_fields})
+        summed = {name: sum(getattr(usage, name) for usage in usages) for name in _COUNTS}
+        return cls(**summed, calls=[call for usage in usages for call in usage.calls])
+
+    def as_role(self, role: CallRole) -> CallUsage:
+        """The same usage, its calls marked as ``role`` (a planner client knows which call it made)."""
+        return self.model_copy(
+            update={"calls": [call.model_copy(update={"role": role}) for call in self.calls]}
+        )
 
 
 class UsageTracker(BaseCallbackHandler):
-    """Count model calls, input/output tokens and model time; thread-safe."""
+    """Count model calls, input/output tokens and model time, and keep each call's :class:`ModelCall` (its
+    calls are marked ``role``); thread-safe."""
 
     raise_error = False
     run_inline = True
 
-    def __init__(self) -> None:
+    def __init__(self, role: CallRole = "agent") -> None:
         super().__init__()
+        self.role: CallRole = role
         self._lock = threading.Lock()
         self._started: dict[UUID, float] = {}
+        self._first_token: dict[UUID, float] = {}
         self._zero()
 
     def _zero(self) -> None:
         self.calls = self.input_tokens = self.output_tokens = self.cached_input_tokens = 0
         self.unreported_calls = self.connection_retries = 0
         self.model_ms = 0.0
+        self.ended: list[ModelCall] = []
 
     # -- callbacks ----------------------------------------------------------------------------------------
 
@@ -82,12 +114,28 @@ class UsageTracker(BaseCallbackHandler):
         """A (non-chat) LLM run started: count it and start its clock."""
         self._start(run_id)
 
+    def on_llm_new_token(
+        self,
+        token: str | list[str | dict[str, Any]],
+        *,
+        chunk: GenerationChunk | ChatGenerationChunk | None = None,
+        run_id: UUID,
+        **kwargs: Any,
+    ) -> None:
+        """A streamed piece: the first one with text or a tool call stamps the call's first token."""
+        message = getattr(chunk, "message", None)
+        if not token and not getattr(message, "tool_call_chunks", None):
+            return  # an empty piece (a role header, the usage at the end) is not the model writing
+        now = time.perf_counter()
+        with self._lock:
+            self._first_token.setdefault(run_id, now)
+
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         """A run ended: stop its clock and add the usage of every generation."""
         now = time.perf_counter()
         usage = _generation_usage(response)
         with self._lock:
-            self._stop(run_id, now)
+            self._stop(run_id, now, usage)
             self.input_tokens += usage.input_tokens
             self.output_tokens += usage.output_tokens
             self.cached_input_tokens += usage.cached_input_tokens
@@ -106,7 +154,7 @@ class UsageTracker(BaseCallbackHandler):
         )
         cached = min(partial.cached_input_tokens, input_tokens)
         with self._lock:
-            self._stop(run_id, now)
+            self._stop(run_id, now, _Usage(input_tokens, output_tokens, cached))
             self.input_tokens += input_tokens
             self.output_tokens += output_tokens
             self.cached_input_tokens += cached
@@ -121,8 +169,8 @@ class UsageTracker(BaseCallbackHandler):
     def snapshot(self) -> CallUsage:
         """The current totals as one consistent record (a copy: later calls do not change it)."""
         with self._lock:
-            fields = {name: getattr(self, name) for name in CallUsage.model_fields if name != "model_calls"}
-            return CallUsage(model_calls=self.calls, **fields)
+            fields = {name: getattr(self, name) for name in _COUNTS if name != "model_calls"}
+            return CallUsage(model_calls=self.calls, calls=list(self.ended), **fields)
 
     def reset(self) -> None:
         """Zero every counter (runs still in flight keep their clocks)."""
@@ -141,11 +189,26 @@ class UsageTracker(BaseCallbackHandler):
         with self._lock:
             self.connection_retries += 1
 
-    def _stop(self, run_id: UUID, now: float) -> None:
+    def _stop(self, run_id: UUID, now: float, usage: _Usage) -> None:
         started = self._started.pop(run_id, None)
-        if started is not None:
-            self.model_ms += (now - started) * 1000.0
+        first_token = self._first_token.pop(run_id, None)
+        if started is None:
+            return
+        self.model_ms += (now - started) * 1000.0
+        self.ended.append(
+            ModelCall(
+                role=self.role,
+                ms=(now - started) * 1000.0,
+                first_token_ms=None if first_token is None else (first_token - started) * 1000.0,
+                input_tokens=usage.input_tokens,
+                cached_input_tokens=usage.cached_input_tokens,
+                output_tokens=usage.output_tokens,
+            )
+        )
 
+
+_COUNTS = tuple(name for name in CallUsage.model_fields if name != "calls")
+"""The summable fields of :class:`CallUsage`."""
 
 _active_tracker: ContextVar[UsageTracker | None] = ContextVar("active_usage_tracker", default=None)
 """The tracker of the model run that started last in this context (see :func:`count_connection_retry`)."""

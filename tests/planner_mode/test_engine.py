@@ -162,6 +162,8 @@ def test_two_operations_one_plan_two_calls_and_an_atomic_record(
     result = engine.ask("c1", TWO_OPERATIONS, DEMO_CALLER)
 
     assert model.call_count == result.model_calls == 2
+    assert [call.role for call in result.calls] == ["plan", "answer"]
+    assert sum(call.ms for call in result.calls) == pytest.approx(result.model_ms)
     assert result.answer == "ventas_anuales=850.000.000; mejor_cliente=120.000.000"
     assert [op.function for op in result.operations] == ["ventas_anuales", "mejor_cliente"]
     assert all(op.ok for op in result.operations)

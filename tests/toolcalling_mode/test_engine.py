@@ -138,6 +138,7 @@ def test_parallel_tool_calls_take_two_model_calls_and_are_recorded_as_one_step(
     result = engine.ask("c1", QUESTION, DEMO_CALLER)
 
     assert result.model_calls == len(model.calls) == 2
+    assert [call.role for call in result.calls] == ["agent", "agent"]
     assert result.answer == "En 2025 vendimos 850.000.000 y el mejor cliente fue ACME S.A.."
     assert [op.function for op in result.operations] == ["ventas_anuales", "mejor_cliente"]
     assert result.operations[0].result == {"anio": 2025, "total": 850_000_000}

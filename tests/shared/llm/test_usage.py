@@ -19,7 +19,7 @@ from benchmarks.stand_ins.offline import OfflineSalesModel
 from shared.errors import ProviderError
 from shared.llm.factory import build_chat_model
 from shared.llm.provider_errors import usage_from_error
-from shared.llm.usage import UsageTracker
+from shared.llm.usage import CallUsage, UsageTracker
 from tests.shared.llm.provider_fakes import ReplyServer, json_reply, length_error, openai_completion
 
 
@@ -87,9 +87,35 @@ def test_reset_and_snapshot() -> None:
     tracker.reset()
     assert tracker.snapshot().model_dump() == {
         "model_calls": 0, "input_tokens": 0, "output_tokens": 0, "model_ms": 0.0, "cached_input_tokens": 0,
-        "unreported_calls": 0, "connection_retries": 0,
+        "unreported_calls": 0, "connection_retries": 0, "calls": [],
     }  # fmt: skip
     assert snapshot.model_calls == 2  # a snapshot is a copy: reset does not empty it
+
+
+def test_each_call_is_kept_with_its_role_time_first_token_and_tokens() -> None:
+    tracker = UsageTracker(role="plan")
+    streamed = list(OfflineSalesModel().stream("¿Cuánto vendimos en 2025?", config={"callbacks": [tracker]}))
+    _ended(tracker, _usage(100, 5, cache_read=64))  # a call that streamed nothing
+    first, second = tracker.snapshot().calls
+    assert streamed and first.role == second.role == "plan"
+    assert first.first_token_ms is not None and 0 <= first.first_token_ms <= first.ms
+    assert first.output_tokens == tracker.output_tokens - 5 and first.input_tokens > 0
+    assert (second.first_token_ms, second.input_tokens, second.cached_input_tokens, second.output_tokens) == (
+        None,
+        100,
+        64,
+        5,
+    )
+    assert sum(call.ms for call in (first, second)) == pytest.approx(tracker.model_ms)
+
+
+def test_usages_add_up_their_calls_in_order_and_a_client_can_name_their_role() -> None:
+    plan, answer = UsageTracker(), UsageTracker()
+    _ended(plan, _usage(100, 5))
+    _ended(answer, _usage(300, 20))
+    total = CallUsage.total([plan.snapshot().as_role("plan"), answer.snapshot().as_role("answer")])
+    assert (total.model_calls, total.input_tokens, total.output_tokens) == (2, 400, 25)
+    assert [(call.role, call.input_tokens) for call in total.calls] == [("plan", 100), ("answer", 300)]
 
 
 def test_a_broken_stream_counts_the_tokens_it_used_before_the_break() -> None:
