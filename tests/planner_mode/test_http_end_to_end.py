@@ -197,6 +197,10 @@ def test_the_calls_stream_over_http_and_end_in_their_results(
     assert len(deltas) >= 2 and all(isinstance(delta, str) for delta in deltas)
     assert isinstance(last, RespondResponse) and "₲850.000.000" in last.answer.text
     assert "".join(str(delta) for delta in deltas) == last.answer.text
+    # each call's measured detail comes back from the server, marked with what the call was for
+    assert [call.role for call in analyzed.usage.calls] == ["plan"]
+    assert [call.role for call in last.usage.calls] == ["answer"]
+    assert last.usage.calls[0].output_tokens == last.usage.output_tokens > 0
 
 
 def test_one_client_serves_asyncio_run_calls_in_sequence_and_leaves_no_socket_open(
