@@ -72,12 +72,6 @@ class CallUsage(BaseModel):
         summed = {name: sum(getattr(usage, name) for usage in usages) for name in _COUNTS}
         return cls(**summed, calls=[call for usage in usages for call in usage.calls])
 
-    def as_role(self, role: CallRole) -> CallUsage:
-        """The same usage, its calls marked as ``role`` (a planner client knows which call it made)."""
-        return self.model_copy(
-            update={"calls": [call.model_copy(update={"role": role}) for call in self.calls]}
-        )
-
 
 class UsageTracker(BaseCallbackHandler):
     """Count model calls, input/output tokens and model time, and keep each call's :class:`ModelCall` (its

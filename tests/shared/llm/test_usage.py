@@ -109,11 +109,11 @@ def test_each_call_is_kept_with_its_role_time_first_token_and_tokens() -> None:
     assert sum(call.ms for call in (first, second)) == pytest.approx(tracker.model_ms)
 
 
-def test_usages_add_up_their_calls_in_order_and_a_client_can_name_their_role() -> None:
-    plan, answer = UsageTracker(), UsageTracker()
+def test_usages_add_up_their_calls_in_order_each_marked_with_its_trackers_role() -> None:
+    plan, answer = UsageTracker(role="plan"), UsageTracker(role="answer")
     _ended(plan, _usage(100, 5))
     _ended(answer, _usage(300, 20))
-    total = CallUsage.total([plan.snapshot().as_role("plan"), answer.snapshot().as_role("answer")])
+    total = CallUsage.total([plan.snapshot(), answer.snapshot()])
     assert (total.model_calls, total.input_tokens, total.output_tokens) == (2, 400, 25)
     assert [(call.role, call.input_tokens) for call in total.calls] == [("plan", 100), ("answer", 300)]
 

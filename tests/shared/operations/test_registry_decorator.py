@@ -97,8 +97,8 @@ def test_the_handler_receives_the_context_and_the_validated_parameters_as_argume
     assert ctx.sees_all_customers
 
 
-@pytest.mark.parametrize("placeholder", ["N/A", " n/a ", "", "null", "Todos", "ninguno", "-", {}, [], None])
-def test_an_optional_parameter_given_a_placeholder_takes_its_default(placeholder: Any) -> None:
+def _searching() -> OperationRegistry:
+    """A registry with ``buscar(cliente, limite=5, vendedor=None)``: one required, two optional parameters."""
     registry = OperationRegistry()
 
     @registry.operation(requires=set())
@@ -111,24 +111,19 @@ def test_an_optional_parameter_given_a_placeholder_takes_its_default(placeholder
         """Busca."""
         return Found(cliente=cliente, limite=limite, mes=None)
 
-    validated = registry.validate(
+    return registry
+
+
+@pytest.mark.parametrize("placeholder", ["N/A", " n/a ", "", "null", "Todos", "ninguno", "-", {}, [], None])
+def test_an_optional_parameter_given_a_placeholder_takes_its_default(placeholder: Any) -> None:
+    validated = _searching().validate(
         "buscar", {"cliente": "Sur", "limite": placeholder, "vendedor": placeholder}, caller=DEMO_CALLER
     )
     assert validated.model_dump() == {"cliente": "Sur", "limite": 5, "vendedor": None}
 
 
 def test_a_required_parameter_given_a_placeholder_is_still_refused() -> None:
-    registry = OperationRegistry()
-
-    @registry.operation(requires=set())
-    def buscar(
-        ctx: OperationContext,
-        cliente: Annotated[str, Field(min_length=1, description="Nombre.")],
-        vendedor: str | None = Field(default=None, description="Vendedor."),
-    ) -> Found:
-        """Busca."""
-        return Found(cliente=cliente, limite=1, mes=None)
-
+    registry = _searching()
     for placeholder in ("", {}, None):
         with pytest.raises(InvalidParametersError):
             registry.validate("buscar", {"cliente": placeholder}, caller=DEMO_CALLER)
