@@ -40,13 +40,15 @@ from planner_mode.plan import Answer, OperationOutcome, Plan
 from planner_mode.plan_schema import CatalogKey, catalog_key, plan_json_schema
 from planner_mode.prompts import answer_messages, plan_messages
 from planner_mode.streamed_text import DirectAnswerText, FieldText
-from shared.errors import ModelOutputError, OutputLimitError
+from shared.bounds import RAW_SHOWN_CHARS, clip_text, reply_max_chars
+from shared.errors import ModelOutputError, OutputLimitError, ReplyTooLongError
 from shared.memory.context import ConversationContext
 from shared.operations.registry import OperationSpec
 
 __all__ = ["PLAN_SCHEMA_CACHE_SIZE", "PlanSchemaStyle", "PlannerAI"]
 
 M = TypeVar("M", bound=BaseModel)
+
 
 PlanSchemaStyle = Literal["union", "enum", "free"]
 """Which call-1 schema is sent: ``union`` (each operation with its own parameters), ``enum`` (operation names
@@ -76,6 +78,8 @@ class _StructuredCall(Generic[M]):
         self.model = model
         self.schema = schema
         self.max_tokens = max_tokens
+        self.max_chars = reply_max_chars(max_tokens)
+        """The longest reply read (longer is :class:`~shared.errors.ReplyTooLongError`, before any check)."""
         # The JSON schema (not the class) is handed over: LangChain re-derives a class's schema on every call
         # for tracing metadata, which costs milliseconds; the reply is validated in ``_parse``.
         self._bound = _bind(model, json_schema if json_schema is not None else schema.model_json_schema())
@@ -94,6 +98,7 @@ class _StructuredCall(Generic[M]):
             yield self._read(output)
             return
         chunks: list[Any] = []
+        written = 0
         # Closed however the reading ends, so that a reader who stops early ends the model's run (and its
         # connection) now rather than whenever the generator is collected. Runnable.astream is a generator.
         replies = cast(AsyncGenerator[Any, None], self._bound.astream(messages, config=config))
@@ -102,7 +107,11 @@ class _StructuredCall(Generic[M]):
                 async for chunk in replies:
                     chunks.append(chunk)
                     if isinstance(chunk, BaseMessage):
-                        delta = text.feed(message_text(chunk.content))
+                        piece = message_text(chunk.content)
+                        written += len(piece)
+                        if written > self.max_chars:  # a server that ignores the cap: stop reading now
+                            raise self._too_long(piece)
+                        delta = text.feed(piece)
                         if delta:
                             yield delta
         yield self._read(_merged(chunks))
@@ -124,7 +133,12 @@ class _StructuredCall(Generic[M]):
 
         if isinstance(output, BaseMessage) and stopped_at_limit(output):
             raise OutputLimitError(self.max_tokens, raw=message_text(output.content))
+        if isinstance(output, BaseMessage) and len(reply := message_text(output.content)) > self.max_chars:
+            raise self._too_long(reply)
         return self._parse(output)
+
+    def _too_long(self, text: str) -> ReplyTooLongError:
+        return ReplyTooLongError(self.max_tokens, self.max_chars, raw=clip_text(text, RAW_SHOWN_CHARS))
 
     def _parse(self, output: Any) -> M:
         if isinstance(output, self.schema):

@@ -136,7 +136,7 @@ class PlannerTurn:
             plan_valid=self.plan_valid,
             memories=memories or [],
             state=recorded if recorded is not None else self.state,
-            **measured_figures(CallUsage.total(self.usages), self.clock),
+            **measured_figures(CallUsage.total(self.usages), self.clock, answer),
             first_answer_call=self._first_answer_call(),
             ungrounded_figures=self.ungrounded,
             claimed_actions=self.claimed_actions,

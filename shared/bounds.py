@@ -72,6 +72,22 @@ RESULT_MAX_ITEMS: Final = 20
 RESULT_MAX_CHARS: Final = 4000
 """Characters of one operation result's compact JSON sent to a model."""
 
+# -- what one model reply may hold --------------------------------------------------------------------------
+MAX_CHARS_PER_OUTPUT_TOKEN: Final = 32
+"""More characters than any tokenizer writes per token: a reply longer than its output cap times this was not
+held to the cap (a server that ignores ``max_tokens``), and is refused before any check reads it."""
+UNCAPPED_REPLY_MAX_CHARS: Final = 65_536
+"""Characters of a reply from a model built without an output cap (as 2,048 tokens would allow)."""
+RAW_SHOWN_CHARS: Final = 2000
+"""Characters of a refused reply kept on its error (what a log or a failure record shows of it)."""
+
+
+def reply_max_chars(max_tokens: int | None) -> int:
+    """The most characters a reply under an output cap of ``max_tokens`` can hold: every check that reads
+    model text reads at most this much."""
+    return max_tokens * MAX_CHARS_PER_OUTPUT_TOKEN if max_tokens else UNCAPPED_REPLY_MAX_CHARS
+
+
 _MAX_INT_BITS: Final = 1024
 _HUGE_NUMBER_MARK: Final = "… [número demasiado grande]"
 _MIN_STRING_CHARS: Final = 40

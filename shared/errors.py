@@ -13,6 +13,7 @@
     │   └── OperationInternalError     the operation broke unexpectedly      (.operation, .reference)
     ├── ModelOutputError               the model produced something unusable (.raw)
     │   └── OutputLimitError           the output was cut at the max_tokens cap (.max_tokens)
+    │       └── ReplyTooLongError      the reply ran past what its cap can hold (.max_chars)
     ├── ProviderError                  the model provider failed (network, HTTP error, SDK error)
     │   └── ProviderTimeoutError       the provider did not answer within the timeout (.timeout)
     ├── InputError                     the caller's input is refused before any model call
@@ -179,10 +180,30 @@ class ModelOutputError(ErpAiError):
 class OutputLimitError(ModelOutputError):
     """The model hit its output cap (``finish_reason=length``, ``done_reason=length``, ``MAX_TOKENS``)."""
 
-    def __init__(self, max_tokens: int | None, raw: str | None = None) -> None:
+    def __init__(self, max_tokens: int | None, raw: str | None = None, *, message: str | None = None) -> None:
         self.max_tokens = max_tokens
         limit = f"{max_tokens} tokens" if max_tokens is not None else "the output-token limit"
-        super().__init__(f"The model's answer was cut at {limit} (max_tokens) before it was complete.", raw)
+        super().__init__(
+            message or f"The model's answer was cut at {limit} (max_tokens) before it was complete.", raw
+        )
+
+
+class ReplyTooLongError(OutputLimitError):
+    """The reply ran past the characters its output cap can hold (:func:`shared.bounds.reply_max_chars`): the
+    server did not hold the model to ``max_tokens``, and reading stopped there."""
+
+    def __init__(self, max_tokens: int | None, max_chars: int, raw: str | None = None) -> None:
+        self.max_chars = max_chars
+        cap = (
+            f"an output cap of {max_tokens} tokens"
+            if max_tokens is not None
+            else "a reply without an output cap"
+        )
+        message = (
+            f"The model's reply passed {max_chars:,} characters, more than {cap} can hold; the server "
+            "did not hold it to max_tokens, so reading stopped there."
+        )
+        super().__init__(max_tokens, raw, message=message)
 
 
 class ProviderError(ErpAiError):

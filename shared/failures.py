@@ -45,7 +45,8 @@ DESCRIPTIONS: dict[FailureKind, str] = {
     "timeout": "A model request did not finish within the request timeout.",
     "model_output": (
         "The model's output was unusable: not JSON, not the schema (e.g. a plan without `operaciones`), "
-        "empty, or cut at the max_tokens cap."
+        "empty, cut at the max_tokens cap, or longer than the cap can hold (32 characters a token: a server "
+        "that ignores max_tokens; reading stops there, before any check)."
     ),
     "invalid_plan": (
         "The model asked for operations the ERP refused as invalid (unknown operation, invalid parameters, "

@@ -104,8 +104,10 @@ class TurnResult(BaseModel):
     """Each model call of the turn, in the order it ended, with its role, time, time to first token and
     tokens (empty when the calls were measured without the detail, e.g. by an older AI server)."""
     first_answer_ms: float | None = None
-    """Measured time from the turn's start to the first piece of answer text reaching the caller; set by
-    ``astream`` (``None`` for ``ask``/``aask``, where the whole answer arrives at ``total_ms``)."""
+    """Measured time from the turn's start to the first piece of the kept answer (``answer``) reaching the
+    caller; set by ``astream`` (``None`` for ``ask``/``aask``, where the whole answer arrives at
+    ``total_ms``). Text streamed and then replaced (a preamble, a refused or failed answer) does not count:
+    when the caller never saw ``answer`` streamed, it is ``total_ms``."""
     first_answer_call: FirstAnswerCall | None = None
     """Which model call wrote the first answer text, and what it wrote before it; ``None`` when no model
     wrote an answer (a refused input, a failed call, an answer the ERP rendered itself)."""

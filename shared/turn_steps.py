@@ -10,7 +10,9 @@ of raising it (``ConversationAccessDenied`` still raises); :class:`AnswerClock` 
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextvars
+import itertools
 import logging
 import os
 import threading
@@ -18,7 +20,7 @@ import time
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from shared.errors import ConversationAccessDenied, ErpAiError
 from shared.events import AnswerDelta
@@ -39,30 +41,52 @@ def text_of(value: object) -> str:
     return value if isinstance(value, str) else repr(value)
 
 
+_KEPT_ANCHOR_CHARS: Final = 40
+"""Characters of the kept answer's beginning looked for in the text a reader was shown."""
+
+
 @dataclass
 class AnswerClock:
-    """The turn's clock: started when the turn starts, stamped by the first piece of answer a reader sees."""
+    """The turn's clock: started when the turn starts, it notes when each piece of answer a reader is shown
+    arrives, so that the first piece of the answer the user keeps can be timed once the turn knows it."""
 
     reading: bool = True
     started: float = field(default_factory=time.perf_counter)
     """``time.perf_counter()`` at the start of the turn."""
-    first_answer_ms: float | None = None
-    """Milliseconds from the start to the first :class:`AnswerDelta`, once there was one (and a reader)."""
+    _pieces: list[str] = field(default_factory=list)
+    _stamps: list[float] = field(default_factory=list)
 
     def elapsed_ms(self) -> float:
         """Milliseconds since the turn started."""
         return (time.perf_counter() - self.started) * 1000
 
     def delta(self, text: str) -> AnswerDelta:
-        """The next piece of the answer; the first one stamps :attr:`first_answer_ms`."""
-        if self.reading and self.first_answer_ms is None:
-            self.first_answer_ms = self.elapsed_ms()
+        """The next piece of the answer a reader is shown, noted with its time."""
+        if self.reading:
+            self._pieces.append(text)
+            self._stamps.append(self.elapsed_ms())
         return AnswerDelta(text=text)
 
+    def first_answer_ms(self, answer: str, total_ms: float) -> float | None:
+        """Milliseconds from the start to the first piece of ``answer``, the text the turn's result keeps:
+        the piece where the last copy of its beginning in the shown text starts. Text shown and then
+        replaced (a preamble before the answer, a refused or failed answer) is not a first answer: when the
+        reader was never shown ``answer``, it reached them with the result, at ``total_ms``. ``None``
+        without a reader (``ask``)."""
+        if not self.reading:
+            return None
+        shown = "".join(self._pieces)
+        beginning = answer.strip()[:_KEPT_ANCHOR_CHARS]
+        at = shown.rfind(beginning) if beginning else -1
+        if at < 0:
+            return total_ms
+        starts = list(itertools.accumulate((len(piece) for piece in self._pieces), initial=0))
+        return self._stamps[bisect.bisect_right(starts, at) - 1]
 
-def measured_figures(usage: CallUsage, clock: AnswerClock) -> dict[str, Any]:
-    """A turn's measured cost for its :class:`TurnResult`: the model calls' usage and the turn's times (the
-    harness's share is the total less the model's)."""
+
+def measured_figures(usage: CallUsage, clock: AnswerClock, answer: str) -> dict[str, Any]:
+    """A turn's measured cost for its :class:`TurnResult`, whose kept text is ``answer``: the model calls'
+    usage and the turn's times (the harness's share is the total less the model's)."""
     total_ms = clock.elapsed_ms()
     return {
         "model_calls": usage.model_calls,
@@ -73,7 +97,7 @@ def measured_figures(usage: CallUsage, clock: AnswerClock) -> dict[str, Any]:
         "connection_retries": usage.connection_retries,
         "model_ms": usage.model_ms,
         "calls": usage.calls,
-        "first_answer_ms": clock.first_answer_ms,
+        "first_answer_ms": clock.first_answer_ms(answer, total_ms),
         "harness_ms": max(0.0, total_ms - usage.model_ms),
         "total_ms": total_ms,
     }

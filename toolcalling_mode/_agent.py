@@ -31,12 +31,13 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command
 
 from shared.answer import Answer
-from shared.bounds import MAX_OPERATIONS_PER_TURN
+from shared.bounds import MAX_OPERATIONS_PER_TURN, RAW_SHOWN_CHARS, clip_text, reply_max_chars
 from shared.errors import (
     INTERNAL_ERROR_PREFIX,
     ConfigurationError,
     OperationError,
     OutputLimitError,
+    ReplyTooLongError,
     TurnLimitError,
 )
 from shared.llm.provider_errors import stopped_at_limit
@@ -164,6 +165,7 @@ class TurnMiddleware(AgentMiddleware[Any, Any, Any]):
         super().__init__()
         self._registry = registry
         self._max_tokens = max_tokens
+        self._max_chars = reply_max_chars(max_tokens)
         self._recover_excluding = recover_excluding
         self._max_operations = max_operations
 
@@ -174,6 +176,13 @@ class TurnMiddleware(AgentMiddleware[Any, Any, Any]):
     ) -> ModelResponse[Any]:
         context = _context(request)
         response = await handler(request.override(system_message=context.system_message))
+        # A reply longer than its cap can hold (a server ignoring max_tokens) is refused before anything
+        # (recovery of text tool calls, the answer checks) reads it.
+        for message in response.result:
+            if isinstance(message, AIMessage) and len(text := message.text) > self._max_chars:
+                raise ReplyTooLongError(
+                    self._max_tokens, self._max_chars, raw=clip_text(text, RAW_SHOWN_CHARS)
+                )
         if self._recover_excluding is not None:
             offered = _offered_names(request.tools) - self._recover_excluding
             result = [recover_text_tool_calls(message, offered) for message in response.result]

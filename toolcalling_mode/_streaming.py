@@ -10,7 +10,8 @@ the step's text (``ProviderStrategy``) or the structured answer tool's arguments
 Text a provider writes before its tool calls ("Voy a consultar…") is streamed like answer text, a later
 step's text set apart from it (:data:`STEP_SEPARATOR`); ``TurnResult.answer`` supersedes what was shown. A
 plain step that begins like a tool call written as text is held back until it ends, and shown only if it
-is not one. :attr:`AnswerSteps.first` keeps which step wrote the first answer text, and what came before.
+is not one. :attr:`AnswerSteps.first` keeps which step wrote the first answer text, and what came before;
+:attr:`AnswerSteps.last` the same for the last step that wrote some, whose text a turn keeps.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from typing import Any
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from pydantic_core import from_json
 
+from shared.bounds import reply_max_chars
+from shared.errors import ReplyTooLongError
 from shared.text import split_reasoning, strip_reasoning
 from shared.turn import FirstAnswerCall
 from toolcalling_mode.text_tool_calls import looks_like_text_tool_call
@@ -116,16 +119,26 @@ def _visible(raw: str, final: bool) -> str:
 class AnswerSteps:
     """Decode the answer text of a turn's model steps (see the module docstring)."""
 
-    def __init__(self, json_field: str | None, answer_tools: Iterable[str] = ()) -> None:
+    def __init__(
+        self, json_field: str | None, answer_tools: Iterable[str] = (), *, max_tokens: int | None = None
+    ) -> None:
         """``json_field``: ``"respuesta"`` for structured answers, ``None`` for plain text;
         ``answer_tools``: names of the structured answer tools (``ToolStrategy``), whose arguments are the
-        answer JSON."""
+        answer JSON; ``max_tokens``: the model's output cap, which bounds what one step may write
+        (:func:`~shared.bounds.reply_max_chars`; past it, :class:`~shared.errors.ReplyTooLongError`)."""
+        self._max_tokens = max_tokens
+        self._max_chars = reply_max_chars(max_tokens)
+        self._written = 0
+        """Characters the current step wrote (text and answer-tool arguments)."""
         self._json_field = json_field
         self._answer_tools = frozenset(answer_tools)
         self.step = -1
         """Index of the current step (``-1`` before the first)."""
         self.first: FirstAnswerCall | None = None
         """Set when the first answer text is decoded."""
+        self.last: FirstAnswerCall | None = None
+        """The last step that wrote answer text, and what it wrote before it: where the text a turn keeps
+        (its final step's) starts, when earlier steps showed a preamble."""
         self._step_id: str | None = None
         self._shown_step: int | None = None
         """The last step that produced answer text."""
@@ -141,9 +154,13 @@ class AnswerSteps:
         if not isinstance(message, AIMessageChunk) or message.id is None or message.id != self._step_id:
             delta = self.finish()
             self._begin(message.id)
+        pieces = self._answer_arguments(message)
+        self._written += len(message.text) + sum(map(len, pieces))
+        if self._written > self._max_chars:  # a server ignoring the cap: stop decoding (and the run) here
+            raise ReplyTooLongError(self._max_tokens, self._max_chars)
         if message.text:
             delta += self._decoded(self._content, message.text)
-        for arguments in self._answer_arguments(message):
+        for arguments in pieces:
             delta += self._decoded(self._arguments, arguments)
         return delta
 
@@ -166,6 +183,7 @@ class AnswerSteps:
 
     def _begin(self, step_id: str | None) -> None:
         self.step += 1
+        self._written = 0
         self._step_id = step_id
         self._content = _Channel(self._json_field, guard=True)
         self._arguments = _Channel(self._json_field)
@@ -175,8 +193,10 @@ class AnswerSteps:
         delta = channel.feed(chunk, final=finish)
         if not delta:
             return ""
+        if self._shown_step != self.step:
+            self.last = FirstAnswerCall(call=self.step, prefix=channel.prefix or "")
         if self.first is None:
-            self.first = FirstAnswerCall(call=self.step, prefix=channel.prefix or "")
+            self.first = self.last
         if self._shown_step is not None and self._shown_step != self.step:
             delta = STEP_SEPARATOR + delta
         self._shown_step = self.step

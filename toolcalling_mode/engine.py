@@ -207,7 +207,11 @@ class ToolCallingEngine(TurnEngine):
                 yield TurnDone(result=self._finished(trace, turn, refused))
                 return
             assert turn.context is not None
-            steps = AnswerSteps(self._answer_field, self._answer_tools) if reading else None
+            steps = (
+                AnswerSteps(self._answer_field, self._answer_tools, max_tokens=self._max_tokens)
+                if reading
+                else None
+            )
             announced: set[str] = set()
             state: dict[str, Any] = {}
             failure: Exception | None = None
@@ -383,9 +387,9 @@ class ToolCallingEngine(TurnEngine):
     def _result(
         self, turn: _Turn, run: AgentRun, kept: _Kept, errors: list[str], steps: AnswerSteps | None
     ) -> TurnResult:
-        """The turn's record. Only a turn whose answer the model wrote has a ``first_answer_call``, whichever
-        driver ran it (text a failed stream showed before breaking does not count, as ``ask`` never sees
-        it)."""
+        """The turn's record. Only a turn whose answer the model wrote has a ``first_answer_call``: the step
+        that wrote the kept text (not a preamble before it), whichever driver ran it (text a failed stream
+        showed before breaking does not count, as ``ask`` never sees it)."""
         return TurnResult(
             mode=self.mode,
             conversation_id=text_of(turn.conversation_id),
@@ -395,9 +399,9 @@ class ToolCallingEngine(TurnEngine):
             plan_valid=run.plan_valid,
             memories=kept.memories,
             state=kept.state,
-            **measured_figures(turn.tracker.snapshot(), turn.clock),
+            **measured_figures(turn.tracker.snapshot(), turn.clock, kept.answer),
             recovered_tool_calls=run.recovered_tool_calls,
-            first_answer_call=steps.first if kept.answered and steps is not None else None,
+            first_answer_call=steps.last if kept.answered and steps is not None else None,
             errors=errors,
             failure=kept.failure,
             recorded=kept.recorded,

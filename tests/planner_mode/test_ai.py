@@ -22,7 +22,14 @@ from planner_mode.ai import PLAN_SCHEMA_CACHE_SIZE, PlannerAI, PlanSchemaStyle
 from planner_mode.plan import MAX_NESTING_DEPTH, Answer, OperationOutcome, Plan, nesting_depth
 from planner_mode.plan_schema import plan_json_schema
 from planner_mode.streamed_text import DirectAnswerText
-from shared.errors import ModelOutputError, OutputLimitError, ProviderError, ProviderTimeoutError
+from shared.bounds import RAW_SHOWN_CHARS, reply_max_chars
+from shared.errors import (
+    ModelOutputError,
+    OutputLimitError,
+    ProviderError,
+    ProviderTimeoutError,
+    ReplyTooLongError,
+)
 from shared.llm import build_chat_model
 from shared.llm.usage import UsageTracker
 from shared.operations.registry import OperationSpec
@@ -309,6 +316,36 @@ async def test_a_reply_cut_at_the_cap_is_refused_when_the_provider_adds_steps_af
     cut = AIMessage(content='{"respuesta": "En 2025 vendimos', response_metadata={"finish_reason": "length"})
     with pytest.raises(OutputLimitError):
         await stream_answer(PlannerAI(OpenAIShapedFake(function=lambda _m, _i: cut, piece=6)))
+
+
+def too_long(words: int) -> str:
+    """An answer of ``words`` words: more than its cap can hold when ``words`` passes the bound's words."""
+    return json.dumps({"respuesta": "palabra " * words})
+
+
+WORDS_IN_BOUND = reply_max_chars(None) // len("palabra ")
+"""Words of a reply that fill what a reply without an output cap may hold."""
+
+
+async def test_a_reply_past_what_its_cap_can_hold_stops_being_read_there() -> None:
+    """The stream would break at twice the bound: the call ends at the bound, before reading that far."""
+    model = StreamingChatModel(lambda _m, _i: too_long(3 * WORDS_IN_BOUND), break_after=2 * WORDS_IN_BOUND)
+    with pytest.raises(ReplyTooLongError) as raised:
+        await stream_answer(PlannerAI(model))
+    assert raised.value.max_chars == reply_max_chars(None)
+    assert raised.value.raw is not None and len(raw := raised.value.raw) < 2 * RAW_SHOWN_CHARS, len(raw)
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["streamed", "whole"])
+def test_a_reply_past_what_its_cap_can_hold_is_refused_before_it_is_parsed(stream: bool) -> None:
+    ai = PlannerAI(StreamingChatModel(lambda _m, _i: too_long(WORDS_IN_BOUND + 1)))
+    with pytest.raises(ReplyTooLongError, match="did not hold it to max_tokens"):
+        answer_of(ai, QUESTION, RESULTS, CONTEXT, stream=stream)
+
+
+def test_a_reply_within_what_its_cap_can_hold_is_read() -> None:
+    ai = PlannerAI(StreamingChatModel(lambda _m, _i: too_long(WORDS_IN_BOUND - 10)))
+    assert answer_of(ai, QUESTION, RESULTS, CONTEXT).text.startswith("palabra palabra")
 
 
 async def test_a_reply_cut_at_the_cap_raises_after_the_deltas_already_streamed() -> None:

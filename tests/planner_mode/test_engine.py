@@ -765,7 +765,8 @@ async def test_a_failed_call_one_streams_only_the_result(
 ) -> None:
     events, result = await streamed(offline(faults=FaultConfig(mode="timeout")), "s1", TWO_OPERATIONS)
     assert [event.type for event in events] == ["turn"]
-    assert result.failure == "timeout" and not result.recorded and result.first_answer_ms is None
+    assert result.failure == "timeout" and not result.recorded
+    assert result.first_answer_ms == result.total_ms  # the reader's first text is the result's
     assert memory_store.history("s1") == []
 
 
@@ -1062,6 +1063,14 @@ def test_an_invented_figure_is_refused_with_the_erps_own_results_recorded_as_the
     assert memory_store.memories("c1") == [] and memory_store.get_state("c1")["anio"] == 2025
     total = result.operations[0].result["total"]
     assert f"total: {total:,}".replace(",", ".") in result.answer  # the ERP's figure, shown as such
+
+
+async def test_a_refused_answer_streamed_to_a_reader_is_no_first_answer(demo_engine: Engines) -> None:
+    planner, _ = demo_engine(answering("En 2025 vendimos ₲987.654.321.", INVENTED))
+    events, result = await streamed(planner, "c1", "¿Cuánto vendimos en 2025?")
+    assert "987.654.321" in "".join(deltas(events)) and result.failure == "ungrounded"
+    # what the user keeps is the ERP's refusal and rendering, which came with the result
+    assert result.first_answer_ms == result.total_ms
 
 
 def test_a_figure_the_erp_returned_passes_however_it_is_written(demo_engine: Engines) -> None:

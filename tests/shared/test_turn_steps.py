@@ -68,14 +68,48 @@ def test_open_turn_returns_a_storage_refusal(
     assert isinstance(open_turn(memory_store, "c1", "hola", ANA, TODAY), StorageError)
 
 
-def test_the_clock_stamps_the_first_delta_only_for_a_reader() -> None:
-    reading, unread = AnswerClock(), AnswerClock(reading=False)
-    assert reading.delta("Hola").text == "Hola" and unread.delta("Hola").text == "Hola"
-    first = reading.first_answer_ms
-    assert first is not None and 0 <= first <= reading.elapsed_ms()
-    reading.delta(" mundo")
-    assert reading.first_answer_ms == first
-    assert unread.first_answer_ms is None
+class TickingClock(AnswerClock):
+    """An answer clock whose time moves only when told (``now``, in milliseconds)."""
+
+    now: float = 0.0
+
+    def elapsed_ms(self) -> float:
+        return self.now
+
+
+def shown(clock: TickingClock, *pieces: tuple[float, str]) -> None:
+    """``clock`` shows each ``(ms, text)`` piece at its time."""
+    for ms, text in pieces:
+        clock.now = ms
+        assert clock.delta(text).text == text
+
+
+def test_the_first_answer_is_the_first_piece_of_the_text_kept() -> None:
+    clock = TickingClock()
+    shown(clock, (100, "Vendimos "), (150, "₲850.000.000."))
+    assert clock.first_answer_ms("Vendimos ₲850.000.000.", total_ms=200) == 100
+
+
+def test_a_preamble_before_the_kept_answer_is_not_its_first_piece() -> None:
+    clock = TickingClock()
+    shown(clock, (100, "Voy a consultar."), (900, "\n\nVendimos "), (950, "₲850.000.000."))
+    assert clock.first_answer_ms("Vendimos ₲850.000.000.", total_ms=1000) == 900
+
+
+def test_text_shown_and_then_replaced_is_no_first_answer() -> None:
+    """A refused answer, or one a failed call cut: the kept text reached the reader with the result."""
+    clock = TickingClock()
+    shown(clock, (100, "Vendimos ₲999."))
+    assert (
+        clock.first_answer_ms("Lo siento, no puedo confirmar con los datos del ERP…", total_ms=1000) == 1000
+    )
+    assert TickingClock().first_answer_ms("Lo siento.", total_ms=5) == 5  # nothing was shown
+
+
+def test_without_a_reader_nothing_is_timed() -> None:
+    unread = AnswerClock(reading=False)
+    assert unread.delta("Hola").text == "Hola"
+    assert unread.first_answer_ms("Hola", total_ms=10) is None
 
 
 async def test_finish_turn_sets_the_run_outputs_and_logs_once(caplog: pytest.LogCaptureFixture) -> None:

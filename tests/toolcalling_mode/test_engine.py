@@ -21,6 +21,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 import toolcalling_mode._agent as agent_module
 from benchmarks.stand_ins.faults import FaultConfig
 from benchmarks.stand_ins.offline import OfflineSalesModel
+from shared.bounds import reply_max_chars
 from shared.engine import AssistantEngine
 from shared.erp.database import DEMO_TODAY
 from shared.errors import (
@@ -37,6 +38,7 @@ from shared.memory.context import relative_dates
 from shared.operations.registry import Operation, OperationRegistry
 from shared.result_text import for_model
 from shared.security import DEMO_CALLER, Caller
+from shared.turn import FirstAnswerCall
 from tests.engine_backends import deltas, run_turn, streamed
 from tests.fakes import CallInfo, RunRecorder, YearParams, YearTotal
 from tests.toolcalling_mode.toolcalling_fakes import (
@@ -65,6 +67,13 @@ def cut_at_the_cap(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
     """Two tool calls, cut at max_tokens while the model wrote them."""
     reply = ask_tools(call("ventas_anuales", anio=2025), call("mejor_cliente", anio=2025))
     reply.response_metadata["finish_reason"] = "length"
+    return reply
+
+
+def past_the_cap(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
+    """A reply longer than its cap can hold (a server ignoring ``max_tokens``), with a call at its end."""
+    reply = ask_tools(call("ventas_anuales", anio=2025))
+    reply.content = "palabra " * (reply_max_chars(None) // 8 + 1)
     return reply
 
 
@@ -220,8 +229,9 @@ def test_full_history_replays_every_stored_message(make_engine: Any) -> None:
             None,
         ),
         (cut_at_the_cap, ToolCallingLimits(), "model_output", 1, "OutputLimitError", 0),  # no tool of it runs
+        (past_the_cap, ToolCallingLimits(), "model_output", 1, "ReplyTooLongError", 0),  # nor of this one
     ],
-    ids=["model-calls", "model-calls-lowered", "recursion", "cut-at-the-output-cap"],
+    ids=["model-calls", "model-calls-lowered", "recursion", "cut-at-the-output-cap", "past-the-output-cap"],
 )
 @pytest.mark.parametrize("driver", ["ask", "astream"])
 async def test_limits_and_cut_replies_end_the_turn_unrecorded(
@@ -245,6 +255,17 @@ async def test_limits_and_cut_replies_end_the_turn_unrecorded(
     assert any(line.startswith(error) for line in result.errors), result.errors
     assert operations is None or len(result.operations) == operations
     assert memory_store.get_conversation("c1") is None
+
+
+async def test_a_reply_past_its_cap_stops_being_read_where_the_cap_ends(make_engine: Any) -> None:
+    """The stream would break at twice the bound: the turn ends at the bound, before reading that far."""
+    words = 2 * reply_max_chars(None) // len("palabra ")
+    engine, _ = make_engine(lambda _m, _i: "palabra " * (words + 10), break_after=words)
+
+    result = await run_turn(engine, "astream", "c1", "¿Cuánto vendimos?")
+
+    assert result.failure == "model_output"
+    assert result.errors[0].startswith("ReplyTooLongError: The model's reply passed 65,536 characters")
 
 
 def test_a_turn_after_a_limit_replays_cleanly(make_engine: Any) -> None:
@@ -576,6 +597,9 @@ async def test_text_written_before_tool_calls_is_streamed_and_the_result_superse
 
     assert "".join(deltas(events)) == "Voy a consultar.\n\nVendimos 850000000."
     assert result.answer == "Vendimos 850000000."
+    assert result.first_answer_call == FirstAnswerCall(
+        call=1, prefix=""
+    )  # the kept text's step, not the preamble's
     assert memory_store.history("c1")[-1].content == "Vendimos 850000000."
 
 

@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 
 from benchmarks.stand_ins.offline import OfflineSalesModel
+from shared.bounds import reply_max_chars
+from shared.errors import OutputLimitError
 from shared.failures import user_message
 from shared.security import DEMO_CALLER
 from tests.toolcalling_mode.toolcalling_fakes import then_answer
@@ -196,4 +198,6 @@ def test_a_final_answer_holding_call_text_is_model_output_never_shown_or_stored(
     engine, _ = make_engine(lambda _messages, _info: text)
     result = engine.ask("c1", "¿Cómo se repartieron las ventas?", DEMO_CALLER)
     assert result.failure == "model_output" and not result.recorded
-    assert result.answer == user_message("model_output")
+    # DEEP is also longer than a reply may be: refused as such, before its nesting is read
+    too_long = len(text) > reply_max_chars(None)
+    assert result.answer == user_message("model_output", OutputLimitError(None) if too_long else None)

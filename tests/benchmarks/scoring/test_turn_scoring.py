@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
+
+import pytest
 
 from benchmarks.scenario import Expectation
 from benchmarks.scoring.turn import TurnScorer, value_in_answer
@@ -112,3 +116,30 @@ def test_names_match_as_whole_words_whatever_the_punctuation() -> None:
     assert not value_in_answer("Aceite", "Vendimos Aceites varios.")
     assert value_in_answer(["Empresa ABC", 120_000_000], "Empresa ABC compró 120 millones")
     assert not value_in_answer(True, "Así es.")
+
+
+HOSTILE_ANSWERS: dict[str, Callable[[int], str]] = {
+    "one long word": lambda size: "En 2025 " + "A" * size,
+    "one long identifier": lambda size: "En 2025 " + ("A1" * size)[:size],
+    "digits": lambda size: "₲" + "1" * size,
+    "number words": lambda size: ("ochocientos " * size)[:size],
+}
+"""Recorded answers that could make a backtracking reader slow (``rescore`` reads whatever a run recorded)."""
+
+
+def scoring_seconds(scorer: TurnScorer, answer: str) -> float:
+    """The least CPU time of three scorings of ``answer`` (other processes on the machine do not count)."""
+    runs = []
+    for _ in range(3):
+        start = time.process_time()
+        scorer.score(ARTICLE, answer=answer, operations=OPS, state=None)
+        runs.append(time.process_time() - start)
+    return max(min(runs), 1e-3)  # the floor keeps a too-quick small run from inflating the ratio
+
+
+@pytest.mark.parametrize("shape", sorted(HOSTILE_ANSWERS))
+def test_scoring_takes_time_in_proportion_to_the_answer(scorer: TurnScorer, shape: str) -> None:
+    """A 100,000-character answer costs about ten times a 10,000-character one, never a hundred."""
+    make = HOSTILE_ANSWERS[shape]
+    small, large = scoring_seconds(scorer, make(10_000)), scoring_seconds(scorer, make(100_000))
+    assert large < 30 * small
