@@ -57,15 +57,13 @@ SAME_GUIDANCE = (
     "oraciones completas que nombran lo que",  # answers are sentences, never a bare value
     "nunca un valor suelto",
     "cada elemento con su nombre y su cifra",
-    "Una lista va entera en la respuesta, en la misma oración",
-    "cifras copiadas tal como",  # the ERP writes the figures; the answer copies them
-    "nunca con el signo de dólar",
     "Un parámetro opcional que la pregunta no da se omite",
     "Un mes sin año es del año del que se viene hablando",
     "digas que se emitió, cambió, envió, registró, borró o ejecutó algo",
     "₲1.234.567",  # amount format
 )
-"""Guidance both modes get, phrased alike (fair prompts)."""
+"""Guidance both modes get, phrased alike (fair prompts). How figures and lists are written is tuned per mode
+on the suite (a mode keeps the wording its own suite turns answered best with), so it is not listed here."""
 
 
 def test_both_modes_get_the_same_guidance_and_the_same_invented_example() -> None:
