@@ -88,14 +88,15 @@ def answer_messages(
 ) -> list[BaseMessage]:
     """Call 2: the answer system prompt, then the context, ``Pregunta:`` and ``Resultados:`` + a JSON array.
 
-    The context is today's date, the state and the memory, without the last exchange: that was for call 1,
-    to resolve what the question refers to, and the plan has done it (the article's call 2 reads the question
-    and the results, §8). The array has one compact JSON object per line: readable for people, cheap in
+    The context is today's date, the state and the memory, without the last exchange and the operations the
+    user may not run: those were for call 1, to resolve what the question refers to and to refuse what needs
+    a missing permission, and the plan has done it (the article's call 2 reads the question and the results,
+    §8; an operation the ERP refused says why in its result). The array has one compact JSON object per line: readable for people, cheap in
     tokens for the model.
     """
     system = load_template("answer_system.md").replace("{{hoy}}", context.today.isoformat())
     items = [json.dumps(r.for_prompt(), ensure_ascii=False, default=str) for r in results]
     results_json = "[\n" + ",\n".join(items) + "\n]" if items else "[]"
-    known = render_context(context.model_copy(update={"recent_exchanges": []}))
+    known = render_context(context.model_copy(update={"recent_exchanges": [], "denied_operations": []}))
     human = f"{known}\n\nPregunta: {question}\n\nResultados:\n{results_json}"
     return [SystemMessage(content=system), HumanMessage(content=human)]

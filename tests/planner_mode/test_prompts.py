@@ -179,3 +179,17 @@ def test_injected_text_in_results_stays_data() -> None:
     lines = text.split("\nResultados:\n", 1)[1].splitlines()
     assert len(lines) == 4  # "[", one line per outcome, "]"
     assert [json.loads(line.rstrip(",")) for line in lines[1:3]] == [r.for_prompt() for r in results]
+
+
+def test_only_the_plan_reads_which_operations_the_user_may_not_run() -> None:
+    """Call 1 refuses what needs a missing permission; call 2 reads results, where a refusal says so. Given
+    the list too, a small model answered "no tiene permiso" over results it had been given."""
+    denied = CONTEXT.model_copy(
+        update={"denied_operations": ['"ventas_por_categoria": Ventas por categoría.']}
+    )
+    _, plan_human = plan_messages("¿Cuánto vendimos?", denied, [])
+    _, answer_human = answer_messages("¿Cuánto vendimos?", [], denied)
+    assert '"ventas_por_categoria"' in str(plan_human.content)
+    assert "sin permiso" not in str(answer_human.content) and "ventas_por_categoria" not in str(
+        answer_human.content
+    )
