@@ -91,8 +91,8 @@ def answer_messages(
     The context is today's date, the state and the memory, without the last exchange and the operations the
     user may not run: those were for call 1, to resolve what the question refers to and to refuse what needs
     a missing permission, and the plan has done it (the article's call 2 reads the question and the results,
-    §8; an operation the ERP refused says why in its result). The array has one compact JSON object per line: readable for people, cheap in
-    tokens for the model.
+    §8; an operation the ERP refused says why in its result). The array has one compact JSON object per
+    line: readable for people, cheap in tokens for the model.
     """
     system = load_template("answer_system.md").replace("{{hoy}}", context.today.isoformat())
     items = [json.dumps(r.for_prompt(), ensure_ascii=False, default=str) for r in results]
