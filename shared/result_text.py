@@ -16,9 +16,16 @@ MAX_ROWS = 10
 """Rows of a list shown before "y N más"."""
 
 
-def call_text(operation: str, params: dict[str, Any]) -> str:
-    """``ventas_anuales(anio=2025)``: how an operation and its parameters are named to the user."""
-    return f"{operation}({', '.join(f'{key}={value}' for key, value in params.items())})"
+_WORDS = {"anio": "año"}
+"""Field and parameter names as a reader spells them (the rest read with their underscores as spaces)."""
+
+
+def heading(operation: str, params: dict[str, Any]) -> str:
+    """``Ventas anuales, año 2025``: what an operation answered, in plain words (no call syntax, which a
+    user must never read)."""
+    words = operation.replace("_", " ")
+    details = ", ".join(f"{_key(key)} {_value(value)}" for key, value in params.items())
+    return words[:1].upper() + words[1:] + (f", {details}" if details else "")
 
 
 def with_results(head: str, operations: Sequence[ExecutedOperation], *, none_ran: str = "") -> str:
@@ -29,7 +36,7 @@ def with_results(head: str, operations: Sequence[ExecutedOperation], *, none_ran
         return f"{head} {none_ran}".rstrip()
     lines = [f"{head} Esto es lo que devolvió el ERP:"]
     for op in ran:
-        lines.append(f"- {call_text(op.function, op.parameters)}:")
+        lines.append(f"- {heading(op.function, op.parameters)}:")
         lines += result_lines(op.result, indent="  ")
     return "\n".join(lines)
 
@@ -74,7 +81,7 @@ def _is_scalar(value: Any) -> bool:
 
 
 def _key(key: Any) -> str:
-    return str(key).replace("_", " ")
+    return _WORDS.get(str(key), str(key).replace("_", " "))
 
 
 def _value(value: Any) -> str:

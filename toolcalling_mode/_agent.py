@@ -183,13 +183,12 @@ class TurnMiddleware(AgentMiddleware[Any, Any, Any]):
                 raise ReplyTooLongError(
                     self._max_tokens, self._max_chars, raw=clip_text(text, RAW_SHOWN_CHARS)
                 )
+        recovered = 0
         if self._recover_excluding is not None:
             offered = _offered_names(request.tools) - self._recover_excluding
             result = [recover_text_tool_calls(message, offered) for message in response.result]
             recovered = sum(message.response_metadata.get("recovered_tool_calls", 0) for message in result)
             if result != list(response.result):
-                with context.lock:
-                    context.recovered_tool_calls += recovered
                 response = ModelResponse(result=result, structured_response=response.structured_response)
         # A cut reply's tool calls or text are incomplete: no tool of it runs, the turn ends as model_output.
         if any(isinstance(m, AIMessage) and stopped_at_limit(m) for m in response.result):
@@ -204,6 +203,9 @@ class TurnMiddleware(AgentMiddleware[Any, Any, Any]):
             raise TurnLimitError(
                 f"The model asked for {total} operations in this turn; at most {self._max_operations} run."
             )
+        if recovered:  # counted once they are sure to run: a reply refused above ran none of them
+            with context.lock:
+                context.recovered_tool_calls += recovered
         return response
 
     async def awrap_tool_call(

@@ -28,7 +28,7 @@ from shared.bounds import reply_max_chars
 from shared.errors import ReplyTooLongError
 from shared.text import split_reasoning, strip_reasoning
 from shared.turn import FirstAnswerCall
-from toolcalling_mode.text_tool_calls import looks_like_text_tool_call
+from toolcalling_mode.text_tool_calls import contains_machinery, looks_like_text_tool_call
 
 STEP_SEPARATOR = "\n\n"
 """Put before the text of a step when an earlier step of the turn already showed some (a preamble)."""
@@ -71,9 +71,10 @@ class _Channel:
 
     @staticmethod
     def _may_be_a_call(text: str, final: bool) -> bool:
-        """Whether the step's first visible ``text`` is (still) possibly a tool call written as text."""
+        """Whether the step's first visible ``text`` is (still) possibly a tool call written as text, or,
+        the step ended, machinery no user may read (a call, JSON alone: :func:`contains_machinery`)."""
         if any(opening.startswith(text) or text.startswith(opening) for opening in _TOOL_CALL_OPENINGS):
-            return not final or looks_like_text_tool_call(text)
+            return not final or looks_like_text_tool_call(text) or contains_machinery(text)
         return False
 
     def _json(self) -> str:

@@ -243,7 +243,8 @@ class ToolCallingEngine(TurnEngine):
                             yield OperationDone(operation=operation_for(chunk, calls, turn.context))
             except Exception as exc:  # classified in read_run: the turn ends, not the caller
                 failure = exc
-            if steps is not None:  # the last step ended: what its decoders held back
+            if steps is not None and failure is None:  # the last step ended: what its decoders held back
+                # (after a failure nothing held back is shown: the failure's message replaces it)
                 for event in turn.deltas(steps.finish()):
                     yield event
             run = read_run(

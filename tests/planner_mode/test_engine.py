@@ -1057,7 +1057,7 @@ def test_an_invented_figure_is_refused_with_the_erps_own_results_recorded_as_the
     planner, _ = demo_engine(answering("En 2025 vendimos ₲987.654.321.", INVENTED))
     result = planner.ask("c1", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
     assert result.failure == "ungrounded" and result.ungrounded_figures == ["987.654.321"]
-    assert "987.654.321" in result.answer and "ventas_anuales(anio=2025)" in result.answer
+    assert "987.654.321" in result.answer and "- Ventas anuales, año 2025:" in result.answer
     # What the user read is what the conversation keeps, with the state the operation implies, no memory.
     assert result.recorded and [m.content for m in memory_store.history("c1")][-1] == result.answer
     assert memory_store.memories("c1") == [] and memory_store.get_state("c1")["anio"] == 2025

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from shared.result_text import MAX_ROWS, call_text, for_model, result_lines
+from shared.result_text import MAX_ROWS, for_model, heading, result_lines
 
 
 def test_scalars_read_as_key_and_value_with_spanish_thousands_from_five_digits() -> None:
     lines = result_lines({"anio": 2025, "total": 850000000, "facturas": 1616, "margen": 12.5, "activo": True})
     assert lines == [
-        "  anio: 2025",
+        "  año: 2025",
         "  total: 850.000.000",
         "  facturas: 1616",
         "  margen: 12,5",
@@ -19,7 +19,7 @@ def test_scalars_read_as_key_and_value_with_spanish_thousands_from_five_digits()
 def test_a_list_shows_its_first_rows_and_how_many_more() -> None:
     rows = [{"categoria": f"C{n}", "total_ventas": 10_000 * n} for n in range(1, MAX_ROWS + 4)]
     lines = result_lines({"anio": 2025, "categorias": rows})
-    assert lines[:3] == ["  anio: 2025", "  categorias:", "    - categoria C1 · total ventas 10.000"]
+    assert lines[:3] == ["  año: 2025", "  categorias:", "    - categoria C1 · total ventas 10.000"]
     assert len(lines) == 2 + MAX_ROWS + 1 and lines[-1] == "    … y 3 más"
 
 
@@ -27,10 +27,11 @@ def test_an_empty_list_and_a_missing_value_say_so() -> None:
     assert result_lines({"cliente": None, "clientes": []}) == ["  cliente: –", "  clientes: ninguno"]
 
 
-def test_a_call_is_named_with_its_parameters() -> None:
-    assert call_text("compras_cliente", {"cliente": "Empresa ABC", "anio": 2026}) == (
-        "compras_cliente(cliente=Empresa ABC, anio=2026)"
+def test_an_operation_is_named_in_plain_words_never_as_a_call() -> None:
+    assert heading("compras_cliente", {"cliente": "Empresa ABC", "anio": 2026}) == (
+        "Compras cliente, cliente Empresa ABC, año 2026"
     )
+    assert heading("facturas_pendientes", {}) == "Facturas pendientes"
 
 
 def test_a_model_reads_large_whole_numbers_grouped_and_the_rest_as_they_are() -> None:

@@ -40,7 +40,7 @@ from shared.result_text import for_model
 from shared.security import DEMO_CALLER, Caller
 from shared.turn import FirstAnswerCall
 from tests.engine_backends import deltas, run_turn, streamed
-from tests.fakes import CallInfo, RunRecorder, YearParams, YearTotal
+from tests.fakes import CallInfo, ModelFunction, RunRecorder, YearParams, YearTotal
 from tests.toolcalling_mode.toolcalling_fakes import (
     YEAR_TOTALS,
     ask_tools,
@@ -843,3 +843,55 @@ async def test_every_finished_turn_is_logged_once_a_failed_one_as_a_warning(
         assert record.levelno == logging.WARNING
         assert fields["failure"] == "provider" and fields["recorded"] is False
     assert QUESTION not in record.getMessage()  # question and answer texts are never logged
+
+
+# -- what a streaming reader never reads -----------------------------------------------------------------
+
+
+def cut_text_call(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
+    """A tool call written as text, cut at the output cap while the model wrote it."""
+    return AIMessage(
+        content='{"name": "ventas_anuales", "arguments": {"anio": 20',
+        response_metadata={"finish_reason": "length"},
+    )
+
+
+@pytest.mark.parametrize(
+    "function",
+    [
+        cut_text_call,
+        lambda _m, _i: '{"name": "clima_mañana", "arguments": {"ciudad": "Asunción"}}',  # not a tool's name
+        lambda _m, _i: '[{"products": [{"name": "Taladro", "total": 1}]}]',  # JSON alone
+    ],
+    ids=["cut-call", "call-to-no-tool", "json-alone"],
+)
+async def test_held_back_call_text_or_json_never_reaches_a_reader(make_engine: Any, function: Any) -> None:
+    engine, _ = make_engine(function, streaming=True)
+
+    events, result = await streamed(engine, "c1", "¿Cómo va a estar el clima?")
+
+    assert deltas(events) == []  # nothing held back was flushed: the failure's message is all the reader gets
+    assert result.failure == "model_output" and not result.recorded
+
+
+def text_calls(count: int, *, cut: bool = False) -> ModelFunction:
+    """A reply of ``count`` ``ventas_anuales`` calls written as text (``cut``: stopped at the output cap)."""
+    written = json.dumps([{"name": "ventas_anuales", "arguments": {"anio": 2000 + n}} for n in range(count)])
+    metadata = {"finish_reason": "length"} if cut else {}
+    return then_answer(AIMessage(content=written, response_metadata=metadata), "Listo.")
+
+
+@pytest.mark.parametrize(
+    ("function", "failure", "recovered"),
+    [(text_calls(2), None, 2), (text_calls(9), "limit", 0), (text_calls(1, cut=True), "model_output", 0)],
+    ids=["two-that-run", "past-the-operation-cap", "cut-at-the-output-cap"],
+)
+def test_a_recovered_call_counts_once_it_is_sure_to_run(
+    make_engine: Any, function: Any, failure: str | None, recovered: int
+) -> None:
+    engine, _ = make_engine(function)
+
+    result = engine.ask("c1", "¿Cuánto vendimos?", DEMO_CALLER)
+
+    assert (result.failure, result.recovered_tool_calls) == (failure, recovered)
+    assert len(result.operations) == recovered
