@@ -204,6 +204,10 @@ def bench(
     if out.resolve().parent == REPORTS_DIR.resolve():
         point_latest(out)
     print_summary(console, files.summary, run.meta)
+    unreached = _no_model_answered(run)
+    if unreached is not None:  # no figure of this run is a model's: say so, write no README block, fail
+        console.print(f"[red]{escape(unreached)}[/red]")
+        raise typer.Exit(code=1)
     if readme is not None:
         _write_readme(console, run, files.summary, readme)
     console.print(
@@ -220,6 +224,23 @@ def bench(
         if below:
             console.print(f"[red]accuracy below {threshold:.0%}:[/red] {', '.join(below)}")
             raise typer.Exit(code=1)
+
+
+_UNREACHED: frozenset[str] = frozenset({"provider", "timeout"})
+"""Failure kinds of a turn that got no reply from the model."""
+
+
+def _no_model_answered(run: RunResults) -> str | None:
+    """Why none of the run's turns got a reply from its model (each failed ``provider`` or ``timeout``), or
+    ``None`` when at least one did."""
+    rows = run.scored_rows
+    if not rows or any(row.failure not in _UNREACHED for row in rows):
+        return None
+    first = next((line for row in rows for line in row.errors), "no error recorded")
+    return (
+        f"No model answered any of the {len(rows)} turns: each failed with provider or timeout (first: "
+        f"{first}). Check --base-url, that the model server is running and serves --model, and --timeout."
+    )
 
 
 _TOOL_CALLING_OPTIONS = {"structured": "--structured", "tool_call_recovery": "--no-tool-call-recovery"}
@@ -305,6 +326,10 @@ def report(
     with _refused(console):  # a pricing file that cannot be read
         files = write_reports(run, out or results_path(path).parent, pricing=pricing)
     print_summary(console, files.summary, run.meta)
+    unreached = _no_model_answered(run)
+    if unreached is not None:  # no figure of this run is a model's: say so, write no README block, fail
+        console.print(f"[red]{escape(unreached)}[/red]")
+        raise typer.Exit(code=1)
     if readme is not None:
         _write_readme(console, run, files.summary, readme)
     console.print(f"{files.markdown} · {files.html}")

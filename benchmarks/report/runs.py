@@ -95,10 +95,10 @@ def first_line(meta: RunMeta) -> str:
             f"{_simulated_clause(regime)}."
         )
     model = meta.model or f"the {meta.provider} provider's default model"
-    who = "real models answered" if meta.matrix else f"a real model, {model} ({meta.provider}), answered"
+    who = "real models" if meta.matrix else f"a real model, {model} ({meta.provider})"
     return (
-        f"Real-model run: {who} every turn, so accuracy and latency are the model's, measured on this "
-        f"machine{_simulated_clause(regime)}."
+        f"Real-model run: every turn was sent to {who}, so accuracy and latency are the model's, measured on "
+        f"this machine{_simulated_clause(regime)}."
     )
 
 

@@ -33,6 +33,17 @@ _TIMEOUT_CLASSES: tuple[tuple[str, str], ...] = (
 )
 """(module, class) pairs whose instances are timeouts; the builtin ``TimeoutError`` is checked directly."""
 
+_CONNECT_CLASSES: tuple[tuple[str, str], ...] = (
+    ("httpx", "ConnectError"),
+    ("httpx2", "ConnectError"),
+    ("aiohttp", "ClientConnectorError"),
+)
+"""(module, class) pairs raised when no connection to the server could be opened (the builtin
+``ConnectionRefusedError`` is checked directly)."""
+
+_OLLAMA_UNREACHABLE = "Failed to connect to Ollama"
+"""How the ``ollama`` client words a refused connection (a builtin ``ConnectionError``, its cause dropped)."""
+
 _DEADLINE_STATUSES = frozenset({"DEADLINE_EXCEEDED"})
 """google-genai ``APIError.status`` values that mean the server gave up waiting for the model."""
 
@@ -82,6 +93,17 @@ def stopped_at_limit(message: BaseMessage) -> bool:
     if isinstance(finish_reason, str) and finish_reason.lower() in _LENGTH_FINISH_REASONS:
         return True
     return metadata.get("done_reason") == "length"
+
+
+def never_reached_model(error: BaseException) -> bool:
+    """Whether ``error`` means the request never reached a model: no connection to the server could be
+    opened (refused, unknown host). Such a failure is no model call and used no tokens."""
+    connect = _classes(_CONNECT_CLASSES)
+    return any(
+        isinstance(link, (ConnectionRefusedError, *connect))
+        or (type(link) is ConnectionError and str(link).startswith(_OLLAMA_UNREACHABLE))
+        for link in _chain(error)
+    )
 
 
 def usage_from_error(error: BaseException) -> tuple[int, int] | None:

@@ -20,7 +20,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, GenerationChunk, LLMResult
 from pydantic import BaseModel, Field
 
-from shared.llm.provider_errors import usage_from_error
+from shared.llm.provider_errors import never_reached_model, usage_from_error
 
 CallRole = Literal["plan", "answer", "agent"]
 """What a model call was for: the planner's call 1 (``plan``) or call 2 (``answer``), or a tool-calling agent
@@ -139,8 +139,15 @@ class UsageTracker(BaseCallbackHandler):
     def on_llm_error(
         self, error: BaseException, *, run_id: UUID, response: LLMResult | None = None, **kwargs: Any
     ) -> None:
-        """A run failed: stop its clock and add the tokens it used (the call still counts)."""
+        """A run failed: stop its clock and add the tokens it used (the call still counts), unless the request
+        never reached a model (no connection could be opened): that is no model call at all."""
         now = time.perf_counter()
+        if never_reached_model(error):
+            with self._lock:
+                if self._started.pop(run_id, None) is not None:
+                    self._first_token.pop(run_id, None)
+                    self.calls -= 1
+            return
         from_error = usage_from_error(error)
         partial = _generation_usage(response) if response is not None else _Usage()
         input_tokens, output_tokens = (

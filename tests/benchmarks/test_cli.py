@@ -179,6 +179,24 @@ def test_bench_runs_through_a_real_provider_client_over_http(
     assert all(row.passed for row in results.rows), [row.score for row in results.rows if not row.passed]
 
 
+def test_a_bench_whose_model_answered_no_turn_fails_and_writes_no_readme(
+    cli_env: dict[str, str | None], tmp_path: Path
+) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text("# Proyecto\n", encoding="utf-8")
+    unreachable = ["--provider", "ollama", "--base-url", f"http://127.0.0.1:{free_port()}", "--timeout", "2"]
+    selection = ["--tag", "articulo-ventas-2025", "--modes", "planner", "--out", str(tmp_path / "run")]
+    args = ["bench", *unreachable, *selection, "--readme", str(readme), "--no-progress"]
+
+    result = runner.invoke(app, args, env=cli_env)
+
+    assert result.exit_code == 1, result.output
+    said = " ".join(result.output.split())
+    assert "No model answered any of the" in said and "Check --base-url" in said
+    assert "answered every turn" not in said
+    assert readme.read_text(encoding="utf-8") == "# Proyecto\n"  # no figure of a dead run reaches the README
+
+
 def test_model_text_that_looks_like_rich_markup_is_printed_verbatim(monkeypatch: pytest.MonkeyPatch) -> None:
     turn = TurnResult(
         mode="planner",

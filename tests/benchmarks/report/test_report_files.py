@@ -267,4 +267,4 @@ def test_the_first_line_says_what_the_figures_measure(results_path: Path, tmp_pa
     )
     text = write_reports(real, tmp_path / "real").markdown.read_text(encoding="utf-8").splitlines()
     assert text[0] == "# erp-ai-harness benchmark: which architecture for qwen2.5:7b"
-    assert text[2].startswith("**Real-model run: a real model, qwen2.5:7b (ollama), answered every turn")
+    assert text[2].startswith("**Real-model run: every turn was sent to a real model, qwen2.5:7b (ollama)")

@@ -11,7 +11,7 @@ from langchain_core.language_models import BaseChatModel, GenericFakeChatModel
 from langchain_core.messages import AIMessage, UsageMetadata
 from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.tools import StructuredTool
-from openai import LengthFinishReasonError
+from openai import APIConnectionError, LengthFinishReasonError
 
 from benchmarks.stand_ins.emulators import create_emulator
 from benchmarks.stand_ins.faults import FaultConfig
@@ -189,6 +189,32 @@ def test_a_failed_call_without_usage_in_the_error_counts_its_partial_generations
         length_error("x", prompt_tokens=5, completion_tokens=3), run_id=run_id, response=partial
     )
     assert (tracker.calls, tracker.input_tokens, tracker.output_tokens) == (2, 45, 12)
+
+
+def test_a_request_that_never_reached_a_model_is_no_model_call() -> None:
+    tracker = UsageTracker()
+    for error in (
+        ConnectionRefusedError(111, "Connection refused"),
+        ConnectionError("Failed to connect to Ollama."),
+    ):
+        run_id = uuid4()
+        tracker.on_chat_model_start({}, [[]], run_id=run_id)
+        tracker.on_llm_error(error, run_id=run_id)
+    assert tracker.snapshot() == CallUsage()  # no call, no time, no tokens
+    run_id = uuid4()  # a model that was reached and then failed still counts
+    tracker.on_chat_model_start({}, [[]], run_id=run_id)
+    tracker.on_llm_error(TimeoutError("read timed out"), run_id=run_id)
+    assert tracker.calls == 1 and len(tracker.ended) == 1
+
+
+def test_a_refused_connection_through_a_real_client_is_no_model_call() -> None:
+    from benchmarks.loadtest_fleet import free_port
+
+    tracker = UsageTracker()
+    model = build_chat_model("openai", api_key="k", base_url=f"http://127.0.0.1:{free_port()}/v1", timeout=5)
+    with pytest.raises(APIConnectionError):
+        model.invoke("¿Cuánto vendimos?", config={"callbacks": [tracker]})
+    assert tracker.calls == 0 and tracker.connection_retries == 1
 
 
 QUESTION = "¿Cuánto vendimos en 2025?"
