@@ -3,7 +3,7 @@
 A real-model run costs an hour; improving the scorer must not. :func:`rescore` scores each recorded turn
 again against its scenario's expectation, as the turn's user sees the ERP, exactly as the runner does after a
 turn; everything else in the rows (tokens, timings, failures) is kept as recorded, but for the set each
-scenario belongs to (suite or held-out), which is the scenario's.
+scenario belongs to (suite or held-out), which is the scenario's, and the run line's scorer version.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from benchmarks.results import RunResults, TurnRow
 from benchmarks.run_turns import score_row
 from benchmarks.scenario import Scenario, ScenarioTurn
 from benchmarks.scoring import TurnScore, TurnScorer
+from benchmarks.scoring.version import scorer_version
 from shared.erp.database import Erp
 from shared.erp.users import caller_for
 from shared.errors import ErpAiError
@@ -65,7 +66,8 @@ def rescore(
         summary.turns += 1
         split = by_id[row.scenario].split
         rows.append(row.model_copy(update={"score": score, "split": split}))
-    return results.model_copy(update={"rows": rows}), summary
+    meta = results.meta.model_copy(update={"scorer_version": scorer_version()})
+    return results.model_copy(update={"meta": meta, "rows": rows}), summary
 
 
 def _scenario_turn(by_id: dict[str, Scenario], row: TurnRow) -> ScenarioTurn:

@@ -76,6 +76,9 @@ class RunMeta(BaseModel):
     ``model`` and ``base_url`` (which, with targets, repeat the first target's)."""
     prompt_cache: bool | None = None
     """Whether the offline model modelled a prefix cache."""
+    scorer_version: str | None = None
+    """The scorer that scored the rows (:func:`benchmarks.scoring.version.scorer_version`), set by ``bench``
+    and by ``rescore``; ``None`` in files that predate it."""
 
     @property
     def run_targets(self) -> list[BenchTarget]:

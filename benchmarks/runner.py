@@ -37,6 +37,7 @@ from benchmarks.run_plan import RunConfig, Unit, plan_units, resumable_rows, war
 from benchmarks.run_turns import CallerResolver, EngineCache, EngineFactories, arun_unit, demo_callers
 from benchmarks.scenario import Scenario
 from benchmarks.scoring.turn import TurnScorer
+from benchmarks.scoring.version import scorer_version
 from benchmarks.suite import open_suite
 from shared.errors import ConfigurationError
 
@@ -107,6 +108,7 @@ def run_benchmark(
         scenarios=len(scenarios),
         turns=sum(len(s.turns) for s in scenarios),
         provenance=provenance,
+        scorer_version=scorer_version(),
     )
     writer.rewrite([meta, *kept])
     done = {row.unit for row in kept}

@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from benchmarks.commands.common import MaxTokensOpt, TimeoutOpt, given
+from benchmarks.commands.common import MaxTokensOpt, TimeoutOpt, given, open_erp
 from benchmarks.modes import ALL_MODES, parse_modes
 from benchmarks.report import (
     Summary,
@@ -26,12 +26,15 @@ from benchmarks.report import (
 )
 from benchmarks.report.readme import block_name, readme_block, update_readme
 from benchmarks.report.runs import results_path
+from benchmarks.rescore import RescoreSummary, ScenarioNotFound, rescore
 from benchmarks.results import RESULTS_FILE, RunResults, read_results
 from benchmarks.runner import RunConfig, run_suite
-from benchmarks.scenario import load_scenarios
+from benchmarks.scenario import ScenarioError, load_scenarios
+from benchmarks.scoring.version import scorer_version
 from benchmarks.targets import TARGET_SYNTAX, BenchTarget, load_targets_file, parse_targets, unique_targets
-from shared.errors import ConfigurationError
+from shared.errors import ConfigurationError, ErpAiError
 from shared.llm.factory import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S
+from shared.operations.sales import sales_registry
 
 REPORTS_DIR = Path("reports")
 PricingOpt = Annotated[
@@ -346,16 +349,54 @@ def read_run(console: Console, results: Path) -> RunResults:
 
 
 def _read_run(console: Console, path: Path, *, named: bool = False) -> RunResults:
-    """The run at ``path`` (a results file or its folder); exit 2 when it cannot be read or holds nothing.
-    Its read warnings are printed (the reports' headers say the same), naming the file when ``named``."""
+    """The run at ``path`` (a results file or its folder), scored by today's scorer; exit 2 when it cannot be
+    read, holds nothing, or was scored by another scorer and cannot be scored again here. Its read warnings
+    are printed (the reports' headers say the same), naming the file when ``named``."""
     results = results_path(path)
     run = read_run(console, results)
     if run.empty:
         raise bench_error(console, f"{results} holds no complete record: nothing to report")
+    where = f"{results}: " if named else ""
     for warning in run.read_warnings:
-        where = f"{results}: " if named else ""
         console.print(f"[yellow]warning:[/yellow] {escape(where + warning)}")
+    recorded, current = run.meta.scorer_version, scorer_version()
+    if recorded is None:
+        console.print(
+            f"[yellow]warning:[/yellow] {escape(where)}the scorer that scored this run is not recorded; "
+            f"`erp-ai rescore {escape(str(results))}` scores it with today's"
+        )
+    elif recorded != current:  # no figure of an old scorer is rendered as current
+        try:
+            run, summary = rescore_recorded(run)
+        except (ScenarioError, ScenarioNotFound, ErpAiError) as exc:
+            raise bench_error(
+                console,
+                f"{results} was scored by scorer {recorded}, not today's {current}, and cannot be scored "
+                f"again here ({exc}); run `erp-ai rescore {results} --scenarios …` and report its output",
+            ) from None
+        console.print(
+            f"{escape(where)}scored again with today's scorer {current} (recorded by {recorded}): "
+            f"{len(summary.now_passing)} turns now pass, {len(summary.now_failing)} now fail"
+        )
     return run
+
+
+def rescore_recorded(
+    run: RunResults, scenarios: Sequence[Path] | None = None, db_url: str | None = None
+) -> tuple[RunResults, RescoreSummary]:
+    """``run`` scored by today's scorer against ``scenarios`` (default: those its run line names, else the
+    packaged suite) on the ERP at ``db_url`` (default: the demo ERP).
+
+    Raises:
+        ScenarioError, ScenarioNotFound: the scenario files cannot be read or lack one of the run's turns.
+        ErpAiError: the ERP cannot be opened.
+    """
+    paths = list(scenarios or []) or [Path(path) for path in run.meta.scenario_paths] or None
+    erp = open_erp(db_url)
+    try:
+        return rescore(run, load_scenarios(paths), sales_registry(), erp)
+    finally:
+        erp.engine.dispose()
 
 
 def _report_combined(
@@ -392,12 +433,13 @@ def compare(
     have targets); the turns that flipped between the runs. Example: erp-ai compare reports/before
     reports/latest
     """
-    from benchmarks.compare import compare_runs
+    from benchmarks.compare import compare_results
     from benchmarks.compare_markdown import render_comparison_markdown, write_comparison
 
     console = Console()
-    with _refused(console, (OSError, ValueError)):
-        comparison = compare_runs(run_a, run_b)
+    # each run read as report reads it: scored again when another scorer scored it
+    before, after = (_read_run(console, path, named=True) for path in (run_a, run_b))
+    comparison = compare_results(before, after, path_a=results_path(run_a), path_b=results_path(run_b))
     console.print(render_comparison_markdown(comparison), markup=False, highlight=False, soft_wrap=True)
     console.print(f"written to {write_comparison(comparison, out or Path(comparison.b.path).parent)}")
     if fail_on_regression and comparison.regressions:

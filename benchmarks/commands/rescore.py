@@ -9,15 +9,13 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from benchmarks.commands.bench import bench_error, read_run
-from benchmarks.commands.common import open_erp
+from benchmarks.commands.bench import bench_error, read_run, rescore_recorded
 from benchmarks.report import print_summary, write_reports
 from benchmarks.report.runs import results_path
-from benchmarks.rescore import ScenarioNotFound, rescore
+from benchmarks.rescore import ScenarioNotFound
 from benchmarks.results import RESULTS_FILE, ResultsWriter
-from benchmarks.scenario import ScenarioError, load_scenarios
+from benchmarks.scenario import ScenarioError
 from shared.errors import ErpAiError
-from shared.operations.sales import sales_registry
 
 RESCORED_DIR = "rescored"
 
@@ -54,14 +52,10 @@ def rescore_command(
     run = read_run(console, results)
     if not run.rows:
         raise bench_error(console, f"{results} holds no turn: nothing to re-score")
-    paths = scenarios or [Path(path) for path in run.meta.scenario_paths] or None
-    erp = open_erp(db_url)
     try:
-        rescored, summary = rescore(run, load_scenarios(paths), sales_registry(), erp)
+        rescored, summary = rescore_recorded(run, scenarios, db_url)
     except (ScenarioError, ScenarioNotFound, ErpAiError) as exc:
         raise bench_error(console, str(exc)) from None
-    finally:
-        erp.engine.dispose()
     target = out or results.parent / RESCORED_DIR
     written = target / RESULTS_FILE
     target.mkdir(parents=True, exist_ok=True)

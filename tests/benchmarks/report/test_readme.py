@@ -102,7 +102,9 @@ def test_a_real_model_run_writes_the_real_model_block_with_what_a_reader_needs(t
 
     assert block_name(results) == "real-model"
     assert block.startswith(REAL[1]) and block.endswith(REAL[2])
-    assert "**Real-model run: every turn was sent to a real model, qwen2.5-coder-1.5b-instruct (openai)" in block
+    assert (
+        "**Real-model run: every turn was sent to a real model, qwen2.5-coder-1.5b-instruct (openai)" in block
+    )
     table = block.split("| mode |")[1].split("\n\n")[0]
     for column in ("accuracy (95% CI)", "calls/turn", "cached", "latency p50 / p95 ms", "first answer"):
         assert column in table
