@@ -15,14 +15,16 @@ import threading
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from benchmarks.provenance import Provenance
 from benchmarks.scoring.turn import TurnScore
+from benchmarks.stand_ins.latency import LATENCY_PROFILES
 from benchmarks.targets import DEFAULT_TARGET, BenchTarget, implicit_target
 from shared.failures import FailureKind
+from shared.inputs import CONTROL_CHARACTERS
 from shared.llm.usage import ModelCall
 
 RESULTS_FILE = "results.jsonl"
@@ -40,6 +42,20 @@ class OperationRecord(BaseModel):
     """The earlier identical operation of the turn whose result this repeat got (it did not run again)."""
 
 
+MAX_COUNT: Final = 10**12
+"""The largest token or call count a results file may hold (far beyond any run)."""
+MAX_MS: Final = 10**9
+"""The largest time in milliseconds a results file may hold (about 11 days)."""
+
+_MAX_LABEL_CHARS: Final = 500
+"""Characters of a run line's labels (provider, model, base URL, host, start time): one line each."""
+
+Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
+"""A count a run records: a whole number from 0 to :data:`MAX_COUNT`."""
+Millis = Annotated[float, Field(ge=0, le=MAX_MS, allow_inf_nan=False)]
+"""A time a run records: finite milliseconds from 0 to :data:`MAX_MS`."""
+
+
 class RunMeta(BaseModel):
     """The settings of a run (``None``: not recorded, in files that predate the setting)."""
 
@@ -49,19 +65,20 @@ class RunMeta(BaseModel):
     model: str | None = None
     base_url: str | None = None
     latency_profile: str | None = None
+    """The latency profile model time was simulated under (one of ``LATENCY_PROFILES``), or ``None``."""
     structured: bool = False
     """Whether tool calling ended with a structured answer (``--structured``)."""
     tool_call_recovery: bool = True
     """Whether tool calling recovered tool calls written as text."""
-    max_tokens: int | None = None
+    max_tokens: Annotated[int, Field(ge=1, le=MAX_COUNT)] | None = None
     """Output cap of every model call."""
-    timeout: float | None = None
+    timeout: Annotated[float, Field(gt=0, le=MAX_MS, allow_inf_nan=False)] | None = None
     """Timeout of every model request in seconds."""
     modes: list[str] = Field(default_factory=list)
-    repeat: int = 1
-    concurrency: int = 1
-    scenarios: int = 0
-    turns: int = 0
+    repeat: Annotated[int, Field(ge=1, le=10_000)] = 1
+    concurrency: Annotated[int, Field(ge=1, le=10_000)] = 1
+    scenarios: Annotated[int, Field(ge=0, le=1_000_000)] = 0
+    turns: Annotated[int, Field(ge=0, le=1_000_000)] = 0
     """Scenario turns per mode and repetition."""
     scenario_paths: list[str] = Field(default_factory=list)
     tags: list[str] = Field(default_factory=list)
@@ -69,7 +86,7 @@ class RunMeta(BaseModel):
     """The machine the run measured on (:func:`describe_host`)."""
     provenance: Provenance | None = None
     """Code, packages, prompt and tool-schema hashes and model identity (:mod:`benchmarks.provenance`)."""
-    warmup: int = 0
+    warmup: Annotated[int, Field(ge=0, le=10_000)] = 0
     """Warm-up turns run before the measured ones, left out of every figure."""
     targets: list[BenchTarget] = Field(default_factory=list)
     """The models of the matrix, in order; empty for one implicit target described by ``provider``,
@@ -79,6 +96,20 @@ class RunMeta(BaseModel):
     scorer_version: str | None = None
     """The scorer that scored the rows (:func:`benchmarks.scoring.version.scorer_version`), set by ``bench``
     and by ``rescore``; ``None`` in files that predate it."""
+
+    @field_validator("latency_profile")
+    @classmethod
+    def _known_profile(cls, value: str | None) -> str | None:
+        if value is not None and value not in LATENCY_PROFILES:
+            raise ValueError(f"unknown latency profile {value!r}; known: {', '.join(LATENCY_PROFILES)}")
+        return value
+
+    @field_validator("provider", "model", "base_url", "host", "started_at")
+    @classmethod
+    def _one_line(cls, value: str | None) -> str | None:
+        if value is not None and ("\n" in value or len(value) > _MAX_LABEL_CHARS):
+            raise ValueError(f"must be one line of at most {_MAX_LABEL_CHARS} characters")
+        return value
 
     @property
     def run_targets(self) -> list[BenchTarget]:
@@ -119,45 +150,45 @@ class TurnRow(BaseModel):
     tags: list[str] = Field(default_factory=list)
     split: Literal["suite", "heldout"] = "suite"
     """The scenario's set: the tuning ``suite`` or the ``heldout`` questions nothing was tuned on."""
-    turn: int
+    turn: Annotated[int, Field(ge=1, le=1_000_000)]
     """1-based turn index within the scenario."""
-    repetition: int
+    repetition: Annotated[int, Field(ge=0, le=10_000)]
     """1-based repetition index (0: a warm-up turn)."""
     user: str
     answer: str = ""
     conversation_id: str = ""
-    model_calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached_input_tokens: int | None = None
+    model_calls: Count = 0
+    input_tokens: Count = 0
+    output_tokens: Count = 0
+    cached_input_tokens: Count | None = None
     """Input tokens served from the provider's prompt cache (modelled by the offline model)."""
     usage_reported: bool = True
     """``False`` when a model call ended without token usage: the token counts are unknown, not 0."""
-    connection_retries: int = 0
+    connection_retries: Count = 0
     """Requests resent once because their connection failed before the server answered."""
-    recovered_tool_calls: int = 0
+    recovered_tool_calls: Count = 0
     """Tool calls the model wrote as text that tool-calling mode recovered into real tool calls."""
     ungrounded_figures: list[str] = Field(default_factory=list)
     """Figures of the answer no ERP source supported (``TurnResult.ungrounded_figures``)."""
     claimed_actions: list[str] = Field(default_factory=list)
     """Phrases of the answer claiming an action the ERP did not do (``TurnResult.claimed_actions``)."""
-    model_ms: float = 0.0
+    model_ms: Millis = 0.0
     """Measured time inside model calls."""
-    simulated_model_ms: float | None = None
+    simulated_model_ms: Millis | None = None
     """Model time under the latency profile, when one is set."""
-    first_answer_ms: float | None = None
+    first_answer_ms: Millis | None = None
     """Measured time from the turn's start to the first answer text reaching the reader (``None``: none
     arrived)."""
-    simulated_first_answer_ms: float | None = None
+    simulated_first_answer_ms: Millis | None = None
     """Model time to the first answer token under the latency profile (:mod:`benchmarks.simulated_timing`);
     harness time is not included, unlike :attr:`simulated_latency_ms`."""
-    harness_ms: float = 0.0
+    harness_ms: Millis = 0.0
     """Total wall time minus measured model time."""
-    total_ms: float = 0.0
+    total_ms: Millis = 0.0
     calls: list[ModelCall] = Field(default_factory=list)
     """Each model call of the turn (``TurnResult.calls``): role, time, time to first token, tokens; empty in
     rows recorded before calls were kept."""
-    operations_ms: float = 0.0
+    operations_ms: Millis = 0.0
     """Time the ERP spent running the turn's operations (part of :attr:`harness_ms`)."""
     operations: list[OperationRecord] = Field(default_factory=list)
     plan: dict[str, Any] | None = None
@@ -299,7 +330,9 @@ def read_results(path: Path) -> RunResults:
             continue
         last = number == len(lines)  # no newline after it: what an interrupted write leaves
         try:
-            record = json.loads(raw.decode("utf-8"))
+            record = _clean(json.loads(raw.decode("utf-8")))
+        except RecursionError:
+            raise ValueError(f"{path}:{number}: nested deeper than any results record") from None
         except ValueError as exc:  # not UTF-8, or not JSON
             if last:
                 incomplete = True
@@ -317,10 +350,38 @@ def read_results(path: Path) -> RunResults:
             elif kind == "turn":
                 rows.append(TurnRow.model_validate(record))
         except ValidationError as exc:
-            raise ValueError(f"{path}:{number}: not a valid {kind} record: {exc}") from None
+            raise ValueError(f"{path}:{number}: not a valid {kind} record: {_first_error(exc)}") from None
     recorded = meta is not None
     if meta is None:
         meta = RunMeta(modes=sorted({row.mode for row in rows}))
     return RunResults(
         meta=meta, rows=rows, meta_recorded=recorded, incomplete_last_line=incomplete, skipped_lines=skipped
     )
+
+
+_UNSAFE: dict[int, str | None] = {
+    **dict.fromkeys(map(ord, CONTROL_CHARACTERS)),
+    **dict.fromkeys(range(0xD800, 0xE000), "\ufffd"),
+}
+"""Removed from every text a results file holds: control characters (C0 but tab and newline, DEL, C1), which
+would drive the terminal a report is printed on; and replaced: unpaired surrogates, which no file can hold."""
+
+
+def _clean(value: Any) -> Any:
+    """``value`` as read from a results line, every string (keys too) without :data:`_UNSAFE` characters."""
+    if isinstance(value, str):
+        return value.translate(_UNSAFE)
+    if isinstance(value, list):
+        return [_clean(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key).translate(_UNSAFE): _clean(item) for key, item in value.items()}
+    return value
+
+
+def _first_error(error: ValidationError) -> str:
+    """A validation error on one line: the first problem, where it is, and how many more there are."""
+    problems = error.errors(include_url=False)
+    first = problems[0]
+    where = ".".join(str(part) for part in first.get("loc", ())) or "record"
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return f"{where}: {first.get('msg', 'invalid')}{more}"

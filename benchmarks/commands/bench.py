@@ -405,7 +405,8 @@ def _report_combined(
     """Write and print the report of several runs side by side."""
     with _refused(console):  # a pricing file that cannot be read
         combined = combined_runs([(results_path(path), run) for path, run in runs], pricing=pricing)
-    markdown, html = write_combined_reports(combined, out or default_out_dir(REPORTS_DIR / COMBINED_DIR))
+    with _refused(console):  # a report path that is a symbolic link
+        markdown, html = write_combined_reports(combined, out or default_out_dir(REPORTS_DIR / COMBINED_DIR))
     print_combined(console, combined)
     console.print(f"{markdown} · {html}")
 

@@ -15,7 +15,7 @@ from benchmarks.report.runs import results_path
 from benchmarks.rescore import ScenarioNotFound
 from benchmarks.results import RESULTS_FILE, ResultsWriter
 from benchmarks.scenario import ScenarioError
-from shared.errors import ErpAiError
+from shared.errors import ConfigurationError, ErpAiError
 
 RESCORED_DIR = "rescored"
 
@@ -50,17 +50,22 @@ def rescore_command(
     console = Console()
     results = results_path(results)
     run = read_run(console, results)
+    target = out or results.parent / RESCORED_DIR
+    written = target / RESULTS_FILE
+    if written.resolve() == results.resolve():
+        raise bench_error(console, f"{written} is the run being scored: give --out another folder")
     if not run.rows:
         raise bench_error(console, f"{results} holds no turn: nothing to re-score")
     try:
         rescored, summary = rescore_recorded(run, scenarios, db_url)
     except (ScenarioError, ScenarioNotFound, ErpAiError) as exc:
         raise bench_error(console, str(exc)) from None
-    target = out or results.parent / RESCORED_DIR
-    written = target / RESULTS_FILE
     target.mkdir(parents=True, exist_ok=True)
     ResultsWriter(written).rewrite([rescored.meta, *rescored.rows])
-    files = write_reports(rescored, target)
+    try:
+        files = write_reports(rescored, target)
+    except ConfigurationError as exc:  # a report path that is a symbolic link
+        raise bench_error(console, str(exc)) from None
     print_summary(console, files.summary, rescored.meta)
     console.print(
         f"{summary.turns} turns re-scored: {len(summary.now_passing)} now pass, "

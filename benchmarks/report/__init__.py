@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +16,7 @@ from benchmarks.report.runs import ReportRun, combined_runs, report_run, summari
 from benchmarks.report.summary import Summary
 from benchmarks.report.terminal import print_combined, print_summary
 from benchmarks.results import RunResults, read_results
+from shared.errors import ConfigurationError
 
 __all__ = [
     "OFFLINE_NOTICE",
@@ -39,9 +42,30 @@ def _write(out_dir: Path, markdown: str, html: str) -> tuple[Path, Path]:
     """Write ``report.md`` and ``report.html`` into ``out_dir``; return their paths."""
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = out_dir / "report.md", out_dir / "report.html"
-    paths[0].write_text(markdown, encoding="utf-8")
-    paths[1].write_text(html, encoding="utf-8")
+    for path, text in zip(paths, (markdown, html), strict=True):
+        write_whole(path, text)
     return paths
+
+
+def write_whole(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all (a failed write leaves the previous file as it was),
+    never through a symbolic link.
+
+    Raises:
+        ConfigurationError: ``path`` is a symbolic link.
+    """
+    if path.is_symlink():
+        raise ConfigurationError(f"{path} is a symbolic link: reports are never written through one")
+    with tempfile.NamedTemporaryFile(
+        "w", encoding="utf-8", dir=path.parent, suffix=".tmp", delete=False
+    ) as tmp:
+        try:
+            tmp.write(text)
+        except BaseException:
+            tmp.close()
+            Path(tmp.name).unlink(missing_ok=True)
+            raise
+    os.replace(tmp.name, path)
 
 
 def write_combined_reports(runs: Sequence[ReportRun], out_dir: Path) -> tuple[Path, Path]:

@@ -8,6 +8,7 @@ across)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from benchmarks.cost import CostEstimate, estimate_costs
@@ -56,6 +57,16 @@ from benchmarks.report.verdict import first_answer, latency
 from benchmarks.report.verdict_table import VERDICT_CAPTION, runs_verdict_lines, verdict_table, verdict_title
 from benchmarks.results import RunMeta, RunResults
 from benchmarks.stats import percentile
+
+_TAG_OPENING = re.compile(r"<(?=[A-Za-z!/?])")
+"""A ``<`` that could open an HTML tag, comment or declaration (``p < 0.001`` cannot)."""
+
+
+def markdown_safe(text: str) -> str:
+    """``text`` with every ``<`` that could open a tag written as ``&lt;`` (shown the same): no recorded field
+    can open an HTML tag or comment in a Markdown file (``<script>``, a ``<!--`` that would hide the rest, a
+    README marker)."""
+    return _TAG_OPENING.sub("&lt;", text)
 
 
 def cell(text: str) -> str:
@@ -281,7 +292,7 @@ def render_markdown(
         lines += ["", "## Provenance", ""]
         lines += render_table(["what", "value"], [[k, v] for k, v in provenance], align="ll")
     lines += _failing_turns(results)
-    return "\n".join(lines) + "\n"
+    return markdown_safe("\n".join(lines) + "\n")
 
 
 def category_table(runs: Sequence[ReportRun]) -> Table:
@@ -341,4 +352,4 @@ def render_combined_markdown(runs: Sequence[ReportRun]) -> str:
         paired = paired_rows(summary)
         if paired is not None:
             lines += [*render_table(*paired), "", paired_caption(summary), ""]
-    return "\n".join(lines).rstrip() + "\n"
+    return markdown_safe("\n".join(lines).rstrip() + "\n")

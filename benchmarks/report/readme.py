@@ -23,7 +23,7 @@ from urllib.parse import urlparse
 
 from benchmarks.report.calibration import agreement_line
 from benchmarks.report.findings import OFFLINE_NOTICE, findings, headline
-from benchmarks.report.markdown import render_table
+from benchmarks.report.markdown import markdown_safe, render_table
 from benchmarks.report.run_facts import prefix_cache_text, who_ran
 from benchmarks.report.runs import first_line, regime_of
 from benchmarks.report.splits import SPLITS_CAPTION, decision, split_lines, split_table
@@ -264,10 +264,9 @@ def readme_block(results: RunResults, summary: Summary) -> str:
     )
     name = block_name(results)
     if name == REAL_MODEL_BLOCK:
-        return "\n".join(
-            [start_marker(name), "", source, "", *real_model_block(results, summary), "", end_marker(name)]
-        )
-    lines = [start_marker(name), "", f"**{first_line(meta)}**", "", source, ""]
+        body = ["", source, "", *real_model_block(results, summary), ""]
+        return "\n".join([start_marker(name), *map(markdown_safe, body), end_marker(name)])
+    lines = ["", f"**{first_line(meta)}**", "", source, ""]
     top = headline(summary)
     if top:
         lines += [f"**{top}**", ""]
@@ -276,8 +275,7 @@ def readme_block(results: RunResults, summary: Summary) -> str:
     lines += [f"- {sentence}" for sentence in findings(summary, None)]
     if meta.offline:
         lines += ["", f"*{OFFLINE_NOTICE}*"]
-    lines += ["", end_marker(name)]
-    return "\n".join(lines)
+    return "\n".join([start_marker(name), *map(markdown_safe, [*lines, ""]), end_marker(name)])
 
 
 def update_readme(path: Path, name: str, block: str) -> None:
