@@ -291,14 +291,15 @@ class RunResults(BaseModel):
 
 
 class ResultsWriter:
-    """Appends records to a results file, one line each, flushed at once (thread-safe)."""
+    """Appends records to a results file (or any JSON-lines file of records), one line each, flushed at once
+    (thread-safe)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
         path.parent.mkdir(parents=True, exist_ok=True)
 
-    def write(self, record: RunMeta | TurnRow) -> None:
+    def write(self, record: BaseModel) -> None:
         line = record.model_dump_json() + "\n"
         with self._lock, self.path.open("a", encoding="utf-8") as handle:
             handle.write(line)

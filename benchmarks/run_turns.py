@@ -15,6 +15,7 @@ from benchmarks.scenario import ScenarioTurn
 from benchmarks.scoring.turn import TurnScore, TurnScorer
 from benchmarks.simulated_timing import SimulatedCalls, simulated_times
 from benchmarks.targets import DEFAULT_TARGET
+from benchmarks.transcripts import CallTranscript, TranscriptRecorder
 from shared.engine import AssistantEngine
 from shared.errors import ConfigurationError, ConversationAccessDenied
 from shared.events import AnswerDelta, TurnDone
@@ -103,11 +104,13 @@ async def arun_unit(
     *,
     callers: CallerResolver = demo_callers,
     warmup: bool = False,
+    transcripts: Callable[[CallTranscript], None] | None = None,
 ) -> list[TurnRow]:
     """Run one scenario in a fresh conversation, emitting every turn as soon as it is scored.
 
     Each turn runs as the scenario's user (or the turn's ``as_user``), resolved by ``callers``, and is scored
     as that user sees the ERP. ``warmup`` marks every row as a warm-up turn (left out of the figures).
+    ``transcripts`` is given each model call of each turn (:mod:`benchmarks.transcripts`).
     """
     conversation_id = f"bench-{unit.mode}-{unit.repetition}-{uuid.uuid4().hex[:16]}"
     rows: list[TurnRow] = []
@@ -117,15 +120,19 @@ async def arun_unit(
         error: Exception | None = None
         user = turn.as_user or unit.scenario.user
         caller = DEMO_CALLER  # scored as the demo default if the user cannot even be resolved
-        simulated = SimulatedCalls()
+        simulated, recorder = SimulatedCalls(), TranscriptRecorder()
         try:
             caller = callers(user)
             engine = engines.get(unit.mode, unit.target)
             result = await stream_turn(
-                engine, conversation_id, turn.user, caller, config={"callbacks": [simulated]}
+                engine, conversation_id, turn.user, caller, config={"callbacks": [simulated, recorder]}
             )
         except Exception as exc:  # a failing turn is data, not the end of the run
             error = exc
+        if transcripts is not None:
+            key = {"target": unit.target, "mode": unit.mode, "scenario": unit.scenario.id}
+            for call in recorder.transcripts(**key, turn=index, repetition=unit.repetition):
+                transcripts(call)
         elapsed_ms = (time.perf_counter() - started) * 1000
         row = _row(unit, index, conversation_id, turn.user, result, error, elapsed_ms)
         if result is not None:

@@ -39,6 +39,7 @@ from benchmarks.scenario import Scenario
 from benchmarks.scoring.turn import TurnScorer
 from benchmarks.scoring.version import scorer_version
 from benchmarks.suite import open_suite
+from benchmarks.transcripts import TRANSCRIPTS_FILE
 from shared.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -87,6 +88,7 @@ def run_benchmark(
     """
     started = time.perf_counter()
     writer = ResultsWriter(config.results_path)
+    transcripts = ResultsWriter(config.results_path.parent / TRANSCRIPTS_FILE)
     targets = config.run_targets
     names = [target.name for target in targets]
     units = plan_units(scenarios, config.modes, config.repeat, names)
@@ -136,7 +138,9 @@ def run_benchmark(
         async def worker(queue: list[Unit]) -> None:
             engines = EngineCache(engine_factory)
             while queue:
-                await arun_unit(queue.pop(0), engines, scorer, advance, callers=callers)
+                await arun_unit(
+                    queue.pop(0), engines, scorer, advance, callers=callers, transcripts=transcripts.write
+                )
 
         async def run_all() -> None:
             # Engines' storage and tool handlers, and the scorer, run in this pool: room for every worker.
@@ -145,7 +149,15 @@ def run_benchmark(
             )
             warm_engines = EngineCache(engine_factory)
             for unit in warm:  # before any measurement, one at a time: caches, connections, a loaded model
-                await arun_unit(unit, warm_engines, scorer, advance, callers=callers, warmup=True)
+                await arun_unit(
+                    unit,
+                    warm_engines,
+                    scorer,
+                    advance,
+                    callers=callers,
+                    warmup=True,
+                    transcripts=transcripts.write,
+                )
             queue = list(todo)
             await asyncio.gather(*(worker(queue) for _ in range(min(config.concurrency, len(todo)) or 1)))
 

@@ -180,8 +180,9 @@ def bench(
 ) -> None:
     """Run the scenario suite in every mode, score each turn against the ERP, and write the reports.
 
-    Writes results.jsonl (streamed), report.md and a self-contained report.html to --out, and prints a
-    summary table. Example: erp-ai bench --modes planner,toolcalling --repeat 3 --latency-profile gpu-8b
+    Writes results.jsonl (streamed), transcripts.jsonl (what each model call was sent and wrote), report.md
+    and a self-contained report.html to --out, and prints a summary table. Example: erp-ai bench --modes
+    planner,toolcalling --repeat 3 --latency-profile gpu-8b
 
     Model matrix: erp-ai bench --target a=offline --target b=offline:offline-sales --latency-profile gpu-8b
     --repeat 2 runs both targets in every mode (each with its own model and conversations) into one report.
