@@ -8,10 +8,14 @@ are mojibake. Format characters (``Cf``) stay allowed. :func:`shared.bounds.clea
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Final
 
 from shared.errors import InputError
 
+CONVERSATION_ID_LENGTH: Final = 64
+"""Longest conversation id accepted, the memory tables' key length (generated ids are 32-character uuid4
+hex strings)."""
 MAX_QUESTION_CHARS: Final = 4000
 """Longest question accepted, in characters: several paragraphs, far below any model's context."""
 
@@ -64,9 +68,28 @@ def check_question(message: str) -> str:
     return check_text(message, "The question")
 
 
+def check_conversation_id(conversation_id: str) -> str:
+    """Return ``conversation_id`` if it can name a conversation; raise :class:`InputError` saying why not."""
+    if not isinstance(conversation_id, str):
+        raise InputError(f"A conversation id must be text, not {type(conversation_id).__name__}.")
+    if not conversation_id:
+        raise InputError("The conversation id is empty: give 1 to 64 characters, or none for a new one.")
+    if len(conversation_id) > CONVERSATION_ID_LENGTH:
+        raise InputError(
+            f"A conversation id must have 1 to {CONVERSATION_ID_LENGTH} characters, "
+            f"got {len(conversation_id)} ({conversation_id[:20]!r}…)."
+        )
+    for position, char in enumerate(conversation_id):
+        category = unicodedata.category(char)
+        if category in ("Cc", "Cs"):
+            what = "a control character" if category == "Cc" else "a lone surrogate"
+            why = "" if category == "Cc" else ": it is not valid Unicode text"
+            where = f"U+{ord(char):04X} at position {position + 1}"
+            raise InputError(f"A conversation id may not contain {what} ({where}){why}.")
+    return conversation_id
+
+
 def check_turn_input(conversation_id: str, message: str) -> None:
     """Check a turn's conversation id and question; raise :class:`InputError` on the first problem."""
-    from shared.memory.store import check_conversation_id
-
     check_conversation_id(conversation_id)
     check_question(message)

@@ -18,6 +18,7 @@ from sqlalchemy import Engine, inspect, select
 from sqlalchemy.engine import URL
 from sqlalchemy.orm import Session, sessionmaker
 
+from shared.erp.demo_catalog import DEMO_TODAY
 from shared.erp.models import ErpBase, ErpSetting
 from shared.erp.storage import (
     BUSY_TIMEOUT_SECONDS,
@@ -42,8 +43,6 @@ __all__ = [
     "read_today",
 ]
 
-DEMO_TODAY = date(2026, 11, 30)
-"""The demo ERP's "today". The seed stores it in the database; code reads it from there."""
 
 DEFAULT_DIR = Path(".erp-ai")
 DB_URL_ENV = "ERP_AI_DB_URL"
@@ -111,7 +110,7 @@ def open_erp(url: str | None = None) -> Erp:
 
 def open_demo_erp(url: str | None = None) -> Erp:
     """Open the demo ERP at ``url`` (default :func:`default_db_url`), creating and seeding it on first use."""
-    # Imported here: the seed module reads DEMO_TODAY from this module.
+    # Imported on use: the seed (the demo's invoices) is only read when a demo ERP is opened.
     from shared.erp.seed import seed_erp
 
     def seed(engine: Engine, read_only: bool) -> None:

@@ -1,4 +1,5 @@
-"""The demo ERP's catalog: its customers (with their city, size and preferred categories) and its products.
+"""The demo ERP's catalog: its customers (with their city, size and preferred categories), its products and
+its users.
 
 :mod:`shared.erp.seed` generates the invoices from it.
 """
@@ -9,8 +10,8 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Final
 
-from shared.erp.database import DEMO_TODAY
-
+DEMO_TODAY: Final = date(2026, 11, 30)
+"""The demo ERP's "today". The seed stores it in the database; code reads it from there."""
 FIRST_DAY: Final = date(2023, 1, 1)
 
 ALMACEN, BEBIDAS, LACTEOS = "Almacén", "Bebidas", "Lácteos"
@@ -158,3 +159,20 @@ PRODUCTS: Final = (
     ("FER-008", "Taladro percutor 650 W", FERRETERIA, 420_000),
     ("FER-009", "Disco de corte 115 mm (caja x 25)", FERRETERIA, 128_000),
 )
+
+
+@dataclass(frozen=True)
+class DemoUser:
+    """One row of the demo ERP's ``erp_users``."""
+
+    user_id: str
+    name: str
+    role: str
+
+
+DEMO_USERS: Final[tuple[DemoUser, ...]] = (
+    DemoUser("gerente", "Gerencia", "gerencia"),
+    DemoUser("ana", "Ana Benítez", "ventas"),
+    DemoUser("bruno", "Bruno Giménez", "ventas"),
+)
+"""The users the seed creates (:func:`shared.erp.seed.seed_erp`)."""

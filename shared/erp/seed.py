@@ -18,11 +18,17 @@ from sqlalchemy import Connection, Engine, insert, inspect, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from shared.erp.database import DEMO_TODAY
-from shared.erp.demo_catalog import CUSTOMERS, FIRST_DAY, PRODUCTS, CustomerSpec, salesperson_of
+from shared.erp.demo_catalog import (
+    CUSTOMERS,
+    DEMO_TODAY,
+    DEMO_USERS,
+    FIRST_DAY,
+    PRODUCTS,
+    CustomerSpec,
+    salesperson_of,
+)
 from shared.erp.models import Customer, ErpBase, ErpSetting, ErpUser, Invoice, InvoiceLine, Product
 from shared.erp.storage import setup_transaction
-from shared.erp.users import DEMO_USERS
 from shared.errors import ConfigurationError
 from shared.text import fold
 

@@ -1,8 +1,7 @@
-"""The demo ERP's users (``gerente``; salespeople ``ana`` and ``bruno``), and the caller a turn runs as."""
+"""The caller a turn runs as, read from the ERP's users (the demo's: `shared.erp.demo_catalog.DEMO_USERS`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from sqlalchemy import select
@@ -14,22 +13,6 @@ from shared.security import DEMO_CALLER, Caller
 if TYPE_CHECKING:
     from shared.erp.database import Erp
 
-
-@dataclass(frozen=True)
-class DemoUser:
-    """One row of the demo ERP's ``erp_users``."""
-
-    user_id: str
-    name: str
-    role: str
-
-
-DEMO_USERS: Final[tuple[DemoUser, ...]] = (
-    DemoUser("gerente", "Gerencia", "gerencia"),
-    DemoUser("ana", "Ana Benítez", "ventas"),
-    DemoUser("bruno", "Bruno Giménez", "ventas"),
-)
-"""The users the seed creates (:func:`shared.erp.seed.seed_erp`)."""
 
 DEFAULT_USER: Final = DEMO_CALLER.user_id
 """The user of the single-user demo when none is named (``gerente``): ``caller_for(erp, DEFAULT_USER)`` equals

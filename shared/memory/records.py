@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Literal
@@ -10,8 +9,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from shared.answer import MemoryItem
-from shared.errors import InputError
-from shared.memory.tables import CONVERSATION_ID_LENGTH
 
 Role = Literal["user", "assistant", "tool", "system"]
 
@@ -91,24 +88,3 @@ class ConversationInfo(BaseModel):
 def is_final_answer(role: str, metadata: Mapping[str, Any] | None) -> bool:
     """An assistant message that is not an intermediate tool-calling step (no ``tool_calls``)."""
     return role == "assistant" and not (metadata or {}).get("tool_calls")
-
-
-def check_conversation_id(conversation_id: str) -> str:
-    """Return ``conversation_id`` if it can name a conversation; raise :class:`InputError` saying why not."""
-    if not isinstance(conversation_id, str):
-        raise InputError(f"A conversation id must be text, not {type(conversation_id).__name__}.")
-    if not conversation_id:
-        raise InputError("The conversation id is empty: give 1 to 64 characters, or none for a new one.")
-    if len(conversation_id) > CONVERSATION_ID_LENGTH:
-        raise InputError(
-            f"A conversation id must have 1 to {CONVERSATION_ID_LENGTH} characters, "
-            f"got {len(conversation_id)} ({conversation_id[:20]!r}…)."
-        )
-    for position, char in enumerate(conversation_id):
-        category = unicodedata.category(char)
-        if category in ("Cc", "Cs"):
-            what = "a control character" if category == "Cc" else "a lone surrogate"
-            why = "" if category == "Cc" else ": it is not valid Unicode text"
-            where = f"U+{ord(char):04X} at position {position + 1}"
-            raise InputError(f"A conversation id may not contain {what} ({where}){why}.")
-    return conversation_id

@@ -34,6 +34,7 @@ from shared.bounds import (
 from shared.erp.database import default_db_url, make_engine
 from shared.erp.storage import storage_errors
 from shared.errors import InputError
+from shared.inputs import check_conversation_id
 from shared.memory import reading, writing
 from shared.memory.context import ConversationContext, Exchange
 from shared.memory.records import (
@@ -42,7 +43,6 @@ from shared.memory.records import (
     StoredMessage,
     TurnRecord,
     VersionedState,
-    check_conversation_id,
 )
 
 __all__ = [

@@ -13,8 +13,7 @@ from typing import Any, Final
 from sqlalchemy import JSON, CheckConstraint, DateTime, Float, ForeignKey, Index, Integer, String, Text, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-CONVERSATION_ID_LENGTH = 64
-"""Longest conversation id accepted (generated ids are 32-character uuid4 hex strings)."""
+from shared.inputs import CONVERSATION_ID_LENGTH
 
 
 def utc_now() -> datetime:

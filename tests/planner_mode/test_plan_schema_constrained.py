@@ -21,7 +21,7 @@ from planner_mode.ai import PlannerAI
 from planner_mode.plan_schema import catalog_key, plan_json_schema
 from planner_mode.server import create_app
 from planner_mode.wire import AnalyzeRequest
-from shared.erp.users import DEMO_USERS
+from shared.erp.demo_catalog import DEMO_USERS
 from shared.llm.factory import build_chat_model
 from shared.operations import sales_registry
 from shared.operations.registry import Operation, OperationSpec

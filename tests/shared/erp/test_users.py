@@ -6,8 +6,9 @@ import pytest
 from sqlalchemy import select
 
 from shared.erp.database import Erp
+from shared.erp.demo_catalog import DEMO_USERS
 from shared.erp.models import ErpUser
-from shared.erp.users import DEFAULT_USER, DEMO_USERS, caller_for
+from shared.erp.users import DEFAULT_USER, caller_for
 from shared.errors import InputError
 from shared.security import DEMO_CALLER, DEMO_POLICY, Caller
 
