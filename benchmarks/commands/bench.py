@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 import shutil
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -54,7 +55,8 @@ def default_out_dir(root: Path = REPORTS_DIR) -> Path:
 
 
 def point_latest(out_dir: Path, root: Path = REPORTS_DIR) -> Path:
-    """Make ``reports/latest`` a symlink to ``out_dir`` (a copy where symlinks are not available)."""
+    """Make ``reports/latest`` a relative symlink to ``out_dir`` (so the reports folder can move, or be copied
+    or mounted elsewhere), or a copy where symlinks are not available."""
     latest = root / LATEST
     if out_dir.resolve() == latest.resolve():
         return latest
@@ -63,14 +65,16 @@ def point_latest(out_dir: Path, root: Path = REPORTS_DIR) -> Path:
     elif latest.is_dir():
         shutil.rmtree(latest)
     try:
-        latest.symlink_to(out_dir.resolve(), target_is_directory=True)
+        target = os.path.relpath(out_dir.resolve(), latest.parent.resolve())
+        latest.symlink_to(target, target_is_directory=True)
     except OSError:
         shutil.copytree(out_dir, latest)
     return latest
 
 
 def bench_error(console: Console, message: str) -> typer.Exit:
-    console.print(f"[red]error:[/red] {escape(message)}")
+    """Print ``message`` as every command prints an error (``Error: …``, one line) and exit 2."""
+    console.print(f"[bold red]Error:[/] {escape(message)}", soft_wrap=True)
     return typer.Exit(code=2)
 
 
@@ -153,7 +157,12 @@ def bench(
         ),
     ] = False,
     fail_under: Annotated[
-        float | None, typer.Option(help="Exit with code 1 if any mode's accuracy is below this (0–1 or %).")
+        float | None,
+        typer.Option(
+            min=0,
+            max=100,
+            help="Exit with code 1 if any mode's accuracy is below this (0–1 or %, up to 100).",
+        ),
     ] = None,
     db_url: Annotated[
         str | None, typer.Option(help="ERP database URL. Default: $ERP_AI_DB_URL or .erp-ai/.")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import uuid
 from typing import TYPE_CHECKING, Annotated, Any
@@ -67,6 +68,13 @@ chat.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
 """``ask``'s options, in its order, but for the question and ``--json``; its own help for two of them."""
 
 
+def _line_editing() -> None:
+    """Give the prompt line editing and a history (arrows, Ctrl-R) where the platform has ``readline``:
+    ``input()``, which ``console.input`` calls, uses it once it is imported."""
+    with contextlib.suppress(ImportError):
+        import readline  # noqa: F401
+
+
 def _chat_loop(
     engine: AssistantEngine,
     caller: Caller,
@@ -76,6 +84,7 @@ def _chat_loop(
     details: bool,
     stream: bool,
 ) -> None:
+    _line_editing()
     while True:
         try:
             message = console.input("[bold cyan]tú>[/] ").strip()

@@ -21,7 +21,15 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Table
 from sqlalchemy.engine import make_url
 
-from benchmarks.commands.common import MaxTokensOpt, TimeoutOpt, console, err_console, fail
+from benchmarks.commands.common import (
+    MaxTokensOpt,
+    Provider,
+    ProviderOpt,
+    TimeoutOpt,
+    console,
+    err_console,
+    fail,
+)
 from benchmarks.loadtest import (
     MAX_CONVERSATIONS,
     MAX_SECONDS,
@@ -76,9 +84,7 @@ def loadtest(
     memory_url: Annotated[
         str | None, typer.Option("--memory-url", help="Conversation memory URL (default: --db-url).")
     ] = None,
-    provider: Annotated[
-        str, typer.Option("--provider", "-p", help="Model provider: offline, ollama, gemini or openai.")
-    ] = "offline",
+    provider: ProviderOpt = Provider.offline,
     model: Annotated[str | None, typer.Option("--model", "-m", help="Model name.")] = None,
     plan_model: Annotated[str | None, typer.Option(help="Model of call 1 (default: --model).")] = None,
     answer_model: Annotated[str | None, typer.Option(help="Model of call 2 (default: --model).")] = None,

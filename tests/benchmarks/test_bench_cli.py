@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from benchmarks.results import read_results
 from benchmarks.runner import RunConfig, run_suite
 from benchmarks.scenario import Scenario
 from shared.llm.factory import build_chat_model
+from tests.benchmarks.bench_fakes import TINY_SUITE
 
 runner = CliRunner()
 
@@ -56,16 +58,31 @@ def test_bench_runs_all_modes_and_writes_every_report_which_report_re_renders(
     assert "planner" in again.output
 
 
+def test_fail_under_sets_the_exit_code_when_a_mode_is_below_it(
+    app: typer.Typer, tmp_path: Path, erp_db_url: str, erp: object
+) -> None:
+    suite = tmp_path / "unmet.yaml"
+    unmet = TINY_SUITE.replace('facts: ["ventas_anuales(anio=2025).total"]', "answer_contains: [zzz-nunca]")
+    suite.write_text(unmet, encoding="utf-8")
+
+    result = runner.invoke(
+        app, bench_args(suite, tmp_path / "run", erp_db_url, "--modes", "planner", "--fail-under", "90")
+    )
+
+    assert result.exit_code == 1 and "accuracy below 90%" in result.output
+
+
 def test_resume_skips_done_units_and_refuses_other_settings_and_fail_under_sets_the_exit_code(
     app: typer.Typer, tiny_suite_path: Path, tmp_path: Path, erp_db_url: str, erp: object
 ) -> None:
     out = tmp_path / "run"
     args = bench_args(tiny_suite_path, out, erp_db_url, "--modes", "planner")
     assert runner.invoke(app, args).exit_code == 0
-    again = runner.invoke(app, [*args, "--resume", "--fail-under", "101"])
-    assert "0 units run, 2 resumed" in again.output
-    assert again.exit_code == 1 and "accuracy below" in again.output
+    again = runner.invoke(app, [*args, "--resume", "--fail-under", "99"])
+    assert "0 units run, 2 resumed" in again.output and again.exit_code == 0  # every turn passed
     assert len(read_results(out / "results.jsonl").rows) == 3
+    impossible = runner.invoke(app, [*args, "--resume", "--fail-under", "101"])
+    assert impossible.exit_code == 2 and "--fail-under" in impossible.output  # no accuracy passes 100%
     changed = runner.invoke(app, [*args, "--resume", "--latency-profile", "gpu-8b"])
     assert changed.exit_code == 2 and "latency_profile" in changed.output
 
@@ -85,6 +102,7 @@ def test_default_out_is_timestamped_with_a_latest_link(
     assert (latest / "report.html").exists()
     runs = [p for p in (tmp_path / "reports").iterdir() if p.name != "latest"]
     assert len(runs) == 1 and latest.resolve() == runs[0].resolve()
+    assert os.readlink(latest) == runs[0].name  # relative: the reports folder can move with its link
 
 
 def test_report_on_a_file_that_is_not_a_results_file_exits_with_a_clear_message(

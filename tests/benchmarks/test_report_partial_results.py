@@ -111,6 +111,6 @@ def test_a_file_with_no_complete_record_is_a_one_line_error(
     result = runner.invoke(app, ["report", str(path)], env={"COLUMNS": "200"})
     assert result.exit_code == 2
     assert result.output.strip().splitlines() == [
-        f"error: {path} holds no complete record: nothing to report"
+        f"Error: {path} holds no complete record: nothing to report"
     ]
     assert not (tmp_path / "report.md").exists()

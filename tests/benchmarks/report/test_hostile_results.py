@@ -61,7 +61,7 @@ def test_a_results_file_no_run_writes_is_one_line_error_and_touches_no_readme(
 
     said = " ".join(output.split())
     assert code == 2 and ("not a valid run record" in said or "not a valid turn record" in said), said
-    assert said.count("error:") == 1 and "pydantic" not in said and "Traceback" not in said
+    assert said.count("Error:") == 1 and "pydantic" not in said and "Traceback" not in said
     assert readme.read_text(encoding="utf-8") == README
     assert not (tmp_path / "report.md").exists()
 
