@@ -126,7 +126,7 @@ def accuracy_statement(comparison: PairedComparison) -> str:
     )
 
 
-def _compare(summary: Summary, base: ModeSummary, other: ModeSummary) -> str:
+def _compare(summary: Summary, base: ModeSummary, other: ModeSummary, *, accuracy: bool = True) -> str:
     for mode in (base, other):
         if all_failed(mode):
             return (
@@ -134,8 +134,10 @@ def _compare(summary: Summary, base: ModeSummary, other: ModeSummary) -> str:
                 f"comparable with {(other if mode is base else base).mode}'s."
             )
     comparison = summary.comparison(base.mode, other.mode)
-    accuracy = (
-        accuracy_statement(comparison)
+    verdict = (
+        ""
+        if not accuracy
+        else accuracy_statement(comparison)
         if comparison is not None
         else f"accuracy {base.accuracy:.0%} vs {other.accuracy:.0%} (no turns in common to compare)"
     )
@@ -146,12 +148,13 @@ def _compare(summary: Summary, base: ModeSummary, other: ModeSummary) -> str:
         if base.tokens_reported and other.tokens_reported
         else "tokens not reported by the provider; "
     )
-    return (
+    sentence = (
         f"{base.mode}: {base.calls_mean:.1f} calls/turn vs {other.calls_mean:.1f} for {other.mode}; "
         + tokens
         + (f"first answer token {first}; " if first else "")
-        + f"{accuracy}."
+        + verdict
     )
+    return sentence.removesuffix("; ") + "."
 
 
 def _sooner(a: float, b: float) -> str:
@@ -222,9 +225,9 @@ def _structure(mode: ModeSummary, *, first: bool) -> str:
     return ", ".join(parts)
 
 
-def headline(summary: Summary) -> str | None:
-    """The sentence a reader should take away: structure per mode first, then what accuracy shows (for a
-    matrix, :func:`matrix_headline`)."""
+def headline(summary: Summary, *, accuracy: bool = True) -> str | None:
+    """The sentence a reader should take away: structure per mode first, then what accuracy shows, unless
+    ``accuracy`` is false (a stand-in's turns: no result); for a matrix, :func:`matrix_headline`."""
     if summary.targets:
         return matrix_headline(summary)
     if not summary.modes:
@@ -234,6 +237,8 @@ def headline(summary: Summary) -> str | None:
         return f"{base.mode}: every one of its {base.turns} turns failed, so there is nothing to compare."
     usable = [base] + [m for m in summary.modes if m.mode != base.mode and not all_failed(m)]
     structure = "Per turn: " + "; ".join(_structure(m, first=i == 0) for i, m in enumerate(usable)) + "."
+    if not accuracy:
+        return structure
     comparisons = [c for m in usable[1:] if (c := summary.comparison(base.mode, m.mode)) is not None]
     if not comparisons:
         return f"{structure} {base.mode} passed {base.accuracy:.0%} of turns."
@@ -310,15 +315,16 @@ def measurement_sentences(modes: Sequence[ModeSummary]) -> list[str]:
     ]
 
 
-def findings(summary: Summary, meta: RunMeta | None = None) -> list[str]:
-    """Sentences comparing the modes, computed from ``summary`` (per target for a matrix)."""
+def findings(summary: Summary, meta: RunMeta | None = None, *, accuracy: bool = True) -> list[str]:
+    """Sentences comparing the modes, computed from ``summary`` (per target for a matrix); without their
+    accuracy when ``accuracy`` is false (a stand-in's turns: no result)."""
     if summary.targets:
         return _matrix_findings(summary, meta)
     if not summary.modes:
         return ["No turns were recorded."]
     base = summary.mode("planner") or summary.modes[0]
     others = [m for m in summary.modes if m.mode != base.mode]
-    sentences = [_compare(summary, base, other) for other in others]
+    sentences = [_compare(summary, base, other, accuracy=accuracy) for other in others]
     if base.mode == "planner" and not all_failed(base):
         verdict = "never exceeded" if base.calls_max <= 2 else "exceeded"
         sentences.append(f"planner {verdict} 2 model calls per turn (max {base.calls_max}).")

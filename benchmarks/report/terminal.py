@@ -43,7 +43,7 @@ def summary_table(summary: Summary, meta: RunMeta) -> Table:
         return "–" if m.valid_plan_rate is None else f"{m.valid_plan_rate:.0%}"
 
     columns: list[Column | None] = [
-        ("acc", lambda m: f"{m.accuracy:.0%}"),
+        None if meta.offline else ("acc", lambda m: f"{m.accuracy:.0%}"),  # a stand-in's is no result
         ("calls", lambda m: f"{m.calls_mean:.2f}"),
         ("max", lambda m: str(m.calls_max)),
         ("in", lambda m: tokens_text(m, m.input_tokens_mean)),
@@ -60,8 +60,8 @@ def summary_table(summary: Summary, meta: RunMeta) -> Table:
     ]
     header, rows = mode_table(summary, [c for c in columns if c is not None])
     labels = 2 if summary.matrix else 1
-    for i, column in enumerate(header):
-        table.add_column(column, justify="left" if i < labels else "right", no_wrap=True)
+    for i, column in enumerate(header):  # a narrow or piped output wraps a cell, never cuts it
+        table.add_column(column, justify="left" if i < labels else "right", overflow="fold")
     for row in rows:
         table.add_row(*row)
     return table
@@ -70,13 +70,25 @@ def summary_table(summary: Summary, meta: RunMeta) -> Table:
 def print_summary(console: Console, summary: Summary, meta: RunMeta) -> None:
     """Print the per-mode table, the headline, then the findings (each target's, for a matrix)."""
     console.print(summary_table(summary, meta))
-    top = headline(summary)
+    accuracy = not meta.offline  # a stand-in's verdicts check the pipeline; they are no result
+    top = headline(summary, accuracy=accuracy)
     if top:
         console.print(f"[bold]{escape(top)}[/bold]")
-    for sentence in findings(summary, None):
+    for sentence in findings(summary, None, accuracy=accuracy):
         console.print(f"• {escape(sentence)}")
     if meta.offline:
         console.print(f"[yellow]{OFFLINE_NOTICE}[/yellow]")
+        console.print(pipeline_check(summary))
+
+
+def pipeline_check(summary: Summary) -> str:
+    """The one line an offline run gives about its turns' verdicts: whether the pipeline did what the
+    stand-in should, never an accuracy."""
+    cells = [m for _, m in summary.cells()]
+    return (
+        f"pipeline check: {sum(m.passed for m in cells)} of {sum(m.turns for m in cells)} turns as the "
+        "stand-in should"
+    )
 
 
 def print_combined(console: Console, runs: Sequence[ReportRun]) -> None:

@@ -1,0 +1,39 @@
+"""The terminal summary: every cell whole however narrow the pipe, and no accuracy for a stand-in."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from benchmarks.report import print_summary, summarize
+from benchmarks.results import RunMeta
+from tests.benchmarks.report.sample_results import MODES, rows
+
+
+def printed(meta: RunMeta, width: int) -> str:
+    """What ``print_summary`` writes to a pipe (not a terminal) ``width`` columns wide."""
+    out = io.StringIO()
+    print_summary(Console(file=out, width=width, force_terminal=False), summarize(rows(), MODES), meta)
+    return out.getvalue()
+
+
+def test_a_stand_in_run_shows_no_accuracy_only_whether_the_pipeline_did_what_it_should() -> None:
+    text = printed(RunMeta(modes=MODES), width=200)
+
+    shown = text.replace("not a language model's accuracy", "")  # the notice says what is not measured
+    assert " acc " not in shown and "accura" not in shown and "passed" not in shown
+    assert "pipeline check: 35 of 36 turns as the stand-in should" in text
+
+
+def test_a_real_model_run_shows_its_accuracy() -> None:
+    text = printed(RunMeta(modes=MODES, provider="openai", model="m"), width=200)
+
+    assert " acc " in text and "pipeline check" not in text
+
+
+def test_a_narrow_pipe_gets_every_cell_whole() -> None:
+    text = printed(RunMeta(modes=MODES, provider="openai", model="m"), width=60)
+
+    assert "…" not in text
+    assert "toolcalling-full" in text.replace("\n", "") or "toolcalling-fu" in text
