@@ -75,6 +75,16 @@ OFFLINE_NOTICE = (
 )
 
 
+def pipeline_check(summary: Summary) -> str:
+    """The one line an offline run gives about its turns' verdicts: whether the pipeline did what the
+    stand-in should, never an accuracy."""
+    cells = [m for _, m in summary.cells()]
+    return (
+        f"pipeline check: {sum(m.passed for m in cells)} of {sum(m.turns for m in cells)} turns as the "
+        "stand-in should"
+    )
+
+
 def _relative(a: float, b: float, noun: str) -> str:
     """``a`` relative to ``b``: "41% fewer input tokens" / "12% more input tokens"."""
     if b <= 0:

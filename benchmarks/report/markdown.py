@@ -15,7 +15,7 @@ from benchmarks.cost import CostEstimate, estimate_costs
 from benchmarks.report.calibration import agreement_line
 from benchmarks.report.cost_table import cost_caption, cost_rows, costs_of
 from benchmarks.report.failure_groups import clip, example_text, failure_groups, why
-from benchmarks.report.findings import OFFLINE_NOTICE, findings, headline, ms_text
+from benchmarks.report.findings import OFFLINE_NOTICE, findings, headline, ms_text, pipeline_check
 from benchmarks.report.matrix_table import MATRIX_CAPTION, matrix_grids, targets_table
 from benchmarks.report.run_facts import (
     CONVERSATION_STATE_POLICY,
@@ -217,14 +217,15 @@ def header_text(meta: RunMeta, summary: Summary) -> str:
     )
 
 
-def _findings_lines(summary: Summary) -> list[str]:
-    """The headline in bold and the findings as a list; per target (a subsection each) for a matrix."""
+def _findings_lines(summary: Summary, *, accuracy: bool = True) -> list[str]:
+    """The headline in bold and the findings as a list (without accuracy when ``accuracy`` is false: a
+    stand-in's turns); per target (a subsection each) for a matrix."""
     lines: list[str] = []
-    top = headline(summary)
+    top = headline(summary, accuracy=accuracy)
     if top:
         lines += [f"**{top}**", ""]
     if not summary.matrix:
-        return lines + [f"- {sentence}" for sentence in findings(summary, None)]
+        return lines + [f"- {sentence}" for sentence in findings(summary, None, accuracy=accuracy)]
     for entry in summary.targets:
         lines += [f"### Target `{entry.target.name}` ({entry.target.label})", ""]
         own = headline(entry.summary)
@@ -233,6 +234,13 @@ def _findings_lines(summary: Summary) -> list[str]:
         lines += [f"- {sentence}" for sentence in findings(entry.summary, None)]
         lines.append("")
     return lines[:-1]
+
+
+def _without_accuracy(table: Table) -> Table:
+    """``table`` without its accuracy columns (a stand-in's share of turns passed is no result)."""
+    header, rows = table
+    kept = [i for i, name in enumerate(header) if not name.startswith("accuracy")]
+    return [header[i] for i in kept], [[row[i] for i in kept] for row in rows]
 
 
 def _section(title: str, table: Table | None, caption: str = "") -> list[str]:
@@ -252,13 +260,14 @@ def render_markdown(
     run = ReportRun("", results, summary, costs)
     lines = [f"# {report_title(meta)}", "", f"**{first_line(meta)}**", "", header_text(meta, summary), ""]
     lines += [line for warning in results.read_warnings for line in (f"> **Warning:** {warning}.", "")]
+    structure_only = meta.offline and not summary.matrix  # a stand-in's verdicts check the pipeline only
     if meta.offline:
-        lines += [f"> **Note.** {OFFLINE_NOTICE}", ""]
+        lines += [f"> **Note.** {OFFLINE_NOTICE} {pipeline_check(summary).capitalize()}.", ""]
     lines += [CONVERSATION_STATE_POLICY, ""]
     lines += verdict_block([run], verdict_title([run]))
     lines += distribution_block([run])
     lines += ["## Findings", ""]
-    lines += _findings_lines(summary)
+    lines += _findings_lines(summary, accuracy=not structure_only)
     if summary.matrix:
         lines += ["", "## Model matrix", ""]
         lines += render_table(*targets_table(meta), align="llll")
@@ -270,8 +279,12 @@ def render_markdown(
         f"{LATENCY_CAPTION} {PERCENTILE_CAPTION} Accuracy intervals are Wilson 95% intervals, counting turns "
         f"as independent trials. {VALID_PLAN_CAPTION}"
     )
-    lines += _section("Summary", summary_rows(summary), summary_caption)
-    lines += _section("Paired comparison", paired_rows(summary), paired_caption(summary))
+    rows = summary_rows(summary)
+    if structure_only:
+        rows = _without_accuracy(rows)
+    lines += _section("Summary", rows, summary_caption)
+    if not structure_only:
+        lines += _section("Paired comparison", paired_rows(summary), paired_caption(summary))
     lines += _section("Where the time goes", breakdown_table(results.rows), BREAKDOWN_CAPTION)
     lines += _section("Model calls", calls_table(results.rows), CALLS_CAPTION)
     kinds = "Kinds as defined in `docs/failures.md`; a failed turn never passes."
@@ -279,11 +292,12 @@ def render_markdown(
     examples = failure_examples_block(run)
     if examples:
         lines += ["", "### One example of each kind", "", *examples]
-    category = "Share of turns passed, Wilson 95% interval in brackets, turns in parentheses."
-    lines += _section("Accuracy per category", category_rows(summary), category)
-    lines += _section("pass^k (tau-bench)", pass_k_rows(summary))
-    intervals = f"Intervals over {summary.repetitions} repetitions"
-    lines += _section(intervals, interval_rows(summary), INTERVALS_CAPTION)
+    if not structure_only:
+        category = "Share of turns passed, Wilson 95% interval in brackets, turns in parentheses."
+        lines += _section("Accuracy per category", category_rows(summary), category)
+        lines += _section("pass^k (tau-bench)", pass_k_rows(summary))
+        intervals = f"Intervals over {summary.repetitions} repetitions"
+        lines += _section(intervals, interval_rows(summary), INTERVALS_CAPTION)
     lines += _section("Cost per 1,000 turns", cost_rows(costs), cost_caption(costs))
     growth = ", ".join(f"`{name}`" for name in growth_scenarios(summary))
     lines += _section(f"Context growth on {growth}", growth_rows(summary))

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from benchmarks.report.findings import OFFLINE_NOTICE, findings, headline, ms_text
+from benchmarks.report.findings import OFFLINE_NOTICE, findings, headline, ms_text, pipeline_check
 from benchmarks.report.runs import ReportRun, first_line
 from benchmarks.report.summary import ModeSummary, Summary, tokens_text
 from benchmarks.report.tables import Column, mode_table
@@ -79,16 +79,6 @@ def print_summary(console: Console, summary: Summary, meta: RunMeta) -> None:
     if meta.offline:
         console.print(f"[yellow]{OFFLINE_NOTICE}[/yellow]")
         console.print(pipeline_check(summary))
-
-
-def pipeline_check(summary: Summary) -> str:
-    """The one line an offline run gives about its turns' verdicts: whether the pipeline did what the
-    stand-in should, never an accuracy."""
-    cells = [m for _, m in summary.cells()]
-    return (
-        f"pipeline check: {sum(m.passed for m in cells)} of {sum(m.turns for m in cells)} turns as the "
-        "stand-in should"
-    )
 
 
 def print_combined(console: Console, runs: Sequence[ReportRun]) -> None:

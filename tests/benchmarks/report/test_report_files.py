@@ -11,6 +11,8 @@ from benchmarks.scoring.turn import TurnScore
 from tests.benchmarks.report.sample_results import MODES, rows, write_results
 
 SAMPLE_META = RunMeta(provider="offline", modes=MODES, scenarios=1, turns=12)
+REAL_META = RunMeta(provider="ollama", model="llama3.1:8b", modes=MODES, scenarios=1, turns=12)
+"""A real model's run: its accuracy is a result (a stand-in's is not, and its reports show none)."""
 
 
 def test_report_html_is_self_contained_and_holds_every_chart_and_table(results_path: Path) -> None:
@@ -50,8 +52,10 @@ def test_the_offline_notice_is_absent_for_real_providers(tmp_path: Path) -> None
     assert OFFLINE_NOTICE not in files.markdown.read_text(encoding="utf-8")
 
 
-def test_report_md_has_the_summary_categories_pass_k_growth_and_failures(results_path: Path) -> None:
-    text = write_reports(results_path).markdown.read_text(encoding="utf-8")
+def test_report_md_has_the_summary_categories_pass_k_growth_and_failures(tmp_path: Path) -> None:
+    text = write_reports(write_results(tmp_path / "results.jsonl", REAL_META, rows())).markdown.read_text(
+        encoding="utf-8"
+    )
     for heading in (
         "## Findings",
         "## Summary",
@@ -63,7 +67,6 @@ def test_report_md_has_the_summary_categories_pass_k_growth_and_failures(results
         assert heading in text
     assert "| provider | 0 | 1 | 0 |" in text  # failed turns per kind, one column per mode
     assert "| planner |" in text and "×12.00" in text
-    assert "deterministic stand-in" in text
     assert "| toolcalling | conversacion-larga | 3 | 1 |" in text
 
 
@@ -172,8 +175,8 @@ def test_report_md_reads_as_markdown(results_path: Path, tmp_path: Path) -> None
     assert max(len(line) for line in failing.splitlines()) < 320 and "…" in failing
 
 
-def test_reports_show_accuracy_intervals_the_paired_comparison_and_cost(results_path: Path) -> None:
-    files = write_reports(results_path)
+def test_reports_show_accuracy_intervals_the_paired_comparison_and_cost(tmp_path: Path) -> None:
+    files = write_reports(write_results(tmp_path / "results.jsonl", REAL_META, rows()))
     text = files.markdown.read_text(encoding="utf-8")
     assert "| planner | 12 | 100.0% (75.8–100.0) |" in text, "Wilson interval of 12/12"
     assert "| toolcalling | 12 | 91.7% (64.6–98.5) |" in text
@@ -215,7 +218,7 @@ def test_repetitions_add_bootstrap_intervals_and_warm_up_turns_stay_out(tmp_path
             r.model_copy(update={"repetition": 2, "model_ms": 1.0 + r.turn}),
         )
     ]
-    meta = SAMPLE_META.model_copy(update={"repeat": 2, "warmup": 1})
+    meta = REAL_META.model_copy(update={"repeat": 2, "warmup": 1})
     path = write_results(tmp_path / "results.jsonl", meta, records)
     files = write_reports(path)
     text = files.markdown.read_text(encoding="utf-8")

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 from rich.console import Console
 
 from benchmarks.report import print_summary, summarize
 from benchmarks.results import RunMeta
-from tests.benchmarks.report.sample_results import MODES, rows
+from tests.benchmarks.report.sample_results import MODES, rows, write_results
 
 
 def printed(meta: RunMeta, width: int) -> str:
@@ -37,3 +38,16 @@ def test_a_narrow_pipe_gets_every_cell_whole() -> None:
 
     assert "…" not in text
     assert "toolcalling-full" in text.replace("\n", "") or "toolcalling-fu" in text
+
+
+def test_a_stand_in_runs_report_md_shows_no_accuracy_either(tmp_path: Path) -> None:
+    from benchmarks.report import write_reports
+
+    offline = write_results(tmp_path / "results.jsonl", RunMeta(modes=MODES), rows())
+    markdown = write_reports(offline).markdown.read_text(encoding="utf-8")
+
+    for section in ("## Paired comparison", "## Accuracy per category", "## pass^k"):
+        assert section not in markdown
+    summary = markdown.split("## Summary")[1].split("##")[0]
+    assert "accuracy" not in summary.split("\n\n")[1]  # the table: no accuracy column
+    assert "Pipeline check: 35 of 36 turns as the stand-in should." in markdown
