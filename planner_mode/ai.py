@@ -49,7 +49,6 @@ __all__ = ["PLAN_SCHEMA_CACHE_SIZE", "PlanSchemaStyle", "PlannerAI"]
 
 M = TypeVar("M", bound=BaseModel)
 
-
 PlanSchemaStyle = Literal["union", "enum", "free"]
 """Which call-1 schema is sent: ``union`` (each operation with its own parameters), ``enum`` (operation names
 only) or ``free`` (the :class:`Plan` model's schema, any operation name). See the module docstring."""

@@ -203,6 +203,15 @@ class TurnMiddleware(AgentMiddleware[Any, Any, Any]):
             raise TurnLimitError(
                 f"The model asked for {total} operations in this turn; at most {self._max_operations} run."
             )
+        # The calls' arguments are bounded as the text is (a structured answer's arguments are its text).
+        written = sum(
+            len(json.dumps(c["args"], default=str))
+            for m in response.result
+            if isinstance(m, AIMessage)
+            for c in m.tool_calls
+        )
+        if written > self._max_chars:
+            raise ReplyTooLongError(self._max_tokens, self._max_chars)
         if recovered:  # counted once they are sure to run: a reply refused above ran none of them
             with context.lock:
                 context.recovered_tool_calls += recovered

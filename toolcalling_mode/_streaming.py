@@ -121,14 +121,20 @@ class AnswerSteps:
     """Decode the answer text of a turn's model steps (see the module docstring)."""
 
     def __init__(
-        self, json_field: str | None, answer_tools: Iterable[str] = (), *, max_tokens: int | None = None
+        self,
+        json_field: str | None,
+        answer_tools: Iterable[str] = (),
+        *,
+        max_tokens: int | None = None,
+        bounded: bool = True,
     ) -> None:
         """``json_field``: ``"respuesta"`` for structured answers, ``None`` for plain text;
         ``answer_tools``: names of the structured answer tools (``ToolStrategy``), whose arguments are the
-        answer JSON; ``max_tokens``: the model's output cap, which bounds what one step may write
-        (:func:`~shared.bounds.reply_max_chars`; past it, :class:`~shared.errors.ReplyTooLongError`)."""
+        answer JSON; ``max_tokens``: the model's output cap, which bounds what one streamed step may write
+        (:func:`~shared.bounds.reply_max_chars`; past it, :class:`~shared.errors.ReplyTooLongError`), unless
+        not ``bounded`` (whole messages the agent already admitted)."""
         self._max_tokens = max_tokens
-        self._max_chars = reply_max_chars(max_tokens)
+        self._max_chars = reply_max_chars(max_tokens) if bounded else None
         self._written = 0
         """Characters the current step wrote (text and answer-tool arguments)."""
         self._json_field = json_field
@@ -157,7 +163,7 @@ class AnswerSteps:
             self._begin(message.id)
         pieces = self._answer_arguments(message)
         self._written += len(message.text) + sum(map(len, pieces))
-        if self._written > self._max_chars:  # a server ignoring the cap: stop decoding (and the run) here
+        if self._max_chars is not None and self._written > self._max_chars:  # a server ignoring the cap
             raise ReplyTooLongError(self._max_tokens, self._max_chars)
         if message.text:
             delta += self._decoded(self._content, message.text)
@@ -175,7 +181,7 @@ class AnswerSteps:
         cls, json_field: str | None, answer_tools: Iterable[str], messages: Sequence[BaseMessage]
     ) -> AnswerSteps:
         """The decoders after a whole run: one step per AI message of ``messages``."""
-        steps = cls(json_field, answer_tools)
+        steps = cls(json_field, answer_tools, bounded=False)  # the agent bounded each reply it kept
         for message in messages:
             if isinstance(message, AIMessage):
                 steps.feed(message)  # a whole message is a step of its own

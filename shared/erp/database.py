@@ -43,7 +43,6 @@ __all__ = [
     "read_today",
 ]
 
-
 DEFAULT_DIR = Path(".erp-ai")
 DB_URL_ENV = "ERP_AI_DB_URL"
 

@@ -77,6 +77,11 @@ def past_the_cap(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
     return reply
 
 
+def huge_arguments(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
+    """One call whose arguments are longer than a reply may be (a server ignoring ``max_tokens``)."""
+    return ask_tools(call("compras_cliente", cliente="x" * (reply_max_chars(None) + 1), anio=2025))
+
+
 def by_id(operations: Any) -> list[Any]:
     """Operations in call id order: parallel tool calls finish, and their events arrive, in any order."""
     return sorted(operations, key=lambda op: str(op.id))
@@ -230,8 +235,16 @@ def test_full_history_replays_every_stored_message(make_engine: Any) -> None:
         ),
         (cut_at_the_cap, ToolCallingLimits(), "model_output", 1, "OutputLimitError", 0),  # no tool of it runs
         (past_the_cap, ToolCallingLimits(), "model_output", 1, "ReplyTooLongError", 0),  # nor of this one
+        (huge_arguments, ToolCallingLimits(), "model_output", 1, "ReplyTooLongError", 0),
     ],
-    ids=["model-calls", "model-calls-lowered", "recursion", "cut-at-the-output-cap", "past-the-output-cap"],
+    ids=[
+        "model-calls",
+        "model-calls-lowered",
+        "recursion",
+        "cut-at-the-output-cap",
+        "past-the-output-cap",
+        "arguments-past-the-output-cap",
+    ],
 )
 @pytest.mark.parametrize("driver", ["ask", "astream"])
 async def test_limits_and_cut_replies_end_the_turn_unrecorded(
