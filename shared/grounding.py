@@ -61,6 +61,8 @@ _NOT_FIGURES = re.compile(
     rf"|(?P<amount>(?<![{_LETTERS}])(?:{_CURRENCIES})[^\S\n]*+\d++(?:[-.,\u00a0\u202f\u2009]\d++)*+)"
     # an identifier its label names: RUC 80000001-1, Factura 001-001-0000169
     rf"|(?<![{_LETTERS}])(?i:{_IDENTIFIERS})[^\S\n]*+[:#.]?[^\S\n]*+\d++(?:-\d++)++"
+    # the reference of an ERP error: (ref 8219e736), not 8219·10⁷³⁶
+    rf"|(?<![{_LETTERS}])(?i:ref)[^\S\n]*+[:#.]?[^\S\n]*+[0-9a-fA-F]++(?![{_LETTERS}\d])"
     # codes glued to letters: F-001, A-1, SKU12, A1B2 (not an exponent: the e8 of 9,1e8)
     rf"|(?<![{_LETTERS}])(?!(?<=\d)[eE][+-]?\d)[{_LETTERS}]++[-_]?\d++(?:[-/]\d++|[{_LETTERS}]++\d++)*+"
     r"|(?P<code>(?<!\d)\d++(?:-\d++)++)"  # a bare code: RUC 80000001-1, invoice 001-001-0000169

@@ -252,8 +252,8 @@ def headline(summary: Summary, *, accuracy: bool = True) -> str | None:
     comparisons = [c for m in usable[1:] if (c := summary.comparison(base.mode, m.mode)) is not None]
     if not comparisons:
         return f"{structure} {base.mode} passed {base.accuracy:.0%} of turns."
-    accuracy = "; ".join(_short_accuracy(c) for c in comparisons)
-    return f"{structure} Accuracy: {accuracy}."
+    shown = "; ".join(_short_accuracy(c) for c in comparisons)
+    return f"{structure} Accuracy: {shown}."
 
 
 def _short_accuracy(comparison: PairedComparison) -> str:

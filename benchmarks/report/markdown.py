@@ -279,10 +279,10 @@ def render_markdown(
         f"{LATENCY_CAPTION} {PERCENTILE_CAPTION} Accuracy intervals are Wilson 95% intervals, counting turns "
         f"as independent trials. {VALID_PLAN_CAPTION}"
     )
-    rows = summary_rows(summary)
+    summary_table = summary_rows(summary)
     if structure_only:
-        rows = _without_accuracy(rows)
-    lines += _section("Summary", rows, summary_caption)
+        summary_table = _without_accuracy(summary_table)
+    lines += _section("Summary", summary_table, summary_caption)
     if not structure_only:
         lines += _section("Paired comparison", paired_rows(summary), paired_caption(summary))
     lines += _section("Where the time goes", breakdown_table(results.rows), BREAKDOWN_CAPTION)

@@ -37,6 +37,7 @@ from benchmarks.report.tables import (
     mode_table,
     summary_rows,
 )
+from benchmarks.report.time_breakdown import BREAKDOWN_CAPTION, CALLS_CAPTION, breakdown_table, calls_table
 from benchmarks.report.verdict import accuracy_edge
 from benchmarks.report.verdict_table import failures_cell, first_answer_cell, latency_cell, tokens_cell
 from benchmarks.results import RunMeta, RunResults, TurnRow
@@ -205,6 +206,18 @@ def real_model_block(
         if splits
         else paired_lines(summary)
     )
+    breakdown, calls = breakdown_table(results.rows), calls_table(results.rows)
+    if breakdown is not None and calls is not None:  # where each mode's time goes, per turn and per call
+        lines += [
+            "",
+            *render_table(*breakdown),
+            "",
+            BREAKDOWN_CAPTION,
+            "",
+            *render_table(*calls),
+            "",
+            CALLS_CAPTION,
+        ]
     lines += [
         "",
         coverage_text(results.scored_rows, load_scenarios() if suite is None else suite),

@@ -360,7 +360,8 @@ class OperationRegistry:
 
 def internal_error(operation: str, error: BaseException, params: Any = None) -> OperationInternalError:
     """Log ``error`` (with its traceback) under a new short reference; return the error the model may see."""
-    reference = secrets.token_hex(4)
+    # 8 hex digits starting with a letter: no reader takes it for a number (``8219e736`` reads as 8219·10⁷³⁶)
+    reference = secrets.choice("abcdef") + secrets.token_hex(4)[1:]
     logger.error(
         "Operation %r failed unexpectedly (ref %s); parameters: %.500r",
         operation,

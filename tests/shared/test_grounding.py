@@ -264,3 +264,11 @@ def test_a_long_run_of_letters_is_checked_in_linear_time() -> None:
 )
 def test_any_hostile_answer_is_checked_in_linear_time(unit: str) -> None:
     assert _growth(lambda n: "En 2025 " + unit * (n // len(unit)), 2_000) < 30
+
+
+@pytest.mark.parametrize("reference", ["8219e736", "a219e736", "12345678", "deadbeef"])
+def test_the_reference_of_an_erp_error_is_no_figure_whatever_its_digits_spell(reference: str) -> None:
+    answer = (
+        f"No pude consultar las ventas: error interno (ref {reference}). El mejor cliente compró 120.000.000."
+    )
+    assert ungrounded_figures(answer, [120000000.0]) == []

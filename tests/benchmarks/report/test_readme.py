@@ -138,3 +138,21 @@ def test_report_readme_writes_the_real_model_block_of_a_real_run(tmp_path: Path)
     text = readme.read_text(encoding="utf-8")
     assert "| toolcalling | 12 | 91.7% (64.6–98.5) |" in text.split(REAL[2])[0]
     assert f"{START}\nkept\n{END}" in text, "the other blocks are left alone"
+
+
+def test_the_real_model_block_shows_where_the_time_goes_when_the_run_kept_its_calls(tmp_path: Path) -> None:
+    from shared.llm.usage import ModelCall
+
+    results = read_results(_real_run(tmp_path))
+    calls = [
+        ModelCall(role="plan", ms=900, first_token_ms=300),
+        ModelCall(role="answer", ms=1100, first_token_ms=400),
+    ]
+    rows = [row.model_copy(update={"calls": calls}) if row.mode == "planner" else row for row in results.rows]
+    kept = results.model_copy(update={"rows": rows})
+
+    block = readme_block(kept, summarize(kept.rows, kept.meta.modes))
+
+    assert "| mode | turns | calls/turn | first tokens | writing | operations | rest | turn |" in block
+    assert "| planner | plan | 12 | 900 | 300 |" in block
+    assert "first tokens" not in readme_block(results, summarize(results.rows, results.meta.modes))

@@ -64,7 +64,8 @@ def test_a_database_error_becomes_an_internal_error_without_sql_logged_under_its
             broken_registry.execute(erp, "ventas_corruptas", {"anio": 2025}, caller=DEMO_CALLER)
         error = raised.value
         assert str(error) == f"error interno (ref {error.reference})"
-        assert re.fullmatch(r"[0-9a-f]{8}", error.reference) and error.operation == "ventas_corruptas"
+        # hex, starting with a letter: never read as a number (8219e736 would be 8219·10⁷³⁶)
+        assert re.fullmatch(r"[a-f][0-9a-f]{7}", error.reference) and error.operation == "ventas_corruptas"
         assert "SELECT" not in str(error) and "80000001-3" not in str(error)
         [record] = [r for r in caplog.records if r.name == "shared.operations"]
         assert record.levelno == logging.ERROR and error.reference in record.getMessage()
