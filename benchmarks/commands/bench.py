@@ -217,10 +217,7 @@ def bench(
     if out.resolve().parent == REPORTS_DIR.resolve():
         point_latest(out)
     print_summary(console, files.summary, run.meta)
-    unreached = _no_model_answered(run)
-    if unreached is not None:  # no figure of this run is a model's: say so, write no README block, fail
-        console.print(f"[red]{escape(unreached)}[/red]")
-        raise typer.Exit(code=1)
+    _fail_if_no_model_answered(console, run)  # before any README block is written
     if readme is not None:
         _write_readme(console, run, files.summary, readme)
     console.print(
@@ -241,6 +238,14 @@ def bench(
 
 _UNREACHED: frozenset[str] = frozenset({"provider", "timeout"})
 """Failure kinds of a turn that got no reply from the model."""
+
+
+def _fail_if_no_model_answered(console: Console, run: RunResults) -> None:
+    """Say so and exit 1 when no turn of ``run`` got a reply from its model: no figure of it is a model's."""
+    unreached = _no_model_answered(run)
+    if unreached is not None:
+        console.print(f"[red]{escape(unreached)}[/red]")
+        raise typer.Exit(code=1)
 
 
 def _no_model_answered(run: RunResults) -> str | None:
@@ -339,10 +344,7 @@ def report(
     with _refused(console):  # a pricing file that cannot be read
         files = write_reports(run, out or results_path(path).parent, pricing=pricing)
     print_summary(console, files.summary, run.meta)
-    unreached = _no_model_answered(run)
-    if unreached is not None:  # no figure of this run is a model's: say so, write no README block, fail
-        console.print(f"[red]{escape(unreached)}[/red]")
-        raise typer.Exit(code=1)
+    _fail_if_no_model_answered(console, run)  # before any README block is written
     if readme is not None:
         _write_readme(console, run, files.summary, readme)
     console.print(f"{files.markdown} · {files.html}")

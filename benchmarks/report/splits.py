@@ -107,7 +107,10 @@ def decision(results: RunResults, summary: Summary, regime: Regime, who: str | N
     heldout = heldout_verdict(results, regime, who)
     if heldout is None:
         return run_verdict(summary, results.scored_rows, regime, who)
-    suite = [line.removeprefix("- ") for line in split_lines(results, "suite")]
+    # the suite's paired accuracy test among the details; a stand-in's accuracy is no result, so none then
+    suite = (
+        [] if regime.structure_only else [line.removeprefix("- ") for line in split_lines(results, "suite")]
+    )
     return Verdict(
         [HELDOUT_PREFIX + _lower_first(lead) for lead in heldout.leads], [*heldout.details, *suite]
     )

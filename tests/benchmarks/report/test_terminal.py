@@ -51,3 +51,13 @@ def test_a_stand_in_runs_report_md_shows_no_accuracy_either(tmp_path: Path) -> N
     summary = markdown.split("## Summary")[1].split("##")[0]
     assert "accuracy" not in summary.split("\n\n")[1]  # the table: no accuracy column
     assert "Pipeline check: 35 of 36 turns as the stand-in should." in markdown
+
+
+def test_a_stand_in_run_over_both_sets_states_no_accuracy_among_its_verdicts_figures(tmp_path: Path) -> None:
+    from benchmarks.report import write_reports
+
+    both = [r.model_copy(update={"split": "heldout"}) if r.turn > 6 else r for r in rows()]
+    files = write_reports(write_results(tmp_path / "results.jsonl", RunMeta(modes=MODES), both))
+
+    for text in (files.markdown.read_text(encoding="utf-8"), files.html.read_text(encoding="utf-8")):
+        assert "tuning suite: Accuracy" not in text and "structure only" in text
