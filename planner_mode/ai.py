@@ -277,17 +277,21 @@ class PlannerAI:
         question: str,
         results: Sequence[OperationOutcome],
         context: ConversationContext,
+        catalog: Sequence[OperationSpec],
         *,
         config: RunnableConfig | None = None,
         stream: bool = True,
     ) -> AsyncGenerator[str | Answer, None]:
         """Call 2: the operations' results (and errors) phrased as an :class:`Answer`, the last item.
 
+        ``context`` and ``catalog`` are call 1's: call 2's prompt continues call 1's, so that a prefix cache
+        serves it (:func:`planner_mode.prompts.answer_messages`).
+
         Before it, the ``respuesta`` text in deltas as the model writes it (a remainder the stream could not
         read comes as one last delta). ``stream`` as in :meth:`plan`.
         """
         text = FieldText("respuesta")
-        messages = answer_messages(question, results, context)
+        messages = answer_messages(question, results, context, catalog)
         async for item in self._answer_call.astream(messages, config, text, stream):
             if isinstance(item, str):
                 yield item

@@ -69,12 +69,14 @@ class AIClient(Protocol):
         question: str,
         results: Sequence[OperationOutcome],
         context: ConversationContext,
+        catalog: Sequence[OperationSpec],
         *,
         config: RunnableConfig | None = None,
         stream: bool = True,
     ) -> AsyncIterator[str | RespondResponse]:
         """Call 2: the answer's text in deltas as the model writes it, then exactly one
-        :class:`RespondResponse` (the parsed answer and the call's usage) as the last item."""
+        :class:`RespondResponse` (the parsed answer and the call's usage) as the last item. ``context`` and
+        ``catalog`` are call 1's (call 2's prompt continues call 1's)."""
         ...
 
 
@@ -141,6 +143,7 @@ class InProcessAIClient:
         question: str,
         results: Sequence[OperationOutcome],
         context: ConversationContext,
+        catalog: Sequence[OperationSpec],
         *,
         config: RunnableConfig | None = None,
         stream: bool = True,
@@ -149,7 +152,9 @@ class InProcessAIClient:
         return _measured_stream(
             "answer",
             config,
-            lambda measured: self.ai.answer(question, results, context, config=measured, stream=stream),
+            lambda measured: self.ai.answer(
+                question, results, context, catalog, config=measured, stream=stream
+            ),
             lambda answer, usage: RespondResponse(answer=answer, usage=usage),
         )
 

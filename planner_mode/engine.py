@@ -187,7 +187,12 @@ class PlannerEngine(TurnEngine):
             separator = "\n\n" if shown else ""  # after a direct answer that turned out a preamble
             async for written in closing_iter(
                 self.ai.answer(
-                    turn.question, turn.outcomes, turn.context, config=config, stream=turn.clock.reading
+                    turn.question,
+                    turn.outcomes,
+                    turn.context,
+                    turn.catalog,
+                    config=config,
+                    stream=turn.clock.reading,
                 )
             ):
                 if isinstance(written, RespondResponse):

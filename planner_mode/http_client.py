@@ -336,6 +336,7 @@ class HttpAIClient:
         question: str,
         results: Sequence[OperationOutcome],
         context: ConversationContext,
+        catalog: Sequence[OperationSpec],
         *,
         config: RunnableConfig | None = None,
         stream: bool = True,
@@ -346,7 +347,9 @@ class HttpAIClient:
         the failure its kind names); an ``error`` line, a broken or timed-out stream, or a stream without its
         final line raise :class:`AICallError` too, counting the call.
         """
-        body = RespondRequest(question=question, results=list(results), context=context)
+        body = RespondRequest(
+            question=question, results=list(results), context=context, catalog=list(catalog)
+        )
         return _Exchange(self, "/ai/respond", body, stream=stream).results(parse_stream_line, RespondResponse)
 
     # -- closing --------------------------------------------------------------------------------------------

@@ -111,7 +111,7 @@ def add_endpoints(app: FastAPI, ai_client: AIClient) -> None:
         the first line (token, size, invalid body, a model failure before any text) keep their status codes.
         """
         streamed = _streamed(request)
-        stream = ai_client.answer(body.question, body.results, body.context, stream=streamed)
+        stream = ai_client.answer(body.question, body.results, body.context, body.catalog, stream=streamed)
         return await _reply(stream, request, RespondLine, streamed)
 
 

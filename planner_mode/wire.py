@@ -171,6 +171,9 @@ class RespondRequest(BaseModel):
     question: Question = Field(description="The user's question.")
     results: list[OperationOutcome] = Field(description="One outcome per planned operation.")
     context: Context
+    catalog: Catalog = Field(
+        description="Call 1's catalog: call 2's prompt continues call 1's, so a prefix cache serves it."
+    )
 
 
 class RespondResponse(BaseModel):

@@ -285,9 +285,14 @@ def test_call_2_refuses_the_same_question_and_context(
     server, model = ai_server
     context = ConversationContext(hoy=date(2026, 11, 30)).model_dump(mode="json")
     bodies = [
-        {"question": "Emp\x00resa", "results": [], "context": context},
-        {"question": "x" * (MAX_QUESTION_CHARS + 1), "results": [], "context": context},
-        {"question": "¿Y?", "results": [], "context": {**context, "memoria": ["\x1b]0;PWNED\x07"]}},
+        {"question": "Emp\x00resa", "results": [], "context": context, "catalog": []},
+        {"question": "x" * (MAX_QUESTION_CHARS + 1), "results": [], "context": context, "catalog": []},
+        {
+            "question": "¿Y?",
+            "results": [],
+            "context": {**context, "memoria": ["\x1b]0;PWNED\x07"]},
+            "catalog": [],
+        },
     ]
     calls_before = model.calls
     statuses = [httpx.post(f"{server.url}/ai/respond", json=b, timeout=30).status_code for b in bodies]

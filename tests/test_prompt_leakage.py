@@ -34,6 +34,7 @@ from sqlalchemy import select
 from benchmarks.scenario import FACT_KEY, Scenario, load_scenarios
 from benchmarks.scoring.facts import FactEvaluationError, FactEvaluator
 from benchmarks.scoring.numbers import mentions_number
+from planner_mode.prompts import EXAMPLE_PLAN, EXAMPLE_QUESTION, compact_plan
 from shared.erp.database import Erp
 from shared.erp.models import Customer, Product
 from shared.erp.users import DEFAULT_USER, caller_for
@@ -72,12 +73,13 @@ def _word_text(text: str) -> str:
 
 
 def prompt_templates() -> dict[str, str]:
-    """Every prompt template file of both modes, by ``package/file`` name."""
+    """Every prompt template file of both modes, by ``package/file`` name; the planner's worked example."""
     templates: dict[str, str] = {}
     for package in TEMPLATE_PACKAGES:
         for entry in resources.files(package).iterdir():
             if entry.is_file() and not entry.name.endswith((".py", ".pyc")):
                 templates[f"{package}/{entry.name}"] = entry.read_text(encoding="utf-8")
+    templates["planner_mode.prompts worked example"] = f"{EXAMPLE_QUESTION}\n{compact_plan(EXAMPLE_PLAN)}"
     return templates
 
 
@@ -221,7 +223,7 @@ def scenarios() -> list[Scenario]:
 @pytest.fixture(scope="module")
 def templates() -> dict[str, str]:
     found = prompt_templates()
-    assert {"planner_mode.prompts/plan_system.md", "toolcalling_mode.prompts/system.md"} <= set(found)
+    assert {"planner_mode.prompts/system.md", "toolcalling_mode.prompts/system.md"} <= set(found)
     return found
 
 

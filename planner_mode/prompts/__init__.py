@@ -1,28 +1,40 @@
-"""The planner's prompts: templates stored as package data, rendered into LangChain messages.
+"""The planner's prompts: one template stored as package data, rendered into LangChain messages.
 
-The only placeholders of ``plan_system.md`` and ``answer_system.md`` are ``{{hoy}}`` and ``{{catalogo}}``,
-replaced literally. **Stable first, per-turn last**, so that a provider's prompt cache reuses as much as it
-can: a system message that is the same for every turn and day (instructions, call 1's catalog), then one
-human message from the least to the most changing part (context, question, call 2's results). The human
-messages follow the conventions the offline model reads (``docs/design.md``); the templates' examples never
+``system.md`` holds the instructions for both calls and the catalog (its only placeholder, ``{{catalogo}}``,
+is replaced literally). **Stable first, per-turn last, and call 2 continues call 1**, so that a provider's
+prompt cache serves as much as it can of both calls, even on a server with one slot:
+
+* call 1: the system message (the same for every turn and day of a catalog), a worked example (a question and
+  its compact plan), then one human message with the context and the question;
+* call 2: every message of call 1, the plan that ran as the model's reply, then the results.
+
+The human messages follow the conventions the offline model reads (``docs/design.md``); the examples never
 use the suite's questions or the seeded ERP's values (``tests/test_prompt_leakage.py``).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, Final
 
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from planner_mode.plan import OperationOutcome
 from shared.memory.context import ConversationContext, render_context
 from shared.operations.registry import OperationSpec
 
-__all__ = ["answer_messages", "plan_messages", "render_catalog"]
+__all__ = [
+    "EXAMPLE_PLAN",
+    "EXAMPLE_QUESTION",
+    "answer_messages",
+    "compact_plan",
+    "plan_messages",
+    "render_catalog",
+    "system_message",
+]
 
 
 @cache
@@ -70,33 +82,54 @@ def render_catalog(catalog: Sequence[OperationSpec]) -> str:
     return "\n".join(blocks) if blocks else "(ninguna operación disponible)"
 
 
+EXAMPLE_QUESTION: Final = "¿Cuánto le compramos a Papelera Norte en 2019?"
+"""The worked example before the user's message: a question about an operation no catalog has."""
+EXAMPLE_PLAN: Final = (("compras_proveedor", {"proveedor": "Papelera Norte", "anio": 2019}),)
+"""Its plan (written by :func:`compact_plan`): a model copies the shape of the reply it was shown, and a small
+one wrote twice the tokens (indented JSON) when the only examples were in the instructions."""
+
+
+def system_message(catalog: Sequence[OperationSpec]) -> SystemMessage:
+    """The instructions for both calls and the catalog: the same for every turn of a caller's catalog."""
+    return SystemMessage(content=load_template("system.md").replace("{{catalogo}}", render_catalog(catalog)))
+
+
+def compact_plan(operations: Iterable[tuple[str, Mapping[str, Any]]]) -> str:
+    """A plan of ``(funcion, parametros)`` pairs as the instructions ask a model to write it: compact JSON."""
+    plan = {"operaciones": [{"funcion": name, "parametros": dict(params)} for name, params in operations]}
+    return json.dumps(plan, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
 def plan_messages(
     message: str, context: ConversationContext, catalog: Sequence[OperationSpec]
 ) -> list[BaseMessage]:
-    """Call 1: the planning system prompt and ``render_context`` + ``Nueva pregunta:`` + the message."""
-    system = (
-        load_template("plan_system.md")
-        .replace("{{hoy}}", context.today.isoformat())
-        .replace("{{catalogo}}", render_catalog(catalog))
-    )
-    human = f"{render_context(context)}\n\nNueva pregunta:\n{message}"
-    return [SystemMessage(content=system), HumanMessage(content=human)]
+    """Call 1: :func:`system_message`, the worked example (``Ejemplo``: a question and its plan), then
+    ``render_context`` + ``Nueva pregunta:`` + the message."""
+    return [
+        system_message(catalog),
+        HumanMessage(content=f"Ejemplo.\nNueva pregunta:\n{EXAMPLE_QUESTION}"),
+        AIMessage(content=compact_plan(EXAMPLE_PLAN)),
+        HumanMessage(content=f"{render_context(context)}\n\nNueva pregunta:\n{message}"),
+    ]
 
 
 def answer_messages(
-    question: str, results: Sequence[OperationOutcome], context: ConversationContext
+    question: str,
+    results: Sequence[OperationOutcome],
+    context: ConversationContext,
+    catalog: Sequence[OperationSpec],
 ) -> list[BaseMessage]:
-    """Call 2: the answer system prompt, then the context, ``Pregunta:`` and ``Resultados:`` + a JSON array.
+    """Call 2: call 1's messages, the plan that ran (as the model's reply), then ``Resultados:`` + a JSON
+    array and the request to answer.
 
-    The context is today's date, the state and the memory, without the last exchange and the operations the
-    user may not run: those were for call 1, to resolve what the question refers to and to refuse what needs
-    a missing permission, and the plan has done it (the article's call 2 reads the question and the results,
-    §8; an operation the ERP refused says why in its result). The array has one compact JSON object per
-    line: readable for people, cheap in tokens for the model.
+    Call 2 starts with every message of call 1, so a server's prefix cache serves all of it and reads only the
+    plan and the results (article §8: call 2 reads the question and the results). The array has one compact
+    JSON object per line: readable for people, cheap in tokens for the model.
     """
-    system = load_template("answer_system.md").replace("{{hoy}}", context.today.isoformat())
     items = [json.dumps(r.for_prompt(), ensure_ascii=False, default=str) for r in results]
     results_json = "[\n" + ",\n".join(items) + "\n]" if items else "[]"
-    known = render_context(context.model_copy(update={"recent_exchanges": [], "denied_operations": []}))
-    human = f"{known}\n\nPregunta: {question}\n\nResultados:\n{results_json}"
-    return [SystemMessage(content=system), HumanMessage(content=human)]
+    return [
+        *plan_messages(question, context, catalog),
+        AIMessage(content=compact_plan((r.function, r.parameters) for r in results)),
+        HumanMessage(content=f"Resultados:\n{results_json}\n\nPaso 2: la respuesta a «{question}»."),
+    ]

@@ -76,7 +76,7 @@ class VentasAnualesResult(_Result):
 
 @_SALES.operation(requires={"ventas:leer"})
 def ventas_anuales(ctx: OperationContext, anio: Anio) -> VentasAnualesResult:
-    """Total de ventas de un año (facturas no anuladas) y cantidad de facturas."""
+    """Total vendido (facturado) en un año, sin las facturas anuladas, y cantidad de facturas."""
     row = SALES_TOTALS.execute(ctx, period(anio)).one()
     return VentasAnualesResult(anio=anio, total=int(row[0]), facturas=int(row[1]))
 
@@ -154,7 +154,16 @@ def ventas_mensuales(
     ctx: OperationContext,
     anio: Anio,
     mes: Annotated[
-        int | None, Field(ge=1, le=12, description="Mes (1 a 12); si se omite, se devuelven los doce meses.")
+        int | None,
+        Field(
+            ge=1,
+            le=12,
+            description=(
+                "Número del mes: 1 enero, 2 febrero, 3 marzo, 4 abril, 5 mayo, 6 junio, 7 julio, "
+                "8 agosto, 9 septiembre, 10 octubre, 11 noviembre, 12 diciembre; si se omite, se "
+                "devuelven los doce meses."
+            ),
+        ),
     ] = None,
 ) -> VentasMensualesResult:
     """Ventas de un año mes por mes, o de un solo mes si se indica."""

@@ -114,8 +114,7 @@ def forbidden_by_the_model(messages: list[BaseMessage], info: CallInfo) -> AIMes
                 tool_calls=[{"name": "ventas_por_categoria", "args": {"anio": 2025}, "id": "t1"}],
             )
         return str(info.tool_results[0].content)
-    text = str(messages[0].content)
-    if '"operaciones"' in text and '"respuesta"' not in text:  # planner call 1
+    if not str(messages[-1].content).startswith("Resultados:"):  # planner call 1
         forbidden = {"funcion": "ventas_por_categoria", "parametros": {"anio": 2025}}
         return json.dumps({"operaciones": [forbidden]})
     return json.dumps({"respuesta": "No se pudo: " + str(messages[-1].content)[-300:]})

@@ -45,7 +45,8 @@ def librarian(messages: list[BaseMessage], info: CallInfo) -> str:
         question = prompt.rsplit("Nueva pregunta:\n", 1)[1]
         return json.dumps({"operaciones": PLANS[question]})
     sentences = []
-    for item in json.loads(prompt.rsplit("Resultados:\n", 1)[1]):
+    results, _end = json.JSONDecoder().raw_decode(prompt.rsplit("Resultados:\n", 1)[1])
+    for item in results:
         result = item.get("resultado")
         if result is None:
             sentences.append(f"No pude consultar {item['funcion']}: {item['error']}")

@@ -48,14 +48,15 @@ def text_model(reply: ModelFunction) -> FunctionChatModel:
 
 
 def is_plan_request(messages: list[BaseMessage]) -> bool:
-    """True for call 1 (the planning prompt)."""
-    return '"operaciones"' in str(messages[0].content) and '"respuesta"' not in str(messages[0].content)
+    """True for call 1: the last message asks a question (call 2's last message holds the results)."""
+    return not str(messages[-1].content).startswith("Resultados:")
 
 
 def results_of(messages: list[BaseMessage]) -> list[dict[str, Any]]:
     """The ``Resultados:`` JSON array of a call-2 prompt."""
     human = str(messages[-1].content)
-    return list(json.loads(human.split("Resultados:\n", 1)[1]))
+    results, _end = json.JSONDecoder().raw_decode(human.removeprefix("Resultados:\n"))
+    return list(results)
 
 
 def scripted(
@@ -150,7 +151,13 @@ def plan_of(ai: PlannerAI, question: str, context: ConversationContext, catalog:
 
 
 def answer_of(
-    ai: PlannerAI, question: str, results: Any, context: ConversationContext, **options: Any
+    ai: PlannerAI,
+    question: str,
+    results: Any,
+    context: ConversationContext,
+    catalog: Any = (),
+    **options: Any,
 ) -> Answer:
-    """Call 2 of ``ai`` run to completion: its :class:`Answer` (the streamed text dropped)."""
-    return run_until_complete(last_item(ai.answer(question, results, context, **options)))
+    """Call 2 of ``ai`` run to completion: its :class:`Answer` (the streamed text dropped); ``catalog`` is
+    call 1's (none by default)."""
+    return run_until_complete(last_item(ai.answer(question, results, context, catalog, **options)))

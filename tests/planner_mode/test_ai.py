@@ -44,7 +44,7 @@ def test_analyze_returns_the_plan_with_one_call(toy_catalog: list[OperationSpec]
     plan = plan_of(PlannerAI(model), "¿Cuánto vendimos en 2025?", CONTEXT, toy_catalog)
     assert plan == Plan.model_validate(PLAN)
     assert model.call_count == 1
-    assert str(model.prompts[0][1].content).endswith("Nueva pregunta:\n¿Cuánto vendimos en 2025?")
+    assert str(model.prompts[0][-1].content).endswith("Nueva pregunta:\n¿Cuánto vendimos en 2025?")
 
 
 def test_missing_pregunta_is_filled_with_the_message(toy_catalog: list[OperationSpec]) -> None:
@@ -97,7 +97,7 @@ def test_respond_uses_the_answer_model_and_sees_the_results() -> None:
     answer = answer_of(ai, "¿Cuánto vendimos?", results, CONTEXT)
     assert answer == Answer(respuesta="Vendimos ₲850.000.000.", estado={"anio": 2025})
     assert (plan_model.call_count, answer_model.call_count) == (0, 1)
-    assert '"resultado": {"total": 1}' in str(answer_model.prompts[0][1].content)
+    assert '"resultado": {"total": 1}' in str(answer_model.prompts[0][-1].content)
 
 
 def test_blank_respuesta_is_a_model_output_error() -> None:
@@ -245,7 +245,7 @@ RESULTS = [
 
 async def stream_answer(ai: PlannerAI, config: RunnableConfig | None = None) -> tuple[list[str], Answer]:
     """The deltas of ``astream_respond`` and its last item, which must be the one and only ``Answer``."""
-    items = [item async for item in ai.answer(QUESTION, RESULTS, CONTEXT, config=config)]
+    items = [item async for item in ai.answer(QUESTION, RESULTS, CONTEXT, [], config=config)]
     *deltas, answer = items
     assert all(isinstance(delta, str) and delta for delta in deltas)
     assert isinstance(answer, Answer)
@@ -277,7 +277,7 @@ async def test_a_streamed_call_is_reported_to_callbacks_with_its_usage() -> None
 
     answers: list[Answer] = []
     async for item in PlannerAI(offline(latency_profile="gpu-8b")).answer(
-        QUESTION, RESULTS, CONTEXT, config={"callbacks": [tracker]}
+        QUESTION, RESULTS, CONTEXT, [], config={"callbacks": [tracker]}
     ):
         if isinstance(item, Answer):  # the model's run has ended by then: its usage is counted
             assert (tracker.calls, tracker.output_tokens) == (1, reference.output_tokens)
@@ -351,7 +351,7 @@ def test_a_reply_within_what_its_cap_can_hold_is_read() -> None:
 async def test_a_reply_cut_at_the_cap_raises_after_the_deltas_already_streamed() -> None:
     seen: list[str] = []
     with pytest.raises(OutputLimitError) as raised:
-        async for item in PlannerAI(offline(max_tokens=12)).answer(QUESTION, RESULTS, CONTEXT):
+        async for item in PlannerAI(offline(max_tokens=12)).answer(QUESTION, RESULTS, CONTEXT, []):
             assert isinstance(item, str), "a cut reply never becomes an answer"
             seen.append(item)
     assert seen and raised.value.max_tokens == 12
@@ -366,7 +366,7 @@ async def test_a_connection_dropped_midway_raises_a_provider_error_after_the_del
     ai = PlannerAI(offline(faults=FaultConfig(mode="stream_break")))
     config: RunnableConfig = {"callbacks": [tracker]}
     if call == "answer":
-        stream = ai.answer(QUESTION, RESULTS, CONTEXT, config=config)
+        stream = ai.answer(QUESTION, RESULTS, CONTEXT, [], config=config)
     else:
         stream = ai.plan("Hola", CONTEXT, toy_catalog, config=config)
     with pytest.raises(ProviderError):
@@ -464,7 +464,7 @@ async def test_a_call_not_streamed_is_one_invoke_with_the_same_result(
     ai = PlannerAI(offline())
     planned = [item async for item in ai.plan(QUESTION, CONTEXT, toy_catalog, stream=False)]
     assert planned == [plan_of(ai, QUESTION, CONTEXT, toy_catalog)]
-    *deltas, answer = [item async for item in ai.answer(QUESTION, RESULTS, CONTEXT, stream=False)]
+    *deltas, answer = [item async for item in ai.answer(QUESTION, RESULTS, CONTEXT, [], stream=False)]
     assert (
         isinstance(answer, Answer)
         and deltas == [answer.text]

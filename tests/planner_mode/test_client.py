@@ -62,7 +62,7 @@ def test_in_process_client_measures_each_call() -> None:
     assert analyzed.plan.operations[0].function == "ventas_anuales"
     usage = analyzed.usage
     assert (usage.model_calls, usage.input_tokens, usage.output_tokens) == (1, 100, 10)
-    assert call(client, "answer", "q", [], CONTEXT).usage.model_calls == 1
+    assert call(client, "answer", "q", [], CONTEXT, []).usage.model_calls == 1
 
 
 def test_in_process_failures_carry_the_cause_and_the_usage() -> None:
@@ -79,7 +79,7 @@ def test_requests_go_round_robin_with_the_token() -> None:
         ["http://a.test", "http://b.test/"], token="t0k", transport=httpx.MockTransport(ok_handler(seen))
     )
     call(client, "plan", "q", CONTEXT, [])
-    call(client, "answer", "q", [], CONTEXT)
+    call(client, "answer", "q", [], CONTEXT, [])
     call(client, "plan", "q", CONTEXT, [])
     assert [(r.url.host, r.url.path) for r in seen] == [
         ("a.test", "/ai/analyze"),
@@ -165,7 +165,7 @@ def test_error_responses_map_to_ai_call_errors(
 
     client = HttpAIClient(["http://a.test"], transport=httpx.MockTransport(handler))
     with pytest.raises(AICallError, match=text) as info:
-        call(client, "answer", "q", [], CONTEXT)
+        call(client, "answer", "q", [], CONTEXT, [])
     assert type(info.value.cause) is cause
     assert info.value.usage.model_calls == usage_calls
 
@@ -239,14 +239,14 @@ async def test_calls_made_with_a_turns_child_config_are_children_of_the_turn_run
         assert isinstance(manager, BaseCallbackManager)
         handlers_before = list(manager.handlers)
         await last_item(client.plan("q", CONTEXT, [], config=child))
-        await last_item(client.answer("q", [], CONTEXT, config=child))
+        await last_item(client.answer("q", [], CONTEXT, [], config=child))
     [turn_run] = recorder.chains
     assert [model.parent for model in recorder.models] == [turn_run.run_id] * 2
     assert manager.handlers == handlers_before  # the tracker went into a copy
 
 
 async def test_without_a_config_the_call_is_still_measured() -> None:
-    responded = await last_item(in_process().answer("q", [], CONTEXT, config=None))
+    responded = await last_item(in_process().answer("q", [], CONTEXT, [], config=None))
     assert (responded.usage.model_calls, responded.usage.input_tokens) == (1, 100)
 
 
@@ -287,7 +287,7 @@ def stream_client(
 
 async def drain(client: HttpAIClient, into: list[str | RespondResponse] | None = None) -> list[Any]:
     items = into if into is not None else []
-    async for item in client.answer("q", [], CONTEXT):
+    async for item in client.answer("q", [], CONTEXT, []):
         items.append(item)
     return items
 
@@ -300,7 +300,7 @@ async def test_a_stream_gives_the_deltas_then_the_response() -> None:
     items = await drain(stream_client(ndjson(*DELTAS, {"type": "response", **RESPONSE}), seen))
     assert items == ["En 2025: ", "₲5.", RespondResponse.model_validate(RESPONSE)]
     assert NDJSON in seen[0].headers["accept"]
-    assert set(json.loads(seen[0].content)) == {"question", "results", "context"}
+    assert set(json.loads(seen[0].content)) == {"question", "results", "context", "catalog"}
 
 
 async def test_a_server_that_does_not_stream_gives_just_the_response() -> None:
@@ -387,7 +387,7 @@ async def test_a_stream_that_breaks_off_counts_the_call_and_keeps_the_deltas(
 
 async def test_a_consumer_that_stops_early_closes_the_response() -> None:
     body = BrokenStream(ndjson(*DELTAS, {"type": "response", **RESPONSE}), None)
-    stream = stream_client(body).answer("q", [], CONTEXT)
+    stream = stream_client(body).answer("q", [], CONTEXT, [])
     assert await anext(stream) == "En 2025: "
     await stream.aclose()
     assert body.closed
@@ -417,8 +417,8 @@ def test_each_event_loop_gets_its_own_pool_closed_when_the_loop_ends(
     client = stream_client(RESPONSE)
 
     async def twice() -> None:
-        await last_item(client.answer("q", [], CONTEXT))
-        await last_item(client.answer("q", [], CONTEXT))
+        await last_item(client.answer("q", [], CONTEXT, []))
+        await last_item(client.answer("q", [], CONTEXT, []))
 
     asyncio.run(twice())
     asyncio.run(twice())
@@ -431,10 +431,10 @@ async def test_aclose_closes_the_running_loops_pool_and_the_client(
 ) -> None:
     client = stream_client(RESPONSE)
     async with client:
-        await last_item(client.answer("q", [], CONTEXT))
+        await last_item(client.answer("q", [], CONTEXT, []))
     assert [http.is_closed for http in async_clients] == [True]
     with pytest.raises(RuntimeError, match="closed"):
-        await last_item(client.answer("q", [], CONTEXT))
+        await last_item(client.answer("q", [], CONTEXT, []))
 
 
 def test_close_asks_a_loop_running_in_another_thread_to_close_its_pool(
@@ -444,7 +444,7 @@ def test_close_asks_a_loop_running_in_another_thread_to_close_its_pool(
     called, closed_seen = threading.Event(), threading.Event()
 
     async def serve() -> None:
-        await last_item(client.answer("q", [], CONTEXT))
+        await last_item(client.answer("q", [], CONTEXT, []))
         called.set()
         for _ in range(500):  # the loop keeps running while the main thread closes the client
             if async_clients[0].is_closed:

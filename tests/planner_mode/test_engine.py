@@ -188,7 +188,7 @@ def test_the_next_turn_sees_the_stored_context(toy_engine: Engines) -> None:
     engine, model = toy_engine(scripted(TWO_OPS, answer_from))
     engine.ask("c1", "¿Cuál fue mi mejor cliente?", DEMO_CALLER)
     engine.ask("c1", "¿Y cuánto compró?", DEMO_CALLER)
-    human = str(model.prompts[2][1].content)  # call 1 of turn 2
+    human = str(model.prompts[2][-1].content)  # call 1 of turn 2
     assert "- cliente_actual: Empresa ABC" in human
     assert "Usuario: ¿Cuál fue mi mejor cliente?" in human
     assert "- Hablamos de ventas de 2025." in human

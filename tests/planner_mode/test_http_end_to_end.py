@@ -105,7 +105,7 @@ def test_a_401_raises_the_typed_error_not_a_provider_failure(stream: bool) -> No
 
     client = HttpAIClient(["http://a.test"], transport=httpx.MockTransport(refuse))
     with pytest.raises(AIServerUnauthorized, match="bearer token"):
-        asyncio.run(last_item(client.answer("q", [], CONTEXT, stream=stream)))
+        asyncio.run(last_item(client.answer("q", [], CONTEXT, [], stream=stream)))
 
 
 def test_no_stored_data_can_make_a_request_to_the_ai_server_oversized(
@@ -189,7 +189,7 @@ def test_the_calls_stream_over_http_and_end_in_their_results(
 ) -> None:
     async def both(client: HttpAIClient) -> tuple[AnalyzeResponse, list[str | RespondResponse]]:
         analyzed = await last_item(client.plan(QUESTION, CONTEXT, catalog))
-        return analyzed, [item async for item in client.answer(QUESTION, RESULTS, CONTEXT)]
+        return analyzed, [item async for item in client.answer(QUESTION, RESULTS, CONTEXT, [])]
 
     with HttpAIClient(offline_servers, timeout=30) as client:
         analyzed, (*deltas, last) = asyncio.run(both(client))

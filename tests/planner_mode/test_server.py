@@ -73,6 +73,7 @@ def test_respond_returns_the_answer_and_its_usage(client: TestClient) -> None:
         "question": "¿Cuánto?",
         "results": [{"funcion": "ventas_anuales", "parametros": {"anio": 2025}, "resultado": {"total": 5}}],
         "context": CONTEXT,
+        "catalog": [],
     }
     response = client.post("/ai/respond", json=body)
     assert response.status_code == 200, response.text
@@ -85,7 +86,7 @@ def test_plan_and_answer_can_use_different_models(catalog: list[dict[str, Any]])
     writer = text_model(scripted(PLAN))
     with TestClient(create_app(planner, writer)) as c:
         c.post("/ai/analyze", json=analyze_body(catalog))
-        c.post("/ai/respond", json={"question": "q", "results": [], "context": CONTEXT})
+        c.post("/ai/respond", json={"question": "q", "results": [], "context": CONTEXT, "catalog": []})
     assert (planner.call_count, writer.call_count) == (1, 1)
 
 
@@ -313,7 +314,9 @@ def test_an_answer_with_a_hostile_estado_comes_back_bounded() -> None:
         estado = [estado]
     reply = json.dumps({"respuesta": "ok", "estado": {"x": estado}})
     with client_for(lambda _m, _i: reply) as c:
-        response = c.post("/ai/respond", json={"question": "q", "results": [], "context": CONTEXT})
+        response = c.post(
+            "/ai/respond", json={"question": "q", "results": [], "context": CONTEXT, "catalog": []}
+        )
     assert response.status_code == 200, response.text
     assert "[anidado]" in json.dumps(response.json()["answer"]["estado"], ensure_ascii=False)
 
@@ -391,7 +394,9 @@ def test_an_empty_or_blank_question_is_a_422(
     client: TestClient, catalog: list[dict[str, Any]], blank: str
 ) -> None:
     analyze = client.post("/ai/analyze", json=analyze_body(catalog, message=blank))
-    respond = client.post("/ai/respond", json={"question": blank, "results": [], "context": CONTEXT})
+    respond = client.post(
+        "/ai/respond", json={"question": blank, "results": [], "context": CONTEXT, "catalog": []}
+    )
     assert analyze.status_code == respond.status_code == 422
     assert "message" in analyze.json()["error"] and "question" in respond.json()["error"]
 

@@ -35,10 +35,12 @@ from tests.planner_mode.planner_fakes import CALL_USAGE, CONTEXT, Toy
 
 QUESTION = "¿Cuánto vendimos en 2025?"
 RESULTS = [OperationOutcome(funcion="ventas_anuales", parametros={"anio": 2025}, resultado={"total": 5})]
+CATALOG = Toy().registry().catalog(DEMO_CALLER)
 BODY = {
     "question": QUESTION,
     "results": [r.model_dump(mode="json") for r in RESULTS],
     "context": CONTEXT.model_dump(mode="json"),
+    "catalog": [spec.model_dump(mode="json") for spec in CATALOG],
 }
 ANSWER_TEXT = "En 2025 se vendieron ₲850.000.000 en total."
 REPLY = json.dumps(
@@ -49,7 +51,6 @@ STREAM = {"Accept": NDJSON}
 GREETING = "¡Hola! Puedo consultar las ventas, los clientes y las facturas. ¿Qué necesitás?"
 DIRECT = json.dumps({"respuesta_directa": GREETING}, ensure_ascii=False)
 PLAN = json.dumps({"operaciones": [{"funcion": "ventas_anuales", "parametros": {"anio": 2025}}]})
-CATALOG = Toy().registry().catalog(DEMO_CALLER)
 ANALYZE_BODY = {
     "message": "Hola",
     "context": CONTEXT.model_dump(mode="json"),
@@ -70,7 +71,7 @@ class Call:
 
     def of(self, client: HttpAIClient | InProcessAIClient) -> Any:
         if self.path == "/ai/respond":
-            return client.answer(QUESTION, RESULTS, CONTEXT)
+            return client.answer(QUESTION, RESULTS, CONTEXT, [])
         return client.plan("Hola", CONTEXT, CATALOG)
 
     def text_of(self, response: Any) -> str | None:

@@ -33,12 +33,12 @@ def test_structured_prompt_adds_the_final_answer_instructions_and_neither_marks_
 
 
 def planner_instructions() -> str:
-    """The planner's two prompt templates (call 1 and call 2), as package data."""
+    """The planner's prompt template (both calls), as package data."""
     files = resources.files("planner_mode.prompts")
     return "\n".join(files.joinpath(name).read_text(encoding="utf-8") for name in PLANNER_TEMPLATES)
 
 
-PLANNER_TEMPLATES = ("plan_system.md", "answer_system.md")
+PLANNER_TEMPLATES = ("system.md",)
 SAME_GUIDANCE = (
     "Nunca inventes",  # only the catalog's operations / the bound tools, only declared parameters
     "nombre exacto",
@@ -82,7 +82,7 @@ def test_the_structured_answer_asks_only_for_what_the_erp_does_not_keep_as_the_p
     for what neither the results nor the state say. Read as the offline model reads instructions."""
     from benchmarks.stand_ins.offline._prompt import answer_instructions
 
-    planner_answer = resources.files("planner_mode.prompts").joinpath("answer_system.md").read_text("utf-8")
+    planner_answer = resources.files("planner_mode.prompts").joinpath("system.md").read_text("utf-8")
     tool_calling = answer_instructions(system_prompt(structured=True))
 
     assert tool_calling == answer_instructions(planner_answer)

@@ -71,11 +71,15 @@ class FaultSite:
 
 
 def prompt_kind(view: PromptView) -> RequestKind | None:
-    """Plan or answer request, from the quoted keys the system prompt (or the whole prompt) asks for."""
+    """Plan or answer request, from the quoted keys the system prompt (or the whole prompt) asks for; when it
+    asks for both, a prompt with results is the answer request."""
     text = view.system or view.all_text
-    if '"respuesta"' in text:
+    answer, plan = '"respuesta"' in text, '"operaciones"' in text
+    if answer and plan:  # instructions for both calls: the one with results is the answer
+        return "answer" if view.results is not None else "plan"
+    if answer:
         return "answer"
-    if '"operaciones"' in text:
+    if plan:
         return "plan"
     return None
 

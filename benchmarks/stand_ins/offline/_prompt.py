@@ -108,7 +108,8 @@ class PromptView:
     turn_calls: tuple[TurnCall, ...]
     all_text: str
     compact_json: bool = False
-    """The instructions' JSON examples are compact: a model copies the style of the examples it is shown."""
+    """The example replies (else the instructions' JSON examples) are compact: a model copies the style of
+    the examples it is shown."""
 
     @property
     def catalog_text(self) -> str:
@@ -126,11 +127,47 @@ def message_text(message: BaseMessage) -> str:
     return message.text
 
 
+def _split_examples(messages: list[BaseMessage]) -> tuple[list[BaseMessage], list[str]]:
+    """``messages`` without worked examples (a human message starting ``Ejemplo`` and the reply after it),
+    and the examples' replies."""
+    kept: list[BaseMessage] = []
+    replies: list[str] = []
+    skip_reply = False
+    for message in messages:
+        if isinstance(message, HumanMessage) and message_text(message).startswith("Ejemplo"):
+            skip_reply = True
+            continue
+        if skip_reply and isinstance(message, AIMessage):
+            skip_reply = False
+            replies.append(message_text(message))
+            continue
+        skip_reply = False
+        kept.append(message)
+    return kept, replies
+
+
+def _turn_start(messages: list[BaseMessage], last_human: int) -> int:
+    """Where the current turn's human text starts: the last human message, or, when it holds only results
+    (``Resultados:``, no question) after a reply without tool calls, the question message before that reply
+    (call 2 continuing call 1's conversation)."""
+    text = message_text(messages[last_human])
+    if last_human < 2 or "Resultados:" not in text or "Pregunta:" in text:
+        return last_human
+    reply, question = messages[last_human - 1], messages[last_human - 2]
+    if isinstance(reply, AIMessage) and not reply.tool_calls and isinstance(question, HumanMessage):
+        return last_human - 2
+    return last_human
+
+
 def read_prompt(messages: list[BaseMessage]) -> PromptView:
+    messages, example_replies = _split_examples(messages)
     system = "\n".join(message_text(m) for m in messages if isinstance(m, SystemMessage))
     last_human = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=-1)
-    human = message_text(messages[last_human]) if messages else ""
-    earlier = messages[:last_human] if last_human >= 0 else []
+    start = _turn_start(messages, last_human) if last_human >= 0 else -1
+    human = "\n\n".join(
+        message_text(m) for m in messages[start : last_human + 1] if isinstance(m, HumanMessage)
+    )
+    earlier = messages[:start] if start >= 0 else []
     turn = messages[last_human + 1 :] if last_human >= 0 else []
     context_text = f"{system}\n{human}"
     conversation = replace(_conversation(context_text, earlier), instructions=answer_instructions(system))
@@ -142,7 +179,11 @@ def read_prompt(messages: list[BaseMessage]) -> PromptView:
         results=_results(human),
         turn_calls=_turn_calls(turn),
         all_text=context_text,
-        compact_json=compact_examples(system),
+        compact_json=(
+            all(compact_examples(reply) for reply in example_replies)
+            if example_replies
+            else compact_examples(system)
+        ),
     )
 
 
