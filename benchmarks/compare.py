@@ -218,8 +218,8 @@ def _label(path: Path, meta: RunMeta) -> RunLabel:
 
 
 _SETTINGS = (
-    "modes", "provider", "model", "base_url", "latency_profile", "structured", "max_tokens", "repeat",
-    "turns", "prompt_cache",
+    "modes", "provider", "model", "base_url", "latency_profile", "structured", "plan_schema", "max_tokens",
+    "repeat", "turns", "prompt_cache",
 )  # fmt: skip
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from planner_mode.plan_schema import PlanSchemaStyle
 from shared.engine import AssistantEngine
 from shared.erp.database import Erp
 from shared.errors import ConfigurationError
@@ -113,6 +114,7 @@ def build_engine(
     answer_model: BaseChatModel | None = None,
     ai: Any = None,
     structured: bool = False,
+    plan_schema: PlanSchemaStyle = "union",
     tool_call_recovery: bool = True,
     grounding: GroundingPolicy = "refuse",
 ) -> AssistantEngine:
@@ -120,9 +122,10 @@ def build_engine(
 
     The planner reaches its model through ``ai`` (e.g. an :class:`~planner_mode.HttpAIClient` to AI
     servers) or, without one, in process: ``model`` for call 1 and ``answer_model`` (default: ``model``) for
-    call 2. ``structured`` asks tool calling for a structured final answer (``respuesta``/``memoria``/
-    ``estado``); ``tool_call_recovery`` lets it recover tool calls written as text. ``grounding`` is what
-    both modes do with an answer stating figures the ERP did not return (:mod:`shared.grounding`).
+    call 2, with ``plan_schema`` as call 1's constraint. ``structured`` asks tool calling for a structured
+    final answer (``respuesta``/``memoria``/``estado``); ``tool_call_recovery`` lets it recover tool calls
+    written as text. ``grounding`` is what both modes do with an answer stating figures the ERP did not
+    return (:mod:`shared.grounding`).
     """
     _check_mode(mode)
     if mode == "planner":
@@ -130,7 +133,7 @@ def build_engine(
 
         if ai is None:
             assert model is not None, "the planner needs a model or an AI client"
-            ai = InProcessAIClient(PlannerAI(model, answer_model))
+            ai = InProcessAIClient(PlannerAI(model, answer_model, plan_schema=plan_schema))
         return PlannerEngine(registry, erp, store, ai, grounding=grounding)
     from toolcalling_mode import ToolCallingEngine
 

@@ -23,6 +23,7 @@ from benchmarks.provenance import Provenance
 from benchmarks.scoring.turn import TurnScore
 from benchmarks.stand_ins.latency import LATENCY_PROFILES
 from benchmarks.targets import DEFAULT_TARGET, BenchTarget, implicit_target
+from planner_mode.plan_schema import PlanSchemaStyle
 from shared.failures import FailureKind
 from shared.inputs import CONTROL_CHARACTERS
 from shared.llm.usage import ModelCall
@@ -68,6 +69,8 @@ class RunMeta(BaseModel):
     """The latency profile model time was simulated under (one of ``LATENCY_PROFILES``), or ``None``."""
     structured: bool = False
     """Whether tool calling ended with a structured answer (``--structured``)."""
+    plan_schema: PlanSchemaStyle = "union"
+    """The planner's call-1 constraint (``--plan-schema``)."""
     tool_call_recovery: bool = True
     """Whether tool calling recovered tool calls written as text."""
     max_tokens: Annotated[int, Field(ge=1, le=MAX_COUNT)] | None = None

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from benchmarks.results import RESULTS_FILE, RunMeta, RunResults, TurnRow
 from benchmarks.scenario import Scenario
 from benchmarks.targets import DEFAULT_TARGET, BenchTarget, implicit_target
+from planner_mode.plan_schema import PlanSchemaStyle
 from shared.errors import ConfigurationError
 from shared.llm.factory import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S
 
@@ -35,6 +36,7 @@ class RunConfig(BaseModel):
     base_url: str | None = None
     latency_profile: str | None = None
     structured: bool = False
+    plan_schema: PlanSchemaStyle = "union"
     tool_call_recovery: bool = True
     max_tokens: int | None = Field(default=DEFAULT_MAX_TOKENS, ge=1)
     timeout: float | None = Field(default=DEFAULT_TIMEOUT_S, gt=0)
@@ -117,7 +119,7 @@ def warmup_units(
     return units
 
 
-_RESUME_SETTINGS = ("latency_profile", "structured", "tool_call_recovery")
+_RESUME_SETTINGS = ("latency_profile", "structured", "plan_schema", "tool_call_recovery")
 """Run settings that change the figures: a resumed run must keep them."""
 _TARGET_SETTINGS = ("provider", "model", "base_url")
 """What a target name stands for: a resumed run must keep it for every target name both runs use."""

@@ -62,8 +62,8 @@ class RunOutcome:
 
 
 _RUN_SETTINGS = {
-    "prompt_cache", "latency_profile", "structured", "tool_call_recovery", "max_tokens", "timeout", "modes",
-    "repeat", "concurrency", "scenario_paths", "tags", "warmup",
+    "prompt_cache", "latency_profile", "structured", "plan_schema", "tool_call_recovery", "max_tokens",
+    "timeout", "modes", "repeat", "concurrency", "scenario_paths", "tags", "warmup",
 }  # fmt: skip
 """The settings of the run line taken from :class:`RunConfig` as they are."""
 

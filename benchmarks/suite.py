@@ -132,6 +132,7 @@ def open_suite(
                 store=stores[-1],
                 model=models[target.name],
                 structured=config.structured,
+                plan_schema=config.plan_schema,
                 tool_call_recovery=config.tool_call_recovery,
             )
 

@@ -14,8 +14,9 @@ parsed :class:`Plan` or :class:`Answer`. ``config`` is the LangChain ``RunnableC
 cache of :data:`PLAN_SCHEMA_CACHE_SIZE` entries. ``ChatOllama`` sends it as ``format`` (a llama.cpp
 grammar), ``ChatOpenAI`` as ``response_format`` with ``"strict": false`` (``strict: true`` would make every
 property required), ``ChatGoogleGenerativeAI`` as ``responseJsonSchema``. ``plan_schema="enum"`` sends the
-plain variant (for a provider that rejects unions), ``"free"`` the unconstrained :class:`Plan` schema (to
-measure what the constraint is worth). The schema guides decoding; the reply is still validated.
+plain variant (for a provider that rejects unions), ``"free"`` the unconstrained :class:`Plan` schema and
+``"none"`` no schema at all (to measure what the constraint is worth). The schema guides decoding; the reply
+is still validated.
 
 Whatever the provider's SDK raises becomes the project's tree
 (:func:`shared.llm.provider_errors.as_erp_error`): ``ProviderTimeoutError``, ``OutputLimitError`` for a reply
@@ -28,7 +29,7 @@ import functools
 from collections.abc import AsyncGenerator, Iterator, Sequence
 from contextlib import aclosing, contextmanager
 from dataclasses import dataclass
-from typing import Any, Final, Generic, Literal, TypeVar, cast
+from typing import Any, Final, Generic, TypeVar, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
@@ -37,7 +38,7 @@ from pydantic import BaseModel, ValidationError
 
 from planner_mode.parsing import message_text, parse_model_output
 from planner_mode.plan import Answer, OperationOutcome, Plan
-from planner_mode.plan_schema import CatalogKey, catalog_key, plan_json_schema
+from planner_mode.plan_schema import CatalogKey, PlanSchemaStyle, catalog_key, plan_json_schema
 from planner_mode.prompts import answer_messages, plan_messages
 from planner_mode.streamed_text import DirectAnswerText, FieldText
 from shared.bounds import RAW_SHOWN_CHARS, clip_text, reply_max_chars
@@ -48,10 +49,6 @@ from shared.operations.registry import OperationSpec
 __all__ = ["PLAN_SCHEMA_CACHE_SIZE", "PlanSchemaStyle", "PlannerAI"]
 
 M = TypeVar("M", bound=BaseModel)
-
-PlanSchemaStyle = Literal["union", "enum", "free"]
-"""Which call-1 schema is sent: ``union`` (each operation with its own parameters), ``enum`` (operation names
-only) or ``free`` (the :class:`Plan` model's schema, any operation name). See the module docstring."""
 
 PLAN_SCHEMA_CACHE_SIZE: Final = 32
 """Catalogs whose bound call-1 runnable a :class:`PlannerAI` keeps (least recently used dropped first): one
@@ -73,6 +70,7 @@ class _StructuredCall(Generic[M]):
         json_schema: dict[str, Any] | None = None,
         *,
         max_tokens: int | None = None,
+        constrained: bool = True,
     ) -> None:
         self.model = model
         self.schema = schema
@@ -81,7 +79,11 @@ class _StructuredCall(Generic[M]):
         """The longest reply read (longer is :class:`~shared.errors.ReplyTooLongError`, before any check)."""
         # The JSON schema (not the class) is handed over: LangChain re-derives a class's schema on every call
         # for tracing metadata, which costs milliseconds; the reply is validated in ``_parse``.
-        self._bound = _bind(model, json_schema if json_schema is not None else schema.model_json_schema())
+        self._bound: Runnable[Any, Any] = (
+            _bind(model, json_schema if json_schema is not None else schema.model_json_schema())
+            if constrained
+            else model
+        )
 
     async def astream(
         self, messages: list[BaseMessage], config: RunnableConfig | None, text: FieldText, stream: bool
@@ -235,14 +237,21 @@ class PlannerAI:
         )
 
     def plan_json_schema(self, catalog: Sequence[OperationSpec]) -> dict[str, Any]:
-        """The JSON schema call 1 sends for ``catalog`` (a new dict; see :attr:`plan_schema`)."""
-        if self.plan_schema == "free":
+        """The JSON schema call 1 sends for ``catalog`` (a new dict; see :attr:`plan_schema`; with ``none``,
+        the schema a reply is validated against, sent to no model)."""
+        if self.plan_schema in ("free", "none"):
             return Plan.model_json_schema()
         return plan_json_schema(catalog, union=self.plan_schema == "union")
 
     def _plan_call_for(self, catalog: _Catalog) -> _StructuredCall[Plan]:
         schema = self.plan_json_schema(catalog.specs)
-        return _StructuredCall(self.plan_model, Plan, schema, max_tokens=self._plan_max_tokens)
+        return _StructuredCall(
+            self.plan_model,
+            Plan,
+            schema,
+            max_tokens=self._plan_max_tokens,
+            constrained=self.plan_schema != "none",
+        )
 
     async def plan(
         self,

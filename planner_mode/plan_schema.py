@@ -41,12 +41,17 @@ import copy
 import json
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from planner_mode.plan import MAX_PLAN_OPERATIONS, Plan, PlannedOperation
 from shared.operations.registry import OperationSpec
 
-__all__ = ["CatalogKey", "catalog_key", "plan_json_schema"]
+__all__ = ["CatalogKey", "PlanSchemaStyle", "catalog_key", "plan_json_schema"]
+
+PlanSchemaStyle = Literal["union", "enum", "free", "none"]
+"""Which call-1 schema is sent: ``union`` (each operation with its own parameters), ``enum`` (operation names
+only), ``free`` (the :class:`~planner_mode.plan.Plan` model's schema, any operation name) or ``none`` (no
+structured output is asked for: the reply is the model's text, read by the same parser)."""
 
 CatalogKey = tuple[tuple[str, str], ...]
 """What a plan schema depends on: each operation's name and its parameters' JSON, in catalog order."""

@@ -33,6 +33,7 @@ from benchmarks.runner import RunConfig, run_suite
 from benchmarks.scenario import ScenarioError, load_scenarios
 from benchmarks.scoring.version import scorer_version
 from benchmarks.targets import TARGET_SYNTAX, BenchTarget, load_targets_file, parse_targets, unique_targets
+from planner_mode.plan_schema import PlanSchemaStyle
 from shared.errors import ConfigurationError, ErpAiError
 from shared.llm.factory import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S
 from shared.operations.sales import sales_registry
@@ -90,8 +91,11 @@ def _refused(console: Console, errors: tuple[type[Exception], ...] = (Configurat
 def bench(
     ctx: typer.Context,
     modes: Annotated[
-        str, typer.Option(help=f"Comma-separated modes to compare: {', '.join(ALL_MODES)}.")
-    ] = ",".join(ALL_MODES),
+        list[str] | None,
+        typer.Option(
+            help=f"Modes to compare, comma-separated or repeated: {', '.join(ALL_MODES)}. Default: all."
+        ),
+    ] = None,
     provider: Annotated[
         str | None,
         typer.Option(help="Model provider: offline (default), ollama, gemini or openai. Not with --target."),
@@ -170,6 +174,13 @@ def bench(
     structured: Annotated[
         bool, typer.Option(help="Tool calling ends with a structured answer (respuesta/memoria/estado).")
     ] = False,
+    plan_schema: Annotated[
+        PlanSchemaStyle,
+        typer.Option(
+            help="The planner's call-1 constraint: union (each operation with its own parameters), enum "
+            "(operation names only), free (any operation) or none (no structured output asked for)."
+        ),
+    ] = "union",
     tool_call_recovery: Annotated[
         bool,
         typer.Option(
@@ -198,7 +209,7 @@ def bench(
     """
     console = Console()
     with _refused(console):
-        mode_list = parse_modes(modes)
+        mode_list = parse_modes(",".join(modes or ALL_MODES))
         _check_tool_calling_options(ctx, mode_list)
         targets = _targets(target or [], targets_file, provider, model, base_url)
         suite = load_scenarios(scenarios or None, tags=tag or ())
@@ -265,7 +276,12 @@ _TOOL_CALLING_OPTIONS = {"structured": "--structured", "tool_call_recovery": "--
 
 
 def _check_tool_calling_options(ctx: typer.Context, modes: Sequence[str]) -> None:
-    """A tool-calling option on a run without a tool-calling mode would be silently ignored: refuse it."""
+    """A tool-calling option on a run without a tool-calling mode (or a planner option on a run without the
+    planner) would be silently ignored: refuse it."""
+    if "planner" not in modes and given(ctx, "plan_schema"):
+        raise ConfigurationError(
+            f"--plan-schema applies to the planner only, and --modes {','.join(modes)} does not run it."
+        )
     if any(mode.startswith("toolcalling") for mode in modes):
         return
     for name, flag in _TOOL_CALLING_OPTIONS.items():

@@ -115,6 +115,7 @@ def bench_arguments(meta: RunMeta) -> list[str]:
     args += _flag("--concurrency", meta.concurrency) if meta.concurrency != 1 else []
     args += _flag("--latency-profile", meta.latency_profile) if meta.latency_profile else []
     args += ["--structured"] if meta.structured else []
+    args += _flag("--plan-schema", meta.plan_schema) if meta.plan_schema != "union" else []
     args += [] if meta.tool_call_recovery else ["--no-tool-call-recovery"]
     args += ["--no-prompt-cache"] if meta.any_offline and meta.prompt_cache is False else []
     args += _flag("--max-tokens", meta.max_tokens) if meta.max_tokens is not None else []

@@ -239,6 +239,39 @@ def test_resume_with_targets_skips_the_done_units(
     assert changed.exit_code == 2 and "target b: model None → 'other'" in " ".join(changed.output.split())
 
 
+def test_repeated_modes_add_up_like_comma_separated_ones(
+    app: typer.Typer, tiny_suite_path: Path, tmp_path: Path, erp_db_url: str
+) -> None:
+    out = tmp_path / "run"
+    args = bench_args(tiny_suite_path, out, erp_db_url, "--modes", "planner", "--modes", "toolcalling")
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    meta = json.loads((out / "results.jsonl").read_text().splitlines()[0])
+    assert meta["modes"] == ["planner", "toolcalling"]
+
+
+def test_a_planner_option_without_the_planner_is_refused_before_anything_runs(
+    app: typer.Typer, tiny_suite_path: Path, tmp_path: Path, erp_db_url: str
+) -> None:
+    out = tmp_path / "run"
+    args = bench_args(tiny_suite_path, out, erp_db_url, "--modes", "toolcalling", "--plan-schema", "none")
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2 and "--plan-schema applies to the planner only" in result.output
+    assert not out.exists()
+
+
+def test_the_plan_schema_is_recorded_and_a_resumed_run_must_keep_it(
+    app: typer.Typer, tiny_suite_path: Path, tmp_path: Path, erp_db_url: str
+) -> None:
+    out = tmp_path / "run"
+    args = bench_args(tiny_suite_path, out, erp_db_url, "--modes", "planner")
+    first = runner.invoke(app, [*args, "--plan-schema", "none"])
+    assert first.exit_code == 0, first.output
+    assert json.loads((out / "results.jsonl").read_text().splitlines()[0])["plan_schema"] == "none"
+    changed = runner.invoke(app, [*args, "--resume"])
+    assert changed.exit_code == 2 and "plan_schema 'none' → 'union'" in " ".join(changed.output.split())
+
+
 @pytest.mark.parametrize("flag", ["--structured", "--no-tool-call-recovery"])
 def test_a_tool_calling_option_without_a_tool_calling_mode_is_refused_before_anything_runs(
     app: typer.Typer, tiny_suite_path: Path, tmp_path: Path, erp_db_url: str, flag: str

@@ -18,9 +18,9 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from pydantic import Field
 
 from benchmarks.stand_ins.faults import FaultConfig
-from planner_mode.ai import PLAN_SCHEMA_CACHE_SIZE, PlannerAI, PlanSchemaStyle
+from planner_mode.ai import PLAN_SCHEMA_CACHE_SIZE, PlannerAI
 from planner_mode.plan import MAX_NESTING_DEPTH, Answer, OperationOutcome, Plan, nesting_depth
-from planner_mode.plan_schema import plan_json_schema
+from planner_mode.plan_schema import PlanSchemaStyle, plan_json_schema
 from planner_mode.streamed_text import DirectAnswerText
 from shared.bounds import RAW_SHOWN_CHARS, reply_max_chars
 from shared.errors import (
@@ -185,6 +185,17 @@ def test_the_plain_schemas_can_be_chosen(
     else:
         assert item["properties"]["funcion"] == {"type": "string", "enum": names}
     assert sent == ai.plan_json_schema(toy_catalog)
+
+
+def test_without_a_plan_schema_call_one_asks_for_no_structured_output_and_reads_the_text(
+    toy_catalog: list[OperationSpec],
+) -> None:
+    """``plan_schema="none"`` (to measure what the constraint is worth): call 1 binds no schema, its text is
+    read by the same parser; call 2 still asks for the answer's schema."""
+    model = StructuredFake(function=scripted("```json\n" + json.dumps(PLAN) + "\n```"))
+    ai = PlannerAI(model, plan_schema="none")
+    assert plan_of(ai, "x", CONTEXT, toy_catalog) == Plan.model_validate(PLAN)
+    assert [request["schema"] for request in model.requested] == [Answer.model_json_schema()]
 
 
 def test_structured_parse_failure_falls_back_to_the_raw_text_without_a_second_call(

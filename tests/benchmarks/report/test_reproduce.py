@@ -39,6 +39,7 @@ def test_a_real_model_run_is_reproduced_with_every_recorded_setting() -> None:
         warmup=1,
         concurrency=2,
         structured=True,
+        plan_schema="enum",
         tool_call_recovery=False,
         max_tokens=512,
         timeout=900.0,
@@ -51,10 +52,11 @@ def test_a_real_model_run_is_reproduced_with_every_recorded_setting() -> None:
         meta.model,
         meta.base_url,
     )
-    assert params["modes"] == "planner,toolcalling" and params["tag"] == ("articulo",)
+    assert params["modes"] == ("planner,toolcalling",) and params["tag"] == ("articulo",)
     assert [str(p) for p in params["scenarios"]] == meta.scenario_paths, "a path with a space stays one word"
     assert (params["repeat"], params["warmup"], params["concurrency"]) == (3, 1, 2)
     assert params["structured"] is True and params["tool_call_recovery"] is False
+    assert params["plan_schema"] == "enum"
     assert (params["max_tokens"], params["timeout"]) == (512, 900.0)
 
 
