@@ -52,7 +52,9 @@ async def test_the_planners_answer_streams_as_call_two_writes_it(live_engines: d
     assert len(deltas) >= 3, deltas
 
 
-async def test_the_planners_call_two_reads_call_one_from_the_prefix_cache(live_engines: dict[str, Any]) -> None:
+async def test_the_planners_call_two_reads_call_one_from_the_prefix_cache(
+    live_engines: dict[str, Any],
+) -> None:
     """Call 2 continues call 1's messages: the server serves all of call 1's prompt to call 2 from its
     cache (with two system prompts, call 2 re-read what call 1 had just read)."""
     result = await streamed(live_engines["planner"], "live-prefix", QUESTION)
