@@ -119,8 +119,8 @@ def answer_messages(
     context: ConversationContext,
     catalog: Sequence[OperationSpec],
 ) -> list[BaseMessage]:
-    """Call 2: call 1's messages, the plan that ran (as the model's reply), then ``Resultados:`` + a JSON
-    array and the request to answer.
+    """Call 2: call 1's messages, the plan the results are for (as the model's reply: the operations with the
+    parameters the ERP resolved), then ``Resultados:`` + a JSON array and the request to answer.
 
     Call 2 starts with every message of call 1, so a server's prefix cache serves all of it and reads only the
     plan and the results (article §8: call 2 reads the question and the results). The array has one compact
