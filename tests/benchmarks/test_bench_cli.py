@@ -7,6 +7,7 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 import typer
@@ -19,6 +20,11 @@ from shared.llm.factory import build_chat_model
 from tests.benchmarks.bench_fakes import TINY_SUITE
 
 runner = CliRunner()
+
+
+def run_line(out: Path) -> dict[str, Any]:
+    """The settings line a run wrote first in its results file."""
+    return dict(json.loads((out / "results.jsonl").read_text().splitlines()[0]))
 
 
 def bench_args(suite: Path, out: Path, db_url: str, *extra: str) -> list[str]:
@@ -246,18 +252,7 @@ def test_repeated_modes_add_up_like_comma_separated_ones(
     args = bench_args(tiny_suite_path, out, erp_db_url, "--modes", "planner", "--modes", "toolcalling")
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
-    meta = json.loads((out / "results.jsonl").read_text().splitlines()[0])
-    assert meta["modes"] == ["planner", "toolcalling"]
-
-
-def test_a_planner_option_without_the_planner_is_refused_before_anything_runs(
-    app: typer.Typer, tiny_suite_path: Path, tmp_path: Path, erp_db_url: str
-) -> None:
-    out = tmp_path / "run"
-    args = bench_args(tiny_suite_path, out, erp_db_url, "--modes", "toolcalling", "--plan-schema", "none")
-    result = runner.invoke(app, args)
-    assert result.exit_code == 2 and "--plan-schema applies to the planner only" in result.output
-    assert not out.exists()
+    assert run_line(out)["modes"] == ["planner", "toolcalling"]
 
 
 def test_the_plan_schema_is_recorded_and_a_resumed_run_must_keep_it(
@@ -267,16 +262,29 @@ def test_the_plan_schema_is_recorded_and_a_resumed_run_must_keep_it(
     args = bench_args(tiny_suite_path, out, erp_db_url, "--modes", "planner")
     first = runner.invoke(app, [*args, "--plan-schema", "none"])
     assert first.exit_code == 0, first.output
-    assert json.loads((out / "results.jsonl").read_text().splitlines()[0])["plan_schema"] == "none"
+    assert run_line(out)["plan_schema"] == "none"
     changed = runner.invoke(app, [*args, "--resume"])
     assert changed.exit_code == 2 and "plan_schema 'none' → 'union'" in " ".join(changed.output.split())
 
 
-@pytest.mark.parametrize("flag", ["--structured", "--no-tool-call-recovery"])
-def test_a_tool_calling_option_without_a_tool_calling_mode_is_refused_before_anything_runs(
-    app: typer.Typer, tiny_suite_path: Path, tmp_path: Path, erp_db_url: str, flag: str
+@pytest.mark.parametrize(
+    ("option", "modes", "refusal"),
+    [
+        (["--structured"], "planner", "--structured applies to tool calling only"),
+        (["--no-tool-call-recovery"], "planner", "--no-tool-call-recovery applies to tool calling only"),
+        (["--plan-schema", "none"], "toolcalling", "--plan-schema applies to the planner only"),
+    ],
+)
+def test_an_option_of_a_mode_the_run_does_not_run_is_refused_before_anything_runs(
+    app: typer.Typer,
+    tiny_suite_path: Path,
+    tmp_path: Path,
+    erp_db_url: str,
+    option: list[str],
+    modes: str,
+    refusal: str,
 ) -> None:
     out = tmp_path / "run"
-    result = runner.invoke(app, bench_args(tiny_suite_path, out, erp_db_url, "--modes", "planner", flag))
-    assert result.exit_code == 2 and f"{flag} applies to tool calling only" in result.output
+    result = runner.invoke(app, bench_args(tiny_suite_path, out, erp_db_url, "--modes", modes, *option))
+    assert result.exit_code == 2 and refusal in result.output
     assert not out.exists()

@@ -26,6 +26,7 @@ from shared.memory.store import MemoryStore
 from shared.operations.registry import OperationRegistry
 from shared.security import Caller
 from tests.fakes import CallInfo, FunctionChatModel
+from tests.planner_mode.planner_fakes import is_plan_request
 
 ABC_2025 = "120.000.000"
 
@@ -114,7 +115,7 @@ def forbidden_by_the_model(messages: list[BaseMessage], info: CallInfo) -> AIMes
                 tool_calls=[{"name": "ventas_por_categoria", "args": {"anio": 2025}, "id": "t1"}],
             )
         return str(info.tool_results[0].content)
-    if not str(messages[-1].content).startswith("Resultados:"):  # planner call 1
+    if is_plan_request(messages):
         forbidden = {"funcion": "ventas_por_categoria", "parametros": {"anio": 2025}}
         return json.dumps({"operaciones": [forbidden]})
     return json.dumps({"respuesta": "No se pudo: " + str(messages[-1].content)[-300:]})
