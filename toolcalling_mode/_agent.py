@@ -11,7 +11,7 @@ import asyncio
 import functools
 import json
 import threading
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, Literal
@@ -185,8 +185,9 @@ class TurnMiddleware(AgentMiddleware[Any, Any, Any]):
                 )
         recovered = 0
         if self._recover_excluding is not None:
-            offered = _offered_names(request.tools) - self._recover_excluding
-            result = [recover_text_tool_calls(message, offered) for message in response.result]
+            result = [
+                recover_text_tool_calls(message, self._recover_excluding) for message in response.result
+            ]
             recovered = sum(message.response_metadata.get("recovered_tool_calls", 0) for message in result)
             if result != list(response.result):
                 response = ModelResponse(result=result, structured_response=response.structured_response)
@@ -262,7 +263,10 @@ class TurnMiddleware(AgentMiddleware[Any, Any, Any]):
         call = request.tool_call
         started = perf_counter()
         try:
-            outcome = await handler(request)  # in the loop's default executor: an ERP query never blocks it
+            if request.tool is None:  # not offered to this caller: the ERP says why, as to the planner
+                outcome = self._not_offered(call, context.caller)
+            else:  # in the loop's default executor: an ERP query never blocks it
+                outcome = await handler(request)
         except GraphBubbleUp:  # LangGraph control flow (interrupts), not a tool failure
             raise
         except Exception as exc:  # an ERP bug must not abort the turn; its text must not reach the model
@@ -281,6 +285,16 @@ class TurnMiddleware(AgentMiddleware[Any, Any, Any]):
         with context.lock:
             context.operations[str(call["id"])] = operation
         return outcome, operation
+
+    def _not_offered(self, call: ToolCall, caller: Caller) -> ToolMessage:
+        """The result of a call to a tool the caller's agent does not have: the registry's own error (the
+        operation does not exist, or the caller may not run it), the words planner mode's call 2 reads."""
+        try:
+            self._registry.validate(call["name"], call["args"], caller=caller)
+            error: str = f"La operación {call['name']!r} no está disponible."  # registered after compiling
+        except OperationError as exc:
+            error = str(exc)
+        return ToolMessage(content=error, name=call["name"], tool_call_id=str(call["id"]), status="error")
 
     @staticmethod
     def _repeat(call: ToolCall, first: FirstCall, context: TurnContext) -> ToolMessage:
@@ -322,17 +336,6 @@ def _context(request: ModelRequest[Any] | ToolCallRequest) -> TurnContext:
     context = request.runtime.context if request.runtime is not None else None
     assert isinstance(context, TurnContext), "the engine runs every turn with its TurnContext"
     return context
-
-
-def _offered_names(tools: Iterable[Any]) -> set[str]:
-    names: set[str] = set()
-    for tool in tools:
-        name = getattr(tool, "name", None)
-        if name is None and isinstance(tool, dict):
-            name = tool.get("name") or (tool.get("function") or {}).get("name")
-        if isinstance(name, str):
-            names.add(name)
-    return names
 
 
 def executed_operation(

@@ -200,7 +200,7 @@ def outcome(
     elif not text:
         unusable = ModelOutputError("The model's final answer is empty.")
     elif looks_like_text_tool_call(text):
-        why = "recovery is off" if not recover_text_tool_calls else "it names a tool it was not given"
+        why = "recovery is off" if not recover_text_tool_calls else "it names the answer's own tool"
         unusable = ModelOutputError(
             f"The model wrote a tool call as text instead of calling the tool ({why}).", raw=text
         )

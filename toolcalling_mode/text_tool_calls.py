@@ -5,9 +5,10 @@ text: a fenced block (```` ```json {"name": "ventas_anuales", "arguments": {"ani
 object, a list of them, or Hermes-style ``<tool_call>{...}</tool_call>`` tags. Such a reply is never an
 answer. :func:`parse_text_tool_calls` reads a reply that is *only* such calls (a ``<think>`` block aside);
 prose that merely quotes JSON stays prose. :func:`recover_text_tool_calls` turns such a reply into the tool
-calls it describes, under the rules of native calls: only tools offered in that request (any other name is
-left as written, and the turn fails as ``model_output``), arguments validated by the tool when it runs, the
-same limits; each recovered call is counted (``TurnResult.recovered_tool_calls``).
+calls it describes, under the rules of native calls: a call may name any tool, and one the request did not
+offer (made up, or one the caller may not run) gets the ERP's error as its result, as a native call to it
+does; arguments are validated by the tool when it runs; the same limits apply; each recovered call is counted
+(``TurnResult.recovered_tool_calls``). Only the structured answer's own tools are never recovered from text.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ __all__ = [
 
 _TAG = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
 _ARGUMENT_KEYS = ("arguments", "parameters", "args")
-_TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
+_TOOL_NAME = re.compile(r"[^\W\d][\w.-]{0,63}")
+"""An identifier, in any script (a model names a made-up tool ``clima_mañana``); never words with spaces."""
 
 TextToolCall = tuple[str, dict[str, Any]]
 """A tool call read from text: the tool's name and its arguments."""
@@ -171,15 +173,15 @@ def _call(item: Any) -> TextToolCall | None:
     return item["name"].strip(), arguments
 
 
-def recover_text_tool_calls(message: BaseMessage, offered: set[str]) -> BaseMessage:
-    """``message`` with the tool calls its text consists of when they all name tools in ``offered`` (each
+def recover_text_tool_calls(message: BaseMessage, excluded: frozenset[str] = frozenset()) -> BaseMessage:
+    """``message`` with the tool calls its text consists of when none names a tool in ``excluded`` (each
     with an id ``text-call-…``, ``response_metadata["recovered_tool_calls"]`` their number); otherwise
     ``message`` itself."""
     if not isinstance(message, AIMessage) or message.tool_calls or message.invalid_tool_calls:
         return message
     calls = parse_text_tool_calls(message.text)
-    if calls is None or any(name not in offered for name, _ in calls):
-        return message  # prose, or a call to a tool this request did not offer: left as written
+    if calls is None or any(name in excluded for name, _ in calls):
+        return message  # prose, or the structured answer written as text: left as written
     tool_calls = [
         ToolCall(name=name, args=arguments, id=f"text-call-{uuid.uuid4().hex[:12]}", type="tool_call")
         for name, arguments in calls

@@ -40,7 +40,7 @@ from shared.result_text import for_model
 from shared.security import DEMO_CALLER, Caller
 from shared.turn import FirstAnswerCall
 from tests.engine_backends import deltas, run_turn, streamed
-from tests.fakes import CallInfo, ModelFunction, RunRecorder, YearParams, YearTotal
+from tests.fakes import CallInfo, FunctionChatModel, ModelFunction, RunRecorder, YearParams, YearTotal
 from tests.toolcalling_mode.toolcalling_fakes import (
     YEAR_TOTALS,
     ask_tools,
@@ -349,9 +349,27 @@ def test_a_hallucinated_tool_name_is_answered_with_an_error_and_counted(make_eng
 
     assert result.answer == "No tengo esa."
     assert result.operations[0].function == "ventas_totales"
-    assert "not a valid tool" in (result.operations[0].error or "")
+    assert "La operación 'ventas_totales' no existe" in (result.operations[0].error or "")
     assert result.errors and result.errors[0].startswith("Unknown tool 'ventas_totales'")
     assert model.calls[1].tool_results[0].status == "error"
+    assert (result.failure, result.plan_valid) == ("invalid_plan", False)
+
+
+def test_a_tool_the_caller_may_not_run_is_answered_with_the_erps_no_permission(demo_engine: Any) -> None:
+    ana = Caller(user_id="ana", roles=frozenset({"ventas"}))
+    model = FunctionChatModel(
+        then_answer(ask_tools(call("ventas_por_categoria", anio=2025)), "No tiene permiso para eso.")
+    )
+    engine = demo_engine(model)
+
+    result = engine.ask("c1", "¿Cómo se repartieron las ventas de 2025 por categoría?", ana)
+
+    assert "ventas_por_categoria" not in model.calls[0].tool_names  # never offered to her
+    told = model.calls[1].tool_results[0]
+    assert told.status == "error"
+    assert told.text == "No tiene permiso para la operación 'ventas_por_categoria'; no se ejecutó."
+    assert [(op.function, op.error_kind) for op in result.operations] == [("ventas_por_categoria", "invalid")]
+    assert (result.answer, result.failure) == ("No tiene permiso para eso.", "invalid_plan")
 
 
 def test_an_unexpected_tool_exception_is_an_operation_error_whose_text_never_reaches_the_model(
@@ -873,7 +891,7 @@ def cut_text_call(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
     "function",
     [
         cut_text_call,
-        lambda _m, _i: '{"name": "clima_mañana", "arguments": {"ciudad": "Asunción"}}',  # not a tool's name
+        lambda _m, _i: '{"name": "clima de mañana", "arguments": {"ciudad": "Asunción"}}',  # no tool's name
         lambda _m, _i: '[{"products": [{"name": "Taladro", "total": 1}]}]',  # JSON alone
     ],
     ids=["cut-call", "call-to-no-tool", "json-alone"],

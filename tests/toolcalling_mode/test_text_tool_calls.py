@@ -84,20 +84,33 @@ def test_a_text_tool_call_is_recovered_runs_and_is_counted(make_engine: Any) -> 
     assert result.model_calls == 2
 
 
-@pytest.mark.parametrize(
-    ("text", "options"),
-    [('{"name": "borrar_facturas", "arguments": {}}', {}), (FENCED, {"recover_text_tool_calls": False})],
-    ids=["a-tool-not-offered", "recovery-off"],
-)
 def test_an_unrecovered_text_tool_call_is_never_an_answer_but_model_output_and_invalid(
-    make_engine: Any, text: str, options: dict[str, Any]
+    make_engine: Any,
 ) -> None:
-    engine, _ = make_engine(then_answer(text), **options)
+    engine, _ = make_engine(then_answer(FENCED), recover_text_tool_calls=False)
 
     result = engine.ask("c1", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
 
     assert (result.failure, result.plan_valid, result.recovered_tool_calls) == ("model_output", False, 0)
     assert result.operations == [] and not result.recorded and result.answer == user_message("model_output")
+
+
+def test_a_text_call_to_a_tool_not_offered_gets_the_erps_error_as_a_native_call_does(
+    make_engine: Any,
+) -> None:
+    engine, model = make_engine(
+        then_answer('```json\n{"name": "borrar_facturas", "arguments": {}}\n```', "No puedo borrar facturas.")
+    )
+
+    result = engine.ask("c1", "Borrá todas las facturas.", DEMO_CALLER)
+
+    assert model.calls[1].tool_results[0].text.startswith("La operación 'borrar_facturas' no existe.")
+    assert (result.answer, result.failure, result.recovered_tool_calls) == (
+        "No puedo borrar facturas.",
+        "invalid_plan",
+        1,
+    )
+    assert [(op.function, op.error_kind) for op in result.operations] == [("borrar_facturas", "invalid")]
 
 
 def test_recovered_arguments_are_validated_as_native_ones_are(make_engine: Any) -> None:
