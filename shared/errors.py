@@ -40,6 +40,8 @@ OPERATION_ERROR_TEXTS: dict[str, str] = {
     "customer_suggestions": " Clientes más parecidos: {names}.",
     "forbidden": "No tiene permiso para la operación {operation!r}; no se ejecutó.",
     "no_sales": "No hay ventas en {anio}, así que no hay mejor cliente.",
+    "unknown_caller": "El usuario {user!r} no figura entre los usuarios del ERP, así que no tiene clientes "
+    "asignados; no se ejecutó.",
 }
 """The texts of the ERP's operation errors, in the assistant's language (Spanish), by error."""
 
@@ -144,6 +146,15 @@ class CustomerOutOfScopeError(CustomerNotFoundError):
     def __init__(self, operation: str, customer: str, suggestions: Sequence[str] = ()) -> None:
         self.customer = customer
         super().__init__(operation, customer, suggestions)
+
+
+class UnknownCallerError(DomainError):
+    """The caller sees only their own customers, and the ERP has no user of that id: refused rather than
+    answered as zero sales (the CLI refuses such a user before the turn; a library caller meets it here)."""
+
+    def __init__(self, operation: str, user_id: str) -> None:
+        self.user_id = user_id
+        super().__init__(operation, OPERATION_ERROR_TEXTS["unknown_caller"].format(user=user_id))
 
 
 class OperationForbiddenError(OperationError):

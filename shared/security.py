@@ -74,6 +74,8 @@ class OperationContext:
     permissions: frozenset[str]
     today: date
     backend: Any
+    operation: str = ""
+    """The name of the operation running (for the errors it raises)."""
 
     @property
     def sees_all_customers(self) -> bool:

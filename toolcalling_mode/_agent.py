@@ -262,6 +262,7 @@ class TurnMiddleware(AgentMiddleware[Any, Any, Any]):
         """Run the call and record it (when it ends in a tool result)."""
         call = request.tool_call
         started = perf_counter()
+        outcome: ToolMessage | Command[Any]
         try:
             if request.tool is None:  # not offered to this caller: the ERP says why, as to the planner
                 outcome = self._not_offered(call, context.caller)

@@ -302,7 +302,9 @@ class OperationRegistry:
             operation = self._permitted(name, granted, caller)
             validated = _validate(operation, params)
             with erp.session() as session:
-                ctx = OperationContext(caller=caller, permissions=granted, today=erp.today, backend=session)
+                ctx = OperationContext(
+                    caller=caller, permissions=granted, today=erp.today, backend=session, operation=name
+                )
                 result = operation.handler(ctx, validated)
             return dict(result.model_dump(mode="json"))
         except ErpAiError:

@@ -9,9 +9,11 @@ date ranges (not on extracted years) so they stay index-friendly and portable.
 
 Row-level scope comes from the handler's context, never from a prompt: a caller with ``clientes:todos``
 (``ctx.sees_all_customers``) sees every customer; anyone else sees only the invoices of the customers whose
-``vendedor`` they are, in totals, months, rankings, products, categories and receivables alike. A customer
-named outside that scope is :class:`~shared.errors.CustomerOutOfScopeError`; searches and suggestions never
-list it (:mod:`shared.erp.customers`).
+``vendedor`` they are, in totals, months, rankings, products, categories and receivables alike, and those
+results say so in ``alcance`` (an answer must not read as the company's). A customer named outside that scope
+is :class:`~shared.errors.CustomerOutOfScopeError`; searches and suggestions never list it
+(:mod:`shared.erp.customers`); a caller so scoped who is none of the ERP's users is
+:class:`~shared.errors.UnknownCallerError`, never a salesperson without sales.
 
 The statements are built once, at import, in :mod:`shared.operations.sales_queries`.
 """
@@ -39,6 +41,7 @@ from shared.operations.sales_queries import (
     SALES_TOTALS,
     TOP_PRODUCTS,
     period,
+    scope_of,
     session_of,
     vendedor_of,
 )
@@ -65,8 +68,23 @@ class _Result(BaseModel):
     model_config = ConfigDict(frozen=True)
 
 
+def _absent(value: object) -> bool:
+    return value is None
+
+
+class _ScopedResult(_Result):
+    """A result computed over the customers the caller sees: ``alcance`` (first, left out for a caller who
+    sees every customer) says whose they are, so an answer never reads as the company's."""
+
+    alcance: str | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="De qué clientes son las cifras cuando no son los de toda la empresa.",
+    )
+
+
 # -- ventas_anuales ------------------------------------------------------------------------------------------
-class VentasAnualesResult(_Result):
+class VentasAnualesResult(_ScopedResult):
     """Sales of one year."""
 
     anio: int
@@ -78,11 +96,11 @@ class VentasAnualesResult(_Result):
 def ventas_anuales(ctx: OperationContext, anio: Anio) -> VentasAnualesResult:
     """Total vendido (facturado) en un año, sin las facturas anuladas, y cantidad de facturas."""
     row = SALES_TOTALS.execute(ctx, period(anio)).one()
-    return VentasAnualesResult(anio=anio, total=int(row[0]), facturas=int(row[1]))
+    return VentasAnualesResult(alcance=scope_of(ctx), anio=anio, total=int(row[0]), facturas=int(row[1]))
 
 
 # -- mejor_cliente -------------------------------------------------------------------------------------------
-class MejorClienteResult(_Result):
+class MejorClienteResult(_ScopedResult):
     """The customer with the largest purchases in a year."""
 
     anio: int
@@ -97,7 +115,7 @@ def mejor_cliente(ctx: OperationContext, anio: Anio) -> MejorClienteResult:
     row = BEST_CUSTOMER.execute(ctx, period(anio)).first()
     if row is None:
         raise DomainError("mejor_cliente", OPERATION_ERROR_TEXTS["no_sales"].format(anio=anio))
-    return MejorClienteResult(anio=anio, cliente=row[0], total=int(row[1]))
+    return MejorClienteResult(alcance=scope_of(ctx), anio=anio, cliente=row[0], total=int(row[1]))
 
 
 # -- compras_cliente -----------------------------------------------------------------------------------------
@@ -140,7 +158,7 @@ class VentaMes(_Result):
     total: int
 
 
-class VentasMensualesResult(_Result):
+class VentasMensualesResult(_ScopedResult):
     """Sales of a year month by month, or of one month."""
 
     anio: int
@@ -171,7 +189,8 @@ def ventas_mensuales(
     by_month = {int(m): int(total) for m, total in rows}
     months = [mes] if mes is not None else list(range(1, 13))
     meses = [VentaMes(mes=m, total=by_month.get(m, 0)) for m in months]
-    return VentasMensualesResult(anio=anio, mes=mes, total=sum(m.total for m in meses), meses=meses)
+    total = sum(m.total for m in meses)
+    return VentasMensualesResult(alcance=scope_of(ctx), anio=anio, mes=mes, total=total, meses=meses)
 
 
 # -- top_productos -------------------------------------------------------------------------------------------
@@ -185,7 +204,7 @@ class ProductoVendido(_Result):
     total: int = Field(description="Monto vendido en el año, en guaraníes.")
 
 
-class TopProductosResult(_Result):
+class TopProductosResult(_ScopedResult):
     """Best-selling products of a year by amount."""
 
     anio: int
@@ -206,7 +225,7 @@ def top_productos(
         ProductoVendido(sku=sku, producto=name, categoria=category, unidades=int(units), total=int(total))
         for sku, name, category, units, total in rows
     ]
-    return TopProductosResult(anio=anio, productos=productos)
+    return TopProductosResult(alcance=scope_of(ctx), anio=anio, productos=productos)
 
 
 # -- ventas_por_categoria ------------------------------------------------------------------------------------
@@ -217,7 +236,7 @@ class VentaCategoria(_Result):
     total: int
 
 
-class VentasPorCategoriaResult(_Result):
+class VentasPorCategoriaResult(_ScopedResult):
     """Sales of a year by product category."""
 
     anio: int
@@ -232,7 +251,8 @@ def ventas_por_categoria(ctx: OperationContext, anio: Anio) -> VentasPorCategori
     """Ventas de un año agrupadas por categoría de producto."""
     rows = SALES_BY_CATEGORY.execute(ctx, period(anio))
     categorias = [VentaCategoria(categoria=c, total=int(t)) for c, t in rows]
-    return VentasPorCategoriaResult(anio=anio, total=sum(c.total for c in categorias), categorias=categorias)
+    total = sum(c.total for c in categorias)
+    return VentasPorCategoriaResult(alcance=scope_of(ctx), anio=anio, total=total, categorias=categorias)
 
 
 # -- facturas_pendientes -------------------------------------------------------------------------------------
@@ -245,7 +265,7 @@ class FacturaPendiente(_Result):
     total: int
 
 
-class FacturasPendientesResult(_Result):
+class FacturasPendientesResult(_ScopedResult):
     """Unpaid invoices: count and amount over all, the oldest listed."""
 
     cliente: str | None = Field(description="Nombre canónico del cliente filtrado, o null si son todos.")
@@ -253,6 +273,11 @@ class FacturasPendientesResult(_Result):
     total: int = Field(description="Monto total pendiente de cobro, en guaraníes.")
     facturas: list[FacturaPendiente] = Field(
         description=f"Las facturas pendientes más antiguas primero (como máximo {MAX_PENDING_LISTED})."
+    )
+    listado: str | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="Cuáles facturas se listan, cuando no son todas las pendientes.",
     )
 
 
@@ -270,8 +295,9 @@ def facturas_pendientes(
 ) -> FacturasPendientesResult:
     """Facturas pendientes de cobro, de todos o de un cliente: cantidad, monto y las más antiguas."""
     session = session_of(ctx)
+    scope = None
     if cliente is None:
-        name = None
+        name, scope = None, scope_of(ctx)
         count, total = PENDING_TOTALS.execute(ctx, {}).one()
         rows = PENDING_OLDEST.execute(ctx, {})
     else:
@@ -283,7 +309,10 @@ def facturas_pendientes(
         FacturaPendiente(numero=number, cliente=customer_name, fecha=issued, total=int(amount))
         for number, customer_name, issued, amount in rows
     ]
-    return FacturasPendientesResult(cliente=name, cantidad=int(count), total=int(total), facturas=facturas)
+    listed = f"las {len(facturas)} más antiguas de {int(count)}" if len(facturas) < count else None
+    return FacturasPendientesResult(
+        alcance=scope, cliente=name, cantidad=int(count), total=int(total), facturas=facturas, listado=listed
+    )
 
 
 # -- buscar_cliente ------------------------------------------------------------------------------------------
@@ -295,7 +324,7 @@ class ClienteEncontrado(_Result):
     ciudad: str
 
 
-class BuscarClienteResult(_Result):
+class BuscarClienteResult(_ScopedResult):
     """Customers matching a search text."""
 
     texto: str
@@ -319,6 +348,5 @@ def buscar_cliente(
     """Busca clientes por parte del nombre o del RUC; devuelve nombre, RUC y ciudad."""
     # A salesperson searches, and is offered similar names from, their own customers only.
     customers = search_customers(session_of(ctx), texto, MAX_CUSTOMERS_LISTED, vendedor=vendedor_of(ctx))
-    return BuscarClienteResult(
-        texto=texto, clientes=[ClienteEncontrado(nombre=c.name, ruc=c.ruc, ciudad=c.city) for c in customers]
-    )
+    found = [ClienteEncontrado(nombre=c.name, ruc=c.ruc, ciudad=c.city) for c in customers]
+    return BuscarClienteResult(alcance=scope_of(ctx), texto=texto, clientes=found)

@@ -29,7 +29,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session
 
-from shared.erp.models import SALE_STATUSES, Customer, Invoice, InvoiceLine, Product
+from shared.erp.models import SALE_STATUSES, Customer, ErpUser, Invoice, InvoiceLine, Product
+from shared.errors import UnknownCallerError
 from shared.security import OperationContext
 
 MAX_PENDING_LISTED: Final = 20
@@ -64,9 +65,29 @@ def session_of(ctx: OperationContext) -> Session:
     return cast(Session, ctx.backend)
 
 
+OWN_CUSTOMERS_SCOPE: Final = "solo sus clientes asignados, no los de toda la empresa"
+"""The ``alcance`` of a result computed over a salesperson's own customers (what the answer must say)."""
+
+
 def vendedor_of(ctx: OperationContext) -> str | None:
-    """Whose customers ``ctx``'s caller sees: ``None`` for every customer, else the caller's own."""
-    return None if ctx.sees_all_customers else ctx.caller.user_id
+    """Whose customers ``ctx``'s caller sees: ``None`` for every customer, else the caller's own.
+
+    Raises:
+        UnknownCallerError: the caller sees only their own customers and is none of the ERP's users (a
+            mistyped id would otherwise read as a salesperson without sales).
+    """
+    if ctx.sees_all_customers:
+        return None
+    user_id = ctx.caller.user_id
+    if session_of(ctx).get(ErpUser, user_id) is None:
+        raise UnknownCallerError(ctx.operation, user_id)
+    return user_id
+
+
+def scope_of(ctx: OperationContext) -> str | None:
+    """The ``alcance`` of a result computed over the customers ``ctx``'s caller sees: ``None`` for every
+    customer, else :data:`OWN_CUSTOMERS_SCOPE`."""
+    return None if ctx.sees_all_customers else OWN_CUSTOMERS_SCOPE
 
 
 @dataclass(frozen=True)

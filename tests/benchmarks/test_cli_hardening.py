@@ -170,6 +170,20 @@ def test_users_own_their_conversations_and_see_only_their_customers(cli_env: dic
     assert "no es uno de sus clientes" in bruno.stdout
 
 
+@pytest.mark.parametrize("mode", ["planner", "toolcalling"])
+def test_a_salespersons_total_says_it_is_their_customers_only(
+    cli_env: dict[str, str | None], mode: str
+) -> None:
+    ana = runner.invoke(
+        app, ["ask", "--user", "ana", "--mode", mode, "¿Cuánto vendimos en 2025?"], env=cli_env
+    )
+    manager = runner.invoke(app, ["ask", "--mode", mode, "¿Cuánto vendimos en 2025?"], env=cli_env)
+
+    assert ana.exit_code == manager.exit_code == 0
+    assert "solo sus clientes asignados" in ana.stdout
+    assert "solo sus clientes" not in manager.stdout
+
+
 @pytest.fixture(scope="module")
 def guarded_server() -> Iterator[str]:
     from benchmarks.serving import ServerThread

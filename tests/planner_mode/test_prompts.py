@@ -94,7 +94,8 @@ Reglas de la respuesta:
    producto, el año o el mes), nunca un valor suelto, con las cifras copiadas tal como están en los
    resultados, con ₲ delante de los importes en guaraníes (₲1.234.567), nunca con el signo de dólar. Una
    lista va entera en la respuesta, en la misma oración, cada elemento con su nombre y su cifra, separados
-   por punto y coma. Nunca inventes cifras ni datos que los resultados no tienen.
+   por punto y coma. Si un resultado tiene "alcance" o "listado", dilo en la respuesta. Nunca inventes
+   cifras ni datos que los resultados no tienen.
 2. Si un resultado tiene "error", explica qué no se pudo consultar y por qué, sin detalles técnicos; si el
    error dice que el usuario no tiene acceso o permiso, dilo con esas palabras. Un resultado sin "error" se
    ejecutó con permiso: respóndelo.

@@ -193,7 +193,7 @@ def test_refs_to_fields_of_the_result_model_are_accepted(
         (
             TOP,
             "op1.nombre_del_campo",
-            "top_productos results have no field 'nombre_del_campo' (fields: anio, productos)",
+            "top_productos results have no field 'nombre_del_campo' (fields: alcance, anio, productos)",
         ),
         (PENDING, "op1.facturas.0.nombre", "(fields of facturas.0: numero, cliente, fecha, total)"),
         (PENDING, "op1.cliente.nombre", "'cliente' is a single value (string or null) with no fields"),

@@ -14,8 +14,10 @@ from planner_mode import PlannerAI, PlannerEngine
 from shared.engine import AssistantEngine
 from shared.erp.database import Erp
 from shared.erp.users import caller_for
+from shared.llm import build_chat_model
 from shared.memory.store import MemoryStore
 from shared.operations import sales_registry
+from shared.security import Caller
 from tests.fakes import CallInfo, FunctionChatModel
 from tests.planner_mode.planner_fakes import text_model
 from toolcalling_mode import ToolCallingEngine
@@ -54,3 +56,21 @@ def test_each_mode_tells_the_model_which_operations_the_user_may_not_run(
     assert (SECTION in prompt) is told
     assert ('"ventas_por_categoria":' in prompt) is told
     assert result.failure is None and result.answer == REFUSAL and result.operations == []
+
+
+@pytest.mark.parametrize("mode", ["planner", "toolcalling"])
+def test_a_scoped_caller_the_erp_does_not_know_hears_so_never_zero_sales(
+    erp: Erp, store: MemoryStore, mode: str
+) -> None:
+    model = build_chat_model("offline")
+    engine: AssistantEngine = (
+        PlannerEngine(sales_registry(), erp, store, PlannerAI(model))
+        if mode == "planner"
+        else ToolCallingEngine(sales_registry(), erp, store, model)
+    )
+
+    result = engine.ask("c1", "¿Cuánto vendimos en 2025?", Caller(user_id="zoe", roles=frozenset({"ventas"})))
+
+    assert [(op.function, op.error_kind) for op in result.operations] == [("ventas_anuales", "refused")]
+    assert "El usuario 'zoe' no figura entre los usuarios del ERP" in (result.operations[0].error or "")
+    assert "no figura entre los usuarios del ERP" in result.answer and "₲0" not in result.answer

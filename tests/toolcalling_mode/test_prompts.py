@@ -61,6 +61,7 @@ SAME_GUIDANCE = (
     "Un mes sin año es del año del que se viene hablando",
     "digas que se emitió, cambió, envió, registró, borró o ejecutó algo",
     "₲1.234.567",  # amount format
+    '"alcance" o "listado", dilo en la respuesta',  # whose figures, and a listing cut short
 )
 """Guidance both modes get, phrased alike (fair prompts). How figures and lists are written is tuned per mode
 on the suite (a mode keeps the wording its own suite turns answered best with), so it is not listed here."""

@@ -113,7 +113,11 @@ def describe(item: Executed) -> str:
     writer = _WRITERS.get(item.funcion)
     if writer is None:
         return f"Resultado de {item.funcion}: {item.resultado}"
-    return writer(data, anio)
+    text = writer(data, anio)
+    scope = data.get("alcance")
+    if isinstance(scope, str) and scope.strip():
+        text = f"{text.removesuffix('.')} ({scope.strip()})."  # whose figures: a salesperson's customers only
+    return text
 
 
 def _refusal(item: Executed, what: str, detail: str) -> str | None:
@@ -187,6 +191,8 @@ def _facturas_pendientes(data: dict[str, Any], anio: Any) -> str:
         return _sentence(f"No hay facturas pendientes{who}")
     pending = _count(cantidad, "factura pendiente", "facturas pendientes")
     head = f"Hay {pending}{who} por {_money(data.get('total'))}"
+    if isinstance(data.get("listado"), str) and data["listado"].strip():
+        head = f"{head}; se listan {data['listado'].strip()}"  # a listing cut short says so
     listed = "; ".join(
         f"{f.get('numero')} ({f.get('cliente')}, {f.get('fecha')}): {_money(f.get('total'))}"
         for f in invoices

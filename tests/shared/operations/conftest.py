@@ -44,7 +44,12 @@ ANALYST_POLICY = RolePolicy(
 )
 """The demo's roles, but salespeople may also run ``ventas_por_categoria`` (on their own customers only)."""
 
-USERS = [("gerente", "Gerencia", "gerencia"), ("ana", "Ana", "ventas"), ("bruno", "Bruno", "ventas")]
+USERS = [
+    ("gerente", "Gerencia", "gerencia"),
+    ("ana", "Ana", "ventas"),
+    ("bruno", "Bruno", "ventas"),
+    ("carla", "Carla", "ventas"),  # no customers at all
+]
 CUSTOMERS = [
     (1, "Empresa ABC", "80000001-3", "Asunción", "ana"),
     (2, "Distribuidora Ñandutí S.A.", "80009735-1", "Itauguá", "bruno"),

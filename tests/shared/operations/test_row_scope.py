@@ -10,10 +10,11 @@ from sqlalchemy import select
 
 from shared.erp.database import Erp
 from shared.erp.models import Customer
-from shared.errors import CustomerNotFoundError, CustomerOutOfScopeError, OperationError
+from shared.errors import CustomerNotFoundError, CustomerOutOfScopeError, OperationError, UnknownCallerError
 from shared.operations.registry import OperationRegistry
 from shared.operations.sales import sales_registry
-from shared.security import DEMO_CALLER
+from shared.operations.sales_queries import OWN_CUSTOMERS_SCOPE
+from shared.security import DEMO_CALLER, Caller
 from tests.shared.erp.test_seed import sales_by_customer
 from tests.shared.operations.conftest import ANA, ANALYST_POLICY, BRUNO, GERENTE
 
@@ -124,6 +125,7 @@ def test_bruno_figures_are_those_of_his_customers(registry: OperationRegistry, e
         assert registry.execute(erp, name, {"anio": 2025}, caller=BRUNO)["total"] == sum(own.values()) > 0
     best = max(own, key=lambda name: own[name])
     assert registry.execute(erp, "mejor_cliente", {"anio": 2025}, caller=BRUNO) == {
+        "alcance": OWN_CUSTOMERS_SCOPE,
         "anio": 2025,
         "cliente": best,
         "total": own[best],
@@ -132,6 +134,7 @@ def test_bruno_figures_are_those_of_his_customers(registry: OperationRegistry, e
 
 def test_ana_sees_empresa_abc(registry: OperationRegistry, erp: Erp) -> None:
     assert registry.execute(erp, "mejor_cliente", {"anio": 2025}, caller=ANA) == {
+        "alcance": OWN_CUSTOMERS_SCOPE,
         "anio": 2025,
         "cliente": ABC,
         "total": ABC_2025,
@@ -166,3 +169,60 @@ def test_the_manager_sees_what_the_demo_caller_sees(registry: OperationRegistry,
             continue
         assert registry.execute(erp, name, params, caller=GERENTE) == default
     assert DEMO_CALLER.roles == GERENTE.roles
+
+
+# -- saying whose figures they are ---------------------------------------------------------------------------
+
+
+SCOPED_REQUESTS = [
+    ("ventas_anuales", {"anio": 2025}),
+    ("mejor_cliente", {"anio": 2025}),
+    ("ventas_mensuales", {"anio": 2025}),
+    ("top_productos", {"anio": 2025}),
+    ("ventas_por_categoria", {"anio": 2025}),
+    ("facturas_pendientes", {}),
+    ("buscar_cliente", {"texto": "S.A."}),
+]
+"""Every result computed over the customers a caller sees."""
+
+
+@pytest.mark.parametrize(("name", "params"), SCOPED_REQUESTS, ids=[name for name, _ in SCOPED_REQUESTS])
+def test_a_salespersons_results_say_they_are_their_customers_only(
+    analyst_registry: OperationRegistry, erp: Erp, name: str, params: dict[str, Any]
+) -> None:
+    theirs = analyst_registry.execute(erp, name, params, caller=ANA)
+    everyones = analyst_registry.execute(erp, name, params, caller=GERENTE)
+
+    assert next(iter(theirs.items())) == ("alcance", OWN_CUSTOMERS_SCOPE)  # read before any figure
+    assert "alcance" not in everyones
+
+
+def test_one_customers_figures_need_no_scope(registry: OperationRegistry, erp: Erp) -> None:
+    for name, params in [
+        ("compras_cliente", {"cliente": ABC, "anio": 2025}),
+        ("facturas_pendientes", {"cliente": ABC}),
+    ]:
+        assert "alcance" not in registry.execute(erp, name, params, caller=ANA)
+
+
+def test_a_pending_listing_cut_short_says_which_invoices_it_lists(
+    registry: OperationRegistry, erp: Erp
+) -> None:
+    pending = registry.execute(erp, "facturas_pendientes", {}, caller=GERENTE)
+    one = registry.execute(erp, "facturas_pendientes", {"cliente": "Farmacia Itapúa"}, caller=GERENTE)
+
+    assert pending["cantidad"] > len(pending["facturas"]) == 20
+    assert pending["listado"] == f"las 20 más antiguas de {pending['cantidad']}"
+    assert one["cantidad"] == len(one["facturas"]) and "listado" not in one
+
+
+@pytest.mark.parametrize(
+    ("name", "params"), [*SCOPED_REQUESTS[:4], ("compras_cliente", {"cliente": ABC, "anio": 2025})]
+)
+def test_a_scoped_caller_the_erp_does_not_know_is_refused_never_answered_zero(
+    registry: OperationRegistry, erp: Erp, name: str, params: dict[str, Any]
+) -> None:
+    zoe = Caller(user_id="zoe", roles=frozenset({"ventas"}))
+
+    with pytest.raises(UnknownCallerError, match="El usuario 'zoe' no figura entre los usuarios del ERP"):
+        registry.execute(erp, name, params, caller=zoe)

@@ -21,11 +21,14 @@ from shared.erp.models import Invoice, InvoiceLine
 from shared.errors import CustomerNotFoundError, CustomerOutOfScopeError, DomainError
 from shared.operations.registry import OperationRegistry
 from shared.operations.sales import MAX_PENDING_LISTED, sales_registry
+from shared.operations.sales_queries import OWN_CUSTOMERS_SCOPE
 from shared.security import DEMO_CALLER, Caller
 from tests.shared.operations.conftest import ANA, ANALYST_POLICY, BRUNO, build_tiny_erp
 
 CARLA = Caller(user_id="carla", roles=frozenset({"ventas"}))
 """A salesperson with no customers at all."""
+OWN = {"alcance": OWN_CUSTOMERS_SCOPE}
+"""What a result computed over a salesperson's own customers adds: whose figures they are."""
 
 
 @pytest.fixture(scope="module")
@@ -48,15 +51,16 @@ def test_ventas_anuales_sums_the_callers_non_cancelled_invoices_from_jan_1_to_de
     assert run("ventas_anuales", anio=2024) == {"anio": 2024, "total": 515_000, "facturas": 2}
     assert run("ventas_anuales", anio=2026) == {"anio": 2026, "total": 16_000, "facturas": 1}
     assert run("ventas_anuales", anio=2023) == {"anio": 2023, "total": 0, "facturas": 0}
-    assert run("ventas_anuales", BRUNO, anio=2025) == {"anio": 2025, "total": 128_000, "facturas": 2}
-    assert run("ventas_anuales", ANA, anio=2025) == {"anio": 2025, "total": 80_000, "facturas": 2}
-    assert run("ventas_anuales", ANA, anio=2024) == {"anio": 2024, "total": 500_000, "facturas": 1}
+    assert run("ventas_anuales", BRUNO, anio=2025) == OWN | {"anio": 2025, "total": 128_000, "facturas": 2}
+    assert run("ventas_anuales", ANA, anio=2025) == OWN | {"anio": 2025, "total": 80_000, "facturas": 2}
+    assert run("ventas_anuales", ANA, anio=2024) == OWN | {"anio": 2024, "total": 500_000, "facturas": 1}
 
 
 def test_a_caller_without_customers_sees_zero(run: Any) -> None:
-    assert run("ventas_anuales", CARLA, anio=2025) == {"anio": 2025, "total": 0, "facturas": 0}
-    assert run("facturas_pendientes", CARLA) == {"cliente": None, "cantidad": 0, "total": 0, "facturas": []}
-    assert run("buscar_cliente", CARLA, texto="Empresa") == {"texto": "Empresa", "clientes": []}
+    assert run("ventas_anuales", CARLA, anio=2025) == OWN | {"anio": 2025, "total": 0, "facturas": 0}
+    nothing_pending = {"cliente": None, "cantidad": 0, "total": 0, "facturas": []}
+    assert run("facturas_pendientes", CARLA) == OWN | nothing_pending
+    assert run("buscar_cliente", CARLA, texto="Empresa") == OWN | {"texto": "Empresa", "clientes": []}
     with pytest.raises(DomainError, match="No hay ventas en 2025"):
         run("mejor_cliente", CARLA, anio=2025)
 
@@ -67,9 +71,13 @@ def test_mejor_cliente_ranks_the_callers_customers_ignoring_cancelled_invoices(r
     best = {"anio": 2025, "cliente": "Distribuidora Ñandutí S.A.", "total": 100_000}
     assert run("mejor_cliente", anio=2025) == best
     assert run("mejor_cliente", anio=2024) == {"anio": 2024, "cliente": "Empresa ABC", "total": 500_000}
-    assert run("mejor_cliente", ANA, anio=2025) == {"anio": 2025, "cliente": "Empresa ABC", "total": 80_000}
+    assert run("mejor_cliente", ANA, anio=2025) == OWN | {
+        "anio": 2025,
+        "cliente": "Empresa ABC",
+        "total": 80_000,
+    }
     # 2024: ABC's 500.000 is the year's best, but not bruno's customer; his best is Ñandutí's pending 15.000.
-    assert run("mejor_cliente", BRUNO, anio=2024) == best | {"anio": 2024, "total": 15_000}
+    assert run("mejor_cliente", BRUNO, anio=2024) == OWN | best | {"anio": 2024, "total": 15_000}
 
 
 def test_mejor_cliente_breaks_a_tie_by_name(ops: OperationRegistry, db_url: str) -> None:
@@ -215,12 +223,17 @@ def test_top_productos_counts_only_the_callers_customers(
 def test_ventas_por_categoria_groups_the_callers_lines_by_category(
     run: Any, caller: Caller, total: int, categories: list[tuple[str, int]]
 ) -> None:
-    assert run("ventas_por_categoria", caller, anio=2025) == {
+    scope = {} if caller is DEMO_CALLER else OWN
+    assert run("ventas_por_categoria", caller, anio=2025) == scope | {
         "anio": 2025,
         "total": total,
         "categorias": [{"categoria": name, "total": amount} for name, amount in categories],
     }
-    assert run("ventas_por_categoria", caller, anio=2023) == {"anio": 2023, "total": 0, "categorias": []}
+    assert run("ventas_por_categoria", caller, anio=2023) == scope | {
+        "anio": 2023,
+        "total": 0,
+        "categorias": [],
+    }
 
 
 # -- facturas_pendientes -------------------------------------------------------------------------------------
