@@ -6,16 +6,18 @@ per turn, latency p50 (simulated when both runs were profiled: measured millisec
 machine are noisy), time to the first answer p50 and the valid-plan rate; then the turns that flipped, with
 an exact McNemar test per target and mode. Warm-up turns are left out.
 
-A group is a **regression** when accuracy or the valid-plan rate dropped, or calls, tokens, latency or first
-answer rose beyond the tolerances below (measured latencies only for a mode overall, where a p50 means
-something). A group only one run has is **not compared** and never a regression, so ``--fail-on-regression``
-fails only on what both runs measured.
+A group is a **regression** when its accuracy or valid-plan rate dropped by more than chance explains (an
+exact McNemar test over the turns both runs ran, p below :data:`SIGNIFICANCE`; runs that share no turn need
+their Wilson intervals apart), or calls, tokens, latency or first answer rose beyond the tolerances below
+(measured latencies only for a mode overall, where a p50 means something). A drop chance explains is a
+**note**, shown but never a regression: one turn of five is not a regression. A group only one run has is
+**not compared** and never a regression, so ``--fail-on-regression`` fails only on what both runs measured.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -34,6 +36,8 @@ TOKENS_TOLERANCE = 0.02
 """Input or output tokens per turn may rise this share before it counts as a regression."""
 LATENCY_TOLERANCE = 0.10
 """Latency p50 may rise this share before it counts as a regression."""
+SIGNIFICANCE = 0.05
+"""A drop in accuracy or valid plans is a regression when a paired test gives a p-value below this."""
 
 
 class GroupFigures(BaseModel):
@@ -72,6 +76,8 @@ class GroupChange(BaseModel):
     regression: bool = False
     reasons: list[str] = Field(default_factory=list)
     """Why this group is a regression, or why it was not compared (``"only in run A"``), in words."""
+    notes: list[str] = Field(default_factory=list)
+    """Drops chance explains (``"accuracy 100.0% → 80.0%, McNemar p = 1.000"``): shown, never a regression."""
 
     @property
     def compared(self) -> bool:
@@ -174,14 +180,51 @@ def _rose(before: float, after: float, tolerance: float) -> bool:
     return after > before * (1 + tolerance) if before > 0 else after > 0
 
 
-def _judge(change: GroupChange) -> GroupChange:
+_Outcome = Callable[[TurnRow], bool | None]
+"""What a paired test compares per turn: passed, or its plan valid (``None``: not recorded)."""
+
+
+def _turn_key(row: TurnRow) -> tuple[str, int, int]:
+    return row.scenario, row.turn, row.repetition
+
+
+def _drop_evidence(
+    rows_a: Sequence[TurnRow],
+    rows_b: Sequence[TurnRow],
+    outcome: _Outcome,
+    intervals: tuple[Interval, Interval],
+) -> tuple[bool, str]:
+    """Whether a drop in ``outcome`` between the runs is more than chance, and the test that says so: exact
+    McNemar over the turns both ran (with the outcome recorded), else whether the Wilson intervals are
+    apart."""
+    before = {_turn_key(row): value for row in rows_a if (value := outcome(row)) is not None}
+    pairs = [
+        (before[key], value)
+        for row in rows_b
+        if (key := _turn_key(row)) in before
+        if (value := outcome(row)) is not None
+    ]
+    if pairs:
+        lost = sum(old and not new for old, new in pairs)
+        gained = sum(new and not old for old, new in pairs)
+        p = mcnemar_exact(gained, lost)
+        return p < SIGNIFICANCE and lost > gained, f"McNemar p = {p:.3f}"
+    interval_a, interval_b = intervals
+    apart = interval_b.high < interval_a.low
+    return apart, "Wilson 95% intervals apart" if apart else "Wilson 95% intervals overlap"
+
+
+def _judge(change: GroupChange, rows_a: Sequence[TurnRow], rows_b: Sequence[TurnRow]) -> GroupChange:
     a, b = change.a, change.b
     if a is None or b is None:
         change.reasons.append("only in run A" if b is None else "only in run B")
         return change  # not compared, so never a regression
     reasons = change.reasons
     if b.accuracy < a.accuracy:
-        reasons.append(f"accuracy {a.accuracy:.1%} → {b.accuracy:.1%}")
+        intervals = (a.accuracy_interval, b.accuracy_interval)
+        established, evidence = _drop_evidence(rows_a, rows_b, lambda row: row.passed, intervals)
+        text = f"accuracy {a.accuracy:.1%} → {b.accuracy:.1%}, {evidence}"
+        (reasons if established else change.notes).append(text)
     if b.calls_mean > a.calls_mean + CALLS_TOLERANCE:
         reasons.append(f"calls/turn {a.calls_mean:.2f} → {b.calls_mean:.2f}")
     if _rose(a.input_tokens_mean, b.input_tokens_mean, TOKENS_TOLERANCE):
@@ -201,7 +244,13 @@ def _judge(change: GroupChange) -> GroupChange:
             reasons.append(f"{kind}first answer p50 {before:.1f} → {after:.1f} ms")
     rate_a, rate_b = a.valid_plan_rate, b.valid_plan_rate
     if rate_a is not None and rate_b is not None and rate_b < rate_a:
-        reasons.append(f"valid plans {rate_a:.1%} → {rate_b:.1%}")
+        intervals = (
+            wilson_interval(a.plans_valid, a.plans_checked),
+            wilson_interval(b.plans_valid, b.plans_checked),
+        )
+        established, evidence = _drop_evidence(rows_a, rows_b, lambda row: row.plan_valid, intervals)
+        text = f"valid plans {rate_a:.1%} → {rate_b:.1%}, {evidence}"
+        (reasons if established else change.notes).append(text)
     change.regression = bool(reasons)
     return change
 
@@ -278,7 +327,9 @@ def compare_results(
                 category=key[2],
                 a=_figures(groups_a[key]) if key in groups_a else None,
                 b=_figures(groups_b[key]) if key in groups_b else None,
-            )
+            ),
+            groups_a.get(key, []),
+            groups_b.get(key, []),
         )
         for key in ordered
     ]

@@ -9,6 +9,7 @@ from benchmarks.compare import (
     ALL,
     CALLS_TOLERANCE,
     LATENCY_TOLERANCE,
+    SIGNIFICANCE,
     TOKENS_TOLERANCE,
     Comparison,
     GroupChange,
@@ -130,6 +131,12 @@ def render_comparison_markdown(comparison: Comparison) -> str:
         "None: no mode or category lost accuracy or got more expensive or slower beyond tolerance "
         "(of those both runs measured)."
     ]
+    notes = [g for g in comparison.groups if g.notes]
+    if notes:
+        lines += ["", "Drops a paired test does not establish (chance explains them; not regressions):", ""]
+        lines += [
+            f"- {group_name(named, g.target, g.mode)} · {g.category}: {', '.join(g.notes)}." for g in notes
+        ]
     lines += _not_compared_lines(comparison)
     lines += ["", "## Per target, mode and category" if named else "## Per mode and category", ""]
     lines += render_table(
@@ -140,10 +147,12 @@ def render_comparison_markdown(comparison: Comparison) -> str:
     lines += [
         "",
         f"Tolerances: calls/turn +{CALLS_TOLERANCE}, tokens +{TOKENS_TOLERANCE:.0%}, latency and first "
-        f"answer +{LATENCY_TOLERANCE:.0%} (measured figures only for a mode overall); any accuracy or "
-        "valid-plan drop counts. Latency is simulated (sim.) when both runs were profiled. Valid plans: "
-        "turns whose request for operations was valid as written, out of those that recorded it (n/a: none "
-        "did)." + (" Groups are matched by target name." if named else ""),
+        f"answer +{LATENCY_TOLERANCE:.0%} (measured figures only for a mode overall); an accuracy or "
+        f"valid-plan drop counts when an exact McNemar test over the turns both runs ran gives p < "
+        f"{SIGNIFICANCE} (runs sharing no turn: Wilson 95% intervals apart). Latency is simulated (sim.) "
+        "when both runs were profiled. Valid plans: turns whose request for operations was valid as "
+        "written, out of those that recorded it (n/a: none did)."
+        + (" Groups are matched by target name." if named else ""),
         "",
         "## Turns that flipped",
         "",

@@ -3,13 +3,16 @@
 One line per model call, keyed to its turn (target, mode, scenario, turn, repetition) and numbered in the
 order the turn's calls ended: the messages sent (role, text, tool calls, tool results), then the raw output
 (text, tool calls, finish reason) or the error. Every text is cut at :data:`MAX_TEXT_CHARS`, and a line says
-when it was (``cut``). Nothing else reads the file: ``report`` and ``rescore`` work without it.
+when it was (``cut``). ``report.html`` shows the calls of each failed turn (:func:`read_transcripts`);
+``report`` and ``rescore`` work without the file.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Collection
+from pathlib import Path
 from typing import Any, Final, Literal
 from uuid import UUID
 
@@ -21,7 +24,14 @@ from pydantic import BaseModel, Field
 from benchmarks.targets import DEFAULT_TARGET
 from shared.bounds import TRUNCATION_MARK
 
-__all__ = ["MAX_TEXT_CHARS", "TRANSCRIPTS_FILE", "CallTranscript", "TranscriptRecorder"]
+__all__ = [
+    "MAX_TEXT_CHARS",
+    "TRANSCRIPTS_FILE",
+    "CallTranscript",
+    "TranscriptRecorder",
+    "TurnKey",
+    "read_transcripts",
+]
 
 TRANSCRIPTS_FILE: Final = "transcripts.jsonl"
 MAX_TEXT_CHARS: Final = 20_000
@@ -129,3 +139,33 @@ class _Clipper:
             tool_calls=[{"name": call["name"], "args": self.text(call["args"])} for call in calls],
             finish_reason=str(reason) if reason is not None else None,
         )
+
+
+TurnKey = tuple[str, str, str, int, int]
+"""A turn as transcripts name it: (target, mode, scenario, turn, repetition)."""
+MAX_LINE_CHARS: Final = 2_000_000
+"""A transcripts line longer than this is not read (a line of the recorder is far shorter)."""
+
+
+def read_transcripts(path: Path, wanted: Collection[TurnKey]) -> dict[TurnKey, list[CallTranscript]]:
+    """The calls of the turns in ``wanted`` recorded in the transcripts file at ``path``, each turn's in call
+    order (``{}`` when the file is missing or unreadable). A line that is not a call record is skipped: the
+    file is a debugging aid, and a report never fails on it."""
+    calls: dict[TurnKey, list[CallTranscript]] = {}
+    if not wanted:
+        return calls
+    try:
+        with path.open(encoding="utf-8", errors="replace") as lines:
+            for line in lines:
+                if len(line) > MAX_LINE_CHARS or '"kind":"call"' not in line.replace(" ", ""):
+                    continue
+                try:
+                    call = CallTranscript.model_validate_json(line)
+                except ValueError:
+                    continue
+                key = (call.target, call.mode, call.scenario, call.turn, call.repetition)
+                if key in wanted:
+                    calls.setdefault(key, []).append(call)
+    except OSError:
+        return {}
+    return {key: sorted(found, key=lambda call: call.call) for key, found in calls.items()}

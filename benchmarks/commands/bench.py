@@ -33,6 +33,7 @@ from benchmarks.runner import RunConfig, run_suite
 from benchmarks.scenario import ScenarioError, load_scenarios
 from benchmarks.scoring.version import scorer_version
 from benchmarks.targets import TARGET_SYNTAX, BenchTarget, load_targets_file, parse_targets, unique_targets
+from benchmarks.transcripts import TRANSCRIPTS_FILE
 from planner_mode.plan_schema import PlanSchemaStyle
 from shared.errors import ConfigurationError, ErpAiError
 from shared.llm.factory import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S
@@ -224,7 +225,9 @@ def bench(
         show_progress = progress and console.is_terminal
         outcome = run_suite(suite, config, db_url=db_url, console=console, show_progress=show_progress)
         run = RunResults(meta=outcome.meta, rows=outcome.rows)
-        files = write_reports(run, outcome.results_path.parent, pricing=pricing)  # a pricing file may be bad
+        transcripts = outcome.results_path.parent / TRANSCRIPTS_FILE
+        # a pricing file may be bad
+        files = write_reports(run, outcome.results_path.parent, pricing=pricing, transcripts=transcripts)
     if out.resolve().parent == REPORTS_DIR.resolve():
         point_latest(out)
     print_summary(console, files.summary, run.meta)
@@ -358,7 +361,8 @@ def report(
             console, f"not writing {readme} from an incomplete results file: {run.read_warnings[0]}"
         )
     with _refused(console):  # a pricing file that cannot be read
-        files = write_reports(run, out or results_path(path).parent, pricing=pricing)
+        transcripts = results_path(path).parent / TRANSCRIPTS_FILE
+        files = write_reports(run, out or results_path(path).parent, pricing=pricing, transcripts=transcripts)
     print_summary(console, files.summary, run.meta)
     _fail_if_no_model_answered(console, run)  # before any README block is written
     if readme is not None:
@@ -452,7 +456,12 @@ def compare(
         Path | None, typer.Option(help="Directory to write compare.md to. Default: RUN_B's directory.")
     ] = None,
     fail_on_regression: Annotated[
-        bool, typer.Option(help="Exit with status 1 when any mode or category regressed.")
+        bool,
+        typer.Option(
+            help="Exit with status 1 when any mode or category regressed: costlier or slower beyond "
+            "tolerance, or less accurate by more than chance (exact McNemar p < 0.05 over the turns both "
+            "runs ran)."
+        ),
     ] = False,
 ) -> None:
     """Compare two benchmark runs per mode and category, regressions first, and write compare.md.

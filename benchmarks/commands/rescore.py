@@ -15,6 +15,7 @@ from benchmarks.report.runs import results_path
 from benchmarks.rescore import ScenarioNotFound
 from benchmarks.results import RESULTS_FILE, ResultsWriter
 from benchmarks.scenario import ScenarioError
+from benchmarks.transcripts import TRANSCRIPTS_FILE
 from shared.errors import ConfigurationError, ErpAiError
 
 RESCORED_DIR = "rescored"
@@ -63,7 +64,7 @@ def rescore_command(
     target.mkdir(parents=True, exist_ok=True)
     ResultsWriter(written).rewrite([rescored.meta, *rescored.rows])
     try:
-        files = write_reports(rescored, target)
+        files = write_reports(rescored, target, transcripts=results.parent / TRANSCRIPTS_FILE)
     except ConfigurationError as exc:  # a report path that is a symbolic link
         raise bench_error(console, str(exc)) from None
     print_summary(console, files.summary, rescored.meta)

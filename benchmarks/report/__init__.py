@@ -11,11 +11,13 @@ from pathlib import Path
 from benchmarks.report.aggregate import summarize
 from benchmarks.report.findings import OFFLINE_NOTICE, findings
 from benchmarks.report.html import render_combined_html, render_html
+from benchmarks.report.html_parts import failed_turn_keys
 from benchmarks.report.markdown import render_combined_markdown, render_markdown
 from benchmarks.report.runs import ReportRun, combined_runs, report_run, summarize_run
 from benchmarks.report.summary import Summary
 from benchmarks.report.terminal import print_combined, print_summary
 from benchmarks.results import RunResults, read_results
+from benchmarks.transcripts import TRANSCRIPTS_FILE, read_transcripts
 from shared.errors import ConfigurationError
 
 __all__ = [
@@ -83,19 +85,27 @@ class ReportFiles:
 
 
 def write_reports(
-    results: RunResults | Path, out_dir: Path | None = None, *, pricing: Path | None = None
+    results: RunResults | Path,
+    out_dir: Path | None = None,
+    *,
+    pricing: Path | None = None,
+    transcripts: Path | None = None,
 ) -> ReportFiles:
     """Write ``report.md`` and ``report.html`` next to the results file (or into ``out_dir``).
 
     ``pricing`` is a user pricing file whose entries replace the packaged ones (see :mod:`benchmarks.cost`).
+    ``transcripts``: the run's ``transcripts.jsonl`` (default: beside a results file given as a path), whose
+    calls of each failed turn the HTML folds into that turn's cell; a missing file shows none.
     """
     if isinstance(results, Path):
         target = out_dir or results.parent
+        transcripts = transcripts or results.parent / TRANSCRIPTS_FILE
         results = read_results(results)
     else:
         target = out_dir or Path(".")
     target.mkdir(parents=True, exist_ok=True)
     run = report_run(results, pricing=pricing)
     markdown = render_markdown(results, run.summary, run.costs)
-    paths = _write(target, markdown, render_html(results, run.summary, run.costs))
+    calls = read_transcripts(transcripts, failed_turn_keys(results)) if transcripts is not None else None
+    paths = _write(target, markdown, render_html(results, run.summary, run.costs, transcripts=calls))
     return ReportFiles(*paths, summary=run.summary)

@@ -13,15 +13,22 @@ pooled or tested against each other."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from html import escape
 
 from benchmarks.cost import CostEstimate, estimate_costs
 from benchmarks.report.cost_table import cost_caption, cost_rows, costs_of
-from benchmarks.report.findings import OFFLINE_NOTICE, findings
+from benchmarks.report.findings import OFFLINE_NOTICE, findings, pipeline_check
 from benchmarks.report.html_decision import opening_sections, regime_banner, regimes_table
 from benchmarks.report.html_figures import findings_section, growth_section, matrix_section, per_mode_charts
-from benchmarks.report.html_parts import PAGE_CLOSE, page_open, table, turn_columns, turn_table
+from benchmarks.report.html_parts import (
+    PAGE_CLOSE,
+    failed_turn_keys,
+    page_open,
+    table,
+    turn_columns,
+    turn_table,
+)
 from benchmarks.report.markdown import header_text
 from benchmarks.report.run_facts import CONVERSATION_STATE_POLICY, prefix_cache_text, provenance_rows
 from benchmarks.report.runs import SIDE_BY_SIDE, ReportRun, combined_title
@@ -38,9 +45,11 @@ from benchmarks.report.tables import (
     paired_rows,
     pass_k_rows,
     summary_rows,
+    without_accuracy,
 )
 from benchmarks.report.time_breakdown import BREAKDOWN_CAPTION, CALLS_CAPTION, breakdown_table, calls_table
 from benchmarks.results import RunMeta, RunResults
+from benchmarks.transcripts import TRANSCRIPTS_FILE, CallTranscript, TurnKey, read_transcripts
 
 _SECTIONS = (
     ("verdict", "Verdict"),
@@ -100,17 +109,22 @@ def _header_meta(meta: RunMeta, summary: Summary) -> str:
 
 
 def render_html(
-    results: RunResults, summary: Summary, cost: CostEstimate | Sequence[CostEstimate] | None = None
+    results: RunResults,
+    summary: Summary,
+    cost: CostEstimate | Sequence[CostEstimate] | None = None,
+    *,
+    transcripts: Mapping[TurnKey, Sequence[CallTranscript]] | None = None,
 ) -> str:
     """The whole HTML report as one string (``cost`` defaults to the packaged pricing table's estimate, one
-    per target)."""
+    per target); ``transcripts`` holds the model calls of failed turns, folded into their cells."""
     meta = results.meta
     costs = (costs_of(cost) if cost is not None else None) or estimate_costs(results)
     cells = summary.cells()
     modes = list(dict.fromkeys(m.mode for _, m in cells))
     colours = mode_colours(modes)
-    paired = paired_rows(summary)
-    intervals = interval_rows(summary)
+    structure_only = meta.offline and not summary.matrix  # a stand-in's verdicts check the pipeline only
+    paired = None if structure_only else paired_rows(summary)
+    intervals = None if structure_only else interval_rows(summary)
     breakdown, calls = breakdown_table(results.rows), calls_table(results.rows)
     growth = summary.growth is not None or any(t.summary.growth is not None for t in summary.targets)
     present = {
@@ -119,6 +133,7 @@ def render_html(
         "paired": paired is not None,
         "time": breakdown is not None,
         "intervals": intervals is not None,
+        "pass-k": not structure_only,
         "provenance": meta.provenance is not None,
     }
     toc = " ".join(
@@ -135,17 +150,18 @@ def render_html(
     if meta.offline:
         parts.append(
             '<p class="notice" id="offline-notice"><b>Offline stand-in model.</b> '
-            f"{escape(OFFLINE_NOTICE)}</p>"
+            f"{escape(OFFLINE_NOTICE)} {escape(pipeline_check(summary).capitalize())}.</p>"
         )
     parts.append(f'<p class="meta" id="state-policy">{escape(CONVERSATION_STATE_POLICY)}</p>')
     parts.append(f'<nav class="toc">{toc}</nav></header>')
     parts += opening_sections([run], colours)
-    parts += findings_section(summary, colours)
+    parts += findings_section(summary, colours, accuracy=not structure_only)
     if summary.matrix:
         parts.append(matrix_section(meta, summary, costs))
+    summary_table = without_accuracy(summary_rows(summary)) if structure_only else summary_rows(summary)
     parts.append(
         '<h2 id="summary">Summary</h2>'
-        + table(*summary_rows(summary), css_class="summary", colours=colours)
+        + table(*summary_table, css_class="summary", colours=colours)
         + f'<p class="caption">{escape(LATENCY_CAPTION)} Harness = everything but model time. '
         "Means and percentiles are per turn. "
         f"{escape(PERCENTILE_CAPTION)} Accuracy intervals are Wilson 95% intervals. "
@@ -165,13 +181,14 @@ def render_html(
             + table(*calls, css_class="model-calls")
             + f'<p class="caption">{escape(CALLS_CAPTION)}</p>'
         )
-    parts.append(per_mode_charts(summary, modes, colours))
+    parts.append(per_mode_charts(summary, modes, colours, accuracy=not structure_only))
     parts.append(growth_section(summary, colours))
-    parts.append(
-        '<h2 id="pass-k">pass^k (tau-bench)</h2>'
-        '<p class="caption">The chance that k repetitions of a turn all pass, averaged over turns.</p>'
-        + table(*pass_k_rows(summary), css_class="pass-k", colours=colours)
-    )
+    if not structure_only:
+        parts.append(
+            '<h2 id="pass-k">pass^k (tau-bench)</h2>'
+            '<p class="caption">The chance that k repetitions of a turn all pass, averaged over turns.</p>'
+            + table(*pass_k_rows(summary), css_class="pass-k", colours=colours)
+        )
     if intervals is not None:
         parts.append(
             f'<h2 id="intervals">Intervals over {summary.repetitions} repetitions</h2>'
@@ -185,7 +202,8 @@ def render_html(
     )
     parts.append(_provenance(results))
     columns = turn_columns(results, summary)
-    parts.append('<h2 id="turn-by-turn">Turn by turn</h2>' + turn_table(results, columns, colours))
+    turns = turn_table(results, columns, colours, transcripts=transcripts)
+    parts.append('<h2 id="turn-by-turn">Turn by turn</h2>' + turns)
     parts.append(PAGE_CLOSE)
     return "\n".join(parts)
 
@@ -193,6 +211,9 @@ def render_html(
 def _run_section(run: ReportRun, colours: dict[str, str]) -> str:
     """One run's details: its first line, settings, findings, summary, paired comparison and turns."""
     results, summary = run.results, run.summary
+    accuracy = not run.regime.structure_only  # a stand-in's verdicts check the pipeline only
+    sentences = findings(summary, None, accuracy=accuracy)
+    rows = summary_rows(summary) if accuracy else without_accuracy(summary_rows(summary))
     parts = [
         f'<section class="run" id="{run.anchor}run"><h2>Run {escape(run.label)}</h2>',
         regime_banner(run, anchored=False),
@@ -200,11 +221,11 @@ def _run_section(run: ReportRun, colours: dict[str, str]) -> str:
         + (f" Results: <code>{escape(str(run.path))}</code>." if run.path is not None else "")
         + "</p>",
         *_warnings(results),
-        '<ul class="findings">' + "".join(f"<li>{escape(s)}</li>" for s in findings(summary, None)) + "</ul>",
+        '<ul class="findings">' + "".join(f"<li>{escape(s)}</li>" for s in sentences) + "</ul>",
         f"<h3>Summary of {escape(run.label)}</h3>",
-        table(*summary_rows(summary), css_class="summary", colours=colours),
+        table(*rows, css_class="summary", colours=colours),
     ]
-    paired = paired_rows(summary)
+    paired = paired_rows(summary) if accuracy else None
     if paired is not None:
         parts += [
             f"<h3>Paired comparison of {escape(run.label)}</h3>",
@@ -213,10 +234,17 @@ def _run_section(run: ReportRun, colours: dict[str, str]) -> str:
         ]
     parts.append(
         f'<h3 id="{run.anchor}turn-by-turn">Turns of {escape(run.label)}</h3>'
-        + turn_table(results, turn_columns(results, summary), colours, run.anchor)
+        + turn_table(results, turn_columns(results, summary), colours, run.anchor, _transcripts_of(run))
         + "</section>"
     )
     return "".join(parts)
+
+
+def _transcripts_of(run: ReportRun) -> dict[TurnKey, list[CallTranscript]] | None:
+    """The model calls of the run's failed turns, from the transcripts file beside its results file."""
+    if run.path is None:
+        return None
+    return read_transcripts(run.path.parent / TRANSCRIPTS_FILE, failed_turn_keys(run.results))
 
 
 def render_combined_html(runs: Sequence[ReportRun]) -> str:

@@ -50,7 +50,7 @@ def _latency_figures(modes: Sequence[ModeSummary]) -> list[Figure]:
     return [*figures, ("first-answer", title, "milliseconds per turn", read, _ms(decimals))]
 
 
-def _charts(summary: Summary, colours: dict[str, str], suffix: str = "") -> str:
+def _charts(summary: Summary, colours: dict[str, str], suffix: str = "", *, accuracy: bool = True) -> str:
     """The per-mode bar charts of one target (``suffix`` keeps chart ids unique when there are several)."""
     modes = summary.modes
     figures: list[Figure] = [
@@ -79,6 +79,8 @@ def _charts(summary: Summary, colours: dict[str, str], suffix: str = "") -> str:
         ("harness", "Harness overhead p50", "milliseconds per turn", lambda m: m.harness_p50, _ms(1)),
         ("accuracy", "Accuracy", "% of turns passed", lambda m: m.accuracy * 100, lambda v: f"{v:.0f}%"),
     ]
+    if not accuracy:
+        figures = [figure for figure in figures if figure[0] != "accuracy"]
     charts = [
         bar_chart(
             title,
@@ -140,17 +142,21 @@ def _growth_chart(summary: Summary, colours: dict[str, str], target: str = "", s
     )
 
 
-def per_mode_charts(summary: Summary, modes: list[str], colours: dict[str, str]) -> str:
-    """The per-mode charts, grouped by target (a heading and a row of charts each) for a matrix."""
+def per_mode_charts(
+    summary: Summary, modes: list[str], colours: dict[str, str], *, accuracy: bool = True
+) -> str:
+    """The per-mode charts, grouped by target (a heading and a row of charts each) for a matrix; no accuracy
+    chart when ``accuracy`` is false (a stand-in's turns: no result)."""
     if not summary.matrix:
-        return '<h2 id="per-mode">Per mode</h2>' + _legend(modes, colours) + _charts(summary, colours)
+        charts = _charts(summary, colours, accuracy=accuracy)
+        return '<h2 id="per-mode">Per mode</h2>' + _legend(modes, colours) + charts
     groups = "".join(
         target_heading(t.target) + _charts(t.summary, colours, f"-{t.target.name}") for t in summary.targets
     )
     return '<h2 id="per-mode">Per target and mode</h2>' + _legend(modes, colours) + groups
 
 
-def _cards(modes: Sequence[ModeSummary], colours: dict[str, str]) -> str:
+def _cards(modes: Sequence[ModeSummary], colours: dict[str, str], *, accuracy: bool = True) -> str:
     cards = []
     for m in modes:
         rows = [
@@ -173,24 +179,30 @@ def _cards(modes: Sequence[ModeSummary], colours: dict[str, str]) -> str:
         details = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in rows)
         interval = percent_interval(m.accuracy_interval, 0)
         ci = f" (95% CI {interval}%)" if interval else ""
+        lead = (
+            f'<div class="big">{m.accuracy:.0%}</div><div class="meta">accuracy{escape(ci)} · {m.passed} of '
+            f"{m.turns} turns passed</div>"
+            if accuracy
+            else f'<div class="big">{m.calls_mean:.2f}</div><div class="meta">model calls per turn · '
+            f"{m.turns} turns</div>"
+        )
         cards.append(
             f'<div class="card" style="--mode:{colours[m.mode]}" data-mode="{escape(m.mode)}">'
-            f"<h3>{mode_label(m.mode, colours)}</h3>"
-            f'<div class="big">{m.accuracy:.0%}</div><div class="meta">accuracy{escape(ci)} · {m.passed} of '
-            f"{m.turns} turns passed</div><dl>{details}</dl></div>"
+            f"<h3>{mode_label(m.mode, colours)}</h3>{lead}<dl>{details}</dl></div>"
         )
     return '<div class="cards">' + "".join(cards) + "</div>"
 
 
-def findings_section(summary: Summary, colours: dict[str, str]) -> list[str]:
-    """The headline, the cards and the findings; for a matrix, each target's under its own heading."""
+def findings_section(summary: Summary, colours: dict[str, str], *, accuracy: bool = True) -> list[str]:
+    """The headline, the cards and the findings; for a matrix, each target's under its own heading. Without
+    accuracy when ``accuracy`` is false (a stand-in's turns: no result)."""
     parts = ['<section id="findings-section"><h2>Findings</h2>']
-    top = headline(summary)
+    top = headline(summary, accuracy=accuracy)
     if top:
         parts.append(f'<p class="headline" id="headline">{escape(top)}</p>')
     if not summary.matrix:
-        parts.append(_cards(summary.modes, colours))
-        items = "".join(f"<li>{escape(s)}</li>" for s in findings(summary, None))
+        parts.append(_cards(summary.modes, colours, accuracy=accuracy))
+        items = "".join(f"<li>{escape(s)}</li>" for s in findings(summary, None, accuracy=accuracy))
         parts.append(f'<ul class="findings" id="findings">{items}</ul></section>')
         return parts
     for entry in summary.targets:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from html import escape
 from importlib.resources import files
 from typing import Any
@@ -16,6 +16,7 @@ from benchmarks.report.summary import Summary
 from benchmarks.report.svg import grouped
 from benchmarks.results import RunResults, TurnRow
 from benchmarks.targets import DEFAULT_TARGET, BenchTarget
+from benchmarks.transcripts import CallTranscript, Said, TurnKey
 
 FILTERED_COLUMNS = 12
 """Turn-table columns whose "failed in" filter has a rule (more (target, mode) columns than this are shown
@@ -145,7 +146,49 @@ def _calls_block(row: TurnRow) -> str:
     )
 
 
-def _turn_cell(row: TurnRow | None, ident: str) -> str:
+SENT_SHOWN_CHARS = 1_500
+"""Characters shown of the last message a call was sent (the rest of the prompt is the same every turn)."""
+WROTE_SHOWN_CHARS = 4_000
+"""Characters shown of what a call wrote, or of its error."""
+
+
+def _clipped(text: str, limit: int) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit:,} more characters)"
+
+
+def _said(said: Said) -> str:
+    calls = "".join(f"\n→ {_call_line(str(c.get('name')), c.get('args', {}))}" for c in said.tool_calls)
+    return (said.text or "") + calls
+
+
+def _transcript_block(calls: Sequence[CallTranscript]) -> str:
+    """A failed turn's model calls, folded: per call the last message it was sent and what it wrote (or its
+    error), as ``transcripts.jsonl`` recorded them."""
+    parts = []
+    for call in calls:
+        last = call.messages[-1] if call.messages else None
+        sent = f"{last.role}: {_said(last)}" if last is not None else "(no message)"
+        if call.error is not None:
+            wrote = f"error: {call.error}"
+        elif call.output is not None:
+            stop = f" (stopped: {call.output.finish_reason})" if call.output.finish_reason else ""
+            wrote = f"{_said(call.output) or '(nothing)'}{stop}"
+        else:
+            wrote = "(no output recorded)"
+        parts.append(
+            f"<p>call {call.call + 1}, sent {len(call.messages)} messages; the last:</p>"
+            f"<pre>{escape(_clipped(sent, SENT_SHOWN_CHARS))}</pre>"
+            f"<p>wrote:</p><pre>{escape(_clipped(wrote, WROTE_SHOWN_CHARS))}</pre>"
+        )
+    cut = " (some texts were cut when recorded)" if any(call.cut for call in calls) else ""
+    return (
+        f'<details class="transcript"><summary>model calls: {len(calls)}{escape(cut)}</summary>'
+        + "".join(parts)
+        + "</details>"
+    )
+
+
+def _turn_cell(row: TurnRow | None, ident: str, calls: Sequence[CallTranscript] = ()) -> str:
     if row is None:
         return "<td>–</td>"
     verdict = "✓" if row.passed else "✗"
@@ -166,7 +209,10 @@ def _turn_cell(row: TurnRow | None, ident: str) -> str:
         f'<td id="{ident}" class="answer {"pass" if row.passed else "fail"}" data-mode="{escape(row.mode)}">'
         f'<span class="verdict" title="{"passed" if row.passed else "failed"}">{verdict}</span>'
         f"{escape(row.answer or '(no answer)')}{notes}"
-        f'<div class="cost">{escape(cost)}</div>' + _calls_block(row) + "</td>"
+        f'<div class="cost">{escape(cost)}</div>'
+        + _calls_block(row)
+        + (_transcript_block(calls) if calls else "")
+        + "</td>"
     )
 
 
@@ -209,9 +255,25 @@ def turn_columns(results: RunResults, summary: Summary) -> list[Column]:
     return [(targets[0], mode) for mode in modes]
 
 
-def turn_table(results: RunResults, columns: list[Column], colours: dict[str, str], prefix: str = "") -> str:
+def failed_turn_keys(results: RunResults) -> set[TurnKey]:
+    """The turns of repetition 1 that did not pass: those whose model calls the turn table shows."""
+    return {
+        (row.target, row.mode, row.scenario, row.turn, row.repetition)
+        for row in results.scored_rows
+        if row.repetition == 1 and not row.passed
+    }
+
+
+def turn_table(
+    results: RunResults,
+    columns: list[Column],
+    colours: dict[str, str],
+    prefix: str = "",
+    transcripts: Mapping[TurnKey, Sequence[CallTranscript]] | None = None,
+) -> str:
     """Repetition 1, every turn in a row and every (target, mode) in a column (the target named only in a
-    matrix). ``prefix`` starts every id, so several runs' tables can share a page.
+    matrix). ``prefix`` starts every id, so several runs' tables can share a page. A failed turn's cell
+    folds its model calls when ``transcripts`` has them (:func:`failed_turn_keys`).
 
     Links to :func:`filter_anchor` ids show only some rows (pure CSS, ``:target``): the turns some column
     failed, the turns the columns disagree on, or the turns one column failed."""
@@ -271,7 +333,11 @@ def turn_table(results: RunResults, columns: list[Column], colours: dict[str, st
             f'<td class="num">{turn}</td><td class="user"><span class="scn">{escape(scenario)} · </span>'
             f"{escape(users[(scenario, turn)])}</td>"
             + "".join(
-                _turn_cell(row_cells.get(column), cell_anchor(scenario, turn, i, prefix))
+                _turn_cell(
+                    row_cells.get(column),
+                    cell_anchor(scenario, turn, i, prefix),
+                    _calls_of(row_cells.get(column), transcripts),
+                )
                 for i, column in enumerate(columns)
             )
             + "</tr>"
@@ -287,6 +353,14 @@ def turn_table(results: RunResults, columns: list[Column], colours: dict[str, st
         + f'<table class="turns"><colgroup>{cols}</colgroup><thead><tr>{head}</tr></thead>'
         f"<tbody>{''.join(body)}</tbody></table></div>"
     )
+
+
+def _calls_of(
+    row: TurnRow | None, transcripts: Mapping[TurnKey, Sequence[CallTranscript]] | None
+) -> Sequence[CallTranscript]:
+    if row is None or row.passed or not transcripts:
+        return ()
+    return transcripts.get((row.target, row.mode, row.scenario, row.turn, row.repetition), ())
 
 
 def _row_classes(row_cells: dict[Column, TurnRow], columns: list[Column]) -> str:

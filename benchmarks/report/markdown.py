@@ -51,6 +51,7 @@ from benchmarks.report.tables import (
     pass_k_rows,
     percent_interval,
     summary_rows,
+    without_accuracy,
 )
 from benchmarks.report.time_breakdown import BREAKDOWN_CAPTION, CALLS_CAPTION, breakdown_table, calls_table
 from benchmarks.report.verdict import first_answer, latency
@@ -236,13 +237,6 @@ def _findings_lines(summary: Summary, *, accuracy: bool = True) -> list[str]:
     return lines[:-1]
 
 
-def _without_accuracy(table: Table) -> Table:
-    """``table`` without its accuracy columns (a stand-in's share of turns passed is no result)."""
-    header, rows = table
-    kept = [i for i, name in enumerate(header) if not name.startswith("accuracy")]
-    return [header[i] for i in kept], [[row[i] for i in kept] for row in rows]
-
-
 def _section(title: str, table: Table | None, caption: str = "") -> list[str]:
     """``## <title>``, the table and its caption, after a blank line; nothing without the table."""
     if table is None:
@@ -281,7 +275,7 @@ def render_markdown(
     )
     summary_table = summary_rows(summary)
     if structure_only:
-        summary_table = _without_accuracy(summary_table)
+        summary_table = without_accuracy(summary_table)
     lines += _section("Summary", summary_table, summary_caption)
     if not structure_only:
         lines += _section("Paired comparison", paired_rows(summary), paired_caption(summary))

@@ -127,6 +127,13 @@ def summary_rows(summary: Summary) -> Table:
     return mode_table(summary, [c for c in columns if c is not None])
 
 
+def without_accuracy(table: Table) -> Table:
+    """``table`` without its accuracy columns (a stand-in's share of turns passed is no result)."""
+    header, rows = table
+    kept = [i for i, name in enumerate(header) if not name.startswith("accuracy")]
+    return [header[i] for i in kept], [[row[i] for i in kept] for row in rows]
+
+
 def category_rows(summary: Summary) -> Table:
     """Accuracy per category (rows) and mode (columns): ``"92% [65–99] (12)"``; per target for a matrix."""
     if summary.matrix:

@@ -36,29 +36,44 @@ def _row(mode: str, category: str, scenario: str, turn: int, passed: bool = True
 
 
 def _run(
-    tools_failing: set[int], *, planner_tokens: int = 1000, simulated: float | None = None
+    tools_failing: set[int] | range,
+    *,
+    turns: int = 10,
+    planner_tokens: int = 1000,
+    simulated: float | None = None,
 ) -> RunResults:
+    """``turns`` turns per mode, the first half ``single``, the rest ``follow_up``; tool calling fails
+    ``tools_failing``."""
     rows = []
-    for turn in range(1, 11):
-        category = "single" if turn <= 5 else "follow_up"
+    for turn in range(1, turns + 1):
+        category = "single" if turn <= turns // 2 else "follow_up"
         rows.append(
             _row("planner", category, "s", turn, input_tokens=planner_tokens, simulated_model_ms=simulated)
         )
         rows.append(_row("toolcalling", category, "s", turn, passed=turn not in tools_failing, model_calls=3))
-    return RunResults(meta=RunMeta(provider="offline", modes=["planner", "toolcalling"], turns=10), rows=rows)
+    return RunResults(
+        meta=RunMeta(provider="offline", modes=["planner", "toolcalling"], turns=turns), rows=rows
+    )
+
+
+LARGE = 40
+"""Turns per mode of a run large enough for a paired test to establish a drop."""
+DROP = range(21, 29)
+"""Eight follow-up turns of a :data:`LARGE` run: 100% → 60% of its follow-ups, McNemar p = 0.008."""
 
 
 def _modes_run(
-    modes: list[str], categories: tuple[str, ...] = ("single", "follow_up"), failing: int = 0
+    modes: list[str], categories: tuple[str, ...] = ("single", "follow_up"), failing: int = 0, turns: int = 4
 ) -> RunResults:
-    """Four turns per mode and category; the first ``failing`` planner turns fail."""
+    """``turns`` turns per mode and category; the first ``failing`` planner turns fail."""
     rows = [
         _row(mode, category, f"s-{category}", turn, passed=not (mode == "planner" and turn <= failing))
         for mode in modes
         for category in categories
-        for turn in range(1, 5)
+        for turn in range(1, turns + 1)
     ]
-    return RunResults(meta=RunMeta(provider="offline", modes=modes, turns=4 * len(categories)), rows=rows)
+    meta = RunMeta(provider="offline", modes=modes, turns=turns * len(categories))
+    return RunResults(meta=meta, rows=rows)
 
 
 def _write(directory: Path, results: RunResults) -> Path:
@@ -66,12 +81,12 @@ def _write(directory: Path, results: RunResults) -> Path:
     return directory
 
 
-def test_an_accuracy_drop_is_a_regression_listed_first() -> None:
-    comparison = compare_results(_run(set()), _run({6, 7}))
+def test_an_accuracy_drop_a_paired_test_establishes_is_a_regression_listed_first() -> None:
+    comparison = compare_results(_run(set(), turns=LARGE), _run(DROP, turns=LARGE))
     first = comparison.groups[0]
     assert (first.mode, first.category) == ("toolcalling", "follow_up")
     assert first.regression and first.accuracy_delta == pytest.approx(-0.4)
-    assert first.reasons == ["accuracy 100.0% → 60.0%"]
+    assert first.reasons == ["accuracy 100.0% → 60.0%, McNemar p = 0.008"]
     overall = next(g for g in comparison.groups if (g.mode, g.category) == ("toolcalling", ALL))
     assert overall.regression and overall.accuracy_delta == pytest.approx(-0.2)
     unchanged = next(g for g in comparison.groups if (g.mode, g.category) == ("planner", "single"))
@@ -79,6 +94,23 @@ def test_an_accuracy_drop_is_a_regression_listed_first() -> None:
     assert [g.regression for g in comparison.groups] == sorted(
         (g.regression for g in comparison.groups), reverse=True
     ), "regressions first"
+
+
+def test_a_drop_chance_explains_is_a_note_never_a_regression() -> None:
+    one_of_five = compare_results(_run(set()), _run({6}))  # one follow-up turn of five now fails
+    follow_up = next(g for g in one_of_five.groups if (g.mode, g.category) == ("toolcalling", "follow_up"))
+    assert not follow_up.regression and follow_up.reasons == []
+    assert follow_up.notes == ["accuracy 100.0% → 80.0%, McNemar p = 1.000"]
+    assert one_of_five.regressions == []
+    text = render_comparison_markdown(one_of_five)
+    assert "- toolcalling · follow_up: accuracy 100.0% → 80.0%, McNemar p = 1.000." in text
+    assert "None: no mode or category lost accuracy" in text
+
+    other_turns = _run({6, 7, 8, 9, 10})
+    other_turns.rows[:] = [row.model_copy(update={"scenario": "other"}) for row in other_turns.rows]
+    unpaired = compare_results(_run(set()), other_turns)  # no turn in common: 5/5 → 0/5, intervals apart
+    [lost] = [g for g in unpaired.regressions if g.category == "follow_up"]
+    assert lost.reasons == ["accuracy 100.0% → 0.0%, Wilson 95% intervals apart"]
 
 
 def test_turns_that_flipped_are_listed_with_a_mcnemar_test() -> None:
@@ -112,15 +144,15 @@ def test_warm_up_rows_are_not_compared() -> None:
 
 
 def test_markdown_lists_regressions_then_every_group_then_flips(tmp_path: Path) -> None:
-    comparison = compare_results(_run(set()), _run({6, 7}))
+    comparison = compare_results(_run(set(), turns=LARGE), _run(DROP, turns=LARGE))
     text = render_comparison_markdown(comparison)
     regressions = text.split("## Regressions")[1].split("##")[0]
-    assert "- **toolcalling · follow_up**: accuracy 100.0% → 60.0%." in regressions
+    assert "- **toolcalling · follow_up**: accuracy 100.0% → 60.0%, McNemar p = 0.008." in regressions
     assert "planner" not in regressions
     table = text.split("## Per mode and category")[1].split("##")[0]
-    assert "| toolcalling | follow_up | 5 / 5 | 100.0% (57–100) | 60.0% (23–88) |" in table
+    assert "| toolcalling | follow_up | 20 / 20 | 100.0% (84–100) | 60.0% (39–78) |" in table
     assert table.index("toolcalling | follow_up") < table.index("planner | (all)")
-    assert "| fails | toolcalling | s | 6 | 1 | answer lacks" in text
+    assert "| fails | toolcalling | s | 21 | 1 | answer lacks" in text
     path = write_comparison(comparison, tmp_path / "out")
     assert path.name == "compare.md" and path.read_text(encoding="utf-8") == text
 
@@ -151,12 +183,14 @@ def test_the_compare_command_prints_writes_and_fails_only_on_what_both_runs_meas
     app: typer.Typer, tmp_path: Path
 ) -> None:
     runner = CliRunner()
-    a = _write(tmp_path / "a", _run(set()))
-    b = _write(tmp_path / "b", _run({6}))
+    a = _write(tmp_path / "a", _run(set(), turns=LARGE))
+    b = _write(tmp_path / "b", _run(DROP, turns=LARGE))
     result = runner.invoke(app, ["compare", str(a), str(b)])
     assert result.exit_code == 0, result.output
     assert "toolcalling · follow_up" in result.output and (b / "compare.md").exists()
     assert runner.invoke(app, ["compare", str(a), str(b), "--fail-on-regression"]).exit_code == 1
+    noise = _write(tmp_path / "noise", _run({26}, turns=LARGE))  # one turn of twenty: chance explains it
+    assert runner.invoke(app, ["compare", str(a), str(noise), "--fail-on-regression"]).exit_code == 0
     assert runner.invoke(app, ["compare", str(a), str(tmp_path / "nothing")]).exit_code == 2
     every = _write(tmp_path / "make-bench", _modes_run(ALL_MODES))
     two = _write(tmp_path / "two-modes", _modes_run(["planner", "toolcalling"]))
@@ -192,18 +226,21 @@ def _targeted(run: RunResults, specs: list[str], failing_b: frozenset[int] = fro
 
 def test_runs_with_targets_are_compared_per_target_and_mode() -> None:
     specs = ["a=offline", "b=offline:offline-sales"]
-    comparison = compare_results(_targeted(_run(set()), specs), _targeted(_run(set()), specs, frozenset({6})))
+    before = _targeted(_run(set(), turns=LARGE), specs)
+    comparison = compare_results(before, _targeted(_run(set(), turns=LARGE), specs, frozenset(DROP)))
     assert comparison.targets
     [regression] = [g for g in comparison.regressions if g.category == ALL]
     assert (regression.target, regression.mode) == ("b", "toolcalling")
     assert not any(g.regression for g in comparison.groups if g.target == "a")
-    assert [(f.target, f.mode, f.turn) for f in comparison.newly_failing] == [("b", "toolcalling", 6)]
+    assert [(f.target, f.mode, f.turn) for f in comparison.newly_failing] == [
+        ("b", "toolcalling", turn) for turn in DROP
+    ]
     assert set(comparison.flips_p_value) == {"b · toolcalling"}
     text = render_comparison_markdown(comparison)
     assert "## Per target, mode and category" in text
-    assert "- **b · toolcalling · (all)**: accuracy 100.0% → 90.0%." in text
-    assert "| b | toolcalling | (all) | 10 / 10 |" in text and "| a | planner | (all) | 10 / 10 |" in text
-    assert "| fails | b | toolcalling | s | 6 | 1 | wrong |" in text
+    assert "- **b · toolcalling · (all)**: accuracy 100.0% → 80.0%, McNemar p = 0.008." in text
+    assert "| b | toolcalling | (all) | 40 / 40 |" in text and "| a | planner | (all) | 40 / 40 |" in text
+    assert "| fails | b | toolcalling | s | 21 | 1 | wrong |" in text
 
 
 def test_a_target_that_now_stands_for_another_model_is_named_in_the_settings() -> None:
@@ -236,8 +273,8 @@ def test_time_to_first_answer_and_valid_plans_are_compared() -> None:
     assert planner.reasons == [
         "simulated first answer p50 500.0 → 600.0 ms",
         "first answer p50 10.0 → 20.0 ms",
-        "valid plans 100.0% → 90.0%",
     ]
+    assert planner.notes == ["valid plans 100.0% → 90.0%, McNemar p = 1.000"]  # one plan of ten: chance
     single = next(g for g in comparison.groups if (g.mode, g.category) == ("planner", "single"))
     assert "first answer p50 10.0 → 20.0 ms" not in single.reasons, "measured only for a mode overall"
     text = render_comparison_markdown(comparison)
@@ -295,7 +332,9 @@ def test_a_category_or_a_target_only_one_run_has_is_not_compared() -> None:
 
 
 def test_what_both_runs_measured_is_still_judged() -> None:
-    comparison = compare_results(_modes_run(ALL_MODES), _modes_run(["planner", "toolcalling"], failing=2))
+    comparison = compare_results(
+        _modes_run(ALL_MODES, turns=16), _modes_run(["planner", "toolcalling"], failing=8, turns=16)
+    )
     assert {(g.mode, g.category) for g in comparison.regressions} == {
         ("planner", ALL),
         ("planner", "single"),

@@ -8,6 +8,7 @@ from pathlib import Path
 from benchmarks.report import OFFLINE_NOTICE, findings, summarize, write_reports
 from benchmarks.results import RunMeta, read_results
 from benchmarks.scoring.turn import TurnScore
+from benchmarks.transcripts import TRANSCRIPTS_FILE, CallTranscript, Said
 from tests.benchmarks.report.sample_results import MODES, rows, write_results
 
 SAMPLE_META = RunMeta(provider="offline", modes=MODES, scenarios=1, turns=12)
@@ -21,12 +22,12 @@ def test_report_html_is_self_contained_and_holds_every_chart_and_table(results_p
     assert files.html.parent == results_path.parent
     assert html.startswith("<!DOCTYPE html>")
     assert not re.search(r"<script|<link|https?://(?!www\.w3\.org/2000/svg)", html), "no script, no CDN"
-    for chart in ("chart-calls", "chart-input-tokens", "chart-latency", "chart-accuracy", "chart-growth"):
+    for chart in ("chart-calls", "chart-input-tokens", "chart-latency", "chart-growth"):
         assert f'id="{chart}"' in html
     assert html.count("<svg") >= 5
     assert 'class="chart line-chart"' in html
     assert all(f'data-series="{mode}"' in html for mode in MODES), "one line per mode"
-    for table in ("summary", "categories", "pass-k", "turns"):
+    for table in ("summary", "categories", "turns"):
         assert f'<table class="{table}"' in html
     failing_cell = html.split('class="answer fail"')[1].split("</td>")[0]
     assert "the turn failed" in failing_cell
@@ -35,6 +36,32 @@ def test_report_html_is_self_contained_and_holds_every_chart_and_table(results_p
     assert 'id="offline-notice"' in html and "deterministic stand-in" in html
     again = write_reports(results_path, results_path.parent / "again")  # rendered elsewhere, from the file
     assert again.html.exists() and again.markdown.exists() and again.summary.mode("planner") is not None
+
+
+def test_a_stand_in_runs_page_shows_no_accuracy_only_whether_the_pipeline_did_what_it_should(
+    results_path: Path, tmp_path: Path
+) -> None:
+    stand_in = write_reports(results_path).html.read_text(encoding="utf-8")
+    real_path = write_results(tmp_path / "real" / "results.jsonl", REAL_META, rows())
+    real = write_reports(real_path).html.read_text(encoding="utf-8")
+
+    accuracy_shown = (
+        'id="chart-accuracy"',  # the accuracy bar chart
+        '<table class="pass-k"',
+        '<table class="paired"',
+        "% of turns passed",
+    )
+    assert [shown for shown in accuracy_shown if shown in stand_in] == []
+    assert [shown for shown in accuracy_shown if shown not in real] == []
+
+    def summary_table(page: str) -> str:
+        return page.split('<table class="summary"')[1].split("</table>")[0]
+
+    assert "accuracy" not in summary_table(stand_in) and "accuracy" in summary_table(real)
+    assert "not measured (stand-in)" in stand_in  # the verdict table says why it has no figure
+    assert re.search(r'<div class="big">\d+%', stand_in) is None  # the cards lead with calls per turn
+    assert re.search(r'<div class="big">\d+%', real) is not None
+    assert "Pipeline check: 35 of 36 turns as the stand-in should." in stand_in
 
 
 def test_user_and_model_text_is_escaped(results_path: Path) -> None:
@@ -88,7 +115,7 @@ def test_every_chart_labels_both_axes(results_path: Path) -> None:
     distributions = [c for c in charts if "distribution-chart" in c]
     assert len(distributions) == 2, "latency and first answer, per mode"
     charts = [c for c in charts if c not in distributions]
-    assert len(charts) == 7, "six per-mode bar charts and the growth line chart"
+    assert len(charts) == 6, "five per-mode bar charts (no accuracy for a stand-in) and the growth line chart"
     for chart in charts + distributions:
         chart_id = re.search(r'id="([^"]+)"', chart)
         assert 'class="axis-label x-label"' in chart and 'class="axis-label y-label"' in chart, chart_id
@@ -97,7 +124,6 @@ def test_every_chart_labels_both_axes(results_path: Path) -> None:
         assert re.search(r'class="tick">0(\.0+)?<', chart), f"{chart_id}: the y axis starts at a 0 tick"
     bars = [c for c in charts if "bar-chart" in c]
     assert all(len(re.findall(r'class="value"', c)) == len(MODES) for c in bars), "a value on every bar"
-    assert re.search(r'id="chart-accuracy".*?>% of turns passed<', html, flags=re.S)
 
 
 def test_each_mode_keeps_one_colour_across_charts_legends_and_cards(results_path: Path) -> None:
@@ -271,3 +297,38 @@ def test_the_first_line_says_what_the_figures_measure(results_path: Path, tmp_pa
     text = write_reports(real, tmp_path / "real").markdown.read_text(encoding="utf-8").splitlines()
     assert text[0] == "# erp-ai-harness benchmark: which architecture for qwen2.5:7b"
     assert text[2].startswith("**Real-model run: every turn was sent to a real model, qwen2.5:7b (ollama)")
+
+
+def test_a_failed_turns_cell_folds_its_model_calls_from_the_transcripts(results_path: Path) -> None:
+    def call(mode: str, turn: int, index: int, wrote: str) -> str:
+        return CallTranscript(
+            mode=mode,
+            scenario="conversacion-larga",
+            turn=turn,
+            repetition=1,
+            call=index,
+            messages=[
+                Said(role="system", text="Eres…"),
+                Said(role="human", text=f"¿Cuánto vendimos? <{turn}>"),
+            ],
+            output=Said(role="ai", text=wrote, finish_reason="stop"),
+        ).model_dump_json()
+
+    lines = [
+        call("toolcalling", 3, 1, "second <call>"),
+        call("toolcalling", 3, 0, '{"name": "clima_mañana"}'),
+        call("planner", 3, 0, "a turn that passed"),
+        "not json",
+        '{"kind": "call", "mode": 3}',
+    ]
+    (results_path.parent / TRANSCRIPTS_FILE).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    html = write_reports(results_path).html.read_text(encoding="utf-8")
+
+    [folded] = re.findall(r'<details class="transcript">.*?</details>', html, flags=re.DOTALL)
+    assert "model calls: 2" in folded and "sent 2 messages" in folded
+    assert folded.index("clima_mañana") < folded.index("second &lt;call&gt;")  # in call order, escaped
+    assert "human: ¿Cuánto vendimos? &lt;3&gt;" in folded and "(stopped: stop)" in folded
+    assert "a turn that passed" not in html  # only failed turns fold their calls
+    (results_path.parent / TRANSCRIPTS_FILE).unlink()
+    assert 'class="transcript"' not in write_reports(results_path).html.read_text(encoding="utf-8")
