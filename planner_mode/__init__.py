@@ -19,11 +19,11 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from planner_mode.ai import PlannerAI
-from planner_mode.client import AICallError, AIClient, InProcessAIClient
+from planner_mode.client import AICallError, AIClient, AnswerReply, InProcessAIClient, PlanReply
 from planner_mode.engine import PlannerEngine, PlannerLimits
 from planner_mode.http_client import AIServerUnauthorized, HttpAIClient
 from planner_mode.plan import Answer, MemoryItem, OperationOutcome, Plan, PlannedOperation
-from planner_mode.wire import CallUsage
+from shared.llm.usage import CallUsage
 
 if TYPE_CHECKING:
     from planner_mode.server import create_app
@@ -33,12 +33,14 @@ __all__ = [
     "AIClient",
     "AIServerUnauthorized",
     "Answer",
+    "AnswerReply",
     "CallUsage",
     "HttpAIClient",
     "InProcessAIClient",
     "MemoryItem",
     "OperationOutcome",
     "Plan",
+    "PlanReply",
     "PlannedOperation",
     "PlannerAI",
     "PlannerEngine",

@@ -11,7 +11,7 @@ from typing import Any
 
 from planner_mode.plan import Answer, OperationOutcome, Plan
 from planner_mode.validation import ValidatedPlan
-from planner_mode.wire import CallUsage
+from shared.llm.usage import CallUsage
 from shared.memory.context import ConversationContext
 from shared.memory.records import VersionedState
 from shared.memory.store import MessageIn, TurnRecord

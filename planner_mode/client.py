@@ -1,15 +1,17 @@
 """How the ERP-side engine reaches the AI: the :class:`AIClient` interface, and the client in this process.
 
-Each of the two calls is an async stream of the text for the user, then one response carrying its
-:class:`~planner_mode.wire.CallUsage`. A failed call raises :class:`AICallError`, which still carries the
-usage, so per-turn counts include failed calls. :class:`InProcessAIClient` calls a
-:class:`~planner_mode.ai.PlannerAI` here; :class:`~planner_mode.http_client.HttpAIClient` the AI server.
+Each of the two calls is an async stream of the text for the user, then one reply (:class:`PlanReply`,
+:class:`AnswerReply`) carrying the parsed result and its :class:`~shared.llm.usage.CallUsage`. A failed call
+raises :class:`AICallError`, which still carries the usage, so per-turn counts include failed calls.
+:class:`InProcessAIClient` calls a :class:`~planner_mode.ai.PlannerAI` here, with no HTTP body in between;
+:class:`~planner_mode.http_client.HttpAIClient` the AI server, turning its bodies into the same replies.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import aclosing
+from dataclasses import dataclass
 from typing import Protocol, TypeVar, runtime_checkable
 
 from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
@@ -17,18 +19,41 @@ from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel
 
 from planner_mode.ai import PlannerAI
-from planner_mode.plan import OperationOutcome
-from planner_mode.wire import AnalyzeResponse, CallUsage, RespondResponse
+from planner_mode.plan import Answer, OperationOutcome, Plan
 from shared.errors import ErpAiError, ModelOutputError, ProviderError
-from shared.llm.usage import CallRole
+from shared.llm.usage import CallRole, CallUsage
 from shared.memory.context import ConversationContext
 from shared.operations.registry import OperationSpec
 
-__all__ = ["AICallError", "AIClient", "InProcessAIClient", "closing_iter", "last_item"]
+__all__ = [
+    "AICallError",
+    "AIClient",
+    "AnswerReply",
+    "InProcessAIClient",
+    "PlanReply",
+    "closing_iter",
+    "last_item",
+]
 
-R = TypeVar("R", bound=BaseModel)
+R = TypeVar("R")
 P = TypeVar("P", bound=BaseModel)
 T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class PlanReply:
+    """Call 1's result: the plan, already validated as a :class:`Plan`, and what the call cost."""
+
+    plan: Plan
+    usage: CallUsage
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerReply:
+    """Call 2's result: the answer, already validated as an :class:`Answer`, and what the call cost."""
+
+    answer: Answer
+    usage: CallUsage
 
 
 class AICallError(ErpAiError):
@@ -58,10 +83,10 @@ class AIClient(Protocol):
         *,
         config: RunnableConfig | None = None,
         stream: bool = True,
-    ) -> AsyncIterator[str | AnalyzeResponse]:
+    ) -> AsyncIterator[str | PlanReply]:
         """Call 1: a direct answer's text in deltas as the model writes it (only when the reply starts with
         its ``respuesta_directa``: :class:`planner_mode.streamed_text.DirectAnswerText`), then exactly one
-        :class:`AnalyzeResponse` (the parsed plan and the call's usage) as the last item."""
+        :class:`PlanReply` (the parsed plan and the call's usage) as the last item."""
         ...
 
     def answer(
@@ -73,9 +98,9 @@ class AIClient(Protocol):
         *,
         config: RunnableConfig | None = None,
         stream: bool = True,
-    ) -> AsyncIterator[str | RespondResponse]:
+    ) -> AsyncIterator[str | AnswerReply]:
         """Call 2: the answer's text in deltas as the model writes it, then exactly one
-        :class:`RespondResponse` (the parsed answer and the call's usage) as the last item. ``context`` and
+        :class:`AnswerReply` (the parsed answer and the call's usage) as the last item. ``context`` and
         ``catalog`` are call 1's (call 2's prompt continues call 1's)."""
         ...
 
@@ -129,13 +154,13 @@ class InProcessAIClient:
         *,
         config: RunnableConfig | None = None,
         stream: bool = True,
-    ) -> AsyncGenerator[str | AnalyzeResponse, None]:
+    ) -> AsyncGenerator[str | PlanReply, None]:
         """Call 1 in process, streamed with the model's ``astream``."""
         return _measured_stream(
             "plan",
             config,
             lambda measured: self.ai.plan(question, context, catalog, config=measured, stream=stream),
-            lambda plan, usage: AnalyzeResponse(plan=plan, usage=usage),
+            PlanReply,
         )
 
     def answer(
@@ -147,7 +172,7 @@ class InProcessAIClient:
         *,
         config: RunnableConfig | None = None,
         stream: bool = True,
-    ) -> AsyncGenerator[str | RespondResponse, None]:
+    ) -> AsyncGenerator[str | AnswerReply, None]:
         """Call 2 in process, streamed with the model's ``astream``."""
         return _measured_stream(
             "answer",
@@ -155,7 +180,7 @@ class InProcessAIClient:
             lambda measured: self.ai.answer(
                 question, results, context, catalog, config=measured, stream=stream
             ),
-            lambda answer, usage: RespondResponse(answer=answer, usage=usage),
+            AnswerReply,
         )
 
 

@@ -27,11 +27,10 @@ from pydantic import BaseModel, Field
 
 from planner_mode.ai import PlannerAI
 from planner_mode.bookkeeping import PlannerTurn, rejected
-from planner_mode.client import AICallError, AIClient, InProcessAIClient, closing_iter
+from planner_mode.client import AICallError, AIClient, AnswerReply, InProcessAIClient, PlanReply, closing_iter
 from planner_mode.executor import astream_plan
 from planner_mode.plan import MAX_PLAN_OPERATIONS, Answer, OperationOutcome
 from planner_mode.validation import validate_plan
-from planner_mode.wire import AnalyzeResponse, RespondResponse
 from shared.answer_check import refusal_text, trusted_context, verify_answer
 from shared.bounds import RESULT_MAX_CHARS, RESULT_MAX_ITEMS, clip_json
 from shared.engine import TurnEngine
@@ -140,7 +139,7 @@ class PlannerEngine(TurnEngine):
         self, turn: PlannerTurn, config: RunnableConfig
     ) -> AsyncGenerator[PlanReady | OperationDone | AnswerDelta | TurnResult, None]:
         """Call 1, the plan's execution and call 2, yielding the turn's events, then its result."""
-        analyzed: AnalyzeResponse | None = None
+        analyzed: PlanReply | None = None
         shown = False  # call 1 streamed some of a direct answer (see astream)
         try:
             async for item in closing_iter(
@@ -148,7 +147,7 @@ class PlannerEngine(TurnEngine):
                     turn.question, turn.context, turn.catalog, config=config, stream=turn.clock.reading
                 )
             ):
-                if isinstance(item, AnalyzeResponse):
+                if isinstance(item, PlanReply):
                     analyzed = item
                 elif item:
                     shown = True
@@ -182,7 +181,7 @@ class PlannerEngine(TurnEngine):
         else:  # a rejected plan: its operations, none run, each with its reason
             for operation in turn.operations:
                 yield OperationDone(operation=operation)
-        responded: RespondResponse | None = None
+        responded: AnswerReply | None = None
         try:
             separator = "\n\n" if shown else ""  # after a direct answer that turned out a preamble
             async for written in closing_iter(
@@ -195,7 +194,7 @@ class PlannerEngine(TurnEngine):
                     stream=turn.clock.reading,
                 )
             ):
-                if isinstance(written, RespondResponse):
+                if isinstance(written, AnswerReply):
                     responded = written
                 elif written:
                     yield turn.clock.delta(separator + written)
@@ -233,7 +232,7 @@ class PlannerEngine(TurnEngine):
         turn.catalog = self.registry.catalog(turn.caller)
         return None
 
-    def _planned(self, turn: PlannerTurn, analyzed: AnalyzeResponse) -> Answer | None:
+    def _planned(self, turn: PlannerTurn, analyzed: PlanReply) -> Answer | None:
         """Take call 1's plan: its direct answer (small talk: the turn's last call), or ``None`` once the plan
         is validated (``turn.runnable`` to execute, or rejected with ``turn.outcomes`` explaining why)."""
         turn.usages.append(analyzed.usage)

@@ -14,7 +14,7 @@ import ssl
 import threading
 import time
 from collections.abc import AsyncGenerator, Callable, Sequence
-from contextlib import suppress
+from contextlib import aclosing, suppress
 from types import TracebackType
 from typing import TypeVar
 
@@ -22,7 +22,7 @@ import httpx
 from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, ValidationError
 
-from planner_mode.client import AICallError
+from planner_mode.client import AICallError, AnswerReply, PlanReply
 from planner_mode.plan import OperationOutcome
 from planner_mode.wire import (
     NDJSON,
@@ -50,6 +50,8 @@ from shared.operations.registry import OperationSpec
 __all__ = ["DEFAULT_TIMEOUT_S", "AIServerUnauthorized", "HttpAIClient"]
 
 R = TypeVar("R", bound=BaseModel)
+W = TypeVar("W", AnalyzeResponse, RespondResponse)
+T = TypeVar("T")
 
 DEFAULT_TIMEOUT_S = 120.0
 """Default bound of one AI-server request, the model's time included (the providers' default too)."""
@@ -324,11 +326,13 @@ class HttpAIClient:
         *,
         config: RunnableConfig | None = None,
         stream: bool = True,
-    ) -> AsyncGenerator[str | AnalyzeResponse, None]:
+    ) -> AsyncGenerator[str | PlanReply, None]:
         """``POST /ai/analyze``, streamed as NDJSON unless ``stream=False`` (see :meth:`answer`)."""
         body = AnalyzeRequest(message=question, context=context, catalog=list(catalog))
-        return _Exchange(self, "/ai/analyze", body, stream=stream).results(
-            parse_analyze_stream_line, AnalyzeResponse
+        exchange = _Exchange(self, "/ai/analyze", body, stream=stream)
+        return _replies(
+            exchange.results(parse_analyze_stream_line, AnalyzeResponse),
+            lambda response: PlanReply(response.plan, response.usage),
         )
 
     def answer(
@@ -340,7 +344,7 @@ class HttpAIClient:
         *,
         config: RunnableConfig | None = None,
         stream: bool = True,
-    ) -> AsyncGenerator[str | RespondResponse, None]:
+    ) -> AsyncGenerator[str | AnswerReply, None]:
         """``POST /ai/respond``, streamed as NDJSON unless ``stream=False``.
 
         Errors the server found before streaming keep their status and become :class:`AICallError` (a 502 as
@@ -350,7 +354,11 @@ class HttpAIClient:
         body = RespondRequest(
             question=question, results=list(results), context=context, catalog=list(catalog)
         )
-        return _Exchange(self, "/ai/respond", body, stream=stream).results(parse_stream_line, RespondResponse)
+        exchange = _Exchange(self, "/ai/respond", body, stream=stream)
+        return _replies(
+            exchange.results(parse_stream_line, RespondResponse),
+            lambda response: AnswerReply(response.answer, response.usage),
+        )
 
     # -- closing --------------------------------------------------------------------------------------------
 
@@ -395,6 +403,15 @@ class HttpAIClient:
 
 _closing: set[asyncio.Task[None]] = set()
 """Closing tasks started by :meth:`HttpAIClient.close` on other loops, held until done."""
+
+
+async def _replies(
+    lines: AsyncGenerator[str | W, None], reply: Callable[[W], T]
+) -> AsyncGenerator[str | T, None]:
+    """A call's stream with its final body (a wire response) turned into the engine's reply."""
+    async with aclosing(lines):
+        async for item in lines:
+            yield item if isinstance(item, str) else reply(item)
 
 
 def _close_soon(loop: asyncio.AbstractEventLoop, keeper: AsyncGenerator[None]) -> None:

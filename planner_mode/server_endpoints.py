@@ -25,7 +25,7 @@ from fastapi.routing import APIRoute
 from pydantic import TypeAdapter
 from starlette.concurrency import run_in_threadpool
 
-from planner_mode.client import AICallError, AIClient, closing_iter, last_item
+from planner_mode.client import AICallError, AIClient, AnswerReply, PlanReply, closing_iter, last_item
 from planner_mode.server_limits import INLINE_PARSE_BYTES, Outcome, outcome_of, strict_json
 from planner_mode.wire import (
     NDJSON,
@@ -98,7 +98,7 @@ def add_endpoints(app: FastAPI, ai_client: AIClient) -> None:
         """
         streamed = _streamed(request)
         stream = ai_client.plan(body.message, body.context, body.catalog, stream=streamed)
-        return await _reply(stream, request, AnalyzeLine, streamed)
+        return await _reply(stream, request, _analyze_response, AnalyzeLine, streamed)
 
     @app.post("/ai/respond", response_model=RespondResponse, responses=_RESPOND_RESPONSES)
     async def respond(body: RespondRequest, request: Request) -> Response | RespondResponse:
@@ -112,11 +112,21 @@ def add_endpoints(app: FastAPI, ai_client: AIClient) -> None:
         """
         streamed = _streamed(request)
         stream = ai_client.answer(body.question, body.results, body.context, body.catalog, stream=streamed)
-        return await _reply(stream, request, RespondLine, streamed)
+        return await _reply(stream, request, _respond_response, RespondLine, streamed)
 
 
+_Reply = TypeVar("_Reply", PlanReply, AnswerReply)
+"""The last item of a call's stream: the engine's reply."""
 _Final = TypeVar("_Final", AnalyzeResponse, RespondResponse)
-"""The last item of a call's stream: its whole response."""
+"""Its body on the wire: the whole response."""
+
+
+def _analyze_response(reply: PlanReply) -> AnalyzeResponse:
+    return AnalyzeResponse(plan=reply.plan, usage=reply.usage)
+
+
+def _respond_response(reply: AnswerReply) -> RespondResponse:
+    return RespondResponse(answer=reply.answer, usage=reply.usage)
 
 
 def _streamed(request: Request) -> bool:
@@ -125,22 +135,23 @@ def _streamed(request: Request) -> bool:
 
 
 async def _reply(
-    stream: AsyncIterator[str | _Final],
+    stream: AsyncIterator[str | _Reply],
     request: Request,
+    body: Callable[[_Reply], _Final],
     final_line: type[AnalyzeLine | RespondLine],
     streamed: bool,
 ) -> Response | _Final:
     """The call's NDJSON stream when the request accepts one, else its whole response (the stream drained).
 
     A stream answers with its status once its first line is known: what fails before it keeps its status
-    code; ``final_line`` is the line type of the call's response.
+    code; ``body`` turns the call's reply into its response, ``final_line`` is that response's line type.
     """
     outcome = outcome_of(request)
     outcome.streamed = streamed
     items = closing_iter(stream)
     try:
         if not streamed:
-            response = await last_item(items)
+            response = body(await last_item(items))
             outcome.usage = response.usage
             return response
         first = await anext(items)
@@ -150,13 +161,15 @@ async def _reply(
     except Exception as exc:  # StopAsyncIteration included: the stream promises a last line
         await items.aclose()
         raise internal_error(exc) from exc
-    return StreamingResponse(_stream_lines(first, items, outcome, final_line), media_type=NDJSON)
+    lines = _stream_lines(first, items, outcome, body, final_line)
+    return StreamingResponse(lines, media_type=NDJSON)
 
 
 async def _stream_lines(
-    first: str | _Final,
-    stream: AsyncGenerator[str | _Final, None],
+    first: str | _Reply,
+    stream: AsyncGenerator[str | _Reply, None],
     outcome: Outcome,
+    body: Callable[[_Reply], _Final],
     final_line: type[AnalyzeLine | RespondLine],
 ) -> AsyncIterator[bytes]:
     """The NDJSON lines of a started stream; a failure becomes the last line (the status is sent already)."""
@@ -166,7 +179,7 @@ async def _stream_lines(
             while True:
                 if not isinstance(item, str):
                     outcome.usage = item.usage
-                    yield _line(final_line.model_validate(dict(item)))
+                    yield _line(final_line.model_validate(dict(body(item))))
                     return
                 yield _line(AnswerDeltaLine(text=item))
                 item = await anext(stream)

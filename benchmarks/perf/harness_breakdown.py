@@ -31,9 +31,9 @@ from benchmarks.modes import build_engine
 from benchmarks.scenario import Scenario, load_scenarios
 from benchmarks.stats import mean, median, percentile
 from planner_mode import InProcessAIClient, PlannerAI
+from planner_mode.client import AnswerReply, PlanReply
 from planner_mode.executor import astream_plan
 from planner_mode.validation import validate_plan
-from planner_mode.wire import AnalyzeResponse, RespondResponse
 from shared.erp.database import open_demo_erp
 from shared.llm.factory import build_chat_model
 from shared.memory.context import ConversationContext
@@ -123,10 +123,10 @@ class _TimedClient(InProcessAIClient):
                 yield item
         self._recorder.subtract(stage, model_ms)
 
-    def plan(self, *args: Any, **kwargs: Any) -> AsyncGenerator[str | AnalyzeResponse, None]:
+    def plan(self, *args: Any, **kwargs: Any) -> AsyncGenerator[str | PlanReply, None]:
         return self._plumbing("call-1 plumbing", super().plan(*args, **kwargs))
 
-    def answer(self, *args: Any, **kwargs: Any) -> AsyncGenerator[str | RespondResponse, None]:
+    def answer(self, *args: Any, **kwargs: Any) -> AsyncGenerator[str | AnswerReply, None]:
         return self._plumbing("call-2 plumbing", super().answer(*args, **kwargs))
 
 

@@ -18,7 +18,7 @@ from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
 from langchain_core.runnables import RunnableConfig
 
 from planner_mode.ai import PlannerAI
-from planner_mode.client import AICallError, AIClient, InProcessAIClient, last_item
+from planner_mode.client import AICallError, AIClient, AnswerReply, InProcessAIClient, last_item
 from planner_mode.http_client import HttpAIClient
 from planner_mode.wire import NDJSON, CallUsage, RespondResponse
 from shared.errors import (
@@ -285,7 +285,13 @@ def stream_client(
     return HttpAIClient(["http://a.test"], transport=httpx.MockTransport(handler))
 
 
-async def drain(client: HttpAIClient, into: list[str | RespondResponse] | None = None) -> list[Any]:
+def reply_of(body: dict[str, Any]) -> AnswerReply:
+    """The engine's reply the client makes of a ``/ai/respond`` response body."""
+    response = RespondResponse.model_validate(body)
+    return AnswerReply(response.answer, response.usage)
+
+
+async def drain(client: HttpAIClient, into: list[str | AnswerReply] | None = None) -> list[Any]:
     items = into if into is not None else []
     async for item in client.answer("q", [], CONTEXT, []):
         items.append(item)
@@ -298,13 +304,13 @@ DELTAS = [{"type": "answer_delta", "text": "En 2025: "}, {"type": "answer_delta"
 async def test_a_stream_gives_the_deltas_then_the_response() -> None:
     seen: list[httpx.Request] = []
     items = await drain(stream_client(ndjson(*DELTAS, {"type": "response", **RESPONSE}), seen))
-    assert items == ["En 2025: ", "₲5.", RespondResponse.model_validate(RESPONSE)]
+    assert items == ["En 2025: ", "₲5.", reply_of(RESPONSE)]
     assert NDJSON in seen[0].headers["accept"]
     assert set(json.loads(seen[0].content)) == {"question", "results", "context", "catalog"}
 
 
 async def test_a_server_that_does_not_stream_gives_just_the_response() -> None:
-    assert await drain(stream_client(RESPONSE)) == [RespondResponse.model_validate(RESPONSE)]
+    assert await drain(stream_client(RESPONSE)) == [reply_of(RESPONSE)]
 
 
 @pytest.mark.parametrize(
@@ -321,7 +327,7 @@ async def test_a_server_that_does_not_stream_gives_just_the_response() -> None:
 async def test_an_error_line_after_deltas_raises_its_kind_with_the_usage(
     error: dict[str, Any], cause: type[Exception], calls: int
 ) -> None:
-    items: list[str | RespondResponse] = []
+    items: list[str | AnswerReply] = []
     with pytest.raises(AICallError) as failed:
         await drain(stream_client(ndjson(*DELTAS, {"type": "error", **error})), items)
     assert items == ["En 2025: ", "₲5."]
@@ -376,7 +382,7 @@ async def test_a_stream_that_breaks_off_counts_the_call_and_keeps_the_deltas(
     failure: Exception, cause: type[Exception]
 ) -> None:
     body = BrokenStream(ndjson(*DELTAS), failure)
-    items: list[str | RespondResponse] = []
+    items: list[str | AnswerReply] = []
     with pytest.raises(AICallError) as failed:
         await drain(stream_client(body), items)
     assert items == ["En 2025: ", "₲5."]

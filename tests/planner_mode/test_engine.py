@@ -31,9 +31,9 @@ from benchmarks.stand_ins.faults import FaultConfig, FaultMode
 from benchmarks.stand_ins.offline import OfflineSalesModel
 from planner_mode import AIClient, HttpAIClient, InProcessAIClient, PlannerAI, PlannerEngine, PlannerLimits
 from planner_mode.bookkeeping import ANSWER_PREFIX, DIRECT_ANSWER_PREFIX
+from planner_mode.client import AnswerReply, PlanReply
 from planner_mode.plan import Answer, Plan
 from planner_mode.server import create_app
-from planner_mode.wire import AnalyzeResponse, CallUsage, RespondResponse
 from shared.engine import AssistantEngine
 from shared.erp.database import Erp
 from shared.erp.users import caller_for
@@ -41,7 +41,7 @@ from shared.errors import ConversationAccessDenied, StorageError
 from shared.events import AnswerDelta, OperationDone, PlanReady, TurnDone, TurnEvent
 from shared.failures import NOT_RECORDED_NOTE, is_recorded, user_message
 from shared.llm import build_chat_model
-from shared.llm.usage import UsageTracker
+from shared.llm.usage import CallUsage, UsageTracker
 from shared.memory.store import MemoryStore
 from shared.memory.tables import Conversation
 from shared.operations import sales_registry
@@ -954,15 +954,15 @@ class FixedClient:
     def __init__(self, plan: Plan, plan_usage: CallUsage, answer_usage: CallUsage) -> None:
         self.fixed_plan, self.plan_usage, self.answer_usage = plan, plan_usage, answer_usage
 
-    async def plan(self, *_args: Any, **_kwargs: Any) -> AsyncIterator[str | AnalyzeResponse]:
+    async def plan(self, *_args: Any, **_kwargs: Any) -> AsyncIterator[str | PlanReply]:
         if self.fixed_plan.is_direct:
             yield self.fixed_plan.direct_answer or ""
-        yield AnalyzeResponse(plan=self.fixed_plan, usage=self.plan_usage)
+        yield PlanReply(plan=self.fixed_plan, usage=self.plan_usage)
 
-    async def answer(self, *_args: Any, **_kwargs: Any) -> AsyncIterator[str | RespondResponse]:
+    async def answer(self, *_args: Any, **_kwargs: Any) -> AsyncIterator[str | AnswerReply]:
         yield "Vendimos "
         yield "₲850.000.000."
-        yield RespondResponse(answer=Answer(respuesta="Vendimos ₲850.000.000."), usage=self.answer_usage)
+        yield AnswerReply(answer=Answer(respuesta="Vendimos ₲850.000.000."), usage=self.answer_usage)
 
 
 @pytest.mark.parametrize("entry", ENTRIES)

@@ -16,10 +16,9 @@ from langchain_core.messages import BaseMessage
 
 from benchmarks.serving import ServerThread
 from planner_mode import HttpAIClient, PlannerEngine, create_app
-from planner_mode.client import last_item
+from planner_mode.client import AnswerReply, PlanReply, last_item
 from planner_mode.http_client import AIServerUnauthorized
 from planner_mode.plan import OperationOutcome
-from planner_mode.wire import AnalyzeResponse, RespondResponse
 from shared.erp.database import Erp
 from shared.errors import ConfigurationError
 from shared.memory.store import MemoryStore
@@ -177,17 +176,17 @@ def catalog(registry: OperationRegistry) -> list[OperationSpec]:
     return registry.catalog(DEMO_CALLER)
 
 
-def comparable(response: AnalyzeResponse | RespondResponse) -> dict[str, Any]:
-    """A response without its measured times (the only part that differs from one call to the next)."""
-    return response.model_dump(
-        exclude={"usage": {"model_ms": True, "calls": {"__all__": {"ms", "first_token_ms"}}}}
-    )
+def comparable(reply: PlanReply | AnswerReply) -> dict[str, Any]:
+    """A reply without its measured times (the only part that differs from one call to the next)."""
+    result = reply.plan if isinstance(reply, PlanReply) else reply.answer
+    usage = reply.usage.model_dump(exclude={"model_ms": True, "calls": {"__all__": {"ms", "first_token_ms"}}})
+    return {"result": result.model_dump(), "usage": usage}
 
 
 def test_the_calls_stream_over_http_and_end_in_their_results(
     offline_servers: list[str], catalog: list[OperationSpec]
 ) -> None:
-    async def both(client: HttpAIClient) -> tuple[AnalyzeResponse, list[str | RespondResponse]]:
+    async def both(client: HttpAIClient) -> tuple[PlanReply, list[str | AnswerReply]]:
         analyzed = await last_item(client.plan(QUESTION, CONTEXT, catalog))
         return analyzed, [item async for item in client.answer(QUESTION, RESULTS, CONTEXT, [])]
 
@@ -195,7 +194,7 @@ def test_the_calls_stream_over_http_and_end_in_their_results(
         analyzed, (*deltas, last) = asyncio.run(both(client))
     assert analyzed.plan.operations[0].function == "ventas_anuales"
     assert len(deltas) >= 2 and all(isinstance(delta, str) for delta in deltas)
-    assert isinstance(last, RespondResponse) and "₲850.000.000" in last.answer.text
+    assert isinstance(last, AnswerReply) and "₲850.000.000" in last.answer.text
     assert "".join(str(delta) for delta in deltas) == last.answer.text
     # each call's measured detail comes back from the server, marked with what the call was for
     assert [call.role for call in analyzed.usage.calls] == ["plan"]
@@ -221,7 +220,7 @@ def test_one_client_serves_asyncio_run_calls_in_sequence_and_leaves_no_socket_op
 def test_one_client_serves_loops_in_several_threads_at_once(
     offline_servers: list[str], catalog: list[OperationSpec]
 ) -> None:
-    results: list[AnalyzeResponse] = []
+    results: list[PlanReply] = []
     errors: list[BaseException] = []
     barrier = threading.Barrier(3)
 

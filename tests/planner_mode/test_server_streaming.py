@@ -20,7 +20,7 @@ from fastapi.testclient import TestClient
 
 from benchmarks.serving import ServerThread
 from planner_mode import HttpAIClient, InProcessAIClient, PlannerAI, PlannerEngine
-from planner_mode.client import AICallError
+from planner_mode.client import AICallError, AnswerReply, PlanReply
 from planner_mode.plan import OperationOutcome
 from planner_mode.server import create_app
 from planner_mode.wire import NDJSON, AnalyzeResponse, RespondResponse
@@ -75,9 +75,9 @@ class Call:
         return client.plan("Hola", CONTEXT, CATALOG)
 
     def text_of(self, response: Any) -> str | None:
-        if isinstance(response, RespondResponse):
+        if isinstance(response, RespondResponse | AnswerReply):
             return response.answer.text
-        return response.plan.direct_answer if isinstance(response, AnalyzeResponse) else None
+        return response.plan.direct_answer if isinstance(response, AnalyzeResponse | PlanReply) else None
 
 
 RESPOND = Call("/ai/respond", BODY, REPLY, ANSWER_TEXT, "RespondLine")
@@ -196,7 +196,7 @@ def test_a_model_failing_mid_stream_ends_the_stream_with_an_error_line_the_http_
 def broken_stream(monkeypatch: pytest.MonkeyPatch) -> None:
     """A bug in the server's own streaming code after the first delta."""
 
-    async def broken(*_args: Any, **_kwargs: Any) -> AsyncIterator[str | RespondResponse]:
+    async def broken(*_args: Any, **_kwargs: Any) -> AsyncIterator[str | AnswerReply]:
         yield "En 2025 "
         raise RuntimeError("secret detail")
 
