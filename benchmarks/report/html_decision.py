@@ -154,7 +154,7 @@ def _distributions(run: ReportRun, colours: dict[str, str], *, labeled: bool) ->
         distribution_chart(
             f"{prefix}{title}, {clock}",
             [(label, colours.get(mode, "#7f7f7f"), values) for label, mode, values in run.per_cell(read)],
-            x_label=f"milliseconds per turn, {clock}",
+            x_label=f"time per turn, {clock}",
             chart_id=f"{run.anchor}chart-{name}-distribution",
         )
         for name, title, read in (

@@ -309,6 +309,22 @@ def _row(series: Series, scale: _Scale, y: float, half: float) -> list[str]:
     return parts
 
 
+TICK_LABEL_PX = 56
+"""Room one tick label of a distribution chart needs ("150 ms", "1.5 s") so that none overlaps the next."""
+
+
+def _labelled_ticks(scale: _Scale, plot_w: float) -> set[float]:
+    """The ticks that get a label: all when they fit, else (log axis) only the powers of ten, thinned
+    further until none overlaps the next; the other ticks keep their grid lines."""
+    ticks = list(scale.ticks)
+    if scale.log and len(ticks) * TICK_LABEL_PX > plot_w:
+        ticks = [t for t in ticks if math.isclose(10 ** round(math.log10(t)), t)]
+    step = 1
+    while len(ticks[::step]) * TICK_LABEL_PX > plot_w and step < len(ticks):
+        step += 1
+    return set(ticks[::step])
+
+
 def distribution_chart(
     title: str, series: Sequence[Series], *, x_label: str, chart_id: str, width: int = 1100
 ) -> str:
@@ -319,13 +335,15 @@ def distribution_chart(
     scale = _Scale([v for _, _, values in series for v in values], left, plot_w)
     parts = _svg_open(title, chart_id, (width, height), "distribution-chart", (left + plot_w / 2, 20))
     bottom_y = top + row_h * len(series)
+    labelled = _labelled_ticks(scale, plot_w)
     for tick in scale.ticks:
         x = scale.x(tick)
-        parts.append(
-            f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{bottom_y}" class="grid"/>'
-            f'<text x="{x:.1f}" y="{bottom_y + 16}" text-anchor="middle" class="tick">'
-            f"{escape(ms_tick(tick))}</text>"
-        )
+        parts.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{bottom_y}" class="grid"/>')
+        if tick in labelled:
+            parts.append(
+                f'<text x="{x:.1f}" y="{bottom_y + 16}" text-anchor="middle" class="tick">'
+                f"{escape(ms_tick(tick))}</text>"
+            )
     for i, item in enumerate(series):
         y = top + row_h * i + row_h / 2
         parts.append(

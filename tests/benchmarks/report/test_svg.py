@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import pytest
 
-from benchmarks.report.svg import MODE_COLOURS, bar_chart, grouped, line_chart, mode_colours, nice_ticks
+from benchmarks.report.svg import (
+    MODE_COLOURS,
+    TICK_LABEL_PX,
+    bar_chart,
+    distribution_chart,
+    grouped,
+    line_chart,
+    mode_colours,
+    nice_ticks,
+)
 
 MODES = ["planner", "toolcalling", "toolcalling-full"]
 
@@ -74,3 +84,20 @@ def test_a_line_chart_has_labelled_axes_ticks_and_a_legend_naming_every_series()
     assert sorted(strokes.values()) == sorted(MODES)
     assert len(re.findall(r"stroke-dasharray", svg)) >= 2, "series differ by dash too, for grey-scale print"
     assert svg.count("<circle") == 150, "one point (with a tooltip) per turn and series"
+
+
+def test_a_distribution_over_six_decades_labels_ticks_that_never_overlap() -> None:
+    # two turns refused before any model call (half a millisecond) beside minutes-long real-model turns
+    values = [0.5, 0.6, *(1_000.0 * s for s in range(2, 200, 7))]
+    svg = distribution_chart(
+        "Latency", [("planner", "#123456", values)], x_label="time per turn", chart_id="c"
+    )
+
+    labels = re.findall(
+        r'<text x="([\d.]+)" y="[\d.]+" text-anchor="middle" class="tick">([^<]+)</text>', svg
+    )
+    xs = [float(x) for x, _ in labels]
+    assert len(labels) >= 3 and all(b - a >= TICK_LABEL_PX for a, b in itertools.pairwise(xs))
+    assert svg.count('class="grid"') > len(labels)  # the unlabelled ticks keep their grid lines
+    assert {text for _, text in labels} >= {"1 ms", "1 s", "100 s"}
+    assert "milliseconds" not in svg  # each tick says its own unit
