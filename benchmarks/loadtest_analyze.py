@@ -60,7 +60,7 @@ class AnalyzeLoadResult(BaseModel):
 
 def analyze_body() -> bytes:
     """A real call 1 request body: the demo's first question, an empty context, the manager's catalog."""
-    from planner_mode.wire import AnalyzeRequest
+    from planner_mode.server.wire import AnalyzeRequest
     from shared.memory.context import ConversationContext
     from shared.operations.sales import sales_registry
     from shared.security import DEMO_CALLER

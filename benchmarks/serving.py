@@ -15,7 +15,7 @@ from fastapi import FastAPI
 class ServerThread:
     """A uvicorn server for ``app`` on ``127.0.0.1:port`` (port 0 picks a free one); ``stop()`` ends it.
 
-    ``http`` is uvicorn's HTTP protocol (e.g. :class:`planner_mode.server_protocol.HeadTimeoutH11Protocol`,
+    ``http`` is uvicorn's HTTP protocol (e.g. :class:`planner_mode.server.protocol.HeadTimeoutH11Protocol`,
     as ``erp-ai serve`` runs it)."""
 
     def __init__(self, app: FastAPI, port: int = 0, *, http: type[asyncio.Protocol] | str = "auto") -> None:

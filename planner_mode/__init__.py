@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 from planner_mode.ai import PlannerAI
 from planner_mode.client import AICallError, AIClient, AnswerReply, InProcessAIClient, PlanReply
 from planner_mode.engine import PlannerEngine, PlannerLimits
-from planner_mode.http_client import AIServerUnauthorized, HttpAIClient
 from planner_mode.plan import Answer, MemoryItem, OperationOutcome, Plan, PlannedOperation
+from planner_mode.server.http_client import AIServerUnauthorized, HttpAIClient
 from shared.llm.usage import CallUsage
 
 if TYPE_CHECKING:

@@ -3,8 +3,9 @@
 Each of the two calls is an async stream of the text for the user, then one reply (:class:`PlanReply`,
 :class:`AnswerReply`) carrying the parsed result and its :class:`~shared.llm.usage.CallUsage`. A failed call
 raises :class:`AICallError`, which still carries the usage, so per-turn counts include failed calls.
-:class:`InProcessAIClient` calls a :class:`~planner_mode.ai.PlannerAI` here, with no HTTP body in between;
-:class:`~planner_mode.http_client.HttpAIClient` the AI server, turning its bodies into the same replies.
+:class:`InProcessAIClient` calls a :class:`~planner_mode.ai.PlannerAI` here, with no HTTP body in
+between; :class:`~planner_mode.server.http_client.HttpAIClient` the AI server, turning its bodies into the
+same replies.
 """
 
 from __future__ import annotations

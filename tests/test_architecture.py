@@ -62,9 +62,9 @@ OPTIONAL_MODULES = {
 """Modules of the extras (``shared/extras.py``) plus the provider SDKs under them."""
 
 LOADED_ON_DEMAND = {
-    "planner_mode/server.py",
-    "planner_mode/server_endpoints.py",
-    "planner_mode/server_protocol.py",
+    "planner_mode/server/app.py",
+    "planner_mode/server/endpoints.py",
+    "planner_mode/server/protocol.py",
 }
 """Modules no package ``__init__`` imports (``planner_mode.create_app`` loads the server on first access; the
 server's uvicorn protocol is imported by what runs uvicorn)."""

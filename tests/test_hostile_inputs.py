@@ -31,7 +31,7 @@ from benchmarks.modes import build_engine
 from benchmarks.serving import ServerThread
 from benchmarks.stand_ins.offline import OfflineSalesModel
 from planner_mode import HttpAIClient, PlannerEngine, create_app
-from planner_mode.wire import MAX_CATALOG_CHARS, MAX_CATALOG_OPERATIONS, AnalyzeRequest, ErrorResponse
+from planner_mode.server.wire import MAX_CATALOG_CHARS, MAX_CATALOG_OPERATIONS, AnalyzeRequest, ErrorResponse
 from shared.answer import MemoryItem
 from shared.bounds import (
     MAX_CONTEXT_EXCHANGES,
@@ -357,7 +357,7 @@ def test_six_oversized_requests_at_once_are_all_refused_without_a_model_call(
 def test_a_large_body_is_parsed_off_the_event_loop(
     monkeypatch: pytest.MonkeyPatch, registry: OperationRegistry
 ) -> None:
-    from planner_mode import server_endpoints as server_module
+    from planner_mode.server import endpoints as server_module
 
     threads: list[int] = []
     real = server_module.strict_json

@@ -13,7 +13,7 @@ from rich.markup import escape
 
 from benchmarks.commands import turns
 from benchmarks.commands.common import console, refuse
-from planner_mode.http_client import AIServerUnauthorized
+from planner_mode.server.http_client import AIServerUnauthorized
 from shared.errors import ConversationAccessDenied
 from shared.security import Caller
 

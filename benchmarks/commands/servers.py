@@ -26,7 +26,7 @@ from benchmarks.commands.common import (
     refuse,
 )
 from benchmarks.modes import ModelOptions, set_environment
-from planner_mode.server_limits import DEFAULT_READ_TIMEOUT_S, READ_TIMEOUT_ENV
+from planner_mode.server.limits import DEFAULT_READ_TIMEOUT_S, READ_TIMEOUT_ENV
 from shared.errors import ConfigurationError, ErpAiError
 from shared.llm.factory import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S
 
@@ -130,7 +130,7 @@ def serve(
     set_environment({**options.environment(), SERVER_TOKEN_ENV: token, READ_TIMEOUT_ENV: f"{read_timeout:g}"})
     try:
         from planner_mode.server import app_from_env, bind_warning
-        from planner_mode.server_protocol import HeadTimeoutH11Protocol
+        from planner_mode.server.protocol import HeadTimeoutH11Protocol
 
         app_from_env()  # fail fast on a bad provider configuration, before uvicorn forks workers
     except ErpAiError as exc:

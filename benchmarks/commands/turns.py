@@ -36,7 +36,7 @@ from benchmarks.commands.common import (
 )
 from benchmarks.modes import ModelOptions, build_engine
 from benchmarks.run_turns import stream_turn
-from planner_mode.http_client import AIServerUnauthorized
+from planner_mode.server.http_client import AIServerUnauthorized
 from shared.errors import ConversationAccessDenied, ErpAiError, InputError
 from shared.llm.factory import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S
 from shared.security import DEMO_CALLER, Caller

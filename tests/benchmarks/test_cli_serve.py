@@ -16,8 +16,8 @@ import benchmarks.commands.servers as servers
 from benchmarks.cli import app
 from benchmarks.loadtest_fleet import free_port
 from benchmarks.modes import ModelOptions
-from planner_mode.server_limits import DEFAULT_READ_TIMEOUT_S, READ_TIMEOUT_ENV, read_timeout_from_env
-from planner_mode.server_protocol import HeadTimeoutH11Protocol
+from planner_mode.server.limits import DEFAULT_READ_TIMEOUT_S, READ_TIMEOUT_ENV, read_timeout_from_env
+from planner_mode.server.protocol import HeadTimeoutH11Protocol
 
 runner = CliRunner()
 

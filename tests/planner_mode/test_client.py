@@ -19,8 +19,8 @@ from langchain_core.runnables import RunnableConfig
 
 from planner_mode.ai import PlannerAI
 from planner_mode.client import AICallError, AIClient, AnswerReply, InProcessAIClient, last_item
-from planner_mode.http_client import HttpAIClient
-from planner_mode.wire import NDJSON, CallUsage, RespondResponse
+from planner_mode.server.http_client import HttpAIClient
+from planner_mode.server.wire import NDJSON, CallUsage, RespondResponse
 from shared.errors import (
     ConfigurationError,
     ModelOutputError,

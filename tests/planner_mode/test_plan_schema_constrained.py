@@ -20,7 +20,7 @@ from benchmarks.stand_ins.offline import OfflineSalesModel
 from planner_mode.ai import PlannerAI
 from planner_mode.plan_schema import catalog_key, plan_json_schema
 from planner_mode.server import create_app
-from planner_mode.wire import AnalyzeRequest
+from planner_mode.server.wire import AnalyzeRequest
 from shared.erp.demo_catalog import DEMO_USERS
 from shared.llm.factory import build_chat_model
 from shared.operations import sales_registry

@@ -2,7 +2,7 @@
 
 Both endpoints run the client's streaming call; without ``Accept: application/x-ndjson`` the stream is
 drained and its last item, the whole response, is the JSON body. Request bodies are read as strict JSON
-(:func:`~planner_mode.server_limits.strict_json`); model failures become 502 with their kind and usage,
+(:func:`~planner_mode.server.limits.strict_json`); model failures become 502 with their kind and usage,
 anything unexpected a 500 that names only a reference (the traceback goes to the log).
 """
 
@@ -26,8 +26,8 @@ from pydantic import TypeAdapter
 from starlette.concurrency import run_in_threadpool
 
 from planner_mode.client import AICallError, AIClient, AnswerReply, PlanReply, closing_iter, last_item
-from planner_mode.server_limits import INLINE_PARSE_BYTES, Outcome, outcome_of, strict_json
-from planner_mode.wire import (
+from planner_mode.server.limits import INLINE_PARSE_BYTES, Outcome, outcome_of, strict_json
+from planner_mode.server.wire import (
     NDJSON,
     AnalyzeLine,
     AnalyzeRequest,

@@ -2,9 +2,9 @@
 
 uvicorn only closes a connection left idle *after* a response, so a client that sends its request head slowly
 (slowloris) or never holds the connection. :class:`HeadTimeoutH11Protocol` closes a connection whose next
-request head is not complete within the read timeout (:data:`~planner_mode.server_limits.READ_TIMEOUT_ENV`),
+request head is not complete within the read timeout (:data:`~planner_mode.server.limits.READ_TIMEOUT_ENV`),
 counted from the connection's start and from the end of each response; the body's time is bounded in the app
-(:class:`~planner_mode.server_limits.BodyReadTimeout`). Use: ``uvicorn.run(..., http=HeadTimeoutH11Protocol)``
+(:class:`~planner_mode.server.limits.BodyReadTimeout`). Use: ``uvicorn.run(..., http=HeadTimeoutH11Protocol)``
 (``erp-ai serve`` does).
 """
 
@@ -18,12 +18,12 @@ from typing import Any
 
 from shared.extras import require
 
-require("uvicorn", "server", "The AI server's protocol (planner_mode.server_protocol)")
+require("uvicorn", "server", "The AI server's protocol (planner_mode.server.protocol)")
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from planner_mode.server_limits import read_timeout_from_env
+from planner_mode.server.limits import read_timeout_from_env
 
 __all__ = ["HeadTimeoutH11Protocol"]
 

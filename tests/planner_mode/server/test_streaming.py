@@ -23,7 +23,7 @@ from planner_mode import HttpAIClient, InProcessAIClient, PlannerAI, PlannerEngi
 from planner_mode.client import AICallError, AnswerReply, PlanReply
 from planner_mode.plan import OperationOutcome
 from planner_mode.server import create_app
-from planner_mode.wire import NDJSON, AnalyzeResponse, RespondResponse
+from planner_mode.server.wire import NDJSON, AnalyzeResponse, RespondResponse
 from shared.erp.database import Erp
 from shared.errors import ModelOutputError, ProviderError, ProviderTimeoutError
 from shared.events import AnswerDelta, PlanReady, TurnDone

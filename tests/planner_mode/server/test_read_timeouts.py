@@ -1,6 +1,6 @@
 """Slow clients over real sockets: a request's head must arrive within the read timeout or the connection is
-closed (:class:`~planner_mode.server_protocol.HeadTimeoutH11Protocol`), its body too or it is a 408
-(:class:`~planner_mode.server_limits.BodyReadTimeout`), and requests sent in time are answered as usual.
+closed (:class:`~planner_mode.server.protocol.HeadTimeoutH11Protocol`), its body too or it is a 408
+(:class:`~planner_mode.server.limits.BodyReadTimeout`), and requests sent in time are answered as usual.
 
 The timeout is short here (half a second) so that the tests end soon; nothing asserts how soon: a connection
 the server never closed would fail a test at its socket's generous timeout instead.
@@ -22,8 +22,8 @@ from starlette.types import Receive, Scope, Send
 
 from benchmarks.serving import ServerThread
 from planner_mode.server import create_app
-from planner_mode.server_limits import READ_TIMEOUT_ENV
-from planner_mode.server_protocol import HeadTimeoutH11Protocol
+from planner_mode.server.limits import READ_TIMEOUT_ENV
+from planner_mode.server.protocol import HeadTimeoutH11Protocol
 from shared.llm import build_chat_model
 from shared.memory.context import ConversationContext
 from shared.operations.sales import sales_registry

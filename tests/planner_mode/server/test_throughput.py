@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 from benchmarks.loadtest_analyze import analyze_body, measure
 from benchmarks.serving import ServerThread
 from planner_mode.server import SERVING_GC_THRESHOLD, app_from_env, create_app
-from planner_mode.wire import AnalyzeResponse
+from planner_mode.server.wire import AnalyzeResponse
 from shared.llm.factory import build_chat_model
 from shared.memory.context import ConversationContext
 from shared.operations.sales import sales_registry

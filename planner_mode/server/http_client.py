@@ -1,9 +1,9 @@
 """The HTTP client of the stateless AI servers (:mod:`planner_mode.server`), an ``AIClient``.
 
-Both calls stream NDJSON (:mod:`planner_mode.wire`); a server that answers with one JSON body gives just the
-final response. Every failure is an :class:`~planner_mode.client.AICallError` carrying what the call cost,
-but a 401: :class:`AIServerUnauthorized`, a configuration error raised out of the engine's turn, since asking
-again cannot help.
+Both calls stream NDJSON (:mod:`planner_mode.server.wire`); a server that answers with one JSON body gives
+just the final response. Every failure is an :class:`~planner_mode.client.AICallError` carrying what the call
+cost, but a 401: :class:`AIServerUnauthorized`, a configuration error raised out of the engine's turn, since
+asking again cannot help.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pydantic import BaseModel, ValidationError
 
 from planner_mode.client import AICallError, AnswerReply, PlanReply
 from planner_mode.plan import OperationOutcome
-from planner_mode.wire import (
+from planner_mode.server.wire import (
     NDJSON,
     AnalyzeRequest,
     AnalyzeResponse,

@@ -17,8 +17,8 @@ from langchain_core.messages import BaseMessage
 from benchmarks.serving import ServerThread
 from planner_mode import HttpAIClient, PlannerEngine, create_app
 from planner_mode.client import AnswerReply, PlanReply, last_item
-from planner_mode.http_client import AIServerUnauthorized
 from planner_mode.plan import OperationOutcome
+from planner_mode.server.http_client import AIServerUnauthorized
 from shared.erp.database import Erp
 from shared.errors import ConfigurationError
 from shared.memory.store import MemoryStore

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic_core import from_json
 
-from planner_mode.wire import CallUsage, ErrorKind, ErrorResponse
+from planner_mode.server.wire import CallUsage, ErrorKind, ErrorResponse
 from shared.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -202,7 +202,7 @@ class _BodyTimedOut(Exception):
 class BodyReadTimeout:
     """ASGI middleware: 408 and ``Connection: close`` when a request's body has not all arrived within
     ``timeout_s`` of its head (every ``receive`` until the body's last part shares one deadline; the head is
-    bounded by :mod:`planner_mode.server_protocol`)."""
+    bounded by :mod:`planner_mode.server.protocol`)."""
 
     def __init__(self, app: ASGIApp, timeout_s: float) -> None:
         self.app = app

@@ -1,8 +1,8 @@
 """The stateless AI server (article §13–14): ``POST /ai/analyze``, ``POST /ai/respond``, ``GET /healthz``.
 
 Every request carries everything needed; the server keeps no conversation state, so any number of instances
-can serve any turn. Every error is a JSON :class:`~planner_mode.wire.ErrorResponse`, never a stack trace. In
-the order a request meets them:
+can serve any turn. Every error is a JSON :class:`~planner_mode.server.wire.ErrorResponse`, never a stack
+trace. In the order a request meets them:
 
 - **Bearer token** (``token=`` or ``ERP_AI_SERVER_TOKEN``), before the body is read, on every path but
   ``/healthz``: 401. With a token, ``/openapi.json`` needs it and ``/docs``/``/redoc`` are off. Without one,
@@ -12,19 +12,21 @@ the order a request meets them:
 - **Unknown path or method**: 404 ``not_found``; 405 ``method_not_allowed`` with an ``Allow`` header.
 - **Invalid body**: 422 ``invalid_request``, ``detail`` naming the fields: not UTF-8, not strict JSON
   (``NaN``, a lone surrogate escape, nesting over 200), not ``application/json``, or failing the request
-  models (:mod:`planner_mode.wire`, which the HTTP client builds too: both sides refuse the same requests).
+  models (:mod:`planner_mode.server.wire`, which the HTTP client builds too: both sides refuse the same
+  requests).
 - **Model or provider failures**: 502 with the failed call's ``usage``.
 - **Unexpected errors**: 500 naming a reference; the traceback is logged under it, never sent.
 
 **Streaming.** With ``Accept: application/x-ndjson`` both calls answer 200 in NDJSON
-(:data:`~planner_mode.wire.RespondStreamLine`, :data:`~planner_mode.wire.AnalyzeStreamLine`): ``answer_delta``
-lines, then one ``response`` or ``error`` line. What fails before the first line keeps its status code.
+(:data:`~planner_mode.server.wire.RespondStreamLine`, :data:`~planner_mode.server.wire.AnalyzeStreamLine`):
+``answer_delta`` lines, then one ``response`` or ``error`` line. What fails before the first line keeps its
+status code.
 
 **Logging.** One record per request on ``planner_mode.server`` once its response is sent (INFO; DEBUG for
 ``/healthz``), fields in ``record.erp_ai``; no question, result or answer text.
 
 **Slow clients.** A request's head must arrive within the read timeout (the uvicorn protocol
-:class:`~planner_mode.server_protocol.HeadTimeoutH11Protocol`, which ``erp-ai serve`` uses) and its body
+:class:`~planner_mode.server.protocol.HeadTimeoutH11Protocol`, which ``erp-ai serve`` uses) and its body
 within it once the head has arrived (:class:`BodyReadTimeout`). Bodies over :data:`INLINE_PARSE_BYTES` are
 parsed in a thread.
 
@@ -58,14 +60,14 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from planner_mode.ai import PlannerAI
 from planner_mode.client import InProcessAIClient
-from planner_mode.server_endpoints import (
+from planner_mode.server.endpoints import (
     ErrorReply,
     StrictJSONRoute,
     add_endpoints,
     document_stream,
     internal_error,
 )
-from planner_mode.server_limits import (
+from planner_mode.server.limits import (
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_READ_TIMEOUT_S,
     INLINE_PARSE_BYTES,
@@ -81,7 +83,7 @@ from planner_mode.server_limits import (
     outcome_of,
     read_timeout_from_env,
 )
-from planner_mode.wire import ErrorKind, ErrorResponse, FieldError
+from planner_mode.server.wire import ErrorKind, ErrorResponse, FieldError
 from shared.errors import ConfigurationError
 
 __all__ = [
