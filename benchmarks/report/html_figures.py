@@ -160,7 +160,7 @@ def _cards(modes: Sequence[ModeSummary], colours: dict[str, str], *, accuracy: b
     cards = []
     for m in modes:
         rows = [
-            ("model calls / turn", f"{m.calls_mean:.2f} (max {m.calls_max})"),
+            *([("model calls / turn", f"{m.calls_mean:.2f} (max {m.calls_max})")] if accuracy else []),
             ("input tokens / turn", grouped(m.input_tokens_mean) if m.tokens_reported else NOT_REPORTED),
             ("output tokens / turn", grouped(m.output_tokens_mean) if m.tokens_reported else NOT_REPORTED),
             ("harness p50", f"{m.harness_p50:.1f} ms"),
@@ -170,7 +170,8 @@ def _cards(modes: Sequence[ModeSummary], colours: dict[str, str], *, accuracy: b
         if m.failed_turns:
             rows.append(("turns that failed", str(m.failed_turns)))
         if m.cached_share is not None:
-            rows.insert(3, ("input served from cache", f"{m.cached_share:.0%}"))
+            harness = next(i for i, (name, _) in enumerate(rows) if name == "harness p50")
+            rows.insert(harness, ("input served from cache", f"{m.cached_share:.0%}"))
         if m.simulated_first_answer_p50 is not None:
             rows.append(("first answer token p50, simulated", f"{grouped(m.simulated_first_answer_p50)} ms"))
         if m.first_answer_p50 is not None:
@@ -183,8 +184,8 @@ def _cards(modes: Sequence[ModeSummary], colours: dict[str, str], *, accuracy: b
             f'<div class="big">{m.accuracy:.0%}</div><div class="meta">accuracy{escape(ci)} · {m.passed} of '
             f"{m.turns} turns passed</div>"
             if accuracy
-            else f'<div class="big">{m.calls_mean:.2f}</div><div class="meta">model calls per turn · '
-            f"{m.turns} turns</div>"
+            else f'<div class="big">{m.calls_mean:.2f}</div><div class="meta">model calls per turn (max '
+            f"{m.calls_max}) · {m.turns} turns</div>"
         )
         cards.append(
             f'<div class="card" style="--mode:{colours[m.mode]}" data-mode="{escape(m.mode)}">'
