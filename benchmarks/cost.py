@@ -156,7 +156,7 @@ def estimate_cost(
 ) -> CostEstimate:
     """USD per 1,000 turns per mode of ``results`` (warm-up turns left out); with ``target``, of that
     target's turns at its model's prices."""
-    from shared.llm.factory import DEFAULT_MODELS
+    from benchmarks.stand_ins.models import DEFAULT_MODELS
 
     table = pricing or load_pricing()
     meta = results.meta

@@ -94,9 +94,9 @@ def _run_forked(port: int, log: str, environment: Mapping[str, str | None]) -> N
         os.dup2(output.fileno(), 1)
         os.dup2(output.fileno(), 2)
     set_environment(environment)
-    from planner_mode.server import app_from_env
+    from benchmarks.served_app import served_app
 
-    uvicorn.run(app_from_env(), host=HOST, port=port, log_level="warning", access_log=False)
+    uvicorn.run(served_app(), host=HOST, port=port, log_level="warning", access_log=False)
 
 
 def free_port() -> int:

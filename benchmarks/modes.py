@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from benchmarks.stand_ins.models import build_model
 from planner_mode.plan_schema import PlanSchemaStyle
 from shared.engine import AssistantEngine
 from shared.erp.database import Erp
 from shared.errors import ConfigurationError
 from shared.grounding import GroundingPolicy
-from shared.llm.factory import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S, build_chat_model
+from shared.llm.factory import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S
 from shared.operations.registry import OperationRegistry
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ class ModelOptions(BaseModel):
 
     def chat_model(self, name: str | None = None) -> BaseChatModel:
         """The chat model ``name`` (default: :attr:`model`) of the provider, with these bounds."""
-        return build_chat_model(
+        return build_model(
             self.provider,
             model=name or self.model,
             base_url=self.base_url,

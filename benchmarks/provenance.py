@@ -268,7 +268,7 @@ def model_identity(
     ``transport`` is the injection point for tests (an ``httpx.MockTransport``); requests are bounded by
     ``timeout`` seconds each.
     """
-    from shared.llm.factory import DEFAULT_MODELS
+    from benchmarks.stand_ins.models import DEFAULT_MODELS
 
     name = provider.strip().lower()
     chosen = model or DEFAULT_MODELS.get(name)

@@ -122,9 +122,9 @@ def request_timeout(fault: str) -> float:
 
 
 def _offline_model(fault: str) -> Any:
-    from shared.llm.factory import build_chat_model
+    from benchmarks.stand_ins.models import build_model
 
-    return build_chat_model("offline", faults=fault, max_tokens=_max_tokens(fault))  # type: ignore[arg-type]
+    return build_model("offline", faults=fault, max_tokens=_max_tokens(fault))  # type: ignore[arg-type]
 
 
 @contextmanager

@@ -44,10 +44,10 @@ class SuitePieces:
 def build_target_model(target: BenchTarget, config: RunConfig) -> BaseChatModel:
     """The model of ``target`` with the run's cap and timeout; offline targets also get the latency profile,
     and no modelled prefix cache when ``config.prompt_cache`` is off."""
-    from shared.llm.factory import build_chat_model
+    from benchmarks.stand_ins.models import build_model
 
     offline = target.offline
-    return build_chat_model(
+    return build_model(
         target.provider,
         model=target.model,
         base_url=target.base_url,

@@ -23,8 +23,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from benchmarks.stand_ins.models import DEFAULT_MODELS, PROVIDERS
 from shared.errors import ConfigurationError
-from shared.llm.factory import DEFAULT_MODELS, PROVIDERS
 
 DEFAULT_TARGET = "default"
 """The name of a run's implicit target (no ``--target``), and of rows written before targets existed."""

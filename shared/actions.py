@@ -31,12 +31,12 @@ character at a time, so a hostile answer (a 60,000-letter word) costs time in pr
 
 from __future__ import annotations
 
-import re
 import unicodedata
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Literal, NamedTuple, get_args
+from typing import Literal, get_args
 
+from shared.clauses import IDENTIFIER, LETTERS, Word, clauses, questions, sentences
 from shared.turn import ExecutedOperation
 
 __all__ = [
@@ -108,98 +108,18 @@ def action_claims(answer: str) -> list[ActionClaim]:
     """Every phrase of ``answer`` that states an action was done, supported or not, in order (one claim per
     clause and kind)."""
     text = unicodedata.normalize("NFC", answer)
-    if _VERB_FORMS.isdisjoint(_LETTERS.findall(text.lower())):
+    if _VERB_FORMS.isdisjoint(LETTERS.findall(text.lower())):
         return []  # most answers: no word of them can state an action
     claims: list[ActionClaim] = []
-    for sentence in _sentences(text):
-        names = tuple(dict.fromkeys(word.text for word in sentence if _IDENTIFIER.fullmatch(word.text)))
-        asked = _questions(sentence)
-        for clause in _clauses(sentence, text):
+    for sentence in sentences(text):
+        names = tuple(dict.fromkeys(word.text for word in sentence if IDENTIFIER.fullmatch(word.text)))
+        asked = questions(sentence)
+        for clause in clauses(sentence, text):
             kinds = _claimed_kinds(clause, asked, text)
             if kinds:
                 phrase = text[clause[0][1].start : clause[-1][1].end]
                 claims.extend(ActionClaim(kind, phrase, names) for kind in kinds)
     return claims
-
-
-# --- words, sentences and clauses -------------------------------------------------------------------------
-
-_WORD = re.compile(r"\w+|[^\w\s]")
-"""A word, or one character of punctuation."""
-_LETTERS = re.compile(r"\w+")
-_IDENTIFIER = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
-"""An operation identifier (``borrar_cliente``), matched against one lowercased word."""
-
-
-class _Word(NamedTuple):
-    text: str
-    """Lowercased (accents kept: ``envió`` and ``envío`` differ)."""
-    start: int
-    end: int
-
-
-_SENTENCE_END = frozenset(".!?…")
-_CLAUSE_MARKS = frozenset(";()[]—–")
-_SPACED_CLAUSE_MARKS = frozenset(",:-")
-"""Clause marks only when a space follows (not inside ``850,000`` or ``10:30``)."""
-_CONJUNCTIONS = frozenset({"y", "e", "pero", "aunque", "sino", "mientras", "and", "but"})
-
-
-def _sentences(text: str) -> Iterator[list[_Word]]:
-    """The words of each sentence: ``.``, ``!``, ``?`` or ``…`` before a space, or a line break, ends one."""
-    sentence: list[_Word] = []
-    previous_end = 0
-    for match in _WORD.finditer(text):
-        if sentence and "\n" in text[previous_end : match.start()]:
-            yield sentence
-            sentence = []
-        word = _Word(match.group().lower(), match.start(), match.end())
-        sentence.append(word)
-        previous_end = word.end
-        if word.text in _SENTENCE_END and _spaced(text, word.end):
-            yield sentence
-            sentence = []
-    if sentence:
-        yield sentence
-
-
-def _spaced(text: str, position: int) -> bool:
-    return position == len(text) or text[position].isspace()
-
-
-def _questions(sentence: Sequence[_Word]) -> list[bool]:
-    """For each word, whether it stands in a question: from ``¿`` to ``?``, or a whole sentence ending in
-    ``?`` that opened none (English)."""
-    words = [word.text for word in sentence]
-    if "¿" not in words:
-        return [words[-1] == "?"] * len(words)
-    inside = False
-    asked: list[bool] = []
-    for word in words:
-        inside = inside or word == "¿"
-        asked.append(inside)
-        inside = inside and word != "?"
-    return asked
-
-
-def _clauses(sentence: Sequence[_Word], text: str) -> Iterator[list[tuple[int, _Word]]]:
-    """The clauses of a sentence, each word with its position in the sentence; the marks and conjunctions
-    that part them and the sentence's closing mark belong to none."""
-    clause: list[tuple[int, _Word]] = []
-    for index, word in enumerate(sentence):
-        parts = (
-            word.text in _CLAUSE_MARKS
-            or word.text in _CONJUNCTIONS
-            or (word.text in _SPACED_CLAUSE_MARKS and _spaced(text, word.end))
-            or (word.text in _SENTENCE_END and _spaced(text, word.end))
-        )
-        if not parts:
-            clause.append((index, word))
-        elif clause:
-            yield clause
-            clause = []
-    if clause:
-        yield clause
 
 
 # --- the lexicon ------------------------------------------------------------------------------------------
@@ -325,7 +245,7 @@ class _Reading:
 class _Clause:
     """One clause's words, with what its checks look up, each computed in one pass."""
 
-    def __init__(self, clause: Sequence[tuple[int, _Word]], text: str) -> None:
+    def __init__(self, clause: Sequence[tuple[int, Word]], text: str) -> None:
         self.positions = [index for index, _word in clause]
         self.words = [word.text for _index, word in clause]
         self.text = text
@@ -370,7 +290,7 @@ class _Clause:
 
 
 def _claimed_kinds(
-    clause_words: Sequence[tuple[int, _Word]], asked: Sequence[bool], text: str
+    clause_words: Sequence[tuple[int, Word]], asked: Sequence[bool], text: str
 ) -> list[ActionKind]:
     clause = _Clause(clause_words, text)
     kinds: list[ActionKind] = []

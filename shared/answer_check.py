@@ -16,7 +16,7 @@ from typing import Any
 
 from shared.actions import claimed_action_answer, claimed_actions
 from shared.answer import MemoryItem
-from shared.grounding import check_answer, ungrounded_answer
+from shared.grounding import check_answer
 from shared.memory.context import ConversationContext, render_context
 from shared.result_text import with_results
 from shared.state import ERP_STATE_KEYS
@@ -73,3 +73,15 @@ def refusal_text(check: AnswerCheck, operations: Sequence[ExecutedOperation]) ->
     if check.figures:
         return ungrounded_answer(check.figures, operations)
     return with_results(claimed_action_answer(check.claims), operations)
+
+
+def ungrounded_answer(figures: Sequence[str], operations: Sequence[ExecutedOperation]) -> str:
+    """What the user reads instead of an answer with ungrounded ``figures``: which figures, and the ERP's
+    own plain-text rendering of the results of the operations that ran (:mod:`shared.result_text`; none ran:
+    a request to ask again)."""
+    shown = ", ".join(figures[:5]) + (" …" if len(figures) > 5 else "")
+    head = (
+        "Lo siento, no puedo confirmar con los datos del ERP algunas cifras de la respuesta del modelo "
+        f"({shown}), así que no la muestro ni la guardo."
+    )
+    return with_results(head, operations, none_ran="¿Puede intentarlo de nuevo o reformular la pregunta?")

@@ -25,7 +25,6 @@ from typing import Any, Literal
 
 from shared.answer import MemoryItem
 from shared.figures import NumberMention, extract_numbers
-from shared.result_text import with_results
 from shared.text import fold, without_legal_form, without_pack_size, words
 from shared.turn import ExecutedOperation
 
@@ -445,15 +444,3 @@ def check_answer(
         if not wrong(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str))
     }
     return GroundingCheck(figures=wrong(answer), memories=kept, state=written)
-
-
-def ungrounded_answer(figures: Sequence[str], operations: Sequence[ExecutedOperation]) -> str:
-    """What the user reads instead of an answer with ungrounded ``figures``: which figures, and the ERP's
-    own plain-text rendering of the results of the operations that ran (:mod:`shared.result_text`; none ran:
-    a request to ask again)."""
-    shown = ", ".join(figures[:5]) + (" …" if len(figures) > 5 else "")
-    head = (
-        "Lo siento, no puedo confirmar con los datos del ERP algunas cifras de la respuesta del modelo "
-        f"({shown}), así que no la muestro ni la guardo."
-    )
-    return with_results(head, operations, none_ran="¿Puede intentarlo de nuevo o reformular la pregunta?")

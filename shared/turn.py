@@ -20,8 +20,8 @@ a normal answer); or it broke ``internal``-ly (``error interno (ref XXXX)``)."""
 class FirstAnswerCall(BaseModel):
     """Where a turn's answer text started: the model call that wrote it and what that call wrote first.
 
-    Lets a reader of the turn place its first answer token on a timeline of the turn's calls (the benchmark
-    does, under a simulated latency profile: :mod:`benchmarks.simulated_timing`)."""
+    Lets a reader of the turn place its first answer token on a timeline of the turn's calls (under a
+    simulated latency profile, say)."""
 
     call: int
     """The call's position among the turn's model calls, from 0, in the order they ran."""

@@ -37,6 +37,24 @@ def test_a_package_never_imports_the_layers_above_it(package: str) -> None:
     assert {path: names for path, names in violations.items() if names} == {}
 
 
+@pytest.mark.parametrize("package", sorted(FORBIDDEN))
+def test_no_engine_package_names_the_benchmark_even_in_a_string(package: str) -> None:
+    # importlib.import_module("benchmarks…"), an entry point's target, or a docstring sending the reader up.
+    naming = [
+        str(path.relative_to(ROOT))
+        for path in sorted((ROOT / package).rglob("*.py"))
+        if "benchmarks." in path.read_text(encoding="utf-8")
+    ]
+    assert naming == []
+
+
+def test_no_entry_point_loads_benchmark_code_for_the_engine() -> None:
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert project.get("entry-points", {}) == {}  # the erp-ai script is the only way in, under scripts
+
+
 def test_the_checker_sees_a_violation(tmp_path: Path) -> None:
     module = tmp_path / "bad.py"
     module.write_text("from benchmarks.cli import app\nimport planner_mode.engine\n", encoding="utf-8")

@@ -29,6 +29,7 @@ from typer.testing import CliRunner
 from benchmarks.cli import app as cli_app
 from benchmarks.modes import build_engine
 from benchmarks.serving import ServerThread
+from benchmarks.stand_ins import build_model
 from benchmarks.stand_ins.offline import OfflineSalesModel
 from planner_mode import HttpAIClient, PlannerEngine, create_app
 from planner_mode.server.wire import MAX_CATALOG_CHARS, MAX_CATALOG_OPERATIONS, AnalyzeRequest, ErrorResponse
@@ -44,7 +45,6 @@ from shared.bounds import (
 from shared.engine import AssistantEngine
 from shared.erp.database import Erp
 from shared.inputs import ALLOWED_CONTROLS, CONTROL_CHARACTERS, MAX_QUESTION_CHARS, find_control_character
-from shared.llm import build_chat_model
 from shared.memory.context import ConversationContext
 from shared.memory.store import MemoryStore, MessageIn, TurnRecord
 from shared.memory.tables import Conversation
@@ -118,7 +118,7 @@ ROUTES = ["planner", "planner-over-the-ai-server", "toolcalling"]
 @pytest.fixture(scope="module")
 def ai_server() -> Iterator[tuple[ServerThread, OfflineSalesModel]]:
     """One AI server over the offline model for the whole module, and that model (to count its calls)."""
-    model = build_chat_model("offline")
+    model = build_model("offline")
     assert isinstance(model, OfflineSalesModel)
     with ServerThread(create_app(model)) as server:
         yield server, model
@@ -140,7 +140,7 @@ def route_engine(
             client = HttpAIClient([server.url], timeout=30)
             clients.append(client)
             return PlannerEngine(registry, erp, memory_store, client), served
-        model = build_chat_model("offline")
+        model = build_model("offline")
         assert isinstance(model, OfflineSalesModel)
         mode = "planner" if route == "planner" else "toolcalling"
         return build_engine(mode, registry=registry, erp=erp, store=memory_store, model=model), model
@@ -368,7 +368,7 @@ def test_a_large_body_is_parsed_off_the_event_loop(
 
     monkeypatch.setattr(server_module, "strict_json", spy)
     loop_threads: list[int] = []
-    app = create_app(build_chat_model("offline"))
+    app = create_app(build_model("offline"))
     small = valid_analyze_body(registry)
     large = {**small, "message": "x" * 900_000}
 

@@ -96,15 +96,15 @@ def test_both_engines_answer_a_turn_with_the_offline_model_and_no_extra_installe
         from planner_mode import PlannerAI, PlannerEngine
         from toolcalling_mode import ToolCallingEngine
         from shared.erp.database import open_demo_erp
-        from shared.llm.factory import build_chat_model
+        from benchmarks.stand_ins import build_model
         from shared.memory.store import MemoryStore
         from shared.operations.sales import sales_registry
         from shared.security import DEMO_CALLER
 
         erp, store, registry = open_demo_erp("sqlite://"), MemoryStore("sqlite://"), sales_registry()
         engines = [
-            PlannerEngine(registry, erp, store, PlannerAI(build_chat_model("offline"))),
-            ToolCallingEngine(registry, erp, store, build_chat_model("offline")),
+            PlannerEngine(registry, erp, store, PlannerAI(build_model("offline"))),
+            ToolCallingEngine(registry, erp, store, build_model("offline")),
         ]
         for number, engine in enumerate(engines):
             result = engine.ask(f"c{number}", "¿Cuánto vendimos en 2025?", caller=DEMO_CALLER)

@@ -129,17 +129,18 @@ def serve(
     options = ModelOptions.model_validate({**ctx.params, "provider": provider.value})
     set_environment({**options.environment(), SERVER_TOKEN_ENV: token, READ_TIMEOUT_ENV: f"{read_timeout:g}"})
     try:
-        from planner_mode.server import app_from_env, bind_warning
+        from benchmarks.served_app import served_app
+        from planner_mode.server import bind_warning
         from planner_mode.server.protocol import HeadTimeoutH11Protocol
 
-        app_from_env()  # fail fast on a bad provider configuration, before uvicorn forks workers
+        served_app()  # fail fast on a bad provider configuration, before uvicorn forks workers
     except ErpAiError as exc:
         raise refuse(exc) from None
     warning = bind_warning(host, token or "")
     if warning:
         err_console.print(f"[bold yellow]Warning:[/] {escape(warning)}", soft_wrap=True)
     uvicorn.run(
-        "planner_mode.server:app_from_env",
+        "benchmarks.served_app:served_app",
         factory=True,
         host=host,
         port=port,

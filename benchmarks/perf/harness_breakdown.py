@@ -29,13 +29,13 @@ from sqlalchemy import Engine, event
 
 from benchmarks.modes import build_engine
 from benchmarks.scenario import Scenario, load_scenarios
+from benchmarks.stand_ins.models import build_model
 from benchmarks.stats import mean, median, percentile
 from planner_mode import InProcessAIClient, PlannerAI
 from planner_mode.client import AnswerReply, PlanReply
 from planner_mode.executor import astream_plan
 from planner_mode.validation import validate_plan
 from shared.erp.database import open_demo_erp
-from shared.llm.factory import build_chat_model
 from shared.memory.context import ConversationContext
 from shared.memory.store import MemoryStore, TurnRecord
 from shared.operations.sales import sales_registry
@@ -166,7 +166,7 @@ def run(scenarios: Sequence[Scenario], repeat: int = 1, warmup: int = 1) -> _Rec
     with tempfile.TemporaryDirectory() as tmp:
         erp = open_demo_erp(f"sqlite:///{Path(tmp) / 'erp.sqlite3'}")
         store = _TimedStore(f"sqlite:///{Path(tmp) / 'memory.sqlite3'}", recorder)
-        client = _TimedClient(PlannerAI(build_chat_model("offline")), recorder)
+        client = _TimedClient(PlannerAI(build_model("offline")), recorder)
         engine = build_engine("planner", registry=sales_registry(), erp=erp, store=store, ai=client)
         # The engine calls these two by their names in its own module: wrap them there, for this run only.
         where = type(engine).__module__

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import gc
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -247,19 +247,26 @@ def _http_error_body(exc: StarletteHTTPException, method: str) -> ErrorResponse:
     return ErrorResponse(error=str(exc.detail), kind=KIND_BY_STATUS.get(exc.status_code, fallback))
 
 
-def app_from_env() -> FastAPI:
+def app_from_env(
+    build_model: Callable[..., BaseChatModel] | None = None, *, default_provider: str | None = None
+) -> FastAPI:
     """Build the app from the environment, for ``uvicorn --factory planner_mode.server:app_from_env``; served,
     it tunes the garbage collector (:func:`serving_gc`).
 
-    ``ERP_AI_PROVIDER`` (default ``offline``), ``ERP_AI_MODEL``, ``ERP_AI_PLAN_MODEL`` and
-    ``ERP_AI_ANSWER_MODEL`` (default ``ERP_AI_MODEL``), ``ERP_AI_BASE_URL``, ``ERP_AI_SERVER_TOKEN``,
-    ``ERP_AI_MAX_BODY_BYTES``, ``ERP_AI_READ_TIMEOUT`` (seconds a request's body may take to arrive,
-    default 30; the same bound on its head is the protocol's, see the module docstring), ``ERP_AI_MAX_TOKENS``
-    (output cap of each call, default 1024) and ``ERP_AI_TIMEOUT`` (seconds per model request, default 120).
-    """
-    from shared.llm.factory import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S, build_chat_model
+    ``build_model(provider, model=…, base_url=…, max_tokens=…, timeout=…)`` builds each model (default:
+    :func:`shared.llm.build_chat_model`, the network providers); an application that serves its own models
+    (a stand-in, say) passes its builder, and ``default_provider`` for when ``ERP_AI_PROVIDER`` is unset.
 
-    provider = os.environ.get("ERP_AI_PROVIDER", "offline")
+    ``ERP_AI_PROVIDER`` (required unless ``default_provider`` is given), ``ERP_AI_MODEL``,
+    ``ERP_AI_PLAN_MODEL`` and ``ERP_AI_ANSWER_MODEL`` (default ``ERP_AI_MODEL``), ``ERP_AI_BASE_URL``,
+    ``ERP_AI_SERVER_TOKEN``, ``ERP_AI_MAX_BODY_BYTES``, ``ERP_AI_READ_TIMEOUT`` (seconds a request's body may
+    take to arrive, default 30; the same bound on its head is the protocol's, see the module docstring),
+    ``ERP_AI_MAX_TOKENS`` (output cap of each call, default 1024) and ``ERP_AI_TIMEOUT`` (seconds per model
+    request, default 120).
+    """
+    from shared.llm.factory import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S, PROVIDERS, build_chat_model
+
+    provider = os.environ.get("ERP_AI_PROVIDER") or default_provider
     default_model = os.environ.get("ERP_AI_MODEL") or None
     plan_name = os.environ.get("ERP_AI_PLAN_MODEL") or default_model
     answer_name = os.environ.get("ERP_AI_ANSWER_MODEL") or default_model
@@ -270,11 +277,15 @@ def app_from_env() -> FastAPI:
     max_tokens = int(env_number("ERP_AI_MAX_TOKENS", DEFAULT_MAX_TOKENS, integer=True))
     timeout = env_number("ERP_AI_TIMEOUT", DEFAULT_TIMEOUT_S)
     read_timeout_s = read_timeout_from_env()
+    if provider is None:
+        raise ConfigurationError(
+            f"Set ERP_AI_PROVIDER to the model provider to serve ({', '.join(PROVIDERS)}), with "
+            "ERP_AI_MODEL and ERP_AI_BASE_URL as it needs."
+        )
+    build = build_model or build_chat_model
 
     def model(name: str | None) -> BaseChatModel:
-        return build_chat_model(
-            provider, model=name, base_url=base_url, max_tokens=max_tokens, timeout=timeout
-        )
+        return build(provider, model=name, base_url=base_url, max_tokens=max_tokens, timeout=timeout)
 
     plan_model = model(plan_name)
     return create_app(

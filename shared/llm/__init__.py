@@ -1,7 +1,7 @@
 """The model layer: the provider factory, token accounting, provider errors.
 
-Stand-in models live in :mod:`benchmarks.stand_ins`; the offline one is reached through the
-``erp_ai_harness.chat_models`` entry point, so importing this package loads no stand-in.
+The factory builds network providers only; a stand-in model is built by whoever runs it and passed in like
+any other LangChain chat model.
 """
 
 from shared.llm.factory import (

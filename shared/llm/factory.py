@@ -21,13 +21,14 @@ if TYPE_CHECKING:
     from langchain_core.runnables import Runnable
 
 
-ProviderName = Literal["offline", "ollama", "gemini", "openai"]
-"""The providers :func:`build_chat_model` knows."""
+ProviderName = Literal["ollama", "gemini", "openai"]
+"""The providers :func:`build_chat_model` knows. A stand-in model (the deterministic offline one, fault and
+latency simulation) is not a provider of this package: whoever runs one builds it and passes it in, like any
+other LangChain chat model."""
 
 PROVIDERS: tuple[str, ...] = get_args(ProviderName)
 
 DEFAULT_MODELS: dict[str, str] = {
-    "offline": "offline-sales",
     "ollama": "llama3.1:8b",
     "gemini": "gemini-2.5-flash",
     "openai": "gpt-4o-mini",
@@ -49,7 +50,7 @@ _PROVIDER_MODULES: dict[str, str] = {
 
 
 def build_chat_model(
-    provider: str = "offline",
+    provider: str,
     *,
     model: str | None = None,
     base_url: str | None = None,
@@ -59,32 +60,18 @@ def build_chat_model(
     max_tokens: int | None = DEFAULT_MAX_TOKENS,
     timeout: float | None = DEFAULT_TIMEOUT_S,
     max_retries: int = 0,
-    latency_profile: Any = None,
-    faults: Any = None,
-    prompt_cache_size: int | None = None,
 ) -> BaseChatModel:
-    """Build the chat model for ``provider``."""
+    """Build the chat model for ``provider`` (``ollama``, ``gemini`` or ``openai``).
+
+    Raises:
+        ConfigurationError: an unknown provider, a bound out of range, a missing API key or extra.
+    """
     name = provider.strip().lower()
     if name not in PROVIDERS:
         raise ConfigurationError(
             f"Unknown model provider {provider!r}; valid providers: {', '.join(PROVIDERS)}."
         )
-    _check_limits(max_tokens, timeout)
-    if name == "offline":
-        return _offline(
-            model=model or DEFAULT_MODELS["offline"],
-            temperature=temperature,
-            max_tokens=max_tokens,
-            timeout=timeout,
-            latency_profile=latency_profile,
-            faults=faults,
-            prompt_cache_size=prompt_cache_size,
-        )
-    if latency_profile is not None or faults is not None or prompt_cache_size is not None:
-        raise ConfigurationError(
-            "Latency profiles, fault injection and the modelled prompt cache only apply to the offline "
-            f"provider, not {name!r}."
-        )
+    check_limits(max_tokens, timeout)
     if name != "ollama" and max_retries < 0:
         raise ConfigurationError(f"max_retries must be 0 or more, not {max_retries}.")
     build = {"ollama": _ollama, "gemini": _gemini, "openai": _openai}[name]
@@ -133,7 +120,13 @@ def _is_cap(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
-def _check_limits(max_tokens: int | None, timeout: float | None) -> None:
+def check_limits(max_tokens: int | None, timeout: float | None) -> None:
+    """Refuse an output cap or a request timeout no model can honour.
+
+    Raises:
+        ConfigurationError: ``max_tokens`` is not a whole number of at least 1, or ``timeout`` not a finite
+            number of seconds above 0 (``None`` turns either off).
+    """
     if max_tokens is not None and not _is_cap(max_tokens):
         raise ConfigurationError(
             f"max_tokens must be a whole number of tokens, 1 or more (or None for no cap), "
@@ -148,25 +141,6 @@ def _check_limits(max_tokens: int | None, timeout: float | None) -> None:
         raise ConfigurationError(
             f"timeout must be a number of seconds greater than 0 (or None for no timeout), not {timeout!r}."
         )
-
-
-OFFLINE_ENTRY_POINT_GROUP = "erp_ai_harness.chat_models"
-"""Where :func:`build_chat_model` finds the ``offline`` provider: the stand-in model is benchmark code
-(:mod:`benchmarks.stand_ins.offline`), registered as an entry point so that this ERP-side package never
-imports it."""
-
-
-def _offline(**options: Any) -> BaseChatModel:
-    from importlib.metadata import entry_points
-
-    found = entry_points(group=OFFLINE_ENTRY_POINT_GROUP, name="offline")
-    if not found:
-        raise ConfigurationError(
-            "The offline stand-in model is not installed: it ships with the erp-ai-harness distribution "
-            "(benchmarks.stand_ins); reinstall it, e.g. `pip install -e .`."
-        )
-    model: BaseChatModel = next(iter(found)).load()(**options)
-    return model
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from benchmarks.results import read_results
 from benchmarks.runner import RunConfig, run_suite
 from benchmarks.scenario import Scenario
-from shared.llm.factory import build_chat_model
+from benchmarks.stand_ins import build_model
 from tests.benchmarks.bench_fakes import TINY_SUITE
 
 runner = CliRunner()
@@ -125,7 +125,7 @@ def test_a_provider_failing_on_purpose_is_recorded_through_the_real_engines(
     tiny_suite: list[Scenario], tmp_path: Path, erp_db_url: str, erp: object
 ) -> None:
     config = RunConfig(modes=["planner", "toolcalling"], out_dir=tmp_path / "run")
-    failing = build_chat_model("offline", faults="provider_error")
+    failing = build_model("offline", faults="provider_error")
     outcome = run_suite(tiny_suite, config, db_url=erp_db_url, model=failing, show_progress=False)
     assert len(outcome.rows) == 6, "the run completed"
     assert all(row.failed and not row.passed and row.errors for row in outcome.rows)

@@ -187,10 +187,10 @@ def test_a_salespersons_total_says_it_is_their_customers_only(
 @pytest.fixture(scope="module")
 def guarded_server() -> Iterator[str]:
     from benchmarks.serving import ServerThread
+    from benchmarks.stand_ins import build_model
     from planner_mode import create_app
-    from shared.llm.factory import build_chat_model
 
-    with ServerThread(create_app(build_chat_model("offline"), token="s3cret")) as server:
+    with ServerThread(create_app(build_model("offline"), token="s3cret")) as server:
         yield server.url
 
 
@@ -345,10 +345,10 @@ def test_chat_answers_an_unknown_command_without_asking_the_model(
 def test_a_failed_first_turn_does_not_offer_a_conversation_to_continue(
     cli_env: dict[str, str | None], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from shared.llm.factory import build_chat_model
+    from benchmarks.stand_ins import build_model
 
     monkeypatch.setattr(
-        modes, "build_chat_model", lambda *_, **__: build_chat_model("offline", faults="provider_error")
+        modes, "build_model", lambda *_, **__: build_model("offline", faults="provider_error")
     )
     result = runner.invoke(app, ["ask", QUESTION], env=cli_env)
 

@@ -120,10 +120,10 @@ def test_ask_streams_the_answer_and_ends_with_the_screen_no_stream_shows(
     through_the_ai_server: bool, cli_env: dict[str, str | None], pieces: list[str]
 ) -> None:
     from benchmarks.serving import ServerThread
+    from benchmarks.stand_ins import build_model
     from planner_mode import create_app
-    from shared.llm.factory import build_chat_model
 
-    with ServerThread(create_app(build_chat_model("offline"))) as server:
+    with ServerThread(create_app(build_model("offline"))) as server:
         server_args = ["--server", server.url] if through_the_ai_server else []
         streamed = runner.invoke(app, ["ask", QUESTION, *server_args], env=cli_env)
         whole = runner.invoke(app, ["ask", QUESTION, "--no-stream", *server_args], env=cli_env)
@@ -146,14 +146,14 @@ def test_ask_prints_the_failure_after_the_partial_answer_and_exits_1(
     cli_env: dict[str, str | None], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Call 2 (the --answer-model) drops its connection midway: the text so far, then the failure message."""
-    from shared.llm.factory import build_chat_model
+    from benchmarks.stand_ins import build_model
 
     def models(provider: str, *, model: str | None, **kw: Any) -> Any:
         if model == "roto":
-            return build_chat_model("offline", faults="stream_break")
-        return build_chat_model(provider, model=model, **kw)
+            return build_model("offline", faults="stream_break")
+        return build_model(provider, model=model, **kw)
 
-    monkeypatch.setattr(modes, "build_chat_model", models)
+    monkeypatch.setattr(modes, "build_model", models)
     result = runner.invoke(app, ["ask", QUESTION, "--answer-model", "roto"], env=cli_env)
 
     assert result.exit_code == 1, result.output

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from benchmarks.modes import ALL_MODES, build_engine, parse_modes
+from benchmarks.stand_ins import build_model
 from shared.errors import ConfigurationError
-from shared.llm.factory import build_chat_model
 from shared.security import DEMO_CALLER
 
 
@@ -25,9 +25,7 @@ def test_modes_parse_from_a_comma_list() -> None:
 def test_every_mode_builds_an_engine_that_reports_its_name_and_stores_state(
     mode: str, registry: Any, erp: Any, memory_store: Any
 ) -> None:
-    engine = build_engine(
-        mode, registry=registry, erp=erp, store=memory_store, model=build_chat_model("offline")
-    )
+    engine = build_engine(mode, registry=registry, erp=erp, store=memory_store, model=build_model("offline"))
     assert engine.mode == mode
     result = engine.ask("conv-modes", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
     assert result.mode == mode and "850.000.000" in result.answer
@@ -38,4 +36,4 @@ def test_every_mode_builds_an_engine_that_reports_its_name_and_stores_state(
 
 def test_an_unknown_mode_is_a_configuration_error(registry: Any, erp: Any, memory_store: Any) -> None:
     with pytest.raises(ConfigurationError):
-        build_engine("agent", registry=registry, erp=erp, store=memory_store, model=build_chat_model())
+        build_engine("agent", registry=registry, erp=erp, store=memory_store, model=build_model())

@@ -18,10 +18,10 @@ from benchmarks.results import read_results
 from benchmarks.runner import run_suite
 from benchmarks.scenario import Scenario, load_scenarios
 from benchmarks.scoring.turn import TurnScorer
+from benchmarks.stand_ins import build_model
 from benchmarks.targets import DEFAULT_TARGET, parse_targets
 from shared.errors import ConfigurationError, ConversationAccessDenied, ProviderError
 from shared.events import AnswerDelta, TurnEvent
-from shared.llm.factory import build_chat_model
 from shared.security import Caller
 from shared.turn import TurnResult
 from tests.benchmarks.bench_fakes import TARGETS, Engines, FakeEngine, config, good_script, run
@@ -342,7 +342,7 @@ def test_concurrent_workers_with_real_engines_give_the_same_records_as_one(
     for concurrency in (1, 4):
         modes = ["planner", "toolcalling", "toolcalling-full"]
         cfg = config(tmp_path / str(concurrency), modes=modes, concurrency=concurrency, repeat=2)
-        model = build_chat_model("offline")
+        model = build_model("offline")
         outcome = run_suite(suite, cfg, db_url=erp_db_url, model=model, show_progress=False)
         assert not any(row.failed for row in outcome.rows), [r.errors for r in outcome.rows if r.failed]
         figures[concurrency] = sorted(
@@ -357,7 +357,7 @@ def test_real_engines_stream_every_answered_turn_with_simulated_first_answer_tim
     tmp_path: Path, erp_db_url: str
 ) -> None:
     suite = load_scenarios(tags=["articulo"])
-    model = build_chat_model("offline", latency_profile="gpu-8b")
+    model = build_model("offline", latency_profile="gpu-8b")
 
     outcome = run_suite(
         suite, config(tmp_path, latency_profile="gpu-8b"), db_url=erp_db_url, model=model, show_progress=False

@@ -17,6 +17,7 @@ from langchain_core.output_parsers import JsonOutputParser
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from pydantic import Field
 
+from benchmarks.stand_ins import build_model
 from benchmarks.stand_ins.faults import FaultConfig
 from planner_mode.ai import PLAN_SCHEMA_CACHE_SIZE, PlannerAI
 from planner_mode.plan import MAX_NESTING_DEPTH, Answer, OperationOutcome, Plan, nesting_depth
@@ -30,7 +31,6 @@ from shared.errors import (
     ProviderTimeoutError,
     ReplyTooLongError,
 )
-from shared.llm import build_chat_model
 from shared.llm.usage import UsageTracker
 from shared.operations.registry import OperationSpec
 from tests.fakes import CallInfo, FunctionChatModel, StreamingChatModel
@@ -264,7 +264,7 @@ async def stream_answer(ai: PlannerAI, config: RunnableConfig | None = None) -> 
 
 
 def offline(**options: Any) -> BaseChatModel:
-    return build_chat_model("offline", **options)
+    return build_model("offline", **options)
 
 
 async def test_the_answer_streams_in_deltas_then_arrives_parsed_as_respond_parses_it() -> None:

@@ -27,6 +27,7 @@ from sqlalchemy import func, select
 
 from benchmarks.scenario import Scenario, default_scenarios_dir, load_file
 from benchmarks.serving import ServerThread
+from benchmarks.stand_ins import build_model
 from benchmarks.stand_ins.faults import FaultConfig, FaultMode
 from benchmarks.stand_ins.offline import OfflineSalesModel
 from planner_mode import AIClient, HttpAIClient, InProcessAIClient, PlannerAI, PlannerEngine, PlannerLimits
@@ -40,7 +41,6 @@ from shared.erp.users import caller_for
 from shared.errors import ConversationAccessDenied, StorageError
 from shared.events import AnswerDelta, OperationDone, PlanReady, TurnDone, TurnEvent
 from shared.failures import NOT_RECORDED_NOTE, is_recorded, user_message
-from shared.llm import build_chat_model
 from shared.llm.usage import CallUsage, UsageTracker
 from shared.memory.store import MemoryStore
 from shared.memory.tables import Conversation
@@ -71,9 +71,7 @@ def offline_engine(
     answer_model: BaseChatModel | None = None,
     **options: Any,
 ) -> PlannerEngine:
-    return PlannerEngine(
-        registry, erp, store, PlannerAI(build_chat_model("offline", **options), answer_model)
-    )
+    return PlannerEngine(registry, erp, store, PlannerAI(build_model("offline", **options), answer_model))
 
 
 @pytest.fixture
@@ -844,7 +842,7 @@ async def test_a_stream_that_fails_after_some_deltas_records_nothing(
 async def test_the_offline_models_dropped_connection_midway_records_nothing(
     offline: Callable[..., PlannerEngine], memory_store: MemoryStore
 ) -> None:
-    broken = build_chat_model("offline", faults=FaultConfig(mode="stream_break"))
+    broken = build_model("offline", faults=FaultConfig(mode="stream_break"))
     events, result = await streamed(offline(answer_model=broken), "s1", TWO_OPERATIONS)
     assert [event.type for event in events][:3] == ["plan", "operation", "operation"]
     assert deltas(events) and result.failure == "provider" and not result.recorded
@@ -1002,7 +1000,7 @@ async def test_over_http_each_entry_point_gives_the_in_process_turn(
 ) -> None:
     in_process = offline_engine(registry, erp, MemoryStore(f"sqlite:///{tmp_path / 'local.sqlite3'}"))
     expected = comparable(in_process.ask("h", TWO_OPERATIONS, DEMO_CALLER))
-    with ServerThread(create_app(build_chat_model("offline"), token="k")) as server:
+    with ServerThread(create_app(build_model("offline"), token="k")) as server:
         client = HttpAIClient([server.url], token="k", timeout=30)
         try:
             engine = PlannerEngine(registry, erp, memory_store, client)
@@ -1217,12 +1215,10 @@ async def test_a_stream_cut_at_the_output_cap_is_an_invalid_plan_and_a_dropped_o
     """The offline model's faults: a plan cut at its output cap was read (and is no plan); a connection that
     drops midway is the provider's failure."""
     question = "¿Cuánto vendimos en 2025 y cuál fue nuestro mejor cliente?"
-    cut = PlannerEngine(
-        toy_registry, toy_erp, sqlite_store, PlannerAI(build_chat_model("offline", max_tokens=5))
-    )
+    cut = PlannerEngine(toy_registry, toy_erp, sqlite_store, PlannerAI(build_model("offline", max_tokens=5)))
     result = await run_turn(cut, entry, "c1", question)
     assert (result.plan_valid, result.failure) == (False, "model_output")
-    broken = PlannerAI(build_chat_model("offline", faults=FaultConfig(mode="stream_break")))
+    broken = PlannerAI(build_model("offline", faults=FaultConfig(mode="stream_break")))
     result = await run_turn(PlannerEngine(toy_registry, toy_erp, sqlite_store, broken), entry, "c2", question)
     assert (result.plan_valid, result.failure) == (None, "provider")
 
@@ -1252,6 +1248,6 @@ async def test_an_operation_refused_on_the_callers_data_scope_is_no_invalid_plan
 def test_the_offline_planner_writes_valid_plans_on_small_talk_and_questions(
     toy_registry: OperationRegistry, toy_erp: Erp, sqlite_store: MemoryStore
 ) -> None:
-    engine = PlannerEngine(toy_registry, toy_erp, sqlite_store, PlannerAI(build_chat_model("offline")))
+    engine = PlannerEngine(toy_registry, toy_erp, sqlite_store, PlannerAI(build_model("offline")))
     for question in ("Hola", "¿Cuánto vendimos en 2025?", "¿Qué tiempo hará mañana?"):
         assert engine.ask("c1", question, DEMO_CALLER).plan_valid is True, question

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import BaseMessage
 
+from benchmarks.stand_ins import build_model
 from planner_mode import PlannerAI, PlannerEngine
 from shared.engine import AssistantEngine
 from shared.erp.database import Erp
 from shared.erp.users import caller_for
-from shared.llm import build_chat_model
 from shared.memory.store import MemoryStore
 from shared.operations import sales_registry
 from shared.security import Caller
@@ -62,7 +62,7 @@ def test_each_mode_tells_the_model_which_operations_the_user_may_not_run(
 def test_a_scoped_caller_the_erp_does_not_know_hears_so_never_zero_sales(
     erp: Erp, store: MemoryStore, mode: str
 ) -> None:
-    model = build_chat_model("offline")
+    model = build_model("offline")
     engine: AssistantEngine = (
         PlannerEngine(sales_registry(), erp, store, PlannerAI(model))
         if mode == "planner"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from benchmarks.stand_ins import build_model
 from benchmarks.stand_ins.offline._prompt import parse_calls
 from planner_mode import PlannerAI, PlannerEngine
 from shared.erp.database import Erp
-from shared.llm import build_chat_model
 from shared.memory.store import MemoryStore
 from shared.operations.registry import OperationRegistry
 from shared.security import DEMO_CALLER
@@ -140,7 +140,7 @@ def test_the_state_the_model_no_longer_writes_is_still_there_for_the_next_turn(
     registry: OperationRegistry, erp: Erp, memory_store: MemoryStore
 ) -> None:
     """The offline model writes only ``tema``; the ERP adds the customer, so "¿y cuánto compró?" resolves."""
-    engine = PlannerEngine(registry, erp, memory_store, PlannerAI(build_chat_model("offline")))
+    engine = PlannerEngine(registry, erp, memory_store, PlannerAI(build_model("offline")))
     first = engine.ask("c", "¿Cuál fue el mejor cliente de 2024?", DEMO_CALLER)
     customer = first.operations[0].result["cliente"]
     assert first.state == {

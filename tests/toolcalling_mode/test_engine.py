@@ -19,6 +19,7 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 import toolcalling_mode._agent as agent_module
+from benchmarks.stand_ins import build_model
 from benchmarks.stand_ins.faults import FaultConfig
 from benchmarks.stand_ins.offline import OfflineSalesModel
 from shared.bounds import reply_max_chars
@@ -33,7 +34,6 @@ from shared.errors import (
 )
 from shared.events import AnswerDelta, OperationDone, TurnDone
 from shared.failures import NOT_RECORDED_NOTE, user_message
-from shared.llm import build_chat_model
 from shared.memory.context import relative_dates
 from shared.operations.registry import Operation, OperationRegistry
 from shared.result_text import for_model
@@ -567,7 +567,7 @@ def test_a_reply_without_a_usable_answer_is_a_model_output_failure(
 def test_a_prose_answer_with_an_invented_figure_is_refused_or_flagged(
     demo_engine: Any, memory_store: Any, grounding: str
 ) -> None:
-    model = build_chat_model("offline", faults="no_tool_calls")  # answers with a figure it made up
+    model = build_model("offline", faults="no_tool_calls")  # answers with a figure it made up
     engine = demo_engine(model, grounding=grounding)
 
     result = engine.ask("c1", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
@@ -582,7 +582,7 @@ def test_a_prose_answer_with_an_invented_figure_is_refused_or_flagged(
 
 
 def test_an_answer_from_the_tools_results_is_grounded(demo_engine: Any) -> None:
-    engine = demo_engine(build_chat_model("offline"))
+    engine = demo_engine(build_model("offline"))
     result = engine.ask("c1", "¿Cuánto vendimos en 2025?", DEMO_CALLER)
     assert result.failure is None and result.ungrounded_figures == [] and result.recorded
 

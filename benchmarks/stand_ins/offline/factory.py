@@ -1,4 +1,4 @@
-"""The ``offline`` provider of :func:`shared.llm.build_chat_model`, registered as an entry point."""
+"""The deterministic offline model with its options checked: what ``build_model("offline")`` builds."""
 
 from __future__ import annotations
 

@@ -16,8 +16,9 @@ import benchmarks.stand_ins as stand_ins
 
 ROOT = Path(stand_ins.__file__).parent
 MODULES = sorted([*ROOT.glob("*.py"), *(ROOT / "offline").glob("*.py")])
-ALLOWED = ("benchmarks.stand_ins.", "shared.errors", "shared.llm.tokens", "shared.text")
-"""Project modules the stand-ins may import: each other, the error tree, the token ruler, text helpers."""
+ALLOWED = ("benchmarks.stand_ins.", "shared.errors", "shared.llm.factory", "shared.llm.tokens", "shared.text")
+"""Project modules the stand-ins may import: each other, the error tree, the network providers' factory
+(which :func:`benchmarks.stand_ins.build_model` passes them on to), the token ruler, text helpers."""
 
 
 def project_imports(path: Path) -> set[str]:

@@ -220,12 +220,13 @@ def test_unexpected_errors_get_500_naming_only_a_reference_under_which_the_trace
 def test_app_from_env_builds_both_models_and_the_token(
     monkeypatch: pytest.MonkeyPatch, catalog: list[dict[str, Any]]
 ) -> None:
+    from benchmarks.stand_ins import build_model
     from planner_mode.server import app_from_env
 
     monkeypatch.setenv("ERP_AI_PROVIDER", "offline")
     monkeypatch.setenv("ERP_AI_SERVER_TOKEN", "env-token")
     monkeypatch.setenv("ERP_AI_MAX_BODY_BYTES", "100000")
-    with TestClient(app_from_env()) as c:
+    with TestClient(app_from_env(build_model)) as c:
         assert c.post("/ai/analyze", json=analyze_body(catalog)).status_code == 401
         response = c.post(
             "/ai/analyze", json=analyze_body(catalog), headers={"Authorization": "Bearer env-token"}
@@ -245,6 +246,19 @@ def test_app_from_env_rejects_a_bad_body_limit_or_read_timeout(
 
     monkeypatch.setenv(variable, value)
     with pytest.raises(ConfigurationError, match=variable):
+        app_from_env()
+
+
+def test_app_from_env_needs_a_provider_named_unless_the_application_gives_a_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from planner_mode.server import app_from_env
+
+    monkeypatch.delenv("ERP_AI_PROVIDER", raising=False)
+    with pytest.raises(ConfigurationError, match=r"Set ERP_AI_PROVIDER .*ollama, gemini, openai"):
+        app_from_env()
+    monkeypatch.setenv("ERP_AI_PROVIDER", "offline")  # a stand-in is not a provider of the library
+    with pytest.raises(ConfigurationError, match="Unknown model provider 'offline'"):
         app_from_env()
 
 

@@ -21,10 +21,10 @@ import pytest
 from starlette.types import Receive, Scope, Send
 
 from benchmarks.serving import ServerThread
+from benchmarks.stand_ins import build_model
 from planner_mode.server import create_app
 from planner_mode.server.limits import READ_TIMEOUT_ENV
 from planner_mode.server.protocol import HeadTimeoutH11Protocol
-from shared.llm import build_chat_model
 from shared.memory.context import ConversationContext
 from shared.operations.sales import sales_registry
 from shared.security import DEMO_CALLER
@@ -43,7 +43,7 @@ def read_timeout(monkeypatch: pytest.MonkeyPatch) -> float:
 
 @pytest.fixture
 def server(read_timeout: float) -> Iterator[ServerThread]:
-    app = create_app(build_chat_model("offline"), read_timeout_s=read_timeout)
+    app = create_app(build_model("offline"), read_timeout_s=read_timeout)
     with ServerThread(app, http=HeadTimeoutH11Protocol) as running:
         yield running
 

@@ -16,10 +16,11 @@ import pytest
 from fastapi.testclient import TestClient
 
 from benchmarks.loadtest_analyze import analyze_body, measure
+from benchmarks.served_app import served_app
 from benchmarks.serving import ServerThread
-from planner_mode.server import SERVING_GC_THRESHOLD, app_from_env, create_app
+from benchmarks.stand_ins import build_model
+from planner_mode.server import SERVING_GC_THRESHOLD, create_app
 from planner_mode.server.wire import AnalyzeResponse
-from shared.llm.factory import build_chat_model
 from shared.memory.context import ConversationContext
 from shared.operations.sales import sales_registry
 from shared.security import DEMO_CALLER
@@ -29,7 +30,7 @@ CONCURRENCY = 64
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[ServerThread]:
-    with ServerThread(create_app(build_chat_model("offline"))) as running:
+    with ServerThread(create_app(build_model("offline"))) as running:
         yield running
 
 
@@ -70,7 +71,7 @@ def test_the_load_generator_only_targets_this_machine() -> None:
 
 def test_a_served_app_tunes_the_collector_and_puts_it_back_at_shutdown() -> None:
     before = (gc.get_threshold(), gc.get_freeze_count())
-    with TestClient(create_app(build_chat_model("offline"), tune_gc=True)) as client:
+    with TestClient(create_app(build_model("offline"), tune_gc=True)) as client:
         assert client.get("/healthz").status_code == 200
         assert gc.get_threshold()[0] == SERVING_GC_THRESHOLD
         assert gc.get_freeze_count() > 0  # the heap built before serving is out of the collector's scans
@@ -79,7 +80,7 @@ def test_a_served_app_tunes_the_collector_and_puts_it_back_at_shutdown() -> None
 
 def test_an_embedded_app_leaves_the_collector_alone() -> None:
     before = (gc.get_threshold(), gc.get_freeze_count())
-    with TestClient(create_app(build_chat_model("offline"))) as client:
+    with TestClient(create_app(build_model("offline"))) as client:
         assert client.get("/healthz").status_code == 200
         assert (gc.get_threshold(), gc.get_freeze_count()) == before
 
@@ -87,6 +88,6 @@ def test_an_embedded_app_leaves_the_collector_alone() -> None:
 def test_the_app_erp_ai_serve_runs_is_served_with_the_tuned_collector(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("ERP_AI_PROVIDER", "offline")
-    with TestClient(app_from_env()):
+    monkeypatch.delenv("ERP_AI_PROVIDER", raising=False)
+    with TestClient(served_app()):
         assert gc.get_threshold()[0] == SERVING_GC_THRESHOLD

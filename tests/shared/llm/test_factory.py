@@ -1,4 +1,5 @@
-"""build_chat_model: providers, defaults and the one-sentence configuration errors (no network calls)."""
+"""build_chat_model: providers, defaults and the one-sentence configuration errors (no network calls); the
+stand-ins' builder, which adds the offline model, gives the same errors for the providers it passes on."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from benchmarks.stand_ins import build_model
 from benchmarks.stand_ins.faults import FaultConfig
 from benchmarks.stand_ins.latency import LATENCY_PROFILES
 from benchmarks.stand_ins.offline import OfflineSalesModel
@@ -27,8 +29,8 @@ def _no_provider_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_offline_is_the_default_with_options() -> None:
-    assert build_chat_model(prompt_cache_size=0).prompt_cache_size == 0  # type: ignore[attr-defined]
-    model = build_chat_model(latency_profile="gpu-8b", faults="empty")
+    assert build_model(prompt_cache_size=0).prompt_cache_size == 0  # type: ignore[attr-defined]
+    model = build_model(latency_profile="gpu-8b", faults="empty")
     assert isinstance(model, OfflineSalesModel)
     assert model.prompt_cache_size > 0
     assert model.temperature == 0.0
@@ -61,7 +63,14 @@ def test_a_wrong_option_is_a_configuration_error_saying_what_to_do(
     options: dict[str, Any], message: str
 ) -> None:
     with pytest.raises(ConfigurationError, match=message):
-        build_chat_model(**options)
+        build_model(**options)
+
+
+def test_the_library_builds_network_providers_only() -> None:
+    with pytest.raises(
+        ConfigurationError, match="Unknown model provider 'offline'; valid providers: ollama, gemini"
+    ):
+        build_chat_model("offline")
 
 
 def test_ollama_uses_base_url_then_ollama_host(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -120,7 +129,7 @@ def test_sdk_retries_are_off_by_default_so_every_provider_request_is_a_counted_c
 def test_every_provider_gets_the_default_output_cap_and_timeout() -> None:
     import httpx
 
-    offline: Any = build_chat_model()
+    offline: Any = build_model()
     ollama: Any = build_chat_model("ollama")
     gemini: Any = build_chat_model("gemini", api_key="k")
     openai: Any = build_chat_model("openai", api_key="k")
@@ -159,14 +168,16 @@ def test_a_cap_below_one_token_is_a_configuration_error(max_tokens: Any) -> None
 @pytest.mark.parametrize("timeout", [0, -1.0, float("nan"), float("inf"), True, "30"])
 def test_a_timeout_that_is_not_a_positive_number_is_a_configuration_error(timeout: Any) -> None:
     with pytest.raises(ConfigurationError, match="timeout must be a number of seconds greater than 0"):
-        build_chat_model(timeout=timeout)
+        build_model(timeout=timeout)
+    with pytest.raises(ConfigurationError, match="timeout must be a number of seconds greater than 0"):
+        build_chat_model("ollama", timeout=timeout)
 
 
 def test_caps_and_timeouts_are_configurable_and_read_back_from_every_provider() -> None:
     from langchain_core.language_models import GenericFakeChatModel
 
     models: list[Any] = [
-        build_chat_model(max_tokens=11, timeout=2),
+        build_model(max_tokens=11, timeout=2),
         build_chat_model("ollama", max_tokens=12, timeout=3),
         build_chat_model("gemini", api_key="k", max_tokens=13, timeout=4),
         build_chat_model("openai", api_key="k", max_tokens=14, timeout=5),

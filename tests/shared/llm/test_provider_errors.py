@@ -10,6 +10,7 @@ import pytest
 from langchain_core.exceptions import OutputParserException
 from langchain_core.messages import AIMessage
 
+from benchmarks.stand_ins import build_model
 from benchmarks.stand_ins.emulators import create_emulator
 from shared.errors import (
     CustomerNotFoundError,
@@ -18,7 +19,6 @@ from shared.errors import (
     ProviderError,
     ProviderTimeoutError,
 )
-from shared.llm.factory import build_chat_model
 from shared.llm.provider_errors import as_erp_error, stopped_at_limit, usage_from_error
 from tests.shared.llm.provider_fakes import (
     SocketServer,
@@ -129,9 +129,9 @@ def test_stopped_at_limit_reads_each_providers_finish_reason(
 
 
 def test_the_offline_model_cut_at_its_cap_is_stopped_at_limit() -> None:
-    model = build_chat_model(max_tokens=1)
+    model = build_model(max_tokens=1)
     assert stopped_at_limit(model.invoke("¿Cuánto vendimos en 2025?"))  # type: ignore[arg-type]
-    assert not stopped_at_limit(build_chat_model().invoke("¿Cuánto vendimos en 2025?"))  # type: ignore[arg-type]
+    assert not stopped_at_limit(build_model().invoke("¿Cuánto vendimos en 2025?"))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
