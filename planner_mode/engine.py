@@ -31,7 +31,7 @@ from planner_mode.client import AICallError, AIClient, AnswerReply, InProcessAIC
 from planner_mode.executor import astream_plan
 from planner_mode.plan import MAX_PLAN_OPERATIONS, Answer, OperationOutcome
 from planner_mode.validation import validate_plan
-from shared.answer_check import refusal_text, trusted_context, verify_answer
+from shared.answer_check import failed_check_errors, refusal_text, trusted_context, verify_answer
 from shared.bounds import RESULT_MAX_CHARS, RESULT_MAX_ITEMS, clip_json
 from shared.engine import TurnEngine
 from shared.erp.database import Erp
@@ -304,10 +304,7 @@ class PlannerEngine(TurnEngine):
         if check.passed or self.grounding != "refuse":
             return answer.model_copy(update={"memories": check.memories, "state": check.state})
         turn.failure = "ungrounded"
-        if check.figures:
-            turn.errors.append(f"Ungrounded figures in the answer: {', '.join(check.figures)}")
-        if check.claims:
-            turn.errors.append(f"Claimed actions the ERP did not do: {' | '.join(check.claims)}")
+        turn.errors.extend(failed_check_errors(check))
         return Answer(text=refusal_text(check, turn.operations))
 
     def _record(self, turn: PlannerTurn, answer: Answer) -> TurnResult:

@@ -22,7 +22,7 @@ from shared.result_text import with_results
 from shared.state import ERP_STATE_KEYS
 from shared.turn import ExecutedOperation
 
-__all__ = ["AnswerCheck", "refusal_text", "trusted_context", "verify_answer"]
+__all__ = ["AnswerCheck", "failed_check_errors", "refusal_text", "trusted_context", "verify_answer"]
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,16 @@ def trusted_context(context: ConversationContext) -> str:
     keys stay), so a figure a model once wrote in ``estado`` never grounds a later answer."""
     erp_state = {key: value for key, value in context.state.items() if key in ERP_STATE_KEYS}
     return render_context(context.model_copy(update={"state": erp_state}))
+
+
+def failed_check_errors(check: AnswerCheck) -> list[str]:
+    """The turn's error lines for an answer that failed ``check``: its ungrounded figures, its claims."""
+    errors = []
+    if check.figures:
+        errors.append(f"Ungrounded figures in the answer: {', '.join(check.figures)}")
+    if check.claims:
+        errors.append(f"Claimed actions the ERP did not do: {' | '.join(check.claims)}")
+    return errors
 
 
 def refusal_text(check: AnswerCheck, operations: Sequence[ExecutedOperation]) -> str:

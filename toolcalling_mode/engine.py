@@ -31,7 +31,13 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 
-from shared.answer_check import AnswerCheck, refusal_text, trusted_context, verify_answer
+from shared.answer_check import (
+    AnswerCheck,
+    failed_check_errors,
+    refusal_text,
+    trusted_context,
+    verify_answer,
+)
 from shared.engine import TurnEngine
 from shared.errors import ConversationAccessDenied, ErpAiError, StorageError
 from shared.events import AnswerDelta, OperationDone, TurnDone, TurnEvent
@@ -347,10 +353,7 @@ class ToolCallingEngine(TurnEngine):
         check = verify_answer(end.answer, end.memories, run.operations, texts, today, end.state)
         if check.passed or self.grounding != "refuse":
             return dataclasses.replace(end, memories=check.memories, state=check.state), check
-        if check.figures:
-            errors.append(f"Ungrounded figures in the answer: {', '.join(check.figures)}")
-        if check.claims:
-            errors.append(f"Claimed actions the ERP did not do: {' | '.join(check.claims)}")
+        errors.extend(failed_check_errors(check))
         refused = Outcome(refusal_text(check, run.operations), "ungrounded", {"failure": "ungrounded"})
         return refused, check
 
