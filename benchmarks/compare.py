@@ -1,5 +1,5 @@
-"""What changed between two benchmark runs, per mode and category, regressions first (``erp-ai compare A B``;
-its Markdown: :mod:`benchmarks.compare_markdown`).
+"""What changed between two benchmark runs, per mode and category, regressions first (``erp-ai report A B``
+puts it in the combined report; its Markdown and HTML: :mod:`benchmarks.report.comparison`).
 
 Per (target, mode) and per (target, mode, category): accuracy with its Wilson 95% interval, calls and tokens
 per turn, latency p50 (simulated when both runs were profiled: measured milliseconds of two runs on a shared
@@ -105,6 +105,8 @@ class TurnFlip(BaseModel):
 class RunLabel(BaseModel):
     """What identifies a run in the comparison."""
 
+    label: str
+    """The run's name in the report (its label beside the other run), ``A`` or ``B`` when none is given."""
     path: str
     started_at: str
     provider: str
@@ -255,8 +257,9 @@ def _judge(change: GroupChange, rows_a: Sequence[TurnRow], rows_b: Sequence[Turn
     return change
 
 
-def _label(path: Path, meta: RunMeta) -> RunLabel:
+def _label(label: str, path: Path, meta: RunMeta) -> RunLabel:
     return RunLabel(
+        label=label,
         path=str(path),
         started_at=meta.started_at,
         provider=meta.provider,
@@ -308,9 +311,14 @@ def _flips(rows_a: Sequence[TurnRow], rows_b: Sequence[TurnRow]) -> tuple[list[T
 
 
 def compare_results(
-    a: RunResults, b: RunResults, *, path_a: Path | None = None, path_b: Path | None = None
+    a: RunResults,
+    b: RunResults,
+    *,
+    path_a: Path | None = None,
+    path_b: Path | None = None,
+    labels: tuple[str, str] = ("A", "B"),
 ) -> Comparison:
-    """Compare two runs already read (see :func:`compare_runs`)."""
+    """Compare two runs already read (see :func:`compare_runs`); ``labels`` name them in the report."""
     rows_a, rows_b = a.scored_rows, b.scored_rows
     groups_a, groups_b = _groups(rows_a), _groups(rows_b)
     keys = [*groups_a, *groups_b]
@@ -350,8 +358,8 @@ def compare_results(
         if count(newly_passing, target, mode) + count(newly_failing, target, mode)
     }
     return Comparison(
-        a=_label(path_a or Path("A"), a.meta),
-        b=_label(path_b or Path("B"), b.meta),
+        a=_label(labels[0], path_a or Path("A"), a.meta),
+        b=_label(labels[1], path_b or Path("B"), b.meta),
         settings_changed=_settings_changed(a.meta, b.meta),
         warnings=[f"run {name}: {text}" for name, run in (("A", a), ("B", b)) for text in run.read_warnings],
         groups=changes,

@@ -62,7 +62,7 @@ def serve_command(options: ServeOptions, workers: int = 1) -> Launcher:
     """A launcher running ``erp-ai serve --host 127.0.0.1 --port PORT`` with ``options`` in a new process."""
 
     def launch(port: int, log: Path) -> ServerProcess:
-        command = [sys.executable, "-m", "benchmarks.entry", "serve", "--host", HOST, "--port", str(port)]
+        command = [sys.executable, "-m", "benchmarks.cli", "serve", "--host", HOST, "--port", str(port)]
         command += ["--workers", str(workers), *options.serve_args()]
         with log.open("ab") as output:
             return subprocess.Popen(

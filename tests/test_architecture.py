@@ -48,6 +48,29 @@ def test_no_engine_package_names_the_benchmark_even_in_a_string(package: str) ->
     assert naming == []
 
 
+def test_only_the_command_line_imports_the_command_line() -> None:
+    # The CLI is the outermost layer: the benchmark's machinery it drives never reaches back into it.
+    importers = [
+        str(path.relative_to(ROOT))
+        for package in ("shared", "planner_mode", "toolcalling_mode", "benchmarks")
+        for path in sorted((ROOT / package).rglob("*.py"))
+        if "cli" not in path.relative_to(ROOT).parts[1:2]
+        and any(name.startswith("benchmarks.cli") for name in imported_modules(path))
+    ]
+    assert importers == []
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module a file imports, whole (``benchmarks.cli.app``), wherever the import stands."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+    return found
+
+
 def test_no_entry_point_loads_benchmark_code_for_the_engine() -> None:
     import tomllib
 
@@ -57,7 +80,7 @@ def test_no_entry_point_loads_benchmark_code_for_the_engine() -> None:
 
 def test_the_checker_sees_a_violation(tmp_path: Path) -> None:
     module = tmp_path / "bad.py"
-    module.write_text("from benchmarks.cli import app\nimport planner_mode.engine\n", encoding="utf-8")
+    module.write_text("from benchmarks.cli.app import app\nimport planner_mode.engine\n", encoding="utf-8")
     assert imported_packages(module) == {"benchmarks", "planner_mode"}
 
 

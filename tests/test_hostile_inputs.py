@@ -26,7 +26,7 @@ import pytest
 from sqlalchemy import func, select
 from typer.testing import CliRunner
 
-from benchmarks.cli import app as cli_app
+from benchmarks.cli.app import app as cli_app
 from benchmarks.modes import build_engine
 from benchmarks.serving import ServerThread
 from benchmarks.stand_ins import build_model

@@ -175,7 +175,7 @@ def test_a_provider_without_its_extra_says_which_extra_to_install(
 
 def test_the_erp_ai_command_without_the_bench_extra_prints_one_line_and_exits_2(tmp_path: Path) -> None:
     result = run_python(
-        "from benchmarks.entry import main\nmain(['--help'])", tmp_path, blocked=("typer", "rich", "yaml")
+        "from benchmarks.cli.entry import main\nmain(['--help'])", tmp_path, blocked=("typer", "rich", "yaml")
     )
     assert result.returncode == 2
     assert one_line_error(result) == (
@@ -185,7 +185,7 @@ def test_the_erp_ai_command_without_the_bench_extra_prints_one_line_and_exits_2(
 
 
 def test_the_erp_ai_command_runs_through_the_entry_module(tmp_path: Path) -> None:
-    result = run_python("from benchmarks.entry import main\nmain(['--version'])", tmp_path)
+    result = run_python("from benchmarks.cli.entry import main\nmain(['--version'])", tmp_path)
     assert result.returncode == 0, result.stderr
     assert re.fullmatch(r"erp-ai-harness \S+\n", result.stdout)
 
@@ -195,7 +195,7 @@ def test_the_cli_starts_without_provider_sdks_and_names_the_extra_of_the_provide
 ) -> None:
     result = run_python(
         """
-        from benchmarks.entry import main
+        from benchmarks.cli.entry import main
         main(["ask", "hola", "--demo", "--db-url", "sqlite://", "--provider", "ollama"])
         """,
         tmp_path,
@@ -209,7 +209,7 @@ def test_the_cli_starts_without_provider_sdks_and_names_the_extra_of_the_provide
 
 def test_erp_ai_serve_without_the_server_extra_says_which_extra_to_install(tmp_path: Path) -> None:
     result = run_python(
-        "from benchmarks.entry import main\nmain(['serve'])", tmp_path, blocked=("fastapi", "uvicorn")
+        "from benchmarks.cli.entry import main\nmain(['serve'])", tmp_path, blocked=("fastapi", "uvicorn")
     )
     assert result.returncode == 2
     assert "erp-ai serve needs the 'server' extra: pip install 'erp-ai-harness[server]'" in " ".join(
@@ -293,8 +293,8 @@ def test_each_module_shared_extras_names_comes_from_its_extra() -> None:
 
 def test_the_console_script_checks_the_bench_extra_first() -> None:
     scripts = project()["scripts"]
-    assert scripts == {"erp-ai": "benchmarks.entry:main"}
-    source = (ROOT / "benchmarks" / "entry.py").read_text(encoding="utf-8")
+    assert scripts == {"erp-ai": "benchmarks.cli.entry:main"}
+    source = (ROOT / "benchmarks" / "cli" / "entry.py").read_text(encoding="utf-8")
     imports = re.findall(r"^(?:from|import) (\S+)", source, flags=re.MULTILINE)
     assert imports == ["__future__", "sys", "shared.errors", "shared.extras"]
 

@@ -1,4 +1,5 @@
-"""Reports from a results file: terminal table, ``report.md`` and a self-contained ``report.html``."""
+"""Reports from a results file: terminal table, ``report.md``, a self-contained ``report.html`` and the turn
+table as ``turns.csv``; of two runs, the combined report adds what changed from the first to the second."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmarks.compare import Comparison
 from benchmarks.report.aggregate import summarize
+from benchmarks.report.comparison import render_comparison_html, render_comparison_markdown
 from benchmarks.report.findings import OFFLINE_NOTICE, findings
 from benchmarks.report.html import render_combined_html, render_html
 from benchmarks.report.html_parts import failed_turn_keys
@@ -16,6 +19,7 @@ from benchmarks.report.markdown import render_combined_markdown, render_markdown
 from benchmarks.report.runs import ReportRun, combined_runs, report_run, summarize_run
 from benchmarks.report.summary import Summary
 from benchmarks.report.terminal import print_combined, print_summary
+from benchmarks.report.turns_csv import TURNS_CSV, render_turns_csv
 from benchmarks.results import RunResults, read_results
 from benchmarks.transcripts import TRANSCRIPTS_FILE, read_transcripts
 from shared.errors import ConfigurationError
@@ -31,6 +35,8 @@ __all__ = [
     "print_summary",
     "render_combined_html",
     "render_combined_markdown",
+    "render_comparison_html",
+    "render_comparison_markdown",
     "render_html",
     "render_markdown",
     "summarize",
@@ -40,13 +46,21 @@ __all__ = [
 ]
 
 
-def _write(out_dir: Path, markdown: str, html: str) -> tuple[Path, Path]:
-    """Write ``report.md`` and ``report.html`` into ``out_dir``; return their paths."""
+def _write(out_dir: Path, markdown: str, html: str, turns: str) -> tuple[Path, Path, Path]:
+    """Write ``report.md``, ``report.html`` and ``turns.csv`` into ``out_dir``; return their paths. None is
+    written when one of them is a symbolic link (:func:`write_whole`)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths = out_dir / "report.md", out_dir / "report.html"
-    for path, text in zip(paths, (markdown, html), strict=True):
+    paths = out_dir / "report.md", out_dir / "report.html", out_dir / TURNS_CSV
+    for path in paths:
+        _not_a_link(path)
+    for path, text in zip(paths, (markdown, html, turns), strict=True):
         write_whole(path, text)
     return paths
+
+
+def _not_a_link(path: Path) -> None:
+    if path.is_symlink():
+        raise ConfigurationError(f"{path} is a symbolic link: reports are never written through one")
 
 
 def write_whole(path: Path, text: str) -> None:
@@ -56,8 +70,7 @@ def write_whole(path: Path, text: str) -> None:
     Raises:
         ConfigurationError: ``path`` is a symbolic link.
     """
-    if path.is_symlink():
-        raise ConfigurationError(f"{path} is a symbolic link: reports are never written through one")
+    _not_a_link(path)
     with tempfile.NamedTemporaryFile(
         "w", encoding="utf-8", dir=path.parent, suffix=".tmp", delete=False
     ) as tmp:
@@ -70,9 +83,21 @@ def write_whole(path: Path, text: str) -> None:
     os.replace(tmp.name, path)
 
 
-def write_combined_reports(runs: Sequence[ReportRun], out_dir: Path) -> tuple[Path, Path]:
-    """Write the reports of several runs side by side into ``out_dir``; return their paths (md, html)."""
-    return _write(out_dir, render_combined_markdown(runs), render_combined_html(runs))
+def write_combined_reports(
+    runs: Sequence[ReportRun], out_dir: Path, *, comparison: Comparison | None = None
+) -> tuple[Path, Path, Path]:
+    """Write the reports of several runs side by side into ``out_dir``; return their paths (md, html, csv).
+
+    ``comparison``: what changed from the first run to the second (two runs), a section of both reports.
+    """
+    markdown = render_comparison_markdown(comparison) if comparison is not None else None
+    html = render_comparison_html(comparison) if comparison is not None else None
+    return _write(
+        out_dir,
+        render_combined_markdown(runs, comparison=markdown),
+        render_combined_html(runs, comparison=html),
+        render_turns_csv([(run.label, run.results) for run in runs]),
+    )
 
 
 @dataclass(frozen=True)
@@ -81,6 +106,8 @@ class ReportFiles:
 
     markdown: Path
     html: Path
+    turns: Path
+    """``turns.csv``: one row per recorded turn."""
     summary: Summary
 
 
@@ -91,7 +118,7 @@ def write_reports(
     pricing: Path | None = None,
     transcripts: Path | None = None,
 ) -> ReportFiles:
-    """Write ``report.md`` and ``report.html`` next to the results file (or into ``out_dir``).
+    """Write ``report.md``, ``report.html`` and ``turns.csv`` next to the results file (or into ``out_dir``).
 
     ``pricing`` is a user pricing file whose entries replace the packaged ones (see :mod:`benchmarks.cost`).
     ``transcripts``: the run's ``transcripts.jsonl`` (default: beside a results file given as a path), whose
@@ -107,5 +134,6 @@ def write_reports(
     run = report_run(results, pricing=pricing)
     markdown = render_markdown(results, run.summary, run.costs)
     calls = read_transcripts(transcripts, failed_turn_keys(results)) if transcripts is not None else None
-    paths = _write(target, markdown, render_html(results, run.summary, run.costs, transcripts=calls))
+    html = render_html(results, run.summary, run.costs, transcripts=calls)
+    paths = _write(target, markdown, html, render_turns_csv([(None, results)]))
     return ReportFiles(*paths, summary=run.summary)

@@ -1,40 +1,46 @@
 """``report.html``: one self-contained page (inline CSS and SVG, no script, no CDN) that prints on A4, of one
-run or of several side by side.
+run or of several side by side, rendered from ``templates/report.html.j2`` and ``combined.html.j2``.
 
-One run: the regime, the verdict, the latency distributions, results per category, the failures, the
-findings with one card per mode, the summary, the paired comparison, the per-mode charts (one colour per
-mode throughout), the context-growth curve, pass^k, intervals over repetitions, cost per 1,000 turns, the
-provenance, then every turn side by side. A run with several targets (models) groups the findings, cards and
-charts by target, adds the model matrix and gives the other tables a target column.
+One run reads as one decision document, each figure shown once: the regime; the verdict; accuracy against
+latency and cost; results per category; where the time goes; the failures with one example of each kind;
+the summary (headline, findings, table); then the model matrix, the paired comparison, context growth,
+pass^k, intervals over repetitions, cost per 1,000 turns, the provenance and every turn side by side. A
+stand-in's turns have no accuracy, so its page shows none.
 
-Several runs: every run's regime and a table of them, the same first sections with a row (or a column) per
-run, then per run its findings, summary, paired comparison and turns. Figures of different runs are never
-pooled or tested against each other."""
+Several runs: every run's regime and a table of them, the same first sections with a row, point or column
+per run, the comparison of two runs when given, then per run its findings, summary, paired comparison and
+turns. Figures of different runs are never pooled or tested against each other.
+
+Python builds the records (:mod:`~benchmarks.report.html_parts`, :mod:`~benchmarks.report.html_decision`,
+:mod:`~benchmarks.report.html_figures`); the templates write every tag, with autoescape on: every field of
+a results file is text. Only the charts' SVG (and the comparison section, itself rendered from a template)
+is inserted as markup."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from html import escape
+from typing import Any
 
 from benchmarks.cost import CostEstimate, estimate_costs
+from benchmarks.report.charts import DISTRIBUTION_CAPTION, mode_colours
 from benchmarks.report.cost_table import cost_caption, cost_rows, costs_of
 from benchmarks.report.findings import OFFLINE_NOTICE, findings, pipeline_check
-from benchmarks.report.html_decision import opening_sections, regime_banner, regimes_table
-from benchmarks.report.html_figures import findings_section, growth_section, matrix_section, per_mode_charts
+from benchmarks.report.html_decision import banner, categories_grid, regimes_grid, run_failures, verdict_view
+from benchmarks.report.html_figures import growth_views, matrix_view, summary_view, time_view, tradeoff
 from benchmarks.report.html_parts import (
-    PAGE_CLOSE,
+    FILTERED_COLUMNS,
     failed_turn_keys,
-    page_open,
-    table,
+    plain,
     turn_columns,
     turn_table,
 )
-from benchmarks.report.markdown import header_text
+from benchmarks.report.html_templates import html_environment
+from benchmarks.report.matrix_table import MATRIX_CAPTION
 from benchmarks.report.run_facts import CONVERSATION_STATE_POLICY, prefix_cache_text, provenance_rows
 from benchmarks.report.runs import SIDE_BY_SIDE, ReportRun, combined_title
 from benchmarks.report.runs import title as report_title
+from benchmarks.report.splits import SPLITS_CAPTION
 from benchmarks.report.summary import Summary
-from benchmarks.report.svg import mode_colours
 from benchmarks.report.tables import (
     INTERVALS_CAPTION,
     LATENCY_CAPTION,
@@ -44,68 +50,54 @@ from benchmarks.report.tables import (
     paired_caption,
     paired_rows,
     pass_k_rows,
-    summary_rows,
-    without_accuracy,
 )
-from benchmarks.report.time_breakdown import BREAKDOWN_CAPTION, CALLS_CAPTION, breakdown_table, calls_table
-from benchmarks.results import RunMeta, RunResults
+from benchmarks.report.time_breakdown import BREAKDOWN_CAPTION, CALLS_CAPTION
+from benchmarks.report.verdict_table import VERDICT_CAPTION
+from benchmarks.results import RunResults
 from benchmarks.transcripts import TRANSCRIPTS_FILE, CallTranscript, TurnKey, read_transcripts
 
-_SECTIONS = (
-    ("verdict", "Verdict"),
-    ("latency-distribution", "Latency distributions"),
-    ("categories", "Per category"),
-    ("failures", "Failures"),
-    ("findings-section", "Findings"),
-    ("matrix", "Model matrix"),
-    ("summary", "Summary"),
-    ("paired", "Paired comparison"),
-    ("time", "Where the time goes"),
-    ("per-mode", "Per mode"),
-    ("growth", "Context growth"),
-    ("pass-k", "pass^k"),
-    ("intervals", "Intervals"),
-    ("cost", "Cost"),
-    ("provenance", "Provenance"),
-    ("turn-by-turn", "Turn by turn"),
-)
+__all__ = ["render_combined_html", "render_html"]
+
+SECTIONS = {
+    "verdict": "Verdict",
+    "tradeoff": "Accuracy against latency and cost",
+    "categories": "Per category",
+    "time": "Where the time goes",
+    "failures": "Failures",
+    "summary": "Summary",
+    "matrix": "Model matrix",
+    "paired": "Paired comparison",
+    "growth": "Context growth",
+    "pass-k": "pass^k",
+    "intervals": "Intervals",
+    "cost": "Cost",
+    "provenance": "Provenance",
+    "turn-by-turn": "Turn by turn",
+}
+"""Every section a page can have, in its order: id and table-of-contents entry."""
+
+CAPTIONS = {
+    "verdict": VERDICT_CAPTION,
+    "splits": SPLITS_CAPTION,
+    "distribution": DISTRIBUTION_CAPTION,
+    "breakdown": BREAKDOWN_CAPTION,
+    "calls": CALLS_CAPTION,
+    "latency": LATENCY_CAPTION,
+    "percentile": PERCENTILE_CAPTION,
+    "valid_plan": VALID_PLAN_CAPTION,
+    "matrix": MATRIX_CAPTION,
+    "intervals": INTERVALS_CAPTION,
+}
+"""Captions the reports share, by name."""
 
 
-def _warnings(results: RunResults) -> list[str]:
-    return [f'<p class="notice read-warning"><b>Warning:</b> {escape(w)}.</p>' for w in results.read_warnings]
+def _render(template: str, **context: Any) -> str:
+    page = html_environment().get_template(template)
+    return page.render(captions=CAPTIONS, filtered_columns=FILTERED_COLUMNS, **context)
 
 
-def _provenance(results: RunResults) -> str:
-    rows = provenance_rows(results.meta)
-    if not rows:
-        return ""
-    body = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in rows)
-    return (
-        '<h2 id="provenance">Provenance</h2><p class="caption">What produced these figures: code, packages, '
-        "machine, model identity and the SHA-256 (first 12 hex digits) of every prompt template and tool "
-        f'schema.</p><div class="scroll"><table class="provenance"><tbody>{body}</tbody></table></div>'
-    )
-
-
-def _header_meta(meta: RunMeta, summary: Summary) -> str:
-    """The line under the title: provider (or targets), latency profile, prefix cache, size and start."""
-    cache = prefix_cache_text(meta)
-    if meta.matrix:
-        who = "targets " + ", ".join(f"<b>{escape(t.name)}</b> ({escape(t.label)})" for t in meta.targets)
-        per = "turns per target and mode"
-    else:
-        who = f"provider <b>{escape(meta.provider)}</b>" + (
-            f", model <b>{escape(meta.model)}</b>" if meta.model else ""
-        )
-        per = "turns per mode"
-    return (
-        f'<p class="meta">{who}'
-        + (f", latency profile <b>{escape(meta.latency_profile)}</b>" if meta.latency_profile else "")
-        + (f', <span id="prefix-cache">{escape(cache)}</span>' if cache else "")
-        + f" · {meta.scenarios} scenarios · {meta.turns} {per} · {meta.repeat} repetition(s)"
-        + (f" · {summary.warmup_turns} warm-up turn(s) left out" if summary.warmup_turns else "")
-        + f" · started {escape(meta.started_at)}</p>"
-    )
+def _toc(present: Mapping[str, bool]) -> list[tuple[str, str]]:
+    return [(anchor, name) for anchor, name in SECTIONS.items() if present.get(anchor, False)]
 
 
 def render_html(
@@ -119,125 +111,52 @@ def render_html(
     per target); ``transcripts`` holds the model calls of failed turns, folded into their cells."""
     meta = results.meta
     costs = (costs_of(cost) if cost is not None else None) or estimate_costs(results)
-    cells = summary.cells()
-    modes = list(dict.fromkeys(m.mode for _, m in cells))
-    colours = mode_colours(modes)
-    structure_only = meta.offline and not summary.matrix  # a stand-in's verdicts check the pipeline only
+    run = ReportRun("", results, summary, costs)
+    colours = mode_colours(list(dict.fromkeys(m.mode for _, m in summary.cells())))
+    structure_only = meta.offline and not summary.matrix  # a stand-in's turns have no accuracy to show
     paired = None if structure_only else paired_rows(summary)
     intervals = None if structure_only else interval_rows(summary)
-    breakdown, calls = breakdown_table(results.rows), calls_table(results.rows)
-    growth = summary.growth is not None or any(t.summary.growth is not None for t in summary.targets)
-    present = {
+    chart = tradeoff([run], colours)  # none for a stand-in's turns, run or target
+    growth = growth_views(summary, colours)
+    provenance = provenance_rows(meta)
+    present = dict.fromkeys(SECTIONS, True) | {
+        "tradeoff": chart is not None,
         "matrix": summary.matrix,
-        "growth": growth,
         "paired": paired is not None,
-        "time": breakdown is not None,
-        "intervals": intervals is not None,
+        "growth": bool(growth),
         "pass-k": not structure_only,
-        "provenance": meta.provenance is not None,
+        "intervals": intervals is not None,
+        "provenance": bool(provenance),
     }
-    toc = " ".join(
-        f'<a href="#{anchor}">{escape(title)}</a>' for anchor, title in _SECTIONS if present.get(anchor, True)
+    return _render(
+        "report.html.j2",
+        title=report_title(meta),
+        banner=banner(run),
+        meta=meta,
+        prefix_cache=prefix_cache_text(meta),
+        warmup=summary.warmup_turns,
+        warnings=results.read_warnings,
+        offline=f"{OFFLINE_NOTICE} {pipeline_check(summary).capitalize()}." if meta.offline else None,
+        state_policy=CONVERSATION_STATE_POLICY,
+        toc=_toc(present),
+        verdict=verdict_view([run], colours),
+        tradeoff=chart,
+        categories=categories_grid([run], colours),
+        time=time_view([run], colours),
+        failures=run_failures([run], colours),
+        summary=summary_view(summary, colours, accuracy=not structure_only),
+        matrix=matrix_view(run),
+        paired=plain(paired, "paired") if paired is not None else None,
+        paired_caption=paired_caption(summary),
+        growth=growth,
+        pass_k=None if structure_only else plain(pass_k_rows(summary), "pass-k", colours=colours),
+        intervals=plain(intervals, "intervals", colours=colours) if intervals is not None else None,
+        repetitions=summary.repetitions,
+        cost=plain(cost_rows(costs), "cost", colours=colours),
+        cost_caption=cost_caption(costs),
+        provenance=provenance,
+        turns=turn_table(results, turn_columns(results, summary), colours, transcripts=transcripts),
     )
-    run = ReportRun("", results, summary, costs)
-    parts = [
-        page_open(report_title(meta)),
-        f"<header><h1>{escape(report_title(meta))}</h1>",
-        regime_banner(run),
-        _header_meta(meta, summary),
-        *_warnings(results),
-    ]
-    if meta.offline:
-        parts.append(
-            '<p class="notice" id="offline-notice"><b>Offline stand-in model.</b> '
-            f"{escape(OFFLINE_NOTICE)} {escape(pipeline_check(summary).capitalize())}.</p>"
-        )
-    parts.append(f'<p class="meta" id="state-policy">{escape(CONVERSATION_STATE_POLICY)}</p>')
-    parts.append(f'<nav class="toc">{toc}</nav></header>')
-    parts += opening_sections([run], colours)
-    parts += findings_section(summary, colours, accuracy=not structure_only)
-    if summary.matrix:
-        parts.append(matrix_section(meta, summary, costs))
-    summary_table = without_accuracy(summary_rows(summary)) if structure_only else summary_rows(summary)
-    parts.append(
-        '<h2 id="summary">Summary</h2>'
-        + table(*summary_table, css_class="summary", colours=colours)
-        + f'<p class="caption">{escape(LATENCY_CAPTION)} Harness = everything but model time. '
-        "Means and percentiles are per turn. "
-        f"{escape(PERCENTILE_CAPTION)} Accuracy intervals are Wilson 95% intervals. "
-        f"{escape(VALID_PLAN_CAPTION)}</p>"
-    )
-    if paired is not None:
-        parts.append(
-            '<h2 id="paired">Paired comparison</h2>'
-            + table(*paired, css_class="paired")
-            + f'<p class="caption">{escape(paired_caption(summary))}</p>'
-        )
-    if breakdown is not None and calls is not None:
-        parts.append(
-            '<h2 id="time">Where the time goes</h2>'
-            + table(*breakdown, css_class="time-breakdown")
-            + f'<p class="caption">{escape(BREAKDOWN_CAPTION)}</p>'
-            + table(*calls, css_class="model-calls")
-            + f'<p class="caption">{escape(CALLS_CAPTION)}</p>'
-        )
-    parts.append(per_mode_charts(summary, modes, colours, accuracy=not structure_only))
-    parts.append(growth_section(summary, colours))
-    if not structure_only:
-        parts.append(
-            '<h2 id="pass-k">pass^k (tau-bench)</h2>'
-            '<p class="caption">The chance that k repetitions of a turn all pass, averaged over turns.</p>'
-            + table(*pass_k_rows(summary), css_class="pass-k", colours=colours)
-        )
-    if intervals is not None:
-        parts.append(
-            f'<h2 id="intervals">Intervals over {summary.repetitions} repetitions</h2>'
-            f'<p class="caption">{escape(INTERVALS_CAPTION)}</p>'
-            + table(*intervals, css_class="intervals", colours=colours)
-        )
-    parts.append(
-        '<h2 id="cost">Cost per 1,000 turns</h2>'
-        + table(*cost_rows(costs), css_class="cost", colours=colours)
-        + f'<p class="caption">{escape(cost_caption(costs))}</p>'
-    )
-    parts.append(_provenance(results))
-    columns = turn_columns(results, summary)
-    turns = turn_table(results, columns, colours, transcripts=transcripts)
-    parts.append('<h2 id="turn-by-turn">Turn by turn</h2>' + turns)
-    parts.append(PAGE_CLOSE)
-    return "\n".join(parts)
-
-
-def _run_section(run: ReportRun, colours: dict[str, str]) -> str:
-    """One run's details: its first line, settings, findings, summary, paired comparison and turns."""
-    results, summary = run.results, run.summary
-    accuracy = not run.regime.structure_only  # a stand-in's verdicts check the pipeline only
-    sentences = findings(summary, None, accuracy=accuracy)
-    rows = summary_rows(summary) if accuracy else without_accuracy(summary_rows(summary))
-    parts = [
-        f'<section class="run" id="{run.anchor}run"><h2>Run {escape(run.label)}</h2>',
-        regime_banner(run, anchored=False),
-        f'<p class="meta">{escape(header_text(results.meta, summary).replace("`", ""))}'
-        + (f" Results: <code>{escape(str(run.path))}</code>." if run.path is not None else "")
-        + "</p>",
-        *_warnings(results),
-        '<ul class="findings">' + "".join(f"<li>{escape(s)}</li>" for s in sentences) + "</ul>",
-        f"<h3>Summary of {escape(run.label)}</h3>",
-        table(*rows, css_class="summary", colours=colours),
-    ]
-    paired = paired_rows(summary) if accuracy else None
-    if paired is not None:
-        parts += [
-            f"<h3>Paired comparison of {escape(run.label)}</h3>",
-            table(*paired, css_class="paired"),
-            f'<p class="caption">{escape(paired_caption(summary))}</p>',
-        ]
-    parts.append(
-        f'<h3 id="{run.anchor}turn-by-turn">Turns of {escape(run.label)}</h3>'
-        + turn_table(results, turn_columns(results, summary), colours, run.anchor, _transcripts_of(run))
-        + "</section>"
-    )
-    return "".join(parts)
 
 
 def _transcripts_of(run: ReportRun) -> dict[TurnKey, list[CallTranscript]] | None:
@@ -247,24 +166,46 @@ def _transcripts_of(run: ReportRun) -> dict[TurnKey, list[CallTranscript]] | Non
     return read_transcripts(run.path.parent / TRANSCRIPTS_FILE, failed_turn_keys(run.results))
 
 
-def render_combined_html(runs: Sequence[ReportRun]) -> str:
-    """The page of several runs (each a :class:`ReportRun` with its own id prefix)."""
-    modes = list(dict.fromkeys(m.mode for run in runs for _, m in run.summary.cells()))
-    colours = mode_colours(modes)
-    heading = combined_title(len(runs))
-    toc = [f'<a href="#{anchor}">{escape(text)}</a>' for anchor, text in _SECTIONS[:4]]
-    toc += [f'<a href="#{run.anchor}run">run {escape(run.label)}</a>' for run in runs]
-    parts = [
-        page_open(heading),
-        f"<header><h1>{escape(heading)}</h1>",
-        '<ul class="regimes" id="regimes">'
-        + "".join(f"<li>{regime_banner(run, labeled=True)}</li>" for run in runs)
-        + "</ul>",
-        regimes_table(runs),
-        f'<p class="meta">{escape(SIDE_BY_SIDE)}</p>',
-        f'<nav class="toc">{" ".join(toc)}</nav></header>',
-        *opening_sections(runs, colours),
-        *(_run_section(run, colours) for run in runs),
-        PAGE_CLOSE,
-    ]
-    return "\n".join(parts)
+def _run_section(run: ReportRun, colours: Mapping[str, str]) -> dict[str, Any]:
+    """One run's details: its first line, settings, findings, summary, paired comparison and turns."""
+    results, summary = run.results, run.summary
+    accuracy = not run.regime.structure_only  # a stand-in's verdicts check the pipeline only
+    paired = paired_rows(summary) if accuracy else None
+    return {
+        "run": run,
+        "banner": banner(run, anchored=False),
+        "prefix_cache": prefix_cache_text(results.meta),
+        "findings": findings(summary, None, accuracy=accuracy),
+        "summary": summary_view(summary, colours, accuracy=accuracy).table,
+        "paired": plain(paired, "paired") if paired is not None else None,
+        "paired_caption": paired_caption(summary),
+        "turns": turn_table(
+            results, turn_columns(results, summary), colours, run.anchor, _transcripts_of(run)
+        ),
+    }
+
+
+def render_combined_html(runs: Sequence[ReportRun], comparison: str | None = None) -> str:
+    """The page of several runs (each a :class:`ReportRun` with its own id prefix); ``comparison`` is the
+    comparison of two of them, an HTML section (``id="comparison"``) placed after the opening sections."""
+    colours = mode_colours(list(dict.fromkeys(m.mode for run in runs for _, m in run.summary.cells())))
+    chart = tradeoff(runs, colours)
+    opening = ("verdict", "tradeoff", "categories", "time", "failures")
+    toc = _toc({anchor: anchor != "tradeoff" or chart is not None for anchor in opening})
+    toc += [("comparison", "Comparison")] if comparison is not None else []
+    toc += [(f"{run.anchor}run", f"run {run.label}") for run in runs]
+    return _render(
+        "combined.html.j2",
+        title=combined_title(len(runs)),
+        banners=[banner(run, labeled=True) for run in runs],
+        regimes=regimes_grid(runs),
+        side_by_side=SIDE_BY_SIDE,
+        toc=toc,
+        verdict=verdict_view(runs, colours),
+        tradeoff=chart,
+        categories=categories_grid(runs, colours),
+        time=time_view(runs, colours),
+        failures=run_failures(runs, colours),
+        comparison=comparison,
+        runs=[_run_section(run, colours) for run in runs],
+    )

@@ -1,136 +1,236 @@
-"""The sections of one run's per-mode figures in ``report.html``: the findings with a card per mode, the model
-matrix, the per-mode bar charts (one colour per mode throughout) and the context-growth curve; a run with
-several targets groups each by target."""
+"""The figures of ``report.html`` and the records of the sections around them: accuracy against latency and
+cost, the latency distributions, where the time goes, the summary, the model matrix and the context-growth
+curve. Charts come from :mod:`benchmarks.report.charts` as inline SVG; one colour per mode throughout."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from html import escape
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from benchmarks.cost import CostEstimate
+from benchmarks.report.charts import (
+    BreakdownBar,
+    TradeoffPoint,
+    breakdown_chart,
+    distribution_chart,
+    line_chart,
+    tradeoff_chart,
+)
 from benchmarks.report.findings import findings, headline
-from benchmarks.report.html_parts import heat, mode_label, table, target_heading
-from benchmarks.report.matrix_table import MATRIX_CAPTION, matrix_grids, targets_table
-from benchmarks.report.summary import NOT_REPORTED, ModeSummary, Summary
-from benchmarks.report.svg import bar_chart, grouped, line_chart
-from benchmarks.report.tables import growth_order, percent_interval, valid_plan_cell
-from benchmarks.results import RunMeta
+from benchmarks.report.html_parts import Grid, plain
+from benchmarks.report.matrix_table import matrix_grids, targets_table
+from benchmarks.report.runs import Regime, ReportRun
+from benchmarks.report.summary import ModeSummary, Summary
+from benchmarks.report.tables import growth_order, summary_rows, without_accuracy
+from benchmarks.report.time_breakdown import breakdown_medians, breakdown_table, calls_table
+from benchmarks.report.verdict import first_answer, latency
+
+Colours = Mapping[str, str]
+
+Read = Callable[[ModeSummary], float | None]
+"""A figure of a mode, ``None`` when the mode lacks it."""
+
+_CLOCKS: tuple[tuple[str, Read, Read], ...] = (
+    (
+        "time to the first answer token, p50",
+        lambda m: m.simulated_first_answer_p50,
+        lambda m: m.first_answer_p50,
+    ),
+    ("latency p50", lambda m: m.simulated_p50, lambda m: m.latency_p50),
+)
+"""What the trade-off chart plots as latency: (name, simulated figure, measured figure), by preference."""
 
 
-def _legend(modes: Sequence[str], colours: dict[str, str]) -> str:
-    items = "".join(f'<li data-mode="{escape(m)}">{mode_label(m, colours)}</li>' for m in modes)
-    return f'<ul class="mode-legend" id="mode-legend">{items}</ul>'
+def _latency(cells: Sequence[tuple[ModeSummary, Regime]]) -> tuple[list[float], str]:
+    """Each cell's time to the first answer token when every cell has it, else its latency (p50, ms), on its
+    run's clock (simulated under a latency profile, else measured); and the label saying which."""
+    for name, simulated, measured in _CLOCKS:
+        found = [(simulated if regime.simulated else measured)(mode) for mode, regime in cells]
+        values = [value for value in found if value is not None]
+        if len(values) == len(cells):
+            clocks = " and ".join(dict.fromkeys(regime.clock for _, regime in cells))
+            return values, f"{name}, {clocks}"
+    return [mode.latency_p50 for mode, _ in cells], "latency p50, measured"
 
 
-def _ms(decimals: int) -> Callable[[float], str]:
-    """Milliseconds grouped and whole (simulated figures) or with one decimal (measured ones)."""
-    return (lambda v: f"{grouped(v)} ms") if decimals == 0 else (lambda v: f"{v:.1f} ms")
+def _cost(costs: Sequence[CostEstimate], target: str | None, mode: str) -> float | None:
+    """USD per 1,000 turns of (target, mode) at its model's price; ``None`` for a local or unpriced model."""
+    estimate = next((c for c in costs if c.target == target), costs[0] if len(costs) == 1 else None)
+    if estimate is None or estimate.local or estimate.price is None:
+        return None
+    found = estimate.mode(mode)
+    return found.usd_per_1000_turns if found is not None and found.tokens_reported else None
 
 
-Figure = tuple[str, str, str, Callable[[ModeSummary], float | None], Callable[[float], str]]
-"""A bar chart: (id, title, y-axis label, the figure of a mode, how a value is written)."""
-
-
-def _latency_figures(modes: Sequence[ModeSummary]) -> list[Figure]:
-    """Latency p50 (simulated when every mode has it), then time to the first answer token p50: simulated when
-    every mode has it, else measured when every mode has it, else no chart."""
-    simulated = bool(modes) and all(m.simulated_p50 is not None for m in modes)
-    figures: list[Figure] = [
-        ("latency", "Latency p50, simulated", "milliseconds per turn", lambda m: m.simulated_p50, _ms(0))
-        if simulated
-        else ("latency", "Latency p50, measured", "milliseconds per turn", lambda m: m.latency_p50, _ms(1))
+def tradeoff(runs: Sequence[ReportRun], colours: Colours) -> str | None:
+    """Accuracy (Wilson 95% interval) against latency and, when priced, cost per 1,000 turns: one point per
+    (run, target, mode) whose accuracy is a result. ``None`` when no run's is (stand-in runs, stand-in
+    targets)."""
+    labeled = len(runs) > 1
+    cells = [
+        (run, target, mode)
+        for run in runs
+        if not run.regime.structure_only
+        for target, mode in run.summary.cells()
+        if not any(t.offline for t in run.results.meta.targets if t.name == target)
     ]
-    if modes and all(m.simulated_first_answer_p50 is not None for m in modes):
-        read, kind, decimals = (lambda m: m.simulated_first_answer_p50), "simulated", 0
-    elif modes and all(m.first_answer_p50 is not None for m in modes):
-        read, kind, decimals = (lambda m: m.first_answer_p50), "measured", 1
-    else:
-        return figures
-    title = f"First answer token p50, {kind}"
-    return [*figures, ("first-answer", title, "milliseconds per turn", read, _ms(decimals))]
-
-
-def _charts(summary: Summary, colours: dict[str, str], suffix: str = "", *, accuracy: bool = True) -> str:
-    """The per-mode bar charts of one target (``suffix`` keeps chart ids unique when there are several)."""
-    modes = summary.modes
-    figures: list[Figure] = [
-        (
-            "calls",
-            "Model calls per turn (mean)",
-            "model calls / turn",
-            lambda m: m.calls_mean,
-            lambda v: f"{v:.2f}",
-        ),
-        (
-            "input-tokens",
-            "Input tokens per turn (mean)",
-            "input tokens / turn",
-            lambda m: m.input_tokens_mean,
-            grouped,
-        ),
-        (
-            "output-tokens",
-            "Output tokens per turn (mean)",
-            "output tokens / turn",
-            lambda m: m.output_tokens_mean,
-            grouped,
-        ),
-        *_latency_figures(modes),
-        ("harness", "Harness overhead p50", "milliseconds per turn", lambda m: m.harness_p50, _ms(1)),
-        ("accuracy", "Accuracy", "% of turns passed", lambda m: m.accuracy * 100, lambda v: f"{v:.0f}%"),
-    ]
-    if not accuracy:
-        figures = [figure for figure in figures if figure[0] != "accuracy"]
-    charts = [
-        bar_chart(
-            title,
-            [(m.mode, read(m) or 0.0) for m in modes],
-            y_label=y_label,
-            fmt=fmt,
-            y_max=100 if name == "accuracy" else None,
-            colours=colours,
-            chart_id=f"chart-{name}{suffix}",
+    if not cells:
+        return None
+    values, label = _latency([(mode, run.regime) for run, _, mode in cells])
+    points = [
+        TradeoffPoint(
+            label=" · ".join(part for part in (run.label if labeled else None, target, mode.mode) if part),
+            colour=colours.get(mode.mode, "#7f7f7f"),
+            accuracy=mode.accuracy,
+            interval=(
+                (mode.accuracy_interval.low, mode.accuracy_interval.high)
+                if mode.accuracy_interval is not None
+                else (mode.accuracy, mode.accuracy)
+            ),
+            latency_ms=value,
+            cost=_cost(run.costs, target, mode.mode),
         )
-        for name, title, y_label, read, fmt in figures
+        for (run, target, mode), value in zip(cells, values, strict=True)
     ]
-    return '<div class="chart-grid">' + "".join(charts) + "</div>"
+    return tradeoff_chart(points, latency_label=label, chart_id="chart-tradeoff")
 
 
-def growth_section(summary: Summary, colours: dict[str, str]) -> str:
-    """The context-growth section: one line chart, or one per target (under a heading each) for a matrix."""
+def distributions(run: ReportRun, colours: Colours, *, labeled: bool) -> list[str]:
+    """The run's latency and first-answer distributions, one row per (target, mode) that has the figure."""
+    simulated, clock = run.regime.simulated, run.regime.clock
+    prefix = f"{run.label}: " if labeled else ""
+    charts = []
+    for name, title, read in (
+        ("latency", "Latency per turn", latency(simulated)),
+        ("first-answer", "Time to the first answer token", first_answer(simulated)),
+    ):
+        series = [(label, colours.get(mode, "#7f7f7f"), values) for label, mode, values in run.per_cell(read)]
+        if any(values for _, _, values in series):
+            charts.append(
+                distribution_chart(
+                    f"{prefix}{title}, {clock}",
+                    [entry for entry in series if entry[2]],
+                    x_label=f"time per turn, {clock}",
+                    chart_id=f"{run.anchor}chart-{name}-distribution",
+                )
+            )
+    return charts
+
+
+@dataclass(frozen=True)
+class RunTime:
+    """One run's share of "Where the time goes": its latency distributions, the breakdown of a turn's time
+    (a bar per (target, mode)) and its tables."""
+
+    label: str
+    """The run's label, on a page of several runs."""
+    distributions: list[str]
+    chart: str | None
+    breakdown: Grid | None
+    calls: Grid | None
+
+
+def time_view(runs: Sequence[ReportRun], colours: Colours) -> list[RunTime]:
+    labeled = len(runs) > 1
+    parts = []
+    for run in runs:
+        rows = run.results.rows
+        bars = [BreakdownBar(label, segments) for label, segments in breakdown_medians(rows)]
+        breakdown, calls = breakdown_table(rows), calls_table(rows)
+        parts.append(
+            RunTime(
+                run.label if labeled else "",
+                distributions(run, colours, labeled=labeled),
+                breakdown_chart(bars, chart_id=f"{run.anchor}chart-time-breakdown") if bars else None,
+                plain(breakdown, "time-breakdown") if breakdown is not None else None,
+                plain(calls, "model-calls") if calls is not None else None,
+            )
+        )
+    return parts
+
+
+@dataclass(frozen=True)
+class TargetFindings:
+    name: str
+    """The target's name in a matrix, else empty."""
+    label: str
+    headline: str | None
+    findings: list[str]
+
+
+@dataclass(frozen=True)
+class SummaryView:
+    headline: str | None
+    targets: list[TargetFindings]
+    table: Grid
+
+
+def summary_view(summary: Summary, colours: Colours, *, accuracy: bool) -> SummaryView:
+    """The headline, the findings (each target's under its own heading in a matrix) and the summary table;
+    without accuracy when ``accuracy`` is false (a stand-in's turns: no result)."""
+    table = summary_rows(summary) if accuracy else without_accuracy(summary_rows(summary))
     if summary.matrix:
-        charts = [
-            _growth_chart(t.summary, colours, f"Target {t.target.name}", f"-{t.target.name}")
+        targets = [
+            TargetFindings(t.target.name, t.target.label, headline(t.summary), findings(t.summary, None))
             for t in summary.targets
         ]
-        if not any(charts):
-            return ""
-        return '<h2 id="growth">Context growth</h2>' + "".join(charts)
-    return _growth_chart(summary, colours)
-
-
-def _growth_chart(summary: Summary, colours: dict[str, str], target: str = "", suffix: str = "") -> str:
-    """One target's growth chart, under an ``h2`` (one target) or an ``h3`` named ``target`` (a matrix)."""
-    growth = summary.growth
-    if growth is None:
-        return ""
-    order = growth_order(summary)
-    series = {mode: growth.series[mode] for mode in order}
-    turns = max((len(v) for v in series.values()), default=0)
-    ratios = ", ".join(f"{mode} ×{ratio:.2f}" for mode in order if (ratio := growth.ratio(mode)) is not None)
-    mean = " (mean over repetitions)" if summary.repetitions > 1 else ""
-    title = f"Context growth over {turns} turns: {growth.scenario}"
-    heading = (
-        f'<h3 class="target">{escape(target)} · {escape(title)}</h3>'
-        if target
-        else f'<h2 id="growth">{escape(title)}</h2>'
+    else:
+        targets = [TargetFindings("", "", None, findings(summary, None, accuracy=accuracy))]
+    return SummaryView(
+        headline(summary, accuracy=accuracy), targets, plain(table, "summary", colours=colours)
     )
-    return (
-        '<section class="growth">'
-        + heading
-        + '<p class="caption">Input tokens the model was sent at each turn of the longest conversation'
-        f"{mean}. Last turn vs first: {escape(ratios)}. Hover a point for its value.</p>"
-        + line_chart(
+
+
+@dataclass(frozen=True)
+class MatrixView:
+    targets: Grid
+    grids: list[tuple[str, Grid]]
+    """(title, grid) per figure."""
+
+
+def matrix_view(run: ReportRun) -> MatrixView | None:
+    """The targets, then one grid per figure (targets as rows, modes as columns; accuracy tinted); ``None``
+    for a run of one target."""
+    summary = run.summary
+    if not summary.matrix:
+        return None
+    accuracy = {(t.target.name, m.mode): m.accuracy for t in summary.targets for m in t.summary.modes}
+    grids = [
+        (
+            title,
+            plain((header, rows), "matrix", labels=1, tints=accuracy if title[:8] == "Accuracy" else None),
+        )
+        for title, header, rows in matrix_grids(summary, run.costs)
+    ]
+    return MatrixView(plain(targets_table(run.results.meta), "targets", labels=4), grids)
+
+
+@dataclass(frozen=True)
+class GrowthView:
+    target: str
+    """``Target a`` in a matrix, else empty."""
+    title: str
+    mean: bool
+    """The curve is a mean over repetitions."""
+    ratios: str
+    chart: str
+
+
+def growth_views(summary: Summary, colours: Colours) -> list[GrowthView]:
+    """The context-growth curve, or one per target that has one in a matrix."""
+    entries = [(f"Target {t.target.name}", f"-{t.target.name}", t.summary) for t in summary.targets]
+    views = []
+    for target, suffix, part in entries or [("", "", summary)]:
+        growth = part.growth
+        if growth is None:
+            continue
+        order = growth_order(part)
+        series = {mode: growth.series[mode] for mode in order}
+        turns = max((len(v) for v in series.values()), default=0)
+        ratios = ", ".join(
+            f"{mode} ×{ratio:.2f}" for mode in order if (ratio := growth.ratio(mode)) is not None
+        )
+        chart = line_chart(
             f"Input tokens per turn · {growth.scenario}",
             series,
             x_label="turn",
@@ -138,111 +238,6 @@ def _growth_chart(summary: Summary, colours: dict[str, str], target: str = "", s
             colours=colours,
             chart_id="chart-growth" + suffix,
         )
-        + "</section>"
-    )
-
-
-def per_mode_charts(
-    summary: Summary, modes: list[str], colours: dict[str, str], *, accuracy: bool = True
-) -> str:
-    """The per-mode charts, grouped by target (a heading and a row of charts each) for a matrix; no accuracy
-    chart when ``accuracy`` is false (a stand-in's turns: no result)."""
-    if not summary.matrix:
-        charts = _charts(summary, colours, accuracy=accuracy)
-        return '<h2 id="per-mode">Per mode</h2>' + _legend(modes, colours) + charts
-    groups = "".join(
-        target_heading(t.target) + _charts(t.summary, colours, f"-{t.target.name}") for t in summary.targets
-    )
-    return '<h2 id="per-mode">Per target and mode</h2>' + _legend(modes, colours) + groups
-
-
-def _cards(modes: Sequence[ModeSummary], colours: dict[str, str], *, accuracy: bool = True) -> str:
-    cards = []
-    for m in modes:
-        rows = [
-            *([("model calls / turn", f"{m.calls_mean:.2f} (max {m.calls_max})")] if accuracy else []),
-            ("input tokens / turn", grouped(m.input_tokens_mean) if m.tokens_reported else NOT_REPORTED),
-            ("output tokens / turn", grouped(m.output_tokens_mean) if m.tokens_reported else NOT_REPORTED),
-            ("harness p50", f"{m.harness_p50:.1f} ms"),
-        ]
-        if m.simulated_p50 is not None:
-            rows.append(("simulated latency p50", f"{grouped(m.simulated_p50)} ms"))
-        if m.failed_turns:
-            rows.append(("turns that failed", str(m.failed_turns)))
-        if m.cached_share is not None:
-            harness = next(i for i, (name, _) in enumerate(rows) if name == "harness p50")
-            rows.insert(harness, ("input served from cache", f"{m.cached_share:.0%}"))
-        if m.simulated_first_answer_p50 is not None:
-            rows.append(("first answer token p50, simulated", f"{grouped(m.simulated_first_answer_p50)} ms"))
-        if m.first_answer_p50 is not None:
-            rows.append(("first answer token p50, measured", f"{m.first_answer_p50:.1f} ms"))
-        rows.append(("valid plans", valid_plan_cell(m)))
-        details = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in rows)
-        interval = percent_interval(m.accuracy_interval, 0)
-        ci = f" (95% CI {interval}%)" if interval else ""
-        lead = (
-            f'<div class="big">{m.accuracy:.0%}</div><div class="meta">accuracy{escape(ci)} · {m.passed} of '
-            f"{m.turns} turns passed</div>"
-            if accuracy
-            else f'<div class="big">{m.calls_mean:.2f}</div><div class="meta">model calls per turn (max '
-            f"{m.calls_max}) · {m.turns} turns</div>"
-        )
-        cards.append(
-            f'<div class="card" style="--mode:{colours[m.mode]}" data-mode="{escape(m.mode)}">'
-            f"<h3>{mode_label(m.mode, colours)}</h3>{lead}<dl>{details}</dl></div>"
-        )
-    return '<div class="cards">' + "".join(cards) + "</div>"
-
-
-def findings_section(summary: Summary, colours: dict[str, str], *, accuracy: bool = True) -> list[str]:
-    """The headline, the cards and the findings; for a matrix, each target's under its own heading. Without
-    accuracy when ``accuracy`` is false (a stand-in's turns: no result)."""
-    parts = ['<section id="findings-section"><h2>Findings</h2>']
-    top = headline(summary, accuracy=accuracy)
-    if top:
-        parts.append(f'<p class="headline" id="headline">{escape(top)}</p>')
-    if not summary.matrix:
-        parts.append(_cards(summary.modes, colours, accuracy=accuracy))
-        items = "".join(f"<li>{escape(s)}</li>" for s in findings(summary, None, accuracy=accuracy))
-        parts.append(f'<ul class="findings" id="findings">{items}</ul></section>')
-        return parts
-    for entry in summary.targets:
-        name = entry.target.name
-        parts.append(target_heading(entry.target, f"target-{name}"))
-        own = headline(entry.summary)
-        if own:
-            parts.append(f'<p class="headline">{escape(own)}</p>')
-        parts.append(_cards(entry.summary.modes, colours))
-        items = "".join(f"<li>{escape(s)}</li>" for s in findings(entry.summary, None))
-        parts.append(f'<ul class="findings" data-target="{escape(name)}">{items}</ul>')
-    parts.append("</section>")
-    return parts
-
-
-def _accuracy_style(
-    accuracy: dict[tuple[str, str], float], header: list[str], rows: list[list[str]]
-) -> Callable[[int, int], str]:
-    """Tint each cell of the accuracy grid (target row, mode column) from red to green."""
-    return lambda r, i: heat(value) if (value := accuracy.get((rows[r][0], header[i]))) is not None else ""
-
-
-def matrix_section(meta: RunMeta, summary: Summary, costs: Sequence[CostEstimate]) -> str:
-    """The model matrix: the targets, then one grid per figure (accuracy cells tinted red to green)."""
-    accuracy = {(t.target.name, m.mode): m.accuracy for t in summary.targets for m in t.summary.modes}
-    grids = "".join(
-        f"<h3>{escape(title)}</h3>"
-        + table(
-            header,
-            rows,
-            css_class="matrix",
-            cell_style=_accuracy_style(accuracy, header, rows) if title.startswith("Accuracy") else None,
-            labels=1,
-        )
-        for title, header, rows in matrix_grids(summary, costs)
-    )
-    return (
-        '<h2 id="matrix">Model matrix</h2>'
-        + table(*targets_table(meta), css_class="targets", labels=4)
-        + f'<p class="caption">{escape(MATRIX_CAPTION)}</p>'
-        + grids
-    )
+        title = f"Context growth over {turns} turns: {growth.scenario}"
+        views.append(GrowthView(target, title, part.repetitions > 1, ratios, chart))
+    return views

@@ -1,219 +1,95 @@
-"""The pieces ``report.html`` is made of: the page's opening (with its inlined style sheet), a mode's label,
-a figures table, and the turn-by-turn table (repetition 1, every turn in a row and every (target, mode) in a
-column, failures in red with the reason, the plan or tool calls folded into ``<details>``)."""
+"""What ``report.html``'s templates lay out, as records: a table (:class:`Grid` of :class:`Cell`), the ids
+that link a figure to its turns, and the turn-by-turn table (repetition 1, every turn in a row and every
+(target, mode) in a column, failures with the reason, the plan or tool calls and a failed turn's model calls
+folded). Python builds these records only; ``templates/*.html.j2`` writes every tag."""
 
 from __future__ import annotations
 
 import json
 import re
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from html import escape
-from importlib.resources import files
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+from benchmarks.report.charts import grouped
 from benchmarks.report.summary import Summary
-from benchmarks.report.svg import grouped
+from benchmarks.report.tables import Table
 from benchmarks.results import RunResults, TurnRow
-from benchmarks.targets import DEFAULT_TARGET, BenchTarget
+from benchmarks.targets import DEFAULT_TARGET
 from benchmarks.transcripts import CallTranscript, Said, TurnKey
 
 FILTERED_COLUMNS = 12
-"""Turn-table columns whose "failed in" filter has a rule (more (target, mode) columns than this are shown
-unfiltered)."""
-
-STYLE = (
-    "\n"
-    + files("benchmarks.report").joinpath("report.css").read_text(encoding="utf-8")
-    + "".join(
-        f".filter-anchor.fail-c{i}:target~table.turns tr.ok-c{i}{{display:none}}"
-        for i in range(FILTERED_COLUMNS)
-    )
-)
-"""The page's style sheet (``report.css`` and the turn filters' rules, one per column), inlined so the page
-stands alone."""
-
-PAGE_CLOSE = "</body></html>"
+"""Turn-table columns whose "failed in" filter has a style rule (more (target, mode) columns than this are
+shown unfiltered)."""
 
 
-def page_open(title: str) -> str:
-    """Everything up to the opening ``<body>``: no script, no external resource."""
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>{escape(title)}</title>\n<style>{STYLE}</style></head><body>"
-    )
+@dataclass(frozen=True)
+class Cell:
+    """One cell of a table: its text and what the template adds around it."""
+
+    text: str
+    figure: bool = True
+    """A right-aligned figure; else a name of the row (or a plain header)."""
+    swatch: str | None = None
+    """The colour of the mode the text names, shown as a swatch before it."""
+    lead: str = ""
+    """A line above the text (a column's run and target)."""
+    href: str = ""
+    """The id on the page the text links to."""
+    title: str = ""
+    """The link's tooltip."""
+    note: str = ""
+    """A small line under the text (an interval, a count)."""
+    tint: float | None = None
+    """An accuracy in [0, 1] that tints the background from red to green."""
+    strong: bool = False
+    """The figure a row is about (the verdict's accuracy)."""
 
 
-def mode_label(mode: str, colours: dict[str, str]) -> str:
-    return f'<span class="swatch" style="background:{colours.get(mode, "#999")}"></span>' + escape(mode)
+@dataclass(frozen=True)
+class Row:
+    cells: list[Cell]
+    css: str = ""
+    run: str | None = None
+    """The run's label, as ``data-run``."""
 
 
-def table(
-    header: list[str],
-    rows: list[list[str]],
-    css_class: str,
+@dataclass(frozen=True)
+class Grid:
+    """A table that scrolls sideways when too wide."""
+
+    css: str
+    head: list[Cell]
+    rows: list[Row]
+    ident: str = ""
+
+
+def plain(
+    table: Table,
+    css: str,
     *,
-    colours: dict[str, str] | None = None,
-    cell_style: Callable[[int, int], str] | None = None,
+    colours: Mapping[str, str] | None = None,
     labels: int | None = None,
-) -> str:
-    """A table whose first column names a row (a mode gets its swatch) and whose other columns are figures.
-
-    ``labels`` is how many leading columns name the row (default: 2 when the header starts with ``target``,
-    whose rows the next column names, else 1)."""
+    tints: Mapping[tuple[str, str], float] | None = None,
+) -> Grid:
+    """A table of :mod:`benchmarks.report.tables` whose leading ``labels`` columns name a row (a mode gets its
+    swatch) and whose other columns are figures. ``labels`` defaults to 2 when the header starts with
+    ``target`` (the next column names the row too), else 1; ``tints`` maps (first cell, header) to an
+    accuracy that tints that cell."""
+    header, rows = table
     if labels is None:
         labels = 2 if header[0] == "target" and len(header) > 2 else 1
-    head = "".join(
-        f'<th class="{"num" if i >= labels else ""}">{escape(h)}</th>' for i, h in enumerate(header)
-    )
-    body = []
-    for r, row in enumerate(rows):
-        cells = []
-        for i, cell in enumerate(row):
-            if i < labels:
-                text = mode_label(cell, colours) if colours and cell in colours else escape(cell)
-                cells.append(f'<td class="mode">{text}</td>')
-            else:
-                style = cell_style(r, i) if cell_style else ""
-                cells.append(f'<td class="num"{style}>{escape(cell)}</td>')
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    return scroll_table(css_class, head, body)
+    colours = colours or {}
+    tints = tints or {}
 
+    def cell(text: str, i: int, row: list[str]) -> Cell:
+        if i < labels:
+            return Cell(text, figure=False, swatch=colours.get(text))
+        return Cell(text, tint=tints.get((row[0], header[i])))
 
-def scroll_table(css_class: str, head: str, rows: Iterable[str], ident: str = "") -> str:
-    """A table that scrolls sideways when too wide: ``head`` is the header row's cells, ``rows`` each row in
-    full; ``ident`` its id."""
-    ident = f' id="{ident}"' if ident else ""
-    return (
-        f'<div class="scroll"><table class="{css_class}"{ident}><thead><tr>{head}</tr></thead>'
-        f"<tbody>{''.join(rows)}</tbody></table></div>"
-    )
-
-
-def heat(accuracy: float) -> str:
-    """A pale red-to-green background for an accuracy in [0, 1]."""
-    return f' style="background:hsl({accuracy * 120:.0f} 65% 90%)"'
-
-
-def target_heading(target: BenchTarget, anchor: str | None = None) -> str:
-    """``Target a  offline offline-sales`` as an ``h3``."""
-    ident = f' id="{escape(anchor)}"' if anchor else ""
-    return (
-        f'<h3 class="target"{ident}>Target {escape(target.name)} '
-        f'<span class="caption">{escape(target.label)}</span></h3>'
-    )
-
-
-def _call_line(name: str, params: object) -> str:
-    return f"{name}({json.dumps(params, ensure_ascii=False)})"
-
-
-def _plan_lines(plan: dict[str, Any]) -> list[str]:
-    """A plan one line per operation (``op1 · ventas_anuales({"anio": 2025})``), then its other keys."""
-    lines = []
-    operations = plan.get("operaciones")
-    for i, op in enumerate(operations if isinstance(operations, list) else []):
-        if isinstance(op, dict):
-            ident = op.get("id") or f"op{i + 1}"
-            lines.append(f"{ident} · {_call_line(str(op.get('funcion')), op.get('parametros', {}))}")
-        else:
-            lines.append(json.dumps(op, ensure_ascii=False))
-    lines += [
-        f"{key}: {json.dumps(value, ensure_ascii=False)}"
-        for key, value in plan.items()
-        if key != "operaciones" and value not in (None, "", [], {})
-    ]
-    return lines
-
-
-def _calls_block(row: TurnRow) -> str:
-    """The plan (planner) or the tool calls (tool calling), folded; refused or failed calls say why."""
-    if row.plan is not None:
-        label, lines = "plan", _plan_lines(row.plan)
-        refused = [op for op in row.operations if op.error]
-        lines += [f"✗ {_call_line(op.funcion, op.parametros)} → {op.error}" for op in refused]
-    else:
-        label = "tool calls"
-        lines = [
-            _call_line(op.funcion, op.parametros) + (f" → {op.error}" if op.error else "")
-            for op in row.operations
-        ]
-    executed = ", ".join(op.funcion for op in row.operations) or "no operations"
-    return (
-        f"<details><summary>{escape(label)}: {escape(executed)}</summary>"
-        f"<pre>{escape(chr(10).join(lines) or '(none)')}</pre></details>"
-    )
-
-
-SENT_SHOWN_CHARS = 1_500
-"""Characters shown of the last message a call was sent (the rest of the prompt is the same every turn)."""
-WROTE_SHOWN_CHARS = 4_000
-"""Characters shown of what a call wrote, or of its error."""
-
-
-def _clipped(text: str, limit: int) -> str:
-    return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit:,} more characters)"
-
-
-def _said(said: Said) -> str:
-    calls = "".join(f"\n→ {_call_line(str(c.get('name')), c.get('args', {}))}" for c in said.tool_calls)
-    return (said.text or "") + calls
-
-
-def _transcript_block(calls: Sequence[CallTranscript]) -> str:
-    """A failed turn's model calls, folded: per call the last message it was sent and what it wrote (or its
-    error), as ``transcripts.jsonl`` recorded them."""
-    parts = []
-    for call in calls:
-        last = call.messages[-1] if call.messages else None
-        sent = f"{last.role}: {_said(last)}" if last is not None else "(no message)"
-        if call.error is not None:
-            wrote = f"error: {call.error}"
-        elif call.output is not None:
-            stop = f" (stopped: {call.output.finish_reason})" if call.output.finish_reason else ""
-            wrote = f"{_said(call.output) or '(nothing)'}{stop}"
-        else:
-            wrote = "(no output recorded)"
-        parts.append(
-            f"<p>call {call.call + 1}, sent {len(call.messages)} messages; the last:</p>"
-            f"<pre>{escape(_clipped(sent, SENT_SHOWN_CHARS))}</pre>"
-            f"<p>wrote:</p><pre>{escape(_clipped(wrote, WROTE_SHOWN_CHARS))}</pre>"
-        )
-    cut = " (some texts were cut when recorded)" if any(call.cut for call in calls) else ""
-    return (
-        f'<details class="transcript"><summary>model calls: {len(calls)}{escape(cut)}</summary>'
-        + "".join(parts)
-        + "</details>"
-    )
-
-
-def _turn_cell(row: TurnRow | None, ident: str, calls: Sequence[CallTranscript] = ()) -> str:
-    if row is None:
-        return "<td>–</td>"
-    verdict = "✓" if row.passed else "✗"
-    why = "; ".join(row.score.details or [])
-    errors = "; ".join(row.errors)
-    cost = (
-        f"{row.model_calls} call{'s' if row.model_calls != 1 else ''} · {grouped(row.input_tokens)} in / "
-        f"{grouped(row.output_tokens)} out tokens · {row.harness_ms:.1f} ms harness"
-    )
-    notes = ""
-    if row.failure is not None:
-        notes += f'<div class="why">failure: {escape(row.failure)}</div>'
-    if not row.passed and (why or errors):
-        notes += f'<div class="why">{escape(why or errors)}</div>'
-    if errors and why:
-        notes += f'<div class="why">{escape(errors)}</div>'
-    return (
-        f'<td id="{ident}" class="answer {"pass" if row.passed else "fail"}" data-mode="{escape(row.mode)}">'
-        f'<span class="verdict" title="{"passed" if row.passed else "failed"}">{verdict}</span>'
-        f"{escape(row.answer or '(no answer)')}{notes}"
-        f'<div class="cost">{escape(cost)}</div>'
-        + _calls_block(row)
-        + (_transcript_block(calls) if calls else "")
-        + "</td>"
-    )
+    head = [Cell(name, figure=i >= labels) for i, name in enumerate(header)]
+    return Grid(css, head, [Row([cell(text, i, row) for i, text in enumerate(row)]) for row in rows])
 
 
 def slug(text: str) -> str:
@@ -264,103 +140,179 @@ def failed_turn_keys(results: RunResults) -> set[TurnKey]:
     }
 
 
-def turn_table(
-    results: RunResults,
-    columns: list[Column],
-    colours: dict[str, str],
-    prefix: str = "",
-    transcripts: Mapping[TurnKey, Sequence[CallTranscript]] | None = None,
-) -> str:
-    """Repetition 1, every turn in a row and every (target, mode) in a column (the target named only in a
-    matrix). ``prefix`` starts every id, so several runs' tables can share a page. A failed turn's cell
-    folds its model calls when ``transcripts`` has them (:func:`failed_turn_keys`).
+SENT_SHOWN_CHARS = 1_500
+"""Characters shown of the last message a call was sent (the rest of the prompt is the same every turn)."""
+WROTE_SHOWN_CHARS = 4_000
+"""Characters shown of what a call wrote, or of its error."""
 
-    Links to :func:`filter_anchor` ids show only some rows (pure CSS, ``:target``): the turns some column
-    failed, the turns the columns disagree on, or the turns one column failed."""
-    matrix = len({target for target, _ in columns}) > 1
-    cells: dict[tuple[str, int], dict[Column, TurnRow]] = defaultdict(dict)
-    users: dict[tuple[str, int], str] = {}
-    categories: dict[str, str] = {}
-    scenario_order: dict[str, int] = {}
-    for row in results.scored_rows:
-        if row.repetition != 1:
-            continue
-        scenario_order.setdefault(row.scenario, len(scenario_order))
-        categories.setdefault(row.scenario, row.category)
-        users.setdefault((row.scenario, row.turn), row.user)
-        cells[(row.scenario, row.turn)][(row.target, row.mode)] = row
 
-    def name(column: Column) -> str:
-        return f"{column[0]} · {column[1]}" if matrix else column[1]
+@dataclass(frozen=True)
+class CallView:
+    """One model call of a failed turn: the last message it was sent and what it wrote (or its error)."""
 
-    order = sorted(users, key=lambda key: (scenario_order[key[0]], key[1]))
-    failing = [key for key in order if any(not r.passed for r in cells[key].values())]
-    links = []
-    for s, t in failing:
-        failed = [name(c) for c in columns if (r := cells[(s, t)].get(c)) is not None and not r.passed]
-        which = "" if len(failed) == len(cells[(s, t)]) else " (" + ", ".join(failed) + ")"
-        links.append(
-            f'<a href="#{turn_anchor(s, t, prefix)}" title="failed in {escape(", ".join(failed))}">'
-            f"{escape(s)} · {t}{escape(which)}</a>"
-        )
-    side = "targets and modes" if matrix else "modes"
-    intro = (
-        f'<p class="caption">Repetition 1 of {max(1, results.meta.repeat)}, {side} side by side: ✓ passed, '
-        "✗ failed (red, with the reason). Open a cell's ▸ line for the plan or the tool calls.</p>"
-        f'<p class="caption failing" id="{prefix}failing-turns"><b>{len(failing)} of {len(order)} turns</b> '
-        f"failed in at least one {'target and mode' if matrix else 'mode'}{':' if failing else '.'} "
-        f"{''.join(links)}</p>"
+    number: int
+    messages: int
+    sent: str
+    wrote: str
+
+
+@dataclass(frozen=True)
+class AnswerCell:
+    """One (target, mode) cell of a turn's row."""
+
+    ident: str
+    mode: str
+    passed: bool
+    answer: str
+    notes: list[str]
+    """Why the turn failed: its failure kind, the scorer's reasons, its errors."""
+    cost: str
+    calls_label: str
+    """``plan`` or ``tool calls``."""
+    executed: str
+    """The operations run, by name."""
+    calls: str
+    """The plan one operation per line, or the tool calls."""
+    transcript: list[CallView] = field(default_factory=list)
+    cut: bool = False
+    """Some recorded text of the transcript was cut."""
+
+
+@dataclass(frozen=True)
+class TurnLine:
+    ident: str
+    classes: str
+    """What the filters hide: ``all-pass``, ``agree``, ``ok-c<i>``."""
+    turn: int
+    scenario: str
+    user: str
+    cells: list[AnswerCell | None]
+
+
+@dataclass(frozen=True)
+class ScenarioBlock:
+    scenario: str
+    category: str
+    ident: str
+    """The category's anchor on its first scenario, else empty."""
+    turns: list[TurnLine]
+
+
+@dataclass(frozen=True)
+class Link:
+    href: str
+    text: str
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class TurnTable:
+    """Repetition 1 of a run, every turn in a row and every (target, mode) in a column."""
+
+    prefix: str
+    repeat: int
+    matrix: bool
+    columns: list[tuple[str, str, str]]
+    """(target, mode, colour) per column."""
+    failing: list[Link]
+    turns: int
+    filters: list[Link]
+    anchors: list[tuple[str, str]]
+    """(kind, id) of each filter's anchor."""
+    scenarios: list[ScenarioBlock]
+
+
+def _call_line(name: str, params: object) -> str:
+    return f"{name}({json.dumps(params, ensure_ascii=False)})"
+
+
+def _plan_lines(plan: dict[str, Any]) -> list[str]:
+    """A plan one line per operation (``op1 · ventas_anuales({"anio": 2025})``), then its other keys."""
+    lines = []
+    operations = plan.get("operaciones")
+    for i, op in enumerate(operations if isinstance(operations, list) else []):
+        if isinstance(op, dict):
+            ident = op.get("id") or f"op{i + 1}"
+            lines.append(f"{ident} · {_call_line(str(op.get('funcion')), op.get('parametros', {}))}")
+        else:
+            lines.append(json.dumps(op, ensure_ascii=False))
+    lines += [
+        f"{key}: {json.dumps(value, ensure_ascii=False)}"
+        for key, value in plan.items()
+        if key != "operaciones" and value not in (None, "", [], {})
+    ]
+    return lines
+
+
+def _calls_text(row: TurnRow) -> tuple[str, str]:
+    """The label and the text of the plan (planner) or the tool calls (tool calling); refused or failed
+    calls say why."""
+    if row.plan is not None:
+        lines = _plan_lines(row.plan)
+        lines += [
+            f"✗ {_call_line(op.funcion, op.parametros)} → {op.error}" for op in row.operations if op.error
+        ]
+        return "plan", "\n".join(lines) or "(none)"
+    lines = [
+        _call_line(op.funcion, op.parametros) + (f" → {op.error}" if op.error else "")
+        for op in row.operations
+    ]
+    return "tool calls", "\n".join(lines) or "(none)"
+
+
+def _clipped(text: str, limit: int) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit:,} more characters)"
+
+
+def _said(said: Said) -> str:
+    calls = "".join(f"\n→ {_call_line(str(c.get('name')), c.get('args', {}))}" for c in said.tool_calls)
+    return (said.text or "") + calls
+
+
+def _call_view(call: CallTranscript) -> CallView:
+    last = call.messages[-1] if call.messages else None
+    sent = f"{last.role}: {_said(last)}" if last is not None else "(no message)"
+    if call.error is not None:
+        wrote = f"error: {call.error}"
+    elif call.output is not None:
+        stop = f" (stopped: {call.output.finish_reason})" if call.output.finish_reason else ""
+        wrote = f"{_said(call.output) or '(nothing)'}{stop}"
+    else:
+        wrote = "(no output recorded)"
+    return CallView(
+        call.call + 1,
+        len(call.messages),
+        _clipped(sent, SENT_SHOWN_CHARS),
+        _clipped(wrote, WROTE_SHOWN_CHARS),
     )
-    cols = '<col class="turn"><col class="user">' + "".join("<col>" for _ in columns)
-    head = "<th>turn</th><th>question</th>" + "".join(
-        f"<th>{escape(target + ' · ') if matrix else ''}{mode_label(mode, colours)}</th>"
-        for target, mode in columns
-    )
-    body = []
-    seen: set[str] = set()  # categories whose first scenario carries their anchor
-    for i, (scenario, turn) in enumerate(order):
-        if i == 0 or order[i - 1][0] != scenario:
-            category = categories[scenario]
-            ident = "" if category in seen else f' id="{category_anchor(category, prefix)}"'
-            seen.add(category)
-            body.append(
-                f'<tr class="scenario"{ident}><th colspan="{2 + len(columns)}">{escape(scenario)}'
-                f'<span class="category">{escape(category)}</span></th></tr>'
-            )
-        row_cells = cells[(scenario, turn)]
-        body.append(
-            f'<tr id="{turn_anchor(scenario, turn, prefix)}" class="{_row_classes(row_cells, columns)}">'
-            f'<td class="num">{turn}</td><td class="user"><span class="scn">{escape(scenario)} · </span>'
-            f"{escape(users[(scenario, turn)])}</td>"
-            + "".join(
-                _turn_cell(
-                    row_cells.get(column),
-                    cell_anchor(scenario, turn, i, prefix),
-                    _calls_of(row_cells.get(column), transcripts),
-                )
-                for i, column in enumerate(columns)
-            )
-            + "</tr>"
-        )
-    return (
-        intro
-        + _filters(columns, prefix, name)
-        + '<div class="turn-view">'
-        + "".join(
-            f'<span class="filter-anchor {kind}" id="{filter_anchor(kind, prefix)}"></span>'
-            for kind in ("failed", "disagree", *(f"fail-c{i}" for i in range(len(columns))))
-        )
-        + f'<table class="turns"><colgroup>{cols}</colgroup><thead><tr>{head}</tr></thead>'
-        f"<tbody>{''.join(body)}</tbody></table></div>"
-    )
 
 
-def _calls_of(
-    row: TurnRow | None, transcripts: Mapping[TurnKey, Sequence[CallTranscript]] | None
-) -> Sequence[CallTranscript]:
-    if row is None or row.passed or not transcripts:
-        return ()
-    return transcripts.get((row.target, row.mode, row.scenario, row.turn, row.repetition), ())
+def _answer_cell(row: TurnRow, ident: str, calls: Sequence[CallTranscript]) -> AnswerCell:
+    why = "; ".join(row.score.details or [])
+    errors = "; ".join(row.errors)
+    notes = [f"failure: {row.failure}"] if row.failure is not None else []
+    if not row.passed and (why or errors):
+        notes.append(why or errors)
+    if errors and why:
+        notes.append(errors)
+    cost = (
+        f"{row.model_calls} call{'s' if row.model_calls != 1 else ''} · {grouped(row.input_tokens)} in / "
+        f"{grouped(row.output_tokens)} out tokens · {row.harness_ms:.1f} ms harness"
+    )
+    label, text = _calls_text(row)
+    return AnswerCell(
+        ident=ident,
+        mode=row.mode,
+        passed=row.passed,
+        answer=row.answer or "(no answer)",
+        notes=notes,
+        cost=cost,
+        calls_label=label,
+        executed=", ".join(op.funcion for op in row.operations) or "no operations",
+        calls=text,
+        transcript=[_call_view(call) for call in calls],
+        cut=any(call.cut for call in calls),
+    )
 
 
 def _row_classes(row_cells: dict[Column, TurnRow], columns: list[Column]) -> str:
@@ -375,16 +327,88 @@ def _row_classes(row_cells: dict[Column, TurnRow], columns: list[Column]) -> str
     return " ".join(classes)
 
 
-def _filters(columns: list[Column], prefix: str, name: Callable[[Column], str]) -> str:
-    """The links that filter the table (no script: each targets a :func:`filter_anchor`)."""
-    links = [
-        (f"{prefix}turn-by-turn", "all turns"),
-        (filter_anchor("failed", prefix), "turns some column failed"),
-        (filter_anchor("disagree", prefix), "turns the columns disagree on"),
-        *((filter_anchor(f"fail-c{i}", prefix), f"failed in {name(c)}") for i, c in enumerate(columns)),
+def turn_table(
+    results: RunResults,
+    columns: list[Column],
+    colours: Mapping[str, str],
+    prefix: str = "",
+    transcripts: Mapping[TurnKey, Sequence[CallTranscript]] | None = None,
+) -> TurnTable:
+    """Repetition 1, every turn in a row and every (target, mode) in a column (the target named only in a
+    matrix). ``prefix`` starts every id, so several runs' tables can share a page. A failed turn's cell
+    folds its model calls when ``transcripts`` has them (:func:`failed_turn_keys`).
+
+    Links to :func:`filter_anchor` ids show only some rows (pure CSS, ``:target``): the turns some column
+    failed, the turns the columns disagree on, or the turns one column failed."""
+    matrix = len({target for target, _ in columns}) > 1
+    cells: dict[tuple[str, int], dict[Column, TurnRow]] = defaultdict(dict)
+    users: dict[tuple[str, int], str] = {}
+    categories: dict[str, str] = {}
+    for row in results.scored_rows:
+        if row.repetition == 1:
+            categories.setdefault(row.scenario, row.category)
+            users.setdefault((row.scenario, row.turn), row.user)
+            cells[(row.scenario, row.turn)][(row.target, row.mode)] = row
+    scenario_order = {scenario: i for i, scenario in enumerate(categories)}
+
+    def name(column: Column) -> str:
+        return f"{column[0]} · {column[1]}" if matrix else column[1]
+
+    order = sorted(users, key=lambda key: (scenario_order[key[0]], key[1]))
+    failing = []
+    for s, t in order:
+        failed = [name(c) for c in columns if (r := cells[(s, t)].get(c)) is not None and not r.passed]
+        if failed:
+            which = "" if len(failed) == len(cells[(s, t)]) else " (" + ", ".join(failed) + ")"
+            failing.append(
+                Link(turn_anchor(s, t, prefix), f"{s} · {t}{which}", f"failed in {', '.join(failed)}")
+            )
+
+    def calls_of(row: TurnRow) -> Sequence[CallTranscript]:
+        if row.passed or not transcripts:
+            return ()
+        return transcripts.get((row.target, row.mode, row.scenario, row.turn, row.repetition), ())
+
+    blocks: list[ScenarioBlock] = []
+    seen: set[str] = set()  # categories whose first scenario carries their anchor
+    for scenario, turn in order:
+        if not blocks or blocks[-1].scenario != scenario:
+            category = categories[scenario]
+            ident = "" if category in seen else category_anchor(category, prefix)
+            seen.add(category)
+            blocks.append(ScenarioBlock(scenario, category, ident, []))
+        row_cells = cells[(scenario, turn)]
+        line = [
+            None
+            if (r := row_cells.get(c)) is None
+            else _answer_cell(r, cell_anchor(scenario, turn, i, prefix), calls_of(r))
+            for i, c in enumerate(columns)
+        ]
+        blocks[-1].turns.append(
+            TurnLine(
+                turn_anchor(scenario, turn, prefix),
+                _row_classes(row_cells, columns),
+                turn,
+                scenario,
+                users[(scenario, turn)],
+                line,
+            )
+        )
+    kinds = ["failed", "disagree", *(f"fail-c{i}" for i in range(len(columns)))]
+    filters = [
+        Link(f"{prefix}turn-by-turn", "all turns"),
+        Link(filter_anchor("failed", prefix), "turns some column failed"),
+        Link(filter_anchor("disagree", prefix), "turns the columns disagree on"),
+        *(Link(filter_anchor(f"fail-c{i}", prefix), f"failed in {name(c)}") for i, c in enumerate(columns)),
     ]
-    return (
-        '<p class="filters">Show: '
-        + " · ".join(f'<a href="#{ident}">{escape(text)}</a>' for ident, text in links)
-        + "</p>"
+    return TurnTable(
+        prefix=prefix,
+        repeat=max(1, results.meta.repeat),
+        matrix=matrix,
+        columns=[(target, mode, colours.get(mode, "#999")) for target, mode in columns],
+        failing=failing,
+        turns=len(order),
+        filters=filters,
+        anchors=[(kind, filter_anchor(kind, prefix)) for kind in kinds],
+        scenarios=blocks,
     )

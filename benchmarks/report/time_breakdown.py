@@ -13,7 +13,7 @@ from benchmarks.results import TurnRow
 from benchmarks.stats import median
 from shared.llm.usage import ModelCall
 
-__all__ = ["BREAKDOWN_CAPTION", "CALLS_CAPTION", "breakdown_table", "calls_table"]
+__all__ = ["BREAKDOWN_CAPTION", "CALLS_CAPTION", "breakdown_medians", "breakdown_table", "calls_table"]
 
 BREAKDOWN_CAPTION = (
     "Medians per turn, in milliseconds, over the turns that recorded their model calls (so the columns need "
@@ -109,3 +109,23 @@ def calls_table(rows: Sequence[TurnRow]) -> tuple[list[str], list[list[str]]] | 
                 ]
             )
     return header, table
+
+
+def breakdown_medians(rows: Sequence[TurnRow]) -> list[tuple[str, list[tuple[str, float]]]]:
+    """The figures of :func:`breakdown_table` as numbers: per (target, mode) its label and the median ms of
+    each part of a turn (first tokens, writing, operations, rest); empty when no row recorded its calls."""
+    groups = _groups(rows)
+    targets = {target for target, _ in groups}
+    parts: list[tuple[str, Callable[[TurnRow], float]]] = [
+        ("first tokens", _first_tokens),
+        ("writing", _writing),
+        ("operations", lambda row: row.operations_ms),
+        ("rest", lambda row: max(0.0, row.harness_ms - row.operations_ms)),
+    ]
+    return [
+        (
+            _label(target, mode, targets),
+            [(name, median([part(row) for row in group])) for name, part in parts],
+        )
+        for (target, mode), group in groups.items()
+    ]

@@ -21,7 +21,7 @@ from tests.postgres import BACKENDS, demo_erp_url
 @pytest.fixture
 def app() -> typer.Typer:
     """The ``erp-ai`` app, for its ``bench``, ``report``, ``reliability``, ``compare`` and ``loadtest``."""
-    from benchmarks.cli import app as erp_ai
+    from benchmarks.cli.app import app as erp_ai
 
     return erp_ai
 

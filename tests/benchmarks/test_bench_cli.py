@@ -1,5 +1,5 @@
 """`bench` and `report` end to end on a tiny suite with the offline model, one model or a matrix of targets
-(``--target``; benchmarks/commands/bench.py)."""
+(``--target``; benchmarks/cli/bench.py)."""
 
 from __future__ import annotations
 
@@ -172,7 +172,7 @@ def test_two_targets_give_one_results_file_and_one_report_with_the_grid(
     usd = matrix.split("### USD per 1,000 turns")[1]
     assert "| a | 0.00 | 0.00 | 0.00 |" in usd, "offline targets cost 0"
     html = (out / "report.html").read_text(encoding="utf-8")  # how it is laid out: report/test_matrix.py
-    assert 'id="matrix"' in html and 'id="chart-calls-a"' in html and 'id="chart-calls-b"' in html
+    assert 'id="matrix"' in html and 'id="target-a"' in html and 'id="target-b"' in html
 
 
 def test_the_no_prompt_cache_switch_reaches_the_offline_model_and_the_report(

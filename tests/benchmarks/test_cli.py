@@ -14,8 +14,8 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from benchmarks.cli import app
-from benchmarks.commands import turns
+from benchmarks.cli import turns
+from benchmarks.cli.app import app
 from benchmarks.loadtest_fleet import free_port
 from benchmarks.stand_ins.emulators import FAULT_MODES
 from shared.turn import ExecutedOperation, TurnResult

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from benchmarks.cli import app
+from benchmarks.cli.app import app
 from shared.erp.database import open_demo_erp, open_erp
 from shared.errors import ErpAiError
 from tests.benchmarks.bench_fakes import copy_database

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 from typer.testing import CliRunner
 
-from benchmarks.cli import app
+from benchmarks.cli.app import app
 from benchmarks.stand_ins.emulators import EmulatorFaults, start_emulator
 
 runner = CliRunner()

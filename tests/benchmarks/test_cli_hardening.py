@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-import benchmarks.cli as cli
+import benchmarks.cli.app as cli
 from benchmarks import modes
-from benchmarks.cli import app
-from benchmarks.commands import ops, turns
-from benchmarks.commands.ops import ops_app
+from benchmarks.cli import ops, turns
+from benchmarks.cli.app import app
+from benchmarks.cli.ops import ops_app
 from benchmarks.stand_ins.emulators import EmulatorFaults, start_emulator
 from tests.benchmarks.bench_fakes import json_error, one_line
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from benchmarks.cli import PACKAGE_LOGGERS, app, configure_logging
+from benchmarks.cli.app import PACKAGE_LOGGERS, app, configure_logging
 from tests.benchmarks.bench_fakes import copy_database
 
 runner = CliRunner()

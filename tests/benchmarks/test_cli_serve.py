@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-import benchmarks.commands.servers as servers
-from benchmarks.cli import app
+import benchmarks.cli.servers as servers
+from benchmarks.cli.app import app
 from benchmarks.loadtest_fleet import free_port
 from benchmarks.modes import ModelOptions
 from planner_mode.server.limits import DEFAULT_READ_TIMEOUT_S, READ_TIMEOUT_ENV, read_timeout_from_env

@@ -1,4 +1,4 @@
-"""`erp-ai ask` and `erp-ai chat` print the answer as the model writes it (benchmarks/commands/turns.py).
+"""`erp-ai ask` and `erp-ai chat` print the answer as the model writes it (benchmarks/cli/turns.py).
 
 Each answer delta is printed when it arrives, verbatim; when the turn ends, the reader is left looking at the
 final answer: nothing more when the text shown is it, the final answer after a separator when it differs (a
@@ -16,9 +16,9 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from benchmarks import modes
-from benchmarks.cli import app
-from benchmarks.commands import turns
-from benchmarks.commands.turns import FINAL_ANSWER_RULE
+from benchmarks.cli import turns
+from benchmarks.cli.app import app
+from benchmarks.cli.turns import FINAL_ANSWER_RULE
 from shared.events import AnswerDelta, OperationDone, TurnDone, TurnEvent
 from shared.security import DEMO_CALLER, Caller
 from shared.turn import ExecutedOperation, TurnResult

@@ -1,5 +1,6 @@
-"""benchmarks.compare and its Markdown: two runs per (target,) mode and category, regressions first; what only
-one run has is listed as not compared, never as a regression (``erp-ai compare A B``)."""
+"""benchmarks.compare and its Markdown section: two runs per (target,) mode and category, regressions first;
+what only one run has is listed as not compared, never as a regression (``erp-ai report A B``, of which
+``erp-ai compare A B`` is a shorthand)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import typer
 from typer.testing import CliRunner
 
 from benchmarks.compare import ALL, compare_results, compare_runs
-from benchmarks.compare_markdown import render_comparison_markdown, write_comparison
+from benchmarks.report.comparison import render_comparison_markdown
 from benchmarks.results import RunMeta, RunResults, TurnRow
 from benchmarks.scoring.turn import TurnScore
 from benchmarks.targets import parse_targets
@@ -143,18 +144,17 @@ def test_warm_up_rows_are_not_compared() -> None:
     assert comparison.regressions == [] and comparison.newly_failing == []
 
 
-def test_markdown_lists_regressions_then_every_group_then_flips(tmp_path: Path) -> None:
+def test_markdown_lists_regressions_then_every_group_then_flips() -> None:
     comparison = compare_results(_run(set(), turns=LARGE), _run(DROP, turns=LARGE))
     text = render_comparison_markdown(comparison)
-    regressions = text.split("## Regressions")[1].split("##")[0]
+    assert text.startswith("## Changes from A to B\n")
+    regressions = text.split("### Regressions")[1].split("### ")[0]
     assert "- **toolcalling · follow_up**: accuracy 100.0% → 60.0%, McNemar p = 0.008." in regressions
     assert "planner" not in regressions
-    table = text.split("## Per mode and category")[1].split("##")[0]
+    table = text.split("### Per mode and category")[1].split("### ")[0]
     assert "| toolcalling | follow_up | 20 / 20 | 100.0% (84–100) | 60.0% (39–78) |" in table
     assert table.index("toolcalling | follow_up") < table.index("planner | (all)")
     assert "| fails | toolcalling | s | 21 | 1 | answer lacks" in text
-    path = write_comparison(comparison, tmp_path / "out")
-    assert path.name == "compare.md" and path.read_text(encoding="utf-8") == text
 
 
 def test_no_change_says_so() -> None:
@@ -185,17 +185,90 @@ def test_the_compare_command_prints_writes_and_fails_only_on_what_both_runs_meas
     runner = CliRunner()
     a = _write(tmp_path / "a", _run(set(), turns=LARGE))
     b = _write(tmp_path / "b", _run(DROP, turns=LARGE))
-    result = runner.invoke(app, ["compare", str(a), str(b)])
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["compare", str(a), str(b), "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert "toolcalling · follow_up" in result.output and (b / "compare.md").exists()
-    assert runner.invoke(app, ["compare", str(a), str(b), "--fail-on-regression"]).exit_code == 1
+    assert "toolcalling · follow_up" in result.output
+    assert "## Changes from a to b" in (out / "report.md").read_text(encoding="utf-8")
+    assert not (out / "compare.md").exists() and not (b / "compare.md").exists(), "report.md holds it"
+
+    def code(*args: str) -> int:
+        return runner.invoke(app, [*args, "--out", str(tmp_path / "x")], env={"COLUMNS": "200"}).exit_code
+
+    assert code("compare", str(a), str(b), "--fail-on-regression") == 1
     noise = _write(tmp_path / "noise", _run({26}, turns=LARGE))  # one turn of twenty: chance explains it
-    assert runner.invoke(app, ["compare", str(a), str(noise), "--fail-on-regression"]).exit_code == 0
-    assert runner.invoke(app, ["compare", str(a), str(tmp_path / "nothing")]).exit_code == 2
+    assert code("compare", str(a), str(noise), "--fail-on-regression") == 0
+    assert code("compare", str(a), str(tmp_path / "nothing")) == 2
     every = _write(tmp_path / "make-bench", _modes_run(ALL_MODES))
     two = _write(tmp_path / "two-modes", _modes_run(["planner", "toolcalling"]))
-    args = ["compare", str(every), str(two), "--fail-on-regression"]
-    assert runner.invoke(app, args, env={"COLUMNS": "200"}).exit_code == 0, "a mode only one run ran"
+    assert code("compare", str(every), str(two), "--fail-on-regression") == 0, "a mode only one run ran"
+
+
+def test_report_of_two_runs_fails_on_a_regression_only_when_asked_and_after_writing_the_reports(
+    app: typer.Typer, tmp_path: Path
+) -> None:
+    runner = CliRunner()
+    a = _write(tmp_path / "a", _run(set(), turns=LARGE))
+    b = _write(tmp_path / "b", _run(DROP, turns=LARGE))
+    noise = _write(tmp_path / "noise", _run({26}, turns=LARGE))
+
+    def report(*args: str, out: str = "out") -> tuple[int, str]:
+        result = runner.invoke(app, ["report", *args, "--out", str(tmp_path / out)], env={"COLUMNS": "200"})
+        return result.exit_code, result.output
+
+    assert report(str(a), str(b))[0] == 0, "a regression alone does not fail the report"
+    code, output = report(str(a), str(b), "--fail-on-regression", out="failed")
+    assert code == 1
+    assert "2 regressions" in output and "- **toolcalling · follow_up**: accuracy 100.0% → 60.0%" in output
+    for name in ("report.md", "report.html", "turns.csv"):
+        assert (tmp_path / "failed" / name).exists(), f"{name} is written before the exit"
+    assert report(str(a), str(noise), "--fail-on-regression")[0] == 0, "chance explains one turn of twenty"
+    assert report(str(b), str(a), "--fail-on-regression")[0] == 0, "the earlier run first: b → a gains"
+
+
+def test_fail_on_regression_needs_two_runs_and_says_so_in_one_line(app: typer.Typer, tmp_path: Path) -> None:
+    runner = CliRunner()
+    runs = [str(_write(tmp_path / name, _run(set()))) for name in ("a", "b", "c")]
+    for given, says in ((runs[:1], "one was given"), (runs, "3 were given")):
+        out = tmp_path / f"out-{len(given)}"
+        args = ["report", *given, "--fail-on-regression", "--out", str(out)]
+        result = runner.invoke(app, args, env={"COLUMNS": "300"})
+        assert result.exit_code == 2, result.output
+        line = f"Error: --fail-on-regression compares two runs, and {says}: give RUN_A RUN_B"
+        assert result.output.strip() == line
+        assert not out.exists(), "refused before anything is written"
+
+
+def test_a_real_model_run_is_never_compared_with_the_stand_in_run_beside_it(
+    app: typer.Typer, tmp_path: Path
+) -> None:
+    # what `make bench` puts side by side: the recorded real-model run and the offline run just made
+    runner = CliRunner()
+    real = _run(DROP, turns=LARGE)
+    real = real.model_copy(update={"meta": real.meta.model_copy(update={"provider": "ollama"})})
+    real_path, offline = (
+        _write(tmp_path / "real", real),
+        _write(tmp_path / "offline", _run(set(), turns=LARGE)),
+    )
+    result = runner.invoke(
+        app, ["report", str(real_path), str(offline), "--out", str(tmp_path / "side")], env={"COLUMNS": "300"}
+    )
+    assert result.exit_code == 0, result.output
+    assert "not compared:" in result.output and "a stand-in run is compared only with" in result.output
+    assert "Changes from" not in (tmp_path / "side" / "report.md").read_text(encoding="utf-8")
+    args = ["report", str(offline), str(real_path), "--fail-on-regression", "--out", str(tmp_path / "no")]
+    refused = runner.invoke(app, args, env={"COLUMNS": "300"})
+    assert refused.exit_code == 2 and "compares runs of one regime" in refused.output
+    assert not (tmp_path / "no").exists()
+
+
+def test_compare_is_documented_as_a_shorthand_for_report(app: typer.Typer) -> None:
+    runner = CliRunner()
+    help_text = " ".join(runner.invoke(app, ["compare", "--help"], env={"COLUMNS": "300"}).output.split())
+    assert "Shorthand for `erp-ai report RUN_A RUN_B --out DIR [--fail-on-regression]`" in help_text
+    assert "--fail-on-regression" in help_text and "reports/combined/<timestamp>/" in help_text
+    report_help = " ".join(runner.invoke(app, ["report", "--help"], env={"COLUMNS": "300"}).output.split())
+    assert "--fail-on-regression" in report_help and "Changes from A to B" in report_help
 
 
 def test_compare_names_a_cut_file_and_refuses_an_empty_one(app: typer.Typer, tmp_path: Path) -> None:
@@ -204,11 +277,12 @@ def test_compare_names_a_cut_file_and_refuses_an_empty_one(app: typer.Typer, tmp
     b = _write(tmp_path / "b", _modes_run(["planner"]))
     data = (b / "results.jsonl").read_bytes()
     (b / "results.jsonl").write_bytes(data[:-20])
-    cut = runner.invoke(app, ["compare", str(a), str(b)], env={"COLUMNS": "300"})
+    args = ["compare", str(a), str(b), "--out", str(tmp_path / "out")]
+    cut = runner.invoke(app, args, env={"COLUMNS": "300"})
     assert cut.exit_code == 0
     assert "**Warning:** run B: results file ends in an incomplete line: 7 rows read." in cut.output
     (b / "results.jsonl").write_bytes(b"")
-    empty = runner.invoke(app, ["compare", str(a), str(b)], env={"COLUMNS": "300"})
+    empty = runner.invoke(app, args, env={"COLUMNS": "300"})
     assert empty.exit_code == 2 and "holds no complete record" in empty.output
 
 
@@ -237,7 +311,7 @@ def test_runs_with_targets_are_compared_per_target_and_mode() -> None:
     ]
     assert set(comparison.flips_p_value) == {"b · toolcalling"}
     text = render_comparison_markdown(comparison)
-    assert "## Per target, mode and category" in text
+    assert "### Per target, mode and category" in text
     assert "- **b · toolcalling · (all)**: accuracy 100.0% → 80.0%, McNemar p = 0.008." in text
     assert "| b | toolcalling | (all) | 40 / 40 |" in text and "| a | planner | (all) | 40 / 40 |" in text
     assert "| fails | b | toolcalling | s | 21 | 1 | wrong |" in text
@@ -300,7 +374,7 @@ def test_a_mode_only_the_earlier_run_has_is_not_compared_and_no_regression() -> 
         comparison.settings_changed
     )
     text = render_comparison_markdown(comparison)
-    assert "## Not compared" in text
+    assert "### Not compared" in text
     assert "- **toolcalling-full** (every category): only in run A." in text
     assert "toolcalling-full · single" not in text  # folded into the mode's line
     assert "| toolcalling-full | (all) | 8 / 0 |" in text and "not compared |" in text

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 import benchmarks.reliability as reliability
-from benchmarks.cli import app
+from benchmarks.cli.app import app
 from benchmarks.reliability import MATRIX_MAX_TOKENS, MatrixCell, matrix_limits, readme_block
 
 runner = CliRunner()

@@ -1,6 +1,6 @@
 """``erp-ai report RUN_A RUN_B …``: several runs in one report, each regime labeled, a verdict row per run and
 mode, and every link pointing at something on the page (benchmarks/report/html.py, html_decision.py,
-markdown.py, runs.py; benchmarks/commands/bench.py)."""
+markdown.py, runs.py; benchmarks/cli/bench.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from benchmarks.cli import app
+from benchmarks.cli.app import app
 from benchmarks.report.runs import run_label, unique_labels
 from benchmarks.results import RunMeta, TurnRow
 from tests.benchmarks.report.sample_results import MODES, rows, write_results

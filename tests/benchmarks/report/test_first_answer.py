@@ -139,8 +139,9 @@ def test_markdown_html_and_readme_show_the_columns_and_say_what_they_measure(str
     for text in (markdown, block):
         assert "| simulated first answer p50 / p95 ms |" in text and LATENCY_CAPTION in text
     assert "simulated first answer p50 / p95 ms" in html and "measured on this machine" in html
-    assert 'id="chart-first-answer"' in html and "First answer token p50, simulated" in html
-    assert "first answer token p50, measured" in html  # the cards show both figures
+    chart = html.split('id="chart-first-answer-distribution"')[1].split("</svg>")[0]
+    assert "Time to the first answer token, simulated (gpu-8b)" in chart, "the profile's clock, said"
+    assert "p50 625 ms · p95 828 ms" in chart and "p50 1.2 s · p95 1.38 s" in chart
 
 
 def test_the_terminal_table_has_first_answer_columns() -> None:

@@ -100,7 +100,9 @@ def test_fields_that_would_be_markup_or_terminal_codes_are_written_as_text(
     markdown = (tmp_path / "report.md").read_text(encoding="utf-8")
     assert "<script>" not in markdown and "<!--" not in markdown and "&lt;script>" in markdown
     assert "\x1b" not in markdown and "\x1b" not in output
-    assert (tmp_path / "report.html").stat().st_size > 0
+    html = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "<script" not in html and "<!--" not in html, "no field becomes markup"
+    assert "&lt;!-- &lt;script&gt;alert(1)&lt;/script&gt;" in html
 
 
 def test_a_symlinked_report_is_never_written_through(app: typer.Typer, tmp_path: Path) -> None:

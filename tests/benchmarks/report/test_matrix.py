@@ -94,11 +94,11 @@ def test_the_markdown_report_shows_the_grid_and_each_targets_findings() -> None:
     assert "Targets `a` (openai gpt-4o-mini), `b` (offline offline-sales)" in text
     assert "prefix cache modelled: yes" in text
     assert "Conversation state: every mode stores the state the ERP derives" in text
-    assert text.index("## Findings") < text.index("## Model matrix") < text.index("## Summary")
+    assert text.index("## Summary") < text.index("### Target `a`") < text.index("## Model matrix")
     assert "### Target `a` (openai gpt-4o-mini)" in text
     section_a = text.split("### Target `a`")[1].split("### Target `b`")[0]
     assert "planner is more accurate than toolcalling by 80.0 points" in section_a
-    section_b = text.split("### Target `b`")[1].split("## Model matrix")[0]
+    section_b = text.split("### Target `b`")[1].split("### Every target and mode")[0]
     assert "toolcalling is more accurate than planner by 80.0 points" in section_b
     assert "| target | mode | turns | accuracy (95% CI) |" in text
     assert "|---|---|--:|" in text, "target and mode left-aligned, figures right"
@@ -110,11 +110,11 @@ def test_the_markdown_report_shows_the_grid_and_each_targets_findings() -> None:
 def test_the_html_report_groups_by_target() -> None:
     run = _matrix_run()
     html = render_html(run, summarize_run(run))
-    assert '<h2 id="matrix">Model matrix</h2>' in html and 'href="#matrix"' in html
+    assert '<section id="matrix"><h2>Model matrix</h2>' in html and 'href="#matrix"' in html
     assert 'id="target-a"' in html and 'id="target-b"' in html
-    for target in ("a", "b"):
-        assert f'id="chart-accuracy-{target}"' in html
-    assert 'id="chart-accuracy"' not in html
+    tradeoff = html.split('id="chart-tradeoff"')[1].split("</svg>")[0]
+    assert 'id="chart-tradeoff-series-a-planner"' in tradeoff and "a · toolcalling" in tradeoff
+    assert "b · " not in tradeoff, "target b is the offline stand-in: its accuracy is no result"
     assert 'id="state-policy"' in html and "prefix cache modelled: yes" in html
     turns = html.split('id="turn-by-turn"')[1]
     assert turns.count("<th>a · ") == 2 and turns.count("<th>b · ") == 2

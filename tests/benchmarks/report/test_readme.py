@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from benchmarks.cli import app
+from benchmarks.cli.app import app
 from benchmarks.provenance import Provenance
 from benchmarks.report import summarize
 from benchmarks.report.readme import block_name, end_marker, readme_block, start_marker, update_readme

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from typer.main import get_command
 
-from benchmarks.cli import app
+from benchmarks.cli.app import app
 from benchmarks.provenance import Provenance
 from benchmarks.report.readme import bench_command, reproduce_text
 from benchmarks.results import RunMeta

@@ -46,10 +46,13 @@ def test_a_stand_in_runs_report_md_shows_no_accuracy_either(tmp_path: Path) -> N
     offline = write_results(tmp_path / "results.jsonl", RunMeta(modes=MODES), rows())
     markdown = write_reports(offline).markdown.read_text(encoding="utf-8")
 
-    for section in ("## Paired comparison", "## Accuracy per category", "## pass^k"):
+    for section in ("## Paired comparison", "## pass^k", "## Intervals"):
         assert section not in markdown
-    summary = markdown.split("## Summary")[1].split("##")[0]
-    assert "accuracy" not in summary.split("\n\n")[1]  # the table: no accuracy column
+    categories = markdown.split("## Results per category")[1].split("\n## ")[0]
+    assert "| long_conversation | 2.0 calls (12) | 3.0 calls (12) | 3.0 calls (12) |" in categories
+    summary = markdown.split("## Summary")[1].split("\n## ")[0]
+    [header] = [line for line in summary.splitlines() if line.startswith("| mode |")]
+    assert "accuracy" not in header  # the summary table: no accuracy column
     assert "Pipeline check: 35 of 36 turns as the stand-in should." in markdown
 
 

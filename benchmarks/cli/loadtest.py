@@ -21,7 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Table
 from sqlalchemy.engine import make_url
 
-from benchmarks.commands.common import (
+from benchmarks.cli.common import (
     MaxTokensOpt,
     Provider,
     ProviderOpt,

@@ -1,7 +1,5 @@
-"""``erp-ai``: the one command-line entry point (the commands live in :mod:`benchmarks.commands`).
-
-The CLI is the outermost layer: it may import every package, and nothing imports it.
-"""
+"""``erp-ai``: the typer app, every command registered on it (each lives in its own module of
+:mod:`benchmarks.cli`), and the error lines and exit codes they share."""
 
 from __future__ import annotations
 
@@ -15,9 +13,9 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from benchmarks.commands import bench, chat, loadtest, reliability, rescore, servers, turns
-from benchmarks.commands.common import PACKAGE_LOGGERS, Command, Group, err_console
-from benchmarks.commands.ops import ops_app
+from benchmarks.cli import bench, chat, loadtest, reliability, report, rescore, servers, turns
+from benchmarks.cli.common import PACKAGE_LOGGERS, Command, Group, err_console
+from benchmarks.cli.ops import ops_app
 from shared.errors import ErpAiError
 
 EXIT_CODES = (
@@ -154,10 +152,10 @@ COMMANDS: dict[str, Callable[..., None]] = {
     "serve": servers.serve,
     "emulate": servers.emulate,
     "bench": bench.bench,
-    "report": bench.report,
+    "report": report.report,
     "rescore": rescore.rescore_command,
     "reliability": reliability.reliability,
-    "compare": bench.compare,
+    "compare": report.compare,
     "loadtest": loadtest.loadtest,
 }
 for _name, _command in COMMANDS.items():

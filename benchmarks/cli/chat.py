@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.markup import escape
 
-from benchmarks.commands import turns
-from benchmarks.commands.common import console, refuse
+from benchmarks.cli import turns
+from benchmarks.cli.common import console, refuse
 from planner_mode.server.http_client import AIServerUnauthorized
 from shared.errors import ConversationAccessDenied
 from shared.security import Caller

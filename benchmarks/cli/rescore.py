@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from benchmarks.commands.bench import bench_error, read_run, rescore_recorded
+from benchmarks.cli.bench import bench_error, read_run, rescore_recorded
 from benchmarks.report import print_summary, write_reports
 from benchmarks.report.runs import results_path
 from benchmarks.rescore import ScenarioNotFound

@@ -11,8 +11,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from benchmarks.commands.bench import bench_error
-from benchmarks.commands.common import PACKAGE_LOGGERS
+from benchmarks.cli.bench import bench_error
+from benchmarks.cli.common import PACKAGE_LOGGERS
 from benchmarks.report.readme import update_readme
 
 

@@ -13,7 +13,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from benchmarks.commands.common import (
+from benchmarks.cli.common import (
     SERVER_TOKEN_ENV,
     AnswerModelOpt,
     BaseUrlOpt,

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from benchmarks.commands.common import (
+from benchmarks.cli.common import (
     DbUrl,
     DemoOpt,
     Group,

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from benchmarks.commands.common import (
+from benchmarks.cli.common import (
     SERVER_TOKEN_ENV,
     AnswerModelOpt,
     BaseUrlOpt,

@@ -1,4 +1,5 @@
-"""``erp-ai bench``, ``report`` and ``compare``: run the scenario suite, render its reports, compare runs."""
+"""``erp-ai bench``: run the scenario suite, score each turn and write its reports (``report`` and ``compare``
+render them again: :mod:`benchmarks.cli.report`)."""
 
 from __future__ import annotations
 
@@ -15,27 +16,22 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from benchmarks.commands.common import MaxTokensOpt, TimeoutOpt, given, open_erp
+from benchmarks.cli.common import MaxTokensOpt, TimeoutOpt, given, open_erp
 from benchmarks.modes import ALL_MODES, parse_modes
 from benchmarks.report import (
     Summary,
-    combined_runs,
-    print_combined,
     print_summary,
-    write_combined_reports,
     write_reports,
 )
 from benchmarks.report.readme import block_name, readme_block, update_readme
-from benchmarks.report.runs import results_path
-from benchmarks.rescore import RescoreSummary, ScenarioNotFound, rescore
-from benchmarks.results import RESULTS_FILE, RunResults, read_results
+from benchmarks.rescore import RescoreSummary, rescore
+from benchmarks.results import RunResults, read_results
 from benchmarks.runner import RunConfig, run_suite
-from benchmarks.scenario import ScenarioError, load_scenarios
-from benchmarks.scoring.version import scorer_version
+from benchmarks.scenario import load_scenarios
 from benchmarks.targets import TARGET_SYNTAX, BenchTarget, load_targets_file, parse_targets, unique_targets
 from benchmarks.transcripts import TRANSCRIPTS_FILE
 from planner_mode.plan_schema import PlanSchemaStyle
-from shared.errors import ConfigurationError, ErpAiError
+from shared.errors import ConfigurationError
 from shared.llm.factory import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT_S
 from shared.operations.sales import sales_registry
 
@@ -45,8 +41,6 @@ PricingOpt = Annotated[
     typer.Option(help="Pricing YAML whose models replace or add to benchmarks/pricing.yaml (cost per turn)."),
 ]
 LATEST = "latest"
-COMBINED_DIR = "combined"
-"""Where ``erp-ai report`` writes a report of several runs by default: ``reports/combined/<timestamp>/``."""
 
 
 def default_out_dir(root: Path = REPORTS_DIR) -> Path:
@@ -81,7 +75,7 @@ def bench_error(console: Console, message: str) -> typer.Exit:
 
 
 @contextmanager
-def _refused(console: Console, errors: tuple[type[Exception], ...] = (ConfigurationError,)) -> Iterator[None]:
+def refused(console: Console, errors: tuple[type[Exception], ...] = (ConfigurationError,)) -> Iterator[None]:
     """One of ``errors`` as :func:`bench_error`'s line and exit 2."""
     try:
         yield
@@ -201,15 +195,15 @@ def bench(
 ) -> None:
     """Run the scenario suite in every mode, score each turn against the ERP, and write the reports.
 
-    Writes results.jsonl (streamed), transcripts.jsonl (what each model call was sent and wrote), report.md
-    and a self-contained report.html to --out, and prints a summary table. Example: erp-ai bench --modes
-    planner,toolcalling --repeat 3 --latency-profile gpu-8b
+    Writes results.jsonl (streamed), transcripts.jsonl (what each model call was sent and wrote), report.md,
+    a self-contained report.html and turns.csv (one row per turn) to --out, and prints a summary table.
+    Example: erp-ai bench --modes planner,toolcalling --repeat 3 --latency-profile gpu-8b
 
     Model matrix: erp-ai bench --target a=offline --target b=offline:offline-sales --latency-profile gpu-8b
     --repeat 2 runs both targets in every mode (each with its own model and conversations) into one report.
     """
     console = Console()
-    with _refused(console):
+    with refused(console):
         mode_list = parse_modes(",".join(modes or ALL_MODES))
         _check_tool_calling_options(ctx, mode_list)
         targets = _targets(target or [], targets_file, provider, model, base_url)
@@ -231,12 +225,12 @@ def bench(
     if out.resolve().parent == REPORTS_DIR.resolve():
         point_latest(out)
     print_summary(console, files.summary, run.meta)
-    _fail_if_no_model_answered(console, run)  # before any README block is written
+    fail_if_no_model_answered(console, run)  # before any README block is written
     if readme is not None:
-        _write_readme(console, run, files.summary, readme)
+        write_readme(console, run, files.summary, readme)
     console.print(
         f"{outcome.units_run} units run, {outcome.units_skipped} resumed, in {outcome.elapsed_s:.1f} s · "
-        f"{outcome.results_path} · {files.markdown} · {files.html}"
+        f"{outcome.results_path} · {files.markdown} · {files.html} · {files.turns}"
     )
     if fail_under is not None:
         threshold = fail_under / 100 if fail_under > 1 else fail_under
@@ -254,7 +248,7 @@ _UNREACHED: frozenset[str] = frozenset({"provider", "timeout"})
 """Failure kinds of a turn that got no reply from the model."""
 
 
-def _fail_if_no_model_answered(console: Console, run: RunResults) -> None:
+def fail_if_no_model_answered(console: Console, run: RunResults) -> None:
     """Say so and exit 1 when no turn of ``run`` got a reply from its model: no figure of it is a model's."""
     unreached = _no_model_answered(run)
     if unreached is not None:
@@ -316,60 +310,6 @@ def _targets(
     return unique_targets([*from_file, *parse_targets(specs)])
 
 
-def report(
-    results: Annotated[
-        list[Path],
-        typer.Argument(
-            help=f"A {RESULTS_FILE} written by `erp-ai bench`, or its folder; give several to put their runs "
-            "side by side in one report."
-        ),
-    ],
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            help="Where to write the reports. Default: next to RESULTS (one run), or "
-            "reports/combined/<timestamp>/ (several)."
-        ),
-    ] = None,
-    readme: Annotated[
-        Path | None,
-        typer.Option(
-            help="Also write the summary figures into this README's marked benchmark block (one run)."
-        ),
-    ] = None,
-    pricing: PricingOpt = None,
-) -> None:
-    """Re-render the terminal summary, report.md and report.html from a results file, or from several.
-
-    One run: its reports are written beside it. Several (e.g. a real-model run, the offline structure run
-    and a simulated-GPU run): one combined report, every run's regime labeled, a verdict row per run and
-    mode. A file cut short (its last line incomplete) or holding fewer turns than its run planned is
-    reported from the turns read, with a warning on the terminal and in each report's header (and is not
-    written into a README); a file with no complete record is an error (exit 2). Example: erp-ai report
-    reports/real reports/offline reports/gpu --out reports/side-by-side
-    """
-    console = Console()
-    runs = [(path, _read_run(console, path, named=len(results) > 1)) for path in results]
-    if len(runs) > 1:
-        if readme is not None:
-            raise bench_error(console, "--readme takes one run: give one RESULTS to write its README block")
-        _report_combined(console, runs, out, pricing)
-        return
-    path, run = runs[0]
-    if readme is not None and run.read_warnings:  # published figures must come from a whole run
-        raise bench_error(
-            console, f"not writing {readme} from an incomplete results file: {run.read_warnings[0]}"
-        )
-    with _refused(console):  # a pricing file that cannot be read
-        transcripts = results_path(path).parent / TRANSCRIPTS_FILE
-        files = write_reports(run, out or results_path(path).parent, pricing=pricing, transcripts=transcripts)
-    print_summary(console, files.summary, run.meta)
-    _fail_if_no_model_answered(console, run)  # before any README block is written
-    if readme is not None:
-        _write_readme(console, run, files.summary, readme)
-    console.print(f"{files.markdown} · {files.html}")
-
-
 def read_run(console: Console, results: Path) -> RunResults:
     """The results file ``results``; exit 2 when it is missing or cannot be read."""
     if not results.exists():
@@ -378,39 +318,6 @@ def read_run(console: Console, results: Path) -> RunResults:
         return read_results(results)
     except (OSError, ValueError) as exc:  # ValueError: not UTF-8, or a line that is not a record
         raise bench_error(console, f"cannot read {results}: {exc}") from None
-
-
-def _read_run(console: Console, path: Path, *, named: bool = False) -> RunResults:
-    """The run at ``path`` (a results file or its folder), scored by today's scorer; exit 2 when it cannot be
-    read, holds nothing, or was scored by another scorer and cannot be scored again here. Its read warnings
-    are printed (the reports' headers say the same), naming the file when ``named``."""
-    results = results_path(path)
-    run = read_run(console, results)
-    if run.empty:
-        raise bench_error(console, f"{results} holds no complete record: nothing to report")
-    where = f"{results}: " if named else ""
-    for warning in run.read_warnings:
-        console.print(f"[yellow]warning:[/yellow] {escape(where + warning)}")
-    recorded, current = run.meta.scorer_version, scorer_version()
-    if recorded is None:
-        console.print(
-            f"[yellow]warning:[/yellow] {escape(where)}the scorer that scored this run is not recorded; "
-            f"`erp-ai rescore {escape(str(results))}` scores it with today's"
-        )
-    elif recorded != current:  # no figure of an old scorer is rendered as current
-        try:
-            run, summary = rescore_recorded(run)
-        except (ScenarioError, ScenarioNotFound, ErpAiError) as exc:
-            raise bench_error(
-                console,
-                f"{results} was scored by scorer {recorded}, not today's {current}, and cannot be scored "
-                f"again here ({exc}); run `erp-ai rescore {results} --scenarios …` and report its output",
-            ) from None
-        console.print(
-            f"{escape(where)}scored again with today's scorer {current} (recorded by {recorded}): "
-            f"{len(summary.now_passing)} turns now pass, {len(summary.now_failing)} now fail"
-        )
-    return run
 
 
 def rescore_recorded(
@@ -431,54 +338,7 @@ def rescore_recorded(
         erp.engine.dispose()
 
 
-def _report_combined(
-    console: Console, runs: list[tuple[Path, RunResults]], out: Path | None, pricing: Path | None
-) -> None:
-    """Write and print the report of several runs side by side."""
-    with _refused(console):  # a pricing file that cannot be read
-        combined = combined_runs([(results_path(path), run) for path, run in runs], pricing=pricing)
-    with _refused(console):  # a report path that is a symbolic link
-        markdown, html = write_combined_reports(combined, out or default_out_dir(REPORTS_DIR / COMBINED_DIR))
-    print_combined(console, combined)
-    console.print(f"{markdown} · {html}")
-
-
-def _write_readme(console: Console, run: RunResults, summary: Summary, readme: Path) -> None:
-    with _refused(console, (OSError, ValueError)):
+def write_readme(console: Console, run: RunResults, summary: Summary, readme: Path) -> None:
+    with refused(console, (OSError, ValueError)):
         update_readme(readme, block_name(run), readme_block(run, summary))
     console.print(f"benchmark figures written to {readme}")
-
-
-def compare(
-    run_a: Annotated[Path, typer.Argument(help="The earlier run: its results.jsonl or its directory.")],
-    run_b: Annotated[Path, typer.Argument(help="The later run: its results.jsonl or its directory.")],
-    out: Annotated[
-        Path | None, typer.Option(help="Directory to write compare.md to. Default: RUN_B's directory.")
-    ] = None,
-    fail_on_regression: Annotated[
-        bool,
-        typer.Option(
-            help="Exit with status 1 when any mode or category regressed: costlier or slower beyond "
-            "tolerance, or less accurate by more than chance (exact McNemar p < 0.05 over the turns both "
-            "runs ran)."
-        ),
-    ] = False,
-) -> None:
-    """Compare two benchmark runs per mode and category, regressions first, and write compare.md.
-
-    Accuracy (with Wilson 95% intervals), model calls, tokens, latency p50, time to the first answer p50
-    (simulated and measured) and valid-plan rate per mode and category (per target and mode when the runs
-    have targets); the turns that flipped between the runs. Example: erp-ai compare reports/before
-    reports/latest
-    """
-    from benchmarks.compare import compare_results
-    from benchmarks.compare_markdown import render_comparison_markdown, write_comparison
-
-    console = Console()
-    # each run read as report reads it: scored again when another scorer scored it
-    before, after = (_read_run(console, path, named=True) for path in (run_a, run_b))
-    comparison = compare_results(before, after, path_a=results_path(run_a), path_b=results_path(run_b))
-    console.print(render_comparison_markdown(comparison), markup=False, highlight=False, soft_wrap=True)
-    console.print(f"written to {write_comparison(comparison, out or Path(comparison.b.path).parent)}")
-    if fail_on_regression and comparison.regressions:
-        raise typer.Exit(code=1)

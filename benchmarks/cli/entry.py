@@ -1,6 +1,6 @@
-"""The ``erp-ai`` console script: check the ``bench`` extra, then run :func:`benchmarks.cli.main`.
+"""The ``erp-ai`` console script: check the ``bench`` extra, then run :func:`benchmarks.cli.app.main`.
 
-:mod:`benchmarks.cli` imports typer, rich and PyYAML at its top. On an engine-only install
+:mod:`benchmarks.cli.app` imports typer, rich and PyYAML at its top. On an engine-only install
 (``pip install erp-ai-harness``) that import would end in a traceback; this module imports nothing but the
 standard library and :mod:`shared.extras` first, so the user reads one line naming the extra instead.
 """
@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> None:
     except ConfigurationError as exc:
         print(f"Error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
-    from benchmarks.cli import main as cli_main
+    from benchmarks.cli.app import main as cli_main
 
     cli_main(argv)
 
