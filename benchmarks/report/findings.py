@@ -5,9 +5,9 @@ the rows carry them), because that is what the architectures decide; each pair o
 time to the first answer token, simulated under a latency profile and measured, each labelled as such. An
 accuracy difference is stated only when the paired comparison establishes it (its 95% interval excludes zero
 and the exact McNemar test agrees); otherwise the sentence says the run cannot tell the modes apart and gives
-the interval. A figure the project set itself a target for (:data:`TARGETS`) gets a plain sentence: "target
-not met (3.3 ms vs 2 ms)"; a latency target also says whether the offline model's prefix cache was modelled,
-since the latency targets were set before the cache model existed.
+the interval. In the project's own result blocks, a figure it set itself a target for (:data:`TARGETS`) gets a
+plain sentence: "target not met (3.3 ms vs 2 ms)"; a latency target also says whether the offline model's
+prefix cache was modelled, since the latency targets were set before the cache model existed.
 
 A run with several targets (models) gets a matrix headline (structure and accuracy per target and mode) and
 each target's own findings, prefixed with its name: modes are compared within a target, never across."""
@@ -325,9 +325,13 @@ def measurement_sentences(modes: Sequence[ModeSummary]) -> list[str]:
     ]
 
 
-def findings(summary: Summary, meta: RunMeta | None = None, *, accuracy: bool = True) -> list[str]:
+def findings(
+    summary: Summary, meta: RunMeta | None = None, *, accuracy: bool = True, targets: bool = False
+) -> list[str]:
     """Sentences comparing the modes, computed from ``summary`` (per target for a matrix); without their
-    accuracy when ``accuracy`` is false (a stand-in's turns: no result)."""
+    accuracy when ``accuracy`` is false (a stand-in's turns: no result); with the project's own
+    :data:`TARGETS` only when ``targets`` is true (the result blocks of its documentation, which explain
+    them: a report is read by people who set no such target)."""
     if summary.targets:
         return _matrix_findings(summary, meta)
     if not summary.modes:
@@ -355,7 +359,8 @@ def findings(summary: Summary, meta: RunMeta | None = None, *, accuracy: bool = 
     sentences += _listed("Valid-plan rate (requests for operations valid as written)", valid)
     sentences += measurement_sentences(modes)
     sentences += _listed("Harness overhead p50", [f"{m.mode} {m.harness_p50:.1f} ms" for m in modes])
-    sentences += target_sentences(summary)
+    if targets:
+        sentences += target_sentences(summary)
     if (growth := summary.growth) is not None:
         turns = max((len(s) for s in growth.series.values()), default=0)
         ratios = [

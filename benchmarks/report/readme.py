@@ -286,7 +286,7 @@ def readme_block(results: RunResults, summary: Summary) -> str:
         lines += [f"**{top}**", ""]
     lines += render_table(*summary_rows(summary))
     lines += ["", LATENCY_CAPTION, ""]
-    lines += [f"- {sentence}" for sentence in findings(summary, None)]
+    lines += [f"- {sentence}" for sentence in findings(summary, None, targets=meta.offline)]
     if meta.offline:
         lines += ["", f"*{OFFLINE_NOTICE}*"]
     return "\n".join([start_marker(name), *map(markdown_safe, [*lines, ""]), end_marker(name)])

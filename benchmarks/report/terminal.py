@@ -21,7 +21,8 @@ from benchmarks.results import RunMeta
 def summary_table(summary: Summary, meta: RunMeta) -> Table:
     """Per mode (and target, in a matrix): accuracy, calls, tokens, latency p50/p95 and time to the first
     answer token p50 ("1st"), measured, then simulated ("sim…") when profiled, harness overhead and the
-    valid-plan rate ("plan", – when the engines did not record it)."""
+    valid-plan rate ("plan", – when the engines did not record it). Times in ms as the findings write them
+    (one decimal under 100, grouped from there), so the table fits 80 columns."""
     modes = [m for _, m in summary.cells()]
     simulated = any(m.simulated_p50 is not None for m in modes)
     first = any(m.first_answer_p50 is not None for m in modes)
@@ -36,8 +37,8 @@ def summary_table(summary: Summary, meta: RunMeta) -> Table:
         collapse_padding=True,
     )
 
-    def ms(value: float | None, decimals: int) -> str:
-        return "–" if value is None else f"{value:.{decimals}f}"
+    def ms(value: float | None) -> str:
+        return "–" if value is None else ms_text(value)
 
     def plan(m: ModeSummary) -> str:
         return "–" if m.valid_plan_rate is None else f"{m.valid_plan_rate:.0%}"
@@ -48,28 +49,43 @@ def summary_table(summary: Summary, meta: RunMeta) -> Table:
         ("max", lambda m: str(m.calls_max)),
         ("in", lambda m: tokens_text(m, m.input_tokens_mean)),
         ("out", lambda m: tokens_text(m, m.output_tokens_mean)),
-        ("p50", lambda m: f"{m.latency_p50:.1f}"),
-        ("p95", lambda m: f"{m.latency_p95:.1f}"),
-        ("1st", lambda m: ms(m.first_answer_p50, 1)) if first else None,
-        ("harn", lambda m: f"{m.harness_p50:.2f}"),
-        ("sim50", lambda m: ms(m.simulated_p50, 0)) if simulated else None,
-        ("sim95", lambda m: ms(m.simulated_p95, 0)) if simulated else None,
-        ("sim1st", lambda m: ms(m.simulated_first_answer_p50, 0)) if simulated_first else None,
+        ("p50", lambda m: ms(m.latency_p50)),
+        ("p95", lambda m: ms(m.latency_p95)),
+        ("1st", lambda m: ms(m.first_answer_p50)) if first else None,
+        ("harn", lambda m: ms(m.harness_p50)),
+        ("sim50", lambda m: ms(m.simulated_p50)) if simulated else None,
+        ("sim95", lambda m: ms(m.simulated_p95)) if simulated else None,
+        ("sim1st", lambda m: ms(m.simulated_first_answer_p50)) if simulated_first else None,
         ("plan", plan),
         ("fail", lambda m: str(m.failed_turns)),
     ]
     header, rows = mode_table(summary, [c for c in columns if c is not None])
     labels = 2 if summary.matrix else 1
     for i, column in enumerate(header):  # a narrow or piped output wraps a cell, never cuts it
-        table.add_column(column, justify="left" if i < labels else "right", overflow="fold")
+        label = i < labels  # a mode's or target's name stays whole; a figure may fold
+        table.add_column(column, justify="left" if label else "right", overflow="fold", no_wrap=label)
     for row in rows:
         table.add_row(*row)
     return table
 
 
+def print_table(console: Console, table: Table) -> None:
+    """Print ``table`` whole: a terminal's width folds a long cell onto more lines; output that is not a
+    terminal (a pipe, a CI log, a file) is as wide as the table needs, so no figure is folded either."""
+    if console.is_terminal:
+        console.print(table)
+        return
+    needed = console.measure(table, options=console.options.update(max_width=10_000)).maximum
+    if needed <= console.width:
+        console.print(table)
+        return
+    # print() never renders wider than its console: the table gets a console of its own width
+    Console(file=console.file, width=needed, no_color=console.no_color, highlight=False).print(table)
+
+
 def print_summary(console: Console, summary: Summary, meta: RunMeta) -> None:
     """Print the per-mode table, the headline, then the findings (each target's, for a matrix)."""
-    console.print(summary_table(summary, meta))
+    print_table(console, summary_table(summary, meta))
     accuracy = not meta.offline  # a stand-in's verdicts check the pipeline; they are no result
     top = headline(summary, accuracy=accuracy)
     if top:
@@ -105,7 +121,7 @@ def print_combined(console: Console, runs: Sequence[ReportRun]) -> None:
             "–" if first is None else f"{ms_text(first)}{mark}",
             str(m.failed_turns),
         )
-    console.print(table)
+    print_table(console, table)
     for run in runs:
         verdict = run_verdict(run.summary, run.results.scored_rows, run.regime, run.results.meta.model)
         for sentence in verdict.leads:

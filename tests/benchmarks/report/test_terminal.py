@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import itertools
 from pathlib import Path
 
 from rich.console import Console
@@ -37,7 +38,11 @@ def test_a_narrow_pipe_gets_every_cell_whole() -> None:
     text = printed(RunMeta(modes=MODES, provider="openai", model="m"), width=60)
 
     assert "…" not in text
-    assert "toolcalling-full" in text.replace("\n", "") or "toolcalling-fu" in text
+    lines = text.splitlines()
+    rule = next(i for i, line in enumerate(lines) if "───" in line)  # under the header; rows until a blank
+    rows = [line.split() for line in itertools.takewhile(str.strip, lines[rule + 1 :])]
+    assert [row[0] for row in rows] == MODES, "one line per mode: no name or figure folded onto another"
+    assert {len(row) for row in rows} == {len(lines[rule - 1].split())}, "every row holds every column"
 
 
 def test_a_stand_in_runs_report_md_shows_no_accuracy_either(tmp_path: Path) -> None:
