@@ -224,7 +224,7 @@ def bench(
         files = write_reports(run, outcome.results_path.parent, pricing=pricing, transcripts=transcripts)
     if out.resolve().parent == REPORTS_DIR.resolve():
         point_latest(out)
-    print_summary(console, files.summary, run.meta)
+    print_summary(console, files.summary, run.meta, run)
     fail_if_no_model_answered(console, run)  # before any README block is written
     if readme is not None:
         write_readme(console, run, files.summary, readme)

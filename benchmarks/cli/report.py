@@ -116,7 +116,7 @@ def report(
     with refused(console):  # a pricing file that cannot be read
         transcripts = results_path(path).parent / TRANSCRIPTS_FILE
         files = write_reports(run, out or results_path(path).parent, pricing=pricing, transcripts=transcripts)
-    print_summary(console, files.summary, run.meta)
+    print_summary(console, files.summary, run.meta, run)
     fail_if_no_model_answered(console, run)  # before any README block is written
     if readme is not None:
         write_readme(console, run, files.summary, readme)

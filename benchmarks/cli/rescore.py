@@ -67,7 +67,7 @@ def rescore_command(
         files = write_reports(rescored, target, transcripts=results.parent / TRANSCRIPTS_FILE)
     except ConfigurationError as exc:  # a report path that is a symbolic link
         raise bench_error(console, str(exc)) from None
-    print_summary(console, files.summary, rescored.meta)
+    print_summary(console, files.summary, rescored.meta, rescored)
     console.print(
         f"{summary.turns} turns re-scored: {len(summary.now_passing)} now pass, "
         f"{len(summary.now_failing)} now fail"

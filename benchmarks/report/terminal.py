@@ -10,12 +10,12 @@ from rich.markup import escape
 from rich.table import Table
 
 from benchmarks.report.findings import OFFLINE_NOTICE, findings, headline, ms_text, pipeline_check
-from benchmarks.report.runs import ReportRun, first_line
+from benchmarks.report.runs import ReportRun, first_line, regime_of
+from benchmarks.report.splits import decision
 from benchmarks.report.summary import ModeSummary, Summary, tokens_text
 from benchmarks.report.tables import Column, mode_table
-from benchmarks.report.verdict import run_verdict
 from benchmarks.report.verdict_table import runs_verdict_lines
-from benchmarks.results import RunMeta
+from benchmarks.results import RunMeta, RunResults
 
 
 def summary_table(summary: Summary, meta: RunMeta) -> Table:
@@ -83,13 +83,19 @@ def print_table(console: Console, table: Table) -> None:
     Console(file=console.file, width=needed, no_color=console.no_color, highlight=False).print(table)
 
 
-def print_summary(console: Console, summary: Summary, meta: RunMeta) -> None:
-    """Print the per-mode table, the headline, then the findings (each target's, for a matrix)."""
+def print_summary(
+    console: Console, summary: Summary, meta: RunMeta, results: RunResults | None = None
+) -> None:
+    """Print the per-mode table, the headline, the verdict a reader should act on (on the held-out questions
+    when ``results`` holds both sets; not for a stand-in), then the findings (each target's, for a matrix)."""
     print_table(console, summary_table(summary, meta))
     accuracy = not meta.offline  # a stand-in's verdicts check the pipeline; they are no result
     top = headline(summary, accuracy=accuracy)
     if top:
         console.print(f"[bold]{escape(top)}[/bold]")
+    if results is not None and accuracy and not summary.matrix:
+        for lead in decision(results, summary, regime_of(meta), meta.model).leads:
+            console.print(f"[bold]Verdict:[/bold] {escape(lead)}")
     for sentence in findings(summary, None, accuracy=accuracy):
         console.print(f"• {escape(sentence)}")
     if meta.offline:
@@ -123,6 +129,6 @@ def print_combined(console: Console, runs: Sequence[ReportRun]) -> None:
         )
     print_table(console, table)
     for run in runs:
-        verdict = run_verdict(run.summary, run.results.scored_rows, run.regime, run.results.meta.model)
+        verdict = decision(run.results, run.summary, run.regime, run.results.meta.model)
         for sentence in verdict.leads:
             console.print(f"• {escape(run.label)}: {escape(sentence)}")

@@ -4,10 +4,15 @@ the answers refused for claiming an action."""
 
 from __future__ import annotations
 
+import io
+
+from rich.console import Console
+
 from benchmarks.report.markdown import render_markdown
 from benchmarks.report.readme import readme_block
 from benchmarks.report.runs import regime_of, summarize_run
 from benchmarks.report.splits import HELDOUT_PREFIX, decision, split_table
+from benchmarks.report.terminal import print_summary
 from benchmarks.results import RunMeta, RunResults, TurnRow
 from tests.benchmarks.report.sample_results import turn_row
 
@@ -76,3 +81,14 @@ def test_the_failure_table_counts_the_answers_refused_for_a_claimed_action() -> 
     text = render_markdown(results, summarize_run(results))
     assert "| ungrounded | 1 | 1 |" in text
     assert "| … of which an action claimed | 1 | 0 |" in text
+
+
+def test_the_terminal_states_the_verdict_on_the_heldout_questions_and_a_stand_in_states_none() -> None:
+    results = _results(_rows("suite", 10, 0), _rows("heldout", 5, 5))
+    for meta, says in ((REAL, True), (REAL.model_copy(update={"provider": "offline"}), False)):
+        out = io.StringIO()
+        run = results.model_copy(update={"meta": meta})
+        print_summary(Console(file=out, width=300, force_terminal=False), summarize_run(run), meta, run)
+        verdicts = [line for line in out.getvalue().splitlines() if line.startswith("Verdict: ")]
+        assert bool(verdicts) is says
+        assert all(line.startswith(f"Verdict: {HELDOUT_PREFIX}") for line in verdicts)
