@@ -65,7 +65,8 @@ def _not_a_link(path: Path) -> None:
 
 def write_whole(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` whole or not at all (a failed write leaves the previous file as it was),
-    never through a symbolic link.
+    never through a symbolic link; the file is readable as any file the user writes (the temporary file it
+    starts as is private to its owner).
 
     Raises:
         ConfigurationError: ``path`` is a symbolic link.
@@ -76,11 +77,22 @@ def write_whole(path: Path, text: str) -> None:
     ) as tmp:
         try:
             tmp.write(text)
+            os.chmod(tmp.name, _FILE_MODE)
         except BaseException:
             tmp.close()
             Path(tmp.name).unlink(missing_ok=True)
             raise
     os.replace(tmp.name, path)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_FILE_MODE = 0o666 & ~_umask()
+"""The mode ``open()`` gives a new file under the process's umask, read once at import."""
 
 
 def write_combined_reports(

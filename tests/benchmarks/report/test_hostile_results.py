@@ -126,6 +126,13 @@ def test_a_failed_write_leaves_the_previous_report_whole(tmp_path: Path) -> None
     assert [p.name for p in tmp_path.iterdir()] == ["report.html"]  # no temporary file left behind
 
 
+def test_a_report_is_as_readable_as_any_file_the_user_writes(tmp_path: Path) -> None:
+    written, plain = tmp_path / "report.html", tmp_path / "plain.txt"
+    write_whole(written, "<html></html>")
+    plain.write_text("", encoding="utf-8")  # open()'s mode under this process's umask
+    assert written.stat().st_mode & 0o777 == plain.stat().st_mode & 0o777
+
+
 def test_rescore_never_overwrites_the_run_it_scores(app: typer.Typer, tmp_path: Path) -> None:
     path = results_file(tmp_path)
     recorded = path.read_text(encoding="utf-8")
