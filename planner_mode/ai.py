@@ -255,7 +255,7 @@ class PlannerAI:
 
     async def plan(
         self,
-        question: str,
+        message: str,
         context: ConversationContext,
         catalog: Sequence[OperationSpec],
         *,
@@ -271,11 +271,11 @@ class PlannerAI:
         specs = tuple(catalog)
         call = self._plan_call(_Catalog(specs, catalog_key(specs)))
         text = DirectAnswerText()
-        async for item in call.astream(plan_messages(question, context, catalog), config, text, stream):
+        async for item in call.astream(plan_messages(message, context, catalog), config, text, stream):
             if isinstance(item, str):
                 yield item
                 continue
-            plan = item if item.question else item.model_copy(update={"question": question})
+            plan = item if item.question else item.model_copy(update={"question": message})
             direct = (plan.direct_answer or "").strip() if plan.is_direct else ""
             if text.text and direct.startswith(text.text) and len(direct) > len(text.text):
                 yield direct[len(text.text) :]
@@ -283,7 +283,7 @@ class PlannerAI:
 
     async def answer(
         self,
-        question: str,
+        message: str,
         results: Sequence[OperationOutcome],
         context: ConversationContext,
         catalog: Sequence[OperationSpec],
@@ -300,7 +300,7 @@ class PlannerAI:
         read comes as one last delta). ``stream`` as in :meth:`plan`.
         """
         text = FieldText("respuesta")
-        messages = answer_messages(question, results, context, catalog)
+        messages = answer_messages(message, results, context, catalog)
         async for item in self._answer_call.astream(messages, config, text, stream):
             if isinstance(item, str):
                 yield item

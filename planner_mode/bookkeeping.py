@@ -70,9 +70,9 @@ class PlannerTurn:
     catalog: list[OperationSpec]
     """The operations the caller may run (set by ``_prepare``)."""
 
-    def __init__(self, conversation_id: str, question: str, caller: Caller, clock: AnswerClock) -> None:
+    def __init__(self, conversation_id: str, message: str, caller: Caller, clock: AnswerClock) -> None:
         self.conversation_id = conversation_id
-        self.question = question
+        self.message = message
         self.caller = require_caller(caller)  # before anything reads it (the trace inputs, the access check)
         self.clock = clock
         self.plan: Plan | None = None
@@ -99,7 +99,7 @@ class PlannerTurn:
     @property
     def inputs(self) -> dict[str, Any]:
         """The inputs of the turn's parent run."""
-        return {"conversation_id": text_of(self.conversation_id), "question": text_of(self.question)}
+        return {"conversation_id": text_of(self.conversation_id), "message": text_of(self.message)}
 
     def record(self, answer: Answer) -> TurnRecord:
         """The whole turn as the store records it: the question, the answer (metadata ``plan``,
@@ -114,7 +114,7 @@ class PlannerTurn:
             metadata["failure"] = self.failure
         return TurnRecord(
             messages=[
-                MessageIn(role="user", content=self.question, metadata={}),
+                MessageIn(role="user", content=self.message, metadata={}),
                 MessageIn(role="assistant", content=answer.text, metadata=metadata),
             ],
             memories=list(answer.memories),
@@ -129,7 +129,7 @@ class PlannerTurn:
         return TurnResult(
             mode="planner",
             conversation_id=text_of(self.conversation_id),
-            question=text_of(self.question),
+            question=text_of(self.message),
             answer=answer,
             plan=self.plan.model_dump(mode="json") if self.plan else None,
             operations=self.operations,

@@ -78,7 +78,7 @@ class AIClient(Protocol):
 
     def plan(
         self,
-        question: str,
+        message: str,
         context: ConversationContext,
         catalog: Sequence[OperationSpec],
         *,
@@ -92,7 +92,7 @@ class AIClient(Protocol):
 
     def answer(
         self,
-        question: str,
+        message: str,
         results: Sequence[OperationOutcome],
         context: ConversationContext,
         catalog: Sequence[OperationSpec],
@@ -149,7 +149,7 @@ class InProcessAIClient:
 
     def plan(
         self,
-        question: str,
+        message: str,
         context: ConversationContext,
         catalog: Sequence[OperationSpec],
         *,
@@ -160,13 +160,13 @@ class InProcessAIClient:
         return _measured_stream(
             "plan",
             config,
-            lambda measured: self.ai.plan(question, context, catalog, config=measured, stream=stream),
+            lambda measured: self.ai.plan(message, context, catalog, config=measured, stream=stream),
             PlanReply,
         )
 
     def answer(
         self,
-        question: str,
+        message: str,
         results: Sequence[OperationOutcome],
         context: ConversationContext,
         catalog: Sequence[OperationSpec],
@@ -179,7 +179,7 @@ class InProcessAIClient:
             "answer",
             config,
             lambda measured: self.ai.answer(
-                question, results, context, catalog, config=measured, stream=stream
+                message, results, context, catalog, config=measured, stream=stream
             ),
             AnswerReply,
         )

@@ -122,17 +122,17 @@ class PlannerEngine(TurnEngine):
         reading: bool,
     ) -> AsyncGenerator[TurnEvent, None]:
         turn = PlannerTurn(conversation_id, message, caller, AnswerClock(reading=reading))
-        async with aturn_run(config, mode=self.mode, inputs=turn.inputs) as run:
+        async with aturn_run(config, mode=self.mode, inputs=turn.inputs) as trace:
             result = await asyncio.to_thread(self._prepare, turn)
             if result is None:
-                async with aclosing(self._calls(turn, run.child_config())) as events:
+                async with aclosing(self._calls(turn, trace.child_config())) as events:
                     async for event in events:
                         if isinstance(event, TurnResult):
                             result = event
                         else:
                             yield event
             assert result is not None, "a turn always ends in a result"
-            result = finish_turn(run, logger, result, turn.caller.user_id)
+            result = finish_turn(trace, logger, result, turn.caller.user_id)
         yield TurnDone(result=result)
 
     async def _calls(
@@ -144,7 +144,7 @@ class PlannerEngine(TurnEngine):
         try:
             async for item in closing_iter(
                 self.ai.plan(
-                    turn.question, turn.context, turn.catalog, config=config, stream=turn.clock.reading
+                    turn.message, turn.context, turn.catalog, config=config, stream=turn.clock.reading
                 )
             ):
                 if isinstance(item, PlanReply):
@@ -186,7 +186,7 @@ class PlannerEngine(TurnEngine):
             separator = "\n\n" if shown else ""  # after a direct answer that turned out a preamble
             async for written in closing_iter(
                 self.ai.answer(
-                    turn.question,
+                    turn.message,
                     turn.outcomes,
                     turn.context,
                     turn.catalog,
@@ -219,7 +219,7 @@ class PlannerEngine(TurnEngine):
         context = open_turn(
             self.store,
             turn.conversation_id,
-            turn.question,
+            turn.message,
             turn.caller,
             self.erp.today,
             memory_limit=self.limits.memory_limit,
@@ -293,7 +293,7 @@ class PlannerEngine(TurnEngine):
         if self.grounding == "off":
             return answer
         texts = [
-            turn.question,
+            turn.message,
             trusted_context(turn.context),  # never the state a model wrote
             *(spec.model_dump_json() for spec in turn.catalog),
             *(outcome.error for outcome in turn.outcomes if outcome.error),  # e.g. a rejected plan's reason

@@ -320,7 +320,7 @@ class HttpAIClient:
 
     def plan(
         self,
-        question: str,
+        message: str,
         context: ConversationContext,
         catalog: Sequence[OperationSpec],
         *,
@@ -328,7 +328,7 @@ class HttpAIClient:
         stream: bool = True,
     ) -> AsyncGenerator[str | PlanReply, None]:
         """``POST /ai/analyze``, streamed as NDJSON unless ``stream=False`` (see :meth:`answer`)."""
-        body = AnalyzeRequest(message=question, context=context, catalog=list(catalog))
+        body = AnalyzeRequest(message=message, context=context, catalog=list(catalog))
         exchange = _Exchange(self, "/ai/analyze", body, stream=stream)
         return _replies(
             exchange.results(parse_analyze_stream_line, AnalyzeResponse),
@@ -337,7 +337,7 @@ class HttpAIClient:
 
     def answer(
         self,
-        question: str,
+        message: str,
         results: Sequence[OperationOutcome],
         context: ConversationContext,
         catalog: Sequence[OperationSpec],
@@ -351,9 +351,7 @@ class HttpAIClient:
         the failure its kind names); an ``error`` line, a broken or timed-out stream, or a stream without its
         final line raise :class:`AICallError` too, counting the call.
         """
-        body = RespondRequest(
-            question=question, results=list(results), context=context, catalog=list(catalog)
-        )
+        body = RespondRequest(question=message, results=list(results), context=context, catalog=list(catalog))
         exchange = _Exchange(self, "/ai/respond", body, stream=stream)
         return _replies(
             exchange.results(parse_stream_line, RespondResponse),

@@ -890,7 +890,7 @@ async def test_callbacks_see_exactly_the_turns_model_calls_under_one_parent_run(
 
     [turn] = recorder.chains
     assert turn.name == "planner turn" and turn.parent is None
-    assert turn.inputs == {"conversation_id": "cb", "question": question}
+    assert turn.inputs == {"conversation_id": "cb", "message": question}
     assert "erp-web" in turn.tags and turn.metadata["tenant"] == "acme"
     assert len(recorder.models) == calls == result.model_calls
     for model_run in recorder.models:
