@@ -99,7 +99,7 @@ def report(
     if len(runs) > 1:
         if readme is not None:
             raise bench_error(console, "--readme takes one run: give one RESULTS to write its README block")
-        comparison = _report_combined(console, runs, out, pricing)
+        comparison = _report_combined(console, runs, out, pricing, apart)
         if fail_on_regression and comparison is not None and comparison.regressions:
             count, a, b = len(comparison.regressions), comparison.a.label, comparison.b.label
             regressions = f"{count} regression{'s' if count > 1 else ''}"
@@ -145,14 +145,17 @@ def compare(
 
 
 def _report_combined(
-    console: Console, runs: list[tuple[Path, RunResults]], out: Path | None, pricing: Path | None
+    console: Console,
+    runs: list[tuple[Path, RunResults]],
+    out: Path | None,
+    pricing: Path | None,
+    apart: str | None,
 ) -> Comparison | None:
-    """Write and print the report of several runs side by side; of two of one regime, what changed from the
-    first to the second, which is returned."""
+    """Write and print the report of several runs side by side; of two of one regime (``apart``: why they
+    are not, from :func:`_regimes_apart`), what changed from the first to the second, which is returned."""
     with refused(console):  # a pricing file that cannot be read
         combined = combined_runs([(results_path(path), run) for path, run in runs], pricing=pricing)
     comparison = None
-    apart = _regimes_apart(runs)
     if apart:
         console.print(f"[yellow]not compared:[/yellow] {escape(apart)}")
     elif len(runs) == 2:

@@ -3,6 +3,7 @@ table as ``turns.csv``; of two runs, the combined report adds what changed from 
 
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
 from collections.abc import Sequence
@@ -77,7 +78,7 @@ def write_whole(path: Path, text: str) -> None:
     ) as tmp:
         try:
             tmp.write(text)
-            os.chmod(tmp.name, _FILE_MODE)
+            os.chmod(tmp.name, _file_mode())
         except BaseException:
             tmp.close()
             Path(tmp.name).unlink(missing_ok=True)
@@ -85,14 +86,12 @@ def write_whole(path: Path, text: str) -> None:
     os.replace(tmp.name, path)
 
 
-def _umask() -> int:
+@functools.cache
+def _file_mode() -> int:
+    """The mode ``open()`` gives a new file under the process's umask, read on the first report written."""
     mask = os.umask(0)
     os.umask(mask)
-    return mask
-
-
-_FILE_MODE = 0o666 & ~_umask()
-"""The mode ``open()`` gives a new file under the process's umask, read once at import."""
+    return 0o666 & ~mask
 
 
 def write_combined_reports(
